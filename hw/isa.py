@@ -1,0 +1,340 @@
+"""The instruction set: every class, field, width and opcode, with encode, decode and disassembly.
+
+Instructions are 128-bit little-endian words. Bits [2:0] hold the opcode and bits
+[6:3] the four VTA dependency flags (pop prev, pop next, push prev, push next);
+the rest of the layout depends on the class. Buffer index fields take their width
+from the hardware config (``sram_index_bits``), so an :class:`Isa` is built per
+config. This module imports nothing of the project: it only reads attributes of the
+config object it is given.
+
+Semantics shared by every model (golden, TLM, RTL):
+
+* LOAD copies a 2-D tile of ``y_size`` rows of ``x_size`` vectors from DRAM (row
+  ``r`` starts ``r * x_stride`` vectors after ``dram_base``) into a buffer, surrounded
+  by zero padding: the on-chip tile is ``(y_pad_0 + y_size + y_pad_1)`` rows of
+  ``(x_pad_0 + x_size + x_pad_1)`` vectors stored contiguously from ``sram_base``.
+  ``dram_base`` counts vectors of the destination buffer's DRAM element size.
+* STORE copies ``y_size`` x ``x_size`` accumulator vectors from ``sram_base``
+  (contiguous) to DRAM (strided by ``x_stride``), narrowing each lane to the output
+  width as a C cast would (wrap-around). Padding fields must be zero.
+* ALU runs ``for i < iter_out: for j < iter_in:`` ``acc[d] = op(acc[d], s)`` with
+  ``d = dst_base + i*dst_factor_out + j*dst_factor_in`` and ``s`` either the
+  sign-extended immediate or ``acc[src_base + i*src_factor_out + j*src_factor_in]``,
+  strictly in loop order (a write is seen by later reads). Arithmetic wraps at 32 bits.
+* FINISH ends the program; it travels through the compute queue, as in VTA.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from typing import Any, ClassVar, Iterable, Union
+
+INSN_BITS = 128
+INSN_BYTES = INSN_BITS // 8
+
+OPCODES: dict[str, int] = {"LOAD": 0, "STORE": 1, "GEMM": 2, "FINISH": 3, "ALU": 4}
+ALU_OPS: dict[str, int] = {"ADD": 0, "SUB": 1, "MUL": 2, "MIN": 3, "MAX": 4, "SHR": 5, "CLIP": 6, "MOV": 7}
+BUFFERS: dict[str, int] = {"ACC": 0, "INP": 1, "WGT": 2}
+# Which unit's queue each opcode is dispatched to.
+QUEUE_OF_OPCODE: dict[str, str] = {"LOAD": "load", "STORE": "store", "GEMM": "compute",
+                                   "ALU": "compute", "FINISH": "compute"}
+
+ALU_OP_NAMES = {v: k for k, v in ALU_OPS.items()}
+BUFFER_NAMES = {v: k for k, v in BUFFERS.items()}
+OPCODE_NAMES = {v: k for k, v in OPCODES.items()}
+
+# Fixed field widths (the buffer index width comes from the config).
+DRAM_BASE_BITS = 32
+SIZE_BITS = 16
+PAD_BITS = 4
+ALU_ITER_BITS = 14
+GEMM_ITER_BITS = 8
+IMM_BITS = 16
+ALU_OP_BITS = 4
+BUF_BITS = 2
+
+
+class IsaError(ValueError):
+    """An instruction that cannot be encoded, decoded or executed as written."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Insn:
+    """Base of every instruction: the four dependency-token flags."""
+
+    pop_prev: bool = False
+    pop_next: bool = False
+    push_prev: bool = False
+    push_next: bool = False
+
+    MNEMONIC: ClassVar[str] = ""
+
+    def deps_text(self) -> str:
+        flags = [n for n in ("pop_prev", "pop_next", "push_prev", "push_next") if getattr(self, n)]
+        return ("  [" + " ".join(flags) + "]") if flags else ""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Load(Insn):
+    """DRAM -> on-chip buffer, 2-D with stride and zero padding."""
+
+    MNEMONIC: ClassVar[str] = "LOAD"
+    buf: int = BUFFERS["ACC"]
+    sram_base: int = 0
+    dram_base: int = 0
+    y_size: int = 1
+    x_size: int = 1
+    x_stride: int = 1
+    y_pad_0: int = 0
+    y_pad_1: int = 0
+    x_pad_0: int = 0
+    x_pad_1: int = 0
+
+
+@dataclass(frozen=True, kw_only=True)
+class Store(Insn):
+    """Accumulator buffer -> DRAM with the narrowing cast, 2-D with stride."""
+
+    MNEMONIC: ClassVar[str] = "STORE"
+    buf: int = BUFFERS["ACC"]
+    sram_base: int = 0
+    dram_base: int = 0
+    y_size: int = 1
+    x_size: int = 1
+    x_stride: int = 1
+    y_pad_0: int = 0
+    y_pad_1: int = 0
+    x_pad_0: int = 0
+    x_pad_1: int = 0
+
+
+@dataclass(frozen=True, kw_only=True)
+class Alu(Insn):
+    """Vector ALU over the accumulator buffer with a two-level affine loop."""
+
+    MNEMONIC: ClassVar[str] = "ALU"
+    alu_op: int = ALU_OPS["ADD"]
+    use_imm: bool = False
+    iter_out: int = 1
+    iter_in: int = 1
+    dst_base: int = 0
+    src_base: int = 0
+    dst_factor_out: int = 0
+    dst_factor_in: int = 0
+    src_factor_out: int = 0
+    src_factor_in: int = 0
+    imm: int = 0
+
+
+@dataclass(frozen=True, kw_only=True)
+class Gemm(Insn):
+    """Matrix multiply-accumulate (fields fixed now; no model executes it yet)."""
+
+    MNEMONIC: ClassVar[str] = "GEMM"
+    reset: bool = False
+    iter_out: int = 1
+    iter_in: int = 1
+    acc_base: int = 0
+    inp_base: int = 0
+    wgt_base: int = 0
+    acc_factor_out: int = 0
+    acc_factor_in: int = 0
+    inp_factor_out: int = 0
+    inp_factor_in: int = 0
+    wgt_factor_out: int = 0
+    wgt_factor_in: int = 0
+
+
+@dataclass(frozen=True, kw_only=True)
+class Finish(Insn):
+    """End of program: the accelerator raises DONE once every unit has drained."""
+
+    MNEMONIC: ClassVar[str] = "FINISH"
+
+
+Instruction = Union[Load, Store, Alu, Gemm, Finish]
+INSN_CLASSES: dict[str, type] = {"LOAD": Load, "STORE": Store, "GEMM": Gemm, "FINISH": Finish, "ALU": Alu}
+
+
+@dataclass(frozen=True)
+class Field:
+    """One bit field of an instruction word."""
+
+    name: str
+    lo: int
+    width: int
+    signed: bool = False
+
+    @property
+    def hi(self) -> int:
+        return self.lo + self.width - 1
+
+    @property
+    def lo_value(self) -> int:
+        return -(1 << (self.width - 1)) if self.signed else 0
+
+    @property
+    def hi_value(self) -> int:
+        return (1 << (self.width - 1)) - 1 if self.signed else (1 << self.width) - 1
+
+
+def _layout(spec: Iterable[tuple[str, int] | tuple[str, int, bool]]) -> tuple[Field, ...]:
+    out, lo = [], 0
+    for item in spec:
+        name, width = item[0], item[1]
+        signed = bool(item[2]) if len(item) > 2 else False
+        out.append(Field(name, lo, width, signed))
+        lo += width
+    return tuple(out)
+
+
+def unit_of(insn: Instruction) -> str:
+    """The unit ('load', 'compute' or 'store') whose queue executes ``insn``."""
+    return QUEUE_OF_OPCODE[insn.MNEMONIC]
+
+
+class Isa:
+    """Encoder, decoder and disassembler for one hardware config."""
+
+    def __init__(self, cfg: Any):
+        s = int(cfg.sram_index_bits)
+        self.sram_index_bits = s
+        self.config_name = getattr(cfg, "name", "?")
+        head = [("opcode", 3), ("pop_prev", 1), ("pop_next", 1), ("push_prev", 1), ("push_next", 1)]
+        mem = head + [("buf", BUF_BITS), ("sram_base", s), ("dram_base", DRAM_BASE_BITS),
+                      ("y_size", SIZE_BITS), ("x_size", SIZE_BITS), ("x_stride", SIZE_BITS),
+                      ("y_pad_0", PAD_BITS), ("y_pad_1", PAD_BITS), ("x_pad_0", PAD_BITS), ("x_pad_1", PAD_BITS)]
+        alu = head + [("alu_op", ALU_OP_BITS), ("use_imm", 1), ("iter_out", ALU_ITER_BITS),
+                      ("iter_in", ALU_ITER_BITS), ("dst_base", s), ("src_base", s),
+                      ("dst_factor_out", s), ("dst_factor_in", s), ("src_factor_out", s),
+                      ("src_factor_in", s), ("imm", IMM_BITS, True)]
+        gemm = head + [("reset", 1), ("iter_out", GEMM_ITER_BITS), ("iter_in", GEMM_ITER_BITS),
+                       ("acc_base", s), ("inp_base", s), ("wgt_base", s),
+                       ("acc_factor_out", s), ("acc_factor_in", s), ("inp_factor_out", s),
+                       ("inp_factor_in", s), ("wgt_factor_out", s), ("wgt_factor_in", s)]
+        self.layouts: dict[str, tuple[Field, ...]] = {
+            "LOAD": _layout(mem), "STORE": _layout(mem), "ALU": _layout(alu),
+            "GEMM": _layout(gemm), "FINISH": _layout(head),
+        }
+        for name, lay in self.layouts.items():
+            used = lay[-1].hi + 1
+            if used > INSN_BITS:
+                raise IsaError(f"config '{self.config_name}': {name} needs {used} bits with "
+                               f"{s}-bit buffer indices, more than {INSN_BITS}")
+        self._by_name = {name: {f.name: f for f in lay} for name, lay in self.layouts.items()}
+
+    # ---- encoding ------------------------------------------------------------
+    def field(self, mnemonic: str, name: str) -> Field:
+        return self._by_name[mnemonic][name]
+
+    def used_bits(self, mnemonic: str) -> int:
+        """Bits of the word a class uses; the bits above must be zero."""
+        return self.layouts[mnemonic][-1].hi + 1
+
+    def encode_word(self, insn: Instruction) -> int:
+        """Encode one instruction to a 128-bit integer; raises IsaError if a field does not fit."""
+        name = insn.MNEMONIC
+        word = 0
+        for f in self.layouts[name]:
+            v = OPCODES[name] if f.name == "opcode" else getattr(insn, f.name)
+            v = int(v)
+            if not f.lo_value <= v <= f.hi_value:
+                kind = "signed" if f.signed else "unsigned"
+                raise IsaError(f"{name}.{f.name}: value {v} does not fit the {f.width}-bit {kind} field "
+                               f"({f.lo_value}..{f.hi_value})")
+            word |= (v & ((1 << f.width) - 1)) << f.lo
+        return word
+
+    def encode(self, insn: Instruction) -> bytes:
+        """Encode one instruction to 16 little-endian bytes."""
+        return self.encode_word(insn).to_bytes(INSN_BYTES, "little")
+
+    def encode_stream(self, insns: Iterable[Instruction]) -> bytes:
+        return b"".join(self.encode(i) for i in insns)
+
+    # ---- decoding ------------------------------------------------------------
+    def decode_word(self, word: int, index: int = 0) -> Instruction:
+        """Decode a 128-bit integer; raises IsaError naming ``index`` on an unknown opcode,
+        an unknown ALU op or buffer, or reserved bits that are not zero."""
+        op = word & 0x7
+        name = OPCODE_NAMES.get(op)
+        if name is None:
+            raise IsaError(f"instruction {index}: unknown opcode {op} (word 0x{word:032x})")
+        if word >> self.used_bits(name):
+            raise IsaError(f"instruction {index}: {name} has non-zero reserved bits "
+                           f"[{INSN_BITS - 1}:{self.used_bits(name)}] (word 0x{word:032x})")
+        kw: dict[str, Any] = {}
+        for f in self.layouts[name][1:]:
+            v = (word >> f.lo) & ((1 << f.width) - 1)
+            if f.signed and v >> (f.width - 1):
+                v -= 1 << f.width
+            kw[f.name] = bool(v) if f.width == 1 else v
+        insn = INSN_CLASSES[name](**kw)
+        self.check(insn, index)
+        return insn
+
+    def decode(self, data: bytes, index: int = 0) -> Instruction:
+        if len(data) != INSN_BYTES:
+            raise IsaError(f"instruction {index}: {len(data)} bytes, expected {INSN_BYTES}")
+        return self.decode_word(int.from_bytes(data, "little"), index)
+
+    def decode_stream(self, data: bytes) -> list[Instruction]:
+        """Decode a whole instruction binary; raises IsaError on a partial word or bad instruction."""
+        if len(data) % INSN_BYTES:
+            raise IsaError(f"{len(data)} bytes is not a whole number of {INSN_BYTES}-byte instructions "
+                           f"(truncated after instruction {len(data) // INSN_BYTES})")
+        return [self.decode(data[i:i + INSN_BYTES], i // INSN_BYTES) for i in range(0, len(data), INSN_BYTES)]
+
+    # ---- static checks shared by every model ---------------------------------
+    def check(self, insn: Instruction, index: int = 0) -> None:
+        """Reject instructions that encode but make no sense for the hardware."""
+        name = insn.MNEMONIC
+        if name == "LOAD" and (insn.pop_prev or insn.push_prev):
+            raise IsaError(f"instruction {index}: LOAD has no previous stage to pop from or push to")
+        if name == "STORE" and (insn.pop_next or insn.push_next):
+            raise IsaError(f"instruction {index}: STORE has no next stage to pop from or push to")
+        if name in ("LOAD", "STORE") and insn.buf not in BUFFER_NAMES:
+            raise IsaError(f"instruction {index}: {name} names unknown buffer {insn.buf}")
+        if name == "STORE" and insn.buf != BUFFERS["ACC"]:
+            raise IsaError(f"instruction {index}: STORE reads only the accumulator buffer (buf={insn.buf})")
+        if name == "STORE" and (insn.y_pad_0 or insn.y_pad_1 or insn.x_pad_0 or insn.x_pad_1):
+            raise IsaError(f"instruction {index}: STORE cannot pad (padding fields must be zero)")
+        if name == "ALU" and insn.alu_op not in ALU_OP_NAMES:
+            raise IsaError(f"instruction {index}: unknown ALU op {insn.alu_op}")
+
+    # ---- disassembly ----------------------------------------------------------
+    def disasm(self, insn: Instruction, index: int | None = None) -> str:
+        """One line of readable assembly."""
+        pre = f"{index:6d}:  " if index is not None else ""
+        n = insn.MNEMONIC
+        if n in ("LOAD", "STORE"):
+            buf = BUFFER_NAMES.get(insn.buf, str(insn.buf)).lower()
+            pads = (insn.y_pad_0, insn.y_pad_1, insn.x_pad_0, insn.x_pad_1)
+            pad = f" pad={','.join(map(str, pads))}" if any(pads) else ""
+            arrow = f"{buf}[{insn.sram_base}] <- dram[{insn.dram_base}]" if n == "LOAD" else \
+                f"dram[{insn.dram_base}] <- {buf}[{insn.sram_base}]"
+            body = f"{n:<6} {arrow} y={insn.y_size} x={insn.x_size} stride={insn.x_stride}{pad}"
+        elif n == "ALU":
+            op = ALU_OP_NAMES.get(insn.alu_op, str(insn.alu_op))
+            dst = f"acc[{insn.dst_base}+{insn.dst_factor_out}i+{insn.dst_factor_in}j]"
+            src = f"imm={insn.imm}" if insn.use_imm else \
+                f"acc[{insn.src_base}+{insn.src_factor_out}i+{insn.src_factor_in}j]"
+            body = f"{n:<6} {op:<4} {dst}, {src} i<{insn.iter_out} j<{insn.iter_in}"
+        elif n == "GEMM":
+            body = (f"{n:<6} acc[{insn.acc_base}+{insn.acc_factor_out}i+{insn.acc_factor_in}j] += "
+                    f"inp[{insn.inp_base}+{insn.inp_factor_out}i+{insn.inp_factor_in}j] x "
+                    f"wgt[{insn.wgt_base}+{insn.wgt_factor_out}i+{insn.wgt_factor_in}j] "
+                    f"i<{insn.iter_out} j<{insn.iter_in}{' reset' if insn.reset else ''}")
+        else:
+            body = n
+        return pre + body + insn.deps_text()
+
+    def disasm_stream(self, insns: Iterable[Instruction]) -> str:
+        return "\n".join(self.disasm(i, k) for k, i in enumerate(insns))
+
+
+def insn_fields(insn: Instruction) -> dict[str, Any]:
+    """The instruction's fields as a dict (for JSON reports)."""
+    d = {f.name: getattr(insn, f.name) for f in fields(insn)}
+    d["op"] = insn.MNEMONIC
+    return d

@@ -1,0 +1,1 @@
+"""cocotb testbench: runs Programs on the Verilator (or Icarus) build of the RTL."""
