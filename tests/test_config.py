@@ -1,0 +1,88 @@
+"""The hardware config: shipped files load, derived sizes hold, bad files fail in one line."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from hw.config import ConfigError, load_config, parse_config
+
+
+def _default_dict():
+    return load_config("default").to_dict()
+
+
+def test_shipped_configs_load(cfg):
+    assert cfg.lanes * 4 == cfg.acc_vec_bytes
+    assert cfg.out_vec_bytes % cfg.bus_bytes == 0
+    assert cfg.region_align % cfg.bus_bytes == 0
+    assert 2 ** cfg.sram_index_bits >= cfg.acc_depth
+
+
+def test_default_matches_the_issue():
+    c = load_config("default")
+    assert (c.block, c.batch, c.inp_width, c.out_width, c.acc_width, c.bus_width) == (16, 1, 8, 8, 32, 64)
+    assert c.acc_depth >= 2048
+    assert c.acc_vec_bytes == 64 and c.beats_per_acc_vec == 8 and c.beats_per_out_vec == 2
+    assert load_config("small").block == 8 and load_config("wide").bus_width == 128
+
+
+def test_config_is_frozen():
+    c = load_config("default")
+    with pytest.raises(Exception):
+        c.block = 8  # type: ignore[misc]
+
+
+def test_config_id_depends_on_sizes_not_name():
+    d = _default_dict()
+    a = parse_config(d)
+    d2 = dict(d, name="renamed", description="x")
+    assert parse_config(d2).config_id == a.config_id
+    d3 = dict(d, dram_read_latency=17)
+    assert parse_config(d3).config_id != a.config_id
+
+
+def _write(tmp_path, data):
+    p = tmp_path / "bad.json"
+    p.write_text(json.dumps(data) if not isinstance(data, str) else data)
+    return p
+
+
+@pytest.mark.parametrize("mutate, key, words", [
+    (lambda d: d.pop("block"), "block", "missing key"),
+    (lambda d: d.update(lanes_extra=3), "lanes_extra", "unknown key"),
+    (lambda d: d.update(block="16"), "block", "must be int"),
+    (lambda d: d.update(max_burst=True), "max_burst", "must be int"),
+    (lambda d: d.update(block=12), "block", "power of two"),
+    (lambda d: d.update(acc_depth=1000), "acc_depth", "power of two"),
+    (lambda d: d.update(acc_depth=4), "acc_depth", "at least"),
+    (lambda d: d.update(acc_depth=4096), "acc_depth", "at most"),
+    (lambda d: d.update(acc_width=16), "acc_width", "must be 32"),
+    (lambda d: d.update(bus_width=48), "bus_width", "one of"),
+    (lambda d: d.update(block=2, bus_width=64), "bus_width", "whole number"),
+    (lambda d: d.update(bus_width=256), "bus_width", "one of"),
+    (lambda d: d.update(max_burst=512), "max_burst", "power of two"),
+    (lambda d: d.update(load_queue_depth=3), "load_queue_depth", "power of two"),
+    (lambda d: d.update(dram_read_latency=0), "dram_read_latency", "between"),
+])
+def test_bad_config_one_line(tmp_path, mutate, key, words):
+    d = _default_dict()
+    mutate(d)
+    p = _write(tmp_path, d)
+    with pytest.raises(ConfigError) as e:
+        load_config(p)
+    msg = str(e.value)
+    assert "\n" not in msg
+    assert str(p) in msg and f"'{key}'" in msg and words in msg
+
+
+def test_missing_and_malformed_files(tmp_path):
+    with pytest.raises(ConfigError, match="no such config file"):
+        load_config("nonexistent_cfg")
+    p = _write(tmp_path, "{ not json")
+    with pytest.raises(ConfigError, match=r"bad.json: not valid JSON.*line 1"):
+        load_config(p)
+    p = _write(tmp_path, [1, 2])
+    with pytest.raises(ConfigError, match="must be a JSON object"):
+        load_config(p)

@@ -1,0 +1,153 @@
+"""The Program format: folder round trip, register config, DRAM image, and one-line errors."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from hw import csr
+from hw.config import load_config
+from hw.isa import ALU_OPS, Alu, Finish, Load, Store
+from hw.program import Program, ProgramError, Region, plan_layout
+
+
+def small_program(cfg, n_vec=4):
+    """A complete Program: C = int8(A + 1) over n_vec vectors."""
+    lanes = cfg.lanes
+    regions = plan_layout(cfg, [("A", "input", (n_vec, lanes), "int32"), ("C", "output", (n_vec, lanes), "int8")],
+                          insn_count=4)
+    a, c = regions[1], regions[2]
+    insns = [Load(sram_base=0, dram_base=a.addr // cfg.acc_vec_bytes, y_size=1, x_size=n_vec, x_stride=n_vec,
+                  push_next=True),
+             Alu(alu_op=ALU_OPS["ADD"], use_imm=True, imm=1, iter_out=1, iter_in=n_vec, dst_factor_in=1,
+                 pop_prev=True, push_next=True),
+             Store(sram_base=0, dram_base=c.addr // cfg.out_vec_bytes, y_size=1, x_size=n_vec, x_stride=n_vec,
+                   pop_prev=True),
+             Finish()]
+    A = np.arange(n_vec * lanes, dtype=np.int32).reshape(n_vec, lanes) * 100
+    return Program.create(cfg, insns, regions, name="addone", inputs={"A": A},
+                          expected={"C": (A + 1).astype(np.int8)})
+
+
+def test_save_load_round_trip(tmp_path, cfg):
+    p = small_program(cfg)
+    d = p.save(tmp_path / "prog")
+    for f in ("insn.bin", "regs.json", "regs.h", "layout.json", "program.lst", "inputs.npz", "expected.npz",
+              "dram.bin"):
+        assert (d / f).is_file(), f
+    q = Program.load(d, cfg)
+    assert q.insns == p.insns and q.regions == p.regions and q.regs == p.regs
+    assert np.array_equal(q.inputs["A"], p.inputs["A"]) and np.array_equal(q.expected["C"], p.expected["C"])
+    assert (d / "dram.bin").read_bytes() == bytes(p.dram_image())
+    assert len((d / "program.lst").read_text().splitlines()) == 4
+    assert Program.load(d).config == cfg  # the config named in layout.json
+
+
+def test_register_config_and_header(cfg):
+    p = small_program(cfg)
+    names = [n for n, _ in p.regs]
+    assert names[-1] == "CTRL" and p.regs[-1][1] == csr.CTRL_START
+    assert dict(p.regs)["INSN_COUNT"] == 4
+    assert dict(p.regs)["REGION1_ATTR"] == csr.ATTR_READ and dict(p.regs)["REGION2_ATTR"] == csr.ATTR_WRITE
+    h = p.regs_header()
+    assert h.count("/* ") >= len(p.regs) and f"0x{cfg.config_id:08x}u" in h
+
+
+def test_dram_image_and_outputs(cfg):
+    p = small_program(cfg)
+    img = p.dram_image()
+    a = p.region("A")
+    assert np.array_equal(np.frombuffer(bytes(img[a.addr:a.end]), "<i4").reshape(a.shape), p.inputs["A"])
+    c = p.region("C")
+    img[c.addr:c.end] = p.expected["C"].tobytes()
+    assert np.array_equal(p.read_outputs(img)["C"], p.expected["C"])
+
+
+def _saved(tmp_path, cfg=None):
+    cfg = cfg or load_config("default")
+    return small_program(cfg).save(tmp_path / "p")
+
+
+def test_truncated_insn_bin(tmp_path):
+    d = _saved(tmp_path)
+    data = (d / "insn.bin").read_bytes()
+    (d / "insn.bin").write_bytes(data[:-5])
+    with pytest.raises(ProgramError) as e:
+        Program.load(d)
+    assert "insn.bin" in str(e.value) and "not a whole number of 16-byte instructions" in str(e.value)
+
+
+def test_unknown_csr(tmp_path):
+    d = _saved(tmp_path)
+    regs = json.loads((d / "regs.json").read_text())
+    regs["writes"][2]["csr"] = "FOO"
+    (d / "regs.json").write_text(json.dumps(regs))
+    with pytest.raises(ProgramError, match=r"regs.json: write 2 names unknown CSR 'FOO'"):
+        Program.load(d)
+
+
+def test_read_only_csr_and_bad_value(tmp_path):
+    d = _saved(tmp_path)
+    regs = json.loads((d / "regs.json").read_text())
+    regs["writes"][0] = {"csr": "CYCLES_LO", "value": 1}
+    (d / "regs.json").write_text(json.dumps(regs))
+    with pytest.raises(ProgramError, match=r"write 0 targets read-only CSR CYCLES_LO"):
+        Program.load(d)
+    regs["writes"][0] = {"csr": "INSN_COUNT", "value": 1 << 33}
+    (d / "regs.json").write_text(json.dumps(regs))
+    with pytest.raises(ProgramError, match=r"write 0 to INSN_COUNT: value 8589934592 is not a 32-bit"):
+        Program.load(d)
+
+
+def test_overlapping_regions(tmp_path):
+    d = _saved(tmp_path)
+    lay = json.loads((d / "layout.json").read_text())
+    lay["regions"][2]["addr"] = lay["regions"][1]["addr"] + 64
+    (d / "layout.json").write_text(json.dumps(lay))
+    with pytest.raises(ProgramError, match=r"layout.json: regions 'A' \[0x[0-9a-f]+, 0x[0-9a-f]+\) and 'C' .* overlap"):
+        Program.load(d)
+
+
+def test_misaligned_region(tmp_path):
+    d = _saved(tmp_path)
+    lay = json.loads((d / "layout.json").read_text())
+    lay["regions"][2]["addr"] += 8
+    (d / "layout.json").write_text(json.dumps(lay))
+    with pytest.raises(ProgramError, match=r"layout.json: region 'C' at 0x[0-9a-f]+ is not aligned to 64 bytes"):
+        Program.load(d)
+
+
+def test_program_for_another_config(tmp_path):
+    d = _saved(tmp_path, load_config("small"))
+    with pytest.raises(ProgramError) as e:
+        Program.load(d, load_config("default"))
+    msg = str(e.value)
+    assert "layout.json" in msg and "made for config 'small'" in msg and "uses config 'default'" in msg
+
+
+def test_missing_files(tmp_path):
+    with pytest.raises(ProgramError, match="no such Program folder"):
+        Program.load(tmp_path / "nope")
+    d = _saved(tmp_path)
+    (d / "regs.json").unlink()
+    with pytest.raises(ProgramError, match=r"regs.json: missing"):
+        Program.load(d)
+
+
+def test_region_off_dram_and_too_many_regions():
+    cfg = load_config("small")
+    with pytest.raises(ProgramError, match="outside the 4194304-byte DRAM"):
+        plan_layout(cfg, [("A", "input", (cfg.dram_bytes,), "int32")], insn_count=1)
+    with pytest.raises(ProgramError, match="8 region slots"):
+        plan_layout(cfg, [(f"t{i}", "input", (8,), "int32") for i in range(8)], insn_count=1)
+
+
+def test_input_shape_checked():
+    cfg = load_config("default")
+    p = small_program(cfg)
+    with pytest.raises(ProgramError, match=r"input 'A' has shape \(3,\)"):
+        p.set_input("A", np.zeros(3, np.int32))
+    with pytest.raises(ProgramError, match="'C' is an output region"):
+        p.set_input("C", np.zeros((4, 16), np.int8))
