@@ -146,7 +146,9 @@ def judge(job: Job, res: RunResult) -> dict[str, Any]:
     mm = first_mismatch(job.expected, res.outputs)
     d["match"] = mm is None
     if mm:
-        d["mismatch"] = str(mm)
+        from sim.mismatch import last_writers
+
+        d["mismatch"] = f"{mm}; {last_writers(job.program, mm.output, mm.index)}" if mm.index else str(mm)
     return d
 
 

@@ -6,6 +6,7 @@ import argparse
 import json
 import sys
 import time
+from pathlib import Path
 
 from hw.config import load_config
 from sim import runners
@@ -47,6 +48,9 @@ def run(args: argparse.Namespace) -> int:
             res.wall_s = time.perf_counter() - t0
         reports.append(runners.judge(job, res))
     ok = all(r["match"] for r in reports)
+    for r in reports:
+        if not r["match"] and r["model"] in ("tlm", "rtl"):
+            r["vcd"] = _trace_failure(job, r["model"], args)
     if args.json:
         out = reports[0] if len(reports) == 1 else {"kernel": job.kernel, "config": cfg.name, "match": ok,
                                                      "results": reports}
@@ -58,6 +62,22 @@ def run(args: argparse.Namespace) -> int:
             extra = r.get("mismatch") or (r["error"] and f"error {r['error'].get('name')} at instruction "
                                           f"{r['error'].get('pc')}") or ""
             print(f"{job.kernel:<16} {r['model']:<7} {status:<9} {cyc:<16} {r['wall_s']:.3f} s  {extra}")
+            if r.get("vcd"):
+                print(f"{'':<16} {'':<7} waveform: {r['vcd']}")
     if not ok and not args.json:
         print(f"cosim run: {job.kernel} does not agree with golden", file=sys.stderr)
     return 0 if ok else 1
+
+
+def _trace_failure(job: runners.Job, model: str, args: argparse.Namespace) -> str:
+    """The VCD of a failing model's run: the one already taken, or a traced re-run."""
+    if model == "tlm" and args.vcd:
+        return str(Path(args.vcd).resolve())
+    out = Path("build") / "mismatch" / f"{Path(job.kernel).name}-{job.config.name}"
+    out.mkdir(parents=True, exist_ok=True)
+    vcd = (out / f"{model}.vcd").resolve()
+    if model == "tlm":
+        runners.run_tlm(job, vcd=vcd)
+    else:
+        runners.run_rtl([job], mem=args.mem, simulator=args.sim, waves=True, vcd=vcd)
+    return str(vcd)

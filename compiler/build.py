@@ -1,0 +1,155 @@
+"""The compiler: kernel + argument shapes/dtypes + config -> :class:`hw.program.Program`.
+
+``build`` traces the kernel (lowering halves), derives each tensor's role from use
+(loaded only: input; stored only: output; both: scratch), inserts dependency tokens
+(:mod:`compiler.deps`), plans the DRAM layout (:func:`hw.program.plan_layout`:
+instructions first, then the tensors in parameter order, each aligned, none
+overlapping), resolves DRAM addresses, proves the stream (FINISH last, balanced
+tokens, every conflict ordered, no deadlock under the config's queue depths) and
+returns the Program with its register config.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from compiler.context import active
+from compiler.deps import Node, check_dependences, insert_tokens
+from compiler.errors import CompileError, kernel_error
+from compiler.ir import AluOp, LoadOp, StoreOp
+from compiler.kernel import Kernel, as_kernel
+from compiler.trace import Trace, TraceContext
+from compiler.verify import verify_program
+from hw.config import HwConfig, load_config
+from hw.isa import ALU_OPS, BUFFERS, INSN_BYTES, Alu, Finish, Instruction, Load, Store
+from hw.program import Program, ProgramError, Region, align_up, plan_layout
+
+
+def _config(cfg: HwConfig | str) -> HwConfig:
+    return cfg if isinstance(cfg, HwConfig) else load_config(cfg)
+
+
+def trace(kernel: Any, args: Sequence[Any] | Mapping[str, Any], cfg: HwConfig | str, name: str | None = None,
+          **consts: Any) -> Trace:
+    """Run ``kernel`` with the lowering halves; ``args`` are TensorSpecs/arrays and constants.
+
+    ``name`` (default: the function's name) is the kernel name errors report.
+    """
+    k = as_kernel(kernel)
+    cfg = _config(cfg)
+    name = name or k.name
+    bound = k.bind(args, consts)
+    tensors = k.make_tensors(bound, cfg, golden=False)
+    tr = Trace(name, tensors=tensors, consts={n: v for n, v in bound.items() if n not in tensors})
+    check_sizes(tr, cfg, 0)  # fail fast, before running the kernel, on tensors that cannot fit
+    with active(TraceContext(cfg, name, tr)):
+        k.fn(**bound)
+    return tr
+
+
+def roles(tr: Trace) -> dict[str, str]:
+    """Region role of every tensor argument, from how the kernel used it."""
+    out = {}
+    for name, t in tr.tensors.items():
+        if t.loaded and t.stored:
+            out[name] = "scratch"
+        elif t.loaded:
+            out[name] = "input"
+        elif t.stored:
+            out[name] = "output"
+        else:
+            raise kernel_error(tr.kernel, name, "the kernel never loads or stores this tensor")
+    return out
+
+
+def check_sizes(tr: Trace, cfg: HwConfig, insn_count: int) -> None:
+    """One-line errors naming the argument that does not fit the DRAM or the region slots."""
+    if 1 + len(tr.tensors) > cfg.max_regions:
+        raise kernel_error(tr.kernel, None, f"{len(tr.tensors)} tensors need {1 + len(tr.tensors)} DRAM regions, "
+                           f"config '{cfg.name}' has {cfg.max_regions} region slots")
+    end = align_up(insn_count * INSN_BYTES, cfg.region_align)
+    for name, t in tr.tensors.items():
+        nbytes = t.nvec * cfg.lanes * np.dtype(t.dtype).itemsize
+        if end + nbytes > cfg.dram_bytes:
+            raise kernel_error(tr.kernel, name, f"tensor of {nbytes} bytes ({t.dtype} {t.shape}) does not fit the "
+                               f"{cfg.dram_bytes}-byte DRAM of config '{cfg.name}' ({end} bytes already used by "
+                               f"instructions and earlier tensors)")
+        end = align_up(end + nbytes, cfg.region_align)
+
+
+def layout(tr: Trace, cfg: HwConfig, insn_count: int) -> list[Region]:
+    """Plan the DRAM regions: instructions, then the tensors in parameter order."""
+    role = roles(tr)
+    check_sizes(tr, cfg, insn_count)
+    specs = [(name, role[name], t.region_shape, t.dtype) for name, t in tr.tensors.items()]
+    try:
+        return plan_layout(cfg, specs, insn_count)
+    except ProgramError as e:
+        raise kernel_error(tr.kernel, None, str(e)) from None
+
+
+def to_insn(n: Node, regions: dict[str, Region], cfg: HwConfig) -> Instruction:
+    """The ISA instruction of a scheduled node, with DRAM bases resolved against the layout."""
+    op = n.op
+    if n.kind == "finish" or op is None:
+        return Finish(**n.flags)
+    if isinstance(op, LoadOp):
+        y0, y1, x0, x1 = op.pad
+        return Load(**n.flags, buf=BUFFERS["ACC"], sram_base=op.sram_base,
+                    dram_base=regions[op.tensor.name].addr // cfg.acc_vec_bytes + op.offset,
+                    y_size=op.rows, x_size=op.cols, x_stride=op.stride,
+                    y_pad_0=y0, y_pad_1=y1, x_pad_0=x0, x_pad_1=x1)
+    if isinstance(op, StoreOp):
+        return Store(**n.flags, buf=BUFFERS["ACC"], sram_base=op.sram_base,
+                     dram_base=regions[op.tensor.name].addr // cfg.out_vec_bytes + op.offset,
+                     y_size=op.rows, x_size=op.cols, x_stride=op.stride)
+    if isinstance(op, AluOp):
+        return Alu(**n.flags, alu_op=ALU_OPS[op.op], use_imm=op.imm is not None, iter_out=op.iter_out,
+                   iter_in=op.iter_in, dst_base=op.dst_base, src_base=op.src_base,
+                   dst_factor_out=op.dst_factor_out, dst_factor_in=op.dst_factor_in,
+                   src_factor_out=op.src_factor_out, src_factor_in=op.src_factor_in,
+                   imm=op.imm if op.imm is not None else 0)
+    raise CompileError(f"cannot lower {op!r}")
+
+
+def build(kernel: Kernel | Any, args: Sequence[Any] | Mapping[str, Any], cfg: HwConfig | str = "default",
+          name: str | None = None, **consts: Any) -> Program:
+    """Compile ``kernel`` for ``cfg`` into a Program.
+
+    ``name`` names the Program and the kernel in errors (default: the function's name).
+    ``args`` gives the kernel's arguments, positionally or by name: a
+    :class:`compiler.tensor.TensorSpec` (``S.tensor(shape, dtype)``) or a numpy array
+    (its shape and dtype) for each DRAM tensor, any other value for a compile-time
+    constant; ``consts`` are more keyword arguments. Raises CompileError (one line:
+    kernel, argument, reason) when the kernel cannot be compiled.
+    """
+    cfg = _config(cfg)
+    tr = trace(kernel, args, cfg, name, **consts)
+    if not tr.ops:
+        raise kernel_error(tr.kernel, None, "the kernel issues no instructions")
+    roles(tr)  # fail on unused tensors before scheduling
+    nodes = insert_tokens(tr, cfg)
+    regions = layout(tr, cfg, len(nodes))
+    by_name = {r.name: r for r in regions}
+    insns = [to_insn(n, by_name, cfg) for n in nodes]
+    where = f"kernel '{tr.kernel}'"
+    verify_program(insns, cfg, where)
+    check_dependences(tr, nodes, insns, cfg)
+    meta = {"kernel": tr.kernel,
+            "args": {n: {"shape": list(t.shape), "dtype": t.dtype} for n, t in tr.tensors.items()},
+            "consts": {n: _jsonable(v) for n, v in tr.consts.items()}}
+    try:
+        return Program.create(cfg, insns, regions, name=tr.kernel, meta=meta)
+    except (ProgramError, ValueError) as e:
+        raise kernel_error(tr.kernel, None, str(e).splitlines()[0]) from None
+
+
+def _jsonable(v: Any) -> Any:
+    if isinstance(v, (bool, int, float, str)) or v is None:
+        return v
+    if isinstance(v, (tuple, list)):
+        return [_jsonable(x) for x in v]
+    return repr(v)

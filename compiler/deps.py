@@ -1,0 +1,180 @@
+"""Dependency tokens: which instruction waits for which, derived from accumulator accesses.
+
+The kernel's trace is a sequential program. The three units run their own
+instructions in order, so only cross-unit conflicts need tokens: when an operation
+reads or writes accumulator vectors that an earlier operation of another unit wrote,
+or writes vectors it read, it must wait for that operation to complete.
+
+:func:`insert_tokens` walks the trace once with a vector clock per instruction (the
+last instruction of each unit known complete when it starts) and adds a token only
+when the dependence is not already implied. Load and store have no token queue
+between them, so a load->store or store->load dependence is relayed by a zero-
+iteration ALU instruction (a compute no-op, legal by the contract: an ALU with
+``iter_out*iter_in == 0`` touches nothing) placed right before the waiting
+instruction; it pops from the first unit and pushes to the second, so real compute
+work never waits for it. With the operator library's ping-pong halves this gives:
+loads of tile i+1 run while tile i computes and stores, and a load into a half waits
+only for the store that last read that half.
+
+:func:`check_dependences` re-derives every conflict and proves, from the final
+flags alone (:func:`compiler.verify.happens_before`), that each is ordered.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from compiler.errors import CompileError
+from compiler.ir import AluOp, Op, SyncOp
+from compiler.trace import Trace, Traced
+from compiler.verify import happens_before
+from hw.config import HwConfig
+from hw.isa import Instruction
+
+L, C, S = 0, 1, 2
+UNIT_OF_OP = {"LoadOp": L, "StoreOp": S, "AluOp": C}
+# (from unit, to unit) -> (queue, push flag on the first, pop flag on the second)
+LINKS = {(L, C): ("l2c", "push_next", "pop_prev"), (C, L): ("c2l", "push_prev", "pop_next"),
+         (C, S): ("c2s", "push_next", "pop_prev"), (S, C): ("s2c", "push_prev", "pop_next")}
+FLAGS = ("pop_prev", "pop_next", "push_prev", "push_next")
+NOP = AluOp("ADD", 0, 0, 0, 0, 0, 0, 0, 0, 0)  # zero iterations: a compute instruction that touches nothing
+
+
+@dataclass(eq=False)
+class Node:
+    """One instruction being scheduled: its operation, unit, place in the unit, flags."""
+
+    op: Op | None  # None for FINISH
+    unit: int
+    seq: int
+    line: str
+    kind: str = "op"  # "op", "relay" (the compute no-op) or "finish"
+    flags: dict[str, bool] = field(default_factory=lambda: dict.fromkeys(FLAGS, False))
+    vc: list[int] = field(default_factory=lambda: [-1, -1, -1])
+
+    def vc_end(self) -> list[int]:
+        v = list(self.vc)
+        v[self.unit] = self.seq
+        return v
+
+
+class _Builder:
+    def __init__(self, acc_depth: int):
+        self.nodes: list[Node] = []
+        self.by_unit: list[list[Node]] = [[], [], []]
+        self.last_pusher: dict[str, Node | None] = dict.fromkeys(q for q, _, _ in LINKS.values())
+
+    def new(self, op: Op | None, unit: int, line: str, kind: str = "op") -> Node:
+        mine = self.by_unit[unit]
+        n = Node(op, unit, len(mine), line, kind)
+        if mine:
+            n.vc = mine[-1].vc_end()
+        mine.append(n)
+        self.nodes.append(n)
+        return n
+
+    def require(self, a: Node, b: Node) -> None:
+        """Make ``b`` (the newest instruction of its unit) wait for ``a`` to complete."""
+        if b.vc[a.unit] >= a.seq:
+            return  # already implied
+        q, push, pop = LINKS[(a.unit, b.unit)]
+        lp = self.last_pusher[q]
+        if lp is not None and lp.seq >= a.seq:
+            return  # an earlier instruction of b's unit already waited for a later one
+        if b.flags[pop]:
+            # b already consumes the newest token of q; make that token come from a
+            # instead (a is later in its unit, so the wait only gets stronger).
+            assert lp is not None
+            lp.flags[push] = False
+        a.flags[push] = True
+        b.flags[pop] = True
+        self.last_pusher[q] = a
+        b.vc = [max(x, y) for x, y in zip(b.vc, a.vc_end())]
+
+
+def _needs(t: Traced, last_w: np.ndarray, last_r: np.ndarray, floor: list[int]) -> list[int]:
+    """Per unit, the last instruction (index within that unit) ``t`` conflicts with."""
+    need = list(floor)
+    for u in (L, C, S):
+        m = need[u]
+        for r in t.reads:
+            if len(last_w[u, r]):
+                m = max(m, int(last_w[u, r].max()))
+        for w in t.writes:
+            if len(last_w[u, w]):
+                m = max(m, int(last_w[u, w].max()), int(last_r[u, w].max()))
+        need[u] = m
+    return need
+
+
+def insert_tokens(trace: Trace, cfg: HwConfig) -> list[Node]:
+    """The trace as instructions in program order with dependency flags, relays and FINISH."""
+    b = _Builder(cfg.acc_depth)
+    last_w = np.full((3, cfg.acc_depth), -1, dtype=np.int64)
+    last_r = np.full((3, cfg.acc_depth), -1, dtype=np.int64)
+    floor = [-1, -1, -1]
+    for t in trace.ops:
+        if isinstance(t.op, SyncOp):
+            floor = [len(us) - 1 for us in b.by_unit]
+            continue
+        y = UNIT_OF_OP[type(t.op).__name__]
+        need = _needs(t, last_w, last_r, floor)
+        if y != C:
+            far = S if y == L else L
+            # What y will know about far once its direct waits are in place (they are
+            # added below and carry their pushers' knowledge): relay only beyond that.
+            known = b.by_unit[y][-1].vc_end()[far] if b.by_unit[y] else -1
+            if need[C] >= 0:
+                known = max(known, b.by_unit[C][need[C]].vc_end()[far])
+            if need[far] > known:
+                relay = b.new(NOP, C, t.line, "relay")
+                b.require(b.by_unit[far][need[far]], relay)
+                node = b.new(t.op, y, t.line)
+                b.require(relay, node)
+            else:
+                node = b.new(t.op, y, t.line)
+        else:
+            node = b.new(t.op, y, t.line)
+        for x in (L, C, S):
+            if x != y and (x, y) in LINKS and need[x] >= 0:
+                b.require(b.by_unit[x][need[x]], node)
+        for r in t.reads:
+            last_r[y, r] = node.seq
+        for w in t.writes:
+            last_w[y, w] = node.seq
+    b.new(None, C, "", "finish")
+    return b.nodes
+
+
+def check_dependences(trace: Trace, nodes: list[Node], insns: list[Instruction], cfg: HwConfig) -> None:
+    """Prove every cross-unit conflict of the trace is ordered by the instructions' tokens.
+
+    Raises CompileError naming the first unordered pair (a compiler bug, never a user error).
+    """
+    vcs = happens_before(insns, f"kernel '{trace.kernel}'")
+    last_w = np.full((3, cfg.acc_depth), -1, dtype=np.int64)
+    last_r = np.full((3, cfg.acc_depth), -1, dtype=np.int64)
+    floor = [-1, -1, -1]
+    ops = iter(trace.ops)
+    count = [0, 0, 0]
+    for k, n in enumerate(nodes):
+        if n.kind != "op":
+            count[n.unit] += 1
+            continue
+        t = next(ops)
+        while isinstance(t.op, SyncOp):
+            floor = [c - 1 for c in count]
+            t = next(ops)
+        need = _needs(t, last_w, last_r, floor)
+        for x in (L, C, S):
+            if x != n.unit and need[x] > vcs[k][x]:
+                raise CompileError(f"kernel '{trace.kernel}': instruction {k} ({t.line}) may start before "
+                                   f"instruction {need[x]} of the {('load', 'compute', 'store')[x]} unit it "
+                                   f"depends on completes (token insertion bug)")
+        for r in t.reads:
+            last_r[n.unit, r] = n.seq
+        for w in t.writes:
+            last_w[n.unit, w] = n.seq
+        count[n.unit] += 1

@@ -1,0 +1,32 @@
+"""The kernel author's namespace, imported as ``from compiler import S``.
+
+Tensors and views: ``S.kernel`` (decorator), ``S.tensor(shape, dtype)`` (argument
+spec for the compiler), ``S.acc`` (accumulator views: ``S.acc[a:b]``),
+``S.config()`` (the HwConfig the kernel runs for), ``S.error(arg, reason)``
+(the one-line CompileError a kernel raises for arguments it cannot handle).
+Intrinsics: ``S.load``, ``S.store``, ``S.add``, ``S.sub``, ``S.mul``, ``S.min``,
+``S.max``, ``S.shr``, ``S.clip``, ``S.mov``, ``S.sync``.
+"""
+
+from __future__ import annotations
+
+from compiler.context import current
+from compiler.errors import CompileError, kernel_error
+from compiler.intrinsics import add, clip, load, max, min, mov, mul, shr, store, sub, sync  # noqa: A004
+from compiler.kernel import Kernel, kernel
+from compiler.tensor import AccView, Tensor, TensorSpec, acc, tensor
+from hw.config import HwConfig
+
+
+def config() -> HwConfig:
+    """The hardware config of the current kernel run (for tiling decisions)."""
+    return current().cfg
+
+
+def error(arg: str | None, reason: str) -> CompileError:
+    """A CompileError naming the current kernel, ``arg`` and ``reason`` (for kernels to raise)."""
+    return kernel_error(current().kernel_name, arg, reason)
+
+
+__all__ = ["AccView", "Kernel", "Tensor", "TensorSpec", "acc", "add", "clip", "config", "error", "kernel", "load", "max",
+           "min", "mov", "mul", "shr", "store", "sub", "sync", "tensor"]

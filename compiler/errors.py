@@ -1,0 +1,29 @@
+"""The errors of the kernel DSL and compiler: one clear line each, ValueError subclasses.
+
+The CLI prints a ValueError's first line and exits 2, so every message names the
+kernel, the argument (or intrinsic operand) and the reason.
+"""
+
+from __future__ import annotations
+
+
+class CompileError(ValueError):
+    """A kernel or operator that cannot be compiled (or run on the golden path) as written."""
+
+
+class BufferRangeError(CompileError, IndexError):
+    """An on-chip buffer index out of range; the message names the intrinsic and the source line."""
+
+
+class DeadlockError(CompileError):
+    """An instruction stream whose tokens, queues and fetch order can stop every unit."""
+
+
+class IntrinsicError(RuntimeError):
+    """Misuse of the intrinsic registry itself (a second registration, a missing half)."""
+
+
+def kernel_error(kernel: str, arg: str | None, reason: str, cls: type[CompileError] = CompileError) -> CompileError:
+    """Build the one-line error naming the kernel, the argument and the reason."""
+    where = f"kernel '{kernel}'" + (f": argument '{arg}'" if arg else "")
+    return cls(f"{where}: {reason}")

@@ -1,0 +1,305 @@
+"""Example kernels registered by name, and the Case API the runners use.
+
+``list_examples()`` names them, ``get_example(name)`` describes one (``.params``
+holds its defaults), ``make_case(name, cfg, params, seed)`` compiles it into a
+Program with random inputs and golden ``expected`` outputs attached.
+
+Shapes and padding: a tensor of ``n`` elements occupies ``ceil(n / lanes)`` DRAM
+vectors. Its Program region keeps the user's shape when ``n`` is a multiple of the
+lane count, else it is the padded vector shape ``(nvec, lanes)``. Everything a Case
+returns (``program.inputs``, ``program.expected``, ``golden()``, ``reference()``)
+is region-shaped, exactly what ``Program.read_outputs`` returns; padding lanes of
+inputs are zero and padding lanes of outputs hold the operator applied to that
+zero padding. ``Case.unpad(outputs)`` cuts them back to the user's shapes.
+
+User kernels: ``KERNEL`` may be ``path/to/file.py:function``. Each tensor argument
+of the function is given as a param ``NAME=DIMxDIM...[:DTYPE]`` (dtype int32 by
+default; outputs must be the output width, e.g. ``int8``), every other param is a
+constant (an integer when it parses as one). Inputs (tensors the kernel loads) get
+random int32 values in [-32768, 32767]. If the file defines
+``<function>_reference(**inputs, **constants)`` returning ``{output: array}`` (an
+int32 or output-typed array of the user's shape), ``Case.reference()`` uses it;
+otherwise ``Case.has_reference`` is False and ``reference()`` returns None. A file
+may also define ``<function>_params`` (a dict of default params).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+from compiler.build import build
+from compiler.errors import CompileError
+from compiler.kernel import Kernel, as_kernel
+from compiler.ops import OPERATORS
+from compiler.tensor import TensorSpec, pad_to_vectors, region_shape, tensor, unpad
+from hw.config import HwConfig, load_config
+from hw.program import Program
+
+I32 = (-(1 << 31), (1 << 31) - 1)
+
+
+class ExampleError(CompileError):
+    """An unknown example, a bad parameter or an unloadable user kernel."""
+
+
+@dataclass(frozen=True)
+class Example:
+    """A registered example: an operator, default params (``shape``, ``tile``, constants) and input ranges."""
+
+    name: str
+    description: str
+    params: dict[str, Any]
+    operator: str | None = None
+    ranges: dict[str, tuple[int, int]] = field(default_factory=dict)
+    user: tuple[str, str] | None = None  # (file, function) of a user kernel
+
+
+def _ex(name: str, op: str, description: str, ranges: dict[str, tuple[int, int]], **params: Any) -> Example:
+    return Example(name, description, {"tile": None, **params}, op, ranges)
+
+
+EXAMPLES: dict[str, Example] = {e.name: e for e in [
+    _ex("vadd", "add", "VTA get-started vector add: C = int8(A + B), 4 tiles of 16 vectors on default",
+        {"A": I32, "B": I32}, shape=(1, 64, 1, 16), tile=16),
+    _ex("vsub_tail", "sub", "C = int8(A - B) on 100 elements (a tail: not a multiple of the lanes)",
+        {"A": I32, "B": I32}, shape=(100,)),
+    _ex("vmul", "mul", "C = int8(A * B), low 32 bits of the product, 3x37 elements",
+        {"A": I32, "B": I32}, shape=(3, 37)),
+    _ex("vmin", "min", "C = int8(min(A, B)) on a 4-D tensor with a tail",
+        {"A": (-300, 300), "B": (-300, 300)}, shape=(2, 5, 7, 3)),
+    _ex("vmax_imm", "max_imm", "C = int8(max(A, imm)) with an immediate operand",
+        {"A": (-300, 300)}, shape=(257,), imm=-7),
+    _ex("relu", "relu", "C = int8(max(A, 0))", {"A": (-1000, 1000)}, shape=(33, 65)),
+    _ex("clip", "clip", "C = int8(clip(A, lo, hi)): symmetric CLIP, or MAX/MIN when lo != -hi",
+        {"A": (-300, 300)}, shape=(7, 123), lo=-100, hi=100),
+    _ex("requant", "shr_round", "int32 -> int8 requantization: (A + 2^(s-1)) >> s, clip to int8; "
+        "larger than the accumulator buffer; shift 18 builds the rounding constant with MOV/SHR",
+        {"A": (-(1 << 26), 1 << 26)}, shape=(64, 1000), shift=18),
+    _ex("fused", "fused", "fused chain C = int8(relu(clip((A + B) >> s, -127, 127))) on 4-D with a tail",
+        {"A": (-3000, 3000), "B": (-3000, 3000)}, shape=(4, 3, 33, 17), shift=3),
+    _ex("vshr", "shift", "C = int8(A >> B) per lane with a buffer operand (negative B shifts left)",
+        {"A": I32, "B": (-40, 40)}, shape=(50, 3)),
+    _ex("vadd_large", "add", "C = int8(A + B) on 128000 elements, many times the accumulator buffer",
+        {"A": (-1000, 1000), "B": (-1000, 1000)}, shape=(128, 1000)),
+]}
+
+
+def list_examples() -> list[str]:
+    """Names of the registered examples."""
+    return list(EXAMPLES)
+
+
+def _is_user(name: str) -> bool:
+    return ":" in name and name.split(":", 1)[0].endswith(".py")
+
+
+def _load_user(name: str) -> tuple[Kernel, Any, str]:
+    path, fn = name.rsplit(":", 1)
+    p = Path(path)
+    if not p.is_file():
+        raise ExampleError(f"{path}: no such kernel file")
+    mod_name = f"_cosim_user_{abs(hash(str(p.resolve())))}"
+    spec = importlib.util.spec_from_file_location(mod_name, p)
+    if spec is None or spec.loader is None:
+        raise ExampleError(f"{path}: cannot be imported")
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[mod_name] = mod
+    try:
+        spec.loader.exec_module(mod)
+    except Exception as e:  # the user's file: report, do not crash
+        raise ExampleError(f"{path}: import failed: {type(e).__name__}: {e}") from None
+    obj = getattr(mod, fn, None)
+    if obj is None or not callable(obj):
+        raise ExampleError(f"{path}: defines no function '{fn}'")
+    return as_kernel(obj), mod, fn
+
+
+def get_example(name: str) -> Example:
+    """The example called ``name`` (or a ``file.py:function`` user kernel)."""
+    if _is_user(name):
+        k, mod, fn = _load_user(name)
+        doc = (k.fn.__doc__ or "user kernel").strip().splitlines()[0]
+        return Example(fn, doc, dict(getattr(mod, f"{fn}_params", {}) or {}), None, {}, tuple(name.rsplit(":", 1)))
+    if name not in EXAMPLES:
+        raise ExampleError(f"unknown example '{name}' (examples: {', '.join(EXAMPLES)}; or give path.py:function)")
+    return EXAMPLES[name]
+
+
+# ---- params ------------------------------------------------------------------------------
+_SHAPE = re.compile(r"^\s*\d+(\s*[x,]\s*\d+)*\s*$")
+
+
+def parse_shape(text: str) -> tuple[int, ...]:
+    """``"4x3x33"`` or ``"4,3,33"`` -> (4, 3, 33)."""
+    if not _SHAPE.match(text):
+        raise ExampleError(f"bad shape '{text}' (write e.g. 4x3x33)")
+    return tuple(int(s) for s in re.split(r"[x,]", text.replace(" ", "")))
+
+
+def _coerce(example: Example, key: str, text: str) -> Any:
+    default = example.params.get(key)
+    if key == "shape" or isinstance(default, tuple):
+        return parse_shape(text)
+    if key == "tile" or isinstance(default, int) or default is None:
+        if text.lower() in ("none", "auto"):
+            return None
+        try:
+            return int(text, 0)
+        except ValueError:
+            if example.user is not None:
+                return text
+            raise ExampleError(f"param '{key}': '{text}' is not an integer") from None
+    return text
+
+
+def parse_params(name: str, items: list[str]) -> dict[str, Any]:
+    """Parse ``key=value`` strings for example ``name``, typed like its defaults."""
+    ex = get_example(name)
+    out: dict[str, Any] = {}
+    for it in items:
+        if "=" not in it:
+            raise ExampleError(f"param '{it}' is not key=value")
+        k, v = (s.strip() for s in it.split("=", 1))
+        if ex.user is None and k not in ex.params:
+            raise ExampleError(f"example '{name}' has no param '{k}' (params: {', '.join(ex.params)})")
+        out[k] = _coerce(ex, k, v)
+    return out
+
+
+# ---- cases -------------------------------------------------------------------------------
+@dataclass
+class Case:
+    """A compiled example: the Program (inputs and expected attached) and its two oracles."""
+
+    name: str
+    config: HwConfig
+    params: dict[str, Any]
+    program: Program
+    kernel: Kernel
+    user_inputs: dict[str, np.ndarray]  # the user-shaped inputs
+    consts: dict[str, Any]
+    shapes: dict[str, tuple[int, ...]]  # user shape of every tensor
+    out_specs: dict[str, TensorSpec]
+    _reference: Callable[[], dict[str, np.ndarray]] | None = None
+
+    @property
+    def inputs(self) -> dict[str, np.ndarray]:
+        """The Program's inputs: region-shaped, zero-padded."""
+        return self.program.inputs
+
+    @property
+    def expected(self) -> dict[str, np.ndarray]:
+        return self.program.expected
+
+    @property
+    def has_reference(self) -> bool:
+        return self._reference is not None
+
+    def _region(self, name: str, a: np.ndarray) -> np.ndarray:
+        return a.reshape(self.program.region(name).shape)
+
+    def golden(self) -> dict[str, np.ndarray]:
+        """Outputs of the golden path (the kernel called on numpy), region-shaped like read_outputs."""
+        args = {**self.user_inputs, **self.out_specs, **self.consts}
+        tensors = self.kernel.run_golden(self.config, args)
+        return {n: self._region(n, tensors[n].data) for n in self.out_specs}
+
+    def reference(self) -> dict[str, np.ndarray] | None:
+        """The plain numpy expression of the operator (same keys/shapes), or None without one."""
+        return None if self._reference is None else self._reference()
+
+    def unpad(self, outputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """Region-shaped outputs cut back to the user's shapes."""
+        return {n: unpad(a, self.shapes[n]) for n, a in outputs.items()}
+
+
+def _out_dtype(cfg: HwConfig) -> str:
+    return f"int{cfg.out_width}"
+
+
+def _random(rng: np.random.Generator, shape: tuple[int, ...], lo_hi: tuple[int, int]) -> np.ndarray:
+    lo, hi = lo_hi
+    return rng.integers(lo, hi, size=shape, endpoint=True, dtype=np.int64).astype(np.int32)
+
+
+def make_case(name: str, cfg: HwConfig | str, params: dict[str, Any] | None = None, seed: int = 0) -> Case:
+    """Compile example ``name`` for ``cfg`` with ``params`` over its defaults and seeded random inputs."""
+    cfg = cfg if isinstance(cfg, HwConfig) else load_config(cfg)
+    ex = get_example(name)
+    if ex.user is not None:
+        return _user_case(name, ex, cfg, params or {}, seed)
+    p = dict(ex.params)
+    for k, v in (params or {}).items():
+        if k not in p:
+            raise ExampleError(f"example '{name}' has no param '{k}' (params: {', '.join(p)})")
+        p[k] = v
+    op = OPERATORS[ex.operator]  # type: ignore[index]
+    shape = tuple(int(s) for s in p["shape"])
+    consts = {**{k: v for k, v in p.items() if k != "shape"}, **op.fixed}
+    rng = np.random.default_rng(seed)
+    user_inputs = {n: _random(rng, shape, ex.ranges.get(n, (-1000, 1000))) for n in op.inputs}
+    out_dt = _out_dtype(cfg)
+    out_specs = {op.output: tensor(shape, out_dt)}
+    specs = {**{n: tensor(shape, "int32") for n in op.inputs}, **out_specs}
+    program = build(op.kernel, {**specs, **consts}, cfg, name=ex.name)
+    shapes = {n: shape for n in specs}
+
+    def reference() -> dict[str, np.ndarray]:
+        padded = {n: pad_to_vectors(a, cfg.lanes, np.int32).reshape(-1) for n, a in user_inputs.items()}
+        ref_consts = {k: v for k, v in consts.items() if k not in ("tile", "op")}
+        r = op.reference(**padded, **ref_consts).astype(out_dt)  # the narrowing cast wraps like C
+        return {op.output: r.reshape(region_shape(shape, cfg.lanes))}
+
+    case = Case(ex.name, cfg, p, program, op.kernel, user_inputs, consts, shapes, out_specs, reference)
+    _attach(case)
+    return case
+
+
+def _attach(case: Case) -> None:
+    for n, a in case.user_inputs.items():
+        case.program.set_input(n, pad_to_vectors(a, case.config.lanes, np.int32)
+                               .reshape(case.program.region(n).shape))
+    case.program.expected = case.golden()
+
+
+def _user_case(name: str, ex: Example, cfg: HwConfig, params: dict[str, Any], seed: int) -> Case:
+    k, mod, fn = _load_user(name)
+    p = {**ex.params, **params}
+    specs: dict[str, TensorSpec] = {}
+    consts: dict[str, Any] = {}
+    for key, v in p.items():
+        if isinstance(v, str) and re.match(r"^\s*\d+(\s*[x,]\s*\d+)*\s*(:\s*\w+)?\s*$", v):
+            shape_text, _, dt = v.partition(":")
+            specs[key] = tensor(parse_shape(shape_text), dt.strip() or "int32")
+        elif isinstance(v, TensorSpec):
+            specs[key] = v
+        else:
+            consts[key] = v
+    program = build(k, {**specs, **consts}, cfg, name=fn)
+    roles = {r.name: r.role for r in program.regions}
+    rng = np.random.default_rng(seed)
+    user_inputs = {n: _random(rng, s.shape, (-32768, 32767)) for n, s in specs.items()
+                   if roles.get(n) in ("input", "scratch")}
+    out_specs = {n: s for n, s in specs.items() if roles.get(n) == "output"}
+    ref_fn = getattr(mod, f"{fn}_reference", None)
+
+    def reference() -> dict[str, np.ndarray]:
+        r = ref_fn(**user_inputs, **consts)  # type: ignore[misc]
+        r = r if isinstance(r, dict) else {next(iter(out_specs)): r}
+        out = {}
+        for n, a in r.items():
+            full = pad_to_vectors(np.asarray(a).astype(out_specs[n].dtype), cfg.lanes, out_specs[n].dtype)
+            out[n] = full.reshape(program.region(n).shape)
+        return out
+
+    case = Case(fn, cfg, p, program, k, user_inputs, consts, {n: s.shape for n, s in specs.items()}, out_specs,
+                reference if callable(ref_fn) else None)
+    _attach(case)
+    return case

@@ -1,0 +1,265 @@
+"""The operator library: elementwise int32 -> int8 operators built on the intrinsics.
+
+Every operator tiles its tensors (flattened to whole vectors) through the two
+ping-pong halves of the accumulator buffer: tile i uses half ``i % 2``, each input
+in its own slot of the half, the result computed in place in the first slot and
+stored from there. Tails (a last tile shorter than the others, a last vector
+partly padding) need nothing special: DRAM tensors are whole vectors, zero-padded.
+Constants wider than the 16-bit immediate live in vectors at the top of the buffer,
+built once with MOV / SHR / ADD.
+
+Each :class:`Operator` pairs the kernel with a plain numpy reference of the same
+function, used to check the golden path.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from compiler import dsl as S
+from compiler.kernel import Kernel
+from compiler.tensor import AccView, Tensor
+
+IMM_MIN, IMM_MAX = -(1 << 15), (1 << 15) - 1
+BINARY_OPS = ("add", "sub", "mul", "min", "max")
+IMM_OPS = ("add", "sub", "mul", "min", "max", "shr", "clip", "mov")
+
+
+def _wrap32(v: int) -> int:
+    return (int(v) + (1 << 31)) % (1 << 32) - (1 << 31)
+
+
+def _fits_imm(v: int) -> bool:
+    return IMM_MIN <= v <= IMM_MAX
+
+
+def const_vector(view: AccView, value: int) -> None:
+    """Fill the one-vector ``view`` with the 32-bit ``value`` using 16-bit immediates."""
+    v = _wrap32(value)
+    if _fits_imm(v):
+        S.mov(view, v)
+        return
+    lo = ((v & 0xFFFF) ^ 0x8000) - 0x8000  # low half, sign-extended
+    hi = (((v - lo) >> 16) + (1 << 15)) % (1 << 16) - (1 << 15)  # high half, wrapped to 16 bits
+    S.mov(view, hi)
+    S.shr(view, -16)  # a negative SHR shifts left
+    if lo:
+        S.add(view, lo)
+
+
+def alu_op(name: str) -> Any:
+    """The ALU intrinsic called ``name`` (add, sub, ..., mov)."""
+    return getattr(S, name)
+
+
+def tiled(inputs: Sequence[Tensor], out: Tensor, body: Callable[[list[AccView], list[AccView]], None],
+          tile: int | None = None, consts: Sequence[int] = ()) -> None:
+    """Run ``body(slots, const_views)`` over every tile of the elementwise operands.
+
+    ``slots[k]`` holds input k's tile (the result is stored from ``slots[0]``);
+    ``const_views[k]`` one vector holding ``consts[k]`` in every lane. ``tile`` is the
+    number of vectors per tile (default: the largest that fits a half).
+    """
+    cfg = S.config()
+    for t in inputs:
+        if t.shape != out.shape:
+            raise S.error(t.name, f"shape {t.shape} differs from output '{out.name}' shape {out.shape} "
+                                  f"(elementwise operators do not broadcast)")
+    half = (cfg.acc_depth - len(consts)) // 2
+    fit = half // len(inputs)
+    if fit < 1:
+        raise S.error("tile", f"{len(inputs)} operands and {len(consts)} constants do not fit the "
+                              f"{cfg.acc_depth}-vector accumulator buffer")
+    if tile is None:
+        tile = fit
+    if isinstance(tile, bool) or not isinstance(tile, (int, np.integer)) or not 1 <= tile <= fit:
+        raise S.error("tile", f"{tile!r} vectors per tile do not fit: each ping-pong half holds "
+                              f"{len(inputs)} x {fit} vectors on config '{cfg.name}' (tile must be 1..{fit})")
+    cviews = [S.acc[2 * half + k] for k in range(len(consts))]
+    for view, value in zip(cviews, consts):
+        const_vector(view, value)
+    n = out.nvec
+    for i, v0 in enumerate(range(0, n, tile)):
+        t = min(tile, n - v0)
+        base = (i % 2) * half
+        slots = [S.acc[base + k * t: base + (k + 1) * t] for k in range(len(inputs))]
+        for view, src in zip(slots, inputs):
+            S.load(view, src, offset=v0)
+        body(slots, cviews)
+        S.store(out, slots[0], offset=v0)
+
+
+# ---- kernels ------------------------------------------------------------------------------------
+def _choice(arg: str, value: Any, allowed: Sequence[str]) -> str:
+    if value not in allowed:
+        raise S.error(arg, f"{value!r} is not one of {', '.join(allowed)}")
+    return value
+
+
+@S.kernel
+def binary(A: Tensor, B: Tensor, C: Tensor, op: str = "add", tile: int | None = None) -> None:
+    """C = cast(A <op> B) for op in add, sub, mul, min, max (ALU with a buffer operand)."""
+    f = alu_op(_choice("op", op, BINARY_OPS))
+    tiled([A, B], C, lambda s, c: f(s[0], s[1]), tile)
+
+
+@S.kernel
+def unary_imm(A: Tensor, C: Tensor, op: str = "add", imm: int = 0, tile: int | None = None) -> None:
+    """C = cast(A <op> imm); an immediate wider than 16 bits becomes a constant vector."""
+    f = alu_op(_choice("op", op, IMM_OPS))
+    if _fits_imm(_wrap32(imm)):
+        tiled([A], C, lambda s, c: f(s[0], _wrap32(imm)), tile)
+    else:
+        tiled([A], C, lambda s, c: f(s[0], c[0]), tile, consts=[imm])
+
+
+@S.kernel
+def relu(A: Tensor, C: Tensor, tile: int | None = None) -> None:
+    """C = cast(max(A, 0))."""
+    tiled([A], C, lambda s, c: S.max(s[0], 0), tile)
+
+
+@S.kernel
+def clip(A: Tensor, C: Tensor, lo: int = -128, hi: int = 127, tile: int | None = None) -> None:
+    """C = cast(min(max(A, lo), hi)): one symmetric CLIP when lo == -hi, else MAX then MIN."""
+    for arg, v in (("lo", lo), ("hi", hi)):
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or _wrap32(v) != v:
+            raise S.error(arg, f"{v!r} must be a 32-bit integer")
+    if lo > hi:
+        raise S.error("lo", f"lo={lo} is above hi={hi}")
+    symmetric = lo == -hi and _fits_imm(hi)
+    wide = not symmetric and not (_fits_imm(lo) and _fits_imm(hi))
+
+    def body(s: list[AccView], c: list[AccView]) -> None:
+        if symmetric:
+            S.clip(s[0], hi)
+        else:
+            S.max(s[0], c[0] if wide else lo)
+            S.min(s[0], c[1] if wide else hi)
+    tiled([A], C, body, tile, consts=[lo, hi] if wide else [])
+
+
+def _check_shift(shift: Any) -> int:
+    if isinstance(shift, bool) or not isinstance(shift, (int, np.integer)) or not 0 <= shift <= 31:
+        raise S.error("shift", f"{shift!r} must be an integer 0..31")
+    return int(shift)
+
+
+@S.kernel
+def shr_round(A: Tensor, C: Tensor, shift: int = 8, tile: int | None = None) -> None:
+    """Requantize: C = int8(clip((A + (1 << (shift-1))) >> shift, -128, 127)), rounding half up."""
+    s = _check_shift(shift)
+    rnd = (1 << (s - 1)) if s else 0
+    consts = [] if _fits_imm(rnd) else [rnd]
+
+    def body(v: list[AccView], c: list[AccView]) -> None:
+        if rnd:
+            S.add(v[0], c[0] if c else rnd)
+        S.shr(v[0], s)
+        S.max(v[0], -128)
+        S.min(v[0], 127)
+    tiled([A], C, body, tile, consts=consts)
+
+
+@S.kernel
+def fused(A: Tensor, B: Tensor, C: Tensor, shift: int = 3, tile: int | None = None) -> None:
+    """The fused chain: C = cast(relu(clip((A + B) >> shift, -127, 127)))."""
+    s = _check_shift(shift)
+
+    def body(v: list[AccView], c: list[AccView]) -> None:
+        S.add(v[0], v[1])
+        S.shr(v[0], s)
+        S.clip(v[0], 127)
+        S.max(v[0], 0)
+    tiled([A, B], C, body, tile)
+
+
+@S.kernel
+def shift(A: Tensor, B: Tensor, C: Tensor, tile: int | None = None) -> None:
+    """C = cast(A >> B) lane by lane (SHR with a buffer operand; negative B shifts left)."""
+    tiled([A, B], C, lambda s, c: S.shr(s[0], s[1]), tile)
+
+
+# ---- plain numpy references --------------------------------------------------------------------
+def _w(x: np.ndarray) -> np.ndarray:
+    """int64 -> int32 with wrap-around."""
+    return ((x.astype(np.int64) + (1 << 31)) % (1 << 32) - (1 << 31)).astype(np.int32)
+
+
+def _ref_shr(a: np.ndarray, s: np.ndarray | int) -> np.ndarray:
+    a64 = a.astype(np.int64)
+    s64 = np.broadcast_to(np.asarray(s, dtype=np.int64), a.shape)
+    right = a64 >> np.minimum(np.maximum(s64, 0), 31)
+    left = _w(a64 << np.minimum(np.maximum(-s64, 0), 31))
+    return np.where(s64 >= 0, right, np.where(s64 > -32, left, 0)).astype(np.int32)
+
+
+def _ref_binary(op: str, a: np.ndarray, b: np.ndarray | int) -> np.ndarray:
+    a64, b64 = a.astype(np.int64), np.asarray(b, dtype=np.int64)
+    if op == "add":
+        return _w(a64 + b64)
+    if op == "sub":
+        return _w(a64 - b64)
+    if op == "mul":
+        return _w((a64 * b64) % (1 << 32))
+    if op == "min":
+        return np.minimum(a64, b64).astype(np.int32)
+    if op == "max":
+        return np.maximum(a64, b64).astype(np.int32)
+    if op == "shr":
+        return _ref_shr(a, b)
+    if op == "clip":
+        return np.minimum(np.maximum(a64, _w(-b64)), b64).astype(np.int32)
+    if op == "mov":
+        return np.broadcast_to(b64, a.shape).astype(np.int32)
+    raise ValueError(op)
+
+
+@dataclass(frozen=True)
+class Operator:
+    """A library operator: its kernel, input/output names, fixed constants and numpy reference."""
+
+    name: str
+    kernel: Kernel
+    inputs: tuple[str, ...]
+    output: str
+    reference: Callable[..., np.ndarray]  # (inputs..., **params) -> int32 result before the cast
+    fixed: dict[str, Any] = field(default_factory=dict)  # constants the operator pins (e.g. op="add")
+    doc: str = ""
+
+
+OPERATORS: dict[str, Operator] = {}
+
+
+def _register(op: Operator) -> None:
+    if op.name in OPERATORS:
+        raise ValueError(f"operator '{op.name}' registered twice")
+    OPERATORS[op.name] = op
+
+
+for _op in BINARY_OPS:
+    _register(Operator(_op, binary, ("A", "B"), "C", (lambda o: lambda A, B, **p: _ref_binary(o, A, B))(_op),
+                       {"op": _op}, f"C = cast(A {_op} B)"))
+    _register(Operator(f"{_op}_imm", unary_imm, ("A",), "C",
+                       (lambda o: lambda A, imm=0, **p: _ref_binary(o, A, _wrap32(imm)))(_op), {"op": _op},
+                       f"C = cast(A {_op} imm)"))
+for _op in ("shr", "clip", "mov"):
+    _register(Operator(f"{_op}_imm", unary_imm, ("A",), "C",
+                       (lambda o: lambda A, imm=0, **p: _ref_binary(o, A, _wrap32(imm)))(_op), {"op": _op},
+                       f"C = cast({_op.upper()}(A, imm))"))
+_register(Operator("relu", relu, ("A",), "C", lambda A, **p: np.maximum(A, 0), doc="C = cast(max(A, 0))"))
+_register(Operator("clip", clip, ("A",), "C", lambda A, lo=-128, hi=127, **p: np.clip(A, lo, hi).astype(np.int32),
+                   doc="C = cast(clip(A, lo, hi))"))
+_register(Operator("shr_round", shr_round, ("A",), "C",
+                   lambda A, shift=8, **p: np.clip(_ref_shr(_w(A.astype(np.int64) + ((1 << (shift - 1)) if shift else 0)),
+                                                            shift), -128, 127).astype(np.int32),
+                   doc="requantize int32 -> int8: round, shift right, clip to int8"))
+_register(Operator("fused", fused, ("A", "B"), "C",
+                   lambda A, B, shift=3, **p: np.maximum(np.clip(_w(A.astype(np.int64) + B) >> shift, -127, 127),
+                                                         0).astype(np.int32),
+                   doc="C = cast(relu(clip((A + B) >> shift, -127, 127)))"))
+_register(Operator("shift", shift, ("A", "B"), "C", lambda A, B, **p: _ref_shr(A, B),
+                   doc="C = cast(A >> B) per lane, negative B shifts left"))

@@ -1,0 +1,75 @@
+"""Explain an output mismatch: which instruction last wrote the element, statically from the Program.
+
+Given an output element, find the last STORE (in program order) that wrote its
+DRAM bytes, the accumulator entry that STORE read, and the last LOAD or ALU before
+that STORE which wrote the entry: the instructions to look at in the waveform.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from hw.isa import Alu, Load, Store
+from hw.program import Program
+
+_MAX_LOOP = 1 << 20  # iterations enumerated per ALU instruction when tracing a writer
+
+
+@dataclass
+class Writers:
+    """The STORE that wrote an output element and the instruction that produced its value."""
+
+    store_pc: int | None
+    acc_index: int | None
+    producer_pc: int | None
+    producer_op: str | None
+
+    def __str__(self) -> str:
+        if self.store_pc is None:
+            return "no STORE writes this element"
+        s = f"last written by STORE #{self.store_pc} from acc[{self.acc_index}]"
+        if self.producer_pc is not None:
+            s += f", which {self.producer_op} #{self.producer_pc} last wrote"
+        return s
+
+
+def _alu_writes(insn: Alu, index: int) -> bool:
+    n = insn.iter_out * insn.iter_in
+    if n == 0 or n > _MAX_LOOP:
+        return False
+    i, j = np.meshgrid(np.arange(insn.iter_out), np.arange(insn.iter_in), indexing="ij")
+    return bool(np.any(insn.dst_base + i * insn.dst_factor_out + j * insn.dst_factor_in == index))
+
+
+def _load_writes(insn: Load, index: int) -> bool:
+    rows = insn.y_pad_0 + insn.y_size + insn.y_pad_1
+    cols = insn.x_pad_0 + insn.x_size + insn.x_pad_1
+    return insn.buf == 0 and insn.sram_base <= index < insn.sram_base + rows * cols
+
+
+def last_writers(program: Program, output: str, index: tuple[int, ...]) -> Writers:
+    """The instructions behind ``program``'s output element ``output[index]``."""
+    cfg = program.config
+    r = program.region(output)
+    flat = int(np.ravel_multi_index(index, r.shape)) if index else 0
+    addr = r.addr + flat * np.dtype(r.dtype).itemsize
+    vec = addr // cfg.out_vec_bytes
+    store_pc = acc = None
+    for pc, insn in enumerate(program.insns):
+        if not isinstance(insn, Store):
+            continue
+        for y in range(insn.y_size):
+            start = insn.dram_base + y * insn.x_stride
+            if start <= vec < start + insn.x_size:
+                store_pc, acc = pc, insn.sram_base + y * insn.x_size + (vec - start)
+    if store_pc is None:
+        return Writers(None, None, None, None)
+    for pc in range(store_pc - 1, -1, -1):
+        insn = program.insns[pc]
+        if isinstance(insn, Alu) and _alu_writes(insn, acc):
+            return Writers(store_pc, acc, pc, "ALU")
+        if isinstance(insn, Load) and _load_writes(insn, acc):
+            return Writers(store_pc, acc, pc, "LOAD")
+    return Writers(store_pc, acc, None, None)

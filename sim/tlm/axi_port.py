@@ -1,0 +1,115 @@
+"""The one AXI4 master port: fixed-priority arbitration FETCH > LOAD > STORE, one burst at a time.
+
+A client hands the port a *segment*: bursts it will issue back to back (each
+requested at the cycle the previous one ends). The port grants a whole segment with
+ONE event at its computed end, and cuts it at a burst boundary only when a
+higher-priority client requests meanwhile: the owner's remaining bursts then go
+back into arbitration at that boundary, where the higher-priority client wins. A
+lower-priority request cannot win a boundary (the owner is requesting there too),
+so it simply waits for the segment's end. This is exactly burst-granularity
+arbitration, at the cost of one event per segment (plus one per cut).
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+
+from sim.tlm.scheduler import PH_ARB, Scheduler
+
+PRIORITY = {"fetch": 0, "load": 1, "store": 2}
+
+
+class Segment:
+    """Bursts one client issues back to back; ``on_done(t)`` is called when the last ends."""
+
+    __slots__ = ("client", "write", "beats", "dur", "on_done", "t0", "ends", "cut")
+
+    def __init__(self, client: str, write: bool, beats: np.ndarray, dur: np.ndarray,
+                 on_done: Callable[[int], None]):
+        self.client = client
+        self.write = write
+        self.beats = beats        # beats of each burst
+        self.dur = dur            # cycles each burst holds the port
+        self.on_done = on_done
+        self.t0 = 0               # grant cycle
+        self.ends = dur           # cumulative end offsets from t0 (set at grant)
+        self.cut = len(dur)       # bursts granted in this tenure
+
+
+class AxiPort:
+    """The arbiter and the port's occupancy."""
+
+    def __init__(self, sim: Scheduler, tracer: object | None = None):
+        self.sim = sim
+        self.tracer = tracer
+        self.cur: Segment | None = None
+        self.pending: dict[str, Segment] = {}
+        self._version = 0
+        self._arb_at = -1
+        self.on_free: Callable[[int], None] | None = None  # the model's hook (FINISH's drain check)
+
+    @property
+    def busy(self) -> bool:
+        """A burst occupies the port (or a granted segment is under way)."""
+        return self.cur is not None
+
+    def request(self, t: int, seg: Segment) -> None:
+        """``seg.client`` requests the port at cycle ``t`` (the current cycle)."""
+        self.pending[seg.client] = seg
+        cur = self.cur
+        if cur is None:
+            if self._arb_at != t:
+                self._arb_at = t
+                self.sim.at(t, self._arbitrate, phase=PH_ARB)
+        elif PRIORITY[seg.client] < PRIORITY[cur.client] and cur.cut > 1:
+            # cut the owner's segment at its first burst boundary >= t
+            k = int(np.searchsorted(cur.ends, t - cur.t0, side="left"))
+            if k + 1 < cur.cut:
+                cur.cut = k + 1
+                self._version += 1
+                self.sim.at(cur.t0 + int(cur.ends[k]), self._end, self._version)
+
+    def _arbitrate(self, t: int) -> bool:
+        self._arb_at = -1
+        if self.cur is not None or not self.pending:
+            return False
+        client = min(self.pending, key=PRIORITY.__getitem__)
+        seg = self.pending.pop(client)
+        seg.t0 = t
+        seg.ends = np.cumsum(seg.dur)
+        seg.cut = len(seg.dur)
+        self.cur = seg
+        self._version += 1
+        self.sim.at(t + int(seg.ends[-1]), self._end, self._version)
+        return True
+
+    def _end(self, t: int, version: int) -> bool:
+        if version != self._version:
+            return False  # superseded by a cut
+        seg = self.cur
+        assert seg is not None
+        self.cur = None
+        n = seg.cut
+        if self.tracer is not None:
+            self.tracer.dma(seg.client, seg.write, seg.t0, seg.ends[:n], seg.beats[:n])
+        if n < len(seg.dur):
+            # the owner keeps requesting: its remaining bursts re-enter arbitration now
+            self.pending[seg.client] = Segment(seg.client, seg.write, seg.beats[n:], seg.dur[n:], seg.on_done)
+        else:
+            seg.on_done(t)
+        if self.pending and self._arb_at != t:
+            self._arb_at = t
+            self.sim.at(t, self._arbitrate, phase=PH_ARB)
+        if self.on_free is not None:
+            self.on_free(t)
+        return True
+
+    def inflight_end(self, t: int) -> int:
+        """End of the burst under way at cycle ``t`` (``t`` when the port is free)."""
+        seg = self.cur
+        if seg is None:
+            return t
+        k = int(np.searchsorted(seg.ends[:seg.cut], t - seg.t0, side="right"))
+        return seg.t0 + int(seg.ends[k]) if k < seg.cut else t

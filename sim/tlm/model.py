@@ -1,0 +1,298 @@
+"""The TLM: a CSR interface, a DRAM array and the event-driven accelerator behind them.
+
+Usage, as software would drive the hardware::
+
+    m = TlmModel(cfg)
+    m.load_dram(program.dram_image())
+    for name, value in program.regs:          # region windows, INSN_ADDR/COUNT, CTRL.START
+        m.write_csr(addr_of[name], value)
+    m.run()                                    # simulate until DONE (or an error)
+    m.read_csr(STATUS), m.read_csr(CYCLES_LO), ...
+
+or simply :func:`run_program`. The model imports only ``hw.*``.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import numpy as np
+
+from hw import csr
+from hw.config import HwConfig
+from hw.isa import INSN_BYTES, Isa
+from hw.program import Program
+from hw.result import RunResult
+from sim.tlm.axi_port import AxiPort
+from sim.tlm.dram import Dram, csr_regions
+from sim.tlm.errors import TlmError
+from sim.tlm.fetch import Fetch
+from sim.tlm.scheduler import PH_CHECK, PH_HALT, Scheduler
+from sim.tlm.timing import Timing
+from sim.tlm.tokens import TOKEN_QUEUES, TokenQueue
+from sim.tlm.trace import Tracer
+from sim.tlm.units import ComputeUnit, LoadUnit, StoreUnit, Unit
+
+_A = {c.name: c.addr for c in csr.csr_map(16)}
+_COUNTER_ADDR = {_A[n]: n.lower() for n in csr.COUNTERS}
+
+
+class TlmModel:
+    """The transaction-level model of one accelerator (see ``sim/tlm/timing.py`` for its clock).
+
+    ``write_csr``/``read_csr`` use the addresses of ``hw.csr``; writing ``CTRL.START``
+    arms a run and :meth:`run` executes it. ``dram`` is the DRAM byte array
+    (``numpy.uint8``, address 0 first); ``acc`` the accumulator buffer.
+    """
+
+    def __init__(self, cfg: HwConfig, timing: Timing | None = None, trace: bool = False):
+        self.cfg = cfg
+        self.timing = timing or Timing.from_config(cfg)
+        self.isa = Isa(cfg)
+        self.dram_model = Dram(cfg.dram_bytes, cfg.lanes, cfg.out_width)
+        self.acc = np.zeros((cfg.acc_depth, cfg.lanes), dtype=np.int32)
+        self.tracing = trace
+        self._csr_map = csr.csr_by_addr(cfg.max_regions)
+        self.regs: dict[int, int] = {}
+        self._armed = False
+        self._reset_state()
+
+    # ---- public API --------------------------------------------------------------------------
+    @property
+    def dram(self) -> np.ndarray:
+        """The DRAM contents (``uint8``, indexed by byte address; writable)."""
+        return self.dram_model.mem
+
+    def load_dram(self, image: bytes | bytearray | np.ndarray, addr: int = 0) -> None:
+        """Copy a DRAM image (e.g. ``Program.dram_image()``) to byte address ``addr``."""
+        self.dram_model.load_image(image, addr)
+
+    def write_csr(self, addr: int, value: int) -> None:
+        """An AXI4-Lite write. CTRL.START arms a run; CTRL.SOFT_RESET returns everything to idle."""
+        reg = self._csr_map.get(addr)
+        if reg is None:
+            raise ValueError(f"write to unmapped CSR address 0x{addr:03x}")
+        value &= 0xFFFFFFFF
+        if reg.name == "CTRL":
+            if value & csr.CTRL_SOFT_RESET:
+                self._reset_state()
+                self._armed = False
+            if value & csr.CTRL_START:
+                self._reset_state()
+                self._armed = True
+            return
+        if reg.access == "ro":
+            return  # read-only registers ignore writes, as the RTL does
+        self.regs[addr] = value
+
+    def read_csr(self, addr: int) -> int:
+        """An AXI4-Lite read."""
+        reg = self._csr_map.get(addr)
+        if reg is None:
+            raise ValueError(f"read of unmapped CSR address 0x{addr:03x}")
+        n = reg.name
+        if n == "CTRL":
+            return 0
+        if n == "STATUS":
+            s = 0
+            if self._armed and not self.finished:
+                s |= csr.STATUS_BUSY
+            if self.finished:
+                s |= csr.STATUS_DONE
+            if self.error is not None:
+                s |= csr.STATUS_ERROR | (self.error.code << csr.STATUS_ERR_CODE_SHIFT)
+            return s
+        if n == "VERSION":
+            return csr.VERSION
+        if n == "CONFIG_ID":
+            return self.cfg.config_id
+        if n == "ERR_PC":
+            return self.error.pc if self.error is not None else 0
+        if n == "CYCLES_LO":
+            return (self.cycles or 0) & 0xFFFFFFFF
+        if n == "CYCLES_HI":
+            return (self.cycles or 0) >> 32
+        if addr in _COUNTER_ADDR:
+            return self.counters()[_COUNTER_ADDR[addr]] & 0xFFFFFFFF
+        return self.regs.get(addr, 0)
+
+    @property
+    def irq(self) -> bool:
+        """The interrupt line: high once DONE (clean or error)."""
+        return self.finished
+
+    def run(self, max_events: int | None = None) -> int:
+        """Simulate the armed run to DONE or an error; returns CYCLES.
+
+        Errors do not raise here: they are in :attr:`error` (and STATUS/ERR_PC).
+        """
+        if not self._armed:
+            raise RuntimeError("run() before CTRL.START was written")
+        if self.finished:
+            return self.cycles or 0
+        addr = self.regs.get(_A["INSN_ADDR_LO"], 0)
+        addr_hi = self.regs.get(_A["INSN_ADDR_HI"], 0)
+        count = self.regs.get(_A["INSN_COUNT"], 0)
+        self.dram_model.regions = csr_regions(self.regs, self.cfg.max_regions)
+        self.insn_count = count
+        if addr_hi != 0 or count == 0 or \
+                not self.dram_model.window_ok(addr, addr + INSN_BYTES * count, csr.ATTR_READ):
+            why = ("INSN_ADDR_HI is not 0" if addr_hi else "INSN_COUNT is 0" if count == 0 else
+                   f"instruction window [0x{addr:x}, 0x{addr + INSN_BYTES * count:x}) is not inside one "
+                   f"readable region")
+            self._set_error(TlmError(csr.ERR_INSN_RANGE, 0, "fetch", 0, why), 0)
+            return 0
+        self.fetch = Fetch(self, addr, count)
+        self.fetch.start(0)
+        self.sim.run()
+        if not self.finished:  # the heap ran dry without DONE: nothing can progress
+            self._deadlock()
+        return self.cycles or 0
+
+    def counters(self) -> dict[str, int]:
+        """The counters under the lower-case names of ``hw.csr.COUNTERS``."""
+        L, C, S = self.load, self.compute, self.store
+        return {"load_busy": L.busy, "compute_busy": C.busy, "store_busy": S.busy,
+                "load_stall": L.stall, "compute_stall": C.stall, "store_stall": S.stall,
+                "load_insns": L.insns, "compute_insns": C.insns, "store_insns": S.insns,
+                "dma_rd_bytes": self.dma_rd_bytes, "dma_wr_bytes": self.dma_wr_bytes,
+                "fetch_bytes": self.fetch.bytes if self.fetch is not None else 0}
+
+    @property
+    def events(self) -> int:
+        """Events the scheduler processed in the last run (grows with instructions, not cycles)."""
+        return self.sim.events
+
+    # ---- internals used by the units ----------------------------------------------------------------
+    def _reset_state(self) -> None:
+        self.sim = Scheduler()
+        self.tracer: Tracer | None = Tracer() if self.tracing else None
+        self.port = AxiPort(self.sim, self.tracer)
+        self.port.on_free = self.check_finish
+        depth = self.timing.token_queue_depth
+        self.tokens = {n: TokenQueue(n, depth) for n in TOKEN_QUEUES}
+        self.load = LoadUnit(self, self.timing.load_queue_depth)
+        self.compute = ComputeUnit(self, self.timing.compute_queue_depth)
+        self.store = StoreUnit(self, self.timing.store_queue_depth)
+        self.units: dict[str, Unit] = {"load": self.load, "compute": self.compute, "store": self.store}
+        self.fetch: Fetch | None = None
+        self.dma_rd_bytes = self.dma_wr_bytes = 0
+        self.cycles: int | None = None
+        self.error: TlmError | None = None
+        self.finished = False
+        self.halted = False
+        self.insn_count = 0
+        self._faults: list[TlmError] = []
+        self._check_at = -1
+
+    def unit_idle(self, t: int) -> None:
+        """A unit retired an instruction: FINISH may be able to complete."""
+        self.check_finish(t)
+
+    def check_finish(self, t: int) -> None:
+        """Schedule FINISH's drain check at the end of cycle ``t`` (once per cycle)."""
+        if self.compute.finishing and self._check_at != t:
+            self._check_at = t
+            self.sim.at(t, self._finish_check, phase=PH_CHECK)
+
+    def _finish_check(self, t: int) -> bool:
+        c = self.compute
+        if not c.finishing or self.halted:
+            return False
+        if (self.load.state == "idle" and self.load.visible_empty(t) and self.store.state == "idle"
+                and self.store.visible_empty(t) and not self.port.busy):
+            c.finish_drained(t)
+            return True
+        return False
+
+    def done(self, t: int) -> None:
+        """FINISH retired: STATUS.DONE rises at ``t``."""
+        self.cycles = t
+        self.finished = True
+        if self.tracer is not None:
+            self.tracer.done(t)
+        self.sim.stop()
+
+    def fault_event(self, t: int, code: int, pc: int, unit: str, msg: str) -> None:
+        self.fault(t, code, pc, unit, msg)
+
+    def fault(self, t: int, code: int, pc: int, unit: str | None, msg: str) -> None:
+        """Record a fault at ``t``; the lowest pc among this cycle's faults wins (at PH_HALT)."""
+        if self.halted:
+            return
+        if not self._faults:
+            self.sim.at(t, self._halt, phase=PH_HALT)
+        self._faults.append(TlmError(code, pc, unit, t, msg))
+
+    def _halt(self, t: int) -> None:
+        err = min((e for e in self._faults if e.cycle == t), key=lambda e: e.pc)
+        self._set_error(err, self.port.inflight_end(t))
+
+    def _deadlock(self) -> None:
+        t = self.sim.last_progress + self.timing.deadlock_cycles
+        blocked = [u for u in self.units.values() if u.blocked and u.pc is not None]
+        if blocked:
+            u = min(blocked, key=lambda u: u.pc)
+            states = ", ".join(f"{v.name} {v.state} at {v.pc}" for v in blocked)
+            err = TlmError(csr.ERR_DEADLOCK, u.pc, u.name, t, f"no unit can progress ({states})")
+        else:
+            err = TlmError(csr.ERR_DEADLOCK, self.insn_count, None, t,
+                           "every unit is idle and FINISH never completed (missing FINISH?)")
+        self._set_error(err, t)
+
+    def _set_error(self, err: TlmError, end: int) -> None:
+        self.halted = True
+        self.error = err
+        for u in self.units.values():
+            u.partial_counts(err.cycle)
+        self.cycles = max(end, err.cycle)
+        self.finished = True
+        if self.tracer is not None:
+            self.tracer.done(self.cycles)
+        self.sim.stop()
+
+    # ---- tracing ----------------------------------------------------------------------------------
+    def write_vcd(self, path: str | Path) -> Path:
+        """Write the timeline of the last run as VCD (needs ``trace=True``)."""
+        if self.tracer is None:
+            raise RuntimeError("the model was built without trace=True")
+        return self.tracer.write_vcd(path, self.cycles or 0)
+
+    def write_trace(self, path: str | Path) -> Path:
+        """Write the Chrome/Perfetto trace JSON of the last run (needs ``trace=True``)."""
+        if self.tracer is None:
+            raise RuntimeError("the model was built without trace=True")
+        return self.tracer.write_perfetto(path, self.cycles or 0, self.isa)
+
+
+def run_program(program: Program | str | Path, *, vcd: str | Path | None = None, trace: str | Path | None = None,
+                timing: Timing | None = None, raise_on_error: bool = True,
+                cfg: HwConfig | None = None) -> RunResult:
+    """Run a Program (object or saved folder) on the TLM and return its RunResult.
+
+    The register config is played through the model's CSR interface; outputs are cut
+    from DRAM by the Program's layout. ``vcd``/``trace`` write the timeline (VCD with
+    the RTL's ``dbg_*`` probe names; Chrome/Perfetto JSON). With ``raise_on_error`` a
+    fault raises :class:`TlmError` (after the trace files are written), else it is in
+    ``result.error``. ``extra`` carries ``events`` and ``insns_per_s``.
+    """
+    prog = program if isinstance(program, Program) else Program.load(program, cfg)
+    m = TlmModel(prog.config, timing, trace=vcd is not None or trace is not None)
+    m.load_dram(prog.dram_image())
+    addr = csr.csr_by_name(prog.config.max_regions)
+    t0 = time.perf_counter()
+    for name, value in prog.regs:
+        m.write_csr(addr[name].addr, value)
+    m.run()
+    wall = time.perf_counter() - t0
+    if vcd is not None:
+        m.write_vcd(vcd)
+    if trace is not None:
+        m.write_trace(trace)
+    res = RunResult("tlm", prog.read_outputs(m.dram), m.cycles, m.counters(),
+                    m.error.to_dict() if m.error is not None else None, wall,
+                    extra={"events": m.events})
+    if m.error is not None and raise_on_error:
+        raise m.error
+    return res

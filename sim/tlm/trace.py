@@ -1,0 +1,169 @@
+"""Timeline recording (only when tracing is on) and the two writers: VCD and Chrome/Perfetto JSON.
+
+The VCD uses the RTL's probe names (output ports of ``accel_top``) under scope
+``accel``, timescale 1 ns, one time unit per cycle, cycle 0 = the first cycle after
+START: ``dbg_{load,compute,store}_busy`` (unit in EXECUTE), ``dbg_*_pc`` (pc of the
+held instruction, 0xFFFFFFFF when none), ``dbg_*_q`` (queue occupancy),
+``dbg_dma_rd``/``dbg_dma_wr`` (a read/write burst occupies the port), ``dbg_cycles``
+and ``irq``. The model calls the recording hooks only when a tracer exists, so an
+untraced run pays nothing but a ``None`` test.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+UNITS = ("load", "compute", "store")
+NO_PC = 0xFFFFFFFF
+_TID = {"fetch": 0, "load": 1, "compute": 2, "store": 3, "dma": 4}
+
+
+class Tracer:
+    """Collects the timeline of one run."""
+
+    def __init__(self) -> None:
+        self.q_deltas: dict[str, list[tuple[int, int]]] = defaultdict(list)
+        self.pcs: dict[str, list[tuple[int, int]]] = defaultdict(list)
+        self.busys: dict[str, list[tuple[int, int]]] = defaultdict(list)
+        self.insns: list[tuple[str, int, Any, int, int, int]] = []
+        self.dmas: list[tuple[str, bool, int, np.ndarray, np.ndarray]] = []
+        self.done_t: int | None = None
+
+    # ---- hooks ------------------------------------------------------------------------------
+    def queue(self, unit: str, t: int, delta: int) -> None:
+        self.q_deltas[unit].append((t, delta))
+
+    def pc(self, unit: str, t: int, pc: int | None) -> None:
+        self.pcs[unit].append((t, NO_PC if pc is None else pc))
+
+    def busy(self, unit: str, t: int, v: int) -> None:
+        self.busys[unit].append((t, v))
+
+    def insn(self, unit: str, pc: int | None, insn: Any, t_pop: int, t_exec: int, t_end: int) -> None:
+        self.insns.append((unit, pc if pc is not None else -1, insn, t_pop, t_exec, t_end))
+
+    def dma(self, client: str, write: bool, t0: int, ends: np.ndarray, beats: np.ndarray) -> None:
+        self.dmas.append((client, write, t0, np.array(ends), np.array(beats)))
+
+    def done(self, t: int) -> None:
+        self.done_t = t
+
+    # ---- derived timelines -------------------------------------------------------------------
+    def queue_levels(self, unit: str) -> list[tuple[int, int]]:
+        """(cycle, occupancy) after every cycle with a net change."""
+        out: list[tuple[int, int]] = []
+        level = 0
+        for t, d in sorted(self.q_deltas.get(unit, []), key=lambda x: x[0]):
+            level += d
+            if out and out[-1][0] == t:
+                out[-1] = (t, level)
+            else:
+                out.append((t, level))
+        return out
+
+    def bursts(self) -> list[tuple[str, bool, int, int, int]]:
+        """Every burst as (client, write, start, end, beats)."""
+        out = []
+        for client, write, t0, ends, beats in self.dmas:
+            starts = np.concatenate(([0], ends[:-1])) + t0
+            out += [(client, write, int(s), int(e), int(b)) for s, e, b in zip(starts, ends + t0, beats)]
+        return out
+
+    def _dma_changes(self, write: bool) -> list[tuple[int, int]]:
+        ch: list[tuple[int, int]] = []
+        for client, w, s, e, _b in sorted(self.bursts(), key=lambda b: b[2]):
+            if w == write:
+                ch += [(s, 1), (e, 0)]
+        # at a shared boundary the later burst's 1 must win: sort stably by time, 0 first
+        return sorted(ch, key=lambda x: (x[0], x[1]))
+
+    # ---- VCD ----------------------------------------------------------------------------------
+    def write_vcd(self, path: str | Path, end: int) -> Path:
+        """Write the VCD from cycle 0 to ``end`` (DONE)."""
+        sigs: list[tuple[str, int, list[tuple[int, int]], int]] = []
+        for u in UNITS:
+            sigs.append((f"dbg_{u}_busy", 1, self.busys.get(u, []), 0))
+        for u in UNITS:
+            sigs.append((f"dbg_{u}_pc", 32, self.pcs.get(u, []), NO_PC))
+        for u in UNITS:
+            sigs.append((f"dbg_{u}_q", 16, self.queue_levels(u), 0))
+        sigs.append(("dbg_dma_rd", 1, self._dma_changes(False), 0))
+        sigs.append(("dbg_dma_wr", 1, self._dma_changes(True), 0))
+        sigs.append(("irq", 1, [] if self.done_t is None else [(self.done_t, 1)], 0))
+        ids = [_vcd_id(k) for k in range(len(sigs) + 1)]
+        cyc_id = ids[-1]
+
+        def fmt(width: int, v: int, ident: str) -> str:
+            return f"{v & 1}{ident}" if width == 1 else f"b{v:b} {ident}"
+
+        at: dict[int, dict[int, str]] = defaultdict(dict)  # time -> signal -> text (last wins)
+        for k, (_n, w, changes, _init) in enumerate(sigs):
+            for t, v in changes:
+                if 0 <= t <= end:
+                    at[t][k] = fmt(w, v, ids[k])
+        lines = ["$date cosim TLM $end", "$version sim.tlm $end", "$timescale 1ns $end", "$scope module accel $end"]
+        lines += [f"$var wire {w} {ids[k]} {n} $end" for k, (n, w, _c, _i) in enumerate(sigs)]
+        lines += [f"$var wire 64 {cyc_id} dbg_cycles $end", "$upscope $end", "$enddefinitions $end",
+                  "#0", "$dumpvars"]
+        first = at.pop(0, {})
+        for k, (_n, w, _c, init) in enumerate(sigs):
+            lines.append(first.get(k, fmt(w, init, ids[k])))
+        lines += [f"b0 {cyc_id}", "$end"]
+        # dbg_cycles changes every cycle (the RTL's counter), so every cycle gets a time stamp.
+        for t in range(1, end + 1):
+            lines.append(f"#{t}")
+            ch = at.get(t)
+            if ch:
+                lines.extend(ch.values())
+            lines.append(f"b{t:b} {cyc_id}")
+        lines.append(f"#{end + 1}")
+        p = Path(path)
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text("\n".join(lines) + "\n")
+        return p
+
+    # ---- Chrome / Perfetto ---------------------------------------------------------------------
+    def write_perfetto(self, path: str | Path, end: int, isa: Any = None) -> Path:
+        """Write a Chrome trace-event JSON (open in ui.perfetto.dev); ``ts`` and ``dur`` are cycles."""
+        ev: list[dict[str, Any]] = [{"name": "process_name", "ph": "M", "pid": 1, "args": {"name": "accel (TLM)"}}]
+        for name, tid in _TID.items():
+            ev.append({"name": "thread_name", "ph": "M", "pid": 1, "tid": tid, "args": {"name": name}})
+        for unit, pc, insn, t_pop, t_exec, t_end in self.insns:
+            text = isa.disasm(insn) if isa is not None else insn.MNEMONIC
+            ev.append({"name": f"{insn.MNEMONIC} #{pc}", "ph": "X", "pid": 1, "tid": _TID[unit], "ts": t_pop,
+                       "dur": t_end - t_pop, "args": {"pc": pc, "insn": text, "exec_start": t_exec}})
+            ev.append({"name": "EXECUTE", "ph": "X", "pid": 1, "tid": _TID[unit], "ts": t_exec,
+                       "dur": t_end - t_exec, "args": {"pc": pc}})
+        for client, write, s, e, beats in self.bursts():
+            ev.append({"name": f"{client} {'wr' if write else 'rd'}", "ph": "X", "pid": 1, "tid": _TID["dma"],
+                       "ts": s, "dur": e - s, "args": {"client": client, "beats": beats}})
+        levels = {u: dict(self.queue_levels(u)) for u in UNITS}
+        cur = {u: 0 for u in UNITS}
+        for t in sorted({t for u in UNITS for t in levels[u]}):
+            for u in UNITS:
+                cur[u] = levels[u].get(t, cur[u])
+            ev.append({"name": "queue depth", "ph": "C", "pid": 1, "ts": t, "args": dict(cur)})
+        if self.done_t is not None:
+            ev.append({"name": "DONE", "ph": "i", "s": "g", "pid": 1, "tid": 0, "ts": self.done_t})
+        p = Path(path)
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(json.dumps({"traceEvents": ev, "displayTimeUnit": "ns",
+                                 "otherData": {"model": "tlm", "time_unit": "cycle", "cycles": end}}))
+        return p
+
+
+def _vcd_id(k: int) -> str:
+    """Short printable VCD identifier codes: !, ", #, ..."""
+    chars = [chr(c) for c in range(33, 127)]
+    s = ""
+    k += 0
+    while True:
+        s = chars[k % len(chars)] + s
+        k = k // len(chars) - 1
+        if k < 0:
+            return s

@@ -1,0 +1,299 @@
+"""Read VCD files with vcdvcd: the signal list, name resolution and selective streaming.
+
+Large traces are never loaded whole. The header is read once (``only_sigs``), and
+value changes are streamed through vcdvcd's callbacks for the selected signals only
+(``signals=[...]``, ``store_tvs=False``), keeping just what the caller asked for (a
+time window, or every change of a few slow signals). A pass can stop early, either
+at a time (vcdvcd's ``to_time``) or when a callback has seen enough.
+
+Signal names: vcdvcd names a bus ``scope.name[31:0]``; here a signal's *name* is the
+dotted path without the range. Verilator lists the top ports twice (under ``$rootio``
+and under the top module); the ``$rootio`` copy is dropped when the module scope has
+the same signal, and aliases sharing one VCD identifier code are listed once.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import re
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterable, TextIO
+
+from vcdvcd import VCDVCD, StreamParserCallbacks
+
+# Scopes that only repeat the top module's ports (Verilator: $rootio; older versions: TOP).
+ROOT_ALIAS_SCOPES = ("$rootio", "TOP")
+_RANGE_RE = re.compile(r"\[\d+:\d+\]$")
+
+
+class WavesError(ValueError):
+    """A user error about a waveform file or a signal name (one line, exit 2)."""
+
+
+@dataclass
+class SignalInfo:
+    """One signal of a VCD file (aliases merged)."""
+
+    name: str  # dotted path without the bus range, e.g. "accel_top.dbg_load_pc"
+    ref: str  # vcdvcd's reference, e.g. "accel_top.dbg_load_pc[31:0]"
+    width: int
+    var_type: str
+    code: str  # VCD identifier code
+    aliases: list[str] = field(default_factory=list)  # other names with the same data
+
+    @property
+    def leaf(self) -> str:
+        return self.name.rsplit(".", 1)[-1]
+
+    @property
+    def depth(self) -> int:
+        return self.name.count(".")
+
+    def to_dict(self) -> dict[str, object]:
+        return {"name": self.name, "width": self.width, "type": self.var_type, "aliases": self.aliases}
+
+
+def strip_range(ref: str) -> str:
+    """``a.b[31:0]`` -> ``a.b`` (bit-selects like ``mem[3]`` are kept: they name elements)."""
+    return _RANGE_RE.sub("", ref)
+
+
+class _Stop(Exception):
+    """Raised from a callback to end a pass early."""
+
+
+class Progress:
+    """A one-line text progress bar on stderr, driven by VCD time; silent unless enabled."""
+
+    def __init__(self, label: str, end_time: int | None, enabled: bool, stream: TextIO | None = None):
+        self.label = label
+        self.end_time = end_time
+        self.enabled = enabled
+        self.stream = stream or sys.stderr
+        self._calls = 0
+        self._shown = -1
+
+    def update(self, time: int) -> None:
+        self._calls += 1
+        if not self.enabled or self._calls & 0x3FFF:  # check every 16 k timestamps: cheap
+            return
+        if self.end_time:
+            pct = min(100, int(100 * time / self.end_time))
+            if pct != self._shown:
+                self._shown = pct
+                bar = "#" * (pct // 4)
+                self.stream.write(f"\r{self.label} [{bar:<25}] {pct:3d}%")
+                self.stream.flush()
+        else:
+            self.stream.write(f"\r{self.label} t={time}")
+            self.stream.flush()
+
+    def close(self) -> None:
+        if self.enabled and self._calls > 0x3FFF:
+            self.stream.write("\r" + " " * (len(self.label) + 40) + "\r")
+            self.stream.flush()
+
+
+def progress_wanted(flag: bool) -> bool:
+    """Show progress when asked for, or when stderr is a terminal."""
+    return flag or sys.stderr.isatty()
+
+
+class _Collector(StreamParserCallbacks):
+    """Keeps, per selected identifier code, the last value before ``t_from`` and the
+    changes in ``[t_from, t_to]``; an optional hook may raise _Stop to end the pass."""
+
+    def __init__(self, codes: Iterable[str], t_from: int | None, keep: bool,
+                 hook: Callable[[str, int, str], None] | None, progress: Progress | None):
+        self.t_from = t_from
+        self.keep = keep
+        self.hook = hook
+        self.progress = progress
+        self.initial: dict[str, str] = {}
+        self.changes: dict[str, list[tuple[int, str]]] = {c: [] for c in codes}
+
+    def time(self, vcd, time, cur_sig_vals):  # noqa: D102 (vcdvcd callback)
+        if self.progress is not None:
+            self.progress.update(time)
+
+    def value(self, vcd, time, value, identifier_code, cur_sig_vals):  # noqa: D102
+        if self.hook is not None:
+            self.hook(identifier_code, time, value)
+        if not self.keep:
+            return
+        if self.t_from is not None and time < self.t_from:
+            self.initial[identifier_code] = value
+        else:
+            self.changes[identifier_code].append((time, value))
+
+
+def _last_timestamp(path: Path) -> int | None:
+    """The last ``#time`` of a VCD, read from its tail (for the progress bar)."""
+    size = path.stat().st_size
+    with open(path, "rb") as f:
+        f.seek(max(0, size - 65536))
+        tail = f.read()
+    found = re.findall(rb"^#(\d+)", tail, re.MULTILINE)
+    return int(found[-1]) if found else None
+
+
+class VcdFile:
+    """A VCD file's header (signals, timescale) and selective value streaming."""
+
+    def __init__(self, path: str | os.PathLike, progress: bool = False):
+        self.path = Path(path)
+        if not self.path.is_file():
+            raise WavesError(f"{self.path}: no such VCD file")
+        self.show_progress = progress
+        try:
+            head = VCDVCD(str(self.path), only_sigs=True)
+        except (ValueError, IndexError, KeyError) as e:
+            raise WavesError(f"{self.path}: not a readable VCD file ({e})") from None
+        self.timescale = {k: str(v) for k, v in head.timescale.items()}
+        self.signals: list[SignalInfo] = self._signals(head)
+        if not self.signals:
+            raise WavesError(f"{self.path}: no signals declared (is it a VCD file?)")
+        self._by_name = {s.name: s for s in self.signals}
+        self._end_time: int | None = None
+
+    @staticmethod
+    def _signals(head: VCDVCD) -> list[SignalInfo]:
+        by_code: dict[str, SignalInfo] = {}
+        order: list[SignalInfo] = []
+        for ref in head.signals:
+            code = head.references_to_ids[ref]
+            name = strip_range(ref)
+            if code in by_code:  # an alias of a signal already listed
+                if name != by_code[code].name and name not in by_code[code].aliases:
+                    by_code[code].aliases.append(name)
+                continue
+            sig = head.data[code]
+            info = SignalInfo(name=name, ref=ref, width=int(sig.size), var_type=sig.var_type, code=code)
+            by_code[code] = info
+            order.append(info)
+        # Drop the $rootio copy of a top port when a module scope has it with the same width.
+        leaves: dict[tuple[str, int], list[SignalInfo]] = {}
+        for s in order:
+            if s.depth == 1 and s.name.split(".")[0] not in ROOT_ALIAS_SCOPES:
+                leaves.setdefault((s.leaf, s.width), []).append(s)
+        out = []
+        for s in order:
+            root = s.name.split(".")[0]
+            twins = leaves.get((s.leaf, s.width), [])
+            if s.depth == 1 and root in ROOT_ALIAS_SCOPES and twins:
+                twins[0].aliases.append(s.name)
+                continue
+            out.append(s)
+        return out
+
+    # ---- names -----------------------------------------------------------------
+    def resolve(self, query: str) -> SignalInfo:
+        """The one signal a user means by ``query``: an exact dotted name (range optional),
+        else a unique suffix (whole path components first, then any suffix)."""
+        q = strip_range(query.strip())
+        if q in self._by_name:
+            return self._by_name[q]
+        for s in self.signals:
+            if q in s.aliases:
+                return s
+        cands = [s for s in self.signals if s.name.endswith("." + q)]
+        if not cands:
+            cands = [s for s in self.signals if s.name.endswith(q)]
+        if len(cands) == 1:
+            return cands[0]
+        if len(cands) > 1:
+            names = ", ".join(s.name for s in cands[:12]) + (" ..." if len(cands) > 12 else "")
+            raise WavesError(f"signal '{query}' is ambiguous in {self.path.name}: {len(cands)} candidates: {names}")
+        close = difflib.get_close_matches(q.rsplit(".", 1)[-1], sorted({s.leaf for s in self.signals}), n=5)
+        hint = f" (did you mean: {', '.join(close)}?)" if close else " (see `cosim waves list`)"
+        raise WavesError(f"no signal '{query}' in {self.path.name}{hint}")
+
+    def find_probe(self, leaf: str) -> SignalInfo | None:
+        """The shallowest signal whose last path component is ``leaf`` (None if absent);
+        used for the well-known probes (clk, dbg_*), where the top port is meant."""
+        cands = [s for s in self.signals if s.leaf == leaf]
+        if not cands:
+            return None
+        return min(cands, key=lambda s: s.depth)
+
+    # ---- streaming -----------------------------------------------------------------
+    @property
+    def end_time(self) -> int | None:
+        if self._end_time is None:
+            self._end_time = _last_timestamp(self.path)
+        return self._end_time
+
+    def stream(self, sigs: list[SignalInfo], t_from: int | None = None, t_to: int | None = None,
+               keep: bool = True, hook: Callable[[str, int, str], None] | None = None,
+               label: str = "reading") -> tuple[dict[str, str], dict[str, list[tuple[int, str]]]]:
+        """One pass over the file for ``sigs`` only.
+
+        Returns ``(initial, changes)`` keyed by signal name: the value each had just
+        before ``t_from`` (absent if none) and its changes at ``t_from <= t <= t_to``.
+        ``hook(code, time, value)`` sees every change and may raise :class:`_Stop`.
+        """
+        codes = {s.code: s for s in sigs}
+        prog = Progress(f"{label} {self.path.name}", t_to if t_to is not None else self.end_time,
+                        progress_wanted(self.show_progress))
+        col = _Collector(codes, t_from, keep, hook, prog)
+        try:
+            VCDVCD(str(self.path), signals=[s.ref for s in sigs], store_tvs=False, callbacks=col,
+                   to_time=t_to)
+        except _Stop:
+            pass
+        except (ValueError, IndexError) as e:
+            raise WavesError(f"{self.path}: malformed value change ({e})") from None
+        finally:
+            prog.close()
+        initial = {codes[c].name: v for c, v in col.initial.items()}
+        changes = {codes[c].name: lst for c, lst in col.changes.items()}
+        return initial, changes
+
+
+# ---- values -------------------------------------------------------------------------
+def pad_bits(value: str, width: int) -> str:
+    """Extend a VCD vector value to ``width`` bits (x/z extend themselves, 0/1 extend with 0)."""
+    value = value.lower()
+    if len(value) >= width:
+        return value[-width:]
+    fill = value[0] if value and value[0] in "xz" else "0"
+    return fill * (width - len(value)) + value
+
+
+def to_int(value: str | None) -> int | None:
+    """The unsigned integer of a VCD value, or None when it holds x or z (or is unknown)."""
+    if value is None:
+        return None
+    try:
+        return int(value, 2)
+    except ValueError:
+        return None
+
+
+def fmt_value(value: str | None, width: int, var_type: str = "wire") -> str:
+    """A value as people read it: 1-bit as 0/1/x/z, buses in hex (x/z per nibble)."""
+    if value is None:
+        return "?"
+    if var_type == "real":
+        return value
+    if width <= 1:
+        return value.lower()[-1:] or "?"
+    bits = pad_bits(value, width)
+    if all(c == "x" for c in bits):
+        return "x"
+    if all(c == "z" for c in bits):
+        return "z"
+    out = []
+    first = len(bits) % 4
+    chunks = ([bits[:first]] if first else []) + [bits[i:i + 4] for i in range(first, len(bits), 4)]
+    for nib in chunks:
+        if "x" in nib:
+            out.append("x")
+        elif "z" in nib:
+            out.append("z")
+        else:
+            out.append(f"{int(nib, 2):x}")
+    return "".join(out).lstrip("0") or "0"

@@ -1,0 +1,189 @@
+"""TLM faults: each stops the run and names the code, the instruction, the unit and the cycle."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from hw import csr
+from hw.config import load_config
+from hw.isa import ALU_OPS, Alu, Finish, Gemm, Isa, Load, Store
+from hw.program import plan_layout
+from sim.tlm import Timing, TlmError, TlmModel, run_program
+from tests.tlm_programs import make_program
+
+ADDR = {c.name: c.addr for c in csr.csr_map(16)}
+
+
+def _prog(cfg, insns, nvec=16):
+    a = np.arange(nvec * cfg.lanes, dtype=np.int32).reshape(nvec, cfg.lanes)
+    tensors = [("a", "input", a.shape, "int32"), ("out", "output", a.shape, "int8")]
+    regions = plan_layout(cfg, tensors, len(insns))
+    return make_program(cfg, insns, tensors, {"a": a}), regions
+
+
+def _model(prog, T=None, patch: dict[int, int] | None = None) -> TlmModel:
+    """A model with the Program loaded and started; ``patch`` overwrites instruction words."""
+    m = TlmModel(prog.config, T or Timing.from_config(prog.config, calibration=False))
+    img = prog.dram_image()
+    for pc, word in (patch or {}).items():
+        img[16 * pc:16 * pc + 16] = word.to_bytes(16, "little")
+    m.load_dram(img)
+    for n, v in prog.regs:
+        m.write_csr(ADDR[n], v)
+    m.run()
+    return m
+
+
+@pytest.fixture
+def cfg():
+    return load_config("default")
+
+
+@pytest.fixture
+def T(cfg):
+    return Timing.from_config(cfg, calibration=False)
+
+
+def _fetch_end(T, n):
+    return T.read_burst_cycles(n * T.beats_per_insn)
+
+
+def test_deadlock_token_never_arrives(cfg, T):
+    prog, _ = _prog(cfg, [Alu(alu_op=ALU_OPS["ADD"], use_imm=True, imm=1, pop_prev=True), Finish()])
+    r = run_program(prog, timing=T, raise_on_error=False)
+    e = _fetch_end(T, 2)
+    assert r.error["code"] == csr.ERR_DEADLOCK and r.error["name"] == "DEADLOCK"
+    assert r.error["pc"] == 0 and r.error["unit"] == "compute"
+    # last progress: the ALU enters TOKEN_WAIT at e + pop; declared deadlock_cycles later
+    assert r.error["cycle"] == e + T.insn_pop_cycles + T.deadlock_cycles == r.cycles
+    assert r.counters["compute_stall"] == T.deadlock_cycles
+    with pytest.raises(TlmError) as ei:
+        run_program(prog, timing=T)
+    assert (ei.value.code, ei.value.pc, ei.value.unit, ei.value.name) == (csr.ERR_DEADLOCK, 0, "compute", "DEADLOCK")
+    assert "\n" not in ei.value.message
+
+
+def test_deadlock_without_finish_reports_insn_count(cfg, T):
+    prog, regions = _prog(cfg, [Load(dram_base=0, sram_base=0, y_size=0, x_size=0, x_stride=0)])
+    # a LOAD of nothing, no FINISH: everything drains, DONE never rises
+    r = run_program(prog, timing=T, raise_on_error=False)
+    assert r.error["code"] == csr.ERR_DEADLOCK and r.error["pc"] == 1 and r.error["unit"] is None
+
+
+def test_deadlock_blocked_push(cfg, T):
+    """LOAD pushes more l2c tokens than the queue holds and nobody pops them."""
+    n = T.token_queue_depth + 1
+    prog, regions = _prog(cfg, [Load(dram_base=0, sram_base=0, y_size=0, x_size=0, x_stride=0, push_next=True)] * n
+                          + [Alu(pop_prev=True, pop_next=True, use_imm=True), Finish()])
+    r = run_program(prog, timing=T, raise_on_error=False)
+    assert r.error["code"] == csr.ERR_DEADLOCK
+    assert r.error["pc"] == T.token_queue_depth and r.error["unit"] == "load"  # lowest blocked pc
+
+
+def test_dram_range_load(cfg, T):
+    prog, regions = _prog(cfg, [Load(dram_base=0, sram_base=0), Finish()])
+    prog2, regions = _prog(cfg, [Load(sram_base=5, dram_base=regions[1].addr // cfg.acc_vec_bytes + 15,
+                                      y_size=1, x_size=2, x_stride=2), Finish()])
+    m = _model(prog2, T)
+    e = _fetch_end(T, 2)
+    assert m.error.code == csr.ERR_DRAM_RANGE and m.error.pc == 0 and m.error.unit == "load"
+    assert m.error.cycle == e + T.insn_pop_cycles == m.cycles
+    assert not m.acc.any()  # nothing written
+    st = m.read_csr(ADDR["STATUS"])
+    assert csr.decode_status(st) == {"busy": False, "done": True, "error": True, "err_code": csr.ERR_DRAM_RANGE,
+                                     "err_name": "DRAM_RANGE"}
+    assert m.read_csr(ADDR["ERR_PC"]) == 0 and m.irq
+
+
+def test_dram_range_store_into_input_region(cfg, T):
+    _, regions = _prog(cfg, [Finish()] * 2)
+    va_out = regions[1].addr // cfg.out_vec_bytes  # the (read-only) input region
+    prog, _ = _prog(cfg, [Alu(use_imm=True), Store(dram_base=va_out, y_size=1, x_size=1, x_stride=1), Finish()])
+    r = run_program(prog, timing=T, raise_on_error=False)
+    assert (r.error["code"], r.error["pc"], r.error["unit"]) == (csr.ERR_DRAM_RANGE, 1, "store")
+    assert not r.outputs["out"].any()
+
+
+def test_sram_range_alu_and_load(cfg, T):
+    d = cfg.acc_depth
+    prog, _ = _prog(cfg, [Alu(use_imm=True, iter_out=2, iter_in=1, dst_base=d - 1, dst_factor_out=1), Finish()])
+    r = run_program(prog, timing=T, raise_on_error=False)
+    assert (r.error["code"], r.error["pc"], r.error["unit"]) == (csr.ERR_SRAM_RANGE, 0, "compute")
+    assert r.error["cycle"] == _fetch_end(T, 2) + T.insn_pop_cycles
+    prog, regions = _prog(cfg, [Finish(), Finish()])
+    va = regions[1].addr // cfg.acc_vec_bytes
+    prog, _ = _prog(cfg, [Alu(use_imm=True), Load(sram_base=d - 2, dram_base=va, y_size=1, x_size=2, x_stride=2,
+                                                  x_pad_1=1), Finish()])
+    r = run_program(prog, timing=T, raise_on_error=False)
+    assert (r.error["code"], r.error["pc"], r.error["unit"]) == (csr.ERR_SRAM_RANGE, 1, "load")
+
+
+def test_bad_opcode_at_dispatch(cfg, T):
+    prog, _ = _prog(cfg, [Alu(use_imm=True), Alu(use_imm=True), Finish()])
+    m = _model(prog, T, patch={1: 0x7})
+    e = _fetch_end(T, 3)
+    assert (m.error.code, m.error.pc, m.error.unit) == (csr.ERR_BAD_OPCODE, 1, "fetch")
+    assert m.error.cycle == e + 1 * T.dispatch_cycles  # dispatched second
+    isa = Isa(cfg)
+    for word, code in [(isa.encode_word(Finish()) | 1 << 100, csr.ERR_BAD_OPCODE),          # reserved bits
+                       (isa.encode_word(Load()) | 1 << 3, csr.ERR_BAD_FIELD),                # LOAD pop_prev
+                       (isa.encode_word(Store()) | 1 << 6, csr.ERR_BAD_FIELD),               # STORE push_next
+                       (isa.encode_word(Load(buf=3)), csr.ERR_BAD_OPCODE),                   # unknown buffer
+                       (isa.encode_word(Alu()) | 9 << 7, csr.ERR_BAD_OPCODE),                # ALU op 8+
+                       (isa.encode_word(Store(x_pad_0=1)), csr.ERR_BAD_FIELD),
+                       (isa.encode_word(Store(buf=1)), csr.ERR_BAD_FIELD),
+                       (isa.encode_word(Gemm()), csr.ERR_UNSUPPORTED),
+                       (isa.encode_word(Load(buf=1)), csr.ERR_UNSUPPORTED)]:
+        m = _model(prog, T, patch={1: word})
+        assert (m.error.code, m.error.pc, m.error.unit) == (code, 1, "fetch"), hex(word)
+
+
+def test_insn_range_at_start(cfg, T):
+    prog, _ = _prog(cfg, [Finish()])
+    m = TlmModel(cfg, T)
+    m.load_dram(prog.dram_image())
+    for n, v in prog.regs:
+        if n == "INSN_COUNT":
+            v = 1000
+        m.write_csr(ADDR[n], v)
+    m.run()
+    assert (m.error.code, m.error.pc, m.error.unit, m.error.cycle) == (csr.ERR_INSN_RANGE, 0, "fetch", 0)
+
+
+def test_lowest_pc_wins_in_one_cycle(cfg):
+    """Two range faults raised in the same cycle (dispatch_cycles=0): the lower pc is reported."""
+    T0 = Timing.from_config(cfg, calibration=False, dispatch_cycles=0)
+    d = cfg.acc_depth
+    prog, _ = _prog(cfg, [Alu(use_imm=True, dst_base=d - 1, iter_in=2, dst_factor_in=1),
+                          Store(sram_base=d - 1, dram_base=0, y_size=1, x_size=2, x_stride=2), Finish()])
+    m = _model(prog, T0)
+    assert len(m._faults) == 2 and {f.pc for f in m._faults} == {0, 1}
+    assert m._faults[0].cycle == m._faults[1].cycle
+    assert (m.error.pc, m.error.unit, m.error.code) == (0, "compute", csr.ERR_SRAM_RANGE)
+    # the choice does not depend on the order the faults were raised in
+    m2 = TlmModel(cfg, T0)
+    m2.write_csr(ADDR["CTRL"], csr.CTRL_START)
+    m2.fault(7, csr.ERR_DRAM_RANGE, 5, "store", "x")
+    m2.fault(7, csr.ERR_SRAM_RANGE, 3, "compute", "y")
+    m2.sim.run()
+    assert (m2.error.pc, m2.error.code, m2.error.cycle) == (3, csr.ERR_SRAM_RANGE, 7)
+
+
+def test_burst_under_way_completes_after_fault(cfg, T):
+    """A fault stops every unit, but the DRAM burst under way finishes: CYCLES is its end."""
+    d = cfg.acc_depth
+    _, regions = _prog(cfg, [Finish()] * 3, 64)
+    vo = regions[2].addr // cfg.out_vec_bytes
+    prog, _ = _prog(cfg, [Store(sram_base=0, dram_base=vo, y_size=1, x_size=32, x_stride=32),
+                          Alu(use_imm=True, dst_base=d - 1, iter_in=2, dst_factor_in=1), Finish()], 64)
+    e = _fetch_end(T, 3)
+    beats = 32 * cfg.out_vec_bytes // cfg.bus_bytes
+    first = min(beats, cfg.max_burst)
+    assert beats > first
+    r = run_program(prog, timing=T, raise_on_error=False)
+    assert (r.error["code"], r.error["pc"], r.error["unit"]) == (csr.ERR_SRAM_RANGE, 1, "compute")
+    assert r.error["cycle"] == e + T.dispatch_cycles + T.insn_pop_cycles
+    store_start = e + T.insn_pop_cycles
+    assert r.cycles == store_start + T.write_burst_cycles(first) > r.error["cycle"]
+    assert r.counters["store_busy"] == r.error["cycle"] - store_start

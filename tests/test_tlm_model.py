@@ -1,0 +1,243 @@
+"""TLM behaviour: outputs, ALU semantics, CSR interface, event counts, speed, trace files."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import numpy as np
+import pytest
+
+from hw import csr
+from hw.config import load_config, parse_config
+from hw.isa import ALU_OPS, Alu, Finish, Load, Store
+from hw.program import Program, plan_layout
+from sim.tlm import TlmModel, run_program
+from sim.tlm.alu import run_alu
+from tests.tlm_programs import make_program, vadd_program
+
+ADDR = {c.name: c.addr for c in csr.csr_map(16)}
+
+
+def _eq(a: dict, b: dict) -> bool:
+    return a.keys() == b.keys() and all(np.array_equal(a[k], b[k]) and a[k].dtype == b[k].dtype for k in a)
+
+
+# ---- outputs ----------------------------------------------------------------------------------
+@pytest.mark.parametrize("n", [1, 7, 40, 333])
+def test_vadd_outputs(cfg, n):
+    prog = vadd_program(cfg, n, seed=n)
+    r = run_program(prog)
+    assert r.model == "tlm" and r.error is None
+    assert _eq(r.outputs, prog.expected)
+    assert set(r.counters) == {c.lower() for c in csr.COUNTERS}
+    assert r.counters["dma_rd_bytes"] == 2 * n * cfg.acc_vec_bytes
+    assert r.counters["dma_wr_bytes"] == n * cfg.out_vec_bytes
+    assert r.counters["fetch_bytes"] == 16 * len(prog.insns)
+    assert r.counters["load_insns"] + r.counters["compute_insns"] + r.counters["store_insns"] == len(prog.insns)
+
+
+def test_store_narrowing_16bit():
+    d = load_config("default").to_dict()
+    d.update(name="out16", out_width=16)
+    cfg = parse_config(d)
+    n, lanes = 5, cfg.lanes
+    a = (np.arange(n * lanes, dtype=np.int64).reshape(n, lanes) * 40000 - 70000).astype(np.int32)
+    tensors = [("a", "input", a.shape, "int32"), ("out", "output", a.shape, "int16")]
+    regions = plan_layout(cfg, tensors, 3)
+    va, vo = regions[1].addr // cfg.acc_vec_bytes, regions[2].addr // cfg.out_vec_bytes
+    insns = [Load(dram_base=va, y_size=1, x_size=n, x_stride=n, push_next=True),
+             Alu(pop_prev=True, push_next=True, use_imm=True, iter_in=0), Finish()]
+    insns = [insns[0], insns[1], Store(dram_base=vo, y_size=1, x_size=n, x_stride=n, pop_prev=True), Finish()]
+    regions = plan_layout(cfg, tensors, len(insns))
+    prog = Program.create(cfg, insns, regions, inputs={"a": a})
+    r = run_program(prog)
+    assert np.array_equal(r.outputs["out"], a.astype(np.int16))
+
+
+def test_strided_2d_load_store_roundtrip(cfg):
+    """LOAD a strided 2-D tile, STORE it to a different stride: a transposition of layouts."""
+    lanes = cfg.lanes
+    y, x, s_in, s_out = 3, 4, 6, 5
+    a = np.random.default_rng(3).integers(-300, 300, size=(y * s_in, lanes), dtype=np.int32)
+    od = "int8" if cfg.out_width == 8 else "int16"
+    tensors = [("a", "input", a.shape, "int32"), ("out", "output", (y * s_out, lanes), od)]
+    regions = plan_layout(cfg, tensors, 3)
+    va, vo = regions[1].addr // cfg.acc_vec_bytes, regions[2].addr // cfg.out_vec_bytes
+    insns = [Load(dram_base=va + 1, y_size=y, x_size=x, x_stride=s_in, push_next=True),
+             Alu(pop_prev=True, push_next=True, use_imm=True, iter_in=0),
+             Store(dram_base=vo, y_size=y, x_size=x, x_stride=s_out, pop_prev=True), Finish()]
+    prog = make_program(cfg, insns, tensors, {"a": a})
+    r = run_program(prog)
+    exp = np.zeros((y * s_out, lanes), dtype=od)
+    for i in range(y):
+        exp[i * s_out:i * s_out + x] = a[1 + i * s_in:1 + i * s_in + x].astype(od)
+    assert np.array_equal(r.outputs["out"], exp)
+
+
+# ---- ALU semantics ---------------------------------------------------------------------------
+def _ref_op(op: int, x: int, s: int) -> int:
+    def w(v: int) -> int:
+        return ((v + (1 << 31)) & 0xFFFFFFFF) - (1 << 31)
+    if op == ALU_OPS["ADD"]:
+        return w(x + s)
+    if op == ALU_OPS["SUB"]:
+        return w(x - s)
+    if op == ALU_OPS["MUL"]:
+        return w(x * s)
+    if op == ALU_OPS["MIN"]:
+        return min(x, s)
+    if op == ALU_OPS["MAX"]:
+        return max(x, s)
+    if op == ALU_OPS["SHR"]:
+        return x >> min(s, 31) if s >= 0 else (0 if -s >= 32 else w(x << -s))
+    if op == ALU_OPS["CLIP"]:
+        return min(max(x, w(-s)), s)
+    return s
+
+
+def _ref_alu(acc: np.ndarray, i: Alu) -> np.ndarray:
+    acc = acc.astype(np.int64).copy()
+    for o in range(i.iter_out):
+        for j in range(i.iter_in):
+            d = i.dst_base + o * i.dst_factor_out + j * i.dst_factor_in
+            src = [i.imm] * acc.shape[1] if i.use_imm else \
+                list(acc[i.src_base + o * i.src_factor_out + j * i.src_factor_in])
+            acc[d] = [_ref_op(i.alu_op, int(x), int(s)) for x, s in zip(acc[d], src)]
+    return acc.astype(np.int32)
+
+
+def test_alu_semantics_match_sequential_reference():
+    rng = np.random.default_rng(7)
+    depth, lanes = 64, 4
+    specials = np.array([0, 1, -1, 31, 32, -31, -32, 33, -40, 2**31 - 1, -2**31, 12345, -99999], dtype=np.int64)
+    for trial in range(400):
+        acc = rng.integers(-2**31, 2**31, size=(depth, lanes), dtype=np.int64)
+        acc[rng.integers(0, depth, 10)] = rng.choice(specials, size=(10, lanes))
+        acc = acc.astype(np.int32)
+        io, ii = int(rng.integers(0, 5)), int(rng.integers(0, 6))
+        f = lambda: int(rng.integers(0, 4))  # noqa: E731 - small factors make overlaps (hazards) likely
+        i = Alu(alu_op=int(rng.integers(0, 8)), use_imm=bool(rng.integers(0, 2)), iter_out=io, iter_in=ii,
+                dst_base=int(rng.integers(0, 20)), src_base=int(rng.integers(0, 20)), dst_factor_out=f(),
+                dst_factor_in=f(), src_factor_out=f(), src_factor_in=f(),
+                imm=int(rng.choice([int(rng.integers(-2**15, 2**15)), -32768, 32767, -1, 0, 31, -33])))
+        got = acc.copy()
+        run_alu(got, i)
+        assert np.array_equal(got, _ref_alu(acc, i)), i
+
+
+# ---- CSR interface ------------------------------------------------------------------------------
+def test_csr_interface(cfg):
+    prog = vadd_program(cfg, 20)
+    m = TlmModel(cfg)
+    assert m.read_csr(ADDR["VERSION"]) == csr.VERSION
+    assert m.read_csr(ADDR["CONFIG_ID"]) == cfg.config_id
+    assert csr.decode_status(m.read_csr(ADDR["STATUS"]))["busy"] is False
+    m.load_dram(prog.dram_image())
+    for n, v in prog.regs[:-1]:
+        m.write_csr(ADDR[n], v)
+    assert m.read_csr(ADDR["INSN_COUNT"]) == len(prog.insns)
+    with pytest.raises(RuntimeError):
+        m.run()
+    m.write_csr(ADDR["CTRL"], csr.CTRL_START)
+    assert csr.decode_status(m.read_csr(ADDR["STATUS"]))["busy"] is True
+    cycles = m.run()
+    st = csr.decode_status(m.read_csr(ADDR["STATUS"]))
+    assert st["done"] and not st["busy"] and not st["error"] and m.irq
+    assert m.read_csr(ADDR["CYCLES_LO"]) | m.read_csr(ADDR["CYCLES_HI"]) << 32 == cycles > 0
+    for name in csr.COUNTERS:
+        assert m.read_csr(ADDR[name]) == m.counters()[name.lower()]
+    assert _eq(prog.read_outputs(m.dram), prog.expected)
+    with pytest.raises(ValueError):
+        m.read_csr(0xFFC)
+    m.write_csr(ADDR["CTRL"], csr.CTRL_SOFT_RESET)
+    st = csr.decode_status(m.read_csr(ADDR["STATUS"]))
+    assert not st["done"] and not st["busy"] and m.read_csr(ADDR["CYCLES_LO"]) == 0
+    assert m.read_csr(ADDR["LOAD_BUSY"]) == 0
+    # the same registers run again after a reset: same cycles
+    m.write_csr(ADDR["CTRL"], csr.CTRL_START)
+    assert m.run() == cycles
+
+
+def test_run_program_from_folder(tmp_path):
+    cfg = load_config("small")
+    prog = vadd_program(cfg, 30)
+    d = prog.save(tmp_path / "p")
+    r1, r2 = run_program(prog), run_program(d)
+    assert r1.cycles == r2.cycles and _eq(r2.outputs, prog.expected)
+
+
+# ---- events and speed ---------------------------------------------------------------------------
+def _single(cfg, insn, nvec):
+    tensors = [("a", "input", (nvec, cfg.lanes), "int32"), ("out", "output", (8, cfg.lanes), "int8")]
+    regions = plan_layout(cfg, tensors, 2)
+    va = regions[1].addr // cfg.acc_vec_bytes
+    insn = insn(va)
+    return make_program(cfg, [insn, Finish()], tensors, {"a": np.ones((nvec, cfg.lanes), np.int32)})
+
+
+def test_events_do_not_grow_with_bytes_or_iterations():
+    cfg = load_config("default")
+    ev = {}
+    for n in (10, 1000):
+        prog = _single(cfg, lambda va: Load(dram_base=va, y_size=1, x_size=n, x_stride=n), 1000)
+        r = run_program(prog)
+        ev[n] = r.extra["events"]
+        assert r.counters["dma_rd_bytes"] == n * cfg.acc_vec_bytes
+    assert ev[1000] == ev[10] <= 20
+    ev = {}
+    for io, ii in ((1, 1), (100, 100)):
+        prog = _single(cfg, lambda va: Alu(use_imm=True, imm=1, iter_out=io, iter_in=ii, dst_base=0), 8)
+        r = run_program(prog)
+        ev[io * ii] = r.extra["events"]
+        assert r.counters["compute_busy"] >= io * ii
+    assert ev[10000] == ev[1] <= 20
+    # a 2-D load of 200 rows with x padding: a few events per row (request, grant, end), not per byte
+    prog = _single(cfg, lambda va: Load(dram_base=va, y_size=200, x_size=4, x_stride=4, x_pad_0=1), 1000)
+    assert run_program(prog).extra["events"] <= 20 + 5 * 200
+
+
+def test_speed_grows_with_instructions():
+    cfg = load_config("default")
+    prog = vadd_program(cfg, 4000, tile=4)  # ~4000 instructions
+    t0 = time.perf_counter()
+    r = run_program(prog)
+    dt = time.perf_counter() - t0
+    assert _eq(r.outputs, prog.expected)
+    assert r.extra["events"] < 12 * len(prog.insns)
+    assert len(prog.insns) / dt > 2000, f"{len(prog.insns) / dt:.0f} instructions/s"
+
+
+# ---- traces -----------------------------------------------------------------------------------
+def test_vcd_and_perfetto(tmp_path):
+    from vcdvcd import VCDVCD
+
+    cfg = load_config("small")
+    prog = vadd_program(cfg, 20)
+    r = run_program(prog, vcd=tmp_path / "t.vcd", trace=tmp_path / "t.json")
+    names = ["dbg_load_busy", "dbg_compute_busy", "dbg_store_busy", "dbg_load_pc", "dbg_compute_pc",
+             "dbg_store_pc", "dbg_load_q", "dbg_compute_q", "dbg_store_q", "dbg_dma_rd", "dbg_dma_wr",
+             "dbg_cycles", "irq"]
+    v = VCDVCD(str(tmp_path / "t.vcd"))
+    assert sorted(s.split(".")[-1] for s in v.signals) == sorted(names)
+    assert all(s.startswith("accel.") for s in v.signals)
+    sig = {s.split(".")[-1]: v[s] for s in v.signals}
+    assert int(sig["dbg_cycles"].tv[-1][1], 2) == r.cycles
+    assert sig["irq"].tv[-1] == (r.cycles, "1")
+    busy = sig["dbg_load_busy"].tv
+    ones = sum(b[0] - a[0] for a, b in zip(busy, busy[1:] + [(r.cycles, "0")]) if a[1] == "1")
+    assert ones == r.counters["load_busy"]
+    assert int(sig["dbg_load_pc"].tv[0][1], 2) == 0xFFFFFFFF
+    assert max(int(x, 2) for _, x in sig["dbg_compute_q"].tv) <= cfg.compute_queue_depth
+    tr = json.loads((tmp_path / "t.json").read_text())
+    ev = tr["traceEvents"]
+    insn_ev = [e for e in ev if e["ph"] == "X" and "#" in e["name"]]
+    assert len(insn_ev) == len(prog.insns)
+    assert {e["args"]["pc"] for e in insn_ev} == set(range(len(prog.insns)))
+    assert any(e["ph"] == "X" and e["name"].startswith("load rd") for e in ev)
+    assert any(e["ph"] == "C" for e in ev)
+
+
+def test_untraced_run_has_no_tracer(cfg):
+    m = TlmModel(cfg)
+    assert m.tracer is None and m.port.tracer is None

@@ -1,0 +1,337 @@
+"""TLM timing: exact cycle counts derived here from the config and the Timing fields
+(the formulas documented in sim/tlm/timing.py), never copied from a run."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from hw.config import load_config
+from hw.isa import ALU_OPS, Alu, Finish, Load, Store
+from sim.tlm import Timing, TimingError, TlmModel, run_program
+from sim.tlm.dram import row_burst_beats
+from tests.tlm_programs import make_program
+
+
+def timing_of(cfg, **kw) -> Timing:
+    return Timing.from_config(cfg, calibration=False, **kw)
+
+
+def ref_bursts(addr: int, nbytes: int, bus: int, max_burst: int) -> list[int]:
+    """Greedy reference split: min(MAX_BURST, beats left, beats to the 4 KiB boundary)."""
+    out = []
+    while nbytes > 0:
+        n = min(max_burst, nbytes // bus, (4096 - addr % 4096) // bus)
+        out.append(n)
+        addr += n * bus
+        nbytes -= n * bus
+    return out
+
+
+def fetch_end(T: Timing, n_insns: int, start: int = 0) -> int:
+    """End of a fetch burst of ``n_insns`` granted at ``start`` on a free port."""
+    return start + T.read_burst_cycles(n_insns * T.beats_per_insn)
+
+
+def traced(prog, T):
+    m = TlmModel(prog.config, T, trace=True)
+    m.load_dram(prog.dram_image())
+    from hw import csr
+    addr = csr.csr_by_name(prog.config.max_regions)
+    for n, v in prog.regs:
+        m.write_csr(addr[n].addr, v)
+    m.run()
+    assert m.error is None, m.error
+    return m
+
+
+def input_prog(cfg, insns, nvec=200):
+    tensors = [("a", "input", (nvec, cfg.lanes), "int32"), ("out", "output", (nvec, cfg.lanes), "int8")]
+    from hw.program import plan_layout
+    regions = plan_layout(cfg, tensors, len(insns))
+    a = np.arange(nvec * cfg.lanes, dtype=np.int32).reshape(nvec, cfg.lanes)
+    return regions, a
+
+
+# ---- Timing object ---------------------------------------------------------------------------
+def test_timing_from_config_and_defaults(cfg):
+    T = timing_of(cfg)
+    assert T.read_latency == cfg.dram_read_latency and T.write_latency == cfg.dram_write_latency
+    assert T.bus_bytes == cfg.bus_bytes and T.max_burst == cfg.max_burst
+    assert T.read_burst_cycles(4) == T.rd_burst_overhead + cfg.dram_read_latency + 4
+    assert T.write_burst_cycles(4) == T.wr_burst_overhead + 4 + cfg.dram_write_latency
+    assert T.dispatch_cycles == 1 and T.deadlock_cycles == 2
+    assert set(T.overheads()) == set(Timing.overhead_fields())
+
+
+def test_timing_calibration_file_beside_config(tmp_path):
+    src = load_config("small")
+    p = tmp_path / "mine.json"
+    d = src.to_dict()
+    d["name"] = "mine"
+    p.write_text(json.dumps(d))
+    (tmp_path / "mine.timing.json").write_text(json.dumps({"_measured": "test", "rd_burst_overhead": 3,
+                                                           "insn_pop_cycles": 2}))
+    cfg = load_config(p)
+    T = Timing.from_config(cfg)
+    assert T.rd_burst_overhead == 3 and T.insn_pop_cycles == 2 and T.read_latency == cfg.dram_read_latency
+    assert Timing.from_config(cfg, calibration=False).rd_burst_overhead == 0
+    (tmp_path / "mine.timing.json").write_text(json.dumps({"read_latency": 3}))
+    with pytest.raises(TimingError, match="hardware config"):
+        Timing.from_config(cfg)
+    (tmp_path / "mine.timing.json").write_text(json.dumps({"bogus": 3}))
+    with pytest.raises(TimingError, match="unknown timing field"):
+        Timing.from_config(cfg)
+
+
+def test_burst_plan_matches_greedy_reference(cfg):
+    rng = np.random.default_rng(1)
+    for vb in (cfg.acc_vec_bytes, cfg.out_vec_bytes):
+        addrs = rng.integers(0, 1 << 16, size=50) * vb
+        for x in (1, 3, 17, 70, 200):
+            beats, per_row = row_burst_beats(addrs, x * vb, cfg.bus_bytes, cfg.max_burst)
+            ref = [ref_bursts(int(a), x * vb, cfg.bus_bytes, cfg.max_burst) for a in addrs]
+            assert beats.tolist() == [b for r in ref for b in r]
+            assert per_row.tolist() == [len(r) for r in ref]
+
+
+# ---- single burst, multi-burst, 4 KiB --------------------------------------------------------
+def _one_load_cycles(T: Timing, bursts: list[int], n_insns: int = 2) -> tuple[int, int]:
+    """(cycles, load busy) of [LOAD, FINISH] whose LOAD issues ``bursts`` on an idle port."""
+    e = fetch_end(T, n_insns, T.fetch_start_cycles)
+    t_exec = e + T.insn_pop_cycles                       # dispatched at e, popped at e
+    load_end = t_exec + sum(T.read_burst_cycles(b) for b in bursts)
+    return load_end + T.finish_cycles, load_end - t_exec
+
+
+def test_single_dma_burst(cfg):
+    T = timing_of(cfg)
+    regions, a = input_prog(cfg, [0, 0])
+    va = regions[1].addr // cfg.acc_vec_bytes
+    prog = make_program(cfg, [Load(sram_base=3, dram_base=va + 2, y_size=1, x_size=1, x_stride=1), Finish()],
+                        [("a", "input", a.shape, "int32"), ("out", "output", a.shape, "int8")], {"a": a})
+    beats = cfg.acc_vec_bytes // cfg.bus_bytes
+    assert beats <= cfg.max_burst
+    cycles, busy = _one_load_cycles(T, [beats])
+    r = run_program(prog, timing=T)
+    assert r.cycles == cycles
+    assert r.counters["load_busy"] == busy == T.read_burst_cycles(beats)
+    assert r.counters["dma_rd_bytes"] == cfg.acc_vec_bytes and r.counters["fetch_bytes"] == 32
+    assert r.counters["load_insns"] == 1 and r.counters["compute_insns"] == 1
+
+
+def test_multi_burst_load_max_burst_and_4k(cfg):
+    """A 2-row load whose first row crosses a 4 KiB boundary off a burst multiple."""
+    T = timing_of(cfg)
+    vb, bus = cfg.acc_vec_bytes, cfg.bus_bytes
+    nvec = 3 * 4096 // vb + 8
+    regions, a = input_prog(cfg, [0, 0], nvec)
+    va = regions[1].addr // vb
+    page_vecs = 4096 // vb
+    first = (va // page_vecs + 1) * page_vecs - 1      # last vector before a 4 KiB boundary
+    x = max(3, 2 * cfg.max_burst * bus // vb + 1)       # several max bursts per row
+    stride = x + page_vecs // 2
+    ld = Load(sram_base=0, dram_base=first, y_size=2, x_size=x, x_stride=stride)
+    prog = make_program(cfg, [ld, Finish()], [("a", "input", a.shape, "int32"), ("out", "output", a.shape, "int8")],
+                        {"a": a})
+    # by hand: row 0 = one vector up to the boundary, then full bursts and a tail
+    vbeats, mb = vb // bus, cfg.max_burst
+    row0_rest = (x - 1) * vbeats
+    hand_row0 = [vbeats] if vbeats <= mb else [mb] * (vbeats // mb)
+    hand_row0 += [mb] * (row0_rest // mb) + ([row0_rest % mb] if row0_rest % mb else [])
+    assert hand_row0 == ref_bursts(first * vb, x * vb, bus, mb)
+    bursts = hand_row0 + ref_bursts((first + stride) * vb, x * vb, bus, mb)
+    assert len(bursts) > 2 * (x * vbeats) // mb - 1
+    cycles, busy = _one_load_cycles(T, bursts)
+    m = traced(prog, T)
+    assert m.cycles == cycles and m.load.busy == busy
+    assert [b[4] for b in m.tracer.bursts() if b[0] == "load"] == bursts
+    exp = np.zeros((2 * x, cfg.lanes), np.int32)
+    exp[:x], exp[x:] = a[first - va:first - va + x], a[first - va + stride:first - va + stride + x]
+    assert np.array_equal(m.acc[:2 * x], exp)
+
+
+def test_load_padding_costs_one_cycle_per_vector():
+    cfg = load_config("default")
+    T = timing_of(cfg)
+    regions, a = input_prog(cfg, [0, 0])
+    va = regions[1].addr // cfg.acc_vec_bytes
+    ld = Load(sram_base=0, dram_base=va, y_size=2, x_size=2, x_stride=4, y_pad_0=1, y_pad_1=0, x_pad_0=1, x_pad_1=2)
+    prog = make_program(cfg, [ld, Finish()], [("a", "input", a.shape, "int32"), ("out", "output", a.shape, "int8")],
+                        {"a": a})
+    row = 1 + 2 + 2
+    pads = (1 + 2 + 0) * row - 2 * 2
+    bursts = [2 * cfg.acc_vec_bytes // cfg.bus_bytes] * 2
+    cycles, busy = _one_load_cycles(T, bursts)
+    m = traced(prog, T)
+    assert m.load.busy == busy + pads * T.pad_vector_cycles
+    assert m.cycles == cycles + pads * T.pad_vector_cycles
+    tile = m.acc[:3 * row].reshape(3, row, -1)
+    assert not tile[0].any() and not tile[:, 0].any() and not tile[:, 3:].any()
+    assert np.array_equal(tile[1, 1:3], a[0:2]) and np.array_equal(tile[2, 1:3], a[4:6])
+
+
+# ---- ALU --------------------------------------------------------------------------------------
+def test_one_alu_instruction(cfg):
+    T = timing_of(cfg)
+    alu = Alu(alu_op=ALU_OPS["ADD"], use_imm=True, imm=5, iter_out=3, iter_in=4, dst_base=0, dst_factor_out=4,
+              dst_factor_in=1)
+    regions, a = input_prog(cfg, [0, 0])
+    prog = make_program(cfg, [alu, Finish()], [("a", "input", a.shape, "int32"), ("out", "output", a.shape, "int8")],
+                        {"a": a})
+    e = fetch_end(T, 2)
+    alu_dur = T.alu_setup_cycles + 12 + T.alu_pipeline_cycles
+    retire = e + T.insn_pop_cycles + alu_dur            # FINISH is popped here
+    cycles = retire + T.insn_pop_cycles + max(T.finish_cycles, T.min_execute_cycles)
+    m = traced(prog, T)
+    assert m.cycles == cycles
+    assert m.compute.busy == alu_dur + max(T.finish_cycles, T.min_execute_cycles)
+    assert (m.acc[:12] == 5).all() and not m.acc[12:].any()
+
+
+# ---- overlap through tokens --------------------------------------------------------------------
+@pytest.mark.parametrize("name", ["default", "wide"])  # the 5 instructions arrive in one fetch burst
+def test_two_tiles_overlap_through_tokens(name):
+    """L0, L1 push l2c; A0, A1 pop it: A0 runs while L1 is loading."""
+    cfg = load_config(name)
+    T = timing_of(cfg)
+    regions, a = input_prog(cfg, [0] * 5)
+    va = regions[1].addr // cfg.acc_vec_bytes
+    x = 4
+    n = 3  # ALU iterations per vector pass
+    insns = [Load(sram_base=0, dram_base=va, y_size=1, x_size=x, x_stride=x, push_next=True),
+             Load(sram_base=x, dram_base=va + x, y_size=1, x_size=x, x_stride=x, push_next=True),
+             Alu(alu_op=ALU_OPS["MUL"], use_imm=True, imm=3, iter_out=n, iter_in=x, dst_base=0, dst_factor_in=1,
+                 pop_prev=True),
+             Alu(alu_op=ALU_OPS["MUL"], use_imm=True, imm=3, iter_out=n, iter_in=x, dst_base=x, dst_factor_in=1,
+                 pop_prev=True),
+             Finish()]
+    prog = make_program(cfg, insns, [("a", "input", a.shape, "int32"), ("out", "output", a.shape, "int8")],
+                        {"a": a})
+    P, tp = T.insn_pop_cycles, T.token_pop_cycles
+    assert T.insns_per_fetch_burst >= 5
+    D = sum(T.read_burst_cycles(b) for b in ref_bursts(va * cfg.acc_vec_bytes, x * cfg.acc_vec_bytes,
+                                                       cfg.bus_bytes, cfg.max_burst))
+    A = T.alu_setup_cycles + n * x + T.alu_pipeline_cycles
+    e = fetch_end(T, 5)
+    l0_end = e + P + D
+    l1_end = l0_end + P + D                      # L1 popped when L0 retires
+    a0_start = max(e + 2 + P, l0_end) + tp       # A0 dispatched at e+2, token at l0_end
+    a0_end = a0_start + A
+    a1_start = max(a0_end + P, l1_end) + tp
+    a1_end = a1_start + A
+    cycles = a1_end + P + max(T.finish_cycles, T.min_execute_cycles)
+    m = traced(prog, T)
+    assert m.cycles == cycles
+    assert a0_start < l1_end                       # the overlap really happens
+    assert m.compute.stall == (a0_start - tp - (e + 2 + P)) + (a1_start - tp - (a0_end + P))
+    assert np.array_equal(m.acc[:2 * x], (a[:2 * x] * 27).astype(np.int32))
+
+
+# ---- fetch stalls on a full queue ------------------------------------------------------------
+def test_fetch_stalls_on_full_queue():
+    cfg = load_config("small")
+    assert cfg.compute_queue_depth == 2 and cfg.max_burst // (16 // cfg.bus_bytes) == 2
+    T = timing_of(cfg)
+    it = 100
+    alus = [Alu(alu_op=ALU_OPS["ADD"], use_imm=True, imm=1, iter_out=1, iter_in=it, dst_base=0) for _ in range(6)]
+    regions, a = input_prog(cfg, [0] * 7, 8)
+    prog = make_program(cfg, alus + [Finish()], [("a", "input", a.shape, "int32"),
+                                                 ("out", "output", a.shape, "int8")], {"a": a})
+    F = T.read_burst_cycles(2 * T.beats_per_insn)       # a fetch burst of 2 instructions
+    P, A = T.insn_pop_cycles, T.alu_setup_cycles + it + T.alu_pipeline_cycles
+    U = P + A                                           # one ALU instruction, pop to retire
+    # burst 0 at 0; i0,i1 dispatched at F, F+1; burst 1 at F+2; i2 at 2F+2; i3 waits for i1's pop
+    # at F+U; burst 2 at F+U+1; i4 waits for i2's pop (F+2U), i5 for i3's (F+3U); burst 3 (FINISH)
+    # at F+3U+1.
+    starts = [0, F + 2, F + U + 1, F + 3 * U + 1]
+    m = traced(prog, T)
+    assert [b[2] for b in m.tracer.bursts() if b[0] == "fetch"] == starts
+    assert m.cycles == F + 6 * U + P + max(T.finish_cycles, T.min_execute_cycles)
+    assert max(v for _, v in m.tracer.queue_levels("compute")) == 2
+    assert (m.acc[0] == 6 * it).all()
+
+
+# ---- port contention ----------------------------------------------------------------------------
+def _contention_prog(cfg, first_store: bool, x_store: int, x_load: int):
+    regions, a = input_prog(cfg, [0] * 3, 64)
+    va = regions[1].addr // cfg.acc_vec_bytes
+    vo = regions[2].addr // cfg.out_vec_bytes
+    st = Store(sram_base=0, dram_base=vo, y_size=1, x_size=x_store, x_stride=x_store)
+    ld = Load(sram_base=100 % cfg.acc_depth // 2, dram_base=va, y_size=1, x_size=x_load, x_stride=x_load)
+    insns = [st, ld, Finish()] if first_store else [ld, st, Finish()]
+    prog = make_program(cfg, insns, [("a", "input", a.shape, "int32"), ("out", "output", a.shape, "int8")],
+                        {"a": a})
+    return prog, va * cfg.acc_vec_bytes, vo * cfg.out_vec_bytes
+
+
+def test_load_cuts_store_burst_chain():
+    """STORE holds the port with a chain of bursts; LOAD (higher priority) asks a cycle later and
+    gets the port at the store's next burst boundary; the store resumes after the load's burst."""
+    cfg = load_config("default")
+    T = timing_of(cfg)
+    prog, la, sa = _contention_prog(cfg, True, 32, 2)
+    sb = ref_bursts(sa, 32 * cfg.out_vec_bytes, cfg.bus_bytes, cfg.max_burst)
+    lb = ref_bursts(la, 2 * cfg.acc_vec_bytes, cfg.bus_bytes, cfg.max_burst)
+    assert len(sb) == 4 and len(lb) == 1
+    P = T.insn_pop_cycles
+    e = fetch_end(T, 3)
+    s0 = e + P                                  # store granted
+    l_req = e + 1 + P                           # load asks one cycle later
+    W = [T.write_burst_cycles(b) for b in sb]
+    assert W[0] > 1
+    l0 = s0 + W[0]                              # first store boundary after l_req
+    assert l0 >= l_req
+    load_end = l0 + T.read_burst_cycles(lb[0])
+    store_end = load_end + sum(W[1:])
+    m = traced(prog, T)
+    got = [(b[0], b[2], b[3]) for b in m.tracer.bursts()]
+    assert got[1:] == [("store", s0, s0 + W[0]), ("load", l0, load_end),
+                       ("store", load_end, load_end + W[1]), ("store", load_end + W[1], load_end + W[1] + W[2]),
+                       ("store", load_end + W[1] + W[2], store_end)]
+    assert m.cycles == store_end + T.finish_cycles
+    assert m.load.busy == load_end - l_req and m.store.busy == store_end - s0
+
+
+def test_store_waits_for_load_chain():
+    """LOAD holds the port with a chain; STORE (lower priority) waits for the whole chain."""
+    cfg = load_config("default")
+    T = timing_of(cfg)
+    prog, la, sa = _contention_prog(cfg, False, 2, 8)
+    lb = ref_bursts(la, 8 * cfg.acc_vec_bytes, cfg.bus_bytes, cfg.max_burst)
+    sb = ref_bursts(sa, 2 * cfg.out_vec_bytes, cfg.bus_bytes, cfg.max_burst)
+    P = T.insn_pop_cycles
+    e = fetch_end(T, 3)
+    load_end = e + P + sum(T.read_burst_cycles(b) for b in lb)
+    store_end = load_end + sum(T.write_burst_cycles(b) for b in sb)
+    m = traced(prog, T)
+    assert [b[0] for b in m.tracer.bursts()] == ["fetch"] + ["load"] * len(lb) + ["store"] * len(sb)
+    assert m.cycles == store_end + T.finish_cycles
+    assert m.store.busy == store_end - (e + 1 + P)
+
+
+def test_fetch_cuts_load_chain():
+    """FETCH (highest priority) takes the port at a load burst boundary."""
+    cfg = load_config("default")
+    T = timing_of(cfg)
+    k = T.insns_per_fetch_burst
+    regions, a = input_prog(cfg, [0] * (k + 1), 64)
+    va = regions[1].addr // cfg.acc_vec_bytes
+    ld = Load(sram_base=0, dram_base=va, y_size=1, x_size=8, x_stride=8)
+    nops = [Alu(alu_op=ALU_OPS["ADD"], use_imm=True, imm=0, iter_out=1, iter_in=1, dst_base=500)
+            for _ in range(k - 1)]
+    prog = make_program(cfg, [ld] + nops + [Finish()], [("a", "input", a.shape, "int32"),
+                                                         ("out", "output", a.shape, "int8")], {"a": a})
+    lb = ref_bursts(va * cfg.acc_vec_bytes, 8 * cfg.acc_vec_bytes, cfg.bus_bytes, cfg.max_burst)
+    R = [T.read_burst_cycles(b) for b in lb]
+    e = fetch_end(T, k)
+    s = e + T.insn_pop_cycles                    # load granted
+    f_req = e + k * T.dispatch_cycles            # fetch asks for burst 2 after k dispatches
+    ends = list(np.cumsum(R) + s)
+    cut = next(x for x in ends if x >= f_req)
+    m = traced(prog, T)
+    fetches = [b for b in m.tracer.bursts() if b[0] == "fetch"]
+    assert fetches[1][2] == cut
+    assert fetches[1][3] == cut + T.read_burst_cycles(T.beats_per_insn)

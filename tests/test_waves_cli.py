@@ -1,0 +1,148 @@
+"""`cosim waves list/show`: signal listing, name resolution, tables and ASCII waveforms."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the VCD writers next to this file
+from _waves_vcd import sample_program, tlm_vcd, verilator_vcd, write
+from sim.cli import main
+from sim.waves import VcdFile, WavesError, fmt_value
+from sim.waves.vcd_reader import pad_bits
+
+
+@pytest.fixture
+def rtl(tmp_path):
+    return write(tmp_path / "rtl.vcd", verilator_vcd(sample_program()))
+
+
+@pytest.fixture
+def tlm(tmp_path):
+    return write(tmp_path / "tlm.vcd", tlm_vcd(sample_program()))
+
+
+def cosim(capsys, *argv):
+    rc = main(["waves", *map(str, argv)])
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+def test_list_dedupes_rootio(rtl, capsys):
+    rc, out, _ = cosim(capsys, "list", rtl, "--json")
+    assert rc == 0
+    sigs = {s["name"]: s for s in json.loads(out)["signals"]}
+    assert not any(n.startswith("$rootio") for n in sigs)  # the $rootio copy of each port is dropped
+    assert sigs["accel_top.dbg_load_pc"]["width"] == 32
+    assert sigs["accel_top.dbg_cycles"]["width"] == 64
+    assert sigs["accel_top.dbg_load_busy"]["width"] == 1
+    assert "$rootio.dbg_load_pc" in sigs["accel_top.dbg_load_pc"]["aliases"]
+    assert "accel_top.u_load.clk" in sigs and "accel_top.DEPTH" in sigs
+    rc, out, _ = cosim(capsys, "list", rtl)
+    assert rc == 0 and "accel_top.dbg_store_q" in out and " 16 " in out
+
+
+def test_list_tlm(tlm, capsys):
+    rc, out, _ = cosim(capsys, "list", tlm, "--json")
+    names = [s["name"] for s in json.loads(out)["signals"]]
+    assert "accel.dbg_compute_pc" in names and "accel.irq" in names
+
+
+def test_resolve_names(rtl, tlm):
+    v = VcdFile(rtl)
+    for q in ("dbg_load_pc", "accel_top.dbg_load_pc", "accel_top.dbg_load_pc[31:0]", "$rootio.dbg_load_pc",
+              "load_pc"):
+        assert v.resolve(q).name == "accel_top.dbg_load_pc", q
+    assert VcdFile(tlm).resolve("accel.dbg_load_pc").width == 32
+    with pytest.raises(WavesError, match=r"ambiguous.*accel_top\.clk, accel_top\.u_load\.clk"):
+        v.resolve("clk")
+    with pytest.raises(WavesError, match="ambiguous"):
+        v.resolve("_pc")  # three units
+    with pytest.raises(WavesError, match="did you mean: dbg_load_pc"):
+        v.resolve("dbg_lod_pc")
+
+
+def test_user_errors_exit_2(rtl, tmp_path, capsys):
+    rc, _, err = cosim(capsys, "show", rtl, "clk")
+    assert rc == 2 and err.count("\n") == 1 and "ambiguous" in err
+    rc, _, err = cosim(capsys, "list", tmp_path / "missing.vcd")
+    assert rc == 2 and "no such VCD file" in err
+    rc, _, err = cosim(capsys, "show", rtl, "dbg_load_pc", "--from", "9", "--to", "3")
+    assert rc == 2 and "empty cycle window" in err
+    bad = write(tmp_path / "bad.vcd", "hello\n")
+    rc, _, err = cosim(capsys, "list", bad)
+    assert rc == 2 and "no signals" in err
+
+
+def test_show_table_in_cycles(rtl, tlm, capsys):
+    # RTL: period 10000 ps from clk; TLM: 1 unit per cycle. Same cycles, same values.
+    rc, out, _ = cosim(capsys, "show", rtl, "dbg_load_pc", "dbg_load_busy", "--from", "4", "--to", "7", "--json")
+    d = json.loads(out)
+    assert d["clock"]["period"] == 10000 and d["clock"]["source"] == "clk"
+    assert d["signals"][0]["values"] == ["ffffffff", "0", "0", "0"]
+    assert d["signals"][1]["values"] == ["0", "0", "1", "1"]
+    rc, out, _ = cosim(capsys, "show", tlm, "dbg_load_pc", "dbg_load_busy", "--from", "4", "--to", "7", "--json")
+    d2 = json.loads(out)
+    assert [s["values"] for s in d2["signals"]] == [s["values"] for s in d["signals"]]
+    rc, out, _ = cosim(capsys, "show", rtl, "dbg_load_pc", "load_busy", "--from", "4", "--to", "7")
+    lines = out.splitlines()
+    assert rc == 0 and lines[0].split() == ["cycle", "accel_top.dbg_load_pc", "accel_top.dbg_load_busy"]
+    assert lines[2].split() == ["4", "ffffffff", "0"] and lines[5].split() == ["7", "0", "1"]
+    rc, out, _ = cosim(capsys, "show", rtl, "dbg_load_pc", "--from", "0", "--to", "30", "--changes")
+    assert [ln.split()[0] for ln in out.splitlines()[2:]] == ["0", "5", "21"]
+
+
+def test_show_ascii(rtl, capsys):
+    rc, out, _ = cosim(capsys, "show", rtl, "dbg_load_busy", "dbg_load_pc", "--from", "3", "--to", "24",
+                       "--ascii", "--cell", "2")
+    assert rc == 0
+    lines = out.splitlines()
+    label = len("accel_top.dbg_load_busy") + 2
+    busy = lines[1][label:]
+    # busy 0 for cycles 3..5, 1 for 6..19, 0 for 20, 1 from 22 (instructions 0 and 1)
+    assert busy.startswith("______/-") and busy[(20 - 3) * 2] == "\\" and busy[(22 - 3) * 2] == "/"
+    pc = lines[2][label:]
+    assert pc.startswith(" ff~") and pc[(5 - 3) * 2:(5 - 3) * 2 + 2] == "X0" and "X1" in pc
+    assert all(ord(ch) < 128 for ch in out)  # plain ASCII
+
+
+def test_x_and_z(tmp_path, capsys):
+    text = ("$timescale 1ns $end\n$scope module accel $end\n$var wire 8 ! bus $end\n$var wire 1 \" bit $end\n"
+            "$upscope $end\n$enddefinitions $end\n#0\nbx !\nx\"\n#2\nb1z !\nz\"\n#3\nb101 !\n1\"\n#4\n")
+    vcd = write(tmp_path / "xz.vcd", text)
+    rc, out, _ = cosim(capsys, "show", vcd, "bus", "bit", "--from", "0", "--to", "3", "--json", "--period", "1")
+    vals = [s["values"] for s in json.loads(out)["signals"]]
+    assert vals == [["x", "x", "z", "5"], ["x", "x", "z", "1"]]  # b1z pads with 0: 0000001z -> 0z
+    rc, out, _ = cosim(capsys, "show", vcd, "bus", "bit", "--from", "0", "--to", "3", "--ascii", "--cell", "3")
+    assert "xxxxxx" in out.splitlines()[2] and "zzz" in out.splitlines()[2]
+    assert " x" in out.splitlines()[1] and "Xz" in out.splitlines()[1]
+
+
+def test_value_formatting():
+    assert fmt_value("x" * 32, 32) == "x"
+    assert fmt_value("z" * 16, 16) == "z"
+    assert fmt_value("1" * 32, 32) == "ffffffff"
+    assert fmt_value("101", 32) == "5"  # Icarus drops leading zeros
+    assert fmt_value("1x" + "0" * 8, 10) == "x00"
+    assert fmt_value("0000", 1) == "0"
+    assert pad_bits("x1", 4) == "xxx1" and pad_bits("1", 4) == "0001"
+
+
+def test_progress_bar(tmp_path, capsys):
+    n = 40_000  # > 16 k timestamps: the bar updates
+    body = "".join(f"#{c}\nb{c:b} !\n" for c in range(n))
+    vcd = write(tmp_path / "p.vcd", "$timescale 1ns $end\n$scope module accel $end\n$var wire 32 ! cnt $end\n"
+                "$upscope $end\n$enddefinitions $end\n" + body)
+    rc, out, err = cosim(capsys, "show", vcd, "cnt", "--from", str(n - 3), "--to", str(n - 1), "--progress",
+                         "--period", "1")
+    assert rc == 0 and "%" in err and "[" in err
+    rc, out, err = cosim(capsys, "show", vcd, "cnt", "--from", str(n - 3), "--to", str(n - 1), "--period", "1")
+    assert err == ""  # stderr is not a terminal under pytest
+
+
+def test_waves_without_subcommand(capsys):
+    rc, out, _ = cosim(capsys)
+    assert rc == 2 and "timeline" in out
