@@ -43,13 +43,36 @@ class Context:
 
 
 class GoldenContext(Context):
-    """The golden path: the accumulator buffer is an (acc_depth, lanes) int32 numpy array."""
+    """The golden path: the accumulator buffer is an (acc_depth, lanes) int32 numpy array.
+
+    With ``batch > 1`` the context runs ``batch`` copies of the accelerator in lockstep
+    (see :meth:`compiler.kernel.Kernel.run_golden`): ``acc`` is an (acc_depth, batch, lanes)
+    array, copy k in ``acc[:, k]``, and the DRAM tensors the kernel sees are
+    (nvec, batch, lanes) views. Every intrinsic checks its indices once (they are the same
+    for every copy) and its numpy half updates all copies at once: a run of vectors of
+    every copy is one contiguous block.
+    """
 
     mode = "python"
 
-    def __init__(self, cfg: HwConfig, kernel_name: str):
+    def __init__(self, cfg: HwConfig, kernel_name: str, batch: int = 1):
         super().__init__(cfg, kernel_name)
-        self.acc = np.zeros((cfg.acc_depth, cfg.lanes), dtype=np.int32)
+        self.batch = batch
+        shape = (cfg.acc_depth, cfg.lanes) if batch == 1 else (cfg.acc_depth, batch, cfg.lanes)
+        self.acc = np.zeros(shape, dtype=np.int32)
+        self._filled: dict[tuple[tuple[int, ...], int], np.ndarray] = {}
+
+    def filled(self, shape: tuple[int, ...], value: int) -> np.ndarray:
+        """A read-only int32 array of ``shape`` full of ``value``, cached for this run (the Python
+        halves use it where numpy is slow with a scalar operand)."""
+        key = (shape, value)
+        a = self._filled.get(key)
+        if a is None:
+            if len(self._filled) >= 16:
+                self._filled.clear()
+            a = self._filled[key] = np.full(shape, value, dtype=np.int32)
+            a.flags.writeable = False
+        return a
 
 
 def current() -> Context:

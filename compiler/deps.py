@@ -8,13 +8,19 @@ or writes vectors it read, it must wait for that operation to complete.
 :func:`insert_tokens` walks the trace once with a vector clock per instruction (the
 last instruction of each unit known complete when it starts) and adds a token only
 when the dependence is not already implied. Load and store have no token queue
-between them, so a load->store or store->load dependence is relayed by a zero-
+between them, so a load->store or store->load dependence (which a hand-written
+kernel may have; the operator library's tiling never does) is relayed by a zero-
 iteration ALU instruction (a compute no-op, legal by the contract: an ALU with
 ``iter_out*iter_in == 0`` touches nothing) placed right before the waiting
 instruction; it pops from the first unit and pushes to the second, so real compute
-work never waits for it. With the operator library's ping-pong halves this gives:
-loads of tile i+1 run while tile i computes and stores, and a load into a half waits
-only for the store that last read that half.
+work never waits for it.
+
+With the operator library's tiling (separate ping-pong input and output halves, see
+:mod:`compiler.ops`) this gives exactly the three-stage pipeline: the load of tile
+i+1 waits for the compute of tile i-1 (c2l), the compute of tile i+1 for its loads
+(l2c) and, before it writes its output half, for the store of tile i-1 (s2c), the
+store of tile i for its compute (c2s); the load of tile i+1, the compute of tile i
+and the store of tile i-1 are mutually unordered.
 
 :func:`check_dependences` re-derives every conflict and proves, from the final
 flags alone (:func:`compiler.verify.happens_before`), that each is ordered.

@@ -1,6 +1,7 @@
 """The kernel author's namespace, imported as ``from compiler import S``.
 
-Tensors and views: ``S.kernel`` (decorator), ``S.tensor(shape, dtype)`` (argument
+Tensors and views: ``S.kernel`` (decorator; ``S.kernel(elementwise=True)`` lets the
+golden path run a vector-wise kernel in lockstep, see :mod:`compiler.kernel`), ``S.tensor(shape, dtype)`` (argument
 spec for the compiler), ``S.acc`` (accumulator views: ``S.acc[a:b]``),
 ``S.config()`` (the HwConfig the kernel runs for), ``S.error(arg, reason)``
 (the one-line CompileError a kernel raises for arguments it cannot handle).

@@ -1,7 +1,8 @@
 """Example kernels registered by name, and the Case API the runners use.
 
 ``list_examples()`` names them, ``get_example(name)`` describes one (``.params``
-holds its defaults), ``make_case(name, cfg, params, seed)`` compiles it into a
+holds its defaults; ``.params_for(cfg)`` the defaults on a config, e.g. vadd's
+smaller tile on the small config), ``make_case(name, cfg, params, seed)`` compiles it into a
 Program with random inputs and golden ``expected`` outputs attached.
 
 Shapes and padding: a tensor of ``n`` elements occupies ``ceil(n / lanes)`` DRAM
@@ -59,15 +60,23 @@ class Example:
     operator: str | None = None
     ranges: dict[str, tuple[int, int]] = field(default_factory=dict)
     user: tuple[str, str] | None = None  # (file, function) of a user kernel
+    # config name -> params that replace the defaults on that config (e.g. a smaller tile where the
+    # accumulator buffer is smaller); explicit params still win
+    per_config: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def params_for(self, cfg: HwConfig) -> dict[str, Any]:
+        """The default params on ``cfg``."""
+        return {**self.params, **self.per_config.get(cfg.name, {})}
 
 
-def _ex(name: str, op: str, description: str, ranges: dict[str, tuple[int, int]], **params: Any) -> Example:
-    return Example(name, description, {"tile": None, **params}, op, ranges)
+def _ex(name: str, op: str, description: str, ranges: dict[str, tuple[int, int]],
+        per_config: dict[str, dict[str, Any]] | None = None, **params: Any) -> Example:
+    return Example(name, description, {"tile": None, **params}, op, ranges, per_config=dict(per_config or {}))
 
 
 EXAMPLES: dict[str, Example] = {e.name: e for e in [
-    _ex("vadd", "add", "VTA get-started vector add: C = int8(A + B), 4 tiles of 16 vectors on default",
-        {"A": I32, "B": I32}, shape=(1, 64, 1, 16), tile=16),
+    _ex("vadd", "add", "VTA get-started vector add: C = int8(A + B), 4 tiles of 16 vectors on default "
+        "(16 tiles of 8 on small)", {"A": I32, "B": I32}, {"small": {"tile": 8}}, shape=(1, 64, 1, 16), tile=16),
     _ex("vsub_tail", "sub", "C = int8(A - B) on 100 elements (a tail: not a multiple of the lanes)",
         {"A": I32, "B": I32}, shape=(100,)),
     _ex("vmul", "mul", "C = int8(A * B), low 32 bits of the product, 3x37 elements",
@@ -235,7 +244,7 @@ def make_case(name: str, cfg: HwConfig | str, params: dict[str, Any] | None = No
     ex = get_example(name)
     if ex.user is not None:
         return _user_case(name, ex, cfg, params or {}, seed)
-    p = dict(ex.params)
+    p = ex.params_for(cfg)
     for k, v in (params or {}).items():
         if k not in p:
             raise ExampleError(f"example '{name}' has no param '{k}' (params: {', '.join(p)})")

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from compiler.context import current, source_line
+from compiler.context import _local, current, source_line
 from compiler.errors import BufferRangeError, CompileError, IntrinsicError, kernel_error
 
 HALVES = ("python", "lower")
@@ -42,16 +42,18 @@ class Intrinsic:
         self.__wrapped__ = interface
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        ctx = current()
+        stack = getattr(_local, "stack", None)  # compiler.context.current(), inlined: this is the hot path
+        ctx = stack[-1] if stack else current()
         try:
             op = self.interface(ctx, *args, **kwargs)
         except ArgError as e:
             raise kernel_error(ctx.kernel_name, e.arg, f"S.{self.name} at {source_line()}: {e}", e.cls) from None
         except TypeError as e:  # wrong arguments to the intrinsic itself
             raise kernel_error(ctx.kernel_name, None, f"S.{self.name} at {source_line()}: {e}") from None
-        half = self.halves.get(ctx.mode)
-        if half is None:
-            raise IntrinsicError(f"intrinsic '{self.name}' has no {ctx.mode!r} half")
+        try:
+            half = self.halves[ctx.mode]
+        except KeyError:
+            raise IntrinsicError(f"intrinsic '{self.name}' has no {ctx.mode!r} half") from None
         return half(ctx, op)
 
     def __repr__(self) -> str:

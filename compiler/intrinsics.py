@@ -23,6 +23,7 @@ _SIZE_MAX = (1 << SIZE_BITS) - 1
 _PAD_MAX = (1 << PAD_BITS) - 1
 _ITER_MAX = (1 << ALU_ITER_BITS) - 1
 _NO_PAD = (0, 0, 0, 0)
+_OFFSET_MAX = (1 << 31) - 1
 _IMM_MIN, _IMM_MAX = -(1 << (IMM_BITS - 1)), (1 << (IMM_BITS - 1)) - 1
 
 
@@ -52,6 +53,8 @@ def _tensor(v: Any, what: str) -> Tensor:
 
 def _check_sram(ctx: Context, view: AccView, first: int, last: int, what: str) -> None:
     """Indices first..last (inclusive) must lie in the buffer and in the view when it is sized."""
+    if first < 0:
+        raise range_error(f"{what} index {first} is negative", what)
     if last >= ctx.acc_depth:
         raise range_error(f"{what} index {last} is out of range (the accumulator buffer has {ctx.acc_depth} "
                           f"vectors)", what)
@@ -79,7 +82,7 @@ def _tile(ctx: Context, t: Tensor, view: AccView, offset: int, rows: int, cols: 
         cols = view.length
     cols = _int(cols, "cols", 0, _SIZE_MAX)
     stride = _int(cols if stride is None else stride, "stride", 0, _SIZE_MAX)
-    offset = _int(offset, "offset", 0, (1 << 31) - 1)
+    offset = _int(offset, "offset", 0, _OFFSET_MAX)
     return offset, rows, cols, stride
 
 
@@ -90,6 +93,14 @@ def load(ctx: Context, dst: AccView, src: Tensor, offset: int = 0, rows: int = 1
     """Copy ``rows`` x ``cols`` vectors of DRAM tensor ``src`` (row r starts at vector
     ``offset + r*stride``) into the accumulator from ``dst``, inside zero padding
     ``pad = (top, bottom, left, right)`` vectors."""
+    if (type(dst) is AccView and type(src) is Tensor and rows == 1 and cols is None and stride is None
+            and pad is _NO_PAD and src.bits == ctx.acc_width):
+        # the common whole-view form (one row, no padding): the checks below, inlined
+        n, b = dst.length, dst.base
+        if type(n) is int and type(b) is int and type(offset) is int and 0 <= n <= _SIZE_MAX and b >= 0 \
+                and 0 <= offset <= _OFFSET_MAX and offset + n <= src.nvec and b + n <= ctx.acc_depth:
+            src.loaded = True
+            return LoadOp(src, offset, b, 1, n, n, _NO_PAD)
     dst, src = _view(dst, "dst"), _tensor(src, "src")
     if src.bits != ctx.acc_width:
         raise ArgError(f"tensor '{src.name}' is {src.dtype}, but LOAD moves {ctx.cfg.acc_width}-bit accumulator "
@@ -111,18 +122,23 @@ def load(ctx: Context, dst: AccView, src: Tensor, offset: int = 0, rows: int = 1
 
 @implements("load", "python")
 def _load_python(ctx: Any, op: LoadOp) -> None:
-    if op.rows * op.cols == 0:
+    rows, cols = op.rows, op.cols
+    if rows * cols == 0:
         return
     acc, data, b, o = ctx.acc, op.tensor.data, op.sram_base, op.offset
-    y0, y1, x0, x1 = op.pad
-    if not (y0 or y1 or x0 or x1) and (op.rows == 1 or op.stride == op.cols):
-        n = op.rows * op.cols
-        acc[b:b + n] = data[o:o + n]
-        return
-    rows = o + np.arange(op.rows)[:, None] * op.stride + np.arange(op.cols)[None, :]
-    tile = acc[b:b + op.sram_vectors].reshape(y0 + op.rows + y1, x0 + op.cols + x1, ctx.lanes)
-    tile[...] = 0
-    tile[y0:y0 + op.rows, x0:x0 + op.cols] = data[rows]
+    pad = op.pad
+    if pad is _NO_PAD or pad == _NO_PAD:
+        if rows == 1 or op.stride == cols:
+            n = rows * cols
+            acc[b:b + n] = data[o:o + n]
+            return
+        y0 = y1 = x0 = x1 = 0
+    else:
+        y0, y1, x0, x1 = pad
+    idx = o + np.arange(rows)[:, None] * op.stride + np.arange(cols)[None, :]
+    tile = np.zeros((y0 + rows + y1, x0 + cols + x1) + acc.shape[1:], dtype=acc.dtype)
+    tile[y0:y0 + rows, x0:x0 + cols] = data[idx]
+    acc[b:b + op.sram_vectors] = tile.reshape((-1,) + acc.shape[1:])
 
 
 @implements("load", "lower")
@@ -136,6 +152,14 @@ def store(ctx: Context, dst: Tensor, src: AccView, offset: int = 0, rows: int = 
           stride: int | None = None) -> StoreOp:
     """Copy ``rows`` x ``cols`` accumulator vectors from ``src`` (contiguous) to DRAM tensor
     ``dst`` (row r at vector ``offset + r*stride``), narrowing each lane like a C cast."""
+    if (type(dst) is Tensor and type(src) is AccView and rows == 1 and cols is None and stride is None
+            and dst.bits == ctx.out_width):
+        # the common whole-view form (one row): the checks below, inlined
+        n, b = src.length, src.base
+        if type(n) is int and type(b) is int and type(offset) is int and 0 <= n <= _SIZE_MAX and b >= 0 \
+                and 0 <= offset <= _OFFSET_MAX and offset + n <= dst.nvec and b + n <= ctx.acc_depth:
+            dst.stored = True
+            return StoreOp(dst, offset, b, 1, n, n)
     dst, src = _tensor(dst, "dst"), _view(src, "src")
     if dst.bits != ctx.out_width:
         raise ArgError(f"tensor '{dst.name}' is {dst.dtype}, but STORE writes {ctx.cfg.out_width}-bit lanes "
@@ -150,15 +174,16 @@ def store(ctx: Context, dst: Tensor, src: AccView, offset: int = 0, rows: int = 
 
 @implements("store", "python")
 def _store_python(ctx: Any, op: StoreOp) -> None:
-    n = op.rows * op.cols
+    rows, cols = op.rows, op.cols
+    n = rows * cols
     if n == 0:
         return
     acc, data, b, o = ctx.acc, op.tensor.data, op.sram_base, op.offset
-    if op.rows == 1 or op.stride == op.cols:
+    if rows == 1 or op.stride == cols:
         np.copyto(data[o:o + n], acc[b:b + n], casting="unsafe")  # int32 -> intN wraps like a C cast
         return
-    rows = o + np.arange(op.rows)[:, None] * op.stride + np.arange(op.cols)[None, :]
-    data[rows] = acc[b:b + n].reshape(op.rows, op.cols, ctx.lanes).astype(data.dtype)
+    idx = o + np.arange(rows)[:, None] * op.stride + np.arange(cols)[None, :]
+    data[idx] = acc[b:b + n].reshape((rows, cols) + acc.shape[1:]).astype(data.dtype)
 
 
 @implements("store", "lower")
@@ -199,9 +224,82 @@ ALU_SEMANTICS: dict[str, Callable[[np.ndarray, Any], np.ndarray]] = {
 }
 
 
+# ---- the same semantics, updating the destination in place (the Python halves' form) ------------------
+# ``x`` is the destination view; ``s`` an int (immediate) or an array that is either ``x`` itself or does
+# not overlap it in a way that makes a later iteration read an earlier write (the callers check that).
+def _ufunc_inplace(f: np.ufunc) -> Callable[[np.ndarray, Any], None]:
+    def run(x: np.ndarray, s: Any) -> None:
+        f(x, s, out=x)
+    return run
+
+
+def _shr_inplace(x: np.ndarray, s: Any) -> None:
+    if type(s) is int:
+        if s >= 0:
+            np.right_shift(x, s if s < 31 else 31, out=x)
+        elif s > -32:
+            np.left_shift(x, -s, out=x)
+        else:
+            x[...] = 0
+    else:
+        x[...] = _shr(x, s)
+
+
+def _clip_inplace(x: np.ndarray, s: Any) -> None:
+    if type(s) is int:
+        np.maximum(x, -s if s != -(1 << 31) else s, out=x)
+        np.minimum(x, s, out=x)
+    else:
+        x[...] = _clip(x, s)  # s may alias x: compute the whole result before writing
+
+
+def _mov_inplace(x: np.ndarray, s: Any) -> None:
+    x[...] = s
+
+
+ALU_INPLACE: dict[str, Callable[[np.ndarray, Any], None]] = {
+    "ADD": _ufunc_inplace(np.add), "SUB": _ufunc_inplace(np.subtract), "MUL": _ufunc_inplace(np.multiply),
+    "MIN": _ufunc_inplace(np.minimum), "MAX": _ufunc_inplace(np.maximum),
+    "SHR": _shr_inplace, "CLIP": _clip_inplace, "MOV": _mov_inplace,
+}
+
+
+# numpy's int32 minimum/maximum against a scalar take a slow loop (several times an ADD's time);
+# against an array of the same shape they are as fast as ADD. So on big tiles the Python halves of
+# MIN, MAX and CLIP with an immediate compare against a cached array full of it (same semantics).
+_FILL_MIN = 4096  # elements; below this the scalar form is as fast
+_I32_MIN = -(1 << 31)
+
+
+def _minmax_imm(ctx: Any, opname: str, x: np.ndarray, imm: int) -> None:
+    filled = ctx.filled
+    if opname == "MAX":
+        np.maximum(x, filled(x.shape, imm), out=x)
+    elif opname == "MIN":
+        np.minimum(x, filled(x.shape, imm), out=x)
+    else:  # CLIP: min(max(x, -imm), imm), -imm wrapping at 32 bits
+        np.maximum(x, filled(x.shape, -imm if imm != _I32_MIN else imm), out=x)
+        np.minimum(x, filled(x.shape, imm), out=x)
+
+
 def _alu_interface(opname: str) -> Callable[..., AluOp]:
     def interface(ctx: Context, dst: AccView, src: AccView | int, iters: tuple[int, int] | None = None,
                   dst_factors: tuple[int, int] | None = None, src_factors: tuple[int, int] | None = None) -> AluOp:
+        if iters is None and dst_factors is None and src_factors is None and type(dst) is AccView:
+            # the common whole-view form: the checks below, inlined (anything unusual takes the full path)
+            n, d = dst.length, dst.base
+            if type(n) is int and type(d) is int and 0 < n <= _ITER_MAX and d >= 0 and d + n <= ctx.acc_depth:
+                if type(src) is int:
+                    if _IMM_MIN <= src <= _IMM_MAX:
+                        return AluOp(opname, d, 0, 1, n, 0, 1, 0, 0, src)
+                elif type(src) is AccView:
+                    sb, sl = src.base, src.length
+                    if type(sb) is int and sb >= 0:
+                        if sl == 1 and n > 1:  # a one-vector source broadcasts
+                            if sb < ctx.acc_depth:
+                                return AluOp(opname, d, sb, 1, n, 0, 1, 0, 0, None)
+                        elif sb + n <= ctx.acc_depth and (sl is None or (type(sl) is int and n <= sl)):
+                            return AluOp(opname, d, sb, 1, n, 0, 1, 0, 1, None)
         dst = _view(dst, "dst")
         fmax = ctx.factor_max
         if iters is None:
@@ -243,9 +341,11 @@ def _alu_interface(opname: str) -> Callable[..., AluOp]:
     return interface
 
 
-def _alu_python(fn: Callable[[np.ndarray, Any], np.ndarray]) -> Callable[[Any, AluOp], None]:
+def _alu_python(opname: str) -> Callable[[Any, AluOp], None]:
     """The Python half of an ALU op: whole-tile numpy unless a write feeds a later read."""
-    ufunc = isinstance(fn, np.ufunc)
+    fn = ALU_SEMANTICS[opname]
+    inplace = ALU_INPLACE[opname]
+    minmax = opname in ("MIN", "MAX", "CLIP")
 
     def run(ctx: Any, op: AluOp) -> None:
         io, ii = op.iter_out, op.iter_in
@@ -254,20 +354,19 @@ def _alu_python(fn: Callable[[np.ndarray, Any], np.ndarray]) -> Callable[[Any, A
             return
         acc = ctx.acc
         d = op.dst_base
-        if io == 1 and op.dst_factor_in == 1 and (op.imm is not None or op.src_factor_in == 1):
+        if io == 1 and op.dst_factor_in == 1 and op.src_factor_in == (0 if op.imm is not None else 1):
             # the common whole-tile form: one contiguous run, source immediate or contiguous
-            x = acc[d:d + n]
             s0 = op.src_base
             if op.imm is not None:
-                s1: Any = op.imm
+                x = acc[d:d + n]
+                if minmax and x.size >= _FILL_MIN and hasattr(ctx, "filled"):
+                    _minmax_imm(ctx, opname, x, op.imm)
+                else:
+                    inplace(x, op.imm)
             elif s0 < d < s0 + n:  # a later read sees an earlier write
-                return _alu_sequential(acc, op, fn)
+                _alu_sequential(acc, op, fn)
             else:
-                s1 = acc[s0:s0 + n]
-            if ufunc:
-                fn(x, s1, out=x)
-            else:
-                x[...] = fn(x, s1)
+                inplace(acc[d:d + n], acc[s0:s0 + n])
             return
         if contiguous(io, ii, op.dst_factor_out, op.dst_factor_in):
             x = acc[d:d + n]
@@ -283,10 +382,7 @@ def _alu_python(fn: Callable[[np.ndarray, Any], np.ndarray]) -> Callable[[Any, A
                 s = acc[op.src_base:op.src_base + n]
             else:
                 return _alu_gather(acc, op, fn)
-            if ufunc:
-                fn(x, s, out=x)
-            else:
-                x[...] = fn(x, s)
+            inplace(x, s)
             return
         _alu_gather(acc, op, fn)
 
@@ -330,7 +426,7 @@ def _alu_lower(ctx: Any, op: AluOp) -> None:
 def _alu(opname: str) -> Intrinsic:
     """Declare the ALU intrinsic ``opname`` with its two halves."""
     intr = intrinsic(opname.lower())(_alu_interface(opname))
-    implements(intr.name, "python")(_alu_python(ALU_SEMANTICS[opname]))
+    implements(intr.name, "python")(_alu_python(opname))
     implements(intr.name, "lower")(_alu_lower)
     return intr
 

@@ -4,12 +4,24 @@
 (numpy arrays on the golden path, :class:`TensorSpec` when compiling) and compile-time
 constants (anything else). Calling the kernel runs the Python halves of the
 intrinsics: outputs are written into the numpy arrays passed for them.
+
+``@S.kernel(elementwise=True)`` declares a kernel vector-wise: all its tensors have
+one shape, vector j of every output depends only on vector j of the inputs (and on
+constants), and what it does depends on its tensors only through their vector count.
+The golden path may then run it in *lockstep*: the tensors' vectors are dealt out
+to ``batch`` copies of the accelerator (vector ``j*batch + k`` to copy k, so every
+copy sees a chunk-sized tensor and a run of vectors of every copy is one contiguous
+block) and the kernel runs once, every intrinsic call processing all copies at once
+(:class:`compiler.context.GoldenContext` with ``batch``). Each call still runs its interface (argument and buffer range checks,
+identical for every chunk) and its numpy half, with the same 32-bit semantics; it
+only amortises the per-call overhead over ``batch`` tiles. Compiling is unaffected.
 """
 
 from __future__ import annotations
 
 import functools
 import inspect
+from math import prod
 from collections.abc import Mapping, Sequence
 from typing import Any, Callable
 
@@ -22,20 +34,42 @@ from hw.config import HwConfig, load_config
 from hw.program import DTYPES
 
 
+_DTYPE_NAME = {np.dtype(d): d for d in DTYPES}  # str(dtype) is slow; this is the golden path's hot loop
+
+# Lockstep golden runs keep ``batch`` accumulator copies of about this many bytes in all (sized to
+# stay in a core's cache: the tiles of every copy are touched on every call).
+LOCKSTEP_ACC_BYTES = 2 << 20
+
+
 class Kernel:
     """A kernel function: ``kernel(*arrays, config=...)`` runs the golden path."""
 
-    def __init__(self, fn: Callable[..., Any], name: str | None = None):
+    def __init__(self, fn: Callable[..., Any], name: str | None = None, elementwise: bool = False):
         if isinstance(fn, Kernel):
+            elementwise = elementwise or fn.elementwise
             fn = fn.fn
         self.fn = fn
         self.name = name or fn.__name__
+        self.elementwise = elementwise
         self.signature = inspect.signature(fn)
         functools.update_wrapper(self, fn)
+        # For the fast path of bind(): plain parameters only (no positional-only, *args, **kwargs).
+        ps = list(self.signature.parameters.values())
+        self._plain = all(p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) for p in ps)
+        self._names = {p.name for p in ps}
+        self._positional = [p.name for p in ps if p.kind is p.POSITIONAL_OR_KEYWORD]
+        self._defaults = {p.name: p.default for p in ps if p.default is not p.empty}
 
     def bind(self, args: Sequence[Any] | Mapping[str, Any], kwargs: Mapping[str, Any] | None = None) -> dict[str, Any]:
         """Map positional/keyword arguments to parameter names (defaults applied)."""
         pos, kw = (list(args), dict(kwargs or {})) if not isinstance(args, Mapping) else ([], {**args, **(kwargs or {})})
+        if self._plain and len(pos) <= len(self._positional):
+            # the common case without inspect's (slow) binder; anything odd falls through to it
+            named = dict(zip(self._positional, pos))
+            if not named.keys() & kw.keys() and kw.keys() <= self._names:
+                out = {**self._defaults, **named, **kw}
+                if len(out) == len(self._names):
+                    return {n: out[n] for n in self.signature.parameters}
         try:
             b = self.signature.bind(*pos, **kw)
         except TypeError as e:
@@ -48,7 +82,7 @@ class Kernel:
         tensors = {}
         for name, v in bound.items():
             if isinstance(v, np.ndarray):
-                shape, dtype = v.shape, str(v.dtype)
+                shape, dtype = v.shape, _DTYPE_NAME.get(v.dtype) or str(v.dtype)
             elif isinstance(v, TensorSpec):
                 shape, dtype = v.shape, v.dtype
             else:
@@ -56,31 +90,68 @@ class Kernel:
             if dtype not in DTYPES:
                 raise kernel_error(self.name, name, f"unsupported dtype {dtype} (DRAM tensors are "
                                    f"{', '.join(DTYPES)})")
-            if any(s < 0 for s in shape) or int(np.prod(shape)) == 0:
+            if any(s < 0 for s in shape) or prod(shape) == 0:
                 raise kernel_error(self.name, name, f"empty tensor of shape {tuple(shape)}")
             data = None
             if golden:
                 data = (pad_to_vectors(v, cfg.lanes, dtype) if isinstance(v, np.ndarray)
-                        else np.zeros((-(-int(np.prod(shape)) // cfg.lanes), cfg.lanes), dtype=dtype))
+                        else np.zeros((-(-prod(shape) // cfg.lanes), cfg.lanes), dtype=dtype))
             t = Tensor(name, tuple(int(s) for s in shape), dtype, cfg.lanes, data)
             bound[name] = t
             tensors[name] = t
         return tensors
 
     def run_golden(self, cfg: HwConfig, args: Sequence[Any] | Mapping[str, Any],
-                   kwargs: Mapping[str, Any] | None = None) -> dict[str, Tensor]:
-        """Run the Python halves; return every tensor argument (``.data`` is its padded DRAM array)."""
+                   kwargs: Mapping[str, Any] | None = None, lockstep: bool = True) -> dict[str, Tensor]:
+        """Run the Python halves; return every tensor argument (``.data`` is its padded DRAM array).
+
+        An elementwise kernel runs in lockstep (see the module docstring) unless ``lockstep`` is False.
+        """
         bound = self.bind(args, kwargs)
+        return self._run_bound(cfg, bound, lockstep)
+
+    def _run_bound(self, cfg: HwConfig, bound: dict[str, Any], lockstep: bool = True) -> dict[str, Tensor]:
         tensors = self.make_tensors(bound, cfg, golden=True)
-        with active(GoldenContext(cfg, self.name)):
-            self.fn(**bound)
+        parts = self.lockstep_parts(tensors, cfg) if lockstep and self.elementwise else []
+        if not parts:
+            with active(GoldenContext(cfg, self.name)):
+                self.fn(**bound)
+            return tensors
+        lanes = cfg.lanes
+        for batch, first, chunk in parts:
+            sub = dict(bound)
+            views = {}
+            for name, t in tensors.items():
+                data = t.data[first:first + batch * chunk]
+                if batch > 1:  # chunk vector j of copy k is vector first + j*batch + k
+                    data = data.reshape(chunk, batch, lanes)
+                views[name] = sub[name] = Tensor(name, (chunk * lanes,), t.dtype, lanes, data)
+            with active(GoldenContext(cfg, self.name, batch)):
+                self.fn(**sub)
+            for name, v in views.items():
+                tensors[name].loaded |= v.loaded
+                tensors[name].stored |= v.stored
         return tensors
+
+    @staticmethod
+    def lockstep_parts(tensors: dict[str, Tensor], cfg: HwConfig) -> list[tuple[int, int, int]]:
+        """How a lockstep run covers the tensors: ``(batch, first vector, chunk vectors)`` per kernel run
+        ([] for a plain run: tensors of different shapes, or too few vectors to gain anything)."""
+        if not tensors or len({t.shape for t in tensors.values()}) != 1:
+            return []
+        nvec = next(iter(tensors.values())).nvec
+        # each copy gets at least half a buffer of vectors (a couple of tiles), else it is not worth it
+        batch = min(nvec // max(1, cfg.acc_depth // 2), LOCKSTEP_ACC_BYTES // (cfg.acc_depth * cfg.lanes * 4))
+        if batch < 2:
+            return []
+        chunk, rest = divmod(nvec, batch)
+        return [(batch, 0, chunk)] + ([(rest, batch * chunk, 1)] if rest else [])
 
     def __call__(self, *args: Any, config: HwConfig | str | None = None, **kwargs: Any) -> None:
         """Golden path: run the kernel on numpy arrays; outputs land in the arrays passed."""
         cfg = config if isinstance(config, HwConfig) else load_config(config or "default")
         bound = self.bind(args, kwargs)
-        tensors = self.run_golden(cfg, bound)
+        tensors = self._run_bound(cfg, dict(bound))
         for name, t in tensors.items():
             user = bound[name]
             if t.stored and isinstance(user, np.ndarray) and not np.may_share_memory(user, t.data):
@@ -90,9 +161,11 @@ class Kernel:
         return f"<kernel {self.name}{self.signature}>"
 
 
-def kernel(fn: Callable[..., Any]) -> Kernel:
-    """Decorator: make ``fn`` a :class:`Kernel`."""
-    return Kernel(fn)
+def kernel(fn: Callable[..., Any] | None = None, *, elementwise: bool = False) -> Any:
+    """Decorator: make ``fn`` a :class:`Kernel` (``@S.kernel`` or ``@S.kernel(elementwise=True)``)."""
+    if fn is None:
+        return lambda f: Kernel(f, elementwise=elementwise)
+    return Kernel(fn, elementwise=elementwise)
 
 
 def as_kernel(obj: Any) -> Kernel:

@@ -1,12 +1,20 @@
 """The operator library: elementwise int32 -> int8 operators built on the intrinsics.
 
-Every operator tiles its tensors (flattened to whole vectors) through the two
-ping-pong halves of the accumulator buffer: tile i uses half ``i % 2``, each input
-in its own slot of the half, the result computed in place in the first slot and
-stored from there. Tails (a last tile shorter than the others, a last vector
-partly padding) need nothing special: DRAM tensors are whole vectors, zero-padded.
-Constants wider than the 16-bit immediate live in vectors at the top of the buffer,
-built once with MOV / SHR / ADD.
+Every operator tiles its tensors (flattened to whole vectors) through four regions of
+the accumulator buffer: two ping-pong *input* halves (one slot per operand) and two
+ping-pong *output* halves. Tile i loads its operands into input half ``i % 2``,
+computes in place in its first operand slot, MOVes the result into output half
+``i % 2`` and stores it from there. So the load of tile i+1 (input half (i+1)%2),
+the compute of tile i (input half i%2 -> output half i%2) and the store of tile i-1
+(output half (i-1)%2) touch disjoint vectors, and the tokens the compiler derives
+(:mod:`compiler.deps`) let the three overlap: load i+1 waits only for compute i-1
+(c2l), compute i+1 for load i+1 (l2c) and store i-1 (s2c), store i for compute i
+(c2s); loads and stores never depend on each other.
+
+Tails (a last tile shorter than the others, a last vector partly padding) need
+nothing special: DRAM tensors are whole vectors, zero-padded. Constants wider than
+the 16-bit immediate live in vectors at the top of the buffer, built once with
+MOV / SHR / ADD.
 
 Each :class:`Operator` pairs the kernel with a plain numpy reference of the same
 function, used to check the golden path.
@@ -55,41 +63,61 @@ def alu_op(name: str) -> Any:
     return getattr(S, name)
 
 
+def tile_fit(cfg: Any, operands: int, consts: int = 0) -> int:
+    """The largest tile (vectors) that fits: two input halves of ``operands`` slots and two
+    output halves of one slot each, below ``consts`` constant vectors."""
+    return (cfg.acc_depth - consts) // (2 * (operands + 1))
+
+
 def tiled(inputs: Sequence[Tensor], out: Tensor, body: Callable[[list[AccView], list[AccView]], None],
           tile: int | None = None, consts: Sequence[int] = ()) -> None:
     """Run ``body(slots, const_views)`` over every tile of the elementwise operands.
 
-    ``slots[k]`` holds input k's tile (the result is stored from ``slots[0]``);
-    ``const_views[k]`` one vector holding ``consts[k]`` in every lane. ``tile`` is the
-    number of vectors per tile (default: the largest that fits a half).
+    ``slots[k]`` holds input k's tile in the tile's input half; ``body`` leaves the result
+    in ``slots[0]`` (in place), which is then MOVed to the tile's output half and stored
+    from there. ``const_views[k]`` is one vector holding ``consts[k]`` in every lane.
+    ``tile`` is the number of vectors per tile (default: the largest that fits).
+
+    Layout (``k`` operands, tile ``T``): input half h at ``h*k*T`` (slot j at ``+j*t``
+    for a tile of ``t <= T`` vectors), output half h at ``2*k*T + h*T``, constants
+    from ``2*(k+1)*T``.
     """
     cfg = S.config()
     for t in inputs:
         if t.shape != out.shape:
             raise S.error(t.name, f"shape {t.shape} differs from output '{out.name}' shape {out.shape} "
                                   f"(elementwise operators do not broadcast)")
-    half = (cfg.acc_depth - len(consts)) // 2
-    fit = half // len(inputs)
+    k = len(inputs)
+    fit = tile_fit(cfg, k, len(consts))
     if fit < 1:
-        raise S.error("tile", f"{len(inputs)} operands and {len(consts)} constants do not fit the "
+        raise S.error("tile", f"{k} operands and {len(consts)} constants do not fit the "
                               f"{cfg.acc_depth}-vector accumulator buffer")
     if tile is None:
         tile = fit
     if isinstance(tile, bool) or not isinstance(tile, (int, np.integer)) or not 1 <= tile <= fit:
-        raise S.error("tile", f"{tile!r} vectors per tile do not fit: each ping-pong half holds "
-                              f"{len(inputs)} x {fit} vectors on config '{cfg.name}' (tile must be 1..{fit})")
-    cviews = [S.acc[2 * half + k] for k in range(len(consts))]
+        raise S.error("tile", f"{tile!r} vectors per tile do not fit: the {cfg.acc_depth}-vector accumulator "
+                              f"holds two input halves of {k} x {fit} vectors and two output halves of {fit} "
+                              f"on config '{cfg.name}' (tile must be 1..{fit})")
+    tile = int(tile)
+    acc = S.acc
+    out_base = 2 * k * tile
+    cviews = [acc[2 * (k + 1) * tile + j] for j in range(len(consts))]
     for view, value in zip(cviews, consts):
         const_vector(view, value)
     n = out.nvec
+    load, mov, store = S.load, S.mov, S.store
     for i, v0 in enumerate(range(0, n, tile)):
         t = min(tile, n - v0)
-        base = (i % 2) * half
-        slots = [S.acc[base + k * t: base + (k + 1) * t] for k in range(len(inputs))]
+        h = i & 1
+        ib = h * k * tile
+        slots = [acc[ib + j * t: ib + (j + 1) * t] for j in range(k)]
         for view, src in zip(slots, inputs):
-            S.load(view, src, offset=v0)
+            load(view, src, offset=v0)
         body(slots, cviews)
-        S.store(out, slots[0], offset=v0)
+        ob = out_base + h * tile
+        res = acc[ob: ob + t]
+        mov(res, slots[0])
+        store(out, res, offset=v0)
 
 
 # ---- kernels ------------------------------------------------------------------------------------
@@ -99,14 +127,14 @@ def _choice(arg: str, value: Any, allowed: Sequence[str]) -> str:
     return value
 
 
-@S.kernel
+@S.kernel(elementwise=True)
 def binary(A: Tensor, B: Tensor, C: Tensor, op: str = "add", tile: int | None = None) -> None:
     """C = cast(A <op> B) for op in add, sub, mul, min, max (ALU with a buffer operand)."""
     f = alu_op(_choice("op", op, BINARY_OPS))
     tiled([A, B], C, lambda s, c: f(s[0], s[1]), tile)
 
 
-@S.kernel
+@S.kernel(elementwise=True)
 def unary_imm(A: Tensor, C: Tensor, op: str = "add", imm: int = 0, tile: int | None = None) -> None:
     """C = cast(A <op> imm); an immediate wider than 16 bits becomes a constant vector."""
     f = alu_op(_choice("op", op, IMM_OPS))
@@ -116,13 +144,13 @@ def unary_imm(A: Tensor, C: Tensor, op: str = "add", imm: int = 0, tile: int | N
         tiled([A], C, lambda s, c: f(s[0], c[0]), tile, consts=[imm])
 
 
-@S.kernel
+@S.kernel(elementwise=True)
 def relu(A: Tensor, C: Tensor, tile: int | None = None) -> None:
     """C = cast(max(A, 0))."""
     tiled([A], C, lambda s, c: S.max(s[0], 0), tile)
 
 
-@S.kernel
+@S.kernel(elementwise=True)
 def clip(A: Tensor, C: Tensor, lo: int = -128, hi: int = 127, tile: int | None = None) -> None:
     """C = cast(min(max(A, lo), hi)): one symmetric CLIP when lo == -hi, else MAX then MIN."""
     for arg, v in (("lo", lo), ("hi", hi)):
@@ -148,7 +176,7 @@ def _check_shift(shift: Any) -> int:
     return int(shift)
 
 
-@S.kernel
+@S.kernel(elementwise=True)
 def shr_round(A: Tensor, C: Tensor, shift: int = 8, tile: int | None = None) -> None:
     """Requantize: C = int8(clip((A + (1 << (shift-1))) >> shift, -128, 127)), rounding half up."""
     s = _check_shift(shift)
@@ -164,7 +192,7 @@ def shr_round(A: Tensor, C: Tensor, shift: int = 8, tile: int | None = None) -> 
     tiled([A], C, body, tile, consts=consts)
 
 
-@S.kernel
+@S.kernel(elementwise=True)
 def fused(A: Tensor, B: Tensor, C: Tensor, shift: int = 3, tile: int | None = None) -> None:
     """The fused chain: C = cast(relu(clip((A + B) >> shift, -127, 127)))."""
     s = _check_shift(shift)
@@ -177,7 +205,7 @@ def fused(A: Tensor, B: Tensor, C: Tensor, shift: int = 3, tile: int | None = No
     tiled([A, B], C, body, tile)
 
 
-@S.kernel
+@S.kernel(elementwise=True)
 def shift(A: Tensor, B: Tensor, C: Tensor, tile: int | None = None) -> None:
     """C = cast(A >> B) lane by lane (SHR with a buffer operand; negative B shifts left)."""
     tiled([A, B], C, lambda s, c: S.shr(s[0], s[1]), tile)

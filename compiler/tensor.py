@@ -56,6 +56,9 @@ def pad_to_vectors(a: np.ndarray, lanes: int, dtype: Any) -> np.ndarray:
     return out.reshape(nvec, lanes)
 
 
+_BITS = {"int8": 8, "int16": 16, "int32": 32}
+
+
 class Tensor:
     """A DRAM tensor as a kernel sees it: name, shape, dtype, vector count.
 
@@ -70,7 +73,7 @@ class Tensor:
         self.name = name
         self.shape = tuple(shape)
         self.dtype = str(dtype)
-        self.bits = np.dtype(dtype).itemsize * 8
+        self.bits = _BITS.get(self.dtype) or np.dtype(dtype).itemsize * 8
         self.lanes = lanes
         self.size = prod(self.shape)
         self.nvec = -(-self.size // lanes)

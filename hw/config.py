@@ -18,8 +18,9 @@ CONFIG_DIR = Path(__file__).resolve().parent / "configs"
 # Buffer indices share one instruction field width; 11 bits (2048 entries) is the
 # widest that keeps the GEMM and ALU encodings within one 128-bit word.
 MAX_BUFFER_DEPTH = 2048
-# The compiler's elementwise tiles need two operand vectors in each of the two
-# ping-pong halves of the accumulator buffer, so smaller buffers cannot hold one tile.
+# The compiler's elementwise tiles need two ping-pong input halves of two operand
+# vectors, two ping-pong output halves of one vector and up to two constant vectors
+# (8 at one vector per tile), so smaller buffers cannot hold one tile.
 MIN_ACC_DEPTH = 8
 INSN_BYTES = 16
 
@@ -152,7 +153,7 @@ _RULES: list[tuple[str, str, Any]] = [
     ("acc_depth", "must be a power of two", _is_pow2),
     ("inp_depth", "must be a power of two", _is_pow2),
     ("wgt_depth", "must be a power of two", _is_pow2),
-    ("acc_depth", f"must be at least {MIN_ACC_DEPTH} vectors (two ping-pong halves of two operands)",
+    ("acc_depth", f"must be at least {MIN_ACC_DEPTH} vectors (ping-pong input and output halves and constants)",
      lambda v: v >= MIN_ACC_DEPTH),
     ("acc_depth", f"must be at most {MAX_BUFFER_DEPTH} (buffer index fields must fit a 128-bit instruction)",
      lambda v: v <= MAX_BUFFER_DEPTH),

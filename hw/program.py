@@ -287,6 +287,7 @@ class Program:
             insns = Isa(cfg).decode_stream(data)
         except IsaError as e:
             raise ProgramError(f"{d / 'insn.bin'}: {e}") from None
+        check_token_balance(insns, str(d / "insn.bin"))
         insn_region = next(r for r in regions if r.role == "insn")
         if insn_region.nbytes != len(data):
             raise ProgramError(f"{d / 'insn.bin'}: {len(data)} bytes, but the layout's instruction region holds "
@@ -301,6 +302,33 @@ class Program:
             with np.load(d / "expected.npz") as z:
                 p.expected = {k: z[k] for k in z.files}
         return p
+
+
+# token queue -> (pushing unit's flag, popping unit's flag), as in docs/microarch.md
+TOKEN_QUEUES = {"l2c": (("LOAD", "push_next"), ("COMPUTE", "pop_prev")),
+                "c2l": (("COMPUTE", "push_prev"), ("LOAD", "pop_next")),
+                "c2s": (("COMPUTE", "push_next"), ("STORE", "pop_prev")),
+                "s2c": (("STORE", "push_prev"), ("COMPUTE", "pop_next"))}
+
+
+def check_token_balance(insns: Iterable[Instruction], where: str) -> None:
+    """Raise ProgramError unless every dependency-token queue gets as many pushes as pops.
+
+    DESIGN.md: a Program with unbalanced tokens is rejected before it runs (a surplus
+    push would otherwise run silently, a surplus pop deadlocks). Program.load applies it.
+    """
+    unit = {"LOAD": "LOAD", "STORE": "STORE"}
+    counts = {q: [0, 0] for q in TOKEN_QUEUES}
+    for i in insns:
+        u = unit.get(i.MNEMONIC, "COMPUTE")
+        for q, ((pu, pf), (cu, cf)) in TOKEN_QUEUES.items():
+            counts[q][0] += u == pu and bool(getattr(i, pf))
+            counts[q][1] += u == cu and bool(getattr(i, cf))
+    for q, (push, pop) in counts.items():
+        if push != pop:
+            (pu, pf), (cu, cf) = TOKEN_QUEUES[q]
+            raise ProgramError(f"{where}: unbalanced dependency tokens: queue {q} gets {push} push(es) "
+                               f"({pu} {pf}) but {pop} pop(s) ({cu} {cf})")
 
 
 def _read_json(path: Path) -> Any:

@@ -14,7 +14,7 @@ import os
 import sys
 
 # Subcommands in the order `cosim --help` lists them.
-COMMANDS = ["list", "compile", "run", "disasm", "sim", "waves", "rtl", "fuzz", "bench"]
+COMMANDS = ["list", "compile", "run", "disasm", "sim", "waves", "rtl", "fuzz", "bench", "calibrate"]
 
 
 class UserError(ValueError):

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from hw.config import HwConfig
+from hw.config import HwConfig, load_config
 from hw.program import Program
 from hw.result import RunResult
 
@@ -86,13 +86,18 @@ def parse_params(items: list[str] | None) -> dict[str, Any]:
     return out
 
 
-def make_job(kernel: str, cfg: HwConfig, params: dict[str, Any] | None = None, seed: int = 0) -> Job:
-    """A Job from an example name, a ``path.py:function`` kernel, or a saved Program folder."""
+def make_job(kernel: str, cfg: HwConfig | None, params: dict[str, Any] | None = None, seed: int = 0) -> Job:
+    """A Job from an example name, a ``path.py:function`` kernel, or a saved Program folder.
+
+    ``cfg`` None means the default config, or for a Program folder the config it was made for.
+    """
     if Path(kernel).is_dir():
         prog = Program.load(kernel, cfg)
         if not prog.inputs:
             raise ValueError(f"{kernel}: the Program folder has no inputs.npz, so it cannot be run")
-        return Job(kernel=prog.name, config=cfg, program=prog)
+        return Job(kernel=prog.name, config=prog.config, program=prog)
+    if cfg is None:
+        cfg = load_config("default")
     from compiler.examples import make_case  # the compiler is only needed to build a Program
 
     t0 = time.perf_counter()

@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from compiler import S, build
-from compiler.ops import OPERATORS
+from compiler.ops import OPERATORS, tile_fit
 from compiler.tensor import pad_to_vectors
 from hw.config import load_config
 from tests.test_compiler_build import execute
@@ -75,7 +75,7 @@ def test_compiled_operator_replays_to_golden(data, name, shape):
     params = data.draw(params_for(name))
     n_in = len(op.inputs)
     consts = 2 if name == "clip" else 1
-    tile = data.draw(st.none() | st.integers(1, (SMALL.acc_depth - consts) // 2 // n_in))
+    tile = data.draw(st.none() | st.integers(1, tile_fit(SMALL, n_in, consts)))
     arrays, out, ref = run_golden(name, SMALL, shape, params, data, tile)
     assert np.array_equal(out, ref)
     specs = {**{n: S.tensor(shape) for n in op.inputs}, op.output: S.tensor(shape, "int8")}

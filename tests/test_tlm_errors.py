@@ -46,7 +46,13 @@ def T(cfg):
 
 
 def _fetch_end(T, n):
-    return T.read_burst_cycles(n * T.beats_per_insn)
+    """End of the first fetch burst (``n`` instructions), the cycle instruction 0 is dispatched."""
+    return T.fetch_start_cycles + T.read_burst_cycles(n * T.beats_per_insn)
+
+
+def _wait_entry(T, d):
+    """First WAIT cycle of an instruction dispatched at ``d`` to an idle unit (range checks here)."""
+    return d + T.queue_latency_cycles + T.insn_pop_cycles
 
 
 def test_deadlock_token_never_arrives(cfg, T):
@@ -55,9 +61,13 @@ def test_deadlock_token_never_arrives(cfg, T):
     e = _fetch_end(T, 2)
     assert r.error["code"] == csr.ERR_DEADLOCK and r.error["name"] == "DEADLOCK"
     assert r.error["pc"] == 0 and r.error["unit"] == "compute"
-    # last progress: the ALU enters TOKEN_WAIT at e + pop; declared deadlock_cycles later
-    assert r.error["cycle"] == e + T.insn_pop_cycles + T.deadlock_cycles == r.cycles
-    assert r.counters["compute_stall"] == T.deadlock_cycles
+    # stuck from the last change: the ALU waiting (from its WAIT entry), FETCH done (the cycle
+    # after its last dispatch); raised deadlock_cycles - 1 later, DONE the cycle after
+    t = max(_wait_entry(T, e), e + 2 * T.dispatch_cycles)
+    assert r.error["cycle"] == t + T.deadlock_cycles - 1 and r.cycles == t + T.deadlock_cycles
+    # the ALU stalls in WAIT from its entry through the DONE cycle
+    assert r.counters["compute_stall"] == r.cycles - _wait_entry(T, e) + 1
+    assert r.counters["compute_insns"] == 0 and r.counters["compute_busy"] == 0
     with pytest.raises(TlmError) as ei:
         run_program(prog, timing=T)
     assert (ei.value.code, ei.value.pc, ei.value.unit, ei.value.name) == (csr.ERR_DEADLOCK, 0, "compute", "DEADLOCK")
@@ -88,7 +98,7 @@ def test_dram_range_load(cfg, T):
     m = _model(prog2, T)
     e = _fetch_end(T, 2)
     assert m.error.code == csr.ERR_DRAM_RANGE and m.error.pc == 0 and m.error.unit == "load"
-    assert m.error.cycle == e + T.insn_pop_cycles == m.cycles
+    assert m.error.cycle == _wait_entry(T, e) and m.cycles == m.error.cycle + T.halt_cycles
     assert not m.acc.any()  # nothing written
     st = m.read_csr(ADDR["STATUS"])
     assert csr.decode_status(st) == {"busy": False, "done": True, "error": True, "err_code": csr.ERR_DRAM_RANGE,
@@ -110,7 +120,7 @@ def test_sram_range_alu_and_load(cfg, T):
     prog, _ = _prog(cfg, [Alu(use_imm=True, iter_out=2, iter_in=1, dst_base=d - 1, dst_factor_out=1), Finish()])
     r = run_program(prog, timing=T, raise_on_error=False)
     assert (r.error["code"], r.error["pc"], r.error["unit"]) == (csr.ERR_SRAM_RANGE, 0, "compute")
-    assert r.error["cycle"] == _fetch_end(T, 2) + T.insn_pop_cycles
+    assert r.error["cycle"] == _wait_entry(T, _fetch_end(T, 2)) == r.cycles - T.halt_cycles
     prog, regions = _prog(cfg, [Finish(), Finish()])
     va = regions[1].addr // cfg.acc_vec_bytes
     prog, _ = _prog(cfg, [Alu(use_imm=True), Load(sram_base=d - 2, dram_base=va, y_size=1, x_size=2, x_stride=2,
@@ -125,6 +135,7 @@ def test_bad_opcode_at_dispatch(cfg, T):
     e = _fetch_end(T, 3)
     assert (m.error.code, m.error.pc, m.error.unit) == (csr.ERR_BAD_OPCODE, 1, "fetch")
     assert m.error.cycle == e + 1 * T.dispatch_cycles  # dispatched second
+    assert m.cycles == m.error.cycle + T.halt_cycles
     isa = Isa(cfg)
     for word, code in [(isa.encode_word(Finish()) | 1 << 100, csr.ERR_BAD_OPCODE),          # reserved bits
                        (isa.encode_word(Load()) | 1 << 3, csr.ERR_BAD_FIELD),                # LOAD pop_prev
@@ -139,6 +150,18 @@ def test_bad_opcode_at_dispatch(cfg, T):
         assert (m.error.code, m.error.pc, m.error.unit) == (code, 1, "fetch"), hex(word)
 
 
+def test_dispatch_checks_in_rtl_order(cfg, T):
+    """A word with several faults reports the first in the RTL's order (docs/microarch.md)."""
+    prog, _ = _prog(cfg, [Alu(use_imm=True), Alu(use_imm=True), Finish()])
+    isa = Isa(cfg)
+    for word, code in [(isa.encode_word(Load(buf=3)) | 1 << 3, csr.ERR_BAD_FIELD),     # flags before buffer
+                       (isa.encode_word(Store(buf=3)) | 1 << 6, csr.ERR_BAD_FIELD),
+                       (isa.encode_word(Store(buf=3, x_pad_0=1)), csr.ERR_BAD_OPCODE),  # buffer before pads
+                       (isa.encode_word(Load(buf=1)) | 1 << 127, csr.ERR_BAD_OPCODE)]:  # reserved bits first
+        m = _model(prog, T, patch={1: word})
+        assert (m.error.code, m.error.pc) == (code, 1), hex(word)
+
+
 def test_insn_range_at_start(cfg, T):
     prog, _ = _prog(cfg, [Finish()])
     m = TlmModel(cfg, T)
@@ -148,7 +171,22 @@ def test_insn_range_at_start(cfg, T):
             v = 1000
         m.write_csr(ADDR[n], v)
     m.run()
-    assert (m.error.code, m.error.pc, m.error.unit, m.error.cycle) == (csr.ERR_INSN_RANGE, 0, "fetch", 0)
+    assert (m.error.code, m.error.pc, m.error.unit, m.error.cycle) == \
+        (csr.ERR_INSN_RANGE, 0, "fetch", T.start_check_cycles)
+    assert m.cycles == T.start_check_cycles + T.halt_cycles == 2  # the RTL's CYCLES = 2
+    assert all(v == 0 for v in m.counters().values())
+
+
+def test_insn_addr_misaligned_at_start(cfg, T):
+    """The RTL fetches whole, aligned instructions: INSN_ADDR_LO % 16 != 0 is refused at START."""
+    prog, regions = _prog(cfg, [Finish()])
+    m = TlmModel(cfg, T)
+    m.load_dram(prog.dram_image())
+    for n, v in prog.regs:
+        m.write_csr(ADDR[n], v + 8 if n == "INSN_ADDR_LO" else v)
+    m.run()
+    assert (m.error.code, m.error.pc, m.error.cycle) == (csr.ERR_INSN_RANGE, 0, T.start_check_cycles)
+    assert "multiple of 16" in m.error.message
 
 
 def test_lowest_pc_wins_in_one_cycle(cfg):
@@ -183,7 +221,11 @@ def test_burst_under_way_completes_after_fault(cfg, T):
     assert beats > first
     r = run_program(prog, timing=T, raise_on_error=False)
     assert (r.error["code"], r.error["pc"], r.error["unit"]) == (csr.ERR_SRAM_RANGE, 1, "compute")
-    assert r.error["cycle"] == e + T.dispatch_cycles + T.insn_pop_cycles
-    store_start = e + T.insn_pop_cycles
-    assert r.cycles == store_start + T.write_burst_cycles(first) > r.error["cycle"]
-    assert r.counters["store_busy"] == r.error["cycle"] - store_start
+    assert r.error["cycle"] == _wait_entry(T, e + T.dispatch_cycles)
+    store_start = _wait_entry(T, e) + T.token_pop_cycles  # granted in its first EXEC cycle
+    assert store_start <= r.error["cycle"]
+    end = store_start + T.write_burst_cycles(first)
+    assert r.cycles == end > r.error["cycle"] + T.halt_cycles
+    # the store stays in EXECUTE through its burst and, more bursts pending, the end cycle too
+    assert r.counters["store_busy"] == end - store_start + 1
+    assert r.counters["dma_wr_bytes"] == first * cfg.bus_bytes

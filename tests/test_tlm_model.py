@@ -222,8 +222,9 @@ def test_vcd_and_perfetto(tmp_path):
     assert sorted(s.split(".")[-1] for s in v.signals) == sorted(names)
     assert all(s.startswith("accel.") for s in v.signals)
     sig = {s.split(".")[-1]: v[s] for s in v.signals}
+    # cycle 0 is START: the counter shows t - 1 in cycle t and stops at CYCLES; irq from DONE + 1
     assert int(sig["dbg_cycles"].tv[-1][1], 2) == r.cycles
-    assert sig["irq"].tv[-1] == (r.cycles, "1")
+    assert sig["irq"].tv[-1] == (r.cycles + 1, "1")
     busy = sig["dbg_load_busy"].tv
     ones = sum(b[0] - a[0] for a, b in zip(busy, busy[1:] + [(r.cycles, "0")]) if a[1] == "1")
     assert ones == r.counters["load_busy"]

@@ -30,9 +30,31 @@ def ref_bursts(addr: int, nbytes: int, bus: int, max_burst: int) -> list[int]:
     return out
 
 
-def fetch_end(T: Timing, n_insns: int, start: int = 0) -> int:
-    """End of a fetch burst of ``n_insns`` granted at ``start`` on a free port."""
+def fetch_end(T: Timing, n_insns: int, start: int | None = None) -> int:
+    """End of a fetch burst of ``n_insns`` granted at ``start`` (default: the first burst,
+    requested at ``fetch_start_cycles``) on a free port."""
+    start = T.fetch_start_cycles if start is None else start
     return start + T.read_burst_cycles(n_insns * T.beats_per_insn)
+
+
+def exec_start(T: Timing, d: int) -> int:
+    """EXECUTE of an instruction dispatched at ``d`` to an idle unit, its tokens ready:
+    visible ``queue_latency_cycles`` later, popped then, WAIT, EXEC (3 cycles on the RTL)."""
+    return d + T.queue_latency_cycles + T.insn_pop_cycles + T.token_pop_cycles
+
+
+def period(T: Timing, work: int) -> int:
+    """Pop-to-pop period of a unit executing back to back (E + 3 on the RTL)."""
+    return T.insn_pop_cycles + T.token_pop_cycles + max(T.min_execute_cycles, work) + T.token_push_cycles
+
+
+def finish_done(T: Timing, d_finish: int, compute_idle: int, drained: int) -> int:
+    """DONE of a FINISH dispatched at ``d_finish``, the compute unit idle from ``compute_idle``,
+    load/store/port drained from cycle ``drained``: its EXEC runs until the first drained
+    cycle, PUSH ``finish_cycles`` later (DONE at its end)."""
+    pop = max(d_finish + T.queue_latency_cycles, compute_idle)
+    x = pop + T.insn_pop_cycles + T.token_pop_cycles
+    return max(x, drained) + T.finish_cycles
 
 
 def traced(prog, T):
@@ -64,6 +86,13 @@ def test_timing_from_config_and_defaults(cfg):
     assert T.write_burst_cycles(4) == T.wr_burst_overhead + 4 + cfg.dram_write_latency
     assert T.dispatch_cycles == 1 and T.deadlock_cycles == 2
     assert set(T.overheads()) == set(Timing.overhead_fields())
+    # the RTL-measured defaults (docs/microarch.md "RTL cycle costs (measured)")
+    assert T.fetch_start_cycles + 1 == 3                                  # START -> first AR
+    assert T.read_burst_cycles(4) == cfg.dram_read_latency + 4 + 1        # Lr + n + 1
+    assert T.write_burst_cycles(4) == cfg.dram_write_latency + 4 + 1      # Lw + n + 1
+    assert period(T, 10) == 10 + 3                                        # E + 3
+    assert exec_start(T, 0) == 3                                          # dispatch -> EXEC
+    assert T.token_latency_cycles == 1 and T.finish_cycles == 1 and T.halt_cycles == 1
 
 
 def test_timing_calibration_file_beside_config(tmp_path):
@@ -77,7 +106,7 @@ def test_timing_calibration_file_beside_config(tmp_path):
     cfg = load_config(p)
     T = Timing.from_config(cfg)
     assert T.rd_burst_overhead == 3 and T.insn_pop_cycles == 2 and T.read_latency == cfg.dram_read_latency
-    assert Timing.from_config(cfg, calibration=False).rd_burst_overhead == 0
+    assert Timing.from_config(cfg, calibration=False).rd_burst_overhead == 1
     (tmp_path / "mine.timing.json").write_text(json.dumps({"read_latency": 3}))
     with pytest.raises(TimingError, match="hardware config"):
         Timing.from_config(cfg)
@@ -98,12 +127,15 @@ def test_burst_plan_matches_greedy_reference(cfg):
 
 
 # ---- single burst, multi-burst, 4 KiB --------------------------------------------------------
-def _one_load_cycles(T: Timing, bursts: list[int], n_insns: int = 2) -> tuple[int, int]:
-    """(cycles, load busy) of [LOAD, FINISH] whose LOAD issues ``bursts`` on an idle port."""
-    e = fetch_end(T, n_insns, T.fetch_start_cycles)
-    t_exec = e + T.insn_pop_cycles                       # dispatched at e, popped at e
-    load_end = t_exec + sum(T.read_burst_cycles(b) for b in bursts)
-    return load_end + T.finish_cycles, load_end - t_exec
+def _one_load_cycles(T: Timing, bursts: list[int], n_insns: int = 2, pads: int = 0) -> tuple[int, int]:
+    """(cycles, load busy) of [LOAD, FINISH] whose LOAD issues ``bursts`` on an idle port
+    (and writes ``pads`` padding vectors, which end its EXECUTE after the last burst here)."""
+    e = fetch_end(T, n_insns)
+    x = exec_start(T, e)                                  # LOAD dispatched at e
+    load_end = x + sum(T.read_burst_cycles(b) for b in bursts) + pads * T.pad_vector_cycles
+    compute_idle = 0
+    cycles = finish_done(T, e + T.dispatch_cycles, compute_idle, load_end + T.token_push_cycles)
+    return cycles, load_end - x
 
 
 def test_single_dma_burst(cfg):
@@ -120,6 +152,10 @@ def test_single_dma_burst(cfg):
     assert r.counters["load_busy"] == busy == T.read_burst_cycles(beats)
     assert r.counters["dma_rd_bytes"] == cfg.acc_vec_bytes and r.counters["fetch_bytes"] == 32
     assert r.counters["load_insns"] == 1 and r.counters["compute_insns"] == 1
+    # FINISH waits in EXECUTE (busy) from its start until the load is idle, then one cycle
+    f_exec = exec_start(T, fetch_end(T, 2) + T.dispatch_cycles)
+    assert r.counters["compute_busy"] == cycles - T.finish_cycles - f_exec + 1
+    assert r.counters["load_stall"] == r.counters["compute_stall"] == 0
 
 
 def test_multi_burst_load_max_burst_and_4k(cfg):
@@ -164,10 +200,10 @@ def test_load_padding_costs_one_cycle_per_vector():
     row = 1 + 2 + 2
     pads = (1 + 2 + 0) * row - 2 * 2
     bursts = [2 * cfg.acc_vec_bytes // cfg.bus_bytes] * 2
-    cycles, busy = _one_load_cycles(T, bursts)
+    cycles, busy = _one_load_cycles(T, bursts, pads=pads)
     m = traced(prog, T)
-    assert m.load.busy == busy + pads * T.pad_vector_cycles
-    assert m.cycles == cycles + pads * T.pad_vector_cycles
+    assert m.load.busy == busy == sum(T.read_burst_cycles(b) for b in bursts) + pads * T.pad_vector_cycles
+    assert m.cycles == cycles
     tile = m.acc[:3 * row].reshape(3, row, -1)
     assert not tile[0].any() and not tile[:, 0].any() and not tile[:, 3:].any()
     assert np.array_equal(tile[1, 1:3], a[0:2]) and np.array_equal(tile[2, 1:3], a[4:6])
@@ -183,11 +219,15 @@ def test_one_alu_instruction(cfg):
                         {"a": a})
     e = fetch_end(T, 2)
     alu_dur = T.alu_setup_cycles + 12 + T.alu_pipeline_cycles
-    retire = e + T.insn_pop_cycles + alu_dur            # FINISH is popped here
-    cycles = retire + T.insn_pop_cycles + max(T.finish_cycles, T.min_execute_cycles)
+    x = exec_start(T, e)
+    idle = x + alu_dur + T.token_push_cycles            # FINISH is popped here
+    cycles = finish_done(T, e + T.dispatch_cycles, idle, 0)
+    # the RTL's numbers: dispatch -> EXEC 3, E = 12, PUSH 1, FINISH pop -> DONE 3 (pop, WAIT, EXEC; PUSH = d)
+    assert cycles == e + 3 + 12 + 1 + 3
     m = traced(prog, T)
     assert m.cycles == cycles
-    assert m.compute.busy == alu_dur + max(T.finish_cycles, T.min_execute_cycles)
+    assert m.compute.busy == alu_dur + T.finish_cycles
+    assert m.compute.insns == 2 and m.compute.stall == 0
     assert (m.acc[:12] == 5).all() and not m.acc[12:].any()
 
 
@@ -210,23 +250,29 @@ def test_two_tiles_overlap_through_tokens(name):
              Finish()]
     prog = make_program(cfg, insns, [("a", "input", a.shape, "int32"), ("out", "output", a.shape, "int8")],
                         {"a": a})
-    P, tp = T.insn_pop_cycles, T.token_pop_cycles
     assert T.insns_per_fetch_burst >= 5
+    P, tp, tl, dc, ql = (T.insn_pop_cycles, T.token_pop_cycles, T.token_latency_cycles, T.dispatch_cycles,
+                         T.queue_latency_cycles)
     D = sum(T.read_burst_cycles(b) for b in ref_bursts(va * cfg.acc_vec_bytes, x * cfg.acc_vec_bytes,
                                                        cfg.bus_bytes, cfg.max_burst))
     A = T.alu_setup_cycles + n * x + T.alu_pipeline_cycles
-    e = fetch_end(T, 5)
-    l0_end = e + P + D
-    l1_end = l0_end + P + D                      # L1 popped when L0 retires
-    a0_start = max(e + 2 + P, l0_end) + tp       # A0 dispatched at e+2, token at l0_end
+    e = fetch_end(T, 5)                          # L0, L1, A0, A1, FINISH dispatched at e + k*dc
+    l0_end = exec_start(T, e) + D                # L0 pushes its token at l0_end (PUSH cycle)
+    l1_pop = max(e + dc + ql, l0_end + T.token_push_cycles)
+    l1_end = l1_pop + P + tp + D
+    w0 = e + 2 * dc + ql + P                     # A0 waits from here ...
+    tau0 = max(w0, l0_end + tl)                  # ... until L0's token is visible
+    a0_start = tau0 + tp
     a0_end = a0_start + A
-    a1_start = max(a0_end + P, l1_end) + tp
-    a1_end = a1_start + A
-    cycles = a1_end + P + max(T.finish_cycles, T.min_execute_cycles)
+    w1 = max(e + 3 * dc + ql, a0_end + T.token_push_cycles) + P
+    tau1 = max(w1, l1_end + tl)
+    a1_end = tau1 + tp + A
+    cycles = finish_done(T, e + 4 * dc, a1_end + T.token_push_cycles, l1_end + T.token_push_cycles)
     m = traced(prog, T)
     assert m.cycles == cycles
     assert a0_start < l1_end                       # the overlap really happens
-    assert m.compute.stall == (a0_start - tp - (e + 2 + P)) + (a1_start - tp - (a0_end + P))
+    assert m.compute.stall == (tau0 - w0) + (tau1 - w1) > 0
+    assert m.load.busy == 2 * D and m.load.stall == 0
     assert np.array_equal(m.acc[:2 * x], (a[:2 * x] * 27).astype(np.int32))
 
 
@@ -241,15 +287,20 @@ def test_fetch_stalls_on_full_queue():
     prog = make_program(cfg, alus + [Finish()], [("a", "input", a.shape, "int32"),
                                                  ("out", "output", a.shape, "int8")], {"a": a})
     F = T.read_burst_cycles(2 * T.beats_per_insn)       # a fetch burst of 2 instructions
-    P, A = T.insn_pop_cycles, T.alu_setup_cycles + it + T.alu_pipeline_cycles
-    U = P + A                                           # one ALU instruction, pop to retire
-    # burst 0 at 0; i0,i1 dispatched at F, F+1; burst 1 at F+2; i2 at 2F+2; i3 waits for i1's pop
-    # at F+U; burst 2 at F+U+1; i4 waits for i2's pop (F+2U), i5 for i3's (F+3U); burst 3 (FINISH)
-    # at F+3U+1.
-    starts = [0, F + 2, F + U + 1, F + 3 * U + 1]
+    dc, ql = T.dispatch_cycles, T.queue_latency_cycles
+    A = T.alu_setup_cycles + it + T.alu_pipeline_cycles
+    U = period(T, A)                                    # pop-to-pop of the ALUs
+    e0 = T.fetch_start_cycles + F                       # burst 0 (i0, i1) ends
+    p = [e0 + ql + k * U for k in range(7)]             # pops of i0..i5 and FINISH
+    # i0, i1 dispatched at e0, e0+dc; burst 1 requested after the last dispatch, at e0+2dc;
+    # i2 fits (i0 popped); i3 waits for i1's pop (the slot is free ql later); burst 2 after it;
+    # i4 waits for i2's pop, i5 for i3's; burst 3 (FINISH) after i5.
+    starts = [T.fetch_start_cycles, e0 + 2 * dc, p[1] + ql + dc, p[3] + ql + dc]
+    assert starts[2] + F < p[2]                         # burst 2 ends before i2 is popped
     m = traced(prog, T)
     assert [b[2] for b in m.tracer.bursts() if b[0] == "fetch"] == starts
-    assert m.cycles == F + 6 * U + P + max(T.finish_cycles, T.min_execute_cycles)
+    assert m.cycles == finish_done(T, p[4] + ql, p[6], 0)
+    assert m.compute.busy == 6 * A + T.finish_cycles
     assert max(v for _, v in m.tracer.queue_levels("compute")) == 2
     assert (m.acc[0] == 6 * it).all()
 
@@ -276,10 +327,9 @@ def test_load_cuts_store_burst_chain():
     sb = ref_bursts(sa, 32 * cfg.out_vec_bytes, cfg.bus_bytes, cfg.max_burst)
     lb = ref_bursts(la, 2 * cfg.acc_vec_bytes, cfg.bus_bytes, cfg.max_burst)
     assert len(sb) == 4 and len(lb) == 1
-    P = T.insn_pop_cycles
     e = fetch_end(T, 3)
-    s0 = e + P                                  # store granted
-    l_req = e + 1 + P                           # load asks one cycle later
+    s0 = exec_start(T, e)                       # store granted in its first EXEC cycle
+    l_req = exec_start(T, e + T.dispatch_cycles)  # load asks one cycle later
     W = [T.write_burst_cycles(b) for b in sb]
     assert W[0] > 1
     l0 = s0 + W[0]                              # first store boundary after l_req
@@ -291,7 +341,7 @@ def test_load_cuts_store_burst_chain():
     assert got[1:] == [("store", s0, s0 + W[0]), ("load", l0, load_end),
                        ("store", load_end, load_end + W[1]), ("store", load_end + W[1], load_end + W[1] + W[2]),
                        ("store", load_end + W[1] + W[2], store_end)]
-    assert m.cycles == store_end + T.finish_cycles
+    assert m.cycles == finish_done(T, e + 2 * T.dispatch_cycles, 0, store_end + T.token_push_cycles)
     assert m.load.busy == load_end - l_req and m.store.busy == store_end - s0
 
 
@@ -302,14 +352,13 @@ def test_store_waits_for_load_chain():
     prog, la, sa = _contention_prog(cfg, False, 2, 8)
     lb = ref_bursts(la, 8 * cfg.acc_vec_bytes, cfg.bus_bytes, cfg.max_burst)
     sb = ref_bursts(sa, 2 * cfg.out_vec_bytes, cfg.bus_bytes, cfg.max_burst)
-    P = T.insn_pop_cycles
     e = fetch_end(T, 3)
-    load_end = e + P + sum(T.read_burst_cycles(b) for b in lb)
+    load_end = exec_start(T, e) + sum(T.read_burst_cycles(b) for b in lb)
     store_end = load_end + sum(T.write_burst_cycles(b) for b in sb)
     m = traced(prog, T)
     assert [b[0] for b in m.tracer.bursts()] == ["fetch"] + ["load"] * len(lb) + ["store"] * len(sb)
-    assert m.cycles == store_end + T.finish_cycles
-    assert m.store.busy == store_end - (e + 1 + P)
+    assert m.cycles == finish_done(T, e + 2 * T.dispatch_cycles, 0, store_end + T.token_push_cycles)
+    assert m.store.busy == store_end - exec_start(T, e + T.dispatch_cycles)
 
 
 def test_fetch_cuts_load_chain():
@@ -327,7 +376,7 @@ def test_fetch_cuts_load_chain():
     lb = ref_bursts(va * cfg.acc_vec_bytes, 8 * cfg.acc_vec_bytes, cfg.bus_bytes, cfg.max_burst)
     R = [T.read_burst_cycles(b) for b in lb]
     e = fetch_end(T, k)
-    s = e + T.insn_pop_cycles                    # load granted
+    s = exec_start(T, e)                         # load granted
     f_req = e + k * T.dispatch_cycles            # fetch asks for burst 2 after k dispatches
     ends = list(np.cumsum(R) + s)
     cut = next(x for x in ends if x >= f_req)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from hw.config import load_config
 from sim import runners
-from sim.cli import add_config_arg, add_json_arg
+from sim.cli import add_json_arg
 
 
 def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -19,7 +19,9 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                                    "model or all of them and compare the outputs with the golden path.")
     p.add_argument("kernel", help="example name (see `cosim list`), path.py:function, or a Program folder")
     p.add_argument("--model", choices=[*runners.MODELS, "all"], default="all")
-    add_config_arg(p)
+    p.add_argument("--config", default=None, metavar="NAME|PATH",
+                   help="hardware config: a name from hw/configs or a JSON path (default: default, or the "
+                        "config a Program folder was made for)")
     p.add_argument("-p", "--param", action="append", metavar="KEY=VALUE", help="kernel parameter (repeatable)")
     p.add_argument("--seed", type=int, default=0, help="seed of the random inputs (default 0)")
     p.add_argument("--sim", choices=["verilator", "icarus"], default="verilator", help="RTL simulator")
@@ -32,8 +34,9 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
-    cfg = load_config(args.config)
+    cfg = load_config(args.config) if args.config else None
     job = runners.make_job(args.kernel, cfg, runners.parse_params(args.param), args.seed)
+    cfg = job.config
     models = list(runners.MODELS) if args.model == "all" else [args.model]
     reports = []
     for m in models:

@@ -8,6 +8,12 @@ back into arbitration at that boundary, where the higher-priority client wins. A
 lower-priority request cannot win a boundary (the owner is requesting there too),
 so it simply waits for the segment's end. This is exactly burst-granularity
 arbitration, at the cost of one event per segment (plus one per cut).
+
+Times: a burst is *granted* in cycle ``g`` (the RTL arbiter's IDLE cycle) and *ends* in
+the cycle the port is free again (``g + Timing.read_burst_cycles(n)`` or
+``write_burst_cycles(n)``); the owner sees it done in that cycle and, when it has more
+bursts, requests (and is granted) in it. The beats moved are counted per client when a
+burst is granted (every granted burst completes, even after an error).
 """
 
 from __future__ import annotations
@@ -49,6 +55,8 @@ class AxiPort:
         self._version = 0
         self._arb_at = -1
         self.on_free: Callable[[int], None] | None = None  # the model's hook (FINISH's drain check)
+        self.beats: dict[str, int] = {"fetch": 0, "load": 0, "store": 0}  # beats of ended tenures
+        self.free_since = 0  # cycle the port last became free (deadlock timing)
 
     @property
     def busy(self) -> bool:
@@ -91,7 +99,9 @@ class AxiPort:
         seg = self.cur
         assert seg is not None
         self.cur = None
+        self.free_since = t
         n = seg.cut
+        self.beats[seg.client] += int(seg.beats[:n].sum())
         if self.tracer is not None:
             self.tracer.dma(seg.client, seg.write, seg.t0, seg.ends[:n], seg.beats[:n])
         if n < len(seg.dur):
@@ -106,10 +116,30 @@ class AxiPort:
             self.on_free(t)
         return True
 
-    def inflight_end(self, t: int) -> int:
-        """End of the burst under way at cycle ``t`` (``t`` when the port is free)."""
+    def inflight(self, t: int) -> tuple[str, int, bool, int] | None:
+        """The burst under way in cycle ``t`` (granted at ``<= t``, ending after ``t``) as
+        ``(client, end, last, beats)``: ``last`` when it is the segment's last burst, ``beats``
+        the beats of the current tenure granted up to ``t``. None when the port is free."""
         seg = self.cur
         if seg is None:
-            return t
+            return None
         k = int(np.searchsorted(seg.ends[:seg.cut], t - seg.t0, side="right"))
-        return seg.t0 + int(seg.ends[k]) if k < seg.cut else t
+        if k >= seg.cut:
+            return None
+        return seg.client, seg.t0 + int(seg.ends[k]), k == len(seg.dur) - 1, int(seg.beats[:k + 1].sum())
+
+    def inflight_end(self, t: int) -> int:
+        """End of the burst under way at cycle ``t`` (``t`` when the port is free)."""
+        b = self.inflight(t)
+        return t if b is None else b[1]
+
+    def beats_at_halt(self, t: int) -> dict[str, int]:
+        """Beats per client of every burst granted up to cycle ``t`` (all of them complete)."""
+        out = dict(self.beats)
+        b = self.inflight(t)
+        if b is not None:
+            out[b[0]] += b[3]
+        elif self.cur is not None:  # a tenure whose bursts all ended by t (its end event is later)
+            seg = self.cur
+            out[seg.client] += int(seg.beats[:seg.cut].sum())
+        return out

@@ -4,7 +4,9 @@ The TLM decodes the binary itself (never the kernel). The classification follows
 ``docs/microarch.md``: unknown opcode, ALU op or buffer, or non-zero reserved bits
 -> ERR_BAD_OPCODE; a dependency flag towards a missing stage, STORE padding, STORE
 from a buffer other than ACC -> ERR_BAD_FIELD; GEMM or LOAD into INP/WGT ->
-ERR_UNSUPPORTED. When a word has several faults the first of that list wins.
+ERR_UNSUPPORTED. When a word has several faults the RTL's order decides (``Isa.decode_word``
+then ``Isa.check``): opcode, reserved bits, LOAD/STORE flags, buffer 3, STORE buffer,
+STORE padding, ALU op, GEMM, LOAD buffer.
 """
 
 from __future__ import annotations
@@ -55,19 +57,22 @@ class Decoder:
 
     @staticmethod
     def _classify(insn: Any) -> tuple[int, str]:
+        """The RTL's dispatch checks after the opcode and reserved bits, in its order (first
+        match wins; docs/microarch.md "FETCH"): LOAD/STORE flags towards a missing stage,
+        unknown buffer, STORE buffer, STORE padding, ALU op, GEMM, LOAD into INP/WGT."""
         n = insn.MNEMONIC
-        if n == "ALU" and insn.alu_op not in ALU_OP_NAMES:
-            return csr.ERR_BAD_OPCODE, f"unknown ALU op {insn.alu_op}"
-        if n in ("LOAD", "STORE") and insn.buf not in BUFFER_NAMES:
-            return csr.ERR_BAD_OPCODE, f"{n} names unknown buffer {insn.buf}"
         if n == "LOAD" and (insn.pop_prev or insn.push_prev):
             return csr.ERR_BAD_FIELD, "LOAD has no previous stage to pop from or push to"
         if n == "STORE" and (insn.pop_next or insn.push_next):
             return csr.ERR_BAD_FIELD, "STORE has no next stage to pop from or push to"
+        if n in ("LOAD", "STORE") and insn.buf not in BUFFER_NAMES:
+            return csr.ERR_BAD_OPCODE, f"{n} names unknown buffer {insn.buf}"
         if n == "STORE" and insn.buf != BUFFERS["ACC"]:
             return csr.ERR_BAD_FIELD, f"STORE reads only the accumulator buffer (buf={insn.buf})"
         if n == "STORE" and (insn.y_pad_0 or insn.y_pad_1 or insn.x_pad_0 or insn.x_pad_1):
             return csr.ERR_BAD_FIELD, "STORE cannot pad (padding fields must be zero)"
+        if n == "ALU" and insn.alu_op not in ALU_OP_NAMES:
+            return csr.ERR_BAD_OPCODE, f"unknown ALU op {insn.alu_op}"
         if n == "GEMM":
             return csr.ERR_UNSUPPORTED, "GEMM is not executed by this hardware yet"
         if n == "LOAD" and insn.buf != BUFFERS["ACC"]:

@@ -136,13 +136,15 @@ class TlmModel:
         count = self.regs.get(_A["INSN_COUNT"], 0)
         self.dram_model.regions = csr_regions(self.regs, self.cfg.max_regions)
         self.insn_count = count
-        if addr_hi != 0 or count == 0 or \
+        if addr_hi != 0 or count == 0 or addr % INSN_BYTES != 0 or \
                 not self.dram_model.window_ok(addr, addr + INSN_BYTES * count, csr.ATTR_READ):
             why = ("INSN_ADDR_HI is not 0" if addr_hi else "INSN_COUNT is 0" if count == 0 else
+                   f"INSN_ADDR_LO 0x{addr:x} is not a multiple of {INSN_BYTES}" if addr % INSN_BYTES else
                    f"instruction window [0x{addr:x}, 0x{addr + INSN_BYTES * count:x}) is not inside one "
                    f"readable region")
-            self._set_error(TlmError(csr.ERR_INSN_RANGE, 0, "fetch", 0, why), 0)
-            return 0
+            e = self.timing.start_check_cycles
+            self._set_error(TlmError(csr.ERR_INSN_RANGE, 0, "fetch", e, why))
+            return self.cycles or 0
         self.fetch = Fetch(self, addr, count)
         self.fetch.start(0)
         self.sim.run()
@@ -156,8 +158,14 @@ class TlmModel:
         return {"load_busy": L.busy, "compute_busy": C.busy, "store_busy": S.busy,
                 "load_stall": L.stall, "compute_stall": C.stall, "store_stall": S.stall,
                 "load_insns": L.insns, "compute_insns": C.insns, "store_insns": S.insns,
-                "dma_rd_bytes": self.dma_rd_bytes, "dma_wr_bytes": self.dma_wr_bytes,
-                "fetch_bytes": self.fetch.bytes if self.fetch is not None else 0}
+                "dma_rd_bytes": self.port_beats("load") * self.timing.bus_bytes,
+                "dma_wr_bytes": self.port_beats("store") * self.timing.bus_bytes,
+                "fetch_bytes": self.port_beats("fetch") * self.timing.bus_bytes}
+
+    def port_beats(self, client: str) -> int:
+        """Beats the port moved for ``client`` (bursts granted; at an error: up to the error)."""
+        beats = self._halt_beats if self._halt_beats is not None else self.port.beats
+        return beats[client]
 
     @property
     def events(self) -> int:
@@ -170,44 +178,62 @@ class TlmModel:
         self.tracer: Tracer | None = Tracer() if self.tracing else None
         self.port = AxiPort(self.sim, self.tracer)
         self.port.on_free = self.check_finish
-        depth = self.timing.token_queue_depth
-        self.tokens = {n: TokenQueue(n, depth) for n in TOKEN_QUEUES}
-        self.load = LoadUnit(self, self.timing.load_queue_depth)
-        self.compute = ComputeUnit(self, self.timing.compute_queue_depth)
-        self.store = StoreUnit(self, self.timing.store_queue_depth)
+        T = self.timing
+        self.tokens = {n: TokenQueue(n, T.token_queue_depth, T.token_latency_cycles, self._schedule)
+                       for n in TOKEN_QUEUES}
+        self.load = LoadUnit(self, T.load_queue_depth)
+        self.compute = ComputeUnit(self, T.compute_queue_depth)
+        self.store = StoreUnit(self, T.store_queue_depth)
         self.units: dict[str, Unit] = {"load": self.load, "compute": self.compute, "store": self.store}
         self.fetch: Fetch | None = None
-        self.dma_rd_bytes = self.dma_wr_bytes = 0
         self.cycles: int | None = None
         self.error: TlmError | None = None
         self.finished = False
         self.halted = False
         self.insn_count = 0
         self._faults: list[TlmError] = []
-        self._check_at = -1
+        self._checks: set[int] = set()
+        self._halt_beats: dict[str, int] | None = None
+
+    def _schedule(self, t: int, fn) -> None:
+        self.sim.at(t, fn)
 
     def unit_idle(self, t: int) -> None:
-        """A unit retired an instruction: FINISH may be able to complete."""
+        """A unit is IDLE again from cycle ``t``: FINISH may be able to complete then."""
         self.check_finish(t)
 
     def check_finish(self, t: int) -> None:
         """Schedule FINISH's drain check at the end of cycle ``t`` (once per cycle)."""
-        if self.compute.finishing and self._check_at != t:
-            self._check_at = t
+        if self.compute.finishing and t not in self._checks:
+            self._checks.add(t)
             self.sim.at(t, self._finish_check, phase=PH_CHECK)
 
     def _finish_check(self, t: int) -> bool:
+        """The RTL's ``drained`` in cycle ``t`` (after that cycle's pops and grants): load and
+        store IDLE with empty queues, the port free with no request."""
+        self._checks.discard(t)
         c = self.compute
-        if not c.finishing or self.halted:
+        if not c.finishing or self.halted or t < c.t_exec:
             return False
-        if (self.load.state == "idle" and self.load.visible_empty(t) and self.store.state == "idle"
-                and self.store.visible_empty(t) and not self.port.busy):
-            c.finish_drained(t)
-            return True
-        return False
+        for u in (self.load, self.store):
+            if u.state != "idle" or not u.visible_empty(t):
+                return False
+            if u.idle_from > t:
+                self.check_finish(u.idle_from)
+                return False
+        if self.port.busy or self.port.pending:
+            return False
+        c.finish_drained(t)
+        return True
 
     def done(self, t: int) -> None:
-        """FINISH retired: STATUS.DONE rises at ``t``."""
+        """FINISH completed (its PUSH) in cycle ``t``: DONE rises at its end, unless an error
+        is raised in the same cycle (the error wins, as in the RTL)."""
+        self.sim.at(t, self._done, phase=PH_HALT)
+
+    def _done(self, t: int) -> None:
+        if self.halted or self._faults:
+            return
         self.cycles = t
         self.finished = True
         if self.tracer is not None:
@@ -227,26 +253,39 @@ class TlmModel:
 
     def _halt(self, t: int) -> None:
         err = min((e for e in self._faults if e.cycle == t), key=lambda e: e.pc)
-        self._set_error(err, self.port.inflight_end(t))
+        self._set_error(err)
 
     def _deadlock(self) -> None:
-        t = self.sim.last_progress + self.timing.deadlock_cycles
+        """Nothing can progress: the stuck condition has held since the last state change."""
+        T = self.timing
+        since = [u.stuck_since() for u in self.units.values()]
+        if self.fetch is not None and self.fetch.stuck_since is not None:
+            since.append(self.fetch.stuck_since)
+        since.append(self.port.free_since)
+        t = max(max(since), 1)
+        e = t + T.deadlock_cycles - 1
         blocked = [u for u in self.units.values() if u.blocked and u.pc is not None]
         if blocked:
             u = min(blocked, key=lambda u: u.pc)
             states = ", ".join(f"{v.name} {v.state} at {v.pc}" for v in blocked)
-            err = TlmError(csr.ERR_DEADLOCK, u.pc, u.name, t, f"no unit can progress ({states})")
+            err = TlmError(csr.ERR_DEADLOCK, u.pc, u.name, e, f"no unit can progress ({states})")
         else:
-            err = TlmError(csr.ERR_DEADLOCK, self.insn_count, None, t,
+            err = TlmError(csr.ERR_DEADLOCK, self.insn_count, None, e,
                            "every unit is idle and FINISH never completed (missing FINISH?)")
-        self._set_error(err, t)
+        self._set_error(err)
 
-    def _set_error(self, err: TlmError, end: int) -> None:
+    def _set_error(self, err: TlmError) -> None:
+        """Stop at the error raised in cycle ``err.cycle``: DONE at the end of
+        ``max(e + halt_cycles, end of the burst under way)``."""
+        e = err.cycle
+        c1 = e + self.timing.halt_cycles
+        burst = self.port.inflight(e)
         self.halted = True
         self.error = err
+        self._halt_beats = self.port.beats_at_halt(e)
         for u in self.units.values():
-            u.partial_counts(err.cycle)
-        self.cycles = max(end, err.cycle)
+            u.partial_counts(e, c1, burst)
+        self.cycles = max(c1, burst[1]) if burst is not None else c1
         self.finished = True
         if self.tracer is not None:
             self.tracer.done(self.cycles)

@@ -2,7 +2,8 @@
 
 Phases order what happens within one cycle: state changes and requests (0) first,
 then the DRAM port's arbitration (1), then end-of-cycle checks such as FINISH's
-drain condition (2), then error resolution (3). Time jumps from event to event, so
+drain condition (2), then the end of the run (3): error resolution (the lowest pc of
+the cycle's faults) and DONE, where an error beats a FINISH completing in its cycle. Time jumps from event to event, so
 the cost of a run grows with the number of transactions, never with cycles.
 """
 

@@ -1,57 +1,86 @@
 """The TLM's timing model: ONE frozen object holding every number the TLM's clock uses.
 
-Time is counted in accelerator clock cycles. Cycle 0 is the first cycle after the
-CSR write that sets ``CTRL.START``; ``CYCLES`` (and the RunResult's ``cycles``) is the
-cycle at which ``STATUS.DONE`` rises.
+Time is counted in accelerator clock cycles. **Cycle 0 is the START cycle** (the cycle in
+which the AXI4-Lite write of ``CTRL.START`` is applied, ``s`` in docs/microarch.md "RTL
+cycle costs (measured)"); ``CYCLES`` (and the RunResult's ``cycles``) is the cycle ``d`` at
+whose end ``STATUS.DONE`` rises, i.e. the RTL's ``d - s``. "An event at t" is the cycle in
+which it happens (the RTL's combinational decision); its register effect is visible from
+``t + 1``. The counters count events in cycles ``1 .. d`` (the cycles in which the RTL is
+busy).
 
 Two kinds of parameters:
 
 * **Config parameters** (latencies, beat size, burst length, queue depths) come
   from the hardware config (``hw/configs/<name>.json``) and are never overridden.
 * **Overhead constants** are per-transaction costs of the RTL's implementation
-  (arbiter grant, FSM state changes, ...). Their defaults are what
-  ``docs/microarch.md`` implies; calibrated values, measured on the RTL with
-  micro-benchmarks, are read from ``hw/configs/<name>.timing.json`` beside the
-  config when that file exists (a JSON object ``{field: int}``; keys starting with
-  ``_`` are comments, e.g. ``"_measured": "how"``).
+  (arbiter grant, FSM states, register stages). Their defaults are the values measured
+  on ``hw/rtl`` (Verilator and Icarus agree) with the fast DRAM model, as documented in
+  docs/microarch.md "RTL cycle costs (measured)"; ``cosim calibrate`` re-measures them
+  with micro-benchmarks (``sim/calibrate.py``) and writes ``hw/configs/<name>.timing.json``
+  beside the config when they differ; that file, when present, overrides the defaults
+  (a JSON object ``{field: int}``; keys starting with ``_`` are comments, e.g.
+  ``"_measured": "how"``).
 
-How the model uses them (the formulas the tests derive their expectations from):
+How the model uses them (the formulas the tests derive their expectations from;
+``Lr``/``Lw`` = read/write latency, ``n`` = beats):
 
-* **Read burst** of ``n`` beats granted at cycle ``g``: the AR handshake is at ``g``,
-  beats arrive at ``g + read_latency + k`` (k < n), and the port is free again
-  at ``g + rd_burst_overhead + read_latency + n`` (the burst's *end*).
-* **Write burst** of ``n`` beats granted at ``g``: W beats at ``g .. g+n-1``, B at
-  ``g + n - 1 + write_latency``; the port is free at
-  ``g + wr_burst_overhead + n + write_latency``; the store unit sees the burst done
-  ``b_resp_cycles`` later.
-* **Arbitration**: the port is granted, at the cycle it is free, to the
-  highest-priority client (FETCH > LOAD > STORE) whose request is pending at that
-  cycle; a client requests its next burst at the cycle its previous burst ended, so
-  a unit's bursts run back to back unless a higher-priority client asks.
-* **Fetch**: requests its first burst at ``fetch_start_cycles``; a burst holds
+* **Read burst** granted at ``g``: AR at ``g+1``, beats ``g+1+Lr .. g+Lr+n``; the port is
+  free (and grants again) at ``g + read_burst_cycles(n) = g + rd_burst_overhead + Lr + n``.
+  That free cycle is the burst's *end*: the owner sees its burst done then (FETCH
+  dispatches from it, LOAD requests its next burst or leaves EXECUTE at it).
+* **Write burst** granted at ``g``: AW and W beats ``g+1 .. g+n``, B at ``g+n+Lw``; the port
+  is free at ``g + write_burst_cycles(n) = g + wr_burst_overhead + n + Lw`` (its end); the
+  store unit continues ``b_resp_cycles`` after that end.
+* **Arbitration**: in a cycle in which the port is free, it is granted to the
+  highest-priority client (FETCH > LOAD > STORE) requesting in that cycle; a unit
+  requests its next burst in the cycle its previous burst ended, so a unit's bursts run
+  back to back unless a higher-priority client requests.
+* **Fetch**: checks the instruction window at ``start_check_cycles`` (``ERR_INSN_RANGE``
+  raised there), requests its first burst at ``fetch_start_cycles``; a burst holds
   ``min(max_burst // beats_per_insn, remaining, up to the 4 KiB boundary)``
-  instructions; instruction k of a burst ending at ``e`` is dispatched at
-  ``e + k * dispatch_cycles`` (later if its queue is full: then at the cycle the
-  unit pops an entry); the next burst is requested ``dispatch_cycles`` after the
-  last dispatch.
-* **Unit**: an entry dispatched at ``d`` is popped at ``p = max(d, unit idle)``;
-  TOKEN_WAIT is entered at ``p + insn_pop_cycles`` (range checks happen here);
-  once every popped token is available (``t``), EXECUTE starts at
-  ``t + token_pop_cycles`` (0 added if the instruction pops nothing); EXECUTE lasts
-  ``max(min_execute_cycles, work)``; then each pushed token is pushed as soon as its
-  queue has room, costing ``token_push_cycles`` if anything is pushed; then IDLE.
+  instructions; instruction k of a burst ending at ``F`` is dispatched at
+  ``F + k * dispatch_cycles``, later while its queue is full (a queue is full in cycle
+  ``t`` while it holds ``depth`` entries pushed before ``t`` and not popped before
+  ``t - queue_latency_cycles + 1``, i.e. a pop frees the slot ``queue_latency_cycles``
+  later); the next burst is requested ``dispatch_cycles`` after the last dispatch. A
+  dispatch check fails in the cycle the instruction would be dispatched (not waiting
+  for room in its queue).
+* **Unit** (IDLE -> WAIT -> EXEC -> PUSH): an entry dispatched at ``d`` can be popped from
+  ``d + queue_latency_cycles``; popped at ``p`` (IDLE, ``p >= idle_from``), WAIT begins at
+  ``w = p + insn_pop_cycles`` (range checks fault at ``w``); the named tokens are taken
+  in the first cycle ``tau >= w`` in which all are visible (a token pushed at ``q`` is
+  visible from ``q + token_latency_cycles``); EXECUTE runs from
+  ``x = tau + token_pop_cycles`` for ``E = max(min_execute_cycles, work)`` cycles; PUSH
+  begins at ``x + E``: the tokens are pushed in the first cycle ``u`` in which none of the
+  named token queues is full (a take at ``tau'`` frees room from
+  ``tau' + token_latency_cycles``); the instruction completes at ``u`` and the unit is
+  IDLE again from ``u + token_push_cycles``. So the period of a unit with work queued
+  and tokens ready is ``E + insn_pop_cycles + token_pop_cycles + token_push_cycles``
+  (= E + 3), and dispatch -> EXECUTE is 3 cycles.
 * **EXECUTE work**: LOAD: ``pad_vector_cycles`` per padding vector in tile order,
-  interleaved with the DMA bursts of each row; STORE: its write bursts (+
-  ``b_resp_cycles`` each); ALU: ``alu_setup_cycles + iter_out*iter_in +
-  alu_pipeline_cycles``; FINISH: waits until load and store are idle with empty
-  queues and the port is free, then ``finish_cycles``.
-* **Deadlock** is declared ``deadlock_cycles`` after the last state change.
-* **Errors**: range checks fault at TOKEN_WAIT entry, dispatch checks at the
-  dispatch cycle; CYCLES is then the end of the DRAM burst under way (if any).
+  interleaved with each data row's read bursts (back to back), ``min_execute_cycles`` for
+  an empty tile; STORE: its write bursts (+ ``b_resp_cycles`` each); ALU:
+  ``alu_setup_cycles + iter_out*iter_in + alu_pipeline_cycles``; FINISH: until the first
+  cycle ``y`` (>= x) in which the load and store units are IDLE with empty queues and the
+  port is free with no request, plus ``finish_cycles - 1`` (PUSH at ``y +
+  finish_cycles``; DONE rises at the end of FINISH's PUSH cycle).
+* **Counters**: ``*_BUSY`` = EXECUTE cycles (FINISH's drain included), ``*_STALL`` = WAIT
+  cycles with a named token missing + PUSH cycles blocked on a full token queue (the
+  mandatory WAIT/PUSH cycles are not stalls), ``*_INSNS`` counted at the PUSH cycle, DMA
+  byte counters per burst.
+* **Errors**: an error raised in cycle ``e`` (range checks at WAIT entry, dispatch checks at
+  the dispatch cycle; the lowest pc wins within a cycle) stops everything from
+  ``e + 1``; DONE rises at the end of ``max(e + halt_cycles, end of the burst under way)``.
+  The units' states in cycle ``e + 1`` still count in the busy/stall counters (and the
+  owner of the burst under way stays in EXECUTE until its burst ends).
+* **Deadlock**: when the stuck condition (docs/microarch.md) first holds at ``t`` and
+  never changes, the error is raised at ``t + deadlock_cycles - 1`` and DONE rises at
+  ``t + deadlock_cycles``.
 
-Measurement status: no overhead constant has been measured on the RTL yet; every
-default is the value the contract implies. Calibration writes the measured values
-(and, under ``_measured``, how) to ``hw/configs/<name>.timing.json``.
+Measurement status: every overhead default below was measured on ``hw/rtl`` (see each
+field's docstring and docs/microarch.md "RTL cycle costs (measured)"), and ``cosim
+calibrate`` reproduces them on every shipped config with zero residuals, so no config
+ships a ``.timing.json``.
 """
 
 from __future__ import annotations
@@ -98,40 +127,58 @@ class Timing:
     token_queue_depth: int
     """Tokens each of the four dependency-token queues holds."""
 
-    # ---- overhead constants (calibrated against the RTL) -----------------------------
-    fetch_start_cycles: int = 0
-    """Cycles from cycle 0 (the one after START) to FETCH's first burst request."""
-    rd_burst_overhead: int = 0
-    """Extra cycles a read burst holds the port beyond ``read_latency + beats``
-    (arbiter grant, AR register stage, last-beat handling)."""
-    wr_burst_overhead: int = 0
-    """Extra cycles a write burst holds the port beyond ``beats + write_latency``
-    (arbiter grant, AW register stage, store-buffer read latency)."""
+    # ---- overhead constants (measured on the RTL; calibratable) ------------------------
+    start_check_cycles: int = 1
+    """Cycle (after START at 0) in which FETCH checks the instruction window
+    (``ERR_INSN_RANGE``). RTL: F_CHECK is the state of cycle s+1."""
+    fetch_start_cycles: int = 2
+    """Cycle in which FETCH requests its first burst (granted then on a free port; AR one
+    cycle later). RTL: F_REQ in s+2, first AR handshake at s+3 (START -> first AR = 3)."""
+    rd_burst_overhead: int = 1
+    """Cycles a read burst holds the port beyond ``read_latency + beats``. RTL: grant at g
+    (IDLE), AR at g+1, last beat g+Lr+n, IDLE (grants again) at g+Lr+n+1: occupancy Lr+n+1."""
+    wr_burst_overhead: int = 1
+    """Cycles a write burst holds the port beyond ``beats + write_latency``. RTL: grant at g,
+    AW + W beats g+1..g+n, B at g+n+Lw, IDLE at g+n+Lw+1: occupancy Lw+n+1."""
     b_resp_cycles: int = 0
-    """Cycles the store unit spends after a B response (port already free) before it
-    issues its next burst or leaves EXECUTE."""
+    """Cycles the store unit spends after a burst's end (port already free) before it
+    issues its next burst or leaves EXECUTE. RTL: 0 (it requests in the free cycle)."""
     dispatch_cycles: int = 1
-    """Cycles FETCH spends dispatching one instruction (the contract: one per cycle)."""
+    """Cycles FETCH spends dispatching one instruction. RTL: one per cycle from the cycle
+    after the last beat (= the burst's end); the next burst is requested the cycle after
+    the last dispatch."""
+    queue_latency_cycles: int = 1
+    """Cycles until a queue push (dispatch) is visible to the unit, and until a pop frees
+    the slot for FETCH. RTL: insn_queue count is a register (empty/full from the next cycle)."""
     insn_pop_cycles: int = 1
-    """Cycles from a unit popping its queue to entering TOKEN_WAIT (pop + decode)."""
-    token_pop_cycles: int = 0
-    """Cycles from the popped tokens being available to EXECUTE (only when the
-    instruction pops a token)."""
-    token_push_cycles: int = 0
-    """Cycles spent in TOKEN_PUSH when the instruction pushes a token and there is room."""
+    """Cycles from a unit popping its queue (the IDLE cycle) to entering WAIT. RTL: 1."""
+    token_pop_cycles: int = 1
+    """Cycles from the WAIT cycle in which the tokens are taken (every instruction has at
+    least one WAIT cycle, tokens or not) to EXECUTE. RTL: 1 (WAIT -> EXEC at the edge)."""
+    token_latency_cycles: int = 1
+    """Cycles until a token push is visible to the consumer, and a take to the producer.
+    RTL: token_queue count is a register (push at p, taken at p+1, EXEC from p+2)."""
+    token_push_cycles: int = 1
+    """Cycles from the PUSH cycle in which the tokens are pushed (every instruction has one
+    PUSH cycle, tokens or not) to IDLE. RTL: 1."""
     alu_setup_cycles: int = 0
-    """Cycles an ALU instruction spends in EXECUTE before its first vector."""
+    """Cycles an ALU instruction spends in EXECUTE before its first vector. RTL: 0."""
     alu_pipeline_cycles: int = 0
-    """Cycles after the ALU's last vector before EXECUTE ends (pipeline drain; the
-    contract's combinational read / edge write gives 0)."""
+    """Cycles after the ALU's last vector before EXECUTE ends. RTL: 0 (combinational
+    read, write at the edge)."""
     pad_vector_cycles: int = 1
-    """Cycles LOAD spends writing one zero-padding vector."""
+    """Cycles LOAD spends writing one zero-padding vector. RTL: 1."""
     min_execute_cycles: int = 1
-    """EXECUTE lasts at least this many cycles (an FSM state is at least one cycle)."""
+    """EXECUTE lasts at least this many cycles (an empty ALU/LOAD/STORE). RTL: 1."""
     finish_cycles: int = 1
-    """Cycles from FINISH's drain condition holding to STATUS.DONE."""
+    """FINISH's EXECUTE ends this many cycles after the first drained cycle (inclusive),
+    i.e. PUSH (and DONE at its end) at drained + finish_cycles. RTL: 1."""
+    halt_cycles: int = 1
+    """After an error raised in cycle e, DONE rises at the end of e + halt_cycles (or of
+    the burst under way, if later). RTL: 1."""
     deadlock_cycles: int = 2
-    """Cycles without progress after which a deadlock is declared (the contract: 2)."""
+    """Cycles the stuck condition must hold: raised in the last, DONE at the end of the
+    next. RTL: stuck in t and t+1 -> error at t+1, DONE at t+2."""
 
     # ---- derived -----------------------------------------------------------------------
     @property

@@ -1,11 +1,13 @@
 """Timeline recording (only when tracing is on) and the two writers: VCD and Chrome/Perfetto JSON.
 
 The VCD uses the RTL's probe names (output ports of ``accel_top``) under scope
-``accel``, timescale 1 ns, one time unit per cycle, cycle 0 = the first cycle after
-START: ``dbg_{load,compute,store}_busy`` (unit in EXECUTE), ``dbg_*_pc`` (pc of the
-held instruction, 0xFFFFFFFF when none), ``dbg_*_q`` (queue occupancy),
-``dbg_dma_rd``/``dbg_dma_wr`` (a read/write burst occupies the port), ``dbg_cycles``
-and ``irq``. The model calls the recording hooks only when a tracer exists, so an
+``accel``, timescale 1 ns, one time unit per cycle, cycle 0 = the START cycle (the
+TLM's clock, ``sim/tlm/timing.py``); each probe has the value the RTL's has in that
+cycle: ``dbg_{load,compute,store}_busy`` (unit in EXECUTE), ``dbg_*_pc`` (pc of the
+held instruction from WAIT to PUSH, 0xFFFFFFFF when IDLE), ``dbg_*_q`` (queue
+occupancy, a registered count), ``dbg_dma_rd``/``dbg_dma_wr`` (a read/write burst
+under way: from the cycle after its grant to its last beat / B), ``dbg_cycles`` (the
+CYCLES counter) and ``irq`` (from the cycle after DONE). The model calls the recording hooks only when a tracer exists, so an
 untraced run pays nothing but a ``None`` test.
 """
 
@@ -77,14 +79,16 @@ class Tracer:
     def _dma_changes(self, write: bool) -> list[tuple[int, int]]:
         ch: list[tuple[int, int]] = []
         for client, w, s, e, _b in sorted(self.bursts(), key=lambda b: b[2]):
-            if w == write:
-                ch += [(s, 1), (e, 0)]
+            if w == write:  # the RTL's dbg_dma_*: from the cycle after the grant to the last beat / B
+                ch += [(s + 1, 1), (e, 0)]
         # at a shared boundary the later burst's 1 must win: sort stably by time, 0 first
         return sorted(ch, key=lambda x: (x[0], x[1]))
 
     # ---- VCD ----------------------------------------------------------------------------------
     def write_vcd(self, path: str | Path, end: int) -> Path:
-        """Write the VCD from cycle 0 to ``end`` (DONE)."""
+        """Write the VCD from cycle 0 (START) to ``end + 1`` (the cycle after DONE, when irq
+        is high). ``dbg_cycles`` shows the RTL's counter: 0 in START's cycle and the next,
+        then ``t - 1`` in cycle ``t`` (it counts the busy cycles 1 .. end)."""
         sigs: list[tuple[str, int, list[tuple[int, int]], int]] = []
         for u in UNITS:
             sigs.append((f"dbg_{u}_busy", 1, self.busys.get(u, []), 0))
@@ -94,7 +98,7 @@ class Tracer:
             sigs.append((f"dbg_{u}_q", 16, self.queue_levels(u), 0))
         sigs.append(("dbg_dma_rd", 1, self._dma_changes(False), 0))
         sigs.append(("dbg_dma_wr", 1, self._dma_changes(True), 0))
-        sigs.append(("irq", 1, [] if self.done_t is None else [(self.done_t, 1)], 0))
+        sigs.append(("irq", 1, [] if self.done_t is None else [(self.done_t + 1, 1)], 0))
         ids = [_vcd_id(k) for k in range(len(sigs) + 1)]
         cyc_id = ids[-1]
 
@@ -104,7 +108,7 @@ class Tracer:
         at: dict[int, dict[int, str]] = defaultdict(dict)  # time -> signal -> text (last wins)
         for k, (_n, w, changes, _init) in enumerate(sigs):
             for t, v in changes:
-                if 0 <= t <= end:
+                if 0 <= t <= end + 1:
                     at[t][k] = fmt(w, v, ids[k])
         lines = ["$date cosim TLM $end", "$version sim.tlm $end", "$timescale 1ns $end", "$scope module accel $end"]
         lines += [f"$var wire {w} {ids[k]} {n} $end" for k, (n, w, _c, _i) in enumerate(sigs)]
@@ -115,13 +119,13 @@ class Tracer:
             lines.append(first.get(k, fmt(w, init, ids[k])))
         lines += [f"b0 {cyc_id}", "$end"]
         # dbg_cycles changes every cycle (the RTL's counter), so every cycle gets a time stamp.
-        for t in range(1, end + 1):
+        for t in range(1, end + 2):
             lines.append(f"#{t}")
             ch = at.get(t)
             if ch:
                 lines.extend(ch.values())
-            lines.append(f"b{t:b} {cyc_id}")
-        lines.append(f"#{end + 1}")
+            lines.append(f"b{t - 1:b} {cyc_id}")
+        lines.append(f"#{end + 2}")
         p = Path(path)
         p.parent.mkdir(parents=True, exist_ok=True)
         p.write_text("\n".join(lines) + "\n")

@@ -1,10 +1,24 @@
 """The three execution units (LOAD, COMPUTE, STORE): queue, token handshake, EXECUTE.
 
-Each unit runs IDLE -> pop -> TOKEN_WAIT -> EXECUTE -> TOKEN_PUSH -> IDLE
-(docs/microarch.md). Every transition is one scheduled event (or a direct call when
-it happens in the current cycle), so an instruction costs O(1) events whatever its
-size: a DMA instruction hands its bursts to the port as segments, an ALU instruction
-is applied with numpy and its end computed arithmetically.
+Each unit runs IDLE -> WAIT -> EXEC -> PUSH -> IDLE as the RTL does (docs/microarch.md,
+"RTL cycle costs (measured)"; the constants are in ``sim/tlm/timing.py``):
+
+* IDLE: pops the queue head in the first cycle ``p >= idle_from`` in which it is visible
+  (``queue_latency_cycles`` after its dispatch);
+* WAIT from ``w = p + insn_pop_cycles``: range checks (a fault is raised at ``w``), then
+  the named tokens are taken in the first cycle ``tau >= w`` in which all are visible;
+  ``tau - w`` cycles are stalls;
+* EXEC from ``x = tau + token_pop_cycles`` for E cycles (busy);
+* PUSH from ``x + E``: the tokens are pushed in the first cycle ``u`` in which none of the
+  named queues is full (``u - (x + E)`` stall cycles); the instruction completes at ``u``;
+  IDLE from ``u + token_push_cycles``.
+
+Every transition is one scheduled event (or a direct call when it happens in the current
+cycle), so an instruction costs O(1) events whatever its size: a DMA instruction hands its
+bursts to the port as segments, an ALU instruction is applied with numpy and its end
+computed arithmetically. A state is recorded with the cycle it starts in as soon as that
+is known (possibly a cycle ahead), so an error can charge the cycles each unit spends in
+its state up to the halt exactly (:meth:`Unit.partial_counts`).
 """
 
 from __future__ import annotations
@@ -24,7 +38,7 @@ from sim.tlm.tokens import TOKEN_ROUTES, TokenQueue
 if TYPE_CHECKING:
     from sim.tlm.model import TlmModel
 
-IDLE, DECODE, WAIT, EXEC, PUSH = "idle", "decode", "token_wait", "execute", "token_push"
+IDLE, WAIT, EXEC, PUSH = "idle", "token_wait", "execute", "token_push"
 _POP_FLAGS = ("pop_prev", "pop_next")
 _PUSH_FLAGS = ("push_prev", "push_next")
 
@@ -40,33 +54,57 @@ class Unit:
         self.T = model.timing
         self.tr = model.tracer
         self.depth = depth
-        self.queue: deque[tuple[int, int, Instruction]] = deque()  # (visible cycle, pc, insn)
+        self.qlat = self.T.queue_latency_cycles
+        self.queue: deque[tuple[int, int, Instruction]] = deque()  # (cycle it can be popped, pc, insn)
+        self.recent_pops: list[int] = []  # pop cycles whose freed slot FETCH may not see yet
         self.state = IDLE
         self.pc: int | None = None
         self.insn: Any = None
         self.busy = self.stall = self.insns = 0
-        self.t_wait = self.t_exec = self.t_push = self.t_pop = 0
+        self.idle_from = 0
+        self.t_pop = self.t_wait = self.t_exec = self.t_push = 0
+        self.t_end: int | None = None     # planned end of EXEC (the PUSH cycle), once known
+        self.faulted = False              # range fault raised in WAIT (it takes no token)
         self._wake_at: int | None = None
         self._pop_qs: list[TokenQueue] = []
         self._push_qs: list[TokenQueue] = []
         tq = model.tokens
         self._routes = {flag: tq[TOKEN_ROUTES[(self.name, flag)]]
                         for flag in _POP_FLAGS + _PUSH_FLAGS if (self.name, flag) in TOKEN_ROUTES}
+        self._dma_last = False            # the DMA segment under way is the instruction's last
 
     # ---- queue ----------------------------------------------------------------------------
+    def room_from(self, d: int) -> int | None:
+        """The first cycle ``>= d`` in which FETCH sees room in this queue, counting only pops
+        already made; None when it needs a pop that has not happened yet."""
+        n = len(self.queue)
+        if n >= self.depth:
+            return None
+        vis = sorted(p + self.qlat for p in self.recent_pops if p + self.qlat > d)
+        r = self.depth - 1 - n          # slots that may still look taken
+        if len(vis) <= r:
+            return d
+        return vis[len(vis) - r - 1]
+
     def enqueue(self, d: int, pc: int, insn: Instruction) -> None:
         """FETCH dispatches ``insn`` at cycle ``d`` (now or later)."""
-        self.queue.append((d, pc, insn))
+        vis = d + self.qlat
+        self.queue.append((vis, pc, insn))
         if self.tr is not None:
-            self.tr.queue(self.name, d, +1)
-        if self.state == IDLE and (self._wake_at is None or d < self._wake_at):
-            self._wake_at = d
-            self.sim.at(d, self._wake)
+            self.tr.queue(self.name, vis, +1)
+        if self.state == IDLE:
+            self._wake(max(vis, self.idle_from))
+
+    def _wake(self, t: int) -> None:
+        if self._wake_at is None or t < self._wake_at:
+            self._wake_at = t
+            self.sim.at(t, self._woken)
 
     def visible_empty(self, t: int) -> bool:
+        """The RTL's ``q_empty`` in cycle ``t`` (for FINISH's drain check, after pops of ``t``)."""
         return not self.queue or self.queue[0][0] > t
 
-    def _wake(self, t: int) -> bool:
+    def _woken(self, t: int) -> bool:
         if self._wake_at == t:
             self._wake_at = None
         return self.try_pop(t)
@@ -74,34 +112,38 @@ class Unit:
     def try_pop(self, t: int) -> bool:
         if self.state != IDLE or not self.queue or self.m.halted:
             return False
-        d, pc, insn = self.queue[0]
-        if d > t:
-            if self._wake_at is None or d < self._wake_at:
-                self._wake_at = d
-                self.sim.at(d, self._wake)
+        vis, pc, insn = self.queue[0]
+        if vis > t or self.idle_from > t:
+            self._wake(max(vis, self.idle_from))
             return False
         self.queue.popleft()
-        self.state, self.pc, self.insn, self.t_pop = DECODE, pc, insn, t
+        lat = self.qlat
+        rp = self.recent_pops
+        if rp and rp[0] + lat <= t:
+            rp[:] = [p for p in rp if p + lat > t]
+        rp.append(t)
+        w = t + self.T.insn_pop_cycles
+        self.state, self.pc, self.insn, self.t_pop, self.t_wait = WAIT, pc, insn, t, w
+        self.t_end, self.faulted = None, False
         self._pop_qs = [self._routes[f] for f in _POP_FLAGS if getattr(insn, f)]
         self._push_qs = [self._routes[f] for f in _PUSH_FLAGS if getattr(insn, f)]
         if self.tr is not None:
-            self.tr.queue(self.name, t, -1)
-            self.tr.pc(self.name, t, pc)
+            self.tr.queue(self.name, t + lat, -1)
+            self.tr.pc(self.name, w, pc)
         self.m.fetch.on_pop(self.name, t)
-        self.sim.at(t + self.T.insn_pop_cycles, self._ready)
+        self.sim.now_or_later(w, self._ready)
         return True
 
     # ---- state machine ---------------------------------------------------------------------
     def _ready(self, t: int) -> bool:
-        """Decode done: range checks, then TOKEN_WAIT."""
+        """First WAIT cycle: range checks, then the tokens."""
         if self.m.halted:
             return False
         bad = self.check(self.insn)
         if bad is not None:
-            self.state = "fault"
+            self.faulted = True
             self.m.fault(t, bad[0], self.pc, self.name, bad[1])
             return True
-        self.state, self.t_wait = WAIT, t
         self._try_tokens(t)
         return True
 
@@ -109,25 +151,27 @@ class Unit:
         if self.m.halted:
             return
         for q in self._pop_qs:
-            if q.count == 0:
-                q.waiting_pop = self._try_tokens
+            if not q.can_take(t):
+                q.wait_take(t, self._try_tokens)
                 return
         for q in self._pop_qs:
             q.take(t)
         self.stall += t - self.t_wait
-        self.sim.now_or_later(t + (self.T.token_pop_cycles if self._pop_qs else 0), self._execute)
+        x = t + self.T.token_pop_cycles
+        self.state, self.t_exec, self.t_end = EXEC, x, None
+        if self.tr is not None:
+            self.tr.busy(self.name, x, 1)
+        self.sim.now_or_later(x, self._execute)
 
     def _execute(self, t: int) -> None:
         if self.m.halted:
             return
-        self.state, self.t_exec = EXEC, t
-        if self.tr is not None:
-            self.tr.busy(self.name, t, 1)
         self.begin(t)
 
     def end_execute(self, t: int) -> None:
-        """EXECUTE ends at cycle ``t`` (now or later; never earlier than the minimum)."""
+        """EXECUTE ends at cycle ``t`` (the first PUSH cycle; never before the minimum)."""
         t = max(t, self.t_exec + self.T.min_execute_cycles)
+        self.t_end = t
         self.sim.now_or_later(t, self._exec_done)
 
     def _exec_done(self, t: int) -> None:
@@ -137,7 +181,6 @@ class Unit:
         self.busy += t - self.t_exec
         if self.tr is not None:
             self.tr.busy(self.name, t, 0)
-            self.tr.insn(self.name, self.pc, self.insn, self.t_pop, self.t_exec, t)
         self.state, self.t_push = PUSH, t
         self._try_push(t)
 
@@ -145,41 +188,71 @@ class Unit:
         if self.m.halted:
             return
         for q in self._push_qs:
-            if q.full:
-                q.waiting_push = self._try_push
+            if not q.can_push(t):
+                q.wait_push(t, self._try_push)
                 return
         for q in self._push_qs:
             q.push(t)
         self.stall += t - self.t_push
-        self.sim.now_or_later(t + (self.T.token_push_cycles if self._push_qs else 0), self._retire)
-
-    def _retire(self, t: int) -> None:
-        if self.m.halted:
-            return
         self.insns += 1
         insn = self.insn
-        self.state, self.pc, self.insn = IDLE, None, None
+        idle = t + self.T.token_push_cycles
         if self.tr is not None:
-            self.tr.pc(self.name, t, None)
+            self.tr.pc(self.name, idle, None)
+            self.tr.insn(self.name, self.pc, insn, self.t_pop, self.t_exec, self.t_push)
+        self.state, self.pc, self.insn, self.idle_from = IDLE, None, None, idle
         if insn.MNEMONIC == "FINISH":
             self.m.done(t)
             return
-        self.m.unit_idle(t)
-        self.try_pop(t)
+        self.m.unit_idle(idle)
+        if self.queue:
+            self._wake(max(self.queue[0][0], idle))
 
-    def partial_counts(self, t: int) -> None:
-        """Charge the cycles of the state the unit is stopped in (at an error) up to ``t``."""
-        if self.state == WAIT:
-            self.stall += max(0, t - self.t_wait)
-        elif self.state == PUSH:
-            self.stall += max(0, t - self.t_push)
-        elif self.state == EXEC:
-            self.busy += max(0, t - self.t_exec)
+    # ---- errors and deadlock ----------------------------------------------------------------
+    def partial_counts(self, e: int, c1: int, burst: tuple[str, int, bool, int] | None) -> None:
+        """Charge the cycles of the state the unit is stopped in: every cycle up to ``c1``
+        (the cycle after the error ``e``, in which the RTL's units still hold their state),
+        or, for the owner of the ``burst`` under way (client, end, last, beats), up to the
+        burst's end, where it is still in EXECUTE, or in PUSH after its last burst."""
+        st = self.state
+        if st == WAIT and self.t_wait <= c1:
+            lo = self.t_wait
+            self.stall += max(0, min(e, c1 + 1) - lo)  # before e: tokens missing (else taken)
+            self.stall += sum(1 for c in range(max(lo, e), c1 + 1) if not self._tokens_ok(c))
+        elif st == EXEC and self.t_exec <= c1:
+            if burst is not None and burst[0] == self.name:
+                end = burst[1]
+                self.busy += end - self.t_exec
+                if burst[2] and self._dma_last:
+                    self.stall += 0 if self._room_ok(end) else 1
+                else:
+                    self.busy += 1
+            elif self.t_end is not None and self.t_end <= c1:
+                self.busy += self.t_end - self.t_exec
+                self.stall += sum(1 for c in range(self.t_end, c1 + 1) if not self._room_ok(c))
+            else:
+                self.busy += c1 + 1 - self.t_exec
+        elif st == PUSH and self.t_push <= c1:
+            lo = self.t_push
+            self.stall += max(0, min(e, c1 + 1) - lo)  # before e: blocked (else pushed)
+            self.stall += sum(1 for c in range(max(lo, e), c1 + 1) if not self._room_ok(c))
+
+    def _tokens_ok(self, c: int) -> bool:
+        return all(q.can_take(c) for q in self._pop_qs)
+
+    def _room_ok(self, c: int) -> bool:
+        return all(q.can_push(c) for q in self._push_qs)
 
     @property
     def blocked(self) -> bool:
-        """Waiting on a token (to pop, or room to push)."""
-        return self.state in (WAIT, PUSH)
+        """Holding an instruction it cannot progress on (a token to take or room to push,
+        or FINISH waiting for the drain)."""
+        return self.state in (WAIT, PUSH) or (self.state == EXEC and self.insn is not None
+                                              and self.insn.MNEMONIC == "FINISH")
+
+    def stuck_since(self) -> int:
+        """The cycle from which the unit has been in its current (stuck) state."""
+        return {IDLE: self.idle_from, WAIT: self.t_wait, PUSH: self.t_push}.get(self.state, self.t_exec)
 
     # ---- per unit ----------------------------------------------------------------------------
     def check(self, insn: Any) -> tuple[int, str] | None:
@@ -214,6 +287,7 @@ class Unit:
             return
         write, beats, dur, bounds, gaps, trail = self._dma
         a, b = bounds[self._dma_k]
+        self._dma_last = self._dma_k == len(bounds) - 1 and trail == 0
         self.m.port.request(t, Segment(self.name, write, beats[a:b], dur[a:b], self._dma_seg_done))
 
     def _dma_seg_done(self, t: int) -> None:
@@ -275,7 +349,6 @@ class LoadUnit(Unit):
         if i.y_size * i.x_size:
             full[i.y_pad_0:i.y_pad_0 + i.y_size, i.x_pad_0:i.x_pad_0 + i.x_size] = \
                 m.dram_model.read_acc_tile(i.dram_base, i.y_size, i.x_size, i.x_stride)
-            m.dma_rd_bytes += i.y_size * i.x_size * self.T.acc_vec_bytes
         m.acc[i.sram_base:i.sram_base + rows * cols] = full.reshape(-1, lanes)
 
 
@@ -313,9 +386,6 @@ class StoreUnit(Unit):
             gaps, trail = [0] + [T.b_resp_cycles] * (len(beats) - 1), T.b_resp_cycles
         self.start_dma(t, True, beats, dur, bounds, gaps, trail)
 
-    def complete(self, t: int) -> None:
-        self.m.dma_wr_bytes += self.insn.y_size * self.insn.x_size * self.T.out_vec_bytes
-
 
 class ComputeUnit(Unit):
     """The vector ALU (and FINISH, which travels through the compute queue)."""
@@ -347,6 +417,6 @@ class ComputeUnit(Unit):
         self.end_execute(t + T.alu_setup_cycles + i.iter_out * i.iter_in + T.alu_pipeline_cycles)
 
     def finish_drained(self, t: int) -> None:
-        """FINISH's drain condition holds at ``t``: DONE after ``finish_cycles``."""
+        """FINISH's drain condition holds in cycle ``t``: PUSH (and DONE) ``finish_cycles`` later."""
         self.finishing = False
         self.end_execute(t + self.T.finish_cycles)

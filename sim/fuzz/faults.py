@@ -1,0 +1,174 @@
+"""Faulty Programs that reach the models: one injected fault per Program, with the expected error.
+
+``hw.program.Program.load`` decodes ``insn.bin`` strictly, and ``Program.create``
+refuses instructions that do not encode, so a Program carrying a bad instruction word
+cannot be made through the normal API. :class:`PatchedProgram` is a Program whose
+instruction binary has some 128-bit words replaced *after* encoding: the TLM and the
+RTL testbench read the binary from ``dram_image()``, so they see the raw word. (Saved
+with ``save()`` it makes a folder the loader refuses, which is right.) No hw/ API is
+changed for this.
+
+:func:`inject` turns a valid generated Program into one whose *only* fault is at one
+chosen instruction, so the first fault is unambiguous: the reference interpreter, the
+TLM and the RTL must all report the same code and pc.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from hw import csr
+from hw.isa import BUFFERS, INSN_BYTES, Alu, Gemm, Load, Store
+from hw.program import Program
+
+FAULT_KINDS = ("dram_range", "sram_range", "bad_opcode", "bad_field", "unsupported", "deadlock", "insn_range")
+
+
+@dataclass
+class PatchedProgram(Program):
+    """A Program whose instruction words at the indices of ``patches`` are replaced by raw 128-bit words."""
+
+    patches: dict[int, int] = field(default_factory=dict)
+
+    @property
+    def insn_bytes(self) -> bytes:
+        b = bytearray(self.isa.encode_stream(self.insns))
+        for k, w in self.patches.items():
+            b[k * INSN_BYTES:(k + 1) * INSN_BYTES] = (w & ((1 << 128) - 1)).to_bytes(INSN_BYTES, "little")
+        return bytes(b)
+
+
+def patched(p: Program, patches: dict[int, int] | None = None, **changes) -> PatchedProgram:
+    """A PatchedProgram copy of ``p`` (``changes`` replace dataclass fields, e.g. insns= or regs=)."""
+    kw = {f.name: getattr(p, f.name) for f in dataclasses.fields(Program)}
+    kw.update(changes)
+    kw["insns"], kw["regs"] = list(kw["insns"]), list(kw["regs"])
+    kw["meta"] = dict(kw["meta"])
+    old = dict(getattr(p, "patches", {}))
+    old.update(patches or {})
+    return PatchedProgram(**kw, patches=old)
+
+
+def _replace(p: Program, k: int, insn) -> PatchedProgram:
+    insns = list(p.insns)
+    insns[k] = insn
+    return patched(p, insns=insns)
+
+
+def _word(p: Program, k: int) -> int:
+    return p.isa.encode_word(p.insns[k])
+
+
+def _set_field(p: Program, word: int, mnemonic: str, name: str, value: int) -> int:
+    f = p.isa.field(mnemonic, name)
+    mask = ((1 << f.width) - 1) << f.lo
+    return (word & ~mask) | ((value << f.lo) & mask)
+
+
+def inject(p: Program, kind: str, rng: np.random.Generator) -> tuple[Program, int] | None:
+    """A copy of ``p`` with one fault of ``kind`` and the hw.csr error code expected, or None when
+    ``p`` has no instruction this kind of fault fits."""
+    cfg, insns = p.config, p.insns
+    depth = cfg.acc_depth
+    idx = lambda pred: [k for k, i in enumerate(insns) if pred(i)]  # noqa: E731
+    pick = lambda ks: int(rng.choice(ks)) if ks else None  # noqa: E731
+    if kind == "dram_range":
+        k = pick(idx(lambda i: isinstance(i, (Load, Store)) and i.y_size * i.x_size > 0))
+        if k is None:
+            return None
+        i = insns[k]
+        vb = cfg.acc_vec_bytes if isinstance(i, Load) else cfg.out_vec_bytes
+        ext = (i.y_size - 1) * i.x_stride + i.x_size
+        own = next(r for r in p.regions if r.addr <= i.dram_base * vb < r.end)
+        wrong = [r for r in p.regions if (r.role == "output") == isinstance(i, Load) and r.nbytes >= ext * vb]
+        mode = int(rng.integers(0, 3))
+        if mode == 0 and ext >= 2:  # straddles the end of its own region (into the next one or nowhere)
+            base = max(0, own.end // vb - ext + 1)
+        elif mode == 1 and wrong:  # a region whose attribute forbids the access (LOAD from an output, ...)
+            base = int(rng.choice(wrong).addr) // vb
+        else:              # far beyond the layout
+            base = min((p.dram_end + int(rng.integers(0, 1 << 20))) // vb, (1 << 32) - 1)
+        return _replace(p, k, dataclasses.replace(i, dram_base=base)), csr.ERR_DRAM_RANGE
+    if kind == "sram_range":
+        ks = idx(lambda i: isinstance(i, Alu) and i.iter_out * i.iter_in > 0)
+        k = pick(ks)
+        if k is None:
+            return None
+        i = insns[k]
+        if rng.random() < 0.5 or i.use_imm:  # the destination runs one entry past the buffer
+            span = (i.iter_out - 1) * i.dst_factor_out + (i.iter_in - 1) * i.dst_factor_in
+            if span >= depth:
+                return None
+            new = dataclasses.replace(i, dst_base=depth - span)
+            if new.dst_base >= 1 << cfg.sram_index_bits:
+                new = dataclasses.replace(i, iter_out=max(2, i.iter_out), dst_base=depth - 1,
+                                          dst_factor_out=1 + i.dst_factor_out)
+        else:
+            new = dataclasses.replace(i, iter_in=max(2, i.iter_in), src_factor_in=(1 << cfg.sram_index_bits) - 1,
+                                      src_base=max(i.src_base, 1))
+        return _replace(p, k, new), csr.ERR_SRAM_RANGE
+    if kind == "bad_opcode":
+        k = int(rng.integers(0, len(insns)))
+        w = _word(p, k)
+        name = insns[k].MNEMONIC
+        mode = int(rng.integers(0, 3))
+        if mode == 0:
+            w = (w & ~7) | int(rng.choice([5, 6, 7]))
+        elif mode == 1 and p.isa.used_bits(name) < 128:
+            w |= 1 << int(rng.integers(p.isa.used_bits(name), 128))
+        elif name == "ALU":
+            w = _set_field(p, w, "ALU", "alu_op", int(rng.integers(8, 16)))
+        elif name in ("LOAD", "STORE"):
+            w = _set_field(p, w, name, "buf", 3)
+        else:
+            w = (w & ~7) | 7
+        return patched(p, {k: w}), csr.ERR_BAD_OPCODE
+    if kind == "bad_field":
+        k = pick(idx(lambda i: isinstance(i, (Load, Store))))
+        if k is None:
+            return None
+        i = insns[k]
+        w = _word(p, k)
+        if isinstance(i, Load):
+            w = _set_field(p, w, "LOAD", str(rng.choice(["pop_prev", "push_prev"])), 1)
+        else:
+            f = str(rng.choice(["pop_next", "push_next", "buf", "x_pad_0", "y_pad_1"]))
+            w = _set_field(p, w, "STORE", f, 1 if f.startswith("p") else int(rng.integers(1, 3)))
+        return patched(p, {k: w}), csr.ERR_BAD_FIELD
+    if kind == "unsupported":
+        k = int(rng.integers(0, len(insns) - 1))
+        old = insns[k]
+        flags = {f: getattr(old, f) for f in ("pop_prev", "pop_next", "push_prev", "push_next")}
+        if isinstance(old, Load):
+            new = dataclasses.replace(old, buf=int(rng.choice([BUFFERS["INP"], BUFFERS["WGT"]])))
+        elif isinstance(old, Store):
+            return None
+        else:
+            new = Gemm(**flags, iter_out=int(rng.integers(0, 3)), iter_in=int(rng.integers(0, 3)))
+        return _replace(p, k, new), csr.ERR_UNSUPPORTED
+    if kind == "deadlock":  # a pop whose token never comes (the pc is what the reference computes)
+        cands = [(k, f) for k, i in enumerate(insns[:-1]) for f in
+                 {"LOAD": ("pop_next",), "STORE": ("pop_prev",)}.get(i.MNEMONIC, ("pop_prev", "pop_next"))
+                 if not getattr(i, f)]
+        if not cands:
+            return None
+        k, f = cands[int(rng.integers(0, len(cands)))]
+        return _replace(p, k, dataclasses.replace(insns[k], **{f: True})), csr.ERR_DEADLOCK
+    if kind == "insn_range":
+        regs = list(p.regs)
+        at = {n: j for j, (n, _) in enumerate(regs)}
+        mode = int(rng.integers(0, 4))
+        if mode == 0:
+            regs[at["INSN_COUNT"]] = ("INSN_COUNT", 0)
+        elif mode == 1:
+            regs[at["INSN_ADDR_HI"]] = ("INSN_ADDR_HI", int(rng.integers(1, 1 << 32)))
+        elif mode == 2:
+            regs[at["INSN_COUNT"]] = ("INSN_COUNT", len(insns) + int(rng.integers(1, 1000)))
+        else:
+            out = next(r for r in p.regions if r.role == "output")
+            regs[at["INSN_ADDR_LO"]] = ("INSN_ADDR_LO", out.addr)
+        return patched(p, regs=regs), csr.ERR_INSN_RANGE
+    raise ValueError(f"unknown fault kind '{kind}' (kinds: {', '.join(FAULT_KINDS)})")

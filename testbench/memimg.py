@@ -1,0 +1,87 @@
+"""DRAM images as $readmemh / $writememh text, and the watchdog bound of a Program.
+
+Kept free of cocotb so the runner (parent process) and the cocotb test module (inside
+the simulator) share it.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from hw.isa import Alu, Gemm, Load, Store
+from hw.program import Program
+
+
+def to_hex_words(img: bytes | bytearray, word_bytes: int) -> str:
+    """A little-endian byte image as $readmemh text: one bus word per line, MSB first.
+
+    The image is zero-padded to a whole number of words.
+    """
+    pad = (-len(img)) % word_bytes
+    a = np.frombuffer(bytes(img) + bytes(pad), dtype=np.uint8).reshape(-1, word_bytes)[:, ::-1]
+    h = a.tobytes().hex()
+    w = 2 * word_bytes
+    return "\n".join(h[i:i + w] for i in range(0, len(h), w)) + "\n"
+
+
+def from_hex_words(text: str, word_bytes: int) -> tuple[bytes, int]:
+    """Parse $writememh text back into little-endian bytes.
+
+    Returns (bytes, unknown) where ``unknown`` counts words holding x/z digits (Icarus
+    keeps uninitialised memory as X); those digits read as 0. Address markers
+    (``@...``) and ``//`` comments are honoured/skipped.
+    """
+    out = bytearray()
+    unknown = 0
+    w = 2 * word_bytes
+    addr = 0
+    for line in text.splitlines():
+        line = line.split("//", 1)[0].strip()
+        if not line:
+            continue
+        for tok in line.split():
+            if tok.startswith("@"):
+                addr = int(tok[1:], 16)
+                continue
+            tok = tok.replace("_", "")
+            low = tok.lower()
+            if any(c in "xz" for c in low):
+                unknown += 1
+                low = "".join("0" if c in "xz" else c for c in low)
+            word = bytes.fromhex(low.rjust(w, "0"))[::-1]
+            end = (addr + 1) * word_bytes
+            if len(out) < end:
+                out.extend(bytes(end - len(out)))
+            out[addr * word_bytes:end] = word
+            addr += 1
+    return bytes(out), unknown
+
+
+def watchdog_cycles(program: Program, mem: str = "fast") -> int:
+    """A generous bound on the cycles a correct RTL needs for ``program``.
+
+    Sums, per instruction, the DRAM bursts (latency + beats, rows split at MAX_BURST and
+    4 KiB), zero-padding cycles and ALU iterations, plus fetch; then x4 and a constant.
+    The protocol back-end (random backpressure on every channel) gets x8 more. Capped so
+    a runaway field cannot make a watchdog that never fires in practice.
+    """
+    cfg = program.config
+    lat = cfg.dram_read_latency + cfg.dram_write_latency + 8
+    n = len(program.insns)
+    insn_beats = n * cfg.beats_per_insn
+    cycles = (math.ceil(insn_beats / cfg.max_burst) + n) * lat + insn_beats + 16 * n
+    for i in program.insns:
+        if isinstance(i, (Load, Store)):
+            vec_beats = cfg.beats_per_acc_vec if isinstance(i, Load) else cfg.beats_per_out_vec
+            row_beats = i.x_size * vec_beats
+            bursts = math.ceil(row_beats / cfg.max_burst) + 1
+            cycles += i.y_size * (bursts * lat + row_beats)
+            cycles += (i.y_pad_0 + i.y_size + i.y_pad_1) * (i.x_pad_0 + i.x_size + i.x_pad_1)
+        elif isinstance(i, (Alu, Gemm)):
+            cycles += i.iter_out * i.iter_in + 4
+    bound = 4 * cycles + 2000
+    if mem == "protocol":
+        bound *= 8
+    return min(bound, 50_000_000)

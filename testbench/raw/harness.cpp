@@ -1,0 +1,425 @@
+// Raw RTL harness: the accelerator verilated as plain C++, clock in C++, no cocotb, no tracing.
+//
+// Usage: raw_sim <job.txt> [+plusargs]
+//
+// The job file (written by testbench/raw/harness.py) has one item per line:
+//     dram_in <path>       initial DRAM image (binary from address 0; $readmemh hex for the
+//                          Verilog memory variant, which reads it through +DRAM_IN)
+//     dram_out <path>      where to write DRAM [0, dump_bytes) (binary; hex for the Verilog variant)
+//     dump_bytes <n>
+//     limit <n>            cycle limit after START (a watchdog: no irq by then = TIMEOUT)
+//     w <addr> <value>     an AXI4-Lite write, in order (the Program's register config)
+//     r <name> <addr>      a register read after DONE, reported under <name>
+//
+// Two memory variants, chosen at build time (testbench/raw/harness.py says which is faster):
+//   * without RAW_MEM_VERILOG: top accel_top; the DRAM is a C++ model of testbench/hdl/dram_model.v (the same
+//     cycle timing: ARREADY = !rd_active, first R beat RD_LAT cycles after the AR handshake,
+//     one beat per cycle, WREADY with AWVALID while idle, B WR_LAT cycles after the last W),
+//     evaluated each cycle with the AXI handshakes in C++.
+//   * RAW_MEM_VERILOG: top tb_fast (accel_top + dram_model.v); C++ only toggles the clock and
+//     plays AXI4-Lite; DRAM is loaded/dumped with the model's tb_load/tb_dump pulses.
+//
+// Output: one line `RAW {json}` on stdout with cycles, status, err_pc, the register reads,
+// sim_cycles (clock cycles from START to irq), run_wall_s (register config + run to irq),
+// timeout and proto_err.
+
+#include <verilated.h>
+#include "Vtop.h"
+
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#ifndef RAW_BUS_BYTES
+#error "RAW_BUS_BYTES must be defined (-DRAW_BUS_BYTES=...)"
+#endif
+#ifndef RAW_RD_LAT
+#error "RAW_RD_LAT must be defined"
+#endif
+#ifndef RAW_WR_LAT
+#error "RAW_WR_LAT must be defined"
+#endif
+#ifndef RAW_MEM_BYTES
+#error "RAW_MEM_BYTES must be defined"
+#endif
+#ifndef RAW_MAX_BURST
+#error "RAW_MAX_BURST must be defined"
+#endif
+
+static const uint32_t BB = RAW_BUS_BYTES;
+static Vtop* top = nullptr;
+static uint64_t g_cycle = 0;
+
+// Bus-wide signals are IData / QData / VlWide depending on the width: copy bytes through memory
+// (Verilator stores every width little-endian, word 0 first).
+template <typename T> static inline void put_bytes(T& sig, const uint8_t* src) {
+    static_assert(sizeof(T) >= RAW_BUS_BYTES, "bus signal narrower than RAW_BUS_BYTES");
+    std::memcpy(static_cast<void*>(&sig), src, BB);
+}
+template <typename T> static inline void get_bytes(const T& sig, uint8_t* dst) {
+    std::memcpy(dst, static_cast<const void*>(&sig), BB);
+}
+template <typename T> static inline uint64_t as_u64(const T& sig) {
+    uint64_t v = 0;
+    std::memcpy(&v, static_cast<const void*>(&sig), sizeof(T) < 8 ? sizeof(T) : 8);
+    return v;
+}
+
+#ifndef RAW_MEM_VERILOG
+// ------------------------------------------------------------------ C++ DRAM model
+// A line-by-line translation of dram_model.v's always block: `reg <=` assignments read the
+// values from before the edge (old_*), blocking ones (memory, wa/wl) act at once.
+struct Dram {
+    std::vector<uint8_t> mem;
+    uint32_t words;
+    // read channel
+    bool rd_active = false;
+    uint32_t rd_wait = 0, rd_addr = 0, rd_left = 0;
+    bool rvalid = false, rlast = false;
+    uint32_t rresp = 0, rid = 0;
+    uint8_t rdata[RAW_BUS_BYTES] = {0};
+    // write channel
+    enum { W_IDLE = 0, W_DATA = 1, W_RESP = 2 };
+    int w_state = W_IDLE;
+    uint32_t w_addr = 0, w_left = 0, w_wait = 0;
+    bool w_err = false;
+    bool bvalid = false;
+    uint32_t bresp = 0, bid = 0;
+    bool proto_err = false;
+
+    Dram() : mem(RAW_MEM_BYTES, 0), words(RAW_MEM_BYTES / RAW_BUS_BYTES) {}
+
+    static bool in_range(uint32_t a) { return (uint64_t)a < (uint64_t)RAW_MEM_BYTES; }
+    uint8_t* word(uint32_t a) { return &mem[(size_t)((a / BB) & (words - 1)) * BB]; }
+
+    void check_burst(uint32_t addr, uint32_t len, uint32_t size, uint32_t burst, bool is_write) {
+        uint32_t off_bits = 0;
+        while ((1u << off_bits) < BB) off_bits++;
+        if (burst != 1 || size != (off_bits & 7) || (addr & (BB - 1)) != 0 || len + 1 > RAW_MAX_BURST ||
+            (addr & 0xFFF) + (len + 1) * BB > 4096) {
+            std::fprintf(stderr, "raw dram: cycle %llu: protocol violation on %s: addr=0x%08x len=%u size=%u burst=%u\n",
+                         (unsigned long long)g_cycle, is_write ? "AW" : "AR", addr, len, size, burst);
+            proto_err = true;
+        }
+    }
+
+    void reset() {
+        rd_active = false; rd_wait = 0; rd_addr = 0; rd_left = 0;
+        rvalid = false; rlast = false; rresp = 0; std::memset(rdata, 0, BB); rid = 0;
+        w_state = W_IDLE; w_addr = 0; w_left = 0; w_wait = 0; w_err = false;
+        bvalid = false; bresp = 0; bid = 0;
+    }
+
+    bool arready() const { return !rd_active; }
+    bool awready() const { return w_state == W_IDLE; }
+    bool wready(bool awvalid) const { return w_state == W_DATA || (w_state == W_IDLE && awvalid); }
+
+    void read_beat(uint32_t a) {
+        if (in_range(a)) { std::memcpy(rdata, word(a), BB); rresp = 0; }
+        else { std::memset(rdata, 0, BB); rresp = 2; }
+    }
+
+    // One clock edge, given the master's outputs from before the edge.
+    void step(bool arvalid, uint32_t araddr, uint32_t arlen, uint32_t arsize, uint32_t arburst, uint32_t arid,
+              bool rready, bool awvalid, uint32_t awaddr, uint32_t awlen, uint32_t awsize, uint32_t awburst,
+              uint32_t awid, bool wvalid, const uint8_t* wdata, uint64_t wstrb, bool wlast, bool bready) {
+        // ---- read
+        const bool ar_rdy = arready();
+        if (arvalid && ar_rdy) {
+            check_burst(araddr, arlen, arsize, arburst, false);
+            rd_active = true; rd_addr = araddr; rd_left = arlen; rid = arid;
+            if (RAW_RD_LAT == 1) {
+                rvalid = true; rlast = (arlen == 0); read_beat(araddr);
+            } else {
+                rd_wait = (RAW_RD_LAT - 1) & 0x7FF;
+            }
+        } else if (rd_active) {
+            if (!rvalid) {
+                if (rd_wait != 0) {
+                    const uint32_t old = rd_wait;
+                    rd_wait = (rd_wait - 1) & 0x7FF;
+                    if (old == 1) { rvalid = true; rlast = (rd_left == 0); read_beat(rd_addr); }
+                }
+            } else if (rready) {
+                if (rlast) {
+                    rvalid = false; rlast = false; rd_active = false;
+                } else {
+                    const uint32_t next = rd_addr + BB, old_left = rd_left;
+                    rd_addr = next; rd_left = (rd_left - 1) & 0xFF;
+                    rlast = (old_left == 1);
+                    read_beat(next);
+                }
+            }
+        }
+        // ---- write
+        const int old_state = w_state;
+        const bool old_err = w_err;
+        const bool w_rdy = wready(awvalid);
+        if (old_state == W_IDLE || old_state == W_DATA) {
+            uint32_t wa = w_addr, wl = w_left;
+            if (old_state == W_IDLE && awvalid) {
+                check_burst(awaddr, awlen, awsize, awburst, true);
+                wa = awaddr; wl = (awlen + 1) & 0x1FF;
+                bid = awid; w_err = false; w_state = W_DATA;
+            }
+            if (wvalid && w_rdy) {
+                if (wlast != (wl == 1)) {
+                    std::fprintf(stderr, "raw dram: cycle %llu: protocol violation: WLAST=%d with %u beats left\n",
+                                 (unsigned long long)g_cycle, (int)wlast, wl);
+                    proto_err = true;
+                }
+                if (in_range(wa)) {
+                    uint8_t* w = word(wa);
+                    for (uint32_t b = 0; b < BB; b++)
+                        if ((wstrb >> b) & 1) w[b] = wdata[b];
+                } else {
+                    w_err = true;
+                }
+                if (wl == 1 || wlast) {
+                    bresp = (!in_range(wa) || (old_err && old_state == W_DATA)) ? 2 : 0;
+                    w_state = W_RESP;
+                    if (RAW_WR_LAT == 1) bvalid = true;
+                    else w_wait = (RAW_WR_LAT - 1) & 0x7FF;
+                }
+                wa += BB; wl = (wl - 1) & 0x1FF;
+            }
+            w_addr = wa; w_left = wl;
+        } else if (old_state == W_RESP) {
+            if (!bvalid) {
+                if (w_wait != 0) {
+                    const uint32_t old = w_wait;
+                    w_wait = (w_wait - 1) & 0x7FF;
+                    if (old == 1) bvalid = true;
+                }
+            } else if (bready) {
+                bvalid = false; w_state = W_IDLE;
+            }
+        } else {
+            w_state = W_IDLE;
+        }
+    }
+};
+
+static Dram* dram = nullptr;
+
+static inline void drive_dram_regs() {
+    top->m_axi_arready = dram->arready();
+    top->m_axi_awready = dram->awready();
+    top->m_axi_rvalid = dram->rvalid;
+    top->m_axi_rlast = dram->rlast;
+    top->m_axi_rresp = dram->rresp;
+    top->m_axi_rid = dram->rid;
+    put_bytes(top->m_axi_rdata, dram->rdata);
+    top->m_axi_bvalid = dram->bvalid;
+    top->m_axi_bresp = dram->bresp;
+    top->m_axi_bid = dram->bid;
+}
+
+// One clock cycle. On entry clk is low and the design has settled for this cycle.
+static inline void tick() {
+    // WREADY is the model's only combinational output (it follows AWVALID while idle). The
+    // master's outputs are functions of its state (AXI: VALID never waits for READY), so they
+    // need no re-evaluation after it changes; Verilator settles inputs before the edge.
+    const bool awvalid = top->m_axi_awvalid;
+    top->m_axi_wready = dram->wready(awvalid);
+    if (top->rst) {
+        dram->reset();
+    } else {
+        uint8_t wdata[RAW_BUS_BYTES];
+        get_bytes(top->m_axi_wdata, wdata);
+        dram->step(top->m_axi_arvalid, top->m_axi_araddr, top->m_axi_arlen, top->m_axi_arsize, top->m_axi_arburst,
+                   top->m_axi_arid, top->m_axi_rready, awvalid, top->m_axi_awaddr, top->m_axi_awlen,
+                   top->m_axi_awsize, top->m_axi_awburst, top->m_axi_awid, top->m_axi_wvalid, wdata,
+                   as_u64(top->m_axi_wstrb), top->m_axi_wlast, top->m_axi_bready);
+    }
+    top->clk = 1;
+    top->eval();
+    drive_dram_regs();
+    top->clk = 0;
+    top->eval();
+    g_cycle++;
+}
+#else
+// ------------------------------------------------------------------ Verilog DRAM model (tb_fast)
+static inline void tick() {
+    top->clk = 1;
+    top->eval();
+    top->clk = 0;
+    top->eval();
+    g_cycle++;
+}
+#endif
+
+static void ticks(int n) {
+    for (int i = 0; i < n; i++) tick();
+}
+
+// ------------------------------------------------------------------ AXI4-Lite master
+static const int CSR_TIMEOUT = 2000;
+
+static bool csr_write(uint32_t addr, uint32_t value) {
+    top->s_axil_awaddr = addr;
+    top->s_axil_awprot = 0;
+    top->s_axil_awvalid = 1;
+    top->s_axil_wdata = value;
+    top->s_axil_wstrb = 0xF;
+    top->s_axil_wvalid = 1;
+    top->s_axil_bready = 1;
+    top->eval();
+    for (int n = 0; n < CSR_TIMEOUT; n++) {
+        const bool aw = top->s_axil_awvalid && top->s_axil_awready;
+        const bool w = top->s_axil_wvalid && top->s_axil_wready;
+        const bool b = top->s_axil_bvalid && top->s_axil_bready;
+        tick();
+        if (aw) top->s_axil_awvalid = 0;
+        if (w) top->s_axil_wvalid = 0;
+        if (b) {
+            top->s_axil_bready = 0;
+            top->eval();
+            return true;
+        }
+        if (aw || w) top->eval();
+    }
+    return false;
+}
+
+static bool csr_read(uint32_t addr, uint32_t* value) {
+    top->s_axil_araddr = addr;
+    top->s_axil_arprot = 0;
+    top->s_axil_arvalid = 1;
+    top->s_axil_rready = 1;
+    top->eval();
+    for (int n = 0; n < CSR_TIMEOUT; n++) {
+        const bool ar = top->s_axil_arvalid && top->s_axil_arready;
+        const bool r = top->s_axil_rvalid && top->s_axil_rready;
+        if (r) *value = top->s_axil_rdata;
+        tick();
+        if (ar) { top->s_axil_arvalid = 0; top->eval(); }
+        if (r) {
+            top->s_axil_rready = 0;
+            top->eval();
+            return true;
+        }
+    }
+    return false;
+}
+
+// ------------------------------------------------------------------ job file
+struct Job {
+    std::string dram_in, dram_out;
+    uint64_t dump_bytes = 0, limit = 1000000;
+    std::vector<std::pair<uint32_t, uint32_t>> writes;
+    std::vector<std::pair<std::string, uint32_t>> reads;
+};
+
+static bool parse_job(const char* path, Job& job) {
+    std::ifstream f(path);
+    if (!f) return false;
+    std::string key;
+    while (f >> key) {
+        if (key == "dram_in") f >> job.dram_in;
+        else if (key == "dram_out") f >> job.dram_out;
+        else if (key == "dump_bytes") f >> job.dump_bytes;
+        else if (key == "limit") f >> job.limit;
+        else if (key == "w") { uint64_t a, v; f >> a >> v; job.writes.push_back({(uint32_t)a, (uint32_t)v}); }
+        else if (key == "r") { std::string n; uint64_t a; f >> n >> a; job.reads.push_back({n, (uint32_t)a}); }
+        else { std::fprintf(stderr, "raw: %s: unknown key '%s'\n", path, key.c_str()); return false; }
+        if (!f) { std::fprintf(stderr, "raw: %s: malformed line for '%s'\n", path, key.c_str()); return false; }
+    }
+    return true;
+}
+
+static int fail(const char* msg) {
+    std::printf("RAW {\"tb_error\": \"%s\"}\n", msg);
+    return 3;
+}
+
+int main(int argc, char** argv) {
+    auto t_proc = std::chrono::steady_clock::now();
+    Verilated::commandArgs(argc, argv);
+    if (argc < 2) {
+        std::fprintf(stderr, "usage: %s <job.txt> [+plusargs]\n", argv[0]);
+        return 2;
+    }
+    Job job;
+    if (!parse_job(argv[1], job)) return fail("cannot read the job file");
+    top = new Vtop;
+    top->clk = 0;
+    top->rst = 1;
+#ifndef RAW_MEM_VERILOG
+    dram = new Dram;
+    {
+        std::ifstream in(job.dram_in, std::ios::binary);
+        if (!in) return fail("cannot read dram_in");
+        std::vector<char> buf((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+        if (buf.size() > dram->mem.size()) return fail("dram_in is larger than the DRAM model");
+        std::memcpy(dram->mem.data(), buf.data(), buf.size());
+    }
+#else
+    top->tb_load = 0; top->tb_dump = 0; top->tb_clear = 0; top->tb_words = 0;
+#endif
+    top->s_axil_awvalid = 0; top->s_axil_wvalid = 0; top->s_axil_bready = 0;
+    top->s_axil_arvalid = 0; top->s_axil_rready = 0;
+    top->eval();
+#ifndef RAW_MEM_VERILOG
+    drive_dram_regs();
+    top->eval();
+#endif
+    ticks(4);
+#ifdef RAW_MEM_VERILOG
+    top->tb_load = 1; tick(); top->tb_load = 0; tick();
+#endif
+    top->rst = 0;
+    top->eval();
+    ticks(2);
+
+    auto t0 = std::chrono::steady_clock::now();
+    for (auto& w : job.writes)
+        if (!csr_write(w.first, w.second)) return fail("AXI-Lite write got no response");
+    const uint64_t start_cycle = g_cycle;
+    const uint64_t stop = g_cycle + job.limit;
+    while (!top->irq && g_cycle < stop) tick();
+    auto t1 = std::chrono::steady_clock::now();
+    const bool timeout = !top->irq;
+    const uint64_t sim_cycles = g_cycle - start_cycle;
+
+    std::vector<std::pair<std::string, uint32_t>> got;
+    for (auto& r : job.reads) {
+        uint32_t v = 0;
+        if (!csr_read(r.second, &v)) return fail("AXI-Lite read got no response");
+        got.push_back({r.first, v});
+    }
+    bool proto = false;
+#ifndef RAW_MEM_VERILOG
+    proto = dram->proto_err;
+    if (!job.dram_out.empty()) {
+        std::ofstream out(job.dram_out, std::ios::binary);
+        const uint64_t n = job.dump_bytes < dram->mem.size() ? job.dump_bytes : dram->mem.size();
+        out.write(reinterpret_cast<const char*>(dram->mem.data()), (std::streamsize)n);
+    }
+#else
+    proto = top->proto_err;
+    top->tb_words = (uint32_t)((job.dump_bytes + BB - 1) / BB);
+    top->tb_dump = 1; tick(); top->tb_dump = 0; tick();
+#endif
+    auto t_end = std::chrono::steady_clock::now();
+    const double run_wall = std::chrono::duration<double>(t1 - t0).count();
+    const double proc_wall = std::chrono::duration<double>(t_end - t_proc).count();
+    std::printf("RAW {\"timeout\": %s, \"proto_err\": %s, \"sim_cycles\": %llu, \"run_wall_s\": %.9f, "
+                "\"process_wall_s\": %.6f, \"regs\": {",
+                timeout ? "true" : "false", proto ? "true" : "false", (unsigned long long)sim_cycles, run_wall,
+                proc_wall);
+    for (size_t i = 0; i < got.size(); i++)
+        std::printf("%s\"%s\": %u", i ? ", " : "", got[i].first.c_str(), got[i].second);
+    std::printf("}}\n");
+    std::fflush(stdout);
+    top->final();
+    delete top;
+    return 0;
+}

