@@ -28,6 +28,10 @@ def _fmt(v: object, spec: str = "") -> str:
     return "-" if v is None else format(v, spec)
 
 
+def _ms(seconds: float | None) -> str:
+    return "-" if seconds is None else f"{seconds * 1000:.1f}"
+
+
 def run(args: argparse.Namespace) -> int:
     from compiler.examples import list_examples
 
@@ -58,14 +62,14 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps({"config": cfg.name, "match": ok, "kernels": rows}))
         return 0 if ok else 1
     head = f"{'kernel':<18}{'agree':<7}{'TLM cycles':>11}{'RTL cycles':>11}{'error %':>9}" \
-           f"{'golden s':>10}{'TLM s':>9}{'RTL s':>9}"
+           f"{'golden ms':>11}{'TLM ms':>9}{'RTL ms':>9}"
     print(head)
     print("-" * len(head))
     for row in rows:
         rtl = row["rtl"] or {}
         print(f"{row['kernel']:<18}{'yes' if row['match'] else 'NO':<7}{_fmt(row['tlm']['cycles']):>11}"
               f"{_fmt(rtl.get('cycles')):>11}{_fmt(row['error_pct'], '+.2f'):>9}"
-              f"{row['golden']['wall_s']:>10.3f}{row['tlm']['wall_s']:>9.3f}{_fmt(rtl.get('wall_s'), '.3f'):>9}")
+              f"{_ms(row['golden']['wall_s']):>11}{_ms(row['tlm']['wall_s']):>9}{_ms(rtl.get('wall_s')):>9}")
         for m in ("golden", "tlm", "rtl"):
             r = row[m]
             if r and not r["match"]:

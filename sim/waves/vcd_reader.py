@@ -204,6 +204,11 @@ class VcdFile:
             cands = [s for s in self.signals if s.name.endswith(q)]
         if len(cands) == 1:
             return cands[0]
+        if len(cands) > 1 and "." not in q and (q.startswith("dbg_") or q == "irq"):
+            # A probe is exposed at the top and inside the DUT instance: the top one is meant.
+            probe = self.find_probe(q)
+            if probe is not None:
+                return probe
         if len(cands) > 1:
             names = ", ".join(s.name for s in cands[:12]) + (" ..." if len(cands) > 12 else "")
             raise WavesError(f"signal '{query}' is ambiguous in {self.path.name}: {len(cands)} candidates: {names}")
