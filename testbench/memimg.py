@@ -7,6 +7,7 @@ the simulator) share it.
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 
@@ -32,7 +33,57 @@ def from_hex_words(text: str, word_bytes: int) -> tuple[bytes, int]:
     Returns (bytes, unknown) where ``unknown`` counts words holding x/z digits (Icarus
     keeps uninitialised memory as X); those digits read as 0. Address markers
     (``@...``) and ``//`` comments are honoured/skipped.
+
+    The common case (one full-width hex word per line, as Verilator and Icarus write it,
+    between whole-line ``//`` comments, after an optional ``@0`` marker) is parsed with numpy
+    in one pass; anything else (x/z digits, other markers, short or several words per
+    line) takes the general line-by-line path.
     """
+    fast = _from_hex_words_fast(text, word_bytes)
+    if fast is not None:
+        return fast, 0
+    return _from_hex_words_slow(text, word_bytes)
+
+
+# ASCII -> nibble; 255 for anything that is not a hex digit (x, z, _, @, /, spaces).
+_NIBBLE = np.full(256, 255, dtype=np.uint8)
+_NIBBLE[np.frombuffer(b"0123456789", dtype=np.uint8)] = np.arange(10, dtype=np.uint8)
+_NIBBLE[np.frombuffer(b"abcdef", dtype=np.uint8)] = np.arange(10, 16, dtype=np.uint8)
+_NIBBLE[np.frombuffer(b"ABCDEF", dtype=np.uint8)] = np.arange(10, 16, dtype=np.uint8)
+
+
+_COMMENT_LINE = re.compile(r"^//[^\n]*(\n|$)", re.M)
+
+
+def _from_hex_words_fast(text: str, word_bytes: int) -> bytes | None:
+    """One word per line, all lines ``2*word_bytes`` hex digits, from address 0; else None."""
+    w = 2 * word_bytes
+    # Whole-line // comments (Icarus writes an address comment every few lines) go first.
+    body = _COMMENT_LINE.sub("", text) if "//" in text else text
+    # A leading @0 marker or blank lines, as $writememh may write them.
+    while body.startswith("@0\n") or body.startswith("\n"):
+        nl = body.find("\n")
+        if nl < 0:
+            return b""
+        body = body[nl + 1:]
+    if not body:
+        return b""
+    raw = body.encode("ascii", "replace")
+    if not raw.endswith(b"\n"):
+        raw += b"\n"
+    if len(raw) % (w + 1):
+        return None
+    a = np.frombuffer(raw, dtype=np.uint8).reshape(-1, w + 1)
+    if not (a[:, w] == 0x0A).all():
+        return None
+    nib = _NIBBLE[a[:, :w]]
+    if (nib == 255).any():
+        return None
+    byte = (nib[:, 0::2] << 4) | nib[:, 1::2]  # MSB first per word
+    return byte[:, ::-1].tobytes()
+
+
+def _from_hex_words_slow(text: str, word_bytes: int) -> tuple[bytes, int]:
     out = bytearray()
     unknown = 0
     w = 2 * word_bytes

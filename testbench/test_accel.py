@@ -35,7 +35,7 @@ from typing import Any, Iterator
 
 import cocotb
 from cocotb.clock import Clock
-from cocotb.triggers import ClockCycles, RisingEdge, with_timeout
+from cocotb.triggers import ClockCycles, ReadOnly, RisingEdge, with_timeout
 from cocotb.utils import get_sim_time
 
 try:  # cocotb 2.x
@@ -71,6 +71,71 @@ def _pause_gen(rng: random.Random, p: float) -> Iterator[bool]:
                 yield False
 
 
+class LiteDriver:
+    """A minimal AXI4-Lite master for the fast back-end: one access at a time, Python awake
+    only for the few cycles of each access (cocotbext-axi's agents stay off the clock).
+
+    Each access starts in a normal (writable) phase after a clock edge; per cycle it samples
+    the handshakes in ReadOnly (the values the next rising edge sees) and updates its
+    outputs after that edge. Returns None when ``timeout`` cycles pass without a response.
+    """
+
+    def __init__(self, dut: Any, timeout: int):
+        self.dut, self.clk, self.timeout = dut, dut.clk, timeout
+        for n in ("awvalid", "wvalid", "bready", "arvalid", "rready", "awprot", "arprot", "awaddr", "araddr",
+                  "wdata"):
+            getattr(dut, f"s_axil_{n}").value = 0
+        dut.s_axil_wstrb.value = 0xF
+
+    async def write(self, addr: int, value: int) -> bool:
+        d = self.dut
+        d.s_axil_awaddr.value = addr
+        d.s_axil_wdata.value = value
+        d.s_axil_wstrb.value = 0xF
+        d.s_axil_awvalid.value = 1
+        d.s_axil_wvalid.value = 1
+        d.s_axil_bready.value = 1
+        aw = w = True  # still offered
+        for _ in range(self.timeout):
+            await ReadOnly()
+            aw_hs = aw and bool(d.s_axil_awready.value)
+            w_hs = w and bool(d.s_axil_wready.value)
+            b_hs = bool(d.s_axil_bvalid.value)
+            await RisingEdge(self.clk)
+            if aw_hs:
+                aw = False
+                d.s_axil_awvalid.value = 0
+            if w_hs:
+                w = False
+                d.s_axil_wvalid.value = 0
+            if b_hs:
+                d.s_axil_bready.value = 0
+                return True
+        d.s_axil_awvalid.value = d.s_axil_wvalid.value = d.s_axil_bready.value = 0
+        return False
+
+    async def read(self, addr: int) -> int | None:
+        d = self.dut
+        d.s_axil_araddr.value = addr
+        d.s_axil_arvalid.value = 1
+        d.s_axil_rready.value = 1
+        ar = True
+        for _ in range(self.timeout):
+            await ReadOnly()
+            ar_hs = ar and bool(d.s_axil_arready.value)
+            r_hs = bool(d.s_axil_rvalid.value)
+            data = int(d.s_axil_rdata.value) if r_hs else 0
+            await RisingEdge(self.clk)
+            if ar_hs:
+                ar = False
+                d.s_axil_arvalid.value = 0
+            if r_hs:
+                d.s_axil_rready.value = 0
+                return data
+        d.s_axil_arvalid.value = d.s_axil_rready.value = 0
+        return None
+
+
 class Bench:
     """The DUT plus its AXI agents for one back-end."""
 
@@ -88,17 +153,20 @@ class Bench:
             dut.tb_dump.value = 0
             dut.tb_clear.value = 0
             dut.tb_words.value = 0
-        Clock(dut.clk, CLK_NS, unit="ns", impl="gpi").start()
+        # The fast back-end without waves makes its own clock, period CLK_NS (runner.sim_clock).
+        if not job.get("sim_clock"):
+            Clock(dut.clk, CLK_NS, unit="ns", impl="gpi").start()
 
     async def start(self) -> None:
         """Hold reset for a few cycles (so Icarus has no X on the handshakes), then attach the agents."""
         dut, job = self.dut, self.job
+        self.lite: LiteDriver | None = LiteDriver(dut, CSR_TIMEOUT_CYCLES) if self.fast else None
         await ClockCycles(dut.clk, 3)
-        self.axil = AxiLiteMaster(AxiLiteBus.from_prefix(dut, "s_axil"), dut.clk, dut.rst)
-        self.axil.write_if.log.setLevel(logging.WARNING)  # per-reset chatter drowns sim.log
-        self.axil.read_if.log.setLevel(logging.WARNING)
         self.ram: AxiRam | None = None
         if not self.fast:
+            self.axil = AxiLiteMaster(AxiLiteBus.from_prefix(dut, "s_axil"), dut.clk, dut.rst)
+            self.axil.write_if.log.setLevel(logging.WARNING)  # per-reset chatter drowns sim.log
+            self.axil.read_if.log.setLevel(logging.WARNING)
             self.ram = AxiRam(AxiBus.from_prefix(dut, "m_axi"), dut.clk, dut.rst, size=self.cfg.dram_bytes)
             self.ram.write_if.log.setLevel(logging.WARNING)
             self.ram.read_if.log.setLevel(logging.WARNING)
@@ -113,12 +181,21 @@ class Bench:
 
     # ---- AXI4-Lite ------------------------------------------------------------
     async def write(self, name: str, value: int) -> None:
+        if self.lite is not None:
+            if not await self.lite.write(self.csr[name].addr, value):
+                raise CsrTimeout(f"AXI-Lite write of {name} (0x{self.csr[name].addr:03x}) got no response")
+            return
         try:
             await with_timeout(self.axil.write_dword(self.csr[name].addr, value), self.csr_timeout_ns, "ns")
         except SimTimeoutError:
             raise CsrTimeout(f"AXI-Lite write of {name} (0x{self.csr[name].addr:03x}) got no response") from None
 
     async def read(self, name: str) -> int:
+        if self.lite is not None:
+            v = await self.lite.read(self.csr[name].addr)
+            if v is None:
+                raise CsrTimeout(f"AXI-Lite read of {name} (0x{self.csr[name].addr:03x}) got no response")
+            return v
         try:
             return int(await with_timeout(self.axil.read_dword(self.csr[name].addr), self.csr_timeout_ns, "ns"))
         except SimTimeoutError:
