@@ -45,7 +45,7 @@ def test_examples(cfg_name: str, mem: str, seed: int, sim: str) -> None:
     failures = []
     for c, r in zip(cases, res):
         try:
-            check_outputs(c.program, r)
+            check_outputs(c.program, r, mem)
             check_counters(c.program, r)
         except AssertionError as e:
             failures.append(str(e))
@@ -62,7 +62,7 @@ def test_hand_programs_and_errors(cfg_name: str, mem: str) -> None:
     errs = [f(cfg) for f in rp.ERROR_CASES.values()]
     res = run_programs(progs + [p for p, _, _ in errs], cfg, mem=mem, seed=11)
     for p, r in zip(progs, res):
-        check_outputs(p, r)
+        check_outputs(p, r, mem)
         check_counters(p, r)
     for (p, name, pc), r in zip(errs, res[len(progs):]):
         assert r.error is not None and (r.error["name"], r.error["pc"]) == (name, pc), f"{p.name}: {r.error}"

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import shutil
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -20,6 +21,8 @@ from hw.isa import Load, Store
 from hw.program import Program
 from hw.result import RunResult
 from hw.toolchain import icarus_available
+from sim.mismatch import last_writers
+from sim.runners import first_mismatch
 from testbench.runner import build, rtl_available, run_program, run_programs
 from tests import rtl_programs as rp
 
@@ -32,15 +35,20 @@ def cfg():
     return load_config("default")
 
 
-def check_outputs(p: Program, r: RunResult) -> None:
+def check_outputs(p: Program, r: RunResult, mem: str = "fast") -> None:
+    """Outputs equal the expected ones; on a mismatch the message names the first differing
+    element, the instructions that last wrote it, and a VCD of the Program re-run with waves."""
     assert r.error is None, f"{p.name}: {r.error}"
     assert p.expected, f"{p.name}: no expected outputs attached"
-    for k, exp in p.expected.items():
-        got = r.outputs[k]
-        if not np.array_equal(got, exp):
-            bad = np.argwhere(got != exp)[0]
-            raise AssertionError(f"{p.name}: output '{k}' differs first at {tuple(bad)}: "
-                                 f"rtl {got[tuple(bad)]} expected {exp[tuple(bad)]}")
+    mm = first_mismatch(p.expected, r.outputs)
+    if mm is None:
+        return
+    writers = last_writers(p, mm.output, mm.index) if mm.index else ""
+    try:
+        vcd = run_program(p, mem=mem, waves=True).extra.get("vcd")
+    except Exception as e:  # the report must not hide the mismatch behind a second failure
+        vcd = f"(re-run with waves failed: {e})"
+    raise AssertionError(f"{p.name} on {p.config.name} ({mem}): {mm}; {writers}; waveform: {vcd}")
 
 
 def check_counters(p: Program, r: RunResult) -> None:
@@ -159,6 +167,23 @@ def test_waves(cfg, tmp_path):
     head = vcd.read_text(errors="replace")[:200_000]
     for sig in ("dbg_load_pc", "dbg_cycles", "irq"):
         assert sig in head, f"{sig} not in the VCD"
+
+
+def test_mismatch_report_names_writer_and_vcd(cfg):
+    """A regression mismatch (injected into the outputs read back) names the first differing
+    element and the STORE that wrote it, and re-runs the Program with waves for a VCD."""
+    p = rp.vadd(cfg, n=2)
+    r = run_program(p, cfg)
+    name = next(iter(p.expected))
+    bad = {k: v.copy() for k, v in r.outputs.items()}
+    bad[name].reshape(-1)[5] ^= 1
+    store_pc = next(pc for pc, i in enumerate(p.insns) if isinstance(i, Store))
+    with pytest.raises(AssertionError) as e:
+        check_outputs(p, RunResult("rtl", bad, r.cycles, r.counters))
+    msg = str(e.value)
+    assert f"output '{name}'" in msg and f"STORE #{store_pc}" in msg, msg
+    vcd = msg.rsplit("waveform: ", 1)[1]
+    assert vcd.endswith(".vcd") and Path(vcd).is_file(), msg
 
 
 @needs_icarus

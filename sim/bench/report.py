@@ -37,6 +37,10 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "tlm_vs_raw_speedup": _med(_ratio(long_rows, "tlm", "raw")),
         "tlm_vs_raw_speedup_min": min(_ratio(long_rows, "tlm", "raw"), default=None),
         "tlm_vs_raw_speedup_all_programs": _med(_ratio(rows, "tlm", "raw")),
+        # The TLM's cost is per instruction, the raw harness's per cycle: the ratio follows the
+        # cycles per instruction, which each config's buffer depth bounds, so it is shown per config.
+        "tlm_vs_raw_speedup_by_config": {c: _med(_ratio([r for r in long_rows if r["config"] == c], "tlm", "raw"))
+                                         for c in dict.fromkeys(r["config"] for r in long_rows)},
         "cocotb_fast_vs_raw": _med(_ratio(long_rows, "cocotb_fast", "raw")),
         "cocotb_fast_vs_raw_all_programs": _med(_ratio(rows, "cocotb_fast", "raw")),
         # the protocol back-end only runs the short Programs (it is ~100x slower)

@@ -129,6 +129,10 @@ def print_report(res: dict[str, Any]) -> None:
     prot = res.get("cocotb_protocol_programs") or []
     print(f"cocotb protocol back-end ran only the Programs <= {res['settings']['protocol_max_cycles']} RTL cycles "
           f"({len(prot)}: {', '.join(prot)})")
+    by_cfg = res.get("tlm_vs_raw_speedup_by_config") or {}
+    if by_cfg:
+        print("TLM / raw harness on >= 1 M-cycle Programs, median per config: "
+              + ", ".join(f"{c} {v:.1f}x" for c, v in by_cfg.items() if v is not None))
     print("targets:")
     for k, t in res["targets"].items():
         val = "-" if t["value"] is None else f"{t['value']:.3f}"

@@ -23,8 +23,6 @@ per cycle; with the memory inside the model, only the AXI4-Lite inputs are top i
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import hashlib
 import json
 import os
@@ -33,22 +31,19 @@ import subprocess
 import tempfile
 import time
 from pathlib import Path
-from typing import Iterator
 
 from hw import csr
 from hw.config import HwConfig, load_config
 from hw.program import Program
 from hw.result import RunResult
 from hw.toolchain import verilator_bin, verilator_env, verilator_root
+from testbench.runner import MAX_MODEL_BYTES, _lock, build_root
 
 RAW_DIR = Path(__file__).resolve().parent
-REPO = RAW_DIR.parents[1]
 HARNESS_CPP = RAW_DIR / "harness.cpp"
 MEMS = ("verilog", "cpp")
 DEFAULT_MEM = "verilog"
 EXE = "raw_sim"
-# Same cap as the cocotb fast back-end's Verilog array (testbench.runner.MAX_MODEL_BYTES).
-MAX_MODEL_BYTES = 64 << 20
 # Verilator: -O3 on its own passes; the C++ gets -O3 through OPT_FAST/OPT_SLOW/OPT_GLOBAL.
 VERILATOR_FLAGS = ["-O3", "--x-assign", "fast", "--x-initial", "fast", "--timescale", "1ns/1ps", "-Wno-fatal"]
 CXX_OPT = "-O3"
@@ -62,23 +57,8 @@ def _cfg(cfg: HwConfig | str | Path) -> HwConfig:
     return cfg if isinstance(cfg, HwConfig) else load_config(cfg)
 
 
-def build_root() -> Path:
-    return Path(os.environ.get("COSIM_BUILD_DIR", REPO / "build")).resolve()
-
-
 def build_dir_for(cfg: HwConfig, mem: str = DEFAULT_MEM) -> Path:
     return build_root() / "raw" / f"{cfg.name}-{cfg.config_id:08x}-{mem}"
-
-
-@contextlib.contextmanager
-def _lock(path: Path) -> Iterator[None]:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a+") as f:
-        fcntl.flock(f, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(f, fcntl.LOCK_UN)
 
 
 def _sources(cfg: HwConfig, mem: str, bdir: Path) -> tuple[list[Path], Path, str]:
