@@ -116,7 +116,7 @@ def golden_vs_numpy(cfg: HwConfig, n: int = 1 << 20, reps: int = 5) -> dict[str,
         shape = (n,)
         inputs = {k: rng.integers(*ex.ranges.get(k, (-1000, 1000)), size=shape, dtype=np.int64).astype(np.int32)
                   for k in op.inputs}
-        consts = {**{k: v for k, v in ex.params.items() if k != "shape"}, **op.fixed}
+        consts = {**{k: v for k, v in ex.params_for(cfg).items() if k != "shape"}, **op.fixed}
         args = {**inputs, op.output: tensor(shape, f"int{cfg.out_width}"), **consts}
         ref_consts = {k: v for k, v in consts.items() if k not in ("tile", "op")}
         out_dt = f"int{cfg.out_width}"

@@ -189,5 +189,5 @@ def growth_cpi(cfg: HwConfig, quick: bool = False) -> list[Program]:
 def growth_bytes(cfg: HwConfig, quick: bool = False) -> list[Program]:
     """32 tiles of DMA each, tile size (hence bytes moved) doubling."""
     half = cfg.acc_depth // 2
-    tiles = [t for t in ([8, 64, 512] if quick else [4, 16, 64, 256, 1024]) if t <= half]
+    tiles = [t for t in ([4, 32, 512] if quick else [4, 16, 32, 64, 256, 1024]) if t <= half]  # >= 2 points on every config
     return [dma_stream(cfg, 32 * t, t, f"g_bytes{t}") for t in tiles]
