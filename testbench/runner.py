@@ -11,8 +11,9 @@ Back-ends (``mem``):
 
 * ``fast``: top ``tb_fast`` = ``accel_top`` + the Verilog DRAM model
   (``testbench/hdl/dram_model.v``) with the config's latencies; DRAM is loaded and
-  dumped in bulk ($readmemh/$writememh); the clock is cocotb's GPI clock; Python
-  wakes for CSR accesses and the ``irq`` edge only.
+  dumped in bulk ($readmemh/$writememh); without waves the clock is made in the
+  simulator (see ``sim_clock``), with waves it is cocotb's GPI clock; Python wakes for
+  CSR accesses and the ``irq`` edge only.
 * ``protocol``: top ``accel_top``; cocotbext-axi AxiRam on ``m_axi`` and AxiLiteMaster
   on ``s_axil``, each channel paused by a seeded random generator.
 
