@@ -231,6 +231,7 @@ def _build(cfg: HwConfig, mem: str, sim: str, waves: bool, root: Path | None, ve
     if own_clock and sim == "icarus":
         defines["TB_VERILOG_CLOCK"] = 1
     build_args: list[str] = []
+    stamp_only: list[Path] = []  # inputs of the build that are not Verilog sources
     if sim == "verilator":
         # Verilator's -O3, and -O2 for the C++ (it follows verilated.mk's -Os on the command
         # line, so it wins).
@@ -238,7 +239,7 @@ def _build(cfg: HwConfig, mem: str, sim: str, waves: bool, root: Path | None, ve
         if fast_main:
             # X handling as the raw harness; VPI sees only what tb_fast.vlt makes public.
             build_args += ["--x-assign", "fast", "--x-initial", "fast", str(HDL_DIR / "tb_fast.vlt")]
-            sources += [HDL_DIR / "tb_fast.vlt", FAST_MAIN]  # in the stamp, not compiled as Verilog
+            stamp_only = [HDL_DIR / "tb_fast.vlt", FAST_MAIN]
     with _lock(bdir.parent / f"{bdir.name}.lock"):
         bdir.mkdir(parents=True, exist_ok=True)
         inc = _include_dir(cfg, bdir)
@@ -247,7 +248,7 @@ def _build(cfg: HwConfig, mem: str, sim: str, waves: bool, root: Path | None, ve
         if not cfg_json.is_file() or cfg_json.read_text() != text:
             cfg_json.write_text(text)
         h = hashlib.sha256()
-        for p in sources + [inc / "accel_params.vh"]:
+        for p in sources + stamp_only + [inc / "accel_params.vh"]:
             h.update(str(p).encode() + b"\0" + p.read_bytes() + b"\0")
         h.update(json.dumps([top, sim, waves, defines, build_args, str(inc)]).encode())
         if sim == "verilator":
@@ -266,7 +267,7 @@ def _build(cfg: HwConfig, mem: str, sim: str, waves: bool, root: Path | None, ve
             if sim == "verilator":
                 os.environ["MAKEFLAGS"] = ((old_mf + " ") if old_mf else "") + "CFG_CXXFLAGS_PCH_I=-include"
             try:
-                runner.build(sources=[str(s) for s in sources if s.suffix == ".v"], hdl_toplevel=top, build_dir=str(bdir),
+                runner.build(sources=[str(s) for s in sources], hdl_toplevel=top, build_dir=str(bdir),
                              includes=[str(inc)], defines=defines, build_args=build_args, waves=waves,
                              timescale=("1ns", "1ps"), always=True,
                              log_file=None if verbose else str(log))

@@ -68,6 +68,11 @@ def alu_indices(insn: Alu) -> tuple[np.ndarray, np.ndarray]:
     return d, s
 
 
+def _imm_row(acc: np.ndarray, insn: Alu) -> np.ndarray:
+    """The immediate as one vector (every lane), the operand of an immediate ALU op."""
+    return np.full((1, acc.shape[1]), insn.imm, dtype=np.int32)
+
+
 def _progression(n_out: int, n_in: int, base: int, f_out: int, f_in: int) -> tuple[int, int] | None:
     """``(base, step)`` when the loop's indices, in loop order, are ``base + k*step``; else None."""
     if n_in == 1:
@@ -89,7 +94,7 @@ def _run_sliced(acc: np.ndarray, insn: Alu, n: int) -> bool:
         return False
     dst = _as_slice(dp[0], max(dp[1], 1), n)
     if insn.use_imm:
-        src = np.full((1, acc.shape[1]), insn.imm, dtype=np.int32)
+        src = _imm_row(acc, insn)
     else:
         sp = _progression(insn.iter_out, insn.iter_in, insn.src_base, insn.src_factor_out, insn.src_factor_in)
         if sp is None or (sp[1] < 0 and n > 1):
@@ -118,7 +123,7 @@ def run_alu(acc: np.ndarray, insn: Alu) -> None:
         return
     d, s = alu_indices(insn)
     if insn.use_imm:
-        imm = np.full((1, acc.shape[1]), insn.imm, dtype=np.int32)
+        imm = _imm_row(acc, insn)
         if len(np.unique(d)) == n:
             acc[d] = alu_op(insn.alu_op, acc[d], imm)
             return
