@@ -23,7 +23,7 @@ _local = threading.local()
 # Frames in these files are the DSL's own machinery; the "kernel's source line" of an
 # error is the innermost frame outside them.
 _INTERNAL = {os.path.join(os.path.dirname(__file__), f) for f in
-             ("context.py", "intrinsic.py", "intrinsics.py", "tensor.py", "kernel.py", "trace.py")}
+             ("context.py", "intrinsic_registry.py", "intrinsics.py", "tensor.py", "kernel.py", "trace.py")}
 
 
 class Context:

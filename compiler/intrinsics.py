@@ -14,7 +14,7 @@ from typing import Any, Callable
 import numpy as np
 
 from compiler.context import Context
-from compiler.intrinsic import ArgError, Intrinsic, implements, intrinsic, range_error
+from compiler.intrinsic_registry import ArgError, Intrinsic, implements, intrinsic, range_error
 from compiler.ir import AluOp, LoadOp, StoreOp, SyncOp, affine, broadcast, contiguous
 from compiler.tensor import AccView, Tensor
 from hw.isa import ALU_ITER_BITS, IMM_BITS, PAD_BITS, SIZE_BITS

@@ -1,1 +1,3 @@
-"""The models that run a Program (the transaction-level model) and the runners and CLI around them."""
+"""The Python models that run a Program: the instruction-set simulator (``sim.iss``, the
+plain sequential oracle: outputs and errors, no time) and the transaction-level model
+(``sim.tlm``: cycles, outputs and a trace). Neither imports the other."""

@@ -12,7 +12,7 @@ import numpy as np
 from hw.config import HwConfig
 from hw.isa import ALU_OPS, Alu, Finish, Gemm, Isa, Load, Store
 from hw.program import Program, plan_layout
-from testbench.runner import raw_program
+from testbench.rtl_model import raw_program
 
 I32 = np.int64(1) << 32
 

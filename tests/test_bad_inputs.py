@@ -1,4 +1,4 @@
-"""The invalid-inputs corpus (sim/fuzz/corpus.py): every entry is refused cleanly, by the right layer.
+"""The invalid-inputs corpus (cosim/fuzz/corpus.py): every entry is refused cleanly, by the right layer.
 
 For each entry: the exact error class and the key words of its one-line message
 (in-process), the `cosim` exit code (2 for config/loader/runner errors, 1 for a fault
@@ -17,11 +17,11 @@ import pytest
 
 from hw.config import ConfigError, load_config
 from hw.program import Program, ProgramError
-from sim import runners
-from sim.cli import main as cosim_main
-from sim.fuzz.campaign import rtl_available
-from sim.fuzz.corpus import entries, entry_path, write_corpus
-from sim.fuzz.reference import run_reference
+from cosim import models
+from cosim.cli import main as cosim_main
+from cosim.fuzz.campaign import rtl_available
+from cosim.fuzz.corpus import entries, entry_path, write_corpus
+from sim.iss import run_reference
 from sim.tlm import TlmError, run_program
 
 ENTRIES = entries()
@@ -70,7 +70,7 @@ def test_entry_raises_the_named_error(corpus, name):
         elif e.layer == "loader":
             Program.load(path, load_config(e.config) if e.config else None)
         elif e.layer == "runner":
-            runners.make_job(str(path), load_config(e.config))
+            models.make_job(str(path), load_config(e.config))
         else:
             prog = Program.load(path, load_config(e.config)) if e.make is not None else e.program
             run_program(prog)
@@ -107,7 +107,7 @@ def test_cosim_reports_in_one_line(corpus, name, capsys, monkeypatch):
 def test_cosim_subprocess_exit_codes(corpus, name):
     """The same, as a real process: exit code, one stderr line, no 'Traceback', no hang."""
     e = BY_NAME[name]
-    r = subprocess.run([sys.executable, "-m", "sim.cli", *_cli_args(corpus, name)], capture_output=True, text=True,
+    r = subprocess.run([sys.executable, "-m", "cosim.cli", *_cli_args(corpus, name)], capture_output=True, text=True,
                        timeout=120)
     assert "Traceback" not in r.stderr
     assert r.returncode == (1 if e.layer == "model" else 2), r.stdout + r.stderr
@@ -118,7 +118,7 @@ def test_cosim_subprocess_exit_codes(corpus, name):
 @pytest.mark.skipif(RTL_MISSING is not None, reason=f"no RTL: {RTL_MISSING}")
 def test_rtl_reports_the_same_faults():
     """Every model entry in one simulator process: STATUS.error with the same code and ERR_PC."""
-    from testbench.runner import run_programs
+    from testbench.rtl_model import run_programs
 
     es = [BY_NAME[n] for n in MODEL]
     res = run_programs([e.program for e in es], load_config("default"))

@@ -9,7 +9,7 @@ import sys
 from hw.config import load_config
 from tests.test_program import small_program
 
-COSIM = [sys.executable, "-m", "sim.cli"]
+COSIM = [sys.executable, "-m", "cosim.cli"]
 
 
 def cosim(*args: str) -> subprocess.CompletedProcess:

@@ -87,7 +87,7 @@ def test_program_folder_round_trip_and_disasm_cli(tmp_path):
     assert back.insns == case.program.insns
     assert np.array_equal(back.expected["C"], case.golden()["C"])
     assert np.array_equal(back.inputs["A"], case.inputs["A"])
-    r = subprocess.run([sys.executable, "-m", "sim.cli", "disasm", str(d)], capture_output=True, text=True)
+    r = subprocess.run([sys.executable, "-m", "cosim.cli", "disasm", str(d)], capture_output=True, text=True)
     assert r.returncode == 0 and len(r.stdout.splitlines()) == len(case.program.insns)
 
 
@@ -154,7 +154,7 @@ def test_unused_tensor_and_shape_mismatch():
 
 def test_cli_compile_and_list(tmp_path):
     def cosim(*a):
-        return subprocess.run([sys.executable, "-m", "sim.cli", *a], capture_output=True, text=True, timeout=120)
+        return subprocess.run([sys.executable, "-m", "cosim.cli", *a], capture_output=True, text=True, timeout=120)
     r = cosim("compile", "fused", "-o", str(tmp_path / "f"), "-p", "shape=5x7", "-p", "shift=2", "--config", "small",
               "--seed", "4")
     assert r.returncode == 0, r.stderr

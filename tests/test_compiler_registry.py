@@ -7,7 +7,7 @@ import pytest
 
 from compiler import S, build
 from compiler.errors import CompileError, IntrinsicError
-from compiler.intrinsic import HALVES, REGISTRY, implements, intrinsic
+from compiler.intrinsic_registry import HALVES, REGISTRY, implements, intrinsic
 from compiler.intrinsics import ALU_SEMANTICS
 
 EXPECTED = {"load", "store", "sync"} | {op.lower() for op in ALU_SEMANTICS}

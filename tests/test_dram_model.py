@@ -11,7 +11,7 @@ import json
 import pytest
 
 from hw.toolchain import icarus_available
-from testbench.runner import HDL_DIR, _abs_sys_path, _lock, _runner, build_root
+from testbench.rtl_model import HDL_DIR, simulator_sys_path, build_lock, cocotb_runner, build_root
 
 PARAMS = [
     {"DATA_W": 64, "ID_W": 4, "MEM_BYTES": 65536, "RD_LAT": 5, "WR_LAT": 3, "MAX_BURST": 16},
@@ -27,11 +27,11 @@ SIMS = ["verilator", pytest.param("icarus", marks=pytest.mark.skipif(not icarus_
 def test_dram_model(prm: dict, sim: str) -> None:
     tag = "-".join(f"{v}" for v in prm.values())
     bdir = build_root() / "rtl" / f"dram_model-{tag}-{sim}"
-    runner = _runner(sim)
-    with _lock(bdir.parent / f"{bdir.name}.lock"):
+    runner = cocotb_runner(sim)
+    with build_lock(bdir.parent / f"{bdir.name}.lock"):
         runner.build(sources=[str(HDL_DIR / "dram_model.v")], hdl_toplevel="dram_model", build_dir=str(bdir),
                      parameters=prm, timescale=("1ns", "1ps"), log_file=str(bdir.parent / f"{bdir.name}.log"))
-    with _abs_sys_path():
+    with simulator_sys_path():
         runner.test(hdl_toplevel="dram_model", hdl_toplevel_lang="verilog", test_module="testbench.test_dram_model",
                     build_dir=str(bdir), test_dir=str(bdir), extra_env={"DRAM_TEST_PARAMS": json.dumps(prm)},
                     results_xml=str(bdir / "results.xml"), timescale=("1ns", "1ps"),

@@ -16,11 +16,11 @@ import numpy as np
 import pytest
 
 from hw.config import load_config
-from sim.fuzz import campaign as C
-from sim.fuzz import reference as R
-from sim.fuzz.generator import generate
+from cosim.fuzz import campaign as C
+from sim import iss as R
+from cosim.fuzz.generator import generate
 
-COSIM = [sys.executable, "-m", "sim.cli"]
+COSIM = [sys.executable, "-m", "cosim.cli"]
 RTL_MISSING = C.rtl_available()
 needs_rtl = pytest.mark.skipif(RTL_MISSING is not None, reason=f"no RTL: {RTL_MISSING}")
 
@@ -115,7 +115,7 @@ def test_determinism_reference_and_tlm(cfg):
 @needs_rtl
 def test_determinism_rtl():
     """Twice in one simulator process and once more in another: identical outputs, counters and cycles."""
-    from testbench.runner import run_programs
+    from testbench.rtl_model import run_programs
 
     cfg = load_config("small")
     progs = [generate(cfg, 100 + k) for k in range(3)]

@@ -10,9 +10,9 @@ import pytest
 from hw import csr
 from hw.config import load_config
 from hw.isa import ALU_OPS, Alu, Finish, Load, Store
-from sim.fuzz.corpus import base_program
-from sim.fuzz.generator import check_program, generate
-from sim.fuzz.reference import alu_op, run_reference, token_deadlock
+from cosim.fuzz.corpus import base_program
+from cosim.fuzz.generator import check_program, generate
+from sim.iss import alu_op, run_reference, token_deadlock
 
 INT_MIN, INT_MAX = -(1 << 31), (1 << 31) - 1
 
@@ -129,7 +129,7 @@ def test_check_program_finds_races_and_bad_tokens():
 
 def test_injected_faults_are_faults(cfg):
     """Every injected fault is the reference's first and only fault, with the intended code."""
-    from sim.fuzz.faults import FAULT_KINDS, inject
+    from cosim.fuzz.faults import FAULT_KINDS, inject
 
     for seed in range(40):
         p = generate(cfg, seed)

@@ -7,19 +7,19 @@ import numpy as np
 from hw.config import load_config
 from hw.isa import Alu, Store
 from hw.result import RunResult
-from sim import runners
-from sim.mismatch import last_writers
+from cosim import models
+from cosim.mismatch import last_writers
 
 
 def test_injected_data_difference_names_store_and_producer():
-    job = runners.make_job("vadd", load_config("default"))
+    job = models.make_job("vadd", load_config("default"))
     prog = job.program
     out = {k: v.copy() for k, v in job.expected.items()}
     name = next(iter(out))
     # vadd: 64 vectors in 4 tiles of 16; element of vector 20 belongs to the second tile.
     idx = (0, 20, 0, 3)
     out[name][idx] ^= 1
-    rep = runners.judge(job, RunResult("tlm", out, cycles=1))
+    rep = models.judge(job, RunResult("tlm", out, cycles=1))
     assert rep["match"] is False
     stores = [pc for pc, i in enumerate(prog.insns) if isinstance(i, Store)]
     assert f"output '{name}'[0, 20, 0, 3]" in rep["mismatch"]
@@ -31,6 +31,6 @@ def test_injected_data_difference_names_store_and_producer():
 
 def test_first_mismatch_equal_and_shape():
     a = {"x": np.arange(6, dtype=np.int8).reshape(2, 3)}
-    assert runners.first_mismatch(a, {"x": a["x"].copy()}) is None
-    mm = runners.first_mismatch(a, {"x": np.zeros((3, 2), np.int8)})
+    assert models.first_mismatch(a, {"x": a["x"].copy()}) is None
+    mm = models.first_mismatch(a, {"x": np.zeros((3, 2), np.int8)})
     assert mm is not None and mm.output == "x"

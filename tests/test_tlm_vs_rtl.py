@@ -1,5 +1,5 @@
 """TLM vs RTL cycles and counters (issue 7): every example on every config, plus the
-calibration micro-benchmarks (sim/calibrate.py), all Programs of a config in ONE
+calibration micro-benchmarks (cosim/calibrate.py), all Programs of a config in ONE
 Verilator run (fast DRAM model).
 
 Targets: per Program |TLM - RTL| / RTL <= 3 % and the mean over all <= 1 %. The TLM
@@ -16,11 +16,11 @@ import numpy as np
 import pytest
 
 from hw.config import list_configs, load_config
-from sim import calibrate
+from cosim import calibrate
 from sim.tlm import Timing, run_program
 
 try:
-    from testbench.runner import rtl_available
+    from testbench.rtl_model import rtl_available
     HAVE_RTL = rtl_available()
 except Exception:  # noqa: BLE001 - no testbench means no RTL
     HAVE_RTL = False
@@ -37,11 +37,11 @@ COUNTER_EXCEPTIONS: dict[str, str] = {}   # counter -> why the TLM may differ (n
 def _programs(cfg):
     """(kind, name, Program, golden outputs or None) of every example and micro-benchmark."""
     from compiler.examples import list_examples
-    from sim import runners
+    from cosim import models
 
     out = []
     for name in list_examples():
-        job = runners.make_job(name, cfg)
+        job = models.make_job(name, cfg)
         out.append(("example", name, job.program, job.expected))
     for b in calibrate.micro_benchmarks(cfg):
         out.append(("micro", b.name, b.program, None))
@@ -51,7 +51,7 @@ def _programs(cfg):
 @pytest.fixture(scope="module")
 def runs():
     """config -> [(kind, name, program, expected, tlm result, rtl result)], RTL once per config."""
-    from testbench.runner import run_programs
+    from testbench.rtl_model import run_programs
 
     cache: dict[str, list] = {}
 

@@ -10,9 +10,9 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # the VCD writers next to this file
 from _waves_vcd import sample_program, tlm_vcd, verilator_vcd, write
-from sim.cli import main
-from sim.waves import VcdFile, WavesError, fmt_value
-from sim.waves.vcd_reader import pad_bits
+from cosim.cli import main
+from cosim.waves import VcdFile, WavesError, fmt_value
+from cosim.waves.vcd_reader import pad_bits
 
 
 @pytest.fixture

@@ -13,7 +13,7 @@ import tracemalloc
 
 from vcdvcd import VCDVCD
 
-from sim.waves import VcdFile, detect_clock, extract_timeline
+from cosim.waves import VcdFile, detect_clock, extract_timeline
 
 N_CYCLES = 1_000_000
 INSN_LEN = 100  # cycles per load instruction: pc changes at 0, busy rises at 10 and falls at 90

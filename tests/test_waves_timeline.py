@@ -12,9 +12,9 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # the VCD writers next to this file
 from _waves_vcd import Insn, sample_program, tlm_vcd, verilator_vcd, write
-from sim.cli import main
-from sim.waves import VcdFile, WavesError, detect_clock, diff_timelines, extract_timeline
-from sim.waves.timeline import _unit_entries
+from cosim.cli import main
+from cosim.waves import VcdFile, WavesError, detect_clock, diff_timelines, extract_timeline
+from cosim.waves.timeline import _unit_entries
 
 ORIGIN = 4  # the RTL trace's START cycle (reset and CSR writes come first)
 

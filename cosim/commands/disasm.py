@@ -1,0 +1,32 @@
+"""`cosim disasm DIR`: print a saved Program one instruction per line."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from hw.config import load_config
+from hw.isa import insn_fields
+from hw.program import Program
+from cosim.cli import add_json_arg
+
+
+def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    p = sub.add_parser("disasm", help="disassemble a Program folder, one line per instruction",
+                       description="Disassemble a saved Program folder (insn.bin), one line per instruction.")
+    p.add_argument("dir", help="Program folder (written by `cosim compile`)")
+    p.add_argument("--config", default=None, metavar="NAME|PATH",
+                   help="check the Program against this config (default: the config it names)")
+    add_json_arg(p)
+    return p
+
+
+def run(args: argparse.Namespace) -> int:
+    cfg = load_config(args.config) if args.config else None
+    prog = Program.load(args.dir, cfg)
+    if args.json:
+        print(json.dumps({"program": prog.name, "config": prog.config.name,
+                          "insns": [insn_fields(i) for i in prog.insns]}))
+        return 0
+    print(prog.isa.disasm_stream(prog.insns))
+    return 0

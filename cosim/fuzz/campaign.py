@@ -1,0 +1,448 @@
+"""Differential fuzzing campaigns: generate, run on every model, compare, shrink, save.
+
+One campaign case = one generated Program (``cosim.fuzz.generator``) for one config,
+valid or (for ``fault_rate`` of the cases) with one injected fault
+(``cosim.fuzz.faults``). Oracles:
+
+* valid Programs: the reference interpreter (``sim.iss``) vs the TLM, and
+  with ``rtl`` the TLM vs the RTL: outputs bit-exact, no error, and equal count-type
+  counters (``COMPARED_COUNTERS``; cycles and busy/stall counters are timing);
+* faulty Programs: every model reports the reference's error code and pc.
+
+A failing case is shrunk (instructions deleted with their token partners, fields
+simplified, each candidate re-validated by ``check_program`` and the reference) while
+it fails the same way, then saved as Program folders ``orig/`` and ``min/`` (with the
+reference outputs as ``expected.npz``, so ``cosim run DIR --model tlm --config CFG``
+re-runs it) plus ``fuzz.json`` describing the failure.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from hw.config import HwConfig, list_configs, load_config
+from hw.program import Program, Region
+from hw.result import RunResult
+from cosim.fuzz.faults import FAULT_KINDS, PatchedProgram, inject, patched
+from cosim.fuzz.generator import QUEUES, check_program, generate
+from cosim import models
+from cosim.models import first_mismatch, iss as run_reference
+
+COMPARED_COUNTERS = ("load_insns", "compute_insns", "store_insns", "dma_rd_bytes", "dma_wr_bytes", "fetch_bytes")
+PROTOCOL_EVERY = 5  # one RTL Program in this many runs on the protocol (backpressure) back-end
+
+
+@dataclass
+class Case:
+    """One fuzz case: the Program and what is expected of it."""
+
+    index: int
+    seed: int
+    config: HwConfig
+    program: Program
+    kind: str = "valid"            # "valid" or a fault kind
+    mem: str = "fast"              # RTL back-end for this case
+    results: dict[str, RunResult] = field(default_factory=dict)
+    problems: list[str] = field(default_factory=list)
+    crashed: bool = False          # a model raised instead of reporting (counts as an error)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+def case_seed(seed: int, index: int) -> int:
+    """The generator seed of case ``index`` of a campaign seeded ``seed`` (printed for reproduction)."""
+    return seed * 1_000_003 + index
+
+
+def make_case(cfg: HwConfig, seed: int, index: int, fault_rate: float = 0.2) -> Case:
+    """Case ``index`` of the campaign ``seed`` on ``cfg``: deterministic."""
+    s = case_seed(seed, index)
+    prog = generate(cfg, s, name=f"fuzz-{cfg.name}-s{seed}-{index}")
+    rng = np.random.default_rng([s, 7])
+    mem = "protocol" if index % PROTOCOL_EVERY == PROTOCOL_EVERY - 1 else "fast"
+    if rng.random() < fault_rate:
+        kind = str(rng.choice(FAULT_KINDS))
+        got = inject(prog, kind, rng)
+        if got is not None:
+            fp, _ = got
+            fp.name, fp.meta = prog.name + f"-{kind}", dict(prog.meta, fault=kind)
+            return Case(index, s, cfg, fp, kind, mem)
+    return Case(index, s, cfg, prog, "valid", mem)
+
+
+def compare(a: RunResult, b: RunResult, faulty: bool) -> list[str]:
+    """Differences between two models' results (empty when they agree)."""
+    out = []
+    tag = f"{a.model} vs {b.model}"
+    if faulty or a.error or b.error:
+        ea = a.error and (a.error["code"], a.error["pc"])
+        eb = b.error and (b.error["code"], b.error["pc"])
+        if ea != eb:
+            fmt = lambda e: f"{e['name']}@{e['pc']}" if e else "no error"  # noqa: E731
+            out.append(f"{tag}: error {fmt(a.error)} != {fmt(b.error)}")
+        return out
+    mm = first_mismatch(a.outputs, b.outputs)
+    if mm:
+        out.append(f"{tag}: {mm}")
+    for k in COMPARED_COUNTERS:
+        if a.counters.get(k) != b.counters.get(k):
+            out.append(f"{tag}: counter {k} {a.counters.get(k)} != {b.counters.get(k)}")
+    return out
+
+
+def _tlm(p: Program) -> RunResult:
+    return models.tlm(p)
+
+
+def _rtl_batch(programs: Sequence[Program], cfg: HwConfig, mem: str, seed: int = 0) -> list[RunResult]:
+    return models.rtl(list(programs), cfg, mem=mem, seed=seed)
+
+
+rtl_available = models.rtl_available
+
+
+def judge(case: Case) -> None:
+    """Fill ``case.problems`` from ``case.results`` (ref, tlm and maybe rtl)."""
+    faulty = case.kind != "valid"
+    r = case.results
+    probs: list[str] = []
+    if faulty and (r["ref"].error is None):
+        probs.append(f"generator: the injected {case.kind} fault is not a fault for the reference")
+    if "tlm" in r:
+        probs += compare(r["ref"], r["tlm"], faulty)
+    if "rtl" in r:
+        probs += compare(r["tlm"] if "tlm" in r else r["ref"], r["rtl"], faulty)
+        if "tlm" in r and probs and not any(p.startswith("ref vs tlm") for p in probs):
+            probs += compare(r["ref"], r["rtl"], faulty)  # tells which of TLM and RTL is wrong
+    case.problems = probs
+
+
+def run_cases(cases: list[Case], rtl: bool, batch: int = 64) -> None:
+    """Run every case on the reference and the TLM (and the RTL, in batches per config and back-end)."""
+    for c in cases:
+        c.results["ref"] = run_reference(c.program)
+        try:
+            c.results["tlm"] = _tlm(c.program)
+        except Exception as e:  # noqa: BLE001 - a crash of the model under test is a finding, not our crash
+            c.crashed = True
+            c.problems = [f"tlm raised {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"]
+    if rtl:
+        groups: dict[tuple[str, str], list[Case]] = {}
+        for c in cases:
+            if not c.crashed:
+                groups.setdefault((c.config.name, c.mem), []).append(c)
+        for (_, mem), cs in groups.items():
+            for k in range(0, len(cs), batch):
+                part = cs[k:k + batch]
+                try:
+                    res = _rtl_batch([c.program for c in part], part[0].config, mem, seed=part[0].index)
+                except Exception as e:  # noqa: BLE001
+                    for c in part:
+                        c.crashed = True
+                        c.problems = [f"rtl run raised {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"]
+                    continue
+                for c, rr in zip(part, res):
+                    c.results["rtl"] = rr
+    for c in cases:
+        if not c.crashed:
+            judge(c)
+
+
+# ---- shrinking ---------------------------------------------------------------------------------
+def _matching(insns: list) -> list[tuple[str, int, int]]:
+    """(queue, pushing index, popping index) for every matched token (FIFO per queue)."""
+    out = []
+    for q, (_, pf, _, cf) in QUEUES.items():
+        pushes = [k for k, i in enumerate(insns) if _unit_flag(i, q, pf, producer=True)]
+        pops = [k for k, i in enumerate(insns) if _unit_flag(i, q, cf, producer=False)]
+        out += [(q, a, b) for a, b in zip(pushes, pops)]
+    return out
+
+
+def _unit_flag(insn, q: str, flag: str, producer: bool) -> bool:
+    from hw.isa import unit_of
+
+    unit = QUEUES[q][0] if producer else QUEUES[q][2]
+    return unit_of(insn) == unit and bool(getattr(insn, flag))
+
+
+def _rebuild(p: Program, insns: list, patches: dict[int, int] | None = None) -> Program:
+    """``p`` with new instructions (the instruction region resized in place; data regions unchanged)."""
+    regions = [Region(r.name, r.role, r.addr, (len(insns) * 16,), r.dtype) if r.role == "insn" else r
+               for r in p.regions]
+    q = Program.create(p.config, insns, regions, p.name, p.meta, p.inputs)
+    return patched(q, patches or {}) if isinstance(p, PatchedProgram) else q
+
+
+def _delete(p: Program, gone: set[int], transfer: bool) -> Program | None:
+    """``p`` without the instructions ``gone``. Their token partners lose the matching flag, or with
+    ``transfer`` the flag moves to the neighbour of the same unit (previous one for a push, next one for
+    a pop), which keeps the ordering the deleted instruction provided. None if it cannot be built."""
+    from hw.isa import unit_of
+
+    patches = getattr(p, "patches", {})
+    if gone & set(patches) or len(p.insns) - 1 in gone:
+        return None  # keep the patched (faulty) words and FINISH
+    insns = list(p.insns)
+    units = [unit_of(i) for i in insns]
+
+    def neighbour(k: int, step: int) -> int | None:
+        j = k + step
+        while 0 <= j < len(insns) and (units[j] != units[k] or j in gone):
+            j += step
+        return j if 0 <= j < len(insns) else None
+
+    for q, a, b in _matching(p.insns):
+        pf, cf = QUEUES[q][1], QUEUES[q][3]
+        if a in gone and b not in gone:
+            j = neighbour(a, -1) if transfer else None
+            if j is not None and not getattr(insns[j], pf) and j < b:
+                insns[j] = dataclasses.replace(insns[j], **{pf: True})
+            else:
+                insns[b] = dataclasses.replace(insns[b], **{cf: False})
+        elif b in gone and a not in gone:
+            j = neighbour(b, +1) if transfer else None
+            if j is not None and not getattr(insns[j], cf):
+                insns[j] = dataclasses.replace(insns[j], **{cf: True})
+            else:
+                insns[a] = dataclasses.replace(insns[a], **{pf: False})
+    keep = [i for k, i in enumerate(insns) if k not in gone]
+    pt = {j - sum(1 for g in gone if g < j): w for j, w in patches.items()}
+    try:
+        return _rebuild(p, keep, pt)
+    except Exception:  # noqa: BLE001 - a candidate that cannot be built is skipped
+        return None
+
+
+def _deletions(p: Program):
+    """Candidates with instructions deleted: halves, quarters, ... then single instructions."""
+    n = len(p.insns) - 1
+    size = n // 2
+    while size >= 1:
+        for start in range(0, n, size):
+            gone = set(range(start, min(n, start + size)))
+            for transfer in (True, False):
+                c = _delete(p, gone, transfer)
+                if c is not None:
+                    yield c
+        size //= 2
+
+
+_SIMPLER: dict[str, list[dict[str, Any]]] = {
+    "LOAD": [dict(y_size=1), dict(x_size=1), dict(y_pad_0=0, y_pad_1=0, x_pad_0=0, x_pad_1=0)],
+    "STORE": [dict(y_size=1), dict(x_size=1)],
+    "ALU": [dict(iter_out=1), dict(iter_in=1), dict(imm=0), dict(imm=1)],
+}
+_FLAGS = ("pop_prev", "pop_next", "push_prev", "push_next")
+
+
+def _simplifications(p: Program):
+    """Candidates with one field made simpler, or one matched token pair removed."""
+    patches = getattr(p, "patches", {})
+    for q, a, b in _matching(p.insns):
+        insns = list(p.insns)
+        insns[a] = dataclasses.replace(insns[a], **{QUEUES[q][1]: False})
+        insns[b] = dataclasses.replace(insns[b], **{QUEUES[q][3]: False})
+        try:
+            yield _rebuild(p, insns, dict(patches))
+        except Exception:  # noqa: BLE001
+            pass
+    for k, i in enumerate(p.insns):
+        if k in patches:
+            continue
+        halves = [{f: getattr(i, f) // 2} for f in ("y_size", "x_size", "iter_out", "iter_in")
+                  if getattr(i, f, 0) > 1]
+        for ch in halves + _SIMPLER.get(i.MNEMONIC, []):
+            if all(getattr(i, f) == v for f, v in ch.items()):
+                continue
+            insns = list(p.insns)
+            insns[k] = dataclasses.replace(i, **ch)
+            try:
+                yield _rebuild(p, insns, dict(patches))
+            except Exception:  # noqa: BLE001
+                continue
+
+
+def _valid_candidate(c: Program, kind: str, code: int | None) -> bool:
+    if kind == "valid":
+        return check_program(c.insns, c.config) is None and run_reference(c).error is None
+    e = run_reference(c).error
+    return e is not None and e["code"] == code
+
+
+def shrink(case: Case, fails: Callable[[list[Program]], list[bool]], chunk: int = 8,
+           max_evals: int = 2000) -> Program:
+    """The smallest Program found that still ``fails``: greedy, deletions before simplifications.
+
+    Candidates are validated first (``check_program`` and the reference), then evaluated
+    ``chunk`` at a time (one RTL process per chunk), taking the first that fails.
+    """
+    best = case.program
+    if case.kind == "insn_range":
+        return best  # the fault is in the register config; instructions do not matter
+    ref = case.results.get("ref")
+    code = ref.error["code"] if ref is not None and ref.error else None
+    evals = 0
+    while evals < max_evals:
+        hit = None
+        for gen in (_deletions, _simplifications):
+            pending: list[Program] = []
+            for c in gen(best):
+                if not _valid_candidate(c, case.kind, code):
+                    continue
+                pending.append(c)
+                if len(pending) == chunk:
+                    evals += len(pending)
+                    hit = next((x for x, v in zip(pending, fails(pending)) if v), None)
+                    pending = []
+                    if hit is not None or evals >= max_evals:
+                        break
+            if hit is None and pending:
+                evals += len(pending)
+                hit = next((x for x, v in zip(pending, fails(pending)) if v), None)
+            if hit is not None:
+                break
+        if hit is None:
+            break
+        best = hit
+    return best
+
+
+def failure_predicate(case: Case, rtl: bool) -> Callable[[list[Program]], list[bool]]:
+    """Candidates fail "the same way": the same pair of models disagrees on the same aspect."""
+    def sig(probs: list[str]) -> set[str]:
+        return {p.split(":")[0] + ":" + p.split(":")[1].split()[0] if ":" in p else p for p in probs}
+
+    want = sig(case.problems)
+
+    def fails(programs: list[Program]) -> list[bool]:
+        cs = [Case(case.index, case.seed, case.config, p, case.kind, case.mem) for p in programs]
+        run_cases(cs, rtl and any("rtl" in w for w in want))
+        return [bool(sig(c.problems) & want) or (case.crashed and c.crashed) for c in cs]
+
+    return fails
+
+
+def save_failure(case: Case, shrunk: Program | None, root: Path, campaign_seed: int) -> Path:
+    """Write ``orig/`` and ``min/`` Program folders and ``fuzz.json``; returns the case folder."""
+    d = root / f"{case.config.name}-s{campaign_seed}-{case.index}"
+    d.mkdir(parents=True, exist_ok=True)
+    info: dict[str, Any] = {"config": case.config.name, "campaign_seed": campaign_seed, "index": case.index,
+                            "generator_seed": case.seed, "kind": case.kind, "rtl_mem": case.mem,
+                            "problems": case.problems}
+    for sub, p in (("orig", case.program), ("min", shrunk)):
+        if p is None:
+            continue
+        ref = run_reference(p)
+        p.expected = ref.outputs if ref.error is None else {}
+        p.save(d / sub)
+        info[sub] = {"insns": len(p.insns), "reference_error": ref.error,
+                     "rerun": f"cosim run {d / sub} --model tlm --config {case.config.name}"}
+        if isinstance(p, PatchedProgram):
+            info[sub]["note"] = "raw instruction words are patched in: the loader refuses this folder by design"
+    (d / "fuzz.json").write_text(json.dumps(info, indent=1, default=str) + "\n")
+    return d
+
+
+# ---- the campaign --------------------------------------------------------------------------------
+@dataclass
+class Summary:
+    count: int
+    seed: int
+    config: str
+    rtl: bool
+    mismatches: int = 0
+    errors: int = 0
+    faulty: int = 0
+    by_kind: dict[str, int] = field(default_factory=dict)
+    failures: list[dict[str, Any]] = field(default_factory=list)
+    wall_s: float = 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    def line(self) -> str:
+        oracle = "ref vs tlm" + (" vs rtl" if self.rtl else "")
+        return (f"fuzz: {self.count} Programs (config {self.config}, seed {self.seed}, {oracle}, "
+                f"{self.faulty} with an injected fault): {self.mismatches} mismatches, {self.errors} errors "
+                f"in {self.wall_s:.1f} s")
+
+
+class Progress:
+    """A one-line progress bar on stderr (a line per 10% when stderr is not a terminal)."""
+
+    def __init__(self, total: int, enabled: bool = True):
+        self.total, self.enabled, self.tty = total, enabled, sys.stderr.isatty()
+        self.last_t, self.last_decile = 0.0, -1
+
+    def update(self, done: int, bad: int) -> None:
+        if not self.enabled:
+            return
+        frac = done / max(self.total, 1)
+        now = time.monotonic()
+        if self.tty:
+            if now - self.last_t < 0.1 and done < self.total:
+                return
+            bar = "#" * int(30 * frac)
+            sys.stderr.write(f"\rfuzz [{bar:<30}] {done}/{self.total}  failing {bad}")
+            if done >= self.total:
+                sys.stderr.write("\n")
+            sys.stderr.flush()
+            self.last_t = now
+        elif int(frac * 10) > self.last_decile:
+            self.last_decile = int(frac * 10)
+            sys.stderr.write(f"fuzz: {done}/{self.total} ({int(frac * 100)}%), failing {bad}\n")
+            sys.stderr.flush()
+
+
+def run_campaign(count: int, seed: int, configs: Sequence[str] | None = None, rtl: bool = False,
+                 fault_rate: float = 0.2, save_dir: str | Path | None = None, do_shrink: bool = True,
+                 batch: int = 50, progress: bool = True) -> Summary:
+    """Run ``count`` cases round-robin over ``configs`` (default: every shipped config)."""
+    t0 = time.perf_counter()
+    names = list(configs) if configs else list_configs()
+    cfgs = [load_config(n) for n in names]
+    summ = Summary(count, seed, names[0] if len(names) == 1 else "all", rtl)
+    bar = Progress(count, progress)
+    bad = 0
+    # With the RTL, a chunk holds about ``batch`` Programs per (config, back-end) simulator process.
+    step = batch * len(cfgs) * 2 if rtl else batch
+    for start in range(0, count, step):
+        cases = [make_case(cfgs[i % len(cfgs)], seed, i, fault_rate) for i in range(start, min(count, start + step))]
+        run_cases(cases, rtl, batch)
+        for c in cases:
+            summ.faulty += c.kind != "valid"
+            summ.by_kind[c.kind] = summ.by_kind.get(c.kind, 0) + 1
+            if c.ok:
+                continue
+            bad += 1
+            if c.crashed:
+                summ.errors += 1
+            else:
+                summ.mismatches += 1
+            entry: dict[str, Any] = {"index": c.index, "config": c.config.name, "generator_seed": c.seed,
+                                     "kind": c.kind, "problems": c.problems}
+            if save_dir is not None:
+                shrunk = None
+                if do_shrink:
+                    try:
+                        shrunk = shrink(c, failure_predicate(c, rtl))
+                    except Exception as e:  # noqa: BLE001 - keep the original reproducer at least
+                        entry["shrink_error"] = f"{type(e).__name__}: {e}"
+                entry["saved"] = str(save_failure(c, shrunk, Path(save_dir), seed))
+                if shrunk is not None:
+                    entry["min_insns"] = len(shrunk.insns)
+            summ.failures.append(entry)
+        bar.update(min(count, start + step), bad)
+    summ.wall_s = time.perf_counter() - t0
+    return summ

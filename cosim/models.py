@@ -1,0 +1,243 @@
+"""The model registry: run one Program (or one example kernel) on each model and compare.
+
+This is the only place in ``cosim/`` that imports a model: the golden path (through
+the compiler's examples), the instruction-set simulator (``sim.iss``), the TLM
+(``sim.tlm``) and the RTL (``testbench``: the cocotb back-ends and the raw C++
+harness). Every tool (CLI, fuzz, bench, waves, calibrate) calls the models through
+the functions here; the models never import each other, they meet here through the
+Program.
+
+Program-level entry points (what the tools use): :func:`iss`, :func:`tlm`,
+:func:`rtl`, :func:`rtl_build`, :func:`rtl_available`, :func:`rtl_raw_program`,
+:func:`raw`, :func:`raw_build`. Job-level ones (an example kernel with its golden
+outputs): :func:`make_job`, :func:`run_golden`, :func:`run_iss`, :func:`run_tlm`,
+:func:`run_rtl`, :func:`judge`.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from hw.config import HwConfig, load_config
+from hw.program import Program
+from hw.result import RunResult
+from sim.tlm.timing import Timing, TimingError, calibration_path  # noqa: F401 - the TLM's timing, for calibrate
+
+MODELS = ("golden", "iss", "tlm", "rtl")
+# What each model gives: the ISS has no time, golden neither (it never sees the Program).
+TIMED_MODELS = ("tlm", "rtl")
+
+
+@dataclass
+class Mismatch:
+    """The first output element where a model differs from the reference."""
+
+    output: str
+    index: tuple[int, ...]
+    expected: int
+    got: int
+    count: int
+
+    def __str__(self) -> str:
+        return (f"output '{self.output}'{list(self.index)}: expected {self.expected}, got {self.got} "
+                f"({self.count} element(s) differ)")
+
+
+def first_mismatch(expected: dict[str, np.ndarray], got: dict[str, np.ndarray]) -> Mismatch | None:
+    """None when every output is equal (shape, dtype and values), else the first difference."""
+    for name, exp in expected.items():
+        g = got.get(name)
+        if g is None:
+            return Mismatch(name, (), 0, 0, int(np.asarray(exp).size))
+        exp, g = np.asarray(exp), np.asarray(g)
+        if exp.shape != g.shape:
+            return Mismatch(name, (), int(np.prod(exp.shape)), int(np.prod(g.shape)), max(exp.size, g.size))
+        diff = np.argwhere(exp.astype(np.int64) != g.astype(np.int64))
+        if len(diff):
+            idx = tuple(int(i) for i in diff[0])
+            return Mismatch(name, idx, int(exp[idx]), int(g[idx]), len(diff))
+    return None
+
+
+@dataclass
+class Job:
+    """What to run: a Program with its golden outputs, and where it came from."""
+
+    kernel: str
+    config: HwConfig
+    program: Program
+    golden: dict[str, np.ndarray] | None = None      # outputs of the golden path (None: use program.expected)
+    reference: dict[str, np.ndarray] | None = None   # plain numpy expression of the operator
+    golden_wall_s: float = 0.0
+    compile_wall_s: float = 0.0
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def expected(self) -> dict[str, np.ndarray]:
+        return self.golden if self.golden is not None else self.program.expected
+
+
+def parse_params(items: list[str] | None) -> dict[str, Any]:
+    """``["n=64", "shape=1,64,1,16"]`` -> ``{"n": 64, "shape": (1, 64, 1, 16)}``."""
+    out: dict[str, Any] = {}
+    for it in items or []:
+        if "=" not in it:
+            raise ValueError(f"parameter '{it}' is not key=value")
+        k, v = it.split("=", 1)
+        parts = [p for p in v.split(",") if p != ""]
+        try:
+            nums = [int(p, 0) for p in parts]
+            out[k] = tuple(nums) if ("," in v) else nums[0]
+        except ValueError:
+            out[k] = v
+    return out
+
+
+def make_job(kernel: str, cfg: HwConfig | None, params: dict[str, Any] | None = None, seed: int = 0) -> Job:
+    """A Job from an example name, a ``path.py:function`` kernel, or a saved Program folder.
+
+    ``cfg`` None means the default config, or for a Program folder the config it was made for.
+    """
+    if Path(kernel).is_dir():
+        prog = Program.load(kernel, cfg)
+        if not prog.inputs:
+            raise ValueError(f"{kernel}: the Program folder has no inputs.npz, so it cannot be run")
+        return Job(kernel=prog.name, config=prog.config, program=prog)
+    if cfg is None:
+        cfg = load_config("default")
+    from compiler.examples import make_case  # the compiler is only needed to build a Program
+
+    t0 = time.perf_counter()
+    case = make_case(kernel, cfg, params, seed)
+    t1 = time.perf_counter()
+    golden = case.golden()
+    t2 = time.perf_counter()
+    return Job(kernel=kernel, config=cfg, program=case.program, golden=golden, reference=case.reference(),
+               golden_wall_s=t2 - t1, compile_wall_s=t1 - t0)
+
+
+def run_golden(job: Job) -> RunResult:
+    """The golden result: the kernel run on numpy, checked against the plain numpy reference."""
+    outs = job.expected
+    res = RunResult("golden", outs, wall_s=job.golden_wall_s)
+    if job.reference is not None:
+        mm = first_mismatch(job.reference, outs)
+        res.extra["mismatch"] = str(mm) if mm else None
+    return res
+
+
+def run_iss(job: Job) -> RunResult:
+    """The instruction-set simulator's result (outputs, counters, errors; no cycles)."""
+    return iss(job.program)
+
+
+def run_tlm(job: Job, vcd: str | Path | None = None, trace: str | Path | None = None) -> RunResult:
+    return tlm(job.program, vcd=vcd, trace=trace)
+
+
+def run_rtl(jobs: list[Job], mem: str = "fast", simulator: str = "verilator", waves: bool = False,
+            vcd: str | Path | None = None) -> list[RunResult]:
+    """Run several Jobs of one config in one simulator process."""
+    if not jobs:
+        return []
+    return rtl([j.program for j in jobs], jobs[0].config, mem=mem, sim=simulator, waves=waves, vcd_path=vcd)
+
+
+# ---- Program-level entry points: the only way the tools reach a model ---------------------------
+def iss(program: Program, check_tokens: bool = True) -> RunResult:
+    """Run ``program`` on the instruction-set simulator (the plain sequential oracle)."""
+    from sim.iss import run_reference
+
+    return run_reference(program, check_tokens=check_tokens)
+
+
+def tlm(program: Program, *, vcd: str | Path | None = None, trace: str | Path | None = None,
+        timing: Any = None, raise_on_error: bool = False) -> RunResult:
+    """Run ``program`` on the TLM; a fault is in ``result.error`` unless ``raise_on_error``."""
+    from sim.tlm import run_program
+
+    return run_program(program, vcd=vcd, trace=trace, timing=timing, raise_on_error=raise_on_error)
+
+
+def rtl(programs: list[Program], cfg: HwConfig | None = None, **kw: Any) -> list[RunResult]:
+    """Run Programs of one config on the RTL through cocotb (``testbench.rtl_model.run_programs``)."""
+    from testbench.rtl_model import run_programs
+
+    return run_programs(list(programs), cfg, **kw)
+
+
+def rtl_build(cfg: HwConfig, *args: Any, **kw: Any) -> Any:
+    """Build (or reuse) the cocotb Verilator model of ``cfg``."""
+    from testbench.rtl_model import build
+
+    return build(cfg, *args, **kw)
+
+
+def rtl_available() -> str | None:
+    """None when the RTL model can be used, else why not."""
+    try:
+        from testbench.rtl_model import rtl_available as have_rtl
+    except Exception as e:  # noqa: BLE001 - any import problem means "no RTL"
+        return f"testbench.rtl_model cannot be imported ({type(e).__name__}: {e})"
+    return None if have_rtl() else "hw/rtl/sources.txt is missing (the RTL has not landed)"
+
+
+def rtl_raw_program(program: Program, insn_bytes: bytes) -> Program:
+    """A copy of ``program`` whose instruction region holds ``insn_bytes`` (for fault injection)."""
+    from testbench.rtl_model import raw_program
+
+    return raw_program(program, insn_bytes)
+
+
+def raw(program: Program, cfg: HwConfig | None = None, **kw: Any) -> RunResult:
+    """Run ``program`` on the raw C++ Verilator harness (no cocotb, no Python per cycle)."""
+    from testbench.raw.harness import run
+
+    return run(program, cfg, **kw)
+
+
+def raw_build(cfg: HwConfig, *args: Any, **kw: Any) -> Any:
+    """Build (or reuse) the raw harness of ``cfg``."""
+    from testbench.raw.harness import build
+
+    return build(cfg, *args, **kw)
+
+
+def raw_mems() -> tuple[str, ...]:
+    """The raw harness's DRAM model variants."""
+    from testbench.raw.harness import MEMS
+
+    return tuple(MEMS)
+
+
+def judge(job: Job, res: RunResult) -> dict[str, Any]:
+    """The JSON report of one model's run, with ``match`` against golden (or the reference)."""
+    d: dict[str, Any] = {"kernel": job.kernel, "config": job.config.name}
+    d.update(res.to_json())
+    if res.model == "golden":
+        d["match"] = d.pop("mismatch", None) is None
+        if not d["match"]:
+            d["mismatch"] = res.extra.get("mismatch")
+        return d
+    if res.error:
+        d["match"] = False
+        return d
+    mm = first_mismatch(job.expected, res.outputs)
+    d["match"] = mm is None
+    if mm:
+        from cosim.mismatch import last_writers
+
+        d["mismatch"] = f"{mm}; {last_writers(job.program, mm.output, mm.index)}" if mm.index else str(mm)
+    return d
+
+
+def cycle_error_pct(tlm_cycles: int | None, rtl_cycles: int | None) -> float | None:
+    """(TLM - RTL) / RTL in percent."""
+    if not tlm_cycles or not rtl_cycles:
+        return None
+    return 100.0 * (tlm_cycles - rtl_cycles) / rtl_cycles

@@ -1,0 +1,154 @@
+"""Text renderings: signal tables, ASCII waveforms, timelines and diff reports.
+
+Everything here works on cycle change lists ``[(cycle, raw VCD value), ...]`` (see
+:func:`cosim.waves.timeline.to_cycles`) and prints plain 7-bit ASCII, so the output
+survives any terminal, log file or CI page.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from cosim.waves.vcd_reader import fmt_value
+
+
+@dataclass
+class Trace:
+    """One signal over a cycle window, ready to render."""
+
+    name: str
+    width: int
+    var_type: str
+    changes: list[tuple[int, str]]  # (cycle, raw value), the value before the window at its start
+
+    def values(self, c0: int, c1: int) -> list[str]:
+        """The formatted value for every cycle ``c0..c1`` (inclusive)."""
+        out, k, cur = [], 0, None
+        ch = self.changes
+        for c in range(c0, c1 + 1):
+            while k < len(ch) and ch[k][0] <= c:
+                cur = ch[k][1]
+                k += 1
+            out.append(fmt_value(cur, self.width, self.var_type) if cur is not None else "?")
+        return out
+
+
+def table(traces: list[Trace], c0: int, c1: int, changes_only: bool = False) -> str:
+    """One row per cycle, one column per signal."""
+    cols = [t.values(c0, c1) for t in traces]
+    heads = ["cycle"] + [t.name for t in traces]
+    widths = [max(len(heads[0]), len(str(c1)))] + \
+             [max(len(h), *(len(v) for v in col)) if col else len(h) for h, col in zip(heads[1:], cols)]
+    lines = ["  ".join(h.rjust(w) for h, w in zip(heads, widths)),
+             "  ".join("-" * w for w in widths)]
+    prev = None
+    for i, c in enumerate(range(c0, c1 + 1)):
+        row = [col[i] for col in cols]
+        if changes_only and row == prev:
+            continue
+        prev = row
+        lines.append("  ".join(s.rjust(w) for s, w in zip([str(c)] + row, widths)))
+    return "\n".join(lines)
+
+
+def _wave_1bit(vals: list[str], cell: int) -> str:
+    """``__/---\\__``: low ``_``, high ``-``, edges ``/`` and ``\\``, x and z as letters."""
+    out, prev = [], None
+    for v in vals:
+        fill = {"0": "_", "1": "-"}.get(v, v[:1] or "?")
+        if prev is not None and v != prev and v in "01" and prev in "01":
+            edge = "/" if v == "1" else "\\"
+            out.append(edge + fill * (cell - 1))
+        else:
+            out.append(fill * cell)
+        prev = v
+    return "".join(out)
+
+
+def _wave_bus(vals: list[str], cell: int) -> str:
+    """Segments of equal value, each opened by ``X`` at a change and labelled in hex
+    (truncated with ``~`` when the segment is too short)."""
+    out: list[str] = []
+    i = 0
+    while i < len(vals):
+        j = i
+        while j + 1 < len(vals) and vals[j + 1] == vals[i]:
+            j += 1
+        n = (j - i + 1) * cell
+        text = ("X" if i > 0 else " ") + vals[i]
+        if len(text) > n:
+            text = text[:max(1, n - 1)] + "~" if n > 1 else text[:1]
+        out.append(text.ljust(n) if len(text) < n else text[:n])
+        i = j + 1
+    return "".join(out)
+
+
+def ascii_waves(traces: list[Trace], c0: int, c1: int, cell: int | None = None, width: int = 110) -> str:
+    """An ASCII waveform of ``traces`` over cycles ``c0..c1``, ``cell`` characters per
+    cycle (default: as wide as fits ``width`` columns, 1 to 8)."""
+    n = c1 - c0 + 1
+    label_w = max([len(t.name) for t in traces] + [5]) + 2
+    if cell is None:
+        cell = max(1, min(8, (width - label_w) // max(1, n)))
+    # ruler: a cycle number every few cells so the labels do not collide
+    steps = [m * 10 ** e for e in range(12) for m in (1, 2, 5)]
+    step = next(s for s in steps if s * cell >= len(str(c1)) + 1)
+    ruler = [" "] * (n * cell + len(str(c1)))  # the last label may run past the last cell
+    for k in range(n):
+        if (c0 + k) % step:
+            continue
+        s = str(c0 + k)
+        for m, ch in enumerate(s):
+            if k * cell + m < len(ruler):
+                ruler[k * cell + m] = ch
+    lines = ["cycle".ljust(label_w) + "".join(ruler).rstrip()]
+    for t in traces:
+        vals = t.values(c0, c1)
+        body = _wave_1bit(vals, cell) if t.width <= 1 and t.var_type != "real" else _wave_bus(vals, cell)
+        lines.append(t.name.ljust(label_w) + body.rstrip())
+    return "\n".join(lines)
+
+
+def timeline_text(tl_dict: dict[str, object]) -> str:
+    """The timeline as an aligned table (ends are exclusive)."""
+    clock = tl_dict["clock"]
+    head = (f"# {tl_dict['file']}: period {clock['period']} ({clock['source']}), "
+            f"start origin {clock['origin'] if clock['origin'] is not None else 'unknown'}, "
+            f"{len(tl_dict['entries'])} instructions, cycles end-exclusive")
+    rows = [("unit", "index", "start", "end", "cycles", "held_start", "held_end")]
+    for e in tl_dict["entries"]:
+        cyc = (e["end"] - e["start"]) if e["end"] is not None and e["start"] is not None else None
+        rows.append(tuple("-" if x is None else str(x) for x in
+                          (e["unit"], e["index"], e["start"], e["end"], cyc, e["held_start"], e["held_end"])))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    body = ["  ".join(s.ljust(w) if i == 0 else s.rjust(w) for i, (s, w) in enumerate(zip(r, widths)))
+            for r in rows]
+    return "\n".join([head] + body)
+
+
+def diff_text(rep: dict[str, object]) -> str:
+    """The headline of a timeline diff: agreement, or the first divergence with both values."""
+    lines = [f"A: {rep['a']}  (cycles shifted by {rep['offset_a']})",
+             f"B: {rep['b']}  (cycles shifted by {rep['offset_b']})",
+             f"align: {rep['align']}, tolerance: {rep['tolerance']} cycles, "
+             f"{rep['compared']} instructions in both"]
+    if rep["equal"]:
+        lines.append("timelines agree")
+        return "\n".join(lines)
+    d = rep["first"]
+    n = len(rep["differences"])
+    what = {"start": "starts at a different cycle", "end": "ends at a different cycle",
+            "unit": "runs on a different unit", "only_a": "appears only in A",
+            "only_b": "appears only in B"}[d["kind"]]
+    lines.append(f"first divergence: instruction {d['index']} ({d['unit']}) {what}, at relative cycle "
+                 f"{d['cycle']} ({n} difference{'s' if n != 1 else ''} in all)")
+    for tag, e in (("A", d["a"]), ("B", d["b"])):
+        if e is None:
+            lines.append(f"  {tag}: -")
+        else:
+            lines.append(f"  {tag}: {e['unit']:<7} start {e['start']}  end {e['end']}  "
+                         f"(held {e['held_start']}..{e['held_end']})")
+    if d["a"] and d["b"] and d["kind"] in ("start", "end"):
+        k = d["kind"]
+        lines.append(f"  {k} differs by {int(d['b'][k]) - int(d['a'][k]):+d} cycles (B - A)")
+    return "\n".join(lines)

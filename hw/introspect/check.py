@@ -1,0 +1,291 @@
+"""`cosim rtl check`: the RTL agrees with hw/config.py, hw/isa.py and hw/csr.py.
+
+Three checks, each a list of :class:`Finding`:
+
+* **header**: every ``define`` of ``<rtl>/gen/<config>/accel_params.vh`` equals what
+  :func:`hw.gen_header.header_text` makes from the Python definitions (a stale or
+  hand-edited header fails), and every macro the RTL uses is defined by it.
+* **ports**: the top's ports have the directions and widths the config implies (AXI
+  data = bus width, CSR address = CSR_ADDR_BITS, the dbg_* probes as the TLM writes them).
+* **constants**: no opcode, ALU op or buffer code is typed as a number where the RTL
+  compares an instruction field. The sources are preprocessed a second time with a
+  *tagged* header in which those macros (and the field offsets) expand to marker
+  identifiers (``__M_OP_LOAD``); in the parsed AST a comparison or case item against
+  a field is then either a marker of the right family, or a hard-coded literal.
+  A literal equal to a defined code is an error; a literal outside the defined codes
+  (e.g. "buffer 3 is invalid") is a warning: it still breaks when the ISA grows.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from hw import csr
+from hw.config import HwConfig
+from hw.gen_header import CSR_ADDR_BITS, HEADER_NAME, header_text
+from hw.isa import ALU_OPS, BUFFERS, OPCODES
+from hw.introspect.parse import (RTL_DIR, TOP, Design, build_design, expr_text, include_dir, int_const,
+                                      parse_text, preprocess, source_files, walk)
+
+_DEFINE_RE = re.compile(r"^\s*`define\s+(\w+)\s*(.*?)\s*(?://.*)?$", re.MULTILINE)
+_USE_RE = re.compile(r"`(\w+)")
+_DIRECTIVES = {"include", "define", "ifdef", "ifndef", "else", "elsif", "endif", "timescale", "undef",
+               "default_nettype", "resetall", "celldefine", "endcelldefine", "line"}
+
+# Instruction fields whose values are enumerations, and the macro family of their values.
+FIELD_FAMILY = {"F_HDR_OPCODE_LO": "OP", "F_ALU_ALU_OP_LO": "ALU", "F_MEM_BUF_LO": "BUF"}
+FAMILY_VALUES = {"OP": OPCODES, "ALU": ALU_OPS, "BUF": BUFFERS}
+FAMILY_FIELD = {"OP": "opcode", "ALU": "ALU op", "BUF": "buffer"}
+TAG = "__M_"
+
+
+@dataclass
+class Finding:
+    """One result of a check: severity "error" fails it, "warning" is reported only."""
+
+    check: str  # header, ports, constants
+    severity: str
+    where: str  # file, module or port
+    message: str
+
+    def to_dict(self) -> dict[str, str]:
+        return asdict(self)
+
+    def __str__(self) -> str:
+        return f"{self.severity}: [{self.check}] {self.where}: {self.message}"
+
+
+def defines(text: str) -> dict[str, str]:
+    """``define`` name -> value text (comments and extra blanks removed)."""
+    return {m.group(1): " ".join(m.group(2).split()) for m in _DEFINE_RE.finditer(text)}
+
+
+def _strip_comments(text: str) -> str:
+    text = re.sub(r"/\*.*?\*/", " ", text, flags=re.DOTALL)
+    return re.sub(r"//[^\n]*", "", text)
+
+
+def macros_used(files: list[Path]) -> dict[str, list[str]]:
+    """Macro name -> files using it (directives and macros the sources define excluded)."""
+    own: set[str] = set()
+    used: dict[str, list[str]] = {}
+    for f in files:
+        text = _strip_comments(f.read_text())
+        own |= set(defines(text))
+        for name in _USE_RE.findall(text):
+            if name not in _DIRECTIVES:
+                used.setdefault(name, [])
+                if f.name not in used[name]:
+                    used[name].append(f.name)
+    return {k: v for k, v in used.items() if k not in own}
+
+
+# ---- header ------------------------------------------------------------------------------
+def check_header(cfg: HwConfig, rtl_dir: Path, files: list[Path]) -> list[Finding]:
+    path = include_dir(rtl_dir, cfg.name) / HEADER_NAME
+    have, want = defines(path.read_text()), defines(header_text(cfg))
+    used = macros_used(files)
+    out = []
+    where = str(path.relative_to(rtl_dir.parent)) if rtl_dir.parent in path.parents else str(path)
+    for name in sorted(set(have) | set(want)):
+        a, b = have.get(name), want.get(name)
+        if a == b:
+            continue
+        users = f" (used by {', '.join(used[name])})" if name in used else " (unused by the RTL)"
+        if a is None:
+            msg = f"`{name} is missing; the Python definitions give {b}"
+        elif b is None:
+            msg = f"`{name} = {a} is not generated from the Python definitions"
+        else:
+            # name the Python source of the mismatch, so the fix is obvious
+            src = "hw/isa.py" if name.startswith(("OP_", "ALU_", "BUF_", "F_", "INSN_", "MEM_", "GEMM_", "HDR_")) \
+                else "hw/csr.py" if name.startswith(("CSR_", "CTRL_", "STATUS_", "ATTR_", "ERR_")) \
+                else f"config '{cfg.name}'"
+            msg = f"`{name} is {a} but {src} says {b}"
+        out.append(Finding("header", "error", where, msg + users + "; run `make gen`"))
+    for name, users in sorted(used.items()):
+        if name not in want:
+            out.append(Finding("header", "error", ", ".join(users),
+                               f"uses `{name}, which the generated header does not define"))
+    return out
+
+
+# ---- ports -------------------------------------------------------------------------------
+def expected_top_ports(cfg: HwConfig) -> dict[str, tuple[str, int]]:
+    """Port name -> (direction, width) the top must have for ``cfg``."""
+    p: dict[str, tuple[str, int]] = {"clk": ("input", 1), "rst": ("input", 1), "irq": ("output", 1)}
+    for ch in ("aw", "ar"):
+        p[f"s_axil_{ch}addr"] = ("input", CSR_ADDR_BITS)
+        p[f"s_axil_{ch}valid"] = ("input", 1)
+        p[f"s_axil_{ch}ready"] = ("output", 1)
+        p[f"m_axi_{ch}addr"] = ("output", 32)
+        p[f"m_axi_{ch}len"] = ("output", 8)
+        p[f"m_axi_{ch}size"] = ("output", 3)
+        p[f"m_axi_{ch}burst"] = ("output", 2)
+        p[f"m_axi_{ch}valid"] = ("output", 1)
+        p[f"m_axi_{ch}ready"] = ("input", 1)
+    p.update({"s_axil_wdata": ("input", 32), "s_axil_wstrb": ("input", 4), "s_axil_rdata": ("output", 32),
+              "s_axil_bresp": ("output", 2), "s_axil_rresp": ("output", 2),
+              "m_axi_wdata": ("output", cfg.bus_width), "m_axi_wstrb": ("output", cfg.bus_bytes),
+              "m_axi_wlast": ("output", 1), "m_axi_rdata": ("input", cfg.bus_width),
+              "m_axi_rlast": ("input", 1), "m_axi_bresp": ("input", 2), "m_axi_rresp": ("input", 2)})
+    for u in ("load", "compute", "store"):
+        p[f"dbg_{u}_busy"] = ("output", 1)
+        p[f"dbg_{u}_pc"] = ("output", 32)
+        p[f"dbg_{u}_q"] = ("output", 16)
+    p.update({"dbg_dma_rd": ("output", 1), "dbg_dma_wr": ("output", 1), "dbg_cycles": ("output", 64)})
+    return p
+
+
+def check_ports(cfg: HwConfig, design: Design, top: str = TOP) -> list[Finding]:
+    m = design.modules.get(top)
+    if m is None:
+        return [Finding("ports", "error", top, f"no module '{top}' in {design.rtl_dir}")]
+    out = []
+    for name, (direction, width) in expected_top_ports(cfg).items():
+        p = m.port(name)
+        if p is None:
+            out.append(Finding("ports", "error", f"{top}.{name}", f"missing ({direction}, {width} bits expected)"))
+        elif p.direction != direction:
+            out.append(Finding("ports", "error", f"{top}.{name}", f"is an {p.direction}, expected an {direction}"))
+        elif p.width != width:
+            out.append(Finding("ports", "error", f"{top}.{name}",
+                               f"is {p.width if p.width is not None else '?'} bits [{p.msb}:{p.lsb}], "
+                               f"config '{cfg.name}' needs {width}"))
+    top_addr = max(c.addr for c in csr.csr_map(cfg.max_regions))
+    if top_addr >= 1 << CSR_ADDR_BITS:
+        out.append(Finding("ports", "error", f"{top}.s_axil_awaddr",
+                           f"CSR address 0x{top_addr:x} does not fit {CSR_ADDR_BITS} bits"))
+    return out
+
+
+# ---- hard-coded constants -------------------------------------------------------------------
+def tagged_header(text: str) -> str:
+    """The header with the enumerations and enum-field offsets replaced by marker names."""
+    tagged = set(FIELD_FAMILY) | {k.replace("_LO", "_W") for k in FIELD_FAMILY}
+    tagged |= {f"OP_{n}" for n in OPCODES} | {f"ALU_{n}" for n in ALU_OPS} | {f"BUF_{n}" for n in BUFFERS}
+
+    def sub(m: re.Match) -> str:
+        return f"`define {m.group(1)} {TAG}{m.group(1)}" if m.group(1) in tagged else m.group(0)
+
+    return re.sub(r"^\s*`define\s+(\w+)[^\n]*", sub, text, flags=re.MULTILINE)
+
+
+def _family_of_marker(name: str) -> str | None:
+    if not name.startswith(TAG):
+        return None
+    base = name[len(TAG):]
+    if base in FIELD_FAMILY:
+        return None
+    return base.split("_", 1)[0] if base.split("_", 1)[0] in FAMILY_VALUES else None
+
+
+def _field_family(expr: Any, names: dict[str, str]) -> str | None:
+    """The enum family of an expression that selects an instruction field (or a net
+    assigned from one), else None."""
+    from pyverilog.vparser import ast as A
+
+    if isinstance(expr, A.Rvalue):
+        expr = expr.var
+    if isinstance(expr, A.Identifier):
+        return names.get(expr.name)
+    if isinstance(expr, (A.Partselect, A.Pointer)):
+        idx = [expr.msb, expr.lsb] if isinstance(expr, A.Partselect) else [expr.ptr]
+        for part in idx:
+            for n in walk(part):
+                if isinstance(n, A.Identifier) and n.name[len(TAG):] in FIELD_FAMILY:
+                    return FIELD_FAMILY[n.name[len(TAG):]]
+    return None
+
+
+def _literal_findings(expr: Any, fam: str, mod: str, params: dict[str, Any], ctx: str,
+                      depth: int = 0) -> list[Finding]:
+    """Findings for the value side of a comparison with a field of family ``fam``."""
+    from pyverilog.vparser import ast as A
+
+    out = []
+    for n in walk(expr):
+        if isinstance(n, A.Identifier):
+            other = _family_of_marker(n.name)
+            if other is not None and other != fam:
+                out.append(Finding("constants", "error", mod,
+                                   f"{ctx}: compares the {FAMILY_FIELD[fam]} field with `{n.name[len(TAG):]}"))
+            elif n.name in params and depth < 4:  # a parameter: look at what it is set to
+                out += _literal_findings(params[n.name], fam, mod, params, f"{ctx} (via {n.name})", depth + 1)
+        elif isinstance(n, A.IntConst):
+            v = int_const(n.value)
+            names = [k for k, c in FAMILY_VALUES[fam].items() if c == v]
+            if names:
+                out.append(Finding("constants", "error", mod,
+                                   f"{ctx}: hard-coded {FAMILY_FIELD[fam]} {n.value}; use `{fam}_{names[0]}"))
+            else:
+                out.append(Finding("constants", "warning", mod,
+                                   f"{ctx}: hard-coded {FAMILY_FIELD[fam]} value {n.value} (no code has it; "
+                                   f"compare against the `{fam}_* macros so a new code cannot slip through)"))
+    return out
+
+
+def hardcoded_constants(ast: Any) -> list[Finding]:
+    """Literals compared with the opcode, ALU-op or buffer fields, per module (tagged AST)."""
+    from pyverilog.vparser import ast as A
+
+    cmp_types = (A.Eq, A.NotEq, A.Eql, A.NotEql, A.LessThan, A.GreaterThan, A.LessEq, A.GreaterEq)
+    out: list[Finding] = []
+    for d in ast.description.definitions:
+        if not isinstance(d, A.ModuleDef):
+            continue
+        params = {n.name: n.value for n in walk(d) if isinstance(n, A.Parameter) and n.value is not None}
+        names: dict[str, str] = {}
+        for _ in range(3):  # nets assigned from a field, or from such a net (short chains)
+            for n in walk(d):
+                if isinstance(n, (A.Assign, A.Substitution)) and isinstance(n.left, A.Lvalue) \
+                        and isinstance(n.left.var, A.Identifier):
+                    fam = _field_family(n.right, names)
+                    if fam:
+                        names[n.left.var.name] = fam
+        for n in walk(d):
+            if isinstance(n, cmp_types):
+                for fld, val in ((n.left, n.right), (n.right, n.left)):
+                    fam = _field_family(fld, names)
+                    if fam:
+                        ctx = f"'{expr_text(n).replace(TAG, '`')}'"
+                        out += _literal_findings(val, fam, d.name, params, ctx)
+            elif isinstance(n, A.CaseStatement):
+                fam = _field_family(n.comp, names)
+                if fam:
+                    for item in n.caselist:
+                        for cond in item.cond or ():
+                            ctx = f"case ({expr_text(n.comp).replace(TAG, '`')}) item {expr_text(cond)}"
+                            out += _literal_findings(cond, fam, d.name, params, ctx)
+    return out
+
+
+def check_constants(rtl_dir: Path, cfg: HwConfig, files: list[Path], tmp: Path) -> list[Finding]:
+    header = include_dir(rtl_dir, cfg.name) / HEADER_NAME
+    tdir = tmp / "tagged"
+    tdir.mkdir(parents=True, exist_ok=True)
+    (tdir / HEADER_NAME).write_text(tagged_header(header.read_text()))
+    return hardcoded_constants(parse_text(preprocess(files, [tdir, rtl_dir])))
+
+
+# ---- all ---------------------------------------------------------------------------------------
+def run_checks(cfg: HwConfig, rtl_dir: str | Path = RTL_DIR) -> dict[str, Any]:
+    """Every check for ``cfg`` on ``rtl_dir``; ``ok`` is False when any finding is an error."""
+    import tempfile
+
+    rtl_dir = Path(rtl_dir).resolve()
+    files = source_files(rtl_dir)
+    findings = check_header(cfg, rtl_dir, files)
+    design = build_design(parse_text(preprocess(files, [include_dir(rtl_dir, cfg.name), rtl_dir])),
+                          rtl_dir, cfg.name, files)
+    findings += check_ports(cfg, design)
+    with tempfile.TemporaryDirectory(prefix="cosim-rtl-check-") as tmp:
+        findings += check_constants(rtl_dir, cfg, files, Path(tmp))
+    return {"config": cfg.name, "rtl_dir": str(rtl_dir), "modules": len(design.modules),
+            "ok": not any(f.severity == "error" for f in findings),
+            "errors": sum(f.severity == "error" for f in findings),
+            "warnings": sum(f.severity == "warning" for f in findings),
+            "findings": [f.to_dict() for f in findings]}

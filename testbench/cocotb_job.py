@@ -1,0 +1,342 @@
+"""cocotb test module: run the Programs of a job file on the RTL and write a result JSON.
+
+Runs inside the simulator process (started by :mod:`testbench.rtl_model`). The job file
+(path in env ``COSIM_JOB``) says what to run::
+
+    {"config": "<config.json>", "mem": "fast"|"protocol", "seed": 0, "pause_prob": 0.3,
+     "between": "rst"|"soft", "dram_in": "<hex file>", "dram_out": "<hex file>",
+     "result": "<result.json>",
+     "programs": [{"dir": "<Program folder>", "dram_bin": "<out .bin>", "timeout_cycles": N,
+                   "image": "<dram.bin>", "regs": [[name, value], ...], "dram_end": n}, ...]}
+
+``image``/``regs``/``dram_end`` are optional: without them the Program folder is
+loaded and its ``dram_image()``/``regs`` used (with them, deliberately corrupt
+instruction streams can be run, which a Program folder refuses to load).
+
+For each Program: reset (``rst``, or only ``CTRL.SOFT_RESET`` when ``between`` is
+``soft``), load the DRAM image, play the register writes over AXI4-Lite (CTRL START
+last), wait for ``irq`` under a watchdog, read STATUS, ERR_PC, CYCLES and every
+counter of ``hw.csr.COUNTERS``, dump DRAM to ``dram_bin``; with ``soft_reset_check``
+also write CTRL.SOFT_RESET afterwards and record STATUS/CYCLES/counters. Python is off the
+per-cycle path on the fast back-end: the clock is cocotb's GPI clock and DRAM is a
+Verilog model loaded/dumped in bulk. A faulting Program is a *result*, not a test
+failure; the test fails only when the testbench itself cannot go on.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import random
+import time
+from pathlib import Path
+from typing import Any, Iterator
+
+import cocotb
+from cocotb.clock import Clock
+from cocotb.triggers import ClockCycles, ReadOnly, RisingEdge, with_timeout
+from cocotb.utils import get_sim_time
+
+try:  # cocotb 2.x
+    from cocotb.triggers import SimTimeoutError
+except ImportError:  # pragma: no cover
+    from cocotb.result import SimTimeoutError  # type: ignore
+
+from cocotbext.axi import AxiBus, AxiLiteBus, AxiLiteMaster, AxiRam
+
+from hw import csr
+from hw.config import parse_config
+from hw.program import Program
+from testbench.memimg import from_hex_words, to_hex_words
+
+CLK_NS = 10
+# Cycles one AXI-Lite access may take before the testbench gives up (x8 on the
+# protocol back-end, whose pause generators stretch every handshake).
+CSR_TIMEOUT_CYCLES = 2000
+
+
+class CsrTimeout(Exception):
+    """An AXI4-Lite access got no response: the DUT's CSR slave is stuck."""
+
+
+def _pause_gen(rng: random.Random, p: float) -> Iterator[bool]:
+    """Seeded random pause pattern: True (pause) with probability ``p`` per cycle, with bursts."""
+    while True:
+        if rng.random() < p:
+            for _ in range(rng.randint(1, 4)):
+                yield True
+        else:
+            for _ in range(rng.randint(1, 8)):
+                yield False
+
+
+class LiteDriver:
+    """A minimal AXI4-Lite master for the fast back-end: one access at a time, Python awake
+    only for the few cycles of each access (cocotbext-axi's agents stay off the clock).
+
+    Each access starts in a normal (writable) phase after a clock edge; per cycle it samples
+    the handshakes in ReadOnly (the values the next rising edge sees) and updates its
+    outputs after that edge. Returns None when ``timeout`` cycles pass without a response.
+    """
+
+    def __init__(self, dut: Any, timeout: int):
+        self.dut, self.clk, self.timeout = dut, dut.clk, timeout
+        for n in ("awvalid", "wvalid", "bready", "arvalid", "rready", "awprot", "arprot", "awaddr", "araddr",
+                  "wdata"):
+            getattr(dut, f"s_axil_{n}").value = 0
+        dut.s_axil_wstrb.value = 0xF
+
+    async def write(self, addr: int, value: int) -> bool:
+        d = self.dut
+        d.s_axil_awaddr.value = addr
+        d.s_axil_wdata.value = value
+        d.s_axil_wstrb.value = 0xF
+        d.s_axil_awvalid.value = 1
+        d.s_axil_wvalid.value = 1
+        d.s_axil_bready.value = 1
+        aw = w = True  # still offered
+        for _ in range(self.timeout):
+            await ReadOnly()
+            aw_hs = aw and bool(d.s_axil_awready.value)
+            w_hs = w and bool(d.s_axil_wready.value)
+            b_hs = bool(d.s_axil_bvalid.value)
+            await RisingEdge(self.clk)
+            if aw_hs:
+                aw = False
+                d.s_axil_awvalid.value = 0
+            if w_hs:
+                w = False
+                d.s_axil_wvalid.value = 0
+            if b_hs:
+                d.s_axil_bready.value = 0
+                return True
+        d.s_axil_awvalid.value = d.s_axil_wvalid.value = d.s_axil_bready.value = 0
+        return False
+
+    async def read(self, addr: int) -> int | None:
+        d = self.dut
+        d.s_axil_araddr.value = addr
+        d.s_axil_arvalid.value = 1
+        d.s_axil_rready.value = 1
+        ar = True
+        for _ in range(self.timeout):
+            await ReadOnly()
+            ar_hs = ar and bool(d.s_axil_arready.value)
+            r_hs = bool(d.s_axil_rvalid.value)
+            data = int(d.s_axil_rdata.value) if r_hs else 0
+            await RisingEdge(self.clk)
+            if ar_hs:
+                ar = False
+                d.s_axil_arvalid.value = 0
+            if r_hs:
+                d.s_axil_rready.value = 0
+                return data
+        d.s_axil_arvalid.value = d.s_axil_rready.value = 0
+        return None
+
+
+class Bench:
+    """The DUT plus its AXI agents for one back-end."""
+
+    def __init__(self, dut: Any, job: dict[str, Any]):
+        self.dut = dut
+        self.job = job
+        self.cfg = parse_config(json.loads(Path(job["config"]).read_text()), job["config"])
+        self.fast = job["mem"] == "fast"
+        self.csr = csr.csr_by_name(self.cfg.max_regions)
+        self.dirty_words = 0  # DRAM words a previous Program may have touched
+        self.csr_timeout_ns = CSR_TIMEOUT_CYCLES * CLK_NS * (1 if self.fast else 8)
+        dut.rst.value = 1
+        if self.fast:
+            dut.tb_load.value = 0
+            dut.tb_dump.value = 0
+            dut.tb_clear.value = 0
+            dut.tb_words.value = 0
+        # The fast back-end without waves makes its own clock, period CLK_NS (runner.sim_clock).
+        if not job.get("sim_clock"):
+            Clock(dut.clk, CLK_NS, unit="ns", impl="gpi").start()
+
+    async def start(self) -> None:
+        """Hold reset for a few cycles (so Icarus has no X on the handshakes), then attach the agents."""
+        dut, job = self.dut, self.job
+        self.lite: LiteDriver | None = LiteDriver(dut, CSR_TIMEOUT_CYCLES) if self.fast else None
+        await ClockCycles(dut.clk, 3)
+        self.ram: AxiRam | None = None
+        if not self.fast:
+            self.axil = AxiLiteMaster(AxiLiteBus.from_prefix(dut, "s_axil"), dut.clk, dut.rst)
+            self.axil.write_if.log.setLevel(logging.WARNING)  # per-reset chatter drowns sim.log
+            self.axil.read_if.log.setLevel(logging.WARNING)
+            self.ram = AxiRam(AxiBus.from_prefix(dut, "m_axi"), dut.clk, dut.rst, size=self.cfg.dram_bytes)
+            self.ram.write_if.log.setLevel(logging.WARNING)
+            self.ram.read_if.log.setLevel(logging.WARNING)
+            rng = random.Random(int(job.get("seed", 0)))
+            p = float(job.get("pause_prob", 0.3))
+            for ch in (self.ram.write_if.aw_channel, self.ram.write_if.w_channel, self.ram.write_if.b_channel,
+                       self.ram.read_if.ar_channel, self.ram.read_if.r_channel,
+                       self.axil.write_if.aw_channel, self.axil.write_if.w_channel,
+                       self.axil.write_if.b_channel, self.axil.read_if.ar_channel,
+                       self.axil.read_if.r_channel):
+                ch.set_pause_generator(_pause_gen(random.Random(rng.getrandbits(32)), p))
+
+    # ---- AXI4-Lite ------------------------------------------------------------
+    async def write(self, name: str, value: int) -> None:
+        addr = self.csr[name].addr
+        if self.lite is not None:
+            ok = await self.lite.write(addr, value)
+        else:
+            try:
+                await with_timeout(self.axil.write_dword(addr, value), self.csr_timeout_ns, "ns")
+                ok = True
+            except SimTimeoutError:
+                ok = False
+        if not ok:
+            raise CsrTimeout(f"AXI-Lite write of {name} (0x{addr:03x}) got no response")
+
+    async def read(self, name: str) -> int:
+        addr = self.csr[name].addr
+        v: int | None = None
+        if self.lite is not None:
+            v = await self.lite.read(addr)
+        else:
+            try:
+                v = int(await with_timeout(self.axil.read_dword(addr), self.csr_timeout_ns, "ns"))
+            except SimTimeoutError:
+                pass
+        if v is None:
+            raise CsrTimeout(f"AXI-Lite read of {name} (0x{addr:03x}) got no response")
+        return v
+
+    # ---- DRAM -----------------------------------------------------------------
+    async def _pulse(self, sig: Any) -> None:
+        sig.value = 1
+        await RisingEdge(self.dut.clk)
+        sig.value = 0
+        await RisingEdge(self.dut.clk)
+
+    async def load_dram(self, img: bytearray) -> None:
+        """Clear what the previous Program may have written beyond this image, then load it."""
+        bb = self.cfg.bus_bytes
+        words = (len(img) + bb - 1) // bb
+        if self.fast:
+            if self.dirty_words > words:
+                self.dut.tb_words.value = self.dirty_words
+                await self._pulse(self.dut.tb_clear)
+            Path(self.job["dram_in"]).write_text(to_hex_words(img, bb))
+            await self._pulse(self.dut.tb_load)
+        else:
+            assert self.ram is not None
+            if self.dirty_words > words:
+                self.ram.write(0, bytes(self.dirty_words * bb))
+            self.ram.write(0, bytes(img))
+        self.dirty_words = max(self.dirty_words, words)
+
+    async def dump_dram(self, nbytes: int) -> tuple[bytes, int]:
+        """DRAM bytes [0, nbytes) and the count of words holding X (Icarus only)."""
+        bb = self.cfg.bus_bytes
+        words = (nbytes + bb - 1) // bb
+        if not self.fast:
+            assert self.ram is not None
+            return bytes(self.ram.read(0, words * bb)), 0
+        self.dut.tb_words.value = words
+        await self._pulse(self.dut.tb_dump)
+        data, unknown = from_hex_words(Path(self.job["dram_out"]).read_text(), bb)
+        return data[:words * bb].ljust(words * bb, b"\0"), unknown
+
+    # ---- one Program ------------------------------------------------------------
+    def probes(self) -> dict[str, Any]:
+        """The accelerator's debug probes, for a watchdog report."""
+        top = self.dut.u_accel if self.fast else self.dut
+        out: dict[str, Any] = {}
+        for n in ("dbg_load_busy", "dbg_compute_busy", "dbg_store_busy", "dbg_load_pc", "dbg_compute_pc",
+                  "dbg_store_pc", "dbg_load_q", "dbg_compute_q", "dbg_store_q", "dbg_dma_rd", "dbg_dma_wr",
+                  "dbg_cycles"):
+            try:
+                out[n] = int(getattr(top, n).value)
+            except (AttributeError, ValueError):
+                out[n] = None
+        return out
+
+    async def run(self, entry: dict[str, Any], first: bool) -> dict[str, Any]:
+        dut = self.dut
+        if "image" in entry:
+            name, img = entry.get("name", "program"), bytearray(Path(entry["image"]).read_bytes())
+            regs, dram_end = [(str(n), int(v)) for n, v in entry["regs"]], int(entry["dram_end"])
+        else:
+            prog = Program.load(entry["dir"], self.cfg)
+            name, img, regs, dram_end = prog.name, prog.dram_image(), prog.regs, prog.dram_end
+        res: dict[str, Any] = {"name": name, "timeout": False}
+        if first or self.job.get("between", "rst") == "rst":
+            dut.rst.value = 1
+            await ClockCycles(dut.clk, 2)
+            await self.load_dram(img)
+            await ClockCycles(dut.clk, 2)
+            dut.rst.value = 0
+            await ClockCycles(dut.clk, 2)
+        else:  # soft reset only: the accelerator must return to idle by itself
+            await self.write("CTRL", csr.CTRL_SOFT_RESET)
+            await self.load_dram(img)
+        res["version"] = await self.read("VERSION")
+        res["config_id"] = await self.read("CONFIG_ID")
+        t0 = time.perf_counter()
+        for reg, value in regs:
+            await self.write(reg, value)
+        start_ns = get_sim_time("ns")
+        limit = int(entry["timeout_cycles"])
+        if not int(dut.irq.value):
+            try:
+                await with_timeout(RisingEdge(dut.irq), limit * CLK_NS, "ns")
+            except SimTimeoutError:
+                res["timeout"] = True
+                res["probes"] = self.probes()
+        res["run_wall_s"] = time.perf_counter() - t0
+        res["run_sim_cycles"] = int((get_sim_time("ns") - start_ns) // CLK_NS)
+        res["timeout_cycles"] = limit
+        res["status"] = await self.read("STATUS")
+        res["err_pc"] = await self.read("ERR_PC")
+        res["cycles"] = await self.read("CYCLES_LO") | (await self.read("CYCLES_HI") << 32)
+        res["counters"] = {c.lower(): await self.read(c) for c in csr.COUNTERS}
+        data, unknown = await self.dump_dram(dram_end)
+        Path(entry["dram_bin"]).write_bytes(data)
+        res["x_words"] = unknown
+        res["proto_err"] = bool(int(dut.proto_err.value)) if self.fast else False
+        res["wall_s"] = time.perf_counter() - t0
+        if self.job.get("soft_reset_check"):
+            await self.write("CTRL", csr.CTRL_SOFT_RESET)
+            await ClockCycles(dut.clk, 2)
+            res["after_soft_reset"] = {"status": await self.read("STATUS"), "err_pc": await self.read("ERR_PC"),
+                                       "cycles": await self.read("CYCLES_LO") | (await self.read("CYCLES_HI") << 32),
+                                       "irq": int(dut.irq.value),
+                                       "counters": {c.lower(): await self.read(c) for c in csr.COUNTERS}}
+        return res
+
+
+async def execute_job(dut: Any) -> None:
+    """Run every Program of the job file (env ``COSIM_JOB``); write the result JSON after each one.
+
+    The body of the cocotb test, public so that another test module (the bench's profiled
+    job) can run the very same job under a wrapper of its own."""
+    job = json.loads(Path(os.environ["COSIM_JOB"]).read_text())
+    bench = Bench(dut, job)
+    await bench.start()
+    results: list[dict[str, Any]] = []
+    out = Path(job["result"])
+    for k, entry in enumerate(job["programs"]):
+        try:
+            results.append(await bench.run(entry, k == 0))
+        except CsrTimeout as e:
+            # The CSR slave is stuck; the agents cannot be trusted for the rest of the job.
+            results.append({"name": entry.get("name", f"p{k}"), "tb_error": str(e), "probes": bench.probes()})
+            for rest in job["programs"][k + 1:]:
+                results.append({"name": rest.get("name", "?"), "tb_error": "not run: an earlier Program "
+                                "left the AXI-Lite slave stuck"})
+            break
+        finally:
+            out.write_text(json.dumps({"results": results}, indent=1))
+    out.write_text(json.dumps({"results": results, "done": True}, indent=1))
+
+
+@cocotb.test()
+async def run_job(dut: Any) -> None:
+    """The cocotb job: :func:`execute_job`."""
+    await execute_job(dut)

