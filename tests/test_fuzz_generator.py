@@ -12,7 +12,10 @@ from hw.config import load_config
 from hw.isa import ALU_OPS, Alu, Finish, Load, Store
 from cosim.fuzz.corpus import base_program
 from cosim.fuzz.generator import check_program, generate
-from sim.iss import alu_op, run_reference, token_deadlock
+from hw.alu_numpy import alu_op
+from hw.analysis import deadlock_pc as token_deadlock
+from hw.isa_semantics import alu_scalar
+from sim.iss import run_reference
 
 INT_MIN, INT_MAX = -(1 << 31), (1 << 31) - 1
 
@@ -70,9 +73,11 @@ def test_generator_covers_the_isa():
     ("CLIP", 0, 0, 0), ("MOV", 9, -7, -7),
 ])
 def test_reference_alu_semantics(op, x, s, want):
-    """microarch.md 'Data semantics', edge values included."""
-    got = alu_op(ALU_OPS[op], np.array([x], dtype=np.int64), s)
-    assert int(got[0]) == want
+    """microarch.md 'Data semantics', edge values included: the scalar reference semantics (the ISS's
+    ALU) and the numpy engine (golden's and the TLM's), with the operand as an immediate and as a lane."""
+    assert alu_scalar(ALU_OPS[op], x, s) == want
+    assert int(alu_op(ALU_OPS[op], np.array([x], dtype=np.int32), s)[0]) == want
+    assert int(alu_op(ALU_OPS[op], np.array([x], dtype=np.int32), np.array([s], dtype=np.int32))[0]) == want
 
 
 def test_reference_runs_base_program(cfg):
