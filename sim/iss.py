@@ -25,7 +25,7 @@ import numpy as np
 
 from hw import csr
 from hw.analysis import deadlock_pc
-from hw.isa import ALU_OP_NAMES, INSN_BYTES, Isa
+from hw.isa import ALU_OP_NAMES, INSN_BYTES, Instruction, Isa
 from hw.isa_semantics import ALU_SCALAR, classify_word, dram_span, load_tile_shape, sram_last_index
 from hw.program import Program
 from hw.result import RunResult
@@ -55,6 +55,18 @@ def execute_alu(acc: np.ndarray, insn) -> None:
             s = [insn.imm] * lanes if insn.use_imm else \
                 acc[insn.src_base + a * insn.src_factor_out + b * insn.src_factor_in].tolist()
             acc[d] = alu_lanes(insn.alu_op, acc[d].tolist(), s)
+
+
+def decode_words(isa: Isa, words: list[int]) -> list[Instruction]:
+    """The dispatch checks of every word in program order (:func:`hw.isa_semantics.classify_word`);
+    raises RefFault at the first word the hardware refuses."""
+    insns = []
+    for pc, w in enumerate(words):
+        i, code, msg = classify_word(isa, w)
+        if code:
+            raise RefFault(code, pc, msg)
+        insns.append(i)
+    return insns
 
 
 def _regs(program: Program) -> dict[str, int]:
@@ -91,12 +103,7 @@ def run_reference(program: Program, check_tokens: bool = True) -> RunResult:
              for k in range(count)]
     counters["fetch_bytes"] = INSN_BYTES * count
     try:
-        insns = []
-        for pc, w in enumerate(words):
-            i, code, msg = classify_word(isa, w)
-            if code:
-                raise RefFault(code, pc, msg)
-            insns.append(i)
+        insns = decode_words(isa, words)
         for pc, i in enumerate(insns):
             _execute(i, pc, cfg, img, acc, counters, in_region, out_dt)
             if i.MNEMONIC == "FINISH":

@@ -14,11 +14,10 @@ import pytest
 from compiler.errors import CompileError, DeadlockError
 from compiler.examples import make_case
 from compiler.verify import happens_before, simulate, verify_program
+from hw import analysis
 from hw.config import load_config
-from hw.isa import Alu, Finish, Load, Store, unit_of
+from hw.isa import Alu, Finish, Load, Store
 from hw.isa_semantics import acc_footprint
-
-UIX = {"load": 0, "compute": 1, "store": 2}
 
 
 def touched(i) -> set[int]:
@@ -42,21 +41,9 @@ def tiles_of(prog):
     return tiles
 
 
-def unit_seq(insns):
-    seen = {"load": 0, "compute": 0, "store": 0}
-    out = []
-    for i in insns:
-        u = unit_of(i)
-        out.append(seen[u])
-        seen[u] += 1
-    return out
-
-
 def hb_relation(insns):
     """hb(a, b): instruction a is guaranteed complete before b starts, by unit order and tokens alone."""
-    vc = happens_before(insns)
-    seq = unit_seq(insns)
-    return lambda a, b: vc[b][UIX[unit_of(insns[a])]] >= seq[a]
+    return analysis.happens_before(insns).before
 
 
 @pytest.mark.parametrize("config", ["default", "small"])

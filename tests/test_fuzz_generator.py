@@ -124,7 +124,7 @@ def test_check_program_finds_races_and_bad_tokens():
     assert "race" in check_program(no_tok, cfg)
     extra = list(p.insns)
     extra[2] = dataclasses.replace(extra[2], push_prev=True)
-    assert "s2c: 1 pushes but 0 pops" in check_program(extra, cfg)
+    assert "queue s2c gets 1 push(es)" in check_program(extra, cfg)
     uninit = [Alu(alu_op=ALU_OPS["ADD"], use_imm=True, imm=1, iter_out=1, iter_in=1), Finish()]
     assert "before anything writes it" in check_program(uninit, cfg)
     many = [Load(y_size=0, push_next=True)] * (cfg.token_queue_depth + 1) + \
