@@ -77,14 +77,13 @@ QUEUE_ENDS: dict[str, tuple[str, str, str, str]] = {
     "c2s": ("compute", "push_next", "store", "pop_prev"),
     "s2c": ("store", "push_prev", "compute", "pop_next"),
 }
-TOKEN_ROUTES: dict[tuple[str, str], str] = {}
-for _q, (_p, _pf, _c, _cf) in QUEUE_ENDS.items():
-    TOKEN_ROUTES[(_p, _pf)] = _q
-    TOKEN_ROUTES[(_c, _cf)] = _q
+TOKEN_ROUTES: dict[tuple[str, str], str] = {
+    **{(p, pf): q for q, (p, pf, _, _) in QUEUE_ENDS.items()},
+    **{(c, cf): q for q, (_, _, c, cf) in QUEUE_ENDS.items()},
+}
 QUEUE_BETWEEN: dict[tuple[str, str], str] = {(p, c): q for q, (p, _, c, _) in QUEUE_ENDS.items()}
 LEGAL_FLAGS: dict[str, tuple[str, ...]] = {
     u: tuple(f for f in DEP_FLAGS if (u, f) in TOKEN_ROUTES) for u in UNITS}
-del _q, _p, _pf, _c, _cf
 
 
 def pops_of(insn: Instruction) -> list[str]:
