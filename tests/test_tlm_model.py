@@ -217,6 +217,27 @@ def test_vcd_and_perfetto(tmp_path):
     assert any(e["ph"] == "C" for e in ev)
 
 
+def test_vcd_grows_with_transactions_not_cycles(cfg, tmp_path):
+    """A 1 M-cycle run of three instructions (an ALU instruction made 1 M cycles long through
+    the timing) writes a VCD of a few time stamps; dbg_cycles has the counter's value at each."""
+    from vcdvcd import VCDVCD
+
+    from sim.tlm import Timing
+
+    a = np.ones((4, cfg.lanes), dtype=np.int32)
+    tensors = [("a", "input", a.shape, "int32"), ("out", "output", a.shape, "int8")]
+    prog = make_program(cfg, [Alu(alu_op=ALU_OPS["ADD"], use_imm=True, imm=1, iter_out=1, iter_in=4,
+                                  dst_factor_in=1), Finish()], tensors, {"a": a})
+    T = Timing.from_config(cfg, calibration=False, alu_setup_cycles=1_000_000)
+    r = run_program(prog, vcd=tmp_path / "long.vcd", timing=T)
+    assert r.cycles > 1_000_000
+    assert (tmp_path / "long.vcd").stat().st_size < 4000
+    v = VCDVCD(str(tmp_path / "long.vcd"))
+    cyc = next(v[s] for s in v.signals if s.endswith("dbg_cycles")).tv
+    assert len(cyc) < 20 and all(int(n, 2) == max(t - 1, 0) for t, n in cyc)
+    assert int(cyc[-1][1], 2) == r.cycles
+
+
 def test_untraced_run_has_no_tracer(cfg):
     m = TlmModel(cfg)
     assert m.tracer is None and m.port.tracer is None

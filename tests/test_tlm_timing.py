@@ -11,7 +11,7 @@ import pytest
 from hw.config import load_config
 from hw.isa import ALU_OPS, Alu, Finish, Load, Store
 from sim.tlm import Timing, TimingError, TlmModel, run_program
-from sim.tlm.dram import row_burst_beats
+from sim.tlm.burst_calc import row_burst_beats
 from tests.tlm_programs import make_program
 
 

@@ -1,12 +1,10 @@
-// load_unit: executes LOAD (DRAM -> accumulator buffer, 2-D with stride and zero padding).
-//   U_IDLE : pops the head of the load queue (1 cycle)
-//   U_WAIT : range checks (ERR_DRAM_RANGE, then ERR_SRAM_RANGE); waits for the pop_next
-//            token (c2l); takes it and enters EXEC the cycle it is available
-//   U_EXEC : walks the on-chip tile in order, row by row: a pad vector is written with zeros
-//            in one cycle; at the first data vector of a row it issues the row's read bursts
-//            back to back (min(MAX_BURST, beats left in the row, beats to 4 KiB)); each vector
-//            is written when its last beat arrives
-//   U_PUSH : pushes the push_next token (l2c), waiting while it is full (>= 1 cycle)
+// load_unit: executes LOAD (DRAM -> accumulator buffer, 2-D with stride and zero padding)
+// inside unit_shell (IDLE -> WAIT -> EXEC -> PUSH; it pops c2l on pop_next, pushes l2c on push_next).
+//   WAIT : range checks (ERR_DRAM_RANGE, then ERR_SRAM_RANGE)
+//   EXEC : walks the on-chip tile in order, row by row: a pad vector is written with zeros
+//          in one cycle; at the first data vector of a row it issues the row's read bursts
+//          back to back (min(MAX_BURST, beats left in the row, beats to 4 KiB)); each vector
+//          is written when its last beat arrives. A burst under way completes after a halt.
 `include "accel_params.vh"
 
 module load_unit (
@@ -49,20 +47,18 @@ module load_unit (
     output wire                            stuck,      // cannot progress (idle+empty or blocked)
     output wire                            insn_done   // an instruction completed
 );
-    localparam [1:0] U_IDLE = 2'd0, U_WAIT = 2'd1, U_EXEC = 2'd2, U_PUSH = 2'd3;
     localparam IDX = `CFG_ACC_IDX_BITS;
     localparam SIB = `CFG_SRAM_IDX_BITS;
     localparam BUS = `CFG_BUS_WIDTH;
     localparam VB  = `CFG_ACC_VEC_BITS;
     localparam [34:0] DEPTH = `CFG_ACC_DEPTH;
 
-    reg [1:0]            state;
-    reg [`INSN_BITS-1:0] insn;
-    reg [31:0]           pc;
+    wire [`INSN_BITS-1:0] insn;
+    wire                  start;
+    wire                  exec_done;
+    wire                  exec_stop;
 
     // ---- instruction fields
-    wire            pop_next  = insn[`F_HDR_POP_NEXT_LO];
-    wire            push_next = insn[`F_HDR_PUSH_NEXT_LO];
     wire [SIB-1:0]  sram_base = insn[`F_MEM_SRAM_BASE_LO +: `F_MEM_SRAM_BASE_W];
     wire [31:0]     dram_base = insn[`F_MEM_DRAM_BASE_LO +: `F_MEM_DRAM_BASE_W];
     wire [15:0]     y_size    = insn[`F_MEM_Y_SIZE_LO +: `F_MEM_Y_SIZE_W];
@@ -90,24 +86,20 @@ module load_unit (
     wire        sram_bad = !tile_empty && (sram_end > DEPTH);
     wire        range_bad = dram_bad || sram_bad;
 
-    // ---- token handshakes
-    wire tok_ok       = !pop_next || c2l_avail;
-    wire push_blocked = push_next && l2c_full;
-    wire wait_go      = (state == U_WAIT) && !halt && !range_bad && tok_ok;
-    wire push_go      = (state == U_PUSH) && !halt && !push_blocked;
-
-    assign q_pop    = (state == U_IDLE) && !halt && !q_empty;
-    assign c2l_pop  = wait_go && pop_next;
-    assign l2c_push = push_go && push_next;
-
-    assign err      = (state == U_WAIT) && !halt && range_bad;
     assign err_code = dram_bad ? `ERR_DRAM_RANGE : `ERR_SRAM_RANGE;
-    assign pc_out   = (state == U_IDLE) ? 32'hFFFFFFFF : pc;
-    assign idle     = (state == U_IDLE);
-    assign exec     = (state == U_EXEC);
-    assign stall    = ((state == U_WAIT) && !tok_ok) || ((state == U_PUSH) && push_blocked);
-    assign stuck    = ((state == U_IDLE) && q_empty) || stall;
-    assign insn_done = push_go;
+
+    // prev-stage tokens: none (a LOAD with pop_prev / push_prev is rejected at dispatch)
+    wire no_prev_pop, no_prev_push;
+    unit_shell #(.HAS_PREV(0), .HAS_NEXT(1)) u_shell (
+        .clk(clk), .rst(rst), .clr(clr), .halt(halt),
+        .q_empty(q_empty), .q_dout(q_dout), .q_pop(q_pop),
+        .prev_avail(1'b0), .prev_pop(no_prev_pop), .prev_full(1'b0), .prev_push(no_prev_push),
+        .next_avail(c2l_avail), .next_pop(c2l_pop), .next_full(l2c_full), .next_push(l2c_push),
+        .insn(insn), .start(start), .range_bad(range_bad), .exec_done(exec_done), .exec_stop(exec_stop),
+        .exec_stuck(1'b0),
+        .err(err), .pc_out(pc_out), .idle(idle), .exec(exec), .stall(stall), .stuck(stuck),
+        .insn_done(insn_done)
+    );
 
     // ---- EXEC walk
     reg [16:0]          r;               // tile row
@@ -127,7 +119,7 @@ module load_unit (
     wire [16:0] data_r1      = {13'd0, y_pad_0} + {1'b0, y_size};
     wire        at_data      = (x_size != 16'd0) && (r >= data_r0) && (r < data_r1) &&
                                (c == {13'd0, x_pad_0});
-    wire        pad_step     = (state == U_EXEC) && !in_burst && !halt && !tile_empty && !at_data;
+    wire        pad_step     = exec && !in_burst && !halt && !tile_empty && !at_data;
     wire        row_end      = in_burst && burst_done && ({23'd0, blen} == row_beats);
     // position after a pad vector or after a row's data
     wire [16:0] c_adv   = row_end ? ({13'd0, x_pad_0} + {1'b0, x_size}) : (c + 17'd1);
@@ -135,9 +127,13 @@ module load_unit (
     wire [16:0] r_new   = wrap ? r + 17'd1 : r;
     wire [16:0] c_new   = wrap ? 17'd0 : c_adv;
     wire        fin     = wrap && (r + 17'd1 == rows);
+    // EXEC ends with the last data row's last burst, the last pad vector, or at once (empty
+    // tile); a halt stops it between bursts
+    assign exec_done = (row_end && fin) || (!in_burst && !halt && (tile_empty || (!at_data && fin)));
+    assign exec_stop = !in_burst && halt;
 
     burst_calc u_len (.page_off(cur_addr[11:0]), .beats_left(row_beats), .len(req_len));
-    assign req      = (state == U_EXEC) && !in_burst && !halt && !tile_empty && at_data;
+    assign req      = exec && !in_burst && !halt && !tile_empty && at_data;
     assign req_addr = cur_addr;
 
     wire [VB+BUS-1:0] cat = {rd_data, vbuf};
@@ -150,9 +146,6 @@ module load_unit (
 
     always @(posedge clk) begin
         if (rst || clr) begin
-            state     <= U_IDLE;
-            insn      <= {`INSN_BITS{1'b0}};
-            pc        <= 32'd0;
             r         <= 17'd0;
             c         <= 17'd0;
             a         <= {IDX{1'b0}};
@@ -163,80 +156,53 @@ module load_unit (
             blen      <= 9'd0;
             vbeat     <= 16'd0;
             vbuf      <= {VB{1'b0}};
-        end else begin
-            case (state)
-                U_IDLE: begin
-                    if (q_pop) begin
-                        insn  <= q_dout[`INSN_BITS-1:0];
-                        pc    <= q_dout[`INSN_BITS+31:`INSN_BITS];
-                        state <= U_WAIT;
-                    end
+        end else if (start) begin
+            r         <= 17'd0;
+            c         <= 17'd0;
+            a         <= sram_base[IDX-1:0];
+            row_addr  <= dram_lo[31:0];
+            cur_addr  <= dram_lo[31:0];
+            row_beats <= x_beats;
+            in_burst  <= 1'b0;
+            vbeat     <= 16'd0;
+        end else if (exec) begin
+            if (in_burst) begin
+                if (rd_beat) begin
+                    vbuf  <= vbuf_next;
+                    vbeat <= vec_done ? 16'd0 : vbeat + 16'd1;
                 end
-                U_WAIT: begin
-                    if (halt)
-                        state <= U_IDLE;
-                    else if (wait_go) begin
-                        state     <= U_EXEC;
-                        r         <= 17'd0;
-                        c         <= 17'd0;
-                        a         <= sram_base[IDX-1:0];
-                        row_addr  <= dram_lo[31:0];
-                        cur_addr  <= dram_lo[31:0];
+                if (vec_done)
+                    a <= a + 1'b1;
+                if (burst_done) begin
+                    in_burst <= 1'b0;
+                    if (row_end) begin
+                        row_addr  <= row_addr + stride_bytes;
+                        cur_addr  <= row_addr + stride_bytes;
                         row_beats <= x_beats;
-                        in_burst  <= 1'b0;
-                        vbeat     <= 16'd0;
-                    end
-                end
-                U_EXEC: begin
-                    if (in_burst) begin
-                        if (rd_beat) begin
-                            vbuf  <= vbuf_next;
-                            vbeat <= vec_done ? 16'd0 : vbeat + 16'd1;
-                        end
-                        if (vec_done)
-                            a <= a + 1'b1;
-                        if (burst_done) begin
-                            in_burst <= 1'b0;
-                            if (row_end) begin
-                                row_addr  <= row_addr + stride_bytes;
-                                cur_addr  <= row_addr + stride_bytes;
-                                row_beats <= x_beats;
-                                r         <= r_new;
-                                c         <= c_new;
-                                if (fin)
-                                    state <= U_PUSH;
-                            end else begin
-                                cur_addr  <= cur_addr + ({23'd0, blen} << `CFG_BUS_BYTES_LOG2);
-                                row_beats <= row_beats - {23'd0, blen};
-                            end
-                        end
-                    end else if (halt) begin
-                        state <= U_IDLE;
-                    end else if (tile_empty) begin
-                        state <= U_PUSH;
-                    end else if (at_data) begin
-                        if (gnt) begin
-                            in_burst <= 1'b1;
-                            blen     <= req_len;
-                        end
+                        r         <= r_new;
+                        c         <= c_new;
                     end else begin
-                        // pad vector written this cycle
-                        a <= a + 1'b1;
-                        r <= r_new;
-                        c <= c_new;
-                        if (fin)
-                            state <= U_PUSH;
+                        cur_addr  <= cur_addr + ({23'd0, blen} << `CFG_BUS_BYTES_LOG2);
+                        row_beats <= row_beats - {23'd0, blen};
                     end
                 end
-                default: begin  // U_PUSH
-                    if (halt || push_go)
-                        state <= U_IDLE;
+            end else if (!halt && !tile_empty) begin
+                if (at_data) begin
+                    if (gnt) begin
+                        in_burst <= 1'b1;
+                        blen     <= req_len;
+                    end
+                end else begin
+                    // pad vector written this cycle
+                    a <= a + 1'b1;
+                    r <= r_new;
+                    c <= c_new;
                 end
-            endcase
+            end
         end
     end
 
-    // opcode, pop_prev/push_prev (rejected at dispatch), buf (ACC) and reserved bits
-    wire unused_load = ^{insn[`F_HDR_PUSH_PREV_LO:0], insn[`F_MEM_BUF_LO +: `F_MEM_BUF_W],
+    // opcode and token flags (the shell's), buf (ACC) and reserved bits
+    wire unused_load = ^{insn[`F_HDR_PUSH_NEXT_LO:0], insn[`F_MEM_BUF_LO +: `F_MEM_BUF_W], no_prev_pop, no_prev_push,
                          insn[`INSN_BITS-1:`MEM_USED_BITS], dram_lo[63:32], cat[BUS-1:0]};
 endmodule

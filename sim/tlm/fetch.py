@@ -1,4 +1,5 @@
-"""FETCH: read bursts of whole instructions over the DRAM port, decode, dispatch in order.
+"""FETCH (``hw/rtl/fetch.v``): read bursts of whole instructions over the DRAM port, decode
+(``sim/tlm/decode.py``), dispatch in order to the instruction queues.
 
 One burst (``min(max_burst // beats_per_insn, remaining, up to the 4 KiB boundary)``
 instructions) is one port request; from the cycle the burst ends its instructions are
@@ -13,27 +14,39 @@ says full, FETCH waits for that unit's next pop ``p`` and dispatches at
 from __future__ import annotations
 
 from collections import deque
-from typing import TYPE_CHECKING
+from typing import Callable
 
 import numpy as np
 
-from hw.isa import INSN_BYTES, QUEUE_OF_OPCODE
-from sim.tlm.axi_port import Segment
+from hw.isa import INSN_BYTES, QUEUE_OF_OPCODE, Isa
+from sim.tlm.axi_arbiter import AxiArbiter, Segment
+from sim.tlm.burst_calc import fetch_burst_insns
 from sim.tlm.decode import Decoder
-from sim.tlm.dram import PAGE
-
-if TYPE_CHECKING:
-    from sim.tlm.model import TlmModel
+from sim.tlm.dram import Dram
+from sim.tlm.insn_queue import InsnQueue
+from sim.tlm.scheduler import Scheduler
+from sim.tlm.timing import Timing
 
 
 class Fetch:
-    """The fetch unit."""
+    """The fetch unit of one run: instructions ``[0, insn_count)`` from byte ``insn_addr``.
 
-    def __init__(self, model: "TlmModel", insn_addr: int, insn_count: int):
-        self.m = model
-        self.sim = model.sim
-        self.T = model.timing
-        self.decoder = Decoder(model.isa)
+    It reads ``dram`` through ``port``, pushes to ``queues`` (by unit name; it listens to
+    their pops) and reports a dispatch fault with ``fault(cycle, code, pc, unit, message)``.
+    """
+
+    def __init__(self, sim: Scheduler, timing: Timing, isa: Isa, port: AxiArbiter, dram: Dram,
+                 queues: dict[str, InsnQueue], fault: Callable[[int, int, int, str, str], None],
+                 insn_addr: int, insn_count: int):
+        self.sim = sim
+        self.T = timing
+        self.decoder = Decoder(isa)
+        self.port = port
+        self.dram = dram
+        self.queues = queues
+        for q in queues.values():
+            q.on_pop = self.on_pop
+        self.fault = fault
         self.addr = insn_addr
         self.count = insn_count
         self.next_pc = 0                      # next instruction to read from DRAM
@@ -45,21 +58,17 @@ class Fetch:
         self._n = 0
         self._pc0 = 0
 
-    @property
-    def bytes(self) -> int:
-        return self.m.port_beats("fetch") * self.T.bus_bytes
-
     def start(self, t: int) -> None:
         self.sim.now_or_later(t + self.T.fetch_start_cycles, self._request)
 
     def _request(self, t: int) -> None:
-        if self.stopped or self.m.halted or self.next_pc >= self.count:
+        if self.stopped or self.sim.stopped or self.next_pc >= self.count:
             return
         addr = self.addr + INSN_BYTES * self.next_pc
-        n = min(self.T.insns_per_fetch_burst, self.count - self.next_pc, (PAGE - addr % PAGE) // INSN_BYTES)
+        n = fetch_burst_insns(addr, self.count - self.next_pc, self.T.insns_per_fetch_burst, INSN_BYTES)
         self._n, self._pc0 = n, self.next_pc
         beats = n * self.T.beats_per_insn
-        self.m.port.request(t, Segment("fetch", False, np.array([beats], dtype=np.int64),
+        self.port.request(t, Segment("fetch", False, np.array([beats], dtype=np.int64),
                                        np.array([self.T.read_burst_cycles(beats)], dtype=np.int64),
                                        self._burst_done))
 
@@ -71,7 +80,7 @@ class Fetch:
     def _burst_done(self, t: int) -> None:
         n, pc0 = self._n, self.next_pc
         addr = self.addr + INSN_BYTES * pc0
-        raw = self.m.dram_model.mem[addr:addr + INSN_BYTES * n].tobytes()
+        raw = self.dram.mem[addr:addr + INSN_BYTES * n].tobytes()
         self.buf.extend((pc0 + k, int.from_bytes(raw[k * INSN_BYTES:(k + 1) * INSN_BYTES], "little"))
                         for k in range(n))
         self.next_pc += n
@@ -79,7 +88,7 @@ class Fetch:
         self._dispatch(t)
 
     def _dispatch(self, t: int) -> None:
-        units = self.m.units
+        queues = self.queues
         step = self.T.dispatch_cycles
         buf = self.buf
         while buf:
@@ -89,19 +98,19 @@ class Fetch:
             if code:
                 self.stopped = True
                 buf.clear()
-                self.sim.at(d, self.m.fault_event, code, pc, "fetch", msg)
+                self.sim.at(d, self.fault, code, pc, "fetch", msg)
                 return
-            unit = units[QUEUE_OF_OPCODE[insn.MNEMONIC]]
-            free_at = unit.room_from(d)
+            q = queues[QUEUE_OF_OPCODE[insn.MNEMONIC]]
+            free_at = q.room_from(d)
             if free_at is None:  # full until the unit's next pop
-                self.stalled_on = unit.name
+                self.stalled_on = q.name
                 self.stuck_since = d
                 return
             if free_at > d:      # full in d, room from free_at (a pop already seen)
                 self.t_next = d = free_at
             self.stalled_on = self.stuck_since = None
             buf.popleft()
-            unit.enqueue(d, pc, insn)
+            q.push(d, pc, insn)
             self.t_next = d + step
         if self.next_pc < self.count:
             self.sim.now_or_later(self.t_next, self._request)

@@ -7,8 +7,14 @@ cycle: ``dbg_{load,compute,store}_busy`` (unit in EXECUTE), ``dbg_*_pc`` (pc of 
 held instruction from WAIT to PUSH, 0xFFFFFFFF when IDLE), ``dbg_*_q`` (queue
 occupancy, a registered count), ``dbg_dma_rd``/``dbg_dma_wr`` (a read/write burst
 under way: from the cycle after its grant to its last beat / B), ``dbg_cycles`` (the
-CYCLES counter) and ``irq`` (from the cycle after DONE). The model calls the recording hooks only when a tracer exists, so an
-untraced run pays nothing but a ``None`` test.
+CYCLES counter) and ``irq`` (from the cycle after DONE). The model calls the recording
+hooks only when a tracer exists, so an untraced run pays nothing but a ``None`` test.
+
+A trace costs O(transactions), never O(cycles): the VCD has a time stamp only where a
+probe changes. ``dbg_cycles``, which the RTL's counter changes every cycle, is written
+only at those stamps (with the counter's value there); the time axis is the cycle
+already, and a reader that wants the counter between two stamps computes it from the
+time (``t - 1`` in cycle ``t``, see :meth:`Tracer.write_vcd`).
 """
 
 from __future__ import annotations
@@ -87,8 +93,9 @@ class Tracer:
     # ---- VCD ----------------------------------------------------------------------------------
     def write_vcd(self, path: str | Path, end: int) -> Path:
         """Write the VCD from cycle 0 (START) to ``end + 1`` (the cycle after DONE, when irq
-        is high). ``dbg_cycles`` shows the RTL's counter: 0 in START's cycle and the next,
-        then ``t - 1`` in cycle ``t`` (it counts the busy cycles 1 .. end)."""
+        is high). ``dbg_cycles`` has the RTL's counter value at every time stamp: 0 in
+        START's cycle and the next, then ``t - 1`` in cycle ``t`` (it counts the busy cycles
+        1 .. end); it is written only at the stamps another probe has (and at ``end + 1``)."""
         sigs: list[tuple[str, int, list[tuple[int, int]], int]] = []
         for u in UNITS:
             sigs.append((f"dbg_{u}_busy", 1, self.busys.get(u, []), 0))
@@ -118,13 +125,14 @@ class Tracer:
         for k, (_n, w, _c, init) in enumerate(sigs):
             lines.append(first.get(k, fmt(w, init, ids[k])))
         lines += [f"b0 {cyc_id}", "$end"]
-        # dbg_cycles changes every cycle (the RTL's counter), so every cycle gets a time stamp.
-        for t in range(1, end + 2):
+        # Time stamps only where a probe changes (and end + 1, where the counter stops at end):
+        # dbg_cycles is sampled there, so the file grows with transactions, not with cycles.
+        at.setdefault(end + 1, {})
+        for t in sorted(at):
             lines.append(f"#{t}")
-            ch = at.get(t)
-            if ch:
-                lines.extend(ch.values())
-            lines.append(f"b{t - 1:b} {cyc_id}")
+            lines.extend(at[t].values())
+            if t >= 2:  # the counter is 0 up to cycle 1 ($dumpvars)
+                lines.append(f"b{t - 1:b} {cyc_id}")
         lines.append(f"#{end + 2}")
         p = Path(path)
         p.parent.mkdir(parents=True, exist_ok=True)

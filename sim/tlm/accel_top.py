@@ -1,4 +1,5 @@
-"""The TLM: a CSR interface, a DRAM array and the event-driven accelerator behind them.
+"""The TLM's top (``hw/rtl/accel_top.v``): a CSR interface, a DRAM array and the event-driven
+accelerator behind them, wired from one module per RTL block (``sim/tlm/__init__.py``).
 
 Usage, as software would drive the hardware::
 
@@ -24,18 +25,22 @@ from hw.config import HwConfig
 from hw.isa import INSN_BYTES, Isa
 from hw.program import Program
 from hw.result import RunResult
-from sim.tlm.axi_port import AxiPort
-from sim.tlm.dram import Dram, csr_regions
+from sim.tlm.acc_buffer import AccBuffer
+from sim.tlm.axi_arbiter import AxiArbiter
+from sim.tlm.compute_unit import ComputeUnit
+from sim.tlm.csr_block import CsrBlock, RunStatus
+from sim.tlm.dram import Dram
 from sim.tlm.errors import TlmError
 from sim.tlm.fetch import Fetch
+from sim.tlm.insn_queue import InsnQueue
+from sim.tlm.load_unit import LoadUnit
+from sim.tlm.region_check import RegionCheck
 from sim.tlm.scheduler import PH_CHECK, PH_HALT, Scheduler
+from sim.tlm.store_unit import StoreUnit
 from sim.tlm.timing import Timing
-from sim.tlm.tokens import TOKEN_QUEUES, TokenQueue
+from sim.tlm.token_queue import TOKEN_QUEUES, TokenQueue
 from sim.tlm.trace import Tracer
-from sim.tlm.units import ComputeUnit, LoadUnit, StoreUnit, Unit
-
-_A = {c.name: c.addr for c in csr.csr_map(16)}
-_COUNTER_ADDR = {_A[n]: n.lower() for n in csr.COUNTERS}
+from sim.tlm.unit_shell import IDLE, UnitShell
 
 
 class TlmModel:
@@ -51,14 +56,19 @@ class TlmModel:
         self.timing = timing or Timing.from_config(cfg)
         self.isa = Isa(cfg)
         self.dram_model = Dram(cfg.dram_bytes, cfg.lanes, cfg.out_width)
-        self.acc = np.zeros((cfg.acc_depth, cfg.lanes), dtype=np.int32)
+        self.acc_buffer = AccBuffer(cfg.acc_depth, cfg.lanes)
+        self.regions = RegionCheck(cfg.dram_bytes)
         self.tracing = trace
-        self._csr_map = csr.csr_by_addr(cfg.max_regions)
-        self.regs: dict[int, int] = {}
+        self.csr = CsrBlock(cfg)
         self._armed = False
         self._reset_state()
 
     # ---- public API --------------------------------------------------------------------------
+    @property
+    def acc(self) -> np.ndarray:
+        """The accumulator buffer's contents (``(depth, lanes)`` int32; writable)."""
+        return self.acc_buffer.mem
+
     @property
     def dram(self) -> np.ndarray:
         """The DRAM contents (``uint8``, indexed by byte address; writable)."""
@@ -70,52 +80,18 @@ class TlmModel:
 
     def write_csr(self, addr: int, value: int) -> None:
         """An AXI4-Lite write. CTRL.START arms a run; CTRL.SOFT_RESET returns everything to idle."""
-        reg = self._csr_map.get(addr)
-        if reg is None:
-            raise ValueError(f"write to unmapped CSR address 0x{addr:03x}")
-        value &= 0xFFFFFFFF
-        if reg.name == "CTRL":
-            if value & csr.CTRL_SOFT_RESET:
-                self._reset_state()
-                self._armed = False
-            if value & csr.CTRL_START:
-                self._reset_state()
-                self._armed = True
-            return
-        if reg.access == "ro":
-            return  # read-only registers ignore writes, as the RTL does
-        self.regs[addr] = value
+        ctrl = self.csr.write(addr, value)
+        if ctrl & csr.CTRL_SOFT_RESET:
+            self._reset_state()
+            self._armed = False
+        if ctrl & csr.CTRL_START:
+            self._reset_state()
+            self._armed = True
 
     def read_csr(self, addr: int) -> int:
         """An AXI4-Lite read."""
-        reg = self._csr_map.get(addr)
-        if reg is None:
-            raise ValueError(f"read of unmapped CSR address 0x{addr:03x}")
-        n = reg.name
-        if n == "CTRL":
-            return 0
-        if n == "STATUS":
-            s = 0
-            if self._armed and not self.finished:
-                s |= csr.STATUS_BUSY
-            if self.finished:
-                s |= csr.STATUS_DONE
-            if self.error is not None:
-                s |= csr.STATUS_ERROR | (self.error.code << csr.STATUS_ERR_CODE_SHIFT)
-            return s
-        if n == "VERSION":
-            return csr.VERSION
-        if n == "CONFIG_ID":
-            return self.cfg.config_id
-        if n == "ERR_PC":
-            return self.error.pc if self.error is not None else 0
-        if n == "CYCLES_LO":
-            return (self.cycles or 0) & 0xFFFFFFFF
-        if n == "CYCLES_HI":
-            return (self.cycles or 0) >> 32
-        if addr in _COUNTER_ADDR:
-            return self.counters()[_COUNTER_ADDR[addr]] & 0xFFFFFFFF
-        return self.regs.get(addr, 0)
+        return self.csr.read(addr, RunStatus(self._armed and not self.finished, self.finished, self.error,
+                                             self.cycles or 0, self.counters()))
 
     @property
     def irq(self) -> bool:
@@ -131,13 +107,11 @@ class TlmModel:
             raise RuntimeError("run() before CTRL.START was written")
         if self.finished:
             return self.cycles or 0
-        addr = self.regs.get(_A["INSN_ADDR_LO"], 0)
-        addr_hi = self.regs.get(_A["INSN_ADDR_HI"], 0)
-        count = self.regs.get(_A["INSN_COUNT"], 0)
-        self.dram_model.regions = csr_regions(self.regs, self.cfg.max_regions)
+        addr, addr_hi, count = self.csr.insn_window()
+        self.regions.windows = self.csr.regions()
         self.insn_count = count
         if addr_hi != 0 or count == 0 or addr % INSN_BYTES != 0 or \
-                not self.dram_model.window_ok(addr, addr + INSN_BYTES * count, csr.ATTR_READ):
+                not self.regions.ok(addr, addr + INSN_BYTES * count, csr.ATTR_READ):
             why = ("INSN_ADDR_HI is not 0" if addr_hi else "INSN_COUNT is 0" if count == 0 else
                    f"INSN_ADDR_LO 0x{addr:x} is not a multiple of {INSN_BYTES}" if addr % INSN_BYTES else
                    f"instruction window [0x{addr:x}, 0x{addr + INSN_BYTES * count:x}) is not inside one "
@@ -145,7 +119,8 @@ class TlmModel:
             e = self.timing.start_check_cycles
             self._set_error(TlmError(csr.ERR_INSN_RANGE, 0, "fetch", e, why))
             return self.cycles or 0
-        self.fetch = Fetch(self, addr, count)
+        self.fetch = Fetch(self.sim, self.timing, self.isa, self.port, self.dram_model, self.queues, self.fault,
+                           addr, count)
         self.fetch.start(0)
         self.sim.run()
         if not self.finished:  # the heap ran dry without DONE: nothing can progress
@@ -172,31 +147,35 @@ class TlmModel:
         """Events the scheduler processed in the last run (grows with instructions, not cycles)."""
         return self.sim.events
 
-    # ---- internals used by the units ----------------------------------------------------------------
+    # ---- wiring and run control ----------------------------------------------------------------
     def _reset_state(self) -> None:
         self.sim = Scheduler()
         self.tracer: Tracer | None = Tracer() if self.tracing else None
-        self.port = AxiPort(self.sim, self.tracer)
+        self.port = AxiArbiter(self.sim, self.tracer)
         self.port.on_free = self.check_finish
         T = self.timing
-        self.tokens = {n: TokenQueue(n, T.token_queue_depth, T.token_latency_cycles, self._schedule)
-                       for n in TOKEN_QUEUES}
-        self.load = LoadUnit(self, T.load_queue_depth)
-        self.compute = ComputeUnit(self, T.compute_queue_depth)
-        self.store = StoreUnit(self, T.store_queue_depth)
-        self.units: dict[str, Unit] = {"load": self.load, "compute": self.compute, "store": self.store}
+        sim, tr = self.sim, self.tracer
+        self.tokens = {n: TokenQueue(n, T.token_queue_depth, T.token_latency_cycles, sim.at) for n in TOKEN_QUEUES}
+        lat = T.queue_latency_cycles
+        self.queues = {"load": InsnQueue("load", T.load_queue_depth, lat, tr),
+                       "compute": InsnQueue("compute", T.compute_queue_depth, lat, tr),
+                       "store": InsnQueue("store", T.store_queue_depth, lat, tr)}
+        shell = (sim, T, tr)
+        self.load = LoadUnit(*shell, self.queues["load"], self.tokens, self.fault, self.unit_idle,
+                             self.port, self.dram_model, self.regions, self.acc_buffer)
+        self.compute = ComputeUnit(*shell, self.queues["compute"], self.tokens, self.fault, self.unit_idle,
+                                   self.acc_buffer, self.check_finish, self.done)
+        self.store = StoreUnit(*shell, self.queues["store"], self.tokens, self.fault, self.unit_idle,
+                               self.port, self.dram_model, self.regions, self.acc_buffer)
+        self.units: dict[str, UnitShell] = {"load": self.load, "compute": self.compute, "store": self.store}
         self.fetch: Fetch | None = None
         self.cycles: int | None = None
         self.error: TlmError | None = None
         self.finished = False
-        self.halted = False
         self.insn_count = 0
         self._faults: list[TlmError] = []
         self._checks: set[int] = set()
         self._halt_beats: dict[str, int] | None = None
-
-    def _schedule(self, t: int, fn) -> None:
-        self.sim.at(t, fn)
 
     def unit_idle(self, t: int) -> None:
         """A unit is IDLE again from cycle ``t``: FINISH may be able to complete then."""
@@ -213,10 +192,10 @@ class TlmModel:
         store IDLE with empty queues, the port free with no request."""
         self._checks.discard(t)
         c = self.compute
-        if not c.finishing or self.halted or t < c.t_exec:
+        if not c.finishing or self.sim.stopped or t < c.t_exec:
             return False
         for u in (self.load, self.store):
-            if u.state != "idle" or not u.visible_empty(t):
+            if u.state != IDLE or not u.queue.visible_empty(t):
                 return False
             if u.idle_from > t:
                 self.check_finish(u.idle_from)
@@ -232,7 +211,7 @@ class TlmModel:
         self.sim.at(t, self._done, phase=PH_HALT)
 
     def _done(self, t: int) -> None:
-        if self.halted or self._faults:
+        if self.sim.stopped or self._faults:
             return
         self.cycles = t
         self.finished = True
@@ -240,12 +219,9 @@ class TlmModel:
             self.tracer.done(t)
         self.sim.stop()
 
-    def fault_event(self, t: int, code: int, pc: int, unit: str, msg: str) -> None:
-        self.fault(t, code, pc, unit, msg)
-
     def fault(self, t: int, code: int, pc: int, unit: str | None, msg: str) -> None:
         """Record a fault at ``t``; the lowest pc among this cycle's faults wins (at PH_HALT)."""
-        if self.halted:
+        if self.sim.stopped:
             return
         if not self._faults:
             self.sim.at(t, self._halt, phase=PH_HALT)
@@ -280,7 +256,6 @@ class TlmModel:
         e = err.cycle
         c1 = e + self.timing.halt_cycles
         burst = self.port.inflight(e)
-        self.halted = True
         self.error = err
         self._halt_beats = self.port.beats_at_halt(e)
         for u in self.units.values():

@@ -1,4 +1,5 @@
-"""The one AXI4 master port: fixed-priority arbitration FETCH > LOAD > STORE, one burst at a time.
+"""The AXI arbiter (``hw/rtl/axi_arbiter.v``): the one AXI4 master port, fixed-priority
+arbitration FETCH > LOAD > STORE, one burst at a time.
 
 A client hands the port a *segment*: bursts it will issue back to back (each
 requested at the cycle the previous one ends). The port grants a whole segment with
@@ -14,6 +15,9 @@ the cycle the port is free again (``g + Timing.read_burst_cycles(n)`` or
 ``write_burst_cycles(n)``); the owner sees it done in that cycle and, when it has more
 bursts, requests (and is granted) in it. The beats moved are counted per client when a
 burst is granted (every granted burst completes, even after an error).
+
+A DMA instruction's bursts reach the port through a :class:`DmaJob` (its segments in
+order, with the unit's own cycles between them).
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from typing import Callable
 import numpy as np
 
 from sim.tlm.scheduler import PH_ARB, Scheduler
+from sim.tlm.trace import Tracer
 
 PRIORITY = {"fetch": 0, "load": 1, "store": 2}
 
@@ -44,10 +49,10 @@ class Segment:
         self.cut = len(dur)       # bursts granted in this tenure
 
 
-class AxiPort:
+class AxiArbiter:
     """The arbiter and the port's occupancy."""
 
-    def __init__(self, sim: Scheduler, tracer: object | None = None):
+    def __init__(self, sim: Scheduler, tracer: Tracer | None = None):
         self.sim = sim
         self.tracer = tracer
         self.cur: Segment | None = None
@@ -143,3 +148,47 @@ class AxiPort:
             seg = self.cur
             out[seg.client] += int(seg.beats[:seg.cut].sum())
         return out
+
+
+class DmaJob:
+    """The bursts of one DMA instruction, handed to the port segment by segment.
+
+    Segment ``k`` (bursts ``beats[a:b]`` for ``bounds[k] = (a, b)``) is requested
+    ``gaps[k]`` cycles after the previous one ended (after :meth:`start` for the first);
+    ``on_end(t + trail)`` is called when the last has ended at ``t``. A stopped run
+    requests nothing more.
+    """
+
+    __slots__ = ("sim", "port", "client", "write", "beats", "dur", "bounds", "gaps", "trail", "on_end", "k",
+                 "last")
+
+    def __init__(self, sim: Scheduler, port: AxiArbiter, client: str, write: bool, beats: np.ndarray,
+                 dur: np.ndarray, bounds: list[tuple[int, int]], gaps: list[int], trail: int,
+                 on_end: Callable[[int], None]):
+        self.sim, self.port, self.client, self.write = sim, port, client, write
+        self.beats, self.dur, self.bounds, self.gaps, self.trail = beats, dur, bounds, gaps, trail
+        self.on_end = on_end
+        self.k = 0
+        self.last = False  # the segment under way is the job's last and nothing follows it
+
+    def start(self, t: int) -> None:
+        """The unit starts the job in cycle ``t``."""
+        self._next(t)
+
+    def _next(self, t: int) -> None:
+        k = self.k
+        if k == len(self.bounds):
+            self.on_end(t + self.trail)
+            return
+        self.sim.now_or_later(t + self.gaps[k], self._request)
+
+    def _request(self, t: int) -> None:
+        if self.sim.stopped:
+            return
+        a, b = self.bounds[self.k]
+        self.last = self.k == len(self.bounds) - 1 and self.trail == 0
+        self.port.request(t, Segment(self.client, self.write, self.beats[a:b], self.dur[a:b], self._segment_done))
+
+    def _segment_done(self, t: int) -> None:
+        self.k += 1
+        self._next(t)

@@ -1,0 +1,74 @@
+"""COMPUTE (``hw/rtl/compute_unit.v``): the vector ALU over the accumulator buffer, and FINISH.
+
+Inside the unit shell: WAIT checks the ALU's accumulator indices; EXECUTE applies the
+instruction with the ALU (``sim/tlm/alu.py``, ``hw/rtl/alu.v``) and lasts
+``alu_setup_cycles + iter_out*iter_in + alu_pipeline_cycles``. FINISH travels through the
+compute queue: its EXECUTE waits until the rest of the accelerator has drained (the top
+decides, :meth:`ComputeUnit.finish_drained`), and its PUSH ends the run.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from hw.isa import Alu
+from sim.tlm.acc_buffer import AccBuffer
+from sim.tlm.alu import run_alu
+from sim.tlm.insn_queue import InsnQueue
+from sim.tlm.scheduler import Scheduler
+from sim.tlm.timing import Timing
+from sim.tlm.token_queue import TokenQueue
+from sim.tlm.trace import Tracer
+from sim.tlm.unit_shell import EXEC, Fault, UnitShell
+
+
+class ComputeUnit(UnitShell):
+    """The vector ALU (and FINISH, which travels through the compute queue).
+
+    ``check_finish(t)`` asks the top to test FINISH's drain condition in cycle ``t``;
+    ``on_done(t)`` is told that FINISH completed in cycle ``t``.
+    """
+
+    name = "compute"
+
+    def __init__(self, sim: Scheduler, timing: Timing, tracer: Tracer | None, queue: InsnQueue,
+                 tokens: dict[str, TokenQueue], fault: Fault, on_idle: Callable[[int], None],
+                 acc: AccBuffer, check_finish: Callable[[int], None], on_done: Callable[[int], None]):
+        super().__init__(sim, timing, tracer, queue, tokens, fault, on_idle)
+        self.acc = acc
+        self.check_finish = check_finish
+        self.on_done = on_done
+        self.finishing = False
+
+    def check(self, i: Any) -> tuple[int, str] | None:
+        if isinstance(i, Alu) and i.iter_out * i.iter_in > 0:
+            last = i.dst_base + (i.iter_out - 1) * i.dst_factor_out + (i.iter_in - 1) * i.dst_factor_in
+            bad = self.acc.range_error(last, "ALU destination")
+            if bad is None and not i.use_imm:
+                last = i.src_base + (i.iter_out - 1) * i.src_factor_out + (i.iter_in - 1) * i.src_factor_in
+                bad = self.acc.range_error(last, "ALU source")
+            return bad
+        return None
+
+    def begin(self, t: int) -> None:
+        i, T = self.insn, self.T
+        if i.MNEMONIC == "FINISH":
+            self.finishing = True
+            self.check_finish(t)
+            return
+        run_alu(self.acc.mem, i)
+        self.end_execute(t + T.alu_setup_cycles + i.iter_out * i.iter_in + T.alu_pipeline_cycles)
+
+    def finish_drained(self, t: int) -> None:
+        """FINISH's drain condition holds in cycle ``t``: PUSH (and DONE) ``finish_cycles`` later."""
+        self.finishing = False
+        self.end_execute(t + self.T.finish_cycles)
+
+    def retired(self, t: int, insn: Any) -> bool:
+        if insn.MNEMONIC == "FINISH":
+            self.on_done(t)
+            return True
+        return False
+
+    def exec_stuck(self) -> bool:
+        return self.state == EXEC and self.insn is not None and self.insn.MNEMONIC == "FINISH"

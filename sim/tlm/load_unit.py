@@ -1,0 +1,86 @@
+"""LOAD (``hw/rtl/load_unit.v``): DRAM -> accumulator buffer, 2-D with stride and zero padding.
+
+Inside the unit shell: WAIT checks the DRAM bytes (read region) and the accumulator
+indices; EXECUTE walks the tile in order, a padding vector costing ``pad_vector_cycles``
+and each data row's read bursts running back to back through the arbiter. The data moves
+in one numpy operation at the end of EXECUTE.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+
+from hw import csr
+from sim.tlm.acc_buffer import AccBuffer
+from sim.tlm.axi_arbiter import AxiArbiter, DmaJob
+from sim.tlm.burst_calc import row_burst_beats
+from sim.tlm.dram import Dram
+from sim.tlm.insn_queue import InsnQueue
+from sim.tlm.region_check import RegionCheck, tile_span
+from sim.tlm.scheduler import Scheduler
+from sim.tlm.timing import Timing
+from sim.tlm.token_queue import TokenQueue
+from sim.tlm.trace import Tracer
+from sim.tlm.unit_shell import Fault, UnitShell
+
+
+class LoadUnit(UnitShell):
+    """DRAM -> accumulator buffer, 2-D with stride and zero padding."""
+
+    name = "load"
+
+    def __init__(self, sim: Scheduler, timing: Timing, tracer: Tracer | None, queue: InsnQueue,
+                 tokens: dict[str, TokenQueue], fault: Fault, on_idle: Callable[[int], None],
+                 port: AxiArbiter, dram: Dram, regions: RegionCheck, acc: AccBuffer):
+        super().__init__(sim, timing, tracer, queue, tokens, fault, on_idle)
+        self.port = port
+        self.dram = dram
+        self.regions = regions
+        self.acc = acc
+
+    def check(self, i: Any) -> tuple[int, str] | None:
+        vb = self.T.acc_vec_bytes
+        if i.y_size * i.x_size > 0:
+            lo, hi = tile_span(i.dram_base, i.y_size, i.x_size, i.x_stride, vb)
+            if not self.regions.ok(lo, hi, csr.ATTR_READ):
+                return csr.ERR_DRAM_RANGE, f"LOAD reads DRAM [0x{lo:x}, 0x{hi:x}), not inside one readable region"
+        n = (i.y_pad_0 + i.y_size + i.y_pad_1) * (i.x_pad_0 + i.x_size + i.x_pad_1)
+        if n > 0:
+            return self.acc.range_error(i.sram_base + n - 1, "LOAD")
+        return None
+
+    def begin(self, t: int) -> None:
+        i, T = self.insn, self.T
+        row_len = i.x_pad_0 + i.x_size + i.x_pad_1
+        pad = T.pad_vector_cycles
+        if i.y_size * i.x_size == 0:  # padding only
+            self.end_execute(t + ((i.y_pad_0 + i.y_size + i.y_pad_1) * row_len - i.y_size * i.x_size) * pad)
+            return
+        vb = T.acc_vec_bytes
+        addrs = (i.dram_base + np.arange(i.y_size, dtype=np.int64) * i.x_stride) * vb
+        beats, per_row = row_burst_beats(addrs, i.x_size * vb, T.bus_bytes, T.max_burst)
+        dur = beats + (T.rd_burst_overhead + T.read_latency)
+        lead = (i.y_pad_0 * row_len + i.x_pad_0) * pad
+        trail = (i.x_pad_1 + i.y_pad_1 * row_len) * pad
+        if i.x_pad_0 + i.x_pad_1 == 0:  # rows back to back: one segment
+            bounds, gaps = [(0, len(beats))], [lead]
+        else:  # padding cycles between rows: one segment per row
+            ends = np.cumsum(per_row).tolist()
+            bounds = list(zip([0] + ends[:-1], ends))
+            gaps = [lead] + [(i.x_pad_1 + i.x_pad_0) * pad] * (len(bounds) - 1)
+        self.dma = DmaJob(self.sim, self.port, self.name, False, beats, dur, bounds, gaps, trail, self.end_execute)
+        self.dma.start(t)
+
+    def complete(self, t: int) -> None:
+        i = self.insn
+        lanes = self.acc.lanes
+        rows, cols = i.y_pad_0 + i.y_size + i.y_pad_1, i.x_pad_0 + i.x_size + i.x_pad_1
+        if rows * cols == 0:
+            return
+        full = np.zeros((rows, cols, lanes), dtype=np.int32)
+        if i.y_size * i.x_size:
+            full[i.y_pad_0:i.y_pad_0 + i.y_size, i.x_pad_0:i.x_pad_0 + i.x_size] = \
+                self.dram.read_acc_tile(i.dram_base, i.y_size, i.x_size, i.x_stride)
+        self.acc.mem[i.sram_base:i.sram_base + rows * cols] = full.reshape(-1, lanes)

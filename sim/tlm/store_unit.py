@@ -1,0 +1,72 @@
+"""STORE (``hw/rtl/store_unit.v``): accumulator buffer -> DRAM, each lane narrowed to OUT_WIDTH
+bits as a C cast would, 2-D with stride.
+
+Inside the unit shell: WAIT checks the DRAM bytes (write region) and the accumulator
+indices; EXECUTE runs each row's write bursts back to back through the arbiter, pausing
+``b_resp_cycles`` after each B. The data moves in one numpy operation when EXECUTE starts
+(tokens keep COMPUTE off those vectors until the store pushes).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+
+from hw import csr
+from sim.tlm.acc_buffer import AccBuffer
+from sim.tlm.axi_arbiter import AxiArbiter, DmaJob
+from sim.tlm.burst_calc import row_burst_beats
+from sim.tlm.dram import Dram
+from sim.tlm.insn_queue import InsnQueue
+from sim.tlm.region_check import RegionCheck, tile_span
+from sim.tlm.scheduler import Scheduler
+from sim.tlm.timing import Timing
+from sim.tlm.token_queue import TokenQueue
+from sim.tlm.trace import Tracer
+from sim.tlm.unit_shell import Fault, UnitShell
+
+
+class StoreUnit(UnitShell):
+    """Accumulator buffer -> DRAM with the narrowing cast."""
+
+    name = "store"
+
+    def __init__(self, sim: Scheduler, timing: Timing, tracer: Tracer | None, queue: InsnQueue,
+                 tokens: dict[str, TokenQueue], fault: Fault, on_idle: Callable[[int], None],
+                 port: AxiArbiter, dram: Dram, regions: RegionCheck, acc: AccBuffer):
+        super().__init__(sim, timing, tracer, queue, tokens, fault, on_idle)
+        self.port = port
+        self.dram = dram
+        self.regions = regions
+        self.acc = acc
+
+    def check(self, i: Any) -> tuple[int, str] | None:
+        n = i.y_size * i.x_size
+        if n > 0:
+            lo, hi = tile_span(i.dram_base, i.y_size, i.x_size, i.x_stride, self.T.out_vec_bytes)
+            if not self.regions.ok(lo, hi, csr.ATTR_WRITE):
+                return csr.ERR_DRAM_RANGE, f"STORE writes DRAM [0x{lo:x}, 0x{hi:x}), not inside one writable region"
+            return self.acc.range_error(i.sram_base + n - 1, "STORE")
+        return None
+
+    def begin(self, t: int) -> None:
+        i, T, dram = self.insn, self.T, self.dram
+        if i.y_size * i.x_size == 0:
+            self.end_execute(t)
+            return
+        # The data moves now: the unit reads the buffer as the W beats need them, and tokens
+        # keep compute off these vectors until the store pushes.
+        tile = self.acc.mem[i.sram_base:i.sram_base + i.y_size * i.x_size].astype(dram.out_dtype)
+        dram.write_out_tile(i.dram_base, i.x_stride, tile.reshape(i.y_size, i.x_size, -1))
+        vb = T.out_vec_bytes
+        addrs = (i.dram_base + np.arange(i.y_size, dtype=np.int64) * i.x_stride) * vb
+        beats, _ = row_burst_beats(addrs, i.x_size * vb, T.bus_bytes, T.max_burst)
+        dur = beats + (T.wr_burst_overhead + T.write_latency)
+        if T.b_resp_cycles == 0:
+            bounds, gaps, trail = [(0, len(beats))], [0], 0
+        else:  # the unit pauses after each B: every burst is its own segment
+            bounds = [(k, k + 1) for k in range(len(beats))]
+            gaps, trail = [0] + [T.b_resp_cycles] * (len(beats) - 1), T.b_resp_cycles
+        self.dma = DmaJob(self.sim, self.port, self.name, True, beats, dur, bounds, gaps, trail, self.end_execute)
+        self.dma.start(t)
