@@ -10,7 +10,7 @@ import pytest
 
 from hw import csr
 from hw.config import load_config, parse_config
-from hw.isa import Alu, Finish, Load, Store
+from hw.isa import ALU_OPS, Alu, Finish, Load, Store
 from hw.program import Program, plan_layout
 from sim.tlm import TlmModel, run_program
 from sim.iss import execute_alu
