@@ -35,7 +35,7 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
 def run(args: argparse.Namespace) -> int:
     cfg = load_config(args.config) if args.config else None
-    job = models.make_job(args.kernel, cfg, models.parse_params(args.param), args.seed)
+    job = models.make_job(args.kernel, cfg, args.param or [], args.seed)
     cfg = job.config
     chosen = list(models.MODELS) if args.model == "all" else [args.model]
     reports = []

@@ -43,7 +43,7 @@ def run_run(args: argparse.Namespace) -> int:
     from cosim.commands.waves import run_diff
 
     cfg = load_config(args.config)
-    job = models.make_job(args.kernel, cfg, models.parse_params(args.param), args.seed)
+    job = models.make_job(args.kernel, cfg, args.param or [], args.seed)
     name = Path(args.kernel).name.replace(":", "_").replace(".py", "")
     out = Path(args.out or Path("build") / "waves" / f"{name}-{cfg.name}").resolve()
     out.mkdir(parents=True, exist_ok=True)
