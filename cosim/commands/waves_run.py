@@ -14,6 +14,7 @@ from pathlib import Path
 from hw.config import load_config
 from cosim import models
 from cosim.cli import add_config_arg, add_json_arg
+from cosim.commands.waves_diff import run_diff
 
 UNITS = ("load", "compute", "store")
 
@@ -40,8 +41,6 @@ def _utilization(res: dict) -> dict[str, float]:
 
 
 def run_run(args: argparse.Namespace) -> int:
-    from cosim.commands.waves import run_diff
-
     cfg = load_config(args.config)
     job = models.make_job(args.kernel, cfg, args.param or [], args.seed)
     name = Path(args.kernel).name.replace(":", "_").replace(".py", "")
