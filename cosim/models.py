@@ -133,11 +133,12 @@ def run_tlm(job: Job, vcd: str | Path | None = None, trace: str | Path | None = 
 
 
 def run_rtl(jobs: list[Job], mem: str = "fast", simulator: str = "verilator", waves: bool = False,
-            vcd: str | Path | None = None) -> list[RunResult]:
-    """Run several Jobs of one config in one simulator process."""
+            vcd: str | Path | None = None, **kw: Any) -> list[RunResult]:
+    """Run several Jobs of one config in one simulator process (``kw``: see ``testbench.rtl_model.run_programs``,
+    e.g. ``watchdog``, ``waves_window``, ``waves_max_bytes``)."""
     if not jobs:
         return []
-    return rtl([j.program for j in jobs], jobs[0].config, mem=mem, sim=simulator, waves=waves, vcd_path=vcd)
+    return rtl([j.program for j in jobs], jobs[0].config, mem=mem, sim=simulator, waves=waves, vcd_path=vcd, **kw)
 
 
 # ---- Program-level entry points: the only way the tools reach a model ---------------------------
