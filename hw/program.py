@@ -355,13 +355,14 @@ def check_starts(regs: list[tuple[str, int]], where: str) -> None:
     CTRL with START set and SOFT_RESET clear (the TLM and the RTL take the writes before it as the run's
     setup; without it neither ever runs)."""
     ctrl = [(k, v) for k, (n, v) in enumerate(regs) if n == "CTRL"]
-    if not ctrl or not ctrl[-1][1] & csr.CTRL_START:
+    if not any(v & csr.CTRL_START for _, v in ctrl):
         raise ProgramError(f"{where}: the register config never starts the accelerator (no CTRL write with START "
                            f"= 0x{csr.CTRL_START:x})")
     k, v = ctrl[-1]
-    if v & csr.CTRL_SOFT_RESET:
-        raise ProgramError(f"{where}: the register config never starts the accelerator (its last CTRL write "
-                           f"0x{v:x} also sets SOFT_RESET)")
+    if v & csr.CTRL_SOFT_RESET or not v & csr.CTRL_START:
+        what = "sets SOFT_RESET" if v & csr.CTRL_SOFT_RESET else "clears START"
+        raise ProgramError(f"{where}: the register config never starts the accelerator (its last CTRL write, "
+                           f"write {k + 1} = 0x{v:x}, {what})")
     if k != len(regs) - 1:
         raise ProgramError(f"{where}: write {k + 1} of {len(regs)} starts the accelerator (CTRL.START) but "
                            f"{regs[k + 1][0]} is written after it: START must be the last write")

@@ -100,7 +100,7 @@ def run(args: argparse.Namespace) -> int:
     ok = all(r["match"] for r in reports)
     for r in reports:
         if not r["match"] and r["model"] in ("tlm", "rtl"):
-            r["vcd"], r["waves_note"] = _trace_failure(job, r, args)
+            _trace_failure(job, r, args)
     if args.json:
         out = reports[0] if len(reports) == 1 else {"kernel": job.kernel, "config": cfg.name, "match": ok,
                                                      "results": reports}
@@ -131,26 +131,32 @@ def waves_note(w: dict[str, Any]) -> str:
     return f"({span}, {w.get('bytes', 0) / 1e6:.1f} MB{cut})"
 
 
-def _trace_failure(job: models.Job, r: dict[str, Any], args: argparse.Namespace) -> tuple[str | None, str]:
-    """The waveform of a failing model's run: the one already taken, or a traced re-run (RTL: only the
-    last FAILURE_WINDOW_CYCLES cycles, or --waves-window). Returns (path or None, what it holds)."""
+def _trace_failure(job: models.Job, r: dict[str, Any], args: argparse.Namespace) -> None:
+    """Attach the waveform of a failing model's run to its report ``r`` (``vcd``; RTL: ``waves``, what the
+    file holds, and ``waves_note``): the one already taken, or a traced re-run (RTL: only the last
+    FAILURE_WINDOW_CYCLES cycles before the run ended, or --waves-window)."""
     model = r["model"]
     if model == "tlm" and args.vcd:
-        return str(Path(args.vcd).resolve()), ""
-    if model == "rtl" and r.get("vcd"):
-        return r["vcd"], waves_note(r.get("waves") or {})
+        r["vcd"] = str(Path(args.vcd).resolve())
+        return
+    if model == "rtl" and r.get("vcd"):  # --waves: this run was traced already
+        r["waves_note"] = waves_note(r.get("waves") or {})
+        return
     out = Path("build") / "mismatch" / f"{Path(job.kernel).name}-{job.config.name}"
     out.mkdir(parents=True, exist_ok=True)
     vcd = (out / f"{model}.vcd").resolve()
     if model == "tlm":
         models.run_tlm(job, vcd=vcd)
-        return str(vcd), ""
+        r["vcd"] = str(vcd)
+        return
     end = int(r.get("run_sim_cycles") or r.get("cycles") or 0)
     window = args.waves_window or (max(0, end - FAILURE_WINDOW_CYCLES), end + 16)
     try:
         res = models.run_rtl([job], mem=args.mem, simulator=args.sim, waves=True, vcd=vcd, waves_window=window,
                              watchdog=args.watchdog)[0]
     except (RuntimeError, OSError, ValueError) as e:  # the report must not hide the failure behind a second one
-        return None, f"(the traced re-run failed: {str(e).splitlines()[0] if str(e) else type(e).__name__})"
-    w = res.extra.get("waves") or {}
-    return res.extra.get("vcd"), waves_note(w)
+        r["waves_note"] = f"(the traced re-run failed: {str(e).splitlines()[0] if str(e) else type(e).__name__})"
+        return
+    r["vcd"] = res.extra.get("vcd")
+    r["waves"] = res.extra.get("waves") or {}
+    r["waves_note"] = waves_note(r["waves"])
