@@ -128,8 +128,7 @@ class TlmModel:
         Errors do not raise here: they are in :attr:`error` (and STATUS/ERR_PC).
         """
         if not self._armed:
-            # a user's register config can cause this: one line (ValueError), not a traceback
-            raise ValueError("the register config never starts the accelerator (run() before a CTRL.START write)")
+            raise RuntimeError("the register config never starts the accelerator (run() before a CTRL.START write)")
         if self.finished:
             return self.cycles or 0
         addr = self.regs.get(_A["INSN_ADDR_LO"], 0)
