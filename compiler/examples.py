@@ -243,9 +243,10 @@ def make_case(name: str, cfg: HwConfig | str, params: dict[str, Any] | None = No
             raise ExampleError(f"example '{name}' has no param '{k}' (params: {', '.join(p)})")
         p[k] = v
     op = OPERATORS[ex.operator]  # type: ignore[index]
-    shape = p["shape"] if isinstance(p["shape"], tuple) else (p["shape"],)
-    if not shape or any(type(s) is not int or s <= 0 for s in shape):  # noqa: E721 - bool is no dimension
+    shape = tuple(p["shape"]) if isinstance(p["shape"], (tuple, list)) else (p["shape"],)
+    if not shape or any(isinstance(s, bool) or not isinstance(s, (int, np.integer)) or s <= 0 for s in shape):
         raise ParamError(f"param 'shape': {p['shape']!r} is not a shape of positive integers")
+    shape = tuple(int(s) for s in shape)
     consts = {**{k: v for k, v in p.items() if k != "shape"}, **op.fixed}
     out_dt = _out_dtype(cfg)
     out_specs = {op.output: tensor(shape, out_dt)}

@@ -88,7 +88,7 @@ def check_layout(cfg: HwConfig, regions: list[Region], where: str) -> None:
     """Raise ProgramError (naming ``where``) unless the regions fit the config's DRAM and rules."""
     names = set()
     for r in regions:
-        if not r.shape or any(type(s) is not int or s <= 0 for s in r.shape):  # noqa: E721
+        if not r.shape or any(isinstance(s, bool) or not isinstance(s, (int, np.integer)) or s <= 0 for s in r.shape):
             raise ProgramError(f"{where}: region '{r.name}' has shape {list(r.shape)}: every dimension must be a "
                                f"positive integer")
         if r.name in names:
