@@ -411,3 +411,22 @@ def test_long_program_runs_to_done_and_failing_waves_stay_bounded(capsys, tmp_pa
     assert w["capped"] and w["max_bytes"] == cap and w["from_cycle"] < 0 < w["to_cycle"] < limit
     full = Path(r["vcd"])
     assert 0 < full.stat().st_size <= cap and full.read_bytes().endswith(b"\n")
+
+
+def test_long_failing_tlm_run_writes_no_unbounded_timeline(tmp_path, monkeypatch):
+    """The TLM's timeline VCD cannot be windowed: a failing TLM run longer than the bound gets a note
+    instead of a file (a short one still gets its VCD)."""
+    import argparse
+
+    from cosim import models
+    from cosim.commands.run import TLM_FAILURE_VCD_MAX_CYCLES, _trace_failure
+
+    monkeypatch.chdir(tmp_path)
+    job = models.make_job(str(small_program(load_config("default")).save(tmp_path / "p")), None)
+    args = argparse.Namespace(vcd=None, waves_window=None, mem="fast", sim="verilator", watchdog=None)
+    r = {"model": "tlm", "cycles": TLM_FAILURE_VCD_MAX_CYCLES + 1}
+    _trace_failure(job, r, args)
+    assert "vcd" not in r and "not written" in r["waves_note"] and not (tmp_path / "build").exists()
+    r = {"model": "tlm", "cycles": 100}
+    _trace_failure(job, r, args)
+    assert Path(r["vcd"]).is_file()
