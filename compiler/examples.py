@@ -27,7 +27,7 @@ may also define ``<function>_params`` (a dict of default params).
 from __future__ import annotations
 
 import importlib.util
-import re
+import math
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,11 +37,12 @@ import numpy as np
 
 from compiler.build import build
 from compiler.errors import CompileError
-from compiler.kernel import Kernel, as_kernel
+from compiler.kernel import Kernel, as_kernel, describe_failure, reporting_failures
 from compiler.ops import OPERATORS
+from compiler.params import ParamError, parse_items, parse_user_default
 from compiler.tensor import TensorSpec, pad_to_vectors, region_shape, tensor, unpad
 from hw.config import HwConfig, load_config
-from hw.program import Program
+from hw.program import Program, align_up
 
 I32 = (-(1 << 31), (1 << 31) - 1)
 
@@ -122,8 +123,10 @@ def _load_user(name: str) -> tuple[Kernel, Any, str]:
     sys.modules[mod_name] = mod
     try:
         spec.loader.exec_module(mod)
-    except Exception as e:  # the user's file: report, do not crash
-        raise ExampleError(f"{path}: import failed: {type(e).__name__}: {e}") from None
+    except SyntaxError as e:
+        raise ExampleError(f"{path}:{e.lineno}: import failed: SyntaxError: {e.msg}") from e
+    except Exception as e:  # the user's file: report in one line, do not crash
+        raise ExampleError(f"{path}: import failed: {describe_failure(str(spec.origin), e)}") from e
     obj = getattr(mod, fn, None)
     if obj is None or not callable(obj):
         raise ExampleError(f"{path}: defines no function '{fn}'")
@@ -137,49 +140,18 @@ def get_example(name: str) -> Example:
         doc = (k.fn.__doc__ or "user kernel").strip().splitlines()[0]
         return Example(fn, doc, dict(getattr(mod, f"{fn}_params", {}) or {}), None, {}, tuple(name.rsplit(":", 1)))
     if name not in EXAMPLES:
-        raise ExampleError(f"unknown example '{name}' (examples: {', '.join(EXAMPLES)}; or give path.py:function)")
+        if "/" in name or "\\" in name:  # a path, not an example name: listing examples would not help
+            raise ExampleError(f"{name}: no such Program folder, and not a kernel given as path.py:function")
+        raise ExampleError(f"unknown example '{name}' (examples: {', '.join(EXAMPLES)}; or give path.py:function "
+                           f"or a Program folder)")
     return EXAMPLES[name]
 
 
 # ---- params ------------------------------------------------------------------------------
-_SHAPE = re.compile(r"^\s*\d+(\s*[x,]\s*\d+)*\s*$")
-
-
-def parse_shape(text: str) -> tuple[int, ...]:
-    """``"4x3x33"`` or ``"4,3,33"`` -> (4, 3, 33)."""
-    if not _SHAPE.match(text):
-        raise ExampleError(f"bad shape '{text}' (write e.g. 4x3x33)")
-    return tuple(int(s) for s in re.split(r"[x,]", text.replace(" ", "")))
-
-
-def _coerce(example: Example, key: str, text: str) -> Any:
-    default = example.params.get(key)
-    if key == "shape" or isinstance(default, tuple):
-        return parse_shape(text)
-    if key == "tile" or isinstance(default, int) or default is None:
-        if text.lower() in ("none", "auto"):
-            return None
-        try:
-            return int(text, 0)
-        except ValueError:
-            if example.user is not None:
-                return text
-            raise ExampleError(f"param '{key}': '{text}' is not an integer") from None
-    return text
-
-
-def parse_params(name: str, items: list[str]) -> dict[str, Any]:
-    """Parse ``key=value`` strings for example ``name``, typed like its defaults."""
+def parse_params(name: str, items: list[str] | None) -> dict[str, Any]:
+    """Parse ``KEY=VALUE`` strings for kernel ``name`` (:mod:`compiler.params`), typed like its defaults."""
     ex = get_example(name)
-    out: dict[str, Any] = {}
-    for it in items:
-        if "=" not in it:
-            raise ExampleError(f"param '{it}' is not key=value")
-        k, v = (s.strip() for s in it.split("=", 1))
-        if ex.user is None and k not in ex.params:
-            raise ExampleError(f"example '{name}' has no param '{k}' (params: {', '.join(ex.params)})")
-        out[k] = _coerce(ex, k, v)
-    return out
+    return parse_items(items, None if ex.user is not None else ex.params, name)
 
 
 # ---- cases -------------------------------------------------------------------------------
@@ -215,9 +187,12 @@ class Case:
         return a.reshape(self.program.region(name).shape)
 
     def golden(self) -> dict[str, np.ndarray]:
-        """Outputs of the golden path (the kernel called on numpy), region-shaped like read_outputs."""
+        """Outputs of the golden path (the kernel called on numpy), region-shaped like read_outputs.
+
+        An exception of the kernel's own code becomes one KernelFailure line (see compiler.kernel)."""
         args = {**self.user_inputs, **self.out_specs, **self.consts}
-        tensors = self.kernel.run_golden(self.config, args)
+        with reporting_failures(self.kernel.fn, f"kernel '{self.kernel.name}'"):
+            tensors = self.kernel.run_golden(self.config, args)
         return {n: self._region(n, tensors[n].data) for n in self.out_specs}
 
     def reference(self) -> dict[str, np.ndarray] | None:
@@ -238,8 +213,26 @@ def _random(rng: np.random.Generator, shape: tuple[int, ...], lo_hi: tuple[int, 
     return rng.integers(lo, hi, size=shape, endpoint=True, dtype=np.int64).astype(np.int32)
 
 
+def check_dram_fits(cfg: HwConfig, specs: dict[str, TensorSpec], what: str) -> None:
+    """Refuse, before anything is allocated, tensors that cannot all fit the config's DRAM.
+
+    Counts as the compiler's layout does (each tensor in whole vectors, regions aligned, the
+    instruction region first, at least one aligned block); ``what`` names the parameter at fault.
+    """
+    end = cfg.region_align
+    for s in specs.values():
+        nvec = -(-math.prod(s.shape) // cfg.lanes)
+        end = align_up(end + nvec * cfg.lanes * np.dtype(s.dtype).itemsize, cfg.region_align)
+    if end > cfg.dram_bytes:
+        names = ", ".join(f"{n} {s.dtype} {'x'.join(map(str, s.shape))}" for n, s in specs.items())
+        raise ParamError(f"{what}: the tensors ({names}) need {end:,} bytes of DRAM, config '{cfg.name}' has "
+                         f"{cfg.dram_bytes:,}")
+
+
 def make_case(name: str, cfg: HwConfig | str, params: dict[str, Any] | None = None, seed: int = 0) -> Case:
-    """Compile example ``name`` for ``cfg`` with ``params`` over its defaults and seeded random inputs."""
+    """Compile example ``name`` for ``cfg`` with ``params`` over its defaults and seeded random inputs.
+
+    Sizes are checked against the config's DRAM before any array is allocated."""
     cfg = cfg if isinstance(cfg, HwConfig) else load_config(cfg)
     ex = get_example(name)
     if ex.user is not None:
@@ -250,14 +243,19 @@ def make_case(name: str, cfg: HwConfig | str, params: dict[str, Any] | None = No
             raise ExampleError(f"example '{name}' has no param '{k}' (params: {', '.join(p)})")
         p[k] = v
     op = OPERATORS[ex.operator]  # type: ignore[index]
-    shape = tuple(int(s) for s in p["shape"])
+    shape = tuple(p["shape"]) if isinstance(p["shape"], (tuple, list)) else (p["shape"],)
+    if not shape or any(isinstance(s, bool) or not isinstance(s, (int, np.integer)) or s <= 0 for s in shape):
+        raise ParamError(f"param 'shape': {p['shape']!r} is not a shape of positive integers")
+    shape = tuple(int(s) for s in shape)
     consts = {**{k: v for k, v in p.items() if k != "shape"}, **op.fixed}
-    rng = np.random.default_rng(seed)
-    user_inputs = {n: _random(rng, shape, ex.ranges.get(n, (-1000, 1000))) for n in op.inputs}
     out_dt = _out_dtype(cfg)
     out_specs = {op.output: tensor(shape, out_dt)}
     specs = {**{n: tensor(shape, "int32") for n in op.inputs}, **out_specs}
-    program = build(op.kernel, {**specs, **consts}, cfg, name=ex.name)
+    check_dram_fits(cfg, specs, "param 'shape'")
+    with reporting_failures(op.kernel.fn, f"kernel '{ex.name}'"):
+        program = build(op.kernel, {**specs, **consts}, cfg, name=ex.name)
+    rng = np.random.default_rng(seed)
+    user_inputs = {n: _random(rng, shape, ex.ranges.get(n, (-1000, 1000))) for n in op.inputs}
     shapes = {n: shape for n in specs}
 
     def reference() -> dict[str, np.ndarray]:
@@ -284,14 +282,14 @@ def _user_case(name: str, ex: Example, cfg: HwConfig, params: dict[str, Any], se
     specs: dict[str, TensorSpec] = {}
     consts: dict[str, Any] = {}
     for key, v in p.items():
-        if isinstance(v, str) and re.match(r"^\s*\d+(\s*[x,]\s*\d+)*\s*(:\s*\w+)?\s*$", v):
-            shape_text, _, dt = v.partition(":")
-            specs[key] = tensor(parse_shape(shape_text), dt.strip() or "int32")
-        elif isinstance(v, TensorSpec):
-            specs[key] = v
+        v = parse_user_default(key, v)
+        if isinstance(v, TensorSpec):
+            specs[key] = tensor(v.shape, v.dtype)
         else:
             consts[key] = v
-    program = build(k, {**specs, **consts}, cfg, name=fn)
+    check_dram_fits(cfg, specs, f"kernel '{fn}'")
+    with reporting_failures(k.fn, f"kernel '{fn}'"):
+        program = build(k, {**specs, **consts}, cfg, name=fn)
     roles = {r.name: r.role for r in program.regions}
     rng = np.random.default_rng(seed)
     user_inputs = {n: _random(rng, s.shape, (-32768, 32767)) for n, s in specs.items()
@@ -300,12 +298,14 @@ def _user_case(name: str, ex: Example, cfg: HwConfig, params: dict[str, Any], se
     ref_fn = getattr(mod, f"{fn}_reference", None)
 
     def reference() -> dict[str, np.ndarray]:
-        r = ref_fn(**user_inputs, **consts)  # type: ignore[misc]
-        r = r if isinstance(r, dict) else {next(iter(out_specs)): r}
-        out = {}
-        for n, a in r.items():
-            full = pad_to_vectors(np.asarray(a).astype(out_specs[n].dtype), cfg.lanes, out_specs[n].dtype)
-            out[n] = full.reshape(program.region(n).shape)
+        # what the user's function returns is checked by the reshapes below: report those too
+        with reporting_failures(ref_fn, f"reference '{fn}_reference'"):  # type: ignore[arg-type]
+            r = ref_fn(**user_inputs, **consts)  # type: ignore[misc]
+            r = r if isinstance(r, dict) else {next(iter(out_specs)): r}
+            out = {}
+            for n, a in r.items():
+                full = pad_to_vectors(np.asarray(a).astype(out_specs[n].dtype), cfg.lanes, out_specs[n].dtype)
+                out[n] = full.reshape(program.region(n).shape)
         return out
 
     case = Case(fn, cfg, p, program, k, user_inputs, consts, {n: s.shape for n, s in specs.items()}, out_specs,

@@ -19,10 +19,12 @@ only amortises the per-call overhead over ``batch`` tiles. Compiling is unaffect
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
+import traceback
 from math import prod
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Callable
 
 import numpy as np
@@ -30,8 +32,8 @@ import numpy as np
 from compiler.context import GoldenContext, active
 from compiler.errors import CompileError, kernel_error
 from compiler.tensor import Tensor, TensorSpec, pad_to_vectors, unpad
-from hw.config import HwConfig, load_config
-from hw.program import DTYPES
+from hw.config import ConfigError, HwConfig, load_config
+from hw.program import DTYPES, ProgramError
 
 
 _DTYPE_NAME = {np.dtype(d): d for d in DTYPES}  # str(dtype) is slow; this is the golden path's hot loop
@@ -175,3 +177,50 @@ def as_kernel(obj: Any) -> Kernel:
     if callable(obj):
         return Kernel(obj)
     raise CompileError(f"{obj!r} is not a kernel function")
+
+
+# ---- a kernel's own exceptions, reported in one line ----------------------------------------------
+class KernelFailure(CompileError):
+    """The kernel's own code raised: one line naming the kernel, its file and line, and the exception.
+
+    The original exception is the ``__cause__`` (``cosim --traceback`` prints the whole chain)."""
+
+
+def _innermost_line(file: str, e: BaseException) -> int | None:
+    """The last line of ``file`` in ``e``'s traceback: where the user's code raised, or called what raised."""
+    line = None
+    for frame, lineno in traceback.walk_tb(e.__traceback__):
+        if frame.f_code.co_filename == file:
+            line = lineno
+    return line
+
+
+def _exception_text(e: BaseException) -> str:
+    """``"ZeroDivisionError: division by zero"`` (the first line of the message only)."""
+    text = str(e).strip().splitlines()
+    return type(e).__name__ + (f": {text[0]}" if text else "")
+
+
+def describe_failure(file: str, e: BaseException) -> str:
+    """``"ZeroDivisionError: division by zero (at k.py:12)"``: the exception and the innermost line of
+    ``file`` in its traceback."""
+    line = _innermost_line(file, e)
+    return f"{_exception_text(e)} (at {file}:{line})" if line is not None else _exception_text(e)
+
+
+@contextlib.contextmanager
+def reporting_failures(fn: Callable[..., Any], label: str) -> Iterator[None]:
+    """Run the block; an exception raised by ``fn``'s code (anything but the compiler's, the config's and
+    the Program's own one-line errors) becomes a :class:`KernelFailure` naming ``label``, ``fn``'s file
+    and line, and the exception."""
+    try:
+        yield
+    except (CompileError, ProgramError, ConfigError):
+        raise
+    except Exception as e:  # the user's code may raise anything: say what and where, in one line
+        code = getattr(inspect.unwrap(fn), "__code__", None)
+        file = code.co_filename if code is not None else "?"
+        line = _innermost_line(file, e)
+        if line is None and code is not None:
+            line = code.co_firstlineno
+        raise KernelFailure(f"{label} ({file}:{line}) raised {_exception_text(e)}") from e

@@ -2,8 +2,10 @@
 
 Each subcommand lives in its own module under ``cosim/commands`` with two functions:
 ``add_parser(subparsers)`` and ``run(args) -> int``. A user error (bad argument,
-bad file, bad config or Program) prints one line on stderr and exits 2; set
-``COSIM_DEBUG=1`` to see the traceback instead.
+bad file, bad config, Program or kernel) prints one line on stderr and exits 2:
+argparse's own errors too (the usage is printed by ``--help`` only). ``--traceback``
+on any command (or ``COSIM_TRACEBACK=1``) prints the whole traceback before that
+line; ``COSIM_DEBUG=1`` lets the exception propagate instead.
 """
 
 from __future__ import annotations
@@ -12,6 +14,8 @@ import argparse
 import importlib
 import os
 import sys
+import traceback
+from typing import NoReturn
 
 # Subcommands in the order `cosim --help` lists them.
 COMMANDS = ["list", "compile", "run", "disasm", "sim", "waves", "rtl", "fuzz", "bench", "calibrate"]
@@ -30,9 +34,39 @@ def add_json_arg(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
 
 
+class CosimArgumentParser(argparse.ArgumentParser):
+    """argparse with one-line errors: ``cosim run: error: <what> (see cosim run --help)``, exit 2.
+
+    Every subcommand parser is of this class (``add_subparsers`` makes its parsers of the
+    parent's class), and each gets ``--traceback``."""
+
+    def error(self, message: str) -> NoReturn:
+        line = " ".join(message.split())  # argparse may wrap a long choice list
+        self.exit(2, f"{self.prog}: error: {line} (see {self.prog} --help)\n")
+
+    def add_subparsers(self, **kw):  # type: ignore[no-untyped-def]
+        sub = super().add_subparsers(**kw)
+        add_parser = sub.add_parser
+
+        def add_with_traceback(name: str, **pkw):  # type: ignore[no-untyped-def]
+            p = add_parser(name, **pkw)
+            _add_traceback_arg(p)
+            return p
+
+        sub.add_parser = add_with_traceback  # type: ignore[method-assign]
+        return sub
+
+
+def _add_traceback_arg(p: argparse.ArgumentParser) -> None:
+    # SUPPRESS: a subcommand's default must not overwrite `cosim --traceback run ...`
+    p.add_argument("--traceback", action="store_true", default=argparse.SUPPRESS,
+                   help="on an error, print the whole traceback (also: env COSIM_TRACEBACK=1)")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog="cosim", description="Co-simulation of a VTA-like tensor accelerator: "
-                                 "compile kernels to Programs and run them on golden, TLM and RTL models.")
+    ap = CosimArgumentParser(prog="cosim", description="Co-simulation of a VTA-like tensor accelerator: "
+                             "compile kernels to Programs and run them on golden, TLM and RTL models.")
+    _add_traceback_arg(ap)
     sub = ap.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMANDS:
         try:
@@ -46,9 +80,22 @@ def build_parser() -> argparse.ArgumentParser:
     return ap
 
 
+def error_line(e: BaseException) -> str:
+    """The one line that reports a user error: its message's first line, naming the file when it has one."""
+    msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+    if isinstance(e, OSError) and e.filename and str(e.filename) not in msg:
+        msg = f"{e.filename}: {msg}"
+    if isinstance(e, KeyError) and msg == str(e):  # a bare KeyError's text is only the quoted key
+        msg = f"KeyError: {msg}"
+    return msg
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = build_parser()
-    args = ap.parse_args(argv)
+    try:
+        args = ap.parse_args(argv)
+    except SystemExit as e:  # --help (0) or a one-line argparse error (2)
+        return int(e.code or 0)
     if not getattr(args, "_run", None):
         ap.print_help()
         return 2
@@ -60,10 +107,9 @@ def main(argv: list[str] | None = None) -> int:
     except (ValueError, OSError, LookupError) as e:
         if os.environ.get("COSIM_DEBUG"):
             raise
-        msg = str(e).splitlines()[0] if str(e) else type(e).__name__
-        if isinstance(e, OSError) and e.filename and str(e.filename) not in msg:
-            msg = f"{e.filename}: {msg}"
-        print(f"cosim {args.command}: error: {msg}", file=sys.stderr)
+        if getattr(args, "traceback", False) or os.environ.get("COSIM_TRACEBACK", "") not in ("", "0"):
+            traceback.print_exception(e, file=sys.stderr)
+        print(f"cosim {args.command}: error: {error_line(e)}", file=sys.stderr)
         return 2
 
 

@@ -82,36 +82,28 @@ class Job:
         return self.golden if self.golden is not None else self.program.expected
 
 
-def parse_params(items: list[str] | None) -> dict[str, Any]:
-    """``["n=64", "shape=1,64,1,16"]`` -> ``{"n": 64, "shape": (1, 64, 1, 16)}``."""
-    out: dict[str, Any] = {}
-    for it in items or []:
-        if "=" not in it:
-            raise ValueError(f"parameter '{it}' is not key=value")
-        k, v = it.split("=", 1)
-        parts = [p for p in v.split(",") if p != ""]
-        try:
-            nums = [int(p, 0) for p in parts]
-            out[k] = tuple(nums) if ("," in v) else nums[0]
-        except ValueError:
-            out[k] = v
-    return out
-
-
-def make_job(kernel: str, cfg: HwConfig | None, params: dict[str, Any] | None = None, seed: int = 0) -> Job:
+def make_job(kernel: str, cfg: HwConfig | None, params: dict[str, Any] | list[str] | None = None,
+             seed: int = 0) -> Job:
     """A Job from an example name, a ``path.py:function`` kernel, or a saved Program folder.
 
     ``cfg`` None means the default config, or for a Program folder the config it was made for.
+    ``params`` are the kernel's parameters, already typed (a dict) or as the ``KEY=VALUE`` text of
+    ``-p`` (parsed by ``compiler.examples.parse_params``, the one parser every command uses).
     """
     if Path(kernel).is_dir():
+        if params:
+            raise ValueError(f"{kernel}: a Program folder takes no -p parameters (they were fixed when it "
+                             f"was compiled)")
         prog = Program.load(kernel, cfg)
         if not prog.inputs:
             raise ValueError(f"{kernel}: the Program folder has no inputs.npz, so it cannot be run")
         return Job(kernel=prog.name, config=prog.config, program=prog)
     if cfg is None:
         cfg = load_config("default")
-    from compiler.examples import make_case  # the compiler is only needed to build a Program
+    from compiler.examples import make_case, parse_params  # the compiler is only needed to build a Program
 
+    if isinstance(params, list):
+        params = parse_params(kernel, params)
     t0 = time.perf_counter()
     case = make_case(kernel, cfg, params, seed)
     t1 = time.perf_counter()
@@ -141,11 +133,12 @@ def run_tlm(job: Job, vcd: str | Path | None = None, trace: str | Path | None = 
 
 
 def run_rtl(jobs: list[Job], mem: str = "fast", simulator: str = "verilator", waves: bool = False,
-            vcd: str | Path | None = None) -> list[RunResult]:
-    """Run several Jobs of one config in one simulator process."""
+            vcd: str | Path | None = None, **kw: Any) -> list[RunResult]:
+    """Run several Jobs of one config in one simulator process (``kw``: see ``testbench.rtl_model.run_programs``,
+    e.g. ``watchdog``, ``waves_window``, ``waves_max_bytes``)."""
     if not jobs:
         return []
-    return rtl([j.program for j in jobs], jobs[0].config, mem=mem, sim=simulator, waves=waves, vcd_path=vcd)
+    return rtl([j.program for j in jobs], jobs[0].config, mem=mem, sim=simulator, waves=waves, vcd_path=vcd, **kw)
 
 
 # ---- Program-level entry points: the only way the tools reach a model ---------------------------

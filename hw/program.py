@@ -8,12 +8,21 @@ any model, on any machine.
 
 Folder files: ``insn.bin``, ``regs.json``, ``regs.h``, ``layout.json``,
 ``program.lst`` and, when inputs are attached, ``inputs.npz``, ``dram.bin`` (the
-initial DRAM image from address 0 to the end of the layout) and ``expected.npz``.
+initial DRAM image from address 0 to the end of the layout, for drivers outside
+this project that load it with the writes of ``regs.h``) and ``expected.npz``.
+
+:meth:`Program.load` checks that the files describe one Program: the layout fits
+the config (positive shapes, ``bytes`` equal to shape x dtype, aligned, disjoint,
+inside DRAM), ``regs.json`` opens exactly the layout's regions as its REGIONn
+windows and ends with the ``CTRL.START`` write, and ``dram.bin``, when present, is
+byte for byte the image of ``insn.bin`` and ``inputs.npz`` (so every model runs
+exactly ``dram.bin``; a truncated or stale one is refused, never ignored).
 """
 
 from __future__ import annotations
 
 import json
+import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
@@ -80,6 +89,9 @@ def check_layout(cfg: HwConfig, regions: list[Region], where: str) -> None:
     """Raise ProgramError (naming ``where``) unless the regions fit the config's DRAM and rules."""
     names = set()
     for r in regions:
+        if not r.shape or any(isinstance(s, bool) or not isinstance(s, (int, np.integer)) or s <= 0 for s in r.shape):
+            raise ProgramError(f"{where}: region '{r.name}' has shape {list(r.shape)}: every dimension must be a "
+                               f"positive integer")
         if r.name in names:
             raise ProgramError(f"{where}: region name '{r.name}' is used twice")
         names.add(r.name)
@@ -93,8 +105,6 @@ def check_layout(cfg: HwConfig, regions: list[Region], where: str) -> None:
         if r.addr < 0 or r.end > cfg.dram_bytes:
             raise ProgramError(f"{where}: region '{r.name}' [0x{r.addr:x}, 0x{r.end:x}) is outside the "
                                f"{cfg.dram_bytes}-byte DRAM")
-        if r.nbytes == 0:
-            raise ProgramError(f"{where}: region '{r.name}' is empty")
     ordered = sorted(regions, key=lambda r: r.addr)
     for a, b in zip(ordered, ordered[1:]):
         if b.addr < a.end:
@@ -283,6 +293,10 @@ class Program:
         except (KeyError, ValueError, TypeError) as e:
             raise ProgramError(f"{d / 'layout.json'}: malformed region entry ({e})") from None
         check_layout(cfg, regions, str(d / "layout.json"))
+        for r, entry in zip(regions, region_list):
+            if "bytes" in entry and entry["bytes"] != r.nbytes:
+                raise ProgramError(f"{d / 'layout.json'}: region '{r.name}' says {entry['bytes']!r} bytes, but "
+                                   f"{r.dtype} {list(r.shape)} is {r.nbytes} bytes")
         data = (d / "insn.bin").read_bytes()
         try:
             insns = Isa(cfg).decode_stream(data)
@@ -294,14 +308,19 @@ class Program:
             raise ProgramError(f"{d / 'insn.bin'}: {len(data)} bytes, but the layout's instruction region holds "
                                f"{insn_region.nbytes}")
         regs = _read_regs(d / "regs.json", cfg)
+        check_starts(regs, str(d / "regs.json"))
+        check_windows(cfg, regs, regions, str(d / "regs.json"))
         p = cls(cfg, insns, regions, regs, str(layout.get("program", d.name)), dict(layout.get("meta", {})))
         if (d / "inputs.npz").is_file():
-            with np.load(d / "inputs.npz") as z:
-                for k in z.files:
-                    p.set_input(k, z[k])
+            for k, a in _read_npz(d / "inputs.npz").items():
+                try:
+                    p.set_input(k, a)
+                except ProgramError as e:
+                    raise ProgramError(f"{d / 'inputs.npz'}: {e}") from None
         if (d / "expected.npz").is_file():
-            with np.load(d / "expected.npz") as z:
-                p.expected = {k: z[k] for k in z.files}
+            p.expected = _read_npz(d / "expected.npz")
+        if (d / "dram.bin").is_file():
+            _check_dram_bin(p, d / "dram.bin")
         return p
 
 
@@ -315,6 +334,84 @@ def check_token_balance(insns: Iterable[Instruction], where: str) -> None:
     problem = balance_problem(list(insns))
     if problem:
         raise ProgramError(f"{where}: {problem}")
+
+
+def check_starts(regs: list[tuple[str, int]], where: str) -> None:
+    """Raise ProgramError unless the register config ends by starting the accelerator: its last write is
+    CTRL with START set and SOFT_RESET clear (the TLM and the RTL take the writes before it as the run's
+    setup; without it neither ever runs)."""
+    ctrl = [(k, v) for k, (n, v) in enumerate(regs) if n == "CTRL"]
+    if not any(v & csr.CTRL_START for _, v in ctrl):
+        raise ProgramError(f"{where}: the register config never starts the accelerator (no CTRL write with START "
+                           f"= 0x{csr.CTRL_START:x})")
+    k, v = ctrl[-1]
+    if v & csr.CTRL_SOFT_RESET or not v & csr.CTRL_START:
+        what = "sets SOFT_RESET" if v & csr.CTRL_SOFT_RESET else "clears START"
+        raise ProgramError(f"{where}: the register config never starts the accelerator (its last CTRL write, "
+                           f"write {k + 1} = 0x{v:x}, {what})")
+    if k != len(regs) - 1:
+        raise ProgramError(f"{where}: write {k + 1} of {len(regs)} starts the accelerator (CTRL.START) but "
+                           f"{regs[k + 1][0]} is written after it: START must be the last write")
+
+
+def region_windows(regs: list[tuple[str, int]], max_regions: int) -> dict[int, tuple[int, int, int]]:
+    """The REGIONn windows a register config programs: slot -> (base, size, attr), last write wins;
+    slots never written or of size 0 are closed and left out."""
+    slots: dict[int, list[int]] = {}
+    for name, value in regs:
+        if name.startswith("REGION"):
+            i, _, part = name[len("REGION"):].partition("_")
+            if i.isdigit() and int(i) < max_regions:
+                slots.setdefault(int(i), [0, 0, 0])[("BASE", "SIZE", "ATTR").index(part)] = value
+    return {i: (b, s, a) for i, (b, s, a) in sorted(slots.items()) if s}
+
+
+def check_windows(cfg: HwConfig, regs: list[tuple[str, int]], regions: list[Region], where: str) -> None:
+    """Raise ProgramError unless the REGIONn windows of ``regs`` describe the layout's regions:
+    window i opens region i exactly (base, size and the role's access), and no other window is open."""
+    win = region_windows(regs, cfg.max_regions)
+    rw = {csr.ATTR_READ: "read", csr.ATTR_WRITE: "write", csr.ATTR_READ | csr.ATTR_WRITE: "read/write"}
+    for i, r in enumerate(regions):
+        want = (r.addr, r.nbytes, ROLE_ATTR[r.role])
+        got = win.pop(i, None)
+        if got is None:
+            raise ProgramError(f"{where}: no REGION{i} window for layout region '{r.name}' "
+                               f"[0x{r.addr:x}, 0x{r.end:x}): regs.json and layout.json describe different memory")
+        if got != want:
+            b, sz, a = got
+            raise ProgramError(f"{where}: REGION{i} opens [0x{b:x}, 0x{b + sz:x}) {rw.get(a, f'attr 0x{a:x}')}, "
+                               f"but layout region '{r.name}' is [0x{r.addr:x}, 0x{r.end:x}) "
+                               f"{rw[want[2]]}: regs.json and layout.json describe different memory")
+    for i, (b, sz, _) in win.items():
+        raise ProgramError(f"{where}: REGION{i} opens [0x{b:x}, 0x{b + sz:x}), which no layout region describes")
+
+
+def _read_npz(path: Path) -> dict[str, np.ndarray]:
+    """The integer arrays of an .npz file; one ProgramError line naming the file for anything else."""
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            out = {k: z[k] for k in z.files}
+    except (ValueError, OSError, EOFError, KeyError, zipfile.BadZipFile) as e:
+        msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise ProgramError(f"{path}: not a readable .npz of integer arrays ({msg})") from None
+    for k, a in out.items():
+        if a.dtype.kind not in "iu":
+            raise ProgramError(f"{path}: array '{k}' has dtype {a.dtype}, not an integer type")
+    return out
+
+
+def _check_dram_bin(p: "Program", path: Path) -> None:
+    """Refuse a ``dram.bin`` that is not the image of the folder's ``insn.bin`` and ``inputs.npz``."""
+    got = path.read_bytes()
+    want = bytes(p.dram_image())
+    if len(got) != len(want):
+        raise ProgramError(f"{path}: {len(got)} bytes, but the initial DRAM image of insn.bin and inputs.npz is "
+                           f"{len(want)} bytes (truncated or stale: delete it or save the Program again)")
+    if got != want:
+        at = int(np.flatnonzero(np.frombuffer(got, np.uint8) != np.frombuffer(want, np.uint8))[0])
+        where = next((f" (region '{r.name}')" for r in p.regions if r.addr <= at < r.end), "")
+        raise ProgramError(f"{path}: differs from the image of insn.bin and inputs.npz at byte 0x{at:x}{where} "
+                           f"(stale: delete it or save the Program again)")
 
 
 def _read_json(path: Path) -> Any:

@@ -13,6 +13,15 @@ Runs inside the simulator process (started by :mod:`testbench.rtl_model`). The j
 loaded and its ``dram_image()``/``regs`` used (with them, deliberately corrupt
 instruction streams can be run, which a Program folder refuses to load).
 
+A waves job also has ``"waves": {"file": <vcd>, "max_bytes": N, "window": [first, last] | null,
+"trace_control": bool}``. With ``trace_control`` (the fast main, ``hdl/cocotb_fast_main.cpp``)
+the job opens the VCD itself through the main's ``cosim_trace_*`` functions: at the start
+(no window, or one starting at cycle 0) or ``first`` cycles after START, and closes it
+``last`` cycles after START or at the end; the main cuts the file at ``max_bytes``.
+Without it the simulator traces from time 0 and :class:`SizeWatch` stops the run when
+the file nears ``max_bytes``. Each result gets ``"waves"``: the cycles after START
+traced (``from_cycle``/``to_cycle``, negative before START) and whether the cap cut it.
+
 For each Program: reset (``rst``, or only ``CTRL.SOFT_RESET`` when ``between`` is
 ``soft``), load the DRAM image, play the register writes over AXI4-Lite (CTRL START
 last), wait for ``irq`` under a watchdog, read STATUS, ERR_PC, CYCLES and every
@@ -25,6 +34,7 @@ failure; the test fails only when the testbench itself cannot go on.
 
 from __future__ import annotations
 
+import ctypes
 import json
 import logging
 import os
@@ -35,8 +45,8 @@ from typing import Any, Iterator
 
 import cocotb
 from cocotb.clock import Clock
-from cocotb.triggers import ClockCycles, ReadOnly, RisingEdge, with_timeout
-from cocotb.utils import get_sim_time
+from cocotb.triggers import ClockCycles, Event, First, ReadOnly, RisingEdge, Timer, with_timeout
+from cocotb.utils import get_sim_steps, get_sim_time
 
 try:  # cocotb 2.x
     from cocotb.triggers import SimTimeoutError
@@ -58,6 +68,66 @@ CSR_TIMEOUT_CYCLES = 2000
 
 class CsrTimeout(Exception):
     """An AXI4-Lite access got no response: the DUT's CSR slave is stuck."""
+
+
+class TraceControl:
+    """The fast main's VCD window (``cosim_trace_start/stop/info`` of ``hdl/cocotb_fast_main.cpp``)."""
+
+    def __init__(self, path: str, max_bytes: int):
+        lib = ctypes.CDLL(None)  # the simulator executable, linked with -rdynamic
+        self._start, self._stop, self._info = lib.cosim_trace_start, lib.cosim_trace_stop, lib.cosim_trace_info
+        self._start.argtypes = [ctypes.c_char_p, ctypes.c_ulonglong]
+        self._info.argtypes = [ctypes.POINTER(ctypes.c_ulonglong)] * 3 + [ctypes.POINTER(ctypes.c_int)]
+        self.path, self.max_bytes = path, max_bytes
+
+    def start(self) -> None:
+        """Write the VCD from the next time step on (once per process)."""
+        self._start(self.path.encode(), self.max_bytes)
+
+    def stop(self) -> None:
+        """Close the VCD at the next time step."""
+        self._stop()
+
+    async def window(self, first_ns: float, last_ns: float) -> None:
+        """Trace ``[first_ns, last_ns]`` of simulated time from now on."""
+        if first_ns > 0:
+            await Timer(first_ns, "ns")
+        self.start()
+        await Timer(max(last_ns - first_ns, CLK_NS), "ns")
+        self.stop()
+
+    def info(self) -> dict[str, Any]:
+        """Times (in ns) of the first and last time step written, bytes, and whether the cap cut the file."""
+        first, last, nbytes, capped = ctypes.c_ulonglong(), ctypes.c_ulonglong(), ctypes.c_ulonglong(), ctypes.c_int()
+        wrote = self._info(ctypes.byref(first), ctypes.byref(last), ctypes.byref(nbytes), ctypes.byref(capped))
+        scale = 1.0 / get_sim_steps(1, "ns")  # the main's times are simulator steps
+        return {"written": bool(wrote), "first_ns": first.value * scale, "last_ns": last.value * scale,
+                "bytes": nbytes.value, "capped": bool(capped.value)}
+
+
+class SizeWatch:
+    """For simulators that trace from time 0 on their own: sets ``reached`` when the waveform file comes
+    within a margin of ``max_bytes`` (checked every CHECK_CYCLES), so the job can stop the run there."""
+
+    CHECK_CYCLES = 64  # Python is awake every cycle on these back-ends anyway: checking often is cheap
+
+    def __init__(self, path: str, max_bytes: int):
+        self.path, self.max_bytes = path, max_bytes
+        # what the simulator may still buffer, and write at the end, after the last check
+        self.margin = max(max_bytes // 8, 1 << 20)
+        self.reached = Event()
+        self.grown = 0  # the largest growth seen between two checks
+
+    async def watch(self) -> None:
+        last = 0
+        while True:
+            await Timer(self.CHECK_CYCLES * CLK_NS, "ns")
+            size = os.path.getsize(self.path) if os.path.exists(self.path) else 0
+            self.grown = max(self.grown, size - last)
+            last = size
+            if size + 2 * self.grown + self.margin >= self.max_bytes:
+                self.reached.set()
+                return
 
 
 def _pause_gen(rng: random.Random, p: float) -> Iterator[bool]:
@@ -142,6 +212,16 @@ class Bench:
     def __init__(self, dut: Any, job: dict[str, Any]):
         self.dut = dut
         self.job = job
+        w = job.get("waves")
+        self.trace: TraceControl | None = None
+        self.watch: SizeWatch | None = None
+        if w and w.get("trace_control"):
+            self.trace = TraceControl(w["file"], int(w["max_bytes"]))
+            if not w.get("window") or int(w["window"][0]) <= 0:
+                self.trace.start()  # the whole run, reset and register writes included
+        elif w:
+            self.watch = SizeWatch(w["file"], int(w["max_bytes"]))
+            cocotb.start_soon(self.watch.watch())
         self.cfg = parse_config(json.loads(Path(job["config"]).read_text()), job["config"])
         self.fast = job["mem"] == "fast"
         self.csr = csr.csr_by_name(self.cfg.max_regions)
@@ -244,6 +324,18 @@ class Bench:
         return data[:words * bb].ljust(words * bb, b"\0"), unknown
 
     # ---- one Program ------------------------------------------------------------
+    def waves_report(self, start_ns: float, res: dict[str, Any]) -> dict[str, Any]:
+        """What the waveform file holds: cycles after START (negative: before it), and the cap."""
+        cap = int(self.job["waves"]["max_bytes"])
+        if self.trace is not None:
+            i = self.trace.info()
+            if not i["written"]:
+                return {"from_cycle": None, "to_cycle": None, "max_bytes": cap, "capped": False}
+            return {"from_cycle": int((i["first_ns"] - start_ns) // CLK_NS),
+                    "to_cycle": int((i["last_ns"] - start_ns) // CLK_NS), "max_bytes": cap, "capped": i["capped"]}
+        return {"from_cycle": int(-start_ns // CLK_NS), "to_cycle": res["run_sim_cycles"], "max_bytes": cap,
+                "capped": bool(res.get("waves_capped"))}
+
     def probes(self) -> dict[str, Any]:
         """The accelerator's debug probes, for a watchdog report."""
         top = self.dut.u_accel if self.fast else self.dut
@@ -283,12 +375,25 @@ class Bench:
             await self.write(reg, value)
         start_ns = get_sim_time("ns")
         limit = int(entry["timeout_cycles"])
+        window = (self.job.get("waves") or {}).get("window")
+        window_task = None
+        if self.trace is not None and window and int(window[0]) > 0:
+            window_task = cocotb.start_soon(self.trace.window(int(window[0]) * CLK_NS, (int(window[1]) + 1) * CLK_NS))
         if not int(dut.irq.value):
-            try:
-                await with_timeout(RisingEdge(dut.irq), limit * CLK_NS, "ns")
-            except SimTimeoutError:
+            waits = [RisingEdge(dut.irq), Timer(limit * CLK_NS, "ns")]
+            if self.watch is not None:
+                waits.append(self.watch.reached.wait())
+            fired = await First(*waits)
+            if fired is waits[1]:
                 res["timeout"] = True
                 res["probes"] = self.probes()
+            elif fired is not waits[0]:
+                res["waves_capped"] = True
+                res["probes"] = self.probes()
+        if window_task is not None and not window_task.done():
+            window_task.cancel()
+        if self.trace is not None:
+            self.trace.stop()
         res["run_wall_s"] = time.perf_counter() - t0
         res["run_sim_cycles"] = int((get_sim_time("ns") - start_ns) // CLK_NS)
         res["timeout_cycles"] = limit
@@ -301,6 +406,8 @@ class Bench:
         res["x_words"] = unknown
         res["proto_err"] = bool(int(dut.proto_err.value)) if self.fast else False
         res["wall_s"] = time.perf_counter() - t0
+        if self.trace is not None or self.watch is not None:
+            res["waves"] = self.waves_report(start_ns, res)
         if self.job.get("soft_reset_check"):
             await self.write("CTRL", csr.CTRL_SOFT_RESET)
             await ClockCycles(dut.clk, 2)

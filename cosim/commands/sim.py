@@ -33,10 +33,12 @@ def _ms(seconds: float | None) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from compiler.examples import list_examples
+    from compiler.examples import get_example, list_examples
 
     cfg = load_config(args.config)
     names = args.kernels or list_examples()
+    for name in names:  # a mistyped name fails in one line before any progress line is printed
+        get_example(name)
     jobs, rows = [], []
     for i, name in enumerate(names, 1):
         print(f"[{i}/{len(names)}] {name}: compile + golden + TLM", file=sys.stderr, flush=True)

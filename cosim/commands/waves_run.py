@@ -1,6 +1,7 @@
 """`cosim waves run KERNEL`: traced runs of one kernel on the RTL and the TLM, side by side.
 
-Writes ``rtl.vcd`` (Verilator trace of the fast back-end), ``tlm.vcd`` and
+Writes ``rtl.vcd`` (Verilator trace of the fast back-end, from reset, cut at the waves cap of
+``testbench.rtl_model``), ``tlm.vcd`` and
 ``tlm_trace.json`` (Chrome/Perfetto) into one folder, prints their paths, the
 per-unit utilization of both models and the first instruction whose timing differs.
 """
@@ -14,6 +15,8 @@ from pathlib import Path
 from hw.config import load_config
 from cosim import models
 from cosim.cli import add_config_arg, add_json_arg
+from cosim.commands.run import waves_note
+from cosim.commands.waves_diff import run_diff
 
 UNITS = ("load", "compute", "store")
 
@@ -40,10 +43,8 @@ def _utilization(res: dict) -> dict[str, float]:
 
 
 def run_run(args: argparse.Namespace) -> int:
-    from cosim.commands.waves import run_diff
-
     cfg = load_config(args.config)
-    job = models.make_job(args.kernel, cfg, models.parse_params(args.param), args.seed)
+    job = models.make_job(args.kernel, cfg, args.param or [], args.seed)
     name = Path(args.kernel).name.replace(":", "_").replace(".py", "")
     out = Path(args.out or Path("build") / "waves" / f"{name}-{cfg.name}").resolve()
     out.mkdir(parents=True, exist_ok=True)
@@ -56,13 +57,14 @@ def run_run(args: argparse.Namespace) -> int:
     report = {"kernel": job.kernel, "config": cfg.name, "match": tlm["match"] and rtl["match"],
               "files": {k: str(p) for k, p in paths.items()},
               "utilization_pct": {"tlm": _utilization(tlm), "rtl": _utilization(rtl)},
-              "cycles": {"tlm": tlm["cycles"], "rtl": rtl["cycles"]}}
+              "cycles": {"tlm": tlm["cycles"], "rtl": rtl["cycles"]}, "rtl_waves": rtl.get("waves")}
     if args.json:
         print(json.dumps(report))
         return 0 if report["match"] else 1
     print(f"{job.kernel} on {cfg.name}: outputs {'agree' if report['match'] else 'DIFFER'}")
     for k, p in paths.items():
-        print(f"  {k:<10} {p}")
+        note = f" {waves_note(rtl['waves'])}" if k == "rtl_vcd" and rtl.get("waves") else ""
+        print(f"  {k:<10} {p}{note}")
     print(f"  {'':<10} {'cycles':>8} " + " ".join(f"{u + ' busy %':>16}" for u in UNITS))
     for m, r in (("TLM", tlm), ("RTL", rtl)):
         u = _utilization(r)

@@ -104,7 +104,7 @@ class TlmModel:
         Errors do not raise here: they are in :attr:`error` (and STATUS/ERR_PC).
         """
         if not self._armed:
-            raise RuntimeError("run() before CTRL.START was written")
+            raise RuntimeError("the register config never starts the accelerator (run() before a CTRL.START write)")
         if self.finished:
             return self.cycles or 0
         addr, addr_hi, count = self.csr.insn_window()

@@ -34,7 +34,7 @@ from pathlib import Path
 
 from hw import csr
 from hw.config import HwConfig, load_config
-from hw.program import Program
+from hw.program import Program, check_starts
 from hw.result import RunResult
 from hw.toolchain import verilator_bin, verilator_env, verilator_root
 from testbench.rtl_model import MAX_MODEL_BYTES, build_lock, build_root
@@ -174,6 +174,7 @@ def run(program: Program, cfg: HwConfig | str | Path | None = None, mem: str = D
     c = _cfg(cfg) if cfg is not None else program.config
     if program.config.config_id != c.config_id:
         raise ValueError(f"Program '{program.name}' was made for config '{program.config.name}', not '{c.name}'")
+    check_starts(program.regs, f"Program '{program.name}'")  # else the harness would only time out
     if program.dram_end > model_bytes(c):
         raise ValueError(f"Program '{program.name}' uses DRAM up to 0x{program.dram_end:x}, beyond the "
                          f"{model_bytes(c)}-byte DRAM model")

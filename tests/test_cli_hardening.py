@@ -1,0 +1,432 @@
+"""Hardening (issue 12): every bad input is one stderr line and exit 2, long Programs run to DONE on
+the RTL, and a failing RTL run never writes an unbounded waveform.
+
+Each test runs the real `cosim` command (``cosim.cli.main`` in-process, a few as a real process)
+and checks the exit code, that stderr is exactly one line, and the words that name the problem.
+The RTL tests use the cocotb fast back-end on the default config (builds shared with the rest
+of the suite) and a cheap long ALU loop.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from cosim.cli import main as cosim_main
+from hw.config import load_config
+from hw.isa import ALU_OPS, Alu, Finish, Load, Store
+from hw.program import Program, ProgramError, plan_layout
+from tests.test_program import small_program
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(autouse=True)
+def _plain_errors(monkeypatch):
+    for var in ("COSIM_DEBUG", "COSIM_TRACEBACK", "COSIM_WAVES_MAX_BYTES"):
+        monkeypatch.delenv(var, raising=False)
+
+
+def cosim(capsys, *args: str) -> tuple[int, str, str]:
+    rc = cosim_main([str(a) for a in args])
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+def one_line(rc: int, err: str, *words: str) -> None:
+    """Exit 2, exactly one stderr line, no traceback, and every word that names the problem."""
+    assert rc == 2, err
+    assert len(err.strip().splitlines()) == 1 and err.endswith("\n"), err
+    assert "Traceback" not in err and "usage:" not in err, err
+    for w in words:
+        assert w in err, (w, err)
+
+
+@pytest.fixture
+def folder(tmp_path) -> Path:
+    """A valid Program folder (C = int8(A + 1) on the default config)."""
+    return small_program(load_config("default")).save(tmp_path / "prog")
+
+
+def edit_json(path: Path, fn) -> None:
+    path.write_text(json.dumps(fn(json.loads(path.read_text())), indent=1))
+
+
+# ---- 3: layouts that do not describe the Program -------------------------------------------------
+def test_layout_negative_dimension(capsys, folder):
+    def neg(j):
+        j["regions"][2]["shape"] = [-4, -16]  # the same element count, so only the sign can catch it
+        return j
+    edit_json(folder / "layout.json", neg)
+    one_line(*cosim(capsys, "run", folder, "--model", "tlm")[::2], "layout.json", "region 'C'", "[-4, -16]",
+             "positive integer")
+
+
+def test_layout_bytes_disagree_with_shape_and_dtype(capsys, folder):
+    def grow(j):
+        j["regions"][1]["dtype"] = "int16"  # 'bytes' still says int32
+        return j
+    edit_json(folder / "layout.json", grow)
+    one_line(*cosim(capsys, "run", folder, "--model", "tlm")[::2], "layout.json", "region 'A'", "256 bytes",
+             "int16 [4, 16] is 128 bytes")
+
+
+def test_output_region_moved_away_from_regs(capsys, folder):
+    """The output region moved in layout.json only: regs.json's REGION2 window no longer matches."""
+    cfg = load_config("default")
+
+    def move(j):
+        j["regions"][2]["addr"] += 16 * cfg.region_align
+        return j
+    edit_json(folder / "layout.json", move)
+    rc, _, err = cosim(capsys, "run", folder, "--model", "tlm")
+    one_line(rc, err, "regs.json", "REGION2", "layout region 'C'", "different memory")
+
+
+def test_regs_open_a_window_the_layout_lacks(capsys, folder):
+    edit_json(folder / "regs.json", lambda r: dict(r, writes=[{"csr": "REGION5_BASE", "value": 0x8000},
+                                                             {"csr": "REGION5_SIZE", "value": 64},
+                                                             {"csr": "REGION5_ATTR", "value": 3}] + r["writes"]))
+    one_line(*cosim(capsys, "run", folder, "--model", "tlm")[::2], "regs.json", "REGION5", "no layout region")
+
+
+# ---- 4: dram.bin is checked, not ignored -----------------------------------------------------------
+def test_truncated_dram_bin(capsys, folder):
+    d = folder / "dram.bin"
+    d.write_bytes(d.read_bytes()[:-5])
+    one_line(*cosim(capsys, "run", folder, "--model", "tlm")[::2], "dram.bin", "bytes", "truncated or stale")
+
+
+def test_stale_dram_bin(capsys, folder):
+    d = folder / "dram.bin"
+    img = bytearray(d.read_bytes())
+    a = Program.load(folder).region("A")
+    img[a.addr + 5] ^= 0xFF
+    d.write_bytes(bytes(img))
+    one_line(*cosim(capsys, "run", folder, "--model", "tlm")[::2], "dram.bin", f"0x{a.addr + 5:x}", "region 'A'")
+
+
+def test_dram_bin_is_the_image_the_models_run(capsys, folder):
+    """A folder without dram.bin runs; a saved one is exactly the image every model loads."""
+    assert (folder / "dram.bin").read_bytes() == bytes(Program.load(folder).dram_image())
+    (folder / "dram.bin").unlink()
+    rc, out, err = cosim(capsys, "run", folder, "--model", "tlm")
+    assert rc == 0 and err == "" and " ok " in out
+
+
+# ---- 5: a register config that never starts the accelerator ----------------------------------------
+@pytest.mark.parametrize("model", ["tlm", "rtl", "iss"])
+def test_regs_without_start(capsys, folder, model):
+    edit_json(folder / "regs.json", lambda r: dict(r, writes=[w for w in r["writes"] if w["csr"] != "CTRL"]))
+    one_line(*cosim(capsys, "run", folder, "--model", model)[::2], "regs.json",
+             "never starts the accelerator")
+
+
+def test_regs_soft_reset_after_start(capsys, folder):
+    edit_json(folder / "regs.json", lambda r: dict(r, writes=r["writes"] + [{"csr": "CTRL", "value": 2}]))
+    one_line(*cosim(capsys, "run", folder, "--model", "tlm")[::2], "regs.json", "never starts the accelerator",
+             "SOFT_RESET")
+
+
+def test_models_refuse_a_program_in_memory_without_start():
+    """Programs built in memory (not loaded) meet the same words: the RTL refuses one before any
+    simulation (it would only time out), the TLM's run() names the problem."""
+    from cosim import models
+
+    p = small_program(load_config("default"))
+    p.regs = [(n, v) for n, v in p.regs if n != "CTRL"]
+    with pytest.raises(ProgramError, match="never starts the accelerator"):
+        models.rtl([p])
+    with pytest.raises(RuntimeError, match="never starts the accelerator"):
+        models.tlm(p)
+
+
+# ---- 6, 7 and issue 13's one parser: -p through every command ---------------------------------------
+@pytest.mark.parametrize("command", [["run", "--model", "golden"], ["run", "--model", "tlm"], ["compile", "-o", "X"]])
+@pytest.mark.parametrize("value", ["64", "4x3x33", "4,3,33", "2x1x64"])
+def test_one_shape_parser_for_every_command(capsys, tmp_path, command, value):
+    cmd = [c if c != "X" else str(tmp_path / "out") for c in command]
+    rc, out, err = cosim(capsys, cmd[0], "vadd", *cmd[1:], "-p", f"shape={value}")
+    assert rc == 0 and err == "", err
+
+
+@pytest.mark.parametrize("value", ["0", "-4", "4x0x3", "4xx3", "abc"])
+@pytest.mark.parametrize("command", [["run", "--model", "golden"], ["compile", "-o", "X"], ["waves", "run"]])
+def test_bad_shapes_are_one_line(capsys, tmp_path, command, value):
+    cmd = [c if c != "X" else str(tmp_path / "out") for c in command]
+    head = cmd[:2] if cmd[0] == "waves" else cmd[:1]
+    rc, _, err = cosim(capsys, *head, "vadd", *cmd[len(head):], "-p", f"shape={value}")
+    one_line(rc, err, "param 'shape'", value)
+
+
+def test_tile_auto(capsys, tmp_path):
+    """`-p tile=auto` lets the compiler choose, on every example, through run and compile alike."""
+    for name in ("vadd", "fused"):
+        rc, out, err = cosim(capsys, "run", name, "-p", "tile=auto", "--model", "tlm")
+        assert rc == 0 and " ok " in out, err
+    assert cosim(capsys, "compile", "vadd", "-o", tmp_path / "v", "-p", "tile=none")[0] == 0
+    one_line(*cosim(capsys, "run", "vadd", "-p", "tile=big", "--model", "golden")[::2], "param 'tile'", "'big'")
+    one_line(*cosim(capsys, "run", "vadd", "-p", "shift=3", "--model", "golden")[::2], "has no param 'shift'")
+    one_line(*cosim(capsys, "run", "vadd", "-p", "shape", "--model", "golden")[::2], "'shape'", "KEY=VALUE")
+
+
+@pytest.mark.parametrize("shape", ["99999999999", "99999x99999x99999x99999x99999", "1000x1000x8"])
+def test_huge_shape_is_refused_before_allocating(capsys, tmp_path, shape):
+    rc, _, err = cosim(capsys, "compile", "vadd", "-o", tmp_path / "x", "-p", f"shape={shape}")
+    one_line(rc, err, "param 'shape'", "bytes of DRAM", "config 'default' has 16,777,216")
+    assert not (tmp_path / "x").exists()
+
+
+def test_program_folder_takes_no_params(capsys, folder):
+    one_line(*cosim(capsys, "run", folder, "-p", "shape=4", "--model", "tlm")[::2], "Program folder",
+             "no -p parameters")
+
+
+# ---- 8, 9: user kernels -------------------------------------------------------------------------------
+KERNELS = textwrap.dedent('''
+    from compiler import S
+
+
+    def _deeper(n):
+        return _deeper(n + 1)
+
+
+    @S.kernel
+    def boom(X, Y, kind="runtime"):
+        n = X.nvec
+        S.load(S.acc[0:n], X)
+        if kind == "runtime":
+            raise RuntimeError("the kernel gave up")
+        if kind == "zero":
+            n = n // 0
+        if kind == "type":
+            n = len(n)
+        if kind == "attr":
+            S.lod(S.acc[0:n], X)
+        if kind == "assert":
+            assert n > 1000
+        if kind == "recursion":
+            _deeper(0)
+        if kind == "key":
+            n = {}["missing_key"]
+        S.store(Y, S.acc[0:n])
+
+
+    @S.kernel
+    def copy(X, Y):
+        n = X.nvec
+        S.load(S.acc[0:n], X)
+        S.store(Y, S.acc[0:n])
+''')
+RAISES = {"runtime": ("RuntimeError", "the kernel gave up"), "zero": ("ZeroDivisionError", "by zero"),
+          "type": ("TypeError", "len()"), "attr": ("AttributeError", "'lod'"), "assert": ("AssertionError", ""),
+          "recursion": ("RecursionError", "maximum recursion depth"), "key": ("KeyError", "'missing_key'")}
+
+
+@pytest.fixture
+def kernels(tmp_path) -> Path:
+    f = tmp_path / "kern.py"
+    f.write_text(KERNELS)
+    return f
+
+
+def _line_of(f: Path, kind: str) -> int:
+    """The line of the kernel that raises for ``kind`` (the one after ``if kind == ...``)."""
+    lines = f.read_text().splitlines()
+    if kind == "recursion":  # the innermost line of the file: where the recursion overflowed
+        return next(k for k, t in enumerate(lines, 1) if "return _deeper(n + 1)" in t)
+    return next(k for k, t in enumerate(lines, 1) if f'if kind == "{kind}"' in t) + 1
+
+
+@pytest.mark.parametrize("kind", list(RAISES))
+@pytest.mark.parametrize("command", ["run", "compile"])
+def test_kernel_exception_is_one_line(capsys, tmp_path, kernels, kind, command):
+    extra = ["--model", "golden"] if command == "run" else ["-o", str(tmp_path / "out")]
+    rc, _, err = cosim(capsys, command, f"{kernels}:boom", "-p", "X=4x16", "-p", "Y=4x16:int8", "-p",
+                       f"kind={kind}", *extra)
+    exc, text = RAISES[kind]
+    one_line(rc, err, "kernel 'boom'", f"{kernels}:{_line_of(kernels, kind)}", f"raised {exc}", text)
+
+
+def test_traceback_on_request(capsys, kernels, monkeypatch):
+    args = ["run", f"{kernels}:boom", "-p", "X=4x16", "-p", "Y=4x16:int8", "-p", "kind=zero", "--model", "golden"]
+    for how in ("flag", "env"):
+        if how == "env":
+            monkeypatch.setenv("COSIM_TRACEBACK", "1")
+        rc, _, err = cosim(capsys, *args, *(["--traceback"] if how == "flag" else []))
+        lines = err.strip().splitlines()
+        assert rc == 2 and "Traceback" in err and "n = n // 0" in err, err
+        assert lines[-1].startswith("cosim run: error: kernel 'boom'")
+
+
+@pytest.mark.parametrize("spec, words", [("37x16:int9", ["param 'X'", "unknown data type 'int9'", "int8"]),
+                                         ("37x16:float32", ["param 'X'", "'float32'"]),
+                                         ("37x0", ["param 'X'", "dimension <= 0"]),
+                                         ("99999999x99999", ["kernel 'copy'", "bytes of DRAM"])])
+def test_user_tensor_params(capsys, tmp_path, kernels, spec, words):
+    for command, extra in (("run", ["--model", "golden"]), ("compile", ["-o", str(tmp_path / "o")])):
+        rc, _, err = cosim(capsys, command, f"{kernels}:copy", "-p", f"X={spec}", "-p", "Y=37x16:int8", *extra)
+        one_line(rc, err, *words)
+    rc, out, err = cosim(capsys, "run", f"{kernels}:copy", "-p", "X=37x16:int32", "-p", "Y=37x16:int8",
+                         "--model", "tlm")
+    assert rc == 0, err
+
+
+def test_kernel_file_that_fails_to_import(capsys, tmp_path):
+    f = tmp_path / "broken.py"
+    f.write_text("x = 1\ny = x / 0\n")
+    one_line(*cosim(capsys, "run", f"{f}:k", "--model", "golden")[::2], "import failed", "ZeroDivisionError",
+             f"{f}:2")
+
+
+# ---- 10: corrupt .npz files, missing folders ---------------------------------------------------------
+@pytest.mark.parametrize("name", ["inputs.npz", "expected.npz"])
+@pytest.mark.parametrize("corruption", ["garbage", "truncated", "object"])
+def test_corrupt_npz_names_the_file(capsys, folder, name, corruption):
+    f = folder / name
+    if corruption == "garbage":
+        f.write_bytes(b"\x80\x04this is not a zip file")  # starts like a pickle: numpy would try one
+    elif corruption == "truncated":
+        f.write_bytes(f.read_bytes()[:100])
+    else:
+        np.savez(f, **{("A" if name == "inputs.npz" else "C"): np.array([object(), 1], dtype=object)})
+    one_line(*cosim(capsys, "run", folder, "--model", "tlm")[::2], name)
+
+
+def test_missing_folder_is_not_an_unknown_example(capsys, tmp_path):
+    rc, _, err = cosim(capsys, "run", tmp_path / "no" / "such", "--model", "tlm")
+    one_line(rc, err, "no such Program folder")
+    assert "examples:" not in err
+    rc, _, err = cosim(capsys, "run", "vad", "--model", "tlm")  # no slash: a mistyped example name
+    one_line(rc, err, "unknown example 'vad'", "vadd")
+
+
+# ---- 11: argparse errors ---------------------------------------------------------------------------
+@pytest.mark.parametrize("args, words", [
+    (["run", "vadd", "--model", "bogus"], ["cosim run", "invalid choice: 'bogus'", "--help"]),
+    (["run"], ["cosim run", "required: kernel"]),
+    (["compile", "vadd"], ["cosim compile", "-o/--out"]),
+    (["waves", "show", "x.vcd"], ["cosim waves show", "required"]),
+    (["run", "vadd", "--seed", "x"], ["--seed", "invalid int value"]),
+    (["run", "vadd", "--waves-window", "5:3"], ["--waves-window", "FIRST <= LAST"]),
+    (["run", "vadd", "--watchdog", "0"], ["--watchdog", "not a positive integer"]),
+    (["nosuch"], ["cosim", "invalid choice: 'nosuch'"]),
+    (["--bogus"], ["unrecognized arguments: --bogus"]),
+])
+def test_argparse_errors_are_one_line(capsys, args, words):
+    rc, out, err = cosim(capsys, *args)
+    one_line(rc, err, *words)
+    assert out == ""
+
+
+def test_help_still_shows_the_usage(capsys):
+    rc, out, _ = cosim(capsys, "run", "--help")
+    assert rc == 0 and out.startswith("usage: cosim run") and "--traceback" in out
+
+
+@pytest.mark.parametrize("args", [["run", "vadd", "--model", "bogus"], ["run", "vadd", "-p", "shape=-4"],
+                                  ["compile", "vadd", "-o", "/tmp/x", "-p", "shape=99999999999"]])
+def test_real_process_one_line(args):
+    r = subprocess.run([sys.executable, "-m", "cosim.cli", *args], capture_output=True, text=True, timeout=120,
+                       cwd=ROOT)
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr, r.stderr
+
+
+# ---- 1, 2: the RTL watchdog follows the Program; a failing run's waves are bounded ----------------------
+def long_alu_program(cfg, iter_out: int, iter_in: int) -> Program:
+    """LOAD one vector, ADD 1 to it iter_out x iter_in times (one ALU instruction, as many cycles), STORE."""
+    L = cfg.lanes
+    a = np.arange(L, dtype=np.int32).reshape(1, L) * 3
+    regions = plan_layout(cfg, [("a", "input", (1, L), "int32"), ("c", "output", (1, L), f"int{cfg.out_width}")], 4)
+    insns = [Load(dram_base=regions[1].addr // cfg.acc_vec_bytes, y_size=1, x_size=1, x_stride=1, push_next=True),
+             Alu(alu_op=ALU_OPS["ADD"], use_imm=True, imm=1, iter_out=iter_out, iter_in=iter_in, pop_prev=True,
+                 push_next=True),
+             Store(dram_base=regions[2].addr // cfg.out_vec_bytes, y_size=1, x_size=1, x_stride=1, pop_prev=True),
+             Finish()]
+    expected = (a.astype(np.int64) + iter_out * iter_in).astype(f"int{cfg.out_width}")
+    return Program.create(cfg, insns, regions, name="long_alu", inputs={"a": a}, expected={"c": expected})
+
+
+def test_watchdog_has_no_fixed_cap():
+    """The issue's Program (one ALU instruction of 8000 x 8000 iterations: 64,000,030 cycles on the TLM and
+    the RTL) was stopped by a fixed 50 M-cycle watchdog; the bound now follows the Program, on every config."""
+    from testbench.memimg import watchdog_cycles
+
+    for name in ("default", "small"):
+        cfg = load_config(name)
+        p = long_alu_program(cfg, 8000, 8000)
+        assert watchdog_cycles(p) > 64_000_030 and watchdog_cycles(p, "protocol") > 8 * 64_000_000
+        longest = long_alu_program(cfg, (1 << 14) - 1, (1 << 14) - 1)  # the largest ALU loop the ISA encodes
+        assert watchdog_cycles(longest) > ((1 << 14) - 1) ** 2
+
+
+def _rtl_missing() -> str | None:
+    from cosim.models import rtl_available
+
+    return rtl_available()
+
+
+@pytest.mark.skipif(_rtl_missing() is not None, reason="no RTL")
+def test_long_program_runs_to_done_and_failing_waves_stay_bounded(capsys, tmp_path, monkeypatch):
+    """A 2 M-cycle Program runs to DONE on the RTL under its own watchdog; the same Program stopped by a
+    lowered watchdog fails, and the traced re-run writes only the last 10,000 cycles, under the cap, and
+    says so; a whole-run trace (--waves) with a lower cap (COSIM_WAVES_MAX_BYTES) is cut at it."""
+    from cosim.commands.run import FAILURE_WINDOW_CYCLES
+    from testbench.memimg import watchdog_cycles
+    from testbench.rtl_model import WAVES_MAX_BYTES
+
+    cfg = load_config("default")
+    p = long_alu_program(cfg, 2000, 1000)
+    d = p.save(tmp_path / "long")
+    monkeypatch.chdir(tmp_path)  # the failure waveform goes to ./build/mismatch
+    rc, out, err = cosim(capsys, "run", d, "--model", "rtl", "--json")
+    r = json.loads(out)
+    assert rc == 0 and r["match"] and r["error"] is None, out + err
+    assert 2_000_000 < r["cycles"] < watchdog_cycles(p)
+
+    limit = 300_000
+    rc, out, err = cosim(capsys, "run", d, "--model", "rtl", "--watchdog", limit)
+    assert rc == 1 and "error TIMEOUT" in out and err.strip() == "cosim run: long_alu does not agree with golden"
+    vcd = tmp_path / "build" / "mismatch" / "long_alu-default" / "rtl.vcd"
+    size = vcd.stat().st_size
+    assert 0 < size <= WAVES_MAX_BYTES
+    first = limit - FAILURE_WINDOW_CYCLES
+    assert f"waveform: {vcd}" in out and f"cycles {first}..{limit} after START" in out and "MB" in out, out
+    head = vcd.read_bytes()[:200_000].decode(errors="replace")
+    assert "dbg_compute_pc" in head and "#0\n" not in head  # the file begins at the window, not at reset
+
+    # --waves traces the failing run itself, from reset: the cap cuts it (and the run still ends as before)
+    cap = 2_000_000
+    monkeypatch.setenv("COSIM_WAVES_MAX_BYTES", str(cap))
+    rc, out, err = cosim(capsys, "run", d, "--model", "rtl", "--watchdog", limit, "--waves", "--json")
+    r = json.loads(out)
+    assert rc == 1 and r["error"]["name"] == "TIMEOUT" and r["cycles"] > limit
+    w = r["waves"]
+    assert w["capped"] and w["max_bytes"] == cap and w["from_cycle"] < 0 < w["to_cycle"] < limit
+    full = Path(r["vcd"])
+    assert 0 < full.stat().st_size <= cap and full.read_bytes().endswith(b"\n")
+
+
+def test_long_failing_tlm_run_writes_no_unbounded_timeline(tmp_path, monkeypatch):
+    """The TLM's timeline VCD cannot be windowed: a failing TLM run longer than the bound gets a note
+    instead of a file (a short one still gets its VCD)."""
+    import argparse
+
+    from cosim import models
+    from cosim.commands.run import TLM_FAILURE_VCD_MAX_CYCLES, _trace_failure
+
+    monkeypatch.chdir(tmp_path)
+    job = models.make_job(str(small_program(load_config("default")).save(tmp_path / "p")), None)
+    args = argparse.Namespace(vcd=None, waves_window=None, mem="fast", sim="verilator", watchdog=None)
+    r = {"model": "tlm", "cycles": TLM_FAILURE_VCD_MAX_CYCLES + 1}
+    _trace_failure(job, r, args)
+    assert "vcd" not in r and "not written" in r["waves_note"] and not (tmp_path / "build").exists()
+    r = {"model": "tlm", "cycles": 100}
+    _trace_failure(job, r, args)
+    assert Path(r["vcd"]).is_file()
