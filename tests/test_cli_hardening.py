@@ -414,19 +414,21 @@ def test_long_program_runs_to_done_and_failing_waves_stay_bounded(capsys, tmp_pa
 
 
 def test_long_failing_tlm_run_writes_no_unbounded_timeline(tmp_path, monkeypatch):
-    """The TLM's timeline VCD cannot be windowed: a failing TLM run longer than the bound gets a note
-    instead of a file (a short one still gets its VCD)."""
+    """The TLM's timeline VCD cannot be windowed (it grows with instructions): a failing TLM run of
+    a Program over the bound gets a note instead of a file (a short one still gets its VCD)."""
     import argparse
 
     from cosim import models
-    from cosim.commands.run import TLM_FAILURE_VCD_MAX_CYCLES, _trace_failure
+    from cosim.commands import run as run_cmd
 
     monkeypatch.chdir(tmp_path)
     job = models.make_job(str(small_program(load_config("default")).save(tmp_path / "p")), None)
     args = argparse.Namespace(vcd=None, waves_window=None, mem="fast", sim="verilator", watchdog=None)
-    r = {"model": "tlm", "cycles": TLM_FAILURE_VCD_MAX_CYCLES + 1}
-    _trace_failure(job, r, args)
-    assert "vcd" not in r and "not written" in r["waves_note"] and not (tmp_path / "build").exists()
+    monkeypatch.setattr(run_cmd, "TLM_FAILURE_VCD_MAX_INSNS", len(job.program.insns) - 1)
     r = {"model": "tlm", "cycles": 100}
-    _trace_failure(job, r, args)
+    run_cmd._trace_failure(job, r, args)
+    assert "vcd" not in r and "not written" in r["waves_note"] and not (tmp_path / "build").exists()
+    monkeypatch.setattr(run_cmd, "TLM_FAILURE_VCD_MAX_INSNS", len(job.program.insns))
+    r = {"model": "tlm", "cycles": 100}
+    run_cmd._trace_failure(job, r, args)
     assert Path(r["vcd"]).is_file()

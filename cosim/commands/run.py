@@ -22,9 +22,10 @@ from cosim.cli import add_json_arg
 # Cycles of a failing RTL run that its waveform shows, ending where the run ended (about 2.5 KB
 # of VCD per cycle on the default config when every unit is busy: some 27 MB).
 FAILURE_WINDOW_CYCLES = 10_000
-# The TLM's timeline VCD cannot be windowed and today writes dbg_cycles at every cycle (~90 bytes a
-# cycle), so a failing TLM run gets one only up to this many cycles (about 90 MB).
-TLM_FAILURE_VCD_MAX_CYCLES = 1_000_000
+# The TLM's timeline VCD grows with transactions, not cycles (~250 bytes an instruction measured
+# on a 24k-instruction vadd), so a failing TLM run gets one only up to this many instructions
+# (about 100 MB).
+TLM_FAILURE_VCD_MAX_INSNS = 400_000
 
 
 def window_arg(text: str) -> tuple[int, int]:
@@ -145,9 +146,9 @@ def _trace_failure(job: models.Job, r: dict[str, Any], args: argparse.Namespace)
     if model == "rtl" and r.get("vcd"):  # --waves: this run was traced already
         r["waves_note"] = waves_note(r.get("waves") or {})
         return
-    if model == "tlm" and (r.get("cycles") or 0) > TLM_FAILURE_VCD_MAX_CYCLES:
-        r["waves_note"] = (f"(TLM timeline not written: {r['cycles']:,} cycles, over the "
-                           f"{TLM_FAILURE_VCD_MAX_CYCLES:,} of a bounded file)")
+    if model == "tlm" and len(job.program.insns) > TLM_FAILURE_VCD_MAX_INSNS:
+        r["waves_note"] = (f"(TLM timeline not written: {len(job.program.insns):,} instructions, over the "
+                           f"{TLM_FAILURE_VCD_MAX_INSNS:,} of a bounded file)")
         return
     out = Path("build") / "mismatch" / f"{Path(job.kernel).name}-{job.config.name}"
     out.mkdir(parents=True, exist_ok=True)
