@@ -25,9 +25,9 @@ def bench_env(cfg: HwConfig, parameters: dict[str, int], seed: int) -> dict[str,
 
 
 def run_block_bench(block: str, test_module: str, cfg: HwConfig, parameters: dict[str, int] | None = None,
-                    seed: int = 1) -> None:
-    """Build ``hw/rtl/<block>.v`` for ``cfg`` and run every cocotb test of ``test_module`` on it;
-    raise AssertionError with the simulator log's tail unless all pass."""
+                    seed: int = 1, build_args: list[str] | None = None) -> None:
+    """Build ``hw/rtl/<block>.v`` for ``cfg`` (with Verilator's ``build_args``) and run every cocotb
+    test of ``test_module`` on it; raise AssertionError with the simulator log's tail unless all pass."""
     from cocotb_tools.runner import get_results
 
     prm = dict(parameters or {})
@@ -38,8 +38,8 @@ def run_block_bench(block: str, test_module: str, cfg: HwConfig, parameters: dic
         bdir.mkdir(parents=True, exist_ok=True)
         inc = include_dir(cfg, bdir)
         runner.build(sources=[str(rtl_dir() / f"{block}.v")], hdl_toplevel=block, build_dir=str(bdir),
-                     includes=[str(inc)], parameters=prm, timescale=("1ns", "1ps"),
-                     log_file=str(bdir / "build.log"))
+                     includes=[str(inc)], parameters=prm, build_args=list(build_args or []),
+                     timescale=("1ns", "1ps"), log_file=str(bdir / "build.log"))
         results = bdir / "results.xml"
         results.unlink(missing_ok=True)
         log = bdir / "sim.log"

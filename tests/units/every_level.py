@@ -22,7 +22,7 @@ import pytest
 
 from hw import csr
 from hw.config import HwConfig
-from hw.isa import Load, Store
+from hw.isa import INSN_BYTES, Load, Store
 from hw.program import Program
 from hw.result import RunResult
 from cosim import models
@@ -48,15 +48,17 @@ def case_ids(cases: Sequence[Case]) -> list[str]:
 
 
 def stream_counters(p: Program) -> dict[str, int]:
-    """The counters a clean run of ``p`` must show whatever the timing."""
+    """The counters a clean run of ``p`` must show whatever the timing (the models run the
+    first INSN_COUNT instructions)."""
     cfg = p.config
-    loads = [i for i in p.insns if isinstance(i, Load)]
-    stores = [i for i in p.insns if isinstance(i, Store)]
+    insns = p.insns[:dict(p.regs)["INSN_COUNT"]]
+    loads = [i for i in insns if isinstance(i, Load)]
+    stores = [i for i in insns if isinstance(i, Store)]
     return {"load_insns": len(loads), "store_insns": len(stores),
-            "compute_insns": len(p.insns) - len(loads) - len(stores),
+            "compute_insns": len(insns) - len(loads) - len(stores),
             "dma_rd_bytes": sum(i.y_size * i.x_size for i in loads) * cfg.acc_vec_bytes,
             "dma_wr_bytes": sum(i.y_size * i.x_size for i in stores) * cfg.out_vec_bytes,
-            "fetch_bytes": 16 * len(p.insns)}
+            "fetch_bytes": INSN_BYTES * len(insns)}
 
 
 def problems(case: Case, r: RunResult) -> list[str]:
