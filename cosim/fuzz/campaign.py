@@ -28,10 +28,11 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from hw.assembler import PatchedProgram, patched
 from hw.config import HwConfig, list_configs, load_config
 from hw.program import Program, Region
 from hw.result import RunResult
-from cosim.fuzz.faults import FAULT_KINDS, PatchedProgram, inject, patched
+from cosim.fuzz.faults import FAULT_KINDS, inject
 from cosim.fuzz.generator import QUEUES, check_program, generate
 from cosim import models
 from cosim.models import first_mismatch, iss as run_reference

@@ -81,7 +81,7 @@ def cases(cfg: HwConfig) -> list[Case]:
         roundtrip(cfg, "load_padding", random_vectors(cfg, 8, 9), 2, 2, stride=4, y_pad_0=1, y_pad_1=1,
                   x_pad_0=2, x_pad_1=1),
         roundtrip(cfg, "load_at_buffer_end", random_vectors(cfg, 4, 10), 4, sram=depth - 4),
-        Case(pad_stride(cfg, seed=3, name="load_pad_stride")),
+        Case(pad_stride(cfg)),
         overwrite(cfg, "load_padding_only", 7, 8, y_pad_0=2, x_pad_0=3),
         overwrite(cfg, "load_nothing", 5, 2),
     ]
