@@ -38,13 +38,13 @@ from compiler.trace import Trace, Traced
 from compiler.verify import happens_before
 from hw.config import HwConfig
 from hw.isa import Instruction
+from hw.isa_semantics import DEP_FLAGS, QUEUE_ENDS, UNITS
 
-L, C, S = 0, 1, 2
+L, C, S = (UNITS.index(u) for u in ("load", "compute", "store"))
 UNIT_OF_OP = {"LoadOp": L, "StoreOp": S, "AluOp": C}
 # (from unit, to unit) -> (queue, push flag on the first, pop flag on the second)
-LINKS = {(L, C): ("l2c", "push_next", "pop_prev"), (C, L): ("c2l", "push_prev", "pop_next"),
-         (C, S): ("c2s", "push_next", "pop_prev"), (S, C): ("s2c", "push_prev", "pop_next")}
-FLAGS = ("pop_prev", "pop_next", "push_prev", "push_next")
+LINKS = {(UNITS.index(p), UNITS.index(c)): (q, pf, cf) for q, (p, pf, c, cf) in QUEUE_ENDS.items()}
+FLAGS = DEP_FLAGS
 NOP = AluOp("ADD", 0, 0, 0, 0, 0, 0, 0, 0, 0)  # zero iterations: a compute instruction that touches nothing
 
 
@@ -177,7 +177,7 @@ def check_dependences(trace: Trace, nodes: list[Node], insns: list[Instruction],
         for x in (L, C, S):
             if x != n.unit and need[x] > vcs[k][x]:
                 raise CompileError(f"kernel '{trace.kernel}': instruction {k} ({t.line}) may start before "
-                                   f"instruction {need[x]} of the {('load', 'compute', 'store')[x]} unit it "
+                                   f"instruction {need[x]} of the {UNITS[x]} unit it "
                                    f"depends on completes (token insertion bug)")
         for r in t.reads:
             last_r[n.unit, r] = n.seq

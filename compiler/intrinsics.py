@@ -2,8 +2,8 @@
 
 For every intrinsic this module holds, in one place, the interface (argument
 checks shared by both paths, so a faulting call raises the same error whether it
-runs or compiles), the Python half (numpy, vectorised over the whole tile) and the
-lowering half (records the operation for the compiler). Kernels reach them as
+runs or compiles), the Python half (numpy, vectorised over the whole tile; the ALU
+ops run the engine of ``hw/alu_numpy.py``, shared with the TLM) and the lowering half (records the operation for the compiler). Kernels reach them as
 ``S.load``, ``S.store``, ``S.add`` ... ``S.mov``, ``S.sync``.
 """
 
@@ -15,8 +15,9 @@ import numpy as np
 
 from compiler.context import Context
 from compiler.intrinsic_registry import ArgError, Intrinsic, implements, intrinsic, range_error
-from compiler.ir import AluOp, LoadOp, StoreOp, SyncOp, affine, broadcast, contiguous
+from compiler.ir import AluOp, LoadOp, StoreOp, SyncOp
 from compiler.tensor import AccView, Tensor
+from hw.alu_numpy import run_alu_loop
 from hw.isa import ALU_ITER_BITS, IMM_BITS, PAD_BITS, SIZE_BITS
 
 _SIZE_MAX = (1 << SIZE_BITS) - 1
@@ -192,94 +193,7 @@ def _store_lower(ctx: Any, op: StoreOp) -> None:
 
 
 # ---- ALU --------------------------------------------------------------------------------
-def _shr(x: np.ndarray, s: Any) -> np.ndarray:
-    """SHR: s >= 0 arithmetic right shift by min(s, 31); s < 0 left shift by -s, 0 from 32 on."""
-    if isinstance(s, int):
-        if s >= 0:
-            return x >> (s if s < 31 else 31)
-        return x << -s if -s < 32 else np.zeros_like(x)
-    s = np.asarray(s, dtype=np.int32)
-    left = np.negative(s)  # wraps for INT_MIN, caught by the s <= -32 test below
-    r = np.where(s >= 0, x >> np.clip(s, 0, 31), x << np.clip(left, 0, 31))
-    return np.where(s <= -32, 0, r).astype(np.int32, copy=False)
-
-
-def _clip(x: np.ndarray, s: Any) -> np.ndarray:
-    """CLIP: min(max(x, -s), s), with -s wrapping at 32 bits (s = INT_MIN gives INT_MIN)."""
-    if isinstance(s, int):
-        lo = -s if s != -(1 << 31) else s
-        return np.minimum(np.maximum(x, lo), s)
-    s = np.asarray(s, dtype=np.int32)
-    return np.minimum(np.maximum(x, np.negative(s)), s)
-
-
-def _mov(x: np.ndarray, s: Any) -> np.ndarray:
-    return np.broadcast_to(np.asarray(s, dtype=np.int32), x.shape)
-
-
-# The numpy semantics of each ALU op on int32 lanes (ufuncs wrap at 32 bits).
-ALU_SEMANTICS: dict[str, Callable[[np.ndarray, Any], np.ndarray]] = {
-    "ADD": np.add, "SUB": np.subtract, "MUL": np.multiply, "MIN": np.minimum, "MAX": np.maximum,
-    "SHR": _shr, "CLIP": _clip, "MOV": _mov,
-}
-
-
-# ---- the same semantics, updating the destination in place (the Python halves' form) ------------------
-# ``x`` is the destination view; ``s`` an int (immediate) or an array that is either ``x`` itself or does
-# not overlap it in a way that makes a later iteration read an earlier write (the callers check that).
-def _ufunc_inplace(f: np.ufunc) -> Callable[[np.ndarray, Any], None]:
-    def run(x: np.ndarray, s: Any) -> None:
-        f(x, s, out=x)
-    return run
-
-
-def _shr_inplace(x: np.ndarray, s: Any) -> None:
-    if type(s) is int:
-        if s >= 0:
-            np.right_shift(x, s if s < 31 else 31, out=x)
-        elif s > -32:
-            np.left_shift(x, -s, out=x)
-        else:
-            x[...] = 0
-    else:
-        x[...] = _shr(x, s)
-
-
-def _clip_inplace(x: np.ndarray, s: Any) -> None:
-    if type(s) is int:
-        np.maximum(x, -s if s != -(1 << 31) else s, out=x)
-        np.minimum(x, s, out=x)
-    else:
-        x[...] = _clip(x, s)  # s may alias x: compute the whole result before writing
-
-
-def _mov_inplace(x: np.ndarray, s: Any) -> None:
-    x[...] = s
-
-
-ALU_INPLACE: dict[str, Callable[[np.ndarray, Any], None]] = {
-    "ADD": _ufunc_inplace(np.add), "SUB": _ufunc_inplace(np.subtract), "MUL": _ufunc_inplace(np.multiply),
-    "MIN": _ufunc_inplace(np.minimum), "MAX": _ufunc_inplace(np.maximum),
-    "SHR": _shr_inplace, "CLIP": _clip_inplace, "MOV": _mov_inplace,
-}
-
-
-# numpy's int32 minimum/maximum against a scalar take a slow loop (several times an ADD's time);
-# against an array of the same shape they are as fast as ADD. So on big tiles the Python halves of
-# MIN, MAX and CLIP with an immediate compare against a cached array full of it (same semantics).
-_FILL_MIN = 4096  # elements; below this the scalar form is as fast
-_I32_MIN = -(1 << 31)
-
-
-def _minmax_imm(ctx: Any, opname: str, x: np.ndarray, imm: int) -> None:
-    filled = ctx.filled
-    if opname == "MAX":
-        np.maximum(x, filled(x.shape, imm), out=x)
-    elif opname == "MIN":
-        np.minimum(x, filled(x.shape, imm), out=x)
-    else:  # CLIP: min(max(x, -imm), imm), -imm wrapping at 32 bits
-        np.maximum(x, filled(x.shape, -imm if imm != _I32_MIN else imm), out=x)
-        np.minimum(x, filled(x.shape, imm), out=x)
+# The Python halves run the numpy engine of hw/alu_numpy.py, the one the TLM runs too.
 
 
 def _alu_interface(opname: str) -> Callable[..., AluOp]:
@@ -342,81 +256,13 @@ def _alu_interface(opname: str) -> Callable[..., AluOp]:
 
 
 def _alu_python(opname: str) -> Callable[[Any, AluOp], None]:
-    """The Python half of an ALU op: whole-tile numpy unless a write feeds a later read."""
-    fn = ALU_SEMANTICS[opname]
-    inplace = ALU_INPLACE[opname]
-    minmax = opname in ("MIN", "MAX", "CLIP")
+    """The Python half of an ALU op: the shared numpy engine (whole-tile unless a write feeds a later read)."""
 
     def run(ctx: Any, op: AluOp) -> None:
-        io, ii = op.iter_out, op.iter_in
-        n = io * ii
-        if n == 0:
-            return
-        acc = ctx.acc
-        d = op.dst_base
-        if io == 1 and op.dst_factor_in == 1 and op.src_factor_in == (0 if op.imm is not None else 1):
-            # the common whole-tile form: one contiguous run, source immediate or contiguous
-            s0 = op.src_base
-            if op.imm is not None:
-                x = acc[d:d + n]
-                if minmax and x.size >= _FILL_MIN and hasattr(ctx, "filled"):
-                    _minmax_imm(ctx, opname, x, op.imm)
-                else:
-                    inplace(x, op.imm)
-            elif s0 < d < s0 + n:  # a later read sees an earlier write
-                _alu_sequential(acc, op, fn)
-            else:
-                inplace(acc[d:d + n], acc[s0:s0 + n])
-            return
-        if contiguous(io, ii, op.dst_factor_out, op.dst_factor_in):
-            x = acc[d:d + n]
-            if op.imm is not None:
-                s: Any = op.imm
-            elif broadcast(io, ii, op.src_factor_out, op.src_factor_in):
-                if d <= op.src_base < d + n - 1:  # the shared operand is overwritten mid-loop
-                    return _alu_sequential(acc, op, fn)
-                s = acc[op.src_base]
-            elif contiguous(io, ii, op.src_factor_out, op.src_factor_in):
-                if op.src_base < d < op.src_base + n:  # a later read sees an earlier write
-                    return _alu_sequential(acc, op, fn)
-                s = acc[op.src_base:op.src_base + n]
-            else:
-                return _alu_gather(acc, op, fn)
-            inplace(x, s)
-            return
-        _alu_gather(acc, op, fn)
+        run_alu_loop(ctx.acc, opname, op.dst_base, op.src_base, op.iter_out, op.iter_in, op.dst_factor_out,
+                     op.dst_factor_in, op.src_factor_out, op.src_factor_in, op.imm, getattr(ctx, "filled", None))
 
     return run
-
-
-def _alu_gather(acc: np.ndarray, op: AluOp, fn: Callable[[np.ndarray, Any], np.ndarray]) -> None:
-    """General affine indices: vectorised when no iteration reads what an earlier one wrote."""
-    dst = affine(op.dst_base, op.iter_out, op.iter_in, op.dst_factor_out, op.dst_factor_in)
-    dst = np.arange(dst.start, dst.stop) if isinstance(dst, slice) else dst
-    n = dst.size
-    first_write = np.full(acc.shape[0], n, dtype=np.int64)
-    first_write[dst[::-1]] = np.arange(n - 1, -1, -1)  # reversed so the earliest iteration wins
-    k = np.arange(n)
-    safe = bool(np.all(first_write[dst] == k))  # no vector written twice
-    if op.imm is None:
-        src = affine(op.src_base, op.iter_out, op.iter_in, op.src_factor_out, op.src_factor_in)
-        src = np.arange(src.start, src.stop) if isinstance(src, slice) else src
-        safe = safe and bool(np.all(first_write[src] >= k))
-        s: Any = acc[src]
-    else:
-        s = op.imm
-    if not safe:
-        return _alu_sequential(acc, op, fn)
-    acc[dst] = fn(acc[dst], s)
-
-
-def _alu_sequential(acc: np.ndarray, op: AluOp, fn: Callable[[np.ndarray, Any], np.ndarray]) -> None:
-    """Strict loop order, one vector at a time (only for loops that feed themselves)."""
-    for i in range(op.iter_out):
-        for j in range(op.iter_in):
-            d = op.dst_base + i * op.dst_factor_out + j * op.dst_factor_in
-            s = op.imm if op.imm is not None else acc[op.src_base + i * op.src_factor_out + j * op.src_factor_in]
-            acc[d] = fn(acc[d], s)
 
 
 def _alu_lower(ctx: Any, op: AluOp) -> None:

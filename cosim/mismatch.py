@@ -11,7 +11,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from hw.isa import Alu, Load, Store
+from hw.isa import BUFFERS, Alu, Load, Store
+from hw.isa_semantics import alu_indices, sram_last_index
 from hw.program import Program
 
 _MAX_LOOP = 1 << 20  # iterations enumerated per ALU instruction when tracing a writer
@@ -35,18 +36,15 @@ class Writers:
         return s
 
 
-def _alu_writes(insn: Alu, index: int) -> bool:
+def _writes_acc(insn: Alu | Load, index: int) -> bool:
+    """Does ``insn`` write accumulator entry ``index`` (its footprint, :mod:`hw.isa_semantics`)?"""
+    if isinstance(insn, Load):
+        top = sram_last_index(insn)
+        return insn.buf == BUFFERS["ACC"] and top is not None and insn.sram_base <= index <= top
     n = insn.iter_out * insn.iter_in
     if n == 0 or n > _MAX_LOOP:
         return False
-    i, j = np.meshgrid(np.arange(insn.iter_out), np.arange(insn.iter_in), indexing="ij")
-    return bool(np.any(insn.dst_base + i * insn.dst_factor_out + j * insn.dst_factor_in == index))
-
-
-def _load_writes(insn: Load, index: int) -> bool:
-    rows = insn.y_pad_0 + insn.y_size + insn.y_pad_1
-    cols = insn.x_pad_0 + insn.x_size + insn.x_pad_1
-    return insn.buf == 0 and insn.sram_base <= index < insn.sram_base + rows * cols
+    return bool(np.any(alu_indices(insn)[0] == index))
 
 
 def last_writers(program: Program, output: str, index: tuple[int, ...]) -> Writers:
@@ -68,8 +66,6 @@ def last_writers(program: Program, output: str, index: tuple[int, ...]) -> Write
         return Writers(None, None, None, None)
     for pc in range(store_pc - 1, -1, -1):
         insn = program.insns[pc]
-        if isinstance(insn, Alu) and _alu_writes(insn, acc):
-            return Writers(store_pc, acc, pc, "ALU")
-        if isinstance(insn, Load) and _load_writes(insn, acc):
-            return Writers(store_pc, acc, pc, "LOAD")
+        if isinstance(insn, (Alu, Load)) and _writes_acc(insn, acc):
+            return Writers(store_pc, acc, pc, insn.MNEMONIC)
     return Writers(store_pc, acc, None, None)

@@ -222,6 +222,12 @@ class Isa:
                 raise IsaError(f"config '{self.config_name}': {name} needs {used} bits with "
                                f"{s}-bit buffer indices, more than {INSN_BITS}")
         self._by_name = {name: {f.name: f for f in lay} for name, lay in self.layouts.items()}
+        # Per class: [(name, lo, mask, sign bit or 0, is flag)] for every field after the opcode,
+        # precomputed because decoding sits on the models' dispatch path.
+        self._unpack_plan: dict[str, list[tuple[str, int, int, int, bool]]] = {
+            name: [(f.name, f.lo, (1 << f.width) - 1, (1 << (f.width - 1)) if f.signed else 0, f.width == 1)
+                   for f in lay[1:]]
+            for name, lay in self.layouts.items()}
 
     # ---- encoding ------------------------------------------------------------
     def field(self, mnemonic: str, name: str) -> Field:
@@ -263,15 +269,20 @@ class Isa:
         if word >> self.used_bits(name):
             raise IsaError(f"instruction {index}: {name} has non-zero reserved bits "
                            f"[{INSN_BITS - 1}:{self.used_bits(name)}] (word 0x{word:032x})")
-        kw: dict[str, Any] = {}
-        for f in self.layouts[name][1:]:
-            v = (word >> f.lo) & ((1 << f.width) - 1)
-            if f.signed and v >> (f.width - 1):
-                v -= 1 << f.width
-            kw[f.name] = bool(v) if f.width == 1 else v
-        insn = INSN_CLASSES[name](**kw)
+        insn = self.unpack(name, word)
         self.check(insn, index)
         return insn
+
+    def unpack(self, mnemonic: str, word: int) -> Instruction:
+        """The instruction of class ``mnemonic`` whose fields are the bits of ``word``, unchecked
+        (the opcode and reserved bits are the caller's business; values may be illegal)."""
+        kw: dict[str, Any] = {}
+        for fname, lo, mask, sign, flag in self._unpack_plan[mnemonic]:
+            v = (word >> lo) & mask
+            if sign and v & sign:
+                v -= sign << 1
+            kw[fname] = bool(v) if flag else v
+        return INSN_CLASSES[mnemonic](**kw)
 
     def decode(self, data: bytes, index: int = 0) -> Instruction:
         if len(data) != INSN_BYTES:

@@ -21,6 +21,7 @@ from typing import Any, Iterable
 import numpy as np
 
 from hw import csr
+from hw.analysis import balance_problem
 from hw.config import ConfigError, HwConfig, load_config
 from hw.isa import INSN_BYTES, Instruction, Isa, IsaError
 
@@ -304,31 +305,16 @@ class Program:
         return p
 
 
-# token queue -> (pushing unit's flag, popping unit's flag), as in docs/microarch.md
-TOKEN_QUEUES = {"l2c": (("LOAD", "push_next"), ("COMPUTE", "pop_prev")),
-                "c2l": (("COMPUTE", "push_prev"), ("LOAD", "pop_next")),
-                "c2s": (("COMPUTE", "push_next"), ("STORE", "pop_prev")),
-                "s2c": (("STORE", "push_prev"), ("COMPUTE", "pop_next"))}
-
-
 def check_token_balance(insns: Iterable[Instruction], where: str) -> None:
     """Raise ProgramError unless every dependency-token queue gets as many pushes as pops.
 
     DESIGN.md: a Program with unbalanced tokens is rejected before it runs (a surplus
-    push would otherwise run silently, a surplus pop deadlocks). Program.load applies it.
+    push would otherwise run silently, a surplus pop deadlocks). Program.load applies it;
+    the count is :func:`hw.analysis.balance_problem`.
     """
-    unit = {"LOAD": "LOAD", "STORE": "STORE"}
-    counts = {q: [0, 0] for q in TOKEN_QUEUES}
-    for i in insns:
-        u = unit.get(i.MNEMONIC, "COMPUTE")
-        for q, ((pu, pf), (cu, cf)) in TOKEN_QUEUES.items():
-            counts[q][0] += u == pu and bool(getattr(i, pf))
-            counts[q][1] += u == cu and bool(getattr(i, cf))
-    for q, (push, pop) in counts.items():
-        if push != pop:
-            (pu, pf), (cu, cf) = TOKEN_QUEUES[q]
-            raise ProgramError(f"{where}: unbalanced dependency tokens: queue {q} gets {push} push(es) "
-                               f"({pu} {pf}) but {pop} pop(s) ({cu} {cf})")
+    problem = balance_problem(list(insns))
+    if problem:
+        raise ProgramError(f"{where}: {problem}")
 
 
 def _read_json(path: Path) -> Any:

@@ -12,6 +12,7 @@ import re
 import numpy as np
 
 from hw.isa import Alu, Gemm, Load, Store
+from hw.isa_semantics import load_tile_shape
 from hw.program import Program
 
 
@@ -129,7 +130,8 @@ def watchdog_cycles(program: Program, mem: str = "fast") -> int:
             row_beats = i.x_size * vec_beats
             bursts = math.ceil(row_beats / cfg.max_burst) + 1
             cycles += i.y_size * (bursts * lat + row_beats)
-            cycles += (i.y_pad_0 + i.y_size + i.y_pad_1) * (i.x_pad_0 + i.x_size + i.x_pad_1)
+            rows, cols = load_tile_shape(i) if isinstance(i, Load) else (i.y_size, i.x_size)
+            cycles += rows * cols
         elif isinstance(i, (Alu, Gemm)):
             cycles += i.iter_out * i.iter_in + 4
     bound = 4 * cycles + 2000

@@ -1,5 +1,5 @@
 """The compiler: vadd's Program, layout, register config, folder round trip, a functional replay of
-the instruction stream, and one-line CompileErrors for kernels that cannot be compiled."""
+the instruction stream (on the ISS), and one-line CompileErrors for kernels that cannot be compiled."""
 
 from __future__ import annotations
 
@@ -12,47 +12,23 @@ import pytest
 from compiler import S, build
 from compiler.errors import CompileError
 from compiler.examples import make_case
-from compiler.intrinsics import ALU_SEMANTICS
 from compiler.verify import check_finish, token_counts
 from hw.config import load_config
-from hw.isa import ALU_OP_NAMES, Isa
+from hw.isa import Isa
 from hw.program import Program, check_layout
+from sim.iss import run_reference
 
 VADD = [S.tensor((1, 64, 1, 16)), S.tensor((1, 64, 1, 16)), S.tensor((1, 64, 1, 16), "int8")]
 
 
 def execute(prog: Program) -> dict[str, np.ndarray]:
-    """Replay the Program's instructions in order on its DRAM image (the ISA semantics, no timing).
-
-    Program order is a legal schedule (the tokens only relax it), so this is what every model must
-    produce; it checks the compiler's addresses and fields, independently of the kernel.
-    """
-    cfg = prog.config
-    img = bytearray(prog.dram_image())
-    acc = np.zeros((cfg.acc_depth, cfg.lanes), np.int32)
-    out_dt = np.dtype(f"int{cfg.out_width}")
-    for i in prog.insns:
-        if i.MNEMONIC == "LOAD":
-            h, w = i.y_pad_0 + i.y_size + i.y_pad_1, i.x_pad_0 + i.x_size + i.x_pad_1
-            tile = np.zeros((h, w, cfg.lanes), np.int32)
-            for r in range(i.y_size):
-                a = (i.dram_base + r * i.x_stride) * cfg.acc_vec_bytes
-                tile[i.y_pad_0 + r, i.x_pad_0:i.x_pad_0 + i.x_size] = np.frombuffer(
-                    bytes(img[a:a + i.x_size * cfg.acc_vec_bytes]), "<i4").reshape(i.x_size, cfg.lanes)
-            acc[i.sram_base:i.sram_base + h * w] = tile.reshape(-1, cfg.lanes)
-        elif i.MNEMONIC == "STORE":
-            for r in range(i.y_size):
-                a = (i.dram_base + r * i.x_stride) * cfg.out_vec_bytes
-                v = acc[i.sram_base + r * i.x_size:i.sram_base + (r + 1) * i.x_size].astype(out_dt)
-                img[a:a + v.nbytes] = v.astype(out_dt.newbyteorder("<")).tobytes()
-        elif i.MNEMONIC == "ALU":
-            fn = ALU_SEMANTICS[ALU_OP_NAMES[i.alu_op]]
-            for o in range(i.iter_out):
-                for j in range(i.iter_in):
-                    d = i.dst_base + o * i.dst_factor_out + j * i.dst_factor_in
-                    s = i.imm if i.use_imm else acc[i.src_base + o * i.src_factor_out + j * i.src_factor_in]
-                    acc[d] = fn(acc[d], s)
-    return prog.read_outputs(img)
+    """The Program's outputs on the ISS: its instructions replayed in order on its DRAM image (the ISA
+    semantics, no timing). Program order is a legal schedule (the tokens only relax it), so this is
+    what every model must produce; it checks the compiler's addresses and fields, independently of
+    the kernel."""
+    r = run_reference(prog)
+    assert r.error is None, r.error
+    return r.outputs
 
 
 def test_vadd_program_is_clean():
@@ -93,8 +69,7 @@ def test_program_folder_round_trip_and_disasm_cli(tmp_path):
 
 def test_replay_of_compiled_vadd_equals_golden(cfg):
     case = make_case("vadd", cfg, seed=1)
-    out = execute(case.program)
-    assert np.array_equal(out["C"], case.expected["C"])
+    assert np.array_equal(execute(case.program)["C"], case.expected["C"])
 
 
 # ---- kernels that cannot be compiled --------------------------------------------------------

@@ -8,9 +8,9 @@ import pytest
 from compiler import S, build
 from compiler.errors import CompileError, IntrinsicError
 from compiler.intrinsic_registry import HALVES, REGISTRY, implements, intrinsic
-from compiler.intrinsics import ALU_SEMANTICS
+from hw.alu_numpy import ALU_NUMPY
 
-EXPECTED = {"load", "store", "sync"} | {op.lower() for op in ALU_SEMANTICS}
+EXPECTED = {"load", "store", "sync"} | {op.lower() for op in ALU_NUMPY}
 
 
 def test_every_intrinsic_has_both_halves_in_one_module():

@@ -14,27 +14,16 @@ import pytest
 from compiler.errors import CompileError, DeadlockError
 from compiler.examples import make_case
 from compiler.verify import happens_before, simulate, verify_program
+from hw import analysis
 from hw.config import load_config
-from hw.isa import Alu, Finish, Load, Store, unit_of
-
-UIX = {"load": 0, "compute": 1, "store": 2}
+from hw.isa import Alu, Finish, Load, Store
+from hw.isa_semantics import acc_footprint
 
 
 def touched(i) -> set[int]:
     """Accumulator vectors an instruction reads or writes, from its ISA fields alone."""
-    if i.MNEMONIC == "LOAD":
-        n = (i.y_pad_0 + i.y_size + i.y_pad_1) * (i.x_pad_0 + i.x_size + i.x_pad_1)
-        return set(range(i.sram_base, i.sram_base + n))
-    if i.MNEMONIC == "STORE":
-        return set(range(i.sram_base, i.sram_base + i.y_size * i.x_size))
-    if i.MNEMONIC == "ALU":
-        out = set()
-        for o, j in itertools.product(range(i.iter_out), range(i.iter_in)):
-            out.add(i.dst_base + o * i.dst_factor_out + j * i.dst_factor_in)
-            if not i.use_imm:
-                out.add(i.src_base + o * i.src_factor_out + j * i.src_factor_in)
-        return out
-    return set()
+    reads, writes = acc_footprint(i)
+    return set(reads | writes)
 
 
 def tiles_of(prog):
@@ -52,21 +41,9 @@ def tiles_of(prog):
     return tiles
 
 
-def unit_seq(insns):
-    seen = {"load": 0, "compute": 0, "store": 0}
-    out = []
-    for i in insns:
-        u = unit_of(i)
-        out.append(seen[u])
-        seen[u] += 1
-    return out
-
-
 def hb_relation(insns):
     """hb(a, b): instruction a is guaranteed complete before b starts, by unit order and tokens alone."""
-    vc = happens_before(insns)
-    seq = unit_seq(insns)
-    return lambda a, b: vc[b][UIX[unit_of(insns[a])]] >= seq[a]
+    return analysis.happens_before(insns).before
 
 
 @pytest.mark.parametrize("config", ["default", "small"])
@@ -147,7 +124,7 @@ SMALL = load_config("small")  # queue depths 2, token queue depth 4
 
 
 def test_unbalanced_and_missing_finish_rejected():
-    with pytest.raises(CompileError, match="unbalanced tokens on l2c"):
+    with pytest.raises(CompileError, match="unbalanced dependency tokens: queue l2c"):
         verify_program([Load(push_next=True), Finish()], SMALL)
     with pytest.raises(CompileError, match="exactly one FINISH"):
         verify_program([Load()], SMALL)

@@ -47,16 +47,16 @@ def test_tlm_vs_rtl_fixed_seed(config):
 
 def _broken_tlm(p):
     """The reference with MUL off by one when |x| > 1000: a stand-in for a buggy model."""
-    orig = R.alu_op
+    orig = R.alu_lanes
 
     def buggy(op, x, s):
         r = orig(op, x, s)
-        return np.where(np.abs(np.asarray(x)) > 1000, r + 1, r) if op == 2 else r
-    R.alu_op = buggy
+        return [v + 1 if op == 2 and abs(a) > 1000 else v for v, a in zip(r, x)]
+    R.alu_lanes = buggy
     try:
         res = R.run_reference(p)
     finally:
-        R.alu_op = orig
+        R.alu_lanes = orig
     res.model = "tlm"
     return res
 

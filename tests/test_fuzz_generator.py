@@ -12,7 +12,10 @@ from hw.config import load_config
 from hw.isa import ALU_OPS, Alu, Finish, Load, Store
 from cosim.fuzz.corpus import base_program
 from cosim.fuzz.generator import check_program, generate
-from sim.iss import alu_op, run_reference, token_deadlock
+from hw.alu_numpy import alu_op
+from hw.analysis import deadlock_pc as token_deadlock
+from hw.isa_semantics import alu_scalar
+from sim.iss import run_reference
 
 INT_MIN, INT_MAX = -(1 << 31), (1 << 31) - 1
 
@@ -70,9 +73,11 @@ def test_generator_covers_the_isa():
     ("CLIP", 0, 0, 0), ("MOV", 9, -7, -7),
 ])
 def test_reference_alu_semantics(op, x, s, want):
-    """microarch.md 'Data semantics', edge values included."""
-    got = alu_op(ALU_OPS[op], np.array([x], dtype=np.int64), s)
-    assert int(got[0]) == want
+    """microarch.md 'Data semantics', edge values included: the scalar reference semantics (the ISS's
+    ALU) and the numpy engine (golden's and the TLM's), with the operand as an immediate and as a lane."""
+    assert alu_scalar(ALU_OPS[op], x, s) == want
+    assert int(alu_op(ALU_OPS[op], np.array([x], dtype=np.int32), s)[0]) == want
+    assert int(alu_op(ALU_OPS[op], np.array([x], dtype=np.int32), np.array([s], dtype=np.int32))[0]) == want
 
 
 def test_reference_runs_base_program(cfg):
@@ -119,7 +124,7 @@ def test_check_program_finds_races_and_bad_tokens():
     assert "race" in check_program(no_tok, cfg)
     extra = list(p.insns)
     extra[2] = dataclasses.replace(extra[2], push_prev=True)
-    assert "s2c: 1 pushes but 0 pops" in check_program(extra, cfg)
+    assert "queue s2c gets 1 push(es)" in check_program(extra, cfg)
     uninit = [Alu(alu_op=ALU_OPS["ADD"], use_imm=True, imm=1, iter_out=1, iter_in=1), Finish()]
     assert "before anything writes it" in check_program(uninit, cfg)
     many = [Load(y_size=0, push_next=True)] * (cfg.token_queue_depth + 1) + \

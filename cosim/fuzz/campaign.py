@@ -28,12 +28,15 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from hw.analysis import token_matches
 from hw.assembler import PatchedProgram, patched
 from hw.config import HwConfig, list_configs, load_config
+from hw.isa import unit_of
+from hw.isa_semantics import QUEUE_ENDS
 from hw.program import Program, Region
 from hw.result import RunResult
 from cosim.fuzz.faults import FAULT_KINDS, inject
-from cosim.fuzz.generator import QUEUES, check_program, generate
+from cosim.fuzz.generator import check_program, generate
 from cosim import models
 from cosim.models import first_mismatch, iss as run_reference
 
@@ -160,23 +163,6 @@ def run_cases(cases: list[Case], rtl: bool, batch: int = 64) -> None:
 
 
 # ---- shrinking ---------------------------------------------------------------------------------
-def _matching(insns: list) -> list[tuple[str, int, int]]:
-    """(queue, pushing index, popping index) for every matched token (FIFO per queue)."""
-    out = []
-    for q, (_, pf, _, cf) in QUEUES.items():
-        pushes = [k for k, i in enumerate(insns) if _unit_flag(i, q, pf, producer=True)]
-        pops = [k for k, i in enumerate(insns) if _unit_flag(i, q, cf, producer=False)]
-        out += [(q, a, b) for a, b in zip(pushes, pops)]
-    return out
-
-
-def _unit_flag(insn, q: str, flag: str, producer: bool) -> bool:
-    from hw.isa import unit_of
-
-    unit = QUEUES[q][0] if producer else QUEUES[q][2]
-    return unit_of(insn) == unit and bool(getattr(insn, flag))
-
-
 def _rebuild(p: Program, insns: list, patches: dict[int, int] | None = None) -> Program:
     """``p`` with new instructions (the instruction region resized in place; data regions unchanged)."""
     regions = [Region(r.name, r.role, r.addr, (len(insns) * 16,), r.dtype) if r.role == "insn" else r
@@ -189,8 +175,6 @@ def _delete(p: Program, gone: set[int], transfer: bool) -> Program | None:
     """``p`` without the instructions ``gone``. Their token partners lose the matching flag, or with
     ``transfer`` the flag moves to the neighbour of the same unit (previous one for a push, next one for
     a pop), which keeps the ordering the deleted instruction provided. None if it cannot be built."""
-    from hw.isa import unit_of
-
     patches = getattr(p, "patches", {})
     if gone & set(patches) or len(p.insns) - 1 in gone:
         return None  # keep the patched (faulty) words and FINISH
@@ -203,8 +187,8 @@ def _delete(p: Program, gone: set[int], transfer: bool) -> Program | None:
             j += step
         return j if 0 <= j < len(insns) else None
 
-    for q, a, b in _matching(p.insns):
-        pf, cf = QUEUES[q][1], QUEUES[q][3]
+    for q, a, b in token_matches(p.insns):
+        pf, cf = QUEUE_ENDS[q][1], QUEUE_ENDS[q][3]
         if a in gone and b not in gone:
             j = neighbour(a, -1) if transfer else None
             if j is not None and not getattr(insns[j], pf) and j < b:
@@ -244,16 +228,15 @@ _SIMPLER: dict[str, list[dict[str, Any]]] = {
     "STORE": [dict(y_size=1), dict(x_size=1)],
     "ALU": [dict(iter_out=1), dict(iter_in=1), dict(imm=0), dict(imm=1)],
 }
-_FLAGS = ("pop_prev", "pop_next", "push_prev", "push_next")
 
 
 def _simplifications(p: Program):
     """Candidates with one field made simpler, or one matched token pair removed."""
     patches = getattr(p, "patches", {})
-    for q, a, b in _matching(p.insns):
+    for q, a, b in token_matches(p.insns):
         insns = list(p.insns)
-        insns[a] = dataclasses.replace(insns[a], **{QUEUES[q][1]: False})
-        insns[b] = dataclasses.replace(insns[b], **{QUEUES[q][3]: False})
+        insns[a] = dataclasses.replace(insns[a], **{QUEUE_ENDS[q][1]: False})
+        insns[b] = dataclasses.replace(insns[b], **{QUEUE_ENDS[q][3]: False})
         try:
             yield _rebuild(p, insns, dict(patches))
         except Exception:  # noqa: BLE001

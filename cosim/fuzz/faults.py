@@ -20,7 +20,8 @@ import numpy as np
 
 from hw import csr
 from hw.assembler import PatchedProgram, patched, set_field
-from hw.isa import BUFFERS, Alu, Gemm, Load, Store
+from hw.isa import ALU_OP_BITS, ALU_OPS, BUFFERS, OPCODE_NAMES, Alu, Gemm, Load, Store, unit_of
+from hw.isa_semantics import DEP_FLAGS, LEGAL_FLAGS, POP_FLAGS
 from hw.program import Program
 
 FAULT_KINDS = ("dram_range", "sram_range", "bad_opcode", "bad_field", "unsupported", "deadlock", "insn_range")
@@ -88,11 +89,11 @@ def inject(p: Program, kind: str, rng: np.random.Generator) -> tuple[Program, in
         name = insns[k].MNEMONIC
         mode = int(rng.integers(0, 3))
         if mode == 0:
-            w = (w & ~7) | int(rng.choice([5, 6, 7]))
+            w = (w & ~7) | int(rng.choice([c for c in range(8) if c not in OPCODE_NAMES]))
         elif mode == 1 and p.isa.used_bits(name) < 128:
             w |= 1 << int(rng.integers(p.isa.used_bits(name), 128))
         elif name == "ALU":
-            w = _set_field(p, w, "ALU", "alu_op", int(rng.integers(8, 16)))
+            w = _set_field(p, w, "ALU", "alu_op", int(rng.integers(len(ALU_OPS), 1 << ALU_OP_BITS)))
         elif name in ("LOAD", "STORE"):
             w = _set_field(p, w, name, "buf", 3)
         else:
@@ -104,10 +105,11 @@ def inject(p: Program, kind: str, rng: np.random.Generator) -> tuple[Program, in
             return None
         i = insns[k]
         w = _word(p, k)
+        towards_missing = [f for f in DEP_FLAGS if f not in LEGAL_FLAGS[unit_of(i)]]
         if isinstance(i, Load):
-            w = _set_field(p, w, "LOAD", str(rng.choice(["pop_prev", "push_prev"])), 1)
+            w = _set_field(p, w, "LOAD", str(rng.choice(towards_missing)), 1)
         else:
-            f = str(rng.choice(["pop_next", "push_next", "buf", "x_pad_0", "y_pad_1"]))
+            f = str(rng.choice(towards_missing + ["buf", "x_pad_0", "y_pad_1"]))
             w = _set_field(p, w, "STORE", f, 1 if f.startswith("p") else int(rng.integers(1, 3)))
         return patched(p, {k: w}), csr.ERR_BAD_FIELD
     if kind == "unsupported":
@@ -122,9 +124,8 @@ def inject(p: Program, kind: str, rng: np.random.Generator) -> tuple[Program, in
             new = Gemm(**flags, iter_out=int(rng.integers(0, 3)), iter_in=int(rng.integers(0, 3)))
         return _replace(p, k, new), csr.ERR_UNSUPPORTED
     if kind == "deadlock":  # a pop whose token never comes (the pc is what the reference computes)
-        cands = [(k, f) for k, i in enumerate(insns[:-1]) for f in
-                 {"LOAD": ("pop_next",), "STORE": ("pop_prev",)}.get(i.MNEMONIC, ("pop_prev", "pop_next"))
-                 if not getattr(i, f)]
+        cands = [(k, f) for k, i in enumerate(insns[:-1]) for f in POP_FLAGS
+                 if f in LEGAL_FLAGS[unit_of(i)] and not getattr(i, f)]
         if not cands:
             return None
         k, f = cands[int(rng.integers(0, len(cands)))]

@@ -30,20 +30,13 @@ from typing import Any
 
 import numpy as np
 
+from hw.analysis import balance_problem, finish_problem, happens_before
 from hw.config import HwConfig
 from hw.isa import ALU_OPS, Alu, Finish, Instruction, Load, Store, unit_of
 from hw.assembler import Assembler
+from hw.isa_semantics import QUEUE_BETWEEN, UNITS, acc_footprint, pops_of, pushes_of
+from hw.isa_semantics import QUEUE_ENDS as QUEUES  # queue -> (producer, push flag, consumer, pop flag)
 from hw.program import Program
-
-UNITS = ("load", "compute", "store")
-# token queue -> (producer unit, producer flag, consumer unit, consumer flag)
-QUEUES: dict[str, tuple[str, str, str, str]] = {
-    "l2c": ("load", "push_next", "compute", "pop_prev"),
-    "c2l": ("compute", "push_prev", "load", "pop_next"),
-    "c2s": ("compute", "push_next", "store", "pop_prev"),
-    "s2c": ("store", "push_prev", "compute", "pop_next"),
-}
-QUEUE_BETWEEN = {(p, c): q for q, (p, _, c, _) in QUEUES.items()}
 
 INT_MIN, INT_MAX = -(1 << 31), (1 << 31) - 1
 EDGE_INT32 = [0, 1, -1, 2, -2, INT_MIN, INT_MAX, INT_MIN + 1, INT_MAX - 1, 127, 128, -128, -129, 255, 256,
@@ -78,24 +71,6 @@ class GenOptions:
     extra_token_prob: float = 0.25
     noop_prob: float = 0.06
     edge_prob: float = 0.1        # zero-size tiles, overlapping rows, edge strides
-
-
-def footprint(insn: Instruction, acc_depth: int) -> tuple[frozenset, frozenset]:
-    """(reads, writes): the accumulator entries ``insn`` touches, per the ISA semantics."""
-    n = insn.MNEMONIC
-    if n == "LOAD":
-        rows = insn.y_pad_0 + insn.y_size + insn.y_pad_1
-        cols = insn.x_pad_0 + insn.x_size + insn.x_pad_1
-        return frozenset(), frozenset(range(insn.sram_base, insn.sram_base + rows * cols))
-    if n == "STORE":
-        return frozenset(range(insn.sram_base, insn.sram_base + insn.y_size * insn.x_size)), frozenset()
-    if n == "ALU":
-        dst = {insn.dst_base + i * insn.dst_factor_out + j * insn.dst_factor_in
-               for i in range(insn.iter_out) for j in range(insn.iter_in)}
-        src = set() if insn.use_imm else {insn.src_base + i * insn.src_factor_out + j * insn.src_factor_in
-                                          for i in range(insn.iter_out) for j in range(insn.iter_in)}
-        return frozenset(dst | src), frozenset(dst)
-    return frozenset(), frozenset()
 
 
 def conflict(a: Item, b: Item) -> bool:
@@ -409,67 +384,50 @@ def _rand_store_to(r: np.random.Generator, sp: _Space, o: GenOptions, out: str) 
 
 
 def _with_footprint(it: Item, cfg: HwConfig) -> Item:
-    rd, wr = footprint(it.cls(**it.fields), cfg.acc_depth)
+    rd, wr = acc_footprint(it.cls(**it.fields))
     it.reads, it.writes = rd, wr
     return it
 
 
 # ---- validity checker (independent of the builder's incremental bookkeeping) ---------------------
-def _init_reads(insn: Instruction, fp: tuple[frozenset, frozenset]) -> frozenset:
-    """Entries whose *value* matters to ``insn`` (MOV ignores its destination's old value)."""
-    if insn.MNEMONIC == "ALU" and insn.alu_op == ALU_OPS["MOV"]:
-        return frozenset() if insn.use_imm else frozenset(
-            insn.src_base + i * insn.src_factor_out + j * insn.src_factor_in
-            for i in range(insn.iter_out) for j in range(insn.iter_in))
-    return fp[0]
+def _program_order_tokens(insns: list[Instruction], depth: int) -> tuple[int, str] | None:
+    """The first instruction breaking the program-order token rule (every pop matches an earlier push,
+    no queue ever holds more than ``depth`` tokens), with what it breaks; None when none does."""
+    pushed = dict.fromkeys(QUEUES, 0)
+    popped = dict.fromkeys(QUEUES, 0)
+    for k, i in enumerate(insns):
+        for q in pops_of(i):
+            if popped[q] >= pushed[q]:
+                return k, f"instruction {k}: pops {q} with no earlier unmatched push"
+            popped[q] += 1
+        for q in pushes_of(i):
+            pushed[q] += 1
+            if pushed[q] - popped[q] > depth:
+                return k, f"instruction {k}: {q} would hold more than {depth} tokens"
+    return None
 
 
 def check_program(insns: list[Instruction], cfg: HwConfig, require_init: bool = True) -> str | None:
     """None when ``insns`` is token-balanced, deadlock-free by the program-order rule, race-free and
     (with ``require_init``) reads no accumulator entry before it is written; else one line saying
     what is wrong. Used to validate generated and shrunk Programs."""
+    fps = [acc_footprint(i) for i in insns]
     if require_init:
         written: set[int] = set()
-        for k, i in enumerate(insns):
-            fp = footprint(i, cfg.acc_depth)
-            loose = _init_reads(i, fp) - written
+        for k, (reads, writes) in enumerate(fps):
+            loose = reads - written  # MOV does not read its destination
             if loose:
                 return f"instruction {k}: reads acc[{min(loose)}] before anything writes it"
-            written |= fp[1]
-    vcs: list[dict[str, int]] = []
-    pushes: dict[str, list[int]] = {q: [] for q in QUEUES}
-    npop = {q: 0 for q in QUEUES}
-    last = {u: -1 for u in UNITS}
-    fps = [footprint(i, cfg.acc_depth) for i in insns]
-    for k, i in enumerate(insns):
-        u = unit_of(i)
-        vc = dict(vcs[last[u]]) if last[u] >= 0 else {x: -1 for x in UNITS}
-        if last[u] >= 0:
-            vc[u] = last[u]
-        for q, (p, pf, c, cf) in QUEUES.items():
-            if c == u and getattr(i, cf):
-                if npop[q] >= len(pushes[q]):
-                    return f"instruction {k}: pops {q} with no earlier unmatched push"
-                a = pushes[q][npop[q]]
-                npop[q] += 1
-                va = dict(vcs[a])
-                va[unit_of(insns[a])] = a
-                vc = {x: max(vc[x], va[x]) for x in UNITS}
-        for q, (p, pf, c, cf) in QUEUES.items():
-            if p == u and getattr(i, pf):
-                pushes[q].append(k)
-                if len(pushes[q]) - npop[q] > cfg.token_queue_depth:
-                    return f"instruction {k}: {q} would hold more than {cfg.token_queue_depth} tokens"
-        vcs.append(vc)
-        last[u] = k
+            written |= writes
+    bad = _program_order_tokens(insns, cfg.token_queue_depth)
+    upto = len(insns) if bad is None else bad[0]
+    order = happens_before(insns[:upto])  # acyclic: every pop before ``upto`` follows its push
+    for k in range(upto):  # every earlier conflicting instruction of another unit must be ordered before k
+        u = order.unit[k]
         rd, wr = fps[k]
-        for j in range(k):  # every earlier conflicting instruction of another unit must be ordered before k
-            uj = unit_of(insns[j])
-            if uj != u and vc[uj] < j and (fps[j][1] & (rd | wr) or fps[j][0] & wr):
+        for j in range(k):
+            if order.unit[j] != u and not order.before(j, k) and (fps[j][1] & (rd | wr) or fps[j][0] & wr):
                 return f"instructions {j} and {k}: race on the accumulator buffer (no token path)"
-    for q in QUEUES:
-        if npop[q] != len(pushes[q]):
-            return f"token queue {q}: {len(pushes[q])} pushes but {npop[q]} pops"
-    if not insns or insns[-1].MNEMONIC != "FINISH" or any(i.MNEMONIC == "FINISH" for i in insns[:-1]):
-        return "FINISH must be the last instruction and only there"
-    return None
+    if bad is not None:
+        return bad[1]
+    return balance_problem(insns) or finish_problem(insns)

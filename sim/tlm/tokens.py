@@ -15,14 +15,9 @@ from __future__ import annotations
 
 from typing import Callable
 
-# (unit, flag) -> token queue name
-TOKEN_ROUTES: dict[tuple[str, str], str] = {
-    ("load", "push_next"): "l2c", ("compute", "pop_prev"): "l2c",
-    ("compute", "push_prev"): "c2l", ("load", "pop_next"): "c2l",
-    ("compute", "push_next"): "c2s", ("store", "pop_prev"): "c2s",
-    ("store", "push_prev"): "s2c", ("compute", "pop_next"): "s2c",
-}
-TOKEN_QUEUES = ("l2c", "c2l", "c2s", "s2c")
+from hw.isa_semantics import TOKEN_QUEUES, TOKEN_ROUTES  # (unit, flag) -> queue; the queue names
+
+__all__ = ["TOKEN_QUEUES", "TOKEN_ROUTES", "TokenQueue"]
 
 Retry = Callable[[int], None]
 Schedule = Callable[[int, Retry], None]

@@ -2,7 +2,7 @@
 
 Each is written with the assembler (``hw.assembler``) for any config and carries its
 inputs and expected outputs: data movement and the STORE's narrowing cast by numpy,
-ALU results by the reference ALU (:func:`alu_reference`).
+ALU results by the ISA's scalar reference semantics (:func:`alu_reference`).
 """
 
 from __future__ import annotations
@@ -12,13 +12,17 @@ import numpy as np
 from hw.assembler import Assembler
 from hw.config import HwConfig
 from hw.isa import ALU_OPS
+from hw.isa_semantics import alu_scalar
 from hw.program import Program
-from sim.iss import alu_op
 
 
 def alu_reference(op: str, x: np.ndarray, s: np.ndarray | int) -> np.ndarray:
-    """``op(x, s)`` lane-wise on 32-bit lanes, as the ISA defines it (the ISS's plain engine)."""
-    return alu_op(ALU_OPS[op], np.asarray(x, dtype=np.int64), np.asarray(s, dtype=np.int64)).astype(np.int32)
+    """``op(x, s)`` lane by lane on 32-bit lanes (``s`` broadcast), by the ISA's scalar reference
+    semantics (``hw.isa_semantics.alu_scalar``)."""
+    x = np.asarray(x, dtype=np.int64)
+    s = np.broadcast_to(np.asarray(s, dtype=np.int64), x.shape)
+    lanes = [alu_scalar(op, int(a), int(b)) for a, b in zip(x.ravel(), s.ravel())]
+    return np.array(lanes, dtype=np.int64).reshape(x.shape).astype(np.int32)
 
 
 def narrow(cfg: HwConfig, v: np.ndarray) -> np.ndarray:

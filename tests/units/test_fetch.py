@@ -128,14 +128,9 @@ def cases(cfg: HwConfig) -> list[Case]:
 
 CFG = load_config("default")
 CASES = cases(CFG)
-# sim/iss.py checks the buffer field before the token flags, the TLM and RTL after them
-# (docs/microarch.md): issue 13 item 2 makes the order one definition for every model.
-ISS_ORDER_BUG = {"dispatch_load_buffer_3_pop_prev", "dispatch_store_buffer_3_push_next"}
 
 
-@pytest.mark.parametrize("case", [pytest.param(c, marks=pytest.mark.xfail(
-    strict=True, reason="ISS dispatch-check order (issue 13 item 2)")) if c.name in ISS_ORDER_BUG else c
-    for c in CASES], ids=case_ids(CASES))
+@pytest.mark.parametrize("case", CASES, ids=case_ids(CASES))
 def test_iss(case):
     check_iss(case)
 
