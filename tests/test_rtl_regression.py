@@ -72,4 +72,6 @@ def test_unit_cases(cfg_name: str, mem: str) -> None:
     with the fast DRAM model also the TLM's cycles and every counter."""
     cfg = load_config(cfg_name)
     cases = unit_cases(cfg)
-    check_rtl(cases, run_rtl(cases, cfg, mem=mem, seed=11), cycle_exact=mem == "fast")
+    res = run_rtl(cases, cfg, mem=mem, seed=11)
+    assert all(r.extra["mem"] == mem and r.extra["sim"] == "verilator" for r in res)
+    check_rtl(cases, res, cycle_exact=mem == "fast")

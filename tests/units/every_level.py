@@ -104,12 +104,17 @@ def run_rtl(cases: Sequence[Case], cfg: HwConfig, **kw) -> list[RunResult]:
 
 
 def check_rtl(cases: Sequence[Case], rtl: Sequence[RunResult], cycle_exact: bool = True) -> None:
-    """The RTL's results are right, and (``cycle_exact``: fast DRAM model) equal the TLM's
-    cycles and every counter. All cases are checked before the test fails."""
+    """The RTL's results are right (STATUS as software reads it too), and (``cycle_exact``: fast
+    DRAM model) equal the TLM's cycles and every counter. All cases are checked before the test fails."""
     bad: list[str] = []
     assert len(rtl) == len(cases)
     for c, r in zip(cases, rtl):
+        assert r.model == "rtl"
         bad += problems(c, r)
+        if "status" in r.extra:  # done, not busy, error as expected (no STATUS after a testbench failure)
+            st = csr.decode_status(r.extra["status"])
+            if not (st["done"] and not st["busy"] and st["error"] == (c.error is not None)):
+                bad.append(f"{c.name}: STATUS {st}")
         if not cycle_exact:
             continue
         t = models.tlm(c.program)
