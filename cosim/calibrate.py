@@ -27,7 +27,6 @@ by default) only when the fitted values differ from the defaults.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import time
 from dataclasses import dataclass, field
@@ -36,9 +35,10 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from hw.assembler import Assembler, Tensor, with_regs
 from hw.config import HwConfig
 from hw.isa import ALU_OPS, Alu, Finish, Instruction, Load, Store
-from hw.program import Program, plan_layout
+from hw.program import Program
 from hw.result import RunResult
 from cosim.models import Timing, calibration_path
 
@@ -57,48 +57,39 @@ class Bench:
 
 
 # ---- micro-benchmarks ---------------------------------------------------------------------------
-def _out_dtype(cfg: HwConfig) -> str:
-    return "int8" if cfg.out_width == 8 else "int16"
+def _input_vectors(cfg: HwConfig) -> int:
+    """Vectors of the input and output tensors: room for several max bursts per row and rows
+    crossing 4 KiB pages."""
+    return max(64, 3 * 4096 // cfg.acc_vec_bytes + 16)
 
 
-class _Builder:
-    """Programs over one input tensor ``a`` (int32 vectors) and one output ``out``.
+def _bench_asm(cfg: HwConfig, name: str) -> tuple[Assembler, Tensor, Tensor]:
+    """An assembler with the benchmarks' input ``a`` (int32 vectors) and output ``out``."""
+    nvec = _input_vectors(cfg)
+    a_data = (np.arange(nvec * cfg.lanes, dtype=np.int64) % 1000 - 500).astype(np.int32).reshape(nvec, cfg.lanes)
+    asm = Assembler(cfg, f"cal-{name}")
+    a = asm.input("a", a_data)
+    out = asm.output("out", (nvec, cfg.lanes))
+    return asm, a, out
 
-    LOAD/STORE are built with DRAM offsets relative to their tensor; :meth:`program`
-    rebases them on the layout of the Program (which moves with its instruction count).
-    """
 
-    def __init__(self, cfg: HwConfig):
-        self.cfg = cfg
-        vb = cfg.acc_vec_bytes
-        # room for several max bursts per row and rows crossing 4 KiB pages
-        self.nvec = max(64, 3 * 4096 // vb + 16)
-        self.tensors = [("a", "input", (self.nvec, cfg.lanes), "int32"),
-                        ("out", "output", (self.nvec, cfg.lanes), _out_dtype(cfg))]
-        self.a = (np.arange(self.nvec * cfg.lanes, dtype=np.int64) % 1000 - 500).astype(np.int32) \
-            .reshape(self.nvec, cfg.lanes)
+def _bench_program(cfg: HwConfig, name: str, insns: list[Instruction]) -> Program:
+    """A benchmark Program: every LOAD reads relative to ``a``, every STORE writes relative to ``out``
+    (their ``dram_base`` is an offset in vectors)."""
+    asm, a, out = _bench_asm(cfg, name)
+    for i in insns:
+        asm.add(i, base=a if isinstance(i, Load) else out if isinstance(i, Store) else None)
+    return asm.program()
 
-    def bases(self, n_insns: int) -> tuple[int, int]:
-        """(first input vector in LOAD units, first output vector in STORE units) for ``n_insns``."""
-        r = plan_layout(self.cfg, self.tensors, n_insns)
-        return r[1].addr // self.cfg.acc_vec_bytes, r[2].addr // self.cfg.out_vec_bytes
 
-    def program(self, name: str, insns: list[Instruction]) -> Program:
-        regions = plan_layout(self.cfg, self.tensors, len(insns))
-        va, vo = self.bases(len(insns))
-        insns = [dataclasses.replace(i, dram_base=i.dram_base + (va if isinstance(i, Load) else vo))
-                 if isinstance(i, (Load, Store)) else i for i in insns]
-        return Program.create(self.cfg, insns, regions, name=f"cal-{name}", inputs={"a": self.a})
+def _load(x: int, y: int = 1, off: int = 0, stride: int | None = None, sram: int = 0, **kw: Any) -> Load:
+    """A LOAD ``off`` vectors into the input (see :func:`_bench_program`)."""
+    return Load(sram_base=sram, dram_base=off, y_size=y, x_size=x, x_stride=x if stride is None else stride, **kw)
 
-    @staticmethod
-    def load(x: int, y: int = 1, off: int = 0, stride: int | None = None, sram: int = 0, **kw: Any) -> Load:
-        return Load(sram_base=sram, dram_base=off, y_size=y, x_size=x, x_stride=x if stride is None else stride,
-                    **kw)
 
-    @staticmethod
-    def store(x: int, y: int = 1, off: int = 0, stride: int | None = None, sram: int = 0, **kw: Any) -> Store:
-        return Store(sram_base=sram, dram_base=off, y_size=y, x_size=x, x_stride=x if stride is None else stride,
-                     **kw)
+def _store(x: int, y: int = 1, off: int = 0, stride: int | None = None, sram: int = 0, **kw: Any) -> Store:
+    """A STORE ``off`` vectors into the output (see :func:`_bench_program`)."""
+    return Store(sram_base=sram, dram_base=off, y_size=y, x_size=x, x_stride=x if stride is None else stride, **kw)
 
 
 def _alu(n: int, dst: int = 0, **kw: Any) -> Alu:
@@ -109,38 +100,39 @@ def _alu(n: int, dst: int = 0, **kw: Any) -> Alu:
 
 def micro_benchmarks(cfg: HwConfig) -> list[Bench]:
     """The micro-benchmark Programs of ``cfg`` (deterministic; about 40 small Programs)."""
-    b = _Builder(cfg)
     depth = cfg.acc_depth
     bpa = max(1, cfg.acc_vec_bytes // cfg.bus_bytes)     # beats per accumulator vector
     bpo = max(1, cfg.out_vec_bytes // cfg.bus_bytes)     # beats per output vector
     vmax = max(1, cfg.max_burst // bpa)                  # vectors per max read burst
     omax = max(1, cfg.max_burst // bpo)
-    cap = min(depth, b.nvec)
+    nvec = _input_vectors(cfg)
+    cap = min(depth, nvec)
     out: list[Bench] = []
 
     def add(name: str, group: str, insns: list[Instruction]) -> None:
-        out.append(Bench(name, group, b.program(name, insns + [Finish()])))
+        out.append(Bench(name, group, _bench_program(cfg, name, insns + [Finish()])))
 
     # DMA size sweep: LOAD and STORE of growing rows (one burst, max bursts, a tail)
     for x in sorted({1, 2, 3, vmax, vmax + 1, 2 * vmax + 3, min(cap, 5 * vmax + 1)}):
         if x <= cap:
-            add(f"load-x{x}", "dma", [b.load(x)])
+            add(f"load-x{x}", "dma", [_load(x)])
     for x in sorted({1, 2, 3, omax, omax + 1, 2 * omax + 3, min(cap, 5 * omax + 1)}):
         if x <= cap:
-            add(f"store-x{x}", "dma", [b.store(x)])
+            add(f"store-x{x}", "dma", [_store(x)])
     page_vecs = 4096 // cfg.acc_vec_bytes
-    va = b.bases(2)[0]
+    probe, a, _ = _bench_asm(cfg, "probe")
+    va = probe.address(a, insn_count=2) // cfg.acc_vec_bytes
     cross = (va // page_vecs + 1) * page_vecs - 1 - va         # last vector before a 4 KiB boundary
     x = min(cap // 2, 2 * vmax + 1)
-    if 0 <= cross and cross + 2 * x + page_vecs // 2 < b.nvec:
-        add("load-4k-rows", "dma", [b.load(x, 2, off=cross, stride=x + page_vecs // 2)])
-    add("load-rows", "dma", [b.load(2, 3, stride=5)])
-    add("store-rows", "dma", [b.store(2, 3, stride=5)])
+    if 0 <= cross and cross + 2 * x + page_vecs // 2 < nvec:
+        add("load-4k-rows", "dma", [_load(x, 2, off=cross, stride=x + page_vecs // 2)])
+    add("load-rows", "dma", [_load(2, 3, stride=5)])
+    add("store-rows", "dma", [_store(2, 3, stride=5)])
     # padding: one cycle per pad vector, in tile order between the rows' bursts
-    add("load-pad", "dma", [b.load(2, 2, stride=4, y_pad_0=1, y_pad_1=1, x_pad_0=2, x_pad_1=1)])
-    add("load-pad-only", "dma", [b.load(0, 0, y_pad_0=2, x_pad_0=3)])
-    add("load-empty", "dma", [b.load(0, 0)])
-    add("store-empty", "dma", [b.store(0, 0)])
+    add("load-pad", "dma", [_load(2, 2, stride=4, y_pad_0=1, y_pad_1=1, x_pad_0=2, x_pad_1=1)])
+    add("load-pad-only", "dma", [_load(0, 0, y_pad_0=2, x_pad_0=3)])
+    add("load-empty", "dma", [_load(0, 0)])
+    add("store-empty", "dma", [_store(0, 0)])
 
     # ALU length sweep and back-to-back chains (period E + overheads)
     for n in (0, 1, 2, 7, 64, 200):
@@ -149,41 +141,39 @@ def micro_benchmarks(cfg: HwConfig) -> list[Bench]:
         add(f"alu-chain-n{n}-k{k}", "alu", [_alu(n) for _ in range(k)])
 
     # tokens: producer -> consumer latency, both directions, and a full token queue
-    add("tok-l2c", "tokens", [b.load(1, push_next=True), _alu(3, pop_prev=True)])
-    add("tok-c2s-s2c", "tokens", [_alu(2, push_next=True), b.store(1, pop_prev=True, push_prev=True),
+    add("tok-l2c", "tokens", [_load(1, push_next=True), _alu(3, pop_prev=True)])
+    add("tok-c2s-s2c", "tokens", [_alu(2, push_next=True), _store(1, pop_prev=True, push_prev=True),
                                   _alu(2, pop_next=True)])
-    add("tok-c2l", "tokens", [_alu(5, push_prev=True), b.load(1, pop_next=True)])
+    add("tok-c2l", "tokens", [_alu(5, push_prev=True), _load(1, pop_next=True)])
     d = cfg.token_queue_depth
-    add("tok-full", "tokens", [b.load(0, 0, push_next=True) for _ in range(d + 2)]
+    add("tok-full", "tokens", [_load(0, 0, push_next=True) for _ in range(d + 2)]
         + [_alu(20, pop_prev=True) for _ in range(d + 2)])
     # compute waits for the store, the store for compute (a ping-pong)
     add("tok-pingpong", "tokens", sum(([_alu(4, push_next=True, pop_next=k > 0),
-                                        b.store(1, pop_prev=True, push_prev=True)] for k in range(3)), [])
+                                        _store(1, pop_prev=True, push_prev=True)] for k in range(3)), [])
         + [_alu(1, pop_next=True)])
 
     # port contention: a long store chain cut by a load, a long load chain delaying a store
     xs, xl = min(cap, 4 * omax), min(cap, 4 * vmax)
-    add("contend-store-load", "contention", [b.store(xs), b.load(2, sram=cap // 2)])
-    add("contend-load-store", "contention", [b.load(xl), b.store(2, sram=cap // 2)])
-    add("contend-three", "contention", [b.store(xs), b.load(xl), b.store(3, off=xs, sram=1)])
+    add("contend-store-load", "contention", [_store(xs), _load(2, sram=cap // 2)])
+    add("contend-load-store", "contention", [_load(xl), _store(2, sram=cap // 2)])
+    add("contend-three", "contention", [_store(xs), _load(xl), _store(3, off=xs, sram=1)])
 
     # FETCH: many bursts, a full compute queue, instructions for all three queues
     k = max(2, cfg.max_burst // max(1, 16 // cfg.bus_bytes))
     add("fetch-many", "fetch", [_alu(1) for _ in range(3 * k + 1)])
     add("fetch-full-queue", "fetch", [_alu(40) for _ in range(cfg.compute_queue_depth + 3)])
-    add("fetch-mixed", "fetch", [b.load(1), _alu(2), b.store(1), b.load(1), b.store(1), _alu(1)] * 2)
+    add("fetch-mixed", "fetch", [_load(1), _alu(2), _store(1), _load(1), _store(1), _alu(1)] * 2)
 
     # errors: START check, misaligned INSN_ADDR, a range fault while a burst is under way, deadlock
-    base = b.program("start-check", [Finish()])
-    regs = [(n, 0 if n == "INSN_COUNT" else v) for n, v in base.regs]
-    out.append(Bench("err-start-check", "errors", dataclasses.replace(base, regs=regs)))
-    two = b.program("insn-misaligned", [Finish(), Finish()])
-    regs = [(n, v + 8 if n == "INSN_ADDR_LO" else v) for n, v in two.regs]
-    out.append(Bench("err-insn-misaligned", "errors", dataclasses.replace(two, regs=regs, name="cal-insn-misaligned")))
-    add("err-range-in-burst", "errors", [b.store(xs), Alu(alu_op=ALU_OPS["ADD"], use_imm=True, iter_out=1,
+    out.append(Bench("err-start-check", "errors",
+                     with_regs(_bench_program(cfg, "start-check", [Finish()]), INSN_COUNT=0)))
+    out.append(Bench("err-insn-misaligned", "errors", with_regs(
+        _bench_program(cfg, "insn-misaligned", [Finish(), Finish()]), INSN_ADDR_LO=lambda v: v + 8)))
+    add("err-range-in-burst", "errors", [_store(xs), Alu(alu_op=ALU_OPS["ADD"], use_imm=True, iter_out=1,
                                                           iter_in=2, dst_base=depth - 1, dst_factor_in=1)])
     add("err-deadlock", "errors", [_alu(3, pop_prev=True)])
-    add("err-deadlock-push", "errors", [b.load(0, 0, push_next=True) for _ in range(d + 1)])
+    add("err-deadlock-push", "errors", [_load(0, 0, push_next=True) for _ in range(d + 1)])
     return out
 
 

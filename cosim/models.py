@@ -8,7 +8,7 @@ the functions here; the models never import each other, they meet here through t
 Program.
 
 Program-level entry points (what the tools use): :func:`iss`, :func:`tlm`,
-:func:`rtl`, :func:`rtl_build`, :func:`rtl_available`, :func:`rtl_raw_program`,
+:func:`rtl`, :func:`rtl_build`, :func:`rtl_available`,
 :func:`raw`, :func:`raw_build`. Job-level ones (an example kernel with its golden
 outputs): :func:`make_job`, :func:`run_golden`, :func:`run_iss`, :func:`run_tlm`,
 :func:`run_rtl`, :func:`judge`.
@@ -178,13 +178,6 @@ def rtl_available() -> str | None:
     except Exception as e:  # noqa: BLE001 - any import problem means "no RTL"
         return f"testbench.rtl_model cannot be imported ({type(e).__name__}: {e})"
     return None if have_rtl() else "hw/rtl/sources.txt is missing (the RTL has not landed)"
-
-
-def rtl_raw_program(program: Program, insn_bytes: bytes) -> Program:
-    """A copy of ``program`` whose instruction region holds ``insn_bytes`` (for fault injection)."""
-    from testbench.rtl_model import raw_program
-
-    return raw_program(program, insn_bytes)
 
 
 def raw(program: Program, cfg: HwConfig | None = None, **kw: Any) -> RunResult:

@@ -368,7 +368,7 @@ def _run_batch(b: Build, programs: Sequence[Program], seed: int, vcd: Path | Non
     for k, p in enumerate(programs):
         pdir = p.save(rdir / f"p{k}")
         # The image and register writes travel explicitly, so a Program whose instruction
-        # bytes were corrupted on purpose (raw_program) runs although its folder would not load.
+        # bytes were corrupted on purpose (hw.assembler.PatchedProgram) runs although its folder would not load.
         img = rdir / f"p{k}.dram_in.bin"
         img.write_bytes(bytes(p.dram_image()))
         entries.append({"dir": str(pdir), "name": p.name, "dram_bin": str(rdir / f"p{k}.dram.bin"),
@@ -505,24 +505,6 @@ def run_programs(programs: Sequence[Program], cfg: HwConfig | str | Path | None 
         for d in {r.extra["run_dir"] for r in results}:
             shutil.rmtree(d, ignore_errors=True)
     return results
-
-
-def raw_program(program: Program, insn_bytes: bytes) -> Program:
-    """A copy of ``program`` whose DRAM image holds ``insn_bytes`` instead of its encoding.
-
-    For error tests and the fuzzer: bad opcodes, reserved bits, truncated streams. The
-    instruction region keeps its size (``insn_bytes`` is cut or zero-padded to it).
-    """
-    size = program.region_by_role("insn").nbytes
-    raw = bytes(insn_bytes[:size]).ljust(size, b"\0")
-
-    class _Raw(Program):
-        @property
-        def insn_bytes(self) -> bytes:  # type: ignore[override]
-            return raw
-
-    return _Raw(program.config, list(program.insns), list(program.regions), list(program.regs), program.name,
-                dict(program.meta), dict(program.inputs), dict(program.expected))
 
 
 def run_program(program: Program, cfg: HwConfig | str | Path | None = None, mem: str = "fast",

@@ -3,7 +3,8 @@
 For each entry: the exact error class and the key words of its one-line message
 (in-process), the `cosim` exit code (2 for config/loader/runner errors, 1 for a fault
 a model reports) with no traceback, and for model entries the TLM's TlmError code and
-pc, the reference interpreter's, and (when the RTL exists) the RTL's STATUS.error/ERR_PC.
+pc and the reference interpreter's. The RTL runs the model entries (STATUS.error, ERR_PC,
+and the TLM's cycles) in tests/units/test_errors.py.
 The corpus is generated into a temporary folder: nothing binary is committed.
 """
 
@@ -19,7 +20,6 @@ from hw.config import ConfigError, load_config
 from hw.program import Program, ProgramError
 from cosim import models
 from cosim.cli import main as cosim_main
-from cosim.fuzz.campaign import rtl_available
 from cosim.fuzz.corpus import entries, entry_path, write_corpus
 from sim.iss import run_reference
 from sim.tlm import TlmError, run_program
@@ -27,9 +27,7 @@ from sim.tlm import TlmError, run_program
 ENTRIES = entries()
 BY_NAME = {e.name: e for e in ENTRIES}
 FOLDER = [e.name for e in ENTRIES if e.make is not None]
-MODEL = [e.name for e in ENTRIES if e.layer == "model"]
 ERRORS = {"ConfigError": ConfigError, "ProgramError": ProgramError, "ValueError": ValueError, "TlmError": TlmError}
-RTL_MISSING = rtl_available()
 
 
 @pytest.fixture(scope="module")
@@ -114,13 +112,3 @@ def test_cosim_subprocess_exit_codes(corpus, name):
     if e.layer != "model":
         assert len(r.stderr.strip().splitlines()) == 1 and all(k in r.stderr for k in e.keywords)
 
-
-@pytest.mark.skipif(RTL_MISSING is not None, reason=f"no RTL: {RTL_MISSING}")
-def test_rtl_reports_the_same_faults():
-    """Every model entry in one simulator process: STATUS.error with the same code and ERR_PC."""
-    from testbench.rtl_model import run_programs
-
-    es = [BY_NAME[n] for n in MODEL]
-    res = run_programs([e.program for e in es], load_config("default"))
-    got = {e.name: (r.error or {}).get("name") and (r.error["name"], r.error["pc"]) for e, r in zip(es, res)}
-    assert got == {e.name: (e.code, e.pc) for e in es}

@@ -88,15 +88,16 @@ def test_waves_run_writes_both_vcds_and_trace(tmp_path):
 def test_fault_is_reported_not_raised(tmp_path, model):
     """A Program whose STORE writes into an input region: the model reports DRAM_RANGE, exit 1."""
     from hw.config import load_config
-    from hw.isa import Finish, Store
-    from hw.program import Program, plan_layout
+    from hw.assembler import Assembler
     import numpy as np
 
     cfg = load_config("default")
-    regions = plan_layout(cfg, [("A", "input", (1, 16), "int32"), ("C", "output", (1, 16), "int8")], insn_count=2)
-    bad = Store(dram_base=regions[1].addr // cfg.out_vec_bytes, x_size=1)
-    prog = Program.create(cfg, [bad, Finish()], regions, name="bad_store",
-                          inputs={"A": np.zeros((1, 16), np.int32)}, expected={"C": np.zeros((1, 16), np.int8)})
+    asm = Assembler(cfg, "bad_store")
+    a = asm.input("A", np.zeros((1, 16), np.int32))
+    asm.output("C", (1, 16), "int8")
+    asm.store(a, x=1)  # into the (read-only) input region
+    asm.finish()
+    prog = asm.program(expected={"C": np.zeros((1, 16), np.int8)})
     d = prog.save(tmp_path / "bad")
     r = cosim("run", str(d), "--model", model, "--json")
     assert r.returncode == 1 and "Traceback" not in r.stderr

@@ -8,27 +8,22 @@ import numpy as np
 import pytest
 
 from hw import csr
+from hw.assembler import Assembler
 from hw.config import load_config
-from hw.isa import ALU_OPS, Alu, Finish, Load, Store
 from hw.program import Program, ProgramError, Region, plan_layout
 
 
 def small_program(cfg, n_vec=4):
     """A complete Program: C = int8(A + 1) over n_vec vectors."""
     lanes = cfg.lanes
-    regions = plan_layout(cfg, [("A", "input", (n_vec, lanes), "int32"), ("C", "output", (n_vec, lanes), "int8")],
-                          insn_count=4)
-    a, c = regions[1], regions[2]
-    insns = [Load(sram_base=0, dram_base=a.addr // cfg.acc_vec_bytes, y_size=1, x_size=n_vec, x_stride=n_vec,
-                  push_next=True),
-             Alu(alu_op=ALU_OPS["ADD"], use_imm=True, imm=1, iter_out=1, iter_in=n_vec, dst_factor_in=1,
-                 pop_prev=True, push_next=True),
-             Store(sram_base=0, dram_base=c.addr // cfg.out_vec_bytes, y_size=1, x_size=n_vec, x_stride=n_vec,
-                   pop_prev=True),
-             Finish()]
     A = np.arange(n_vec * lanes, dtype=np.int32).reshape(n_vec, lanes) * 100
-    return Program.create(cfg, insns, regions, name="addone", inputs={"A": A},
-                          expected={"C": (A + 1).astype(np.int8)})
+    asm = Assembler(cfg, "addone")
+    a, c = asm.input("A", A), asm.output("C", (n_vec, lanes), "int8")
+    asm.load(a, x=n_vec, push_next=True)
+    asm.alu("ADD", imm=1, iter_out=1, iter_in=n_vec, dst_factor_in=1, pop_prev=True, push_next=True)
+    asm.store(c, x=n_vec, pop_prev=True)
+    asm.finish()
+    return asm.program(expected={"C": (A + 1).astype(np.int8)})
 
 
 def test_save_load_round_trip(tmp_path, cfg):

@@ -45,17 +45,13 @@ def test_raw_matches_expected_and_cocotb_cycles(cases, mem):
 
 def test_raw_reports_a_fault():
     """A Program that faults is a result (error code and ERR_PC), not a crash."""
-    import sys
-    from pathlib import Path
-
-    sys.path.insert(0, str(Path(__file__).parent))
-    import rtl_programs
     from testbench.raw.harness import run
+    from tests.units.test_errors import err_dram_range
 
     cfg = load_config("default")
-    prog, name, pc = rtl_programs.err_dram_range(cfg)
-    res = run(prog, cfg)
-    assert res.error is not None and res.error["name"] == name and res.error["pc"] == pc
+    case = err_dram_range(cfg)
+    res = run(case.program, cfg)
+    assert res.error is not None and (res.error["name"], res.error["pc"]) == case.error
 
 
 def test_build_is_cached():

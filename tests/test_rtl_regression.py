@@ -1,14 +1,17 @@
 """The cocotb regression: every example x config x memory back-end on the RTL.
 
 ``make test`` runs a quick slice (the non-default configs, one seed; default is in
-test_rtl_smoke.py). ``COSIM_REGRESS=full`` (``make regress``) runs the full matrix:
-every shipped config x {fast, protocol} x seeds 0-2 on Verilator, the hand-built
-Programs and error classes on every config, and every config on Icarus when installed.
-All examples of one (config, back-end, seed) share one simulator process.
+test_rtl_smoke.py; the unit cases of tests/units/ on 'small' with the fast back-end,
+cycle-exact to the TLM, and on 'default' with the protocol back-end).
+``COSIM_REGRESS=full`` (``make regress``) runs the full matrix: every shipped config x
+{fast, protocol} x seeds 0-2 on Verilator, the unit cases on every config and back-end,
+and every config on Icarus when installed. All Programs of one (config, back-end,
+seed) share one simulator process.
 """
 
 from __future__ import annotations
 
+import importlib
 import os
 
 import pytest
@@ -16,8 +19,8 @@ import pytest
 from hw.config import list_configs, load_config
 from hw.toolchain import icarus_available
 from testbench.rtl_model import rtl_available, run_programs
-from tests import rtl_programs as rp
-from tests.test_rtl_smoke import check_counters, check_outputs, hand_programs
+from tests.test_rtl_smoke import check_counters, check_outputs
+from tests.units.every_level import check_rtl, run_rtl
 
 FULL = os.environ.get("COSIM_REGRESS", "") == "full"
 pytestmark = pytest.mark.skipif(not rtl_available(), reason="no RTL yet (hw/rtl/sources.txt is missing)")
@@ -52,17 +55,23 @@ def test_examples(cfg_name: str, mem: str, seed: int, sim: str) -> None:
     assert not failures, "\n".join(failures)
 
 
-HAND = [(c, m) for c in list_configs() for m in ("fast", "protocol")] if FULL else [("small", "fast")]
+# the tests/units/ modules whose cases() build hand-made Programs for any config
+UNIT_MODULES = ("fetch", "load_unit", "compute_unit", "store_unit", "token_queue", "axi_arbiter", "csr_block",
+                "errors")
+UNITS = [(c, m) for c in list_configs() for m in ("fast", "protocol")] if FULL else \
+    [("small", "fast"), ("default", "protocol")]
 
 
-@pytest.mark.parametrize("cfg_name,mem", HAND, ids=[_id(t) for t in HAND])
-def test_hand_programs_and_errors(cfg_name: str, mem: str) -> None:
+def unit_cases(cfg) -> list:
+    return [c for m in UNIT_MODULES for c in importlib.import_module(f"tests.units.test_{m}").cases(cfg)]
+
+
+@pytest.mark.parametrize("cfg_name,mem", UNITS, ids=[_id(t) for t in UNITS])
+def test_unit_cases(cfg_name: str, mem: str) -> None:
+    """Every unit case of tests/units/ on another config or back-end: the expected outputs and errors;
+    with the fast DRAM model also the TLM's cycles and every counter."""
     cfg = load_config(cfg_name)
-    progs = hand_programs(cfg)
-    errs = [f(cfg) for f in rp.ERROR_CASES.values()]
-    res = run_programs(progs + [p for p, _, _ in errs], cfg, mem=mem, seed=11)
-    for p, r in zip(progs, res):
-        check_outputs(p, r, mem)
-        check_counters(p, r)
-    for (p, name, pc), r in zip(errs, res[len(progs):]):
-        assert r.error is not None and (r.error["name"], r.error["pc"]) == (name, pc), f"{p.name}: {r.error}"
+    cases = unit_cases(cfg)
+    res = run_rtl(cases, cfg, mem=mem, seed=11)
+    assert all(r.extra["mem"] == mem and r.extra["sim"] == "verilator" for r in res)
+    check_rtl(cases, res, cycle_exact=mem == "fast")

@@ -7,10 +7,9 @@ import pytest
 
 from hw import csr
 from hw.config import load_config
+from hw.assembler import assemble
 from hw.isa import ALU_OPS, Alu, Finish, Gemm, Isa, Load, Store
-from hw.program import plan_layout
 from sim.tlm import Timing, TlmError, TlmModel, run_program
-from tests.tlm_programs import make_program
 
 ADDR = {c.name: c.addr for c in csr.csr_map(16)}
 
@@ -18,8 +17,8 @@ ADDR = {c.name: c.addr for c in csr.csr_map(16)}
 def _prog(cfg, insns, nvec=16):
     a = np.arange(nvec * cfg.lanes, dtype=np.int32).reshape(nvec, cfg.lanes)
     tensors = [("a", "input", a.shape, "int32"), ("out", "output", a.shape, "int8")]
-    regions = plan_layout(cfg, tensors, len(insns))
-    return make_program(cfg, insns, tensors, {"a": a}), regions
+    prog = assemble(cfg, insns, tensors, {"a": a})
+    return prog, prog.regions
 
 
 def _model(prog, T=None, patch: dict[int, int] | None = None) -> TlmModel:

@@ -10,12 +10,12 @@ import pytest
 
 from hw import csr
 from hw.config import load_config, parse_config
-from hw.isa import ALU_OPS, Alu, Finish, Load, Store
-from hw.program import Program, plan_layout
+from hw.assembler import Assembler, assemble
+from hw.isa import ALU_OPS, Alu, Finish, Load
 from sim.tlm import TlmModel, run_program
 from sim.iss import execute_alu
 from sim.tlm.alu import run_alu
-from tests.tlm_programs import make_program, vadd_program
+from tests.units.programs import vadd_tiled as vadd_program
 
 ADDR = {c.name: c.addr for c in csr.csr_map(16)}
 
@@ -44,14 +44,13 @@ def test_store_narrowing_16bit():
     cfg = parse_config(d)
     n, lanes = 5, cfg.lanes
     a = (np.arange(n * lanes, dtype=np.int64).reshape(n, lanes) * 40000 - 70000).astype(np.int32)
-    tensors = [("a", "input", a.shape, "int32"), ("out", "output", a.shape, "int16")]
-    regions = plan_layout(cfg, tensors, 3)
-    va, vo = regions[1].addr // cfg.acc_vec_bytes, regions[2].addr // cfg.out_vec_bytes
-    insns = [Load(dram_base=va, y_size=1, x_size=n, x_stride=n, push_next=True),
-             Alu(pop_prev=True, push_next=True, use_imm=True, iter_in=0), Finish()]
-    insns = [insns[0], insns[1], Store(dram_base=vo, y_size=1, x_size=n, x_stride=n, pop_prev=True), Finish()]
-    regions = plan_layout(cfg, tensors, len(insns))
-    prog = Program.create(cfg, insns, regions, inputs={"a": a})
+    asm = Assembler(cfg)
+    ta, to = asm.input("a", a), asm.output("out", a.shape, "int16")
+    asm.load(ta, x=n, push_next=True)
+    asm.add(Alu(pop_prev=True, push_next=True, use_imm=True, iter_in=0))
+    asm.store(to, x=n, pop_prev=True)
+    asm.finish()
+    prog = asm.program()
     r = run_program(prog)
     assert np.array_equal(r.outputs["out"], a.astype(np.int16))
 
@@ -62,13 +61,13 @@ def test_strided_2d_load_store_roundtrip(cfg):
     y, x, s_in, s_out = 3, 4, 6, 5
     a = np.random.default_rng(3).integers(-300, 300, size=(y * s_in, lanes), dtype=np.int32)
     od = "int8" if cfg.out_width == 8 else "int16"
-    tensors = [("a", "input", a.shape, "int32"), ("out", "output", (y * s_out, lanes), od)]
-    regions = plan_layout(cfg, tensors, 3)
-    va, vo = regions[1].addr // cfg.acc_vec_bytes, regions[2].addr // cfg.out_vec_bytes
-    insns = [Load(dram_base=va + 1, y_size=y, x_size=x, x_stride=s_in, push_next=True),
-             Alu(pop_prev=True, push_next=True, use_imm=True, iter_in=0),
-             Store(dram_base=vo, y_size=y, x_size=x, x_stride=s_out, pop_prev=True), Finish()]
-    prog = make_program(cfg, insns, tensors, {"a": a})
+    asm = Assembler(cfg)
+    ta, to = asm.input("a", a), asm.output("out", (y * s_out, lanes), od)
+    asm.load(ta, x=x, y=y, offset=1, stride=s_in, push_next=True)
+    asm.add(Alu(pop_prev=True, push_next=True, use_imm=True, iter_in=0))
+    asm.store(to, x=x, y=y, stride=s_out, pop_prev=True)
+    asm.finish()
+    prog = asm.program()
     r = run_program(prog)
     exp = np.zeros((y * s_out, lanes), dtype=od)
     for i in range(y):
@@ -147,11 +146,13 @@ def test_run_program_from_folder(tmp_path):
 
 # ---- events and speed ---------------------------------------------------------------------------
 def _single(cfg, insn, nvec):
+    """[insn(va), FINISH] over an input of ``nvec`` vectors at vector ``va``."""
     tensors = [("a", "input", (nvec, cfg.lanes), "int32"), ("out", "output", (8, cfg.lanes), "int8")]
-    regions = plan_layout(cfg, tensors, 2)
-    va = regions[1].addr // cfg.acc_vec_bytes
-    insn = insn(va)
-    return make_program(cfg, [insn, Finish()], tensors, {"a": np.ones((nvec, cfg.lanes), np.int32)})
+    asm = Assembler(cfg)
+    for t in tensors:
+        asm.tensor(*t)
+    va = asm.regions(2)[1].addr // cfg.acc_vec_bytes
+    return assemble(cfg, [insn(va), Finish()], tensors, {"a": np.ones((nvec, cfg.lanes), np.int32)})
 
 
 def test_events_do_not_grow_with_bytes_or_iterations():
@@ -226,8 +227,8 @@ def test_vcd_grows_with_transactions_not_cycles(cfg, tmp_path):
 
     a = np.ones((4, cfg.lanes), dtype=np.int32)
     tensors = [("a", "input", a.shape, "int32"), ("out", "output", a.shape, "int8")]
-    prog = make_program(cfg, [Alu(alu_op=ALU_OPS["ADD"], use_imm=True, imm=1, iter_out=1, iter_in=4,
-                                  dst_factor_in=1), Finish()], tensors, {"a": a})
+    prog = assemble(cfg, [Alu(alu_op=ALU_OPS["ADD"], use_imm=True, imm=1, iter_out=1, iter_in=4,
+                              dst_factor_in=1), Finish()], tensors, {"a": a})
     T = Timing.from_config(cfg, calibration=False, alu_setup_cycles=1_000_000)
     r = run_program(prog, vcd=tmp_path / "long.vcd", timing=T)
     assert r.cycles > 1_000_000

@@ -8,11 +8,11 @@ import json
 import numpy as np
 import pytest
 
+from hw.assembler import Assembler, assemble as make_program
 from hw.config import load_config
 from hw.isa import ALU_OPS, Alu, Finish, Load, Store
 from sim.tlm import Timing, TimingError, TlmModel, run_program
 from sim.tlm.burst_calc import row_burst_beats
-from tests.tlm_programs import make_program
 
 
 def timing_of(cfg, **kw) -> Timing:
@@ -70,11 +70,12 @@ def traced(prog, T):
 
 
 def input_prog(cfg, insns, nvec=200):
-    tensors = [("a", "input", (nvec, cfg.lanes), "int32"), ("out", "output", (nvec, cfg.lanes), "int8")]
-    from hw.program import plan_layout
-    regions = plan_layout(cfg, tensors, len(insns))
+    """(layout of a Program of ``len(insns)`` instructions over input ``a`` and output ``out``, a's data)."""
     a = np.arange(nvec * cfg.lanes, dtype=np.int32).reshape(nvec, cfg.lanes)
-    return regions, a
+    asm = Assembler(cfg)
+    asm.input("a", a)
+    asm.output("out", (nvec, cfg.lanes), "int8")
+    return asm.regions(len(insns)), a
 
 
 # ---- Timing object ---------------------------------------------------------------------------

@@ -4,7 +4,7 @@ Two kinds of Program:
 
 * compiled examples (``compiler.examples.make_case``), some with bigger params than
   their defaults, timed for compile and golden too;
-* hand-built Programs (``hw.isa`` instructions, numpy expected outputs) whose length
+* hand-built Programs (``hw.assembler``, numpy expected outputs) whose length
   is set directly: ``alu_loop`` (long ALU loops over the accumulator buffer: many
   cycles, few bytes) and ``dma_stream`` (large tiled DMA in and out, double-buffered
   with tokens: many bytes). Their sizes scale with the config (buffer depth, DRAM
@@ -22,9 +22,9 @@ from typing import Any
 
 import numpy as np
 
+from hw.assembler import Assembler
 from hw.config import HwConfig
-from hw.isa import ALU_OPS, Alu, Finish, Instruction, Load, Store
-from hw.program import Program, plan_layout
+from hw.program import Program
 
 
 @dataclass
@@ -65,23 +65,20 @@ def alu_loop(cfg: HwConfig, n_alu: int, vecs: int | None = None, name: str | Non
     L = cfg.lanes
     vecs = vecs or min(cfg.acc_depth, 1024)
     rng = np.random.default_rng(7)
-    a = rng.integers(-1000, 1000, size=(vecs, L)).astype(np.int32)
-    insns: list[Instruction] = [Load(sram_base=0, dram_base=0, x_size=vecs, x_stride=vecs, push_next=True)]
+    a_data = rng.integers(-1000, 1000, size=(vecs, L)).astype(np.int32)
+    asm = Assembler(cfg, name or f"alu_loop{n_alu}x{vecs}")
+    a = asm.input("a", a_data)
+    c = asm.output("c", (vecs, L))
+    asm.load(a, x=vecs, push_next=True)
     total = 0
     for k in range(n_alu):
         imm = (k % 7) - 3
         total += imm
-        insns.append(Alu(alu_op=ALU_OPS["ADD"], use_imm=True, imm=imm, iter_out=vecs, dst_base=0, dst_factor_out=1,
-                         pop_prev=k == 0, push_next=k == n_alu - 1))
-    insns.append(Store(sram_base=0, dram_base=0, x_size=vecs, x_stride=vecs, pop_prev=True))
-    insns.append(Finish())
-    regions = plan_layout(cfg, [("a", "input", (vecs, L), "int32"), ("c", "output", (vecs, L), _out_dtype(cfg))],
-                          len(insns))
-    va, vc = regions[1].addr // cfg.acc_vec_bytes, regions[2].addr // cfg.out_vec_bytes
-    insns[0] = Load(sram_base=0, dram_base=va, x_size=vecs, x_stride=vecs, push_next=True)
-    insns[-2] = Store(sram_base=0, dram_base=vc, x_size=vecs, x_stride=vecs, pop_prev=True)
-    return Program.create(cfg, insns, regions, name=name or f"alu_loop{n_alu}x{vecs}",
-                          inputs={"a": a}, expected={"c": _narrow(cfg, a.astype(np.int64) + total)})
+        asm.alu("ADD", imm=imm, iter_out=vecs, dst_base=0, dst_factor_out=1, pop_prev=k == 0,
+                push_next=k == n_alu - 1)
+    asm.store(c, x=vecs, pop_prev=True)
+    asm.finish()
+    return asm.program(expected={"c": _narrow(cfg, a_data.astype(np.int64) + total)})
 
 
 def dma_stream(cfg: HwConfig, n_vecs: int, tile: int | None = None, name: str | None = None) -> Program:
@@ -96,24 +93,20 @@ def dma_stream(cfg: HwConfig, n_vecs: int, tile: int | None = None, name: str | 
     tiles = [(s, min(tile, n_vecs - s)) for s in range(0, n_vecs, tile)]
     nt = len(tiles)
     rng = np.random.default_rng(11)
-    a = rng.integers(-100000, 100000, size=(n_vecs, L)).astype(np.int32)
-    count = 3 * nt + 1
-    regions = plan_layout(cfg, [("a", "input", (n_vecs, L), "int32"), ("c", "output", (n_vecs, L),
-                                                                     _out_dtype(cfg))], count)
-    va, vc = regions[1].addr // cfg.acc_vec_bytes, regions[2].addr // cfg.out_vec_bytes
-    insns: list[Instruction] = []
+    a_data = rng.integers(-100000, 100000, size=(n_vecs, L)).astype(np.int32)
+    asm = Assembler(cfg, name or f"dma_stream{n_vecs}")
+    a = asm.input("a", a_data)
+    c = asm.output("c", (n_vecs, L))
     for k, (s, m) in enumerate(tiles):
         base = (k % 2) * half
-        insns.append(Load(sram_base=base, dram_base=va + s, x_size=m, x_stride=m, push_next=True, pop_next=k >= 2))
+        asm.load(a, x=m, offset=s, sram=base, push_next=True, pop_next=k >= 2)
         # ALU k waits for store k-1 (s2c) and then frees half (k-1)%2 for load k+1 (c2l): a
         # load never overwrites a half before its store has read it.
-        insns.append(Alu(alu_op=ALU_OPS["ADD"], use_imm=True, imm=1, iter_out=m, dst_base=base, dst_factor_out=1,
-                         pop_prev=True, push_next=True, pop_next=k >= 1, push_prev=1 <= k < nt - 1))
-        insns.append(Store(sram_base=base, dram_base=vc + s, x_size=m, x_stride=m, pop_prev=True,
-                           push_prev=k + 1 < nt))
-    insns.append(Finish())
-    return Program.create(cfg, insns, regions, name=name or f"dma_stream{n_vecs}", inputs={"a": a},
-                          expected={"c": _narrow(cfg, a.astype(np.int64) + 1)})
+        asm.alu("ADD", imm=1, iter_out=m, dst_base=base, dst_factor_out=1, pop_prev=True, push_next=True,
+                pop_next=k >= 1, push_prev=1 <= k < nt - 1)
+        asm.store(c, x=m, offset=s, sram=base, pop_prev=True, push_prev=k + 1 < nt)
+    asm.finish()
+    return asm.program(expected={"c": _narrow(cfg, a_data.astype(np.int64) + 1)})
 
 
 # ---------------------------------------------------------------------------- examples

@@ -6,7 +6,7 @@
 * :mod:`sim.iss` - an independent sequential interpreter of the ISA
   (``run_reference(program) -> RunResult``): the oracle without the RTL.
 * :mod:`cosim.fuzz.faults` - one injected fault per Program (``inject``) and
-  ``PatchedProgram`` (raw instruction words that reach the models).
+  ``hw.assembler.PatchedProgram`` (raw instruction words that reach the models).
 * :mod:`cosim.fuzz.campaign` - ``run_campaign``: run, compare, shrink, save.
 * :mod:`cosim.fuzz.corpus` - the invalid-inputs corpus (``write_corpus(folder)``).
 """

@@ -29,12 +29,13 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from hw.analysis import token_matches
+from hw.assembler import PatchedProgram, patched
 from hw.config import HwConfig, list_configs, load_config
 from hw.isa import unit_of
 from hw.isa_semantics import QUEUE_ENDS
 from hw.program import Program, Region
 from hw.result import RunResult
-from cosim.fuzz.faults import FAULT_KINDS, PatchedProgram, inject, patched
+from cosim.fuzz.faults import FAULT_KINDS, inject
 from cosim.fuzz.generator import check_program, generate
 from cosim import models
 from cosim.models import first_mismatch, iss as run_reference

@@ -29,9 +29,9 @@ import numpy as np
 
 from hw import csr
 from hw.config import HwConfig, load_config
-from hw.isa import ALU_OPS, BUFFERS, Alu, Finish, Gemm, Load, Store
-from hw.program import Program, plan_layout
-from cosim.fuzz.faults import patched
+from hw.assembler import Assembler, patched, set_field, with_regs
+from hw.isa import BUFFERS, Gemm, Isa
+from hw.program import Program
 
 
 @dataclass
@@ -60,20 +60,15 @@ class Entry:
 def base_program(cfg: HwConfig, n_vec: int = 4, name: str = "base") -> Program:
     """A small valid Program: out = int8(in + 3), one tile, tokens load->compute->store."""
     lanes = cfg.lanes
-    regions = plan_layout(cfg, [("A", "input", (n_vec, lanes), "int32"),
-                                ("C", "output", (n_vec, lanes), "int8" if cfg.out_width == 8 else "int16")],
-                          insn_count=4)
-    a, c = regions[1], regions[2]
-    insns = [Load(sram_base=0, dram_base=a.addr // cfg.acc_vec_bytes, y_size=1, x_size=n_vec, x_stride=n_vec,
-                  push_next=True),
-             Alu(alu_op=ALU_OPS["ADD"], use_imm=True, imm=3, iter_out=1, iter_in=n_vec, dst_factor_in=1,
-                 pop_prev=True, push_next=True),
-             Store(sram_base=0, dram_base=c.addr // cfg.out_vec_bytes, y_size=1, x_size=n_vec, x_stride=n_vec,
-                   pop_prev=True),
-             Finish()]
     A = (np.arange(n_vec * lanes, dtype=np.int32).reshape(n_vec, lanes) - 7) * 37
-    return Program.create(cfg, insns, regions, name=name, inputs={"A": A},
-                          expected={"C": (A + 3).astype(np.int8 if cfg.out_width == 8 else np.int16)})
+    asm = Assembler(cfg, name)
+    a = asm.input("A", A)
+    c = asm.output("C", (n_vec, lanes))
+    asm.load(a, x=n_vec, push_next=True)
+    asm.alu("ADD", imm=3, iter_out=1, iter_in=n_vec, dst_factor_in=1, pop_prev=True, push_next=True)
+    asm.store(c, x=n_vec, pop_prev=True)
+    asm.finish()
+    return asm.program(expected={"C": (A + 3).astype(asm.out_dtype)})
 
 
 def _with_insns(p: Program, insns: list, name: str) -> Program:
@@ -123,11 +118,8 @@ def _set_reg(name: str, value: Any) -> Callable[[Any], Any]:
 
 
 def _field(cfg: HwConfig, mnemonic: str, name: str, value: int) -> Callable[[int], int]:
-    from hw.isa import Isa
-
-    f = Isa(cfg).field(mnemonic, name)
-    mask = ((1 << f.width) - 1) << f.lo
-    return lambda w: (w & ~mask) | ((value << f.lo) & mask)
+    isa = Isa(cfg)
+    return lambda w: set_field(isa, w, mnemonic, name, value)
 
 
 def _config_file(changes: dict[str, Any] | None = None, text: str | None = None,
@@ -325,23 +317,21 @@ def model_entries(cfg: HwConfig) -> list[Entry]:
     cyc[1] = dataclasses.replace(cyc[1], push_prev=True)
     M("deadlock_token_cycle", _with_insns(p, cyc, "x"), csr.ERR_DEADLOCK, 0, ["DEADLOCK"],
       "balanced tokens in a cycle: every unit waits")
-    nofin = patched(p, regs=[(n, 3 if n == "INSN_COUNT" else v) for n, v in p.regs])
-    M("deadlock_no_finish", nofin, csr.ERR_DEADLOCK, 3, ["DEADLOCK"], "INSN_COUNT excludes FINISH")
-    M("insn_count_zero", patched(p, regs=[(n, 0 if n == "INSN_COUNT" else v) for n, v in p.regs]),
-      csr.ERR_INSN_RANGE, 0, ["INSN_RANGE"], "INSN_COUNT = 0")
-    M("insn_addr_hi", patched(p, regs=[(n, 1 if n == "INSN_ADDR_HI" else v) for n, v in p.regs]),
-      csr.ERR_INSN_RANGE, 0, ["INSN_RANGE"], "instructions above 4 GiB")
-    M("insn_window_past_region", patched(p, regs=[(n, 100 if n == "INSN_COUNT" else v) for n, v in p.regs]),
-      csr.ERR_INSN_RANGE, 0, ["INSN_RANGE"], "INSN_COUNT larger than the instruction region")
-    M("insn_addr_in_output", patched(p, regs=[(n, c.addr if n == "INSN_ADDR_LO" else v) for n, v in p.regs]),
-      csr.ERR_INSN_RANGE, 0, ["INSN_RANGE"], "instructions fetched from a write-only region")
+    M("deadlock_no_finish", with_regs(p, INSN_COUNT=3), csr.ERR_DEADLOCK, 3, ["DEADLOCK"],
+      "INSN_COUNT excludes FINISH")
+    M("insn_count_zero", with_regs(p, INSN_COUNT=0), csr.ERR_INSN_RANGE, 0, ["INSN_RANGE"], "INSN_COUNT = 0")
+    M("insn_addr_hi", with_regs(p, INSN_ADDR_HI=1), csr.ERR_INSN_RANGE, 0, ["INSN_RANGE"],
+      "instructions above 4 GiB")
+    M("insn_window_past_region", with_regs(p, INSN_COUNT=100), csr.ERR_INSN_RANGE, 0, ["INSN_RANGE"],
+      "INSN_COUNT larger than the instruction region")
+    M("insn_addr_in_output", with_regs(p, INSN_ADDR_LO=c.addr), csr.ERR_INSN_RANGE, 0, ["INSN_RANGE"],
+      "instructions fetched from a write-only region")
     # Raw bad words: the loader refuses them in a folder, so they reach the models in memory only.
     isa = p.isa
     w = [isa.encode_word(i) for i in ins]
 
     def fld(mn: str, name: str, word: int, v: int) -> int:
-        f = isa.field(mn, name)
-        return (word & ~(((1 << f.width) - 1) << f.lo)) | (v << f.lo)
+        return set_field(isa, word, mn, name, v)
     raw = [("raw_unknown_opcode", 2, (w[2] & ~7) | 5, csr.ERR_BAD_OPCODE),
            ("raw_reserved_bits", 1, w[1] | (1 << 127), csr.ERR_BAD_OPCODE),
            ("raw_unknown_alu_op", 1, fld("ALU", "alu_op", w[1], 15), csr.ERR_BAD_OPCODE),

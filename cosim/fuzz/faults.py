@@ -2,11 +2,10 @@
 
 ``hw.program.Program.load`` decodes ``insn.bin`` strictly, and ``Program.create``
 refuses instructions that do not encode, so a Program carrying a bad instruction word
-cannot be made through the normal API. :class:`PatchedProgram` is a Program whose
-instruction binary has some 128-bit words replaced *after* encoding: the TLM and the
-RTL testbench read the binary from ``dram_image()``, so they see the raw word. (Saved
-with ``save()`` it makes a folder the loader refuses, which is right.) No hw/ API is
-changed for this.
+is a :class:`hw.assembler.PatchedProgram`: its instruction binary has some 128-bit
+words replaced *after* encoding, and the models read the binary from ``dram_image()``,
+so they see the raw word. (Saved with ``save()`` it makes a folder the loader
+refuses, which is right.)
 
 :func:`inject` turns a valid generated Program into one whose *only* fault is at one
 chosen instruction, so the first fault is unambiguous: the reference interpreter, the
@@ -16,41 +15,16 @@ TLM and the RTL must all report the same code and pc.
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass, field
 
 import numpy as np
 
 from hw import csr
-from hw.isa import ALU_OP_BITS, ALU_OPS, BUFFERS, INSN_BYTES, OPCODE_NAMES, Alu, Gemm, Load, Store, unit_of
+from hw.assembler import PatchedProgram, patched, set_field
+from hw.isa import ALU_OP_BITS, ALU_OPS, BUFFERS, OPCODE_NAMES, Alu, Gemm, Load, Store, unit_of
 from hw.isa_semantics import DEP_FLAGS, LEGAL_FLAGS, POP_FLAGS
 from hw.program import Program
 
 FAULT_KINDS = ("dram_range", "sram_range", "bad_opcode", "bad_field", "unsupported", "deadlock", "insn_range")
-
-
-@dataclass
-class PatchedProgram(Program):
-    """A Program whose instruction words at the indices of ``patches`` are replaced by raw 128-bit words."""
-
-    patches: dict[int, int] = field(default_factory=dict)
-
-    @property
-    def insn_bytes(self) -> bytes:
-        b = bytearray(self.isa.encode_stream(self.insns))
-        for k, w in self.patches.items():
-            b[k * INSN_BYTES:(k + 1) * INSN_BYTES] = (w & ((1 << 128) - 1)).to_bytes(INSN_BYTES, "little")
-        return bytes(b)
-
-
-def patched(p: Program, patches: dict[int, int] | None = None, **changes) -> PatchedProgram:
-    """A PatchedProgram copy of ``p`` (``changes`` replace dataclass fields, e.g. insns= or regs=)."""
-    kw = {f.name: getattr(p, f.name) for f in dataclasses.fields(Program)}
-    kw.update(changes)
-    kw["insns"], kw["regs"] = list(kw["insns"]), list(kw["regs"])
-    kw["meta"] = dict(kw["meta"])
-    old = dict(getattr(p, "patches", {}))
-    old.update(patches or {})
-    return PatchedProgram(**kw, patches=old)
 
 
 def _replace(p: Program, k: int, insn) -> PatchedProgram:
@@ -64,9 +38,7 @@ def _word(p: Program, k: int) -> int:
 
 
 def _set_field(p: Program, word: int, mnemonic: str, name: str, value: int) -> int:
-    f = p.isa.field(mnemonic, name)
-    mask = ((1 << f.width) - 1) << f.lo
-    return (word & ~mask) | ((value << f.lo) & mask)
+    return set_field(p.isa, word, mnemonic, name, value)
 
 
 def inject(p: Program, kind: str, rng: np.random.Generator) -> tuple[Program, int] | None:

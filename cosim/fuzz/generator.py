@@ -33,9 +33,10 @@ import numpy as np
 from hw.analysis import balance_problem, finish_problem, happens_before
 from hw.config import HwConfig
 from hw.isa import ALU_OPS, Alu, Finish, Instruction, Load, Store, unit_of
+from hw.assembler import Assembler
 from hw.isa_semantics import QUEUE_BETWEEN, UNITS, acc_footprint, pops_of, pushes_of
 from hw.isa_semantics import QUEUE_ENDS as QUEUES  # queue -> (producer, push flag, consumer, pop flag)
-from hw.program import Program, plan_layout
+from hw.program import Program
 
 INT_MIN, INT_MAX = -(1 << 31), (1 << 31) - 1
 EDGE_INT32 = [0, 1, -1, 2, -2, INT_MIN, INT_MAX, INT_MIN + 1, INT_MAX - 1, 127, 128, -128, -129, 255, 256,
@@ -326,14 +327,6 @@ def _rand_values(r: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
     return a.astype(np.int32)
 
 
-def _finalise(item: Item, regions: dict[str, Any], cfg: HwConfig, acc_depth: int) -> Instruction:
-    f = dict(item.fields)
-    if item.region is not None:
-        vb = cfg.acc_vec_bytes if item.cls is Load else cfg.out_vec_bytes
-        f["dram_base"] += regions[item.region].addr // vb
-    return item.cls(**f)
-
-
 def generate(cfg: HwConfig, seed: int, opts: GenOptions | None = None, name: str | None = None) -> Program:
     """A random valid Program for ``cfg`` with random inputs attached; the same seed gives the same Program."""
     o = opts or GenOptions()
@@ -376,13 +369,13 @@ def generate(cfg: HwConfig, seed: int, opts: GenOptions | None = None, name: str
     out_dt = "int8" if cfg.out_width == 8 else "int16"
     tensors += [(n, "output", (v, cfg.lanes), out_dt) for n, v in sp.outputs.items()]
     order = list(r.permutation(len(tensors)))  # random region order in DRAM
-    regions = plan_layout(cfg, [tensors[i] for i in order], insn_count=len(b.items))
-    by_name = {reg.name: reg for reg in regions}
-    insns = [_finalise(it, by_name, cfg, cfg.acc_depth) for it in b.items]
+    asm = Assembler(cfg, name or f"fuzz-{cfg.name}-{seed}",
+                    meta={"generator": "cosim.fuzz.generator", "seed": seed, "window": [wbase, wsize]})
+    placed = {t[0]: asm.tensor(*t) for t in (tensors[i] for i in order)}
+    for it in b.items:  # a DMA's dram_base is relative to its region until the layout is known
+        asm.add(it.cls(**it.fields), base=placed[it.region] if it.region is not None else None)
     inputs = {n: _rand_values(r, (v, cfg.lanes)) for n, v in sp.inputs.items()}
-    return Program.create(cfg, insns, regions, name=name or f"fuzz-{cfg.name}-{seed}",
-                          meta={"generator": "cosim.fuzz.generator", "seed": seed, "window": [wbase, wsize]},
-                          inputs=inputs)
+    return asm.program(inputs=inputs)
 
 
 def _rand_store_to(r: np.random.Generator, sp: _Space, o: GenOptions, out: str) -> Item:
