@@ -1,7 +1,7 @@
 """What every block bench needs: the config, Verilog parameters and seed it was started with,
 a seeded random generator, and a clock with a reset.
 
-``tests/units/block_bench.py`` passes UNIT_BENCH_CONFIG (the hardware config as JSON),
+``testbench/block_bench.py`` passes UNIT_BENCH_CONFIG (the hardware config as JSON),
 UNIT_BENCH_PARAMS (the block's Verilog parameters) and UNIT_BENCH_SEED.
 """
 

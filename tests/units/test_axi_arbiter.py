@@ -15,7 +15,7 @@ import pytest
 
 from hw.assembler import Assembler
 from hw.config import HwConfig, load_config
-from tests.units.block_bench import run_block_bench
+from testbench.block_bench import run_block_bench
 from tests.units.every_level import Case, case_ids, check_iss, check_rtl, check_tlm, needs_rtl, run_rtl
 from tests.units.programs import narrow, random_vectors, relay
 

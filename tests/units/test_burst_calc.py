@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from hw.config import load_config
-from tests.units.block_bench import run_block_bench
+from testbench.block_bench import run_block_bench
 from tests.units.every_level import needs_rtl
 
 
