@@ -13,12 +13,13 @@ from typing import Any, Callable
 import numpy as np
 
 from hw import csr
+from hw.isa_semantics import dram_span, sram_last_index
 from sim.tlm.acc_buffer import AccBuffer
 from sim.tlm.axi_arbiter import AxiArbiter, DmaJob
 from sim.tlm.burst_calc import row_burst_beats
 from sim.tlm.dram import Dram
 from sim.tlm.insn_queue import InsnQueue
-from sim.tlm.region_check import RegionCheck, tile_span
+from sim.tlm.region_check import RegionCheck
 from sim.tlm.scheduler import Scheduler
 from sim.tlm.timing import Timing
 from sim.tlm.token_queue import TokenQueue
@@ -41,15 +42,11 @@ class LoadUnit(UnitShell):
         self.acc = acc
 
     def check(self, i: Any) -> tuple[int, str] | None:
-        vb = self.T.acc_vec_bytes
-        if i.y_size * i.x_size > 0:
-            lo, hi = tile_span(i.dram_base, i.y_size, i.x_size, i.x_stride, vb)
-            if not self.regions.ok(lo, hi, csr.ATTR_READ):
-                return csr.ERR_DRAM_RANGE, f"LOAD reads DRAM [0x{lo:x}, 0x{hi:x}), not inside one readable region"
-        n = (i.y_pad_0 + i.y_size + i.y_pad_1) * (i.x_pad_0 + i.x_size + i.x_pad_1)
-        if n > 0:
-            return self.acc.range_error(i.sram_base + n - 1, "LOAD")
-        return None
+        span = dram_span(i, self.T)
+        if span is not None and not self.regions.ok(*span, csr.ATTR_READ):
+            return csr.ERR_DRAM_RANGE, f"LOAD reads DRAM [0x{span[0]:x}, 0x{span[1]:x}), not inside one readable region"
+        last = sram_last_index(i)
+        return None if last is None else self.acc.range_error(last, "LOAD")
 
     def begin(self, t: int) -> None:
         i, T = self.insn, self.T

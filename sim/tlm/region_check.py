@@ -3,7 +3,7 @@ whose ATTR allows the access?
 
 The windows are the ``REGIONn_BASE/SIZE/ATTR`` registers (``sim/tlm/csr_block.py`` reads
 them at START); a window of size 0 is unused. LOAD and STORE check the bytes their 2-D
-transfer touches (:func:`tile_span`) before they move anything; FETCH checks the
+transfer touches (``hw.isa_semantics.dram_span``) before they move anything; FETCH checks the
 instruction window at START.
 """
 
@@ -36,10 +36,3 @@ class RegionCheck:
         if lo < 0 or hi > self.dram_bytes:
             return False
         return any(r.size and (r.attr & attr) == attr and r.contains(lo, hi) for r in self.windows)
-
-
-def tile_span(dram_base: int, y: int, x: int, stride: int, vb: int) -> tuple[int, int]:
-    """Bytes [lo, hi) a 2-D transfer of ``y`` rows of ``x`` vectors of ``vb`` bytes touches
-    (the contract's formula, docs/microarch.md "Data semantics")."""
-    lo = dram_base * vb
-    return lo, lo + ((y - 1) * stride + x) * vb

@@ -14,12 +14,13 @@ from typing import Any, Callable
 import numpy as np
 
 from hw import csr
+from hw.isa_semantics import dram_span, sram_last_index
 from sim.tlm.acc_buffer import AccBuffer
 from sim.tlm.axi_arbiter import AxiArbiter, DmaJob
 from sim.tlm.burst_calc import row_burst_beats
 from sim.tlm.dram import Dram
 from sim.tlm.insn_queue import InsnQueue
-from sim.tlm.region_check import RegionCheck, tile_span
+from sim.tlm.region_check import RegionCheck
 from sim.tlm.scheduler import Scheduler
 from sim.tlm.timing import Timing
 from sim.tlm.token_queue import TokenQueue
@@ -42,13 +43,12 @@ class StoreUnit(UnitShell):
         self.acc = acc
 
     def check(self, i: Any) -> tuple[int, str] | None:
-        n = i.y_size * i.x_size
-        if n > 0:
-            lo, hi = tile_span(i.dram_base, i.y_size, i.x_size, i.x_stride, self.T.out_vec_bytes)
-            if not self.regions.ok(lo, hi, csr.ATTR_WRITE):
-                return csr.ERR_DRAM_RANGE, f"STORE writes DRAM [0x{lo:x}, 0x{hi:x}), not inside one writable region"
-            return self.acc.range_error(i.sram_base + n - 1, "STORE")
-        return None
+        span = dram_span(i, self.T)
+        if span is None:
+            return None
+        if not self.regions.ok(*span, csr.ATTR_WRITE):
+            return csr.ERR_DRAM_RANGE, f"STORE writes DRAM [0x{span[0]:x}, 0x{span[1]:x}), not inside one writable region"
+        return self.acc.range_error(sram_last_index(i), "STORE")
 
     def begin(self, t: int) -> None:
         i, T, dram = self.insn, self.T, self.dram

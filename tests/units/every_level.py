@@ -16,7 +16,7 @@ test suite:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Any, Sequence
 
 import pytest
 
@@ -124,3 +124,28 @@ def check_rtl(cases: Sequence[Case], rtl: Sequence[RunResult], cycle_exact: bool
         if diff or set(r.counters) != set(COUNTERS):
             bad.append(f"{c.name}: counters differ (TLM, RTL): {diff}")
     assert not bad, f"{len(bad)} problem(s):\n" + "\n".join(bad)
+
+
+def level_tests(cases: Sequence[Case], cfg: HwConfig) -> tuple[Any, Any, Any, Any]:
+    """The four module-level items every unit file binds, for ``cases`` on ``cfg``:
+    ``test_iss, test_tlm, rtl_results, test_rtl_matches_tlm = level_tests(CASES, CFG)``
+    (the ISS and TLM one case at a time; the RTL all cases in one simulator process, as a
+    module-scoped fixture that other RTL tests of the file may use too)."""
+
+    @pytest.mark.parametrize("case", cases, ids=case_ids(cases))
+    def test_iss(case: Case) -> None:
+        check_iss(case)
+
+    @pytest.mark.parametrize("case", cases, ids=case_ids(cases))
+    def test_tlm(case: Case) -> None:
+        check_tlm(case)
+
+    @pytest.fixture(scope="module")
+    def rtl_results() -> list[RunResult]:
+        return run_rtl(cases, cfg)
+
+    @needs_rtl
+    def test_rtl_matches_tlm(rtl_results: list[RunResult]) -> None:
+        check_rtl(cases, rtl_results)
+
+    return test_iss, test_tlm, rtl_results, test_rtl_matches_tlm

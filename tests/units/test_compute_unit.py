@@ -13,12 +13,11 @@ from __future__ import annotations
 from typing import Callable
 
 import numpy as np
-import pytest
 
 from hw.assembler import Assembler
 from hw.config import HwConfig, load_config
 from cosim.bench.suite import alu_loop
-from tests.units.every_level import Case, case_ids, check_iss, check_rtl, check_tlm, needs_rtl, run_rtl
+from tests.units.every_level import Case, level_tests
 from tests.units.programs import alu_ops, alu_reference, narrow, random_vectors, relay
 
 
@@ -152,23 +151,4 @@ def cases(cfg: HwConfig) -> list[Case]:
 
 CFG = load_config("default")
 CASES = cases(CFG)
-
-
-@pytest.mark.parametrize("case", CASES, ids=case_ids(CASES))
-def test_iss(case):
-    check_iss(case)
-
-
-@pytest.mark.parametrize("case", CASES, ids=case_ids(CASES))
-def test_tlm(case):
-    check_tlm(case)
-
-
-@pytest.fixture(scope="module")
-def rtl_results():
-    return run_rtl(CASES, CFG)
-
-
-@needs_rtl
-def test_rtl_matches_tlm(rtl_results):
-    check_rtl(CASES, rtl_results)
+test_iss, test_tlm, rtl_results, test_rtl_matches_tlm = level_tests(CASES, CFG)

@@ -11,11 +11,10 @@ counter and STATUS read zero after it, and the next run's cycles are unchanged.
 from __future__ import annotations
 
 import numpy as np
-import pytest
 
 from hw.assembler import Assembler, with_regs
 from hw.config import HwConfig, load_config
-from tests.units.every_level import Case, case_ids, check_iss, check_rtl, check_tlm, needs_rtl, problems, run_rtl
+from tests.units.every_level import Case, level_tests, needs_rtl, problems, run_rtl
 from tests.units.programs import narrow, random_vectors, relay
 
 
@@ -98,26 +97,7 @@ def cases(cfg: HwConfig) -> list[Case]:
 
 CFG = load_config("default")
 CASES = cases(CFG)
-
-
-@pytest.mark.parametrize("case", CASES, ids=case_ids(CASES))
-def test_iss(case):
-    check_iss(case)
-
-
-@pytest.mark.parametrize("case", CASES, ids=case_ids(CASES))
-def test_tlm(case):
-    check_tlm(case)
-
-
-@pytest.fixture(scope="module")
-def rtl_results():
-    return run_rtl(CASES, CFG)
-
-
-@needs_rtl
-def test_rtl_matches_tlm(rtl_results):
-    check_rtl(CASES, rtl_results)
+test_iss, test_tlm, rtl_results, test_rtl_matches_tlm = level_tests(CASES, CFG)
 
 
 @needs_rtl
