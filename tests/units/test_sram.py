@@ -1,0 +1,42 @@
+"""hw/rtl/sram.v on its own: latency, hold, read-during-write and random traffic (cocotb).
+
+Runs testbench/units/test_sram.py with sram as the toplevel, on Verilator and (when
+installed) Icarus, whose 4-state values show the undefined read-during-write as X.
+Every parameter set builds once into build/rtl/sram-*.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from hw.toolchain import icarus_available
+from testbench.rtl_model import build_lock, build_root, cocotb_runner, rtl_dir, simulator_sys_path
+
+PARAMS = [
+    {"WIDTH": 64, "DEPTH": 16, "ADDR_BITS": 4},  # a power-of-two depth
+    {"WIDTH": 40, "DEPTH": 5, "ADDR_BITS": 3},  # a depth below 2**ADDR_BITS, an odd width
+]
+SIMS = ["verilator", pytest.param("icarus", marks=pytest.mark.skipif(not icarus_available(),
+                                                                     reason="Icarus Verilog is not installed"))]
+
+
+@pytest.mark.parametrize("sim", SIMS)
+@pytest.mark.parametrize("prm", PARAMS, ids=lambda p: f"w{p['WIDTH']}-d{p['DEPTH']}")
+def test_sram(prm: dict, sim: str) -> None:
+    tag = "-".join(str(v) for v in prm.values())
+    bdir = build_root() / "rtl" / f"sram-{tag}-{sim}"
+    runner = cocotb_runner(sim)
+    with build_lock(bdir.parent / f"{bdir.name}.lock"):
+        runner.build(sources=[str(rtl_dir() / "sram.v")], hdl_toplevel="sram", build_dir=str(bdir),
+                     parameters=prm, timescale=("1ns", "1ps"), log_file=str(bdir.parent / f"{bdir.name}.log"))
+    env = {"SRAM_TEST_PARAMS": json.dumps({**prm, "SIM": sim, "SEED": 7, "CYCLES": 2000})}
+    with simulator_sys_path():
+        runner.test(hdl_toplevel="sram", hdl_toplevel_lang="verilog", test_module="testbench.units.test_sram",
+                    build_dir=str(bdir), test_dir=str(bdir), extra_env=env, results_xml=str(bdir / "results.xml"),
+                    timescale=("1ns", "1ps"), log_file=str(bdir / "sim.log"))
+    from cocotb_tools.runner import get_results
+
+    total, failed = get_results(bdir / "results.xml")
+    assert total == 1 and failed == 0, (bdir / "sim.log").read_text()[-4000:]
