@@ -16,7 +16,7 @@ import pytest
 
 from cosim.cli import main as cosim_main
 from hw.introspect.parse import RTL_DIR
-from hw.synth import DEFAULT_TIMEOUT, SynthError, SynthTimeout, synthesize, synthesize_files
+from hw.synth import DEFAULT_TIMEOUT, SynthError, SynthTimeout, fmax_ecp5, synthesize, synthesize_files
 
 FULL = os.environ.get("COSIM_SYNTH", "") == "full"
 SRAM = RTL_DIR / "sram.v"
@@ -141,3 +141,24 @@ def test_small_design_synthesizes_in_bounded_time(capsys: pytest.CaptureFixture)
 def test_small_design_on_ecp5() -> None:
     rep = synthesize("small", "ecp5")
     assert rep.total.latches == 0 and rep.total.luts > 0 and rep.total.multipliers > 0
+
+
+def test_fmax_is_absent_when_it_does_not_finish() -> None:
+    est = fmax_ecp5("small", timeout=0.01)
+    assert est.mhz is None and est.status.startswith("absent: yosys did not finish synthesizing small"), est
+
+
+COUNTER = """
+module counter (input clk, input rst, output reg [31:0] q);
+  always @(posedge clk) q <= rst ? 32'd0 : q + 32'd1;
+endmodule
+"""
+
+
+@pytest.mark.skipif(not FULL, reason="compiles nextpnr's WebAssembly on first use; run with COSIM_SYNTH=full")
+def test_fmax_of_a_counter(tmp_path: Path) -> None:
+    (tmp_path / "counter.v").write_text(COUNTER)
+    (tmp_path / "sources.txt").write_text("counter.v\n")
+    est = fmax_ecp5("small", rtl_dir=tmp_path, top="counter", timeout=300, device="25k")
+    assert est.status == "ok" and est.mhz is not None and 50 < est.mhz < 1000, est
+    assert est.utilization["TRELLIS_FF"]["used"] == 32
