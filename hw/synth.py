@@ -14,8 +14,8 @@ Targets and scripts (docs/synthesis.md has the measurements behind them):
   alumacc, share, ``memory -nomap``), then its fine steps by hand: memory arrays whose
   read ports are ALL clocked stay ``$mem_v2`` cells (what an SRAM macro or block RAM
   would be), the others become flip-flops (``memory_map``); gates by a light ABC
-  script (``strash; dc2; map``) instead of yosys 0.70's default ABC script, which
-  does not finish on wide arithmetic (yosys issue 5782).
+  script (``strash; map``) instead of yosys 0.70's default ABC script, which does
+  not finish on wide arithmetic (yosys issue 5782).
 * ``ecp5``: ``synth_ecp5`` with its ``map_luts`` step (``abc9``) replaced by
   ``abc -lut 4`` with a light script; block RAMs are DP16KD/PDPW16KD.
 * ``xilinx``: ``synth_xilinx`` (7-series) with the same replacement of ``abc9``
@@ -49,8 +49,9 @@ DEFAULT_TIMEOUT = 120.0  # seconds; every shipped config synthesizes well within
 # this project's machines) and caches it; that one-off cost is kept out of the timeout.
 WARMUP_TIMEOUT = 900.0
 
-# Light ABC scripts (yosys passes them to ABC between its own read and write commands).
 NETLIST = "netlist.json"  # written by a run that keeps its folder
+
+# Light ABC scripts (yosys passes them to ABC between its own read and write commands).
 ABC_GATES = "strash; map"
 ABC_LUTS = "strash; dc2; if"
 
