@@ -2,7 +2,7 @@
 traffic (cocotb benches testbench/units/test_sram.py and test_sram_tdp.py).
 
 Run on Verilator and (when installed) Icarus, whose 4-state values show the undefined
-read-during-write results as X. Every parameter set builds once into build/rtl/<module>-*.
+read-during-write results as X. Every parameter set builds once into build/rtl/units/<module>-*.
 """
 
 from __future__ import annotations
@@ -12,7 +12,8 @@ import json
 import pytest
 
 from hw.toolchain import icarus_available
-from testbench.rtl_model import build_lock, build_root, cocotb_runner, rtl_dir, simulator_sys_path
+from testbench.block_bench import run_module_bench
+from testbench.rtl_model import rtl_dir
 
 PARAMS = [
     {"WIDTH": 64, "DEPTH": 16, "ADDR_BITS": 4},  # a power-of-two depth
@@ -26,21 +27,9 @@ CASES = [pytest.param(PARAMS[1], "verilator", id="w40-d5-verilator")] + \
 
 def run_bench(module: str, prm: dict, sim: str) -> None:
     """Build ``hw/rtl/<module>.v`` with ``prm`` and run ``testbench.units.test_<module>``."""
-    tag = "-".join(str(v) for v in prm.values())
-    bdir = build_root() / "rtl" / f"{module}-{tag}-{sim}"
-    runner = cocotb_runner(sim)
-    with build_lock(bdir.parent / f"{bdir.name}.lock"):
-        runner.build(sources=[str(rtl_dir() / f"{module}.v")], hdl_toplevel=module, build_dir=str(bdir),
-                     parameters=prm, timescale=("1ns", "1ps"), log_file=str(bdir.parent / f"{bdir.name}.log"))
     env = {"SRAM_TEST_PARAMS": json.dumps({**prm, "SIM": sim, "SEED": 7, "CYCLES": 2000})}
-    with simulator_sys_path():
-        runner.test(hdl_toplevel=module, hdl_toplevel_lang="verilog", test_module=f"testbench.units.test_{module}",
-                    build_dir=str(bdir), test_dir=str(bdir), extra_env=env, results_xml=str(bdir / "results.xml"),
-                    timescale=("1ns", "1ps"), log_file=str(bdir / "sim.log"))
-    from cocotb_tools.runner import get_results
-
-    total, failed = get_results(bdir / "results.xml")
-    assert total == 1 and failed == 0, (bdir / "sim.log").read_text()[-4000:]
+    run_module_bench(rtl_dir() / f"{module}.v", module, f"testbench.units.test_{module}",
+                     f"{module}-" + "-".join(str(v) for v in prm.values()), parameters=prm, env=env, sim=sim)
 
 
 @pytest.mark.parametrize("prm,sim", CASES)
