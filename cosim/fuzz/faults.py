@@ -115,7 +115,7 @@ def inject(p: Program, kind: str, rng: np.random.Generator) -> tuple[Program, in
     if kind == "unsupported":
         k = int(rng.integers(0, len(insns) - 1))
         old = insns[k]
-        flags = {f: getattr(old, f) for f in ("pop_prev", "pop_next", "push_prev", "push_next")}
+        flags = {f: getattr(old, f) for f in DEP_FLAGS}
         if isinstance(old, Load):
             new = dataclasses.replace(old, buf=int(rng.choice([BUFFERS["INP"], BUFFERS["WGT"]])))
         elif isinstance(old, Store):

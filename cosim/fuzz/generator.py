@@ -30,11 +30,11 @@ from typing import Any
 
 import numpy as np
 
-from hw.analysis import balance_problem, finish_problem, happens_before
+from hw.analysis import balance_problem, finish_problem, happens_before, program_order_problem
 from hw.config import HwConfig
 from hw.isa import ALU_OPS, Alu, Finish, Instruction, Load, Store, unit_of
 from hw.assembler import Assembler
-from hw.isa_semantics import QUEUE_BETWEEN, UNITS, acc_footprint, pops_of, pushes_of
+from hw.isa_semantics import QUEUE_BETWEEN, TOKEN_QUEUES, UNITS, acc_footprint
 from hw.isa_semantics import QUEUE_ENDS as QUEUES  # queue -> (producer, push flag, consumer, pop flag)
 from hw.program import Program
 
@@ -212,9 +212,11 @@ class _Builder:
     def finish(self) -> None:
         """Drain every token queue (balanced program), then FINISH (sometimes popping the last tokens)."""
         fin_pops: set[str] = set()
-        for q in ("c2l", "c2s", "l2c", "s2c"):
+        fin_unit = unit_of(Finish)  # FINISH travels through compute's queue: it may pop compute's tokens
+        # The queues FINISH's unit pushes first (drained by the other units' no-ops), then those it pops.
+        for q in sorted(TOKEN_QUEUES, key=lambda q: QUEUES[q][0] != fin_unit):
             consumer = QUEUES[q][2]
-            keep = 1 if consumer == "compute" and self.rng.random() < 0.5 else 0
+            keep = 1 if consumer == fin_unit and self.rng.random() < 0.5 else 0
             while self.outstanding(q) > keep:
                 self.append(self.noop(consumer), {q})
             if self.outstanding(q):
@@ -390,23 +392,6 @@ def _with_footprint(it: Item, cfg: HwConfig) -> Item:
 
 
 # ---- validity checker (independent of the builder's incremental bookkeeping) ---------------------
-def _program_order_tokens(insns: list[Instruction], depth: int) -> tuple[int, str] | None:
-    """The first instruction breaking the program-order token rule (every pop matches an earlier push,
-    no queue ever holds more than ``depth`` tokens), with what it breaks; None when none does."""
-    pushed = dict.fromkeys(QUEUES, 0)
-    popped = dict.fromkeys(QUEUES, 0)
-    for k, i in enumerate(insns):
-        for q in pops_of(i):
-            if popped[q] >= pushed[q]:
-                return k, f"instruction {k}: pops {q} with no earlier unmatched push"
-            popped[q] += 1
-        for q in pushes_of(i):
-            pushed[q] += 1
-            if pushed[q] - popped[q] > depth:
-                return k, f"instruction {k}: {q} would hold more than {depth} tokens"
-    return None
-
-
 def check_program(insns: list[Instruction], cfg: HwConfig, require_init: bool = True) -> str | None:
     """None when ``insns`` is token-balanced, deadlock-free by the program-order rule, race-free and
     (with ``require_init``) reads no accumulator entry before it is written; else one line saying
@@ -419,7 +404,7 @@ def check_program(insns: list[Instruction], cfg: HwConfig, require_init: bool = 
             if loose:
                 return f"instruction {k}: reads acc[{min(loose)}] before anything writes it"
             written |= writes
-    bad = _program_order_tokens(insns, cfg.token_queue_depth)
+    bad = program_order_problem(insns, cfg.token_queue_depth)
     upto = len(insns) if bad is None else bad[0]
     order = happens_before(insns[:upto])  # acyclic: every pop before ``upto`` follows its push
     for k in range(upto):  # every earlier conflicting instruction of another unit must be ordered before k
