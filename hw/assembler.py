@@ -119,10 +119,8 @@ def with_insns(p: Program, insns: list[Instruction], name: str | None = None,
 
 def set_field(isa: Isa, word: int, mnemonic: str, name: str, value: int) -> int:
     """``word`` with field ``name`` of class ``mnemonic`` set to ``value`` (cut to the field's
-    width): how a malformed word is made from a valid one."""
-    f = isa.field(mnemonic, name)
-    mask = ((1 << f.width) - 1) << f.lo
-    return (word & ~mask) | ((value << f.lo) & mask)
+    width): how a malformed word is made from a valid one (:meth:`hw.isa.Isa.set_field`)."""
+    return isa.set_field(word, mnemonic, name, value)
 
 
 WordPatch = Union[int, Callable[[int], int]]

@@ -59,7 +59,7 @@ import numpy as np
 
 from hw import csr
 from hw.isa import (ALU_OP_NAMES, ALU_OPS, BUFFER_NAMES, BUFFERS, INSN_BITS, OPCODE_NAMES, QUEUE_OF_OPCODE,
-                    Instruction, Isa, unit_of)
+                    Instruction, Isa, opcode_of, unit_of)
 
 __all__ = [
     "UNITS", "DEP_FLAGS", "POP_FLAGS", "PUSH_FLAGS", "TOKEN_QUEUES", "QUEUE_ENDS", "TOKEN_ROUTES",
@@ -335,9 +335,9 @@ def classify_word(isa: Isa, word: int) -> tuple[Instruction | None, int, str]:
     Order (first match wins): unknown opcode -> BAD_OPCODE (insn None); non-zero reserved bits
     -> BAD_OPCODE (insn None); then :func:`dispatch_fault` on the decoded fields.
     """
-    name = OPCODE_NAMES.get(word & 0x7)
+    name = OPCODE_NAMES.get(opcode_of(word))
     if name is None:
-        return None, csr.ERR_BAD_OPCODE, f"unknown opcode {word & 0x7} (word 0x{word:032x})"
+        return None, csr.ERR_BAD_OPCODE, f"unknown opcode {opcode_of(word)} (word 0x{word:032x})"
     used = isa.used_bits(name)
     if word >> used:
         return None, csr.ERR_BAD_OPCODE, (f"{name} has non-zero reserved bits [{INSN_BITS - 1}:{used}] "

@@ -30,7 +30,7 @@ import numpy as np
 from hw import csr
 from hw.config import HwConfig, load_config
 from hw.assembler import Assembler, patched, set_field, with_insns, with_regs
-from hw.isa import BUFFERS, Gemm, Isa
+from hw.isa import BUFFERS, Gemm, Isa, with_opcode
 from hw.program import Program
 
 
@@ -151,7 +151,7 @@ def entries() -> list[Entry]:
     L("insn_empty", ["insn.bin", "0 bytes"], _saved(p, lambda d: (d / "insn.bin").write_bytes(b"")),
       "empty instruction binary")
     L("insn_unknown_opcode", ["insn.bin", "instruction 1", "unknown opcode 6"],
-      _saved(p, _patch_word(1, lambda w: (w & ~7) | 6)), "opcode 6 does not exist")
+      _saved(p, _patch_word(1, lambda w: with_opcode(w, 6))), "opcode 6 does not exist")
     L("insn_reserved_bits", ["insn.bin", "instruction 0", "non-zero reserved bits"],
       _saved(p, _patch_word(0, lambda w: w | (1 << 127))), "bit 127 of a LOAD set")
     L("insn_corrupted_high_bytes", ["insn.bin", "instruction 2", "reserved bits"],
@@ -327,7 +327,7 @@ def model_entries(cfg: HwConfig) -> list[Entry]:
 
     def fld(mn: str, name: str, word: int, v: int) -> int:
         return set_field(isa, word, mn, name, v)
-    raw = [("raw_unknown_opcode", 2, (w[2] & ~7) | 5, csr.ERR_BAD_OPCODE),
+    raw = [("raw_unknown_opcode", 2, with_opcode(w[2], 5), csr.ERR_BAD_OPCODE),
            ("raw_reserved_bits", 1, w[1] | (1 << 127), csr.ERR_BAD_OPCODE),
            ("raw_unknown_alu_op", 1, fld("ALU", "alu_op", w[1], 15), csr.ERR_BAD_OPCODE),
            ("raw_unknown_buffer", 0, fld("LOAD", "buf", w[0], 3), csr.ERR_BAD_OPCODE),

@@ -20,7 +20,8 @@ import numpy as np
 
 from hw import csr
 from hw.assembler import PatchedProgram, patched, set_field
-from hw.isa import ALU_OP_BITS, ALU_OPS, BUFFERS, OPCODE_NAMES, Alu, Gemm, Load, Store, unit_of
+from hw.isa import (ALU_OP_BITS, ALU_OPS, BUFFERS, OPCODE_BITS, OPCODE_NAMES, Alu, Gemm, Load, Store, unit_of,
+                    with_opcode)
 from hw.isa_semantics import DEP_FLAGS, LEGAL_FLAGS, POP_FLAGS
 from hw.program import Program
 
@@ -89,7 +90,7 @@ def inject(p: Program, kind: str, rng: np.random.Generator) -> tuple[Program, in
         name = insns[k].MNEMONIC
         mode = int(rng.integers(0, 3))
         if mode == 0:
-            w = (w & ~7) | int(rng.choice([c for c in range(8) if c not in OPCODE_NAMES]))
+            w = with_opcode(w, int(rng.choice([c for c in range(1 << OPCODE_BITS) if c not in OPCODE_NAMES])))
         elif mode == 1 and p.isa.used_bits(name) < 128:
             w |= 1 << int(rng.integers(p.isa.used_bits(name), 128))
         elif name == "ALU":
@@ -97,7 +98,7 @@ def inject(p: Program, kind: str, rng: np.random.Generator) -> tuple[Program, in
         elif name in ("LOAD", "STORE"):
             w = _set_field(p, w, name, "buf", 3)
         else:
-            w = (w & ~7) | 7
+            w = with_opcode(w, 7)
         return patched(p, {k: w}), csr.ERR_BAD_OPCODE
     if kind == "bad_field":
         k = pick(idx(lambda i: isinstance(i, (Load, Store))))
