@@ -38,6 +38,7 @@ from compiler import dsl as S
 from compiler.kernel import Kernel
 from compiler.tensor import AccView, Tensor
 from hw.alu_numpy import alu_op as alu_lanes
+from hw.isa_semantics import wrap32
 
 IMM_MIN, IMM_MAX = -(1 << 15), (1 << 15) - 1
 BINARY_OPS = ("add", "sub", "mul", "min", "max")
@@ -45,7 +46,8 @@ IMM_OPS = ("add", "sub", "mul", "min", "max", "shr", "clip", "mov")
 
 
 def _wrap32(v: int) -> int:
-    return (int(v) + (1 << 31)) % (1 << 32) - (1 << 31)
+    """A Python or numpy integer wrapped to 32 bits, as the ALU wraps (:func:`hw.isa_semantics.wrap32`)."""
+    return wrap32(int(v))
 
 
 def _fits_imm(v: int) -> bool:

@@ -22,7 +22,7 @@ from hw import csr
 from hw.assembler import PatchedProgram, patched, set_field
 from hw.isa import (ALU_OP_BITS, ALU_OPS, BUFFERS, OPCODE_BITS, OPCODE_NAMES, Alu, Gemm, Load, Store, unit_of,
                     with_opcode)
-from hw.isa_semantics import DEP_FLAGS, LEGAL_FLAGS, POP_FLAGS
+from hw.isa_semantics import DEP_FLAGS, LEGAL_FLAGS, POP_FLAGS, affine_last
 from hw.program import Program
 
 FAULT_KINDS = ("dram_range", "sram_range", "bad_opcode", "bad_field", "unsupported", "deadlock", "insn_range")
@@ -73,7 +73,7 @@ def inject(p: Program, kind: str, rng: np.random.Generator) -> tuple[Program, in
             return None
         i = insns[k]
         if rng.random() < 0.5 or i.use_imm:  # the destination runs one entry past the buffer
-            span = (i.iter_out - 1) * i.dst_factor_out + (i.iter_in - 1) * i.dst_factor_in
+            span = affine_last(0, i.iter_out, i.iter_in, i.dst_factor_out, i.dst_factor_in)
             if span >= depth:
                 return None
             new = dataclasses.replace(i, dst_base=depth - span)

@@ -34,11 +34,11 @@ from hw.analysis import balance_problem, finish_problem, happens_before, program
 from hw.config import HwConfig
 from hw.isa import ALU_OPS, Alu, Finish, Instruction, Load, Store, unit_of
 from hw.assembler import Assembler
-from hw.isa_semantics import QUEUE_BETWEEN, TOKEN_QUEUES, UNITS, acc_footprint
+from hw.isa_semantics import INT32_MAX, INT32_MIN, QUEUE_BETWEEN, TOKEN_QUEUES, UNITS, acc_footprint, affine_last
 from hw.isa_semantics import QUEUE_ENDS as QUEUES  # queue -> (producer, push flag, consumer, pop flag)
 from hw.program import Program
 
-INT_MIN, INT_MAX = -(1 << 31), (1 << 31) - 1
+INT_MIN, INT_MAX = INT32_MIN, INT32_MAX
 EDGE_INT32 = [0, 1, -1, 2, -2, INT_MIN, INT_MAX, INT_MIN + 1, INT_MAX - 1, 127, 128, -128, -129, 255, 256,
               32767, -32768, 65535, 65536, 31, 32, 33, -31, -32, -33, 0x55555555, -0x55555556]
 EDGE_IMM = [0, 1, -1, 2, -2, -32768, 32767, -32767, 31, 32, 33, 63, -31, -32, -33, -63, 127, -128, 255, 16, -16]
@@ -294,7 +294,7 @@ def _affine(r: np.random.Generator, io: int, ii: int, sp: _Space) -> tuple[int, 
     left = room - (ii - 1) * fi
     fo = int(r.choice([0, ii * fi, int(r.integers(0, left // max(io - 1, 1) + 1))])) if io > 1 else int(r.integers(0, 4))
     fo = min(fo, left // max(io - 1, 1))
-    span = (io - 1) * fo + (ii - 1) * fi
+    span = affine_last(0, io, ii, fo, fi)
     return sp.wbase + int(r.integers(0, sp.wsize - span)), fo, fi
 
 
@@ -308,7 +308,7 @@ def _rand_alu(r: np.random.Generator, sp: _Space, o: GenOptions) -> Item:
     if not use_imm and r.random() < 0.2:  # overlapping src/dst: a write must be seen by later reads
         sfo, sfi = dfo, dfi
         shift = int(r.integers(-2, 3))
-        span = (io - 1) * dfo + (ii - 1) * dfi
+        span = affine_last(0, io, ii, dfo, dfi)
         sb = min(max(db + shift, sp.wbase), sp.wbase + sp.wsize - 1 - span)
     imm = int(r.choice(EDGE_IMM)) if r.random() < 0.6 else int(r.integers(-32768, 32768))
     return Item(Alu, dict(alu_op=op, use_imm=use_imm, iter_out=io, iter_in=ii, dst_base=db, src_base=sb,
