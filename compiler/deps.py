@@ -38,10 +38,12 @@ from compiler.trace import Trace, Traced
 from compiler.verify import happens_before
 from hw.config import HwConfig
 from hw.isa import Instruction
-from hw.isa_semantics import DEP_FLAGS, QUEUE_ENDS, UNITS
+from hw.isa_semantics import DEP_FLAGS, QUEUE_ENDS, QUEUE_OF_OPCODE, UNITS
 
 L, C, S = (UNITS.index(u) for u in ("load", "compute", "store"))
-UNIT_OF_OP = {"LoadOp": L, "StoreOp": S, "AluOp": C}
+# each operation record's unit: that of the instruction it lowers to
+UNIT_OF_OP = {op: UNITS.index(QUEUE_OF_OPCODE[mnemonic])
+              for op, mnemonic in (("LoadOp", "LOAD"), ("StoreOp", "STORE"), ("AluOp", "ALU"))}
 # (from unit, to unit) -> (queue, push flag on the first, pop flag on the second)
 LINKS = {(UNITS.index(p), UNITS.index(c)): (q, pf, cf) for q, (p, pf, c, cf) in QUEUE_ENDS.items()}
 FLAGS = DEP_FLAGS

@@ -19,6 +19,7 @@ from compiler.ir import AluOp, LoadOp, StoreOp, SyncOp
 from compiler.tensor import AccView, Tensor
 from hw.alu_numpy import run_alu_loop
 from hw.isa import ALU_ITER_BITS, IMM_BITS, PAD_BITS, SIZE_BITS
+from hw.isa_semantics import affine_last
 
 _SIZE_MAX = (1 << SIZE_BITS) - 1
 _PAD_MAX = (1 << PAD_BITS) - 1
@@ -243,9 +244,9 @@ def _alu_interface(opname: str) -> Callable[..., AluOp]:
             raise ArgError(f"src must be an accumulator view or an integer immediate, got {type(src).__name__}",
                            "src")
         if io * ii:
-            _check_sram(ctx, dst, dst.base, dst.base + (io - 1) * dfo + (ii - 1) * dfi, "dst")
+            _check_sram(ctx, dst, dst.base, affine_last(dst.base, io, ii, dfo, dfi), "dst")
             if imm is None:
-                _check_sram(ctx, src, sbase, sbase + (io - 1) * sfo + (ii - 1) * sfi, "src")  # type: ignore[arg-type]
+                _check_sram(ctx, src, sbase, affine_last(sbase, io, ii, sfo, sfi), "src")  # type: ignore[arg-type]
         return AluOp(opname, dst.base, sbase, io, ii, dfo, dfi, sfo, sfi, imm)
     interface.__name__ = opname.lower()
     interface.__doc__ = (f"ALU {opname}: for i < iters[0], j < iters[1]: acc[d] = {opname}(acc[d], s) with "

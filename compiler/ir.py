@@ -9,12 +9,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Union
 
-import numpy as np
-
 from compiler.tensor import Tensor
+from hw.isa_semantics import AccIndex, Accesses, alu_access, load_access, padded_tile_shape, store_access
 
 # An accumulator index set: a contiguous slice or an index array.
-Index = Union[slice, np.ndarray]
+Index = AccIndex
 
 
 @dataclass(slots=True)  # not frozen: frozen __init__ is slow on the golden path's hot loop
@@ -31,8 +30,8 @@ class LoadOp:
 
     @property
     def sram_vectors(self) -> int:
-        y0, y1, x0, x1 = self.pad
-        return (y0 + self.rows + y1) * (x0 + self.cols + x1)
+        rows, cols = padded_tile_shape(self.rows, self.cols, *self.pad)
+        return rows * cols
 
 
 @dataclass(slots=True)  # not frozen: frozen __init__ is slow on the golden path's hot loop
@@ -78,41 +77,19 @@ def op_name(op: "Op") -> str:
     return type(op).__name__[:-2].lower()
 
 
-def contiguous(io: int, ii: int, fo: int, fi: int) -> bool:
-    """True when ``i*fo + j*fi`` in loop order is 0, 1, 2, ... (a plain run of vectors)."""
-    if io * ii <= 1:
-        return True
-    if ii == 1:
-        return fo == 1
-    if io == 1:
-        return fi == 1
-    return fi == 1 and fo == ii
-
-
 def broadcast(io: int, ii: int, fo: int, fi: int) -> bool:
     """True when every iteration uses the same vector."""
     return (io == 1 or fo == 0) and (ii == 1 or fi == 0)
 
 
-def affine(base: int, io: int, ii: int, fo: int, fi: int) -> Index:
-    """Indices ``base + i*fo + j*fi`` in loop order, as a slice when they are contiguous."""
-    if contiguous(io, ii, fo, fi):
-        return slice(base, base + io * ii)
-    return (base + np.arange(io, dtype=np.int64)[:, None] * fo + np.arange(ii, dtype=np.int64)[None, :] * fi).ravel()
-
-
-def accesses(op: Op) -> tuple[list[Index], list[Index]]:
-    """(reads, writes): the accumulator indices ``op`` reads and writes."""
+def accesses(op: Op) -> Accesses:
+    """(reads, writes): the accumulator indices ``op`` reads and writes, those of the instruction it
+    lowers to (:mod:`hw.isa_semantics` writes them once, for the models and the compiler)."""
     if isinstance(op, LoadOp):
-        return [], [slice(op.sram_base, op.sram_base + op.sram_vectors)]
+        return load_access(op.sram_base, *padded_tile_shape(op.rows, op.cols, *op.pad))
     if isinstance(op, StoreOp):
-        return [slice(op.sram_base, op.sram_base + op.rows * op.cols)], []
+        return store_access(op.sram_base, op.rows, op.cols)
     if isinstance(op, AluOp):
-        if op.iter_out * op.iter_in == 0:
-            return [], []
-        dst = affine(op.dst_base, op.iter_out, op.iter_in, op.dst_factor_out, op.dst_factor_in)
-        reads = [] if op.op == "MOV" else [dst]
-        if op.imm is None:
-            reads.append(affine(op.src_base, op.iter_out, op.iter_in, op.src_factor_out, op.src_factor_in))
-        return reads, [dst]
+        return alu_access(op.op, op.dst_base, op.src_base, op.iter_out, op.iter_in, op.dst_factor_out,
+                          op.dst_factor_in, op.src_factor_out, op.src_factor_in, op.imm is not None)
     return [], []

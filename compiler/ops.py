@@ -17,7 +17,14 @@ the 16-bit immediate live in vectors at the top of the buffer, built once with
 MOV / SHR / ADD.
 
 Each :class:`Operator` pairs the kernel with a plain numpy reference of the same
-function, used to check the golden path.
+function, used to check the golden path. An operator that is one ALU op over whole
+tensors (``add`` .. ``max``, their ``_imm`` forms, ``shr_imm``, ``clip_imm``, ``mov_imm``,
+``shift``) takes that op's lane semantics from :mod:`hw.alu_numpy` rather than restating
+them (the ISA's meaning is written once, and tests/test_alu_engines.py holds that engine
+to the scalar definition of :mod:`hw.isa_semantics`); its reference then checks the
+operator's lowering (tiling, wide constants built from 16-bit immediates, MOV, STORE,
+the narrowing cast). Operators with a meaning of their own (relu, clip, requantization,
+the fused chain) keep a reference written as that mathematics, not as ALU ops.
 """
 
 from __future__ import annotations
@@ -30,6 +37,8 @@ import numpy as np
 from compiler import dsl as S
 from compiler.kernel import Kernel
 from compiler.tensor import AccView, Tensor
+from hw.alu_numpy import alu_op as alu_lanes
+from hw.isa_semantics import wrap32
 
 IMM_MIN, IMM_MAX = -(1 << 15), (1 << 15) - 1
 BINARY_OPS = ("add", "sub", "mul", "min", "max")
@@ -37,7 +46,8 @@ IMM_OPS = ("add", "sub", "mul", "min", "max", "shr", "clip", "mov")
 
 
 def _wrap32(v: int) -> int:
-    return (int(v) + (1 << 31)) % (1 << 32) - (1 << 31)
+    """A Python or numpy integer wrapped to 32 bits, as the ALU wraps (:func:`hw.isa_semantics.wrap32`)."""
+    return wrap32(int(v))
 
 
 def _fits_imm(v: int) -> bool:
@@ -212,38 +222,21 @@ def shift(A: Tensor, B: Tensor, C: Tensor, tile: int | None = None) -> None:
 
 
 # ---- plain numpy references --------------------------------------------------------------------
-def _w(x: np.ndarray) -> np.ndarray:
-    """int64 -> int32 with wrap-around."""
-    return ((x.astype(np.int64) + (1 << 31)) % (1 << 32) - (1 << 31)).astype(np.int32)
+# See the module docstring: ALU-op operators reuse hw.alu_numpy, the others are written as math.
+def _wrap(x: np.ndarray) -> np.ndarray:
+    """An int64 intermediate of the operator's int32 arithmetic, wrapped to int32 (modular cast)."""
+    return x.astype(np.int64).astype(np.int32)
 
 
-def _ref_shr(a: np.ndarray, s: np.ndarray | int) -> np.ndarray:
-    a64 = a.astype(np.int64)
-    s64 = np.broadcast_to(np.asarray(s, dtype=np.int64), a.shape)
-    right = a64 >> np.minimum(np.maximum(s64, 0), 31)
-    left = _w(a64 << np.minimum(np.maximum(-s64, 0), 31))
-    return np.where(s64 >= 0, right, np.where(s64 > -32, left, 0)).astype(np.int32)
+def _ref_alu(op: str, a: np.ndarray, b: np.ndarray | int) -> np.ndarray:
+    """The ALU op ``op`` (an intrinsic name: add ... mov) lane by lane on int32 ``a`` and ``b``."""
+    return alu_lanes(op.upper(), np.asarray(a, dtype=np.int32), b)
 
 
-def _ref_binary(op: str, a: np.ndarray, b: np.ndarray | int) -> np.ndarray:
-    a64, b64 = a.astype(np.int64), np.asarray(b, dtype=np.int64)
-    if op == "add":
-        return _w(a64 + b64)
-    if op == "sub":
-        return _w(a64 - b64)
-    if op == "mul":
-        return _w((a64 * b64) % (1 << 32))
-    if op == "min":
-        return np.minimum(a64, b64).astype(np.int32)
-    if op == "max":
-        return np.maximum(a64, b64).astype(np.int32)
-    if op == "shr":
-        return _ref_shr(a, b)
-    if op == "clip":
-        return np.minimum(np.maximum(a64, _w(-b64)), b64).astype(np.int32)
-    if op == "mov":
-        return np.broadcast_to(b64, a.shape).astype(np.int32)
-    raise ValueError(op)
+def _ref_requant(A: np.ndarray, shift: int = 8, **_: Any) -> np.ndarray:
+    """int8 requantization: add half an LSB of the result (round half up), shift right, clip to int8."""
+    rnd = (1 << (shift - 1)) if shift else 0
+    return np.clip(_wrap(A.astype(np.int64) + rnd) >> shift, -128, 127).astype(np.int32)
 
 
 @dataclass(frozen=True)
@@ -269,25 +262,23 @@ def _register(op: Operator) -> None:
 
 
 for _op in BINARY_OPS:
-    _register(Operator(_op, binary, ("A", "B"), "C", (lambda o: lambda A, B, **p: _ref_binary(o, A, B))(_op),
+    _register(Operator(_op, binary, ("A", "B"), "C", (lambda o: lambda A, B, **p: _ref_alu(o, A, B))(_op),
                        {"op": _op}, f"C = cast(A {_op} B)"))
     _register(Operator(f"{_op}_imm", unary_imm, ("A",), "C",
-                       (lambda o: lambda A, imm=0, **p: _ref_binary(o, A, _wrap32(imm)))(_op), {"op": _op},
+                       (lambda o: lambda A, imm=0, **p: _ref_alu(o, A, _wrap32(imm)))(_op), {"op": _op},
                        f"C = cast(A {_op} imm)"))
 for _op in ("shr", "clip", "mov"):
     _register(Operator(f"{_op}_imm", unary_imm, ("A",), "C",
-                       (lambda o: lambda A, imm=0, **p: _ref_binary(o, A, _wrap32(imm)))(_op), {"op": _op},
+                       (lambda o: lambda A, imm=0, **p: _ref_alu(o, A, _wrap32(imm)))(_op), {"op": _op},
                        f"C = cast({_op.upper()}(A, imm))"))
 _register(Operator("relu", relu, ("A",), "C", lambda A, **p: np.maximum(A, 0), doc="C = cast(max(A, 0))"))
 _register(Operator("clip", clip, ("A",), "C", lambda A, lo=-128, hi=127, **p: np.clip(A, lo, hi).astype(np.int32),
                    doc="C = cast(clip(A, lo, hi))"))
-_register(Operator("shr_round", shr_round, ("A",), "C",
-                   lambda A, shift=8, **p: np.clip(_ref_shr(_w(A.astype(np.int64) + ((1 << (shift - 1)) if shift else 0)),
-                                                            shift), -128, 127).astype(np.int32),
+_register(Operator("shr_round", shr_round, ("A",), "C", _ref_requant,
                    doc="requantize int32 -> int8: round, shift right, clip to int8"))
 _register(Operator("fused", fused, ("A", "B"), "C",
-                   lambda A, B, shift=3, **p: np.maximum(np.clip(_w(A.astype(np.int64) + B) >> shift, -127, 127),
+                   lambda A, B, shift=3, **p: np.maximum(np.clip(_wrap(A.astype(np.int64) + B) >> shift, -127, 127),
                                                          0).astype(np.int32),
                    doc="C = cast(relu(clip((A + B) >> shift, -127, 127)))"))
-_register(Operator("shift", shift, ("A", "B"), "C", lambda A, B, **p: _ref_shr(A, B),
+_register(Operator("shift", shift, ("A", "B"), "C", lambda A, B, **p: _ref_alu("shr", A, B),
                    doc="C = cast(A >> B) per lane, negative B shifts left"))

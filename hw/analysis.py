@@ -9,6 +9,9 @@ loader's ProgramError, the ISS's ERR_DEADLOCK).
 * :func:`finish_problem` - exactly one FINISH, as the last instruction.
 * :func:`token_matches` - which push each pop consumes (the k-th push of a queue is
   consumed by its k-th pop).
+* :func:`program_order_problem` - the program-order token rule (every pop matches an
+  earlier push, no queue ever holds more than its depth), a sufficient condition for
+  deadlock freedom that generators build to.
 * :func:`happens_before` - per instruction, for each unit, the last of its instructions
   guaranteed complete when this one starts (unit order plus token edges).
 * :func:`run_tokens` - an untimed (or abstractly timed) run of fetch's in-order dispatch,
@@ -85,6 +88,27 @@ def token_matches(insns: Sequence[Instruction]) -> list[tuple[str, int, int]]:
         for q in pops_of(i):
             poppers[q].append(k)
     return [(q, a, b) for q in TOKEN_QUEUES for a, b in zip(pushers[q], poppers[q])]
+
+
+def program_order_problem(insns: Sequence[Instruction], depth: int) -> tuple[int, str] | None:
+    """The first instruction breaking the program-order token rule, with what it breaks; None when none does.
+
+    The rule: run in program order, every pop matches an earlier unmatched push of its queue and no
+    queue ever holds more than ``depth`` tokens. A stream that keeps it cannot deadlock (every wait
+    is on an earlier instruction); a stream that breaks it still may not (see :func:`run_tokens`).
+    """
+    pushed = dict.fromkeys(TOKEN_QUEUES, 0)
+    popped = dict.fromkeys(TOKEN_QUEUES, 0)
+    for k, i in enumerate(insns):
+        for q in pops_of(i):
+            if popped[q] >= pushed[q]:
+                return k, f"instruction {k}: pops {q} with no earlier unmatched push"
+            popped[q] += 1
+        for q in pushes_of(i):
+            pushed[q] += 1
+            if pushed[q] - popped[q] > depth:
+                return k, f"instruction {k}: {q} would hold more than {depth} tokens"
+    return None
 
 
 # ---- happens-before ----------------------------------------------------------------------------------

@@ -25,7 +25,8 @@ encode), so the assembler also injects raw 128-bit words (:meth:`Assembler.raw`,
 :meth:`Assembler.patch`); such a Program is a :class:`PatchedProgram`, whose
 instruction bytes (what every model reads, through ``dram_image``) carry the raw
 words while ``insns`` lists what each word stands for. :func:`with_regs` changes the
-register config of a finished Program (bad instruction windows and the like).
+register config of a finished Program (bad instruction windows and the like), and
+:func:`with_insns` its instructions over the same data layout (shrinking, mutations).
 """
 
 from __future__ import annotations
@@ -101,12 +102,25 @@ def with_regs(p: Program, name: str | None = None, **writes: int | Callable[[int
                                meta=dict(p.meta), inputs=dict(p.inputs), expected=dict(p.expected))
 
 
+def with_insns(p: Program, insns: list[Instruction], name: str | None = None,
+               patches: dict[int, int] | None = None) -> Program:
+    """``p`` with other instructions (absolute DRAM addresses, as in ``p.insns``) over the same data
+    layout: the instruction region is resized in place and every data region keeps its address, so a
+    Program whose instructions were edited, dropped or mutated still reads and writes where ``p`` did.
+    Inputs and meta are kept, ``expected`` outputs are not (other instructions compute other things).
+    A :class:`PatchedProgram` (or given ``patches``, raw words by new index) stays one. Raises
+    ProgramError when the instructions no longer fit before the first data region."""
+    regions = [Region(r.name, r.role, r.addr, (len(insns) * INSN_BYTES,), r.dtype) if r.role == "insn" else r
+               for r in p.regions]
+    q = Program.create(p.config, insns, regions, name=p.name if name is None else name, meta=p.meta,
+                       inputs=p.inputs)
+    return patched(q, patches or {}) if patches or isinstance(p, PatchedProgram) else q
+
+
 def set_field(isa: Isa, word: int, mnemonic: str, name: str, value: int) -> int:
     """``word`` with field ``name`` of class ``mnemonic`` set to ``value`` (cut to the field's
-    width): how a malformed word is made from a valid one."""
-    f = isa.field(mnemonic, name)
-    mask = ((1 << f.width) - 1) << f.lo
-    return (word & ~mask) | ((value << f.lo) & mask)
+    width): how a malformed word is made from a valid one (:meth:`hw.isa.Isa.set_field`)."""
+    return isa.set_field(word, mnemonic, name, value)
 
 
 WordPatch = Union[int, Callable[[int], int]]

@@ -52,6 +52,7 @@ GEMM_ITER_BITS = 8
 IMM_BITS = 16
 ALU_OP_BITS = 4
 BUF_BITS = 2
+OPCODE_BITS = 3  # the opcode is the low field of every class, so a word's class is known before decoding
 
 
 class IsaError(ValueError):
@@ -188,6 +189,17 @@ def _layout(spec: Iterable[tuple[str, int] | tuple[str, int, bool]]) -> tuple[Fi
     return tuple(out)
 
 
+def opcode_of(word: int) -> int:
+    """The opcode field of a 128-bit instruction word (the low bits of every class)."""
+    return word & ((1 << OPCODE_BITS) - 1)
+
+
+def with_opcode(word: int, opcode: int) -> int:
+    """``word`` with its opcode field replaced by ``opcode`` (cut to the field's width)."""
+    mask = (1 << OPCODE_BITS) - 1
+    return (word & ~mask) | (opcode & mask)
+
+
 def unit_of(insn: Instruction) -> str:
     """The unit ('load', 'compute' or 'store') whose queue executes ``insn``."""
     return QUEUE_OF_OPCODE[insn.MNEMONIC]
@@ -200,7 +212,7 @@ class Isa:
         s = int(cfg.sram_index_bits)
         self.sram_index_bits = s
         self.config_name = getattr(cfg, "name", "?")
-        head = [("opcode", 3), ("pop_prev", 1), ("pop_next", 1), ("push_prev", 1), ("push_next", 1)]
+        head = [("opcode", OPCODE_BITS), ("pop_prev", 1), ("pop_next", 1), ("push_prev", 1), ("push_next", 1)]
         mem = head + [("buf", BUF_BITS), ("sram_base", s), ("dram_base", DRAM_BASE_BITS),
                       ("y_size", SIZE_BITS), ("x_size", SIZE_BITS), ("x_stride", SIZE_BITS),
                       ("y_pad_0", PAD_BITS), ("y_pad_1", PAD_BITS), ("x_pad_0", PAD_BITS), ("x_pad_1", PAD_BITS)]
@@ -233,6 +245,13 @@ class Isa:
     def field(self, mnemonic: str, name: str) -> Field:
         return self._by_name[mnemonic][name]
 
+    def set_field(self, word: int, mnemonic: str, name: str, value: int) -> int:
+        """``word`` with field ``name`` of class ``mnemonic`` set to ``value`` (cut to the field's
+        width, unchecked): how a malformed word is made from a valid one."""
+        f = self.field(mnemonic, name)
+        mask = ((1 << f.width) - 1) << f.lo
+        return (word & ~mask) | ((value << f.lo) & mask)
+
     def used_bits(self, mnemonic: str) -> int:
         """Bits of the word a class uses; the bits above must be zero."""
         return self.layouts[mnemonic][-1].hi + 1
@@ -262,7 +281,7 @@ class Isa:
     def decode_word(self, word: int, index: int = 0) -> Instruction:
         """Decode a 128-bit integer; raises IsaError naming ``index`` on an unknown opcode,
         an unknown ALU op or buffer, or reserved bits that are not zero."""
-        op = word & 0x7
+        op = opcode_of(word)
         name = OPCODE_NAMES.get(op)
         if name is None:
             raise IsaError(f"instruction {index}: unknown opcode {op} (word 0x{word:032x})")

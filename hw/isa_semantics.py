@@ -21,14 +21,21 @@ Unit topology and dependency tokens (VTA semantics, docs/microarch.md "Control")
     ``pops_of(insn)``, ``pushes_of(insn)``   the queues an instruction pops / pushes.
 
 Footprints (which buffer entries an instruction touches)
-    ``affine_indices(base, iter_out, iter_in, factor_out, factor_in)``  loop-order indices.
+    ``affine_indices(base, iter_out, iter_in, factor_out, factor_in)``  loop-order indices;
+                        ``affine_index`` the same as a slice when they are a plain run
+                        (``affine_is_run``), ``affine_last`` the highest.
     ``alu_indices(insn)``   ``(dst, src)`` index arrays of an ALU in loop order (src None
                         for an immediate).
-    ``load_tile_shape(insn)``  ``(rows, cols)`` of a LOAD's padded on-chip tile.
+    ``padded_tile_shape(...)``, ``load_tile_shape(insn)``  ``(rows, cols)`` of a LOAD's
+                        padded on-chip tile.
+    ``load_access``, ``store_access``, ``alu_access`` (field by field, shared with the
+                        compiler's operation records) and ``insn_access(insn)``: ``(reads,
+                        writes)`` lists of slices / index arrays in the buffer worked on.
     ``footprint(insn)``     buffer name -> :class:`Access` ``(reads, writes)`` index sets;
                         reads are the entries whose *value* matters (MOV does not read its
                         destination), writes every entry written.
     ``acc_footprint(insn)`` ``(reads, writes)`` in the accumulator buffer.
+    ``alu_last_indices(insn)``  ``(dst_last, src_last or None)`` of an ALU.
     ``sram_last_index(insn)``  the highest buffer index touched (None: touches nothing), the
                         number the SRAM range check compares with the depth.
     ``dram_span(insn, cfg)``  ``(lo, hi)`` DRAM bytes a LOAD/STORE touches (None: nothing).
@@ -46,19 +53,20 @@ Scalar reference semantics of the ALU (Python ints, 32-bit wrap)
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Union
 
 import numpy as np
 
 from hw import csr
 from hw.isa import (ALU_OP_NAMES, ALU_OPS, BUFFER_NAMES, BUFFERS, INSN_BITS, OPCODE_NAMES, QUEUE_OF_OPCODE,
-                    Instruction, Isa, unit_of)
+                    Instruction, Isa, opcode_of, unit_of)
 
 __all__ = [
     "UNITS", "DEP_FLAGS", "POP_FLAGS", "PUSH_FLAGS", "TOKEN_QUEUES", "QUEUE_ENDS", "TOKEN_ROUTES",
     "QUEUE_BETWEEN", "LEGAL_FLAGS", "QUEUE_OF_OPCODE", "unit_of", "pops_of", "pushes_of",
-    "affine_indices", "alu_indices", "load_tile_shape", "Access", "footprint", "acc_footprint",
-    "sram_last_index", "dram_span",
+    "AccIndex", "affine_indices", "affine_is_run", "affine_index", "affine_last", "alu_indices",
+    "padded_tile_shape", "load_tile_shape", "Accesses", "load_access", "store_access", "alu_access",
+    "insn_access", "Access", "footprint", "acc_footprint", "alu_last_indices", "sram_last_index", "dram_span",
     "dispatch_fault", "classify_word", "WordClassifier",
     "INT32_MIN", "INT32_MAX", "wrap32", "ALU_SCALAR", "alu_scalar",
 ]
@@ -99,11 +107,39 @@ def pushes_of(insn: Instruction) -> list[str]:
 
 
 # ---- footprints --------------------------------------------------------------------------------
+# An accumulator index set as the models and the compiler use it: a slice for a contiguous run
+# (cheap to index with), else an int64 index array in loop order.
+AccIndex = Union[slice, np.ndarray]
+
+
 def affine_indices(base: int, iter_out: int, iter_in: int, factor_out: int, factor_in: int) -> np.ndarray:
     """``base + i*factor_out + j*factor_in`` for ``i < iter_out, j < iter_in`` in loop order (int64)."""
     i = np.arange(iter_out, dtype=np.int64)[:, None]
     j = np.arange(iter_in, dtype=np.int64)[None, :]
     return (base + i * factor_out + j * factor_in).ravel()
+
+
+def affine_is_run(iter_out: int, iter_in: int, factor_out: int, factor_in: int) -> bool:
+    """True when ``i*factor_out + j*factor_in`` in loop order is 0, 1, 2, ... (a plain run of vectors)."""
+    if iter_out * iter_in <= 1:
+        return True
+    if iter_in == 1:
+        return factor_out == 1
+    if iter_out == 1:
+        return factor_in == 1
+    return factor_in == 1 and factor_out == iter_in
+
+
+def affine_index(base: int, iter_out: int, iter_in: int, factor_out: int, factor_in: int) -> AccIndex:
+    """The indices of :func:`affine_indices`, as a slice when they are a plain run."""
+    if affine_is_run(iter_out, iter_in, factor_out, factor_in):
+        return slice(base, base + iter_out * iter_in)
+    return affine_indices(base, iter_out, iter_in, factor_out, factor_in)
+
+
+def affine_last(base: int, iter_out: int, iter_in: int, factor_out: int, factor_in: int) -> int:
+    """The highest index of a non-empty affine loop (factors are unsigned: the last iteration's)."""
+    return base + (iter_out - 1) * factor_out + (iter_in - 1) * factor_in
 
 
 def alu_indices(insn: Any) -> tuple[np.ndarray, np.ndarray | None]:
@@ -115,9 +151,61 @@ def alu_indices(insn: Any) -> tuple[np.ndarray, np.ndarray | None]:
                                insn.src_factor_in)
 
 
-def load_tile_shape(insn: Any) -> tuple[int, int]:
+def padded_tile_shape(y_size: int, x_size: int, y_pad_0: int, y_pad_1: int, x_pad_0: int,
+                      x_pad_1: int) -> tuple[int, int]:
     """``(rows, cols)`` of a LOAD's on-chip tile, padding included (stored contiguously)."""
-    return insn.y_pad_0 + insn.y_size + insn.y_pad_1, insn.x_pad_0 + insn.x_size + insn.x_pad_1
+    return y_pad_0 + y_size + y_pad_1, x_pad_0 + x_size + x_pad_1
+
+
+def load_tile_shape(insn: Any) -> tuple[int, int]:
+    """``(rows, cols)`` of a LOAD instruction's on-chip tile, padding included (stored contiguously)."""
+    return padded_tile_shape(insn.y_size, insn.x_size, insn.y_pad_0, insn.y_pad_1, insn.x_pad_0, insn.x_pad_1)
+
+
+# The accesses of one instruction in its on-chip buffer, given field by field (so the compiler's
+# operation records, which carry the same fields, share them): ``(reads, writes)`` lists of
+# :data:`AccIndex`. Reads are the entries whose *value* matters.
+Accesses = tuple[list[AccIndex], list[AccIndex]]
+
+
+def load_access(sram_base: int, rows: int, cols: int) -> Accesses:
+    """A LOAD writes its padded ``rows x cols`` tile (:func:`padded_tile_shape`) contiguously from
+    ``sram_base`` and reads nothing on chip."""
+    return [], [slice(sram_base, sram_base + rows * cols)]
+
+
+def store_access(sram_base: int, y_size: int, x_size: int) -> Accesses:
+    """A STORE reads ``y_size*x_size`` vectors contiguously from ``sram_base`` and writes nothing on chip."""
+    return [slice(sram_base, sram_base + y_size * x_size)], []
+
+
+def alu_access(op: int | str, dst_base: int, src_base: int, iter_out: int, iter_in: int, dst_factor_out: int,
+               dst_factor_in: int, src_factor_out: int, src_factor_in: int, use_imm: bool) -> Accesses:
+    """An ALU (``op`` by code or name) writes its destinations; it reads them too, except MOV, whose
+    result does not depend on the old value, and reads its source vectors unless the operand is the
+    immediate. No iterations: nothing."""
+    if iter_out * iter_in == 0:
+        return [], []
+    dst = affine_index(dst_base, iter_out, iter_in, dst_factor_out, dst_factor_in)
+    reads = [] if op in ("MOV", ALU_OPS["MOV"]) else [dst]
+    if not use_imm:
+        reads.append(affine_index(src_base, iter_out, iter_in, src_factor_out, src_factor_in))
+    return reads, [dst]
+
+
+def insn_access(insn: Instruction) -> Accesses:
+    """``(reads, writes)`` of ``insn`` in the buffer it works on (LOAD: the one it names; STORE, ALU:
+    the accumulator); GEMM and the rest: nothing (see :func:`footprint`)."""
+    n = insn.MNEMONIC
+    if n == "LOAD":
+        return load_access(insn.sram_base, *load_tile_shape(insn))
+    if n == "STORE":
+        return store_access(insn.sram_base, insn.y_size, insn.x_size)
+    if n == "ALU":
+        return alu_access(insn.alu_op, insn.dst_base, insn.src_base, insn.iter_out, insn.iter_in,
+                          insn.dst_factor_out, insn.dst_factor_in, insn.src_factor_out, insn.src_factor_in,
+                          insn.use_imm)
+    return [], []
 
 
 @dataclass(frozen=True)
@@ -131,37 +219,29 @@ class Access:
 _NOTHING = frozenset()
 
 
-def _span(lo: int, n: int) -> frozenset[int]:
-    return frozenset(range(lo, lo + n))
+def _as_set(indices: list[AccIndex]) -> frozenset[int]:
+    out: set[int] = set()
+    for idx in indices:
+        out.update(range(idx.start, idx.stop) if isinstance(idx, slice) else idx.tolist())
+    return frozenset(out)
 
 
 def footprint(insn: Instruction) -> dict[str, Access]:
     """Per buffer name (``"ACC"``, ``"INP"``, ``"WGT"``), the entries ``insn`` reads and writes.
 
-    Buffers it does not touch are absent. LOAD writes its whole padded tile in the buffer it
-    names; STORE reads ``y_size*x_size`` accumulator vectors; ALU writes its destinations and
-    reads them (except MOV) and its source vectors; GEMM (as its fields name it) reads INP and
-    WGT and accumulates into ACC (with ``reset`` it only writes ACC). Zero-size instructions
-    touch nothing. Indices are as encoded (range checks are separate: :func:`sram_last_index`).
+    Buffers it does not touch are absent. LOAD, STORE and ALU as :func:`insn_access` (LOAD in the
+    buffer it names); GEMM (as its fields name it) reads INP and WGT and accumulates into ACC
+    (with ``reset`` it only writes ACC). Zero-size instructions touch nothing. Indices are as
+    encoded (range checks are separate: :func:`sram_last_index`).
     """
     n = insn.MNEMONIC
-    if n == "LOAD":
-        rows, cols = load_tile_shape(insn)
-        if rows * cols == 0:
+    if n in ("LOAD", "STORE", "ALU"):
+        reads, writes = insn_access(insn)
+        access = Access(_as_set(reads), _as_set(writes))
+        if not access.reads and not access.writes:
             return {}
-        return {BUFFER_NAMES.get(insn.buf, str(insn.buf)): Access(_NOTHING, _span(insn.sram_base, rows * cols))}
-    if n == "STORE":
-        k = insn.y_size * insn.x_size
-        return {"ACC": Access(_span(insn.sram_base, k), _NOTHING)} if k else {}
-    if n == "ALU":
-        if insn.iter_out * insn.iter_in == 0:
-            return {}
-        dst, src = alu_indices(insn)
-        writes = frozenset(dst.tolist())
-        reads = _NOTHING if insn.alu_op == ALU_OPS["MOV"] else writes
-        if src is not None:
-            reads = reads | frozenset(src.tolist())
-        return {"ACC": Access(reads, writes)}
+        buf = BUFFER_NAMES.get(insn.buf, str(insn.buf)) if n == "LOAD" else "ACC"
+        return {buf: access}
     if n == "GEMM":
         if insn.iter_out * insn.iter_in == 0:
             return {}
@@ -180,26 +260,31 @@ def acc_footprint(insn: Instruction) -> tuple[frozenset[int], frozenset[int]]:
     return (a.reads, a.writes) if a is not None else (_NOTHING, _NOTHING)
 
 
+def alu_last_indices(insn: Any) -> tuple[int | None, int | None]:
+    """``(dst_last, src_last)``: the highest destination and source index of an ALU; ``src_last`` is
+    None for an immediate operand, both are None when the loop has no iterations."""
+    if insn.iter_out * insn.iter_in == 0:
+        return None, None
+    dst = affine_last(insn.dst_base, insn.iter_out, insn.iter_in, insn.dst_factor_out, insn.dst_factor_in)
+    if insn.use_imm:
+        return dst, None
+    return dst, affine_last(insn.src_base, insn.iter_out, insn.iter_in, insn.src_factor_out, insn.src_factor_in)
+
+
 def sram_last_index(insn: Instruction) -> int | None:
     """The highest on-chip buffer index ``insn`` touches, None when it touches nothing.
 
     docs/microarch.md "Data semantics": LOAD ``sram_base + rows*cols - 1`` of its padded tile,
-    STORE ``sram_base + y_size*x_size - 1``, ALU the last ``base + (iter_out-1)*factor_out +
-    (iter_in-1)*factor_in`` of its destination and (without immediate) its source. An index
-    ``>= ACC_DEPTH`` is ``ERR_SRAM_RANGE``.
+    STORE ``sram_base + y_size*x_size - 1``, ALU the highest of :func:`alu_last_indices`. An
+    index ``>= ACC_DEPTH`` is ``ERR_SRAM_RANGE``.
     """
     n = insn.MNEMONIC
     if n in ("LOAD", "STORE"):
         rows, cols = load_tile_shape(insn) if n == "LOAD" else (insn.y_size, insn.x_size)
         return insn.sram_base + rows * cols - 1 if rows * cols else None
     if n == "ALU":
-        if insn.iter_out * insn.iter_in == 0:
-            return None
-        top = insn.dst_base + (insn.iter_out - 1) * insn.dst_factor_out + (insn.iter_in - 1) * insn.dst_factor_in
-        if not insn.use_imm:
-            top = max(top, insn.src_base + (insn.iter_out - 1) * insn.src_factor_out
-                      + (insn.iter_in - 1) * insn.src_factor_in)
-        return top
+        dst, src = alu_last_indices(insn)
+        return dst if src is None else max(dst, src)
     return None
 
 
@@ -250,9 +335,9 @@ def classify_word(isa: Isa, word: int) -> tuple[Instruction | None, int, str]:
     Order (first match wins): unknown opcode -> BAD_OPCODE (insn None); non-zero reserved bits
     -> BAD_OPCODE (insn None); then :func:`dispatch_fault` on the decoded fields.
     """
-    name = OPCODE_NAMES.get(word & 0x7)
+    name = OPCODE_NAMES.get(opcode_of(word))
     if name is None:
-        return None, csr.ERR_BAD_OPCODE, f"unknown opcode {word & 0x7} (word 0x{word:032x})"
+        return None, csr.ERR_BAD_OPCODE, f"unknown opcode {opcode_of(word)} (word 0x{word:032x})"
     used = isa.used_bits(name)
     if word >> used:
         return None, csr.ERR_BAD_OPCODE, (f"{name} has non-zero reserved bits [{INSN_BITS - 1}:{used}] "

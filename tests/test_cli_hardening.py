@@ -341,16 +341,18 @@ def test_real_process_one_line(args):
 # ---- 1, 2: the RTL watchdog follows the Program; a failing run's waves are bounded ----------------------
 def long_alu_program(cfg, iter_out: int, iter_in: int) -> Program:
     """LOAD one vector, ADD 1 to it iter_out x iter_in times (one ALU instruction, as many cycles), STORE."""
+    from hw.assembler import Assembler
+
     L = cfg.lanes
     a = np.arange(L, dtype=np.int32).reshape(1, L) * 3
-    regions = plan_layout(cfg, [("a", "input", (1, L), "int32"), ("c", "output", (1, L), f"int{cfg.out_width}")], 4)
-    insns = [Load(dram_base=regions[1].addr // cfg.acc_vec_bytes, y_size=1, x_size=1, x_stride=1, push_next=True),
-             Alu(alu_op=ALU_OPS["ADD"], use_imm=True, imm=1, iter_out=iter_out, iter_in=iter_in, pop_prev=True,
-                 push_next=True),
-             Store(dram_base=regions[2].addr // cfg.out_vec_bytes, y_size=1, x_size=1, x_stride=1, pop_prev=True),
-             Finish()]
-    expected = (a.astype(np.int64) + iter_out * iter_in).astype(f"int{cfg.out_width}")
-    return Program.create(cfg, insns, regions, name="long_alu", inputs={"a": a}, expected={"c": expected})
+    asm = Assembler(cfg, "long_alu")
+    src, dst = asm.input("a", a), asm.output("c", (1, L))
+    asm.load(src, x=1, push_next=True)
+    asm.alu("ADD", imm=1, iter_out=iter_out, iter_in=iter_in, pop_prev=True, push_next=True)
+    asm.store(dst, x=1, pop_prev=True)
+    asm.finish()
+    expected = (a.astype(np.int64) + iter_out * iter_in).astype(asm.out_dtype)
+    return asm.program(expected={"c": expected})
 
 
 def test_watchdog_has_no_fixed_cap():

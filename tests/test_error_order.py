@@ -20,7 +20,7 @@ from cosim.fuzz.corpus import base_program
 from cosim.fuzz.faults import patched
 from hw import csr
 from hw.config import load_config
-from hw.isa import ALU_OP_BITS, BUF_BITS, INSN_BITS, INSN_CLASSES, OPCODE_NAMES, Isa, IsaError
+from hw.isa import ALU_OP_BITS, BUF_BITS, INSN_BITS, INSN_CLASSES, OPCODE_NAMES, Isa, IsaError, with_opcode
 from hw.isa_semantics import DEP_FLAGS
 from sim.iss import RefFault, decode_words
 from sim.tlm.decode import Decoder
@@ -65,9 +65,7 @@ def test_spec_is_the_documented_order():
 
 # ---- every combination -----------------------------------------------------------------------------
 def _set(isa: Isa, mnemonic: str, word: int, name: str, value: int) -> int:
-    f = isa.field(mnemonic, name)
-    mask = ((1 << f.width) - 1) << f.lo
-    return (word & ~mask) | ((value << f.lo) & mask)
+    return isa.set_field(word, mnemonic, name, value)
 
 
 def malformed_words(isa: Isa):
@@ -75,7 +73,9 @@ def malformed_words(isa: Isa):
     for opcode, flags, reserved in itertools.product(range(8), range(16), (False, True)):
         name = OPCODE_NAMES.get(opcode)
         base = isa.encode_word(INSN_CLASSES[name]()) if name else 0x5A5A << 40  # stray bits in an unknown opcode
-        base = (base & ~0x7F) | opcode | flags << 3
+        base = with_opcode(base, opcode)
+        for k, f in enumerate(DEP_FLAGS):  # the flags follow the opcode in every class (FINISH is just them)
+            base = _set(isa, "FINISH", base, f, flags >> k & 1)
         if reserved:
             base |= 1 << (INSN_BITS - 1)
         fl = {f: bool(flags >> k & 1) for k, f in enumerate(DEP_FLAGS)}
@@ -145,7 +145,8 @@ def _competing_programs(cfg):
     isa = p.isa
     w = _set(isa, "ALU", isa.encode_word(INSN_CLASSES["ALU"]()), "alu_op", 9) | 1 << (INSN_BITS - 1)
     out.append(("ALU op 9 + reserved bit", patched(p, {1: w}), OPC))
-    out.append(("unknown opcode 6 with flags", patched(p, {2: 6 | 0xF << 3}), OPC))
+    every_flag = isa.encode_word(INSN_CLASSES["FINISH"](**dict.fromkeys(DEP_FLAGS, True)))
+    out.append(("unknown opcode 6 with flags", patched(p, {2: with_opcode(every_flag, 6)}), OPC))
     return out
 
 

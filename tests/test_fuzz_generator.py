@@ -14,7 +14,7 @@ from cosim.fuzz.corpus import base_program
 from cosim.fuzz.generator import check_program, generate
 from hw.alu_numpy import alu_op
 from hw.analysis import deadlock_pc as token_deadlock
-from hw.isa_semantics import alu_scalar
+from hw.isa_semantics import DEP_FLAGS, alu_scalar
 from sim.iss import run_reference
 
 INT_MIN, INT_MAX = -(1 << 31), (1 << 31) - 1
@@ -46,7 +46,7 @@ def test_generator_covers_the_isa():
         for seed in range(80):
             for i in generate(cfg, seed).insns:
                 seen.add(i.MNEMONIC)
-                seen |= {f for f in ("pop_prev", "pop_next", "push_prev", "push_next") if getattr(i, f)}
+                seen |= {f for f in DEP_FLAGS if getattr(i, f)}
                 if isinstance(i, Alu):
                     seen.add(f"alu{i.alu_op}{'i' if i.use_imm else 'b'}")
                     seen.add("alu_noop") if i.iter_out * i.iter_in == 0 else None

@@ -10,9 +10,10 @@ from hypothesis import strategies as st
 
 from hw.config import list_configs, load_config
 from hw.isa import (ALU_OPS, INSN_BYTES, OPCODES, Alu, Finish, Gemm, Isa, IsaError, Load, Store)
+from hw.isa_semantics import DEP_FLAGS
 
 CONFIGS = [load_config(n) for n in list_configs()]
-FLAGS = ("pop_prev", "pop_next", "push_prev", "push_next")
+FLAGS = DEP_FLAGS
 
 
 def _field_strategy(f):

@@ -137,10 +137,10 @@ def test_bad_opcode_at_dispatch(cfg, T):
     assert m.cycles == m.error.cycle + T.halt_cycles
     isa = Isa(cfg)
     for word, code in [(isa.encode_word(Finish()) | 1 << 100, csr.ERR_BAD_OPCODE),          # reserved bits
-                       (isa.encode_word(Load()) | 1 << 3, csr.ERR_BAD_FIELD),                # LOAD pop_prev
-                       (isa.encode_word(Store()) | 1 << 6, csr.ERR_BAD_FIELD),               # STORE push_next
+                       (isa.set_field(isa.encode_word(Load()), "LOAD", "pop_prev", 1), csr.ERR_BAD_FIELD),
+                       (isa.set_field(isa.encode_word(Store()), "STORE", "push_next", 1), csr.ERR_BAD_FIELD),
                        (isa.encode_word(Load(buf=3)), csr.ERR_BAD_OPCODE),                   # unknown buffer
-                       (isa.encode_word(Alu()) | 9 << 7, csr.ERR_BAD_OPCODE),                # ALU op 8+
+                       (isa.set_field(isa.encode_word(Alu()), "ALU", "alu_op", 9), csr.ERR_BAD_OPCODE),
                        (isa.encode_word(Store(x_pad_0=1)), csr.ERR_BAD_FIELD),
                        (isa.encode_word(Store(buf=1)), csr.ERR_BAD_FIELD),
                        (isa.encode_word(Gemm()), csr.ERR_UNSUPPORTED),
@@ -153,8 +153,9 @@ def test_dispatch_checks_in_rtl_order(cfg, T):
     """A word with several faults reports the first in the RTL's order (docs/microarch.md)."""
     prog, _ = _prog(cfg, [Alu(use_imm=True), Alu(use_imm=True), Finish()])
     isa = Isa(cfg)
-    for word, code in [(isa.encode_word(Load(buf=3)) | 1 << 3, csr.ERR_BAD_FIELD),     # flags before buffer
-                       (isa.encode_word(Store(buf=3)) | 1 << 6, csr.ERR_BAD_FIELD),
+    for word, code in [(isa.set_field(isa.encode_word(Load(buf=3)), "LOAD", "pop_prev", 1),  # flags before buffer
+                        csr.ERR_BAD_FIELD),
+                       (isa.set_field(isa.encode_word(Store(buf=3)), "STORE", "push_next", 1), csr.ERR_BAD_FIELD),
                        (isa.encode_word(Store(buf=3, x_pad_0=1)), csr.ERR_BAD_OPCODE),  # buffer before pads
                        (isa.encode_word(Load(buf=1)) | 1 << 127, csr.ERR_BAD_OPCODE)]:  # reserved bits first
         m = _model(prog, T, patch={1: word})

@@ -29,11 +29,11 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from hw.analysis import token_matches
-from hw.assembler import PatchedProgram, patched
+from hw.assembler import PatchedProgram, with_insns
 from hw.config import HwConfig, list_configs, load_config
 from hw.isa import unit_of
 from hw.isa_semantics import QUEUE_ENDS
-from hw.program import Program, Region
+from hw.program import Program
 from hw.result import RunResult
 from cosim.fuzz.faults import FAULT_KINDS, inject
 from cosim.fuzz.generator import check_program, generate
@@ -163,14 +163,6 @@ def run_cases(cases: list[Case], rtl: bool, batch: int = 64) -> None:
 
 
 # ---- shrinking ---------------------------------------------------------------------------------
-def _rebuild(p: Program, insns: list, patches: dict[int, int] | None = None) -> Program:
-    """``p`` with new instructions (the instruction region resized in place; data regions unchanged)."""
-    regions = [Region(r.name, r.role, r.addr, (len(insns) * 16,), r.dtype) if r.role == "insn" else r
-               for r in p.regions]
-    q = Program.create(p.config, insns, regions, p.name, p.meta, p.inputs)
-    return patched(q, patches or {}) if isinstance(p, PatchedProgram) else q
-
-
 def _delete(p: Program, gone: set[int], transfer: bool) -> Program | None:
     """``p`` without the instructions ``gone``. Their token partners lose the matching flag, or with
     ``transfer`` the flag moves to the neighbour of the same unit (previous one for a push, next one for
@@ -204,7 +196,7 @@ def _delete(p: Program, gone: set[int], transfer: bool) -> Program | None:
     keep = [i for k, i in enumerate(insns) if k not in gone]
     pt = {j - sum(1 for g in gone if g < j): w for j, w in patches.items()}
     try:
-        return _rebuild(p, keep, pt)
+        return with_insns(p, keep, patches=pt)
     except Exception:  # noqa: BLE001 - a candidate that cannot be built is skipped
         return None
 
@@ -238,7 +230,7 @@ def _simplifications(p: Program):
         insns[a] = dataclasses.replace(insns[a], **{QUEUE_ENDS[q][1]: False})
         insns[b] = dataclasses.replace(insns[b], **{QUEUE_ENDS[q][3]: False})
         try:
-            yield _rebuild(p, insns, dict(patches))
+            yield with_insns(p, insns, patches=dict(patches))
         except Exception:  # noqa: BLE001
             pass
     for k, i in enumerate(p.insns):
@@ -252,7 +244,7 @@ def _simplifications(p: Program):
             insns = list(p.insns)
             insns[k] = dataclasses.replace(i, **ch)
             try:
-                yield _rebuild(p, insns, dict(patches))
+                yield with_insns(p, insns, patches=dict(patches))
             except Exception:  # noqa: BLE001
                 continue
 

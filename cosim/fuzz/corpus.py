@@ -29,8 +29,8 @@ import numpy as np
 
 from hw import csr
 from hw.config import HwConfig, load_config
-from hw.assembler import Assembler, patched, set_field, with_regs
-from hw.isa import BUFFERS, Gemm, Isa
+from hw.assembler import Assembler, patched, set_field, with_insns, with_regs
+from hw.isa import BUFFERS, Gemm, Isa, with_opcode
 from hw.program import Program
 
 
@@ -69,11 +69,6 @@ def base_program(cfg: HwConfig, n_vec: int = 4, name: str = "base") -> Program:
     asm.store(c, x=n_vec, pop_prev=True)
     asm.finish()
     return asm.program(expected={"C": (A + 3).astype(asm.out_dtype)})
-
-
-def _with_insns(p: Program, insns: list, name: str) -> Program:
-    """``p`` with other instructions of the same count (the layout stays valid)."""
-    return Program.create(p.config, insns, p.regions, name=name, inputs=p.inputs)
 
 
 # ---- folder mutations ---------------------------------------------------------------------------
@@ -156,7 +151,7 @@ def entries() -> list[Entry]:
     L("insn_empty", ["insn.bin", "0 bytes"], _saved(p, lambda d: (d / "insn.bin").write_bytes(b"")),
       "empty instruction binary")
     L("insn_unknown_opcode", ["insn.bin", "instruction 1", "unknown opcode 6"],
-      _saved(p, _patch_word(1, lambda w: (w & ~7) | 6)), "opcode 6 does not exist")
+      _saved(p, _patch_word(1, lambda w: with_opcode(w, 6))), "opcode 6 does not exist")
     L("insn_reserved_bits", ["insn.bin", "instruction 0", "non-zero reserved bits"],
       _saved(p, _patch_word(0, lambda w: w | (1 << 127))), "bit 127 of a LOAD set")
     L("insn_corrupted_high_bytes", ["insn.bin", "instruction 2", "reserved bits"],
@@ -182,11 +177,11 @@ def entries() -> list[Entry]:
     surplus[0] = dataclasses.replace(surplus[0], push_next=True)
     surplus[2] = dataclasses.replace(surplus[2], push_prev=True)
     L("tokens_surplus_push", ["insn.bin", "unbalanced dependency tokens", "queue s2c", "1 push(es)", "0 pop(s)"],
-      _saved(_with_insns(p, surplus, "surplus")), "STORE pushes a token nobody pops")
+      _saved(with_insns(p, surplus, "surplus")), "STORE pushes a token nobody pops")
     missing = list(p.insns)
     missing[0] = dataclasses.replace(missing[0], push_next=False)
     L("tokens_missing_push", ["insn.bin", "unbalanced dependency tokens", "queue l2c", "0 push(es)", "1 pop(s)"],
-      _saved(_with_insns(p, missing, "missing")), "the ALU pops a token the LOAD never pushes")
+      _saved(with_insns(p, missing, "missing")), "the ALU pops a token the LOAD never pushes")
     # --- layouts -----------------------------------------------------------------------------------
     L("layout_overlap", ["layout.json", "regions 'A'", "'C'", "overlap"],
       _saved(p, _edit_json("layout.json", _set_region(2, addr=p.regions[1].addr))), "output placed over the input")
@@ -289,7 +284,7 @@ def model_entries(cfg: HwConfig) -> list[Entry]:
     def with_insn(k: int, insn) -> Program:
         q = list(ins)
         q[k] = insn
-        return _with_insns(p, q, "x")
+        return with_insns(p, q, "x")
 
     M("dram_load_past_region", with_insn(0, dataclasses.replace(ins[0], dram_base=a.addr // cfg.acc_vec_bytes + 1)),
       csr.ERR_DRAM_RANGE, 0, ["DRAM_RANGE"], "LOAD reads one vector past its input region")
@@ -315,7 +310,7 @@ def model_entries(cfg: HwConfig) -> list[Entry]:
     cyc = list(ins)  # balanced, but LOAD waits for compute and compute for LOAD
     cyc[0] = dataclasses.replace(cyc[0], pop_next=True)
     cyc[1] = dataclasses.replace(cyc[1], push_prev=True)
-    M("deadlock_token_cycle", _with_insns(p, cyc, "x"), csr.ERR_DEADLOCK, 0, ["DEADLOCK"],
+    M("deadlock_token_cycle", with_insns(p, cyc, "x"), csr.ERR_DEADLOCK, 0, ["DEADLOCK"],
       "balanced tokens in a cycle: every unit waits")
     M("deadlock_no_finish", with_regs(p, INSN_COUNT=3), csr.ERR_DEADLOCK, 3, ["DEADLOCK"],
       "INSN_COUNT excludes FINISH")
@@ -332,7 +327,7 @@ def model_entries(cfg: HwConfig) -> list[Entry]:
 
     def fld(mn: str, name: str, word: int, v: int) -> int:
         return set_field(isa, word, mn, name, v)
-    raw = [("raw_unknown_opcode", 2, (w[2] & ~7) | 5, csr.ERR_BAD_OPCODE),
+    raw = [("raw_unknown_opcode", 2, with_opcode(w[2], 5), csr.ERR_BAD_OPCODE),
            ("raw_reserved_bits", 1, w[1] | (1 << 127), csr.ERR_BAD_OPCODE),
            ("raw_unknown_alu_op", 1, fld("ALU", "alu_op", w[1], 15), csr.ERR_BAD_OPCODE),
            ("raw_unknown_buffer", 0, fld("LOAD", "buf", w[0], 3), csr.ERR_BAD_OPCODE),

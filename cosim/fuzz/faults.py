@@ -20,8 +20,9 @@ import numpy as np
 
 from hw import csr
 from hw.assembler import PatchedProgram, patched, set_field
-from hw.isa import ALU_OP_BITS, ALU_OPS, BUFFERS, OPCODE_NAMES, Alu, Gemm, Load, Store, unit_of
-from hw.isa_semantics import DEP_FLAGS, LEGAL_FLAGS, POP_FLAGS
+from hw.isa import (ALU_OP_BITS, ALU_OPS, BUFFERS, OPCODE_BITS, OPCODE_NAMES, Alu, Gemm, Load, Store, unit_of,
+                    with_opcode)
+from hw.isa_semantics import DEP_FLAGS, LEGAL_FLAGS, POP_FLAGS, affine_last
 from hw.program import Program
 
 FAULT_KINDS = ("dram_range", "sram_range", "bad_opcode", "bad_field", "unsupported", "deadlock", "insn_range")
@@ -72,7 +73,7 @@ def inject(p: Program, kind: str, rng: np.random.Generator) -> tuple[Program, in
             return None
         i = insns[k]
         if rng.random() < 0.5 or i.use_imm:  # the destination runs one entry past the buffer
-            span = (i.iter_out - 1) * i.dst_factor_out + (i.iter_in - 1) * i.dst_factor_in
+            span = affine_last(0, i.iter_out, i.iter_in, i.dst_factor_out, i.dst_factor_in)
             if span >= depth:
                 return None
             new = dataclasses.replace(i, dst_base=depth - span)
@@ -89,7 +90,7 @@ def inject(p: Program, kind: str, rng: np.random.Generator) -> tuple[Program, in
         name = insns[k].MNEMONIC
         mode = int(rng.integers(0, 3))
         if mode == 0:
-            w = (w & ~7) | int(rng.choice([c for c in range(8) if c not in OPCODE_NAMES]))
+            w = with_opcode(w, int(rng.choice([c for c in range(1 << OPCODE_BITS) if c not in OPCODE_NAMES])))
         elif mode == 1 and p.isa.used_bits(name) < 128:
             w |= 1 << int(rng.integers(p.isa.used_bits(name), 128))
         elif name == "ALU":
@@ -97,7 +98,7 @@ def inject(p: Program, kind: str, rng: np.random.Generator) -> tuple[Program, in
         elif name in ("LOAD", "STORE"):
             w = _set_field(p, w, name, "buf", 3)
         else:
-            w = (w & ~7) | 7
+            w = with_opcode(w, 7)
         return patched(p, {k: w}), csr.ERR_BAD_OPCODE
     if kind == "bad_field":
         k = pick(idx(lambda i: isinstance(i, (Load, Store))))
@@ -115,7 +116,7 @@ def inject(p: Program, kind: str, rng: np.random.Generator) -> tuple[Program, in
     if kind == "unsupported":
         k = int(rng.integers(0, len(insns) - 1))
         old = insns[k]
-        flags = {f: getattr(old, f) for f in ("pop_prev", "pop_next", "push_prev", "push_next")}
+        flags = {f: getattr(old, f) for f in DEP_FLAGS}
         if isinstance(old, Load):
             new = dataclasses.replace(old, buf=int(rng.choice([BUFFERS["INP"], BUFFERS["WGT"]])))
         elif isinstance(old, Store):

@@ -30,15 +30,15 @@ from typing import Any
 
 import numpy as np
 
-from hw.analysis import balance_problem, finish_problem, happens_before
+from hw.analysis import balance_problem, finish_problem, happens_before, program_order_problem
 from hw.config import HwConfig
 from hw.isa import ALU_OPS, Alu, Finish, Instruction, Load, Store, unit_of
 from hw.assembler import Assembler
-from hw.isa_semantics import QUEUE_BETWEEN, UNITS, acc_footprint, pops_of, pushes_of
+from hw.isa_semantics import INT32_MAX, INT32_MIN, QUEUE_BETWEEN, TOKEN_QUEUES, UNITS, acc_footprint, affine_last
 from hw.isa_semantics import QUEUE_ENDS as QUEUES  # queue -> (producer, push flag, consumer, pop flag)
 from hw.program import Program
 
-INT_MIN, INT_MAX = -(1 << 31), (1 << 31) - 1
+INT_MIN, INT_MAX = INT32_MIN, INT32_MAX
 EDGE_INT32 = [0, 1, -1, 2, -2, INT_MIN, INT_MAX, INT_MIN + 1, INT_MAX - 1, 127, 128, -128, -129, 255, 256,
               32767, -32768, 65535, 65536, 31, 32, 33, -31, -32, -33, 0x55555555, -0x55555556]
 EDGE_IMM = [0, 1, -1, 2, -2, -32768, 32767, -32767, 31, 32, 33, 63, -31, -32, -33, -63, 127, -128, 255, 16, -16]
@@ -212,9 +212,11 @@ class _Builder:
     def finish(self) -> None:
         """Drain every token queue (balanced program), then FINISH (sometimes popping the last tokens)."""
         fin_pops: set[str] = set()
-        for q in ("c2l", "c2s", "l2c", "s2c"):
+        fin_unit = unit_of(Finish)  # FINISH travels through compute's queue: it may pop compute's tokens
+        # The queues FINISH's unit pushes first (drained by the other units' no-ops), then those it pops.
+        for q in sorted(TOKEN_QUEUES, key=lambda q: QUEUES[q][0] != fin_unit):
             consumer = QUEUES[q][2]
-            keep = 1 if consumer == "compute" and self.rng.random() < 0.5 else 0
+            keep = 1 if consumer == fin_unit and self.rng.random() < 0.5 else 0
             while self.outstanding(q) > keep:
                 self.append(self.noop(consumer), {q})
             if self.outstanding(q):
@@ -292,7 +294,7 @@ def _affine(r: np.random.Generator, io: int, ii: int, sp: _Space) -> tuple[int, 
     left = room - (ii - 1) * fi
     fo = int(r.choice([0, ii * fi, int(r.integers(0, left // max(io - 1, 1) + 1))])) if io > 1 else int(r.integers(0, 4))
     fo = min(fo, left // max(io - 1, 1))
-    span = (io - 1) * fo + (ii - 1) * fi
+    span = affine_last(0, io, ii, fo, fi)
     return sp.wbase + int(r.integers(0, sp.wsize - span)), fo, fi
 
 
@@ -306,7 +308,7 @@ def _rand_alu(r: np.random.Generator, sp: _Space, o: GenOptions) -> Item:
     if not use_imm and r.random() < 0.2:  # overlapping src/dst: a write must be seen by later reads
         sfo, sfi = dfo, dfi
         shift = int(r.integers(-2, 3))
-        span = (io - 1) * dfo + (ii - 1) * dfi
+        span = affine_last(0, io, ii, dfo, dfi)
         sb = min(max(db + shift, sp.wbase), sp.wbase + sp.wsize - 1 - span)
     imm = int(r.choice(EDGE_IMM)) if r.random() < 0.6 else int(r.integers(-32768, 32768))
     return Item(Alu, dict(alu_op=op, use_imm=use_imm, iter_out=io, iter_in=ii, dst_base=db, src_base=sb,
@@ -390,23 +392,6 @@ def _with_footprint(it: Item, cfg: HwConfig) -> Item:
 
 
 # ---- validity checker (independent of the builder's incremental bookkeeping) ---------------------
-def _program_order_tokens(insns: list[Instruction], depth: int) -> tuple[int, str] | None:
-    """The first instruction breaking the program-order token rule (every pop matches an earlier push,
-    no queue ever holds more than ``depth`` tokens), with what it breaks; None when none does."""
-    pushed = dict.fromkeys(QUEUES, 0)
-    popped = dict.fromkeys(QUEUES, 0)
-    for k, i in enumerate(insns):
-        for q in pops_of(i):
-            if popped[q] >= pushed[q]:
-                return k, f"instruction {k}: pops {q} with no earlier unmatched push"
-            popped[q] += 1
-        for q in pushes_of(i):
-            pushed[q] += 1
-            if pushed[q] - popped[q] > depth:
-                return k, f"instruction {k}: {q} would hold more than {depth} tokens"
-    return None
-
-
 def check_program(insns: list[Instruction], cfg: HwConfig, require_init: bool = True) -> str | None:
     """None when ``insns`` is token-balanced, deadlock-free by the program-order rule, race-free and
     (with ``require_init``) reads no accumulator entry before it is written; else one line saying
@@ -419,7 +404,7 @@ def check_program(insns: list[Instruction], cfg: HwConfig, require_init: bool = 
             if loose:
                 return f"instruction {k}: reads acc[{min(loose)}] before anything writes it"
             written |= writes
-    bad = _program_order_tokens(insns, cfg.token_queue_depth)
+    bad = program_order_problem(insns, cfg.token_queue_depth)
     upto = len(insns) if bad is None else bad[0]
     order = happens_before(insns[:upto])  # acyclic: every pop before ``upto`` follows its push
     for k in range(upto):  # every earlier conflicting instruction of another unit must be ordered before k

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from hw.isa import Alu
+from hw.isa_semantics import alu_last_indices
 from sim.tlm.acc_buffer import AccBuffer
 from sim.tlm.alu import run_alu
 from sim.tlm.insn_queue import InsnQueue
@@ -41,12 +42,13 @@ class ComputeUnit(UnitShell):
         self.finishing = False
 
     def check(self, i: Any) -> tuple[int, str] | None:
-        if isinstance(i, Alu) and i.iter_out * i.iter_in > 0:
-            last = i.dst_base + (i.iter_out - 1) * i.dst_factor_out + (i.iter_in - 1) * i.dst_factor_in
-            bad = self.acc.range_error(last, "ALU destination")
-            if bad is None and not i.use_imm:
-                last = i.src_base + (i.iter_out - 1) * i.src_factor_out + (i.iter_in - 1) * i.src_factor_in
-                bad = self.acc.range_error(last, "ALU source")
+        if isinstance(i, Alu):
+            dst_last, src_last = alu_last_indices(i)
+            if dst_last is None:
+                return None
+            bad = self.acc.range_error(dst_last, "ALU destination")
+            if bad is None and src_last is not None:
+                bad = self.acc.range_error(src_last, "ALU source")
             return bad
         return None
 

@@ -34,19 +34,18 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from hw.isa_semantics import DEP_FLAGS, POP_FLAGS, PUSH_FLAGS, TOKEN_ROUTES
 from sim.tlm.axi_arbiter import DmaJob
 from sim.tlm.insn_queue import InsnQueue
 from sim.tlm.scheduler import Scheduler
 from sim.tlm.timing import Timing
-from sim.tlm.token_queue import TOKEN_ROUTES, TokenQueue
+from sim.tlm.token_queue import TokenQueue
 from sim.tlm.trace import Tracer
 
 # fault(cycle, error code, pc, unit, message): an error raised in a cycle
 Fault = Callable[[int, int, int, str, str], None]
 
 IDLE, WAIT, EXEC, PUSH = "idle", "token_wait", "execute", "token_push"
-_POP_FLAGS = ("pop_prev", "pop_next")
-_PUSH_FLAGS = ("push_prev", "push_next")
 
 
 class UnitShell:
@@ -80,7 +79,7 @@ class UnitShell:
         self._pop_qs: list[TokenQueue] = []
         self._push_qs: list[TokenQueue] = []
         self._routes = {flag: tokens[TOKEN_ROUTES[(self.name, flag)]]
-                        for flag in _POP_FLAGS + _PUSH_FLAGS if (self.name, flag) in TOKEN_ROUTES}
+                        for flag in DEP_FLAGS if (self.name, flag) in TOKEN_ROUTES}
         self.dma: DmaJob | None = None    # the DMA job of the instruction in EXECUTE (LOAD, STORE)
 
     # ---- queue ----------------------------------------------------------------------------
@@ -110,8 +109,8 @@ class UnitShell:
         w = t + self.T.insn_pop_cycles
         self.state, self.pc, self.insn, self.t_pop, self.t_wait = WAIT, pc, insn, t, w
         self.t_end, self.faulted = None, False
-        self._pop_qs = [self._routes[f] for f in _POP_FLAGS if getattr(insn, f)]
-        self._push_qs = [self._routes[f] for f in _PUSH_FLAGS if getattr(insn, f)]
+        self._pop_qs = [self._routes[f] for f in POP_FLAGS if getattr(insn, f)]
+        self._push_qs = [self._routes[f] for f in PUSH_FLAGS if getattr(insn, f)]
         if self.tr is not None:
             self.tr.pc(self.name, w, pc)
         self.queue.pop(t)

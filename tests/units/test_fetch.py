@@ -14,7 +14,7 @@ import numpy as np
 
 from hw.assembler import Assembler, set_field
 from hw.config import HwConfig, load_config
-from hw.isa import Alu, Finish, Gemm, Isa, Load, Store
+from hw.isa import Alu, Finish, Gemm, Isa, Load, Store, with_opcode
 from tests.units.every_level import Case, level_tests
 from tests.units.programs import narrow, random_vectors, relay
 
@@ -90,20 +90,23 @@ def dispatch_checks(cfg: HwConfig) -> list[Case]:
     """One raw word per check, and words with several faults (the first check wins)."""
     isa = Isa(cfg)
     w = isa.encode_word
-    words = [("opcode_7", 0x7, "BAD_OPCODE"),
-             ("opcode_5", w(Alu()) & ~0x7 | 0x5, "BAD_OPCODE"),
+
+    def flag(insn, name: str) -> int:  # a dependency flag the encoder would refuse, set in the word
+        return isa.set_field(w(insn), insn.MNEMONIC, name, 1)
+    words = [("opcode_7", with_opcode(0, 7), "BAD_OPCODE"),
+             ("opcode_5", with_opcode(w(Alu()), 5), "BAD_OPCODE"),
              ("reserved_bits", w(Finish()) | 1 << 100, "BAD_OPCODE"),
-             ("load_pop_prev", w(Load()) | 1 << 3, "BAD_FIELD"),
-             ("store_push_next", w(Store()) | 1 << 6, "BAD_FIELD"),
+             ("load_pop_prev", flag(Load(), "pop_prev"), "BAD_FIELD"),
+             ("store_push_next", flag(Store(), "push_next"), "BAD_FIELD"),
              ("load_buffer_3", w(Load(buf=3)), "BAD_OPCODE"),
-             ("alu_op_9", w(Alu()) | 9 << 7, "BAD_OPCODE"),
+             ("alu_op_9", alu_op_word(cfg, 9), "BAD_OPCODE"),
              ("store_padding", w(Store(x_pad_0=1)), "BAD_FIELD"),
              ("store_from_inp", w(Store(buf=1)), "BAD_FIELD"),
              ("gemm", w(Gemm()), "UNSUPPORTED"),
              ("load_into_inp", w(Load(buf=1)), "UNSUPPORTED"),
              # several faults in one word: flags before buffer, buffer before padding, reserved bits first
-             ("load_buffer_3_pop_prev", w(Load(buf=3)) | 1 << 3, "BAD_FIELD"),
-             ("store_buffer_3_push_next", w(Store(buf=3)) | 1 << 6, "BAD_FIELD"),
+             ("load_buffer_3_pop_prev", flag(Load(buf=3), "pop_prev"), "BAD_FIELD"),
+             ("store_buffer_3_push_next", flag(Store(buf=3), "push_next"), "BAD_FIELD"),
              ("store_buffer_3_padding", w(Store(buf=3, x_pad_0=1)), "BAD_OPCODE"),
              ("load_into_inp_reserved_bits", w(Load(buf=1)) | 1 << 127, "BAD_OPCODE")]
     return [bad_word(cfg, f"dispatch_{n}", word, err) for n, word, err in words]
