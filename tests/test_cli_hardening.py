@@ -432,3 +432,34 @@ def test_long_failing_tlm_run_writes_no_unbounded_timeline(tmp_path, monkeypatch
     r = {"model": "tlm", "cycles": 100}
     run_cmd._trace_failure(job, r, args)
     assert Path(r["vcd"]).is_file()
+
+
+@pytest.mark.skipif(_rtl_missing() is not None, reason="no RTL")
+def test_protocol_back_end_waves_are_windowed_and_capped(capsys, tmp_path, monkeypatch):
+    """The protocol back-end (cocotb's GPI clock) traces through the fast main's bounded window too: a
+    failing run's re-run writes only the cycles before the failure, and a --waves run from reset is cut
+    exactly at a cap smaller than the VCD's header, with the sizes and the true cap in the note."""
+    from cosim.commands import run as run_cmd
+
+    cfg = load_config("default")
+    p = long_alu_program(cfg, 30, 100)
+    p.expected = {k: (v + 1).astype(v.dtype) for k, v in p.expected.items()}  # a data mismatch at the end
+    d = p.save(tmp_path / "long")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(run_cmd, "FAILURE_WINDOW_CYCLES", 300)
+    rc, out, err = cosim(capsys, "run", d, "--model", "rtl", "--mem", "protocol", "--json")
+    r = json.loads(out)
+    w, end = r["waves"], r["run_sim_cycles"]
+    assert rc == 1 and r["mismatch"] and end > 3000, out + err
+    assert w["from_cycle"] == end - 300 and end <= w["to_cycle"] <= end + 16 and not w["capped"], w
+    assert 0 < Path(r["vcd"]).stat().st_size <= w["max_bytes"]
+
+    cap = 100_000
+    monkeypatch.setenv("COSIM_WAVES_MAX_BYTES", str(cap))
+    rc, out, err = cosim(capsys, "run", "vadd", "--model", "rtl", "--mem", "protocol", "--waves")
+    from testbench.rtl_model import build_root
+
+    vcd = build_root() / "waves" / "vadd-default-protocol.vcd"
+    assert rc == 0, out + err  # the cap cuts the file, not the run
+    assert 0 < vcd.stat().st_size <= cap
+    assert "cut at the 100.0 KB cap" in out and "KB" in out and "MiB" not in out and "None" not in out, out

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from hw.config import load_config
+from hw.result import byte_size
 from cosim import models
 from cosim.cli import add_json_arg
 
@@ -113,8 +114,7 @@ def run(args: argparse.Namespace) -> int:
         for r in reports:
             status = "ok" if r["match"] else "MISMATCH"
             cyc = f"{r['cycles']} cycles" if r.get("cycles") else ""
-            extra = r.get("mismatch") or (r["error"] and f"error {r['error'].get('name')} at instruction "
-                                          f"{r['error'].get('pc')}") or ""
+            extra = r.get("mismatch") or (r["error"] and error_text(r["error"])) or ""
             print(f"{job.kernel:<16} {r['model']:<7} {status:<9} {cyc:<16} {r['wall_s']:.3f} s  {extra}")
             note = r.get("waves_note") or (waves_note(r["waves"]) if r.get("waves") else "")
             if r.get("vcd") or note:
@@ -124,15 +124,23 @@ def run(args: argparse.Namespace) -> int:
     return 0 if ok else 1
 
 
+def error_text(err: dict[str, Any]) -> str:
+    """A model's error for the summary line: its name and instruction, or its message when it has no pc."""
+    if err.get("pc") is not None:
+        return f"error {err.get('name')} at instruction {err.get('pc')}"
+    msg = str(err.get("message") or "").splitlines()
+    return f"error {err.get('name')}" + (f": {msg[0]}" if msg and err.get("name") == "WAVES_CAP" else "")
+
+
 def waves_note(w: dict[str, Any]) -> str:
     """What an RTL waveform file holds, for the user: its cycles after START, size and the cap."""
     if w.get("from_cycle") is None:
         return "(nothing written: the run ended before the window)"
     first, last = w["from_cycle"], w["to_cycle"]
     span = f"cycles {first}..{last} after START" if first >= 0 else f"from reset to cycle {last} after START"
-    cap = w.get("max_bytes", 0) / (1 << 20)
-    cut = f", cut at the {cap:.0f} MiB cap" if w.get("capped") else f", cap {cap:.0f} MiB"
-    return f"({span}, {w.get('bytes', 0) / 1e6:.1f} MB{cut})"
+    cap = byte_size(int(w.get("max_bytes", 0)))
+    cut = f", cut at the {cap} cap" if w.get("capped") else f", cap {cap}"
+    return f"({span}, {byte_size(int(w.get('bytes', 0)))}{cut})"
 
 
 def _trace_failure(job: models.Job, r: dict[str, Any], args: argparse.Namespace) -> None:
@@ -159,8 +167,10 @@ def _trace_failure(job: models.Job, r: dict[str, Any], args: argparse.Namespace)
         return
     end = int(r.get("run_sim_cycles") or r.get("cycles") or 0)
     window = args.waves_window or (max(0, end - FAILURE_WINDOW_CYCLES), end + 16)
+    # Verilator windows the trace and cuts it at the cap (both back-ends); Icarus can only stop a run
+    # traced from reset, so the re-run of the same RTL is on Verilator.
     try:
-        res = models.run_rtl([job], mem=args.mem, simulator=args.sim, waves=True, vcd=vcd, waves_window=window,
+        res = models.run_rtl([job], mem=args.mem, simulator="verilator", waves=True, vcd=vcd, waves_window=window,
                              watchdog=args.watchdog)[0]
     except (RuntimeError, OSError, ValueError) as e:  # the report must not hide the failure behind a second one
         r["waves_note"] = f"(the traced re-run failed: {str(e).splitlines()[0] if str(e) else type(e).__name__})"
