@@ -272,26 +272,30 @@ class Program:
         for f in ("insn.bin", "regs.json", "layout.json"):
             if not (d / f).is_file():
                 raise ProgramError(f"{d / f}: missing (a Program folder needs insn.bin, regs.json, layout.json)")
-        layout = _read_json(d / "layout.json")
+        lpath = d / "layout.json"
+        layout = _read_json(lpath)
+        if not isinstance(layout, dict):
+            raise ProgramError(f"{lpath}: must be a JSON object (with 'config', 'config_id', 'regions'), "
+                               f"not a {_json_kind(layout)}")
+        cfg_name = _field(layout, "config", str, lpath)
+        id_text = _field(layout, "config_id", str, lpath)
         try:
-            stored_id = int(str(layout.get("config_id", "")), 16)
-            cfg_name = layout["config"]
-            region_list = layout["regions"]
-        except (KeyError, ValueError, TypeError):
-            raise ProgramError(f"{d / 'layout.json'}: needs 'config', 'config_id' (hex) and 'regions'") from None
+            stored_id = int(id_text, 16)
+        except ValueError:
+            raise ProgramError(f"{lpath}: 'config_id' must be a hex string such as '0x1a8c697b', not "
+                               f"{id_text!r}") from None
+        region_list = _field(layout, "regions", list, lpath)
+        prog_name = _field(layout, "program", str, lpath, d.name)
+        meta = _field(layout, "meta", dict, lpath, {})
         if cfg is None:
             try:
                 cfg = load_config(cfg_name)
             except ConfigError as e:
-                raise ProgramError(f"{d / 'layout.json'}: made for config '{cfg_name}', which cannot be loaded: {e}")
+                raise ProgramError(f"{lpath}: made for config '{cfg_name}', which cannot be loaded: {e}")
         if stored_id != cfg.config_id:
-            raise ProgramError(f"{d / 'layout.json'}: Program made for config '{cfg_name}' (id 0x{stored_id:08x}), "
+            raise ProgramError(f"{lpath}: Program made for config '{cfg_name}' (id 0x{stored_id:08x}), "
                                f"but this run uses config '{cfg.name}' (id 0x{cfg.config_id:08x})")
-        try:
-            regions = [Region(str(r["name"]), str(r["role"]), int(r["addr"]), tuple(int(s) for s in r["shape"]),
-                              str(r["dtype"])) for r in region_list]
-        except (KeyError, ValueError, TypeError) as e:
-            raise ProgramError(f"{d / 'layout.json'}: malformed region entry ({e})") from None
+        regions = [_region_of(k, entry, lpath) for k, entry in enumerate(region_list)]
         check_layout(cfg, regions, str(d / "layout.json"))
         for r, entry in zip(regions, region_list):
             if "bytes" in entry and entry["bytes"] != r.nbytes:
@@ -310,7 +314,7 @@ class Program:
         regs = _read_regs(d / "regs.json", cfg)
         check_starts(regs, str(d / "regs.json"))
         check_windows(cfg, regs, regions, str(d / "regs.json"))
-        p = cls(cfg, insns, regions, regs, str(layout.get("program", d.name)), dict(layout.get("meta", {})))
+        p = cls(cfg, insns, regions, regs, prog_name, dict(meta))
         if (d / "inputs.npz").is_file():
             for k, a in _read_npz(d / "inputs.npz").items():
                 try:
@@ -416,9 +420,50 @@ def _check_dram_bin(p: "Program", path: Path) -> None:
 
 def _read_json(path: Path) -> Any:
     try:
-        return json.loads(path.read_text())
+        return json.loads(path.read_bytes().decode("utf-8"))
+    except UnicodeDecodeError as e:
+        raise ProgramError(f"{path}: not UTF-8 text (byte 0x{e.object[e.start]:02x} at offset {e.start})") from None
     except json.JSONDecodeError as e:
         raise ProgramError(f"{path}: not valid JSON: {e.msg} at line {e.lineno}") from None
+
+
+_KINDS = {dict: "object", list: "list", str: "string", int: "integer", float: "number", bool: "true/false",
+          type(None): "null"}
+
+
+def _json_kind(v: Any) -> str:
+    """What a JSON value is, in JSON's words (``list``, ``string``, ...)."""
+    return _KINDS.get(type(v), type(v).__name__)
+
+
+def _field(obj: dict[str, Any], key: str, kind: type, path: Path, default: Any = ..., where: str = "") -> Any:
+    """``obj[key]``, which must be of JSON type ``kind`` (an int is never a bool or a float); ``default``
+    when it is absent and a default is given. One ProgramError line naming the file and the field."""
+    if key not in obj:
+        if default is not ...:
+            return default
+        raise ProgramError(f"{path}: {where}needs '{key}' ({_KINDS[kind]})")
+    v = obj[key]
+    if type(v) is not kind:
+        raise ProgramError(f"{path}: {where}'{key}' must be a JSON {_KINDS[kind]}, not {_json_kind(v)} {v!r}"[:300])
+    return v
+
+
+def _region_of(k: int, entry: Any, path: Path) -> Region:
+    """Layout region ``k`` from its JSON entry, every field of its exact type (no silent conversion)."""
+    if not isinstance(entry, dict):
+        raise ProgramError(f"{path}: region {k} must be a JSON object, not {_json_kind(entry)} {entry!r}"[:300])
+    name = _field(entry, "name", str, path, where=f"region {k}: ")
+    where = f"region {k} ('{name}'): "
+    role = _field(entry, "role", str, path, where=where)
+    addr = _field(entry, "addr", int, path, where=where)
+    shape = _field(entry, "shape", list, path, where=where)
+    if any(type(s) is not int for s in shape):
+        raise ProgramError(f"{path}: {where}'shape' must be a list of integers, not {shape!r}"[:300])
+    dtype = _field(entry, "dtype", str, path, where=where)
+    if "bytes" in entry:
+        _field(entry, "bytes", int, path, where=where)
+    return Region(name, role, addr, tuple(shape), dtype)
 
 
 def _read_regs(path: Path, cfg: HwConfig) -> list[tuple[str, int]]:
@@ -432,9 +477,15 @@ def _read_regs(path: Path, cfg: HwConfig) -> list[tuple[str, int]]:
         if not isinstance(w, dict) or "csr" not in w or "value" not in w:
             raise ProgramError(f"{path}: write {i} needs 'csr' and 'value'")
         name, value = w["csr"], w["value"]
+        if type(name) is not str:
+            raise ProgramError(f"{path}: write {i}: 'csr' must be a CSR name (a JSON string), not "
+                               f"{_json_kind(name)} {name!r}"[:300])
         if name not in by_name:
             raise ProgramError(f"{path}: write {i} names unknown CSR '{name}'")
         reg = by_name[name]
+        if "addr" in w and type(w["addr"]) is not int:
+            raise ProgramError(f"{path}: write {i} to {name}: 'addr' must be a JSON integer, not "
+                               f"{_json_kind(w['addr'])} {w['addr']!r}"[:300])
         if "addr" in w and w["addr"] != reg.addr:
             raise ProgramError(f"{path}: write {i} to {name} gives address 0x{w['addr']:x}, the map says 0x{reg.addr:x}")
         if reg.access == "ro":

@@ -463,3 +463,46 @@ def test_protocol_back_end_waves_are_windowed_and_capped(capsys, tmp_path, monke
     assert rc == 0, out + err  # the cap cuts the file, not the run
     assert 0 < vcd.stat().st_size <= cap
     assert "cut at the 100.0 KB cap" in out and "KB" in out and "MiB" not in out and "None" not in out, out
+
+
+# ---- review item 2: the type of every field of a folder's JSON -------------------------------------------
+def _set_region(k: int, key: str, value):
+    def edit(j):
+        j["regions"][k][key] = value
+        return j
+    return edit
+
+
+def _set_write(key: str, value):
+    def edit(j):
+        j["writes"][0][key] = value
+        return j
+    return edit
+
+
+@pytest.mark.parametrize("file, edit, words", [
+    ("layout.json", lambda j: j["regions"], ["layout.json", "must be a JSON object", "not a list"]),
+    ("layout.json", lambda j: {**j, "meta": [1]}, ["layout.json", "'meta' must be a JSON object"]),
+    ("layout.json", lambda j: {**j, "program": 5}, ["layout.json", "'program' must be a JSON string"]),
+    ("layout.json", lambda j: {**j, "config_id": 7}, ["layout.json", "'config_id' must be a JSON string"]),
+    ("layout.json", lambda j: {**j, "regions": {}}, ["layout.json", "'regions' must be a JSON list"]),
+    ("layout.json", _set_region(1, "shape", [64.7]), ["layout.json", "region 1 ('A')", "'shape'", "64.7"]),
+    ("layout.json", _set_region(1, "shape", ["64"]), ["layout.json", "region 1 ('A')", "'shape'", "'64'"]),
+    ("layout.json", _set_region(1, "shape", [True, 64]), ["layout.json", "'shape'", "True"]),
+    ("layout.json", _set_region(1, "shape", "64"), ["layout.json", "'shape' must be a JSON list"]),
+    ("layout.json", _set_region(1, "addr", 640.5), ["layout.json", "'addr' must be a JSON integer", "640.5"]),
+    ("layout.json", _set_region(1, "name", 3), ["layout.json", "region 1", "'name' must be a JSON string"]),
+    ("layout.json", _set_region(1, "bytes", "256"), ["layout.json", "'bytes' must be a JSON integer"]),
+    ("regs.json", _set_write("csr", [1]), ["regs.json", "write 0", "'csr' must be a CSR name", "[1]"]),
+    ("regs.json", _set_write("addr", "x"), ["regs.json", "write 0", "'addr' must be a JSON integer", "'x'"]),
+    ("regs.json", _set_write("addr", [1]), ["regs.json", "'addr' must be a JSON integer"]),
+])
+def test_folder_json_field_types(capsys, folder, file, edit, words):
+    edit_json(folder / file, edit)
+    one_line(*cosim(capsys, "run", folder, "--model", "tlm")[::2], *words)
+
+
+@pytest.mark.parametrize("file", ["layout.json", "regs.json"])
+def test_folder_json_not_utf8(capsys, folder, file):
+    (folder / file).write_bytes(b'{"config": "\xff\xfe"}')
+    one_line(*cosim(capsys, "run", folder, "--model", "tlm")[::2], file, "not UTF-8", "0xff")
