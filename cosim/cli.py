@@ -15,7 +15,7 @@ import importlib
 import os
 import sys
 import traceback
-from typing import NoReturn
+from typing import Any, NoReturn
 
 # Subcommands in the order `cosim --help` lists them.
 COMMANDS = ["list", "compile", "run", "disasm", "sim", "waves", "rtl", "fuzz", "bench", "calibrate"]
@@ -32,6 +32,48 @@ def add_config_arg(p: argparse.ArgumentParser) -> None:
 
 def add_json_arg(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+
+
+# The largest count of cycles an option takes: 10^12 cycles of 10 ns are 10^19 ps, still inside the
+# simulator's 64-bit time (cocotb and Verilator count in ps); no run is anywhere near that long.
+MAX_CYCLES = 10**12
+# The largest other integer an option takes (a seed, a count): what a signed 64-bit integer holds.
+MAX_INT = 2**63 - 1
+
+
+def int_arg(low: int, high: int = MAX_INT, what: str = "") -> Any:
+    """An argparse ``type``: an integer in ``[low, high]``; the error names the bound (argparse adds
+    the option: ``argument --seed: expected a non-negative integer, not '-1'``)."""
+    kind = what or {0: "a non-negative integer", 1: "a positive integer"}.get(low, f"an integer >= {low}")
+
+    def parse(text: str) -> int:
+        try:
+            v = int(text, 0)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {kind}, not {text!r}") from None
+        if v < low:
+            raise argparse.ArgumentTypeError(f"expected {kind}, not {text!r}")
+        if v > high:
+            raise argparse.ArgumentTypeError(f"{text!r} is too large (at most {high:,})")
+        return v
+
+    parse.__name__ = kind  # argparse's fallback message names the type by this
+    return parse
+
+
+def float_arg(low: float, high: float, what: str) -> Any:
+    """An argparse ``type``: a finite number in ``[low, high]`` (``what`` names it in the error)."""
+    def parse(text: str) -> float:
+        try:
+            v = float(text)
+        except ValueError:
+            v = float("nan")
+        if not low <= v <= high:  # also refuses nan
+            raise argparse.ArgumentTypeError(f"expected {what}, not {text!r}")
+        return v
+
+    parse.__name__ = what
+    return parse
 
 
 class CosimArgumentParser(argparse.ArgumentParser):

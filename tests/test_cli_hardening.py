@@ -313,9 +313,9 @@ def test_missing_folder_is_not_an_unknown_example(capsys, tmp_path):
     (["run"], ["cosim run", "required: kernel"]),
     (["compile", "vadd"], ["cosim compile", "-o/--out"]),
     (["waves", "show", "x.vcd"], ["cosim waves show", "required"]),
-    (["run", "vadd", "--seed", "x"], ["--seed", "invalid int value"]),
+    (["run", "vadd", "--seed", "x"], ["--seed", "expected a non-negative integer", "'x'"]),
     (["run", "vadd", "--waves-window", "5:3"], ["--waves-window", "FIRST <= LAST"]),
-    (["run", "vadd", "--watchdog", "0"], ["--watchdog", "not a positive integer"]),
+    (["run", "vadd", "--watchdog", "0"], ["--watchdog", "expected a positive integer"]),
     (["nosuch"], ["cosim", "invalid choice: 'nosuch'"]),
     (["--bogus"], ["unrecognized arguments: --bogus"]),
 ])
@@ -506,3 +506,24 @@ def test_folder_json_field_types(capsys, folder, file, edit, words):
 def test_folder_json_not_utf8(capsys, folder, file):
     (folder / file).write_bytes(b'{"config": "\xff\xfe"}')
     one_line(*cosim(capsys, "run", folder, "--model", "tlm")[::2], file, "not UTF-8", "0xff")
+
+
+# ---- review items 3, 5: bounded integer options that name themselves ------------------------------------------
+@pytest.mark.parametrize("args, words", [
+    (["run", "vadd", "--waves-window", "1:99999999999999999999"], ["--waves-window", "too large", "cycles"]),
+    (["run", "vadd", "--watchdog", "99999999999999999999"], ["--watchdog", "too large", "1,000,000,000,000"]),
+    (["run", "vadd", "--seed", "-1"], ["--seed", "expected a non-negative integer", "'-1'"]),
+    (["run", "vadd", "--seed", "99999999999999999999"], ["--seed", "too large"]),
+    (["compile", "vadd", "-o", "X", "--seed", "-1"], ["--seed", "expected a non-negative integer"]),
+    (["fuzz", "--count", "0"], ["--count", "expected a positive integer"]),
+    (["fuzz", "--fault-rate", "1.5"], ["--fault-rate", "probability"]),
+    (["fuzz", "--fault-rate", "nan"], ["--fault-rate", "probability"]),
+    (["fuzz", "--batch", "-3"], ["--batch", "expected a positive integer"]),
+    (["bench", "--protocol-max-cycles", "-5"], ["--protocol-max-cycles", "expected a positive integer"]),
+    (["bench", "--reps", "0"], ["--reps", "expected a positive integer"]),
+    (["waves", "run", "vadd", "--window", "0"], ["--window", "expected a positive integer"]),
+])
+def test_integer_options_are_bounded_and_named(capsys, args, words):
+    rc, out, err = cosim(capsys, *args)
+    one_line(rc, err, *words)
+    assert out == ""

@@ -11,7 +11,7 @@ import json
 from typing import Callable
 
 from hw.config import load_config
-from cosim.cli import add_config_arg, add_json_arg
+from cosim.cli import add_config_arg, add_json_arg, float_arg
 
 
 def _add_rtl_dir(p: argparse.ArgumentParser) -> None:
@@ -174,7 +174,7 @@ def add_synth(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                                    "(docs/synthesis.md).")
     add_config_arg(p)
     p.add_argument("--target", choices=TARGETS, default="generic", help="technology (default: generic)")
-    p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, metavar="S",
+    p.add_argument("--timeout", type=float_arg(1e-3, 1e7, "a positive number of seconds"), default=DEFAULT_TIMEOUT, metavar="S",
                    help=f"give up after S seconds (default: {DEFAULT_TIMEOUT:g})")
     add_json_arg(p)
     _add_rtl_dir(p)

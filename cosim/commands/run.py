@@ -18,7 +18,7 @@ from typing import Any
 from hw.config import load_config
 from hw.result import byte_size
 from cosim import models
-from cosim.cli import add_json_arg
+from cosim.cli import MAX_CYCLES, add_json_arg, int_arg
 
 # Cycles of a failing RTL run that its waveform shows, ending where the run ended (about 2.5 KB
 # of VCD per cycle on the default config when every unit is busy: some 27 MB).
@@ -30,7 +30,7 @@ TLM_FAILURE_VCD_MAX_INSNS = 400_000
 
 
 def window_arg(text: str) -> tuple[int, int]:
-    """``"FIRST:LAST"`` (cycles after START) for ``--waves-window``."""
+    """``"FIRST:LAST"`` (cycles after START, at most MAX_CYCLES) for ``--waves-window``."""
     first, sep, last = text.partition(":")
     try:
         a, b = int(first, 0), int(last, 0)
@@ -39,18 +39,12 @@ def window_arg(text: str) -> tuple[int, int]:
             from None
     if not sep or not 0 <= a <= b:
         raise argparse.ArgumentTypeError(f"'{text}': needs 0 <= FIRST <= LAST")
+    if b > MAX_CYCLES:
+        raise argparse.ArgumentTypeError(f"'{text}': LAST is too large (at most {MAX_CYCLES:,} cycles)")
     return a, b
 
 
-def positive_int(text: str) -> int:
-    """A positive integer argument."""
-    try:
-        v = int(text, 0)
-    except ValueError:
-        v = 0
-    if v <= 0:
-        raise argparse.ArgumentTypeError(f"'{text}' is not a positive integer")
-    return v
+positive_int = int_arg(1, MAX_CYCLES, "a positive integer")
 
 
 def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -65,7 +59,7 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                    help="hardware config: a name from hw/configs or a JSON path (default: default, or the "
                         "config a Program folder was made for)")
     p.add_argument("-p", "--param", action="append", metavar="KEY=VALUE", help="kernel parameter (repeatable)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the random inputs (default 0)")
+    p.add_argument("--seed", type=int_arg(0), default=0, help="seed of the random inputs (default 0)")
     p.add_argument("--sim", choices=["verilator", "icarus"], default="verilator", help="RTL simulator")
     p.add_argument("--mem", choices=["fast", "protocol"], default="fast", help="RTL memory back-end")
     p.add_argument("--waves", action="store_true",
