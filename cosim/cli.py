@@ -5,7 +5,9 @@ Each subcommand lives in its own module under ``cosim/commands`` with two functi
 bad file, bad config, Program or kernel) prints one line on stderr and exits 2:
 argparse's own errors too (the usage is printed by ``--help`` only). ``--traceback``
 on any command (or ``COSIM_TRACEBACK=1``) prints the whole traceback before that
-line; ``COSIM_DEBUG=1`` lets the exception propagate instead.
+line; ``COSIM_DEBUG=1`` lets the exception propagate instead. A missing tool or an RTL that cannot be
+built or simulated here is a user-side problem too (exit 2); any other exception is a bug of cosim,
+reported in one ``internal error`` line with exit code 3 (also when something calls ``sys.exit``).
 """
 
 from __future__ import annotations
@@ -122,12 +124,29 @@ def build_parser() -> argparse.ArgumentParser:
     return ap
 
 
+# Exit code of an internal error (a bug of cosim, not of the input); 1 is "does not agree", 2 a user error.
+INTERNAL_ERROR_EXIT = 3
+
+
+def is_user_error(e: BaseException) -> bool:
+    """Whether ``e`` reports a problem on the user's side (bad input, a missing tool, a simulator that
+    cannot be built or run on this machine: exit 2) rather than a bug of cosim (exit 3)."""
+    from hw.toolchain import ToolchainError
+    from testbench.rtl_model import RtlError  # the RTL could not be built or its simulator died (log says why)
+
+    return isinstance(e, (ValueError, OSError, LookupError, ToolchainError, RtlError))
+
+
 def error_line(e: BaseException) -> str:
     """The one line that reports a user error: its message's first line, naming the file when it has one."""
-    msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+    try:
+        text = str(e).strip()
+    except Exception:  # an exception whose message cannot be made
+        text = ""
+    msg = text.splitlines()[0] if text else type(e).__name__
     if isinstance(e, OSError) and e.filename and str(e.filename) not in msg:
         msg = f"{e.filename}: {msg}"
-    if isinstance(e, KeyError) and msg == str(e):  # a bare KeyError's text is only the quoted key
+    if isinstance(e, KeyError) and msg == text:  # a bare KeyError's text is only the quoted key
         msg = f"KeyError: {msg}"
     return msg
 
@@ -146,13 +165,23 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"cosim {args.command}: interrupted", file=sys.stderr)
         return 130
-    except (ValueError, OSError, LookupError) as e:
+    except Exception as e:
         if os.environ.get("COSIM_DEBUG"):
             raise
         if getattr(args, "traceback", False) or os.environ.get("COSIM_TRACEBACK", "") not in ("", "0"):
             traceback.print_exception(e, file=sys.stderr)
-        print(f"cosim {args.command}: error: {error_line(e)}", file=sys.stderr)
-        return 2
+        if is_user_error(e):
+            print(f"cosim {args.command}: error: {error_line(e)}", file=sys.stderr)
+            return 2
+        # A bug of this tool, not of the input: still one line, and an exit code of its own.
+        print(f"cosim {args.command}: internal error: {type(e).__name__}: {error_line(e)} (--traceback or "
+              f"COSIM_TRACEBACK=1 shows where)", file=sys.stderr)
+        return INTERNAL_ERROR_EXIT
+    except SystemExit as e:  # something under a command called sys.exit: never success in disguise
+        if os.environ.get("COSIM_DEBUG"):
+            raise
+        print(f"cosim {args.command}: internal error: exited with sys.exit({e.code!r})", file=sys.stderr)
+        return e.code if isinstance(e.code, int) and e.code not in (0, 2) else INTERNAL_ERROR_EXIT
 
 
 if __name__ == "__main__":

