@@ -618,3 +618,85 @@ def test_internal_error_is_one_line_with_its_own_exit(capsys, monkeypatch):
     monkeypatch.setattr(models, "run_tlm", exits)
     rc, out, err = cosim(capsys, "run", "vadd", "--model", "tlm")
     assert rc == 3 and len(err.strip().splitlines()) == 1 and "sys.exit(0)" in err, err
+
+
+# ---- review item 6: folders that load but do not describe one runnable, checkable Program -----------------
+def _npz_without(path: Path, name: str) -> None:
+    with np.load(path) as z:
+        arrays = {k: z[k] for k in z.files if k != name}
+    path.unlink()
+    np.savez(path, **arrays)
+
+
+def test_inputs_npz_missing_an_input(capsys, folder):
+    _npz_without(folder / "inputs.npz", "A")
+    one_line(*cosim(capsys, "run", folder, "--model", "tlm")[::2], "inputs.npz", "no array for input region",
+             "'A'")
+
+
+def test_no_inputs_npz_names_the_inputs(capsys, folder):
+    (folder / "inputs.npz").unlink()
+    (folder / "dram.bin").unlink()
+    one_line(*cosim(capsys, "run", folder, "--model", "tlm")[::2], "'A'", "no inputs.npz", "cannot be run")
+
+
+@pytest.mark.parametrize("how, words", [
+    ("extra", ["expected.npz", "'Z'", "no output region"]),
+    ("missing", ["expected.npz", "no array for output region", "'C'"]),
+    ("shape", ["expected.npz", "array 'C'", "[2, 32]", "[4, 16]"]),
+    ("dtype", ["expected.npz", "array 'C'", "int32", "int8"]),
+])
+def test_expected_npz_must_match_the_outputs(capsys, folder, how, words):
+    f = folder / "expected.npz"
+    with np.load(f) as z:
+        c = z["C"]
+    arrays = {"extra": {"C": c, "Z": c}, "missing": {}, "shape": {"C": c.reshape(2, 32)},
+              "dtype": {"C": c.astype(np.int32)}}[how]
+    f.unlink()
+    np.savez(f, **arrays)
+    one_line(*cosim(capsys, "run", folder, "--model", "tlm")[::2], *words)
+
+
+def test_no_expected_npz_is_not_a_match(capsys, folder):
+    (folder / "expected.npz").unlink()
+    rc, out, err = cosim(capsys, "run", folder, "--model", "tlm", "--json")
+    r = json.loads(out)
+    assert rc == 0 and err == "" and r["match"] is None and "no expected outputs" in r["compared"], out + err
+    rc, out, err = cosim(capsys, "run", folder, "--model", "golden")
+    assert rc == 0 and "unchecked" in out and " ok " not in out, out
+
+
+@pytest.mark.parametrize("csr_name, value, words", [("INSN_COUNT", 1, ["INSN_COUNT 1", "instruction region"]),
+                                                    ("INSN_ADDR_LO", 64, ["INSN_ADDR 0x40", "instruction region"])])
+def test_insn_regs_agree_with_the_layout(capsys, folder, csr_name, value, words):
+    def edit(j):
+        for w in j["writes"]:
+            if w["csr"] == csr_name:
+                w["value"] = value
+        return j
+    edit_json(folder / "regs.json", edit)
+    one_line(*cosim(capsys, "run", folder, "--model", "tlm")[::2], "regs.json", *words)
+
+
+def test_dram_bin_that_is_a_directory(capsys, folder):
+    (folder / "dram.bin").unlink()
+    (folder / "dram.bin").mkdir()
+    one_line(*cosim(capsys, "run", folder, "--model", "tlm")[::2], "dram.bin", "not a regular file")
+
+
+@pytest.mark.parametrize("key, value, words", [("config", "small", ["regs.json", "'small'", "'default'"]),
+                                              ("config_id", "0x12345678", ["regs.json", "0x12345678"])])
+def test_regs_config_agrees_with_layout(capsys, folder, key, value, words):
+    edit_json(folder / "regs.json", lambda j: {**j, key: value})
+    one_line(*cosim(capsys, "run", folder, "--model", "tlm")[::2], *words)
+
+
+def test_bare_example_name_beats_a_folder_of_that_name(capsys, tmp_path, monkeypatch):
+    small_program(load_config("default")).save(tmp_path / "vadd")
+    monkeypatch.chdir(tmp_path)
+    rc, out, _ = cosim(capsys, "run", "vadd", "--model", "golden", "--json")
+    assert rc == 0 and json.loads(out)["kernel"] == "vadd"  # the example
+    rc, out, _ = cosim(capsys, "run", "./vadd", "--model", "golden", "--json")
+    assert rc == 0 and json.loads(out)["kernel"] != "vadd"  # the folder (its Program's own name)
+    rc, out, _ = cosim(capsys, "run", "--help")
+    assert "./NAME" in out

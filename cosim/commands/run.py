@@ -52,7 +52,11 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                        description="Run KERNEL (an example name, path.py:function, or a Program folder) on one "
                                    "model or all of them and compare the outputs with the golden path. A model "
                                    "that disagrees gets a waveform (RTL: the last "
-                                   f"{FAILURE_WINDOW_CYCLES} cycles of a traced re-run).")
+                                   f"{FAILURE_WINDOW_CYCLES} cycles of a traced re-run). A Program folder "
+                                   "without expected.npz is run but not checked: its reports say "
+                                   "'unchecked' (JSON: \"match\": null), exit 0 unless a model fails. A bare "
+                                   "name (no slash) is an example even when a folder of that name is here: "
+                                   "run the folder as ./NAME.")
     p.add_argument("kernel", help="example name (see `cosim list`), path.py:function, or a Program folder")
     p.add_argument("--model", choices=[*models.MODELS, "all"], default="all")
     p.add_argument("--config", default=None, metavar="NAME|PATH",
@@ -96,9 +100,12 @@ def run(args: argparse.Namespace) -> int:
         if not res.wall_s:
             res.wall_s = time.perf_counter() - t0
         reports.append(models.judge(job, res))
-    ok = all(r["match"] for r in reports)
+    # match None: nothing was compared (a Program folder without expected.npz); not a failure, not a pass
+    ok: bool | None = None if any(r["match"] is None for r in reports) else True
+    if any(r["match"] is False for r in reports):
+        ok = False
     for r in reports:
-        if not r["match"] and r["model"] in ("tlm", "rtl"):
+        if r["match"] is False and r["model"] in ("tlm", "rtl"):
             _trace_failure(job, r, args)
     if args.json:
         out = reports[0] if len(reports) == 1 else {"kernel": job.kernel, "config": cfg.name, "match": ok,
@@ -106,16 +113,17 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(out))
     else:
         for r in reports:
-            status = "ok" if r["match"] else "MISMATCH"
+            status = {True: "ok", False: "MISMATCH", None: "unchecked"}[r["match"]]
             cyc = f"{r['cycles']} cycles" if r.get("cycles") else ""
-            extra = r.get("mismatch") or (r["error"] and error_text(r["error"])) or ""
+            extra = (r.get("mismatch") or (r["error"] and error_text(r["error"]))
+                     or (r.get("compared") and f"compared {r['compared']}") or "")
             print(f"{job.kernel:<16} {r['model']:<7} {status:<9} {cyc:<16} {r['wall_s']:.3f} s  {extra}")
             note = r.get("waves_note") or (waves_note(r["waves"]) if r.get("waves") else "")
             if r.get("vcd") or note:
                 print(f"{'':<16} {'':<7} waveform: {r.get('vcd') or '-'} {note}".rstrip())
-    if not ok and not args.json:
+    if ok is False and not args.json:
         print(f"cosim run: {job.kernel} does not agree with golden", file=sys.stderr)
-    return 0 if ok else 1
+    return 1 if ok is False else 0
 
 
 def error_text(err: dict[str, Any]) -> str:
