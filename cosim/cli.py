@@ -63,6 +63,13 @@ def int_arg(low: int, high: int = MAX_INT, what: str = "") -> Any:
     return parse
 
 
+def folder_arg(text: str) -> str:
+    """An argparse ``type``: a file or folder name that is not empty (``-o ''`` would write into the CWD)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("expected a file or folder name, not an empty string")
+    return text
+
+
 def float_arg(low: float, high: float, what: str) -> Any:
     """An argparse ``type``: a finite number in ``[low, high]`` (``what`` names it in the error)."""
     def parse(text: str) -> float:
@@ -88,13 +95,27 @@ class CosimArgumentParser(argparse.ArgumentParser):
         line = " ".join(message.split())  # argparse may wrap a long choice list
         self.exit(2, f"{self.prog}: error: {line} (see {self.prog} --help)\n")
 
+    def parse_args(self, args=None, namespace=None):  # type: ignore[no-untyped-def, override]
+        """argparse's, but an unrecognized argument is reported by the (sub)command that was given it, and
+        a command with subcommands given none (``cosim``, ``cosim waves``) is one error line, not the help."""
+        ns, extra = self.parse_known_args(args, namespace)
+        prog = getattr(ns, "_prog", self.prog)
+        if extra:
+            self.exit(2, f"{prog}: error: unrecognized arguments: {' '.join(extra)} (see {prog} --help)\n")
+        needs = getattr(ns, "_needs_command", None)
+        if needs and getattr(ns, needs, None) is None:
+            self.exit(2, f"{prog}: error: a command is required (see {prog} --help)\n")
+        return ns
+
     def add_subparsers(self, **kw):  # type: ignore[no-untyped-def]
         sub = super().add_subparsers(**kw)
+        self.set_defaults(_needs_command=kw.get("dest"))  # the innermost parser given wins (see parse_args)
         add_parser = sub.add_parser
 
         def add_with_traceback(name: str, **pkw):  # type: ignore[no-untyped-def]
             p = add_parser(name, **pkw)
             _add_traceback_arg(p)
+            p.set_defaults(_prog=p.prog)  # the innermost subcommand's wins: who names an unknown argument
             return p
 
         sub.add_parser = add_with_traceback  # type: ignore[method-assign]
@@ -157,8 +178,8 @@ def main(argv: list[str] | None = None) -> int:
         args = ap.parse_args(argv)
     except SystemExit as e:  # --help (0) or a one-line argparse error (2)
         return int(e.code or 0)
-    if not getattr(args, "_run", None):
-        ap.print_help()
+    if not getattr(args, "_run", None):  # argparse requires a command; kept for a parser built otherwise
+        print("cosim: error: a command is required (see cosim --help)", file=sys.stderr)
         return 2
     try:
         return int(args._run(args) or 0)

@@ -700,3 +700,19 @@ def test_bare_example_name_beats_a_folder_of_that_name(capsys, tmp_path, monkeyp
     assert rc == 0 and json.loads(out)["kernel"] != "vadd"  # the folder (its Program's own name)
     rc, out, _ = cosim(capsys, "run", "--help")
     assert "./NAME" in out
+
+
+# ---- review item 7: commands without a subcommand, stray arguments, empty names --------------------------
+@pytest.mark.parametrize("args, words", [
+    ([], ["cosim: error: a command is required (see cosim --help)"]),
+    (["waves"], ["cosim waves: error: a command is required (see cosim waves --help)"]),
+    (["rtl"], ["cosim rtl: error: a command is required"]),
+    (["list", "extra"], ["cosim list: error: unrecognized arguments: extra"]),
+    (["rtl", "docs", "-o", "x", "--bogus"], ["cosim rtl docs: error: unrecognized arguments: --bogus"]),
+    (["compile", "vadd", "-o", ""], ["cosim compile", "-o/--out", "empty"]),
+    (["compile", "vadd", "-o", "  "], ["cosim compile", "-o/--out", "empty"]),
+])
+def test_commands_need_a_subcommand_and_name_stray_arguments(capsys, args, words):
+    rc, out, err = cosim(capsys, *args)
+    one_line(rc, err, *words)
+    assert out == ""
