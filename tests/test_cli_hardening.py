@@ -716,3 +716,35 @@ def test_commands_need_a_subcommand_and_name_stray_arguments(capsys, args, words
     rc, out, err = cosim(capsys, *args)
     one_line(rc, err, *words)
     assert out == ""
+
+
+# ---- review item 8: a saved fuzz case replays, and checks what it expects ------------------------------------
+def _saved_fault_case(tmp_path) -> Path:
+    from cosim.fuzz.campaign import make_case, save_failure
+
+    cfg = load_config("small")
+    case = next(c for c in (make_case(cfg, 1, i, 1.0) for i in range(40)) if c.kind != "valid")
+    case.problems = ["tlm vs rtl: made up for the test"]
+    return save_failure(case, None, tmp_path, 1, 1.0, rtl=False)
+
+
+def test_fuzz_case_replays_and_checks_its_expectation(capsys, tmp_path):
+    d = _saved_fault_case(tmp_path)
+    info = json.loads((d / "fuzz.json").read_text())
+    assert info["rerun"] == f"cosim fuzz --replay {d}" and info["orig"]["expect"]["name"], info
+    rc, out, err = cosim(capsys, *info["rerun"].split()[1:], "--json")
+    r = json.loads(out)
+    assert rc == 0 and not r["still_fails"] and r["got"] == info["orig"]["expect"], out + err
+
+    edit_json(d / "fuzz.json", lambda j: {**j, "orig": {**j["orig"], "expect": {"name": "X", "code": 99, "pc": 0}}})
+    rc, out, err = cosim(capsys, "fuzz", "--replay", d)
+    assert rc == 1 and "still fails" in out and "reference: expected" in out, out + err
+
+
+@pytest.mark.parametrize("edit, words", [(lambda j: [j], ["fuzz.json", "JSON object"]),
+                                         (lambda j: {**j, "index": "3"}, ["fuzz.json", "'index'"]),
+                                         (lambda j: {**j, "generator_seed": 5}, ["fuzz.json", "different case"])])
+def test_fuzz_replay_of_a_bad_fuzz_json(capsys, tmp_path, edit, words):
+    d = _saved_fault_case(tmp_path)
+    edit_json(d / "fuzz.json", edit)
+    one_line(*cosim(capsys, "fuzz", "--replay", d)[::2], *words)

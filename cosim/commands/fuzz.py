@@ -7,7 +7,7 @@ import json
 import sys
 
 from hw.config import load_config
-from cosim.cli import UserError, add_json_arg, float_arg, int_arg
+from cosim.cli import UserError, add_json_arg, float_arg, folder_arg, int_arg
 
 
 def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -27,12 +27,26 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--no-shrink", action="store_true", help="save failing cases without shrinking them")
     p.add_argument("--batch", type=int_arg(1), default=50, help="Programs per RTL simulator process (default 50)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--replay", metavar="DIR", type=folder_arg,
+                   help="replay one failing case saved by --save-dir (its fuzz.json 'rerun'): regenerate it, check "
+                        "what the reference expects, run the models; exit 1 while it still fails")
     add_json_arg(p)
     return p
 
 
 def run(args: argparse.Namespace) -> int:
-    from cosim.fuzz.campaign import rtl_available, run_campaign
+    from cosim.fuzz.campaign import replay_failure, rtl_available, run_campaign
+
+    if args.replay:
+        r = replay_failure(args.replay)
+        if args.json:
+            print(json.dumps(r))
+        else:
+            state = "still fails" if r["still_fails"] else "no longer fails"
+            print(f"{args.replay}: {r['kind']} case {state}{': ' if r['problems'] else ''}"
+                  f"{'; '.join(r['problems'])} (reference error: {r['got'] or 'none'}"
+                  f"{', RTL included' if r['rtl'] else ''})")
+        return 1 if r["still_fails"] else 0
 
     if args.count < 0:
         raise UserError(f"--count must be >= 0, got {args.count}")
