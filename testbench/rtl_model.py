@@ -347,7 +347,8 @@ def _error_of(r: dict[str, Any], cfg: HwConfig) -> dict[str, Any] | None:
         w = r.get("waves") or {}
         return {"code": None, "name": "WAVES_CAP", "pc": None,
                 "message": f"run stopped {r.get('run_sim_cycles')} cycles after START: the waveform file reached "
-                           f"its {byte_size(int(w.get('max_bytes', 0)))} cap (COSIM_WAVES_MAX_BYTES); trace a window instead"}
+                           f"its {byte_size(int(w.get('max_bytes', 0)))} cap (COSIM_WAVES_MAX_BYTES); "
+                           f"trace a window instead"}
     if r.get("proto_err"):
         return {"code": None, "name": "AXI_PROTOCOL", "pc": None,
                 "message": "the RTL broke the AXI4 protocol towards the DRAM model (see sim.log)"}

@@ -175,7 +175,8 @@ def add_synth(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                                    "(docs/synthesis.md).")
     add_config_arg(p)
     p.add_argument("--target", choices=TARGETS, default="generic", help="technology (default: generic)")
-    p.add_argument("--timeout", type=float_arg(1e-3, 1e7, "a positive number of seconds"), default=DEFAULT_TIMEOUT, metavar="S",
+    p.add_argument("--timeout", type=float_arg(1e-3, 1e7, "a positive number of seconds"),
+                   default=DEFAULT_TIMEOUT, metavar="S",
                    help=f"give up after S seconds (default: {DEFAULT_TIMEOUT:g})")
     add_json_arg(p)
     _add_rtl_dir(p)

@@ -61,7 +61,8 @@ def add_show(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                                    "and the bus range: dbg_load_pc, accel.dbg_load_pc, load_pc.")
     p.add_argument("file", help="VCD file")
     p.add_argument("signals", nargs="+", metavar="SIG", help="signal names (suffixes allowed)")
-    p.add_argument("--from", dest="c_from", type=int_arg(0, MAX_CYCLES), default=0, metavar="C", help="first cycle (default 0)")
+    p.add_argument("--from", dest="c_from", type=int_arg(0, MAX_CYCLES), default=0, metavar="C",
+                   help="first cycle (default 0)")
     p.add_argument("--to", dest="c_to", type=int_arg(0, MAX_CYCLES), default=None, metavar="C",
                    help=f"last cycle, inclusive (default: --from + {DEFAULT_WINDOW - 1}, or the trace end)")
     p.add_argument("--ascii", action="store_true", help="draw an ASCII waveform instead of a table")

@@ -34,7 +34,8 @@ def add_diff(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                                    "--tol cycles, then draw both waveforms around it. Exit 1 when they differ.")
     p.add_argument("a", help="first VCD (e.g. the TLM's)")
     p.add_argument("b", help="second VCD (e.g. the RTL's)")
-    p.add_argument("--tol", type=int_arg(0, MAX_CYCLES), default=0, metavar="N", help="allowed difference in cycles (default 0)")
+    p.add_argument("--tol", type=int_arg(0, MAX_CYCLES), default=0, metavar="N",
+                   help="allowed difference in cycles (default 0)")
     p.add_argument("--align", choices=["auto", "start", "first", "none"], default="auto",
                    help="cycle 0 of each trace: START from dbg_cycles, the first instruction, or none "
                         "(auto: start when both have dbg_cycles, else first)")

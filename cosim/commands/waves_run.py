@@ -32,8 +32,10 @@ def add_run(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int_arg(0), default=0)
     p.add_argument("-o", "--out", type=folder_arg, metavar="DIR",
                    help="output folder (default build/waves/KERNEL-CONFIG)")
-    p.add_argument("--tol", type=int_arg(0, MAX_CYCLES), default=0, help="cycles of start/end difference tolerated (default 0)")
-    p.add_argument("--window", type=int_arg(1, MAX_CYCLES), default=24, help="cycles of waveform shown around a divergence")
+    p.add_argument("--tol", type=int_arg(0, MAX_CYCLES), default=0,
+                   help="cycles of start/end difference tolerated (default 0)")
+    p.add_argument("--window", type=int_arg(1, MAX_CYCLES), default=24,
+                   help="cycles of waveform shown around a divergence")
     add_json_arg(p)
     return p
 
