@@ -125,9 +125,13 @@ def _load_user(name: str) -> tuple[Kernel, Any, str]:
         spec.loader.exec_module(mod)
     except SyntaxError as e:
         raise ExampleError(f"{path}:{e.lineno}: import failed: SyntaxError: {e.msg}") from e
-    except Exception as e:  # the user's file: report in one line, do not crash
+    except KeyboardInterrupt:
+        raise
+    except BaseException as e:  # the user's file (sys.exit too): report in one line, do not crash
         raise ExampleError(f"{path}: import failed: {describe_failure(str(spec.origin), e)}") from e
     obj = getattr(mod, fn, None)
+    if isinstance(obj, type):
+        raise ExampleError(f"{path}: '{fn}' is a class, not a kernel function (give path.py:function)")
     if obj is None or not callable(obj):
         raise ExampleError(f"{path}: defines no function '{fn}'")
     return as_kernel(obj), mod, fn

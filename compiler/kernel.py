@@ -196,8 +196,15 @@ def _innermost_line(file: str, e: BaseException) -> int | None:
 
 
 def _exception_text(e: BaseException) -> str:
-    """``"ZeroDivisionError: division by zero"`` (the first line of the message only)."""
-    text = str(e).strip().splitlines()
+    """``"ZeroDivisionError: division by zero"`` (the first line of the message only); a ``SystemExit``
+    is ``"called sys.exit(0)"`` (a kernel that exits has not compiled, whatever the code), and a message
+    that cannot be made (its ``__str__`` raises) is named as such."""
+    try:
+        text = str(e).strip().splitlines()
+    except Exception as inner:  # the user's exception class may be broken too
+        text = [f"<its message raised {type(inner).__name__}>"]
+    if isinstance(e, SystemExit):
+        return f"called sys.exit({e.code!r})"
     return type(e).__name__ + (f": {text[0]}" if text else "")
 
 
@@ -217,10 +224,14 @@ def reporting_failures(fn: Callable[..., Any], label: str) -> Iterator[None]:
         yield
     except (CompileError, ProgramError, ConfigError):
         raise
-    except Exception as e:  # the user's code may raise anything: say what and where, in one line
+    except KeyboardInterrupt:
+        raise
+    except BaseException as e:  # the user's code may raise anything (sys.exit, GeneratorExit too): one line
         code = getattr(inspect.unwrap(fn), "__code__", None)
         file = code.co_filename if code is not None else "?"
         line = _innermost_line(file, e)
         if line is None and code is not None:
             line = code.co_firstlineno
-        raise KernelFailure(f"{label} ({file}:{line}) raised {_exception_text(e)}") from e
+        text = _exception_text(e)
+        raise KernelFailure(f"{label} ({file}:{line}) " + (text if isinstance(e, SystemExit) else f"raised {text}")) \
+            from e

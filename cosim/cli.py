@@ -5,7 +5,9 @@ Each subcommand lives in its own module under ``cosim/commands`` with two functi
 bad file, bad config, Program or kernel) prints one line on stderr and exits 2:
 argparse's own errors too (the usage is printed by ``--help`` only). ``--traceback``
 on any command (or ``COSIM_TRACEBACK=1``) prints the whole traceback before that
-line; ``COSIM_DEBUG=1`` lets the exception propagate instead.
+line; ``COSIM_DEBUG=1`` lets the exception propagate instead. A missing tool or an RTL that cannot be
+built or simulated here is a user-side problem too (exit 2); any other exception is a bug of cosim,
+reported in one ``internal error`` line with exit code 3 (also when something calls ``sys.exit``).
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import importlib
 import os
 import sys
 import traceback
-from typing import NoReturn
+from typing import Any, NoReturn
 
 # Subcommands in the order `cosim --help` lists them.
 COMMANDS = ["list", "compile", "run", "disasm", "sim", "waves", "rtl", "fuzz", "bench", "calibrate"]
@@ -34,6 +36,55 @@ def add_json_arg(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
 
 
+# The largest count of cycles an option takes: 10^12 cycles of 10 ns are 10^19 ps, still inside the
+# simulator's 64-bit time (cocotb and Verilator count in ps); no run is anywhere near that long.
+MAX_CYCLES = 10**12
+# The largest other integer an option takes (a seed, a count): what a signed 64-bit integer holds.
+MAX_INT = 2**63 - 1
+
+
+def int_arg(low: int, high: int = MAX_INT, what: str = "") -> Any:
+    """An argparse ``type``: an integer in ``[low, high]``; the error names the bound (argparse adds
+    the option: ``argument --seed: expected a non-negative integer, not '-1'``)."""
+    kind = what or {0: "a non-negative integer", 1: "a positive integer"}.get(low, f"an integer >= {low}")
+
+    def parse(text: str) -> int:
+        try:
+            v = int(text, 0)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {kind}, not {text!r}") from None
+        if v < low:
+            raise argparse.ArgumentTypeError(f"expected {kind}, not {text!r}")
+        if v > high:
+            raise argparse.ArgumentTypeError(f"{text!r} is too large (at most {high:,})")
+        return v
+
+    parse.__name__ = kind  # argparse's fallback message names the type by this
+    return parse
+
+
+def folder_arg(text: str) -> str:
+    """An argparse ``type``: a file or folder name that is not empty (``-o ''`` would write into the CWD)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("expected a file or folder name, not an empty string")
+    return text
+
+
+def float_arg(low: float, high: float, what: str) -> Any:
+    """An argparse ``type``: a finite number in ``[low, high]`` (``what`` names it in the error)."""
+    def parse(text: str) -> float:
+        try:
+            v = float(text)
+        except ValueError:
+            v = float("nan")
+        if not low <= v <= high:  # also refuses nan
+            raise argparse.ArgumentTypeError(f"expected {what}, not {text!r}")
+        return v
+
+    parse.__name__ = what
+    return parse
+
+
 class CosimArgumentParser(argparse.ArgumentParser):
     """argparse with one-line errors: ``cosim run: error: <what> (see cosim run --help)``, exit 2.
 
@@ -44,13 +95,27 @@ class CosimArgumentParser(argparse.ArgumentParser):
         line = " ".join(message.split())  # argparse may wrap a long choice list
         self.exit(2, f"{self.prog}: error: {line} (see {self.prog} --help)\n")
 
+    def parse_args(self, args=None, namespace=None):  # type: ignore[no-untyped-def, override]
+        """argparse's, but an unrecognized argument is reported by the (sub)command that was given it, and
+        a command with subcommands given none (``cosim``, ``cosim waves``) is one error line, not the help."""
+        ns, extra = self.parse_known_args(args, namespace)
+        prog = getattr(ns, "_prog", self.prog)
+        if extra:
+            self.exit(2, f"{prog}: error: unrecognized arguments: {' '.join(extra)} (see {prog} --help)\n")
+        needs = getattr(ns, "_needs_command", None)
+        if needs and getattr(ns, needs, None) is None:
+            self.exit(2, f"{prog}: error: a command is required (see {prog} --help)\n")
+        return ns
+
     def add_subparsers(self, **kw):  # type: ignore[no-untyped-def]
         sub = super().add_subparsers(**kw)
+        self.set_defaults(_needs_command=kw.get("dest"))  # the innermost parser given wins (see parse_args)
         add_parser = sub.add_parser
 
         def add_with_traceback(name: str, **pkw):  # type: ignore[no-untyped-def]
             p = add_parser(name, **pkw)
             _add_traceback_arg(p)
+            p.set_defaults(_prog=p.prog)  # the innermost subcommand's wins: who names an unknown argument
             return p
 
         sub.add_parser = add_with_traceback  # type: ignore[method-assign]
@@ -80,12 +145,29 @@ def build_parser() -> argparse.ArgumentParser:
     return ap
 
 
+# Exit code of an internal error (a bug of cosim, not of the input); 1 is "does not agree", 2 a user error.
+INTERNAL_ERROR_EXIT = 3
+
+
+def is_user_error(e: BaseException) -> bool:
+    """Whether ``e`` reports a problem on the user's side (bad input, a missing tool, a simulator that
+    cannot be built or run on this machine: exit 2) rather than a bug of cosim (exit 3)."""
+    from hw.toolchain import ToolchainError
+    from testbench.rtl_model import RtlError  # the RTL could not be built or its simulator died (log says why)
+
+    return isinstance(e, (ValueError, OSError, LookupError, ToolchainError, RtlError))
+
+
 def error_line(e: BaseException) -> str:
     """The one line that reports a user error: its message's first line, naming the file when it has one."""
-    msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+    try:
+        text = str(e).strip()
+    except Exception:  # an exception whose message cannot be made
+        text = ""
+    msg = text.splitlines()[0] if text else type(e).__name__
     if isinstance(e, OSError) and e.filename and str(e.filename) not in msg:
         msg = f"{e.filename}: {msg}"
-    if isinstance(e, KeyError) and msg == str(e):  # a bare KeyError's text is only the quoted key
+    if isinstance(e, KeyError) and msg == text:  # a bare KeyError's text is only the quoted key
         msg = f"KeyError: {msg}"
     return msg
 
@@ -96,21 +178,31 @@ def main(argv: list[str] | None = None) -> int:
         args = ap.parse_args(argv)
     except SystemExit as e:  # --help (0) or a one-line argparse error (2)
         return int(e.code or 0)
-    if not getattr(args, "_run", None):
-        ap.print_help()
+    if not getattr(args, "_run", None):  # argparse requires a command; kept for a parser built otherwise
+        print("cosim: error: a command is required (see cosim --help)", file=sys.stderr)
         return 2
     try:
         return int(args._run(args) or 0)
     except KeyboardInterrupt:
         print(f"cosim {args.command}: interrupted", file=sys.stderr)
         return 130
-    except (ValueError, OSError, LookupError) as e:
+    except Exception as e:
         if os.environ.get("COSIM_DEBUG"):
             raise
         if getattr(args, "traceback", False) or os.environ.get("COSIM_TRACEBACK", "") not in ("", "0"):
             traceback.print_exception(e, file=sys.stderr)
-        print(f"cosim {args.command}: error: {error_line(e)}", file=sys.stderr)
-        return 2
+        if is_user_error(e):
+            print(f"cosim {args.command}: error: {error_line(e)}", file=sys.stderr)
+            return 2
+        # A bug of this tool, not of the input: still one line, and an exit code of its own.
+        print(f"cosim {args.command}: internal error: {type(e).__name__}: {error_line(e)} (--traceback or "
+              f"COSIM_TRACEBACK=1 shows where)", file=sys.stderr)
+        return INTERNAL_ERROR_EXIT
+    except SystemExit as e:  # something under a command called sys.exit: never success in disguise
+        if os.environ.get("COSIM_DEBUG"):
+            raise
+        print(f"cosim {args.command}: internal error: exited with sys.exit({e.code!r})", file=sys.stderr)
+        return e.code if isinstance(e.code, int) and e.code not in (0, 2) else INTERNAL_ERROR_EXIT
 
 
 if __name__ == "__main__":

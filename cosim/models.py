@@ -82,6 +82,18 @@ class Job:
         return self.golden if self.golden is not None else self.program.expected
 
 
+def is_program_folder(kernel: str) -> bool:
+    """Whether ``kernel`` names a Program folder rather than an example: a folder, unless it is a bare name
+    (no slash) of a registered example, which wins (run a folder of that name as ``./NAME``)."""
+    if not Path(kernel).is_dir():
+        return False
+    if "/" in kernel or "\\" in kernel:
+        return True
+    from compiler.examples import EXAMPLES
+
+    return kernel not in EXAMPLES
+
+
 def make_job(kernel: str, cfg: HwConfig | None, params: dict[str, Any] | list[str] | None = None,
              seed: int = 0) -> Job:
     """A Job from an example name, a ``path.py:function`` kernel, or a saved Program folder.
@@ -90,13 +102,16 @@ def make_job(kernel: str, cfg: HwConfig | None, params: dict[str, Any] | list[st
     ``params`` are the kernel's parameters, already typed (a dict) or as the ``KEY=VALUE`` text of
     ``-p`` (parsed by ``compiler.examples.parse_params``, the one parser every command uses).
     """
-    if Path(kernel).is_dir():
+    if is_program_folder(kernel):
         if params:
             raise ValueError(f"{kernel}: a Program folder takes no -p parameters (they were fixed when it "
                              f"was compiled)")
         prog = Program.load(kernel, cfg)
-        if not prog.inputs:
-            raise ValueError(f"{kernel}: the Program folder has no inputs.npz, so it cannot be run")
+        missing = prog.missing_inputs()
+        if missing:
+            what = "no inputs.npz" if not (Path(kernel) / "inputs.npz").exists() else "inputs.npz lacks them"
+            raise ValueError(f"{kernel}: no data for input region(s) {', '.join(repr(m) for m in missing)} "
+                             f"({what}), so it cannot be run")
         return Job(kernel=prog.name, config=prog.config, program=prog)
     if cfg is None:
         cfg = load_config("default")
@@ -202,9 +217,14 @@ def raw_mems() -> tuple[str, ...]:
 
 
 def judge(job: Job, res: RunResult) -> dict[str, Any]:
-    """The JSON report of one model's run, with ``match`` against golden (or the reference)."""
+    """The JSON report of one model's run, with ``match`` against golden (or the reference): true or false,
+    or None (with ``compared``) when there was nothing to compare (a Program folder without expected.npz)."""
     d: dict[str, Any] = {"kernel": job.kernel, "config": job.config.name}
     d.update(res.to_json())
+    if res.model == "golden" and not job.expected:
+        d["match"] = None
+        d["compared"] = "nothing: the Program has no expected outputs (expected.npz)"
+        return d
     if res.model == "golden":
         d["match"] = d.pop("mismatch", None) is None
         if not d["match"]:
@@ -212,6 +232,10 @@ def judge(job: Job, res: RunResult) -> dict[str, Any]:
         return d
     if res.error:
         d["match"] = False
+        return d
+    if not job.expected:  # a Program folder without expected.npz: nothing to compare, so no verdict
+        d["match"] = None
+        d["compared"] = "nothing: the Program has no expected outputs (expected.npz)"
         return d
     mm = first_mismatch(job.expected, res.outputs)
     d["match"] = mm is None

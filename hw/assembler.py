@@ -39,7 +39,7 @@ import numpy as np
 
 from hw.config import HwConfig
 from hw.isa import ALU_OPS, BUFFERS, INSN_BYTES, Alu, Finish, Gemm, Instruction, Isa, Load, Store
-from hw.program import DTYPES, Program, ProgramError, Region, plan_layout
+from hw.program import DTYPES, FAULT_META, Program, ProgramError, Region, plan_layout
 
 WORD_MASK = (1 << (8 * INSN_BYTES)) - 1
 
@@ -98,8 +98,12 @@ def with_regs(p: Program, name: str | None = None, **writes: int | Callable[[int
         return int(w(v)) if callable(w) else int(w)
 
     regs = [(n, value(n, v) if n in writes else v) for n, v in p.regs]
+    # Recorded in layout.json's meta: Program.load accepts such a folder's register config although it
+    # no longer matches the layout (the models must then report the fault themselves).
+    changed = ", ".join(f"{n}=0x{v:x}" for n, v in regs if n in writes)
+    meta = {**p.meta, FAULT_META: f"register writes changed on purpose: {changed}"}
     return dataclasses.replace(p, regs=regs, name=p.name if name is None else name, insns=list(p.insns),
-                               meta=dict(p.meta), inputs=dict(p.inputs), expected=dict(p.expected))
+                               meta=meta, inputs=dict(p.inputs), expected=dict(p.expected))
 
 
 def with_insns(p: Program, insns: list[Instruction], name: str | None = None,

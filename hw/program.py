@@ -14,7 +14,10 @@ this project that load it with the writes of ``regs.h``) and ``expected.npz``.
 :meth:`Program.load` checks that the files describe one Program: the layout fits
 the config (positive shapes, ``bytes`` equal to shape x dtype, aligned, disjoint,
 inside DRAM), ``regs.json`` opens exactly the layout's regions as its REGIONn
-windows and ends with the ``CTRL.START`` write, and ``dram.bin``, when present, is
+windows, points INSN_ADDR/INSN_COUNT at the instruction region (unless ``meta`` marks a
+deliberate fault, :data:`FAULT_META`) and ends with the ``CTRL.START`` write, every input
+region has its array in ``inputs.npz`` (when present), ``expected.npz`` (when present) holds
+exactly the output regions' arrays (names, shapes, dtypes), and ``dram.bin``, when present, is
 byte for byte the image of ``insn.bin`` and ``inputs.npz`` (so every model runs
 exactly ``dram.bin``; a truncated or stale one is refused, never ignored).
 """
@@ -39,6 +42,9 @@ DTYPES = ("int8", "int16", "int32")
 ROLE_ATTR = {"insn": csr.ATTR_READ, "input": csr.ATTR_READ, "output": csr.ATTR_WRITE,
              "scratch": csr.ATTR_READ | csr.ATTR_WRITE}
 FILES = ("insn.bin", "regs.json", "regs.h", "layout.json", "program.lst")
+# layout.json's ``meta`` key that marks a deliberate fault Program (its text says what was broken): the
+# loader then accepts INSN_ADDR/INSN_COUNT that disagree with the layout, for the models to report.
+FAULT_META = "deliberate_fault"
 
 
 class ProgramError(ValueError):
@@ -272,26 +278,30 @@ class Program:
         for f in ("insn.bin", "regs.json", "layout.json"):
             if not (d / f).is_file():
                 raise ProgramError(f"{d / f}: missing (a Program folder needs insn.bin, regs.json, layout.json)")
-        layout = _read_json(d / "layout.json")
+        lpath = d / "layout.json"
+        layout = _read_json(lpath)
+        if not isinstance(layout, dict):
+            raise ProgramError(f"{lpath}: must be a JSON object (with 'config', 'config_id', 'regions'), "
+                               f"not a {_json_kind(layout)}")
+        cfg_name = _field(layout, "config", str, lpath)
+        id_text = _field(layout, "config_id", str, lpath)
         try:
-            stored_id = int(str(layout.get("config_id", "")), 16)
-            cfg_name = layout["config"]
-            region_list = layout["regions"]
-        except (KeyError, ValueError, TypeError):
-            raise ProgramError(f"{d / 'layout.json'}: needs 'config', 'config_id' (hex) and 'regions'") from None
+            stored_id = int(id_text, 16)
+        except ValueError:
+            raise ProgramError(f"{lpath}: 'config_id' must be a hex string such as '0x1a8c697b', not "
+                               f"{id_text!r}") from None
+        region_list = _field(layout, "regions", list, lpath)
+        prog_name = _field(layout, "program", str, lpath, d.name)
+        meta = _field(layout, "meta", dict, lpath, {})
         if cfg is None:
             try:
                 cfg = load_config(cfg_name)
             except ConfigError as e:
-                raise ProgramError(f"{d / 'layout.json'}: made for config '{cfg_name}', which cannot be loaded: {e}")
+                raise ProgramError(f"{lpath}: made for config '{cfg_name}', which cannot be loaded: {e}")
         if stored_id != cfg.config_id:
-            raise ProgramError(f"{d / 'layout.json'}: Program made for config '{cfg_name}' (id 0x{stored_id:08x}), "
+            raise ProgramError(f"{lpath}: Program made for config '{cfg_name}' (id 0x{stored_id:08x}), "
                                f"but this run uses config '{cfg.name}' (id 0x{cfg.config_id:08x})")
-        try:
-            regions = [Region(str(r["name"]), str(r["role"]), int(r["addr"]), tuple(int(s) for s in r["shape"]),
-                              str(r["dtype"])) for r in region_list]
-        except (KeyError, ValueError, TypeError) as e:
-            raise ProgramError(f"{d / 'layout.json'}: malformed region entry ({e})") from None
+        regions = [_region_of(k, entry, lpath) for k, entry in enumerate(region_list)]
         check_layout(cfg, regions, str(d / "layout.json"))
         for r, entry in zip(regions, region_list):
             if "bytes" in entry and entry["bytes"] != r.nbytes:
@@ -307,21 +317,64 @@ class Program:
         if insn_region.nbytes != len(data):
             raise ProgramError(f"{d / 'insn.bin'}: {len(data)} bytes, but the layout's instruction region holds "
                                f"{insn_region.nbytes}")
-        regs = _read_regs(d / "regs.json", cfg)
+        regs = _read_regs(d / "regs.json", cfg, cfg_name, stored_id)
         check_starts(regs, str(d / "regs.json"))
         check_windows(cfg, regs, regions, str(d / "regs.json"))
-        p = cls(cfg, insns, regions, regs, str(layout.get("program", d.name)), dict(layout.get("meta", {})))
+        if FAULT_META not in meta:
+            check_insn_regs(regs, insn_region, len(insns), str(d / "regs.json"))
+        p = cls(cfg, insns, regions, regs, prog_name, dict(meta))
+        for f in ("inputs.npz", "expected.npz", "dram.bin"):
+            if (d / f).exists() and not (d / f).is_file():
+                raise ProgramError(f"{d / f}: not a regular file")
         if (d / "inputs.npz").is_file():
             for k, a in _read_npz(d / "inputs.npz").items():
                 try:
                     p.set_input(k, a)
                 except ProgramError as e:
                     raise ProgramError(f"{d / 'inputs.npz'}: {e}") from None
+            missing = [r.name for r in regions if r.role == "input" and r.name not in p.inputs]
+            if missing:
+                raise ProgramError(f"{d / 'inputs.npz'}: no array for input region(s) "
+                                   f"{', '.join(repr(m) for m in missing)} of layout.json")
         if (d / "expected.npz").is_file():
             p.expected = _read_npz(d / "expected.npz")
+            check_expected(p, str(d / "expected.npz"))
         if (d / "dram.bin").is_file():
             _check_dram_bin(p, d / "dram.bin")
         return p
+
+    def missing_inputs(self) -> list[str]:
+        """The input regions that have no data attached (a Program that cannot be run as it is)."""
+        return [r.name for r in self.regions if r.role == "input" and r.name not in self.inputs]
+
+
+def check_insn_regs(regs: list[tuple[str, int]], insn: Region, count: int, where: str) -> None:
+    """Raise ProgramError unless the register config's INSN_ADDR and INSN_COUNT (last write wins) point at
+    the layout's instruction region and its ``count`` instructions."""
+    last = dict(regs)
+    addr = last.get("INSN_ADDR_LO", 0) | (last.get("INSN_ADDR_HI", 0) << 32)
+    n = last.get("INSN_COUNT", 0)
+    if addr != insn.addr or n != count:
+        raise ProgramError(f"{where}: INSN_ADDR 0x{addr:x} / INSN_COUNT {n}, but layout.json's instruction region "
+                           f"'{insn.name}' is at 0x{insn.addr:x} with {count} instructions (insn.bin)")
+
+
+def check_expected(p: "Program", where: str) -> None:
+    """Raise ProgramError unless the expected outputs are exactly the layout's output regions: same names,
+    each of the region's shape and dtype."""
+    outs = {r.name: r for r in p.regions if r.role == "output"}
+    extra = sorted(set(p.expected) - set(outs))
+    if extra:
+        raise ProgramError(f"{where}: array(s) {', '.join(repr(n) for n in extra)} name no output region of "
+                           f"layout.json (outputs: {', '.join(outs) or 'none'})")
+    missing = sorted(set(outs) - set(p.expected))
+    if missing:
+        raise ProgramError(f"{where}: no array for output region(s) {', '.join(repr(n) for n in missing)}")
+    for name, a in p.expected.items():
+        r = outs[name]
+        if tuple(a.shape) != r.shape or a.dtype != np.dtype(r.dtype):
+            raise ProgramError(f"{where}: array '{name}' is {a.dtype} {list(a.shape)}, but output region "
+                               f"'{name}' is {r.dtype} {list(r.shape)}")
 
 
 def check_token_balance(insns: Iterable[Instruction], where: str) -> None:
@@ -416,25 +469,84 @@ def _check_dram_bin(p: "Program", path: Path) -> None:
 
 def _read_json(path: Path) -> Any:
     try:
-        return json.loads(path.read_text())
+        return json.loads(path.read_bytes().decode("utf-8"))
+    except UnicodeDecodeError as e:
+        raise ProgramError(f"{path}: not UTF-8 text (byte 0x{e.object[e.start]:02x} at offset {e.start})") from None
     except json.JSONDecodeError as e:
         raise ProgramError(f"{path}: not valid JSON: {e.msg} at line {e.lineno}") from None
 
 
-def _read_regs(path: Path, cfg: HwConfig) -> list[tuple[str, int]]:
+_KINDS = {dict: "object", list: "list", str: "string", int: "integer", float: "number", bool: "true/false",
+          type(None): "null"}
+
+
+def _json_kind(v: Any) -> str:
+    """What a JSON value is, in JSON's words (``list``, ``string``, ...)."""
+    return _KINDS.get(type(v), type(v).__name__)
+
+
+def _field(obj: dict[str, Any], key: str, kind: type, path: Path, default: Any = ..., where: str = "") -> Any:
+    """``obj[key]``, which must be of JSON type ``kind`` (an int is never a bool or a float); ``default``
+    when it is absent and a default is given. One ProgramError line naming the file and the field."""
+    if key not in obj:
+        if default is not ...:
+            return default
+        raise ProgramError(f"{path}: {where}needs '{key}' ({_KINDS[kind]})")
+    v = obj[key]
+    if type(v) is not kind:
+        raise ProgramError(f"{path}: {where}'{key}' must be a JSON {_KINDS[kind]}, not {_json_kind(v)} {v!r}"[:300])
+    return v
+
+
+def _region_of(k: int, entry: Any, path: Path) -> Region:
+    """Layout region ``k`` from its JSON entry, every field of its exact type (no silent conversion)."""
+    if not isinstance(entry, dict):
+        raise ProgramError(f"{path}: region {k} must be a JSON object, not {_json_kind(entry)} {entry!r}"[:300])
+    name = _field(entry, "name", str, path, where=f"region {k}: ")
+    where = f"region {k} ('{name}'): "
+    role = _field(entry, "role", str, path, where=where)
+    addr = _field(entry, "addr", int, path, where=where)
+    shape = _field(entry, "shape", list, path, where=where)
+    if any(type(s) is not int for s in shape):
+        raise ProgramError(f"{path}: {where}'shape' must be a list of integers, not {shape!r}"[:300])
+    dtype = _field(entry, "dtype", str, path, where=where)
+    if "bytes" in entry:
+        _field(entry, "bytes", int, path, where=where)
+    return Region(name, role, addr, tuple(shape), dtype)
+
+
+def _read_regs(path: Path, cfg: HwConfig, layout_cfg: str, layout_id: int) -> list[tuple[str, int]]:
+    """The register writes of ``regs.json``; its ``config``/``config_id`` (when given) must be layout.json's."""
     data = _read_json(path)
     writes = data.get("writes") if isinstance(data, dict) else None
     if not isinstance(writes, list):
         raise ProgramError(f"{path}: needs a 'writes' list")
+    if "config" in data and _field(data, "config", str, path) != layout_cfg:
+        raise ProgramError(f"{path}: made for config '{data['config']}', but layout.json says '{layout_cfg}'")
+    if "config_id" in data:
+        text = _field(data, "config_id", str, path)
+        try:
+            rid = int(text, 16)
+        except ValueError:
+            raise ProgramError(f"{path}: 'config_id' must be a hex string, not {text!r}") from None
+        if rid != layout_id:
+            raise ProgramError(f"{path}: config_id 0x{rid:08x}, but layout.json says 0x{layout_id:08x} "
+                               f"(this run's config '{cfg.name}' is 0x{cfg.config_id:08x})")
     by_name = csr.csr_by_name(cfg.max_regions)
     out = []
     for i, w in enumerate(writes):
         if not isinstance(w, dict) or "csr" not in w or "value" not in w:
             raise ProgramError(f"{path}: write {i} needs 'csr' and 'value'")
         name, value = w["csr"], w["value"]
+        if type(name) is not str:
+            raise ProgramError(f"{path}: write {i}: 'csr' must be a CSR name (a JSON string), not "
+                               f"{_json_kind(name)} {name!r}"[:300])
         if name not in by_name:
             raise ProgramError(f"{path}: write {i} names unknown CSR '{name}'")
         reg = by_name[name]
+        if "addr" in w and type(w["addr"]) is not int:
+            raise ProgramError(f"{path}: write {i} to {name}: 'addr' must be a JSON integer, not "
+                               f"{_json_kind(w['addr'])} {w['addr']!r}"[:300])
         if "addr" in w and w["addr"] != reg.addr:
             raise ProgramError(f"{path}: write {i} to {name} gives address 0x{w['addr']:x}, the map says 0x{reg.addr:x}")
         if reg.access == "ro":

@@ -33,3 +33,10 @@ class RunResult:
         d.update(self.counters)
         d.update(self.extra)
         return d
+
+
+def byte_size(n: int) -> str:
+    """``n`` bytes for a person: ``812 B``, ``97.7 KB``, ``128.0 MB`` (powers of 1000)."""
+    if n < 1000:
+        return f"{n} B"
+    return f"{n / 1e3:.1f} KB" if n < 1_000_000 else f"{n / 1e6:.1f} MB"

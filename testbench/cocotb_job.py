@@ -18,8 +18,8 @@ A waves job also has ``"waves": {"file": <vcd>, "max_bytes": N, "window": [first
 the job opens the VCD itself through the main's ``cosim_trace_*`` functions: at the start
 (no window, or one starting at cycle 0) or ``first`` cycles after START, and closes it
 ``last`` cycles after START or at the end; the main cuts the file at ``max_bytes``.
-Without it the simulator traces from time 0 and :class:`SizeWatch` stops the run when
-the file nears ``max_bytes``. Each result gets ``"waves"``: the cycles after START
+Without it (Icarus) the simulator traces from time 0 and :class:`SizeWatch` stops the run
+when the file nears ``max_bytes``. Each result gets ``"waves"``: the cycles after START
 traced (``from_cycle``/``to_cycle``, negative before START) and whether the cap cut it.
 
 For each Program: reset (``rst``, or only ``CTRL.SOFT_RESET`` when ``between`` is
@@ -113,8 +113,9 @@ class SizeWatch:
 
     def __init__(self, path: str, max_bytes: int):
         self.path, self.max_bytes = path, max_bytes
-        # what the simulator may still buffer, and write at the end, after the last check
-        self.margin = max(max_bytes // 8, 1 << 20)
+        # what the simulator may still buffer, and write at the end, after the last check (a fraction
+        # of the cap: a floor would exceed a small cap; rtl_model truncates what still overflows)
+        self.margin = max_bytes // 8
         self.reached = Event()
         self.grown = 0  # the largest growth seen between two checks
 

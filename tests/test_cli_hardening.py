@@ -313,9 +313,9 @@ def test_missing_folder_is_not_an_unknown_example(capsys, tmp_path):
     (["run"], ["cosim run", "required: kernel"]),
     (["compile", "vadd"], ["cosim compile", "-o/--out"]),
     (["waves", "show", "x.vcd"], ["cosim waves show", "required"]),
-    (["run", "vadd", "--seed", "x"], ["--seed", "invalid int value"]),
+    (["run", "vadd", "--seed", "x"], ["--seed", "expected a non-negative integer", "'x'"]),
     (["run", "vadd", "--waves-window", "5:3"], ["--waves-window", "FIRST <= LAST"]),
-    (["run", "vadd", "--watchdog", "0"], ["--watchdog", "not a positive integer"]),
+    (["run", "vadd", "--watchdog", "0"], ["--watchdog", "expected a positive integer"]),
     (["nosuch"], ["cosim", "invalid choice: 'nosuch'"]),
     (["--bogus"], ["unrecognized arguments: --bogus"]),
 ])
@@ -434,3 +434,319 @@ def test_long_failing_tlm_run_writes_no_unbounded_timeline(tmp_path, monkeypatch
     r = {"model": "tlm", "cycles": 100}
     run_cmd._trace_failure(job, r, args)
     assert Path(r["vcd"]).is_file()
+
+
+@pytest.mark.skipif(_rtl_missing() is not None, reason="no RTL")
+def test_protocol_back_end_waves_are_windowed_and_capped(capsys, tmp_path, monkeypatch):
+    """The protocol back-end (cocotb's GPI clock) traces through the fast main's bounded window too: a
+    failing run's re-run writes only the cycles before the failure, and a --waves run from reset is cut
+    exactly at a cap smaller than the VCD's header, with the sizes and the true cap in the note."""
+    from cosim.commands import run as run_cmd
+
+    cfg = load_config("default")
+    p = long_alu_program(cfg, 30, 100)
+    p.expected = {k: (v + 1).astype(v.dtype) for k, v in p.expected.items()}  # a data mismatch at the end
+    d = p.save(tmp_path / "long")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(run_cmd, "FAILURE_WINDOW_CYCLES", 300)
+    rc, out, err = cosim(capsys, "run", d, "--model", "rtl", "--mem", "protocol", "--json")
+    r = json.loads(out)
+    w, end = r["waves"], r["run_sim_cycles"]
+    assert rc == 1 and r["mismatch"] and end > 3000, out + err
+    assert w["from_cycle"] == end - 300 and end <= w["to_cycle"] <= end + 16 and not w["capped"], w
+    assert 0 < Path(r["vcd"]).stat().st_size <= w["max_bytes"]
+
+    cap = 100_000
+    monkeypatch.setenv("COSIM_WAVES_MAX_BYTES", str(cap))
+    rc, out, err = cosim(capsys, "run", "vadd", "--model", "rtl", "--mem", "protocol", "--waves")
+    from testbench.rtl_model import build_root
+
+    vcd = build_root() / "waves" / "vadd-default-protocol.vcd"
+    assert rc == 0, out + err  # the cap cuts the file, not the run
+    assert 0 < vcd.stat().st_size <= cap
+    assert "cut at the 100.0 KB cap" in out and "KB" in out and "MiB" not in out and "None" not in out, out
+
+
+# ---- review item 2: the type of every field of a folder's JSON -------------------------------------------
+def _set_region(k: int, key: str, value):
+    def edit(j):
+        j["regions"][k][key] = value
+        return j
+    return edit
+
+
+def _set_write(key: str, value):
+    def edit(j):
+        j["writes"][0][key] = value
+        return j
+    return edit
+
+
+@pytest.mark.parametrize("file, edit, words", [
+    ("layout.json", lambda j: j["regions"], ["layout.json", "must be a JSON object", "not a list"]),
+    ("layout.json", lambda j: {**j, "meta": [1]}, ["layout.json", "'meta' must be a JSON object"]),
+    ("layout.json", lambda j: {**j, "program": 5}, ["layout.json", "'program' must be a JSON string"]),
+    ("layout.json", lambda j: {**j, "config_id": 7}, ["layout.json", "'config_id' must be a JSON string"]),
+    ("layout.json", lambda j: {**j, "regions": {}}, ["layout.json", "'regions' must be a JSON list"]),
+    ("layout.json", _set_region(1, "shape", [64.7]), ["layout.json", "region 1 ('A')", "'shape'", "64.7"]),
+    ("layout.json", _set_region(1, "shape", ["64"]), ["layout.json", "region 1 ('A')", "'shape'", "'64'"]),
+    ("layout.json", _set_region(1, "shape", [True, 64]), ["layout.json", "'shape'", "True"]),
+    ("layout.json", _set_region(1, "shape", "64"), ["layout.json", "'shape' must be a JSON list"]),
+    ("layout.json", _set_region(1, "addr", 640.5), ["layout.json", "'addr' must be a JSON integer", "640.5"]),
+    ("layout.json", _set_region(1, "name", 3), ["layout.json", "region 1", "'name' must be a JSON string"]),
+    ("layout.json", _set_region(1, "bytes", "256"), ["layout.json", "'bytes' must be a JSON integer"]),
+    ("regs.json", _set_write("csr", [1]), ["regs.json", "write 0", "'csr' must be a CSR name", "[1]"]),
+    ("regs.json", _set_write("addr", "x"), ["regs.json", "write 0", "'addr' must be a JSON integer", "'x'"]),
+    ("regs.json", _set_write("addr", [1]), ["regs.json", "'addr' must be a JSON integer"]),
+])
+def test_folder_json_field_types(capsys, folder, file, edit, words):
+    edit_json(folder / file, edit)
+    one_line(*cosim(capsys, "run", folder, "--model", "tlm")[::2], *words)
+
+
+@pytest.mark.parametrize("file", ["layout.json", "regs.json"])
+def test_folder_json_not_utf8(capsys, folder, file):
+    (folder / file).write_bytes(b'{"config": "\xff\xfe"}')
+    one_line(*cosim(capsys, "run", folder, "--model", "tlm")[::2], file, "not UTF-8", "0xff")
+
+
+# ---- review items 3, 5: bounded integer options that name themselves ------------------------------------------
+@pytest.mark.parametrize("args, words", [
+    (["run", "vadd", "--waves-window", "1:99999999999999999999"], ["--waves-window", "too large", "cycles"]),
+    (["run", "vadd", "--watchdog", "99999999999999999999"], ["--watchdog", "too large", "1,000,000,000,000"]),
+    (["run", "vadd", "--seed", "-1"], ["--seed", "expected a non-negative integer", "'-1'"]),
+    (["run", "vadd", "--seed", "99999999999999999999"], ["--seed", "too large"]),
+    (["compile", "vadd", "-o", "X", "--seed", "-1"], ["--seed", "expected a non-negative integer"]),
+    (["fuzz", "--count", "0"], ["--count", "expected a positive integer"]),
+    (["fuzz", "--fault-rate", "1.5"], ["--fault-rate", "probability"]),
+    (["fuzz", "--fault-rate", "nan"], ["--fault-rate", "probability"]),
+    (["fuzz", "--batch", "-3"], ["--batch", "expected a positive integer"]),
+    (["bench", "--protocol-max-cycles", "-5"], ["--protocol-max-cycles", "expected a positive integer"]),
+    (["bench", "--reps", "0"], ["--reps", "expected a positive integer"]),
+    (["waves", "run", "vadd", "--window", "0"], ["--window", "expected a positive integer"]),
+])
+def test_integer_options_are_bounded_and_named(capsys, args, words):
+    rc, out, err = cosim(capsys, *args)
+    one_line(rc, err, *words)
+    assert out == ""
+
+
+# ---- review item 4: kernels that exit or raise oddly, other exceptions of the tools -----------------------
+ODD = textwrap.dedent('''
+    import sys
+
+    from compiler import S
+
+
+    class Bye(BaseException):
+        pass
+
+
+    class Unprintable(Exception):
+        def __str__(self):
+            raise RuntimeError("no text")
+
+
+    @S.kernel
+    def odd(X, Y, kind="exit0"):
+        n = X.nvec
+        S.load(S.acc[0:n], X)
+        if kind == "exit0":
+            sys.exit(0)
+        if kind == "exit3":
+            sys.exit(3)
+        if kind == "exitbye":
+            sys.exit("bye")
+        if kind == "base":
+            raise Bye()
+        if kind == "genexit":
+            raise GeneratorExit()
+        if kind == "unprintable":
+            raise Unprintable()
+        S.store(Y, S.acc[0:n])
+
+
+    class NotAKernel:
+        pass
+''')
+ODD_WORDS = {"exit0": "called sys.exit(0)", "exit3": "called sys.exit(3)", "exitbye": "called sys.exit('bye')",
+             "base": "raised Bye", "genexit": "raised GeneratorExit", "unprintable": "raised Unprintable"}
+
+
+@pytest.mark.parametrize("kind", list(ODD_WORDS))
+def test_kernel_that_exits_or_raises_oddly(capsys, tmp_path, kind):
+    f = tmp_path / "odd.py"
+    f.write_text(ODD)
+    rc, out, err = cosim(capsys, "run", f"{f}:odd", "-p", "X=4x16", "-p", "Y=4x16:int8", "-p", f"kind={kind}",
+                         "--model", "golden")
+    one_line(rc, err, "kernel 'odd'", f"{f}:{_line_of(f, kind)}", ODD_WORDS[kind])
+    assert out == ""
+
+
+def test_class_instead_of_kernel(capsys, tmp_path):
+    f = tmp_path / "odd.py"
+    f.write_text(ODD)
+    one_line(*cosim(capsys, "run", f"{f}:NotAKernel", "--model", "golden")[::2], "'NotAKernel' is a class",
+             "not a kernel function")
+
+
+def test_kernel_file_that_exits_on_import(capsys, tmp_path):
+    f = tmp_path / "exits.py"
+    f.write_text("import sys\nsys.exit(0)\n")
+    one_line(*cosim(capsys, "run", f"{f}:k", "--model", "golden")[::2], "import failed", "sys.exit(0)", f"{f}:2")
+
+
+def test_missing_simulator_is_one_line(tmp_path):
+    """PATH without the venv's tools (no Verilator build possible): one line, exit 2, as a real process."""
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "COSIM_BUILD_DIR": str(tmp_path / "b")}
+    r = subprocess.run([sys.executable, "-m", "cosim.cli", "run", "vadd", "--model", "rtl"], capture_output=True,
+                       text=True, timeout=300, cwd=ROOT, env=env)
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert "Traceback" not in r.stderr and "cosim run: error:" in r.stderr, r.stderr
+
+
+def test_internal_error_is_one_line_with_its_own_exit(capsys, monkeypatch):
+    from cosim import models
+
+    def broken(*a, **k):
+        raise RuntimeError("a bug\nwith a second line")
+    monkeypatch.setattr(models, "run_tlm", broken)
+    rc, out, err = cosim(capsys, "run", "vadd", "--model", "tlm")
+    assert rc == 3 and err.strip() == ("cosim run: internal error: RuntimeError: a bug (--traceback or "
+                                       "COSIM_TRACEBACK=1 shows where)"), err
+
+    def exits(*a, **k):
+        raise SystemExit(0)
+    monkeypatch.setattr(models, "run_tlm", exits)
+    rc, out, err = cosim(capsys, "run", "vadd", "--model", "tlm")
+    assert rc == 3 and len(err.strip().splitlines()) == 1 and "sys.exit(0)" in err, err
+
+
+# ---- review item 6: folders that load but do not describe one runnable, checkable Program -----------------
+def _npz_without(path: Path, name: str) -> None:
+    with np.load(path) as z:
+        arrays = {k: z[k] for k in z.files if k != name}
+    path.unlink()
+    np.savez(path, **arrays)
+
+
+def test_inputs_npz_missing_an_input(capsys, folder):
+    _npz_without(folder / "inputs.npz", "A")
+    one_line(*cosim(capsys, "run", folder, "--model", "tlm")[::2], "inputs.npz", "no array for input region",
+             "'A'")
+
+
+def test_no_inputs_npz_names_the_inputs(capsys, folder):
+    (folder / "inputs.npz").unlink()
+    (folder / "dram.bin").unlink()
+    one_line(*cosim(capsys, "run", folder, "--model", "tlm")[::2], "'A'", "no inputs.npz", "cannot be run")
+
+
+@pytest.mark.parametrize("how, words", [
+    ("extra", ["expected.npz", "'Z'", "no output region"]),
+    ("missing", ["expected.npz", "no array for output region", "'C'"]),
+    ("shape", ["expected.npz", "array 'C'", "[2, 32]", "[4, 16]"]),
+    ("dtype", ["expected.npz", "array 'C'", "int32", "int8"]),
+])
+def test_expected_npz_must_match_the_outputs(capsys, folder, how, words):
+    f = folder / "expected.npz"
+    with np.load(f) as z:
+        c = z["C"]
+    arrays = {"extra": {"C": c, "Z": c}, "missing": {}, "shape": {"C": c.reshape(2, 32)},
+              "dtype": {"C": c.astype(np.int32)}}[how]
+    f.unlink()
+    np.savez(f, **arrays)
+    one_line(*cosim(capsys, "run", folder, "--model", "tlm")[::2], *words)
+
+
+def test_no_expected_npz_is_not_a_match(capsys, folder):
+    (folder / "expected.npz").unlink()
+    rc, out, err = cosim(capsys, "run", folder, "--model", "tlm", "--json")
+    r = json.loads(out)
+    assert rc == 0 and err == "" and r["match"] is None and "no expected outputs" in r["compared"], out + err
+    rc, out, err = cosim(capsys, "run", folder, "--model", "golden")
+    assert rc == 0 and "unchecked" in out and " ok " not in out, out
+
+
+@pytest.mark.parametrize("csr_name, value, words", [("INSN_COUNT", 1, ["INSN_COUNT 1", "instruction region"]),
+                                                    ("INSN_ADDR_LO", 64, ["INSN_ADDR 0x40", "instruction region"])])
+def test_insn_regs_agree_with_the_layout(capsys, folder, csr_name, value, words):
+    def edit(j):
+        for w in j["writes"]:
+            if w["csr"] == csr_name:
+                w["value"] = value
+        return j
+    edit_json(folder / "regs.json", edit)
+    one_line(*cosim(capsys, "run", folder, "--model", "tlm")[::2], "regs.json", *words)
+
+
+def test_dram_bin_that_is_a_directory(capsys, folder):
+    (folder / "dram.bin").unlink()
+    (folder / "dram.bin").mkdir()
+    one_line(*cosim(capsys, "run", folder, "--model", "tlm")[::2], "dram.bin", "not a regular file")
+
+
+@pytest.mark.parametrize("key, value, words", [("config", "small", ["regs.json", "'small'", "'default'"]),
+                                              ("config_id", "0x12345678", ["regs.json", "0x12345678"])])
+def test_regs_config_agrees_with_layout(capsys, folder, key, value, words):
+    edit_json(folder / "regs.json", lambda j: {**j, key: value})
+    one_line(*cosim(capsys, "run", folder, "--model", "tlm")[::2], *words)
+
+
+def test_bare_example_name_beats_a_folder_of_that_name(capsys, tmp_path, monkeypatch):
+    small_program(load_config("default")).save(tmp_path / "vadd")
+    monkeypatch.chdir(tmp_path)
+    rc, out, _ = cosim(capsys, "run", "vadd", "--model", "golden", "--json")
+    assert rc == 0 and json.loads(out)["kernel"] == "vadd"  # the example
+    rc, out, _ = cosim(capsys, "run", "./vadd", "--model", "golden", "--json")
+    assert rc == 0 and json.loads(out)["kernel"] != "vadd"  # the folder (its Program's own name)
+    rc, out, _ = cosim(capsys, "run", "--help")
+    assert "./NAME" in out
+
+
+# ---- review item 7: commands without a subcommand, stray arguments, empty names --------------------------
+@pytest.mark.parametrize("args, words", [
+    ([], ["cosim: error: a command is required (see cosim --help)"]),
+    (["waves"], ["cosim waves: error: a command is required (see cosim waves --help)"]),
+    (["rtl"], ["cosim rtl: error: a command is required"]),
+    (["list", "extra"], ["cosim list: error: unrecognized arguments: extra"]),
+    (["rtl", "docs", "-o", "x", "--bogus"], ["cosim rtl docs: error: unrecognized arguments: --bogus"]),
+    (["compile", "vadd", "-o", ""], ["cosim compile", "-o/--out", "empty"]),
+    (["compile", "vadd", "-o", "  "], ["cosim compile", "-o/--out", "empty"]),
+])
+def test_commands_need_a_subcommand_and_name_stray_arguments(capsys, args, words):
+    rc, out, err = cosim(capsys, *args)
+    one_line(rc, err, *words)
+    assert out == ""
+
+
+# ---- review item 8: a saved fuzz case replays, and checks what it expects ------------------------------------
+def _saved_fault_case(tmp_path) -> Path:
+    from cosim.fuzz.campaign import make_case, save_failure
+
+    cfg = load_config("small")
+    case = next(c for c in (make_case(cfg, 1, i, 1.0) for i in range(40)) if c.kind != "valid")
+    case.problems = ["tlm vs rtl: made up for the test"]
+    return save_failure(case, None, tmp_path, 1, 1.0, rtl=False)
+
+
+def test_fuzz_case_replays_and_checks_its_expectation(capsys, tmp_path):
+    d = _saved_fault_case(tmp_path)
+    info = json.loads((d / "fuzz.json").read_text())
+    assert info["rerun"] == f"cosim fuzz --replay {d}" and info["orig"]["expect"]["name"], info
+    rc, out, err = cosim(capsys, *info["rerun"].split()[1:], "--json")
+    r = json.loads(out)
+    assert rc == 0 and not r["still_fails"] and r["got"] == info["orig"]["expect"], out + err
+
+    edit_json(d / "fuzz.json", lambda j: {**j, "orig": {**j["orig"], "expect": {"name": "X", "code": 99, "pc": 0}}})
+    rc, out, err = cosim(capsys, "fuzz", "--replay", d)
+    assert rc == 1 and "still fails" in out and "reference: expected" in out, out + err
+
+
+@pytest.mark.parametrize("edit, words", [(lambda j: [j], ["fuzz.json", "JSON object"]),
+                                         (lambda j: {**j, "index": "3"}, ["fuzz.json", "'index'"]),
+                                         (lambda j: {**j, "generator_seed": 5}, ["fuzz.json", "different case"])])
+def test_fuzz_replay_of_a_bad_fuzz_json(capsys, tmp_path, edit, words):
+    d = _saved_fault_case(tmp_path)
+    edit_json(d / "fuzz.json", edit)
+    one_line(*cosim(capsys, "fuzz", "--replay", d)[::2], *words)

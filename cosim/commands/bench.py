@@ -6,7 +6,7 @@ import argparse
 import json
 from pathlib import Path
 
-from cosim.cli import UserError, add_json_arg
+from cosim.cli import MAX_CYCLES, UserError, add_json_arg, int_arg
 
 
 def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -20,8 +20,8 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                    help="hardware configs (default: default small wide; with --quick: default)")
     p.add_argument("--quick", action="store_true",
                    help="a shorter suite (one >= 1 M-cycle Program), default config, one repetition")
-    p.add_argument("--reps", type=int, default=None, help="repetitions per measurement (default 3; --quick: 1)")
-    p.add_argument("--protocol-max-cycles", type=int, default=40_000, metavar="N",
+    p.add_argument("--reps", type=int_arg(1), default=None, help="repetitions per measurement (default 3; --quick: 1)")
+    p.add_argument("--protocol-max-cycles", type=int_arg(1, MAX_CYCLES), default=40_000, metavar="N",
                    help="run the cocotb protocol back-end only on Programs of at most N RTL cycles (default 40000)")
     p.add_argument("--no-profile", action="store_true", help="skip the cProfile runs")
     p.add_argument("--out", default=None, metavar="DIR", help="output folder (default: <repo>/bench)")

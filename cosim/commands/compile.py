@@ -7,7 +7,7 @@ import json
 
 from compiler.examples import make_case, parse_params
 from hw.config import load_config
-from cosim.cli import add_config_arg, add_json_arg
+from cosim.cli import add_config_arg, add_json_arg, folder_arg, int_arg
 
 
 def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -18,10 +18,11 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                                    "kernel, give each tensor argument as -p NAME=DIMxDIM[:DTYPE] and constants "
                                    "as -p NAME=VALUE.")
     p.add_argument("kernel", metavar="KERNEL", help="example name or path/to/file.py:function")
-    p.add_argument("-o", "--out", required=True, metavar="DIR", help="Program folder to write")
+    p.add_argument("-o", "--out", type=folder_arg, required=True, metavar="DIR",
+                   help="Program folder to write")
     p.add_argument("-p", "--param", action="append", default=[], metavar="KEY=VALUE",
                    help="override a parameter (repeatable), e.g. -p shape=4x3x33 -p tile=8")
-    p.add_argument("--seed", type=int, default=0, help="seed of the random inputs (default 0)")
+    p.add_argument("--seed", type=int_arg(0), default=0, help="seed of the random inputs (default 0)")
     add_config_arg(p)
     add_json_arg(p)
     return p

@@ -7,7 +7,7 @@ import json
 import sys
 
 from hw.config import load_config
-from cosim.cli import UserError, add_json_arg
+from cosim.cli import UserError, add_json_arg, float_arg, folder_arg, int_arg
 
 
 def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -16,23 +16,37 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                                    "fault), run them on the sequential reference interpreter and the TLM (with "
                                    "--rtl also on the RTL, 1 in 5 on the protocol back-end) and compare outputs, "
                                    "count counters and errors bit-exactly. Failing cases are shrunk and saved.")
-    p.add_argument("--count", type=int, default=200, help="number of Programs (default 200)")
-    p.add_argument("--seed", type=int, default=1, help="campaign seed (default 1)")
+    p.add_argument("--count", type=int_arg(1), default=200, help="number of Programs (default 200)")
+    p.add_argument("--seed", type=int_arg(0), default=1, help="campaign seed (default 1)")
     p.add_argument("--rtl", action="store_true", help="also run every Program on the RTL (Verilator) and compare")
     p.add_argument("--config", default=None, metavar="NAME|PATH",
                    help="hardware config (default: every shipped config, round-robin)")
-    p.add_argument("--fault-rate", type=float, default=0.2, metavar="P",
+    p.add_argument("--fault-rate", type=float_arg(0.0, 1.0, "a probability in [0, 1]"), default=0.2, metavar="P",
                    help="share of Programs with one injected fault (default 0.2)")
     p.add_argument("--save-dir", metavar="DIR", help="save each failing case (original and shrunk Program folders)")
     p.add_argument("--no-shrink", action="store_true", help="save failing cases without shrinking them")
-    p.add_argument("--batch", type=int, default=50, help="Programs per RTL simulator process (default 50)")
+    p.add_argument("--batch", type=int_arg(1), default=50, help="Programs per RTL simulator process (default 50)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--replay", metavar="DIR", type=folder_arg,
+                   help="replay one failing case saved by --save-dir (its fuzz.json 'rerun'): regenerate it, check "
+                        "what the reference expects, run the models; exit 1 while it still fails")
     add_json_arg(p)
     return p
 
 
 def run(args: argparse.Namespace) -> int:
-    from cosim.fuzz.campaign import rtl_available, run_campaign
+    from cosim.fuzz.campaign import replay_failure, rtl_available, run_campaign
+
+    if args.replay:
+        r = replay_failure(args.replay)
+        if args.json:
+            print(json.dumps(r))
+        else:
+            state = "still fails" if r["still_fails"] else "no longer fails"
+            print(f"{args.replay}: {r['kind']} case {state}{': ' if r['problems'] else ''}"
+                  f"{'; '.join(r['problems'])} (reference error: {r['got'] or 'none'}"
+                  f"{', RTL included' if r['rtl'] else ''})")
+        return 1 if r["still_fails"] else 0
 
     if args.count < 0:
         raise UserError(f"--count must be >= 0, got {args.count}")

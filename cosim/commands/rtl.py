@@ -11,7 +11,7 @@ import json
 from typing import Callable
 
 from hw.config import load_config
-from cosim.cli import add_config_arg, add_json_arg
+from cosim.cli import add_config_arg, add_json_arg, float_arg, folder_arg
 
 
 def _add_rtl_dir(p: argparse.ArgumentParser) -> None:
@@ -98,7 +98,8 @@ def run_csr(args: argparse.Namespace) -> int:
 def add_docs(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p = sub.add_parser("docs", help="write register_map.md and modules.md",
                        description="Write register_map.md (hw/csr.py) and modules.md (parsed RTL) into DIR.")
-    p.add_argument("-o", "--out", required=True, metavar="DIR", help="output folder (created if needed)")
+    p.add_argument("-o", "--out", type=folder_arg, required=True, metavar="DIR",
+                   help="output folder (created if needed)")
     add_config_arg(p)
     _add_rtl_dir(p)
     return p
@@ -174,7 +175,8 @@ def add_synth(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                                    "(docs/synthesis.md).")
     add_config_arg(p)
     p.add_argument("--target", choices=TARGETS, default="generic", help="technology (default: generic)")
-    p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, metavar="S",
+    p.add_argument("--timeout", type=float_arg(1e-3, 1e7, "a positive number of seconds"),
+                   default=DEFAULT_TIMEOUT, metavar="S",
                    help=f"give up after S seconds (default: {DEFAULT_TIMEOUT:g})")
     add_json_arg(p)
     _add_rtl_dir(p)

@@ -16,8 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from hw.config import load_config
+from hw.result import byte_size
 from cosim import models
-from cosim.cli import add_json_arg
+from cosim.cli import MAX_CYCLES, add_json_arg, int_arg
 
 # Cycles of a failing RTL run that its waveform shows, ending where the run ended (about 2.5 KB
 # of VCD per cycle on the default config when every unit is busy: some 27 MB).
@@ -29,7 +30,7 @@ TLM_FAILURE_VCD_MAX_INSNS = 400_000
 
 
 def window_arg(text: str) -> tuple[int, int]:
-    """``"FIRST:LAST"`` (cycles after START) for ``--waves-window``."""
+    """``"FIRST:LAST"`` (cycles after START, at most MAX_CYCLES) for ``--waves-window``."""
     first, sep, last = text.partition(":")
     try:
         a, b = int(first, 0), int(last, 0)
@@ -38,18 +39,12 @@ def window_arg(text: str) -> tuple[int, int]:
             from None
     if not sep or not 0 <= a <= b:
         raise argparse.ArgumentTypeError(f"'{text}': needs 0 <= FIRST <= LAST")
+    if b > MAX_CYCLES:
+        raise argparse.ArgumentTypeError(f"'{text}': LAST is too large (at most {MAX_CYCLES:,} cycles)")
     return a, b
 
 
-def positive_int(text: str) -> int:
-    """A positive integer argument."""
-    try:
-        v = int(text, 0)
-    except ValueError:
-        v = 0
-    if v <= 0:
-        raise argparse.ArgumentTypeError(f"'{text}' is not a positive integer")
-    return v
+positive_int = int_arg(1, MAX_CYCLES, "a positive integer")
 
 
 def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -57,14 +52,18 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                        description="Run KERNEL (an example name, path.py:function, or a Program folder) on one "
                                    "model or all of them and compare the outputs with the golden path. A model "
                                    "that disagrees gets a waveform (RTL: the last "
-                                   f"{FAILURE_WINDOW_CYCLES} cycles of a traced re-run).")
+                                   f"{FAILURE_WINDOW_CYCLES} cycles of a traced re-run). A Program folder "
+                                   "without expected.npz is run but not checked: its reports say "
+                                   "'unchecked' (JSON: \"match\": null), exit 0 unless a model fails. A bare "
+                                   "name (no slash) is an example even when a folder of that name is here: "
+                                   "run the folder as ./NAME.")
     p.add_argument("kernel", help="example name (see `cosim list`), path.py:function, or a Program folder")
     p.add_argument("--model", choices=[*models.MODELS, "all"], default="all")
     p.add_argument("--config", default=None, metavar="NAME|PATH",
                    help="hardware config: a name from hw/configs or a JSON path (default: default, or the "
                         "config a Program folder was made for)")
     p.add_argument("-p", "--param", action="append", metavar="KEY=VALUE", help="kernel parameter (repeatable)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the random inputs (default 0)")
+    p.add_argument("--seed", type=int_arg(0), default=0, help="seed of the random inputs (default 0)")
     p.add_argument("--sim", choices=["verilator", "icarus"], default="verilator", help="RTL simulator")
     p.add_argument("--mem", choices=["fast", "protocol"], default="fast", help="RTL memory back-end")
     p.add_argument("--waves", action="store_true",
@@ -101,9 +100,12 @@ def run(args: argparse.Namespace) -> int:
         if not res.wall_s:
             res.wall_s = time.perf_counter() - t0
         reports.append(models.judge(job, res))
-    ok = all(r["match"] for r in reports)
+    # match None: nothing was compared (a Program folder without expected.npz); not a failure, not a pass
+    ok: bool | None = None if any(r["match"] is None for r in reports) else True
+    if any(r["match"] is False for r in reports):
+        ok = False
     for r in reports:
-        if not r["match"] and r["model"] in ("tlm", "rtl"):
+        if r["match"] is False and r["model"] in ("tlm", "rtl"):
             _trace_failure(job, r, args)
     if args.json:
         out = reports[0] if len(reports) == 1 else {"kernel": job.kernel, "config": cfg.name, "match": ok,
@@ -111,17 +113,25 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(out))
     else:
         for r in reports:
-            status = "ok" if r["match"] else "MISMATCH"
+            status = {True: "ok", False: "MISMATCH", None: "unchecked"}[r["match"]]
             cyc = f"{r['cycles']} cycles" if r.get("cycles") else ""
-            extra = r.get("mismatch") or (r["error"] and f"error {r['error'].get('name')} at instruction "
-                                          f"{r['error'].get('pc')}") or ""
+            extra = (r.get("mismatch") or (r["error"] and error_text(r["error"]))
+                     or (r.get("compared") and f"compared {r['compared']}") or "")
             print(f"{job.kernel:<16} {r['model']:<7} {status:<9} {cyc:<16} {r['wall_s']:.3f} s  {extra}")
             note = r.get("waves_note") or (waves_note(r["waves"]) if r.get("waves") else "")
             if r.get("vcd") or note:
                 print(f"{'':<16} {'':<7} waveform: {r.get('vcd') or '-'} {note}".rstrip())
-    if not ok and not args.json:
+    if ok is False and not args.json:
         print(f"cosim run: {job.kernel} does not agree with golden", file=sys.stderr)
-    return 0 if ok else 1
+    return 1 if ok is False else 0
+
+
+def error_text(err: dict[str, Any]) -> str:
+    """A model's error for the summary line: its name and instruction, or its message when it has no pc."""
+    if err.get("pc") is not None:
+        return f"error {err.get('name')} at instruction {err.get('pc')}"
+    msg = str(err.get("message") or "").splitlines()
+    return f"error {err.get('name')}" + (f": {msg[0]}" if msg and err.get("name") == "WAVES_CAP" else "")
 
 
 def waves_note(w: dict[str, Any]) -> str:
@@ -130,9 +140,9 @@ def waves_note(w: dict[str, Any]) -> str:
         return "(nothing written: the run ended before the window)"
     first, last = w["from_cycle"], w["to_cycle"]
     span = f"cycles {first}..{last} after START" if first >= 0 else f"from reset to cycle {last} after START"
-    cap = w.get("max_bytes", 0) / (1 << 20)
-    cut = f", cut at the {cap:.0f} MiB cap" if w.get("capped") else f", cap {cap:.0f} MiB"
-    return f"({span}, {w.get('bytes', 0) / 1e6:.1f} MB{cut})"
+    cap = byte_size(int(w.get("max_bytes", 0)))
+    cut = f", cut at the {cap} cap" if w.get("capped") else f", cap {cap}"
+    return f"({span}, {byte_size(int(w.get('bytes', 0)))}{cut})"
 
 
 def _trace_failure(job: models.Job, r: dict[str, Any], args: argparse.Namespace) -> None:
@@ -159,8 +169,10 @@ def _trace_failure(job: models.Job, r: dict[str, Any], args: argparse.Namespace)
         return
     end = int(r.get("run_sim_cycles") or r.get("cycles") or 0)
     window = args.waves_window or (max(0, end - FAILURE_WINDOW_CYCLES), end + 16)
+    # Verilator windows the trace and cuts it at the cap (both back-ends); Icarus can only stop a run
+    # traced from reset, so the re-run of the same RTL is on Verilator.
     try:
-        res = models.run_rtl([job], mem=args.mem, simulator=args.sim, waves=True, vcd=vcd, waves_window=window,
+        res = models.run_rtl([job], mem=args.mem, simulator="verilator", waves=True, vcd=vcd, waves_window=window,
                              watchdog=args.watchdog)[0]
     except (RuntimeError, OSError, ValueError) as e:  # the report must not hide the failure behind a second one
         r["waves_note"] = f"(the traced re-run failed: {str(e).splitlines()[0] if str(e) else type(e).__name__})"

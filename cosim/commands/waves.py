@@ -12,7 +12,7 @@ import argparse
 import json
 from typing import Callable
 
-from cosim.cli import add_json_arg
+from cosim.cli import MAX_CYCLES, add_json_arg, int_arg
 from cosim.commands.waves_diff import add_diff, read_traces, run_diff
 from cosim.commands.waves_run import add_run, run_run
 from cosim.waves import VcdFile, WavesError, ascii_waves, detect_clock, extract_timeline, table, timeline_text
@@ -25,7 +25,7 @@ def _add_common(p: argparse.ArgumentParser, period: bool = True) -> None:
     p.add_argument("--progress", action="store_true",
                    help="show a progress bar on stderr (default: only when stderr is a terminal)")
     if period:
-        p.add_argument("--period", type=int, default=None, metavar="T",
+        p.add_argument("--period", type=int_arg(1), default=None, metavar="T",
                        help="VCD time units per cycle (default: from clk, else dbg_cycles, else 1)")
 
 
@@ -61,12 +61,13 @@ def add_show(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                                    "and the bus range: dbg_load_pc, accel.dbg_load_pc, load_pc.")
     p.add_argument("file", help="VCD file")
     p.add_argument("signals", nargs="+", metavar="SIG", help="signal names (suffixes allowed)")
-    p.add_argument("--from", dest="c_from", type=int, default=0, metavar="C", help="first cycle (default 0)")
-    p.add_argument("--to", dest="c_to", type=int, default=None, metavar="C",
+    p.add_argument("--from", dest="c_from", type=int_arg(0, MAX_CYCLES), default=0, metavar="C",
+                   help="first cycle (default 0)")
+    p.add_argument("--to", dest="c_to", type=int_arg(0, MAX_CYCLES), default=None, metavar="C",
                    help=f"last cycle, inclusive (default: --from + {DEFAULT_WINDOW - 1}, or the trace end)")
     p.add_argument("--ascii", action="store_true", help="draw an ASCII waveform instead of a table")
     p.add_argument("--changes", action="store_true", help="table: only rows where a value changes")
-    p.add_argument("--cell", type=int, default=None, metavar="N", help="ASCII: characters per cycle")
+    p.add_argument("--cell", type=int_arg(1, 1000), default=None, metavar="N", help="ASCII: characters per cycle")
     add_json_arg(p)
     _add_common(p)
     return p

@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from cosim.cli import add_json_arg
+from cosim.cli import MAX_CYCLES, add_json_arg, int_arg
 from cosim.waves import Trace, VcdFile, ascii_waves, detect_clock, diff_text, diff_timelines, diff_values, \
     extract_timeline, read_window, to_cycles
 from cosim.waves.timeline import Clock, value_at
@@ -34,13 +34,14 @@ def add_diff(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                                    "--tol cycles, then draw both waveforms around it. Exit 1 when they differ.")
     p.add_argument("a", help="first VCD (e.g. the TLM's)")
     p.add_argument("b", help="second VCD (e.g. the RTL's)")
-    p.add_argument("--tol", type=int, default=0, metavar="N", help="allowed difference in cycles (default 0)")
+    p.add_argument("--tol", type=int_arg(0, MAX_CYCLES), default=0, metavar="N",
+                   help="allowed difference in cycles (default 0)")
     p.add_argument("--align", choices=["auto", "start", "first", "none"], default="auto",
                    help="cycle 0 of each trace: START from dbg_cycles, the first instruction, or none "
                         "(auto: start when both have dbg_cycles, else first)")
     p.add_argument("--values", nargs="+", default=[], metavar="SIG",
                    help="also compare these signals' values cycle by cycle (e.g. dbg_load_q)")
-    p.add_argument("--window", type=int, default=12, metavar="N",
+    p.add_argument("--window", type=int_arg(1, MAX_CYCLES), default=12, metavar="N",
                    help="cycles drawn each side of the divergence (0: no waveform)")
     add_json_arg(p)
     p.add_argument("--progress", action="store_true",

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from hw.config import load_config
 from cosim import models
-from cosim.cli import add_config_arg, add_json_arg
+from cosim.cli import MAX_CYCLES, add_config_arg, add_json_arg, folder_arg, int_arg
 from cosim.commands.run import waves_note
 from cosim.commands.waves_diff import run_diff
 
@@ -29,10 +29,13 @@ def add_run(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("kernel", help="example name, path.py:function, or a Program folder")
     add_config_arg(p)
     p.add_argument("-p", "--param", action="append", metavar="KEY=VALUE", help="kernel parameter (repeatable)")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("-o", "--out", metavar="DIR", help="output folder (default build/waves/KERNEL-CONFIG)")
-    p.add_argument("--tol", type=int, default=0, help="cycles of start/end difference tolerated (default 0)")
-    p.add_argument("--window", type=int, default=24, help="cycles of waveform shown around a divergence")
+    p.add_argument("--seed", type=int_arg(0), default=0)
+    p.add_argument("-o", "--out", type=folder_arg, metavar="DIR",
+                   help="output folder (default build/waves/KERNEL-CONFIG)")
+    p.add_argument("--tol", type=int_arg(0, MAX_CYCLES), default=0,
+                   help="cycles of start/end difference tolerated (default 0)")
+    p.add_argument("--window", type=int_arg(1, MAX_CYCLES), default=24,
+                   help="cycles of waveform shown around a divergence")
     add_json_arg(p)
     return p
 

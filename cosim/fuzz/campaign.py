@@ -309,25 +309,73 @@ def failure_predicate(case: Case, rtl: bool) -> Callable[[list[Program]], list[b
     return fails
 
 
-def save_failure(case: Case, shrunk: Program | None, root: Path, campaign_seed: int) -> Path:
-    """Write ``orig/`` and ``min/`` Program folders and ``fuzz.json``; returns the case folder."""
+def save_failure(case: Case, shrunk: Program | None, root: Path, campaign_seed: int, fault_rate: float = 0.2,
+                 rtl: bool = False) -> Path:
+    """Write ``orig/`` and ``min/`` Program folders and ``fuzz.json``; returns the case folder.
+
+    ``fuzz.json`` holds what regenerates the case (config, campaign seed, index, fault rate) and what the
+    reference expects of each Program (``expect``: its error name, code and pc, or None); its ``rerun``
+    is ``cosim fuzz --replay DIR`` (:func:`replay_failure`), which regenerates the case (a folder with
+    patched raw words does not load) and checks both."""
     d = root / f"{case.config.name}-s{campaign_seed}-{case.index}"
     d.mkdir(parents=True, exist_ok=True)
     info: dict[str, Any] = {"config": case.config.name, "campaign_seed": campaign_seed, "index": case.index,
                             "generator_seed": case.seed, "kind": case.kind, "rtl_mem": case.mem,
-                            "problems": case.problems}
+                            "fault_rate": fault_rate, "rtl": rtl, "problems": case.problems,
+                            "rerun": f"cosim fuzz --replay {d}"}
     for sub, p in (("orig", case.program), ("min", shrunk)):
         if p is None:
             continue
         ref = run_reference(p)
         p.expected = ref.outputs if ref.error is None else {}
         p.save(d / sub)
-        info[sub] = {"insns": len(p.insns), "reference_error": ref.error,
-                     "rerun": f"cosim run {d / sub} --model tlm --config {case.config.name}"}
+        expect = None if ref.error is None else {k: ref.error.get(k) for k in ("name", "code", "pc")}
+        info[sub] = {"insns": len(p.insns), "reference_error": ref.error, "expect": expect}
         if isinstance(p, PatchedProgram):
-            info[sub]["note"] = "raw instruction words are patched in: the loader refuses this folder by design"
+            info[sub]["note"] = ("raw instruction words are patched in: the loader refuses this folder by design; "
+                                 "`cosim fuzz --replay` regenerates it")
     (d / "fuzz.json").write_text(json.dumps(info, indent=1, default=str) + "\n")
     return d
+
+
+def replay_failure(folder: str | Path) -> dict[str, Any]:
+    """Replay a case saved by :func:`save_failure`: regenerate it from ``fuzz.json`` (config, campaign seed,
+    index, fault rate), check it is the same case and that the reference still expects what was recorded,
+    run it on the models again (the RTL when the campaign used it and it is available) and report
+    ``{"still_fails": bool, "problems": [...], "expect": ..., "got": ...}``. Raises ValueError (one line
+    naming fuzz.json) for a folder it cannot replay."""
+    d = Path(folder)
+    f = d / "fuzz.json"
+    if not f.is_file():
+        raise ValueError(f"{f}: missing (not a folder saved by `cosim fuzz --save-dir`)")
+    try:
+        info = json.loads(f.read_bytes().decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise ValueError(f"{f}: not valid JSON ({type(e).__name__})") from None
+    if not isinstance(info, dict):
+        raise ValueError(f"{f}: must be a JSON object")
+    want = {"config": str, "campaign_seed": int, "index": int, "generator_seed": int, "kind": str}
+    for k, t in want.items():
+        if type(info.get(k)) is not t:
+            raise ValueError(f"{f}: needs '{k}' ({t.__name__})")
+    rate = info.get("fault_rate", 0.2)
+    if type(rate) not in (int, float) or not 0 <= rate <= 1:
+        raise ValueError(f"{f}: 'fault_rate' must be a number in [0, 1]")
+    cfg = load_config(info["config"])
+    case = make_case(cfg, info["campaign_seed"], info["index"], float(rate))
+    if case.seed != info["generator_seed"] or case.kind != info["kind"]:
+        raise ValueError(f"{f}: regenerates a different case (generator seed {case.seed}, {case.kind}; saved "
+                         f"{info['generator_seed']}, {info['kind']}): the generator changed since it was saved")
+    rtl = bool(info.get("rtl")) and rtl_available() is None
+    run_cases([case], rtl)
+    ref = case.results.get("ref")
+    got = None if ref is None or ref.error is None else {k: ref.error.get(k) for k in ("name", "code", "pc")}
+    expect = (info.get("orig") or {}).get("expect")
+    problems = list(case.problems)
+    if "orig" in info and got != expect:
+        problems.insert(0, f"reference: expected {expect or 'no error'}, got {got or 'no error'}")
+    return {"still_fails": bool(problems), "problems": problems, "expect": expect, "got": got, "rtl": rtl,
+            "kind": case.kind}
 
 
 # ---- the campaign --------------------------------------------------------------------------------
@@ -415,7 +463,7 @@ def run_campaign(count: int, seed: int, configs: Sequence[str] | None = None, rt
                         shrunk = shrink(c, failure_predicate(c, rtl))
                     except Exception as e:  # noqa: BLE001 - keep the original reproducer at least
                         entry["shrink_error"] = f"{type(e).__name__}: {e}"
-                entry["saved"] = str(save_failure(c, shrunk, Path(save_dir), seed))
+                entry["saved"] = str(save_failure(c, shrunk, Path(save_dir), seed, fault_rate, rtl))
                 if shrunk is not None:
                     entry["min_insns"] = len(shrunk.insns)
             summ.failures.append(entry)

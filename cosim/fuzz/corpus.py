@@ -198,7 +198,7 @@ def entries() -> list[Entry]:
       _saved(p, lambda d: (d / "layout.json").write_text('{"regions": [')), "truncated JSON")
     L("layout_missing_keys", ["layout.json", "needs 'config'"],
       _saved(p, _edit_json("layout.json", lambda j: {"regions": j["regions"]})), "no config identity")
-    L("layout_malformed_region", ["layout.json", "malformed region entry"],
+    L("layout_malformed_region", ["layout.json", "region 1", "'shape' must be a JSON list"],
       _saved(p, _edit_json("layout.json", _set_region(1, shape="four"))), "shape is not a list of ints")
     L("layout_two_insn_regions", ["layout.json", "exactly one region with role 'insn'"],
       _saved(p, _edit_json("layout.json", _set_region(1, role="insn"))), "two instruction regions")

@@ -2,7 +2,10 @@
 // verilator.cpp of cocotb 2.1) with the clock toggled here, in C++, and a quiet fast path.
 //
 // Used by testbench/rtl_model.py instead of cocotb's verilator.cpp for every tb_fast build on
-// Verilator, with or without waves. Differences from cocotb's loop, and why they keep its semantics:
+// Verilator, with or without waves, and for protocol-back-end waves builds (compiled with
+// -DCOSIM_GPI_CLOCK: no clock here, cocotb's GPI clock drives `clk` as in cocotb's main; only the
+// bounded trace window below is wanted there). Differences from cocotb's loop, and why they keep
+// its semantics:
 //   * The top input `clk` toggles every FAST_HALF_PERIOD_NS (from 0 at time 0, first rising
 //     edge at one half period) as if a timed event of the simulator; Python never drives clk.
 //     This replaces cocotb's GPI clock (a VPI callback and put per edge) and Verilator
@@ -127,6 +130,8 @@ static void trace_close() {}
 #endif
 
 static vluint64_t main_time = 0;
+// No event at all: the simulation is over (as in cocotb's loop).
+static const vluint64_t NO_EVENT_PENDING = static_cast<vluint64_t>(~0ULL);
 
 double sc_time_stamp() { return main_time; }
 
@@ -184,8 +189,13 @@ int main(int argc, char** argv) {
     vluint64_t half = FAST_HALF_PERIOD_NS;
     for (int p = Verilated::threadContextp()->timeprecision(); p < -9; p++) half *= 10;
 
+#ifdef COSIM_GPI_CLOCK
+    vluint64_t next_edge = NO_EVENT_PENDING;  // cocotb's GPI clock drives clk
+    (void)half;
+#else
     top->clk = 0;
     vluint64_t next_edge = half;
+#endif
 
 #if VM_TRACE
     Verilated::traceEverOn(true);
@@ -221,6 +231,7 @@ int main(int argc, char** argv) {
             continue;
         }
         const vluint64_t next_time = std::min(next_cocotb, next_edge);
+        if (next_time == NO_EVENT_PENDING) break;
         main_time = next_time;
         bool any = VerilatedVpi::callCbs(cbNextSimTime);
         any |= settle_value_callbacks();
