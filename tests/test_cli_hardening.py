@@ -20,8 +20,7 @@ import pytest
 
 from cosim.cli import main as cosim_main
 from hw.config import load_config
-from hw.isa import ALU_OPS, Alu, Finish, Load, Store
-from hw.program import Program, ProgramError, plan_layout
+from hw.program import Program, ProgramError
 from tests.test_program import small_program
 
 ROOT = Path(__file__).resolve().parents[1]

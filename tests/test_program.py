@@ -10,7 +10,7 @@ import pytest
 from hw import csr
 from hw.assembler import Assembler
 from hw.config import load_config
-from hw.program import Program, ProgramError, Region, plan_layout
+from hw.program import Program, ProgramError, plan_layout
 
 
 def small_program(cfg, n_vec=4):

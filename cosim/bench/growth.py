@@ -4,7 +4,6 @@ against cycles per instruction. Linear fits, log-log exponents and one PNG."""
 from __future__ import annotations
 
 import statistics
-import time
 from pathlib import Path
 from typing import Any
 

@@ -209,13 +209,9 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     rsub = p.add_subparsers(dest="rtl_command", metavar="SUBCOMMAND")
     for _name, add, run_fn in SUBCOMMANDS:
         add(rsub).set_defaults(_rtl_run=run_fn)
-    p.set_defaults(_rtl_help=p.print_help)
     return p
 
 
 def run(args: argparse.Namespace) -> int:
-    fn = getattr(args, "_rtl_run", None)
-    if fn is None:
-        args._rtl_help()
-        return 2
-    return int(fn(args) or 0)
+    # argparse requires the subcommand (cosim.cli turns its absence into one error line)
+    return int(args._rtl_run(args) or 0)

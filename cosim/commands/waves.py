@@ -149,14 +149,10 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     wsub = p.add_subparsers(dest="waves_command", metavar="SUBCOMMAND")
     for _name, add, run_fn in SUBCOMMANDS:
         add(wsub).set_defaults(_waves_run=run_fn)
-    p.set_defaults(_waves_help=p.print_help)
     return p
 
 
 def run(args: argparse.Namespace) -> int:
-    fn = getattr(args, "_waves_run", None)
-    if fn is None:
-        args._waves_help()
-        return 2
-    return int(fn(args) or 0)
+    # argparse requires the subcommand (cosim.cli turns its absence into one error line)
+    return int(args._waves_run(args) or 0)
 

@@ -137,7 +137,6 @@ def entries() -> list[Entry]:
     """Every corpus entry (folder-backed and in-memory), deterministic."""
     cfg, small = load_config("default"), load_config("small")
     p = base_program(cfg)
-    n = len(p.insns)
     E: list[Entry] = []
     L = lambda name, kw, mk, doc, err="ProgramError", conf="default": E.append(  # noqa: E731
         Entry(name, "loader", err, kw, conf, make=mk, doc=doc))
