@@ -152,10 +152,10 @@ INTERNAL_ERROR_EXIT = 3
 def is_user_error(e: BaseException) -> bool:
     """Whether ``e`` reports a problem on the user's side (bad input, a missing tool, a simulator that
     cannot be built or run on this machine: exit 2) rather than a bug of cosim (exit 3)."""
+    from cosim.models import model_failure_types
     from hw.toolchain import ToolchainError
-    from testbench.rtl_model import RtlError  # the RTL could not be built or its simulator died (log says why)
 
-    return isinstance(e, (ValueError, OSError, LookupError, ToolchainError, RtlError))
+    return isinstance(e, (ValueError, OSError, LookupError, ToolchainError, *model_failure_types()))
 
 
 def error_line(e: BaseException) -> str:

@@ -195,6 +195,16 @@ def rtl_available() -> str | None:
     return None if have_rtl() else "hw/rtl/sources.txt is missing (the RTL has not landed)"
 
 
+def model_failure_types() -> tuple[type[BaseException], ...]:
+    """The models' own exceptions that report a problem of this machine or of the input rather
+    than a bug (the RTL could not be built, or its simulator died: the log says why)."""
+    try:
+        from testbench.rtl_model import RtlError
+    except Exception:  # noqa: BLE001 - no RTL model here: nothing of its to recognise
+        return ()
+    return (RtlError,)
+
+
 def raw(program: Program, cfg: HwConfig | None = None, **kw: Any) -> RunResult:
     """Run ``program`` on the raw C++ Verilator harness (no cocotb, no Python per cycle)."""
     from testbench.raw.harness import run

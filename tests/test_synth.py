@@ -119,7 +119,7 @@ def test_bad_requests(tmp_path: Path) -> None:
 def test_cli_errors_are_one_line(capsys: pytest.CaptureFixture) -> None:
     for argv, msg in ((["--config", "nope"], "no such config file"),
                       (["--config", "small", "--timeout", "0.01"], "did not finish synthesizing small for generic"),
-                      (["--timeout", "0"], "timeout must be positive")):
+                      (["--timeout", "0"], "--timeout: expected a positive number of seconds")):
         assert cosim_main(["rtl", "synth", *argv]) == 2
         err = capsys.readouterr().err.strip()
         assert len(err.splitlines()) == 1 and msg in err, err
