@@ -8,38 +8,21 @@ in one numpy operation at the end of EXECUTE.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
 from hw import csr
 from hw.isa_semantics import dram_span, sram_last_index
-from sim.tlm.acc_buffer import AccBuffer
-from sim.tlm.axi_arbiter import AxiArbiter, DmaJob
+from sim.tlm.axi_arbiter import DmaJob
 from sim.tlm.burst_calc import row_burst_beats
-from sim.tlm.dram import Dram
-from sim.tlm.insn_queue import InsnQueue
-from sim.tlm.region_check import RegionCheck
-from sim.tlm.scheduler import Scheduler
-from sim.tlm.timing import Timing
-from sim.tlm.token_queue import TokenQueue
-from sim.tlm.trace import Tracer
-from sim.tlm.unit_shell import Fault, UnitShell
+from sim.tlm.unit_shell import DmaUnitShell
 
 
-class LoadUnit(UnitShell):
+class LoadUnit(DmaUnitShell):
     """DRAM -> accumulator buffer, 2-D with stride and zero padding."""
 
     name = "load"
-
-    def __init__(self, sim: Scheduler, timing: Timing, tracer: Tracer | None, queue: InsnQueue,
-                 tokens: dict[str, TokenQueue], fault: Fault, on_idle: Callable[[int], None],
-                 port: AxiArbiter, dram: Dram, regions: RegionCheck, acc: AccBuffer):
-        super().__init__(sim, timing, tracer, queue, tokens, fault, on_idle)
-        self.port = port
-        self.dram = dram
-        self.regions = regions
-        self.acc = acc
 
     def check(self, i: Any) -> tuple[int, str] | None:
         span = dram_span(i, self.T)

@@ -35,8 +35,11 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from hw.isa_semantics import DEP_FLAGS, POP_FLAGS, PUSH_FLAGS, TOKEN_ROUTES
-from sim.tlm.axi_arbiter import DmaJob
+from sim.tlm.acc_buffer import AccBuffer
+from sim.tlm.axi_arbiter import AxiArbiter, DmaJob
+from sim.tlm.dram import Dram
 from sim.tlm.insn_queue import InsnQueue
+from sim.tlm.region_check import RegionCheck
 from sim.tlm.scheduler import Scheduler
 from sim.tlm.timing import Timing
 from sim.tlm.token_queue import TokenQueue
@@ -255,3 +258,18 @@ class UnitShell:
     def exec_stuck(self) -> bool:
         """In EXECUTE, the instruction cannot progress by itself (FINISH waiting for the drain)."""
         return False
+
+
+class DmaUnitShell(UnitShell):
+    """The shell of a unit that moves data between DRAM and the accumulator buffer (LOAD,
+    STORE): besides the shell's own wiring, the AXI port, the DRAM, the region windows and
+    the buffer."""
+
+    def __init__(self, sim: Scheduler, timing: Timing, tracer: Tracer | None, queue: InsnQueue,
+                 tokens: dict[str, TokenQueue], fault: Fault, on_idle: Callable[[int], None],
+                 port: AxiArbiter, dram: Dram, regions: RegionCheck, acc: AccBuffer):
+        super().__init__(sim, timing, tracer, queue, tokens, fault, on_idle)
+        self.port = port
+        self.dram = dram
+        self.regions = regions
+        self.acc = acc
