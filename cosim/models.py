@@ -29,8 +29,6 @@ from hw.result import RunResult
 from sim.tlm.timing import Timing, TimingError, calibration_path  # noqa: F401 - the TLM's timing, for calibrate
 
 MODELS = ("golden", "iss", "tlm", "rtl")
-# What each model gives: the ISS has no time, golden neither (it never sees the Program).
-TIMED_MODELS = ("tlm", "rtl")
 
 
 @dataclass

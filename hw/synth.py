@@ -64,8 +64,6 @@ _BRAM_TYPES = {"$mem_v2", "$mem", "DP16KD", "PDPW16KD", "RAMB18E1", "RAMB36E1", 
 _LUTRAM_RE = re.compile(r"^(TRELLIS_DPR16X4|DPR16X4|RAM(16|32|64|128|256)X\d+[SD]|RAM(32|64)M)$")
 _DSP_TYPES = {"MULT18X18D", "ALU54B", "DSP48E1", "DSP48E2"}
 _MUL_TYPES = {"$mul", "$macc", "$macc_v2"}  # multiply operators before gate mapping (generic)
-_BRAM_BITS = {"DP16KD": 18432, "PDPW16KD": 18432, "RAMB18E1": 18432, "RAMB36E1": 36864,
-              "RAMB18E2": 18432, "RAMB36E2": 36864, "URAM288": 294912}
 
 
 class SynthError(ValueError):

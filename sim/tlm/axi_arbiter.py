@@ -133,11 +133,6 @@ class AxiArbiter:
             return None
         return seg.client, seg.t0 + int(seg.ends[k]), k == len(seg.dur) - 1, int(seg.beats[:k + 1].sum())
 
-    def inflight_end(self, t: int) -> int:
-        """End of the burst under way at cycle ``t`` (``t`` when the port is free)."""
-        b = self.inflight(t)
-        return t if b is None else b[1]
-
     def beats_at_halt(self, t: int) -> dict[str, int]:
         """Beats per client of every burst granted up to cycle ``t`` (all of them complete)."""
         out = dict(self.beats)

@@ -29,10 +29,6 @@ class Dram:
             raise ValueError(f"DRAM image of {len(data)} bytes at 0x{addr:x} does not fit {self.nbytes} bytes")
         self.mem[addr:addr + len(data)] = data
 
-    def read_word(self, addr: int) -> int:
-        """One 16-byte little-endian instruction word."""
-        return int.from_bytes(self.mem[addr:addr + 16].tobytes(), "little")
-
     # ---- data movement (numpy) -------------------------------------------------------------
     def _row_index(self, dram_base: int, y: int, x: int, stride: int) -> np.ndarray:
         return (dram_base + np.arange(y, dtype=np.int64)[:, None] * stride

@@ -56,7 +56,6 @@ class Fetch:
         self.stuck_since: int | None = None   # cycle from which FETCH is finished or stalled
         self.stopped = False                  # a dispatch fault: fetch does nothing more
         self._n = 0
-        self._pc0 = 0
 
     def start(self, t: int) -> None:
         self.sim.now_or_later(t + self.T.fetch_start_cycles, self._request)
@@ -66,16 +65,11 @@ class Fetch:
             return
         addr = self.addr + INSN_BYTES * self.next_pc
         n = fetch_burst_insns(addr, self.count - self.next_pc, self.T.insns_per_fetch_burst, INSN_BYTES)
-        self._n, self._pc0 = n, self.next_pc
+        self._n = n
         beats = n * self.T.beats_per_insn
         self.port.request(t, Segment("fetch", False, np.array([beats], dtype=np.int64),
                                        np.array([self.T.read_burst_cycles(beats)], dtype=np.int64),
                                        self._burst_done))
-
-    @property
-    def burst_pc(self) -> int:
-        """The pc of the first instruction of the current (or last) burst."""
-        return self._pc0
 
     def _burst_done(self, t: int) -> None:
         n, pc0 = self._n, self.next_pc

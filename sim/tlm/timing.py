@@ -198,10 +198,6 @@ class Timing:
         """Cycles a write burst of ``beats`` holds the port."""
         return self.wr_burst_overhead + beats + self.write_latency
 
-    def queue_depth(self, unit: str) -> int:
-        return {"load": self.load_queue_depth, "compute": self.compute_queue_depth,
-                "store": self.store_queue_depth}[unit]
-
     # ---- construction --------------------------------------------------------------------
     @classmethod
     def overhead_fields(cls) -> list[str]:
