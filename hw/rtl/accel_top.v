@@ -197,17 +197,18 @@ module accel_top (
                        .avail(s2c_avail), .full(s2c_full), .count(s2c_count));
 
     // ------------------------------------------------------------------ accumulator buffer
-    wire                         ld_we, cu_we;
-    wire [`CFG_ACC_IDX_BITS-1:0] ld_addr, cu_waddr, cu_raddr_a, cu_raddr_b, st_raddr;
-    wire [`CFG_ACC_VEC_BITS-1:0] ld_wdata, cu_wdata, cu_rdata_a, cu_rdata_b, st_rdata;
+    wire                         ld_we, cu_we, cu_re_dst, cu_re_src, st_re, acc_wr_busy, acc_src_busy;
+    wire [`CFG_ACC_IDX_BITS-1:0] ld_addr, cu_waddr, cu_raddr_dst, cu_raddr_src, st_raddr;
+    wire [`CFG_ACC_VEC_BITS-1:0] ld_wdata, cu_wdata, cu_rdata_dst, acc_rdata_s;
 
     acc_buffer u_acc (
         .clk(clk),
         .ld_we(ld_we), .ld_addr(ld_addr), .ld_wdata(ld_wdata),
+        .wr_busy(acc_wr_busy), .src_busy(acc_src_busy),
         .cu_we(cu_we), .cu_waddr(cu_waddr), .cu_wdata(cu_wdata),
-        .cu_raddr_a(cu_raddr_a), .cu_rdata_a(cu_rdata_a),
-        .cu_raddr_b(cu_raddr_b), .cu_rdata_b(cu_rdata_b),
-        .st_raddr(st_raddr), .st_rdata(st_rdata)
+        .cu_re_dst(cu_re_dst), .cu_raddr_dst(cu_raddr_dst), .cu_rdata_dst(cu_rdata_dst),
+        .cu_re_src(cu_re_src), .cu_raddr_src(cu_raddr_src), .rdata_s(acc_rdata_s),
+        .st_re(st_re), .st_raddr(st_raddr)
     );
 
     // ------------------------------------------------------------------ units
@@ -229,8 +230,9 @@ module accel_top (
         .l2c_avail(l2c_avail), .l2c_pop(l2c_pop), .s2c_avail(s2c_avail), .s2c_pop(s2c_pop),
         .c2l_full(c2l_full), .c2l_push(c2l_push), .c2s_full(c2s_full), .c2s_push(c2s_push),
         .drained(drained),
-        .acc_raddr_dst(cu_raddr_a), .acc_rdata_dst(cu_rdata_a),
-        .acc_raddr_src(cu_raddr_b), .acc_rdata_src(cu_rdata_b),
+        .acc_wr_busy(acc_wr_busy), .acc_src_busy(acc_src_busy),
+        .acc_re_dst(cu_re_dst), .acc_raddr_dst(cu_raddr_dst), .acc_rdata_dst(cu_rdata_dst),
+        .acc_re_src(cu_re_src), .acc_raddr_src(cu_raddr_src), .acc_rdata_src(acc_rdata_s),
         .acc_we(cu_we), .acc_waddr(cu_waddr), .acc_wdata(cu_wdata),
         .err(cu_err), .err_code(cu_err_code), .pc_out(cu_pc), .idle(cu_idle), .exec(cu_exec),
         .stall(cu_stall), .stuck(cu_stuck), .insn_done(cu_done), .finish(cu_finish)
@@ -243,7 +245,7 @@ module accel_top (
         .rbase(rbase), .rsize(rsize), .rattr(rattr),
         .req(s_req), .req_addr(s_addr), .req_len(s_len), .gnt(s_gnt),
         .wr_beat(s_beat), .wr_data(s_wdata), .burst_done(s_bdone),
-        .acc_raddr(st_raddr), .acc_rdata(st_rdata),
+        .acc_re(st_re), .acc_raddr(st_raddr), .acc_rdata(acc_rdata_s),
         .err(st_err), .err_code(st_err_code), .pc_out(st_pc), .idle(st_idle), .exec(st_exec),
         .stall(st_stall), .stuck(st_stuck), .insn_done(st_done)
     );

@@ -2,9 +2,21 @@
 // unit_shell (IDLE -> WAIT -> EXEC -> PUSH; pop_prev takes l2c, pop_next s2c, push_prev gives c2l,
 // push_next c2s).
 //   WAIT : ALU range check (ERR_SRAM_RANGE)
-//   EXEC : ALU: one vector per cycle through `alu`, iterations in loop order (i outer, j inner);
-//          the dst and src vectors are read combinationally and the result written at the edge,
-//          so a write is visible to the next iteration. max(1, iter_out*iter_in) cycles.
+//   EXEC : ALU: a pipeline over the synchronous accumulator SRAM, iterations in loop order
+//          (i outer, j inner), one vector per cycle in steady state:
+//            READ    : the dst (copy D) and src (copy S) addresses go into the SRAM's read register;
+//            EXECUTE : next cycle, the ALU on the read data; its result is
+//            WRITE   : written at the end of that same cycle (the SRAM's write register).
+//          Iteration k+1 is read at the edge at which iteration k is written, so a read of the
+//          index just written (distance-1 read-after-write, e.g. acc[j] += acc[j-1]) takes
+//          the written vector from `fw_data` instead of the SRAM (forwarding); distance >= 2
+//          reads find it in the SRAM. So the sequential semantics hold at no cost.
+//          The pipeline advances only in a cycle in which its ports are free (`go`): the write
+//          port is LOAD's when LOAD writes a vector, copy S's read port is STORE's when STORE
+//          reads one (only an ALU with a src operand needs it). A frozen cycle does nothing;
+//          copy S's read data is kept in `op_src` (STORE's read would overwrite it).
+//          EXEC = the cycles up to and including the (N+1)-th free cycle (N = iter_out*iter_in:
+//          N reads, N writes one cycle behind); 1 cycle when N = 0.
 //          FINISH: stays until the load and store units are idle with empty queues and the
 //          DRAM port is idle with no request (>= 1 cycle).
 //   PUSH : a FINISH completes here (`finish`).
@@ -30,9 +42,13 @@ module compute_unit (
     output wire                            c2s_push,
     // FINISH condition: load/store idle with empty queues, DRAM port idle
     input  wire                            drained,
-    // accumulator ports
+    // accumulator ports (acc_buffer's port plan: wr_busy / src_busy = taken by LOAD / STORE)
+    input  wire                            acc_wr_busy,
+    input  wire                            acc_src_busy,
+    output wire                            acc_re_dst,
     output wire [`CFG_ACC_IDX_BITS-1:0]    acc_raddr_dst,
     input  wire [`CFG_ACC_VEC_BITS-1:0]    acc_rdata_dst,
+    output wire                            acc_re_src,
     output wire [`CFG_ACC_IDX_BITS-1:0]    acc_raddr_src,
     input  wire [`CFG_ACC_VEC_BITS-1:0]    acc_rdata_src,
     output wire                            acc_we,
@@ -99,61 +115,100 @@ module compute_unit (
     assign insn_done = insn_end;
     assign finish    = insn_end && is_finish;
 
-    // ---- loop state
+    // ---- loop state: the next iteration to read
     reg [13:0]    i;
     reg [13:0]    j;
     reg [IDX-1:0] d_row;
     reg [IDX-1:0] d;
     reg [IDX-1:0] s_row;
     reg [IDX-1:0] s;
-    wire last_j = (j + 14'd1 == iter_in);
-    wire last_i = (i + 14'd1 == iter_out);
-    wire alu_step = exec && !halt && !is_finish && !no_iter;
+    reg           issued;   // every iteration has been read
+    // ---- the iteration in EXECUTE (read in the previous free cycle)
+    reg           ex_v;
+    reg [IDX-1:0] ex_d;     // its dst index: where it writes
+    reg           ex_fwd_d; // its dst / src index is the one written when it was read
+    reg           ex_fwd_s;
+    reg [VB-1:0]  fw_data;  // the vector written in the last free cycle
+    reg           held;     // op_src holds its src operand (copy S was read by STORE since)
+    reg [VB-1:0]  op_src;
 
-    // EXEC: FINISH ends once drained; an ALU instruction after its last iteration (at once
-    // without iterations); a halt stops either
-    assign exec_done = !halt && (is_finish ? drained : (no_iter || (last_j && last_i)));
+    wire last_j  = (j + 14'd1 == iter_in);
+    wire last_i  = (i + 14'd1 == iter_out);
+    wire active  = exec && !halt && !is_finish && !no_iter;
+    wire go      = !acc_wr_busy && !(!use_imm && acc_src_busy);
+    wire advance = active && go;
+    wire rd      = advance && !issued;
+
+    // EXEC: FINISH ends once drained; an ALU instruction with the write of its last iteration
+    // (at once without iterations); a halt stops either
+    assign exec_done = !halt && (is_finish ? drained : (no_iter || (go && issued && ex_v)));
     assign exec_stop = halt;
 
-    // ---- vector ALU
+    // ---- vector ALU on the read (or forwarded) operands
+    wire [VB-1:0] dst_op = ex_fwd_d ? fw_data : acc_rdata_dst;
+    wire [VB-1:0] src_op = ex_fwd_s ? fw_data : (held ? op_src : acc_rdata_src);
     wire [VB-1:0] result;
-    alu u_alu (.op(alu_op), .use_imm(use_imm), .imm(imm), .dst(acc_rdata_dst), .src(acc_rdata_src),
-               .result(result));
+    alu u_alu (.op(alu_op), .use_imm(use_imm), .imm(imm), .dst(dst_op), .src(src_op), .result(result));
 
+    assign acc_re_dst    = rd;
     assign acc_raddr_dst = d;
+    assign acc_re_src    = rd && !use_imm;
     assign acc_raddr_src = s;
-    assign acc_we        = alu_step;
-    assign acc_waddr     = d;
+    assign acc_we        = advance && ex_v;
+    assign acc_waddr     = ex_d;
     assign acc_wdata     = result;
 
     always @(posedge clk) begin
         if (rst || clr) begin
-            i     <= 14'd0;
-            j     <= 14'd0;
-            d_row <= {IDX{1'b0}};
-            d     <= {IDX{1'b0}};
-            s_row <= {IDX{1'b0}};
-            s     <= {IDX{1'b0}};
+            i        <= 14'd0;
+            j        <= 14'd0;
+            d_row    <= {IDX{1'b0}};
+            d        <= {IDX{1'b0}};
+            s_row    <= {IDX{1'b0}};
+            s        <= {IDX{1'b0}};
+            issued   <= 1'b0;
+            ex_v     <= 1'b0;
+            ex_d     <= {IDX{1'b0}};
+            ex_fwd_d <= 1'b0;
+            ex_fwd_s <= 1'b0;
+            held     <= 1'b0;
         end else if (start) begin
-            i     <= 14'd0;
-            j     <= 14'd0;
-            d_row <= dst_base[IDX-1:0];
-            d     <= dst_base[IDX-1:0];
-            s_row <= src_base[IDX-1:0];
-            s     <= src_base[IDX-1:0];
-        end else if (alu_step) begin
-            if (last_j) begin
-                j     <= 14'd0;
-                i     <= i + 14'd1;
-                d_row <= d_row + dst_fo[IDX-1:0];
-                d     <= d_row + dst_fo[IDX-1:0];
-                s_row <= s_row + src_fo[IDX-1:0];
-                s     <= s_row + src_fo[IDX-1:0];
-            end else begin
-                j <= j + 14'd1;
-                d <= d + dst_fi[IDX-1:0];
-                s <= s + src_fi[IDX-1:0];
+            i        <= 14'd0;
+            j        <= 14'd0;
+            d_row    <= dst_base[IDX-1:0];
+            d        <= dst_base[IDX-1:0];
+            s_row    <= src_base[IDX-1:0];
+            s        <= src_base[IDX-1:0];
+            issued   <= 1'b0;
+            ex_v     <= 1'b0;
+            held     <= 1'b0;
+        end else if (advance) begin
+            if (ex_v)
+                fw_data <= result;
+            held <= 1'b0;
+            ex_v <= rd;
+            if (rd) begin
+                ex_d     <= d;
+                ex_fwd_d <= ex_v && (d == ex_d);
+                ex_fwd_s <= ex_v && !use_imm && (s == ex_d);
+                issued   <= last_j && last_i;
+                if (last_j) begin
+                    j     <= 14'd0;
+                    i     <= i + 14'd1;
+                    d_row <= d_row + dst_fo[IDX-1:0];
+                    d     <= d_row + dst_fo[IDX-1:0];
+                    s_row <= s_row + src_fo[IDX-1:0];
+                    s     <= s_row + src_fo[IDX-1:0];
+                end else begin
+                    j <= j + 14'd1;
+                    d <= d + dst_fi[IDX-1:0];
+                    s <= s + src_fi[IDX-1:0];
+                end
             end
+        end else if (active && ex_v && !held) begin
+            // frozen: keep the src operand before STORE's read replaces copy S's output
+            op_src <= acc_rdata_src;
+            held   <= 1'b1;
         end
     end
 

@@ -3,8 +3,12 @@
 // pops c2s on pop_prev, pushes s2c on push_prev).
 //   WAIT : range checks (ERR_DRAM_RANGE, then ERR_SRAM_RANGE)
 //   EXEC : for each row, write bursts back to back (min(MAX_BURST, beats left in the
-//          row, beats to 4 KiB)); vectors are read and narrowed as W beats need them;
-//          a burst ends with its B response. A burst under way completes after a halt.
+//          row, beats to 4 KiB)); a burst ends with its B response. A burst under way
+//          completes after a halt. Vectors are read from the accumulator SRAM (copy S, whose
+//          read port STORE owns when it reads) one cycle before their first W beat: at the
+//          grant when the burst starts with a new vector, and at the last beat of a vector
+//          when the next one starts within the same burst; the narrowed vector is used
+//          straight from the SRAM's output and kept in `oshift` for its later beats.
 `include "accel_params.vh"
 
 module store_unit (
@@ -33,7 +37,8 @@ module store_unit (
     input  wire                            wr_beat,    // W handshake of this unit's burst
     output wire [`CFG_BUS_WIDTH-1:0]       wr_data,
     input  wire                            burst_done, // B handshake
-    // accumulator read port
+    // accumulator read port (copy S; STORE has priority on it)
+    output wire                            acc_re,
     output wire [`CFG_ACC_IDX_BITS-1:0]    acc_raddr,
     input  wire [`CFG_ACC_VEC_BITS-1:0]    acc_rdata,
     // status
@@ -102,8 +107,10 @@ module store_unit (
     reg [31:0]    row_beats;
     reg           in_burst;
     reg [8:0]     blen;
+    reg [8:0]     bbeat;       // beat within the burst
     reg [15:0]    obeat;       // beat within the output vector
-    reg [OVB-1:0] oshift;      // remaining beats of the current output vector
+    reg [OVB-1:0] oshift;      // the current output vector from its next beat on
+    reg           fresh;       // the current vector is on the SRAM's output (read last cycle)
 
     wire [31:0] x_beats      = {16'd0, x_size} * `CFG_BEATS_PER_OUT_VEC;
     wire [31:0] stride_bytes = {16'd0, x_stride} << `CFG_OUT_VEC_BYTES_LOG2;
@@ -121,15 +128,19 @@ module store_unit (
             assign narrow[l*OW +: OW] = acc_rdata[l*32 +: OW];
         end
     endgenerate
-    wire [OVB-1:0] narrow_rest = narrow >> BUS;
-    wire           first_beat  = (obeat == 16'd0);
-    wire           vec_last    = (obeat == `CFG_BEATS_PER_OUT_VEC - 1);
+    wire [OVB-1:0] cur        = fresh ? narrow : oshift;
+    wire           first_beat = (obeat == 16'd0);
+    wire           vec_last   = (obeat == `CFG_BEATS_PER_OUT_VEC - 1);
+    wire           burst_last = ({7'd0, bbeat} + 16'd1 == {7'd0, blen});
+    wire           granted    = exec && !in_burst && !halt && has_data && gnt;
+    wire           next_in    = in_burst && wr_beat && vec_last && !burst_last;
 
     burst_calc u_len (.page_off(cur_addr[11:0]), .beats_left(row_beats), .len(req_len));
     assign req       = exec && !in_burst && !halt && has_data;
     assign req_addr  = cur_addr;
-    assign acc_raddr = a;
-    assign wr_data   = first_beat ? narrow[BUS-1:0] : oshift[BUS-1:0];
+    assign acc_re    = (granted && first_beat) || next_in;
+    assign acc_raddr = next_in ? a + 1'b1 : a;
+    assign wr_data   = cur[BUS-1:0];
 
     always @(posedge clk) begin
         if (rst || clr) begin
@@ -140,8 +151,10 @@ module store_unit (
             row_beats <= 32'd0;
             in_burst  <= 1'b0;
             blen      <= 9'd0;
+            bbeat     <= 9'd0;
             obeat     <= 16'd0;
             oshift    <= {OVB{1'b0}};
+            fresh     <= 1'b0;
         end else if (start) begin
             r         <= 16'd0;
             a         <= sram_base[IDX-1:0];
@@ -150,11 +163,17 @@ module store_unit (
             row_beats <= x_beats;
             in_burst  <= 1'b0;
             obeat     <= 16'd0;
+            fresh     <= 1'b0;
         end else if (exec) begin
+            fresh <= acc_re;
+            if (wr_beat)
+                oshift <= cur >> BUS;
+            else if (fresh)
+                oshift <= cur;
             if (in_burst) begin
                 if (wr_beat) begin
-                    oshift <= first_beat ? narrow_rest : (oshift >> BUS);
-                    obeat  <= vec_last ? 16'd0 : obeat + 16'd1;
+                    bbeat <= bbeat + 9'd1;
+                    obeat <= vec_last ? 16'd0 : obeat + 16'd1;
                     if (vec_last)
                         a <= a + 1'b1;
                 end
@@ -170,9 +189,10 @@ module store_unit (
                         row_beats <= row_beats - {23'd0, blen};
                     end
                 end
-            end else if (!halt && has_data && gnt) begin
+            end else if (granted) begin
                 in_burst <= 1'b1;
                 blen     <= req_len;
+                bbeat    <= 9'd0;
             end
         end
     end

@@ -161,6 +161,7 @@ class TlmModel:
                        "compute": InsnQueue("compute", T.compute_queue_depth, lat, tr),
                        "store": InsnQueue("store", T.store_queue_depth, lat, tr)}
         shell = (sim, T, tr)
+        self.acc_buffer.new_run()
         self.load = LoadUnit(*shell, self.queues["load"], self.tokens, self.fault, self.unit_idle,
                              self.port, self.dram_model, self.regions, self.acc_buffer)
         self.compute = ComputeUnit(*shell, self.queues["compute"], self.tokens, self.fault, self.unit_idle,

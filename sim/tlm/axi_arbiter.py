@@ -17,7 +17,10 @@ bursts, requests (and is granted) in it. The beats moved are counted per client 
 burst is granted (every granted burst completes, even after an error).
 
 A DMA instruction's bursts reach the port through a :class:`DmaJob` (its segments in
-order, with the unit's own cycles between them).
+order, with the unit's own cycles between them). A job can be told when its bursts are
+granted or cut and when its own cycles between segments begin (``on_grant``, ``on_cut``,
+``on_gap``): LOAD and STORE use that to tell the accumulator buffer in which cycles they
+hold its ports.
 """
 
 from __future__ import annotations
@@ -35,10 +38,13 @@ PRIORITY = {"fetch": 0, "load": 1, "store": 2}
 class Segment:
     """Bursts one client issues back to back; ``on_done(t)`` is called when the last ends."""
 
-    __slots__ = ("client", "write", "beats", "dur", "on_done", "t0", "ends", "cut")
+    __slots__ = ("client", "write", "beats", "dur", "on_done", "t0", "ends", "cut", "base", "on_grant",
+                 "on_cut", "mark")
 
     def __init__(self, client: str, write: bool, beats: np.ndarray, dur: np.ndarray,
-                 on_done: Callable[[int], None]):
+                 on_done: Callable[[int], None], base: int = 0,
+                 on_grant: Callable[["Segment"], object] | None = None,
+                 on_cut: Callable[["Segment"], None] | None = None):
         self.client = client
         self.write = write
         self.beats = beats        # beats of each burst
@@ -47,6 +53,14 @@ class Segment:
         self.t0 = 0               # grant cycle
         self.ends = dur           # cumulative end offsets from t0 (set at grant)
         self.cut = len(dur)       # bursts granted in this tenure
+        self.base = base          # index of the first burst in its DMA job
+        self.on_grant = on_grant  # told at the grant (returns a mark kept for on_cut)
+        self.on_cut = on_cut      # told when the tenure is cut to `cut` bursts
+        self.mark: object = None
+
+    def grants(self) -> np.ndarray:
+        """The grant cycle of each burst of the tenure."""
+        return self.t0 + np.concatenate(([0], self.ends[:-1])).astype(np.int64)
 
 
 class AxiArbiter:
@@ -81,6 +95,8 @@ class AxiArbiter:
             k = int(np.searchsorted(cur.ends, t - cur.t0, side="left"))
             if k + 1 < cur.cut:
                 cur.cut = k + 1
+                if cur.on_cut is not None:
+                    cur.on_cut(cur)
                 self._version += 1
                 self.sim.at(cur.t0 + int(cur.ends[k]), self._end, self._version)
 
@@ -94,6 +110,8 @@ class AxiArbiter:
         seg.ends = np.cumsum(seg.dur)
         seg.cut = len(seg.dur)
         self.cur = seg
+        if seg.on_grant is not None:
+            seg.mark = seg.on_grant(seg)
         self._version += 1
         self.sim.at(t + int(seg.ends[-1]), self._end, self._version)
         return True
@@ -111,7 +129,8 @@ class AxiArbiter:
             self.tracer.dma(seg.client, seg.write, seg.t0, seg.ends[:n], seg.beats[:n])
         if n < len(seg.dur):
             # the owner keeps requesting: its remaining bursts re-enter arbitration now
-            self.pending[seg.client] = Segment(seg.client, seg.write, seg.beats[n:], seg.dur[n:], seg.on_done)
+            self.pending[seg.client] = Segment(seg.client, seg.write, seg.beats[n:], seg.dur[n:], seg.on_done,
+                                               seg.base + n, seg.on_grant, seg.on_cut)
         else:
             seg.on_done(t)
         if self.pending and self._arb_at != t:
@@ -151,18 +170,23 @@ class DmaJob:
     Segment ``k`` (bursts ``beats[a:b]`` for ``bounds[k] = (a, b)``) is requested
     ``gaps[k]`` cycles after the previous one ended (after :meth:`start` for the first);
     ``on_end(t + trail)`` is called when the last has ended at ``t``. A stopped run
-    requests nothing more.
+    requests nothing more. ``on_gap(t, n)`` (optional) is told that the unit's own ``n``
+    cycles from ``t`` (a gap or the trail) begin; ``on_grant`` / ``on_cut`` are given to
+    every segment (:class:`Segment`).
     """
 
     __slots__ = ("sim", "port", "client", "write", "beats", "dur", "bounds", "gaps", "trail", "on_end", "k",
-                 "last")
+                 "last", "on_gap", "on_grant", "on_cut")
 
     def __init__(self, sim: Scheduler, port: AxiArbiter, client: str, write: bool, beats: np.ndarray,
                  dur: np.ndarray, bounds: list[tuple[int, int]], gaps: list[int], trail: int,
-                 on_end: Callable[[int], None]):
+                 on_end: Callable[[int], None], on_gap: Callable[[int, int], None] | None = None,
+                 on_grant: Callable[[Segment], object] | None = None,
+                 on_cut: Callable[[Segment], None] | None = None):
         self.sim, self.port, self.client, self.write = sim, port, client, write
         self.beats, self.dur, self.bounds, self.gaps, self.trail = beats, dur, bounds, gaps, trail
         self.on_end = on_end
+        self.on_gap, self.on_grant, self.on_cut = on_gap, on_grant, on_cut
         self.k = 0
         self.last = False  # the segment under way is the job's last and nothing follows it
 
@@ -172,6 +196,9 @@ class DmaJob:
 
     def _next(self, t: int) -> None:
         k = self.k
+        own = self.trail if k == len(self.bounds) else self.gaps[k]
+        if own and self.on_gap is not None:
+            self.on_gap(t, own)
         if k == len(self.bounds):
             self.on_end(t + self.trail)
             return
@@ -182,7 +209,8 @@ class DmaJob:
             return
         a, b = self.bounds[self.k]
         self.last = self.k == len(self.bounds) - 1 and self.trail == 0
-        self.port.request(t, Segment(self.client, self.write, self.beats[a:b], self.dur[a:b], self._segment_done))
+        self.port.request(t, Segment(self.client, self.write, self.beats[a:b], self.dur[a:b], self._segment_done,
+                                     a, self.on_grant, self.on_cut))
 
     def _segment_done(self, t: int) -> None:
         self.k += 1

@@ -1,10 +1,15 @@
 """COMPUTE (``hw/rtl/compute_unit.v``): the vector ALU over the accumulator buffer, and FINISH.
 
 Inside the unit shell: WAIT checks the ALU's accumulator indices; EXECUTE applies the
-instruction with the ALU (``sim/tlm/alu.py``, ``hw/rtl/alu.v``) and lasts
-``alu_setup_cycles + iter_out*iter_in + alu_pipeline_cycles``. FINISH travels through the
-compute queue: its EXECUTE waits until the rest of the accelerator has drained (the top
-decides, :meth:`ComputeUnit.finish_drained`), and its PUSH ends the run.
+instruction with the ALU (``sim/tlm/alu.py``, ``hw/rtl/alu.v``; the result is the sequential
+one, which the RTL's pipeline keeps by forwarding) and lasts until the ALU's pipeline has had
+``alu_setup_cycles + iter_out*iter_in + alu_pipeline_cycles`` cycles in which the buffer's
+ports it needs are free (``AccPorts.nth_free``: LOAD writing a vector takes the write port,
+STORE reading one takes the source operand's read port). The end is planned when EXECUTE
+starts and planned again whenever LOAD or STORE registers (or withdraws) a port use inside
+the window. FINISH travels through the compute queue: its EXECUTE waits until the rest of
+the accelerator has drained (the top decides, :meth:`ComputeUnit.finish_drained`), and its
+PUSH ends the run.
 """
 
 from __future__ import annotations
@@ -40,6 +45,8 @@ class ComputeUnit(UnitShell):
         self.check_finish = check_finish
         self.on_done = on_done
         self.finishing = False
+        self._plan_version = 0
+        acc.ports.on_change = self._ports_changed
 
     def check(self, i: Any) -> tuple[int, str] | None:
         if isinstance(i, Alu):
@@ -59,7 +66,33 @@ class ComputeUnit(UnitShell):
             self.check_finish(t)
             return
         run_alu(self.acc.mem, i)
-        self.end_execute(t + T.alu_setup_cycles + i.iter_out * i.iter_in + T.alu_pipeline_cycles)
+        if i.iter_out * i.iter_in == 0:
+            self.end_execute(t + T.min_execute_cycles)
+            return
+        self.acc.ports.forget_before(t)
+        self._plan()
+
+    def _plan(self) -> None:
+        """(Re)plan the end of the ALU instruction in EXECUTE with the port uses known now."""
+        i, T = self.insn, self.T
+        need = T.alu_setup_cycles + i.iter_out * i.iter_in + T.alu_pipeline_cycles
+        end = self.acc.ports.nth_free(self.t_exec, need, not i.use_imm) + 1
+        if end != self.t_end:
+            self.t_end = end
+            self._plan_version += 1
+            self.sim.at(end, self._alu_done, self._plan_version)
+
+    def _ports_changed(self, t: int) -> None:
+        """LOAD or STORE registered or withdrew port uses from cycle ``t`` on."""
+        if (self.state == EXEC and isinstance(self.insn, Alu) and self.t_end is not None
+                and t < self.t_end and not self.sim.stopped):
+            self._plan()
+
+    def _alu_done(self, t: int, version: int) -> bool:
+        if version != self._plan_version or self.state != EXEC or self.sim.stopped:
+            return False
+        self.end_execute(t)
+        return True
 
     def finish_drained(self, t: int) -> None:
         """FINISH's drain condition holds in cycle ``t``: PUSH (and DONE) ``finish_cycles`` later."""

@@ -4,7 +4,9 @@ bits as a C cast would, 2-D with stride.
 Inside the unit shell: WAIT checks the DRAM bytes (write region) and the accumulator
 indices; EXECUTE runs each row's write bursts back to back through the arbiter, pausing
 ``b_resp_cycles`` after each B. The data moves in one numpy operation when EXECUTE starts
-(tokens keep COMPUTE off those vectors until the store pushes).
+(tokens keep COMPUTE off those vectors until the store pushes). The cycles in which it
+reads the buffer (one cycle before a vector's first W beat) are registered with the
+buffer's port plan as the bursts are granted.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from hw import csr
 from hw.isa_semantics import dram_span, sram_last_index
 from sim.tlm.axi_arbiter import DmaJob
 from sim.tlm.burst_calc import row_burst_beats
-from sim.tlm.unit_shell import DmaUnitShell
+from sim.tlm.unit_shell import DmaUnitShell, vector_beats
 
 
 class StoreUnit(DmaUnitShell):
@@ -44,12 +46,16 @@ class StoreUnit(DmaUnitShell):
         dram.write_out_tile(i.dram_base, i.x_stride, tile.reshape(i.y_size, i.x_size, -1))
         vb = T.out_vec_bytes
         addrs = (i.dram_base + np.arange(i.y_size, dtype=np.int64) * i.x_stride) * vb
-        beats, _ = row_burst_beats(addrs, i.x_size * vb, T.bus_bytes, T.max_burst)
+        beats, per_row = row_burst_beats(addrs, i.x_size * vb, T.bus_bytes, T.max_burst)
         dur = beats + (T.wr_burst_overhead + T.write_latency)
         if T.b_resp_cycles == 0:
             bounds, gaps, trail = [(0, len(beats))], [0], 0
         else:  # the unit pauses after each B: every burst is its own segment
             bounds = [(k, k + 1) for k in range(len(beats))]
             gaps, trail = [0] + [T.b_resp_cycles] * (len(beats) - 1), T.b_resp_cycles
-        self.dma = DmaJob(self.sim, self.port, self.name, True, beats, dur, bounds, gaps, trail, self.end_execute)
+        # a vector is read the cycle before its first W beat: beat m of a burst granted at g is at g + 1 + m
+        m0, count = vector_beats(beats, per_row, vb // T.bus_bytes, last=False)
+        granted, cut = self.port_uses("read", m0 + (T.wr_burst_overhead - 1), vb // T.bus_bytes, count)
+        self.dma = DmaJob(self.sim, self.port, self.name, True, beats, dur, bounds, gaps, trail, self.end_execute,
+                          None, granted, cut)
         self.dma.start(t)

@@ -59,8 +59,11 @@ How the model uses them (the formulas the tests derive their expectations from;
   (= E + 3), and dispatch -> EXECUTE is 3 cycles.
 * **EXECUTE work**: LOAD: ``pad_vector_cycles`` per padding vector in tile order,
   interleaved with each data row's read bursts (back to back), ``min_execute_cycles`` for
-  an empty tile; STORE: its write bursts (+ ``b_resp_cycles`` each); ALU:
-  ``alu_setup_cycles + iter_out*iter_in + alu_pipeline_cycles``; FINISH: until the first
+  an empty tile; STORE: its write bursts (+ ``b_resp_cycles`` each); ALU: until the
+  ``alu_setup_cycles + iter_out*iter_in + alu_pipeline_cycles``-th cycle in which the
+  accumulator ports it needs are free (LOAD writing a vector holds the write port; STORE
+  reading a vector holds the source read port, which only an ALU without immediate needs),
+  ``min_execute_cycles`` without iterations; FINISH: until the first
   cycle ``y`` (>= x) in which the load and store units are IDLE with empty queues and the
   port is free with no request, plus ``finish_cycles - 1`` (PUSH at ``y +
   finish_cycles``; DONE rises at the end of FINISH's PUSH cycle).
@@ -163,9 +166,9 @@ class Timing:
     PUSH cycle, tokens or not) to IDLE. RTL: 1."""
     alu_setup_cycles: int = 0
     """Cycles an ALU instruction spends in EXECUTE before its first vector. RTL: 0."""
-    alu_pipeline_cycles: int = 0
-    """Cycles after the ALU's last vector before EXECUTE ends. RTL: 0 (combinational
-    read, write at the edge)."""
+    alu_pipeline_cycles: int = 1
+    """Free cycles the ALU's pipeline needs after reading its last vector before EXECUTE
+    ends. RTL: 1 (registered SRAM read; each vector is written in the cycle after its read)."""
     pad_vector_cycles: int = 1
     """Cycles LOAD spends writing one zero-padding vector. RTL: 1."""
     min_execute_cycles: int = 1

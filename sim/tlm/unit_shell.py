@@ -34,9 +34,11 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+import numpy as np
+
 from hw.isa_semantics import DEP_FLAGS, POP_FLAGS, PUSH_FLAGS, TOKEN_ROUTES
-from sim.tlm.acc_buffer import AccBuffer
-from sim.tlm.axi_arbiter import AxiArbiter, DmaJob
+from sim.tlm.acc_buffer import AccBuffer, PortUse
+from sim.tlm.axi_arbiter import AxiArbiter, DmaJob, Segment
 from sim.tlm.dram import Dram
 from sim.tlm.insn_queue import InsnQueue
 from sim.tlm.region_check import RegionCheck
@@ -273,3 +275,32 @@ class DmaUnitShell(UnitShell):
         self.dram = dram
         self.regions = regions
         self.acc = acc
+
+    def port_uses(self, kind: str, offset: np.ndarray, step: int,
+                  count: np.ndarray) -> tuple[Callable[[Segment], object], Callable[[Segment], None]]:
+        """The ``on_grant`` / ``on_cut`` hooks of a DMA job that takes an accumulator port
+        (``kind``: LOAD's ``write``, STORE's ``read``) ``count[k]`` times in burst k, every
+        ``step`` cycles from ``offset[k]`` cycles after the burst's grant."""
+        ports = self.acc.ports
+
+        def granted(seg: Segment) -> PortUse:
+            a = seg.base
+            n = len(seg.dur)
+            return ports.add(kind, PortUse(seg.grants() + offset[a:a + n], step, count[a:a + n]))
+
+        def cut(seg: Segment) -> None:
+            ports.withdraw(seg.mark, seg.t0 + int(seg.ends[seg.cut - 1]))
+
+        return granted, cut
+
+
+def vector_beats(beats: np.ndarray, per_row: np.ndarray, beats_per_vec: int,
+                 last: bool) -> tuple[np.ndarray, np.ndarray]:
+    """Per burst of a 2-D transfer (``beats`` per burst, ``per_row`` bursts per row, rows made
+    of whole vectors): the first beat that is the last (``last``) or the first beat of a
+    vector, and how many such beats the burst has (one every ``beats_per_vec``)."""
+    before = np.cumsum(beats) - beats                        # beats of earlier bursts
+    row_first = np.cumsum(per_row) - per_row
+    into_row = before - np.repeat(before[row_first], per_row)  # beats of the row before the burst
+    m0 = ((beats_per_vec - 1 - into_row) if last else -into_row) % beats_per_vec
+    return m0, np.where(m0 < beats, (beats - 1 - m0) // beats_per_vec + 1, 0)
