@@ -223,8 +223,9 @@ def test_one_alu_instruction(cfg):
     x = exec_start(T, e)
     idle = x + alu_dur + T.token_push_cycles            # FINISH is popped here
     cycles = finish_done(T, e + T.dispatch_cycles, idle, 0)
-    # the RTL's numbers: dispatch -> EXEC 3, E = 12, PUSH 1, FINISH pop -> DONE 3 (pop, WAIT, EXEC; PUSH = d)
-    assert cycles == e + 3 + 12 + 1 + 3
+    # the RTL's numbers: dispatch -> EXEC 3, E = 12 + 1 (12 reads, the writes one cycle behind), PUSH 1,
+    # FINISH pop -> DONE 3 (pop, WAIT, EXEC; PUSH = d)
+    assert cycles == e + 3 + 13 + 1 + 3
     m = traced(prog, T)
     assert m.cycles == cycles
     assert m.compute.busy == alu_dur + T.finish_cycles
