@@ -45,6 +45,19 @@ def test_tlm_vs_rtl_fixed_seed(config):
     assert (s.mismatches, s.errors) == (0, 0), _fail_text(s)
 
 
+@needs_rtl
+def test_timing_disagreement_is_a_failure(monkeypatch):
+    """A TLM whose ALU takes one cycle more than the RTL's fails the campaign on the fast back-end."""
+    from cosim.models import tlm
+    from sim.tlm.timing import Timing
+
+    slow = Timing.from_config(load_config("small"), calibration=False, alu_pipeline_cycles=2)
+    monkeypatch.setattr(C, "_tlm", lambda p: tlm(p, timing=slow))
+    s = C.run_campaign(6, 21, ["small"], rtl=True, progress=False, fault_rate=0.0, do_shrink=False)
+    assert s.mismatches > 0
+    assert any("tlm vs rtl: cycles" in p for f in s.failures for p in f["problems"]), _fail_text(s)
+
+
 def _broken_tlm(p):
     """The reference with MUL off by one when |x| > 1000: a stand-in for a buggy model."""
     orig = R.alu_lanes

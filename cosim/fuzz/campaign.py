@@ -6,8 +6,11 @@ valid or (for ``fault_rate`` of the cases) with one injected fault
 
 * valid Programs: the reference interpreter (``sim.iss``) vs the TLM, and
   with ``rtl`` the TLM vs the RTL: outputs bit-exact, no error, and equal count-type
-  counters (``COMPARED_COUNTERS``; cycles and busy/stall counters are timing);
-* faulty Programs: every model reports the reference's error code and pc.
+  counters (``COMPARED_COUNTERS``; the ISS has no time);
+* faulty Programs: every model reports the reference's error code and pc;
+* timing, valid or faulty, on the RTL's fast back-end (the one the TLM's timing contract
+  is written for; the protocol back-end adds backpressure): the TLM's CYCLES and every
+  counter equal the RTL's.
 
 A failing case is shrunk (instructions deleted with their token partners, fields
 simplified, each candidate re-validated by ``check_program`` and the reference) while
@@ -128,7 +131,18 @@ def judge(case: Case) -> None:
         probs += compare(r["tlm"] if "tlm" in r else r["ref"], r["rtl"], faulty)
         if "tlm" in r and probs and not any(p.startswith("ref vs tlm") for p in probs):
             probs += compare(r["ref"], r["rtl"], faulty)  # tells which of TLM and RTL is wrong
+        if "tlm" in r and case.mem == "fast" and not probs:
+            probs += compare_timing(r["tlm"], r["rtl"])
     case.problems = probs
+
+
+def compare_timing(tlm: RunResult, rtl: RunResult) -> list[str]:
+    """The TLM's CYCLES and counters against the RTL's (fast back-end): empty when equal."""
+    out = [] if tlm.cycles == rtl.cycles else [f"tlm vs rtl: cycles {tlm.cycles} != {rtl.cycles}"]
+    for k in sorted(set(tlm.counters) | set(rtl.counters)):
+        if tlm.counters.get(k) != rtl.counters.get(k):
+            out.append(f"tlm vs rtl: counter {k} {tlm.counters.get(k)} != {rtl.counters.get(k)}")
+    return out
 
 
 def run_cases(cases: list[Case], rtl: bool, batch: int = 64) -> None:
