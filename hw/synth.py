@@ -367,6 +367,30 @@ def _module_name(raw: str) -> str:
     return f"{parts[1]}({','.join(params)})" if params else parts[-1]
 
 
+def _readable_names(raws: Sequence[str]) -> dict[str, str]:
+    """Raw module name -> a readable one that is unique in the design. yosys names a module
+    with a long parameter list ``$paramod$<sha1>\\name``, without the values; when two
+    such parameter sets of one module meet, they become ``name#1``, ``name#2`` (in the
+    order of their raw names) instead of one entry that would hide the other."""
+    by_name: dict[str, list[str]] = {}
+    for raw in sorted(raws):
+        by_name.setdefault(_module_name(raw), []).append(_norm(raw))
+    out = {}
+    for name, group in by_name.items():
+        for k, raw in enumerate(group, 1):
+            out[raw] = name if len(group) == 1 else f"{name}#{k}"
+    return out
+
+
+def _norm(raw: str) -> str:
+    """yosys' module name without the escaping backslash (stat and JSON files differ)."""
+    return raw[1:] if raw.startswith("\\") else raw
+
+
+def _name(raw: str, names: dict[str, str] | None) -> str:
+    return (names or {}).get(_norm(raw)) or _module_name(raw)
+
+
 def classify(cell_types: dict[str, int], target: str) -> AreaCounts:
     """Area counts of one module from its cell types (submodule instances excluded)."""
     c = AreaCounts(cell_types=dict(sorted(cell_types.items())))
@@ -393,9 +417,10 @@ def _int_param(v: Any) -> int:
     return int(s, 2) if set(s) <= {"0", "1"} else int(s)
 
 
-def read_memories(path: Path, log: str, target: str) -> list[MemoryArray]:
+def read_memories(path: Path, log: str, target: str, names: dict[str, str] | None = None) -> list[MemoryArray]:
     """The memory arrays written by ``write_json -selected`` at the coarse point, with the
-    RAM cell (or flip-flops) each was mapped to, read from the log."""
+    RAM cell (or flip-flops) each was mapped to, read from the log; ``names`` maps raw
+    module names to the report's (:func:`_readable_names`)."""
     if not path.is_file():
         return []
     data = json.loads(path.read_text())
@@ -411,17 +436,17 @@ def read_memories(path: Path, log: str, target: str) -> list[MemoryArray]:
             n_rd = _int_param(p.get("RD_PORTS", 0))
             n_async = rd_clk.count("0") if n_rd else 0
             name = str(p.get("MEMID", cname)).lstrip("\\")
-            mname = _module_name(mod)
+            mname = _name(mod, names)
             if target == "generic":
                 mapped = "$mem_v2" if n_async == 0 and n_rd > 0 else "flip-flops"
             else:
-                mapped = via.get((mod.lstrip("\\"), name)) or via.get((mname, name)) or "flip-flops"
+                mapped = via.get((_norm(mod), name)) or via.get((_module_name(mod), name)) or "flip-flops"
             out.append(MemoryArray(mname, name, _int_param(p["WIDTH"]), _int_param(p["SIZE"]), n_rd,
                                    _int_param(p.get("WR_PORTS", 0)), n_async, mapped))
     return out
 
 
-def read_register_arrays(path: Path) -> dict[tuple[str, str], int]:
+def read_register_arrays(path: Path, names: dict[str, str] | None = None) -> dict[tuple[str, str], int]:
     """(module, array) -> reads with a variable index, for the arrays that yosys' Verilog
     frontend turned into registers (mem2reg), from the wire list of
     :func:`_register_array_dump`. An array read only at constant indices is plain
@@ -433,7 +458,7 @@ def read_register_arrays(path: Path) -> dict[tuple[str, str], int]:
         mod, sep, wire = line.strip().partition("/")
         m = _MEM2REG_RD_RE.match(wire) if sep else None
         if m:
-            sites.setdefault((_module_name(mod), m.group("name")), set()).add(m.group("site"))
+            sites.setdefault((_name(mod, names), m.group("name")), set()).add(m.group("site"))
     return {k: len(v) for k, v in sorted(sites.items())}
 
 
@@ -466,38 +491,35 @@ def build_report(workdir: Path, log: str, target: str, design: str, top: str, se
     coarse_path = workdir / "coarse_stat.json"
     coarse = json.loads(coarse_path.read_text()) if coarse_path.is_file() else {"modules": {}}
     mods = _stat_modules(stat)
-    modules = {_module_name(m): classify({t: n for t, n in types.items() if t not in mods}, target)
+    names = _readable_names(list(mods))
+    modules = {names[m]: classify({t: n for t, n in types.items() if t not in mods}, target)
                for m, types in mods.items()}
-    mems = read_memories(workdir / "memories.json", log, target)
+    mems = read_memories(workdir / "memories.json", log, target, names)
     if target == "generic":  # multiply operators, counted before gate mapping
         for m, types in _stat_modules(coarse).items():
-            if _module_name(m) in modules:
-                modules[_module_name(m)].multipliers = sum(n for t, n in types.items() if t in _MUL_TYPES)
+            if _name(m, names) in modules:
+                modules[_name(m, names)].multipliers = sum(n for t, n in types.items() if t in _MUL_TYPES)
     for m in mems:
         if m.in_ram and m.module in modules:
             modules[m.module].memory_bits += m.bits
     latches = latch_signals(log)
-    total = _design_total(mods, modules, target, top)
-    total.memory_bits = _hier_sum(mods, top, {k: v.memory_bits for k, v in modules.items()})
+    total = _design_total(mods, modules, target, top, names)
+    total.memory_bits = _hier_sum(mods, top, {k: v.memory_bits for k, v in modules.items()}, names)
     if target == "generic":
-        total.multipliers = _hier_sum(mods, top, {k: v.multipliers for k, v in modules.items()})
+        total.multipliers = _hier_sum(mods, top, {k: v.multipliers for k, v in modules.items()}, names)
     if target != "generic":  # LUT-mapped latches are no latch cell: count what yosys inferred
         total.latches = max(total.latches, len(latches))
     version = re.search(r"^Yosys (\d+\.\d+\S*)", log, re.MULTILINE)
-    submodules = {_module_name(m): {_module_name(t): n for t, n in types.items() if t in mods}
-                  for m, types in mods.items()}
+    submodules = {names[m]: {names[t]: n for t, n in types.items() if t in mods} for m, types in mods.items()}
     return SynthReport(design, target, top, seconds, version.group(1) if version else "?", total, modules, mems,
-                       latches, script, read_register_arrays(workdir / MEM2REG_READS),
+                       latches, script, read_register_arrays(workdir / MEM2REG_READS, names),
                        {m: subs for m, subs in submodules.items() if subs})
 
 
 def _stat_modules(stat: dict[str, Any]) -> dict[str, dict[str, int]]:
     """Module -> cell counts by type, with yosys' escaping made uniform: the keys of
     ``modules`` start with a backslash, the same names used as cell types do not."""
-    def norm(n: str) -> str:
-        return n[1:] if n.startswith("\\") else n
-
-    return {norm(raw): {norm(t): n for t, n in body.get("num_cells_by_type", {}).items()}
+    return {_norm(raw): {_norm(t): n for t, n in body.get("num_cells_by_type", {}).items()}
             for raw, body in stat.get("modules", {}).items()}
 
 
@@ -517,16 +539,17 @@ def _instance_counts(mods: dict[str, dict[str, int]], top: str) -> dict[str, int
     return counts
 
 
-def _hier_sum(mods: dict[str, dict[str, int]], top: str, per_module: dict[str, int]) -> int:
-    return sum(per_module.get(_module_name(m), 0) * k for m, k in _instance_counts(mods, top).items())
+def _hier_sum(mods: dict[str, dict[str, int]], top: str, per_module: dict[str, int],
+              names: dict[str, str] | None = None) -> int:
+    return sum(per_module.get(_name(m, names), 0) * k for m, k in _instance_counts(mods, top).items())
 
 
 def _design_total(mods: dict[str, dict[str, int]], modules: dict[str, AreaCounts], target: str,
-                  top: str) -> AreaCounts:
+                  top: str, names: dict[str, str] | None = None) -> AreaCounts:
     """The whole design: every module's counts times its number of instances."""
     types: dict[str, int] = {}
     for m, k in _instance_counts(mods, top).items():
-        for t, n in modules[_module_name(m)].cell_types.items():
+        for t, n in modules[_name(m, names)].cell_types.items():
             types[t] = types.get(t, 0) + n * k
     return classify(types, target)
 

@@ -91,6 +91,35 @@ def test_totals_count_every_instance(tmp_path: Path) -> None:
     assert rep.total.cells == 4 + 4 + 2 * 8
 
 
+HASHED = """
+module deep_leaf #(parameter THE_WIDTH_OF_THE_REGISTER_IN_BITS = 4,
+                   parameter ANOTHER_PARAMETER_WITH_A_LONG_NAME = 1) (input clk, input d, output q);
+  reg [THE_WIDTH_OF_THE_REGISTER_IN_BITS-1:0] r;
+  always @(posedge clk) r <= {r[THE_WIDTH_OF_THE_REGISTER_IN_BITS-2:0], d};
+  assign q = r[THE_WIDTH_OF_THE_REGISTER_IN_BITS-1] ^ ANOTHER_PARAMETER_WITH_A_LONG_NAME[0];
+endmodule
+module two_sets (input clk, input d, output q1, output q2, output q3);
+  deep_leaf #(.THE_WIDTH_OF_THE_REGISTER_IN_BITS(5)) u0 (.clk(clk), .d(d), .q(q1));
+  deep_leaf #(.THE_WIDTH_OF_THE_REGISTER_IN_BITS(9)) u1 (.clk(clk), .d(d), .q(q2));
+  deep_leaf #(.THE_WIDTH_OF_THE_REGISTER_IN_BITS(9)) u2 (.clk(clk), .d(~d), .q(q3));
+endmodule
+"""
+
+
+def test_modules_named_by_a_hash_stay_apart(tmp_path: Path) -> None:
+    """yosys names a module with long parameters by a hash: two parameter sets are two
+    entries (``deep_leaf#1``, ``deep_leaf#2``), not one hiding the other, and the total
+    counts each set's instances."""
+    (tmp_path / "h.v").write_text(HASHED)
+    rep = synthesize_files([tmp_path / "h.v"], "two_sets", "generic", timeout=60)
+    leaves = sorted((n, c.ffs) for n, c in rep.modules.items() if n.startswith("deep_leaf"))
+    assert [n for n, _ in leaves] == ["deep_leaf#1", "deep_leaf#2"]
+    assert sorted(f for _, f in leaves) == [5, 9]
+    assert rep.total.ffs == 5 + 2 * 9
+    assert sorted(rep.submodules["two_sets"].values()) == [1, 2]
+    assert rep.subtree("two_sets").ffs == rep.total.ffs
+
+
 LATCH = """
 module latchy (input en, input [3:0] d, output reg [3:0] q);
   always @* if (en) q = d;
