@@ -98,7 +98,7 @@ def synth_area(cfg: HwConfig, quick: bool = False, timeout: float = 300.0) -> di
     return {**data, "source": "fresh"}
 
 
-def fmax(cfg: HwConfig, quick: bool = False, timeout: float = 600.0) -> dict[str, Any]:
+def fmax(cfg: HwConfig, quick: bool = False, timeout: float = 900.0) -> dict[str, Any]:
     """The ECP5 Fmax estimate of ``cfg`` (place and route within ``timeout`` s), cached
     when it finished; ``mhz`` None and why otherwise. ``quick``: the cache or nothing."""
     from hw.synth import fmax_ecp5
@@ -119,7 +119,7 @@ def fmax(cfg: HwConfig, quick: bool = False, timeout: float = 600.0) -> dict[str
     return {**data, "source": "fresh"}
 
 
-def measure_area(configs: list[HwConfig], quick: bool = False, fmax_timeout: float = 600.0) -> dict[str, Any]:
+def measure_area(configs: list[HwConfig], quick: bool = False, fmax_timeout: float = 900.0) -> dict[str, Any]:
     """Per config name: its area (:func:`synth_area`) and, for :data:`FMAX_CONFIGS`, its
     Fmax (:func:`fmax`)."""
     out: dict[str, Any] = {}

@@ -41,7 +41,7 @@ def _raw_variants(cfg: Any, item: suite.Item, reps: int) -> dict[str, Any]:
 
 def run_bench(configs: list[str], quick: bool = False, reps: int = 3, protocol_max_cycles: int = 40_000,
               out_dir: Path = OUT_DIR, profile: bool = True, synth: bool = True,
-              fmax_timeout: float = 600.0) -> dict[str, Any]:
+              fmax_timeout: float = 900.0) -> dict[str, Any]:
     """``synth``: the area columns (:mod:`cosim.bench.area`; with ``quick`` only what is
     cached); ``fmax_timeout``: the place and route budget of the Fmax estimate."""
     from cosim.models import raw_build, rtl_build

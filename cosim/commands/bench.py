@@ -30,8 +30,8 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--no-synth", action="store_true",
                    help="skip the area columns (ECP5 synthesis per config, Fmax of small; cached under build/synth; "
                         "--quick shows only cached results)")
-    p.add_argument("--fmax-timeout", type=float_arg(1.0, 1e6, "a positive number of seconds"), default=600.0,
-                   metavar="S", help="place and route budget of the Fmax estimate (default 600); beyond it the "
+    p.add_argument("--fmax-timeout", type=float_arg(1.0, 1e6, "a positive number of seconds"), default=900.0,
+                   metavar="S", help="place and route budget of the Fmax estimate (default 900); beyond it the "
                                      "Fmax is reported as absent")
     p.add_argument("--out", default=None, metavar="DIR", help="output folder (default: <repo>/bench)")
     add_json_arg(p)
