@@ -229,6 +229,27 @@ def test_cli_errors_are_one_line(capsys: pytest.CaptureFixture) -> None:
         assert len(err.splitlines()) == 1 and msg in err, err
 
 
+REGISTER_FILES = {"csr_block": ["csr_block.v"], "fetch": ["fetch.v", "region_check.v", "burst_calc.v"],
+                  "insn_queue": ["insn_queue.v"]}
+
+
+@pytest.mark.parametrize("top", sorted(REGISTER_FILES))
+def test_register_files_are_no_memory_arrays(top: str) -> None:
+    """csr_block's region registers, the fetch buffer and the instruction queues are plain
+    registers with explicit read multiplexers: no memory array at all, so none read
+    combinationally, and their bits in flip-flops (small config)."""
+    cfg = load_config("small")
+    rep = synthesize_files([RTL_DIR / f for f in REGISTER_FILES[top]], top, "generic",
+                           include_dirs=[RTL_DIR / "gen" / "small"], timeout=60)
+    assert rep.memories == [] and rep.comb_read_memories == [] and rep.total.latches == 0
+    if top == "insn_queue":  # the default parameters: 8 entries of 160 bits
+        assert rep.total.ffs >= 8 * 160
+    elif top == "fetch":
+        assert rep.total.ffs >= cfg.max_burst * INSN_BITS
+    else:
+        assert rep.total.ffs >= cfg.max_regions * (32 + 32 + 2)
+
+
 # ---- the whole design ------------------------------------------------------------------------
 def acc_buffer_bits(cfg: HwConfig) -> int:
     """The accumulator buffer's data: ACC_DEPTH vectors of LANES x 32 bits."""
