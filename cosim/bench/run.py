@@ -1,5 +1,5 @@
 """The whole benchmark: suite x configs on every model, growth, correlation, profiles, golden
-vs numpy; prints one table and writes ``bench/results.json`` and the PNGs."""
+vs numpy, area per config; prints one table and writes ``bench/results.json`` and the PNGs."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from hw.config import load_config
-from cosim.bench import correlate, growth, measure, profiler, report, suite
+from cosim.bench import area, correlate, growth, measure, profiler, report, suite
 
 REPO = Path(__file__).resolve().parents[2]
 OUT_DIR = REPO / "bench"
@@ -40,7 +40,10 @@ def _raw_variants(cfg: Any, item: suite.Item, reps: int) -> dict[str, Any]:
 
 
 def run_bench(configs: list[str], quick: bool = False, reps: int = 3, protocol_max_cycles: int = 40_000,
-              out_dir: Path = OUT_DIR, profile: bool = True) -> dict[str, Any]:
+              out_dir: Path = OUT_DIR, profile: bool = True, synth: bool = True,
+              fmax_timeout: float = 900.0) -> dict[str, Any]:
+    """``synth``: the area columns (:mod:`cosim.bench.area`; with ``quick`` only what is
+    cached); ``fmax_timeout``: the place and route budget of the Fmax estimate."""
     from cosim.models import raw_build, rtl_build
 
     t_start = time.perf_counter()
@@ -76,6 +79,10 @@ def run_bench(configs: list[str], quick: bool = False, reps: int = 3, protocol_m
         p = suite.alu_loop(cfg0, 300 if quick else 1000, min(cfg0.acc_depth, 1024), "profile_alu_loop")
         prof["tlm"] = profiler.profile_tlm(p, out_dir)
         prof["cocotb_fast"] = profiler.profile_cocotb_fast(p, out_dir)
+    areas: dict[str, Any] = {}
+    if synth:
+        _log("area: synthesis per config" + (" (--quick: cached results only)" if quick else ""))
+        areas = area.measure_area([load_config(n) for n in configs], quick, fmax_timeout)
     summary = report.summarize(rows)
     summary["golden_vs_numpy"] = gvn["vadd"]["ratio"]
     worst = correlate.worst(rows)
@@ -86,10 +93,12 @@ def run_bench(configs: list[str], quick: bool = False, reps: int = 3, protocol_m
         "raw_memory_variants": variants,
         "growth": gr,
         "profile": prof,
+        "area": areas,
         "worst_error": None if worst is None else {"config": worst["config"], "program": worst["name"],
                                                    "error_pct": worst["error_pct"], "counters": worst["counters"]},
         "programs": rows,
         "settings": {"configs": configs, "quick": quick, "reps": reps, "protocol_max_cycles": protocol_max_cycles,
+                     "synth": synth, "fmax_timeout_s": fmax_timeout,
                      "python": platform.python_version(), "machine": platform.machine(),
                      "build_s": builds, "bench_wall_s": round(time.perf_counter() - t_start, 1)},
         "plots": [str(growth_png), str(corr_png)],
@@ -139,6 +148,9 @@ def print_report(res: dict[str, Any]) -> None:
         val = "-" if t["value"] is None else f"{t['value']:.3f}"
         mark = "n/a" if t["met"] is None else ("MET" if t["met"] else "NOT MET")
         print(f"  {k:<22} {val:>9}  (target {t['target']:<7}) {mark:<8} {t['what']}")
+    if res.get("area"):
+        print()
+        print("\n".join(area.table_lines(res["area"])))
     print(f"all models agree: {'yes' if res['all_agree'] else 'NO'}; results: bench/results.json, "
           f"plots: {', '.join(Path(p).name for p in res['plots'])}; {res['settings']['bench_wall_s']} s")
     for r in rows:

