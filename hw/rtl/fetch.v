@@ -57,6 +57,7 @@ module fetch (
     reg [BI:0]  ridx;      // next instruction to dispatch from the buffer
     reg [2:0]   bcnt;      // beat within the instruction being assembled
     reg [`INSN_BITS-1:0] ibuf;
+    reg [`INSN_BITS-1:0] fbuf [0:FB-1];
 
     // ---- start check: the window [addr, addr + 16*count) inside one readable region
     wire [63:0] win_lo = {32'd0, insn_addr_lo};
@@ -79,33 +80,8 @@ module fetch (
     wire [`INSN_BITS-1:0] ibuf_next = cat[`INSN_BITS+BUS-1:BUS];
     wire insn_complete = rd_beat && (bcnt == `CFG_BEATS_PER_INSN - 1);
 
-    // ---- fetch buffer: FB plain registers, entry widx written when an instruction completes,
-    // entry ridx read through an explicit multiplexer (registers, not a memory array: hw/rtl
-    // reads no memory array combinationally, docs/synthesis.md)
-    wire [FB*`INSN_BITS-1:0] fbuf;  // entry k in bits [k*INSN_BITS +: INSN_BITS]
-    genvar gi;
-    generate
-        for (gi = 0; gi < FB; gi = gi + 1) begin : g_fbuf
-            localparam [BI-1:0] IDX = gi;
-            reg [`INSN_BITS-1:0] q;
-            always @(posedge clk) begin
-                if (insn_complete && widx[BI-1:0] == IDX)
-                    q <= ibuf_next;
-            end
-            assign fbuf[gi*`INSN_BITS +: `INSN_BITS] = q;
-        end
-    endgenerate
-
-    reg [`INSN_BITS-1:0] head;
-    integer k;
-    always @(*) begin
-        head = fbuf[0 +: `INSN_BITS];
-        for (k = 1; k < FB; k = k + 1)
-            if (ridx[BI-1:0] == k[BI-1:0])
-                head = fbuf[k*`INSN_BITS +: `INSN_BITS];
-    end
-
     // ---- dispatch decode (order of checks as Isa.decode_word then Isa.check)
+    wire [`INSN_BITS-1:0] head = fbuf[ridx[BI-1:0]];
     wire [2:0] op       = head[`F_HDR_OPCODE_LO +: `F_HDR_OPCODE_W];
     wire       pop_prev  = head[`F_HDR_POP_PREV_LO];
     wire       pop_next  = head[`F_HDR_POP_NEXT_LO];
@@ -157,6 +133,11 @@ module fetch (
     assign err_pc   = chk_err ? 32'd0 : pc;
     assign stuck    = (state == F_IDLE) || (state == F_DONE) ||
                       ((state == F_DISP) && !dec_bad && tgt_full);
+
+    always @(posedge clk) begin
+        if (insn_complete)
+            fbuf[widx[BI-1:0]] <= ibuf_next;
+    end
 
     always @(posedge clk) begin
         if (rst) begin

@@ -2,9 +2,6 @@
 // Used for the three instruction queues, each entry {pc[31:0], insn[127:0]}.
 // A push is visible (empty falls) the cycle after it; push when full and pop when empty
 // are ignored (the callers never do either).
-// Storage: DEPTH plain registers (one per entry, written when the write pointer selects it)
-// and an explicit read multiplexer on rd_ptr, not a memory array: a FIFO this small is
-// registers anyway, and hw/rtl reads no memory array combinationally (docs/synthesis.md).
 `include "accel_params.vh"
 
 module insn_queue #(
@@ -23,6 +20,7 @@ module insn_queue #(
     output wire          empty,
     output reg  [AW:0]   count
 );
+    reg [W-1:0]  mem [0:DEPTH-1];
     reg [AW-1:0] wr_ptr;
     reg [AW-1:0] rd_ptr;
 
@@ -31,30 +29,12 @@ module insn_queue #(
 
     assign empty = (count == {(AW+1){1'b0}});
     assign full  = count[AW];  // count == DEPTH
+    assign dout  = mem[rd_ptr];
 
-    wire [DEPTH*W-1:0] entries;  // entry k in bits [k*W +: W]
-    genvar gi;
-    generate
-        for (gi = 0; gi < DEPTH; gi = gi + 1) begin : g_entry
-            localparam [AW-1:0] IDX = gi;
-            reg [W-1:0] q;
-            always @(posedge clk) begin
-                if (do_push && wr_ptr == IDX)
-                    q <= din;
-            end
-            assign entries[gi*W +: W] = q;
-        end
-    endgenerate
-
-    reg [W-1:0] head;
-    integer k;
-    always @(*) begin
-        head = entries[0 +: W];
-        for (k = 1; k < DEPTH; k = k + 1)
-            if (rd_ptr == k[AW-1:0])
-                head = entries[k*W +: W];
+    always @(posedge clk) begin
+        if (do_push)
+            mem[wr_ptr] <= din;
     end
-    assign dout = head;
 
     always @(posedge clk) begin
         if (rst || clr) begin
