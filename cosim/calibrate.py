@@ -35,6 +35,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from hw import csr
 from hw.assembler import Assembler, Tensor, with_regs
 from hw.config import HwConfig
 from hw.isa import ALU_OPS, Alu, Finish, Instruction, Load, Store
@@ -42,8 +43,7 @@ from hw.program import Program
 from hw.result import RunResult
 from cosim.models import Timing, calibration_path
 
-COUNTERS = ("load_busy", "compute_busy", "store_busy", "load_stall", "compute_stall", "store_stall",
-            "load_insns", "compute_insns", "store_insns", "dma_rd_bytes", "dma_wr_bytes", "fetch_bytes")
+COUNTERS = tuple(c.lower() for c in csr.COUNTERS)  # every counter, as the models report them
 OBSERVED = ("cycles",) + COUNTERS
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-VERSION = 0xACC0_0100  # magic 0xACC0, major 1, minor 0
+VERSION = 0xACC0_0101  # magic 0xACC0, major 1, minor 1 (COMPUTE_WAIT)
 
 # CTRL bits (write 1; both self-clear)
 CTRL_START = 1 << 0
@@ -78,11 +78,14 @@ _FIXED = [
     Csr("DMA_RD_BYTES", 0x04C, "ro", "bytes read from DRAM by LOAD"),
     Csr("DMA_WR_BYTES", 0x050, "ro", "bytes written to DRAM by STORE"),
     Csr("FETCH_BYTES", 0x054, "ro", "bytes of instructions read from DRAM by FETCH"),
+    Csr("COMPUTE_WAIT", 0x058, "ro", "cycles the compute unit's EXECUTE waited for an accumulator port "
+                                     "held by LOAD or STORE (part of COMPUTE_BUSY)"),
 ]
 
 # Counters every model reports under these names (lower-case in results).
 COUNTERS = ["LOAD_BUSY", "COMPUTE_BUSY", "STORE_BUSY", "LOAD_STALL", "COMPUTE_STALL", "STORE_STALL",
-            "LOAD_INSNS", "COMPUTE_INSNS", "STORE_INSNS", "DMA_RD_BYTES", "DMA_WR_BYTES", "FETCH_BYTES"]
+            "LOAD_INSNS", "COMPUTE_INSNS", "STORE_INSNS", "DMA_RD_BYTES", "DMA_WR_BYTES", "FETCH_BYTES",
+            "COMPUTE_WAIT"]
 
 
 def region_csrs(n: int) -> list[Csr]:

@@ -6,8 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-UNIT_COUNTERS = ["load_busy", "compute_busy", "store_busy", "load_stall", "compute_stall", "store_stall",
-                 "load_insns", "compute_insns", "store_insns", "dma_rd_bytes", "dma_wr_bytes", "fetch_bytes"]
+from hw import csr
+
+UNIT_COUNTERS = [c.lower() for c in csr.COUNTERS]  # every counter, as the models report them
 
 
 def table_lines(rows: list[dict[str, Any]]) -> list[str]:

@@ -92,7 +92,7 @@ module accel_top (
 
     // unit status
     wire ld_idle, ld_exec, ld_stall, ld_stuck, ld_done, ld_err;
-    wire cu_idle, cu_exec, cu_stall, cu_stuck, cu_done, cu_err, cu_finish;
+    wire cu_idle, cu_exec, cu_stall, cu_wait, cu_stuck, cu_done, cu_err, cu_finish;
     wire st_idle, st_exec, st_stall, st_stuck, st_done, st_err;
     wire [7:0]  ld_err_code, cu_err_code, st_err_code, f_err_code;
     wire [31:0] ld_pc, cu_pc, st_pc, f_err_pc, f_burst_pc;
@@ -153,6 +153,7 @@ module accel_top (
         .busy(busy), .done(done), .cycles(cycles),
         .ev_load_busy(ld_exec), .ev_compute_busy(cu_exec), .ev_store_busy(st_exec),
         .ev_load_stall(ld_stall), .ev_compute_stall(cu_stall), .ev_store_stall(st_stall),
+        .ev_compute_wait(cu_wait),
         .ev_load_insn(ld_done), .ev_compute_insn(cu_done), .ev_store_insn(st_done),
         .ev_rd_beat(l_beat), .ev_wr_beat(s_beat), .ev_fetch_beat(f_beat),
         .finish(cu_finish), .port_idle(port_idle),
@@ -235,7 +236,7 @@ module accel_top (
         .acc_re_src(cu_re_src), .acc_raddr_src(cu_raddr_src), .acc_rdata_src(acc_rdata_s),
         .acc_we(cu_we), .acc_waddr(cu_waddr), .acc_wdata(cu_wdata),
         .err(cu_err), .err_code(cu_err_code), .pc_out(cu_pc), .idle(cu_idle), .exec(cu_exec),
-        .stall(cu_stall), .stuck(cu_stuck), .insn_done(cu_done), .finish(cu_finish)
+        .stall(cu_stall), .port_wait(cu_wait), .stuck(cu_stuck), .insn_done(cu_done), .finish(cu_finish)
     );
 
     store_unit u_store (

@@ -61,6 +61,7 @@ module compute_unit (
     output wire                            idle,
     output wire                            exec,
     output wire                            stall,
+    output wire                            port_wait,  // EXEC frozen: a buffer port is LOAD's or STORE's
     output wire                            stuck,
     output wire                            insn_done,
     output wire                            finish
@@ -138,6 +139,7 @@ module compute_unit (
     wire go      = !acc_wr_busy && !(!use_imm && acc_src_busy);
     wire advance = active && go;
     wire rd      = advance && !issued;
+    assign port_wait = active && !go;
 
     // EXEC: FINISH ends once drained; an ALU instruction with the write of its last iteration
     // (at once without iterations); a halt stops either

@@ -53,6 +53,7 @@ module csr_block (
     input  wire                            ev_store_busy,
     input  wire                            ev_load_stall,
     input  wire                            ev_compute_stall,
+    input  wire                            ev_compute_wait, // the ALU frozen on a buffer port
     input  wire                            ev_store_stall,
     input  wire                            ev_load_insn,
     input  wire                            ev_compute_insn,
@@ -93,6 +94,7 @@ module csr_block (
     reg [31:0] c_load_stall, c_compute_stall, c_store_stall;
     reg [31:0] c_load_insns, c_compute_insns, c_store_insns;
     reg [31:0] c_rd_bytes, c_wr_bytes, c_fetch_bytes;
+    reg [31:0] c_compute_wait;
 
     // ------------------------------------------------------------------ AXI4-Lite write
     reg                       aw_held;
@@ -268,6 +270,7 @@ module csr_block (
             c_rd_bytes      <= 32'd0;
             c_wr_bytes      <= 32'd0;
             c_fetch_bytes   <= 32'd0;
+            c_compute_wait  <= 32'd0;
         end else if (busy) begin
             cycles <= cycles + 64'd1;
             if (ev_load_busy)     c_load_busy     <= c_load_busy + 32'd1;
@@ -282,6 +285,7 @@ module csr_block (
             if (ev_rd_beat)       c_rd_bytes      <= c_rd_bytes + BUS_BYTES;
             if (ev_wr_beat)       c_wr_bytes      <= c_wr_bytes + BUS_BYTES;
             if (ev_fetch_beat)    c_fetch_bytes   <= c_fetch_bytes + BUS_BYTES;
+            if (ev_compute_wait)  c_compute_wait  <= c_compute_wait + 32'd1;
         end
     end
 
@@ -337,6 +341,7 @@ module csr_block (
                 `CSR_DMA_RD_BYTES:  rd_val = c_rd_bytes;
                 `CSR_DMA_WR_BYTES:  rd_val = c_wr_bytes;
                 `CSR_FETCH_BYTES:   rd_val = c_fetch_bytes;
+                `CSR_COMPUTE_WAIT:  rd_val = c_compute_wait;
                 default:            rd_val = 32'd0;
             endcase
         end

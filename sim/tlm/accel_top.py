@@ -135,7 +135,7 @@ class TlmModel:
                 "load_insns": L.insns, "compute_insns": C.insns, "store_insns": S.insns,
                 "dma_rd_bytes": self.port_beats("load") * self.timing.bus_bytes,
                 "dma_wr_bytes": self.port_beats("store") * self.timing.bus_bytes,
-                "fetch_bytes": self.port_beats("fetch") * self.timing.bus_bytes}
+                "fetch_bytes": self.port_beats("fetch") * self.timing.bus_bytes, "compute_wait": C.wait}
 
     def port_beats(self, client: str) -> int:
         """Beats the port moved for ``client`` (bursts granted; at an error: up to the error)."""

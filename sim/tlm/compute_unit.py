@@ -45,6 +45,7 @@ class ComputeUnit(UnitShell):
         self.check_finish = check_finish
         self.on_done = on_done
         self.finishing = False
+        self.wait = 0  # EXEC cycles frozen on a buffer port (COMPUTE_WAIT)
         self._plan_version = 0
         acc.ports.on_change = self._ports_changed
 
@@ -74,9 +75,7 @@ class ComputeUnit(UnitShell):
 
     def _plan(self) -> None:
         """(Re)plan the end of the ALU instruction in EXECUTE with the port uses known now."""
-        i, T = self.insn, self.T
-        need = T.alu_setup_cycles + i.iter_out * i.iter_in + T.alu_pipeline_cycles
-        end = self.acc.ports.nth_free(self.t_exec, need, not i.use_imm) + 1
+        end = self.acc.ports.nth_free(self.t_exec, self._need(), not self.insn.use_imm) + 1
         if end != self.t_end:
             self.t_end = end
             self._plan_version += 1
@@ -91,8 +90,23 @@ class ComputeUnit(UnitShell):
     def _alu_done(self, t: int, version: int) -> bool:
         if version != self._plan_version or self.state != EXEC or self.sim.stopped:
             return False
+        self.wait += t - self.t_exec - self._need()
         self.end_execute(t)
         return True
+
+    def _need(self) -> int:
+        """Free cycles the ALU instruction in EXECUTE needs (reads, then the last write)."""
+        T, i = self.T, self.insn
+        return T.alu_setup_cycles + i.iter_out * i.iter_in + T.alu_pipeline_cycles
+
+    def partial_counts(self, e: int, c1: int, burst: tuple[str, int, bool, int] | None) -> None:
+        # an ALU stopped by an error waited in the blocked cycles of its EXEC up to e (the
+        # halt freezes it from e + 1 on, which is not a wait)
+        i = self.insn
+        if self.state == EXEC and isinstance(i, Alu) and i.iter_out * i.iter_in and self.t_exec <= e:
+            hi = e if self.t_end is None else min(e, self.t_end - 1)
+            self.wait += self.acc.ports.blocked(self.t_exec, hi, not i.use_imm)
+        super().partial_counts(e, c1, burst)
 
     def finish_drained(self, t: int) -> None:
         """FINISH's drain condition holds in cycle ``t``: PUSH (and DONE) ``finish_cycles`` later."""

@@ -69,7 +69,8 @@ How the model uses them (the formulas the tests derive their expectations from;
   finish_cycles``; DONE rises at the end of FINISH's PUSH cycle).
 * **Counters**: ``*_BUSY`` = EXECUTE cycles (FINISH's drain included), ``*_STALL`` = WAIT
   cycles with a named token missing + PUSH cycles blocked on a full token queue (the
-  mandatory WAIT/PUSH cycles are not stalls), ``*_INSNS`` counted at the PUSH cycle, DMA
+  mandatory WAIT/PUSH cycles are not stalls), ``COMPUTE_WAIT`` = ALU EXECUTE cycles frozen
+  on an accumulator port, ``*_INSNS`` counted at the PUSH cycle, DMA
   byte counters per burst.
 * **Errors**: an error raised in cycle ``e`` (range checks at WAIT entry, dispatch checks at
   the dispatch cycle; the lowest pc wins within a cycle) stops everything from

@@ -5,7 +5,7 @@
 
 // ---- hardware config 'wide'
 `define CFG_CONFIG_ID                32'h73cb1ec9  // CRC32 of the config's sizes
-`define CFG_VERSION                  32'hacc00100
+`define CFG_VERSION                  32'hacc00101
 `define CFG_BLOCK                    16
 `define CFG_BATCH                    1
 `define CFG_LANES                    16  // elements per vector
@@ -172,6 +172,7 @@
 `define CSR_DMA_RD_BYTES             12'h04c  // bytes read from DRAM by LOAD
 `define CSR_DMA_WR_BYTES             12'h050  // bytes written to DRAM by STORE
 `define CSR_FETCH_BYTES              12'h054  // bytes of instructions read from DRAM by FETCH
+`define CSR_COMPUTE_WAIT             12'h058  // cycles the compute unit's EXECUTE waited for an accumulator port held by LOAD or STORE (part of COMPUTE_BUSY)
 `define CSR_REGION_BASE              12'h100  // REGIONn_{BASE,SIZE,ATTR} at +16n+{0,4,8}
 `define CSR_REGION_STRIDE            16
 `define CTRL_START_BIT               0
