@@ -43,12 +43,64 @@ class PortUse:
         self.first, self.count = self.first[keep], self.count[keep]
         self.last = int((self.first + (self.count - 1) * self.step).max()) if len(self.first) else -1
 
-    def within(self, lo: int, hi: int) -> np.ndarray:
-        """Per entry, how many of its cycles lie in ``[lo, hi]``."""
-        s = self.step
-        k_lo = np.maximum(0, -((self.first - lo) // s))          # ceil((lo - first) / s), >= 0
-        k_hi = np.minimum(self.count - 1, (hi - self.first) // s)
-        return np.maximum(0, k_hi - k_lo + 1)
+
+
+class Timeline:
+    """The port uses of one kind (LOAD's data writes, LOAD's padding, STORE's reads): the
+    units register them in time order and they never overlap one another, so the cycles up
+    to ``x`` are counted with one binary search (:meth:`upto`), whatever their number."""
+
+    def __init__(self) -> None:
+        self.uses: list[PortUse] = []
+        self._arrays: tuple[np.ndarray, ...] | None = None
+
+    def add(self, use: PortUse) -> None:
+        self.uses.append(use)
+        self._arrays = None
+
+    def changed(self) -> None:
+        self._arrays = None
+
+    def forget_before(self, t: int) -> None:
+        keep = [u for u in self.uses if u.last >= t]
+        if len(keep) != len(self.uses):
+            self.uses = keep
+            self._arrays = None
+
+    def arrays(self) -> tuple[np.ndarray, ...]:
+        """``(first, count, last, before)`` of every entry in time order; ``before[k]`` = the
+        cycles of the entries before k; ``step`` is one per kind (the units' vector beats)."""
+        if self._arrays is None:
+            live = [u for u in self.uses if len(u.first)]
+            if live:
+                first = np.concatenate([u.first for u in live])
+                count = np.concatenate([u.count for u in live])
+                step = live[0].step
+            else:
+                first = count = np.zeros(0, dtype=np.int64)
+                step = 1
+            last = first + (count - 1) * step
+            before = np.concatenate(([0], np.cumsum(count)[:-1])).astype(np.int64) if len(count) else count
+            self._arrays = (first, count, last, before, np.int64(step))
+        return self._arrays
+
+    def upto(self, x: np.ndarray | int) -> np.ndarray:
+        """How many of the kind's cycles are ``<= x`` (elementwise)."""
+        first, count, _last, before, step = self.arrays()
+        x = np.asarray(x, dtype=np.int64)
+        if not len(first):
+            return np.zeros_like(x)
+        k = np.searchsorted(first, x, side="right") - 1
+        kk = np.maximum(k, 0)
+        n = before[kk] + np.minimum(count[kk], (x - first[kk]) // step + 1)
+        return np.where(k >= 0, n, 0)
+
+    def count(self, lo: int, hi: int) -> int:
+        """The kind's cycles in ``[lo, hi]``."""
+        if hi < lo:
+            return 0
+        u = self.upto(np.array([lo - 1, hi]))
+        return int(u[1] - u[0])
 
 
 class AccPorts:
@@ -57,15 +109,15 @@ class AccPorts:
     is added or withdrawn whose cycles start at ``t`` or later."""
 
     def __init__(self) -> None:
-        self.writes: list[PortUse] = []   # LOAD's data vectors (never overlap STORE's reads)
-        self.pads: list[PortUse] = []     # LOAD's padding runs (step 1; may overlap STORE's reads)
-        self.reads: list[PortUse] = []    # STORE's vector reads
+        self.writes = Timeline()  # LOAD's data vectors (never in a cycle of STORE's reads)
+        self.pads = Timeline()    # LOAD's padding runs (step 1; may fall on STORE's reads)
+        self.reads = Timeline()   # STORE's vector reads
         self.on_change: Callable[[int], None] | None = None
 
     def add(self, kind: str, use: PortUse) -> PortUse:
         """Register a use of kind ``write``, ``pad`` or ``read``."""
         if use.last >= 0:
-            {"write": self.writes, "pad": self.pads, "read": self.reads}[kind].append(use)
+            {"write": self.writes, "pad": self.pads, "read": self.reads}[kind].add(use)
             if self.on_change is not None:
                 self.on_change(int(use.first.min()))
         return use
@@ -74,29 +126,33 @@ class AccPorts:
         """The entries of ``use`` from cycle ``t`` on will not happen (a cut burst segment)."""
         before = use.last
         use.keep_before(t)
-        if use.last != before and self.on_change is not None:
-            self.on_change(t)
+        if use.last != before:
+            for tl in (self.writes, self.pads, self.reads):
+                tl.changed()
+            if self.on_change is not None:
+                self.on_change(t)
 
     def forget_before(self, t: int) -> None:
         """Uses that end before cycle ``t`` can matter no more."""
-        self.writes = [u for u in self.writes if u.last >= t]
-        self.pads = [u for u in self.pads if u.last >= t]
-        self.reads = [u for u in self.reads if u.last >= t]
+        for tl in (self.writes, self.pads, self.reads):
+            tl.forget_before(t)
 
     def blocked(self, lo: int, hi: int, use_src: bool) -> int:
         """Cycles in ``[lo, hi]`` in which the ALU cannot advance: the write port is LOAD's,
         or (``use_src``) copy S's read port is STORE's; a cycle with both counts once."""
-        n = sum(int(u.within(lo, hi).sum()) for u in self.writes + self.pads if u.last >= lo)
+        if hi < lo:
+            return 0
+        n = self.writes.count(lo, hi) + self.pads.count(lo, hi)
         if use_src:
-            reads = [u for u in self.reads if u.last >= lo]
-            n += sum(int(u.within(lo, hi).sum()) for u in reads)
-            for p in self.pads:  # a padding cycle that is also a read cycle was counted twice
-                if p.last < lo:
-                    continue
-                for a, c in zip(p.first.tolist(), p.count.tolist()):
-                    a0, a1 = max(a, lo), min(a + c - 1, hi)
-                    if a0 <= a1:
-                        n -= sum(int(u.within(a0, a1).sum()) for u in reads)
+            n += self.reads.count(lo, hi)
+            # a padding cycle that is also a read cycle was counted twice: the reads inside
+            # each padding run of the window
+            first, _count, last, _before, _step = self.pads.arrays()
+            inside = (last >= lo) & (first <= hi)
+            if inside.any():
+                a = np.maximum(first[inside], lo)
+                b = np.minimum(last[inside], hi)
+                n -= int((self.reads.upto(b) - self.reads.upto(a - 1)).sum())
         return n
 
     def nth_free(self, lo: int, k: int, use_src: bool) -> int:
@@ -107,9 +163,9 @@ class AccPorts:
         if b == 0:
             return e
         # free(lo..e) = e - lo + 1 - blocked(lo, e) is non-decreasing in e: binary search
-        # between lo + k - 1 and lo + k - 1 + (every registered cycle after lo)
+        # between lo + k - 1 + b (b more cycles at least) and lo + k - 1 + every blocked cycle
         hi = e + self.blocked(lo, max(self._horizon(), e), use_src)
-        lo_e = e + b  # free(lo..e) <= k - b, so at least b more cycles
+        lo_e = e + b
         while lo_e < hi:
             mid = (lo_e + hi) // 2
             if mid - lo + 1 - self.blocked(lo, mid, use_src) >= k:
@@ -119,7 +175,8 @@ class AccPorts:
         return hi
 
     def _horizon(self) -> int:
-        return max((u.last for u in self.writes + self.pads + self.reads), default=-1)
+        lasts = [int(tl.arrays()[2].max()) for tl in (self.writes, self.pads, self.reads) if len(tl.arrays()[2])]
+        return max(lasts, default=-1)
 
 
 class AccBuffer:

@@ -62,6 +62,7 @@ class ComputeUnit(UnitShell):
 
     def begin(self, t: int) -> None:
         i, T = self.insn, self.T
+        self._plan_version += 1  # an end planned for an earlier instruction is stale now
         if i.MNEMONIC == "FINISH":
             self.finishing = True
             self.check_finish(t)
@@ -83,7 +84,8 @@ class ComputeUnit(UnitShell):
 
     def _ports_changed(self, t: int) -> None:
         """LOAD or STORE registered or withdrew port uses from cycle ``t`` on."""
-        if (self.state == EXEC and isinstance(self.insn, Alu) and self.t_end is not None
+        i = self.insn
+        if (self.state == EXEC and isinstance(i, Alu) and i.iter_out * i.iter_in and self.t_end is not None
                 and t < self.t_end and not self.sim.stopped):
             self._plan()
 

@@ -134,6 +134,32 @@ def buffer_end(cfg: HwConfig) -> Case:
     return Case(asm.program(expected={"out": narrow(cfg, alu_reference("ADD", data, data))}))
 
 
+def empty_alus_amid_dma(cfg: HwConfig, seed: int = 41) -> Case:
+    """ALU instructions without iterations (one EXEC cycle, no buffer port) among padded LOADs
+    and STOREs whose padding runs and grants land in those cycles. Seed 41 on the default
+    config puts one in the EXEC cycle of an empty ALU, which once made the TLM replan it and
+    end the next instruction (FINISH) at a stale cycle."""
+    rng = np.random.default_rng(seed)
+    data = random_vectors(cfg, 24, 5, -3000, 3000)
+    asm = Assembler(cfg, "alu_empty_amid_dma")
+    a = asm.input("a", data)
+    out = asm.output("out", (8, cfg.lanes))
+    asm.load(a, x=8, push_next=True)
+    relay(asm, pop_prev=True, push_next=True)
+    asm.store(out, x=8, pop_prev=True)
+    for k in range(int(rng.integers(2, 7))):
+        asm.load(a, x=int(rng.integers(1, 3)), y=int(rng.integers(1, 5)), stride=2, offset=k, sram=16 + 8 * (k % 5),
+                 x_pad_0=int(rng.integers(0, 3)), x_pad_1=int(rng.integers(0, 2)))
+    for k in range(int(rng.integers(1, 7))):
+        asm.store(out, x=1, y=int(rng.integers(1, 9)), stride=1, sram=k)
+    for k in range(int(rng.integers(5, 40))):
+        relay(asm)
+        if rng.random() < 0.2:
+            asm.alu("ADD", imm=1, iter_out=int(rng.integers(1, 4)), dst_base=60, dst_factor_out=1)
+    asm.finish()
+    return Case(asm.program())
+
+
 def cases(cfg: HwConfig) -> list[Case]:
     return [
         Case(alu_ops(cfg)),
@@ -146,6 +172,7 @@ def cases(cfg: HwConfig) -> list[Case]:
         immediate_edges(cfg),
         buffer_end(cfg),
         Case(alu_loop(cfg, 8, min(64, cfg.acc_depth), "alu_bench_loop")),
+        empty_alus_amid_dma(cfg),
     ]
 
 
