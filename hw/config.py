@@ -182,6 +182,10 @@ def _cross_rules(c: HwConfig) -> list[tuple[str, str]]:
     if c.out_vec_bytes % c.bus_bytes:
         bad.append(("bus_width", f"an output vector ({c.out_vec_bytes} bytes) must be a whole number of "
                                  f"{c.bus_bytes}-byte bus beats"))
+    if c.max_burst * c.bus_bytes < INSN_BYTES:
+        bad.append(("max_burst", f"{c.max_burst} beat(s) of {c.bus_bytes} bytes cannot carry one {INSN_BYTES}-byte "
+                                 f"instruction: FETCH reads whole instructions in one burst (need at least "
+                                 f"{INSN_BYTES // c.bus_bytes})"))
     if not c.name.replace("_", "").replace("-", "").isalnum():
         bad.append(("name", "must be letters, digits, '-' or '_' (it names files and build folders)"))
     return bad

@@ -63,6 +63,8 @@ def _write(tmp_path, data):
     (lambda d: d.update(block=2, bus_width=64), "bus_width", "whole number"),
     (lambda d: d.update(bus_width=256), "bus_width", "one of"),
     (lambda d: d.update(max_burst=512), "max_burst", "power of two"),
+    (lambda d: d.update(max_burst=1), "max_burst", "cannot carry one 16-byte instruction"),  # 64-bit bus
+    (lambda d: d.update(max_burst=2, bus_width=32), "max_burst", "need at least 4"),
     (lambda d: d.update(load_queue_depth=3), "load_queue_depth", "power of two"),
     (lambda d: d.update(dram_read_latency=0), "dram_read_latency", "between"),
 ])
