@@ -194,32 +194,51 @@ module csr_block (
     end
 
     // ------------------------------------------------------------------ error arbitration
+    // The error is raised (and everything halts) at the end of the cycle e in which any source
+    // faults; which fault wins (the lowest pc) only decides ERR_PC and the code, so the sources
+    // of cycle e are registered and the winner is picked in e+1, off the path that raises it
+    // (visible with DONE, which rises at the end of e+1 at the earliest).
+    wire deadlock = stuck && stuck_prev;
+    wire raise    = e_fetch || e_load || e_compute || e_store || e_axi || deadlock;
+    reg        r_fetch, r_load, r_compute, r_store, r_axi, r_dead;
+    reg [7:0]  r_fetch_code, r_load_code, r_compute_code, r_store_code;
+    reg [31:0] r_fetch_pc, r_load_pc, r_compute_pc, r_store_pc, r_axi_pc, r_dead_pc;
+    reg        pick;      // the cycle after the first error: latch the winner
+
+    always @(posedge clk) begin
+        r_fetch   <= e_fetch;   r_fetch_code   <= e_fetch_code;   r_fetch_pc   <= e_fetch_pc;
+        r_load    <= e_load;    r_load_code    <= e_load_code;    r_load_pc    <= e_load_pc;
+        r_compute <= e_compute; r_compute_code <= e_compute_code; r_compute_pc <= e_compute_pc;
+        r_store   <= e_store;   r_store_code   <= e_store_code;   r_store_pc   <= e_store_pc;
+        r_axi     <= e_axi;     r_axi_pc       <= e_axi_pc;
+        r_dead    <= deadlock;  r_dead_pc      <= stuck_pc;
+    end
+
     reg        any_err;
     reg [7:0]  sel_code;
     reg [31:0] sel_pc;
-    wire deadlock = stuck && stuck_prev;
 
     always @(*) begin
         any_err  = 1'b0;
         sel_code = `ERR_NONE;
         sel_pc   = 32'd0;
-        if (e_fetch) begin
-            any_err = 1'b1; sel_code = e_fetch_code; sel_pc = e_fetch_pc;
+        if (r_fetch) begin
+            any_err = 1'b1; sel_code = r_fetch_code; sel_pc = r_fetch_pc;
         end
-        if (e_load && (!any_err || e_load_pc < sel_pc)) begin
-            any_err = 1'b1; sel_code = e_load_code; sel_pc = e_load_pc;
+        if (r_load && (!any_err || r_load_pc < sel_pc)) begin
+            any_err = 1'b1; sel_code = r_load_code; sel_pc = r_load_pc;
         end
-        if (e_compute && (!any_err || e_compute_pc < sel_pc)) begin
-            any_err = 1'b1; sel_code = e_compute_code; sel_pc = e_compute_pc;
+        if (r_compute && (!any_err || r_compute_pc < sel_pc)) begin
+            any_err = 1'b1; sel_code = r_compute_code; sel_pc = r_compute_pc;
         end
-        if (e_store && (!any_err || e_store_pc < sel_pc)) begin
-            any_err = 1'b1; sel_code = e_store_code; sel_pc = e_store_pc;
+        if (r_store && (!any_err || r_store_pc < sel_pc)) begin
+            any_err = 1'b1; sel_code = r_store_code; sel_pc = r_store_pc;
         end
-        if (e_axi && (!any_err || e_axi_pc < sel_pc)) begin
-            any_err = 1'b1; sel_code = `ERR_AXI_RESP; sel_pc = e_axi_pc;
+        if (r_axi && (!any_err || r_axi_pc < sel_pc)) begin
+            any_err = 1'b1; sel_code = `ERR_AXI_RESP; sel_pc = r_axi_pc;
         end
-        if (deadlock && !any_err) begin
-            any_err = 1'b1; sel_code = `ERR_DEADLOCK; sel_pc = stuck_pc;
+        if (r_dead && !any_err) begin
+            sel_code = `ERR_DEADLOCK; sel_pc = r_dead_pc;
         end
     end
 
@@ -232,6 +251,7 @@ module csr_block (
             err_code   <= `ERR_NONE;
             err_pc     <= 32'd0;
             stuck_prev <= 1'b0;
+            pick       <= 1'b0;
         end else if (core_start) begin
             busy       <= 1'b1;
             done       <= 1'b0;
@@ -239,12 +259,16 @@ module csr_block (
             err_code   <= `ERR_NONE;
             err_pc     <= 32'd0;
             stuck_prev <= 1'b0;
+            pick       <= 1'b0;
         end else if (busy) begin
             stuck_prev <= stuck && !error;
-            if (!error && any_err) begin
-                error    <= 1'b1;
+            pick       <= !error && raise;
+            if (pick) begin
                 err_code <= sel_code;
                 err_pc   <= sel_pc;
+            end
+            if (!error && raise) begin
+                error    <= 1'b1;
             end else if (error && port_idle) begin
                 busy <= 1'b0;
                 done <= 1'b1;
