@@ -126,9 +126,15 @@ module accel_top (
     wire any_req  = f_req || l_req || s_req;
     wire port_free = port_idle && !any_req;
     wire stuck    = ld_stuck && cu_stuck && st_stuck && f_stuck && port_free;
-    wire [31:0] ld_bpc = (ld_stuck && !ld_idle) ? ld_pc : 32'hFFFFFFFF;
-    wire [31:0] cu_bpc = (cu_stuck && !cu_idle) ? cu_pc : 32'hFFFFFFFF;
-    wire [31:0] st_bpc = (st_stuck && !st_idle) ? st_pc : 32'hFFFFFFFF;
+    // The deadlock's ERR_PC, the smallest pc a blocked unit holds, from the blocked pcs of the
+    // cycle before: a deadlock is the stuck condition in two cycles in a row, in which nothing
+    // changes, so they are the same pcs, and the comparators stay between registers.
+    reg  [31:0] ld_bpc, cu_bpc, st_bpc;
+    always @(posedge clk) begin
+        ld_bpc <= (ld_stuck && !ld_idle) ? ld_pc : 32'hFFFFFFFF;
+        cu_bpc <= (cu_stuck && !cu_idle) ? cu_pc : 32'hFFFFFFFF;
+        st_bpc <= (st_stuck && !st_idle) ? st_pc : 32'hFFFFFFFF;
+    end
     wire [31:0] min_lc = (ld_bpc < cu_bpc) ? ld_bpc : cu_bpc;
     wire [31:0] min_all = (min_lc < st_bpc) ? min_lc : st_bpc;
     wire [31:0] stuck_pc = (min_all == 32'hFFFFFFFF) ? insn_count : min_all;

@@ -44,7 +44,6 @@ class PortUse:
         self.last = int((self.first + (self.count - 1) * self.step).max()) if len(self.first) else -1
 
 
-
 class Timeline:
     """The port uses of one kind (LOAD's data writes, LOAD's padding, STORE's reads): the
     units register them in time order and they never overlap one another, so the cycles up
@@ -68,8 +67,9 @@ class Timeline:
             self._arrays = None
 
     def arrays(self) -> tuple[np.ndarray, ...]:
-        """``(first, count, last, before)`` of every entry in time order; ``before[k]`` = the
-        cycles of the entries before k; ``step`` is one per kind (the units' vector beats)."""
+        """``(first, count, last, before, step)`` of every entry in time order; ``before[k]`` =
+        the cycles of the entries before k; the step is one per kind (a unit's beats per
+        vector, 1 for padding)."""
         if self._arrays is None:
             live = [u for u in self.uses if len(u.first)]
             if live:

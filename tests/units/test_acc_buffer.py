@@ -19,7 +19,7 @@ import pytest
 
 from hw.assembler import Assembler
 from hw.config import HwConfig, load_config
-from tests.units.every_level import Case, check_tlm, level_tests
+from tests.units.every_level import Case, level_tests
 from tests.units.programs import alu_reference, load_tile, narrow, random_vectors, relay
 
 
