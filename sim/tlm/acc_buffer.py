@@ -28,20 +28,25 @@ class PortUse:
     """Cycles ``first[k] + m*step`` for ``m < count[k]``, for every k: one port taken by a
     unit (one entry per burst, or one for a padding run)."""
 
-    __slots__ = ("first", "step", "count", "last")
+    __slots__ = ("first", "step", "count", "start", "last")
 
     def __init__(self, first: np.ndarray, step: int, count: np.ndarray):
         keep = count > 0
         self.first = first[keep].astype(np.int64)
         self.count = count[keep].astype(np.int64)
         self.step = step
-        self.last = int((self.first + (self.count - 1) * step).max()) if len(self.first) else -1
+        self._bounds()
+
+    def _bounds(self) -> None:
+        n = len(self.first)
+        self.start = int(self.first.min()) if n else -1
+        self.last = int((self.first + (self.count - 1) * self.step).max()) if n else -1
 
     def keep_before(self, t: int) -> None:
         """Drop the entries starting at or after cycle ``t`` (bursts that will not happen then)."""
         keep = self.first < t
         self.first, self.count = self.first[keep], self.count[keep]
-        self.last = int((self.first + (self.count - 1) * self.step).max()) if len(self.first) else -1
+        self._bounds()
 
 
 class Timeline:
@@ -95,9 +100,13 @@ class Timeline:
         n = before[kk] + np.minimum(count[kk], (x - first[kk]) // step + 1)
         return np.where(k >= 0, n, 0)
 
+    def overlaps(self, lo: int, hi: int) -> bool:
+        """Some use of the kind may fall in ``[lo, hi]`` (a cheap test before counting)."""
+        return any(u.last >= lo and u.start <= hi for u in reversed(self.uses))
+
     def count(self, lo: int, hi: int) -> int:
         """The kind's cycles in ``[lo, hi]``."""
-        if hi < lo:
+        if hi < lo or not self.overlaps(lo, hi):
             return 0
         u = self.upto(np.array([lo - 1, hi]))
         return int(u[1] - u[0])
@@ -119,7 +128,7 @@ class AccPorts:
         if use.last >= 0:
             {"write": self.writes, "pad": self.pads, "read": self.reads}[kind].add(use)
             if self.on_change is not None:
-                self.on_change(int(use.first.min()))
+                self.on_change(use.start)
         return use
 
     def withdraw(self, use: PortUse, t: int) -> None:
@@ -143,8 +152,10 @@ class AccPorts:
         if hi < lo:
             return 0
         n = self.writes.count(lo, hi) + self.pads.count(lo, hi)
-        if use_src:
+        if use_src and self.reads.overlaps(lo, hi):
             n += self.reads.count(lo, hi)
+            if not self.pads.overlaps(lo, hi):
+                return n
             # a padding cycle that is also a read cycle was counted twice: the reads inside
             # each padding run of the window
             first, _count, last, _before, _step = self.pads.arrays()
@@ -158,14 +169,19 @@ class AccPorts:
     def nth_free(self, lo: int, k: int, use_src: bool) -> int:
         """The cycle ``e >= lo`` in which the ALU gets its ``k``-th free cycle counted from ``lo``
         (``k >= 1``) with the uses known now."""
-        e = lo + k - 1
-        b = self.blocked(lo, e, use_src)
-        if b == 0:
-            return e
-        # free(lo..e) = e - lo + 1 - blocked(lo, e) is non-decreasing in e: binary search
-        # between lo + k - 1 + b (b more cycles at least) and lo + k - 1 + every blocked cycle
-        hi = e + self.blocked(lo, max(self._horizon(), e), use_src)
-        lo_e = e + b
+        base = lo + k - 1
+        # e = base + blocked(lo, e) has its smallest solution as the answer; iterating it from
+        # below never overshoots and settles in a step or two when the ports are seldom taken
+        e = base
+        for _ in range(4):
+            nxt = base + self.blocked(lo, e, use_src)
+            if nxt == e:
+                return e
+            e = nxt
+        # dense uses: free(lo..x) = x - lo + 1 - blocked(lo, x) is non-decreasing in x, so
+        # binary search between e (a lower bound) and base + every blocked cycle after lo
+        hi = base + self.blocked(lo, max(self._horizon(), e), use_src)
+        lo_e = e
         while lo_e < hi:
             mid = (lo_e + hi) // 2
             if mid - lo + 1 - self.blocked(lo, mid, use_src) >= k:
