@@ -123,23 +123,25 @@ class AccPorts:
         self.reads = Timeline()   # STORE's vector reads
         self.on_change: Callable[[int], None] | None = None
 
-    def add(self, kind: str, use: PortUse) -> PortUse:
-        """Register a use of kind ``write``, ``pad`` or ``read``."""
+    def add(self, kind: str, use: PortUse) -> tuple[Timeline, PortUse]:
+        """Register a use of kind ``write``, ``pad`` or ``read``; the handle withdraws it."""
+        tl = {"write": self.writes, "pad": self.pads, "read": self.reads}[kind]
         if use.last >= 0:
-            {"write": self.writes, "pad": self.pads, "read": self.reads}[kind].add(use)
+            tl.add(use)
             if self.on_change is not None:
                 self.on_change(use.start)
-        return use
+        return tl, use
 
-    def withdraw(self, use: PortUse, t: int) -> None:
-        """The entries of ``use`` from cycle ``t`` on will not happen (a cut burst segment)."""
-        before = use.last
+    def withdraw(self, handle: tuple[Timeline, PortUse], t: int) -> None:
+        """The entries of a use (``add``'s handle) from cycle ``t`` on will not happen (a cut
+        burst segment)."""
+        tl, use = handle
+        if use.last < t:
+            return
         use.keep_before(t)
-        if use.last != before:
-            for tl in (self.writes, self.pads, self.reads):
-                tl.changed()
-            if self.on_change is not None:
-                self.on_change(t)
+        tl.changed()
+        if self.on_change is not None:
+            self.on_change(t)
 
     def forget_before(self, t: int) -> None:
         """Uses that end before cycle ``t`` can matter no more."""

@@ -283,7 +283,7 @@ class DmaUnitShell(UnitShell):
         ``step`` cycles from ``offset[k]`` cycles after the burst's grant."""
         ports = self.acc.ports
 
-        def granted(seg: Segment) -> PortUse:
+        def granted(seg: Segment) -> object:
             a = seg.base
             n = len(seg.dur)
             return ports.add(kind, PortUse(seg.grants() + offset[a:a + n], step, count[a:a + n]))
