@@ -177,24 +177,7 @@ class SynthReport:
         if module not in self.modules:
             raise SynthError(f"no module '{module}' in the synthesized design (modules: "
                              f"{', '.join(sorted(self.modules))})")
-        types: dict[str, int] = {}
-        extra = {"memory_bits": 0, "multipliers": 0}
-
-        def walk(name: str, k: int) -> None:
-            c = self.modules[name]
-            for t, n in c.cell_types.items():
-                types[t] = types.get(t, 0) + n * k
-            extra["memory_bits"] += c.memory_bits * k
-            extra["multipliers"] += c.multipliers * k
-            for sub, n in self.submodules.get(name, {}).items():
-                walk(sub, k * n)
-
-        walk(module, 1)
-        total = classify(types, self.target)
-        total.memory_bits = extra["memory_bits"]
-        if self.target == "generic":  # multiply operators, not cells (see AreaCounts)
-            total.multipliers = extra["multipliers"]
-        return total
+        return _rollup(self.modules, _instance_counts(self.submodules, module), self.target)
 
     @property
     def comb_read_memories(self) -> list[CombReadMemory]:
@@ -503,14 +486,14 @@ def build_report(workdir: Path, log: str, target: str, design: str, top: str, se
         if m.in_ram and m.module in modules:
             modules[m.module].memory_bits += m.bits
     latches = latch_signals(log)
-    total = _design_total(mods, modules, target, top, names)
-    total.memory_bits = _hier_sum(mods, top, {k: v.memory_bits for k, v in modules.items()}, names)
-    if target == "generic":
-        total.multipliers = _hier_sum(mods, top, {k: v.multipliers for k, v in modules.items()}, names)
+    submodules = {names[m]: {names[t]: n for t, n in types.items() if t in mods} for m, types in mods.items()}
+    top_name = names.get(_norm(top))
+    counts = (_instance_counts(submodules, top_name) if top_name in submodules
+              else {m: 1 for m in modules})  # no such top: every module once
+    total = _rollup(modules, counts, target)
     if target != "generic":  # LUT-mapped latches are no latch cell: count what yosys inferred
         total.latches = max(total.latches, len(latches))
     version = re.search(r"^Yosys (\d+\.\d+\S*)", log, re.MULTILINE)
-    submodules = {names[m]: {names[t]: n for t, n in types.items() if t in mods} for m, types in mods.items()}
     return SynthReport(design, target, top, seconds, version.group(1) if version else "?", total, modules, mems,
                        latches, script, read_register_arrays(workdir / MEM2REG_READS, names),
                        {m: subs for m, subs in submodules.items() if subs})
@@ -523,35 +506,32 @@ def _stat_modules(stat: dict[str, Any]) -> dict[str, dict[str, int]]:
             for raw, body in stat.get("modules", {}).items()}
 
 
-def _instance_counts(mods: dict[str, dict[str, int]], top: str) -> dict[str, int]:
-    """How many instances of each module the design under ``top`` has."""
+def _instance_counts(submodules: dict[str, dict[str, int]], top: str) -> dict[str, int]:
+    """How many instances of each module the hierarchy under ``top`` has (``top`` once);
+    ``submodules``: module -> {submodule: instances in it}."""
     counts: dict[str, int] = {}
 
     def walk(name: str, k: int) -> None:
         counts[name] = counts.get(name, 0) + k
-        for t, n in mods[name].items():
-            if t in mods:
-                walk(t, k * n)
+        for sub, n in submodules.get(name, {}).items():
+            walk(sub, k * n)
 
-    if top not in mods:
-        return {name: 1 for name in mods}
     walk(top, 1)
     return counts
 
 
-def _hier_sum(mods: dict[str, dict[str, int]], top: str, per_module: dict[str, int],
-              names: dict[str, str] | None = None) -> int:
-    return sum(per_module.get(_name(m, names), 0) * k for m, k in _instance_counts(mods, top).items())
-
-
-def _design_total(mods: dict[str, dict[str, int]], modules: dict[str, AreaCounts], target: str,
-                  top: str, names: dict[str, str] | None = None) -> AreaCounts:
-    """The whole design: every module's counts times its number of instances."""
+def _rollup(modules: dict[str, AreaCounts], counts: dict[str, int], target: str) -> AreaCounts:
+    """Every module's own counts times its number of instances (``counts``): cells by type,
+    memory bits, and on generic the multiply operators (see AreaCounts)."""
     types: dict[str, int] = {}
-    for m, k in _instance_counts(mods, top).items():
-        for t, n in modules[_name(m, names)].cell_types.items():
+    for m, k in counts.items():
+        for t, n in modules[m].cell_types.items():
             types[t] = types.get(t, 0) + n * k
-    return classify(types, target)
+    total = classify(types, target)
+    total.memory_bits = sum(modules[m].memory_bits * k for m, k in counts.items())
+    if target == "generic":
+        total.multipliers = sum(modules[m].multipliers * k for m, k in counts.items())
+    return total
 
 
 # ---- entry points ---------------------------------------------------------------------------
