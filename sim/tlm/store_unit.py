@@ -18,8 +18,8 @@ import numpy as np
 from hw import csr
 from hw.isa_semantics import dram_span, sram_last_index
 from sim.tlm.axi_arbiter import DmaJob
-from sim.tlm.burst_calc import row_burst_beats
-from sim.tlm.unit_shell import DmaUnitShell, vector_beats
+from sim.tlm.burst_calc import row_burst_beats, vector_beats
+from sim.tlm.unit_shell import DmaUnitShell
 
 
 class StoreUnit(DmaUnitShell):

@@ -293,14 +293,3 @@ class DmaUnitShell(UnitShell):
 
         return granted, cut
 
-
-def vector_beats(beats: np.ndarray, per_row: np.ndarray, beats_per_vec: int,
-                 last: bool) -> tuple[np.ndarray, np.ndarray]:
-    """Per burst of a 2-D transfer (``beats`` per burst, ``per_row`` bursts per row, rows made
-    of whole vectors): the first beat that is the last (``last``) or the first beat of a
-    vector, and how many such beats the burst has (one every ``beats_per_vec``)."""
-    before = np.cumsum(beats) - beats                        # beats of earlier bursts
-    row_first = np.cumsum(per_row) - per_row
-    into_row = before - np.repeat(before[row_first], per_row)  # beats of the row before the burst
-    m0 = ((beats_per_vec - 1 - into_row) if last else -into_row) % beats_per_vec
-    return m0, np.where(m0 < beats, (beats - 1 - m0) // beats_per_vec + 1, 0)

@@ -7,6 +7,8 @@ ALU results by the ISA's scalar reference semantics (:func:`alu_reference`).
 
 from __future__ import annotations
 
+from typing import Callable
+
 import numpy as np
 
 from hw.assembler import Assembler
@@ -23,6 +25,22 @@ def alu_reference(op: str, x: np.ndarray, s: np.ndarray | int) -> np.ndarray:
     s = np.broadcast_to(np.asarray(s, dtype=np.int64), x.shape)
     lanes = [alu_scalar(op, int(a), int(b)) for a, b in zip(x.ravel(), s.ravel())]
     return np.array(lanes, dtype=np.int64).reshape(x.shape).astype(np.int32)
+
+
+def alu_between(cfg: HwConfig, name: str, data: np.ndarray, body: Callable[[Assembler], None],
+                expected: np.ndarray, out_sram: int = 0) -> Program:
+    """LOAD ``data`` to acc[0..); ``body`` between a no-op popping l2c and one pushing c2s; STORE
+    ``len(expected)`` vectors from ``out_sram``, which must equal ``expected`` (32-bit, narrowed here)."""
+    asm = Assembler(cfg, name)
+    a = asm.input("a", data)
+    out = asm.output("out", (len(expected), cfg.lanes))
+    asm.load(a, x=len(data), push_next=True)
+    relay(asm, pop_prev=True)
+    body(asm)
+    relay(asm, push_next=True)
+    asm.store(out, x=len(expected), sram=out_sram, pop_prev=True)
+    asm.finish()
+    return asm.program(expected={"out": narrow(cfg, expected)})
 
 
 def narrow(cfg: HwConfig, v: np.ndarray) -> np.ndarray:

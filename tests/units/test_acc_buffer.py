@@ -20,7 +20,7 @@ import pytest
 from hw.assembler import Assembler
 from hw.config import HwConfig, load_config
 from tests.units.every_level import Case, level_tests
-from tests.units.programs import alu_reference, load_tile, narrow, random_vectors, relay
+from tests.units.programs import alu_between, alu_reference, load_tile, narrow, random_vectors, relay
 
 
 def sequential(acc: np.ndarray, op: str, n_out: int, n_in: int, dst: tuple[int, int, int],
@@ -39,16 +39,9 @@ def hazard(cfg: HwConfig, name: str, op: str, n_out: int, n_in: int, dst: tuple[
            src: tuple[int, int, int], n: int = 16, seed: int = 0) -> Case:
     """LOAD ``n`` vectors, one ALU instruction, STORE them all."""
     data = random_vectors(cfg, n, seed, -50000, 50000)
-    exp = sequential(data, op, n_out, n_in, dst, src)
-    asm = Assembler(cfg, name)
-    a = asm.input("a", data)
-    out = asm.output("out", (n, cfg.lanes))
-    asm.load(a, x=n, push_next=True)
-    asm.alu(op, iter_out=n_out, iter_in=n_in, dst_base=dst[0], dst_factor_out=dst[1], dst_factor_in=dst[2],
-            src_base=src[0], src_factor_out=src[1], src_factor_in=src[2], pop_prev=True, push_next=True)
-    asm.store(out, x=n, pop_prev=True)
-    asm.finish()
-    return Case(asm.program(expected={"out": narrow(cfg, exp)}))
+    return Case(alu_between(cfg, name, data, lambda asm: asm.alu(
+        op, iter_out=n_out, iter_in=n_in, dst_base=dst[0], dst_factor_out=dst[1], dst_factor_in=dst[2],
+        src_base=src[0], src_factor_out=src[1], src_factor_in=src[2]), sequential(data, op, n_out, n_in, dst, src)))
 
 
 def busy_ports(cfg: HwConfig, body: Callable[[Assembler], list[tuple[str, int, int, tuple, tuple | None, int]]],

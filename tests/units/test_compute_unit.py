@@ -10,31 +10,13 @@ back-to-back chains, the last buffer entry, and the bench suite's long ALU loop.
 
 from __future__ import annotations
 
-from typing import Callable
-
 import numpy as np
 
 from hw.assembler import Assembler
 from hw.config import HwConfig, load_config
 from cosim.bench.suite import alu_loop
 from tests.units.every_level import Case, level_tests
-from tests.units.programs import alu_ops, alu_reference, narrow, random_vectors, relay
-
-
-def computed(cfg: HwConfig, name: str, data: np.ndarray, body: Callable[[Assembler], None], expected: np.ndarray,
-             out_sram: int = 0) -> Case:
-    """LOAD ``data`` to acc[0..); ``body`` between a no-op popping l2c and one pushing c2s; STORE
-    ``len(expected)`` vectors from ``out_sram``, which must equal ``expected`` (32-bit, narrowed here)."""
-    asm = Assembler(cfg, name)
-    a = asm.input("a", data)
-    out = asm.output("out", (len(expected), cfg.lanes))
-    asm.load(a, x=len(data), push_next=True)
-    relay(asm, pop_prev=True)
-    body(asm)
-    relay(asm, push_next=True)
-    asm.store(out, x=len(expected), sram=out_sram, pop_prev=True)
-    asm.finish()
-    return Case(asm.program(expected={"out": narrow(cfg, expected)}))
+from tests.units.programs import alu_between, alu_ops, alu_reference, narrow, random_vectors, relay
 
 
 def prefix_sum(cfg: HwConfig) -> Case:
@@ -43,8 +25,8 @@ def prefix_sum(cfg: HwConfig) -> Case:
     exp = data.copy()
     for d in range(1, len(exp)):
         exp[d] = alu_reference("ADD", exp[d], exp[d - 1])
-    return computed(cfg, "alu_prefix_sum", data, lambda asm: asm.alu(
-        "ADD", iter_out=7, dst_base=1, src_base=0, dst_factor_out=1, src_factor_out=1), exp)
+    return Case(alu_between(cfg, "alu_prefix_sum", data, lambda asm: asm.alu(
+        "ADD", iter_out=7, dst_base=1, src_base=0, dst_factor_out=1, src_factor_out=1), exp))
 
 
 def read_ahead(cfg: HwConfig) -> Case:
@@ -52,8 +34,8 @@ def read_ahead(cfg: HwConfig) -> Case:
     data = random_vectors(cfg, 6, 32)
     exp = data.copy()
     exp[:-1] = alu_reference("SUB", data[:-1], data[1:])
-    return computed(cfg, "alu_read_ahead", data, lambda asm: asm.alu(
-        "SUB", iter_out=5, dst_base=0, src_base=1, dst_factor_out=1, src_factor_out=1), exp)
+    return Case(alu_between(cfg, "alu_read_ahead", data, lambda asm: asm.alu(
+        "SUB", iter_out=5, dst_base=0, src_base=1, dst_factor_out=1, src_factor_out=1), exp))
 
 
 def broadcast(cfg: HwConfig) -> Case:
@@ -61,8 +43,8 @@ def broadcast(cfg: HwConfig) -> Case:
     data = random_vectors(cfg, 5, 33, -3000, 3000)
     exp = data.copy()
     exp[1:] = alu_reference("MUL", data[1:], data[0])
-    return computed(cfg, "alu_broadcast_source", data, lambda asm: asm.alu(
-        "MUL", iter_out=2, iter_in=2, dst_base=1, src_base=0, dst_factor_out=2, dst_factor_in=1), exp)
+    return Case(alu_between(cfg, "alu_broadcast_source", data, lambda asm: asm.alu(
+        "MUL", iter_out=2, iter_in=2, dst_base=1, src_base=0, dst_factor_out=2, dst_factor_in=1), exp))
 
 
 def transpose(cfg: HwConfig, rows: int = 3, cols: int = 4) -> Case:
@@ -70,9 +52,9 @@ def transpose(cfg: HwConfig, rows: int = 3, cols: int = 4) -> Case:
     n = rows * cols
     data = random_vectors(cfg, n, 34)
     exp = data.reshape(rows, cols, -1).transpose(1, 0, 2).reshape(n, -1)
-    return computed(cfg, "alu_transpose", data, lambda asm: asm.alu(
+    return Case(alu_between(cfg, "alu_transpose", data, lambda asm: asm.alu(
         "MOV", iter_out=rows, iter_in=cols, dst_base=n, src_base=0, dst_factor_out=1, dst_factor_in=rows,
-        src_factor_out=cols, src_factor_in=1), exp, out_sram=n)
+        src_factor_out=cols, src_factor_in=1), exp, out_sram=n))
 
 
 def no_iterations(cfg: HwConfig) -> Case:
@@ -83,7 +65,7 @@ def no_iterations(cfg: HwConfig) -> Case:
         asm.alu("ADD", imm=1, iter_out=0, iter_in=5, dst_factor_in=1)
         asm.alu("MOV", iter_out=4, iter_in=0, dst_base=cfg.acc_depth - 1, src_base=cfg.acc_depth - 1,
                 dst_factor_out=1, src_factor_out=1)
-    return computed(cfg, "alu_no_iterations", data, body, data)
+    return Case(alu_between(cfg, "alu_no_iterations", data, body, data))
 
 
 CHAIN = [("ADD", 5), ("MUL", -3), ("MAX", -100), ("SHR", 2), ("SUB", 7), ("CLIP", 50), ("MIN", 40)]
@@ -99,7 +81,7 @@ def chain(cfg: HwConfig) -> Case:
     def body(asm: Assembler) -> None:
         for op, imm in CHAIN:
             asm.alu(op, imm=imm, iter_out=2, iter_in=3, dst_factor_out=3, dst_factor_in=1)
-    return computed(cfg, "alu_chain", data, body, exp)
+    return Case(alu_between(cfg, "alu_chain", data, body, exp))
 
 
 EDGE_IMMS = [("ADD", -32768), ("SUB", 32767), ("MUL", -32768), ("SHR", -33), ("SHR", 33), ("SHR", -31),
@@ -117,7 +99,7 @@ def immediate_edges(cfg: HwConfig) -> Case:
         for j, (op, imm) in enumerate(EDGE_IMMS):
             asm.alu(op, imm=imm, dst_base=1 + j)
     exp = np.concatenate([alu_reference(op, data, imm) for op, imm in EDGE_IMMS])
-    return computed(cfg, "alu_immediate_edges", data, body, exp, out_sram=1)
+    return Case(alu_between(cfg, "alu_immediate_edges", data, body, exp, out_sram=1))
 
 
 def buffer_end(cfg: HwConfig) -> Case:
