@@ -22,7 +22,13 @@ MAX_BUFFER_DEPTH = 2048
 # vectors, two ping-pong output halves of one vector and up to two constant vectors
 # (8 at one vector per tile), so smaller buffers cannot hold one tile.
 MIN_ACC_DEPTH = 8
+# GEMM's uop_begin / uop_end fields must fit beside the loop and factor fields.
+MAX_UOP_DEPTH = 4096
 INSN_BYTES = 16
+# A micro-op in DRAM: one 16-byte word (hw/isa.py UOP_BYTES, the encoding), so a LOAD into the
+# micro-op buffer moves whole beats on every bus width.
+UOP_BYTES = 16
+BUFFER_NAMES = ("ACC", "INP", "WGT", "UOP")
 
 
 class ConfigError(ValueError):
@@ -53,6 +59,7 @@ class HwConfig:
     acc_depth: int
     inp_depth: int
     wgt_depth: int
+    uop_depth: int
     bus_width: int
     dram_bytes: int
     dram_read_latency: int
@@ -89,6 +96,44 @@ class HwConfig:
     @property
     def inp_vec_bytes(self) -> int:
         return self.lanes * self.inp_width // 8
+
+    @property
+    def wgt_block_bytes(self) -> int:
+        """Bytes of one weight block in DRAM and in one weight-buffer entry: BLOCK_OUT rows of
+        BLOCK_IN int8 weights (row j holds the weights of output lane j: stored transposed)."""
+        return self.block * self.block * self.wgt_width // 8
+
+    @property
+    def macs_per_cycle(self) -> int:
+        """Peak multiply-accumulates per cycle: one BATCH x BLOCK_IN x BLOCK_OUT block."""
+        return self.batch * self.block * self.block
+
+    def elem_bytes(self, buf: str) -> int:
+        """Bytes of one entry of buffer ``buf`` ("ACC", "INP", "WGT", "UOP") in DRAM: the unit
+        LOAD's ``dram_base``, ``x_size`` and ``x_stride`` count in."""
+        return {"ACC": self.acc_vec_bytes, "INP": self.inp_vec_bytes, "WGT": self.wgt_block_bytes,
+                "UOP": UOP_BYTES}[buf]
+
+    def beats_per_elem(self, buf: str) -> int:
+        """Bus beats of one DRAM entry of buffer ``buf`` (a whole number: a config rule)."""
+        return self.elem_bytes(buf) // self.bus_bytes
+
+    def depth_of(self, buf: str) -> int:
+        """Entries of on-chip buffer ``buf``."""
+        return {"ACC": self.acc_depth, "INP": self.inp_depth, "WGT": self.wgt_depth, "UOP": self.uop_depth}[buf]
+
+    @property
+    def uop_index_bits(self) -> int:
+        """Width of GEMM's ``uop_begin`` field (``uop_end`` has one bit more)."""
+        return clog2(self.uop_depth)
+
+    @property
+    def inp_index_bits(self) -> int:
+        return clog2(self.inp_depth)
+
+    @property
+    def wgt_index_bits(self) -> int:
+        return clog2(self.wgt_depth)
 
     @property
     def beats_per_acc_vec(self) -> int:
@@ -159,6 +204,8 @@ _RULES: list[tuple[str, str, Any]] = [
      lambda v: v <= MAX_BUFFER_DEPTH),
     ("inp_depth", f"must be at most {MAX_BUFFER_DEPTH}", lambda v: v <= MAX_BUFFER_DEPTH),
     ("wgt_depth", f"must be at most {MAX_BUFFER_DEPTH}", lambda v: v <= MAX_BUFFER_DEPTH),
+    ("uop_depth", f"must be a power of two between 1 and {MAX_UOP_DEPTH}",
+     lambda v: _is_pow2(v) and v <= MAX_UOP_DEPTH),
     # A 16-byte instruction must be whole beats, which caps the bus at 128 bits.
     ("bus_width", "must be one of 32, 64, 128", lambda v: v in (32, 64, 128)),
     ("dram_bytes", "must be a power of two", _is_pow2),
@@ -182,6 +229,10 @@ def _cross_rules(c: HwConfig) -> list[tuple[str, str]]:
     if c.out_vec_bytes % c.bus_bytes:
         bad.append(("bus_width", f"an output vector ({c.out_vec_bytes} bytes) must be a whole number of "
                                  f"{c.bus_bytes}-byte bus beats"))
+    for buf in ("INP", "WGT"):
+        if c.elem_bytes(buf) % c.bus_bytes:
+            bad.append(("bus_width", f"a {buf} entry ({c.elem_bytes(buf)} bytes) must be a whole number of "
+                                     f"{c.bus_bytes}-byte bus beats"))
     if c.max_burst * c.bus_bytes < INSN_BYTES:
         bad.append(("max_burst", f"{c.max_burst} beat(s) of {c.bus_bytes} bytes cannot carry one {INSN_BYTES}-byte "
                                  f"instruction: FETCH reads whole instructions in one burst (need at least "

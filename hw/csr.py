@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-VERSION = 0xACC0_0101  # magic 0xACC0, major 1, minor 1 (COMPUTE_WAIT)
+VERSION = 0xACC0_0200  # magic 0xACC0, major 2 (GEMM core), minor 0
 
 # CTRL bits (write 1; both self-clear)
 CTRL_START = 1 << 0
@@ -31,14 +31,16 @@ ERR_BAD_FIELD = 2    # a field that encodes but is illegal (dependency flag of a
 ERR_DRAM_RANGE = 3   # a DMA would touch DRAM outside every region that allows it
 ERR_SRAM_RANGE = 4   # a buffer index past the buffer's depth
 ERR_DEADLOCK = 5     # every unit waits for a token that can never arrive
-ERR_UNSUPPORTED = 6  # an instruction this hardware does not execute yet (GEMM, LOAD to INP/WGT)
+ERR_UNSUPPORTED = 6  # an instruction this hardware does not execute (none today; kept for future classes)
 ERR_AXI_RESP = 7     # DRAM answered SLVERR or DECERR
 ERR_INSN_RANGE = 8   # the instruction window is outside every readable region
+ERR_UNLOADED = 9     # a GEMM reads a micro-op or weight block that no LOAD has written since START
 
 ERROR_NAMES = {
     ERR_NONE: "NONE", ERR_BAD_OPCODE: "BAD_OPCODE", ERR_BAD_FIELD: "BAD_FIELD",
     ERR_DRAM_RANGE: "DRAM_RANGE", ERR_SRAM_RANGE: "SRAM_RANGE", ERR_DEADLOCK: "DEADLOCK",
     ERR_UNSUPPORTED: "UNSUPPORTED", ERR_AXI_RESP: "AXI_RESP", ERR_INSN_RANGE: "INSN_RANGE",
+    ERR_UNLOADED: "UNLOADED",
 }
 
 REGION_BASE_ADDR = 0x100  # REGIONn_{BASE,SIZE,ATTR} at 0x100 + 16*n + {0,4,8}
@@ -80,12 +82,15 @@ _FIXED = [
     Csr("FETCH_BYTES", 0x054, "ro", "bytes of instructions read from DRAM by FETCH"),
     Csr("COMPUTE_WAIT", 0x058, "ro", "cycles the compute unit's EXECUTE waited for an accumulator port "
                                      "held by LOAD or STORE (part of COMPUTE_BUSY)"),
+    Csr("GEMM_BUSY", 0x05C, "ro", "cycles the compute unit executed a GEMM instruction (part of COMPUTE_BUSY)"),
+    Csr("GEMM_OPS", 0x060, "ro", "blocks multiplied by GEMM (iterations without reset): MACs = GEMM_OPS * "
+                                 "BATCH * BLOCK * BLOCK"),
 ]
 
 # Counters every model reports under these names (lower-case in results).
 COUNTERS = ["LOAD_BUSY", "COMPUTE_BUSY", "STORE_BUSY", "LOAD_STALL", "COMPUTE_STALL", "STORE_STALL",
             "LOAD_INSNS", "COMPUTE_INSNS", "STORE_INSNS", "DMA_RD_BYTES", "DMA_WR_BYTES", "FETCH_BYTES",
-            "COMPUTE_WAIT"]
+            "COMPUTE_WAIT", "GEMM_BUSY", "GEMM_OPS"]
 
 
 def region_csrs(n: int) -> list[Csr]:

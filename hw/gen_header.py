@@ -16,7 +16,7 @@ from pathlib import Path
 
 from hw import csr
 from hw.config import HwConfig, clog2, list_configs, load_config
-from hw.isa import ALU_OPS, BUFFERS, INSN_BITS, OPCODES, Isa
+from hw.isa import ALU_OPS, BUFFERS, INSN_BITS, OPCODES, UOP_FIELD_BITS, Isa
 
 GEN_DIR = Path(__file__).resolve().parent / "rtl" / "gen"
 HEADER_NAME = "accel_params.vh"
@@ -53,12 +53,25 @@ def header_text(cfg: HwConfig) -> str:
     d("CFG_ACC_IDX_BITS", cfg.acc_index_bits)
     d("CFG_INP_DEPTH", cfg.inp_depth)
     d("CFG_WGT_DEPTH", cfg.wgt_depth)
+    d("CFG_INP_IDX_BITS", cfg.inp_index_bits)
+    d("CFG_WGT_IDX_BITS", cfg.wgt_index_bits)
+    d("CFG_UOP_DEPTH", cfg.uop_depth)
+    d("CFG_UOP_IDX_BITS", cfg.uop_index_bits, "width of GEMM's uop_begin (uop_end: one more)")
+    d("CFG_INP_VEC_BITS", cfg.inp_vec_bytes * 8, "one input-buffer entry: BATCH x BLOCK_IN int8")
+    d("CFG_WGT_BLOCK_BITS", cfg.wgt_block_bytes * 8, "one weight-buffer entry: BLOCK_OUT x BLOCK_IN int8")
+    d("CFG_UOP_BITS", 3 * UOP_FIELD_BITS, "one micro-op as stored: acc, inp, wgt index (16 bits each)")
+    d("CFG_UOP_FIELD_BITS", UOP_FIELD_BITS)
+    d("CFG_MACS_PER_CYCLE", cfg.macs_per_cycle)
     d("CFG_SRAM_IDX_BITS", cfg.sram_index_bits, "width of every buffer index field")
     d("CFG_BUS_WIDTH", cfg.bus_width)
     d("CFG_BUS_BYTES", cfg.bus_bytes)
     d("CFG_BUS_BYTES_LOG2", clog2(cfg.bus_bytes))
     d("CFG_BEATS_PER_ACC_VEC", cfg.beats_per_acc_vec)
     d("CFG_BEATS_PER_OUT_VEC", cfg.beats_per_out_vec)
+    for buf in ("INP", "WGT", "UOP"):
+        d(f"CFG_{buf}_ELEM_BYTES", cfg.elem_bytes(buf), f"one {buf} entry in DRAM")
+        d(f"CFG_{buf}_ELEM_BYTES_LOG2", clog2(cfg.elem_bytes(buf)))
+        d(f"CFG_BEATS_PER_{buf}", cfg.beats_per_elem(buf))
     d("CFG_BEATS_PER_INSN", cfg.beats_per_insn)
     d("CFG_DRAM_BYTES", cfg.dram_bytes)
     d("CFG_DRAM_ADDR_BITS", cfg.dram_addr_bits)

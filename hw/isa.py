@@ -21,6 +21,21 @@ Semantics shared by every model (golden, TLM, RTL):
   ``d = dst_base + i*dst_factor_out + j*dst_factor_in`` and ``s`` either the
   sign-extended immediate or ``acc[src_base + i*src_factor_out + j*src_factor_in]``,
   strictly in loop order (a write is seen by later reads). Arithmetic wraps at 32 bits.
+* GEMM (VTA semantics, with VTA's micro-op buffer): ``for i < iter_out: for j < iter_in:
+  for u in [uop_begin, uop_end):`` with the micro-op ``uop[u] = (acc, inp, wgt)``,
+  ``a = uop.acc + i*acc_factor_out + j*acc_factor_in`` (likewise ``x`` from ``uop.inp`` and the
+  inp factors, ``w`` from ``uop.wgt`` and the wgt factors): ``acc[a] = 0`` when ``reset``, else
+  ``acc[a][n][o] += sum_k inp[x][n][k] * wgt[w][o][k]`` (n < BATCH, o < BLOCK_OUT, k < BLOCK_IN;
+  int8 x int8 summed into the int32 lane, wrapping at 32 bits), in loop order (a block written
+  is seen by later iterations). The micro-ops name every (acc, inp, wgt) triple of a tile
+  once, e.g. every kernel tap of a 3x3 window for one output row; the two affine loop levels
+  walk them over more rows and channel blocks, so one instruction covers a whole convolution
+  tile. A micro-op is a 16-byte little-endian word (:data:`UOP_BYTES`): ``acc`` index in bits
+  [15:0], ``inp`` in [31:16], ``wgt`` in [47:32], the rest ignored; LOAD puts micro-ops into the
+  micro-op buffer (``buf=UOP``) from DRAM like any other tile.
+* LOAD's DRAM unit is the destination buffer's entry: an accumulator vector (LANES int32), an
+  input vector (BATCH x BLOCK_IN int8), a weight block (BLOCK_OUT x BLOCK_IN int8, row o = the
+  weights of output lane o) or a micro-op (16 bytes); padding writes zero entries.
 * FINISH ends the program; it travels through the compute queue, as in VTA.
 """
 
@@ -34,7 +49,7 @@ INSN_BYTES = INSN_BITS // 8
 
 OPCODES: dict[str, int] = {"LOAD": 0, "STORE": 1, "GEMM": 2, "FINISH": 3, "ALU": 4}
 ALU_OPS: dict[str, int] = {"ADD": 0, "SUB": 1, "MUL": 2, "MIN": 3, "MAX": 4, "SHR": 5, "CLIP": 6, "MOV": 7}
-BUFFERS: dict[str, int] = {"ACC": 0, "INP": 1, "WGT": 2}
+BUFFERS: dict[str, int] = {"ACC": 0, "INP": 1, "WGT": 2, "UOP": 3}
 # Which unit's queue each opcode is dispatched to.
 QUEUE_OF_OPCODE: dict[str, str] = {"LOAD": "load", "STORE": "store", "GEMM": "compute",
                                    "ALU": "compute", "FINISH": "compute"}
@@ -48,11 +63,16 @@ DRAM_BASE_BITS = 32
 SIZE_BITS = 16
 PAD_BITS = 4
 ALU_ITER_BITS = 14
-GEMM_ITER_BITS = 8
+GEMM_ITER_BITS = 14
 IMM_BITS = 16
 ALU_OP_BITS = 4
 BUF_BITS = 2
 OPCODE_BITS = 3  # the opcode is the low field of every class, so a word's class is known before decoding
+
+# A micro-op: one 16-byte word in DRAM, three 16-bit index fields from bit 0 (the rest ignored).
+UOP_BYTES = 16
+UOP_FIELDS: tuple[str, str, str] = ("acc", "inp", "wgt")
+UOP_FIELD_BITS = 16
 
 
 class IsaError(ValueError):
@@ -129,15 +149,14 @@ class Alu(Insn):
 
 @dataclass(frozen=True, kw_only=True)
 class Gemm(Insn):
-    """Matrix multiply-accumulate (fields fixed now; no model executes it yet)."""
+    """Matrix multiply-accumulate over micro-ops ``[uop_begin, uop_end)`` in a two-level affine loop."""
 
     MNEMONIC: ClassVar[str] = "GEMM"
     reset: bool = False
+    uop_begin: int = 0
+    uop_end: int = 1
     iter_out: int = 1
     iter_in: int = 1
-    acc_base: int = 0
-    inp_base: int = 0
-    wgt_base: int = 0
     acc_factor_out: int = 0
     acc_factor_in: int = 0
     inp_factor_out: int = 0
@@ -220,8 +239,10 @@ class Isa:
                       ("iter_in", ALU_ITER_BITS), ("dst_base", s), ("src_base", s),
                       ("dst_factor_out", s), ("dst_factor_in", s), ("src_factor_out", s),
                       ("src_factor_in", s), ("imm", IMM_BITS, True)]
-        gemm = head + [("reset", 1), ("iter_out", GEMM_ITER_BITS), ("iter_in", GEMM_ITER_BITS),
-                       ("acc_base", s), ("inp_base", s), ("wgt_base", s),
+        u = max(1, (int(cfg.uop_depth) - 1).bit_length())
+        self.uop_index_bits = u
+        gemm = head + [("reset", 1), ("uop_begin", u), ("uop_end", u + 1),
+                       ("iter_out", GEMM_ITER_BITS), ("iter_in", GEMM_ITER_BITS),
                        ("acc_factor_out", s), ("acc_factor_in", s), ("inp_factor_out", s),
                        ("inp_factor_in", s), ("wgt_factor_out", s), ("wgt_factor_in", s)]
         self.layouts: dict[str, tuple[Field, ...]] = {
@@ -232,7 +253,7 @@ class Isa:
             used = lay[-1].hi + 1
             if used > INSN_BITS:
                 raise IsaError(f"config '{self.config_name}': {name} needs {used} bits with "
-                               f"{s}-bit buffer indices, more than {INSN_BITS}")
+                               f"{s}-bit buffer indices and {u}-bit micro-op indices, more than {INSN_BITS}")
         self._by_name = {name: {f.name: f for f in lay} for name, lay in self.layouts.items()}
         # Per class: [(name, lo, mask, sign bit or 0, is flag)] for every field after the opcode,
         # precomputed because decoding sits on the models' dispatch path.
@@ -351,16 +372,44 @@ class Isa:
                 f"acc[{insn.src_base}+{insn.src_factor_out}i+{insn.src_factor_in}j]"
             body = f"{n:<6} {op:<4} {dst}, {src} i<{insn.iter_out} j<{insn.iter_in}"
         elif n == "GEMM":
-            body = (f"{n:<6} acc[{insn.acc_base}+{insn.acc_factor_out}i+{insn.acc_factor_in}j] += "
-                    f"inp[{insn.inp_base}+{insn.inp_factor_out}i+{insn.inp_factor_in}j] x "
-                    f"wgt[{insn.wgt_base}+{insn.wgt_factor_out}i+{insn.wgt_factor_in}j] "
-                    f"i<{insn.iter_out} j<{insn.iter_in}{' reset' if insn.reset else ''}")
+            lhs = f"acc[u.acc+{insn.acc_factor_out}i+{insn.acc_factor_in}j]"
+            rhs = "0" if insn.reset else (f"{lhs} + inp[u.inp+{insn.inp_factor_out}i+{insn.inp_factor_in}j] x "
+                                         f"wgt[u.wgt+{insn.wgt_factor_out}i+{insn.wgt_factor_in}j]")
+            body = (f"{n:<6} {lhs} = {rhs} u<-uop[{insn.uop_begin}:{insn.uop_end}] "
+                    f"i<{insn.iter_out} j<{insn.iter_in}")
         else:
             body = n
         return pre + body + insn.deps_text()
 
     def disasm_stream(self, insns: Iterable[Instruction]) -> str:
         return "\n".join(self.disasm(i, k) for k, i in enumerate(insns))
+
+
+def encode_uops(uops: Iterable[tuple[int, int, int]]) -> bytes:
+    """Micro-ops ``(acc, inp, wgt)`` as the bytes LOAD reads into the micro-op buffer (16 each);
+    raises IsaError when an index does not fit its 16-bit field."""
+    out = bytearray()
+    for k, uop in enumerate(uops):
+        word = 0
+        for n, (name, v) in enumerate(zip(UOP_FIELDS, uop)):
+            v = int(v)
+            if not 0 <= v < (1 << UOP_FIELD_BITS):
+                raise IsaError(f"micro-op {k}: {name} index {v} does not fit {UOP_FIELD_BITS} bits")
+            word |= v << (n * UOP_FIELD_BITS)
+        out += word.to_bytes(UOP_BYTES, "little")
+    return bytes(out)
+
+
+def decode_uops(data: bytes) -> list[tuple[int, int, int]]:
+    """The ``(acc, inp, wgt)`` micro-ops of ``data`` (whole 16-byte words; the ignored bits dropped)."""
+    if len(data) % UOP_BYTES:
+        raise IsaError(f"{len(data)} bytes is not a whole number of {UOP_BYTES}-byte micro-ops")
+    mask = (1 << UOP_FIELD_BITS) - 1
+    out = []
+    for i in range(0, len(data), UOP_BYTES):
+        w = int.from_bytes(data[i:i + UOP_BYTES], "little")
+        out.append((w & mask, (w >> UOP_FIELD_BITS) & mask, (w >> 2 * UOP_FIELD_BITS) & mask))
+    return out
 
 
 def insn_fields(insn: Instruction) -> dict[str, Any]:

@@ -66,7 +66,7 @@ __all__ = [
     "QUEUE_BETWEEN", "LEGAL_FLAGS", "QUEUE_OF_OPCODE", "unit_of", "pops_of", "pushes_of",
     "AccIndex", "affine_indices", "affine_is_run", "affine_index", "affine_last", "alu_indices",
     "padded_tile_shape", "load_tile_shape", "Accesses", "load_access", "store_access", "alu_access",
-    "insn_access", "Access", "footprint", "acc_footprint", "alu_last_indices", "sram_last_index", "dram_span",
+    "insn_access", "Access", "footprint", "buffer_of", "acc_footprint", "alu_last_indices", "sram_last_index", "dram_span",
     "dispatch_fault", "classify_word", "WordClassifier",
     "INT32_MIN", "INT32_MAX", "wrap32", "ALU_SCALAR", "alu_scalar",
 ]
@@ -226,13 +226,15 @@ def _as_set(indices: list[AccIndex]) -> frozenset[int]:
     return frozenset(out)
 
 
-def footprint(insn: Instruction) -> dict[str, Access]:
-    """Per buffer name (``"ACC"``, ``"INP"``, ``"WGT"``), the entries ``insn`` reads and writes.
+def footprint(insn: Instruction, uops: np.ndarray | None = None) -> dict[str, Access]:
+    """Per buffer name (``"ACC"``, ``"INP"``, ``"WGT"``, ``"UOP"``), the entries ``insn`` reads and writes.
 
     Buffers it does not touch are absent. LOAD, STORE and ALU as :func:`insn_access` (LOAD in the
-    buffer it names); GEMM (as its fields name it) reads INP and WGT and accumulates into ACC
-    (with ``reset`` it only writes ACC). Zero-size instructions touch nothing. Indices are as
-    encoded (range checks are separate: :func:`sram_last_index`).
+    buffer it names). GEMM reads its micro-ops ``[uop_begin, uop_end)``; what it touches in ACC,
+    INP and WGT depends on their contents, so those are given only with ``uops`` (the micro-op
+    buffer as rows (acc, inp, wgt)): it reads INP and WGT and accumulates into ACC (with
+    ``reset`` it only writes ACC). Zero-size instructions touch nothing. Indices are as encoded
+    (range checks are separate: :func:`sram_last_index`).
     """
     n = insn.MNEMONIC
     if n in ("LOAD", "STORE", "ALU"):
@@ -243,14 +245,24 @@ def footprint(insn: Instruction) -> dict[str, Access]:
         buf = BUFFER_NAMES.get(insn.buf, str(insn.buf)) if n == "LOAD" else "ACC"
         return {buf: access}
     if n == "GEMM":
-        if insn.iter_out * insn.iter_in == 0:
+        n_u = max(0, insn.uop_end - insn.uop_begin)
+        if insn.iter_out * insn.iter_in * n_u == 0:
             return {}
+        out = {"UOP": Access(frozenset(range(insn.uop_begin, insn.uop_end)), _NOTHING)}
+        if uops is None:
+            return out
         io, ii = insn.iter_out, insn.iter_in
-        acc = frozenset(affine_indices(insn.acc_base, io, ii, insn.acc_factor_out, insn.acc_factor_in).tolist())
-        inp = frozenset(affine_indices(insn.inp_base, io, ii, insn.inp_factor_out, insn.inp_factor_in).tolist())
-        wgt = frozenset(affine_indices(insn.wgt_base, io, ii, insn.wgt_factor_out, insn.wgt_factor_in).tolist())
-        return {"ACC": Access(_NOTHING if insn.reset else acc, acc), "INP": Access(inp, _NOTHING),
-                "WGT": Access(wgt, _NOTHING)}
+        table = np.asarray(uops, dtype=np.int64)[insn.uop_begin:insn.uop_end]
+
+        def walk(col: int, name: str) -> frozenset[int]:
+            off = affine_indices(0, io, ii, getattr(insn, f"{name}_factor_out"), getattr(insn, f"{name}_factor_in"))
+            return frozenset((off[:, None] + table[None, :, col]).ravel().tolist())
+        acc = walk(0, "acc")
+        out["ACC"] = Access(_NOTHING if insn.reset else acc, acc)
+        if not insn.reset:
+            out["INP"] = Access(walk(1, "inp"), _NOTHING)
+            out["WGT"] = Access(walk(2, "wgt"), _NOTHING)
+        return out
     return {}
 
 
@@ -272,11 +284,12 @@ def alu_last_indices(insn: Any) -> tuple[int | None, int | None]:
 
 
 def sram_last_index(insn: Instruction) -> int | None:
-    """The highest on-chip buffer index ``insn`` touches, None when it touches nothing.
+    """The highest on-chip buffer index ``insn`` touches, None when it touches nothing (or, for
+    GEMM, when it depends on the micro-ops: GEMM is checked per iteration, ``hw.gemm_numpy``).
 
-    docs/microarch.md "Data semantics": LOAD ``sram_base + rows*cols - 1`` of its padded tile,
-    STORE ``sram_base + y_size*x_size - 1``, ALU the highest of :func:`alu_last_indices`. An
-    index ``>= ACC_DEPTH`` is ``ERR_SRAM_RANGE``.
+    docs/microarch.md "Data semantics": LOAD ``sram_base + rows*cols - 1`` of its padded tile (in
+    the buffer it names), STORE ``sram_base + y_size*x_size - 1``, ALU the highest of
+    :func:`alu_last_indices`. An index ``>=`` the buffer's depth is ``ERR_SRAM_RANGE``.
     """
     n = insn.MNEMONIC
     if n in ("LOAD", "STORE"):
@@ -288,16 +301,22 @@ def sram_last_index(insn: Instruction) -> int | None:
     return None
 
 
+def buffer_of(insn: Instruction) -> str:
+    """The buffer name a LOAD writes or a STORE reads (``"ACC"`` for a STORE)."""
+    return BUFFER_NAMES.get(insn.buf, str(insn.buf)) if insn.MNEMONIC == "LOAD" else "ACC"
+
+
 def dram_span(insn: Instruction, cfg: Any) -> tuple[int, int] | None:
     """``(lo, hi)``: the DRAM bytes ``[lo, hi)`` a LOAD or STORE touches (None: nothing).
 
-    ``dram_base`` counts vectors of the instruction's DRAM vector size (``cfg.acc_vec_bytes``
-    for LOAD, ``cfg.out_vec_bytes`` for STORE); rows are ``x_stride`` vectors apart.
+    ``dram_base`` counts entries of the instruction's DRAM unit (``cfg.elem_bytes(buffer)`` for
+    LOAD: an accumulator vector, input vector, weight block or micro-op; ``cfg.out_vec_bytes``
+    for STORE); rows are ``x_stride`` entries apart.
     """
     n = insn.MNEMONIC
     if n not in ("LOAD", "STORE") or insn.y_size * insn.x_size == 0:
         return None
-    vb = cfg.acc_vec_bytes if n == "LOAD" else cfg.out_vec_bytes
+    vb = cfg.elem_bytes(buffer_of(insn)) if n == "LOAD" else cfg.out_vec_bytes
     lo = insn.dram_base * vb
     return lo, lo + ((insn.y_size - 1) * insn.x_stride + insn.x_size) * vb
 
@@ -307,8 +326,8 @@ def dispatch_fault(insn: Instruction) -> tuple[int, str]:
     """The dispatch checks after the opcode and reserved bits, first match wins (docs/microarch.md
     "FETCH"): LOAD/STORE flag towards a missing stage -> BAD_FIELD; LOAD/STORE buffer 3 ->
     BAD_OPCODE; STORE buffer other than ACC -> BAD_FIELD; STORE padding -> BAD_FIELD; ALU op > 7
-    -> BAD_OPCODE; GEMM -> UNSUPPORTED; LOAD into INP/WGT -> UNSUPPORTED. ``(ERR_NONE, "")`` when
-    the instruction passes."""
+    -> BAD_OPCODE. ``(ERR_NONE, "")`` when the instruction passes (GEMM and LOAD into every buffer
+    are executed; ``ERR_UNSUPPORTED`` is kept for future classes)."""
     n = insn.MNEMONIC
     if n == "LOAD" and (insn.pop_prev or insn.push_prev):
         return csr.ERR_BAD_FIELD, "LOAD has no previous stage to pop from or push to"
@@ -322,10 +341,6 @@ def dispatch_fault(insn: Instruction) -> tuple[int, str]:
         return csr.ERR_BAD_FIELD, "STORE cannot pad (padding fields must be zero)"
     if n == "ALU" and insn.alu_op not in ALU_OP_NAMES:
         return csr.ERR_BAD_OPCODE, f"unknown ALU op {insn.alu_op}"
-    if n == "GEMM":
-        return csr.ERR_UNSUPPORTED, "GEMM is not executed by this hardware yet"
-    if n == "LOAD" and insn.buf != BUFFERS["ACC"]:
-        return csr.ERR_UNSUPPORTED, f"LOAD into {BUFFER_NAMES[insn.buf]} is not supported yet"
     return csr.ERR_NONE, ""
 
 

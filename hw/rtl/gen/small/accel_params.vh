@@ -4,8 +4,8 @@
 `define ACCEL_PARAMS_VH
 
 // ---- hardware config 'small'
-`define CFG_CONFIG_ID                32'hb42012b8  // CRC32 of the config's sizes
-`define CFG_VERSION                  32'hacc00101
+`define CFG_CONFIG_ID                32'h42cfb6b8  // CRC32 of the config's sizes
+`define CFG_VERSION                  32'hacc00200
 `define CFG_BLOCK                    8
 `define CFG_BATCH                    1
 `define CFG_LANES                    8  // elements per vector
@@ -23,12 +23,30 @@
 `define CFG_ACC_IDX_BITS             6
 `define CFG_INP_DEPTH                64
 `define CFG_WGT_DEPTH                64
+`define CFG_INP_IDX_BITS             6
+`define CFG_WGT_IDX_BITS             6
+`define CFG_UOP_DEPTH                128
+`define CFG_UOP_IDX_BITS             7  // width of GEMM's uop_begin (uop_end: one more)
+`define CFG_INP_VEC_BITS             64  // one input-buffer entry: BATCH x BLOCK_IN int8
+`define CFG_WGT_BLOCK_BITS           512  // one weight-buffer entry: BLOCK_OUT x BLOCK_IN int8
+`define CFG_UOP_BITS                 48  // one micro-op as stored: acc, inp, wgt index (16 bits each)
+`define CFG_UOP_FIELD_BITS           16
+`define CFG_MACS_PER_CYCLE           64
 `define CFG_SRAM_IDX_BITS            6  // width of every buffer index field
 `define CFG_BUS_WIDTH                64
 `define CFG_BUS_BYTES                8
 `define CFG_BUS_BYTES_LOG2           3
 `define CFG_BEATS_PER_ACC_VEC        4
 `define CFG_BEATS_PER_OUT_VEC        1
+`define CFG_INP_ELEM_BYTES           8  // one INP entry in DRAM
+`define CFG_INP_ELEM_BYTES_LOG2      3
+`define CFG_BEATS_PER_INP            1
+`define CFG_WGT_ELEM_BYTES           64  // one WGT entry in DRAM
+`define CFG_WGT_ELEM_BYTES_LOG2      6
+`define CFG_BEATS_PER_WGT            8
+`define CFG_UOP_ELEM_BYTES           16  // one UOP entry in DRAM
+`define CFG_UOP_ELEM_BYTES_LOG2      4
+`define CFG_BEATS_PER_UOP            2
 `define CFG_BEATS_PER_INSN           2
 `define CFG_DRAM_BYTES               4194304
 `define CFG_DRAM_ADDR_BITS           22
@@ -66,6 +84,7 @@
 `define BUF_ACC                      2'd0
 `define BUF_INP                      2'd1
 `define BUF_WGT                      2'd2
+`define BUF_UOP                      2'd3
 // ---- ISA: field offsets (_LO) and widths (_W); bits at and above _USED_BITS are reserved (zero)
 `define MEM_USED_BITS                111
 `define F_MEM_BUF_LO                 7
@@ -111,30 +130,28 @@
 `define F_ALU_SRC_FACTOR_IN_W        6
 `define F_ALU_IMM_LO                 76
 `define F_ALU_IMM_W                  16
-`define GEMM_USED_BITS               78
+`define GEMM_USED_BITS               87
 `define F_GEMM_RESET_LO              7
 `define F_GEMM_RESET_W               1
-`define F_GEMM_ITER_OUT_LO           8
-`define F_GEMM_ITER_OUT_W            8
-`define F_GEMM_ITER_IN_LO            16
-`define F_GEMM_ITER_IN_W             8
-`define F_GEMM_ACC_BASE_LO           24
-`define F_GEMM_ACC_BASE_W            6
-`define F_GEMM_INP_BASE_LO           30
-`define F_GEMM_INP_BASE_W            6
-`define F_GEMM_WGT_BASE_LO           36
-`define F_GEMM_WGT_BASE_W            6
-`define F_GEMM_ACC_FACTOR_OUT_LO     42
+`define F_GEMM_UOP_BEGIN_LO          8
+`define F_GEMM_UOP_BEGIN_W           7
+`define F_GEMM_UOP_END_LO            15
+`define F_GEMM_UOP_END_W             8
+`define F_GEMM_ITER_OUT_LO           23
+`define F_GEMM_ITER_OUT_W            14
+`define F_GEMM_ITER_IN_LO            37
+`define F_GEMM_ITER_IN_W             14
+`define F_GEMM_ACC_FACTOR_OUT_LO     51
 `define F_GEMM_ACC_FACTOR_OUT_W      6
-`define F_GEMM_ACC_FACTOR_IN_LO      48
+`define F_GEMM_ACC_FACTOR_IN_LO      57
 `define F_GEMM_ACC_FACTOR_IN_W       6
-`define F_GEMM_INP_FACTOR_OUT_LO     54
+`define F_GEMM_INP_FACTOR_OUT_LO     63
 `define F_GEMM_INP_FACTOR_OUT_W      6
-`define F_GEMM_INP_FACTOR_IN_LO      60
+`define F_GEMM_INP_FACTOR_IN_LO      69
 `define F_GEMM_INP_FACTOR_IN_W       6
-`define F_GEMM_WGT_FACTOR_OUT_LO     66
+`define F_GEMM_WGT_FACTOR_OUT_LO     75
 `define F_GEMM_WGT_FACTOR_OUT_W      6
-`define F_GEMM_WGT_FACTOR_IN_LO      72
+`define F_GEMM_WGT_FACTOR_IN_LO      81
 `define F_GEMM_WGT_FACTOR_IN_W       6
 `define HDR_USED_BITS                7
 `define F_HDR_OPCODE_LO              0
@@ -173,6 +190,8 @@
 `define CSR_DMA_WR_BYTES             12'h050  // bytes written to DRAM by STORE
 `define CSR_FETCH_BYTES              12'h054  // bytes of instructions read from DRAM by FETCH
 `define CSR_COMPUTE_WAIT             12'h058  // cycles the compute unit's EXECUTE waited for an accumulator port held by LOAD or STORE (part of COMPUTE_BUSY)
+`define CSR_GEMM_BUSY                12'h05c  // cycles the compute unit executed a GEMM instruction (part of COMPUTE_BUSY)
+`define CSR_GEMM_OPS                 12'h060  // blocks multiplied by GEMM (iterations without reset): MACs = GEMM_OPS * BATCH * BLOCK * BLOCK
 `define CSR_REGION_BASE              12'h100  // REGIONn_{BASE,SIZE,ATTR} at +16n+{0,4,8}
 `define CSR_REGION_STRIDE            16
 `define CTRL_START_BIT               0
@@ -193,5 +212,6 @@
 `define ERR_UNSUPPORTED              8'd6
 `define ERR_AXI_RESP                 8'd7
 `define ERR_INSN_RANGE               8'd8
+`define ERR_UNLOADED                 8'd9
 
 `endif // ACCEL_PARAMS_VH

@@ -4,8 +4,8 @@
 `define ACCEL_PARAMS_VH
 
 // ---- hardware config 'wide'
-`define CFG_CONFIG_ID                32'h73cb1ec9  // CRC32 of the config's sizes
-`define CFG_VERSION                  32'hacc00101
+`define CFG_CONFIG_ID                32'hcbe7fe59  // CRC32 of the config's sizes
+`define CFG_VERSION                  32'hacc00200
 `define CFG_BLOCK                    16
 `define CFG_BATCH                    1
 `define CFG_LANES                    16  // elements per vector
@@ -23,12 +23,30 @@
 `define CFG_ACC_IDX_BITS             11
 `define CFG_INP_DEPTH                2048
 `define CFG_WGT_DEPTH                1024
+`define CFG_INP_IDX_BITS             11
+`define CFG_WGT_IDX_BITS             10
+`define CFG_UOP_DEPTH                1024
+`define CFG_UOP_IDX_BITS             10  // width of GEMM's uop_begin (uop_end: one more)
+`define CFG_INP_VEC_BITS             128  // one input-buffer entry: BATCH x BLOCK_IN int8
+`define CFG_WGT_BLOCK_BITS           2048  // one weight-buffer entry: BLOCK_OUT x BLOCK_IN int8
+`define CFG_UOP_BITS                 48  // one micro-op as stored: acc, inp, wgt index (16 bits each)
+`define CFG_UOP_FIELD_BITS           16
+`define CFG_MACS_PER_CYCLE           256
 `define CFG_SRAM_IDX_BITS            11  // width of every buffer index field
 `define CFG_BUS_WIDTH                128
 `define CFG_BUS_BYTES                16
 `define CFG_BUS_BYTES_LOG2           4
 `define CFG_BEATS_PER_ACC_VEC        4
 `define CFG_BEATS_PER_OUT_VEC        1
+`define CFG_INP_ELEM_BYTES           16  // one INP entry in DRAM
+`define CFG_INP_ELEM_BYTES_LOG2      4
+`define CFG_BEATS_PER_INP            1
+`define CFG_WGT_ELEM_BYTES           256  // one WGT entry in DRAM
+`define CFG_WGT_ELEM_BYTES_LOG2      8
+`define CFG_BEATS_PER_WGT            16
+`define CFG_UOP_ELEM_BYTES           16  // one UOP entry in DRAM
+`define CFG_UOP_ELEM_BYTES_LOG2      4
+`define CFG_BEATS_PER_UOP            1
 `define CFG_BEATS_PER_INSN           1
 `define CFG_DRAM_BYTES               16777216
 `define CFG_DRAM_ADDR_BITS           24
@@ -66,6 +84,7 @@
 `define BUF_ACC                      2'd0
 `define BUF_INP                      2'd1
 `define BUF_WGT                      2'd2
+`define BUF_UOP                      2'd3
 // ---- ISA: field offsets (_LO) and widths (_W); bits at and above _USED_BITS are reserved (zero)
 `define MEM_USED_BITS                116
 `define F_MEM_BUF_LO                 7
@@ -114,16 +133,14 @@
 `define GEMM_USED_BITS               123
 `define F_GEMM_RESET_LO              7
 `define F_GEMM_RESET_W               1
-`define F_GEMM_ITER_OUT_LO           8
-`define F_GEMM_ITER_OUT_W            8
-`define F_GEMM_ITER_IN_LO            16
-`define F_GEMM_ITER_IN_W             8
-`define F_GEMM_ACC_BASE_LO           24
-`define F_GEMM_ACC_BASE_W            11
-`define F_GEMM_INP_BASE_LO           35
-`define F_GEMM_INP_BASE_W            11
-`define F_GEMM_WGT_BASE_LO           46
-`define F_GEMM_WGT_BASE_W            11
+`define F_GEMM_UOP_BEGIN_LO          8
+`define F_GEMM_UOP_BEGIN_W           10
+`define F_GEMM_UOP_END_LO            18
+`define F_GEMM_UOP_END_W             11
+`define F_GEMM_ITER_OUT_LO           29
+`define F_GEMM_ITER_OUT_W            14
+`define F_GEMM_ITER_IN_LO            43
+`define F_GEMM_ITER_IN_W             14
 `define F_GEMM_ACC_FACTOR_OUT_LO     57
 `define F_GEMM_ACC_FACTOR_OUT_W      11
 `define F_GEMM_ACC_FACTOR_IN_LO      68
@@ -173,6 +190,8 @@
 `define CSR_DMA_WR_BYTES             12'h050  // bytes written to DRAM by STORE
 `define CSR_FETCH_BYTES              12'h054  // bytes of instructions read from DRAM by FETCH
 `define CSR_COMPUTE_WAIT             12'h058  // cycles the compute unit's EXECUTE waited for an accumulator port held by LOAD or STORE (part of COMPUTE_BUSY)
+`define CSR_GEMM_BUSY                12'h05c  // cycles the compute unit executed a GEMM instruction (part of COMPUTE_BUSY)
+`define CSR_GEMM_OPS                 12'h060  // blocks multiplied by GEMM (iterations without reset): MACs = GEMM_OPS * BATCH * BLOCK * BLOCK
 `define CSR_REGION_BASE              12'h100  // REGIONn_{BASE,SIZE,ATTR} at +16n+{0,4,8}
 `define CSR_REGION_STRIDE            16
 `define CTRL_START_BIT               0
@@ -193,5 +212,6 @@
 `define ERR_UNSUPPORTED              8'd6
 `define ERR_AXI_RESP                 8'd7
 `define ERR_INSN_RANGE               8'd8
+`define ERR_UNLOADED                 8'd9
 
 `endif // ACCEL_PARAMS_VH

@@ -1,0 +1,136 @@
+"""GEMM's meaning in numpy, written once: the golden path, the ISS and the TLM all run it.
+
+Semantics (``hw/isa.py``, docs/microarch.md "GEMM"): ``for i < iter_out: for j < iter_in: for
+u in [uop_begin, uop_end):`` with micro-op ``uop[u] = (acc, inp, wgt)``,
+``a = uop.acc + i*acc_factor_out + j*acc_factor_in`` (likewise ``x``, ``w``):
+``acc[a] = 0`` when ``reset`` else ``acc[a] += inp[x] . wgt[w]^T`` (int8 x int8 into int32 lanes,
+wrapping at 32 bits), in loop order. Because the only read-modify-write is an addition mod
+2**32, loop order does not change the result, so one instruction is applied with a handful of
+numpy calls whatever its length (``np.add.at`` sums repeated accumulator indices).
+
+Faults, checked per iteration in loop order (the RTL checks iteration k in the cycle it reads
+its operands; every model stops at the first): the micro-op was never loaded since START
+(``ERR_UNLOADED``); ``a >= ACC_DEPTH``, or without reset ``x >= INP_DEPTH`` or ``w >= WGT_DEPTH``
+(``ERR_SRAM_RANGE``); without reset the weight block ``w`` was never loaded (``ERR_UNLOADED``).
+The iterations before the faulting one are applied, the faulting one and later are not.
+
+Buffers as the models hold them: ``acc`` (ACC_DEPTH, LANES) int32, ``inp`` (INP_DEPTH, LANES)
+int8, ``wgt`` (WGT_DEPTH, BLOCK, BLOCK) int8 (row o = the weights of output lane o), ``uops``
+(UOP_DEPTH, 3) int64 (acc, inp, wgt). BATCH is 1 (a config rule), so LANES = BLOCK.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from hw import csr
+from hw.isa_semantics import affine_indices
+
+
+def gemm_uop_count(insn: Any) -> int:
+    """Micro-ops one (i, j) iteration walks: ``max(0, uop_end - uop_begin)``."""
+    return max(0, insn.uop_end - insn.uop_begin)
+
+
+def gemm_iterations(insn: Any) -> int:
+    """N = iter_out * iter_in * micro-ops: the blocks a GEMM computes (or zeroes)."""
+    return insn.iter_out * insn.iter_in * gemm_uop_count(insn)
+
+
+def gemm_uop_range_bad(insn: Any, uop_depth: int) -> bool:
+    """The static check of a GEMM's WAIT: a non-empty loop names micro-ops past the buffer
+    (``uop_end > UOP_DEPTH``) -> ``ERR_SRAM_RANGE`` before anything runs."""
+    return gemm_iterations(insn) > 0 and insn.uop_end > uop_depth
+
+
+def gemm_indices(insn: Any, uops: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``(u, a, x, w)``: micro-op, accumulator, input and weight index of every iteration in loop
+    order (int64; ``uops`` the whole micro-op buffer, rows (acc, inp, wgt))."""
+    n_u = gemm_uop_count(insn)
+    u = np.arange(insn.uop_begin, insn.uop_begin + n_u, dtype=np.int64)
+    io, ii = insn.iter_out, insn.iter_in
+    if n_u == 0 or io * ii == 0:
+        e = np.zeros(0, dtype=np.int64)
+        return e, e, e, e
+    table = uops[u]  # (n_u, 3)
+    off = {k: affine_indices(0, io, ii, getattr(insn, f"{k}_factor_out"), getattr(insn, f"{k}_factor_in"))
+           for k in ("acc", "inp", "wgt")}
+    a = (off["acc"][:, None] + table[None, :, 0]).ravel()
+    x = (off["inp"][:, None] + table[None, :, 1]).ravel()
+    w = (off["wgt"][:, None] + table[None, :, 2]).ravel()
+    return np.tile(u, io * ii), a, x, w
+
+
+@dataclass(frozen=True)
+class GemmFault:
+    """The first faulting iteration of a GEMM: its index in loop order, error code and message."""
+
+    iteration: int
+    code: int
+    message: str
+
+
+def _first(mask: np.ndarray) -> int:
+    hits = np.flatnonzero(mask)
+    return int(hits[0]) if hits.size else -1
+
+
+def gemm_first_fault(insn: Any, cfg: Any, u: np.ndarray, a: np.ndarray, x: np.ndarray, w: np.ndarray,
+                     uop_loaded: np.ndarray, wgt_loaded: np.ndarray) -> GemmFault | None:
+    """The first iteration (loop order) that faults, None when none does (module docstring)."""
+    if a.size == 0:
+        return None
+    checks = [(~uop_loaded[u], csr.ERR_UNLOADED, lambda k: f"micro-op {u[k]} was never loaded")]
+    if insn.reset:
+        checks.append((a >= cfg.acc_depth, csr.ERR_SRAM_RANGE,
+                       lambda k: f"accumulator index {a[k]} >= ACC_DEPTH {cfg.acc_depth}"))
+    else:
+        bad = (a >= cfg.acc_depth) | (x >= cfg.inp_depth) | (w >= cfg.wgt_depth)
+
+        def range_text(k: int) -> str:
+            for name, v, depth in (("accumulator", a[k], cfg.acc_depth), ("input", x[k], cfg.inp_depth),
+                                   ("weight", w[k], cfg.wgt_depth)):
+                if v >= depth:
+                    return f"{name} index {v} >= {name.upper()[:3]}_DEPTH {depth}"
+            return ""
+        checks.append((bad, csr.ERR_SRAM_RANGE, range_text))
+        unloaded = np.zeros(a.size, dtype=bool)
+        ok = ~bad
+        unloaded[ok] = ~wgt_loaded[w[ok]]
+        checks.append((unloaded, csr.ERR_UNLOADED, lambda k: f"weight block {w[k]} was never loaded"))
+    # per iteration the checks run in this order; across iterations the earliest wins
+    best: GemmFault | None = None
+    for mask, code, text in checks:
+        k = _first(mask)
+        if k >= 0 and (best is None or k < best.iteration):
+            best = GemmFault(k, code, f"GEMM iteration {k}: {text(k)}")
+    return best
+
+
+def gemm_apply(acc: np.ndarray, inp: np.ndarray, wgt: np.ndarray, reset: bool, a: np.ndarray, x: np.ndarray,
+               w: np.ndarray) -> None:
+    """Apply the iterations ``(a, x, w)`` to ``acc`` in place (indices already checked)."""
+    if a.size == 0:
+        return
+    if reset:
+        acc[a] = 0
+        return
+    # int8 products summed over BLOCK_IN fit int32 for any BLOCK the config allows
+    prod = np.einsum("nk,nok->no", inp[x].astype(np.int32), wgt[w].astype(np.int32))
+    if np.unique(a).size == a.size:
+        acc[a] += prod  # int32 arithmetic wraps
+    else:
+        np.add.at(acc, a, prod)
+
+
+def run_gemm(acc: np.ndarray, inp: np.ndarray, wgt: np.ndarray, uops: np.ndarray, insn: Any, cfg: Any,
+             uop_loaded: np.ndarray, wgt_loaded: np.ndarray) -> tuple[int, GemmFault | None]:
+    """Execute one GEMM instruction on the buffers: ``(iterations applied, fault or None)``."""
+    u, a, x, w = gemm_indices(insn, uops)
+    fault = gemm_first_fault(insn, cfg, u, a, x, w, uop_loaded, wgt_loaded)
+    stop = a.size if fault is None else fault.iteration
+    gemm_apply(acc, inp, wgt, insn.reset, a[:stop], x[:stop], w[:stop])
+    return stop, fault
