@@ -38,7 +38,8 @@ from typing import Any, Callable, Union
 import numpy as np
 
 from hw.config import HwConfig
-from hw.isa import ALU_OPS, BUFFERS, INSN_BYTES, Alu, Finish, Gemm, Instruction, Isa, Load, Store
+from hw.isa import (ALU_OPS, BUFFER_NAMES, BUFFERS, INSN_BYTES, Alu, Finish, Gemm, Instruction, Isa, Load, Store,
+                    encode_uops)
 from hw.program import DTYPES, FAULT_META, Program, ProgramError, Region, plan_layout
 
 WORD_MASK = (1 << (8 * INSN_BYTES)) - 1
@@ -214,9 +215,10 @@ class Assembler:
 
     def load(self, src: Tensor | int, x: int = 1, y: int = 1, *, offset: int = 0, stride: int | None = None,
              sram: int = 0, buf: str | int = "ACC", **fields: Any) -> int:
-        """LOAD ``y`` rows of ``x`` vectors (rows ``stride`` vectors apart, default ``x``) from
-        ``src`` (a tensor, from its vector ``offset``; or an absolute vector index) into buffer
-        ``buf`` at ``sram``. ``fields``: padding and dependency flags by their ISA names."""
+        """LOAD ``y`` rows of ``x`` entries (rows ``stride`` entries apart, default ``x``) from
+        ``src`` (a tensor, from its entry ``offset``; or an absolute entry index) into buffer
+        ``buf`` (ACC, INP, WGT, UOP: the entry is that buffer's DRAM unit, ``HwConfig.elem_bytes``)
+        at ``sram``. ``fields``: padding and dependency flags by their ISA names."""
         return self._dma(Load, src, x, y, offset, stride, sram, buf, fields)
 
     def store(self, dst: Tensor | int, x: int = 1, y: int = 1, *, offset: int = 0, stride: int | None = None,
@@ -243,6 +245,12 @@ class Assembler:
         if imm is not None:
             fields.update(use_imm=True, imm=imm)
         return self.add(Alu(alu_op=code, **fields))
+
+    def uops(self, name: str, uops: list[tuple[int, int, int]]) -> Tensor:
+        """An input tensor of micro-ops ``(acc, inp, wgt)`` (16 bytes each, int8 (n, 16)), for a
+        LOAD with ``buf="UOP"``."""
+        raw = np.frombuffer(encode_uops(uops), dtype=np.int8).reshape(len(uops), -1)
+        return self.input(name, raw)
 
     def gemm(self, **fields: Any) -> int:
         """A GEMM instruction (fields by their ISA names)."""
@@ -273,7 +281,7 @@ class Assembler:
         for e in self._entries:
             i = e.insn
             if e.base is not None:
-                vb = self.cfg.acc_vec_bytes if isinstance(i, Load) else self.cfg.out_vec_bytes
+                vb = self.cfg.elem_bytes(BUFFER_NAMES[i.buf]) if isinstance(i, Load) else self.cfg.out_vec_bytes
                 i = dataclasses.replace(i, dram_base=i.dram_base + by_name[e.base.name].addr // vb)
             out.append(i)
         return out

@@ -166,8 +166,10 @@ class HwConfig:
 
     @property
     def region_align(self) -> int:
-        """Alignment of every DRAM region: a whole accumulator vector and a whole beat."""
-        return max(self.acc_vec_bytes, self.bus_bytes, INSN_BYTES)
+        """Alignment of every DRAM region: a whole entry of every buffer (LOAD's ``dram_base``
+        counts entries) and a whole beat."""
+        return max(self.acc_vec_bytes, self.inp_vec_bytes, self.wgt_block_bytes, UOP_BYTES, self.bus_bytes,
+                   INSN_BYTES)
 
     @property
     def config_id(self) -> int:
