@@ -73,7 +73,7 @@ def inject(p: Program, kind: str, rng: np.random.Generator) -> tuple[Program, in
             k = pick(gemms)
             i = insns[k]
             if rng.random() < 0.5:  # micro-ops past the buffer: WAIT
-                n = i.uop_end - i.uop_begin
+                n = max(2, i.uop_end - i.uop_begin)  # uop_begin < UOP_DEPTH (its field), so two at least
                 b = int(rng.integers(max(0, cfg.uop_depth - n + 1), cfg.uop_depth))
                 return _replace(p, k, dataclasses.replace(i, uop_begin=b, uop_end=b + n)), csr.ERR_SRAM_RANGE
             # an index walks out of its buffer in EXEC: a factor as large as the field allows
