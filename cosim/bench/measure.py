@@ -73,6 +73,7 @@ def measure_config(cfg: HwConfig, items: list[Item], reps: int, protocol_max_cyc
             "cycles_per_s": {}, "agree": True, "problems": [],
             "counters": {"rtl": dict(raw.counters), "tlm": dict(tlm.counters)},
         }
+        row["mac_utilization"] = mac_utilization(cfg, raw.counters, rtl_cycles, tlm.counters, tlm.cycles)
         for m, key, cyc in (("tlm", "tlm", rtl_cycles), ("raw", "raw", rtl_cycles), ("fast", "cocotb_fast", rtl_cycles),
                             ("protocol", "cocotb_protocol", prot.cycles if prot else None)):
             row["cycles_per_s"][key] = (cyc / w[m]) if (cyc and w[m]) else None
@@ -92,6 +93,50 @@ def measure_config(cfg: HwConfig, items: list[Item], reps: int, protocol_max_cyc
             row["problems"].append(f"cocotb fast CYCLES {fast.cycles} != raw CYCLES {rtl_cycles}")
         rows.append(row)
     return rows
+
+
+def mac_utilization(cfg: HwConfig, rtl_counters: dict[str, int], rtl_cycles: int | None,
+                    tlm_counters: dict[str, int], tlm_cycles: int | None) -> dict[str, Any] | None:
+    """MACs per cycle against the peak (``cfg.macs_per_cycle``: one BATCH x BLOCK x BLOCK block per
+    cycle) from GEMM_OPS and CYCLES, on RTL and TLM (equal when the TLM is cycle-exact); None for a
+    Program without GEMM."""
+    ops = rtl_counters.get("gemm_ops", 0)
+    if not ops or not rtl_cycles:
+        return None
+    peak = cfg.macs_per_cycle
+    out: dict[str, Any] = {"macs": ops * peak, "peak_macs_per_cycle": peak}
+    for side, cnt, cyc in (("rtl", rtl_counters, rtl_cycles), ("tlm", tlm_counters, tlm_cycles)):
+        got = cnt.get("gemm_ops", 0) * peak / cyc if cyc else None
+        out[side] = {"macs_per_cycle": got, "utilization": None if got is None else got / peak}
+    return out
+
+
+def golden_matmul_vs_numpy(cfg: HwConfig, shape: tuple[int, int, int] = (256, 512, 256),
+                           reps: int = 5) -> dict[str, Any]:
+    """The golden path of the ``matmul`` operator (packing, PySim through S.gemm, unpacking) against
+    plain numpy ``int8(A @ B)`` in int64, alternated, medians."""
+    import numpy as np
+
+    from compiler.gemm_ops import matmul
+
+    m, k, n = shape
+    rng = np.random.default_rng(1)
+    a = rng.integers(-128, 128, (m, k)).astype(np.int8)
+    b = rng.integers(-128, 128, (k, n)).astype(np.int8)
+    out_dt = f"int{cfg.out_width}"
+    tg, tn = [], []
+    g = r = None
+    for rep in range(reps):
+        for side in (("g", "n") if rep % 2 == 0 else ("n", "g")):
+            t0 = time.perf_counter()
+            if side == "g":
+                g = matmul(a, b, config=cfg)
+            else:
+                r = (a.astype(np.int64) @ b.astype(np.int64)).astype(np.int32).astype(out_dt)
+            (tg if side == "g" else tn).append(time.perf_counter() - t0)
+    mg, mn = statistics.median(tg), statistics.median(tn)
+    return {"operator": "matmul", "shape": list(shape), "golden_s": mg, "numpy_s": mn, "ratio": mg / mn,
+            "outputs_equal": bool(g is not None and np.array_equal(g, r))}
 
 
 def golden_vs_numpy(cfg: HwConfig, n: int = 1 << 20, reps: int = 5) -> dict[str, Any]:

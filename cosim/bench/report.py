@@ -13,6 +13,9 @@ TARGETS = {
     "cycle_error_mean_pct": ("<=", 1.0, "TLM cycle error mean <= 1 %"),
     "cycle_error_max_pct": ("<=", 3.0, "TLM cycle error max <= 3 %"),
     "golden_vs_numpy": ("<=", 2.0, "golden path <= 2x plain numpy (1 M elements)"),
+    "golden_matmul_vs_numpy": ("<=", 2.0, "golden matmul operator <= 2x plain numpy int8(A @ B)"),
+    "gemm_utilization": (">=", 0.8, "ResNet-18 layer on default: MACs per cycle >= 80 % of the peak"),
+    "tlm_vs_raw_speedup_min": (">=", 10.0, "TLM >= 10x raw harness on EVERY >= 1 M-cycle Program, every config"),
 }
 
 
@@ -51,7 +54,22 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "raw_cycles_per_s_median": _med([r["cycles_per_s"]["raw"] for r in rows if r["cycles_per_s"].get("raw")]),
         "tlm_cycles_per_s_median": _med([r["cycles_per_s"]["tlm"] for r in rows if r["cycles_per_s"].get("tlm")]),
         "all_agree": all(r["agree"] for r in rows),
+        # per config, per GEMM Program: MACs per cycle / peak on RTL (the TLM's is in the rows)
+        "gemm_utilization_by_config": {c: {r["name"]: r["mac_utilization"]["rtl"]["utilization"]
+                                           for r in rows if r["config"] == c and r.get("mac_utilization")}
+                                       for c in dict.fromkeys(r["config"] for r in rows)},
+        "tlm_vs_raw_speedup_min_by_config": {c: min(_ratio([r for r in long_rows if r["config"] == c], "tlm", "raw"),
+                                                    default=None)
+                                             for c in dict.fromkeys(r["config"] for r in long_rows)},
     }
+    res = next((r for r in rows if r["config"] == "default" and r["name"] == "conv2d_resnet"
+                and r.get("mac_utilization")), None)
+    s["gemm_utilization"] = res["mac_utilization"]["rtl"]["utilization"] if res else None
+    s["gemm_utilization_resnet_layer"] = None if res is None else {
+        "config": "default", "program": res["name"], "rtl_cycles": res["rtl_cycles"], "tlm_cycles": res["tlm_cycles"],
+        "macs": res["mac_utilization"]["macs"], "peak_macs_per_cycle": res["mac_utilization"]["peak_macs_per_cycle"],
+        "rtl_utilization": res["mac_utilization"]["rtl"]["utilization"],
+        "tlm_utilization": res["mac_utilization"]["tlm"]["utilization"]}
     comp = [r for r in rows if r["wall_s"].get("compile")]
     s["compile_s_total"] = sum(r["wall_s"]["compile"] for r in comp)
     s["compile_insns_per_s"] = (sum(r["insns"] for r in comp) / s["compile_s_total"]) if s["compile_s_total"] else None
@@ -71,6 +89,22 @@ def verdicts(summary: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 def _f(v: Any, spec: str) -> str:
     return "-" if v is None else format(v, spec)
+
+
+def gemm_lines(rows: list[dict[str, Any]]) -> list[str]:
+    """MACs per cycle of every GEMM Program on RTL and TLM against the config's peak."""
+    g = [r for r in rows if r.get("mac_utilization")]
+    if not g:
+        return []
+    head = f"{'config':<8}{'GEMM program':<16}{'MACs':>12}{'cycles':>10}{'peak/cyc':>9}{'RTL MAC/cyc':>12}" \
+           f"{'TLM MAC/cyc':>12}{'util %':>8}"
+    out = [head, "-" * len(head)]
+    for r in g:
+        u = r["mac_utilization"]
+        out.append(f"{r['config']:<8}{r['name']:<16}{u['macs']:>12}{r['rtl_cycles'] or 0:>10}"
+                   f"{u['peak_macs_per_cycle']:>9}{_f(u['rtl']['macs_per_cycle'], '.1f'):>12}"
+                   f"{_f(u['tlm']['macs_per_cycle'], '.1f'):>12}{_f(u['rtl']['utilization'] and 100 * u['rtl']['utilization'], '.1f'):>8}")
+    return out
 
 
 def table_lines(rows: list[dict[str, Any]]) -> list[str]:

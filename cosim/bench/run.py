@@ -85,6 +85,10 @@ def run_bench(configs: list[str], quick: bool = False, reps: int = 3, protocol_m
         areas = area.measure_area([load_config(n) for n in configs], quick, fmax_timeout)
     summary = report.summarize(rows)
     summary["golden_vs_numpy"] = gvn["vadd"]["ratio"]
+    _log("golden matmul vs numpy")
+    gmm = measure.golden_matmul_vs_numpy(cfg0, reps=max(3, reps))
+    gvn["matmul"] = gmm
+    summary["golden_matmul_vs_numpy"] = gmm["ratio"]
     worst = correlate.worst(rows)
     res: dict[str, Any] = {
         **summary,
@@ -111,6 +115,10 @@ def print_report(res: dict[str, Any]) -> None:
     rows = res["programs"]
     print("\n".join(report.table_lines(rows)))
     print()
+    gl = report.gemm_lines(rows)
+    if gl:
+        print("\n".join(gl))
+        print()
     print("\n".join(correlate.table_lines(rows)))
     w = correlate.worst(rows)
     if w is not None:
@@ -124,7 +132,8 @@ def print_report(res: dict[str, Any]) -> None:
         print(f"raw harness memory model on {v['config']}/{v['program']}: Verilog dram_model "
               f"{cps['verilog'] / 1e6:.2f} Mc/s, C++ model {cps['cpp'] / 1e6:.2f} Mc/s (cycles {v['cycles']})")
     for k, g in res["golden_vs_numpy_by_operator"].items():
-        print(f"golden vs numpy, {k} ({g['operator']}, {g['elements']} elements): golden {g['golden_s'] * 1e3:.1f} ms, "
+        size = f"{g['elements']} elements" if "elements" in g else "x".join(map(str, g["shape"]))
+        print(f"golden vs numpy, {k} ({g['operator']}, {size}): golden {g['golden_s'] * 1e3:.1f} ms, "
               f"numpy {g['numpy_s'] * 1e3:.1f} ms, ratio {g['ratio']:.2f}, equal {g['outputs_equal']}")
     print(f"compile: {res['compile_s_total']:.2f} s for the suite's examples, "
           f"{res['compile_insns_per_s'] or 0:.0f} insns/s; TLM {res['tlm_insns_per_s']:.0f} insns/s")
@@ -140,9 +149,10 @@ def print_report(res: dict[str, Any]) -> None:
     print(f"cocotb protocol back-end ran only the Programs <= {res['settings']['protocol_max_cycles']} RTL cycles "
           f"({len(prot)}: {', '.join(prot)})")
     by_cfg = res.get("tlm_vs_raw_speedup_by_config") or {}
+    mins = res.get("tlm_vs_raw_speedup_min_by_config") or {}
     if by_cfg:
-        print("TLM / raw harness on >= 1 M-cycle Programs, median per config: "
-              + ", ".join(f"{c} {v:.1f}x" for c, v in by_cfg.items() if v is not None))
+        print("TLM / raw harness on >= 1 M-cycle Programs, median (min) per config: "
+              + ", ".join(f"{c} {v:.1f}x ({mins.get(c) or 0:.1f}x)" for c, v in by_cfg.items() if v is not None))
     print("targets:")
     for k, t in res["targets"].items():
         val = "-" if t["value"] is None else f"{t['value']:.3f}"

@@ -123,6 +123,11 @@ def example(name: str, cfg: HwConfig, params: dict[str, Any] | None = None, labe
                                                   for k, v in (params or {}).items()}})
 
 
+# The GEMM examples measured for MAC utilization (the ResNet-18 layer is RESNET_LAYER)
+RESNET_LAYER = "conv2d_resnet"
+GEMM_PROGRAMS = ("matmul", "conv3x3", "resnet_block", RESNET_LAYER)
+
+
 def _dma_vecs_for(cfg: HwConfig, target_cycles: int) -> int:
     """Vectors for dma_stream to take about ``target_cycles`` on ``cfg`` (bounded by DRAM)."""
     beats = cfg.beats_per_acc_vec + cfg.beats_per_out_vec
@@ -142,6 +147,7 @@ def build_suite(cfg: HwConfig, quick: bool = False) -> list[Item]:
     items.append(Item("dma_stream_small", dma_stream(cfg, _dma_vecs_for(cfg, 20_000), name="dma_stream_small"),
                       "hand"))
     items.append(example("requant", cfg))
+    items += [example(n, cfg) for n in GEMM_PROGRAMS]
     if quick:
         items.append(Item("alu_loop_1M", alu_loop(cfg, max(1, 1_050_000 // (vecs + 3)), vecs, "alu_loop_1M"), "hand"))
         return items
