@@ -30,10 +30,11 @@ def blocks(n: int, block: int) -> int:
 
 
 def pack_activation(x: np.ndarray, block: int) -> np.ndarray:
-    """NCHW int8 ``(N, C, H, W)`` -> ``(N, C/B, H, W, B)``, channel tail zero-padded."""
+    """NCHW ``(N, C, H, W)`` (int8; any integer type keeps its type) -> ``(N, C/B, H, W, B)``, channel tail
+    zero-padded."""
     n, c, h, w = x.shape
     cb = blocks(c, block)
-    out = np.zeros((n, cb * block, h, w), dtype=np.int8)
+    out = np.zeros((n, cb * block, h, w), dtype=x.dtype)
     out[:, :c] = x
     return np.ascontiguousarray(out.reshape(n, cb, block, h, w).transpose(0, 1, 3, 4, 2))
 
