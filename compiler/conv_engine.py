@@ -20,6 +20,7 @@ import numpy as np
 
 from compiler import dsl as S
 from compiler.conv_plan import ConvPlan, ConvShape, window
+from compiler.intrinsics import encode_uop_table
 from compiler.ops import IMM_MAX, const_vector
 from compiler.tensor import AccView, Tensor
 
@@ -55,6 +56,29 @@ def conv_uops(plan: ConvPlan, acc_half: int, in_half: int, tc: int) -> np.ndarra
     return np.stack([acc.ravel(), inp.ravel(), wgt.ravel()], axis=1)
 
 
+def layer_tables(plan: ConvPlan) -> tuple[np.ndarray, dict[tuple[int, int, int], int], dict[int, int]]:
+    """A layer's micro-ops as LOAD reads them (int8, 16 bytes each), where each (accumulator half,
+    input half, channel blocks) table starts, and where each half's residual micro-op is. Cached on
+    the plan (plans are cached per config and shape), so the golden path builds them once."""
+    hit = plan.cache.get("tables")
+    if hit is not None:
+        return hit
+    rows: list[np.ndarray] = []
+    table: dict[tuple[int, int, int], int] = {}
+    for ha in range(plan.acc_halves):
+        for hx in range(plan.in_halves):
+            for tcv in plan.tc_variants:
+                table[(ha, hx, tcv)] = sum(len(r) for r in rows)
+                rows.append(conv_uops(plan, ha, hx, tcv))
+    res_uop = {}
+    if plan.shape.residual:
+        for ha in range(plan.acc_halves):
+            res_uop[ha] = sum(len(r) for r in rows)
+            rows.append(np.array([[plan.acc_base(ha), plan.res_base(ha), plan.identity_slot]]))
+    out = plan.cache["tables"] = (encode_uop_table(np.concatenate(rows)), table, res_uop)
+    return out
+
+
 def clamp(tile: AccView, relu: bool, clip: bool) -> None:
     """ReLU and/or clip to int8 on the ALU (immediates)."""
     if clip:
@@ -86,20 +110,8 @@ def conv_layer(X: Tensor, Wt: Tensor, Y: Tensor, shape: ConvShape, plan: ConvPla
     """
     s, p = shape, plan
     taps, cb, ob, ho, wo = s.taps, s.cb, s.ob, s.ho, s.wo
-    rows: list[np.ndarray] = []
-    table: dict[tuple[int, int, int], int] = {}
-    for ha in range(p.acc_halves):
-        for hx in range(p.in_halves):
-            for tcv in p.tc_variants:
-                table[(ha, hx, tcv)] = sum(len(r) for r in rows)
-                rows.append(conv_uops(p, ha, hx, tcv))
-    res_uop = {}
-    if residual is not None:
-        for ha in range(p.acc_halves):
-            res_uop[ha] = sum(len(r) for r in rows)
-            rows.append(np.array([[p.acc_base(ha), p.res_base(ha), p.identity_slot]]))
-    uops = np.concatenate(rows)
-    S.load(S.uop[0:len(uops)], S.uops(uops, "conv_uops"), cols=len(uops))
+    uops, table, res_uop = layer_tables(p)
+    S.load(S.uop[0:len(uops)], S.const(uops, "conv_uops"), cols=len(uops))
     if residual is not None:
         block = S.config().block
         S.load(S.wgt[p.identity_slot:p.identity_slot + 1], S.const(np.eye(block, dtype=np.int8)[None], "identity"),
@@ -116,6 +128,7 @@ def conv_layer(X: Tensor, Wt: Tensor, Y: Tensor, shape: ConvShape, plan: ConvPla
                 rwin = window(r0, th, (th - 1) * s.stride + s.kh, s.stride, s.pad, s.kh, s.h)
                 for c0, tw in p.w_tiles:
                     cwin = window(c0, tw, p.tw_in, s.stride, s.pad, s.kw, s.w)
+                    whole_planes = p.whole_planes
                     ha = t % p.acc_halves
                     t += 1
                     base, nvec = p.acc_base(ha), to * th * tw
@@ -133,11 +146,13 @@ def conv_layer(X: Tensor, Wt: Tensor, Y: Tensor, shape: ConvShape, plan: ConvPla
                         hx = step % p.in_halves
                         step += 1
                         xb = p.inp_base(hx)
-                        for ci in range(tc):
+                        first = ((n * cb + ci0) * s.h + rwin.start) * s.w + cwin.start
+                        if whole_planes:  # the windows are whole channel planes, back to back in DRAM and on chip
+                            S.load(S.inp[xb:xb + tc * p.cb_pitch], X, offset=first, cols=tc * p.cb_pitch)
+                        for ci in range(0 if whole_planes else tc):
                             lo = xb + ci * p.cb_pitch
-                            S.load(S.inp[lo:lo + p.cb_pitch], X, offset=((n * cb + ci0 + ci) * s.h + rwin.start) * s.w
-                                   + cwin.start, rows=rwin.size, cols=cwin.size, stride=s.w,
-                                   pad=(rwin.pad0, rwin.pad1, cwin.pad0, cwin.pad1))
+                            S.load(S.inp[lo:lo + p.cb_pitch], X, offset=first + ci * s.h * s.w, rows=rwin.size,
+                                   cols=cwin.size, stride=s.w, pad=(rwin.pad0, rwin.pad1, cwin.pad0, cwin.pad1))
                         wb = p.wgt_base(hx)
                         S.load(S.wgt[wb:wb + to * tc * taps], Wt, offset=wgt_offset + (o0 * cb + ci0) * taps,
                                rows=to, cols=tc * taps, stride=cb * taps)

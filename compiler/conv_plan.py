@@ -134,6 +134,7 @@ class ConvPlan:
     c_tiles: list[tuple[int, int]] = field(default_factory=list)
     h_tiles: list[tuple[int, int]] = field(default_factory=list)
     w_tiles: list[tuple[int, int]] = field(default_factory=list)
+    cache: dict = field(default_factory=dict, repr=False, compare=False)  # things derived from the plan
 
     # ---- geometry ------------------------------------------------------------------------------
     @property
@@ -145,6 +146,13 @@ class ConvPlan:
     def tw_in(self) -> int:
         """Input columns of every window: the row pitch of the input tile."""
         return (self.tw - 1) * self.shape.stride + self.shape.kw
+
+    @property
+    def whole_planes(self) -> bool:
+        """Every input window is a whole channel plane (no padding, one tile per image): a step's
+        channel blocks are one contiguous run in DRAM and on chip, moved by one LOAD."""
+        s = self.shape
+        return s.pad == 0 and (self.th_in, self.tw_in) == (s.h, s.w) and len(self.h_tiles) == len(self.w_tiles) == 1
 
     @property
     def cb_pitch(self) -> int:
@@ -256,7 +264,10 @@ def _estimate(p: ConvPlan, cfg: HwConfig) -> tuple[int, int]:
     gemm = to * tc * th * tw * s.taps + 2 + INSN_HANDSHAKE
     rows_in = (th - 1) * s.stride + s.kh
     cols_in = min(p.tw_in, s.w)
-    load = tc * _dma_cycles(cfg, round(rows_in), round(cols_in * bpi), round(rows_in * p.tw_in - rows_in * cols_in))
+    if p.whole_planes:  # one LOAD of the step's channel planes, back to back
+        load = _dma_cycles(cfg, 1, round(tc * s.h * s.w * bpi))
+    else:
+        load = tc * _dma_cycles(cfg, round(rows_in), round(cols_in * bpi), round(rows_in * p.tw_in - rows_in * cols_in))
     load += _dma_cycles(cfg, round(to), round(tc * s.taps * bpw))
     step = max(gemm, load) if p.in_halves == 2 else gemm + load
     tile_vecs = to * th * tw
@@ -268,10 +279,16 @@ def _estimate(p: ConvPlan, cfg: HwConfig) -> tuple[int, int]:
     per_tile = n_c * step + alu + (bias if p.acc_halves == 1 else 0) + (store if p.acc_halves == 1 else 0)
     tiles = s.batch * n_o * n_h * n_w
     first = load  # the first step's loads are never hidden
-    insns_tile = n_c * (tc + 2) + s.alu_passes + 1 + (2 + to if s.residual else 0) + (2 if s.bias else 0) + to
+    insns_tile = n_c * ((1 if p.whole_planes else tc) + 2) + s.alu_passes + 1 + (2 + to if s.residual else 0) + (2 if s.bias else 0) + to
     insns = tiles * insns_tile + 4
     fetch = insns * (cfg.dram_read_latency + cfg.max_burst + 1) * cfg.beats_per_insn / cfg.max_burst
     return round(tiles * per_tile + first + store + fetch), round(insns)
+
+
+# Estimates within this fraction of the best are taken as equal, and the plan with the fewest
+# instructions among them wins: the estimate is approximate, and every instruction costs fetch
+# bandwidth, unit handshakes, compile time and golden-path time.
+ESTIMATE_TOLERANCE = 0.03
 
 
 @functools.lru_cache(maxsize=256)
@@ -280,7 +297,7 @@ def plan_conv(cfg: HwConfig, shape: ConvShape) -> ConvPlan:
     s = shape
     if s.ho < 1 or s.wo < 1:
         raise PlanError(f"the {s.kh}x{s.kw} kernel with padding {s.pad} does not fit the {s.h}x{s.w} input")
-    best: ConvPlan | None = None
+    fitting: list[ConvPlan] = []
     reason = ""
     for to, tc, th, tw in itertools.product(tile_sizes(s.ob), tile_sizes(s.cb), tile_sizes(s.ho), tile_sizes(s.wo)):
         for acc_halves, in_halves in ((2, 2), (1, 2), (2, 1), (1, 1)):
@@ -288,15 +305,17 @@ def plan_conv(cfg: HwConfig, shape: ConvShape) -> ConvPlan:
                          balanced_split(s.ob, ceil(s.ob / to)), balanced_split(s.cb, ceil(s.cb / tc)),
                          balanced_split(s.ho, ceil(s.ho / th)), balanced_split(s.wo, ceil(s.wo / tw)))
             why = _fits(p, cfg)
-            if not why:
-                p.estimate, p.insns = _estimate(p, cfg)
-                if best is not None and (p.estimate, p.insns) >= (best.estimate, best.insns):
-                    continue
-                why = _windows_ok(p)
-                if not why:
-                    best = p
-                    continue
-            reason = why  # the candidates shrink: the last reason is the smallest tile's
+            if why:
+                reason = why  # the candidates shrink: the last reason is the smallest tile's
+                continue
+            p.estimate, p.insns = _estimate(p, cfg)
+            fitting.append(p)
+    fitting.sort(key=lambda p: (p.estimate, p.insns))
+    best = next((p for p in fitting if not _windows_ok(p)), None)
     if best is None:
-        raise PlanError(f"no tiling fits config '{cfg.name}': the smallest tile overflows the {reason}")
-    return best
+        why = _windows_ok(fitting[-1]) if fitting else reason
+        raise PlanError(f"no tiling fits config '{cfg.name}': the smallest tile overflows the {why}" if not fitting
+                        else f"no tiling fits config '{cfg.name}': {why}")
+    close = [p for p in fitting if p.estimate <= best.estimate * (1 + ESTIMATE_TOLERANCE)]
+    close.sort(key=lambda p: (p.insns, p.estimate))
+    return next(p for p in close if not _windows_ok(p))

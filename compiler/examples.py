@@ -329,9 +329,13 @@ def _gemm_case(ex: Example, cfg: HwConfig, params: dict[str, Any], seed: int) ->
         if not isinstance(v, (int, np.integer)) or v < (0 if k in ("pad", "shift", "shift1", "shift2") else 1):
             raise ParamError(f"param '{k}': {v!r} must be a {'non-negative' if k in ('pad',) else 'positive'} "
                              f"integer")
+    out_shape = op.out_shape(cfg, p)
+    if min(out_shape) < 1:
+        raise ParamError(f"param 'kernel': a {p['kernel']}x{p['kernel']} kernel with padding {p['pad']} and stride "
+                         f"{p['stride']} does not fit the {p['H']}x{p['W']} input (output {out_shape[2:4]})")
     shapes = op.shapes(p)
     specs = {n: tensor(s, op.dtypes[n]) for n, s in shapes.items()}
-    check_dram_fits(cfg, {**specs, op.output: tensor(op.out_shape(cfg, p), op.out_dtype(cfg))}, "the params")
+    check_dram_fits(cfg, {**specs, op.output: tensor(out_shape, op.out_dtype(cfg))}, "the params")
     rng = np.random.default_rng(seed)
     natural = op.random_inputs(rng, p, ex.ranges)
     args = op.kernel_args(cfg, natural, p)

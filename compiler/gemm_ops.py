@@ -25,6 +25,7 @@ from compiler import gemm_kernels as K
 from compiler import gemm_reference as ref
 from compiler import packing as P
 from compiler.build import build
+from compiler.conv_plan import PAD_MAX
 from compiler.errors import CompileError
 from compiler.kernel import Kernel
 from compiler.tensor import tensor
@@ -211,6 +212,12 @@ def _dense_params(a: Any, w: Any, bias: Any, shift: int, relu: bool) -> tuple[di
     return arrays, {"M": a.shape[0], "K": a.shape[1], "N": w.shape[0], "shift": shift, "relu": relu}
 
 
+def _int_param(op: str, name: str, v: Any, lo: int, hi: int, why: str = "") -> int:
+    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or not lo <= v <= hi:
+        raise CompileError(f"operator '{op}': argument '{name}': {v!r} must be an integer {lo}..{hi}{why}")
+    return int(v)
+
+
 def _conv_params(x: Any, w: Any, bias: Any, stride: int, pad: int, shift: int,
                  relu: bool) -> tuple[dict[str, np.ndarray], Params]:
     x = _array("conv2d", "x", x, "int8", 4, "NCHW activation")
@@ -219,6 +226,12 @@ def _conv_params(x: Any, w: Any, bias: Any, stride: int, pad: int, shift: int,
     if w.shape[2] != w.shape[3]:
         raise CompileError(f"operator 'conv2d': argument 'w' has a {w.shape[2]}x{w.shape[3]} kernel; square "
                            f"kernels only")
+    stride = _int_param("conv2d", "stride", stride, 1, 64)
+    pad = _int_param("conv2d", "pad", pad, 0, PAD_MAX, " (LOAD pads at most 15 entries)")
+    k, (h, wd) = w.shape[2], x.shape[2:]
+    if h + 2 * pad < k or wd + 2 * pad < k:
+        raise CompileError(f"operator 'conv2d': argument 'w': the {k}x{k} kernel does not fit the {h}x{wd} input "
+                           f"padded by {pad}")
     arrays = {"X": x, "W": w}
     if bias is not None:
         arrays["bias"] = _array("conv2d", "bias", bias, "int32", 1, "vector of O int32")
