@@ -82,8 +82,10 @@ class ConvShape:
         return self.kh * self.kw
 
 
+@functools.lru_cache(maxsize=4096)
 def balanced_split(total: int, parts: int) -> list[tuple[int, int]]:
-    """``(start, size)`` of ``parts`` consecutive pieces of ``total``, the first ones one larger."""
+    """``(start, size)`` of ``parts`` consecutive pieces of ``total``, the first ones one larger (cached:
+    do not modify the list)."""
     q, r = divmod(total, parts)
     out, start = [], 0
     for k in range(parts):
@@ -260,7 +262,7 @@ def _estimate(p: ConvPlan, cfg: HwConfig) -> tuple[int, int]:
     s = p.shape
     n_o, n_c, n_h, n_w = len(p.o_tiles), len(p.c_tiles), len(p.h_tiles), len(p.w_tiles)
     to, tc, th, tw = s.ob / n_o, s.cb / n_c, s.ho / n_h, s.wo / n_w
-    bpi, bpw = cfg.beats_per_elem("INP"), cfg.beats_per_elem("WGT")
+    bpi, bpw = cfg.inp_vec_bytes // cfg.bus_bytes, cfg.wgt_block_bytes // cfg.bus_bytes
     gemm = to * tc * th * tw * s.taps + 2 + INSN_HANDSHAKE
     rows_in = (th - 1) * s.stride + s.kh
     cols_in = min(p.tw_in, s.w)
@@ -275,11 +277,14 @@ def _estimate(p: ConvPlan, cfg: HwConfig) -> tuple[int, int]:
     if s.residual:
         alu += tile_vecs + 2 + INSN_HANDSHAKE + to * _dma_cycles(cfg, round(th), round(tw * bpi))
     bias = _dma_cycles(cfg, 1, round(to * cfg.beats_per_acc_vec)) if s.bias else 0
-    store = to * _dma_cycles(cfg, round(th), round(tw * cfg.beats_per_out_vec))
+    store = (_dma_cycles(cfg, round(to), round(th * tw * cfg.beats_per_out_vec)) if p.tw == s.wo
+             else to * _dma_cycles(cfg, round(th), round(tw * cfg.beats_per_out_vec)))
     per_tile = n_c * step + alu + (bias if p.acc_halves == 1 else 0) + (store if p.acc_halves == 1 else 0)
     tiles = s.batch * n_o * n_h * n_w
     first = load  # the first step's loads are never hidden
-    insns_tile = n_c * ((1 if p.whole_planes else tc) + 2) + s.alu_passes + 1 + (2 + to if s.residual else 0) + (2 if s.bias else 0) + to
+    stores = 1 if p.tw == s.wo else to  # whole rows of every channel block go out in one STORE
+    insns_tile = (n_c * ((1 if p.whole_planes else tc) + 2) + s.alu_passes + 1 + (2 if s.bias else 0)
+                  + (1 + stores if s.residual else 0) + stores)
     insns = tiles * insns_tile + 4
     fetch = insns * (cfg.dram_read_latency + cfg.max_burst + 1) * cfg.beats_per_insn / cfg.max_burst
     return round(tiles * per_tile + first + store + fetch), round(insns)
@@ -298,24 +303,33 @@ def plan_conv(cfg: HwConfig, shape: ConvShape) -> ConvPlan:
     if s.ho < 1 or s.wo < 1:
         raise PlanError(f"the {s.kh}x{s.kw} kernel with padding {s.pad} does not fit the {s.h}x{s.w} input")
     fitting: list[ConvPlan] = []
-    reason = ""
+    extra_acc = 1 if s.rounding_const else 0
     for to, tc, th, tw in itertools.product(tile_sizes(s.ob), tile_sizes(s.cb), tile_sizes(s.ho), tile_sizes(s.wo)):
+        # the buffer sizes first, in plain arithmetic (most candidates fail here)
+        acc_tile, cb_pitch = to * th * tw, ((th - 1) * s.stride + s.kh) * ((tw - 1) * s.stride + s.kw)
+        n_c = ceil(s.cb / tc)
+        tables = tw * s.taps * (tc + (s.cb // n_c if s.cb % n_c else 0))
         for acc_halves, in_halves in ((2, 2), (1, 2), (2, 1), (1, 1)):
+            if (acc_halves * (acc_tile + to) + extra_acc > cfg.acc_depth
+                    or in_halves * tc * cb_pitch + (acc_halves * acc_tile if s.residual else 0) > cfg.inp_depth
+                    or in_halves * to * tc * s.taps + (1 if s.residual else 0) > cfg.wgt_depth
+                    or acc_halves * in_halves * tables + (acc_halves if s.residual else 0) > cfg.uop_depth):
+                continue
             p = ConvPlan(s, to, tc, th, tw, acc_halves, in_halves, 0, 0,
-                         balanced_split(s.ob, ceil(s.ob / to)), balanced_split(s.cb, ceil(s.cb / tc)),
+                         balanced_split(s.ob, ceil(s.ob / to)), balanced_split(s.cb, n_c),
                          balanced_split(s.ho, ceil(s.ho / th)), balanced_split(s.wo, ceil(s.wo / tw)))
-            why = _fits(p, cfg)
-            if why:
-                reason = why  # the candidates shrink: the last reason is the smallest tile's
+            if _fits(p, cfg):
                 continue
             p.estimate, p.insns = _estimate(p, cfg)
             fitting.append(p)
     fitting.sort(key=lambda p: (p.estimate, p.insns))
     best = next((p for p in fitting if not _windows_ok(p)), None)
     if best is None:
-        why = _windows_ok(fitting[-1]) if fitting else reason
-        raise PlanError(f"no tiling fits config '{cfg.name}': the smallest tile overflows the {why}" if not fitting
-                        else f"no tiling fits config '{cfg.name}': {why}")
+        if not fitting:  # the smallest tile's reason, with the exact numbers
+            p = ConvPlan(s, 1, 1, 1, 1, 1, 1, 0, 0, balanced_split(s.ob, s.ob), balanced_split(s.cb, s.cb),
+                         balanced_split(s.ho, s.ho), balanced_split(s.wo, s.wo))
+            raise PlanError(f"no tiling fits config '{cfg.name}': the smallest tile overflows the {_fits(p, cfg)}")
+        raise PlanError(f"no tiling fits config '{cfg.name}': {_windows_ok(fitting[-1])}")
     close = [p for p in fitting if p.estimate <= best.estimate * (1 + ESTIMATE_TOLERANCE)]
     close.sort(key=lambda p: (p.insns, p.estimate))
     return next(p for p in close if not _windows_ok(p))
