@@ -143,6 +143,8 @@ def load(ctx: Context, dst: BufferView, src: Tensor, offset: int = 0, rows: int 
                        f"{type(dst).__name__}", "dst")
     src = _tensor(src, "src")
     buf = dst.BUF
+    if buf != "ACC" and getattr(ctx, "batch", 1) != 1:
+        raise ArgError(f"LOAD into the {_BUF_WORDS[buf][0]} cannot run in an elementwise (lockstep) kernel", "dst")
     _load_dtype(ctx, buf, src)
     if pad == _NO_PAD:
         pad4 = _NO_PAD
