@@ -138,18 +138,18 @@ class LastUse:
 
     def needs(self, reads: SpaceAccess, writes: SpaceAccess, floor: list[int]) -> list[int]:
         """Per unit, the last instruction (index within that unit) an access set conflicts with."""
-        need = list(floor)
+        need = np.array(floor, dtype=np.int64)
         for space, r in reads:
-            lw, _ = self.arrays(space)
-            sel = lw[:, r]
-            if sel.size:
-                need = [max(m, int(v)) for m, v in zip(need, sel.max(axis=1))]
+            sel = self.arrays(space)[0][:, r]
+            if sel.shape[1]:
+                np.maximum(need, sel.max(axis=1), out=need)
         for space, w in writes:
             lw, lr = self.arrays(space)
-            sw, sr = lw[:, w], lr[:, w]
-            if sw.size:
-                need = [max(m, int(a), int(b)) for m, a, b in zip(need, sw.max(axis=1), sr.max(axis=1))]
-        return need
+            sel = lw[:, w]
+            if sel.shape[1]:
+                np.maximum(need, sel.max(axis=1), out=need)
+                np.maximum(need, lr[:, w].max(axis=1), out=need)
+        return need.tolist()
 
     def mark(self, unit: int, seq: int, reads: SpaceAccess, writes: SpaceAccess) -> None:
         for space, r in reads:

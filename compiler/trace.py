@@ -83,6 +83,13 @@ class Trace:
     pool: ConstPool | None = None
 
 
+def compact(ids: np.ndarray) -> Index:
+    """Sorted unique indices as a slice when they are one run (cheaper to index with), else as they are."""
+    if ids.size and int(ids[-1]) - int(ids[0]) + 1 == ids.size:
+        return slice(int(ids[0]), int(ids[-1]) + 1)
+    return ids
+
+
 def _describe(idx: Index, mask: np.ndarray) -> int:
     """The first index of ``idx`` whose ``mask`` entry is False."""
     ids = np.arange(idx.start, idx.stop) if isinstance(idx, slice) else idx
@@ -103,6 +110,8 @@ class TraceContext(Context):
         self.written = {b: np.zeros(cfg.depth_of(b), dtype=bool) for b in ("ACC", "INP", "WGT", "UOP")}
         if trace.pool is None:
             trace.pool = ConstPool(cfg.region_align)
+        # GEMM instruction fields -> its (reads, writes), valid while the micro-op buffer is unchanged
+        self._gemm_seen: dict[tuple, tuple[SpaceAccess, SpaceAccess]] = {}
 
     def _check_reads(self, op: Op, reads: SpaceAccess, line: str) -> None:
         for space, r in reads:
@@ -135,12 +144,24 @@ class TraceContext(Context):
         if op.buf == "UOP":
             _tile_into(g.uops, decode_uop_bytes(op.tensor.entries((UOP_BYTES,))), op)
             g.uop_loaded[op.sram_base:end] = True
+            self._gemm_seen.clear()  # what the GEMMs touch may have changed
         else:
             g.wgt_loaded[op.sram_base:end] = True
 
     def record_gemm(self, op: GemmOp) -> None:
         """Append a GEMM: its footprint from the micro-ops loaded; raise the hardware's fault (a micro-op
-        or weight block never loaded, an index past a buffer) or a read of entries never written."""
+        or weight block never loaded, an index past a buffer) or a read of entries never written.
+
+        Tiled kernels repeat the same GEMM many times over the same micro-ops: the footprint is cached
+        per instruction until the micro-op buffer changes, and a GEMM that passed its checks passes them
+        again (valid and written bits are only ever set)."""
+        line = source_line()
+        key = (op.reset, op.uop_begin, op.uop_end, op.iter_out, op.iter_in, op.acc_factor_out, op.acc_factor_in,
+               op.inp_factor_out, op.inp_factor_in, op.wgt_factor_out, op.wgt_factor_in)
+        hit = self._gemm_seen.get(key)
+        if hit is not None:
+            self._append(op, hit[0], hit[1], line)
+            return
         from compiler.intrinsics import gemm_fault_error
 
         g = self.gemm_buffers
@@ -148,16 +169,17 @@ class TraceContext(Context):
         fault = gemm_first_fault(op, self.cfg, u, a, x, w, g.uop_loaded, g.wgt_loaded)
         if fault is not None:
             raise gemm_fault_error(self, fault)
-        line = source_line()
-        if a.size == 0:
-            self._append(op, [], [], line)
-            return
-        acc = np.unique(a)
-        reads: SpaceAccess = [("UOP", slice(op.uop_begin, op.uop_end))]
-        if not op.reset:
-            reads += [("INP", np.unique(x)), ("WGT", np.unique(w)), ("ACC", acc)]
+        reads: SpaceAccess = []
+        writes: SpaceAccess = []
+        if a.size:
+            acc = compact(np.unique(a))
+            reads = [("UOP", slice(op.uop_begin, op.uop_end))]
+            if not op.reset:
+                reads += [("INP", compact(np.unique(x))), ("WGT", compact(np.unique(w))), ("ACC", acc)]
+            writes = [("ACC", acc)]
         self._check_reads(op, reads, line)
-        self._append(op, reads, [("ACC", acc)], line)
+        self._gemm_seen[key] = (reads, writes)
+        self._append(op, reads, writes, line)
 
     def add_const(self, data: np.ndarray, name: str) -> Tensor:
         """A constant tensor of ``data``, placed in the kernel's constant region."""
