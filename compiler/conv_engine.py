@@ -109,7 +109,9 @@ def conv_layer(X: Tensor, Wt: Tensor, Y: Tensor, shape: ConvShape, plan: ConvPla
     ``Y`` and ``residual`` are ``(N, Ob, Ho, Wo, B)``; all int8 but the bias.
     """
     s, p = shape, plan
+    assert (residual is not None) == s.residual, "the plan must make room for the residual exactly when there is one"
     taps, cb, ob, ho, wo = s.taps, s.cb, s.ob, s.ho, s.wo
+    whole_planes = p.whole_planes
     uops, table, res_uop = layer_tables(p)
     S.load(S.uop[0:len(uops)], S.const(uops, "conv_uops"), cols=len(uops))
     if residual is not None:
@@ -128,7 +130,6 @@ def conv_layer(X: Tensor, Wt: Tensor, Y: Tensor, shape: ConvShape, plan: ConvPla
                 rwin = window(r0, th, (th - 1) * s.stride + s.kh, s.stride, s.pad, s.kh, s.h)
                 for c0, tw in p.w_tiles:
                     cwin = window(c0, tw, p.tw_in, s.stride, s.pad, s.kw, s.w)
-                    whole_planes = p.whole_planes
                     ha = t % p.acc_halves
                     t += 1
                     base, nvec = p.acc_base(ha), to * th * tw
