@@ -12,8 +12,9 @@ that last read that half, and a GEMM waits for its own loads: loads overlap GEMM
 :func:`insert_tokens` walks the trace once with a vector clock per instruction (the
 last instruction of each unit known complete when it starts) and adds a token only
 when the dependence is not already implied. Load and store have no token queue
-between them, so a load->store or store->load dependence (which a hand-written
-kernel may have; the operator library's tiling never does) is relayed by a zero-
+between them, so a load->store or store->load dependence (a hand-written kernel's, or
+a layer loading back from scratch DRAM what the previous layer stored, as in
+``resnet_block``; the elementwise operators' tiling never has one) is relayed by a zero-
 iteration ALU instruction (a compute no-op, legal by the contract: an ALU with
 ``iter_out*iter_in == 0`` touches nothing) placed right before the waiting
 instruction; it pops from the first unit and pushes to the second, so real compute
