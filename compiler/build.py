@@ -1,7 +1,8 @@
 """The compiler: kernel + argument shapes/dtypes + config -> :class:`hw.program.Program`.
 
 ``build`` traces the kernel (lowering halves), derives each tensor's role from use
-(loaded only: input; stored only: output; both: scratch), inserts dependency tokens
+(loaded only: input; stored only: output; both, or allocated by ``S.scratch``: scratch;
+the kernel's constants share one input region, filled by the compiler), inserts dependency tokens
 (:mod:`compiler.deps`), plans the DRAM layout (:func:`hw.program.plan_layout`:
 instructions first, then the tensors in parameter order, each aligned, none
 overlapping), resolves DRAM addresses, proves the stream (FINISH last, balanced
@@ -14,17 +15,16 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import numpy as np
 
 from compiler.context import active
 from compiler.deps import Node, check_dependences, insert_tokens
 from compiler.errors import CompileError, kernel_error
-from compiler.ir import AluOp, LoadOp, StoreOp
+from compiler.ir import AluOp, GemmOp, LoadOp, StoreOp
 from compiler.kernel import Kernel, as_kernel
-from compiler.trace import Trace, TraceContext
+from compiler.trace import CONST_REGION, Trace, TraceContext
 from compiler.verify import verify_program
 from hw.config import HwConfig, load_config
-from hw.isa import ALU_OPS, BUFFERS, INSN_BYTES, Alu, Finish, Instruction, Load, Store
+from hw.isa import ALU_OPS, BUFFERS, INSN_BYTES, Alu, Finish, Gemm, Instruction, Load, Store
 from hw.program import Program, ProgramError, Region, align_up, plan_layout
 
 
@@ -43,6 +43,8 @@ def trace(kernel: Any, args: Sequence[Any] | Mapping[str, Any], cfg: HwConfig | 
     name = name or k.name
     bound = k.bind(args, consts)
     tensors = k.make_tensors(bound, cfg, golden=False)
+    if CONST_REGION in tensors:
+        raise kernel_error(name, CONST_REGION, "this name is reserved for the kernel's constants")
     tr = Trace(name, tensors=tensors, consts={n: v for n, v in bound.items() if n not in tensors})
     check_sizes(tr, cfg, 0)  # fail fast, before running the kernel, on tensors that cannot fit
     with active(TraceContext(cfg, name, tr)):
@@ -54,7 +56,7 @@ def roles(tr: Trace) -> dict[str, str]:
     """Region role of every tensor argument, from how the kernel used it."""
     out = {}
     for name, t in tr.tensors.items():
-        if t.loaded and t.stored:
+        if (t.loaded and t.stored) or t.kind == "scratch":
             out[name] = "scratch"
         elif t.loaded:
             out[name] = "input"
@@ -65,16 +67,25 @@ def roles(tr: Trace) -> dict[str, str]:
     return out
 
 
+def _region_specs(tr: Trace) -> list[tuple[str, int, str]]:
+    """(name, bytes, what) of every data region: the tensors in parameter order, then the constants."""
+    out = [(name, t.nbytes, f"{t.dtype} {t.shape}") for name, t in tr.tensors.items()]
+    if tr.pool is not None and tr.pool.count:
+        out.append((CONST_REGION, tr.pool.nbytes, "the kernel's constants"))
+    return out
+
+
 def check_sizes(tr: Trace, cfg: HwConfig, insn_count: int) -> None:
     """One-line errors naming the argument that does not fit the DRAM or the region slots."""
-    if 1 + len(tr.tensors) > cfg.max_regions:
-        raise kernel_error(tr.kernel, None, f"{len(tr.tensors)} tensors need {1 + len(tr.tensors)} DRAM regions, "
+    specs = _region_specs(tr)
+    if 1 + len(specs) > cfg.max_regions:
+        what = f"{len(tr.tensors)} tensors" + (" and the constants" if len(specs) > len(tr.tensors) else "")
+        raise kernel_error(tr.kernel, None, f"{what} need {1 + len(specs)} DRAM regions, "
                            f"config '{cfg.name}' has {cfg.max_regions} region slots")
     end = align_up(insn_count * INSN_BYTES, cfg.region_align)
-    for name, t in tr.tensors.items():
-        nbytes = t.nvec * cfg.lanes * np.dtype(t.dtype).itemsize
+    for name, nbytes, what in specs:
         if end + nbytes > cfg.dram_bytes:
-            raise kernel_error(tr.kernel, name, f"tensor of {nbytes} bytes ({t.dtype} {t.shape}) does not fit the "
+            raise kernel_error(tr.kernel, name, f"tensor of {nbytes} bytes ({what}) does not fit the "
                                f"{cfg.dram_bytes}-byte DRAM of config '{cfg.name}' ({end} bytes already used by "
                                f"instructions and earlier tensors)")
         end = align_up(end + nbytes, cfg.region_align)
@@ -85,6 +96,8 @@ def layout(tr: Trace, cfg: HwConfig, insn_count: int) -> list[Region]:
     role = roles(tr)
     check_sizes(tr, cfg, insn_count)
     specs = [(name, role[name], t.region_shape, t.dtype) for name, t in tr.tensors.items()]
+    if tr.pool is not None and tr.pool.count:
+        specs.append((CONST_REGION, "input", (tr.pool.nbytes,), "int8"))
     try:
         return plan_layout(cfg, specs, insn_count)
     except ProgramError as e:
@@ -98,8 +111,9 @@ def to_insn(n: Node, regions: dict[str, Region], cfg: HwConfig) -> Instruction:
         return Finish(**n.flags)
     if isinstance(op, LoadOp):
         y0, y1, x0, x1 = op.pad
-        return Load(**n.flags, buf=BUFFERS["ACC"], sram_base=op.sram_base,
-                    dram_base=regions[op.tensor.name].addr // cfg.acc_vec_bytes + op.offset,
+        start = regions[op.tensor.region].addr + op.tensor.region_offset  # aligned to every buffer's entry
+        return Load(**n.flags, buf=BUFFERS[op.buf], sram_base=op.sram_base,
+                    dram_base=start // cfg.elem_bytes(op.buf) + op.offset,
                     y_size=op.rows, x_size=op.cols, x_stride=op.stride,
                     y_pad_0=y0, y_pad_1=y1, x_pad_0=x0, x_pad_1=x1)
     if isinstance(op, StoreOp):
@@ -112,6 +126,11 @@ def to_insn(n: Node, regions: dict[str, Region], cfg: HwConfig) -> Instruction:
                    dst_factor_out=op.dst_factor_out, dst_factor_in=op.dst_factor_in,
                    src_factor_out=op.src_factor_out, src_factor_in=op.src_factor_in,
                    imm=op.imm if op.imm is not None else 0)
+    if isinstance(op, GemmOp):
+        return Gemm(**n.flags, reset=op.reset, uop_begin=op.uop_begin, uop_end=op.uop_end, iter_out=op.iter_out,
+                    iter_in=op.iter_in, acc_factor_out=op.acc_factor_out, acc_factor_in=op.acc_factor_in,
+                    inp_factor_out=op.inp_factor_out, inp_factor_in=op.inp_factor_in,
+                    wgt_factor_out=op.wgt_factor_out, wgt_factor_in=op.wgt_factor_in)
     raise CompileError(f"cannot lower {op!r}")
 
 
@@ -139,10 +158,11 @@ def build(kernel: Kernel | Any, args: Sequence[Any] | Mapping[str, Any], cfg: Hw
     verify_program(insns, cfg, where)
     check_dependences(tr, nodes, insns, cfg)
     meta = {"kernel": tr.kernel,
-            "args": {n: {"shape": list(t.shape), "dtype": t.dtype} for n, t in tr.tensors.items()},
+            "args": {n: {"shape": list(t.shape), "dtype": t.dtype} for n, t in tr.tensors.items() if t.kind == "arg"},
             "consts": {n: _jsonable(v) for n, v in tr.consts.items()}}
+    inputs = {CONST_REGION: tr.pool.array()} if tr.pool is not None and tr.pool.count else {}
     try:
-        return Program.create(cfg, insns, regions, name=tr.kernel, meta=meta)
+        return Program.create(cfg, insns, regions, name=tr.kernel, meta=meta, inputs=inputs)
     except (ProgramError, ValueError) as e:
         raise kernel_error(tr.kernel, None, str(e).splitlines()[0]) from None
 

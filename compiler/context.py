@@ -40,6 +40,31 @@ class Context:
         self.acc_width = cfg.acc_width
         self.out_width = cfg.out_width
         self.factor_max = (1 << cfg.sram_index_bits) - 1
+        self._gemm: GemmBuffers | None = None
+
+    @property
+    def gemm_buffers(self) -> "GemmBuffers":
+        """The input, weight and micro-op buffers (made on first use: most kernels never touch them)."""
+        if self._gemm is None:
+            self._gemm = GemmBuffers(self.cfg, with_data=self.mode == "python")
+        return self._gemm
+
+
+class GemmBuffers:
+    """The GEMM side of the accelerator's state, as :mod:`hw.gemm_numpy` takes it.
+
+    ``uops`` (UOP_DEPTH, 3) int64 rows (acc, inp, wgt), ``uop_loaded`` and ``wgt_loaded`` the valid
+    bits (set by LOAD, cleared at start). With ``with_data`` (the golden path) also ``inp``
+    (INP_DEPTH, LANES) int8 and ``wgt`` (WGT_DEPTH, BLOCK, BLOCK) int8. The trace keeps the micro-ops
+    and valid bits only: it needs them to know what a GEMM touches and whether it faults.
+    """
+
+    def __init__(self, cfg: HwConfig, with_data: bool):
+        self.uops = np.zeros((cfg.uop_depth, 3), dtype=np.int64)
+        self.uop_loaded = np.zeros(cfg.uop_depth, dtype=bool)
+        self.wgt_loaded = np.zeros(cfg.wgt_depth, dtype=bool)
+        self.inp = np.zeros((cfg.inp_depth, cfg.lanes), dtype=np.int8) if with_data else None
+        self.wgt = np.zeros((cfg.wgt_depth, cfg.block, cfg.block), dtype=np.int8) if with_data else None
 
 
 class GoldenContext(Context):

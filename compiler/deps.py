@@ -1,15 +1,20 @@
-"""Dependency tokens: which instruction waits for which, derived from accumulator accesses.
+"""Dependency tokens: which instruction waits for which, derived from buffer and DRAM accesses.
 
 The kernel's trace is a sequential program. The three units run their own
 instructions in order, so only cross-unit conflicts need tokens: when an operation
-reads or writes accumulator vectors that an earlier operation of another unit wrote,
-or writes vectors it read, it must wait for that operation to complete.
+reads or writes entries of a space (an on-chip buffer: accumulator, input, weight,
+micro-op; or a DRAM tensor the kernel both stores and loads, e.g. a layer's output
+feeding the next layer) that an earlier operation of another unit wrote, or writes
+entries it read, it must wait for that operation to complete. So the loads of GEMM
+tile i+1 (inputs, weights into the other half of their buffers) wait only for the GEMM
+that last read that half, and a GEMM waits for its own loads: loads overlap GEMMs.
 
 :func:`insert_tokens` walks the trace once with a vector clock per instruction (the
 last instruction of each unit known complete when it starts) and adds a token only
 when the dependence is not already implied. Load and store have no token queue
-between them, so a load->store or store->load dependence (which a hand-written
-kernel may have; the operator library's tiling never does) is relayed by a zero-
+between them, so a load->store or store->load dependence (a hand-written kernel's, or
+a layer loading back from scratch DRAM what the previous layer stored, as in
+``resnet_block``; the elementwise operators' tiling never has one) is relayed by a zero-
 iteration ALU instruction (a compute no-op, legal by the contract: an ALU with
 ``iter_out*iter_in == 0`` touches nothing) placed right before the waiting
 instruction; it pops from the first unit and pushes to the second, so real compute
@@ -33,7 +38,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from compiler.errors import CompileError
-from compiler.ir import AluOp, Op, SyncOp
+from compiler.ir import AluOp, LoadOp, Op, SpaceAccess, StoreOp, SyncOp, dram_rows, dram_space
+from compiler.tensor import Tensor
 from compiler.trace import Trace, Traced
 from compiler.verify import happens_before
 from hw.config import HwConfig
@@ -43,7 +49,7 @@ from hw.isa_semantics import DEP_FLAGS, QUEUE_ENDS, QUEUE_OF_OPCODE, UNITS
 L, C, S = (UNITS.index(u) for u in ("load", "compute", "store"))
 # each operation record's unit: that of the instruction it lowers to
 UNIT_OF_OP = {op: UNITS.index(QUEUE_OF_OPCODE[mnemonic])
-              for op, mnemonic in (("LoadOp", "LOAD"), ("StoreOp", "STORE"), ("AluOp", "ALU"))}
+              for op, mnemonic in (("LoadOp", "LOAD"), ("StoreOp", "STORE"), ("AluOp", "ALU"), ("GemmOp", "GEMM"))}
 # (from unit, to unit) -> (queue, push flag on the first, pop flag on the second)
 LINKS = {(UNITS.index(p), UNITS.index(c)): (q, pf, cf) for q, (p, pf, c, cf) in QUEUE_ENDS.items()}
 FLAGS = DEP_FLAGS
@@ -102,33 +108,69 @@ class _Builder:
         b.vc = [max(x, y) for x, y in zip(b.vc, a.vc_end())]
 
 
-def _needs(t: Traced, last_w: np.ndarray, last_r: np.ndarray, floor: list[int]) -> list[int]:
-    """Per unit, the last instruction (index within that unit) ``t`` conflicts with."""
-    need = list(floor)
-    for u in (L, C, S):
-        m = need[u]
-        for r in t.reads:
-            if len(last_w[u, r]):
-                m = max(m, int(last_w[u, r].max()))
-        for w in t.writes:
-            if len(last_w[u, w]):
-                m = max(m, int(last_w[u, w].max()), int(last_r[u, w].max()))
-        need[u] = m
-    return need
+class LastUse:
+    """Per space and unit, the last instruction (index within its unit) that read / wrote each entry."""
+
+    def __init__(self, trace: Trace, cfg: HwConfig):
+        self.size = {b: cfg.depth_of(b) for b in ("ACC", "INP", "WGT", "UOP")}
+        # DRAM tensors the kernel both loads and stores (scratch): their hazards need tokens too
+        self.tracked: dict[str, Tensor] = {t.region: t for t in trace.tensors.values() if t.loaded and t.stored}
+        for t in self.tracked.values():
+            self.size[dram_space(t)] = t.nvec
+        self.cfg = cfg
+        self._w: dict[str, np.ndarray] = {}
+        self._r: dict[str, np.ndarray] = {}
+
+    def arrays(self, space: str) -> tuple[np.ndarray, np.ndarray]:
+        w = self._w.get(space)
+        if w is None:
+            w = self._w[space] = np.full((3, self.size[space]), -1, dtype=np.int64)
+            self._r[space] = np.full((3, self.size[space]), -1, dtype=np.int64)
+        return w, self._r[space]
+
+    def accesses(self, t: Traced) -> tuple[SpaceAccess, SpaceAccess]:
+        """``t``'s reads and writes, with its DRAM rows when it moves a tracked tensor."""
+        op = t.op
+        if isinstance(op, (LoadOp, StoreOp)) and op.tensor.region in self.tracked:
+            eb = self.cfg.elem_bytes(op.buf) if isinstance(op, LoadOp) else self.cfg.out_vec_bytes
+            rows = (dram_space(op.tensor), dram_rows(op.tensor, op.offset, op.rows, op.cols, op.stride, eb))
+            return (t.reads + [rows], t.writes) if isinstance(op, LoadOp) else (t.reads, t.writes + [rows])
+        return t.reads, t.writes
+
+    def needs(self, reads: SpaceAccess, writes: SpaceAccess, floor: list[int]) -> list[int]:
+        """Per unit, the last instruction (index within that unit) an access set conflicts with."""
+        need = np.array(floor, dtype=np.int64)
+        for space, r in reads:
+            sel = self.arrays(space)[0][:, r]
+            if sel.shape[1]:
+                np.maximum(need, sel.max(axis=1), out=need)
+        for space, w in writes:
+            lw, lr = self.arrays(space)
+            sel = lw[:, w]
+            if sel.shape[1]:
+                np.maximum(need, sel.max(axis=1), out=need)
+                np.maximum(need, lr[:, w].max(axis=1), out=need)
+        return need.tolist()
+
+    def mark(self, unit: int, seq: int, reads: SpaceAccess, writes: SpaceAccess) -> None:
+        for space, r in reads:
+            self.arrays(space)[1][unit, r] = seq
+        for space, w in writes:
+            self.arrays(space)[0][unit, w] = seq
 
 
 def insert_tokens(trace: Trace, cfg: HwConfig) -> list[Node]:
     """The trace as instructions in program order with dependency flags, relays and FINISH."""
     b = _Builder(cfg.acc_depth)
-    last_w = np.full((3, cfg.acc_depth), -1, dtype=np.int64)
-    last_r = np.full((3, cfg.acc_depth), -1, dtype=np.int64)
+    last = LastUse(trace, cfg)
     floor = [-1, -1, -1]
     for t in trace.ops:
         if isinstance(t.op, SyncOp):
             floor = [len(us) - 1 for us in b.by_unit]
             continue
         y = UNIT_OF_OP[type(t.op).__name__]
-        need = _needs(t, last_w, last_r, floor)
+        reads, writes = last.accesses(t)
+        need = last.needs(reads, writes, floor)
         if y != C:
             far = S if y == L else L
             # What y will know about far once its direct waits are in place (they are
@@ -148,10 +190,7 @@ def insert_tokens(trace: Trace, cfg: HwConfig) -> list[Node]:
         for x in (L, C, S):
             if x != y and (x, y) in LINKS and need[x] >= 0:
                 b.require(b.by_unit[x][need[x]], node)
-        for r in t.reads:
-            last_r[y, r] = node.seq
-        for w in t.writes:
-            last_w[y, w] = node.seq
+        last.mark(y, node.seq, reads, writes)
     b.new(None, C, "", "finish")
     return b.nodes
 
@@ -162,8 +201,7 @@ def check_dependences(trace: Trace, nodes: list[Node], insns: list[Instruction],
     Raises CompileError naming the first unordered pair (a compiler bug, never a user error).
     """
     vcs = happens_before(insns, f"kernel '{trace.kernel}'")
-    last_w = np.full((3, cfg.acc_depth), -1, dtype=np.int64)
-    last_r = np.full((3, cfg.acc_depth), -1, dtype=np.int64)
+    last = LastUse(trace, cfg)
     floor = [-1, -1, -1]
     ops = iter(trace.ops)
     count = [0, 0, 0]
@@ -175,14 +213,12 @@ def check_dependences(trace: Trace, nodes: list[Node], insns: list[Instruction],
         while isinstance(t.op, SyncOp):
             floor = [c - 1 for c in count]
             t = next(ops)
-        need = _needs(t, last_w, last_r, floor)
+        reads, writes = last.accesses(t)
+        need = last.needs(reads, writes, floor)
         for x in (L, C, S):
             if x != n.unit and need[x] > vcs[k][x]:
                 raise CompileError(f"kernel '{trace.kernel}': instruction {k} ({t.line}) may start before "
                                    f"instruction {need[x]} of the {UNITS[x]} unit it "
                                    f"depends on completes (token insertion bug)")
-        for r in t.reads:
-            last_r[n.unit, r] = n.seq
-        for w in t.writes:
-            last_w[n.unit, w] = n.seq
+        last.mark(n.unit, n.seq, reads, writes)
         count[n.unit] += 1

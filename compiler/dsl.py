@@ -2,20 +2,24 @@
 
 Tensors and views: ``S.kernel`` (decorator; ``S.kernel(elementwise=True)`` lets the
 golden path run a vector-wise kernel in lockstep, see :mod:`compiler.kernel`), ``S.tensor(shape, dtype)`` (argument
-spec for the compiler), ``S.acc`` (accumulator views: ``S.acc[a:b]``),
-``S.config()`` (the HwConfig the kernel runs for), ``S.error(arg, reason)``
-(the one-line CompileError a kernel raises for arguments it cannot handle).
-Intrinsics: ``S.load``, ``S.store``, ``S.add``, ``S.sub``, ``S.mul``, ``S.min``,
-``S.max``, ``S.shr``, ``S.clip``, ``S.mov``, ``S.sync``.
+spec for the compiler), ``S.acc`` (accumulator views: ``S.acc[a:b]``), ``S.inp``, ``S.wgt``,
+``S.uop`` (input, weight and micro-op buffer views, alike), ``S.config()`` (the HwConfig the
+kernel runs for), ``S.error(arg, reason)`` (the one-line CompileError a kernel raises for
+arguments it cannot handle).
+Intrinsics: ``S.load`` (into any buffer), ``S.store``, ``S.add``, ``S.sub``, ``S.mul``, ``S.min``,
+``S.max``, ``S.shr``, ``S.clip``, ``S.mov``, ``S.sync``, ``S.gemm``; DRAM the kernel makes:
+``S.const(array)`` (a constant tensor), ``S.uops(table)`` (a constant micro-op table),
+``S.scratch(shape, dtype)`` (a tensor for intermediate results).
 """
 
 from __future__ import annotations
 
 from compiler.context import current
 from compiler.errors import CompileError, kernel_error
-from compiler.intrinsics import add, clip, load, max, min, mov, mul, shr, store, sub, sync  # noqa: A004
+from compiler.intrinsics import (add, clip, const, gemm, load, max, min, mov, mul, scratch, shr, store,  # noqa: A004
+                                 sub, sync, uops)
 from compiler.kernel import Kernel, kernel
-from compiler.tensor import AccView, Tensor, TensorSpec, acc, tensor
+from compiler.tensor import AccView, InpView, Tensor, TensorSpec, UopView, WgtView, acc, inp, tensor, uop, wgt
 from hw.config import HwConfig
 
 
@@ -29,5 +33,6 @@ def error(arg: str | None, reason: str) -> CompileError:
     return kernel_error(current().kernel_name, arg, reason)
 
 
-__all__ = ["AccView", "Kernel", "Tensor", "TensorSpec", "acc", "add", "clip", "config", "error", "kernel", "load", "max",
-           "min", "mov", "mul", "shr", "store", "sub", "sync", "tensor"]
+__all__ = ["AccView", "InpView", "Kernel", "Tensor", "TensorSpec", "UopView", "WgtView", "acc", "add", "clip", "config",
+           "const", "error", "gemm", "inp", "kernel", "load", "max", "min", "mov", "mul", "scratch", "shr", "store",
+           "sub", "sync", "tensor", "uop", "uops", "wgt"]

@@ -13,6 +13,15 @@ is region-shaped, exactly what ``Program.read_outputs`` returns; padding lanes o
 inputs are zero and padding lanes of outputs hold the operator applied to that
 zero padding. ``Case.unpad(outputs)`` cuts them back to the user's shapes.
 
+GEMM examples (``Example.gemm`` names a :data:`compiler.gemm_ops.GEMM_OPERATORS` entry)
+take integer parameters that size the operator's natural inputs (``M``, ``K``, ``N``; ``C``,
+``H``, ``W``, ``O``, ``kernel``...), draw them at random (int8 in [-128, 127], int32
+biases in their own range) and pack them: the Program's inputs and outputs, and
+everything the Case returns, are in the accelerator's packed layout
+(:mod:`compiler.packing`); ``Case.reference()`` is the plain numpy reference of the
+natural inputs, packed. ``Example.large`` marks the examples whose runs take millions
+of cycles on some config (the ResNet layer on ``small``): slow back-ends may skip them.
+
 User kernels: ``KERNEL`` may be ``path/to/file.py:function``. Each tensor argument
 of the function is given as a param ``NAME=DIMxDIM...[:DTYPE]`` (dtype int32 by
 default; outputs must be the output width, e.g. ``int8``), every other param is a
@@ -37,6 +46,7 @@ import numpy as np
 
 from compiler.build import build
 from compiler.errors import CompileError
+from compiler.gemm_ops import GEMM_OPERATORS
 from compiler.kernel import Kernel, as_kernel, describe_failure, reporting_failures
 from compiler.ops import OPERATORS
 from compiler.params import ParamError, parse_items, parse_user_default
@@ -64,6 +74,8 @@ class Example:
     # config name -> params that replace the defaults on that config (e.g. a smaller tile where the
     # accumulator buffer is smaller); explicit params still win
     per_config: dict[str, dict[str, Any]] = field(default_factory=dict)
+    gemm: str | None = None  # a GEMM operator (compiler.gemm_ops), instead of an elementwise one
+    large: bool = False  # millions of cycles on some config: slow back-ends may skip it
 
     def params_for(self, cfg: HwConfig) -> dict[str, Any]:
         """The default params on ``cfg``."""
@@ -73,6 +85,10 @@ class Example:
 def _ex(name: str, op: str, description: str, ranges: dict[str, tuple[int, int]],
         per_config: dict[str, dict[str, Any]] | None = None, **params: Any) -> Example:
     return Example(name, description, {"tile": None, **params}, op, ranges, per_config=dict(per_config or {}))
+
+
+def _gx(name: str, op: str, description: str, large: bool = False, **params: Any) -> Example:
+    return Example(name, description, params, None, {}, gemm=op, large=large)
 
 
 EXAMPLES: dict[str, Example] = {e.name: e for e in [
@@ -98,6 +114,23 @@ EXAMPLES: dict[str, Example] = {e.name: e for e in [
         {"A": I32, "B": (-40, 40)}, shape=(50, 3)),
     _ex("vadd_large", "add", "C = int8(A + B) on 128000 elements, many times the accumulator buffer",
         {"A": (-1000, 1000), "B": (-1000, 1000)}, shape=(128, 1000)),
+    _gx("matmul", "matmul", "C = int8(A @ B), 37x70 by 70x23 int8: no dimension a multiple of the block",
+        M=37, K=70, N=23),
+    _gx("dense", "dense", "dense layer 10x300 -> 75: + int32 bias, requant (shift-round-clip to int8), ReLU",
+        M=10, K=300, N=75, shift=11, relu=True),
+    _gx("conv3x3", "conv2d", "3x3 convolution, stride 1, padding 1: 20x13x11 -> 24 channels, bias, requant, ReLU",
+        batch=1, C=20, H=13, W=11, O=24, kernel=3, stride=1, pad=1, shift=10, relu=True),
+    _gx("conv3x3_s2", "conv2d", "3x3 convolution, stride 2, padding 1: 19x15x14 -> 33 channels, bias, requant",
+        batch=1, C=19, H=15, W=14, O=33, kernel=3, stride=2, pad=1, shift=10, relu=False),
+    _gx("conv1x1_s2", "conv2d", "1x1 convolution, stride 2 (a ResNet shortcut): 2 images 24x14x14 -> 40 channels",
+        batch=2, C=24, H=14, W=14, O=40, kernel=1, stride=2, pad=0, shift=7, relu=False),
+    _gx("conv2d_resnet", "conv2d", "the VTA tutorial's ResNet-18 layer: 256x14x14 -> 256 channels, 3x3, padding 1, "
+        "bias, requant, ReLU (115.6 M multiply-accumulates)", large=True,
+        batch=1, C=256, H=14, W=14, O=256, kernel=3, stride=1, pad=1, shift=12, relu=True),
+    _gx("residual_add", "residual_add", "residual add of two int8 activations 2x20x5x7 (GEMM with identity weights "
+        "into the accumulator), requant, ReLU", batch=2, C=20, H=5, W=7, shift=1, relu=True),
+    _gx("resnet_block", "resnet_block", "ResNet basic block 24x9x10: conv3x3, ReLU, conv3x3, add the input, ReLU "
+        "(the first conv's output through scratch DRAM)", batch=1, C=24, H=9, W=10, kernel=3, shift1=10, shift2=10),
 ]}
 
 
@@ -241,6 +274,8 @@ def make_case(name: str, cfg: HwConfig | str, params: dict[str, Any] | None = No
     ex = get_example(name)
     if ex.user is not None:
         return _user_case(name, ex, cfg, params or {}, seed)
+    if ex.gemm is not None:
+        return _gemm_case(ex, cfg, params or {}, seed)
     p = ex.params_for(cfg)
     for k, v in (params or {}).items():
         if k not in p:
@@ -275,9 +310,51 @@ def make_case(name: str, cfg: HwConfig | str, params: dict[str, Any] | None = No
 
 def _attach(case: Case) -> None:
     for n, a in case.user_inputs.items():
-        case.program.set_input(n, pad_to_vectors(a, case.config.lanes, np.int32)
-                               .reshape(case.program.region(n).shape))
+        dt = np.int32 if a.dtype.kind != "i" else a.dtype
+        case.program.set_input(n, pad_to_vectors(a, case.config.lanes, dt).reshape(case.program.region(n).shape))
     case.program.expected = case.golden()
+
+
+def _gemm_case(ex: Example, cfg: HwConfig, params: dict[str, Any], seed: int) -> Case:
+    """A GEMM example: random natural inputs of the sizes the params give, packed (module docstring)."""
+    op = GEMM_OPERATORS[ex.gemm]  # type: ignore[index]
+    p = ex.params_for(cfg)
+    for k, v in params.items():
+        if k not in p:
+            raise ExampleError(f"example '{ex.name}' has no param '{k}' (params: {', '.join(p)})")
+        p[k] = v
+    for k, v in p.items():
+        if isinstance(v, bool) or k in ("relu",):
+            continue
+        if not isinstance(v, (int, np.integer)) or v < (0 if k in ("pad", "shift", "shift1", "shift2") else 1):
+            raise ParamError(f"param '{k}': {v!r} must be a {'non-negative' if k in ('pad',) else 'positive'} "
+                             f"integer")
+    out_shape = op.out_shape(cfg, p)
+    if min(out_shape) < 1:
+        raise ParamError(f"param 'kernel': a {p['kernel']}x{p['kernel']} kernel with padding {p['pad']} and stride "
+                         f"{p['stride']} does not fit the {p['H']}x{p['W']} input (output {out_shape[2:4]})")
+    shapes = op.shapes(p)
+    specs = {n: tensor(s, op.dtypes[n]) for n, s in shapes.items()}
+    check_dram_fits(cfg, {**specs, op.output: tensor(out_shape, op.out_dtype(cfg))}, "the params")
+    rng = np.random.default_rng(seed)
+    natural = op.random_inputs(rng, p, ex.ranges)
+    args = op.kernel_args(cfg, natural, p)
+    packed = {n: a for n, a in args.items() if isinstance(a, np.ndarray)}
+    out_specs = {op.output: args[op.output]}
+    consts = {n: v for n, v in args.items() if n not in packed and n not in out_specs}
+    specs = {**{n: tensor(a.shape, a.dtype.name) for n, a in packed.items()}, **out_specs}
+    with reporting_failures(op.kernel.fn, f"kernel '{ex.name}'"):
+        program = build(op.kernel, {**specs, **consts}, cfg, name=ex.name)
+    out_dt = op.out_dtype(cfg)
+
+    def reference() -> dict[str, np.ndarray]:
+        r = op.reference(natural, p).astype(out_dt)  # the narrowing cast wraps like C
+        return {op.output: op.pack_output(cfg, r, p).reshape(program.region(op.output).shape)}
+
+    case = Case(ex.name, cfg, p, program, op.kernel, packed, consts, {n: s.shape for n, s in specs.items()},
+                out_specs, reference)
+    _attach(case)
+    return case
 
 
 def _user_case(name: str, ex: Example, cfg: HwConfig, params: dict[str, Any], seed: int) -> Case:

@@ -1,24 +1,31 @@
-"""The intrinsics: LOAD, STORE, the eight ALU ops and SYNC, each with both halves.
+"""The intrinsics: LOAD, STORE, the eight ALU ops, SYNC, GEMM, constants and scratch DRAM, each with
+both halves.
 
 For every intrinsic this module holds, in one place, the interface (argument
 checks shared by both paths, so a faulting call raises the same error whether it
 runs or compiles), the Python half (numpy, vectorised over the whole tile; the ALU
-ops run the engine of ``hw/alu_numpy.py``, shared with the TLM) and the lowering half (records the operation for the compiler). Kernels reach them as
-``S.load``, ``S.store``, ``S.add`` ... ``S.mov``, ``S.sync``.
+ops run the engine of ``hw/alu_numpy.py`` and GEMM that of ``hw/gemm_numpy.py``, both shared
+with the models) and the lowering half (records the operation for the compiler). Kernels
+reach them as ``S.load`` (into any buffer), ``S.store``, ``S.add`` ... ``S.mov``, ``S.sync``,
+``S.gemm``, ``S.const`` (and ``S.uops`` on top of it) and ``S.scratch``.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Callable
 
 import numpy as np
 
-from compiler.context import Context
+from compiler.context import Context, source_line
+from compiler.errors import BufferRangeError, CompileError, kernel_error
 from compiler.intrinsic_registry import ArgError, Intrinsic, implements, intrinsic, range_error
-from compiler.ir import AluOp, LoadOp, StoreOp, SyncOp
-from compiler.tensor import AccView, Tensor
+from compiler.ir import AluOp, GemmOp, LoadOp, StoreOp, SyncOp
+from compiler.tensor import AccView, BufferView, Tensor, UopView, pad_to_vectors
+from hw import csr
 from hw.alu_numpy import run_alu_loop
-from hw.isa import ALU_ITER_BITS, IMM_BITS, PAD_BITS, SIZE_BITS
+from hw.gemm_numpy import GemmFault, run_gemm
+from hw.isa import ALU_ITER_BITS, GEMM_ITER_BITS, IMM_BITS, PAD_BITS, SIZE_BITS, UOP_BYTES, UOP_FIELD_BITS
 from hw.isa_semantics import affine_last
 
 _SIZE_MAX = (1 << SIZE_BITS) - 1
@@ -53,28 +60,38 @@ def _tensor(v: Any, what: str) -> Tensor:
     return v
 
 
-def _check_sram(ctx: Context, view: AccView, first: int, last: int, what: str) -> None:
-    """Indices first..last (inclusive) must lie in the buffer and in the view when it is sized."""
+# per buffer: (word for messages, unit word, index prefix in messages)
+_BUF_WORDS = {"ACC": ("accumulator buffer", "vectors", "acc"), "INP": ("input buffer", "vectors", "inp"),
+              "WGT": ("weight buffer", "blocks", "wgt"), "UOP": ("micro-op buffer", "micro-ops", "uop")}
+
+
+def _check_sram(ctx: Context, view: BufferView, first: int, last: int, what: str) -> None:
+    """Indices first..last (inclusive) must lie in the view's buffer and in the view when it is sized."""
+    buf = view.BUF
+    depth = ctx.acc_depth if buf == "ACC" else ctx.cfg.depth_of(buf)
+    name, unit, pre = _BUF_WORDS[buf]
     if first < 0:
         raise range_error(f"{what} index {first} is negative", what)
-    if last >= ctx.acc_depth:
-        raise range_error(f"{what} index {last} is out of range (the accumulator buffer has {ctx.acc_depth} "
-                          f"vectors)", what)
+    if last >= depth:
+        raise range_error(f"{what} index {last} is out of range (the {name} has {depth} {unit})", what)
     if view.length is not None and (first < view.base or last >= view.base + view.length):
-        raise range_error(f"{what} indices {first}..{last} leave the view acc[{view.base}:"
+        raise range_error(f"{what} indices {first}..{last} leave the view {pre}[{view.base}:"
                           f"{view.base + view.length}]", what)
 
 
-def _check_dram(t: Tensor, offset: int, rows: int, cols: int, stride: int, verb: str) -> None:
+def _check_dram(t: Tensor, offset: int, rows: int, cols: int, stride: int, verb: str, entry_bytes: int = 0,
+                unit: str = "vectors") -> None:
     if rows * cols == 0:
         return
     end = offset + (rows - 1) * stride + cols
-    if end > t.nvec:
-        raise ArgError(f"{verb} vectors up to {end - 1}, but tensor '{t.name}' has {t.nvec} vectors "
-                       f"({t.size} elements of {t.lanes} lanes)", t.name)
+    have = t.nvec if not entry_bytes else t.entry_count(entry_bytes)
+    if end > have:
+        what = f"{t.size} elements of {t.lanes} lanes" if not entry_bytes else \
+            f"{t.nbytes} bytes, {entry_bytes} per entry"
+        raise ArgError(f"{verb} {unit} up to {end - 1}, but tensor '{t.name}' has {have} {unit} ({what})", t.name)
 
 
-def _tile(ctx: Context, t: Tensor, view: AccView, offset: int, rows: int, cols: int | None,
+def _tile(ctx: Context, t: Tensor, view: BufferView, offset: int, rows: int, cols: int | None,
           stride: int | None, padded: bool) -> tuple[int, int, int, int]:
     """Common LOAD/STORE geometry checks; returns (offset, rows, cols, stride)."""
     rows = _int(rows, "rows", 0, _SIZE_MAX)
@@ -88,13 +105,31 @@ def _tile(ctx: Context, t: Tensor, view: AccView, offset: int, rows: int, cols: 
     return offset, rows, cols, stride
 
 
+def _load_dtype(ctx: Context, buf: str, src: Tensor) -> None:
+    """The element type LOAD moves into ``buf``: int32 accumulator lanes, int8 inputs and weights, and
+    micro-ops as int8 bytes (``S.uops``) of a constant tensor (the compiler must see what GEMM touches)."""
+    cfg = ctx.cfg
+    want = {"ACC": cfg.acc_width, "INP": cfg.inp_width, "WGT": cfg.wgt_width, "UOP": 8}[buf]
+    if src.bits != want:
+        if buf == "ACC":
+            raise ArgError(f"tensor '{src.name}' is {src.dtype}, but LOAD moves {cfg.acc_width}-bit accumulator "
+                           f"vectors (inputs must be int{cfg.acc_width})", src.name)
+        raise ArgError(f"tensor '{src.name}' is {src.dtype}, but LOAD into the {_BUF_WORDS[buf][0]} moves int{want} "
+                       f"{'micro-op bytes (S.uops)' if buf == 'UOP' else 'elements'}", src.name)
+    if buf == "UOP" and src.kind != "const":
+        raise ArgError(f"micro-ops must come from a constant tensor (S.uops), not from '{src.name}': the compiler "
+                       f"derives what each GEMM touches from them", src.name)
+
+
 # ---- LOAD -------------------------------------------------------------------------------
 @intrinsic("load")
-def load(ctx: Context, dst: AccView, src: Tensor, offset: int = 0, rows: int = 1, cols: int | None = None,
+def load(ctx: Context, dst: BufferView, src: Tensor, offset: int = 0, rows: int = 1, cols: int | None = None,
          stride: int | None = None, pad: tuple[int, int, int, int] = _NO_PAD) -> LoadOp:
-    """Copy ``rows`` x ``cols`` vectors of DRAM tensor ``src`` (row r starts at vector
-    ``offset + r*stride``) into the accumulator from ``dst``, inside zero padding
-    ``pad = (top, bottom, left, right)`` vectors."""
+    """Copy ``rows`` x ``cols`` entries of DRAM tensor ``src`` (row r starts at entry
+    ``offset + r*stride``) into the buffer of view ``dst`` (``S.acc``, ``S.inp``, ``S.wgt`` or
+    ``S.uop``) from its base, inside zero padding ``pad = (top, bottom, left, right)`` entries.
+    An entry is the buffer's DRAM unit: an int32 accumulator vector, an int8 input vector, an
+    int8 weight block (BLOCK x BLOCK, row o = the weights of output lane o) or a micro-op."""
     if (type(dst) is AccView and type(src) is Tensor and rows == 1 and cols is None and stride is None
             and pad is _NO_PAD and src.bits == ctx.acc_width):
         # the common whole-view form (one row, no padding): the checks below, inlined
@@ -103,10 +138,14 @@ def load(ctx: Context, dst: AccView, src: Tensor, offset: int = 0, rows: int = 1
                 and 0 <= offset <= _OFFSET_MAX and offset + n <= src.nvec and b + n <= ctx.acc_depth:
             src.loaded = True
             return LoadOp(src, offset, b, 1, n, n, _NO_PAD)
-    dst, src = _view(dst, "dst"), _tensor(src, "src")
-    if src.bits != ctx.acc_width:
-        raise ArgError(f"tensor '{src.name}' is {src.dtype}, but LOAD moves {ctx.cfg.acc_width}-bit accumulator "
-                       f"vectors (inputs must be int{ctx.cfg.acc_width})", src.name)
+    if not isinstance(dst, BufferView):
+        raise ArgError(f"dst must be a buffer view (S.acc[a:b], S.inp[..], S.wgt[..], S.uop[..]), got "
+                       f"{type(dst).__name__}", "dst")
+    src = _tensor(src, "src")
+    buf = dst.BUF
+    if buf != "ACC" and getattr(ctx, "batch", 1) != 1:
+        raise ArgError(f"LOAD into the {_BUF_WORDS[buf][0]} cannot run in an elementwise (lockstep) kernel", "dst")
+    _load_dtype(ctx, buf, src)
     if pad == _NO_PAD:
         pad4 = _NO_PAD
     else:
@@ -114,12 +153,52 @@ def load(ctx: Context, dst: AccView, src: Tensor, offset: int = 0, rows: int = 1
             raise ArgError("pad must be (top, bottom, left, right)", "pad")
         pad4 = tuple(_int(p, "pad", 0, _PAD_MAX, "pad") for p in pad)
     offset, rows, cols, stride = _tile(ctx, src, dst, offset, rows, cols, stride, any(pad4))
-    _check_dram(src, offset, rows, cols, stride, "reads")
-    op = LoadOp(src, offset, dst.base, rows, cols, stride, pad4)  # type: ignore[arg-type]
+    if buf == "ACC":
+        _check_dram(src, offset, rows, cols, stride, "reads")
+    else:
+        _check_dram(src, offset, rows, cols, stride, "reads", ctx.cfg.elem_bytes(buf), _BUF_WORDS[buf][1])
+    op = LoadOp(src, offset, dst.base, rows, cols, stride, pad4, buf)  # type: ignore[arg-type]
     if rows * cols:
         _check_sram(ctx, dst, dst.base, dst.base + op.sram_vectors - 1, "dst")
     src.loaded = True
     return op
+
+
+def _tile_into(target: np.ndarray, entries: np.ndarray, op: LoadOp) -> None:
+    """Write LOAD ``op``'s padded tile of source ``entries`` into ``target`` (both indexed by entry)."""
+    rows, cols, b, o = op.rows, op.cols, op.sram_base, op.offset
+    pad = op.pad
+    if pad is _NO_PAD or pad == _NO_PAD:
+        if rows == 1 or op.stride == cols:
+            n = rows * cols
+            target[b:b + n] = entries[o:o + n]
+            return
+        y0 = y1 = x0 = x1 = 0
+    else:
+        y0, y1, x0, x1 = pad
+    idx = o + np.arange(rows)[:, None] * op.stride + np.arange(cols)[None, :]
+    tile = np.zeros((y0 + rows + y1, x0 + cols + x1) + target.shape[1:], dtype=target.dtype)
+    tile[y0:y0 + rows, x0:x0 + cols] = entries[idx]
+    target[b:b + op.sram_vectors] = tile.reshape((-1,) + target.shape[1:])
+
+
+def decode_uop_bytes(raw: np.ndarray) -> np.ndarray:
+    """Micro-ops ``(n, 16)`` int8 bytes (:func:`hw.isa.encode_uops`'s format) -> ``(n, 3)`` int64 rows
+    (acc, inp, wgt): three little-endian 16-bit fields from bit 0, the rest ignored."""
+    words = np.ascontiguousarray(raw).view(np.uint8).reshape(-1, UOP_BYTES).view("<u2")
+    return words[:, :3].astype(np.int64)
+
+
+def encode_uop_table(table: Any) -> np.ndarray:
+    """``(n, 3)`` micro-ops (acc, inp, wgt) -> ``(n, 16)`` int8 bytes as LOAD reads them (vectorised
+    :func:`hw.isa.encode_uops`); raises ValueError when an index does not fit its 16-bit field."""
+    t = np.asarray(table, dtype=np.int64).reshape(-1, 3)
+    if t.size and (t.min() < 0 or t.max() >= 1 << UOP_FIELD_BITS):
+        k = int(np.flatnonzero(((t < 0) | (t >= 1 << UOP_FIELD_BITS)).any(axis=1))[0])
+        raise ValueError(f"micro-op {k}: index {t[k].tolist()} does not fit {UOP_FIELD_BITS} bits")
+    words = np.zeros((t.shape[0], UOP_BYTES // 2), dtype="<u2")
+    words[:, :3] = t
+    return words.view(np.int8).reshape(t.shape[0], UOP_BYTES)
 
 
 @implements("load", "python")
@@ -127,20 +206,21 @@ def _load_python(ctx: Any, op: LoadOp) -> None:
     rows, cols = op.rows, op.cols
     if rows * cols == 0:
         return
-    acc, data, b, o = ctx.acc, op.tensor.data, op.sram_base, op.offset
-    pad = op.pad
-    if pad is _NO_PAD or pad == _NO_PAD:
-        if rows == 1 or op.stride == cols:
-            n = rows * cols
-            acc[b:b + n] = data[o:o + n]
-            return
-        y0 = y1 = x0 = x1 = 0
-    else:
-        y0, y1, x0, x1 = pad
-    idx = o + np.arange(rows)[:, None] * op.stride + np.arange(cols)[None, :]
-    tile = np.zeros((y0 + rows + y1, x0 + cols + x1) + acc.shape[1:], dtype=acc.dtype)
-    tile[y0:y0 + rows, x0:x0 + cols] = data[idx]
-    acc[b:b + op.sram_vectors] = tile.reshape((-1,) + acc.shape[1:])
+    buf = op.buf
+    if buf == "ACC":
+        _tile_into(ctx.acc, op.tensor.data, op)
+        return
+    g = ctx.gemm_buffers
+    if buf == "INP":
+        _tile_into(g.inp, op.tensor.entries((ctx.lanes,)), op)
+        return
+    if buf == "WGT":
+        block = ctx.cfg.block
+        _tile_into(g.wgt, op.tensor.entries((block, block)), op)
+        g.wgt_loaded[op.sram_base:op.sram_base + op.sram_vectors] = True
+        return
+    _tile_into(g.uops, decode_uop_bytes(op.tensor.entries((UOP_BYTES,))), op)
+    g.uop_loaded[op.sram_base:op.sram_base + op.sram_vectors] = True
 
 
 @implements("load", "lower")
@@ -303,3 +383,140 @@ def _sync_python(ctx: Any, op: SyncOp) -> None:
 @implements("sync", "lower")
 def _sync_lower(ctx: Any, op: SyncOp) -> None:
     ctx.record(op)
+
+
+# ---- GEMM -------------------------------------------------------------------------------
+_GEMM_ITER_MAX = (1 << GEMM_ITER_BITS) - 1
+
+
+def _pair(v: Any, what: str, lo: int, hi: int) -> tuple[int, int]:
+    if not isinstance(v, (tuple, list)) or len(v) != 2:
+        raise ArgError(f"{what} must be a pair (outer, inner), got {v!r}", what)
+    return _int(v[0], what, lo, hi, what), _int(v[1], what, lo, hi, what)
+
+
+@intrinsic("gemm")
+def gemm(ctx: Context, uops: UopView, iters: tuple[int, int] = (1, 1), acc_factors: tuple[int, int] = (0, 0),
+         inp_factors: tuple[int, int] = (0, 0), wgt_factors: tuple[int, int] = (0, 0),
+         reset: bool = False) -> GemmOp:
+    """GEMM over the micro-ops of view ``uops`` (``S.uop[a:b]``): for i < iters[0], j < iters[1], each
+    micro-op (acc, inp, wgt) in order: ``a = acc + i*acc_factors[0] + j*acc_factors[1]`` (x, w likewise),
+    ``acc[a] += inp[x] . wgt[w]^T`` (int8 x int8 into the int32 lanes, wrapping), or ``acc[a] = 0`` with
+    ``reset``. Faults as on the hardware (``hw.gemm_numpy``): a micro-op or weight block never loaded,
+    an index past its buffer."""
+    if not isinstance(uops, UopView) or uops.length is None:
+        raise ArgError(f"uops must be a sized micro-op view (S.uop[a:b]), got {uops!r}", "uops")
+    if getattr(ctx, "batch", 1) != 1:
+        raise ArgError("GEMM cannot run in an elementwise (lockstep) kernel", "uops")
+    cfg = ctx.cfg
+    io, ii = _pair(iters, "iters", 0, _GEMM_ITER_MAX)
+    fmax = ctx.factor_max
+    afo, afi = _pair(acc_factors, "acc_factors", 0, fmax)
+    xfo, xfi = _pair(inp_factors, "inp_factors", 0, fmax)
+    wfo, wfi = _pair(wgt_factors, "wgt_factors", 0, fmax)
+    if not isinstance(reset, (bool, np.bool_)):
+        raise ArgError(f"reset must be True or False, got {reset!r}", "reset")
+    begin, end = uops.base, uops.base + uops.length
+    if begin < 0:
+        raise range_error(f"micro-op index {begin} is negative", "uops")
+    # the hardware checks uop_end only for a non-empty loop; an empty one must still encode its fields
+    if end > cfg.uop_depth or begin >= cfg.uop_depth:
+        raise range_error(f"micro-ops {begin}..{end - 1} leave the {cfg.uop_depth}-entry micro-op buffer", "uops")
+    return GemmOp(bool(reset), begin, end, io, ii, afo, afi, xfo, xfi, wfo, wfi)
+
+
+def gemm_fault_error(ctx: Any, fault: GemmFault) -> CompileError:
+    """The one-line error of a GEMM that faults as the hardware would (an index past a buffer:
+    BufferRangeError; a micro-op or weight block never loaded: CompileError)."""
+    cls = BufferRangeError if fault.code == csr.ERR_SRAM_RANGE else CompileError
+    return kernel_error(ctx.kernel_name, None, f"S.gemm at {source_line()}: {fault.message}", cls)
+
+
+@implements("gemm", "python")
+def _gemm_python(ctx: Any, op: GemmOp) -> None:
+    g = ctx.gemm_buffers
+    _, fault = run_gemm(ctx.acc, g.inp, g.wgt, g.uops, op, ctx.cfg, g.uop_loaded, g.wgt_loaded)
+    if fault is not None:
+        raise gemm_fault_error(ctx, fault)
+
+
+@implements("gemm", "lower")
+def _gemm_lower(ctx: Any, op: GemmOp) -> None:
+    ctx.record_gemm(op)
+
+
+# ---- constants and scratch DRAM ---------------------------------------------------------------
+@dataclass(slots=True)
+class ConstRequest:
+    """``S.const``'s record: the data of a constant DRAM tensor and its name."""
+
+    data: np.ndarray
+    name: str
+
+
+@intrinsic("const")
+def const(ctx: Context, data: Any, name: str = "const") -> ConstRequest:
+    """A constant DRAM tensor holding ``data`` (an int8, int16 or int32 array the kernel computed:
+    micro-op tables, identity weights...). Returns a tensor to LOAD from; on a compiled Program every
+    constant lives in one input region the compiler fills."""
+    a = np.asarray(data)
+    if a.dtype.name not in ("int8", "int16", "int32"):
+        raise ArgError(f"constant '{name}' must be an int8, int16 or int32 array, got {a.dtype}", "data")
+    if a.size == 0:
+        raise ArgError(f"constant '{name}' is empty", "data")
+    return ConstRequest(np.ascontiguousarray(a), str(name))
+
+
+@implements("const", "python")
+def _const_python(ctx: Any, req: ConstRequest) -> Tensor:
+    a = req.data
+    return Tensor(req.name, a.shape, a.dtype.name, ctx.lanes, pad_to_vectors(a, ctx.lanes, a.dtype), kind="const")
+
+
+@implements("const", "lower")
+def _const_lower(ctx: Any, req: ConstRequest) -> Tensor:
+    return ctx.add_const(req.data, req.name)
+
+
+def uops(table: Any, name: str = "uops") -> Tensor:
+    """A constant tensor of micro-ops ``(acc, inp, wgt)`` (an ``(n, 3)`` array or list of triples),
+    16 bytes each, to LOAD into ``S.uop``."""
+    try:
+        raw = encode_uop_table(table)
+    except ValueError as e:
+        from compiler.context import current
+        raise kernel_error(current().kernel_name, None, f"S.uops at {source_line()}: {e}") from None
+    return const(raw, name)
+
+
+@dataclass(slots=True)
+class ScratchRequest:
+    """``S.scratch``'s record: the shape, dtype and name of a DRAM tensor the kernel uses for itself."""
+
+    shape: tuple[int, ...]
+    dtype: str
+    name: str
+
+
+@intrinsic("scratch")
+def scratch(ctx: Context, shape: Any, dtype: str = "int8", name: str = "scratch") -> ScratchRequest:
+    """A DRAM tensor of ``shape`` and ``dtype`` for the kernel's own intermediate results (stored, then
+    loaded back: a layer's output feeding the next layer). The compiler orders the stores and loads."""
+    shp = (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(int(s) for s in shape)
+    if not shp or any(s <= 0 for s in shp):
+        raise ArgError(f"scratch '{name}' has shape {shp}: every dimension must be positive", "shape")
+    if str(np.dtype(dtype)) not in ("int8", "int16", "int32"):
+        raise ArgError(f"scratch '{name}' must be int8, int16 or int32, got {dtype}", "dtype")
+    return ScratchRequest(shp, str(np.dtype(dtype)), str(name))
+
+
+@implements("scratch", "python")
+def _scratch_python(ctx: Any, req: ScratchRequest) -> Tensor:
+    nvec = -(-int(np.prod(req.shape)) // ctx.lanes)
+    return Tensor(req.name, req.shape, req.dtype, ctx.lanes, np.zeros((nvec, ctx.lanes), dtype=req.dtype),
+                  kind="scratch")
+
+
+@implements("scratch", "lower")
+def _scratch_lower(ctx: Any, req: ScratchRequest) -> Tensor:
+    return ctx.add_scratch(req.shape, req.dtype, req.name)

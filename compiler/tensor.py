@@ -63,13 +63,22 @@ class Tensor:
     """A DRAM tensor as a kernel sees it: name, shape, dtype, vector count.
 
     On the golden path ``data`` is the (nvec, lanes) array the intrinsics read and
-    write; when tracing it is None. ``loaded``/``stored`` record how the kernel used
-    it (the compiler derives the region role from them).
+    write; when tracing it is None, except for constants (the compiler must see them).
+    ``loaded``/``stored`` record how the kernel used it (the compiler derives the region
+    role from them). ``kind`` is ``"arg"`` for a kernel argument, ``"const"`` for a constant
+    the kernel made (``S.const``: micro-op tables, identity weights; they share one DRAM region)
+    and ``"scratch"`` for DRAM the kernel allocated for itself (``S.scratch``). ``region`` names
+    the Program region holding it and ``region_offset`` its first byte there.
+
+    A LOAD counts the tensor in entries of the buffer it fills (``HwConfig.elem_bytes``): an
+    int32 accumulator vector, an int8 input vector, an int8 weight block, a 16-byte micro-op.
     """
 
-    __slots__ = ("name", "shape", "dtype", "bits", "lanes", "size", "nvec", "data", "loaded", "stored")
+    __slots__ = ("name", "shape", "dtype", "bits", "lanes", "size", "nvec", "data", "loaded", "stored", "kind",
+                 "region", "region_offset", "_entries")
 
-    def __init__(self, name: str, shape: tuple[int, ...], dtype: str, lanes: int, data: np.ndarray | None = None):
+    def __init__(self, name: str, shape: tuple[int, ...], dtype: str, lanes: int, data: np.ndarray | None = None,
+                 kind: str = "arg", region: str | None = None, region_offset: int = 0):
         self.name = name
         self.shape = tuple(shape)
         self.dtype = str(dtype)
@@ -80,75 +89,148 @@ class Tensor:
         self.data = data
         self.loaded = False
         self.stored = False
+        self.kind = kind
+        self.region = name if region is None else region
+        self.region_offset = region_offset
+        self._entries: dict[int, np.ndarray] = {}
 
     @property
     def region_shape(self) -> tuple[int, ...]:
         return region_shape(self.shape, self.lanes)
 
+    @property
+    def nbytes(self) -> int:
+        """Bytes the tensor occupies in DRAM: whole vectors."""
+        return self.nvec * self.lanes * self.bits // 8
+
+    def entry_count(self, entry_bytes: int) -> int:
+        """Whole entries of ``entry_bytes`` bytes in the tensor (what a LOAD may address)."""
+        return self.nbytes // entry_bytes
+
+    def entries(self, entry_shape: tuple[int, ...]) -> np.ndarray:
+        """The golden data as whole entries of ``entry_shape`` elements (a view, cached): the
+        ``(n, lanes)`` vectors themselves, ``(n, BLOCK, BLOCK)`` weight blocks, ``(n, 16)`` micro-op bytes."""
+        n_el = prod(entry_shape)
+        hit = self._entries.get(n_el)
+        if hit is None or hit.shape[1:] != entry_shape:
+            assert self.data is not None
+            flat = self.data.reshape(-1)
+            n = flat.size // n_el
+            hit = self._entries[n_el] = flat[:n * n_el].reshape((n,) + tuple(entry_shape))
+        return hit
+
     def __repr__(self) -> str:
         return f"Tensor({self.name!r}, shape={self.shape}, dtype={self.dtype}, nvec={self.nvec})"
 
 
-class AccView:
-    """A run of accumulator-buffer vectors: ``base`` and (optionally) ``length``.
+class BufferView:
+    """A run of entries of one on-chip buffer: ``base`` and (optionally) ``length``.
 
-    ``S.acc[a:b]`` is the view of vectors a..b-1, ``S.acc[i]`` one vector; slicing a
-    view is relative to its base. Views are plain indices: the intrinsics check them
-    against the buffer depth of the config. (A plain slotted class: views are made
-    per tile on the golden path's hot loop.)
+    ``S.acc[a:b]`` is the view of accumulator vectors a..b-1, ``S.acc[i]`` one vector; slicing a
+    view is relative to its base. ``S.inp``, ``S.wgt`` and ``S.uop`` are the input, weight and
+    micro-op buffers' views, alike. Views are plain indices: the intrinsics check them against the
+    buffer depths of the config. Each buffer has its own view class (``BUF`` names it), so an
+    intrinsic that wants an accumulator view refuses the others. (Plain slotted classes: views are
+    made per tile on the golden path's hot loop.)
     """
 
     __slots__ = ("base", "length")
+    BUF = ""
+    PLAIN: type["BufferView"]  # the view class itself (the whole-buffer roots below are subclasses)
 
     def __init__(self, base: int, length: int | None = None):
         self.base = base
         self.length = length
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, AccView) and (self.base, self.length) == (other.base, other.length)
+        return isinstance(other, BufferView) and other.PLAIN is self.PLAIN \
+            and (self.base, self.length) == (other.base, other.length)
 
     def __hash__(self) -> int:
-        return hash((self.base, self.length))
+        return hash((self.BUF, self.base, self.length))
 
     def __repr__(self) -> str:
-        return f"AccView(base={self.base}, length={self.length})"
+        return f"{type(self).__name__}(base={self.base}, length={self.length})"
 
     def __len__(self) -> int:
         if self.length is None:
-            raise TypeError("this accumulator view has no length (write S.acc[a:b])")
+            raise TypeError(f"this {self.BUF} view has no length (write S.{self.BUF.lower()}[a:b])")
         return self.length
 
-    def __getitem__(self, k: int | slice) -> "AccView":
+    def __getitem__(self, k: int | slice) -> "BufferView":
+        cls = self.PLAIN
         if type(k) is slice and k.step is None and type(k.start) is int and type(k.stop) is int \
                 and 0 <= k.start <= k.stop:  # the common S.acc[a:b], kept cheap
-            return AccView(self.base + k.start, k.stop - k.start)
+            return cls(self.base + k.start, k.stop - k.start)
+        what = _BUFFER_WORDS.get(self.BUF, self.BUF)
         if isinstance(k, slice):
             if k.step not in (None, 1):
-                raise CompileError("accumulator views take contiguous slices only (use the ALU factors for strides)")
+                raise CompileError(f"{what} views take contiguous slices only (use the loop factors for strides)")
             start = 0 if k.start is None else int(k.start)
             if k.stop is None:
                 if self.length is None:
-                    raise CompileError("slice of an unsized accumulator view needs an end")
+                    raise CompileError(f"slice of an unsized {what} view needs an end")
                 stop = self.length
             else:
                 stop = int(k.stop)
             if start < 0 or stop < start:
-                raise CompileError(f"bad accumulator slice [{start}:{stop}]")
-            return AccView(self.base + start, stop - start)
+                raise CompileError(f"bad {what} slice [{start}:{stop}]")
+            return cls(self.base + start, stop - start)
         i = int(k)
         if i < 0:
-            raise CompileError(f"negative accumulator index {i}")
-        return AccView(self.base + i, 1)
+            raise CompileError(f"negative {what} index {i}")
+        return cls(self.base + i, 1)
 
-    def __add__(self, k: int) -> "AccView":
-        return AccView(self.base + int(k), self.length)
-
-
-class _AccRoot(AccView):
-    """The whole accumulator buffer as a view: ``S.acc[a:b]``, ``S.acc[i]``, ``S.acc(base, length)``."""
-
-    def __call__(self, base: int, length: int | None = None) -> AccView:
-        return AccView(int(base), None if length is None else int(length))
+    def __add__(self, k: int) -> "BufferView":
+        return self.PLAIN(self.base + int(k), self.length)
 
 
-acc = _AccRoot(0, None)
+_BUFFER_WORDS = {"ACC": "accumulator", "INP": "input buffer", "WGT": "weight buffer", "UOP": "micro-op buffer"}
+
+
+class AccView(BufferView):
+    """A run of accumulator-buffer vectors (``S.acc[a:b]``)."""
+
+    __slots__ = ()
+    BUF = "ACC"
+
+
+class InpView(BufferView):
+    """A run of input-buffer vectors (``S.inp[a:b]``): BLOCK_IN int8 each, read by GEMM."""
+
+    __slots__ = ()
+    BUF = "INP"
+
+
+class WgtView(BufferView):
+    """A run of weight-buffer blocks (``S.wgt[a:b]``): BLOCK_OUT x BLOCK_IN int8 each, read by GEMM."""
+
+    __slots__ = ()
+    BUF = "WGT"
+
+
+class UopView(BufferView):
+    """A run of micro-op-buffer entries (``S.uop[a:b]``): the (acc, inp, wgt) triples GEMM walks."""
+
+    __slots__ = ()
+    BUF = "UOP"
+
+
+VIEW_CLASSES: dict[str, type[BufferView]] = {c.BUF: c for c in (AccView, InpView, WgtView, UopView)}
+for _c in VIEW_CLASSES.values():
+    _c.PLAIN = _c
+
+
+def _root(cls: type[BufferView]) -> type[BufferView]:
+    """The whole-buffer view class of ``cls``: also callable as ``S.acc(base, length)``."""
+
+    def call(self: BufferView, base: int, length: int | None = None) -> BufferView:
+        return cls(int(base), None if length is None else int(length))
+
+    return type(f"_{cls.__name__}Root", (cls,), {"__slots__": (), "__call__": call})
+
+
+acc = _root(AccView)(0, None)
+inp = _root(InpView)(0, None)
+wgt = _root(WgtView)(0, None)
+uop = _root(UopView)(0, None)

@@ -1,0 +1,177 @@
+"""The convolution engine: one layer (convolution, dense layer or matmul) as DSL calls, from a plan.
+
+:func:`conv_layer` runs inside a kernel (golden path or trace alike) and issues, for the
+tiling :func:`compiler.conv_plan.plan_conv` chose: the micro-op tables (one constant,
+one LOAD), then per output tile the accumulator's initial value (the bias, plus the
+rounding term of the requantization, broadcast by one ALU MOV), per step of input
+channels the input window's LOADs (zero padding at the image border), the weight
+tile's LOAD and ONE GEMM, then the epilogue on the ALU (shift, ReLU, clip to int8;
+optionally a residual added through the identity weight block, then ReLU and clip
+again) and the STOREs. Buffer halves alternate tile by tile (accumulator) and step by
+step (inputs, weights), so the dependency tokens the compiler derives let the loads of
+step i+1 overlap the GEMM of step i and the stores of one tile the GEMMs of the next.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from compiler import dsl as S
+from compiler.conv_plan import ConvPlan, ConvShape, window
+from compiler.intrinsics import encode_uop_table
+from compiler.ops import IMM_MAX, const_vector
+from compiler.tensor import AccView, Tensor
+
+
+@dataclass(frozen=True)
+class Epilogue:
+    """What happens to the int32 accumulator after the GEMMs: ``shift`` (round half up), ``relu``,
+    ``clip`` to int8; with a residual, ``acc += residual`` then ``residual_relu`` and clip again."""
+
+    shift: int = 0
+    relu: bool = False
+    clip: bool = False
+    residual_relu: bool = True
+
+    @property
+    def rounding(self) -> int:
+        return (1 << (self.shift - 1)) if self.shift else 0
+
+    def alu_passes(self, residual: bool) -> int:
+        """ALU instructions over the whole tile after the GEMMs."""
+        n = (1 if self.shift else 0) + (2 if self.clip else 1 if self.relu else 0)
+        return n + (2 if residual else 0)
+
+
+def conv_uops(plan: ConvPlan, acc_half: int, in_half: int, tc: int) -> np.ndarray:
+    """The micro-ops of one output row of a step with ``tc`` input-channel blocks: ``(acc, inp, wgt)``
+    for every output column (outermost, so a narrower tile walks a prefix), channel block, tap."""
+    s = plan.shape
+    c, ci, ky, kx = np.meshgrid(np.arange(plan.tw), np.arange(tc), np.arange(s.kh), np.arange(s.kw), indexing="ij")
+    acc = plan.acc_base(acc_half) + c
+    inp = plan.inp_base(in_half) + ci * plan.cb_pitch + ky * plan.tw_in + c * s.stride + kx
+    wgt = plan.wgt_base(in_half) + (ci * s.kh + ky) * s.kw + kx
+    return np.stack([acc.ravel(), inp.ravel(), wgt.ravel()], axis=1)
+
+
+def layer_tables(plan: ConvPlan) -> tuple[np.ndarray, dict[tuple[int, int, int], int], dict[int, int]]:
+    """A layer's micro-ops as LOAD reads them (int8, 16 bytes each), where each (accumulator half,
+    input half, channel blocks) table starts, and where each half's residual micro-op is. Cached on
+    the plan (plans are cached per config and shape), so the golden path builds them once."""
+    hit = plan.cache.get("tables")
+    if hit is not None:
+        return hit
+    rows: list[np.ndarray] = []
+    table: dict[tuple[int, int, int], int] = {}
+    for ha in range(plan.acc_halves):
+        for hx in range(plan.in_halves):
+            for tcv in plan.tc_variants:
+                table[(ha, hx, tcv)] = sum(len(r) for r in rows)
+                rows.append(conv_uops(plan, ha, hx, tcv))
+    res_uop = {}
+    if plan.shape.residual:
+        for ha in range(plan.acc_halves):
+            res_uop[ha] = sum(len(r) for r in rows)
+            rows.append(np.array([[plan.acc_base(ha), plan.res_base(ha), plan.identity_slot]]))
+    out = plan.cache["tables"] = (encode_uop_table(np.concatenate(rows)), table, res_uop)
+    return out
+
+
+def clamp(tile: AccView, relu: bool, clip: bool) -> None:
+    """ReLU and/or clip to int8 on the ALU (immediates)."""
+    if clip:
+        S.max(tile, 0 if relu else -128)
+        S.min(tile, 127)
+    elif relu:
+        S.max(tile, 0)
+
+
+def tile_dma(n: int, o0: int, to: int, r0: int, th: int, c0: int, tw: int, ob: int, ho: int,
+             wo: int) -> list[tuple[int, int, int, int, int]]:
+    """The DMAs of an output tile (co-major, rows ``tw`` apart in the buffer) in a packed
+    ``(N, Ob, Ho, Wo, B)`` tensor: ``(buffer offset, tensor offset, rows, cols, stride)``. Whole rows
+    of several channel blocks merge into one 2-D transfer."""
+    first = ((n * ob + o0) * ho + r0) * wo + c0
+    if tw == wo:
+        return [(0, first, to, th * wo, ho * wo)]
+    return [(co * th * tw, first + co * ho * wo, th, tw, wo) for co in range(to)]
+
+
+def conv_layer(X: Tensor, Wt: Tensor, Y: Tensor, shape: ConvShape, plan: ConvPlan, epi: Epilogue,
+               bias: Tensor | None = None, bias_offset: int = 0, wgt_offset: int = 0,
+               residual: Tensor | None = None) -> None:
+    """One layer: ``Y = epilogue(conv(X, Wt) + bias)`` over the plan's tiles (module docstring).
+
+    ``X`` is ``(N, Cb, H, W, B)``, ``Wt`` holds ``(Ob, Cb, KH, KW, B, B)`` blocks from block
+    ``wgt_offset``, ``bias`` (None: no bias) ``Ob`` int32 vectors from vector ``bias_offset``,
+    ``Y`` and ``residual`` are ``(N, Ob, Ho, Wo, B)``; all int8 but the bias.
+    """
+    s, p = shape, plan
+    assert (residual is not None) == s.residual, "the plan must make room for the residual exactly when there is one"
+    taps, cb, ob, ho, wo = s.taps, s.cb, s.ob, s.ho, s.wo
+    whole_planes = p.whole_planes
+    uops, table, res_uop = layer_tables(p)
+    S.load(S.uop[0:len(uops)], S.const(uops, "conv_uops"), cols=len(uops))
+    if residual is not None:
+        block = S.config().block
+        S.load(S.wgt[p.identity_slot:p.identity_slot + 1], S.const(np.eye(block, dtype=np.int8)[None], "identity"),
+               cols=1)
+    rnd = epi.rounding
+    rnd_view = None
+    if rnd > IMM_MAX:  # the 16-bit immediate cannot hold it: a constant vector
+        rnd_view = S.acc[p.const_slot:p.const_slot + 1]
+        const_vector(rnd_view, rnd)
+    t = step = 0
+    for n in range(s.batch):
+        for o0, to in p.o_tiles:
+            for r0, th in p.h_tiles:
+                rwin = window(r0, th, (th - 1) * s.stride + s.kh, s.stride, s.pad, s.kh, s.h)
+                for c0, tw in p.w_tiles:
+                    cwin = window(c0, tw, p.tw_in, s.stride, s.pad, s.kw, s.w)
+                    ha = t % p.acc_halves
+                    t += 1
+                    base, nvec = p.acc_base(ha), to * th * tw
+                    tile = S.acc[base:base + nvec]
+                    # the accumulator's start: bias (+ rounding) broadcast over the tile, or the rounding
+                    if bias is not None:
+                        bview = S.acc[p.bias_base(ha):p.bias_base(ha) + to]
+                        S.load(bview, bias, offset=bias_offset + o0)
+                        if rnd:
+                            S.add(bview, rnd_view if rnd_view is not None else rnd)
+                        S.mov(tile, bview, iters=(to, th * tw), dst_factors=(th * tw, 1), src_factors=(1, 0))
+                    else:
+                        S.mov(tile, rnd_view if rnd_view is not None else rnd)
+                    for ci0, tc in p.c_tiles:
+                        hx = step % p.in_halves
+                        step += 1
+                        xb = p.inp_base(hx)
+                        first = ((n * cb + ci0) * s.h + rwin.start) * s.w + cwin.start
+                        if whole_planes:  # the windows are whole channel planes, back to back in DRAM and on chip
+                            S.load(S.inp[xb:xb + tc * p.cb_pitch], X, offset=first, cols=tc * p.cb_pitch)
+                        for ci in range(0 if whole_planes else tc):
+                            lo = xb + ci * p.cb_pitch
+                            S.load(S.inp[lo:lo + p.cb_pitch], X, offset=first + ci * s.h * s.w, rows=rwin.size,
+                                   cols=cwin.size, stride=s.w, pad=(rwin.pad0, rwin.pad1, cwin.pad0, cwin.pad1))
+                        wb = p.wgt_base(hx)
+                        S.load(S.wgt[wb:wb + to * tc * taps], Wt, offset=wgt_offset + (o0 * cb + ci0) * taps,
+                               rows=to, cols=tc * taps, stride=cb * taps)
+                        ub = table[(ha, hx, tc)]
+                        S.gemm(S.uop[ub:ub + tw * tc * taps], iters=(th, to), acc_factors=(tw, th * tw),
+                               inp_factors=(s.stride * p.tw_in, 0), wgt_factors=(0, tc * taps))
+                    if epi.shift:
+                        S.shr(tile, epi.shift)
+                    clamp(tile, epi.relu, epi.clip)
+                    dmas = tile_dma(n, o0, to, r0, th, c0, tw, ob, ho, wo)
+                    if residual is not None:
+                        rb = p.res_base(ha)
+                        for sram, off, nrows, ncols, stride in dmas:
+                            S.load(S.inp[rb + sram:rb + sram + nrows * ncols], residual, offset=off, rows=nrows,
+                                   cols=ncols, stride=stride)
+                        S.gemm(S.uop[res_uop[ha]:res_uop[ha] + 1], iters=(nvec, 1), acc_factors=(1, 0),
+                               inp_factors=(1, 0))
+                        clamp(tile, epi.residual_relu, True)
+                    for sram, off, nrows, ncols, stride in dmas:
+                        S.store(Y, S.acc[base + sram:base + sram + nrows * ncols], offset=off, rows=nrows,
+                                cols=ncols, stride=stride)
