@@ -63,15 +63,20 @@ How the model uses them (the formulas the tests derive their expectations from;
   ``alu_setup_cycles + iter_out*iter_in + alu_pipeline_cycles``-th cycle in which the
   accumulator ports it needs are free (LOAD writing a vector holds the write port; STORE
   reading a vector holds the source read port, which only an ALU without immediate needs),
-  ``min_execute_cycles`` without iterations; FINISH: until the first
+  ``min_execute_cycles`` without iterations; GEMM (N = iter_out * iter_in * micro-ops): until
+  the ``N + gemm_pipeline_cycles``-th cycle in which LOAD does not write the accumulator (its
+  only shared port), ``min_execute_cycles`` when N = 0; a faulting iteration k raises its error
+  in the ``(k + 1 + gemm_check_cycles)``-th such cycle; FINISH: until the first
   cycle ``y`` (>= x) in which the load and store units are IDLE with empty queues and the
   port is free with no request, plus ``finish_cycles - 1`` (PUSH at ``y +
   finish_cycles``; DONE rises at the end of FINISH's PUSH cycle).
 * **Counters**: ``*_BUSY`` = EXECUTE cycles (FINISH's drain included), ``*_STALL`` = WAIT
   cycles with a named token missing + PUSH cycles blocked on a full token queue (the
-  mandatory WAIT/PUSH cycles are not stalls), ``COMPUTE_WAIT`` = ALU EXECUTE cycles frozen
-  on an accumulator port, ``*_INSNS`` counted at the PUSH cycle, DMA
-  byte counters per burst.
+  mandatory WAIT/PUSH cycles are not stalls), ``COMPUTE_WAIT`` = ALU and GEMM EXECUTE cycles
+  frozen on an accumulator port (up to an error's cycle), ``GEMM_BUSY`` = GEMM EXECUTE cycles
+  (up to and including an error's cycle), ``GEMM_OPS`` = E stages of non-reset GEMMs,
+  ``*_INSNS`` counted at the PUSH cycle, DMA byte counters per burst (LOAD's bytes are its
+  entries times the buffer's entry size, ``elem_bytes``).
 * **Errors**: an error raised in cycle ``e`` (range checks at WAIT entry, dispatch checks at
   the dispatch cycle; the lowest pc wins within a cycle) stops everything from
   ``e + 1``; DONE rises at the end of ``max(e + halt_cycles, end of the burst under way)``.
@@ -84,7 +89,8 @@ How the model uses them (the formulas the tests derive their expectations from;
 Measurement status: every overhead default below was measured on ``hw/rtl`` (see each
 field's docstring and docs/microarch.md "RTL cycle costs (measured)"), and ``cosim
 calibrate`` reproduces them on every shipped config with zero residuals, so no config
-ships a ``.timing.json``.
+ships a ``.timing.json``; the two GEMM constants are the contract's values (docs/microarch.md
+"GEMM timing"), to be confirmed on ``hw/rtl/gemm.v`` when it is merged.
 """
 
 from __future__ import annotations
