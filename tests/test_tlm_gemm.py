@@ -29,6 +29,8 @@ import pytest
 from hw import csr
 from hw.assembler import Assembler, with_insns
 from hw.config import load_config
+from hw.gemm_numpy import gemm_apply, gemm_indices
+from hw.isa import Gemm
 from hw.program import Program
 from sim.iss import run_reference
 from sim.tlm import TlmModel, run_program
@@ -407,6 +409,104 @@ def test_random_faults_tlm_equals_iss(fault, code):
         assert (t.error["code"], t.error["pc"]) == (r.error["code"], r.error["pc"]) == (code, pc), (t.error, r.error)
         assert t.error["unit"] == "compute"
         assert t.counters["gemm_ops"] == r.counters["gemm_ops"]
+
+
+def conv_program(cfg, tw: int, tc: int, th: int, to: int, fault: bool = False,
+                 shuffle: bool = False) -> tuple[Program, dict, int]:
+    """One 3x3-convolution GEMM as the compiler's engine writes it (micro-ops: output column, input
+    channel block, tap; loop: output rows x output channel blocks), thousands of iterations; with
+    ``fault`` the last weight block is not loaded, so the GEMM stops inside the first row of the
+    last output channel block; with ``shuffle`` the micro-ops are in random order (no run
+    structure). Returns the Program, the expected accumulator and the iterations applied."""
+    B = cfg.block
+    rng = np.random.default_rng(tw * 100 + tc * 10 + th + to)
+    c, ci, ky, kx = np.meshgrid(np.arange(tw), np.arange(tc), np.arange(3), np.arange(3), indexing="ij")
+    twi = tw + 2
+    uops = np.stack([c.ravel(), (ci * (twi * 3) + ky * twi + c + kx).ravel(), ((ci * 3 + ky) * 3 + kx).ravel()], 1)
+    if shuffle:
+        uops = uops[rng.permutation(len(uops))]
+    uops = [tuple(int(v) for v in r) for r in uops]
+    n_u, n_w = len(uops), to * tc * 9
+    n_inp = tc * 3 * twi + (th - 1) * twi + 1
+    inp = rng.integers(-128, 128, (n_inp, B), dtype=np.int8)
+    wgt = rng.integers(-128, 128, (n_w, B, B), dtype=np.int8)
+    acc0 = rng.integers(-2**20, 2**20, (th * tw * to, B), dtype=np.int32)
+    asm = Assembler(cfg, "gemm_conv")
+    tu, ti, tw_, ta = asm.uops("u", uops), asm.input("inp", inp), asm.input("wgt", wgt), asm.input("acc", acc0)
+    out = asm.output("out", acc0.shape)
+    asm.load(tu, x=n_u, buf="UOP")
+    asm.load(ti, x=n_inp, buf="INP")
+    asm.load(tw_, x=n_w - fault, buf="WGT")
+    asm.load(ta, x=len(acc0), push_next=True)
+    g = dict(uop_end=n_u, iter_out=th, iter_in=to, acc_factor_out=tw, acc_factor_in=th * tw, inp_factor_out=twi,
+             wgt_factor_in=tc * 9)
+    asm.gemm(pop_prev=True, push_next=True, **g)
+    asm.store(out, x=len(acc0), pop_prev=True)
+    asm.finish()
+    n = th * to * n_u
+    if fault:  # iteration (i=0, j=to-1, u) with the first micro-op reading the last block of its group
+        n = (to - 1) * n_u + next(u for u, t in enumerate(uops) if t[2] == tc * 9 - 1)
+    acc, k = acc0.copy(), 0
+    for i in range(th):
+        for j in range(to):
+            for a0, x0, w0 in uops:
+                if k < n:
+                    reference_gemm(acc, inp, wgt, [(a0 + i * tw + j * th * tw, x0 + i * twi, w0 + j * tc * 9)],
+                                   dict(uop_end=1))
+                k += 1
+    return asm.program(), {"out": acc}, n
+
+
+@pytest.mark.parametrize("shape,shuffle", [((6, 2, 5, 3), False), ((4, 3, 4, 2), True), ((8, 1, 7, 2), False)])
+def test_large_gemms_equal_the_plain_reference(shape, shuffle):
+    """Thousands of iterations in one GEMM (the batched matrix products of ``hw.gemm_numpy``):
+    the TLM and the ISS equal the plain loop; a fault inside a row, after whole rows, leaves
+    exactly the iterations before it applied (the accumulator read from the TLM after the error)."""
+    cfg = load_config("default")
+    prog, want, n = conv_program(cfg, *shape, shuffle=shuffle)
+    t, r = run_program(prog), run_reference(prog)
+    assert np.array_equal(t.outputs["out"], want["out"].astype(np.int8))
+    assert np.array_equal(r.outputs["out"], want["out"].astype(np.int8))
+    assert t.counters["gemm_ops"] == r.counters["gemm_ops"] == n >= 256
+    prog, want, k = conv_program(cfg, *shape, fault=True, shuffle=shuffle)
+    m = run_traced(prog)
+    assert m.error.code == csr.ERR_UNLOADED and f"iteration {k}" in m.error.message and k % (shape[0] * shape[1] * 9)
+    assert np.array_equal(m.acc[:len(want["out"])], want["out"])
+    assert m.counters()["gemm_ops"] == run_reference(prog).counters["gemm_ops"] == k
+
+
+def test_batched_rows_equal_the_iteration_loop():
+    """``hw.gemm_numpy.gemm_apply`` with whole (i, j) rows (convolution runs, one or several weight
+    groups, broken runs, broken weight patterns, cut after any iteration) equals adding the
+    iterations one by one with 32-bit wrap."""
+    rng = np.random.default_rng(3)
+    for case in range(41):
+        B = int(rng.choice([8, 16]))
+        tw, tc, th, to = (int(v) for v in rng.integers(1, 6, 4))
+        if case == 40:  # runs of 8 x 9 x 16 = 1152 products near 127 x 127: odd sums past 2**24
+            B, tw, tc, th, to = 16, 2, 8, 2, 1
+        c, ci, tap = np.meshgrid(np.arange(tw), np.arange(tc), np.arange(9), indexing="ij")
+        uops = np.stack([c.ravel(), (ci * 40 + tap + c).ravel(), (ci * 9 + tap).ravel()], 1)
+        if case % 4 == 1:
+            uops[:, 0] = rng.integers(0, 3, len(uops))    # runs broken, accumulator indices repeat
+        if case % 4 == 2:
+            uops[:, 2] = rng.integers(0, 60, len(uops))   # no weight pattern
+        g = Gemm(uop_end=len(uops), iter_out=th, iter_in=to, acc_factor_out=tw * (case % 3 != 0),
+                 acc_factor_in=th * tw, inp_factor_out=7, inp_factor_in=case % 2,
+                 wgt_factor_out=case % 5 == 4, wgt_factor_in=tc * 9 * (case % 3 != 1))
+        _u, a, x, w = gemm_indices(g, uops)
+        inp = rng.integers(-128, 128, (512, B), dtype=np.int8)
+        wgt = rng.integers(-128, 128, (256, B, B), dtype=np.int8)
+        if case % 7 == 0 or case == 40:
+            inp[:], wgt[:] = (127, 127) if case % 2 == 0 else (-128, -128)  # the largest sums
+            wgt[0, :, 0] = 126  # one even product: an odd sum, which float32 cannot hold past 2**24
+        stop = a.size if case % 2 or case == 40 else int(rng.integers(0, a.size + 1))
+        acc0 = rng.integers(-2**31, 2**31, (256, B), dtype=np.int64).astype(np.int32)
+        got, want = acc0.copy(), acc0.astype(np.int64)
+        gemm_apply(got, inp, wgt, False, a[:stop], x[:stop], w[:stop], len(uops))
+        for k in range(stop):
+            want[a[k]] += wgt[w[k]].astype(np.int64) @ inp[x[k]].astype(np.int64)
+        assert np.array_equal(got, ((want + 2**31) % 2**32 - 2**31).astype(np.int32)), case
 
 
 # ---- valid bits, LOAD per buffer, ports, probes, cost ------------------------------------------------
