@@ -509,6 +509,39 @@ def test_batched_rows_equal_the_iteration_loop():
         assert np.array_equal(got, ((want + 2**31) % 2**32 - 2**31).astype(np.int32)), case
 
 
+def test_repeated_gemm_word_over_reloaded_micro_ops():
+    """The same GEMM word three times: twice over one micro-op table (indices reused), then over a
+    table LOAD rewrote in between (new indices): TLM = ISS = the plain loop."""
+    cfg = load_config("small")
+    B = cfg.block
+    rng = np.random.default_rng(9)
+    inp = rng.integers(-128, 128, (8, B), dtype=np.int8)
+    wgt = rng.integers(-128, 128, (4, B, B), dtype=np.int8)
+    first, second = [(0, 1, 2), (1, 3, 0), (2, 5, 3)], [(2, 0, 1), (0, 7, 3), (1, 2, 2)]
+    asm = Assembler(cfg, "gemm_reloaded_uops")
+    t1, t2 = asm.uops("u1", first), asm.uops("u2", second)
+    ti, tw = asm.input("inp", inp), asm.input("wgt", wgt)
+    out = asm.output("out", (4, B))
+    g = dict(uop_end=3, iter_out=2, acc_factor_out=1, inp_factor_out=0)
+    asm.load(t1, x=3, buf="UOP")
+    asm.load(ti, x=8, buf="INP")
+    asm.load(tw, x=4, buf="WGT", push_next=True)
+    asm.gemm(reset=True, uop_end=1, iter_out=4, acc_factor_out=1, pop_prev=True)
+    asm.gemm(**g)
+    asm.gemm(**g, push_prev=True)
+    asm.load(t2, x=3, buf="UOP", pop_next=True, push_next=True)
+    asm.gemm(**g, pop_prev=True, push_next=True)
+    asm.store(out, x=4, pop_prev=True)
+    asm.finish()
+    prog = asm.program()
+    acc = np.zeros((4, B), np.int32)
+    for uops in (first, first, second):
+        reference_gemm(acc, inp, wgt, uops, g)
+    t, r = run_program(prog), run_reference(prog)
+    want = acc.astype(np.int8)
+    assert np.array_equal(t.outputs["out"], want) and np.array_equal(r.outputs["out"], want)
+
+
 # ---- valid bits, LOAD per buffer, ports, probes, cost ------------------------------------------------
 def test_valid_bits_are_cleared_at_start_and_soft_reset():
     """A second run on the same model without its own loads finds the micro-ops and weights
