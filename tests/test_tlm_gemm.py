@@ -151,6 +151,7 @@ def test_exec_is_n_plus_2_when_alone(n_uop, iters, reset):
     assert m.error is None
     assert c["gemm_busy"] == n + 2 and c["compute_wait"] == 0
     assert c["gemm_ops"] == (0 if reset else n)
+    assert (m.read_csr(ADDR["GEMM_BUSY"]), m.read_csr(ADDR["GEMM_OPS"])) == (c["gemm_busy"], c["gemm_ops"])
     (x, end), = gemm_windows(m)
     assert end - x == n + 2
     # the instruction's own EXECUTE slice in the Perfetto data agrees
