@@ -110,134 +110,20 @@ def gemm_first_fault(insn: Any, cfg: Any, u: np.ndarray, a: np.ndarray, x: np.nd
     return best
 
 
-# float32 holds a sum of int8 x int8 products exactly while it stays below 2**24 (each product is at
-# most 2**14 in magnitude), float64 below 2**53; either runs the products on BLAS, several times
-# faster than numpy's integer einsum.
-_F32_EXACT_TERMS = 1 << 10
-# Below this many iterations the batched products' set-up costs more than it saves (measured).
-_BATCHED_MIN = 256
-# At most this many weight groups (distinct weight offsets of the (i, j) iterations), each one
-# matrix product; more and the weights are gathered per iteration instead.
-_MAX_WEIGHT_GROUPS = 64
-# Below this many iterations numpy's unbuffered add beats sorting the repeated indices.
-_SORTED_SUM_MIN = 128
-# OpenBLAS runs a product of M x K by K x N on one thread below M*N*K = 4 * 65536; its threads
-# busy-wait, which costs 5-10x on a loaded machine, so large products are cut into a stack of
-# single-threaded ones (numpy calls BLAS once per matrix of a stack).
-_ONE_THREAD_MNK = 4 * 65536 - 1
-
-
-def _float_for(terms: int) -> type:
-    """The float type whose sums of ``terms`` int8 x int8 products are exact."""
-    return np.float32 if terms <= _F32_EXACT_TERMS else np.float64
-
-
-def gemm_products(inp: np.ndarray, wgt: np.ndarray, x: np.ndarray, w: np.ndarray) -> np.ndarray:
-    """``inp[x[n]] . wgt[w[n]]^T`` for every iteration n: ``(n, BLOCK_OUT)`` int32 (exact)."""
-    ft = _float_for(inp.shape[1])
-    xs, ws = inp[x].astype(ft), wgt[w].astype(ft)
-    return np.matmul(ws, xs[..., None])[..., 0].astype(np.int32)
-
-
-def _matmul_one_thread(xs: np.ndarray, ws: np.ndarray) -> np.ndarray:
-    """``xs @ ws`` (``(M, K) @ (K, N)``) as BLAS products small enough to run on one thread each."""
-    m, k = xs.shape
-    chunk = max(1, _ONE_THREAD_MNK // (k * ws.shape[1]))
-    whole = m // chunk * chunk
-    if whole <= chunk:
-        return np.matmul(xs, ws)
-    out = np.empty((m, ws.shape[1]), dtype=np.result_type(xs, ws))
-    out[:whole] = np.matmul(xs[:whole].reshape(-1, chunk, k), ws).reshape(whole, -1)
-    if whole < m:
-        out[whole:] = np.matmul(xs[whole:], ws)
-    return out
-
-
-def gemm_accumulate(acc: np.ndarray, a: np.ndarray, prod: np.ndarray) -> None:
-    """``acc[a[n]] += prod[n]`` for every n, repeated indices summed, wrapping at 32 bits."""
-    if np.bincount(a).max() <= 1:
-        acc[a] += prod  # int32 arithmetic wraps
-        return
-    if a.size < _SORTED_SUM_MIN:
-        np.add.at(acc, a, prod)
-        return
-    order = np.argsort(a, kind="stable")
-    sa = a[order]
-    starts = np.flatnonzero(np.concatenate(([True], sa[1:] != sa[:-1])))
-    sums = np.add.reduceat(prod[order].astype(np.int64), starts, axis=0)
-    acc[sa[starts]] += (sums & 0xFFFFFFFF).astype(np.uint32).view(np.int32)
-
-
-def _apply_rows(acc: np.ndarray, inp: np.ndarray, wgt: np.ndarray, a2: np.ndarray, x2: np.ndarray,
-                w2: np.ndarray) -> bool:
-    """Whole (i, j) iterations (rows of the micro-op loop, ``(rows, uops)`` index arrays) applied as
-    a few batched matrix products; False (nothing done) when their structure does not allow it.
-
-    Rows differ by one offset per (i, j) in each index (:func:`gemm_indices`), so the rows with
-    one weight offset (a weight group) read the same weight blocks. The micro-ops of a row form C
-    runs of G with one accumulator index per run (a convolution row: one output pixel per run, its
-    taps and input channel blocks inside; G = 1 when the indices differ): a weight group is then
-    ``(rows * C, G * BLOCK_IN) @ (G * BLOCK_IN, BLOCK_OUT)`` when every run reads the same weight
-    blocks (which also sums each run), and with a single weight group, ``(C, rows, G * BLOCK_IN) @
-    (C, G * BLOCK_IN, BLOCK_OUT)`` when they differ."""
-    rows, row = a2.shape
-    if rows * row < _BATCHED_MIN:
-        return False
-    # G: the longest run length dividing the row with one accumulator index per run
-    bounds = np.flatnonzero(a2[0, 1:] != a2[0, :-1]) + 1
-    g = int(np.gcd.reduce(np.concatenate(([row], bounds))))
-    c = row // g
-    wrun = w2[0].reshape(c, g)
-    shared = bool((wrun == wrun[:1]).all())  # every run reads the same weight blocks
-    woff = w2[:, 0] - w2[0, 0]
-    single = bool((woff == 0).all())
-    if not (shared or single):
-        return False  # a batch of small products per weight group costs more than the gather (measured)
-    if not (np.array_equal(w2 - woff[:, None], np.broadcast_to(w2[0], w2.shape)) and
-            np.array_equal(a2 - a2[:, :1], np.broadcast_to(a2[0] - a2[0, 0], a2.shape))):
-        return False
-    keys, group = (woff[:1], None) if single else np.unique(woff, return_inverse=True)
-    if len(keys) > _MAX_WEIGHT_GROUPS:
-        return False
-    blk_in, blk_out = inp.shape[1], wgt.shape[1]
-    ft = _float_for(g * blk_in)
-    for k, key in enumerate(keys):
-        sel = slice(None) if group is None else np.flatnonzero(group == k)
-        xk, ak = x2[sel], a2[sel][:, ::g]
-        if shared:
-            xs = inp[xk].astype(ft).reshape(-1, g * blk_in)                                   # (m*C, G*BLOCK_IN)
-            ws = wgt[wrun[0] + key].astype(ft).transpose(0, 2, 1).reshape(g * blk_in, blk_out)
-            out, at = _matmul_one_thread(xs, ws), ak.ravel()                                # (m*C, BLOCK_OUT)
-        else:
-            xs = inp[xk.reshape(-1, c, g).transpose(1, 0, 2)].astype(ft).reshape(c, -1, g * blk_in)  # (C, m, G*BI)
-            ws = wgt[w2[0] + key].astype(ft).transpose(0, 2, 1).reshape(c, g * blk_in, blk_out)
-            out, at = np.matmul(xs, ws).reshape(-1, blk_out), ak.T.ravel()                  # (C*m, BLOCK_OUT)
-        gemm_accumulate(acc, at, out.astype(np.int32))
-    return True
-
-
 def gemm_apply(acc: np.ndarray, inp: np.ndarray, wgt: np.ndarray, reset: bool, a: np.ndarray, x: np.ndarray,
-               w: np.ndarray, row: int = 0) -> None:
-    """Apply the iterations ``(a, x, w)`` to ``acc`` in place (indices already checked).
-
-    ``row`` > 0 says that they are whole (i, j) iterations of ``row`` micro-ops each, in loop order
-    from the first (as :func:`gemm_indices` gives them, possibly cut after any iteration): the
-    whole rows then run as a few large matrix products when their structure allows
-    (:func:`_apply_rows`), the rest iteration by iteration. The order of the additions does not
-    change the result (addition modulo 2**32)."""
+               w: np.ndarray) -> None:
+    """Apply the iterations ``(a, x, w)`` to ``acc`` in place (indices already checked)."""
     if a.size == 0:
         return
     if reset:
         acc[a] = 0
         return
-    done = 0
-    rows = a.size // row if row else 0
-    if rows:
-        n = rows * row
-        if _apply_rows(acc, inp, wgt, a[:n].reshape(rows, row), x[:n].reshape(rows, row), w[:n].reshape(rows, row)):
-            done = n
-    if done < a.size:
-        gemm_accumulate(acc, a[done:], gemm_products(inp, wgt, x[done:], w[done:]))
+    # int8 products summed over BLOCK_IN fit int32 for any BLOCK the config allows
+    prod = np.einsum("nk,nok->no", inp[x].astype(np.int32), wgt[w].astype(np.int32))
+    if np.unique(a).size == a.size:
+        acc[a] += prod  # int32 arithmetic wraps
+    else:
+        np.add.at(acc, a, prod)
 
 
 def run_gemm(acc: np.ndarray, inp: np.ndarray, wgt: np.ndarray, uops: np.ndarray, insn: Any, cfg: Any,
@@ -246,5 +132,5 @@ def run_gemm(acc: np.ndarray, inp: np.ndarray, wgt: np.ndarray, uops: np.ndarray
     u, a, x, w = gemm_indices(insn, uops)
     fault = gemm_first_fault(insn, cfg, u, a, x, w, uop_loaded, wgt_loaded)
     stop = a.size if fault is None else fault.iteration
-    gemm_apply(acc, inp, wgt, insn.reset, a[:stop], x[:stop], w[:stop], gemm_uop_count(insn))
+    gemm_apply(acc, inp, wgt, insn.reset, a[:stop], x[:stop], w[:stop])
     return stop, fault
