@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -29,7 +30,7 @@ import pytest
 from hw import csr
 from hw.assembler import Assembler, with_insns
 from hw.config import load_config
-from hw.gemm_numpy import gemm_apply, gemm_indices
+from hw.gemm_numpy import gemm_indices, run_gemm
 from hw.isa import Gemm
 from hw.program import Program
 from sim.iss import run_reference
@@ -476,10 +477,11 @@ def test_large_gemms_equal_the_plain_reference(shape, shuffle):
     assert m.counters()["gemm_ops"] == run_reference(prog).counters["gemm_ops"] == k
 
 
-def test_batched_rows_equal_the_iteration_loop():
-    """``hw.gemm_numpy.gemm_apply`` with whole (i, j) rows (convolution runs, one or several weight
-    groups, broken runs, broken weight patterns, cut after any iteration) equals adding the
-    iterations one by one with 32-bit wrap."""
+def test_gemm_data_path_equals_the_iteration_loop():
+    """The data path the TLM calls (``hw.gemm_numpy.run_gemm``) on convolution-shaped loops (runs
+    of micro-ops into one output, one or several weight groups, broken runs, broken weight
+    patterns, a fault cutting the loop anywhere, odd sums past 2**24) equals adding the iterations
+    one by one with 32-bit wrap."""
     rng = np.random.default_rng(3)
     for case in range(41):
         B = int(rng.choice([8, 16]))
@@ -501,10 +503,15 @@ def test_batched_rows_equal_the_iteration_loop():
         if case % 7 == 0 or case == 40:
             inp[:], wgt[:] = (127, 127) if case % 2 == 0 else (-128, -128)  # the largest sums
             wgt[0, :, 0] = 126  # one even product: an odd sum, which float32 cannot hold past 2**24
-        stop = a.size if case % 2 or case == 40 else int(rng.integers(0, a.size + 1))
+        wgt_loaded = np.ones(len(wgt), dtype=bool)
+        if not (case % 2 or case == 40):  # the first weight block of a random iteration is missing
+            wgt_loaded[w[int(rng.integers(0, a.size))]] = False
+        stop = int(np.argmin(wgt_loaded[w])) if not wgt_loaded[w].all() else a.size
         acc0 = rng.integers(-2**31, 2**31, (256, B), dtype=np.int64).astype(np.int32)
         got, want = acc0.copy(), acc0.astype(np.int64)
-        gemm_apply(got, inp, wgt, False, a[:stop], x[:stop], w[:stop], len(uops))
+        depths = SimpleNamespace(acc_depth=256, inp_depth=512, wgt_depth=256)
+        applied, fault = run_gemm(got, inp, wgt, uops, g, depths, np.ones(len(uops), dtype=bool), wgt_loaded)
+        assert applied == stop and (fault is None) == (stop == a.size)
         for k in range(stop):
             want[a[k]] += wgt[w[k]].astype(np.int64) @ inp[x[k]].astype(np.int64)
         assert np.array_equal(got, ((want + 2**31) % 2**32 - 2**31).astype(np.int32)), case

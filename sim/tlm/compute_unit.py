@@ -33,7 +33,7 @@ from hw.isa import Alu, Gemm
 from hw.isa_semantics import alu_last_indices
 from sim.tlm.acc_buffer import AccBuffer
 from sim.tlm.alu import run_alu
-from sim.tlm.gemm import GemmDepths, GemmExec, GemmIndexCache, gemm_range_error, start_gemm
+from sim.tlm.gemm import GemmDepths, GemmExec, gemm_range_error, start_gemm
 from sim.tlm.gemm_buffers import GemmBuffers
 from sim.tlm.insn_queue import InsnQueue
 from sim.tlm.scheduler import PH_CHECK, Scheduler
@@ -73,7 +73,6 @@ class ComputeUnit(UnitShell):
         self._target: int | None = None
         self._gemm: GemmExec | None = None
         self._charged = False  # a GEMM's own fault charged its counters up to the error
-        self._gemm_cache = GemmIndexCache()  # lives one run, like the unit
         self._plan_version = 0
         acc.ports.on_change = self._ports_changed
 
@@ -99,7 +98,7 @@ class ComputeUnit(UnitShell):
             self.check_finish(t)
             return
         if isinstance(i, Gemm):
-            g = self._gemm = start_gemm(i, self.acc.mem, self.gemm_bufs, self.depths, self._gemm_cache)
+            g = self._gemm = start_gemm(i, self.acc.mem, self.gemm_bufs, self.depths)
             if self.tr is not None:
                 self.tr.busy("gemm", t, 1)
             if g.iterations == 0:

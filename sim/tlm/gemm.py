@@ -13,13 +13,9 @@ before k are applied (k - 1 is written in that very cycle), k and later are not.
 
 The compute unit finds those cycles with the port plan (``AccPorts.nth_free``, the ALU's
 machinery, replanned when LOAD registers a port use inside the window), so a GEMM costs
-O(1) events however long its loop, and its data is vectorised ``hw.gemm_numpy`` when EXECUTE
-starts (the sequential result, which the RTL keeps by forwarding the distance-1 read-after-write
-from its registered write data): indices and checks (``gemm_indices``, ``gemm_first_fault``),
-then the products (``gemm_apply``). Tiled programs repeat GEMM words over the same micro-ops,
-so the indices of a GEMM found fault-free are kept (:class:`GemmIndexCache`) until the micro-op
-buffer is written or the run ends: its checks cannot fail later in the run, since the valid bits
-are only set between two STARTs.
+O(1) events however long its loop, and its data is one vectorised ``hw.gemm_numpy.run_gemm``
+call when EXECUTE starts (the sequential result, which the RTL keeps by forwarding the
+distance-1 read-after-write from its registered write data).
 """
 
 from __future__ import annotations
@@ -30,8 +26,7 @@ from typing import Any
 import numpy as np
 
 from hw import csr
-from hw.gemm_numpy import (GemmFault, gemm_apply, gemm_first_fault, gemm_indices, gemm_iterations, gemm_uop_count,
-                           gemm_uop_range_bad)
+from hw.gemm_numpy import GemmFault, gemm_iterations, gemm_uop_range_bad, run_gemm
 from sim.tlm.gemm_buffers import GemmBuffers
 from sim.tlm.timing import Timing
 
@@ -80,53 +75,11 @@ def gemm_range_error(insn: Any, depths: GemmDepths) -> tuple[int, str] | None:
     return None
 
 
-# The fields a GEMM's indices and checks depend on (not its dependency flags).
-_LOOP_FIELDS = ("reset", "uop_begin", "uop_end", "iter_out", "iter_in", "acc_factor_out", "acc_factor_in",
-                "inp_factor_out", "inp_factor_in", "wgt_factor_out", "wgt_factor_in")
-
-
-class GemmIndexCache:
-    """The ``(a, x, w)`` index arrays of the GEMMs found fault-free in one run (the compute unit
-    holds one; START and soft reset make a new unit), by loop fields and micro-op buffer version
-    (at most ``entries`` of at most ``max_iterations`` iterations each)."""
-
-    def __init__(self, entries: int = 64, max_iterations: int = 1 << 16) -> None:
-        self.entries, self.max_iterations = entries, max_iterations
-        self._map: dict[tuple[Any, ...], tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
-
-    def get(self, insn: Any, bufs: GemmBuffers) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
-        """The indices of ``insn`` over the micro-ops now in ``bufs``, if it was found fault-free."""
-        return self._map.get(self._key(insn, bufs))
-
-    def put(self, insn: Any, bufs: GemmBuffers, idx: tuple[np.ndarray, np.ndarray, np.ndarray]) -> None:
-        """Keep the indices of ``insn``, found fault-free over the micro-ops now in ``bufs``."""
-        if idx[0].size > self.max_iterations:
-            return
-        if len(self._map) >= self.entries:
-            self._map.pop(next(iter(self._map)))  # the oldest
-        self._map[self._key(insn, bufs)] = idx
-
-    @staticmethod
-    def _key(insn: Any, bufs: GemmBuffers) -> tuple[Any, ...]:
-        return tuple(getattr(insn, f) for f in _LOOP_FIELDS) + (bufs.uop_version,)
-
-
-def start_gemm(insn: Any, acc: np.ndarray, bufs: GemmBuffers, depths: GemmDepths,
-               cache: GemmIndexCache | None = None) -> GemmExec:
-    """EXECUTE begins: apply the iterations before the first fault to ``acc`` (in place, vectorised)
-    and return what the timing needs."""
+def start_gemm(insn: Any, acc: np.ndarray, bufs: GemmBuffers, depths: GemmDepths) -> GemmExec:
+    """EXECUTE begins: apply the iterations before the first fault to ``acc`` (in place, one
+    vectorised ``hw.gemm_numpy.run_gemm`` call) and return what the timing needs."""
     n = gemm_iterations(insn)
-    reset = bool(insn.reset)
     if n == 0:
-        return GemmExec(0, 0, None, reset)
-    hit = cache.get(insn, bufs) if cache is not None else None
-    if hit is not None:
-        gemm_apply(acc, bufs.inp, bufs.wgt, reset, *hit, gemm_uop_count(insn))
-        return GemmExec(n, n, None, reset)
-    u, a, x, w = gemm_indices(insn, bufs.uops)
-    fault = gemm_first_fault(insn, depths, u, a, x, w, bufs.uop_valid, bufs.wgt_valid)
-    stop = n if fault is None else fault.iteration
-    gemm_apply(acc, bufs.inp, bufs.wgt, reset, a[:stop], x[:stop], w[:stop], gemm_uop_count(insn))
-    if fault is None and cache is not None:
-        cache.put(insn, bufs, (a, x, w))
-    return GemmExec(n, stop, fault, reset)
+        return GemmExec(0, 0, None, bool(insn.reset))
+    applied, fault = run_gemm(acc, bufs.inp, bufs.wgt, bufs.uops, insn, depths, bufs.uop_valid, bufs.wgt_valid)
+    return GemmExec(n, applied, fault, bool(insn.reset))

@@ -32,9 +32,6 @@ class GemmBuffers:
         self.uops = np.zeros((cfg.uop_depth, 3), dtype=np.int64)
         self.uop_valid = np.zeros(cfg.uop_depth, dtype=bool)
         self.wgt_valid = np.zeros(cfg.wgt_depth, dtype=bool)
-        # a GEMM's indices depend on the micro-ops: LOADs into UOP counted (``sim/tlm/gemm.py``
-        # caches indices by it)
-        self.uop_version = 0
 
     def new_run(self) -> None:
         """START or soft reset: every micro-op and weight block is invalid again (contents stay)."""
@@ -61,7 +58,6 @@ class GemmBuffers:
         elif buf == "UOP":
             self.uops[first:end] = uop_fields(raw)
             self.uop_valid[first:end] = True
-            self.uop_version += 1
         else:
             raise ValueError(f"no GEMM operand buffer named {buf!r}")
 
