@@ -154,7 +154,7 @@ class HwConfig:
     @property
     def sram_index_bits(self) -> int:
         """Width of every on-chip buffer index field in the ISA."""
-        return clog2(max(self.acc_depth, self.inp_depth, self.wgt_depth))
+        return clog2(max(self.acc_depth, self.inp_depth, self.wgt_depth, self.uop_depth))
 
     @property
     def acc_index_bits(self) -> int:

@@ -110,25 +110,100 @@ def gemm_first_fault(insn: Any, cfg: Any, u: np.ndarray, a: np.ndarray, x: np.nd
     return best
 
 
+def _scatter_add(acc: np.ndarray, a: np.ndarray, sums: np.ndarray) -> None:
+    """``acc[a[n]] += sums[n]`` for every n (repeated indices summed), wrapping at 32 bits; ``sums``
+    exact integers in float64 (every partial sum of int8 products stays far below 2**53)."""
+    lanes = acc.shape[1]
+    if a.size <= acc.shape[0] and np.unique(a).size == a.size:
+        total = acc[a].astype(np.int64) + sums.astype(np.int64)
+    else:
+        flat = (a[:, None] * lanes + np.arange(lanes)).ravel()
+        per = np.bincount(flat, weights=sums.ravel(), minlength=acc.size).reshape(acc.shape)
+        a = np.unique(a)
+        total = acc[a].astype(np.int64) + per[a].astype(np.int64)
+    acc[a] = (total & 0xFFFFFFFF).astype(np.uint32).view(np.int32)
+
+
+def _apply_structured(acc: np.ndarray, inp: np.ndarray, wgt: np.ndarray, insn: Any, table: np.ndarray) -> None:
+    """All iterations of a GEMM whose weight index does not depend on i (``wgt_factor_out == 0``, what
+    a tiled matmul or convolution writes), as batched matrix products over the loop structure: per
+    micro-op, the j loop and BLOCK_IN are one contraction when the accumulator index does not depend
+    on j either (``acc_factor_in == 0``: input-channel blocks summed into one output)."""
+    io, ii = insn.iter_out, insn.iter_in
+    i = np.arange(io, dtype=np.int64)
+    j = np.arange(ii, dtype=np.int64)
+    xg = table[:, 1, None, None] + insn.inp_factor_out * i[None, :, None] + insn.inp_factor_in * j[None, None, :]
+    wg = table[:, 2, None] + insn.wgt_factor_in * j[None, :]                      # (U, II)
+    xf = inp.astype(np.float64)[xg]                                                # (U, IO, II, BK)
+    wf = wgt.astype(np.float64)[wg].transpose(0, 1, 3, 2)                          # (U, II, BK, BO)
+    n_u, bk, bo = table.shape[0], wgt.shape[2], wgt.shape[1]
+    if insn.acc_factor_in == 0:
+        sums = xf.reshape(n_u, io, ii * bk) @ wf.reshape(n_u, ii * bk, bo)         # (U, IO, BO)
+        ag = table[:, 0, None] + insn.acc_factor_out * i[None, :]
+    else:
+        sums = xf.transpose(0, 2, 1, 3) @ wf                                       # (U, II, IO, BO)
+        ag = table[:, 0, None, None] + insn.acc_factor_in * j[None, :, None] + insn.acc_factor_out * i[None, None, :]
+    _scatter_add(acc, ag.ravel(), sums.reshape(-1, bo))
+
+
+def gemm_products(inp: np.ndarray, wgt: np.ndarray, x: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """``(N, BLOCK_OUT)`` float64 products ``inp[x[n]] . wgt[w[n]]^T`` of the iterations given flat."""
+    return np.einsum("nk,nok->no", inp[x].astype(np.int32), wgt[w].astype(np.int32)).astype(np.float64)
+
+
 def gemm_apply(acc: np.ndarray, inp: np.ndarray, wgt: np.ndarray, reset: bool, a: np.ndarray, x: np.ndarray,
                w: np.ndarray) -> None:
-    """Apply the iterations ``(a, x, w)`` to ``acc`` in place (indices already checked)."""
+    """Apply the iterations ``(a, x, w)``, given flat in loop order, to ``acc`` in place (indices
+    already checked)."""
     if a.size == 0:
         return
     if reset:
         acc[a] = 0
         return
-    # int8 products summed over BLOCK_IN fit int32 for any BLOCK the config allows
-    prod = np.einsum("nk,nok->no", inp[x].astype(np.int32), wgt[w].astype(np.int32))
-    if np.unique(a).size == a.size:
-        acc[a] += prod  # int32 arithmetic wraps
-    else:
-        np.add.at(acc, a, prod)
+    _scatter_add(acc, a, gemm_products(inp, wgt, x, w))
+
+
+def _cannot_fault(insn: Any, cfg: Any, table: np.ndarray, uop_loaded: np.ndarray, wgt_loaded: np.ndarray) -> bool:
+    """True when no iteration can fault, decided without walking them: every micro-op loaded, the
+    highest index of every buffer (factors are unsigned) in range, and every weight block the walk
+    can reach loaded (checked only when ``wgt_factor_out == 0``, the structured case)."""
+    if not uop_loaded[insn.uop_begin:insn.uop_end].all():
+        return False
+    io, ii = insn.iter_out - 1, insn.iter_in - 1
+    tops = [("acc", 0, cfg.acc_depth)] + ([] if insn.reset else [("inp", 1, cfg.inp_depth), ("wgt", 2, cfg.wgt_depth)])
+    for name, col, depth in tops:
+        top = int(table[:, col].max()) + io * getattr(insn, f"{name}_factor_out") + ii * getattr(insn, f"{name}_factor_in")
+        if top >= depth:
+            return False
+    if insn.reset:
+        return True
+    if insn.wgt_factor_out:
+        return False
+    wg = table[:, 2, None] + insn.wgt_factor_in * np.arange(insn.iter_in, dtype=np.int64)[None, :]
+    return bool(wgt_loaded[wg].all())
 
 
 def run_gemm(acc: np.ndarray, inp: np.ndarray, wgt: np.ndarray, uops: np.ndarray, insn: Any, cfg: Any,
              uop_loaded: np.ndarray, wgt_loaded: np.ndarray) -> tuple[int, GemmFault | None]:
-    """Execute one GEMM instruction on the buffers: ``(iterations applied, fault or None)``."""
+    """Execute one GEMM instruction on the buffers: ``(iterations applied, fault or None)``.
+
+    The usual tile (no fault possible, weights independent of i) runs as batched matrix products
+    over the loop structure without listing the iterations; anything else iteration by iteration
+    (vectorised), which also finds the first fault."""
+    n = gemm_iterations(insn)
+    if n == 0:
+        return 0, None
+    table = uops[insn.uop_begin:insn.uop_end]
+    if _cannot_fault(insn, cfg, table, uop_loaded, wgt_loaded):
+        if insn.reset:
+            u, a, x, w = gemm_indices(insn, uops)
+            acc[a] = 0
+        elif insn.wgt_factor_out == 0:
+            _apply_structured(acc, inp, wgt, insn, table)
+        else:
+            u, a, x, w = gemm_indices(insn, uops)
+            gemm_apply(acc, inp, wgt, False, a, x, w)
+        return n, None
     u, a, x, w = gemm_indices(insn, uops)
     fault = gemm_first_fault(insn, cfg, u, a, x, w, uop_loaded, wgt_loaded)
     stop = a.size if fault is None else fault.iteration

@@ -257,6 +257,10 @@ class Isa:
         self._by_name = {name: {f.name: f for f in lay} for name, lay in self.layouts.items()}
         # Per class: [(name, lo, mask, sign bit or 0, is flag)] for every field after the opcode,
         # precomputed because decoding sits on the models' dispatch path.
+        # and for encoding (a Program's binary is encoded whenever its DRAM image is built)
+        self._pack_plan: dict[str, list[tuple[str, int, int, int, int]]] = {
+            name: [(f.name, f.lo, (1 << f.width) - 1, f.lo_value, f.hi_value) for f in lay[1:]]
+            for name, lay in self.layouts.items()}
         self._unpack_plan: dict[str, list[tuple[str, int, int, int, bool]]] = {
             name: [(f.name, f.lo, (1 << f.width) - 1, (1 << (f.width - 1)) if f.signed else 0, f.width == 1)
                    for f in lay[1:]]
@@ -280,15 +284,15 @@ class Isa:
     def encode_word(self, insn: Instruction) -> int:
         """Encode one instruction to a 128-bit integer; raises IsaError if a field does not fit."""
         name = insn.MNEMONIC
-        word = 0
-        for f in self.layouts[name]:
-            v = OPCODES[name] if f.name == "opcode" else getattr(insn, f.name)
-            v = int(v)
-            if not f.lo_value <= v <= f.hi_value:
+        word = OPCODES[name]
+        for fname, lo, mask, lo_v, hi_v in self._pack_plan[name]:
+            v = int(getattr(insn, fname))
+            if not lo_v <= v <= hi_v:
+                f = self._by_name[name][fname]
                 kind = "signed" if f.signed else "unsigned"
                 raise IsaError(f"{name}.{f.name}: value {v} does not fit the {f.width}-bit {kind} field "
                                f"({f.lo_value}..{f.hi_value})")
-            word |= (v & ((1 << f.width) - 1)) << f.lo
+            word |= (v & mask) << lo
         return word
 
     def encode(self, insn: Instruction) -> bytes:

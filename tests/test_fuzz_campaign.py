@@ -83,7 +83,7 @@ def test_shrinks_and_saves_a_reproducer(tmp_path, monkeypatch):
     small = C.shrink(case, C.failure_predicate(case, rtl=False))
     assert len(small.insns) <= 8 < len(case.program.insns) or len(small.insns) < len(case.program.insns)
     assert any(i.MNEMONIC == "ALU" and i.alu_op == 2 for i in small.insns)
-    assert C.check_program(small.insns, cfg) is None
+    assert C.check_program(small.insns, cfg, dram=small.dram_image()) is None
     d = C.save_failure(case, small, tmp_path, 5)
     info = json.loads((d / "fuzz.json").read_text())
     assert info["min"]["insns"] == len(small.insns) and info["problems"] == case.problems

@@ -31,7 +31,7 @@ def test_generated_programs_are_valid(cfg):
     """Balanced, deadlock-free, race-free, initialised, in range: the reference runs them cleanly."""
     for seed in range(60):
         p = generate(cfg, seed)
-        assert check_program(p.insns, cfg) is None, seed
+        assert check_program(p.insns, cfg, dram=p.dram_image()) is None, seed
         r = run_reference(p)
         assert r.error is None, (seed, r.error)
         assert r.counters["fetch_bytes"] == 16 * len(p.insns)

@@ -74,8 +74,8 @@ def test_layouts_fit_and_do_not_overlap():
 def test_encode_out_of_range_names_field_value_width():
     isa = Isa(load_config("small"))
     with pytest.raises(IsaError) as e:
-        isa.encode(Load(sram_base=64))
-    assert str(e.value) == "LOAD.sram_base: value 64 does not fit the 6-bit unsigned field (0..63)"
+        isa.encode(Load(sram_base=128))
+    assert str(e.value) == "LOAD.sram_base: value 128 does not fit the 7-bit unsigned field (0..127)"
     with pytest.raises(IsaError, match=r"ALU.imm: value 40000 does not fit the 16-bit signed field \(-32768..32767\)"):
         isa.encode(Alu(imm=40000, use_imm=True))
     with pytest.raises(IsaError, match=r"STORE.y_size: value -1 does not fit the 16-bit unsigned"):

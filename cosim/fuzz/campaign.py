@@ -265,7 +265,7 @@ def _simplifications(p: Program):
 
 def _valid_candidate(c: Program, kind: str, code: int | None) -> bool:
     if kind == "valid":
-        return check_program(c.insns, c.config) is None and run_reference(c).error is None
+        return check_program(c.insns, c.config, dram=c.dram_image()) is None and run_reference(c).error is None
     e = run_reference(c).error
     return e is not None and e["code"] == code
 

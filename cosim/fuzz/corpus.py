@@ -72,6 +72,26 @@ def base_program(cfg: HwConfig, n_vec: int = 4, name: str = "base") -> Program:
 
 
 # ---- folder mutations ---------------------------------------------------------------------------
+def gemm_program(cfg: HwConfig, name: str = "gemm_base") -> Program:
+    """LOAD two micro-ops, one weight block and one input vector, GEMM (reset, then accumulate both
+    micro-ops into acc[0] and acc[1]), STORE two vectors: the base of the GEMM fault entries (weight
+    block 1 and micro-op 2 are never loaded)."""
+    rng = np.random.default_rng(5)
+    asm = Assembler(cfg, name)
+    u = asm.uops("uops", [(0, 0, 0), (1, 0, 0)])
+    wgt = asm.input("wgt", rng.integers(-128, 128, (1, cfg.block, cfg.block)).astype(np.int8))
+    inp = asm.input("inp", rng.integers(-128, 128, (1, cfg.lanes)).astype(np.int8))
+    out = asm.output("out", (2, cfg.lanes))
+    asm.load(u, x=2, buf="UOP")
+    asm.load(wgt, x=1, buf="WGT")
+    asm.load(inp, x=1, buf="INP", push_next=True)
+    asm.gemm(reset=True, uop_begin=0, uop_end=2, pop_prev=True)
+    asm.gemm(uop_begin=0, uop_end=2, push_next=True)
+    asm.store(out, x=2, pop_prev=True)
+    asm.finish()
+    return asm.program()
+
+
 def _saved(p: Program, mutate: Callable[[Path], None] | None = None) -> Callable[[Path], None]:
     def make(d: Path) -> None:
         p.save(d)
@@ -157,8 +177,8 @@ def entries() -> list[Entry]:
       _saved(p, _patch_word(2, lambda w: w ^ (0xFF << 120))), "top byte of a STORE flipped")
     L("insn_unknown_alu_op", ["insn.bin", "instruction 1", "unknown ALU op 9"],
       _saved(p, _patch_word(1, _field(cfg, "ALU", "alu_op", 9))), "ALU op 9 does not exist")
-    L("insn_unknown_buffer", ["insn.bin", "instruction 0", "unknown buffer 3"],
-      _saved(p, _patch_word(0, _field(cfg, "LOAD", "buf", 3))), "buffer 3 does not exist")
+    L("insn_store_from_uop", ["insn.bin", "instruction 2", "accumulator buffer"],
+      _saved(p, _patch_word(2, _field(cfg, "STORE", "buf", BUFFERS["UOP"]))), "STORE from the micro-op buffer")
     L("insn_load_pop_prev", ["insn.bin", "instruction 0", "LOAD has no previous stage"],
       _saved(p, _patch_word(0, _field(cfg, "LOAD", "pop_prev", 1))), "LOAD popping from a missing stage")
     L("insn_store_push_next", ["insn.bin", "instruction 2", "STORE has no next stage"],
@@ -302,10 +322,24 @@ def model_entries(cfg: HwConfig) -> list[Entry]:
       csr.ERR_SRAM_RANGE, 0, ["SRAM_RANGE"], "a LOAD that only pads still writes (and is range-checked)")
     M("sram_store_past_depth", with_insn(2, dataclasses.replace(ins[2], sram_base=cfg.acc_depth - 1)),
       csr.ERR_SRAM_RANGE, 2, ["SRAM_RANGE"], "STORE reads past ACC_DEPTH")
-    M("unsupported_gemm", with_insn(1, Gemm(pop_prev=True, push_next=True)), csr.ERR_UNSUPPORTED, 1,
-      ["UNSUPPORTED"], "GEMM is not executed yet")
-    M("unsupported_load_inp", with_insn(0, dataclasses.replace(ins[0], buf=BUFFERS["INP"])), csr.ERR_UNSUPPORTED, 0,
-      ["UNSUPPORTED"], "LOAD into the input buffer")
+    g = gemm_program(cfg)
+    gi = list(g.insns)
+    k = [j for j, i in enumerate(gi) if isinstance(i, Gemm)][-1]  # the accumulating GEMM
+
+    def with_gemm(**changes: Any) -> Program:
+        q = list(gi)
+        q[k] = dataclasses.replace(gi[k], **changes)
+        return with_insns(g, q, "x")
+    M("sram_gemm_uops_past_depth", with_gemm(uop_begin=cfg.uop_depth - 1, uop_end=cfg.uop_depth + 1),
+      csr.ERR_SRAM_RANGE, k, ["SRAM_RANGE"], "GEMM names micro-ops past UOP_DEPTH (checked in WAIT)")
+    M("sram_gemm_acc_past_depth", with_gemm(iter_out=2, acc_factor_out=cfg.acc_depth - 1),
+      csr.ERR_SRAM_RANGE, k, ["SRAM_RANGE"], "GEMM's accumulator index walks past ACC_DEPTH (in EXEC)")
+    M("sram_gemm_inp_past_depth", with_gemm(iter_in=3, inp_factor_in=cfg.inp_depth // 2),
+      csr.ERR_SRAM_RANGE, k, ["SRAM_RANGE"], "GEMM's input index walks past INP_DEPTH (in EXEC)")
+    M("unloaded_gemm_weight", with_gemm(iter_out=2, wgt_factor_out=1), csr.ERR_UNLOADED, k, ["UNLOADED"],
+      "GEMM reads a weight block no LOAD wrote")
+    M("unloaded_gemm_uop", with_gemm(uop_begin=2, uop_end=3), csr.ERR_UNLOADED, k, ["UNLOADED"],
+      "GEMM walks a micro-op no LOAD wrote")
     cyc = list(ins)  # balanced, but LOAD waits for compute and compute for LOAD
     cyc[0] = dataclasses.replace(cyc[0], pop_next=True)
     cyc[1] = dataclasses.replace(cyc[1], push_prev=True)
@@ -329,7 +363,7 @@ def model_entries(cfg: HwConfig) -> list[Entry]:
     raw = [("raw_unknown_opcode", 2, with_opcode(w[2], 5), csr.ERR_BAD_OPCODE),
            ("raw_reserved_bits", 1, w[1] | (1 << 127), csr.ERR_BAD_OPCODE),
            ("raw_unknown_alu_op", 1, fld("ALU", "alu_op", w[1], 15), csr.ERR_BAD_OPCODE),
-           ("raw_unknown_buffer", 0, fld("LOAD", "buf", w[0], 3), csr.ERR_BAD_OPCODE),
+           ("raw_store_from_uop", 2, fld("STORE", "buf", w[2], BUFFERS["UOP"]), csr.ERR_BAD_FIELD),
            ("raw_load_push_prev", 0, fld("LOAD", "push_prev", w[0], 1), csr.ERR_BAD_FIELD),
            ("raw_store_pop_next", 2, fld("STORE", "pop_next", w[2], 1), csr.ERR_BAD_FIELD),
            ("raw_store_padding", 2, fld("STORE", "y_pad_0", w[2], 1), csr.ERR_BAD_FIELD),

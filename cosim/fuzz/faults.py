@@ -20,12 +20,13 @@ import numpy as np
 
 from hw import csr
 from hw.assembler import PatchedProgram, patched, set_field
-from hw.isa import (ALU_OP_BITS, ALU_OPS, BUFFERS, OPCODE_BITS, OPCODE_NAMES, Alu, Gemm, Load, Store, unit_of,
-                    with_opcode)
-from hw.isa_semantics import DEP_FLAGS, LEGAL_FLAGS, POP_FLAGS, affine_last
+from hw.isa import ALU_OP_BITS, ALU_OPS, OPCODE_BITS, OPCODE_NAMES, Alu, Gemm, Load, Store, unit_of, with_opcode
+from cosim.fuzz.generator import uop_table_before
+from hw.gemm_numpy import gemm_iterations
+from hw.isa_semantics import DEP_FLAGS, LEGAL_FLAGS, POP_FLAGS, affine_last, buffer_of, load_tile_shape
 from hw.program import Program
 
-FAULT_KINDS = ("dram_range", "sram_range", "bad_opcode", "bad_field", "unsupported", "deadlock", "insn_range")
+FAULT_KINDS = ("dram_range", "sram_range", "bad_opcode", "bad_field", "unloaded", "deadlock", "insn_range")
 
 
 def _replace(p: Program, k: int, insn) -> PatchedProgram:
@@ -54,7 +55,7 @@ def inject(p: Program, kind: str, rng: np.random.Generator) -> tuple[Program, in
         if k is None:
             return None
         i = insns[k]
-        vb = cfg.acc_vec_bytes if isinstance(i, Load) else cfg.out_vec_bytes
+        vb = cfg.elem_bytes(buffer_of(i)) if isinstance(i, Load) else cfg.out_vec_bytes
         ext = (i.y_size - 1) * i.x_stride + i.x_size
         own = next(r for r in p.regions if r.addr <= i.dram_base * vb < r.end)
         wrong = [r for r in p.regions if (r.role == "output") == isinstance(i, Load) and r.nbytes >= ext * vb]
@@ -67,6 +68,22 @@ def inject(p: Program, kind: str, rng: np.random.Generator) -> tuple[Program, in
             base = min((p.dram_end + int(rng.integers(0, 1 << 20))) // vb, (1 << 32) - 1)
         return _replace(p, k, dataclasses.replace(i, dram_base=base)), csr.ERR_DRAM_RANGE
     if kind == "sram_range":
+        gemms = idx(lambda i: isinstance(i, Gemm) and gemm_iterations(i) > 0)
+        if gemms and rng.random() < 0.4:
+            k = pick(gemms)
+            i = insns[k]
+            if rng.random() < 0.5:  # micro-ops past the buffer: WAIT
+                n = max(2, i.uop_end - i.uop_begin)  # uop_begin < UOP_DEPTH (its field), so two at least
+                b = int(rng.integers(max(0, cfg.uop_depth - n + 1), cfg.uop_depth))
+                return _replace(p, k, dataclasses.replace(i, uop_begin=b, uop_end=b + n)), csr.ERR_SRAM_RANGE
+            # an index walks out of its buffer in EXEC: a factor as large as the field allows
+            name = str(rng.choice(["acc"] if i.reset else ["acc", "inp", "wgt"]))
+            top = (1 << cfg.sram_index_bits) - 1
+            if i.iter_out > 1:
+                new = dataclasses.replace(i, **{f"{name}_factor_out": top})
+            else:
+                new = dataclasses.replace(i, iter_in=max(2, i.iter_in), **{f"{name}_factor_in": top})
+            return _replace(p, k, new), csr.ERR_SRAM_RANGE
         ks = idx(lambda i: isinstance(i, Alu) and i.iter_out * i.iter_in > 0)
         k = pick(ks)
         if k is None:
@@ -95,8 +112,6 @@ def inject(p: Program, kind: str, rng: np.random.Generator) -> tuple[Program, in
             w |= 1 << int(rng.integers(p.isa.used_bits(name), 128))
         elif name == "ALU":
             w = _set_field(p, w, "ALU", "alu_op", int(rng.integers(len(ALU_OPS), 1 << ALU_OP_BITS)))
-        elif name in ("LOAD", "STORE"):
-            w = _set_field(p, w, name, "buf", 3)
         else:
             w = with_opcode(w, 7)
         return patched(p, {k: w}), csr.ERR_BAD_OPCODE
@@ -113,17 +128,30 @@ def inject(p: Program, kind: str, rng: np.random.Generator) -> tuple[Program, in
             f = str(rng.choice(towards_missing + ["buf", "x_pad_0", "y_pad_1"]))
             w = _set_field(p, w, "STORE", f, 1 if f.startswith("p") else int(rng.integers(1, 3)))
         return patched(p, {k: w}), csr.ERR_BAD_FIELD
-    if kind == "unsupported":
-        k = int(rng.integers(0, len(insns) - 1))
-        old = insns[k]
-        flags = {f: getattr(old, f) for f in DEP_FLAGS}
-        if isinstance(old, Load):
-            new = dataclasses.replace(old, buf=int(rng.choice([BUFFERS["INP"], BUFFERS["WGT"]])))
-        elif isinstance(old, Store):
+    if kind == "unloaded":  # a GEMM reads micro-ops or a weight block no LOAD wrote
+        loaded = _loaded_entries(insns)
+        ks = idx(lambda i: isinstance(i, Gemm) and gemm_iterations(i) > 0)
+        k = pick(ks)
+        if k is None:
             return None
-        else:
-            new = Gemm(**flags, iter_out=int(rng.integers(0, 3)), iter_in=int(rng.integers(0, 3)))
-        return _replace(p, k, new), csr.ERR_UNSUPPORTED
+        i = insns[k]
+        n = i.uop_end - i.uop_begin
+        free = [b for b in range(0, cfg.uop_depth - n + 1)
+                if not any(u in loaded["UOP"] for u in range(b, b + n))]
+        if free and (i.reset or rng.random() < 0.5):
+            b = int(rng.choice(free))
+            return _replace(p, k, dataclasses.replace(i, uop_begin=b, uop_end=b + n)), csr.ERR_UNLOADED
+        # weights: move the walk onto never-loaded blocks (the first one out of range would be
+        # SRAM_RANGE instead, so only a factor whose whole walk stays in the buffer)
+        if i.reset:
+            return None
+        holes = [w for w in range(cfg.wgt_depth) if w not in loaded["WGT"]]
+        if not holes:
+            return None
+        # every later iteration (i or j > 0) lands on ``hole`` + multiples: walk with step 0 there
+        hole = int(rng.choice(holes))
+        new = dataclasses.replace(i, iter_out=max(2, i.iter_out), wgt_factor_in=0, wgt_factor_out=0)
+        return _replace(p, k, _retarget_wgt(p, k, new, hole)), csr.ERR_UNLOADED
     if kind == "deadlock":  # a pop whose token never comes (the pc is what the reference computes)
         cands = [(k, f) for k, i in enumerate(insns[:-1]) for f in POP_FLAGS
                  if f in LEGAL_FLAGS[unit_of(i)] and not getattr(i, f)]
@@ -146,3 +174,26 @@ def inject(p: Program, kind: str, rng: np.random.Generator) -> tuple[Program, in
             regs[at["INSN_ADDR_LO"]] = ("INSN_ADDR_LO", out.addr)
         return patched(p, regs=regs), csr.ERR_INSN_RANGE
     raise ValueError(f"unknown fault kind '{kind}' (kinds: {', '.join(FAULT_KINDS)})")
+
+
+def _loaded_entries(insns: list) -> dict[str, set[int]]:
+    """Per buffer name, every entry some LOAD of ``insns`` writes (padding included)."""
+    out: dict[str, set[int]] = {"ACC": set(), "INP": set(), "WGT": set(), "UOP": set()}
+    for i in insns:
+        if isinstance(i, Load):
+            rows, cols = load_tile_shape(i)
+            out[buffer_of(i)].update(range(i.sram_base, i.sram_base + rows * cols))
+    return out
+
+
+def _retarget_wgt(p: Program, k: int, g: Gemm, hole: int) -> Gemm:
+    """``g`` (at index ``k`` of ``p``, iter_out >= 2) made to read weight block ``hole`` first at
+    iteration (i=1, j=0, first micro-op): every other index repeats iteration i=0's, which is valid."""
+    first = int(uop_table_before(p, k)[g.uop_begin][2])
+    step = hole - first
+    if step < 0 or step >= 1 << p.config.sram_index_bits:
+        step = 0  # cannot reach it upwards: a hole above every micro-op's block instead
+        above = [w for w in range(first + 1, p.config.wgt_depth) if w not in _loaded_entries(p.insns)["WGT"]]
+        if above and above[0] - first < 1 << p.config.sram_index_bits:
+            step = above[0] - first
+    return dataclasses.replace(g, wgt_factor_out=step, wgt_factor_in=0, acc_factor_out=0, inp_factor_out=0)

@@ -1,10 +1,14 @@
 """Seeded random generator of valid instruction-level Programs, and a validity checker.
 
 A generated Program is *valid by construction*: every instruction is in range for the
-config and the layout, every accumulator entry is written before it is read, and the
-dependency tokens order every pair of instructions of different units that touch a
-common accumulator entry (RAW, WAR, WAW) in program order, so the concurrent
-hardware computes exactly what the sequential reference computes. Tokens are also
+config and the layout, every buffer entry (accumulator, input, weight, micro-op) is
+written before it is read, and the dependency tokens order every pair of instructions
+of different units that touch a common entry of any buffer (RAW, WAR, WAW) in program
+order, so the concurrent hardware computes exactly what the sequential reference
+computes. GEMMs walk random micro-op ranges with random factors (repeated accumulator
+indices make distance-1 and longer read-after-write hazards); the generator keeps a
+shadow of the micro-op buffer in program order, which is what a GEMM's footprint
+depends on (``hw.isa_semantics.footprint(insn, uops)``). Tokens are also
 deadlock-free by construction: every pop is matched (FIFO) by an earlier push, and
 in program order no token queue ever holds more than ``token_queue_depth`` tokens,
 so every wait of an instruction is on an earlier instruction (see ``check_program``).
@@ -32,9 +36,11 @@ import numpy as np
 
 from hw.analysis import balance_problem, finish_problem, happens_before, program_order_problem
 from hw.config import HwConfig
-from hw.isa import ALU_OPS, Alu, Finish, Instruction, Load, Store, unit_of
+from hw.isa import (ALU_OPS, BUFFER_NAMES, BUFFERS, UOP_BYTES, Alu, Finish, Gemm, Instruction, Load, Store,
+                    decode_uops, encode_uops, unit_of)
 from hw.assembler import Assembler
-from hw.isa_semantics import INT32_MAX, INT32_MIN, QUEUE_BETWEEN, TOKEN_QUEUES, UNITS, acc_footprint, affine_last
+from hw.isa_semantics import (INT32_MAX, INT32_MIN, QUEUE_BETWEEN, TOKEN_QUEUES, UNITS, Access, affine_last,
+                              footprint, load_tile_shape)
 from hw.isa_semantics import QUEUE_ENDS as QUEUES  # queue -> (producer, push flag, consumer, pop flag)
 from hw.program import Program
 
@@ -68,6 +74,7 @@ class GenOptions:
 
     max_body: int = 24            # random instructions after the initialisation
     max_iters: int = 8            # ALU loop bounds (occasionally up to 4x this)
+    gemm_prob: float = 0.4        # share of random body instructions that are GEMM or its buffer loads
     extra_token_prob: float = 0.25
     noop_prob: float = 0.06
     edge_prob: float = 0.1        # zero-size tiles, overlapping rows, edge strides
@@ -75,6 +82,47 @@ class GenOptions:
 
 def conflict(a: Item, b: Item) -> bool:
     return bool(a.writes & (b.reads | b.writes) or a.reads & b.writes)
+
+
+_KEY_SHIFT = 20  # a footprint key: buffer code << 20 | index (indices stay below 2**16)
+
+
+def keyed_footprint(insn: Instruction, uops: np.ndarray | None) -> tuple[frozenset[int], frozenset[int]]:
+    """``(reads, writes)`` of ``insn`` over every buffer as keys ``buffer << 20 | index``; a GEMM's
+    accumulator, input and weight entries come from the micro-op buffer ``uops`` (rows acc, inp, wgt);
+    with ``uops`` None a GEMM conservatively touches every entry below 2**16 of those buffers."""
+    fp = footprint(insn, uops)
+    if insn.MNEMONIC == "GEMM" and uops is None and fp:
+        every = frozenset(range(1 << 16))
+        fp = dict(fp)
+        for name in ("ACC", "INP", "WGT"):
+            fp[name] = Access(every if name != "ACC" or not insn.reset else frozenset(), every if name == "ACC"
+                              else frozenset())
+    reads: set[int] = set()
+    writes: set[int] = set()
+    for name, acc in fp.items():
+        hi = BUFFERS[name] << _KEY_SHIFT
+        reads.update(hi | i for i in acc.reads)
+        writes.update(hi | i for i in acc.writes)
+    return frozenset(reads), frozenset(writes)
+
+
+def key_text(key: int) -> str:
+    """``acc[12]`` for a footprint key."""
+    return f"{BUFFER_NAMES[key >> _KEY_SHIFT].lower()}[{key & ((1 << _KEY_SHIFT) - 1)}]"
+
+
+def load_entries(insn: Load) -> list[tuple[int, int | None]]:
+    """``(buffer index, DRAM entry index or None for padding)`` of every entry a LOAD writes, in order."""
+    rows, cols = load_tile_shape(insn)
+    out, k = [], insn.sram_base
+    for rr in range(rows):
+        for cc in range(cols):
+            y, x = rr - insn.y_pad_0, cc - insn.x_pad_0
+            inside = 0 <= y < insn.y_size and 0 <= x < insn.x_size
+            out.append((k, insn.dram_base + y * insn.x_stride + x if inside else None))
+            k += 1
+    return out
 
 
 class _Builder:
@@ -227,12 +275,17 @@ class _Builder:
 # ---- random instructions ----------------------------------------------------------------
 @dataclass
 class _Space:
-    """Where random instructions may reach: the acc window and the DRAM regions (in vectors)."""
+    """Where random instructions may reach: the acc window and the DRAM regions (in vectors), and for
+    GEMM the windows of the input, weight and micro-op buffers with their DRAM tensors."""
 
     wbase: int
     wsize: int
     inputs: dict[str, int] = field(default_factory=dict)   # name -> vectors
     outputs: dict[str, int] = field(default_factory=dict)
+    win: dict[str, tuple[int, int]] = field(default_factory=dict)  # INP/WGT/UOP -> (base, size)
+    uop_data: list[tuple[int, int, int]] = field(default_factory=list)  # the "uops" tensor, entry by entry
+    n_inp: int = 0                                          # entries of the "inp" and "wgt" tensors
+    n_wgt: int = 0
 
 
 def _stride_extent(r: np.random.Generator, y: int, x: int, n_vec: int, edge: bool) -> tuple[int, int, int]:
@@ -329,6 +382,78 @@ def _rand_values(r: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
     return a.astype(np.int32)
 
 
+def _rand_buffer_load(r: np.random.Generator, sp: _Space, buf: str) -> Item:
+    """A LOAD of a random tile (padding sometimes) from the ``buf`` tensor into its window."""
+    base, size = sp.win[buf]
+    n = {"INP": sp.n_inp, "WGT": sp.n_wgt, "UOP": len(sp.uop_data)}[buf]
+    x = int(r.integers(1, min(6, size, n) + 1))
+    y = int(r.integers(1, 4))
+    # zero micro-ops (padding) would point below the windows: only inputs and weights are padded
+    pads = [int(r.integers(0, 2)) if r.random() < 0.3 and buf != "UOP" else 0 for _ in range(4)]
+    while (pads[0] + y + pads[1]) * (pads[2] + x + pads[3]) > size:
+        k = int(np.argmax(pads)) if max(pads) else None
+        if k is not None:
+            pads[k] -= 1
+        elif y > 1:
+            y -= 1
+        else:
+            x -= 1
+    y, stride, off = _stride_extent(r, y, x, n, r.random() < 0.1)
+    tile = (pads[0] + y + pads[1]) * (pads[2] + x + pads[3])
+    f = dict(buf=BUFFERS[buf], sram_base=base + int(r.integers(0, size - tile + 1)), dram_base=off, y_size=y,
+             x_size=x, x_stride=stride, y_pad_0=pads[0], y_pad_1=pads[1], x_pad_0=pads[2], x_pad_1=pads[3])
+    return Item(Load, f, region=buf.lower())
+
+
+def _factors(r: np.random.Generator, io: int, ii: int, room: int) -> tuple[int, int]:
+    """(factor_out, factor_in) with ``(io-1)*fo + (ii-1)*fi <= room`` (0 often: repeated indices)."""
+    fi = int(r.integers(0, room // (ii - 1) + 1)) if ii > 1 and r.random() < 0.6 else 0
+    left = room - (ii - 1) * fi
+    fo = int(r.integers(0, left // (io - 1) + 1)) if io > 1 and r.random() < 0.7 else 0
+    if io > 1 and r.random() < 0.3 and ii * fi <= left // (io - 1):
+        fo = ii * fi  # rows follow each other (a plain walk)
+    return fo, fi
+
+
+def _rand_gemm(r: np.random.Generator, sp: _Space, uops: np.ndarray, loaded: np.ndarray) -> Item | None:
+    """A GEMM over loaded micro-ops of the window whose every index stays in its buffer window."""
+    ubase, usize = sp.win["UOP"]
+    ok = [u for u in range(ubase, ubase + usize) if loaded[u]]
+    if not ok:
+        return None
+    b = int(r.choice(ok))
+    e = b
+    cap = int(r.integers(1, 9))
+    while e < ubase + usize and loaded[e] and e - b < cap:
+        e += 1
+    io, ii = int(r.integers(1, 5)), int(r.integers(1, 5))
+    if r.random() < 0.05:
+        io, ii = int(r.integers(8, 33)), int(r.integers(1, 9))  # a long one
+    table = uops[b:e]
+    f: dict[str, Any] = dict(reset=bool(r.random() < 0.2), uop_begin=b, uop_end=e, iter_out=io, iter_in=ii)
+    for col, name, (lo, size) in ((0, "acc", (sp.wbase, sp.wsize)), (1, "inp", sp.win["INP"]),
+                                  (2, "wgt", sp.win["WGT"])):
+        room = lo + size - 1 - int(table[:, col].max())
+        if room < 0 or int(table[:, col].min()) < lo:
+            return None
+        f[f"{name}_factor_out"], f[f"{name}_factor_in"] = _factors(r, io, ii, room)
+    if r.random() < 0.05:
+        f["iter_out"] = 0  # no iterations: 1 cycle, touches nothing
+    return Item(Gemm, f)
+
+
+def _rand_uops(r: np.random.Generator, n: int, sp: _Space) -> list[tuple[int, int, int]]:
+    """``n`` micro-ops inside the acc, input and weight windows (low indices often: room for factors)."""
+    def pick(lo: int, size: int) -> int:
+        return lo + int(r.integers(0, max(1, size // 2) if r.random() < 0.7 else size))
+    return [(pick(sp.wbase, sp.wsize), pick(*sp.win["INP"]), pick(*sp.win["WGT"])) for _ in range(n)]
+
+
+def _window(r: np.random.Generator, depth: int, sizes: tuple[int, ...]) -> tuple[int, int]:
+    size = int(r.choice([w for w in sizes if w <= depth] or [depth]))
+    return int(r.choice([0, depth - size, int(r.integers(0, depth - size + 1))])), size
+
+
 def generate(cfg: HwConfig, seed: int, opts: GenOptions | None = None, name: str | None = None) -> Program:
     """A random valid Program for ``cfg`` with random inputs attached; the same seed gives the same Program."""
     o = opts or GenOptions()
@@ -337,12 +462,30 @@ def generate(cfg: HwConfig, seed: int, opts: GenOptions | None = None, name: str
     wsize = int(r.choice(wsizes))
     wbase = int(r.choice([0, cfg.acc_depth - wsize, int(r.integers(0, cfg.acc_depth - wsize + 1))]))
     sp = _Space(wbase, wsize)
-    for k in range(int(r.integers(1, 4))):
+    gemm = r.random() < 0.7 and o.gemm_prob > 0
+    # the GEMM tensors take three region slots: fewer accumulator-side tensors then
+    n_io = min(4, (cfg.max_regions - 1 - (3 if gemm else 0)) // 2 + 1)
+    for k in range(int(r.integers(1, n_io))):
         sp.inputs[f"in{k}"] = (wsize if k == 0 else 1) + int(r.integers(0, 48))
-    for k in range(int(r.integers(1, 4))):
+    for k in range(int(r.integers(1, n_io))):
         sp.outputs[f"out{k}"] = int(r.integers(1, 48))
+    if gemm:
+        sp.win = {"INP": _window(r, cfg.inp_depth, (8, 16, 32)), "WGT": _window(r, cfg.wgt_depth, (4, 8, 16)),
+                  "UOP": _window(r, cfg.uop_depth, (4, 8, 16))}
+        sp.n_inp = sp.win["INP"][1] + int(r.integers(0, 16))
+        sp.n_wgt = sp.win["WGT"][1] + int(r.integers(0, 8))
+        sp.uop_data = _rand_uops(r, sp.win["UOP"][1] + int(r.integers(0, 16)), sp)
 
     b = _Builder(cfg, r, o)
+    shadow = np.zeros((cfg.uop_depth, 3), dtype=np.int64)   # the micro-op buffer in program order
+    loaded = np.zeros(cfg.uop_depth, dtype=bool)
+
+    def add(it: Item) -> None:
+        b.add(_with_footprint(it, cfg, shadow))
+        if it.cls is Load and it.fields.get("buf") == BUFFERS["UOP"]:
+            for k, uop in _uop_rows(Load(**it.fields), sp.uop_data):
+                shadow[k], loaded[k] = uop, True
+
     # Initialise the whole window (every later read sees defined data): loads, or MOV immediates.
     done = 0
     while done < wsize:
@@ -353,21 +496,35 @@ def generate(cfg: HwConfig, seed: int, opts: GenOptions | None = None, name: str
         else:
             it = Item(Alu, dict(alu_op=ALU_OPS["MOV"], use_imm=True, iter_out=1, iter_in=n, dst_base=wbase + done,
                                 dst_factor_in=1, imm=int(r.choice(EDGE_IMM))))
-        b.add(_with_footprint(it, cfg))
+        add(it)
         done += n
+    if gemm:  # and the input, weight and micro-op windows, each by one LOAD
+        for buf in ("INP", "WGT", "UOP"):
+            base, size = sp.win[buf]
+            add(Item(Load, dict(buf=BUFFERS[buf], sram_base=base, dram_base=0, y_size=1, x_size=size,
+                                x_stride=size), region=buf.lower()))
     for _ in range(int(r.integers(1, o.max_body + 1))):
         if r.random() < o.noop_prob:
             b.add(b.noop(str(r.choice(UNITS))))
             continue
+        if gemm and r.random() < o.gemm_prob:
+            kind = str(r.choice(["gemm", "gemm", "gemm", "INP", "WGT", "UOP"]))
+            it = _rand_gemm(r, sp, shadow, loaded) if kind == "gemm" else _rand_buffer_load(r, sp, kind)
+            if it is not None:
+                add(it)
+            continue
         kind = r.choice(["load", "alu", "alu", "store"])
-        it = {"load": _rand_load, "alu": _rand_alu, "store": _rand_store}[str(kind)](r, sp, o)
-        b.add(_with_footprint(it, cfg))
+        add({"load": _rand_load, "alu": _rand_alu, "store": _rand_store}[str(kind)](r, sp, o))
     for out in sp.outputs:  # mostly make sure each output receives something
         if r.random() < 0.8:
-            b.add(_with_footprint(_rand_store_to(r, sp, o, out), cfg))
+            add(_rand_store_to(r, sp, o, out))
     b.finish()
 
     tensors = [(n, "input", (v, cfg.lanes), "int32") for n, v in sp.inputs.items()]
+    if gemm:
+        tensors += [("inp", "input", (sp.n_inp, cfg.lanes), "int8"),
+                    ("wgt", "input", (sp.n_wgt, cfg.block, cfg.block), "int8"),
+                    ("uop", "input", (len(sp.uop_data), UOP_BYTES), "int8")]
     out_dt = "int8" if cfg.out_width == 8 else "int16"
     tensors += [(n, "output", (v, cfg.lanes), out_dt) for n, v in sp.outputs.items()]
     order = list(r.permutation(len(tensors)))  # random region order in DRAM
@@ -377,7 +534,27 @@ def generate(cfg: HwConfig, seed: int, opts: GenOptions | None = None, name: str
     for it in b.items:  # a DMA's dram_base is relative to its region until the layout is known
         asm.add(it.cls(**it.fields), base=placed[it.region] if it.region is not None else None)
     inputs = {n: _rand_values(r, (v, cfg.lanes)) for n, v in sp.inputs.items()}
+    if gemm:
+        inputs["inp"] = _rand_int8(r, (sp.n_inp, cfg.lanes))
+        inputs["wgt"] = _rand_int8(r, (sp.n_wgt, cfg.block, cfg.block))
+        inputs["uop"] = np.frombuffer(encode_uops(sp.uop_data), dtype=np.int8).reshape(-1, UOP_BYTES)
     return asm.program(inputs=inputs)
+
+
+def _rand_int8(r: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
+    """int8 data: full range, small values, or the extremes (products that wrap the 32-bit lanes need
+    many of those, which the accumulator's random int32 start values supply)."""
+    kind = r.integers(0, 3)
+    if kind == 0:
+        return r.integers(-128, 128, size=shape).astype(np.int8)
+    if kind == 1:
+        return r.integers(-3, 4, size=shape).astype(np.int8)
+    return r.choice(np.array([-128, 127, -1, 0, 1], dtype=np.int8), size=shape)
+
+
+def _uop_rows(insn: Load, table: list[tuple[int, int, int]]) -> list[tuple[int, tuple[int, int, int]]]:
+    """What a LOAD into the micro-op buffer whose ``dram_base`` is relative to the "uop" tensor writes."""
+    return [(k, (0, 0, 0) if e is None else table[e]) for k, e in load_entries(insn)]
 
 
 def _rand_store_to(r: np.random.Generator, sp: _Space, o: GenOptions, out: str) -> Item:
@@ -385,24 +562,48 @@ def _rand_store_to(r: np.random.Generator, sp: _Space, o: GenOptions, out: str) 
     return it
 
 
-def _with_footprint(it: Item, cfg: HwConfig) -> Item:
-    rd, wr = acc_footprint(it.cls(**it.fields))
-    it.reads, it.writes = rd, wr
+def _with_footprint(it: Item, cfg: HwConfig, uops: np.ndarray | None = None) -> Item:
+    it.reads, it.writes = keyed_footprint(it.cls(**it.fields), uops)
     return it
 
 
 # ---- validity checker (independent of the builder's incremental bookkeeping) ---------------------
-def check_program(insns: list[Instruction], cfg: HwConfig, require_init: bool = True) -> str | None:
+def uop_table_before(p: Program, k: int) -> np.ndarray:
+    """The micro-op buffer (rows acc, inp, wgt) as the LOADs of ``p.insns[:k]`` leave it, in program order."""
+    dram = p.dram_image()
+    table = np.zeros((p.config.uop_depth, 3), dtype=np.int64)
+    for i in p.insns[:k]:
+        _apply_uop_load(i, table, dram)
+    return table
+
+
+def _apply_uop_load(i: Instruction, table: np.ndarray, dram: bytes | bytearray) -> None:
+    if isinstance(i, Load) and i.buf == BUFFERS["UOP"]:
+        for k, e in load_entries(i):
+            if k < len(table):
+                at = e * UOP_BYTES if e is not None else None
+                table[k] = (0, 0, 0) if at is None else decode_uops(bytes(dram[at:at + UOP_BYTES]))[0]
+
+
+def check_program(insns: list[Instruction], cfg: HwConfig, require_init: bool = True,
+                  dram: bytes | bytearray | None = None) -> str | None:
     """None when ``insns`` is token-balanced, deadlock-free by the program-order rule, race-free and
-    (with ``require_init``) reads no accumulator entry before it is written; else one line saying
-    what is wrong. Used to validate generated and shrunk Programs."""
-    fps = [acc_footprint(i) for i in insns]
+    (with ``require_init``) reads no buffer entry before it is written; else one line saying what is
+    wrong. A GEMM's footprint comes from the micro-ops its Program loaded (read from ``dram``, the
+    Program's DRAM image; without it a GEMM conservatively touches everything). Used to validate
+    generated and shrunk Programs."""
+    shadow = np.zeros((cfg.uop_depth, 3), dtype=np.int64) if dram is not None else None
+    fps = []
+    for i in insns:
+        fps.append(keyed_footprint(i, shadow))
+        if shadow is not None:
+            _apply_uop_load(i, shadow, dram)
     if require_init:
         written: set[int] = set()
         for k, (reads, writes) in enumerate(fps):
             loose = reads - written  # MOV does not read its destination
             if loose:
-                return f"instruction {k}: reads acc[{min(loose)}] before anything writes it"
+                return f"instruction {k}: reads {key_text(min(loose))} before anything writes it"
             written |= writes
     bad = program_order_problem(insns, cfg.token_queue_depth)
     upto = len(insns) if bad is None else bad[0]
@@ -411,8 +612,10 @@ def check_program(insns: list[Instruction], cfg: HwConfig, require_init: bool = 
         u = order.unit[k]
         rd, wr = fps[k]
         for j in range(k):
-            if order.unit[j] != u and not order.before(j, k) and (fps[j][1] & (rd | wr) or fps[j][0] & wr):
-                return f"instructions {j} and {k}: race on the accumulator buffer (no token path)"
+            if order.unit[j] != u and not order.before(j, k):
+                common = fps[j][1] & (rd | wr) | fps[j][0] & wr
+                if common:
+                    return f"instructions {j} and {k}: race on {key_text(min(common))} (no token path)"
     if bad is not None:
         return bad[1]
     return balance_problem(insns) or finish_problem(insns)
