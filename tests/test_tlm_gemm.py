@@ -124,17 +124,19 @@ def gemm_windows(m: TlmModel) -> list[tuple[int, int]]:
 
 # ---- hand-computed cases --------------------------------------------------------------------------
 def _isolated(cfg, n_uop: int, iters: int, reset: bool = False, extra: dict | None = None) -> Program:
-    """LOAD micro-ops, inputs and weights, then one GEMM alone (nothing else touches the
-    accumulator while it runs), STORE, FINISH."""
+    """LOAD micro-ops, inputs, weights and the accumulator, then one GEMM alone (nothing else
+    touches the accumulator while it runs), STORE, FINISH."""
     B = cfg.block
     rng = np.random.default_rng(n_uop * 31 + iters)
     asm = Assembler(cfg, "gemm_alone")
     u = asm.uops("u", [(k % 4, k % 4, k % 2) for k in range(n_uop)])
     ti = asm.input("inp", rng.integers(-128, 128, (4, B), dtype=np.int8))
     tw = asm.input("wgt", rng.integers(-128, 128, (2, B, B), dtype=np.int8))
+    ta = asm.input("acc", rng.integers(-1000, 1000, (4, B), dtype=np.int32))
     out = asm.output("out", (4, B))
     asm.load(u, x=n_uop, buf="UOP")
     asm.load(ti, x=4, buf="INP")
+    asm.load(ta, x=4)
     asm.load(tw, x=2, buf="WGT", push_next=True)
     asm.gemm(pop_prev=True, push_next=True, reset=reset, uop_begin=0, uop_end=n_uop, iter_out=iters,
              **(extra or {}))
