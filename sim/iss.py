@@ -11,7 +11,13 @@ a faulting program, ``error`` = {code, name, pc}. It has no notion of time, so
 
 Its ALU is the plain engine, on purpose: one vector at a time in loop order, each lane
 through :data:`hw.isa_semantics.ALU_SCALAR` on Python ints, so it shares no code with the
-numpy engine (``hw/alu_numpy.py``) that the golden path and the TLM run.
+numpy engine (``hw/alu_numpy.py``) that the golden path and the TLM run. GEMM's meaning is
+written once, in :func:`hw.gemm_numpy.run_gemm` (faults included), which every model calls.
+
+Buffers: the accumulator (int32), and the GEMM core's input (int8 vectors), weight (int8
+BLOCK x BLOCK blocks) and micro-op ((acc, inp, wgt) triples) buffers, which LOAD fills from
+DRAM entries of their own size (``HwConfig.elem_bytes``); a micro-op and a weight block are
+valid once a LOAD wrote them (data or padding) in this run, and GEMM faults on an invalid one.
 
 Faults are reported in program order; for a program with one faulting instruction
 (what the fuzzer injects) that is the pc every model must report.
@@ -25,8 +31,9 @@ import numpy as np
 
 from hw import csr
 from hw.analysis import deadlock_pc
-from hw.isa import ALU_OP_NAMES, INSN_BYTES, Instruction, Isa
-from hw.isa_semantics import ALU_SCALAR, classify_word, dram_span, load_tile_shape, sram_last_index
+from hw.gemm_numpy import gemm_uop_range_bad, run_gemm
+from hw.isa import ALU_OP_NAMES, INSN_BYTES, UOP_FIELD_BITS, Instruction, Isa
+from hw.isa_semantics import ALU_SCALAR, buffer_of, classify_word, dram_span, load_tile_shape, sram_last_index
 from hw.program import Program
 from hw.result import RunResult
 
@@ -46,8 +53,8 @@ def alu_lanes(op: int, x: list[int], s: list[int]) -> list[int]:
 
 
 def execute_alu(acc: np.ndarray, insn) -> None:
-    """One ALU instruction on ``acc`` (``(depth, lanes)`` int64 holding 32-bit values), one vector at a
-    time strictly in loop order (a write is seen by later reads); indices already range checked."""
+    """One ALU instruction on ``acc`` (``(depth, lanes)`` int32), one vector at a time strictly in
+    loop order (a write is seen by later reads); indices already range checked."""
     lanes = acc.shape[1]
     for a in range(insn.iter_out):
         for b in range(insn.iter_in):
@@ -77,12 +84,11 @@ def run_reference(program: Program, check_tokens: bool = True) -> RunResult:
     """Execute ``program`` sequentially and return outputs, counters and the first fault."""
     t0 = time.perf_counter()
     cfg = program.config
-    lanes, depth = cfg.lanes, cfg.acc_depth
     img = np.frombuffer(bytes(program.dram_image()), dtype=np.uint8).copy()
     regs = _regs(program)
-    acc = np.zeros((depth, lanes), dtype=np.int64)
+    bufs = Buffers(cfg)
     counters = {"load_insns": 0, "compute_insns": 0, "store_insns": 0, "dma_rd_bytes": 0, "dma_wr_bytes": 0,
-                "fetch_bytes": 0}
+                "fetch_bytes": 0, "gemm_ops": 0}
     windows = [(regs.get(f"REGION{k}_BASE", 0), regs.get(f"REGION{k}_SIZE", 0), regs.get(f"REGION{k}_ATTR", 0))
                for k in range(cfg.max_regions)]
     out_dt = np.dtype(f"<i{cfg.out_width // 8}")
@@ -105,7 +111,7 @@ def run_reference(program: Program, check_tokens: bool = True) -> RunResult:
     try:
         insns = decode_words(isa, words)
         for pc, i in enumerate(insns):
-            _execute(i, pc, cfg, img, acc, counters, in_region, out_dt)
+            _execute(i, pc, cfg, img, bufs, counters, in_region, out_dt)
             if i.MNEMONIC == "FINISH":
                 break
         if check_tokens:
@@ -117,27 +123,64 @@ def run_reference(program: Program, check_tokens: bool = True) -> RunResult:
     return result(None)
 
 
-def _execute(i, pc: int, cfg, img: np.ndarray, acc: np.ndarray, counters: dict, in_region, out_dt) -> None:
+class Buffers:
+    """The on-chip buffers of one run: ``acc`` (ACC_DEPTH, LANES) int32, ``inp`` (INP_DEPTH, LANES)
+    int8, ``wgt`` (WGT_DEPTH, BLOCK, BLOCK) int8, ``uops`` (UOP_DEPTH, 3) int64, and the valid
+    bits of the micro-ops and weight blocks (all clear at START)."""
+
+    def __init__(self, cfg) -> None:
+        self.acc = np.zeros((cfg.acc_depth, cfg.lanes), dtype=np.int32)
+        self.inp = np.zeros((cfg.inp_depth, cfg.lanes), dtype=np.int8)
+        self.wgt = np.zeros((cfg.wgt_depth, cfg.block, cfg.block), dtype=np.int8)
+        self.uops = np.zeros((cfg.uop_depth, 3), dtype=np.int64)
+        self.uop_valid = np.zeros(cfg.uop_depth, dtype=bool)
+        self.wgt_valid = np.zeros(cfg.wgt_depth, dtype=bool)
+
+    def write(self, buf: str, first: int, entries: np.ndarray) -> None:
+        """LOAD writes ``entries`` (one row of raw DRAM bytes per entry) from entry ``first`` on."""
+        n = len(entries)
+        end = first + n
+        if buf == "ACC":
+            self.acc[first:end] = entries.view("<i4")
+        elif buf == "INP":
+            self.inp[first:end] = entries.view(np.int8)
+        elif buf == "WGT":
+            self.wgt[first:end] = entries.view(np.int8).reshape(n, *self.wgt.shape[1:])
+            self.wgt_valid[first:end] = True
+        else:  # UOP: three little-endian 16-bit fields from bit 0 of each 16-byte word
+            for k in range(n):
+                word = int.from_bytes(entries[k].tobytes(), "little")
+                self.uops[first + k] = [(word >> (f * UOP_FIELD_BITS)) & ((1 << UOP_FIELD_BITS) - 1)
+                                        for f in range(3)]
+            self.uop_valid[first:end] = True
+
+
+def _execute(i, pc: int, cfg, img: np.ndarray, bufs: Buffers, counters: dict, in_region, out_dt) -> None:
     """One instruction: range checks first (DRAM, then SRAM; a faulting instruction writes nothing),
-    then the data."""
-    lanes, depth = cfg.lanes, cfg.acc_depth
+    then the data. GEMM checks its micro-op range first, then each iteration in loop order
+    (:func:`hw.gemm_numpy.run_gemm`): the iterations before a faulting one are applied."""
     n = i.MNEMONIC
+    acc = bufs.acc
     span = dram_span(i, cfg)
     if span is not None and not in_region(*span, csr.ATTR_READ if n == "LOAD" else csr.ATTR_WRITE):
         raise RefFault(csr.ERR_DRAM_RANGE, pc, f"DRAM bytes [0x{span[0]:x}, 0x{span[1]:x}) outside every region")
+    buf = buffer_of(i) if n in ("LOAD", "STORE") else "ACC"
+    depth = cfg.depth_of(buf)
     top = sram_last_index(i)
     if top is not None and top >= depth:
-        raise RefFault(csr.ERR_SRAM_RANGE, pc, f"buffer index {top} >= {depth}")
+        raise RefFault(csr.ERR_SRAM_RANGE, pc, f"{buf} index {top} >= {depth}")
+    if n == "GEMM" and gemm_uop_range_bad(i, cfg.uop_depth):
+        raise RefFault(csr.ERR_SRAM_RANGE, pc, f"micro-op {i.uop_end - 1} >= UOP_DEPTH {cfg.uop_depth}")
     if n == "LOAD":
+        eb = cfg.elem_bytes(buf)
         rows, cols = load_tile_shape(i)
-        tile = np.zeros((rows, cols, lanes), dtype=np.int64)
+        tile = np.zeros((rows, cols, eb), dtype=np.uint8)
         for r in range(i.y_size):
-            b = (i.dram_base + r * i.x_stride) * cfg.acc_vec_bytes
-            row = img[b: b + i.x_size * cfg.acc_vec_bytes].view("<i4").reshape(i.x_size, lanes)
-            tile[i.y_pad_0 + r, i.x_pad_0: i.x_pad_0 + i.x_size] = row
-        acc[i.sram_base: i.sram_base + rows * cols] = tile.reshape(rows * cols, lanes)
+            b = (i.dram_base + r * i.x_stride) * eb
+            tile[i.y_pad_0 + r, i.x_pad_0: i.x_pad_0 + i.x_size] = img[b: b + i.x_size * eb].reshape(i.x_size, eb)
+        bufs.write(buf, i.sram_base, tile.reshape(rows * cols, eb))
         counters["load_insns"] += 1
-        counters["dma_rd_bytes"] += i.y_size * i.x_size * cfg.acc_vec_bytes
+        counters["dma_rd_bytes"] += i.y_size * i.x_size * eb
     elif n == "STORE":
         for r in range(i.y_size):
             vals = acc[i.sram_base + r * i.x_size: i.sram_base + (r + 1) * i.x_size].astype(out_dt)  # C cast
@@ -145,6 +188,13 @@ def _execute(i, pc: int, cfg, img: np.ndarray, acc: np.ndarray, counters: dict, 
             img[b: b + i.x_size * cfg.out_vec_bytes] = np.frombuffer(vals.tobytes(), dtype=np.uint8)
         counters["store_insns"] += 1
         counters["dma_wr_bytes"] += i.y_size * i.x_size * cfg.out_vec_bytes
+    elif n == "GEMM":
+        applied, fault = run_gemm(acc, bufs.inp, bufs.wgt, bufs.uops, i, cfg, bufs.uop_valid, bufs.wgt_valid)
+        if not i.reset:
+            counters["gemm_ops"] += applied
+        if fault is not None:
+            raise RefFault(fault.code, pc, fault.message)
+        counters["compute_insns"] += 1
     else:
         counters["compute_insns"] += 1
         if n == "ALU":

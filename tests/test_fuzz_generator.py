@@ -86,7 +86,7 @@ def test_reference_runs_base_program(cfg):
     assert r.error is None
     assert np.array_equal(r.outputs["C"], p.expected["C"])
     assert r.counters == {"load_insns": 1, "compute_insns": 2, "store_insns": 1, "fetch_bytes": 64,
-                          "dma_rd_bytes": 4 * cfg.acc_vec_bytes, "dma_wr_bytes": 4 * cfg.out_vec_bytes}
+                          "dma_rd_bytes": 4 * cfg.acc_vec_bytes, "dma_wr_bytes": 4 * cfg.out_vec_bytes, "gemm_ops": 0}
 
 
 def test_reference_padding_and_overlapping_alu():

@@ -194,7 +194,7 @@ def test_vcd_and_perfetto(tmp_path):
     cfg = load_config("small")
     prog = vadd_program(cfg, 20)
     r = run_program(prog, vcd=tmp_path / "t.vcd", trace=tmp_path / "t.json")
-    names = ["dbg_load_busy", "dbg_compute_busy", "dbg_store_busy", "dbg_load_pc", "dbg_compute_pc",
+    names = ["dbg_load_busy", "dbg_compute_busy", "dbg_gemm_busy", "dbg_store_busy", "dbg_load_pc", "dbg_compute_pc",
              "dbg_store_pc", "dbg_load_q", "dbg_compute_q", "dbg_store_q", "dbg_dma_rd", "dbg_dma_wr",
              "dbg_cycles", "irq"]
     v = VCDVCD(str(tmp_path / "t.vcd"))

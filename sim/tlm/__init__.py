@@ -18,8 +18,12 @@ fetch.v                 fetch.py (+ decode.py)       burst reads, dispatch (deco
                                                      decoder and dispatch checks)
 insn_queue.v            insn_queue.py                the three instruction queues
 unit_shell.v            unit_shell.py                IDLE/WAIT/EXEC/PUSH, tokens, counters
-load_unit.v             load_unit.py                 LOAD's checks, EXECUTE, data movement
-compute_unit.v          compute_unit.py              ALU and FINISH's EXECUTE
+load_unit.v             load_unit.py                 LOAD's checks, EXECUTE, data movement (every
+                                                     buffer)
+compute_unit.v          compute_unit.py              ALU, GEMM and FINISH's EXECUTE (the port plan's
+                                                     replanning of their ends)
+gemm.v                  gemm.py                      one GEMM: data (hw.gemm_numpy), fault, the free
+                                                     cycles its EXECUTE needs
 alu.v                   alu.py                       the vector ALU's arithmetic (numpy)
 store_unit.v            store_unit.py                STORE's checks, EXECUTE, narrowing
 token_queue.v           token_queue.py               the four dependency-token queues
@@ -27,6 +31,7 @@ axi_arbiter.v           axi_arbiter.py               port arbitration, DMA segme
 burst_calc.v            burst_calc.py                the burst plan (4 KiB, MAX_BURST)
 region_check.v          region_check.py              DRAM region windows and their check
 acc_buffer.v            acc_buffer.py                the accumulator buffer
+(the INP/WGT/UOP srams) gemm_buffers.py              GEMM's operand buffers and valid bits
 ======================  ===========================  =========================================
 
 Infrastructure with no RTL block: ``scheduler.py`` (the event heap; the RTL's clock),

@@ -32,6 +32,8 @@ from sim.tlm.csr_block import CsrBlock, RunStatus
 from sim.tlm.dram import Dram
 from sim.tlm.errors import TlmError
 from sim.tlm.fetch import Fetch
+from sim.tlm.gemm import GemmDepths
+from sim.tlm.gemm_buffers import GemmBuffers
 from sim.tlm.insn_queue import InsnQueue
 from sim.tlm.load_unit import LoadUnit
 from sim.tlm.region_check import RegionCheck
@@ -48,7 +50,8 @@ class TlmModel:
 
     ``write_csr``/``read_csr`` use the addresses of ``hw.csr``; writing ``CTRL.START``
     arms a run and :meth:`run` executes it. ``dram`` is the DRAM byte array
-    (``numpy.uint8``, address 0 first); ``acc`` the accumulator buffer.
+    (``numpy.uint8``, address 0 first); ``acc`` the accumulator buffer; ``gemm_buffers`` the
+    GEMM core's input, weight and micro-op buffers.
     """
 
     def __init__(self, cfg: HwConfig, timing: Timing | None = None, trace: bool = False):
@@ -57,6 +60,8 @@ class TlmModel:
         self.isa = Isa(cfg)
         self.dram_model = Dram(cfg.dram_bytes, cfg.lanes, cfg.out_width)
         self.acc_buffer = AccBuffer(cfg.acc_depth, cfg.lanes)
+        self.gemm_buffers = GemmBuffers(cfg)
+        self.gemm_depths = GemmDepths(cfg.acc_depth, cfg.inp_depth, cfg.wgt_depth, cfg.uop_depth)
         self.regions = RegionCheck(cfg.dram_bytes)
         self.tracing = trace
         self.csr = CsrBlock(cfg)
@@ -135,7 +140,8 @@ class TlmModel:
                 "load_insns": L.insns, "compute_insns": C.insns, "store_insns": S.insns,
                 "dma_rd_bytes": self.port_beats("load") * self.timing.bus_bytes,
                 "dma_wr_bytes": self.port_beats("store") * self.timing.bus_bytes,
-                "fetch_bytes": self.port_beats("fetch") * self.timing.bus_bytes, "compute_wait": C.wait}
+                "fetch_bytes": self.port_beats("fetch") * self.timing.bus_bytes, "compute_wait": C.wait,
+                "gemm_busy": C.gemm_busy, "gemm_ops": C.gemm_ops}
 
     def port_beats(self, client: str) -> int:
         """Beats the port moved for ``client`` (bursts granted; at an error: up to the error)."""
@@ -162,10 +168,12 @@ class TlmModel:
                        "store": InsnQueue("store", T.store_queue_depth, lat, tr)}
         shell = (sim, T, tr)
         self.acc_buffer.new_run()
+        self.gemm_buffers.new_run()  # START and soft reset clear the micro-op and weight valid bits
         self.load = LoadUnit(*shell, self.queues["load"], self.tokens, self.fault, self.unit_idle,
-                             self.port, self.dram_model, self.regions, self.acc_buffer)
+                             self.port, self.dram_model, self.regions, self.acc_buffer, self.gemm_buffers)
         self.compute = ComputeUnit(*shell, self.queues["compute"], self.tokens, self.fault, self.unit_idle,
-                                   self.acc_buffer, self.check_finish, self.done)
+                                   self.acc_buffer, self.gemm_buffers, self.gemm_depths, self.check_finish,
+                                   self.done)
         self.store = StoreUnit(*shell, self.queues["store"], self.tokens, self.fault, self.unit_idle,
                                self.port, self.dram_model, self.regions, self.acc_buffer)
         self.units: dict[str, UnitShell] = {"load": self.load, "compute": self.compute, "store": self.store}

@@ -1,27 +1,42 @@
-"""COMPUTE (``hw/rtl/compute_unit.v``): the vector ALU over the accumulator buffer, and FINISH.
+"""COMPUTE (``hw/rtl/compute_unit.v``): the vector ALU over the accumulator buffer, the GEMM
+core (``sim/tlm/gemm.py``, ``hw/rtl/gemm.v``), and FINISH.
 
-Inside the unit shell: WAIT checks the ALU's accumulator indices; EXECUTE applies the
-instruction with the ALU (``sim/tlm/alu.py``, ``hw/rtl/alu.v``; the result is the sequential
-one, which the RTL's pipeline keeps by forwarding) and lasts until the ALU's pipeline has had
-``alu_setup_cycles + iter_out*iter_in + alu_pipeline_cycles`` cycles in which the buffer's
-ports it needs are free (``AccPorts.nth_free``: LOAD writing a vector takes the write port,
-STORE reading one takes the source operand's read port). The end is planned when EXECUTE
-starts and planned again whenever LOAD or STORE registers (or withdraws) a port use inside
-the window. FINISH travels through the compute queue: its EXECUTE waits until the rest of
-the accelerator has drained (the top decides, :meth:`ComputeUnit.finish_drained`), and its
-PUSH ends the run.
+Inside the unit shell: WAIT checks the ALU's accumulator indices and a GEMM's micro-op range;
+EXECUTE applies the instruction (the ALU with ``sim/tlm/alu.py``, GEMM with
+``hw.gemm_numpy.run_gemm``; the result is the sequential one, which the RTL's pipelines keep
+by forwarding) and lasts until the pipeline has had the free cycles it needs, cycles in
+which the buffer's ports it uses are not taken (``AccPorts.nth_free``: LOAD writing a vector
+takes the write port, STORE reading one takes the source operand's read port, which only an
+ALU without immediate reads):
+
+* ALU: ``alu_setup_cycles + iter_out*iter_in + alu_pipeline_cycles`` free cycles;
+* GEMM: ``N + gemm_pipeline_cycles`` free cycles, or, when iteration k faults, up to its A
+  stage, the ``(k + 1 + gemm_check_cycles)``-th free cycle, in which the error is raised.
+
+The cycle is planned when EXECUTE starts and planned again whenever LOAD or STORE registers
+(or withdraws) a port use at or before it, so an instruction costs O(1) events however long
+its loop. A GEMM's error is raised by an event in the end-of-cycle phase of its cycle, after
+every port use registered in that cycle is known. FINISH travels through the compute queue:
+its EXECUTE waits until the rest of the accelerator has drained (the top decides,
+:meth:`ComputeUnit.finish_drained`), and its PUSH ends the run.
+
+Counters kept here: ``wait`` (COMPUTE_WAIT: EXEC cycles of an ALU or GEMM frozen on a port, up
+to an error's cycle), ``gemm_busy`` (GEMM_BUSY: GEMM EXEC cycles, up to and including an
+error's cycle) and ``gemm_ops`` (GEMM_OPS: E stages of non-reset GEMMs, iterations written).
 """
 
 from __future__ import annotations
 
 from typing import Any, Callable
 
-from hw.isa import Alu
+from hw.isa import Alu, Gemm
 from hw.isa_semantics import alu_last_indices
 from sim.tlm.acc_buffer import AccBuffer
 from sim.tlm.alu import run_alu
+from sim.tlm.gemm import GemmDepths, GemmExec, gemm_range_error, start_gemm
+from sim.tlm.gemm_buffers import GemmBuffers
 from sim.tlm.insn_queue import InsnQueue
-from sim.tlm.scheduler import Scheduler
+from sim.tlm.scheduler import PH_CHECK, Scheduler
 from sim.tlm.timing import Timing
 from sim.tlm.token_queue import TokenQueue
 from sim.tlm.trace import Tracer
@@ -29,7 +44,7 @@ from sim.tlm.unit_shell import EXEC, Fault, UnitShell
 
 
 class ComputeUnit(UnitShell):
-    """The vector ALU (and FINISH, which travels through the compute queue).
+    """The vector ALU and the GEMM core (and FINISH, which travels through the compute queue).
 
     ``check_finish(t)`` asks the top to test FINISH's drain condition in cycle ``t``;
     ``on_done(t)`` is told that FINISH completed in cycle ``t``.
@@ -39,13 +54,25 @@ class ComputeUnit(UnitShell):
 
     def __init__(self, sim: Scheduler, timing: Timing, tracer: Tracer | None, queue: InsnQueue,
                  tokens: dict[str, TokenQueue], fault: Fault, on_idle: Callable[[int], None],
-                 acc: AccBuffer, check_finish: Callable[[int], None], on_done: Callable[[int], None]):
+                 acc: AccBuffer, gemm_bufs: GemmBuffers, depths: GemmDepths, check_finish: Callable[[int], None],
+                 on_done: Callable[[int], None]):
         super().__init__(sim, timing, tracer, queue, tokens, fault, on_idle)
         self.acc = acc
+        self.gemm_bufs = gemm_bufs
+        self.depths = depths
         self.check_finish = check_finish
         self.on_done = on_done
         self.finishing = False
-        self.wait = 0  # EXEC cycles frozen on a buffer port (COMPUTE_WAIT)
+        self.wait = 0       # EXEC cycles frozen on a buffer port (COMPUTE_WAIT)
+        self.gemm_busy = 0  # GEMM EXEC cycles (GEMM_BUSY)
+        self.gemm_ops = 0   # GEMM iterations written, reset excluded (GEMM_OPS)
+        # the pipeline of the instruction in EXECUTE: free cycles it needs, whether it reads
+        # copy S, the planned cycle of its last free cycle (None: nothing planned), the GEMM
+        self._need = 0
+        self._use_src = False
+        self._target: int | None = None
+        self._gemm: GemmExec | None = None
+        self._charged = False  # a GEMM's own fault charged its counters up to the error
         self._plan_version = 0
         acc.ports.on_change = self._ports_changed
 
@@ -58,56 +85,106 @@ class ComputeUnit(UnitShell):
             if bad is None and src_last is not None:
                 bad = self.acc.range_error(src_last, "ALU source")
             return bad
+        if isinstance(i, Gemm):
+            return gemm_range_error(i, self.depths)
         return None
 
     def begin(self, t: int) -> None:
         i, T = self.insn, self.T
         self._plan_version += 1  # an end planned for an earlier instruction is stale now
+        self._target, self._gemm, self._charged = None, None, False
         if i.MNEMONIC == "FINISH":
             self.finishing = True
             self.check_finish(t)
             return
-        run_alu(self.acc.mem, i)
-        if i.iter_out * i.iter_in == 0:
-            self.end_execute(t + T.min_execute_cycles)
-            return
+        if isinstance(i, Gemm):
+            g = self._gemm = start_gemm(i, self.acc.mem, self.gemm_bufs, self.depths)
+            if self.tr is not None:
+                self.tr.busy("gemm", t, 1)
+            if g.iterations == 0:
+                self.end_execute(t + T.min_execute_cycles)
+                return
+            self._need, self._use_src = g.free_cycles(T), False
+        else:
+            run_alu(self.acc.mem, i)
+            n = i.iter_out * i.iter_in
+            if n == 0:
+                self.end_execute(t + T.min_execute_cycles)
+                return
+            self._need, self._use_src = T.alu_setup_cycles + n + T.alu_pipeline_cycles, not i.use_imm
         self.acc.ports.forget_before(t)
         self._plan()
 
+    def _faulting(self) -> bool:
+        return self._gemm is not None and self._gemm.fault is not None
+
     def _plan(self) -> None:
-        """(Re)plan the end of the ALU instruction in EXECUTE with the port uses known now."""
-        end = self.acc.ports.nth_free(self.t_exec, self._need(), not self.insn.use_imm) + 1
-        if end != self.t_end:
-            self.t_end = end
-            self._plan_version += 1
-            self.sim.at(end, self._alu_done, self._plan_version)
+        """(Re)plan the instruction in EXECUTE with the port uses known now: its end (the cycle
+        after its last free cycle), or a faulting GEMM's error (in its last free cycle)."""
+        target = self.acc.ports.nth_free(self.t_exec, self._need, self._use_src)
+        if target == self._target:
+            return
+        self._target = target
+        self._plan_version += 1
+        if self._faulting():
+            self.sim.at(target, self._gemm_fault, self._plan_version, phase=PH_CHECK)
+        else:
+            self.t_end = target + 1
+            self.sim.at(target + 1, self._planned_done, self._plan_version)
 
     def _ports_changed(self, t: int) -> None:
         """LOAD or STORE registered or withdrew port uses from cycle ``t`` on."""
-        i = self.insn
-        if (self.state == EXEC and isinstance(i, Alu) and i.iter_out * i.iter_in and self.t_end is not None
-                and t < self.t_end and not self.sim.stopped):
+        if (self.state == EXEC and self._target is not None and t <= self._target and not self.sim.stopped):
             self._plan()
 
-    def _alu_done(self, t: int, version: int) -> bool:
+    def _planned_done(self, t: int, version: int) -> bool:
         if version != self._plan_version or self.state != EXEC or self.sim.stopped:
             return False
-        self.wait += t - self.t_exec - self._need()
+        self.wait += t - self.t_exec - self._need
         self.end_execute(t)
         return True
 
-    def _need(self) -> int:
-        """Free cycles the ALU instruction in EXECUTE needs (reads, then the last write)."""
-        T, i = self.T, self.insn
-        return T.alu_setup_cycles + i.iter_out * i.iter_in + T.alu_pipeline_cycles
+    def _gemm_fault(self, e: int, version: int) -> bool:
+        """A GEMM's faulting iteration reaches its A stage in cycle ``e``: the error is raised."""
+        g = self._gemm
+        if version != self._plan_version or self.state != EXEC or self.sim.stopped or g is None or g.fault is None:
+            return False
+        span = e - self.t_exec + 1
+        self.wait += span - self._need
+        self.gemm_busy += span
+        self.gemm_ops += g.ops_within(self._need, self.T)
+        self._charged = True
+        self.fault(e, g.fault.code, self.pc, self.name, g.fault.message)
+        return True
+
+    def complete(self, t: int) -> None:
+        g = self._gemm
+        if g is None or not isinstance(self.insn, Gemm):
+            return
+        self.gemm_busy += t - self.t_exec
+        self.gemm_ops += g.ops_within(g.iterations + self.T.gemm_pipeline_cycles, self.T)
+        if self.tr is not None:
+            frozen = t - self.t_exec - self._need if self._target is not None else 0
+            self.tr.busy("gemm", t, 0)
+            self.tr.gemm(self.pc, self.t_exec, t, g.iterations, frozen)
 
     def partial_counts(self, e: int, c1: int, burst: tuple[str, int, bool, int] | None) -> None:
-        # an ALU stopped by an error waited in the blocked cycles of its EXEC up to e (the
-        # halt freezes it from e + 1 on, which is not a wait)
+        # an ALU or GEMM stopped by an error waited in the blocked cycles of its EXEC up to e (the
+        # halt freezes it from e + 1 on, which is not a wait); a GEMM counts its EXEC cycles and
+        # the iterations it wrote up to e (its own fault charged them when it was raised)
         i = self.insn
-        if self.state == EXEC and isinstance(i, Alu) and i.iter_out * i.iter_in and self.t_exec <= e:
+        if self.state == EXEC and isinstance(i, (Alu, Gemm)) and self.t_exec <= e and not self._charged:
             hi = e if self.t_end is None else min(e, self.t_end - 1)
-            self.wait += self.acc.ports.blocked(self.t_exec, hi, not i.use_imm)
+            blocked = 0
+            if self._target is not None:
+                blocked = self.acc.ports.blocked(self.t_exec, hi, self._use_src)
+                self.wait += blocked
+            g = self._gemm
+            if isinstance(i, Gemm) and g is not None:
+                span = hi - self.t_exec + 1
+                self.gemm_busy += span
+                if self._target is not None:
+                    self.gemm_ops += g.ops_within(span - blocked, self.T)
         super().partial_counts(e, c1, burst)
 
     def finish_drained(self, t: int) -> None:

@@ -34,11 +34,12 @@ class Dram:
         return (dram_base + np.arange(y, dtype=np.int64)[:, None] * stride
                 + np.arange(x, dtype=np.int64)[None, :])
 
-    def read_acc_tile(self, dram_base: int, y: int, x: int, stride: int) -> np.ndarray:
-        """``(y, x, lanes)`` int32 accumulator vectors (range already checked)."""
-        hi = ((y - 1) * stride + x + dram_base) * self.acc_vec_bytes
-        vecs = self.mem[:hi].view("<i4").reshape(-1, self.lanes)
-        return vecs[self._row_index(dram_base, y, x, stride)].astype(np.int32)
+    def read_tile(self, dram_base: int, y: int, x: int, stride: int, elem_bytes: int) -> np.ndarray:
+        """``(y, x, elem_bytes)`` uint8: the raw bytes of ``y`` rows of ``x`` entries of
+        ``elem_bytes`` each, rows ``stride`` entries apart (range already checked)."""
+        hi = ((y - 1) * stride + x + dram_base) * elem_bytes
+        entries = self.mem[:hi].reshape(-1, elem_bytes)
+        return entries[self._row_index(dram_base, y, x, stride)]
 
     def write_out_tile(self, dram_base: int, stride: int, tile: np.ndarray) -> None:
         """Write ``(y, x, lanes)`` narrowed vectors (already of the output dtype)."""

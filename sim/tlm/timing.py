@@ -63,15 +63,20 @@ How the model uses them (the formulas the tests derive their expectations from;
   ``alu_setup_cycles + iter_out*iter_in + alu_pipeline_cycles``-th cycle in which the
   accumulator ports it needs are free (LOAD writing a vector holds the write port; STORE
   reading a vector holds the source read port, which only an ALU without immediate needs),
-  ``min_execute_cycles`` without iterations; FINISH: until the first
+  ``min_execute_cycles`` without iterations; GEMM (N = iter_out * iter_in * micro-ops): until
+  the ``N + gemm_pipeline_cycles``-th cycle in which LOAD does not write the accumulator (its
+  only shared port), ``min_execute_cycles`` when N = 0; a faulting iteration k raises its error
+  in the ``(k + 1 + gemm_check_cycles)``-th such cycle; FINISH: until the first
   cycle ``y`` (>= x) in which the load and store units are IDLE with empty queues and the
   port is free with no request, plus ``finish_cycles - 1`` (PUSH at ``y +
   finish_cycles``; DONE rises at the end of FINISH's PUSH cycle).
 * **Counters**: ``*_BUSY`` = EXECUTE cycles (FINISH's drain included), ``*_STALL`` = WAIT
   cycles with a named token missing + PUSH cycles blocked on a full token queue (the
-  mandatory WAIT/PUSH cycles are not stalls), ``COMPUTE_WAIT`` = ALU EXECUTE cycles frozen
-  on an accumulator port, ``*_INSNS`` counted at the PUSH cycle, DMA
-  byte counters per burst.
+  mandatory WAIT/PUSH cycles are not stalls), ``COMPUTE_WAIT`` = ALU and GEMM EXECUTE cycles
+  frozen on an accumulator port (up to an error's cycle), ``GEMM_BUSY`` = GEMM EXECUTE cycles
+  (up to and including an error's cycle), ``GEMM_OPS`` = E stages of non-reset GEMMs,
+  ``*_INSNS`` counted at the PUSH cycle, DMA byte counters per burst (LOAD's bytes are its
+  entries times the buffer's entry size, ``elem_bytes``).
 * **Errors**: an error raised in cycle ``e`` (range checks at WAIT entry, dispatch checks at
   the dispatch cycle; the lowest pc wins within a cycle) stops everything from
   ``e + 1``; DONE rises at the end of ``max(e + halt_cycles, end of the burst under way)``.
@@ -84,7 +89,8 @@ How the model uses them (the formulas the tests derive their expectations from;
 Measurement status: every overhead default below was measured on ``hw/rtl`` (see each
 field's docstring and docs/microarch.md "RTL cycle costs (measured)"), and ``cosim
 calibrate`` reproduces them on every shipped config with zero residuals, so no config
-ships a ``.timing.json``.
+ships a ``.timing.json``; the two GEMM constants are the contract's values (docs/microarch.md
+"GEMM timing"), to be confirmed on ``hw/rtl/gemm.v`` when it is merged.
 """
 
 from __future__ import annotations
@@ -98,7 +104,8 @@ from hw.config import CONFIG_DIR, INSN_BYTES, HwConfig
 
 # Fields filled from the hardware config (never from a calibration file).
 CONFIG_FIELDS = ("read_latency", "write_latency", "bus_bytes", "max_burst", "acc_vec_bytes", "out_vec_bytes",
-                 "load_queue_depth", "compute_queue_depth", "store_queue_depth", "token_queue_depth")
+                 "inp_vec_bytes", "wgt_block_bytes", "uop_bytes", "load_queue_depth", "compute_queue_depth",
+                 "store_queue_depth", "token_queue_depth")
 
 
 class TimingError(ValueError):
@@ -122,6 +129,12 @@ class Timing:
     """DRAM bytes of one accumulator vector (what LOAD moves per vector)."""
     out_vec_bytes: int
     """DRAM bytes of one narrowed output vector (what STORE moves per vector)."""
+    inp_vec_bytes: int
+    """DRAM bytes of one input-buffer entry (LANES int8: what LOAD moves per input vector)."""
+    wgt_block_bytes: int
+    """DRAM bytes of one weight-buffer entry (BLOCK x BLOCK int8: what LOAD moves per block)."""
+    uop_bytes: int
+    """DRAM bytes of one micro-op (what LOAD moves per micro-op; ``hw.isa.UOP_BYTES``)."""
     load_queue_depth: int
     """Entries of the load instruction queue."""
     compute_queue_depth: int
@@ -174,6 +187,15 @@ class Timing:
     """Cycles LOAD spends writing one zero-padding vector. RTL: 1."""
     min_execute_cycles: int = 1
     """EXECUTE lasts at least this many cycles (an empty ALU/LOAD/STORE). RTL: 1."""
+    gemm_pipeline_cycles: int = 2
+    """Free cycles a GEMM's pipeline needs after the micro-op read (U) of its last iteration
+    before EXECUTE ends: its A stage (indices, checks, operand reads) and its E stage (MACs,
+    write). So E_gemm = N + gemm_pipeline_cycles + frozen cycles (docs/microarch.md "GEMM
+    timing"; the contract value, to be measured on hw/rtl/gemm.v)."""
+    gemm_check_cycles: int = 1
+    """Free cycles from iteration k's micro-op read (U, its (k+1)-th free cycle of EXECUTE) to
+    its checks (A): a faulting iteration k raises its error in the (k + 1 + gemm_check_cycles)-th
+    free cycle (the contract value: A stage = free cycle k + 2)."""
     finish_cycles: int = 1
     """FINISH's EXECUTE ends this many cycles after the first drained cycle (inclusive),
     i.e. PUSH (and DONE at its end) at drained + finish_cycles. RTL: 1."""
@@ -193,6 +215,16 @@ class Timing:
     def insns_per_fetch_burst(self) -> int:
         """Whole instructions one fetch burst carries at most."""
         return max(1, self.max_burst // self.beats_per_insn)
+
+    def elem_bytes(self, buf: str) -> int:
+        """DRAM bytes of one entry of buffer ``buf`` ("ACC", "INP", "WGT", "UOP"): LOAD's unit
+        (the same as ``HwConfig.elem_bytes``, so ``hw.isa_semantics.dram_span`` takes a Timing)."""
+        return {"ACC": self.acc_vec_bytes, "INP": self.inp_vec_bytes, "WGT": self.wgt_block_bytes,
+                "UOP": self.uop_bytes}[buf]
+
+    def beats_per_elem(self, buf: str) -> int:
+        """Bus beats of one DRAM entry of buffer ``buf`` (whole: a config rule)."""
+        return self.elem_bytes(buf) // self.bus_bytes
 
     def read_burst_cycles(self, beats: int) -> int:
         """Cycles a read burst of ``beats`` holds the port."""
@@ -219,7 +251,9 @@ class Timing:
         """
         t = cls(read_latency=cfg.dram_read_latency, write_latency=cfg.dram_write_latency,
                 bus_bytes=cfg.bus_bytes, max_burst=cfg.max_burst, acc_vec_bytes=cfg.acc_vec_bytes,
-                out_vec_bytes=cfg.out_vec_bytes, load_queue_depth=cfg.load_queue_depth,
+                out_vec_bytes=cfg.out_vec_bytes, inp_vec_bytes=cfg.inp_vec_bytes,
+                wgt_block_bytes=cfg.wgt_block_bytes, uop_bytes=cfg.elem_bytes("UOP"),
+                load_queue_depth=cfg.load_queue_depth,
                 compute_queue_depth=cfg.compute_queue_depth, store_queue_depth=cfg.store_queue_depth,
                 token_queue_depth=cfg.token_queue_depth)
         values: dict[str, Any] = {}

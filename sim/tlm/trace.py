@@ -3,7 +3,8 @@
 The VCD uses the RTL's probe names (output ports of ``accel_top``) under scope
 ``accel``, timescale 1 ns, one time unit per cycle, cycle 0 = the START cycle (the
 TLM's clock, ``sim/tlm/timing.py``); each probe has the value the RTL's has in that
-cycle: ``dbg_{load,compute,store}_busy`` (unit in EXECUTE), ``dbg_*_pc`` (pc of the
+cycle: ``dbg_{load,compute,store}_busy`` (unit in EXECUTE), ``dbg_gemm_busy`` (the compute
+unit in EXECUTE of a GEMM), ``dbg_*_pc`` (pc of the
 held instruction from WAIT to PUSH, 0xFFFFFFFF when IDLE), ``dbg_*_q`` (queue
 occupancy, a registered count), ``dbg_dma_rd``/``dbg_dma_wr`` (a read/write burst
 under way: from the cycle after its grant to its last beat / B), ``dbg_cycles`` (the
@@ -28,7 +29,7 @@ import numpy as np
 
 UNITS = ("load", "compute", "store")
 NO_PC = 0xFFFFFFFF
-_TID = {"fetch": 0, "load": 1, "compute": 2, "store": 3, "dma": 4}
+_TID = {"fetch": 0, "load": 1, "compute": 2, "gemm": 5, "store": 3, "dma": 4}
 
 
 class Tracer:
@@ -40,6 +41,7 @@ class Tracer:
         self.busys: dict[str, list[tuple[int, int]]] = defaultdict(list)
         self.insns: list[tuple[str, int, Any, int, int, int]] = []
         self.dmas: list[tuple[str, bool, int, np.ndarray, np.ndarray]] = []
+        self.gemms: list[tuple[int, int, int, int, int]] = []
         self.done_t: int | None = None
 
     # ---- hooks ------------------------------------------------------------------------------
@@ -54,6 +56,11 @@ class Tracer:
 
     def insn(self, unit: str, pc: int | None, insn: Any, t_pop: int, t_exec: int, t_end: int) -> None:
         self.insns.append((unit, pc if pc is not None else -1, insn, t_pop, t_exec, t_end))
+
+    def gemm(self, pc: int | None, t_exec: int, t_end: int, iterations: int, frozen: int) -> None:
+        """A GEMM's EXECUTE ran from ``t_exec`` to ``t_end`` (exclusive): ``iterations`` blocks,
+        ``frozen`` cycles waiting for the accumulator's write port."""
+        self.gemms.append((pc if pc is not None else -1, t_exec, t_end, iterations, frozen))
 
     def dma(self, client: str, write: bool, t0: int, ends: np.ndarray, beats: np.ndarray) -> None:
         self.dmas.append((client, write, t0, np.array(ends), np.array(beats)))
@@ -99,6 +106,7 @@ class Tracer:
         sigs: list[tuple[str, int, list[tuple[int, int]], int]] = []
         for u in UNITS:
             sigs.append((f"dbg_{u}_busy", 1, self.busys.get(u, []), 0))
+        sigs.append(("dbg_gemm_busy", 1, self.busys.get("gemm", []), 0))
         for u in UNITS:
             sigs.append((f"dbg_{u}_pc", 32, self.pcs.get(u, []), NO_PC))
         for u in UNITS:
@@ -151,6 +159,10 @@ class Tracer:
                        "dur": t_end - t_pop, "args": {"pc": pc, "insn": text, "exec_start": t_exec}})
             ev.append({"name": "EXECUTE", "ph": "X", "pid": 1, "tid": _TID[unit], "ts": t_exec,
                        "dur": t_end - t_exec, "args": {"pc": pc}})
+        for pc, t_exec, t_end, n, frozen in self.gemms:
+            ev.append({"name": "GEMM core", "ph": "X", "pid": 1, "tid": _TID["gemm"], "ts": t_exec,
+                       "dur": t_end - t_exec, "args": {"pc": pc, "iterations": n, "frozen_cycles": frozen,
+                                                        "blocks_per_cycle": n / max(1, t_end - t_exec)}})
         for client, write, s, e, beats in self.bursts():
             ev.append({"name": f"{client} {'wr' if write else 'rd'}", "ph": "X", "pid": 1, "tid": _TID["dma"],
                        "ts": s, "dur": e - s, "args": {"client": client, "beats": beats}})
