@@ -134,8 +134,9 @@ def _apply_structured(acc: np.ndarray, inp: np.ndarray, wgt: np.ndarray, insn: A
     j = np.arange(ii, dtype=np.int64)
     xg = table[:, 1, None, None] + insn.inp_factor_out * i[None, :, None] + insn.inp_factor_in * j[None, None, :]
     wg = table[:, 2, None] + insn.wgt_factor_in * j[None, :]                      # (U, II)
-    xf = inp.astype(np.float64)[xg]                                                # (U, IO, II, BK)
-    wf = wgt.astype(np.float64)[wg].transpose(0, 1, 3, 2)                          # (U, II, BK, BO)
+    # gather the int8 entries first: converting whole buffers would cost more than the products
+    xf = inp[xg].astype(np.float64)                                                # (U, IO, II, BK)
+    wf = wgt[wg].astype(np.float64).transpose(0, 1, 3, 2)                          # (U, II, BK, BO)
     n_u, bk, bo = table.shape[0], wgt.shape[2], wgt.shape[1]
     if insn.acc_factor_in == 0:
         sums = xf.reshape(n_u, io, ii * bk) @ wf.reshape(n_u, ii * bk, bo)         # (U, IO, BO)

@@ -145,13 +145,8 @@ def inject(p: Program, kind: str, rng: np.random.Generator) -> tuple[Program, in
         # SRAM_RANGE instead, so only a factor whose whole walk stays in the buffer)
         if i.reset:
             return None
-        holes = [w for w in range(cfg.wgt_depth) if w not in loaded["WGT"]]
-        if not holes:
-            return None
-        # every later iteration (i or j > 0) lands on ``hole`` + multiples: walk with step 0 there
-        hole = int(rng.choice(holes))
-        new = dataclasses.replace(i, iter_out=max(2, i.iter_out), wgt_factor_in=0, wgt_factor_out=0)
-        return _replace(p, k, _retarget_wgt(p, k, new, hole)), csr.ERR_UNLOADED
+        new = _retarget_wgt(p, k, i)
+        return None if new is None else (_replace(p, k, new), csr.ERR_UNLOADED)
     if kind == "deadlock":  # a pop whose token never comes (the pc is what the reference computes)
         cands = [(k, f) for k, i in enumerate(insns[:-1]) for f in POP_FLAGS
                  if f in LEGAL_FLAGS[unit_of(i)] and not getattr(i, f)]
@@ -186,14 +181,15 @@ def _loaded_entries(insns: list) -> dict[str, set[int]]:
     return out
 
 
-def _retarget_wgt(p: Program, k: int, g: Gemm, hole: int) -> Gemm:
-    """``g`` (at index ``k`` of ``p``, iter_out >= 2) made to read weight block ``hole`` first at
-    iteration (i=1, j=0, first micro-op): every other index repeats iteration i=0's, which is valid."""
+def _retarget_wgt(p: Program, k: int, g: Gemm) -> Gemm | None:
+    """``g`` (at index ``k`` of ``p``) made to read a never-loaded weight block first at iteration
+    (i=1, j=0, first micro-op), every other index repeating iteration i=0's (valid); None when no
+    never-loaded block lies within one factor step above that micro-op's block."""
     first = int(uop_table_before(p, k)[g.uop_begin][2])
-    step = hole - first
-    if step < 0 or step >= 1 << p.config.sram_index_bits:
-        step = 0  # cannot reach it upwards: a hole above every micro-op's block instead
-        above = [w for w in range(first + 1, p.config.wgt_depth) if w not in _loaded_entries(p.insns)["WGT"]]
-        if above and above[0] - first < 1 << p.config.sram_index_bits:
-            step = above[0] - first
-    return dataclasses.replace(g, wgt_factor_out=step, wgt_factor_in=0, acc_factor_out=0, inp_factor_out=0)
+    loaded = _loaded_entries(p.insns)["WGT"]
+    reach = min(p.config.wgt_depth, first + (1 << p.config.sram_index_bits))
+    holes = [w for w in range(first + 1, reach) if w not in loaded]
+    if not holes:
+        return None
+    return dataclasses.replace(g, iter_out=max(2, g.iter_out), wgt_factor_out=holes[0] - first, wgt_factor_in=0,
+                               acc_factor_out=0, inp_factor_out=0)
