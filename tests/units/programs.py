@@ -216,12 +216,15 @@ def random_vectors(cfg: HwConfig, n: int, seed: int, lo: int = -2**31, hi: int =
 
 
 # ---- GEMM ------------------------------------------------------------------------------------------
-@dataclass
+@dataclass(frozen=True)
 class GemmFaultRef:
-    """The first faulting GEMM iteration by :func:`gemm_reference`: its index and error code."""
+    """The first fault of a GEMM by :func:`gemm_reference`: the faulting iteration (None: the
+    micro-op range check of WAIT, before any iteration), its error code, and the GEMM's pc once
+    the GEMM is placed in a Program (-1 before)."""
 
-    iteration: int
+    iteration: int | None
     code: int
+    pc: int = -1
 
 
 @dataclass
@@ -262,9 +265,12 @@ class GemmBuffers:
 def gemm_reference(cfg: HwConfig, b: GemmBuffers, reset: bool = False, uop_begin: int = 0, uop_end: int = 1,
                    iter_out: int = 1, iter_in: int = 1, acc_factor_out: int = 0, acc_factor_in: int = 0,
                    inp_factor_out: int = 0, inp_factor_in: int = 0, wgt_factor_out: int = 0,
-                   wgt_factor_in: int = 0, **flags: bool) -> tuple[int, GemmFaultRef | None]:
-    """One GEMM on ``b`` by the ISA's words (hw/isa.py), iteration by iteration in loop order:
-    ``(iterations applied, first fault or None)``; the faulting iteration and later are not applied."""
+                   wgt_factor_in: int = 0) -> tuple[int, GemmFaultRef | None]:
+    """One GEMM on ``b`` by the words of hw/isa.py and docs/microarch.md, iteration by iteration in
+    loop order: ``(iterations applied, first fault or None)``; the faulting iteration and later
+    ones are not applied."""
+    if iter_out * iter_in * max(0, uop_end - uop_begin) > 0 and uop_end > cfg.uop_depth:
+        return 0, GemmFaultRef(None, csr.ERR_SRAM_RANGE)
     k = 0
     for i in range(iter_out):
         for j in range(iter_in):
@@ -297,40 +303,59 @@ def random_int8(shape: tuple[int, ...], seed: int) -> np.ndarray:
     return np.random.default_rng(seed).integers(-128, 128, size=shape).astype(np.int8)
 
 
-def store_words(asm: Assembler, out: str, base: int, n: int, spare: int, **flags: bool) -> None:
-    """Compute instructions and a STORE that show all 32 bits of acc[base .. base+n) in DRAM although
-    STORE narrows to OUT_WIDTH bits: four copies at acc[spare ..), shifted right by 0, 8, 16, 24, stored
-    as one ``4n``-vector output ``out`` (:func:`words_expected`). ``flags`` go to the first compute
-    instruction (e.g. pop_prev); the last pushes c2s to the STORE."""
+WORD_SHIFTS = (0, 8, 16, 24)  # every byte of a 32-bit accumulator lane, through 8-bit outputs
+
+
+def store_words(asm: Assembler, out: str, base: int, n: int, spare: int, shifts: tuple[int, ...] = WORD_SHIFTS,
+                **flags: bool) -> None:
+    """Compute instructions and a STORE that show acc[base .. base+n) in DRAM beyond STORE's narrowing
+    cast: one copy per shift at acc[spare ..), each shifted right arithmetically by it, stored as one
+    ``len(shifts) * n``-vector output ``out`` (:func:`words_expected`). With ``shifts == (0,)`` the
+    vectors are stored as they are (no copy). ``flags`` go to the first compute instruction; the
+    last pushes c2s to the STORE."""
     cfg = asm.cfg
-    t = asm.output(out, (4 * n, cfg.lanes))
-    asm.alu("MOV", iter_out=4, iter_in=n, dst_base=spare, dst_factor_out=n, dst_factor_in=1, src_base=base,
-            src_factor_in=1, **flags)
-    for k, s in enumerate((8, 16, 24), start=1):
-        asm.alu("SHR", imm=s, iter_out=n, dst_base=spare + k * n, dst_factor_out=1, push_next=k == 3)
-    asm.store(t, x=4 * n, sram=spare, pop_prev=True)
+    t = asm.output(out, (len(shifts) * n, cfg.lanes))
+    if shifts == (0,):
+        relay(asm, push_next=True, **flags)
+        asm.store(t, x=n, sram=base, pop_prev=True)
+        return
+    asm.alu("MOV", iter_out=len(shifts), iter_in=n, dst_base=spare, dst_factor_out=n, dst_factor_in=1,
+            src_base=base, src_factor_in=1, **flags)
+    for k, s in enumerate(shifts):
+        if s:
+            asm.alu("SHR", imm=s, iter_out=n, dst_base=spare + k * n, dst_factor_out=1)
+    relay(asm, push_next=True)
+    asm.store(t, x=len(shifts) * n, sram=spare, pop_prev=True)
 
 
-def words_expected(cfg: HwConfig, words: np.ndarray) -> np.ndarray:
-    """What :func:`store_words` writes for the 32-bit ``words``: the narrowed words and their
-    arithmetic right shifts by 8, 16 and 24."""
+def words_expected(cfg: HwConfig, words: np.ndarray, shifts: tuple[int, ...] = WORD_SHIFTS) -> np.ndarray:
+    """What :func:`store_words` writes for the 32-bit ``words``."""
     w = wrap32_array(words).astype(np.int32)
-    return narrow(cfg, np.concatenate([w, w >> 8, w >> 16, w >> 24]))
+    return narrow(cfg, np.concatenate([w >> s for s in shifts]))
+
+
+@dataclass
+class GemmTile:
+    """A GEMM Program of :func:`gemm_tile` with what the reference made of it: the buffers after it
+    (up to a fault) and its first fault (with the GEMM's pc), None for a clean run."""
+
+    program: Program
+    buffers: GemmBuffers
+    fault: GemmFaultRef | None
 
 
 def gemm_tile(cfg: HwConfig, name: str, uops: list[tuple[int, int, int]], inp: np.ndarray, wgt: np.ndarray,
               gemms: list[dict], acc: np.ndarray | None = None, out: tuple[int, int] = (0, 4),
-              spare: int | None = None, loads: dict[str, dict] | None = None,
-              during: Callable[[Assembler, GemmBuffers], int] | None = None
-              ) -> tuple[Program, GemmBuffers, GemmFaultRef | None]:
+              spare: int | None = None, shifts: tuple[int, ...] = WORD_SHIFTS,
+              loads: dict[str, dict] | None = None,
+              during: Callable[[Assembler, GemmBuffers], int] | None = None) -> GemmTile:
     """LOAD micro-ops, inputs and weights (and accumulators ``acc``), run ``gemms`` (fields by their
-    ISA names), then show all 32 bits of the ``out = (base, n)`` accumulators in the output
-    ``acc_out`` (:func:`store_words`, through ``spare``, default right after them). ``loads`` gives
+    ISA names), then show the ``out = (base, n)`` accumulators in the output ``acc_out`` (all 32 bits
+    by default: :func:`store_words`, through ``spare``, default right after them). ``loads`` gives
     each buffer's LOAD its own fields (sram, x, y, stride, offset, padding). ``during`` may add LOADs
     that run while the GEMMs do, apply them to the reference's buffers and return how many l2c tokens
-    they push (the words are shown after those LOADs). The expected outputs come from
-    :func:`gemm_reference`. Returns the Program, the buffers as the reference left them and its
-    first fault (a faulting Program has no expected outputs: it never reaches the STORE)."""
+    they push (the accumulators are shown after those LOADs). The expected outputs come from
+    :func:`gemm_reference` (a faulting Program has none: it never reaches its STORE)."""
     loads = loads or {}
     asm = Assembler(cfg, name)
     b = GemmBuffers.empty(cfg)
@@ -345,14 +370,15 @@ def gemm_tile(cfg: HwConfig, name: str, uops: list[tuple[int, int, int]], inp: n
     tokens = during(asm, b) if during is not None else 0
     fault = None
     for k, g in enumerate(gemms):
-        asm.gemm(pop_prev=k == 0, **g)
+        pc = asm.gemm(pop_prev=k == 0, **g)
         if fault is None:
-            _, fault = gemm_reference(cfg, b, **g)
+            _, f = gemm_reference(cfg, b, **g)
+            fault = None if f is None else GemmFaultRef(f.iteration, f.code, pc)
     for _ in range(tokens):
         relay(asm, pop_prev=True)
     base, n = out
-    store_words(asm, "acc_out", base, n, base + n if spare is None else spare)
+    store_words(asm, "acc_out", base, n, base + n if spare is None else spare, shifts)
     asm.finish()
     if fault is not None:
-        return asm.program(), b, fault
-    return asm.program(expected={"acc_out": words_expected(cfg, b.acc[base:base + n])}), b, None
+        return GemmTile(asm.program(), b, fault)
+    return GemmTile(asm.program(expected={"acc_out": words_expected(cfg, b.acc[base:base + n], shifts)}), b, None)

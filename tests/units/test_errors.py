@@ -2,7 +2,7 @@
 cycle at which DONE rises with ERROR and every counter up to it.
 
 Cases: one per error class as the first RTL tests had them (DRAM and SRAM range, bad
-opcode, reserved bits, an unsupported instruction, a deadlock, an instruction window
+opcode, reserved bits, an unloaded micro-op, a deadlock, an instruction window
 outside the layout); every model-level entry of the fuzzer's invalid-inputs corpus
 (cosim/fuzz/corpus.py); a STORE past its region that must write nothing; a range fault
 while a multi-burst STORE is under way (the burst completes, CYCLES ends with it); a
@@ -56,13 +56,14 @@ def err_reserved_bits(cfg: HwConfig) -> Case:
     return Case(patched(p, {4: p.isa.encode_word(p.insns[4]) | 1 << 127}), ("BAD_OPCODE", 4))
 
 
-def err_unsupported(cfg: HwConfig) -> Case:
-    """A GEMM (instruction 0) is decoded but not executed by this hardware."""
-    asm = Assembler(cfg, "err_unsupported")
+def err_unloaded(cfg: HwConfig) -> Case:
+    """A GEMM (instruction 0) reads micro-op 0, which no LOAD wrote since START (its first iteration's
+    A stage; tests/units/test_gemm.py has every GEMM fault)."""
+    asm = Assembler(cfg, "err_unloaded")
     asm.output("o", (1, cfg.lanes))
     asm.gemm()
     asm.finish()
-    return Case(asm.program(), ("UNSUPPORTED", 0))
+    return Case(asm.program(), ("UNLOADED", 0))
 
 
 def err_deadlock(cfg: HwConfig) -> Case:
@@ -133,7 +134,7 @@ def corpus_cases(cfg: HwConfig) -> list[Case]:
 
 def cases(cfg: HwConfig) -> list[Case]:
     return [err_dram_range(cfg), err_sram_range(cfg), err_bad_opcode(cfg), err_reserved_bits(cfg),
-            err_unsupported(cfg), err_deadlock(cfg), err_insn_range(cfg), store_past_region_writes_nothing(cfg),
+            err_unloaded(cfg), err_deadlock(cfg), err_insn_range(cfg), store_past_region_writes_nothing(cfg),
             fault_during_burst(cfg), misaligned_insn_addr(cfg), blocked_push(cfg), *corpus_cases(cfg),
             Case(vadd(cfg, n=3, name="after_errors"))]
 

