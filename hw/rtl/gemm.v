@@ -66,7 +66,6 @@ module gemm (
     localparam UFB  = `CFG_UOP_FIELD_BITS;
     localparam OW   = SIB + 1;                          // a saturating loop offset
     localparam XW   = ((OW > UFB) ? OW : UFB) + 1;      // micro-op field + offset, never wraps
-    localparam SUMW = (BLK <= 256) ? 24 : 32;           // a lane's dot product (|sum| <= BLK * 2**14)
     localparam [XW-1:0] ACC_D = `CFG_ACC_DEPTH;
     localparam [XW-1:0] INP_D = `CFG_INP_DEPTH;
     localparam [XW-1:0] WGT_D = `CFG_WGT_DEPTH;
@@ -96,23 +95,6 @@ module gemm (
         begin
             s = {1'b0, off} + {2'b00, f};
             sat_add = s[OW] ? {OW{1'b1}} : s[OW-1:0];
-        end
-    endfunction
-
-    // one output lane: sum_k x[k] * w[k] over int8 lanes, sign-extended to 32 bits
-    function [31:0] dot_lane;
-        input [BLK*8-1:0] xv;
-        input [BLK*8-1:0] wv;
-        integer k;
-        reg signed [15:0]   p;
-        reg signed [SUMW-1:0] s;
-        begin
-            s = {SUMW{1'b0}};
-            for (k = 0; k < BLK; k = k + 1) begin
-                p = $signed(xv[k*8 +: 8]) * $signed(wv[k*8 +: 8]);
-                s = s + {{(SUMW-16){p[15]}}, p};
-            end
-            dot_lane = {{(32-SUMW+1){s[SUMW-1]}}, s[SUMW-2:0]};
         end
     endfunction
 
@@ -162,7 +144,8 @@ module gemm (
     genvar o;
     generate
         for (o = 0; o < BLK; o = o + 1) begin : g_lane
-            assign mac[o*32 +: 32] = acc_op[o*32 +: 32] + dot_lane(inp_rdata, wgt_rdata[o*BLK*8 +: BLK*8]);
+            gemm_lane u_lane (.acc(acc_op[o*32 +: 32]), .x(inp_rdata), .w(wgt_rdata[o*BLK*8 +: BLK*8]),
+                              .y(mac[o*32 +: 32]));
         end
     endgenerate
 
