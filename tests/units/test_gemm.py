@@ -273,6 +273,32 @@ def test_frozen_cycles_are_counted(rtl_results: list[RunResult], rtl_results_sma
         assert set(waits.values()) == {0}, waits
 
 
+def after_reset(cfg: HwConfig) -> list[Case]:
+    """Programs that reuse what plain() loaded without loading it: a GEMM reading weights it did not
+    load, one reading micro-ops it did not load (each faults at its first iteration)."""
+    asm = Assembler(cfg, "gemm_weights_not_reloaded")
+    asm.load(asm.uops("uops", [(0, 0, 0)]), buf="UOP", push_next=True)
+    asm.gemm(pop_prev=True)
+    asm.finish()
+    weights = Case(asm.program(), ("UNLOADED", 1))
+    asm = Assembler(cfg, "gemm_uops_not_reloaded")
+    asm.gemm(reset=True)
+    asm.finish()
+    return [weights, Case(asm.program(), ("UNLOADED", 0))]
+
+
+@needs_rtl
+def test_soft_reset_and_start_clear_the_loaded_flags() -> None:
+    """After a run that loaded micro-ops and weights, CTRL.SOFT_RESET and START (no hardware reset in
+    between) clear every loaded flag: GEMMs reading entries of that earlier run fault with
+    ERR_UNLOADED, although the SRAMs still hold the data."""
+    cases = [_tile_case(plain(SMALL)), *after_reset(SMALL)]
+    res = run_rtl(cases, SMALL, between="soft")
+    bad = [p for c, r in zip(cases, res) for p in problems(c, r)]
+    assert not bad, bad
+    assert [r.counters["gemm_busy"] for r in res[1:]] == [2, 2]  # the A stage of iteration 0
+
+
 @needs_rtl
 @pytest.mark.skipif(not icarus_available(), reason="Icarus Verilog (iverilog) is not installed")
 def test_icarus_agrees(rtl_results_small: list[RunResult]) -> None:
