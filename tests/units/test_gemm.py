@@ -45,12 +45,12 @@ def _tile_case(t: GemmTile) -> Case:
 
 
 # ---- clean runs -------------------------------------------------------------------------------------
-def plain(cfg: HwConfig) -> GemmTile:
+def plain(cfg: HwConfig, name: str = "gemm_plain") -> GemmTile:
     """Reset 8 accumulators, then accumulate over 4 micro-ops x (2 x 3) loop iterations: the inner loop
     walks input and weight blocks into the same accumulators (a reduction); a GEMM without
     iterations between them names micro-ops past the buffer and does nothing."""
     uops = [(0, 0, 0), (1, 1, 1), (2, 2, 2), (3, 3, 1)]
-    return gemm_tile(cfg, "gemm_plain", uops, random_int8((9, cfg.lanes), 1), random_int8((7, cfg.block, cfg.block), 2),
+    return gemm_tile(cfg, name, uops, random_int8((9, cfg.lanes), 1), random_int8((7, cfg.block, cfg.block), 2),
                      [dict(reset=True, uop_end=4, iter_out=2, acc_factor_out=4),
                       dict(uop_begin=0, uop_end=cfg.uop_depth + 1, iter_out=0),
                       dict(uop_end=4, iter_out=2, iter_in=3, acc_factor_out=4, inp_factor_out=1, inp_factor_in=2,
@@ -173,7 +173,7 @@ def tiles(cfg: HwConfig) -> list[GemmTile]:
     clean = [plain(cfg), hazards(cfg), all_factors(cfg), during_loads(cfg), loads_padded(cfg), many_bursts(cfg),
              reset_ignores_inputs(cfg)]
     assert all(t.fault is None for t in clean), [t.program.name for t in clean if t.fault is not None]
-    return clean + faults(cfg) + [plain(cfg)]
+    return clean + faults(cfg) + [plain(cfg, "gemm_plain_after_faults")]
 
 
 def cases(cfg: HwConfig) -> list[Case]:
