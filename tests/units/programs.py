@@ -2,7 +2,9 @@
 
 Each is written with the assembler (``hw.assembler``) for any config and carries its
 inputs and expected outputs: data movement and the STORE's narrowing cast by numpy,
-ALU results by the ISA's scalar reference semantics (:func:`alu_reference`).
+ALU results by the ISA's scalar reference semantics (:func:`alu_reference`), GEMM results
+and faults by a plain loop over the ISA's words (:func:`gemm_reference`, independent of
+``hw.gemm_numpy``) in GEMM tiles (:func:`gemm_tile`).
 """
 
 from __future__ import annotations

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 from typing import Sequence
 
-import numpy as np
 import pytest
 
 from hw import csr
