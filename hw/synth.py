@@ -52,6 +52,9 @@ DEFAULT_TIMEOUT = 120.0  # seconds; every shipped config synthesizes well within
 WARMUP_TIMEOUT = 900.0
 
 NETLIST = "netlist.json"  # written by a run that keeps its folder
+# The multiply operators of the coarse design with their parameters: yosys' alumacc folds a sum of
+# products (a dot product) into one $macc_v2 cell, so the cell count alone undercounts multipliers.
+MULTIPLIERS = "multipliers.json"
 # The read wires of arrays the Verilog frontend turned into registers (mem2reg): one
 # ``$mem2reg_rd$\\<array>$<file>:<line>$<n>_DATA`` wire per read with a variable index.
 MEM2REG_READS = "mem2reg_reads.txt"
@@ -89,8 +92,9 @@ class AreaCounts:
     inferred (see ``SynthReport.latch_signals``); ``luts`` is None
     for the generic target (it maps to gates); ``brams`` counts block RAM primitives
     (``$mem_v2`` arrays kept as RAM on generic); ``lutrams`` LUT-RAM primitives;
-    ``multipliers`` hard multipliers (DSP blocks) on FPGA targets and multiply
-    operators before gate mapping on generic; ``memory_bits`` the bits of the memory
+    ``multipliers`` hard multipliers (DSP blocks) on FPGA targets and multiplications
+    before gate mapping on generic (a ``$mul`` cell is one, a ``$macc_v2`` sum of products
+    one per product: :func:`read_multipliers`); ``memory_bits`` the bits of the memory
     arrays that are implemented in RAM cells (block or LUT RAM), not flip-flops.
     """
 
@@ -277,10 +281,13 @@ def _register_array_dump(top: str) -> list[str]:
 
 
 def _mem_dump() -> list[str]:
-    """Commands that record the coarse design: its cell counts and its memory arrays."""
+    """Commands that record the coarse design: its cell counts, its memory arrays and its
+    multiply operators."""
     return ["tee -q -o coarse_stat.json stat -json",
             "select t:$mem_v2",
             "write_json -selected memories.json",
+            f"select t:{' t:'.join(sorted(_MUL_TYPES))}" + " %u" * (len(_MUL_TYPES) - 1),
+            f"write_json -selected {MULTIPLIERS}",
             "select -clear"]
 
 
@@ -400,6 +407,24 @@ def _int_param(v: Any) -> int:
     return int(s, 2) if set(s) <= {"0", "1"} else int(s)
 
 
+def products_of(cell: dict[str, Any]) -> int:
+    """Multiplications in one multiply operator of a yosys JSON netlist: the products of a
+    ``$macc_v2`` (its NPRODUCTS: what yosys 0.70's alumacc makes of a sum of products), else one
+    (``$mul``, and a legacy ``$macc``, which this yosys no longer makes)."""
+    if cell["type"] == "$macc_v2":
+        return _int_param(cell.get("parameters", {}).get("NPRODUCTS", "1"))
+    return 1
+
+
+def read_multipliers(path: Path, names: dict[str, str] | None = None) -> dict[str, int]:
+    """Module -> multiplications (:func:`products_of`) in the multiply operators of ``path``
+    (the coarse design's operators, :data:`MULTIPLIERS`)."""
+    if not path.is_file():
+        return {}
+    mods = json.loads(path.read_text()).get("modules", {})
+    return {_name(m, names): sum(products_of(c) for c in v.get("cells", {}).values()) for m, v in mods.items()}
+
+
 def read_memories(path: Path, log: str, target: str, names: dict[str, str] | None = None) -> list[MemoryArray]:
     """The memory arrays written by ``write_json -selected`` at the coarse point, with the
     RAM cell (or flip-flops) each was mapped to, read from the log; ``names`` maps raw
@@ -478,10 +503,12 @@ def build_report(workdir: Path, log: str, target: str, design: str, top: str, se
     modules = {names[m]: classify({t: n for t, n in types.items() if t not in mods}, target)
                for m, types in mods.items()}
     mems = read_memories(workdir / "memories.json", log, target, names)
-    if target == "generic":  # multiply operators, counted before gate mapping
+    if target == "generic":  # multiplications, counted in the operators before gate mapping
+        products = read_multipliers(workdir / MULTIPLIERS, names)
         for m, types in _stat_modules(coarse).items():
             if _name(m, names) in modules:
-                modules[_name(m, names)].multipliers = sum(n for t, n in types.items() if t in _MUL_TYPES)
+                ops = sum(n for t, n in types.items() if t in _MUL_TYPES)
+                modules[_name(m, names)].multipliers = products.get(_name(m, names), ops) if ops else 0
     for m in mems:
         if m.in_ram and m.module in modules:
             modules[m.module].memory_bits += m.bits

@@ -341,9 +341,9 @@ class Bench:
         """The accelerator's debug probes, for a watchdog report."""
         top = self.dut.u_accel if self.fast else self.dut
         out: dict[str, Any] = {}
-        for n in ("dbg_load_busy", "dbg_compute_busy", "dbg_store_busy", "dbg_load_pc", "dbg_compute_pc",
-                  "dbg_store_pc", "dbg_load_q", "dbg_compute_q", "dbg_store_q", "dbg_dma_rd", "dbg_dma_wr",
-                  "dbg_cycles"):
+        for n in ("dbg_load_busy", "dbg_compute_busy", "dbg_gemm_busy", "dbg_store_busy", "dbg_load_pc",
+                  "dbg_compute_pc", "dbg_store_pc", "dbg_load_q", "dbg_compute_q", "dbg_store_q", "dbg_dma_rd",
+                  "dbg_dma_wr", "dbg_cycles"):
             try:
                 out[n] = int(getattr(top, n).value)
             except (AttributeError, ValueError):

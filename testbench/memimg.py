@@ -11,7 +11,8 @@ import re
 
 import numpy as np
 
-from hw.isa import Alu, Gemm, Load, Store
+from hw.gemm_numpy import gemm_iterations
+from hw.isa import BUFFER_NAMES, Alu, Gemm, Load, Store
 from hw.isa_semantics import load_tile_shape
 from hw.program import Program
 
@@ -115,7 +116,7 @@ def watchdog_cycles(program: Program, mem: str = "fast") -> int:
     """A generous bound on the cycles a correct RTL needs for ``program``: the RTL watchdog.
 
     Sums, per instruction, the DRAM bursts (latency + beats, rows split at MAX_BURST and
-    4 KiB), zero-padding cycles and ALU iterations, plus fetch; then x4 and a constant.
+    4 KiB), zero-padding cycles and ALU and GEMM iterations, plus fetch; then x4 and a constant.
     The protocol back-end (random backpressure on every channel) gets x8 more. There is no
     fixed cap: the bound follows the Program, so a valid Program of any length (a network
     of 100 M cycles, one ALU instruction of 2^28 iterations) runs to DONE, and a Program
@@ -128,14 +129,17 @@ def watchdog_cycles(program: Program, mem: str = "fast") -> int:
     cycles = (math.ceil(insn_beats / cfg.max_burst) + n) * lat + insn_beats + 16 * n
     for i in program.insns:
         if isinstance(i, (Load, Store)):
-            vec_beats = cfg.beats_per_acc_vec if isinstance(i, Load) else cfg.beats_per_out_vec
+            vec_beats = cfg.beats_per_elem(BUFFER_NAMES.get(i.buf, "ACC")) if isinstance(i, Load) \
+                else cfg.beats_per_out_vec
             row_beats = i.x_size * vec_beats
             bursts = math.ceil(row_beats / cfg.max_burst) + 1
             cycles += i.y_size * (bursts * lat + row_beats)
             rows, cols = load_tile_shape(i) if isinstance(i, Load) else (i.y_size, i.x_size)
             cycles += rows * cols
-        elif isinstance(i, (Alu, Gemm)):
+        elif isinstance(i, Alu):
             cycles += i.iter_out * i.iter_in + 4
+        elif isinstance(i, Gemm):
+            cycles += gemm_iterations(i) + 4
     bound = 4 * cycles + 2000
     if mem == "protocol":
         bound *= 8

@@ -56,8 +56,8 @@ def test_examples(cfg_name: str, mem: str, seed: int, sim: str) -> None:
 
 
 # the tests/units/ modules whose cases() build hand-made Programs for any config
-UNIT_MODULES = ("fetch", "load_unit", "compute_unit", "store_unit", "token_queue", "axi_arbiter", "csr_block",
-                "errors")
+UNIT_MODULES = ("fetch", "load_unit", "compute_unit", "gemm", "store_unit", "token_queue", "axi_arbiter",
+                "csr_block", "errors")
 UNITS = [(c, m) for c in list_configs() for m in ("fast", "protocol")] if FULL else \
     [("small", "fast"), ("default", "protocol")]
 

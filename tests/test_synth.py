@@ -119,6 +119,38 @@ def test_modules_named_by_a_hash_stay_apart(tmp_path: Path) -> None:
     assert rep.subtree("two_sets").ffs == rep.total.ffs
 
 
+DOT = """
+module dot4 (input [31:0] x, input [31:0] w, input [31:0] acc, input [7:0] a, input [7:0] b,
+             output [31:0] y, output [15:0] z);
+  function [31:0] dot;
+    input [31:0] xv;
+    input [31:0] wv;
+    integer k;
+    reg signed [15:0] p;
+    reg signed [23:0] s;
+    begin
+      s = 24'd0;
+      for (k = 0; k < 4; k = k + 1) begin
+        p = $signed(xv[k*8 +: 8]) * $signed(wv[k*8 +: 8]);
+        s = s + {{8{p[15]}}, p};
+      end
+      dot = {{8{s[23]}}, s};
+    end
+  endfunction
+  assign y = acc + dot(x, w);
+  assign z = a * b;
+endmodule
+"""
+
+
+def test_multipliers_inside_a_sum_of_products_count(tmp_path: Path) -> None:
+    """yosys folds a dot product into one $macc_v2 cell: the report counts its 4 products, plus the
+    lone multiplication (a $mul)."""
+    (tmp_path / "d.v").write_text(DOT)
+    rep = synthesize_files([tmp_path / "d.v"], "dot4", "generic", timeout=60)
+    assert rep.total.multipliers == rep.modules["dot4"].multipliers == 5
+
+
 LATCH = """
 module latchy (input en, input [3:0] d, output reg [3:0] q);
   always @* if (en) q = d;
@@ -262,13 +294,20 @@ def register_file_bits(cfg: HwConfig) -> int:
     return cfg.max_regions * (32 + 32 + 2)
 
 
+def loaded_flag_bits(cfg: HwConfig) -> int:
+    """Storage that is flip-flops by design: GEMM's loaded flags, one per micro-op and weight
+    block (hw/rtl/valid_bits.v), all cleared at START in one cycle, which no RAM does."""
+    return cfg.uop_depth + cfg.wgt_depth
+
+
 def flip_flop_bound(cfg: HwConfig) -> int:
     """Flip-flops the whole design may have: 20% of the accumulator buffer's bits (issue
-    14's bound) for the control logic and pipelines, plus the register file that is
-    flip-flops by design (:func:`register_file_bits`, 528 bits). Measured on `small`: 3,077
-    flip-flops against a bound of 3,804; one copy of the buffer in flip-flops, or any large
-    part of one, breaks it on every config."""
-    return acc_buffer_bits(cfg) // 5 + register_file_bits(cfg)
+    14's bound) for the control logic and pipelines (GEMM's included), plus the storage that
+    is flip-flops by design (:func:`register_file_bits`, 528 bits, and
+    :func:`loaded_flag_bits`). Measured on `small`: 3,807 flip-flops (192 of them loaded
+    flags) against a bound of 3,996; one copy of the buffer in flip-flops, or any large part
+    of one, breaks it on every config."""
+    return acc_buffer_bits(cfg) // 5 + register_file_bits(cfg) + loaded_flag_bits(cfg)
 
 
 def check_design(rep: SynthReport, cfg: HwConfig) -> None:
@@ -284,6 +323,10 @@ def check_design(rep: SynthReport, cfg: HwConfig) -> None:
     assert acc_mems and all(m.in_ram and m.width * m.depth >= acc_buffer_bits(cfg) for m in acc_mems), acc_mems
     assert acc.memory_bits >= acc_buffer_bits(cfg) and acc.memory_bits % acc_buffer_bits(cfg) == 0
     assert acc.ffs <= 2 * cfg.lanes * cfg.acc_width, f"acc_buffer keeps {acc.ffs} bits in flip-flops"
+    # GEMM's input, weight and micro-op buffers in RAM cells too (besides the accumulator's two copies)
+    gemm_bits = cfg.inp_depth * cfg.lanes * cfg.inp_width + cfg.wgt_depth * cfg.wgt_block_bytes * 8 + \
+        cfg.uop_depth * 48
+    assert t.memory_bits >= 2 * acc_buffer_bits(cfg) + gemm_bits, (t.memory_bits, gemm_bits)
     assert t.ffs < flip_flop_bound(cfg), f"{t.ffs} flip-flops, bound {flip_flop_bound(cfg)}"
 
 

@@ -136,7 +136,8 @@ def expected_top_ports(cfg: HwConfig) -> dict[str, tuple[str, int]]:
         p[f"dbg_{u}_busy"] = ("output", 1)
         p[f"dbg_{u}_pc"] = ("output", 32)
         p[f"dbg_{u}_q"] = ("output", 16)
-    p.update({"dbg_dma_rd": ("output", 1), "dbg_dma_wr": ("output", 1), "dbg_cycles": ("output", 64)})
+    p.update({"dbg_gemm_busy": ("output", 1), "dbg_dma_rd": ("output", 1), "dbg_dma_wr": ("output", 1),
+              "dbg_cycles": ("output", 64)})
     return p
 
 

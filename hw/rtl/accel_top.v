@@ -1,6 +1,8 @@
 // accel_top: the accelerator. AXI4-Lite CSR slave, one AXI4 master, FETCH dispatching to
-// the LOAD / COMPUTE / STORE queues, the accumulator buffer, four dependency-token queues,
-// error and deadlock handling, and the debug probes shared with the TLM's VCD.
+// the LOAD / COMPUTE / STORE queues, the accumulator buffer, GEMM's input, weight and micro-op
+// buffers (written by LOAD, read by COMPUTE) with the loaded flags of the weight and micro-op
+// entries, four dependency-token queues, error and deadlock handling, and the debug probes
+// shared with the TLM's VCD.
 `include "accel_params.vh"
 
 module accel_top (
@@ -67,6 +69,7 @@ module accel_top (
     // debug probes (same names as the TLM's VCD)
     output wire                          dbg_load_busy,
     output wire                          dbg_compute_busy,
+    output wire                          dbg_gemm_busy,
     output wire                          dbg_store_busy,
     output wire [31:0]                   dbg_load_pc,
     output wire [31:0]                   dbg_compute_pc,
@@ -93,6 +96,7 @@ module accel_top (
     // unit status
     wire ld_idle, ld_exec, ld_stall, ld_stuck, ld_done, ld_err;
     wire cu_idle, cu_exec, cu_stall, cu_wait, cu_stuck, cu_done, cu_err, cu_finish;
+    wire cu_gemm_exec, cu_gemm_busy, cu_gemm_op;
     wire st_idle, st_exec, st_stall, st_stuck, st_done, st_err;
     wire [7:0]  ld_err_code, cu_err_code, st_err_code, f_err_code;
     wire [31:0] ld_pc, cu_pc, st_pc, f_err_pc, f_burst_pc;
@@ -159,7 +163,7 @@ module accel_top (
         .busy(busy), .done(done), .cycles(cycles),
         .ev_load_busy(ld_exec), .ev_compute_busy(cu_exec), .ev_store_busy(st_exec),
         .ev_load_stall(ld_stall), .ev_compute_stall(cu_stall), .ev_store_stall(st_stall),
-        .ev_compute_wait(cu_wait),
+        .ev_compute_wait(cu_wait), .ev_gemm_busy(cu_gemm_busy), .ev_gemm_op(cu_gemm_op),
         .ev_load_insn(ld_done), .ev_compute_insn(cu_done), .ev_store_insn(st_done),
         .ev_rd_beat(l_beat), .ev_wr_beat(s_beat), .ev_fetch_beat(f_beat),
         .finish(cu_finish), .port_idle(port_idle),
@@ -218,6 +222,42 @@ module accel_top (
         .st_re(st_re), .st_raddr(st_raddr)
     );
 
+    // ------------------------------------------------------------------ GEMM's buffers
+    // input vectors and micro-ops: one `sram` each; weight blocks: one bank per DRAM beat
+    // (wgt_buffer). Written by LOAD, read by COMPUTE's GEMM; never a port conflict.
+    wire                             ld_inp_we, ld_wgt_we, ld_wgt_zero, ld_wgt_set, ld_uop_we;
+    wire [`CFG_INP_IDX_BITS-1:0]     ld_inp_addr, cu_inp_raddr;
+    wire [`CFG_WGT_IDX_BITS-1:0]     ld_wgt_addr, cu_wgt_raddr;
+    wire [`CFG_UOP_IDX_BITS-1:0]     ld_uop_addr, cu_uop_raddr;
+    wire [`CFG_INP_VEC_BITS-1:0]     ld_inp_wdata, inp_rdata;
+    wire [`CFG_BUS_WIDTH-1:0]        ld_wgt_wdata;
+    wire [15:0]                      ld_wgt_bank;
+    wire [`CFG_UOP_BITS-1:0]         ld_uop_wdata, uop_rdata;
+    wire [`CFG_WGT_BLOCK_BITS-1:0]   wgt_rdata;
+    wire                             cu_inp_re, cu_wgt_re, cu_uop_re, uop_valid, wgt_valid;
+
+    sram #(.WIDTH(`CFG_INP_VEC_BITS), .DEPTH(`CFG_INP_DEPTH), .ADDR_BITS(`CFG_INP_IDX_BITS)) u_inp (
+        .clk(clk), .we(ld_inp_we), .waddr(ld_inp_addr), .wdata(ld_inp_wdata),
+        .re(cu_inp_re), .raddr(cu_inp_raddr), .rdata(inp_rdata)
+    );
+    wgt_buffer u_wgt (
+        .clk(clk), .we(ld_wgt_we), .zero(ld_wgt_zero), .bank(ld_wgt_bank), .waddr(ld_wgt_addr),
+        .wdata(ld_wgt_wdata), .re(cu_wgt_re), .raddr(cu_wgt_raddr), .rdata(wgt_rdata)
+    );
+    sram #(.WIDTH(`CFG_UOP_BITS), .DEPTH(`CFG_UOP_DEPTH), .ADDR_BITS(`CFG_UOP_IDX_BITS)) u_uop (
+        .clk(clk), .we(ld_uop_we), .waddr(ld_uop_addr), .wdata(ld_uop_wdata),
+        .re(cu_uop_re), .raddr(cu_uop_raddr), .rdata(uop_rdata)
+    );
+    // loaded flags: cleared at START and soft reset, set by LOAD (data or padding)
+    valid_bits #(.DEPTH(`CFG_UOP_DEPTH), .IDX_BITS(`CFG_UOP_IDX_BITS)) u_uop_valid (
+        .clk(clk), .clr(rst || core_clr), .set(ld_uop_we), .set_idx(ld_uop_addr),
+        .rd_idx(cu_uop_raddr), .rd_val(uop_valid)
+    );
+    valid_bits #(.DEPTH(`CFG_WGT_DEPTH), .IDX_BITS(`CFG_WGT_IDX_BITS)) u_wgt_valid (
+        .clk(clk), .clr(rst || core_clr), .set(ld_wgt_set), .set_idx(ld_wgt_addr),
+        .rd_idx(cu_wgt_raddr), .rd_val(wgt_valid)
+    );
+
     // ------------------------------------------------------------------ units
     load_unit u_load (
         .clk(clk), .rst(rst), .clr(core_clr), .halt(halt),
@@ -227,6 +267,10 @@ module accel_top (
         .req(l_req), .req_addr(l_addr), .req_len(l_len), .gnt(l_gnt),
         .rd_beat(l_beat), .rd_data(rd_data), .burst_done(l_bdone),
         .acc_we(ld_we), .acc_addr(ld_addr), .acc_wdata(ld_wdata),
+        .inp_we(ld_inp_we), .inp_addr(ld_inp_addr), .inp_wdata(ld_inp_wdata),
+        .wgt_we(ld_wgt_we), .wgt_zero(ld_wgt_zero), .wgt_bank(ld_wgt_bank), .wgt_addr(ld_wgt_addr),
+        .wgt_wdata(ld_wgt_wdata), .wgt_set(ld_wgt_set),
+        .uop_we(ld_uop_we), .uop_addr(ld_uop_addr), .uop_wdata(ld_uop_wdata),
         .err(ld_err), .err_code(ld_err_code), .pc_out(ld_pc), .idle(ld_idle), .exec(ld_exec),
         .stall(ld_stall), .stuck(ld_stuck), .insn_done(ld_done)
     );
@@ -241,8 +285,12 @@ module accel_top (
         .acc_re_dst(cu_re_dst), .acc_raddr_dst(cu_raddr_dst), .acc_rdata_dst(cu_rdata_dst),
         .acc_re_src(cu_re_src), .acc_raddr_src(cu_raddr_src), .acc_rdata_src(acc_rdata_s),
         .acc_we(cu_we), .acc_waddr(cu_waddr), .acc_wdata(cu_wdata),
+        .uop_re(cu_uop_re), .uop_raddr(cu_uop_raddr), .uop_rdata(uop_rdata), .uop_valid(uop_valid),
+        .inp_re(cu_inp_re), .inp_raddr(cu_inp_raddr), .inp_rdata(inp_rdata),
+        .wgt_re(cu_wgt_re), .wgt_raddr(cu_wgt_raddr), .wgt_rdata(wgt_rdata), .wgt_valid(wgt_valid),
         .err(cu_err), .err_code(cu_err_code), .pc_out(cu_pc), .idle(cu_idle), .exec(cu_exec),
-        .stall(cu_stall), .port_wait(cu_wait), .stuck(cu_stuck), .insn_done(cu_done), .finish(cu_finish)
+        .stall(cu_stall), .port_wait(cu_wait), .gemm_exec(cu_gemm_exec), .gemm_busy(cu_gemm_busy),
+        .gemm_op(cu_gemm_op), .stuck(cu_stuck), .insn_done(cu_done), .finish(cu_finish)
     );
 
     store_unit u_store (
@@ -285,6 +333,7 @@ module accel_top (
     assign irq              = done;
     assign dbg_load_busy    = ld_exec;
     assign dbg_compute_busy = cu_exec;
+    assign dbg_gemm_busy    = cu_gemm_exec;
     assign dbg_store_busy   = st_exec;
     assign dbg_load_pc      = ld_pc;
     assign dbg_compute_pc   = cu_pc;

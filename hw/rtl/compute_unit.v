@@ -1,7 +1,7 @@
-// compute_unit: executes ALU (vector ALU over the accumulator buffer) and FINISH inside
-// unit_shell (IDLE -> WAIT -> EXEC -> PUSH; pop_prev takes l2c, pop_next s2c, push_prev gives c2l,
-// push_next c2s).
-//   WAIT : ALU range check (ERR_SRAM_RANGE)
+// compute_unit: executes ALU (vector ALU over the accumulator buffer), GEMM (gemm.v) and FINISH
+// inside unit_shell (IDLE -> WAIT -> EXEC -> PUSH; pop_prev takes l2c, pop_next s2c, push_prev
+// gives c2l, push_next c2s).
+//   WAIT : range checks (ERR_SRAM_RANGE): the ALU's largest indices; GEMM's micro-op range
 //   EXEC : ALU: a pipeline over the synchronous accumulator SRAM, iterations in loop order
 //          (i outer, j inner), one vector per cycle in steady state:
 //            READ    : the dst (copy D) and src (copy S) addresses go into the SRAM's read register;
@@ -17,6 +17,11 @@
 //          copy S's read data is kept in `op_src` (STORE's read would overwrite it).
 //          EXEC = the cycles up to and including the (N+1)-th free cycle (N = iter_out*iter_in:
 //          N reads, N writes one cycle behind); 1 cycle when N = 0.
+//          GEMM: the three-stage pipeline of gemm.v (micro-op, operands, MACs) on the micro-op,
+//          input and weight buffers and the accumulator's copy D and write port, frozen in a
+//          cycle in which LOAD writes the accumulator (it never needs copy S); EXEC = the cycles
+//          up to and including the (N+2)-th free cycle, 1 cycle when N = 0. A faulting
+//          iteration raises `err` (ERR_UNLOADED / ERR_SRAM_RANGE) in its A-stage cycle.
 //          FINISH: stays until the load and store units are idle with empty queues and the
 //          DRAM port is idle with no request (>= 1 cycle).
 //   PUSH : a FINISH completes here (`finish`).
@@ -54,6 +59,18 @@ module compute_unit (
     output wire                            acc_we,
     output wire [`CFG_ACC_IDX_BITS-1:0]    acc_waddr,
     output wire [`CFG_ACC_VEC_BITS-1:0]    acc_wdata,
+    // GEMM's buffers: micro-ops, inputs, weights (read ports) and the loaded flags
+    output wire                            uop_re,
+    output wire [`CFG_UOP_IDX_BITS-1:0]    uop_raddr,
+    input  wire [`CFG_UOP_BITS-1:0]        uop_rdata,
+    input  wire                            uop_valid,
+    output wire                            inp_re,
+    output wire [`CFG_INP_IDX_BITS-1:0]    inp_raddr,
+    input  wire [`CFG_INP_VEC_BITS-1:0]    inp_rdata,
+    output wire                            wgt_re,
+    output wire [`CFG_WGT_IDX_BITS-1:0]    wgt_raddr,
+    input  wire [`CFG_WGT_BLOCK_BITS-1:0]  wgt_rdata,
+    input  wire                            wgt_valid,
     // status
     output wire                            err,
     output wire [7:0]                      err_code,
@@ -62,6 +79,9 @@ module compute_unit (
     output wire                            exec,
     output wire                            stall,
     output wire                            port_wait,  // EXEC frozen: a buffer port is LOAD's or STORE's
+    output wire                            gemm_exec,  // EXEC of a GEMM (the probe)
+    output wire                            gemm_busy,  // EXEC of a GEMM up to an error cycle (GEMM_BUSY)
+    output wire                            gemm_op,    // a GEMM block multiplied and written (GEMM_OPS)
     output wire                            stuck,
     output wire                            insn_done,
     output wire                            finish
@@ -79,6 +99,8 @@ module compute_unit (
 
     // ---- fields
     wire            is_finish = (insn[`F_HDR_OPCODE_LO +: `F_HDR_OPCODE_W] == `OP_FINISH);
+    wire            is_gemm   = (insn[`F_HDR_OPCODE_LO +: `F_HDR_OPCODE_W] == `OP_GEMM);
+    wire            is_alu    = !is_finish && !is_gemm;  // the compute queue holds ALU, GEMM, FINISH
     wire [3:0]      alu_op    = insn[`F_ALU_ALU_OP_LO +: `F_ALU_ALU_OP_W];
     wire            use_imm   = insn[`F_ALU_USE_IMM_LO];
     wire [13:0]     iter_out  = insn[`F_ALU_ITER_OUT_LO +: `F_ALU_ITER_OUT_W];
@@ -99,9 +121,16 @@ module compute_unit (
     wire [27:0] src_max = {{(28-SIB){1'b0}}, src_base}
                         + {14'd0, iter_out - 14'd1} * {{(28-SIB){1'b0}}, src_fo}
                         + {14'd0, iter_in - 14'd1} * {{(28-SIB){1'b0}}, src_fi};
-    wire range_bad = !is_finish && !no_iter && ((dst_max >= DEPTH) || (!use_imm && (src_max >= DEPTH)));
+    wire alu_range_bad = is_alu && !no_iter && ((dst_max >= DEPTH) || (!use_imm && (src_max >= DEPTH)));
+    wire gemm_range_bad;
+    wire range_bad = alu_range_bad || (is_gemm && gemm_range_bad);
 
-    assign err_code = `ERR_SRAM_RANGE;
+    // WAIT's range errors (the shell's err) and GEMM's EXEC-time faults never fall in one cycle
+    wire       shell_err;
+    wire       gemm_fault;
+    wire [7:0] gemm_code;
+    assign err      = shell_err || gemm_fault;
+    assign err_code = gemm_fault ? gemm_code : `ERR_SRAM_RANGE;
 
     unit_shell #(.HAS_PREV(1), .HAS_NEXT(1)) u_shell (
         .clk(clk), .rst(rst), .clr(clr), .halt(halt),
@@ -110,7 +139,7 @@ module compute_unit (
         .next_avail(s2c_avail), .next_pop(s2c_pop), .next_full(c2s_full), .next_push(c2s_push),
         .insn(insn), .start(start), .range_bad(range_bad), .exec_done(exec_done), .exec_stop(exec_stop),
         .exec_stuck(is_finish && !drained),
-        .err(err), .pc_out(pc_out), .idle(idle), .exec(exec), .stall(stall), .stuck(stuck),
+        .err(shell_err), .pc_out(pc_out), .idle(idle), .exec(exec), .stall(stall), .stuck(stuck),
         .insn_done(insn_end)
     );
     assign insn_done = insn_end;
@@ -129,21 +158,41 @@ module compute_unit (
     reg [IDX-1:0] ex_d;     // its dst index: where it writes
     reg           ex_fwd_d; // its dst / src index is the one written when it was read
     reg           ex_fwd_s;
-    reg [VB-1:0]  fw_data;  // the vector written in the last free cycle
+    reg [VB-1:0]  fw_data;  // the vector written last (by the ALU or GEMM)
     reg           held;     // op_src holds its src operand (copy S was read by STORE since)
     reg [VB-1:0]  op_src;
 
     wire last_j  = (j + 14'd1 == iter_in);
     wire last_i  = (i + 14'd1 == iter_out);
-    wire active  = exec && !halt && !is_finish && !no_iter;
+    wire active  = exec && !halt && is_alu && !no_iter;
     wire go      = !acc_wr_busy && !(!use_imm && acc_src_busy);
     wire advance = active && go;
     wire rd      = advance && !issued;
-    assign port_wait = active && !go;
 
-    // EXEC: FINISH ends once drained; an ALU instruction with the write of its last iteration
-    // (at once without iterations); a halt stops either
-    assign exec_done = !halt && (is_finish ? drained : (no_iter || (go && issued && ex_v)));
+    // ---- GEMM: its pipeline needs the accumulator's write port only (copy D is compute's alone)
+    wire gemm_no_iter, gemm_done, gemm_we, gemm_re_dst;
+    wire [IDX-1:0] gemm_waddr, gemm_raddr_dst;
+    wire [VB-1:0]  gemm_wdata;
+    wire gemm_active = exec && !halt && is_gemm && !gemm_no_iter;
+    gemm u_gemm (
+        .clk(clk), .rst(rst), .clr(clr), .insn(insn), .start(start && is_gemm), .active(gemm_active),
+        .go(!acc_wr_busy), .no_iter(gemm_no_iter), .range_bad(gemm_range_bad), .done(gemm_done),
+        .fault(gemm_fault), .fault_code(gemm_code), .op(gemm_op),
+        .uop_re(uop_re), .uop_raddr(uop_raddr), .uop_rdata(uop_rdata), .uop_valid(uop_valid),
+        .inp_re(inp_re), .inp_raddr(inp_raddr), .inp_rdata(inp_rdata),
+        .wgt_re(wgt_re), .wgt_raddr(wgt_raddr), .wgt_rdata(wgt_rdata), .wgt_valid(wgt_valid),
+        .acc_re(gemm_re_dst), .acc_raddr(gemm_raddr_dst), .acc_rdata(acc_rdata_dst), .fw_data(fw_data),
+        .acc_we(gemm_we), .acc_waddr(gemm_waddr), .acc_wdata(gemm_wdata)
+    );
+    assign port_wait = (active && !go) || (gemm_active && acc_wr_busy);
+    assign gemm_exec = exec && is_gemm;
+    assign gemm_busy = exec && is_gemm && !halt;
+
+    // EXEC: FINISH ends once drained; an ALU instruction with the write of its last iteration,
+    // a GEMM with its last iteration's E stage (either at once without iterations); a halt
+    // stops any
+    wire alu_done = no_iter || (go && issued && ex_v);
+    assign exec_done = !halt && (is_finish ? drained : (is_gemm ? (gemm_no_iter || gemm_done) : alu_done));
     assign exec_stop = halt;
 
     // ---- vector ALU on the read (or forwarded) operands
@@ -152,13 +201,20 @@ module compute_unit (
     wire [VB-1:0] result;
     alu u_alu (.op(alu_op), .use_imm(use_imm), .imm(imm), .dst(dst_op), .src(src_op), .result(result));
 
-    assign acc_re_dst    = rd;
-    assign acc_raddr_dst = d;
+    wire alu_we = advance && ex_v;
+    assign acc_re_dst    = rd || gemm_re_dst;
+    assign acc_raddr_dst = is_gemm ? gemm_raddr_dst : d;
     assign acc_re_src    = rd && !use_imm;
     assign acc_raddr_src = s;
-    assign acc_we        = advance && ex_v;
-    assign acc_waddr     = ex_d;
-    assign acc_wdata     = result;
+    assign acc_we        = alu_we || gemm_we;
+    assign acc_waddr     = is_gemm ? gemm_waddr : ex_d;
+    assign acc_wdata     = is_gemm ? gemm_wdata : result;
+
+    // the vector written last, for the distance-1 read-after-write of either pipeline
+    always @(posedge clk) begin
+        if (acc_we)
+            fw_data <= acc_wdata;
+    end
 
     always @(posedge clk) begin
         if (rst || clr) begin
@@ -185,8 +241,6 @@ module compute_unit (
             ex_v     <= 1'b0;
             held     <= 1'b0;
         end else if (advance) begin
-            if (ex_v)
-                fw_data <= result;
             held <= 1'b0;
             ex_v <= rd;
             if (rd) begin

@@ -53,7 +53,9 @@ module csr_block (
     input  wire                            ev_store_busy,
     input  wire                            ev_load_stall,
     input  wire                            ev_compute_stall,
-    input  wire                            ev_compute_wait, // the ALU frozen on a buffer port
+    input  wire                            ev_compute_wait, // the ALU or GEMM frozen on a buffer port
+    input  wire                            ev_gemm_busy,    // EXEC of a GEMM (up to an error cycle)
+    input  wire                            ev_gemm_op,      // a GEMM block multiplied and written
     input  wire                            ev_store_stall,
     input  wire                            ev_load_insn,
     input  wire                            ev_compute_insn,
@@ -95,6 +97,7 @@ module csr_block (
     reg [31:0] c_load_insns, c_compute_insns, c_store_insns;
     reg [31:0] c_rd_bytes, c_wr_bytes, c_fetch_bytes;
     reg [31:0] c_compute_wait;
+    reg [31:0] c_gemm_busy, c_gemm_ops;
 
     // ------------------------------------------------------------------ AXI4-Lite write
     reg                       aw_held;
@@ -295,6 +298,8 @@ module csr_block (
             c_wr_bytes      <= 32'd0;
             c_fetch_bytes   <= 32'd0;
             c_compute_wait  <= 32'd0;
+            c_gemm_busy     <= 32'd0;
+            c_gemm_ops      <= 32'd0;
         end else if (busy) begin
             cycles <= cycles + 64'd1;
             if (ev_load_busy)     c_load_busy     <= c_load_busy + 32'd1;
@@ -310,6 +315,8 @@ module csr_block (
             if (ev_wr_beat)       c_wr_bytes      <= c_wr_bytes + BUS_BYTES;
             if (ev_fetch_beat)    c_fetch_bytes   <= c_fetch_bytes + BUS_BYTES;
             if (ev_compute_wait)  c_compute_wait  <= c_compute_wait + 32'd1;
+            if (ev_gemm_busy)     c_gemm_busy     <= c_gemm_busy + 32'd1;
+            if (ev_gemm_op)       c_gemm_ops      <= c_gemm_ops + 32'd1;
         end
     end
 
@@ -366,6 +373,8 @@ module csr_block (
                 `CSR_DMA_WR_BYTES:  rd_val = c_wr_bytes;
                 `CSR_FETCH_BYTES:   rd_val = c_fetch_bytes;
                 `CSR_COMPUTE_WAIT:  rd_val = c_compute_wait;
+                `CSR_GEMM_BUSY:     rd_val = c_gemm_busy;
+                `CSR_GEMM_OPS:      rd_val = c_gemm_ops;
                 default:            rd_val = 32'd0;
             endcase
         end

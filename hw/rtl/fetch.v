@@ -108,12 +108,9 @@ module fetch (
         else if (resv_nz)                                                  dec_code = `ERR_BAD_OPCODE;
         else if (is_load && (pop_prev || push_prev))                       dec_code = `ERR_BAD_FIELD;
         else if (is_store && (pop_next || push_next))                      dec_code = `ERR_BAD_FIELD;
-        else if ((is_load || is_store) && (buf_f > `BUF_WGT))                 dec_code = `ERR_BAD_OPCODE;
         else if (is_store && (buf_f != `BUF_ACC))                          dec_code = `ERR_BAD_FIELD;
         else if (is_store && pads_nz)                                      dec_code = `ERR_BAD_FIELD;
         else if (is_alu && (alu_op > `ALU_MOV))                            dec_code = `ERR_BAD_OPCODE;
-        else if (is_gemm)                                                  dec_code = `ERR_UNSUPPORTED;
-        else if (is_load && (buf_f != `BUF_ACC))                           dec_code = `ERR_UNSUPPORTED;
         else                                                               dec_code = `ERR_NONE;
     end
     wire dec_bad   = (dec_code != `ERR_NONE);

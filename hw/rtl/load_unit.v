@@ -1,10 +1,19 @@
-// load_unit: executes LOAD (DRAM -> accumulator buffer, 2-D with stride and zero padding)
-// inside unit_shell (IDLE -> WAIT -> EXEC -> PUSH; it pops c2l on pop_next, pushes l2c on push_next).
-//   WAIT : range checks (ERR_DRAM_RANGE, then ERR_SRAM_RANGE)
-//   EXEC : walks the on-chip tile in order, row by row: a pad vector is written with zeros
-//          in one cycle; at the first data vector of a row it issues the row's read bursts
-//          back to back (min(MAX_BURST, beats left in the row, beats to 4 KiB)); each vector
-//          is written when its last beat arrives. A burst under way completes after a halt.
+// load_unit: executes LOAD (DRAM -> an on-chip buffer: ACC, INP, WGT or UOP, 2-D with stride and
+// zero padding) inside unit_shell (IDLE -> WAIT -> EXEC -> PUSH; it pops c2l on pop_next, pushes
+// l2c on push_next). The unit of the walk is the named buffer's entry (an accumulator vector, an
+// input vector, a weight block, a 16-byte micro-op): dram_base, x_size and x_stride count entries.
+//   WAIT : range checks (ERR_DRAM_RANGE with that entry size, then ERR_SRAM_RANGE against that
+//          buffer's depth)
+//   EXEC : walks the on-chip tile in order, row by row: a pad entry is written with zeros in one
+//          cycle; at the first data entry of a row it issues the row's read bursts back to back
+//          (min(MAX_BURST, beats left in the row, beats to 4 KiB)); an entry is written when its
+//          last beat arrives (an entry may span bursts). A burst under way completes after a halt.
+// Writes: ACC, INP and UOP entries are assembled from their beats in `vbuf` and written whole;
+// only an ACC write takes the accumulator's write port (acc_we = acc_buffer's wr_busy), so a
+// LOAD into INP, WGT or UOP never makes COMPUTE wait. A weight block (wider than anything else)
+// is not assembled: wgt_buffer keeps one bank per beat, and each beat is written into its bank
+// as it arrives (a pad entry zeroes every bank). wgt_set / uop_we mark the entry loaded
+// (valid_bits) when its last beat (or its padding) is written.
 `include "accel_params.vh"
 
 module load_unit (
@@ -33,10 +42,22 @@ module load_unit (
     input  wire                            rd_beat,
     input  wire [`CFG_BUS_WIDTH-1:0]       rd_data,
     input  wire                            burst_done,
-    // accumulator write port
+    // buffer writes: accumulator (its write port: LOAD has priority), input, weight (per beat), micro-op
     output wire                            acc_we,
     output wire [`CFG_ACC_IDX_BITS-1:0]    acc_addr,
     output wire [`CFG_ACC_VEC_BITS-1:0]    acc_wdata,
+    output wire                            inp_we,
+    output wire [`CFG_INP_IDX_BITS-1:0]    inp_addr,
+    output wire [`CFG_INP_VEC_BITS-1:0]    inp_wdata,
+    output wire                            wgt_we,     // a beat of a weight block, or a pad block
+    output wire                            wgt_zero,   // a pad block: every bank written with zeros
+    output wire [15:0]                     wgt_bank,   // the beat (bank) written
+    output wire [`CFG_WGT_IDX_BITS-1:0]    wgt_addr,
+    output wire [`CFG_BUS_WIDTH-1:0]       wgt_wdata,
+    output wire                            wgt_set,    // the weight block is complete: mark it loaded
+    output wire                            uop_we,     // also marks the micro-op loaded
+    output wire [`CFG_UOP_IDX_BITS-1:0]    uop_addr,
+    output wire [`CFG_UOP_BITS-1:0]        uop_wdata,
     // status
     output wire                            err,
     output wire [7:0]                      err_code,
@@ -47,11 +68,17 @@ module load_unit (
     output wire                            stuck,      // cannot progress (idle+empty or blocked)
     output wire                            insn_done   // an instruction completed
 );
-    localparam IDX = `CFG_ACC_IDX_BITS;
     localparam SIB = `CFG_SRAM_IDX_BITS;
     localparam BUS = `CFG_BUS_WIDTH;
     localparam VB  = `CFG_ACC_VEC_BITS;
-    localparam [34:0] DEPTH = `CFG_ACC_DEPTH;
+    localparam IVB = `CFG_INP_VEC_BITS;
+    localparam UEB = `CFG_UOP_ELEM_BYTES * 8;           // a micro-op's DRAM entry (its low bits are kept)
+    localparam AB0 = (VB > IVB) ? VB : IVB;
+    localparam AB  = (AB0 > UEB) ? AB0 : UEB;           // the widest entry assembled in vbuf
+    localparam IX0 = (`CFG_ACC_IDX_BITS > `CFG_INP_IDX_BITS) ? `CFG_ACC_IDX_BITS : `CFG_INP_IDX_BITS;
+    localparam IX1 = (`CFG_WGT_IDX_BITS > `CFG_UOP_IDX_BITS) ? `CFG_WGT_IDX_BITS : `CFG_UOP_IDX_BITS;
+    localparam IX  = (IX0 > IX1) ? IX0 : IX1;           // index of any buffer's entry
+    localparam BL  = `CFG_BUS_BYTES_LOG2;
 
     wire [`INSN_BITS-1:0] insn;
     wire                  start;
@@ -69,11 +96,34 @@ module load_unit (
     wire [3:0]      x_pad_0   = insn[`F_MEM_X_PAD_0_LO +: `F_MEM_X_PAD_0_W];
     wire [3:0]      x_pad_1   = insn[`F_MEM_X_PAD_1_LO +: `F_MEM_X_PAD_1_W];
 
+    // ---- the named buffer: its entry's DRAM bytes (log2), beats per entry (log2), depth
+    wire [1:0]  buf_id = insn[`F_MEM_BUF_LO +: `F_MEM_BUF_W];
+    wire        to_acc = (buf_id == `BUF_ACC);
+    wire        to_inp = (buf_id == `BUF_INP);
+    wire        to_wgt = (buf_id == `BUF_WGT);
+    wire        to_uop = (buf_id == `BUF_UOP);
+    localparam [4:0]  EL_ACC = `CFG_ACC_VEC_BYTES_LOG2, EL_INP = `CFG_INP_ELEM_BYTES_LOG2,
+                      EL_WGT = `CFG_WGT_ELEM_BYTES_LOG2, EL_UOP = `CFG_UOP_ELEM_BYTES_LOG2;
+    localparam [34:0] D_ACC = `CFG_ACC_DEPTH, D_INP = `CFG_INP_DEPTH, D_WGT = `CFG_WGT_DEPTH,
+                      D_UOP = `CFG_UOP_DEPTH;
+    reg  [4:0]  elog2;
+    reg  [34:0] depth;
+    always @(*) begin
+        case (buf_id)
+            `BUF_ACC: begin elog2 = EL_ACC; depth = D_ACC; end
+            `BUF_INP: begin elog2 = EL_INP; depth = D_INP; end
+            `BUF_WGT: begin elog2 = EL_WGT; depth = D_WGT; end
+            default:  begin elog2 = EL_UOP; depth = D_UOP; end
+        endcase
+    end
+    localparam [4:0] BL5 = BL;
+    wire [4:0]  blog2 = elog2 - BL5;  // entries are whole beats (a config rule)
+
     // ---- range checks
     wire        has_data = (y_size != 16'd0) && (x_size != 16'd0);
     wire [33:0] span     = {18'd0, y_size - 16'd1} * {18'd0, x_stride} + {18'd0, x_size};
-    wire [63:0] dram_lo  = {32'd0, dram_base} << `CFG_ACC_VEC_BYTES_LOG2;
-    wire [63:0] dram_hi  = dram_lo + ({30'd0, span} << `CFG_ACC_VEC_BYTES_LOG2);
+    wire [63:0] dram_lo  = {32'd0, dram_base} << elog2;
+    wire [63:0] dram_hi  = dram_lo + ({30'd0, span} << elog2);
     wire        dram_ok;
     region_check u_rc (.lo(dram_lo), .hi(dram_hi), .need_write(1'b0), .rbase(rbase), .rsize(rsize),
                        .rattr(rattr), .ok(dram_ok));
@@ -83,7 +133,7 @@ module load_unit (
     wire [34:0] sram_end = {{(35-SIB){1'b0}}, sram_base} + {1'b0, tile};
     wire        tile_empty = (tile == 34'd0);
     wire        dram_bad = has_data && !dram_ok;
-    wire        sram_bad = !tile_empty && (sram_end > DEPTH);
+    wire        sram_bad = !tile_empty && (sram_end > depth);
     wire        range_bad = dram_bad || sram_bad;
 
     assign err_code = dram_bad ? `ERR_DRAM_RANGE : `ERR_SRAM_RANGE;
@@ -104,17 +154,19 @@ module load_unit (
     // ---- EXEC walk
     reg [16:0]          r;               // tile row
     reg [16:0]          c;               // tile column
-    reg [IDX-1:0]       a;               // accumulator index of the next vector
+    reg [IX-1:0]        a;               // buffer index of the next entry
     reg [31:0]          row_addr;        // DRAM byte address of the current data row
     reg [31:0]          cur_addr;        // DRAM byte address of the next burst
     reg [31:0]          row_beats;       // beats left in the current data row
     reg                 in_burst;
     reg [8:0]           blen;            // beats of the burst in flight
-    reg [15:0]          vbeat;           // beat within the vector being assembled
-    reg [VB-1:0]        vbuf;
+    reg [15:0]          vbeat;           // beat within the entry being read
+    reg [AB-1:0]        vbuf;            // the entry's beats so far (in its top bits)
 
-    wire [31:0] x_beats      = {16'd0, x_size} * `CFG_BEATS_PER_ACC_VEC;
-    wire [31:0] stride_bytes = {16'd0, x_stride} << `CFG_ACC_VEC_BYTES_LOG2;
+    wire [31:0] x_beats      = {16'd0, x_size} << blog2;
+    wire [31:0] stride_bytes = {16'd0, x_stride} << elog2;
+    wire [15:0] last_beat    = (16'd1 << blog2) - 16'd1;
+    wire [31:0] base_ext     = {{(32-SIB){1'b0}}, sram_base};
     wire [16:0] data_r0      = {13'd0, y_pad_0};
     wire [16:0] data_r1      = {13'd0, y_pad_0} + {1'b0, y_size};
     wire        at_data      = (x_size != 16'd0) && (r >= data_r0) && (r < data_r1) &&
@@ -136,30 +188,44 @@ module load_unit (
     assign req      = exec && !in_burst && !halt && !tile_empty && at_data;
     assign req_addr = cur_addr;
 
-    wire [VB+BUS-1:0] cat = {rd_data, vbuf};
-    wire [VB-1:0]     vbuf_next = cat[VB+BUS-1:BUS];
-    wire              vec_done  = rd_beat && (vbeat == `CFG_BEATS_PER_ACC_VEC - 1);
+    wire [AB+BUS-1:0] cat = {rd_data, vbuf};
+    wire [AB-1:0]     vbuf_next = cat[AB+BUS-1:BUS];
+    wire              vec_done  = rd_beat && (vbeat == last_beat);
+    wire              wr        = pad_step || (in_burst && vec_done);  // an entry is complete
 
-    assign acc_we    = pad_step || (in_burst && vec_done);
-    assign acc_addr  = a;
-    assign acc_wdata = pad_step ? {VB{1'b0}} : vbuf_next;
+    // an entry of E bits is the top E bits of vbuf_next (its last beat highest); a pad entry is zeros
+    assign acc_we    = to_acc && wr;
+    assign acc_addr  = a[`CFG_ACC_IDX_BITS-1:0];
+    assign acc_wdata = pad_step ? {VB{1'b0}} : vbuf_next[AB-1 -: VB];
+    assign inp_we    = to_inp && wr;
+    assign inp_addr  = a[`CFG_INP_IDX_BITS-1:0];
+    assign inp_wdata = pad_step ? {IVB{1'b0}} : vbuf_next[AB-1 -: IVB];
+    assign uop_we    = to_uop && wr;
+    assign uop_addr  = a[`CFG_UOP_IDX_BITS-1:0];
+    assign uop_wdata = pad_step ? {`CFG_UOP_BITS{1'b0}} : vbuf_next[AB-UEB +: `CFG_UOP_BITS];
+    assign wgt_we    = to_wgt && (pad_step || (in_burst && rd_beat));
+    assign wgt_zero  = pad_step;
+    assign wgt_bank  = vbeat;
+    assign wgt_addr  = a[`CFG_WGT_IDX_BITS-1:0];
+    assign wgt_wdata = rd_data;
+    assign wgt_set   = to_wgt && wr;
 
     always @(posedge clk) begin
         if (rst || clr) begin
             r         <= 17'd0;
             c         <= 17'd0;
-            a         <= {IDX{1'b0}};
+            a         <= {IX{1'b0}};
             row_addr  <= 32'd0;
             cur_addr  <= 32'd0;
             row_beats <= 32'd0;
             in_burst  <= 1'b0;
             blen      <= 9'd0;
             vbeat     <= 16'd0;
-            vbuf      <= {VB{1'b0}};
+            vbuf      <= {AB{1'b0}};
         end else if (start) begin
             r         <= 17'd0;
             c         <= 17'd0;
-            a         <= sram_base[IDX-1:0];
+            a         <= base_ext[IX-1:0];
             row_addr  <= dram_lo[31:0];
             cur_addr  <= dram_lo[31:0];
             row_beats <= x_beats;
@@ -202,7 +268,7 @@ module load_unit (
         end
     end
 
-    // opcode and token flags (the shell's), buf (ACC) and reserved bits
-    wire unused_load = ^{insn[`F_HDR_PUSH_NEXT_LO:0], insn[`F_MEM_BUF_LO +: `F_MEM_BUF_W], no_prev_pop, no_prev_push,
-                         insn[`INSN_BITS-1:`MEM_USED_BITS], dram_lo[63:32], cat[BUS-1:0]};
+    // opcode and token flags (the shell's), reserved bits; the oldest beat shifted out of vbuf
+    wire unused_load = ^{insn[`F_HDR_PUSH_NEXT_LO:0], no_prev_pop, no_prev_push,
+                         insn[`INSN_BITS-1:`MEM_USED_BITS], dram_lo[63:32], cat[BUS-1:0], base_ext[31:SIB]};
 endmodule

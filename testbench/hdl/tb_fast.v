@@ -84,7 +84,7 @@ module tb_fast (
     wire            rlast, rvalid, rready;
 
     // Probes: left to the hierarchy (u_accel.dbg_*) for waves and watchdog reports.
-    wire        dbg_load_busy, dbg_compute_busy, dbg_store_busy;
+    wire        dbg_load_busy, dbg_compute_busy, dbg_gemm_busy, dbg_store_busy;
     wire [31:0] dbg_load_pc, dbg_compute_pc, dbg_store_pc;
     wire [15:0] dbg_load_q, dbg_compute_q, dbg_store_q;
     wire        dbg_dma_rd, dbg_dma_wr;
@@ -112,7 +112,8 @@ module tb_fast (
         .m_axi_rid(rid), .m_axi_rdata(rdata), .m_axi_rresp(rresp), .m_axi_rlast(rlast),
         .m_axi_rvalid(rvalid), .m_axi_rready(rready),
         .irq(irq),
-        .dbg_load_busy(dbg_load_busy), .dbg_compute_busy(dbg_compute_busy), .dbg_store_busy(dbg_store_busy),
+        .dbg_load_busy(dbg_load_busy), .dbg_compute_busy(dbg_compute_busy), .dbg_gemm_busy(dbg_gemm_busy),
+        .dbg_store_busy(dbg_store_busy),
         .dbg_load_pc(dbg_load_pc), .dbg_compute_pc(dbg_compute_pc), .dbg_store_pc(dbg_store_pc),
         .dbg_load_q(dbg_load_q), .dbg_compute_q(dbg_compute_q), .dbg_store_q(dbg_store_q),
         .dbg_dma_rd(dbg_dma_rd), .dbg_dma_wr(dbg_dma_wr), .dbg_cycles(dbg_cycles)

@@ -22,7 +22,7 @@ import pytest
 
 from hw import csr
 from hw.config import HwConfig
-from hw.isa import INSN_BYTES, Load, Store
+from hw.isa import BUFFER_NAMES, INSN_BYTES, Load, Store
 from hw.program import Program
 from hw.result import RunResult
 from cosim import models
@@ -56,7 +56,7 @@ def stream_counters(p: Program) -> dict[str, int]:
     stores = [i for i in insns if isinstance(i, Store)]
     return {"load_insns": len(loads), "store_insns": len(stores),
             "compute_insns": len(insns) - len(loads) - len(stores),
-            "dma_rd_bytes": sum(i.y_size * i.x_size for i in loads) * cfg.acc_vec_bytes,
+            "dma_rd_bytes": sum(i.y_size * i.x_size * cfg.elem_bytes(BUFFER_NAMES[i.buf]) for i in loads),
             "dma_wr_bytes": sum(i.y_size * i.x_size for i in stores) * cfg.out_vec_bytes,
             "fetch_bytes": INSN_BYTES * len(insns)}
 

@@ -2,15 +2,19 @@
 
 Each is written with the assembler (``hw.assembler``) for any config and carries its
 inputs and expected outputs: data movement and the STORE's narrowing cast by numpy,
-ALU results by the ISA's scalar reference semantics (:func:`alu_reference`).
+ALU results by the ISA's scalar reference semantics (:func:`alu_reference`), GEMM results
+and faults by a plain loop over the ISA's words (:func:`gemm_reference`, independent of
+``hw.gemm_numpy``) in GEMM tiles (:func:`gemm_tile`).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
 
+from hw import csr
 from hw.assembler import Assembler
 from hw.config import HwConfig
 from hw.isa import ALU_OPS
@@ -211,3 +215,172 @@ def random_vectors(cfg: HwConfig, n: int, seed: int, lo: int = -2**31, hi: int =
     """``n`` int32 vectors of random lanes in [lo, hi)."""
     rng = np.random.default_rng(seed)
     return rng.integers(lo, hi, size=(n, cfg.lanes), dtype=np.int64).astype(np.int32)
+
+
+# ---- GEMM ------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class GemmFaultRef:
+    """The first fault of a GEMM by :func:`gemm_reference`: the faulting iteration (None: the
+    micro-op range check of WAIT, before any iteration), its error code, and the GEMM's pc once
+    the GEMM is placed in a Program (-1 before)."""
+
+    iteration: int | None
+    code: int
+    pc: int = -1
+
+
+@dataclass
+class GemmBuffers:
+    """The buffers a GEMM reads and writes, as plain numpy arrays with their loaded flags (a
+    reference independent of ``hw.gemm_numpy``): acc (ACC_DEPTH, LANES) int64 (wrapped to 32 bits),
+    inp (INP_DEPTH, LANES), wgt (WGT_DEPTH, BLOCK, BLOCK), uops (UOP_DEPTH, 3)."""
+
+    acc: np.ndarray
+    inp: np.ndarray
+    wgt: np.ndarray
+    uops: np.ndarray
+    uop_loaded: np.ndarray
+    wgt_loaded: np.ndarray
+
+    @classmethod
+    def empty(cls, cfg: HwConfig) -> "GemmBuffers":
+        return cls(np.zeros((cfg.acc_depth, cfg.lanes), dtype=np.int64),
+                   np.zeros((cfg.inp_depth, cfg.lanes), dtype=np.int64),
+                   np.zeros((cfg.wgt_depth, cfg.block, cfg.block), dtype=np.int64),
+                   np.zeros((cfg.uop_depth, 3), dtype=np.int64),
+                   np.zeros(cfg.uop_depth, dtype=bool), np.zeros(cfg.wgt_depth, dtype=bool))
+
+    def load(self, buf: str, data: np.ndarray, sram: int = 0, offset: int = 0, x: int | None = None, y: int = 1,
+             stride: int | None = None, **pads: int) -> None:
+        """What a LOAD of ``data`` (entries along axis 0) writes, padding included (:func:`load_tile`)."""
+        x = len(data) if x is None else x
+        flat = np.asarray(data, dtype=np.int64).reshape(len(data), -1)
+        tile = load_tile(flat, offset, x, y, x if stride is None else stride, **pads)
+        target = {"ACC": self.acc, "INP": self.inp, "WGT": self.wgt, "UOP": self.uops}[buf]
+        target[sram:sram + len(tile)] = tile.reshape((len(tile),) + target.shape[1:])
+        if buf == "UOP":
+            self.uop_loaded[sram:sram + len(tile)] = True
+        if buf == "WGT":
+            self.wgt_loaded[sram:sram + len(tile)] = True
+
+
+def gemm_reference(cfg: HwConfig, b: GemmBuffers, reset: bool = False, uop_begin: int = 0, uop_end: int = 1,
+                   iter_out: int = 1, iter_in: int = 1, acc_factor_out: int = 0, acc_factor_in: int = 0,
+                   inp_factor_out: int = 0, inp_factor_in: int = 0, wgt_factor_out: int = 0,
+                   wgt_factor_in: int = 0) -> tuple[int, GemmFaultRef | None]:
+    """One GEMM on ``b`` by the words of hw/isa.py and docs/microarch.md, iteration by iteration in
+    loop order: ``(iterations applied, first fault or None)``; the faulting iteration and later
+    ones are not applied."""
+    if iter_out * iter_in * max(0, uop_end - uop_begin) > 0 and uop_end > cfg.uop_depth:
+        return 0, GemmFaultRef(None, csr.ERR_SRAM_RANGE)
+    k = 0
+    for i in range(iter_out):
+        for j in range(iter_in):
+            for u in range(uop_begin, uop_end):
+                ua, ux, uw = (int(v) for v in b.uops[u])
+                a = ua + i * acc_factor_out + j * acc_factor_in
+                x = ux + i * inp_factor_out + j * inp_factor_in
+                w = uw + i * wgt_factor_out + j * wgt_factor_in
+                if not b.uop_loaded[u]:
+                    return k, GemmFaultRef(k, csr.ERR_UNLOADED)
+                if a >= cfg.acc_depth or (not reset and (x >= cfg.inp_depth or w >= cfg.wgt_depth)):
+                    return k, GemmFaultRef(k, csr.ERR_SRAM_RANGE)
+                if not reset and not b.wgt_loaded[w]:
+                    return k, GemmFaultRef(k, csr.ERR_UNLOADED)
+                if reset:
+                    b.acc[a] = 0
+                else:
+                    b.acc[a] = wrap32_array(b.acc[a] + b.wgt[w] @ b.inp[x])
+                k += 1
+    return k, None
+
+
+def wrap32_array(v: np.ndarray) -> np.ndarray:
+    """``v`` wrapped to 32-bit two's complement (int64 in, int64 out)."""
+    return ((np.asarray(v, dtype=np.int64) + 2**31) % 2**32) - 2**31
+
+
+def random_int8(shape: tuple[int, ...], seed: int) -> np.ndarray:
+    """Random int8 values over the whole range (the GEMM operands)."""
+    return np.random.default_rng(seed).integers(-128, 128, size=shape).astype(np.int8)
+
+
+WORD_SHIFTS = (0, 8, 16, 24)  # every byte of a 32-bit accumulator lane, through 8-bit outputs
+
+
+def store_words(asm: Assembler, out: str, base: int, n: int, spare: int, shifts: tuple[int, ...] = WORD_SHIFTS,
+                **flags: bool) -> None:
+    """Compute instructions and a STORE that show acc[base .. base+n) in DRAM beyond STORE's narrowing
+    cast: one copy per shift at acc[spare ..), each shifted right arithmetically by it, stored as one
+    ``len(shifts) * n``-vector output ``out`` (:func:`words_expected`). With ``shifts == (0,)`` the
+    vectors are stored as they are (no copy). ``flags`` go to the first compute instruction; the
+    last pushes c2s to the STORE."""
+    cfg = asm.cfg
+    t = asm.output(out, (len(shifts) * n, cfg.lanes))
+    if shifts == (0,):
+        relay(asm, push_next=True, **flags)
+        asm.store(t, x=n, sram=base, pop_prev=True)
+        return
+    asm.alu("MOV", iter_out=len(shifts), iter_in=n, dst_base=spare, dst_factor_out=n, dst_factor_in=1,
+            src_base=base, src_factor_in=1, **flags)
+    for k, s in enumerate(shifts):
+        if s:
+            asm.alu("SHR", imm=s, iter_out=n, dst_base=spare + k * n, dst_factor_out=1)
+    relay(asm, push_next=True)
+    asm.store(t, x=len(shifts) * n, sram=spare, pop_prev=True)
+
+
+def words_expected(cfg: HwConfig, words: np.ndarray, shifts: tuple[int, ...] = WORD_SHIFTS) -> np.ndarray:
+    """What :func:`store_words` writes for the 32-bit ``words``."""
+    w = wrap32_array(words).astype(np.int32)
+    return narrow(cfg, np.concatenate([w >> s for s in shifts]))
+
+
+@dataclass
+class GemmTile:
+    """A GEMM Program of :func:`gemm_tile` with what the reference made of it: the buffers after it
+    (up to a fault) and its first fault (with the GEMM's pc), None for a clean run."""
+
+    program: Program
+    buffers: GemmBuffers
+    fault: GemmFaultRef | None
+
+
+def gemm_tile(cfg: HwConfig, name: str, uops: list[tuple[int, int, int]], inp: np.ndarray, wgt: np.ndarray,
+              gemms: list[dict], acc: np.ndarray | None = None, out: tuple[int, int] = (0, 4),
+              spare: int | None = None, shifts: tuple[int, ...] = WORD_SHIFTS,
+              loads: dict[str, dict] | None = None,
+              during: Callable[[Assembler, GemmBuffers], int] | None = None) -> GemmTile:
+    """LOAD micro-ops, inputs and weights (and accumulators ``acc``), run ``gemms`` (fields by their
+    ISA names), then show the ``out = (base, n)`` accumulators in the output ``acc_out`` (all 32 bits
+    by default: :func:`store_words`, through ``spare``, default right after them). ``loads`` gives
+    each buffer's LOAD its own fields (sram, x, y, stride, offset, padding). ``during`` may add LOADs
+    that run while the GEMMs do, apply them to the reference's buffers and return how many l2c tokens
+    they push (the accumulators are shown after those LOADs). The expected outputs come from
+    :func:`gemm_reference` (a faulting Program has none: it never reaches its STORE)."""
+    loads = loads or {}
+    asm = Assembler(cfg, name)
+    b = GemmBuffers.empty(cfg)
+    tensors = [("UOP", asm.uops("uops", uops), np.array(uops, dtype=np.int64)), ("INP", asm.input("inp", inp), inp),
+               ("WGT", asm.input("wgt", wgt), wgt)]
+    if acc is not None:
+        tensors.append(("ACC", asm.input("acc", acc), acc))
+    for k, (buf, t, data) in enumerate(tensors):
+        f = {"x": len(data), **loads.get(buf, {})}
+        asm.load(t, buf=buf, push_next=k == len(tensors) - 1, **f)
+        b.load(buf, data, **f)
+    tokens = during(asm, b) if during is not None else 0
+    fault = None
+    for k, g in enumerate(gemms):
+        pc = asm.gemm(pop_prev=k == 0, **g)
+        if fault is None:
+            _, f = gemm_reference(cfg, b, **g)
+            fault = None if f is None else GemmFaultRef(f.iteration, f.code, pc)
+    for _ in range(tokens):
+        relay(asm, pop_prev=True)
+    base, n = out
+    store_words(asm, "acc_out", base, n, base + n if spare is None else spare, shifts)
+    asm.finish()
+    if fault is not None:
+        return GemmTile(asm.program(), b, fault)
+    return GemmTile(asm.program(expected={"acc_out": words_expected(cfg, b.acc[base:base + n], shifts)}), b, None)

@@ -2,7 +2,7 @@
 cycle at which DONE rises with ERROR and every counter up to it.
 
 Cases: one per error class as the first RTL tests had them (DRAM and SRAM range, bad
-opcode, reserved bits, an unsupported instruction, a deadlock, an instruction window
+opcode, reserved bits, an unloaded micro-op, a deadlock, an instruction window
 outside the layout); every model-level entry of the fuzzer's invalid-inputs corpus
 (cosim/fuzz/corpus.py); a STORE past its region that must write nothing; a range fault
 while a multi-burst STORE is under way (the burst completes, CYCLES ends with it); a
@@ -57,8 +57,8 @@ def err_reserved_bits(cfg: HwConfig) -> Case:
 
 
 def err_unloaded(cfg: HwConfig) -> Case:
-    """A GEMM (instruction 0) reads micro-op 0, which no LOAD wrote since START: its iteration 0
-    faults in its A stage."""
+    """A GEMM (instruction 0) reads micro-op 0, which no LOAD wrote since START (its first iteration's
+    A stage; tests/units/test_gemm.py has every GEMM fault)."""
     asm = Assembler(cfg, "err_unloaded")
     asm.output("o", (1, cfg.lanes))
     asm.gemm()

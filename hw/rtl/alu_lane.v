@@ -1,0 +1,42 @@
+// alu_lane: one lane of the vector ALU (alu.v), y = op(x, s) on 32-bit two's complement, x the
+// destination lane, s the operand (docs/microarch.md "Data semantics"). Combinational. A module
+// of its own so that synthesis, which keeps the hierarchy, maps one lane and counts it LANES times.
+`include "accel_params.vh"
+
+module alu_lane (
+    input  wire [3:0]  op,
+    input  wire [31:0] x,
+    input  wire [31:0] s,
+    output wire [31:0] y
+);
+    function [31:0] lane_op;
+        input [3:0]  lop;
+        input [31:0] lx;
+        input [31:0] sv;
+        reg   [31:0] sra;
+        reg   [31:0] shl;
+        reg   [31:0] lo;
+        reg   [31:0] t;
+        reg   [31:0] nsv;
+        begin
+            nsv = 32'd0 - sv;
+            sra = $signed(lx) >>> (($signed(sv) > 32'sd31) ? 5'd31 : sv[4:0]);
+            shl = ($signed(sv) < -32'sd31) ? 32'd0 : (lx << nsv[4:0]);
+            lo  = nsv;
+            t   = ($signed(lx) > $signed(lo)) ? lx : lo;
+            case (lop)
+                `ALU_ADD:  lane_op = lx + sv;
+                `ALU_SUB:  lane_op = lx - sv;
+                `ALU_MUL:  lane_op = lx * sv;
+                `ALU_MIN:  lane_op = ($signed(lx) < $signed(sv)) ? lx : sv;
+                `ALU_MAX:  lane_op = ($signed(lx) > $signed(sv)) ? lx : sv;
+                `ALU_SHR:  lane_op = sv[31] ? shl : sra;
+                `ALU_CLIP: lane_op = ($signed(t) < $signed(sv)) ? t : sv;
+                `ALU_MOV:  lane_op = sv;
+                default:   lane_op = lx;
+            endcase
+        end
+    endfunction
+
+    assign y = lane_op(op, x, s);
+endmodule
