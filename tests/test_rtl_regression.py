@@ -43,7 +43,11 @@ def test_examples(cfg_name: str, mem: str, seed: int, sim: str) -> None:
         pytest.skip("Icarus Verilog (iverilog) is not installed")
     examples = pytest.importorskip("compiler.examples")
     cfg = load_config(cfg_name)
-    cases = [examples.make_case(n, cfg, seed=seed) for n in examples.list_examples()]
+    # the protocol back-end (random backpressure, ~30 k cycles/s) and Icarus skip the examples of
+    # millions of cycles (the ResNet layer); the fast Verilator rows run them
+    slow = mem == "protocol" or sim == "icarus"
+    names = [n for n in examples.list_examples() if not (slow and examples.get_example(n).large)]
+    cases = [examples.make_case(n, cfg, seed=seed) for n in names]
     res = run_programs([c.program for c in cases], cfg, mem=mem, sim=sim, seed=seed)
     failures = []
     for c, r in zip(cases, res):
