@@ -27,7 +27,7 @@ def _fmt(v: Any) -> str:
 def run(args: argparse.Namespace) -> int:
     exs = [get_example(n) for n in list_examples()]
     if args.json:
-        print(json.dumps({"examples": [{"name": e.name, "description": e.description, "operator": e.operator,
+        print(json.dumps({"examples": [{"name": e.name, "description": e.description, "operator": e.operator or e.gemm,
                                         "params": {k: list(v) if isinstance(v, tuple) else v
                                                    for k, v in e.params.items()}} for e in exs]}))
         return 0
