@@ -143,7 +143,7 @@ def build_suite(cfg: HwConfig, quick: bool = False) -> list[Item]:
     """The Programs for one config, shortest first."""
     vecs = min(cfg.acc_depth, 1024)
     items: list[Item] = [example("vadd", cfg), example("fused", cfg)]
-    items.append(Item(f"alu_loop_small", alu_loop(cfg, 16, vecs, "alu_loop_small"), "hand"))
+    items.append(Item("alu_loop_small", alu_loop(cfg, 16, vecs, "alu_loop_small"), "hand"))
     items.append(Item("dma_stream_small", dma_stream(cfg, _dma_vecs_for(cfg, 20_000), name="dma_stream_small"),
                       "hand"))
     items.append(example("requant", cfg))
