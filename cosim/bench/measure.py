@@ -14,7 +14,7 @@ from __future__ import annotations
 import statistics
 import sys
 import time
-from typing import Any
+from typing import Any, Callable
 
 from hw.config import HwConfig
 from cosim.bench.suite import Item
@@ -95,6 +95,19 @@ def measure_config(cfg: HwConfig, items: list[Item], reps: int, protocol_max_cyc
     return rows
 
 
+def alternated(first: Callable[[], Any], second: Callable[[], Any], reps: int) -> tuple[tuple[Any, float], ...]:
+    """Run two sides ``reps`` times each, alternating which goes first: ((result, median s), ...) per side."""
+    walls: list[list[float]] = [[], []]
+    out: list[Any] = [None, None]
+    sides = (first, second)
+    for rep in range(reps):
+        for k in ((0, 1) if rep % 2 == 0 else (1, 0)):
+            t0 = time.perf_counter()
+            out[k] = sides[k]()
+            walls[k].append(time.perf_counter() - t0)
+    return tuple((out[k], statistics.median(walls[k])) for k in (0, 1))
+
+
 def mac_utilization(cfg: HwConfig, rtl_counters: dict[str, int], rtl_cycles: int | None,
                     tlm_counters: dict[str, int], tlm_cycles: int | None) -> dict[str, Any] | None:
     """MACs per cycle against the peak (``cfg.macs_per_cycle``: one BATCH x BLOCK x BLOCK block per
@@ -124,17 +137,9 @@ def golden_matmul_vs_numpy(cfg: HwConfig, shape: tuple[int, int, int] = (256, 51
     a = rng.integers(-128, 128, (m, k)).astype(np.int8)
     b = rng.integers(-128, 128, (k, n)).astype(np.int8)
     out_dt = f"int{cfg.out_width}"
-    tg, tn = [], []
-    g = r = None
-    for rep in range(reps):
-        for side in (("g", "n") if rep % 2 == 0 else ("n", "g")):
-            t0 = time.perf_counter()
-            if side == "g":
-                g = matmul(a, b, config=cfg)
-            else:
-                r = (a.astype(np.int64) @ b.astype(np.int64)).astype(np.int32).astype(out_dt)
-            (tg if side == "g" else tn).append(time.perf_counter() - t0)
-    mg, mn = statistics.median(tg), statistics.median(tn)
+    (g, mg), (r, mn) = alternated(lambda: matmul(a, b, config=cfg),
+                                  lambda: (a.astype(np.int64) @ b.astype(np.int64)).astype(np.int32).astype(out_dt),
+                                  reps)
     return {"operator": "matmul", "shape": list(shape), "golden_s": mg, "numpy_s": mn, "ratio": mg / mn,
             "outputs_equal": bool(g is not None and np.array_equal(g, r))}
 
@@ -171,18 +176,8 @@ def golden_vs_numpy(cfg: HwConfig, n: int = 1 << 20, reps: int = 5) -> dict[str,
             padded = {k: pad_to_vectors(a, cfg.lanes, np.int32).reshape(-1) for k, a in inputs.items()}
             return op.reference(**padded, **ref_consts).astype(out_dt)
 
-        tg, tn = [], []
-        g = r = None
-        for rep in range(reps):
-            for side in (("g", "n") if rep % 2 == 0 else ("n", "g")):
-                t0 = time.perf_counter()
-                if side == "g":
-                    g = golden()
-                else:
-                    r = numpy_ref()
-                (tg if side == "g" else tn).append(time.perf_counter() - t0)
-        same = g is not None and r is not None and np.array_equal(np.asarray(g).reshape(-1), np.asarray(r).reshape(-1))
-        mg, mn = statistics.median(tg), statistics.median(tn)
+        (g, mg), (r, mn) = alternated(golden, numpy_ref, reps)
+        same = np.array_equal(np.asarray(g).reshape(-1), np.asarray(r).reshape(-1))
         out[ex_name] = {"operator": ex.operator, "elements": n, "golden_s": mg, "numpy_s": mn, "ratio": mg / mn,
                         "outputs_equal": bool(same)}
     return out

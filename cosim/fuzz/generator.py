@@ -299,6 +299,20 @@ def _stride_extent(r: np.random.Generator, y: int, x: int, n_vec: int, edge: boo
     return y, stride, int(r.integers(0, n_vec - ext + 1))
 
 
+def _fit_tile(pads: list[int], y: int, x: int, room: int) -> tuple[int, int]:
+    """Shrink the padding (in place, largest first), then y, then x until the padded tile fits ``room``
+    entries; the new ``(y, x)``."""
+    while (pads[0] + y + pads[1]) * (pads[2] + x + pads[3]) > room:
+        k = int(np.argmax(pads)) if max(pads) else None
+        if k is not None:
+            pads[k] -= 1
+        elif y > 1:
+            y -= 1
+        else:
+            x -= 1
+    return y, x
+
+
 def _rand_load(r: np.random.Generator, sp: _Space, o: GenOptions) -> Item:
     edge = r.random() < o.edge_prob
     name = str(r.choice(list(sp.inputs)))
@@ -308,14 +322,7 @@ def _rand_load(r: np.random.Generator, sp: _Space, o: GenOptions) -> Item:
     pads = [int(r.integers(0, 3)) if r.random() < 0.3 else 0 for _ in range(4)]
     if r.random() < 0.03:
         pads = [int(r.integers(0, 16)) for _ in range(4)]  # up to the 4-bit field's maximum
-    while (pads[0] + y + pads[1]) * (pads[2] + x + pads[3]) > sp.wsize:
-        k = int(np.argmax(pads)) if max(pads) else None
-        if k is not None:
-            pads[k] -= 1
-        elif y > 1:
-            y -= 1
-        else:
-            x -= 1
+    y, x = _fit_tile(pads, y, x, sp.wsize)
     y, stride, off = _stride_extent(r, y, x, n_vec, edge)
     if edge and r.random() < 0.3:
         y, x = (0, x) if r.random() < 0.5 else (y, 0)  # only padding is written (zeros)
@@ -390,14 +397,7 @@ def _rand_buffer_load(r: np.random.Generator, sp: _Space, buf: str) -> Item:
     y = int(r.integers(1, 4))
     # zero micro-ops (padding) would point below the windows: only inputs and weights are padded
     pads = [int(r.integers(0, 2)) if r.random() < 0.3 and buf != "UOP" else 0 for _ in range(4)]
-    while (pads[0] + y + pads[1]) * (pads[2] + x + pads[3]) > size:
-        k = int(np.argmax(pads)) if max(pads) else None
-        if k is not None:
-            pads[k] -= 1
-        elif y > 1:
-            y -= 1
-        else:
-            x -= 1
+    y, x = _fit_tile(pads, y, x, size)
     y, stride, off = _stride_extent(r, y, x, n, r.random() < 0.1)
     tile = (pads[0] + y + pads[1]) * (pads[2] + x + pads[3])
     f = dict(buf=BUFFERS[buf], sram_base=base + int(r.integers(0, size - tile + 1)), dram_base=off, y_size=y,
