@@ -105,7 +105,12 @@ class LoadUnit(DmaUnitShell):
             self.acc.ports.add("pad", PortUse(np.array([t]), 1, np.array([n])))
 
     def complete(self, t: int) -> None:
-        i = self.insn
+        if self.data_log is not None:
+            self.data_log.append(("load", self.insn))
+        self.move_data(self.insn)
+
+    def move_data(self, i: Any) -> None:
+        """The data movement of LOAD ``i`` (range already checked): DRAM -> its buffer."""
         buf = buffer_of(i)
         eb = self.T.elem_bytes(buf)
         rows, cols = i.y_pad_0 + i.y_size + i.y_pad_1, i.x_pad_0 + i.x_size + i.x_pad_1

@@ -1,0 +1,464 @@
+"""The TLM's fast-forward: a repeating steady state is advanced in bulk, time and data together,
+with exactly the result of the event-by-event run (no RTL block: a speed-up of the model only).
+
+At an *instruction boundary* (the end of a cycle in which an instruction retired: every event of
+that cycle has run) the model's whole timing state is summarised as a *signature* relative to the
+cycle ``t`` and to FETCH's position: the scheduler's pending events, each unit's state and
+instruction, the instruction queues, the token counts and their not-yet-visible changes, the port's
+burst under way and requests, FETCH's buffer, and the accumulator port uses that can still matter.
+A time in the future (``> t``) enters it relative to ``t``; a time in the past and every pc enter
+only a side vector, since the model uses them only in arithmetic (counters, the error's pc), never
+in a decision about the future. Timing never depends on data here (GEMM, whose fault depends on
+micro-op contents, is excluded), so equal signatures mean equal futures as long as the instruction
+words FETCH will read repeat.
+
+When one signature is seen three times at equal spacing (``T`` cycles, ``P`` instructions
+fetched), with equal counter deltas and the same data movements in both periods, and every past
+value of the side vector either constant or advancing by ``T`` (a pc: by ``P``), the run jumps
+``R`` periods at once: every future time and advancing value moves by ``R*T``, every advancing pc
+by ``R*P``, every counter by ``R`` times its delta, and the data movements of the skipped
+instructions are applied in bulk (an ALU period of immediates ADD/SUB/MUL/MOV composed as one
+affine map per vector, raised to the ``R``-th power; anything else replayed in order). ``R`` is
+the largest number of periods whose instruction words equal those of the observed period and
+that FETCH can read with the same bursts (never past INSN_COUNT). The skipped part cannot fault:
+the checks are per instruction word and the words are the observed ones.
+
+Not covered (the run simply proceeds event by event): GEMM in a period, a DMA instruction in
+EXECUTE at the boundary (DMA-heavy tile loops change addresses per tile anyway), FINISH, faults,
+tracing (the fast-forward is off while tracing), a STORE that writes the instruction window.
+Switch: ``TlmModel(fast_forward=...)``; its default comes from ``COSIM_TLM_FAST_FORWARD`` (``0``
+turns it off).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Iterator
+
+import numpy as np
+
+from hw.isa import ALU_OP_NAMES, INSN_BYTES
+from hw.isa_semantics import affine_indices, dram_span
+from sim.tlm.axi_arbiter import AxiArbiter, Segment
+from sim.tlm.burst_calc import PAGE
+from sim.tlm.unit_shell import EXEC, IDLE
+
+ENV_SWITCH = "COSIM_TLM_FAST_FORWARD"
+_MASK = 0xFFFFFFFF
+_AFFINE_OPS = ("ADD", "SUB", "MUL", "MOV")
+# events the state may hold at a boundary: (owner, method name); any other event -> no jump
+_UNIT_EVENTS = {"_woken", "_ready", "_execute", "_exec_done", "_try_tokens", "_try_push", "_planned_done"}
+_HISTORY_CAP = 4096     # signatures kept before starting over
+_LOG_CAP = 200_000      # data movements recorded before starting over
+_PATIENCE = 64          # samples without a repeat before sampling less often
+_MAX_SKIP = 63
+
+
+def enabled_by_default() -> bool:
+    """The fast-forward's default: on unless ``COSIM_TLM_FAST_FORWARD`` is ``0`` (or off/false/no)."""
+    return os.environ.get(ENV_SWITCH, "1").strip().lower() not in ("0", "off", "false", "no")
+
+
+class Unsupported(Exception):
+    """The state at this boundary is outside what the fast-forward can prove periodic."""
+
+
+class _Sign:
+    """Signature mode of the walk: future times relative to ``t`` in the key, past times and pcs
+    in the side vector (with their kind)."""
+
+    def __init__(self, t: int):
+        self.t = t
+        self.key: list[Any] = []
+        self.vec: list[tuple[str, int]] = []
+
+    def time(self, v: int | None) -> int | None:
+        if v is None:
+            self.key.append(None)
+        elif v > self.t:
+            self.key.append(v - self.t)
+        else:
+            self.key.append("past")
+            self.vec.append(("t", v))
+        return v
+
+    def pc(self, v: int | None) -> int | None:
+        if v is None:
+            self.key.append(None)
+        else:
+            self.key.append("pc")
+            self.vec.append(("p", v))
+        return v
+
+    def val(self, x: Any) -> Any:
+        self.key.append(x)
+        return x
+
+
+class _Shift:
+    """Shift mode of the walk: future times move by ``dt``; past times and pcs by ``dt``/``dp``
+    when their flag (from the side vector's classification, in walk order) says they advance."""
+
+    def __init__(self, t: int, dt: int, dp: int, flags: list[int]):
+        self.t, self.dt, self.dp = t, dt, dp
+        self.flags: Iterator[int] = iter(flags)
+
+    def time(self, v: int | None) -> int | None:
+        if v is None:
+            return None
+        if v > self.t:
+            return v + self.dt
+        return v + self.dt * next(self.flags)
+
+    def pc(self, v: int | None) -> int | None:
+        if v is None:
+            return None
+        return v + self.dp * next(self.flags)
+
+    def val(self, x: Any) -> Any:
+        return x
+
+
+class _Snap:
+    __slots__ = ("t", "ref", "vec", "counters", "port_version", "plan_version", "log_len")
+
+    def __init__(self, t: int, ref: int, vec: list[tuple[str, int]], counters: tuple[int, ...],
+                 port_version: int, plan_version: int, log_len: int):
+        self.t, self.ref, self.vec, self.counters = t, ref, vec, counters
+        self.port_version, self.plan_version, self.log_len = port_version, plan_version, log_len
+
+
+class FastForward:
+    """The fast-forward of one run of ``model`` (a ``TlmModel`` with its run wired: fetch set)."""
+
+    def __init__(self, model: Any):
+        self.m = model
+        self.log: list[tuple[str, Any]] = []
+        self.history: dict[tuple[Any, ...], list[_Snap]] = {}
+        self.skip = 0          # boundaries to let pass before the next sample
+        self.every = 0         # boundaries skipped between samples (grows while nothing repeats)
+        self.misses = 0
+        self.jumps = 0
+        self.skipped_cycles = 0
+        self.skipped_insns = 0
+        for u in model.units.values():
+            u.data_log = self.log
+        model.sim.probe = self.probe
+        f = model.fetch
+        burst_bytes = model.timing.insns_per_fetch_burst * INSN_BYTES
+        # bursts never cut by a 4 KiB page (only the last may be short): burst sizes do not depend
+        # on FETCH's address, else the address within its page is part of the signature
+        self._aligned = PAGE % burst_bytes == 0 and f.addr % burst_bytes == 0
+
+    # ---- sampling ------------------------------------------------------------------------
+    def probe(self, t: int) -> None:
+        """An instruction retired in cycle ``t`` and every event of ``t`` has run."""
+        if self.skip:
+            self.skip -= 1
+            return
+        self.skip = self.every
+        try:
+            sign = _Sign(t)
+            self._walk(sign, t)
+        except Unsupported:
+            self._miss()
+            return
+        m = self.m
+        key = tuple(sign.key)
+        snap = _Snap(t, m.fetch.next_pc, sign.vec, self._counters(), m.port._version, m.compute._plan_version,
+                     len(self.log))
+        seen = self.history.setdefault(key, [])
+        seen.append(snap)
+        if len(seen) == 1:
+            self._miss()
+            if len(self.history) > _HISTORY_CAP or len(self.log) > _LOG_CAP:
+                self._restart()
+            return
+        self.misses = 0
+        b = seen[-2]
+        a = next((s for s in seen[-3::-1] if s.t == 2 * b.t - t and s.ref == 2 * b.ref - snap.ref), None)
+        if a is not None and self._jump(a, b, snap):
+            self._restart()
+            self.every = self.skip = 0
+        elif len(seen) > 8:
+            del seen[:-8]
+
+    def _miss(self) -> None:
+        self.misses += 1
+        if self.misses >= _PATIENCE:
+            self.misses = 0
+            self.every = min(2 * self.every + 1, _MAX_SKIP)
+
+    def _restart(self) -> None:
+        self.history.clear()
+        self.log.clear()
+
+    def _counters(self) -> tuple[int, ...]:
+        m = self.m
+        L, C, S = m.load, m.compute, m.store
+        b = m.port.beats
+        return (L.busy, L.stall, L.insns, C.busy, C.stall, C.insns, S.busy, S.stall, S.insns, C.wait,
+                C.gemm_busy, C.gemm_ops, b["fetch"], b["load"], b["store"], m.sim.events)
+
+    def _set_counters(self, values: tuple[int, ...]) -> None:
+        m = self.m
+        L, C, S = m.load, m.compute, m.store
+        (L.busy, L.stall, L.insns, C.busy, C.stall, C.insns, S.busy, S.stall, S.insns, C.wait,
+         C.gemm_busy, C.gemm_ops, m.port.beats["fetch"], m.port.beats["load"], m.port.beats["store"],
+         m.sim.events) = values
+
+    # ---- the state, walked once to sign it and once to shift it ---------------------------
+    def _walk(self, w: _Sign | _Shift, t: int) -> None:
+        """Visit every piece of timing state in a fixed order; in shift mode, write it back moved."""
+        m = self.m
+        if (m.tracer is not None or m._faults or m._checks or m.finished or m.sim.stopped
+                or m.compute.finishing or m._halt_beats is not None):
+            raise Unsupported
+        f, port, c = m.fetch, m.port, m.compute
+        if f is None or f.stopped:
+            raise Unsupported
+        owners: dict[int, str] = {id(m.load): "load", id(c): "compute", id(m.store): "store", id(f): "fetch",
+                                  id(port): "port"}
+        shifting = isinstance(w, _Shift)
+        # the pending events, in the order the heap will run them
+        heap = m.sim._heap
+        events = []
+        for et, ph, seq, fn, args in sorted(heap, key=lambda e: (e[0], e[1], e[2])):
+            owner = owners.get(id(getattr(fn, "__self__", None)))
+            name = getattr(fn, "__name__", "")
+            if owner is None or not (name in _UNIT_EVENTS or (owner, name) in (
+                    ("fetch", "_request"), ("port", "_arbitrate"), ("port", "_end"))):
+                raise Unsupported
+            if name in ("_end", "_planned_done"):
+                cur = port._version if name == "_end" else c._plan_version
+                w.val((owner, name, ph, args[0] - cur))
+            elif args:
+                raise Unsupported
+            else:
+                w.val((owner, name, ph))
+            events.append((w.time(et), ph, seq, fn, args))
+        # the units
+        for u in (m.load, c, m.store):
+            if u.faulted or (u.state == EXEC and u is not c):  # a DMA under way: not covered
+                raise Unsupported
+            w.val((u.state, u.insn))
+            u.pc = w.pc(u.pc)
+            if u.state == IDLE:  # the other times of an IDLE unit are its previous instruction's
+                u.idle_from = w.time(u.idle_from)
+            else:
+                u.t_pop, u.t_wait, u.t_exec, u.t_push = (w.time(u.t_pop), w.time(u.t_wait), w.time(u.t_exec),
+                                                         w.time(u.t_push))
+                u.t_end = w.time(u.t_end)
+            u._wake_at = w.time(u._wake_at)
+        if c.state == EXEC:
+            if c._gemm is not None:
+                raise Unsupported
+            w.val((c._need, c._use_src, c._charged))
+            c._target = w.time(c._target)
+        # the instruction queues: entries (visible from, pc, insn); pops whose freed slot is not seen yet
+        for q in m.queues.values():
+            w.val(len(q.entries))
+            entries = [(w.time(vis), w.pc(pc), w.val(insn)) for vis, pc, insn in q.entries]
+            recent = [w.time(p) for p in q.recent_pops if p + q.latency > t]
+            if shifting:
+                q.entries.clear()
+                q.entries.extend(entries)
+                q.recent_pops[:] = recent
+        # the token queues
+        for tq in m.tokens.values():
+            live = [(c_, d) for c_, d in tq.recent if c_ + tq.latency > t]
+            w.val((tq.count, tuple(d for _, d in live),
+                   self._who(tq.waiting_pop, owners), self._who(tq.waiting_push, owners)))
+            moved = [(w.time(c_), d) for c_, d in live]
+            if shifting:
+                tq.recent[:] = moved
+        # the port: the burst under way, the requests, its arbitration
+        self._port(w, port, owners)
+        # FETCH
+        w.val((len(f.buf), tuple(word for _, word in f.buf), f.stalled_on, f._n, f.next_pc < f.count))
+        if not self._aligned:
+            w.val((f.addr + INSN_BYTES * f.next_pc) % PAGE)
+        buf = [(w.pc(pc), word) for pc, word in f.buf]
+        f.t_next = w.time(f.t_next)
+        f.stuck_since = w.time(f.stuck_since)
+        if shifting:
+            f.buf.clear()
+            f.buf.extend(buf)
+        # the accumulator's port uses that a present or future ALU can still meet
+        horizon = min(t + 1, c.t_exec) if c.state == EXEC else t + 1
+        ports = m.acc_buffer.ports
+        for tl in (ports.writes, ports.pads, ports.reads):
+            live_uses = [u for u in tl.uses if u.last >= horizon]
+            w.val((len(live_uses), tuple((u.step, tuple(u.count.tolist())) for u in live_uses)))
+            for u in live_uses:
+                firsts = [w.time(int(x)) for x in u.first]
+                if shifting:
+                    u.first = np.array(firsts, dtype=np.int64)
+                    u._bounds()
+            if shifting:
+                tl.uses = live_uses
+                tl.changed()
+        if shifting:
+            heap[:] = events  # sorted: a valid heap, in place (the run loop holds this list)
+
+    @staticmethod
+    def _who(fn: Any, owners: dict[int, str]) -> Any:
+        if fn is None:
+            return None
+        owner = owners.get(id(getattr(fn, "__self__", None)))
+        if owner is None:
+            raise Unsupported
+        return owner, fn.__name__
+
+    def _segment(self, w: _Sign | _Shift, seg: Segment, owners: dict[int, str], granted: bool) -> None:
+        if seg.on_grant is not None or seg.on_cut is not None or seg.client != "fetch":
+            raise Unsupported  # only FETCH's bursts (LOAD/STORE ones belong to a DMA under way)
+        w.val((seg.client, seg.write, tuple(seg.beats.tolist()), tuple(seg.dur.tolist()), seg.base,
+               self._who(seg.on_done, owners), granted and (seg.cut, tuple(seg.ends.tolist()))))
+        if granted:
+            seg.t0 = w.time(seg.t0)
+
+    def _port(self, w: _Sign | _Shift, port: AxiArbiter, owners: dict[int, str]) -> None:
+        w.val((port.cur is not None, tuple(sorted(port.pending))))
+        if port.cur is not None:
+            self._segment(w, port.cur, owners, True)
+        for client in sorted(port.pending):
+            self._segment(w, port.pending[client], owners, False)
+        port._arb_at = w.time(port._arb_at)
+        port.free_since = w.time(port.free_since)
+
+    # ---- the jump -------------------------------------------------------------------------
+    def _jump(self, a: _Snap, b: _Snap, c: _Snap) -> bool:
+        """Three equal signatures at equal spacing: jump as many whole periods as provably repeat."""
+        T, P = c.t - b.t, c.ref - b.ref
+        if T <= 0 or P <= 0:
+            return False
+        d1 = [y - x for x, y in zip(a.counters, b.counters)]
+        d2 = [y - x for x, y in zip(b.counters, c.counters)]
+        if d1 != d2 or b.port_version - a.port_version != c.port_version - b.port_version \
+                or b.plan_version - a.plan_version != c.plan_version - b.plan_version:
+            return False
+        flags = []
+        for (kind, va), (_, vb), (_, vc) in zip(a.vec, b.vec, c.vec):
+            step = T if kind == "t" else P
+            if vb - va != vc - vb or (vc - vb) not in (0, step):
+                return False
+            flags.append(1 if vc != vb else 0)
+        ops = self.log[b.log_len:c.log_len]
+        if ops != self.log[a.log_len:b.log_len] or not self._replayable(ops):
+            return False
+        R = self._periods(c.ref, P)
+        if R < 1:
+            return False
+        m = self.m
+        dt, dp = R * T, R * P
+        self._walk(_Shift(c.t, dt, dp, flags), c.t)
+        m.port._version += R * (c.port_version - b.port_version)
+        dv = R * (c.plan_version - b.plan_version)
+        m.compute._plan_version += dv
+        for k, e in enumerate(m.sim._heap):  # the version an event carries moves with its owner's
+            if getattr(e[3], "__name__", "") == "_end":
+                m.sim._heap[k] = (e[0], e[1], e[2], e[3], (e[4][0] + R * (c.port_version - b.port_version),))
+            elif getattr(e[3], "__name__", "") == "_planned_done":
+                m.sim._heap[k] = (e[0], e[1], e[2], e[3], (e[4][0] + dv,))
+        m.fetch.next_pc += dp
+        self._set_counters(tuple(x + R * d for x, d in zip(c.counters, d2)))
+        m.sim.now += dt
+        m.sim.last_progress += dt
+        self._apply_data(ops, R)
+        self.jumps += 1
+        self.skipped_cycles += dt
+        self.skipped_insns += dp
+        return True
+
+    def _replayable(self, ops: list[tuple[str, Any]]) -> bool:
+        """The period's data movements can be applied in bulk: no GEMM, no STORE into the
+        instruction window (FETCH would read what it wrote)."""
+        f = self.m.fetch
+        lo, hi = f.addr, f.addr + INSN_BYTES * f.count
+        for kind, insn in ops:
+            if kind == "gemm":
+                return False
+            if kind == "store":
+                span = dram_span(insn, self.m.timing)
+                if span is not None and span[0] < hi and lo < span[1]:
+                    return False
+        return True
+
+    def _periods(self, ref: int, P: int) -> int:
+        """Whole periods of ``P`` words from ``ref`` equal to the ``P`` words before it."""
+        f = self.m.fetch
+        room = (f.count - ref) // P
+        if room < 1:
+            return 0
+        lo = f.addr + INSN_BYTES * (ref - P)
+        hi = f.addr + INSN_BYTES * (ref + room * P)
+        words = self.m.dram[lo:hi].reshape(-1, INSN_BYTES)
+        same = (words[P:] == words[:-P]).all(axis=1)
+        bad = np.flatnonzero(~same)
+        n = int(bad[0]) if len(bad) else len(same)
+        return min(room, n // P)
+
+    def _apply_data(self, ops: list[tuple[str, Any]], R: int) -> None:
+        """Apply ``R`` times the period's data movements ``ops``, in order."""
+        if not ops:
+            return
+        acc = self.m.acc_buffer.mem
+        if all(k == "alu" and i.use_imm and ALU_OP_NAMES[i.alu_op] in _AFFINE_OPS for k, i in ops):
+            A, B = self._affine(ops, acc.shape[0])
+            A, B = _power(A, B, R)
+            u = acc.view(np.uint32)
+            touched = np.flatnonzero((A != 1) | (B != 0))
+            u[touched] = u[touched] * A[touched, None] + B[touched, None]
+            return
+        from sim.tlm.alu import run_alu
+
+        m = self.m
+        for _ in range(R):
+            for kind, insn in ops:
+                if kind == "alu":
+                    run_alu(acc, insn)
+                elif kind == "load":
+                    m.load.move_data(insn)
+                else:
+                    m.store.move_data(insn)
+
+    @staticmethod
+    def _affine(ops: list[tuple[str, Any]], depth: int) -> tuple[np.ndarray, np.ndarray]:
+        """The period as one affine map per vector, ``x -> A*x + B`` (mod 2**32, every lane alike)."""
+        A = np.ones(depth, dtype=np.uint32)
+        B = np.zeros(depth, dtype=np.uint32)
+        for _, i in ops:
+            idx = affine_indices(i.dst_base, i.iter_out, i.iter_in, i.dst_factor_out, i.dst_factor_in)
+            if not len(idx):
+                continue
+            imm = np.uint32(int(i.imm) & _MASK)
+            op = ALU_OP_NAMES[i.alu_op]
+            if op == "ADD":
+                np.add.at(B, idx, imm)
+            elif op == "SUB":
+                np.subtract.at(B, idx, imm)
+            elif op == "MUL":
+                np.multiply.at(A, idx, imm)
+                np.multiply.at(B, idx, imm)
+            else:  # MOV
+                A[idx] = 0
+                B[idx] = imm
+        return A, B
+
+
+def _power(A: np.ndarray, B: np.ndarray, R: int) -> tuple[np.ndarray, np.ndarray]:
+    """The affine map ``x -> A*x + B`` applied ``R`` times (mod 2**32)."""
+    rA = np.ones_like(A)
+    rB = np.zeros_like(B)
+    with np.errstate(over="ignore"):
+        while R:
+            if R & 1:
+                rA, rB = A * rA, A * rB + B
+            R >>= 1
+            if R:
+                A, B = A * A, A * B + B
+    return rA, rB
+
+
+__all__ = ["ENV_SWITCH", "FastForward", "enabled_by_default"]
