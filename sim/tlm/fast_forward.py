@@ -174,13 +174,14 @@ class FastForward:
             if len(self.history) > _HISTORY_CAP or len(self.log) > _LOG_CAP:
                 self._restart()
             return
-        self.misses = 0
         b = seen[-2]
         a = next((s for s in seen[-3::-1] if s.t == 2 * b.t - t and s.ref == 2 * b.ref - snap.ref), None)
         if a is not None and self._jump(a, b, snap):
             self._restart()
-            self.every = self.skip = 0
-        elif len(seen) > 8:
+            self.every = self.skip = self.misses = 0
+            return
+        self._miss()  # a repeat that proves nothing yet costs like a miss (else sampling never thins out)
+        if len(seen) > 8:
             del seen[:-8]
 
     def _miss(self) -> None:
