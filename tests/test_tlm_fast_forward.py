@@ -102,6 +102,20 @@ def test_suite_programs_jump_and_agree(name: str) -> None:
     _same(dma_stream(cfg, 2000))
 
 
+def test_dma_tile_loop_jumps_and_faults_agree() -> None:
+    """Tiles whose DRAM addresses move by a page multiple per period (small: 16 tiles) jump; a fault
+    of every kind injected in the loop stops the jump before it and agrees too."""
+    cfg = load_config("small")
+    p = dma_stream(cfg, 12000)
+    m = _same(p)
+    assert m.ff is not None and m.ff.jumps >= 1 and m.ff.skipped_insns > 500
+    rng = np.random.default_rng(3)
+    for kind in FAULT_KINDS:
+        got = inject(p, kind, rng)
+        if got is not None:
+            _same(got[0])
+
+
 @pytest.mark.parametrize("name", CONFIGS)
 def test_periodic_programs_agree(name: str) -> None:
     cfg = load_config(name)

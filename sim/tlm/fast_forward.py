@@ -32,13 +32,14 @@ turns it off).
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from typing import Any, Iterator
 
 import numpy as np
 
-from hw.isa import ALU_OP_NAMES, INSN_BYTES
-from hw.isa_semantics import affine_indices, dram_span
+from hw.isa import ALU_OP_NAMES, INSN_BYTES, OPCODE_BITS, OPCODES
+from hw.isa_semantics import affine_indices, buffer_of, dram_span
 from sim.tlm.axi_arbiter import AxiArbiter, Segment
 from sim.tlm.burst_calc import PAGE
 from sim.tlm.unit_shell import EXEC, IDLE
@@ -64,13 +65,14 @@ class Unsupported(Exception):
 
 
 class _Sign:
-    """Signature mode of the walk: future times relative to ``t`` in the key, past times and pcs
-    in the side vector (with their kind)."""
+    """Signature mode of the walk: future times relative to ``t`` in the key, past times, pcs and
+    the DRAM addresses of DMA instructions in the side vector (with their kind)."""
 
-    def __init__(self, t: int):
+    def __init__(self, t: int, dma: "_DmaFields"):
         self.t = t
+        self.dma = dma
         self.key: list[Any] = []
-        self.vec: list[tuple[str, int]] = []
+        self.vec: list[tuple[Any, int]] = []
 
     def time(self, v: int | None) -> int | None:
         if v is None:
@@ -94,29 +96,89 @@ class _Sign:
         self.key.append(x)
         return x
 
+    def insn(self, i: Any) -> Any:
+        """An instruction: a LOAD's or STORE's DRAM address goes to the side vector (its page
+        offset, which decides its bursts, stays in the key)."""
+        eb = self.dma.elem_bytes(i)
+        if eb is None:
+            self.key.append(i)
+        else:
+            self.key.append((dataclasses.replace(i, dram_base=0), i.dram_base * eb % PAGE))
+            self.vec.append((("d", eb), i.dram_base))
+        return i
+
+    def word(self, word: int) -> int:
+        """An instruction word in FETCH's buffer (the same as :meth:`insn`)."""
+        i = self.dma.decode(word)
+        eb = self.dma.elem_bytes(i)
+        if eb is None:
+            self.key.append(word)
+        else:
+            self.key.append((self.dma.with_base(word, i, 0), i.dram_base * eb % PAGE))
+            self.vec.append((("d", eb), i.dram_base))
+        return word
+
 
 class _Shift:
-    """Shift mode of the walk: future times move by ``dt``; past times and pcs by ``dt``/``dp``
-    when their flag (from the side vector's classification, in walk order) says they advance."""
+    """Shift mode of the walk: future times move by ``dt``; the side vector's values (past times,
+    pcs, DRAM addresses) by ``R`` times their change per period (in walk order)."""
 
-    def __init__(self, t: int, dt: int, dp: int, flags: list[int]):
-        self.t, self.dt, self.dp = t, dt, dp
-        self.flags: Iterator[int] = iter(flags)
+    def __init__(self, t: int, dt: int, R: int, deltas: list[int], dma: "_DmaFields"):
+        self.t, self.dt, self.R, self.dma = t, dt, R, dma
+        self.deltas: Iterator[int] = iter(deltas)
 
     def time(self, v: int | None) -> int | None:
         if v is None:
             return None
         if v > self.t:
             return v + self.dt
-        return v + self.dt * next(self.flags)
+        return v + self.R * next(self.deltas)
 
     def pc(self, v: int | None) -> int | None:
         if v is None:
             return None
-        return v + self.dp * next(self.flags)
+        return v + self.R * next(self.deltas)
 
     def val(self, x: Any) -> Any:
         return x
+
+    def insn(self, i: Any) -> Any:
+        if self.dma.elem_bytes(i) is None:
+            return i
+        d = next(self.deltas)
+        return dataclasses.replace(i, dram_base=i.dram_base + self.R * d) if d else i
+
+    def word(self, word: int) -> int:
+        i = self.dma.decode(word)
+        if self.dma.elem_bytes(i) is None:
+            return word
+        d = next(self.deltas)
+        return self.dma.with_base(word, i, i.dram_base + self.R * d) if d else word
+
+
+class _DmaFields:
+    """What the walk needs of LOAD and STORE: their DRAM unit and the ``dram_base`` field."""
+
+    def __init__(self, model: Any):
+        self.T = model.timing
+        self.isa = model.isa
+        self.decoder = model.fetch.decoder
+
+    def elem_bytes(self, i: Any) -> int | None:
+        """The DRAM unit of a LOAD or STORE (None for any other instruction)."""
+        if i is None:
+            return None
+        if i.MNEMONIC == "LOAD":
+            return self.T.elem_bytes(buffer_of(i))
+        if i.MNEMONIC == "STORE":
+            return self.T.out_vec_bytes
+        return None
+
+    def decode(self, word: int) -> Any:
+        return self.decoder.decode(word)[0]
+
+    def with_base(self, word: int, i: Any, base: int) -> int:
+        return self.isa.set_field(word, i.MNEMONIC, "dram_base", base)
 
 
 class _Snap:
@@ -144,6 +206,7 @@ class FastForward:
         for u in model.units.values():
             u.data_log = self.log
         model.sim.probe = self.probe
+        self.dma = _DmaFields(model)
         f = model.fetch
         burst_bytes = model.timing.insns_per_fetch_burst * INSN_BYTES
         # bursts never cut by a 4 KiB page (only the last may be short): burst sizes do not depend
@@ -158,7 +221,7 @@ class FastForward:
             return
         self.skip = self.every
         try:
-            sign = _Sign(t)
+            sign = _Sign(t, self.dma)
             self._walk(sign, t)
         except Unsupported:
             self._miss()
@@ -220,6 +283,9 @@ class FastForward:
             raise Unsupported
         owners: dict[int, str] = {id(m.load): "load", id(c): "compute", id(m.store): "store", id(f): "fetch",
                                   id(port): "port"}
+        for u in (m.load, m.store):
+            if u.state == EXEC and u.dma is not None:
+                owners[id(u.dma)] = u.name + ".dma"
         shifting = isinstance(w, _Shift)
         # the pending events, in the order the heap will run them
         heap = m.sim._heap
@@ -228,7 +294,8 @@ class FastForward:
             owner = owners.get(id(getattr(fn, "__self__", None)))
             name = getattr(fn, "__name__", "")
             if owner is None or not (name in _UNIT_EVENTS or (owner, name) in (
-                    ("fetch", "_request"), ("port", "_arbitrate"), ("port", "_end"))):
+                    ("fetch", "_request"), ("port", "_arbitrate"), ("port", "_end"), ("load.dma", "_request"),
+                    ("store.dma", "_request"))):
                 raise Unsupported
             if name in ("_end", "_planned_done"):
                 cur = port._version if name == "_end" else c._plan_version
@@ -240,9 +307,10 @@ class FastForward:
             events.append((w.time(et), ph, seq, fn, args))
         # the units
         for u in (m.load, c, m.store):
-            if u.faulted or (u.state == EXEC and u is not c):  # a DMA under way: not covered
+            if u.faulted:
                 raise Unsupported
-            w.val((u.state, u.insn))
+            w.val(u.state)
+            u.insn = w.insn(u.insn)
             u.pc = w.pc(u.pc)
             if u.state == IDLE:  # the other times of an IDLE unit are its previous instruction's
                 u.idle_from = w.time(u.idle_from)
@@ -251,6 +319,12 @@ class FastForward:
                                                          w.time(u.t_push))
                 u.t_end = w.time(u.t_end)
             u._wake_at = w.time(u._wake_at)
+            if u.state == EXEC and u is not c:  # its DMA job: where it is (no times of its own)
+                j = u.dma
+                if j is None:
+                    raise Unsupported
+                w.val((j.k, j.last, tuple(j.bounds), tuple(j.gaps), j.trail, tuple(j.beats.tolist()),
+                       tuple(j.dur.tolist()), j.on_gap is not None, j.on_grant is not None))
         if c.state == EXEC:
             if c._gemm is not None:
                 raise Unsupported
@@ -259,7 +333,7 @@ class FastForward:
         # the instruction queues: entries (visible from, pc, insn); pops whose freed slot is not seen yet
         for q in m.queues.values():
             w.val(len(q.entries))
-            entries = [(w.time(vis), w.pc(pc), w.val(insn)) for vis, pc, insn in q.entries]
+            entries = [(w.time(vis), w.pc(pc), w.insn(insn)) for vis, pc, insn in q.entries]
             recent = [w.time(p) for p in q.recent_pops if p + q.latency > t]
             if shifting:
                 q.entries.clear()
@@ -276,10 +350,10 @@ class FastForward:
         # the port: the burst under way, the requests, its arbitration
         self._port(w, port, owners)
         # FETCH
-        w.val((len(f.buf), tuple(word for _, word in f.buf), f.stalled_on, f._n, f.next_pc < f.count))
+        w.val((len(f.buf), f.stalled_on, f._n, f.next_pc < f.count))
         if not self._aligned:
             w.val((f.addr + INSN_BYTES * f.next_pc) % PAGE)
-        buf = [(w.pc(pc), word) for pc, word in f.buf]
+        buf = [(w.pc(pc), w.word(word)) for pc, word in f.buf]
         f.t_next = w.time(f.t_next)
         f.stuck_since = w.time(f.stuck_since)
         if shifting:
@@ -312,10 +386,10 @@ class FastForward:
         return owner, fn.__name__
 
     def _segment(self, w: _Sign | _Shift, seg: Segment, owners: dict[int, str], granted: bool) -> None:
-        if seg.on_grant is not None or seg.on_cut is not None or seg.client != "fetch":
-            raise Unsupported  # only FETCH's bursts (LOAD/STORE ones belong to a DMA under way)
+        # a LOAD's or STORE's hooks tell the accumulator's port plan (its uses are walked there)
         w.val((seg.client, seg.write, tuple(seg.beats.tolist()), tuple(seg.dur.tolist()), seg.base,
-               self._who(seg.on_done, owners), granted and (seg.cut, tuple(seg.ends.tolist()))))
+               self._who(seg.on_done, owners), seg.on_grant is not None, seg.on_cut is not None,
+               granted and (seg.cut, tuple(seg.ends.tolist()))))
         if granted:
             seg.t0 = w.time(seg.t0)
 
@@ -339,21 +413,27 @@ class FastForward:
         if d1 != d2 or b.port_version - a.port_version != c.port_version - b.port_version \
                 or b.plan_version - a.plan_version != c.plan_version - b.plan_version:
             return False
-        flags = []
+        deltas = []
         for (kind, va), (_, vb), (_, vc) in zip(a.vec, b.vec, c.vec):
-            step = T if kind == "t" else P
-            if vb - va != vc - vb or (vc - vb) not in (0, step):
+            d = vc - vb
+            if vb - va != d:
                 return False
-            flags.append(1 if vc != vb else 0)
+            if kind == "t" and d not in (0, T) or kind == "p" and d not in (0, P):
+                return False
+            if kind not in ("t", "p") and d * kind[1] % PAGE:  # a DMA's bursts would change
+                return False
+            deltas.append(d)
         ops = self.log[b.log_len:c.log_len]
-        if ops != self.log[a.log_len:b.log_len] or not self._replayable(ops):
+        op_deltas = self._op_deltas(self.log[a.log_len:b.log_len], ops)
+        if op_deltas is None:
             return False
-        R = self._periods(c.ref, P)
+        lo_pc = min((v for kind, v in a.vec if kind == "p"), default=a.ref)
+        R = self._periods(c.ref, P, ops, op_deltas, lo_pc)
         if R < 1:
             return False
         m = self.m
         dt, dp = R * T, R * P
-        self._walk(_Shift(c.t, dt, dp, flags), c.t)
+        self._walk(_Shift(c.t, dt, R, deltas, self.dma), c.t)
         m.port._version += R * (c.port_version - b.port_version)
         dv = R * (c.plan_version - b.plan_version)
         m.compute._plan_version += dv
@@ -366,42 +446,103 @@ class FastForward:
         self._set_counters(tuple(x + R * d for x, d in zip(c.counters, d2)))
         m.sim.now += dt
         m.sim.last_progress += dt
-        self._apply_data(ops, R)
+        self._apply_data(ops, op_deltas, R)
         self.jumps += 1
         self.skipped_cycles += dt
         self.skipped_insns += dp
         return True
 
-    def _replayable(self, ops: list[tuple[str, Any]]) -> bool:
-        """The period's data movements can be applied in bulk: no GEMM, no STORE into the
-        instruction window (FETCH would read what it wrote)."""
-        f = self.m.fetch
-        lo, hi = f.addr, f.addr + INSN_BYTES * f.count
-        for kind, insn in ops:
-            if kind == "gemm":
-                return False
-            if kind == "store":
-                span = dram_span(insn, self.m.timing)
-                if span is not None and span[0] < hi and lo < span[1]:
-                    return False
-        return True
+    @staticmethod
+    def _op_deltas(before: list[tuple[str, Any]], ops: list[tuple[str, Any]]) -> list[int] | None:
+        """The change per period of each data movement's DRAM address (0 but for LOAD and STORE),
+        when the two periods moved the same data but for those addresses; else None (GEMM too)."""
+        if len(before) != len(ops):
+            return None
+        out = []
+        for (k0, i0), (k1, i1) in zip(before, ops):
+            if k0 != k1 or k1 == "gemm":
+                return None
+            if k1 in ("load", "store"):
+                if dataclasses.replace(i0, dram_base=i1.dram_base) != i1:
+                    return None
+                out.append(i1.dram_base - i0.dram_base)
+            elif i0 != i1:
+                return None
+            else:
+                out.append(0)
+        return out
 
-    def _periods(self, ref: int, P: int) -> int:
-        """Whole periods of ``P`` words from ``ref`` equal to the ``P`` words before it."""
-        f = self.m.fetch
+    def _periods(self, ref: int, P: int, ops: list[tuple[str, Any]], op_deltas: list[int],
+                 lo_pc: int) -> int:
+        """How many whole periods of ``P`` instructions from ``ref`` repeat the observed ones: every
+        word from ``lo_pc`` (the oldest instruction the state held a period ago) on equals the word
+        ``P`` before it, but for the DRAM address of a LOAD or STORE, which moves by the same step
+        every period, a multiple of 4 KiB (so its bursts are the same); every DMA of the skipped
+        periods passes its region check and no STORE writes the instruction window."""
+        m, f = self.m, self.m.fetch
         room = (f.count - ref) // P
-        if room < 1:
+        s = max(2 * P, lo_pc)
+        if room < 1 or s > ref:
             return 0
-        lo = f.addr + INSN_BYTES * (ref - P)
-        hi = f.addr + INSN_BYTES * (ref + room * P)
-        words = self.m.dram[lo:hi].reshape(-1, INSN_BYTES)
-        same = (words[P:] == words[:-P]).all(axis=1)
-        bad = np.flatnonzero(~same)
-        n = int(bad[0]) if len(bad) else len(same)
-        return min(room, n // P)
+        end = ref + room * P
+        w = m.dram[f.addr:f.addr + INSN_BYTES * end].reshape(-1, INSN_BYTES)
+        opc = w[:, 0] & ((1 << OPCODE_BITS) - 1)
+        dma = (opc == OPCODES["LOAD"]) | (opc == OPCODES["STORE"])
+        fld = m.isa.field("LOAD", "dram_base")
+        mask = np.zeros(INSN_BYTES, dtype=np.uint8)
+        for bit in range(fld.lo, fld.lo + fld.width):
+            mask[bit // 8] |= 1 << (bit % 8)
+        keep = np.where(dma[:, None], ~mask, np.uint8(0xFF))
+        q = np.arange(s - P, end)
+        ok = ((w[q] & keep[q]) == (w[q - P] & keep[q - P])).all(axis=1) & (opc[q] == opc[q - P])
+        base = np.zeros(end, dtype=np.int64)
+        for k in range(fld.lo // 8, (fld.lo + fld.width - 1) // 8 + 1):
+            base |= w[:, k].astype(np.int64) << (8 * k)
+        base = (base >> fld.lo) & ((1 << fld.width) - 1)
+        r = np.arange(s, end)
+        d = base[r] - base[r - P]
+        step_ok = ~dma[r] | ((d == base[r - P] - base[r - 2 * P]) & (opc[r - 2 * P] == opc[r]))
+        ok[P:] &= step_ok
+        bad = np.flatnonzero(~ok)
+        first_bad = int(q[bad[0]]) if len(bad) else end
+        R = (first_bad - ref) // P if first_bad >= ref else 0
+        R = min(room, R)
+        if R < 1:
+            return 0
+        for j in np.flatnonzero(dma[max(s - P, ref - P):ref]) + max(s - P, ref - P):
+            if d[j + P - s] * self._unit_of_word(int(j)) % PAGE or not self._regions_ok(int(j), int(j) + R * P):
+                return 0
+        lo, hi = f.addr, f.addr + INSN_BYTES * f.count
+        for (kind, i), dd in zip(ops, op_deltas):
+            if kind == "store":
+                for k in (1, R):
+                    span = dram_span(dataclasses.replace(i, dram_base=i.dram_base + k * dd), m.timing)
+                    if span is not None and span[0] < hi and lo < span[1]:
+                        return 0
+        return R
 
-    def _apply_data(self, ops: list[tuple[str, Any]], R: int) -> None:
-        """Apply ``R`` times the period's data movements ``ops``, in order."""
+    def _unit_of_word(self, pc: int) -> int:
+        return self.dma.elem_bytes(self.dma.decode(self._word(pc))) or 1
+
+    def _word(self, pc: int) -> int:
+        a = self.m.fetch.addr + INSN_BYTES * pc
+        return int.from_bytes(self.m.dram[a:a + INSN_BYTES].tobytes(), "little")
+
+    def _regions_ok(self, first: int, last: int) -> bool:
+        """The DMA words at ``first`` and ``last`` (one position of the period, addresses moving
+        by equal steps in between) and every instance between them pass the region check."""
+        from hw import csr
+
+        i0, i1 = self.dma.decode(self._word(first)), self.dma.decode(self._word(last))
+        s0, s1 = dram_span(i0, self.m.timing), dram_span(i1, self.m.timing)
+        if s0 is None or s1 is None:
+            return s0 is None and s1 is None
+        attr = csr.ATTR_READ if i0.MNEMONIC == "LOAD" else csr.ATTR_WRITE
+        return self.m.regions.ok(min(s0[0], s1[0]), max(s0[1], s1[1]), attr)
+
+    def _apply_data(self, ops: list[tuple[str, Any]], op_deltas: list[int], R: int) -> None:
+        """Apply the period's data movements ``ops`` for the ``R`` periods skipped, in order (a
+        LOAD's or STORE's address moved by its step each period)."""
         if not ops:
             return
         acc = self.m.acc_buffer.mem
@@ -415,14 +556,16 @@ class FastForward:
         from sim.tlm.alu import run_alu
 
         m = self.m
-        for _ in range(R):
-            for kind, insn in ops:
+        for k in range(1, R + 1):
+            for (kind, insn), d in zip(ops, op_deltas):
                 if kind == "alu":
                     run_alu(acc, insn)
-                elif kind == "load":
-                    m.load.move_data(insn)
+                    continue
+                i = dataclasses.replace(insn, dram_base=insn.dram_base + k * d) if d else insn
+                if kind == "load":
+                    m.load.move_data(i)
                 else:
-                    m.store.move_data(insn)
+                    m.store.move_data(i)
 
     @staticmethod
     def _affine(ops: list[tuple[str, Any]], depth: int) -> tuple[np.ndarray, np.ndarray]:
