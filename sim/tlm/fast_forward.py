@@ -462,14 +462,14 @@ class FastForward:
         for (k0, i0), (k1, i1) in zip(before, ops):
             if k0 != k1 or k1 == "gemm":
                 return None
-            if k1 in ("load", "store"):
-                if dataclasses.replace(i0, dram_base=i1.dram_base) != i1:
+            if i0 == i1:
+                out.append(0)
+            elif k1 in ("load", "store"):
+                if _without_base(i0) != _without_base(i1):
                     return None
                 out.append(i1.dram_base - i0.dram_base)
-            elif i0 != i1:
-                return None
             else:
-                out.append(0)
+                return None
         return out
 
     def _periods(self, ref: int, P: int, ops: list[tuple[str, Any]], op_deltas: list[int],
@@ -484,33 +484,22 @@ class FastForward:
         s = max(2 * P, lo_pc)
         if room < 1 or s > ref:
             return 0
-        end = ref + room * P
-        w = m.dram[f.addr:f.addr + INSN_BYTES * end].reshape(-1, INSN_BYTES)
-        opc = w[:, 0] & ((1 << OPCODE_BITS) - 1)
-        dma = (opc == OPCODES["LOAD"]) | (opc == OPCODES["STORE"])
-        fld = m.isa.field("LOAD", "dram_base")
-        mask = np.zeros(INSN_BYTES, dtype=np.uint8)
-        for bit in range(fld.lo, fld.lo + fld.width):
-            mask[bit // 8] |= 1 << (bit % 8)
-        keep = np.where(dma[:, None], ~mask, np.uint8(0xFF))
-        q = np.arange(s - P, end)
-        ok = ((w[q] & keep[q]) == (w[q - P] & keep[q - P])).all(axis=1) & (opc[q] == opc[q - P])
-        base = np.zeros(end, dtype=np.int64)
-        for k in range(fld.lo // 8, (fld.lo + fld.width - 1) // 8 + 1):
-            base |= w[:, k].astype(np.int64) << (8 * k)
-        base = (base >> fld.lo) & ((1 << fld.width) - 1)
-        r = np.arange(s, end)
-        d = base[r] - base[r - P]
-        step_ok = ~dma[r] | ((d == base[r - P] - base[r - 2 * P]) & (opc[r - 2 * P] == opc[r]))
-        ok[P:] &= step_ok
-        bad = np.flatnonzero(~ok)
-        first_bad = int(q[bad[0]]) if len(bad) else end
-        R = (first_bad - ref) // P if first_bad >= ref else 0
-        R = min(room, R)
+        full_end = ref + room * P
+        end = min(full_end, ref + P)  # one period first: a refusal costs little
+        while True:
+            R = self._repeats(ref, P, s, end)
+            if R < (end - ref) // P or end == full_end:
+                break
+            end = min(full_end, ref + 8 * (end - ref))
         if R < 1:
             return 0
-        for j in np.flatnonzero(dma[max(s - P, ref - P):ref]) + max(s - P, ref - P):
-            if d[j + P - s] * self._unit_of_word(int(j)) % PAGE or not self._regions_ok(int(j), int(j) + R * P):
+        w = m.dram[f.addr:f.addr + INSN_BYTES * (ref + R * P)].reshape(-1, INSN_BYTES)
+        opc = w[:, 0] & ((1 << OPCODE_BITS) - 1)
+        dma = (opc == OPCODES["LOAD"]) | (opc == OPCODES["STORE"])
+        lo_w = max(s - P, ref - P)
+        for j in np.flatnonzero(dma[lo_w:ref]) + lo_w:
+            step = self._base(int(j)) - self._base(int(j) - P)
+            if step * self._unit_of_word(int(j)) % PAGE or not self._regions_ok(int(j), int(j) + R * P):
                 return 0
         lo, hi = f.addr, f.addr + INSN_BYTES * f.count
         for (kind, i), dd in zip(ops, op_deltas):
@@ -520,6 +509,34 @@ class FastForward:
                     if span is not None and span[0] < hi and lo < span[1]:
                         return 0
         return R
+
+    def _base(self, pc: int) -> int:
+        return self.dma.decode(self._word(pc)).dram_base
+
+    def _repeats(self, ref: int, P: int, s: int, end: int) -> int:
+        """Whole periods from ``ref`` up to pc ``end`` whose words repeat (see :meth:`_periods`)."""
+        m, f = self.m, self.m.fetch
+        o = s - 2 * P  # the words from pc o on (pc p is row p - o)
+        w = m.dram[f.addr + INSN_BYTES * o:f.addr + INSN_BYTES * end].reshape(-1, INSN_BYTES)
+        opc = w[:, 0] & ((1 << OPCODE_BITS) - 1)
+        dma = (opc == OPCODES["LOAD"]) | (opc == OPCODES["STORE"])
+        fld = m.isa.field("LOAD", "dram_base")
+        mask = np.zeros(INSN_BYTES, dtype=np.uint8)
+        for bit in range(fld.lo, fld.lo + fld.width):
+            mask[bit // 8] |= 1 << (bit % 8)
+        keep = np.where(dma[:, None], ~mask, np.uint8(0xFF))
+        q = np.arange(P, end - o)  # pcs s - P .. end - 1
+        ok = ((w[q] & keep[q]) == (w[q - P] & keep[q - P])).all(axis=1) & (opc[q] == opc[q - P])
+        base = np.zeros(len(w), dtype=np.int64)
+        for k in range(fld.lo // 8, (fld.lo + fld.width - 1) // 8 + 1):
+            base |= w[:, k].astype(np.int64) << (8 * k)
+        base = (base >> fld.lo) & ((1 << fld.width) - 1)
+        r = q[P:]  # pcs s .. end - 1: the DRAM address moves by the same step as a period before
+        step_ok = ~dma[r] | ((base[r] - base[r - P] == base[r - P] - base[r - 2 * P]) & (opc[r - 2 * P] == opc[r]))
+        ok[P:] &= step_ok
+        bad = np.flatnonzero(~ok)
+        first_bad = int(q[bad[0]]) + o if len(bad) else end
+        return (first_bad - ref) // P if first_bad >= ref else 0
 
     def _unit_of_word(self, pc: int) -> int:
         return self.dma.elem_bytes(self.dma.decode(self._word(pc))) or 1
@@ -561,11 +578,10 @@ class FastForward:
                 if kind == "alu":
                     run_alu(acc, insn)
                     continue
-                i = dataclasses.replace(insn, dram_base=insn.dram_base + k * d) if d else insn
                 if kind == "load":
-                    m.load.move_data(i)
+                    m.load.move_data(insn, insn.dram_base + k * d)
                 else:
-                    m.store.move_data(i)
+                    m.store.move_data(insn, insn.dram_base + k * d)
 
     @staticmethod
     def _affine(ops: list[tuple[str, Any]], depth: int) -> tuple[np.ndarray, np.ndarray]:
@@ -589,6 +605,11 @@ class FastForward:
                 A[idx] = 0
                 B[idx] = imm
         return A, B
+
+
+def _without_base(i: Any) -> tuple[Any, ...]:
+    """A LOAD's or STORE's fields but its DRAM address."""
+    return tuple(getattr(i, f.name) for f in dataclasses.fields(i) if f.name != "dram_base")
 
 
 def _power(A: np.ndarray, B: np.ndarray, R: int) -> tuple[np.ndarray, np.ndarray]:
