@@ -136,6 +136,13 @@ def test_periodic_programs_agree(name: str) -> None:
     assert jumped >= 3  # the loops are short for wide's long fetch bursts; default and small jump more
 
 
+def test_jump_near_the_end_keeps_fetch_burst_whole() -> None:
+    """A jump that lands a few words before INSN_COUNT with a fetch burst under way: the burst was
+    sized for the words left at its request, so the jump stops a burst short of the end (a found bug)."""
+    m = _same(_periodic(load_config("default"), 53, True, "finish"))
+    assert m.ff is not None and m.ff.jumps >= 1
+
+
 @pytest.mark.parametrize("name", CONFIGS)
 def test_examples_agree(name: str) -> None:
     cfg = load_config(name)

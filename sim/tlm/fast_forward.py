@@ -480,7 +480,9 @@ class FastForward:
         every period, a multiple of 4 KiB (so its bursts are the same); every DMA of the skipped
         periods passes its region check and no STORE writes the instruction window."""
         m, f = self.m, self.m.fetch
-        room = (f.count - ref) // P
+        # FETCH's burst under way (or requested) was sized for the words left at its request: after
+        # the jump it must still find a whole burst's worth, as it would have in the plain run
+        room = (f.count - ref - m.timing.insns_per_fetch_burst) // P
         s = max(2 * P, lo_pc)
         if room < 1 or s > ref:
             return 0
