@@ -99,6 +99,7 @@ def test_suite_programs_jump_and_agree(name: str) -> None:
     cfg = load_config(name)
     m = _same(alu_loop(cfg, 3000, 8))
     assert m.ff is not None and m.ff.jumps >= 1 and m.ff.skipped_insns > 2000
+    assert set(m.ff.ways) == {"affine"}  # ADD immediates: one affine map per vector
     _same(dma_stream(cfg, 2000))
 
 
@@ -109,6 +110,7 @@ def test_dma_tile_loop_jumps_and_faults_agree() -> None:
     p = dma_stream(cfg, 12000)
     m = _same(p)
     assert m.ff is not None and m.ff.jumps >= 1 and m.ff.skipped_insns > 500
+    assert m.ff.ways.get("batched")  # independent tiles: the skipped periods side by side
     rng = np.random.default_rng(3)
     for kind in FAULT_KINDS:
         got = inject(p, kind, rng)
@@ -120,6 +122,7 @@ def test_dma_tile_loop_jumps_and_faults_agree() -> None:
 def test_periodic_programs_agree(name: str) -> None:
     cfg = load_config(name)
     jumped = 0
+    ways: dict[str, int] = {}
     for seed in range(10):
         for dma in (False, True):
             for tail in ("finish", "fault"):
@@ -129,10 +132,13 @@ def test_periodic_programs_agree(name: str) -> None:
                     continue
                 m = _same(p)
                 jumped += m.ff is not None and m.ff.jumps > 0
+                for way, n in (m.ff.ways if m.ff is not None else {}).items():
+                    ways[way] = ways.get(way, 0) + n
                 rng = np.random.default_rng(seed)
                 got = inject(p, str(rng.choice(FAULT_KINDS)), rng)
                 if got is not None:
                     _same(got[0])
+    assert ways.get("replay")  # buffer operands, MIN/MAX/SHR/CLIP: replayed one by one
     assert jumped >= 3  # the loops are short for wide's long fetch bursts; default and small jump more
 
 

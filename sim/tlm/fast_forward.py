@@ -38,15 +38,14 @@ from typing import Any, Iterator
 
 import numpy as np
 
-from hw.isa import ALU_OP_NAMES, INSN_BYTES, OPCODE_BITS, OPCODES
-from hw.isa_semantics import affine_indices, buffer_of, dram_span
+from hw.isa import INSN_BYTES, OPCODE_BITS, OPCODES
+from hw.isa_semantics import buffer_of, dram_span
 from sim.tlm.axi_arbiter import AxiArbiter, Segment
+from sim.tlm.bulk_data import apply_periods
 from sim.tlm.burst_calc import PAGE
 from sim.tlm.unit_shell import EXEC, IDLE
 
 ENV_SWITCH = "COSIM_TLM_FAST_FORWARD"
-_MASK = 0xFFFFFFFF
-_AFFINE_OPS = ("ADD", "SUB", "MUL", "MOV")
 # events the state may hold at a boundary: (owner, method name); any other event -> no jump
 _UNIT_EVENTS = {"_woken", "_ready", "_execute", "_exec_done", "_try_tokens", "_try_push", "_planned_done"}
 _HISTORY_CAP = 4096     # signatures kept before starting over
@@ -201,6 +200,7 @@ class FastForward:
         self.every = 0         # boundaries skipped between samples (grows while nothing repeats)
         self.misses = 0
         self.jumps = 0
+        self.ways: dict[str, int] = {}  # how the skipped data was applied (bulk_data), per jump
         self.skipped_cycles = 0
         self.skipped_insns = 0
         for u in model.units.values():
@@ -425,8 +425,8 @@ class FastForward:
             deltas.append(d)
         ops = self.log[b.log_len:c.log_len]
         op_deltas = self._op_deltas(self.log[a.log_len:b.log_len], ops)
-        if op_deltas is None:
-            return False
+        if op_deltas is None or any(d and d * self.dma.elem_bytes(i) % PAGE for (_, i), d in zip(ops, op_deltas)):
+            return False  # a DMA's bursts would change
         lo_pc = min((v for kind, v in a.vec if kind == "p"), default=a.ref)
         R = self._periods(c.ref, P, ops, op_deltas, lo_pc)
         if R < 1:
@@ -561,71 +561,20 @@ class FastForward:
 
     def _apply_data(self, ops: list[tuple[str, Any]], op_deltas: list[int], R: int) -> None:
         """Apply the period's data movements ``ops`` for the ``R`` periods skipped, in order (a
-        LOAD's or STORE's address moved by its step each period)."""
-        if not ops:
-            return
-        acc = self.m.acc_buffer.mem
-        if all(k == "alu" and i.use_imm and ALU_OP_NAMES[i.alu_op] in _AFFINE_OPS for k, i in ops):
-            A, B = self._affine(ops, acc.shape[0])
-            A, B = _power(A, B, R)
-            u = acc.view(np.uint32)
-            touched = np.flatnonzero((A != 1) | (B != 0))
-            u[touched] = u[touched] * A[touched, None] + B[touched, None]
-            return
-        from sim.tlm.alu import run_alu
+        LOAD's or STORE's address moved by its step each period): ``sim/tlm/bulk_data.py``."""
+        way = apply_periods(ops, op_deltas, R, self.m.load, self.m.store, self.m.timing)
+        self.ways[way] = self.ways.get(way, 0) + 1
 
-        m = self.m
-        for k in range(1, R + 1):
-            for (kind, insn), d in zip(ops, op_deltas):
-                if kind == "alu":
-                    run_alu(acc, insn)
-                    continue
-                if kind == "load":
-                    m.load.move_data(insn, insn.dram_base + k * d)
-                else:
-                    m.store.move_data(insn, insn.dram_base + k * d)
 
-    @staticmethod
-    def _affine(ops: list[tuple[str, Any]], depth: int) -> tuple[np.ndarray, np.ndarray]:
-        """The period as one affine map per vector, ``x -> A*x + B`` (mod 2**32, every lane alike)."""
-        A = np.ones(depth, dtype=np.uint32)
-        B = np.zeros(depth, dtype=np.uint32)
-        for _, i in ops:
-            idx = affine_indices(i.dst_base, i.iter_out, i.iter_in, i.dst_factor_out, i.dst_factor_in)
-            if not len(idx):
-                continue
-            imm = np.uint32(int(i.imm) & _MASK)
-            op = ALU_OP_NAMES[i.alu_op]
-            if op == "ADD":
-                np.add.at(B, idx, imm)
-            elif op == "SUB":
-                np.subtract.at(B, idx, imm)
-            elif op == "MUL":
-                np.multiply.at(A, idx, imm)
-                np.multiply.at(B, idx, imm)
-            else:  # MOV
-                A[idx] = 0
-                B[idx] = imm
-        return A, B
+_FIELDS: dict[type, tuple[str, ...]] = {}
 
 
 def _without_base(i: Any) -> tuple[Any, ...]:
     """A LOAD's or STORE's fields but its DRAM address."""
-    return tuple(getattr(i, f.name) for f in dataclasses.fields(i) if f.name != "dram_base")
-
-
-def _power(A: np.ndarray, B: np.ndarray, R: int) -> tuple[np.ndarray, np.ndarray]:
-    """The affine map ``x -> A*x + B`` applied ``R`` times (mod 2**32)."""
-    rA = np.ones_like(A)
-    rB = np.zeros_like(B)
-    with np.errstate(over="ignore"):
-        while R:
-            if R & 1:
-                rA, rB = A * rA, A * rB + B
-            R >>= 1
-            if R:
-                A, B = A * A, A * B + B
-    return rA, rB
+    names = _FIELDS.get(type(i))
+    if names is None:
+        names = _FIELDS[type(i)] = tuple(f.name for f in dataclasses.fields(i) if f.name != "dram_base")
+    return tuple(getattr(i, n) for n in names)
 
 
 __all__ = ["ENV_SWITCH", "FastForward", "enabled_by_default"]
