@@ -14,20 +14,21 @@ words FETCH will read repeat.
 
 When one signature is seen three times at equal spacing (``T`` cycles, ``P`` instructions
 fetched), with equal counter deltas and the same data movements in both periods, and every past
-value of the side vector either constant or advancing by ``T`` (a pc: by ``P``), the run jumps
-``R`` periods at once: every future time and advancing value moves by ``R*T``, every advancing pc
-by ``R*P``, every counter by ``R`` times its delta, and the data movements of the skipped
-instructions are applied in bulk (an ALU period of immediates ADD/SUB/MUL/MOV composed as one
-affine map per vector, raised to the ``R``-th power; anything else replayed in order). ``R`` is
-the largest number of periods whose instruction words equal those of the observed period and
-that FETCH can read with the same bursts (never past INSN_COUNT). The skipped part cannot fault:
-the checks are per instruction word and the words are the observed ones.
+value of the side vector either constant or advancing by ``T`` (a pc: by ``P``; a DMA address: by
+one step per period, a multiple of 4 KiB so that its bursts repeat), the run jumps ``R`` periods
+at once: every future time and advancing value moves by ``R`` times its step, every counter by
+``R`` times its delta, and the data movements of the skipped instructions are applied in bulk
+(``sim/tlm/bulk_data.py``). ``R`` is the largest number of periods whose instruction words repeat
+the observed ones (a LOAD's or STORE's address moving by its step) and that FETCH reads with the
+same bursts (a burst short of INSN_COUNT at least). The skipped part cannot fault: the checks are
+per instruction word, the words are the observed ones, and every skipped DMA's region is checked.
 
-Not covered (the run simply proceeds event by event): GEMM in a period, a DMA instruction in
-EXECUTE at the boundary (DMA-heavy tile loops change addresses per tile anyway), FINISH, faults,
-tracing (the fast-forward is off while tracing), a STORE that writes the instruction window.
-Switch: ``TlmModel(fast_forward=...)``; its default comes from ``COSIM_TLM_FAST_FORWARD`` (``0``
-turns it off).
+Not covered (the run simply proceeds event by event): GEMM in a period (its fault depends on
+micro-op contents), FINISH, faults, a STORE into the instruction window, DMA steps that are not
+a multiple of 4 KiB per period of the signature, and tracing (the fast-forward is off while a VCD or
+Perfetto trace is recorded, so the trace is the plain run's). Switch: ``TlmModel(fast_forward=...)``
+/ ``run_program(fast_forward=...)``; the default comes from ``COSIM_TLM_FAST_FORWARD`` (``0`` turns
+it off). ``RunResult.extra["events"]`` counts the skipped events too, so it stays the same.
 """
 
 from __future__ import annotations
@@ -174,7 +175,11 @@ class _DmaFields:
         return None
 
     def decode(self, word: int) -> Any:
-        return self.decoder.decode(word)[0]
+        """The instruction of a word FETCH will dispatch (a word that faults: not covered)."""
+        insn, code, _ = self.decoder.decode(word)
+        if code:
+            raise Unsupported
+        return insn
 
     def with_base(self, word: int, i: Any, base: int) -> int:
         return self.isa.set_field(word, i.MNEMONIC, "dram_base", base)
@@ -428,7 +433,10 @@ class FastForward:
         if op_deltas is None or any(d and d * self.dma.elem_bytes(i) % PAGE for (_, i), d in zip(ops, op_deltas)):
             return False  # a DMA's bursts would change
         lo_pc = min((v for kind, v in a.vec if kind == "p"), default=a.ref)
-        R = self._periods(c.ref, P, ops, op_deltas, lo_pc)
+        try:
+            R = self._periods(c.ref, P, ops, op_deltas, lo_pc)
+        except Unsupported:
+            return False
         if R < 1:
             return False
         m = self.m

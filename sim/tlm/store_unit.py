@@ -44,7 +44,7 @@ class StoreUnit(DmaUnitShell):
                             tile.reshape(i.y_size, i.x_size, -1))
 
     def begin(self, t: int) -> None:
-        i, T, dram = self.insn, self.T, self.dram
+        i, T = self.insn, self.T
         if i.y_size * i.x_size == 0:
             self.end_execute(t)
             return
