@@ -149,6 +149,43 @@ def test_jump_near_the_end_keeps_fetch_burst_whole() -> None:
     assert m.ff is not None and m.ff.jumps >= 1
 
 
+def _gemm_loop(cfg: HwConfig, reps: int, reload_inp: bool) -> Program:
+    """Micro-ops and a weight block loaded once, then ``reps`` times: (an input reload,) a GEMM
+    accumulating into acc[0..1] and an ALU on them; STORE at the end."""
+    rng = np.random.default_rng(5)
+    asm = Assembler(cfg, f"gemm-loop-{cfg.name}-{reps}-{reload_inp}")
+    u = asm.uops("uops", [(0, 0, 0), (1, 0, 0)])
+    wgt = asm.input("wgt", rng.integers(-128, 128, (1, cfg.block, cfg.block)).astype(np.int8))
+    inp = asm.input("inp", rng.integers(-128, 128, (1, cfg.lanes)).astype(np.int8))
+    out = asm.output("out", (2, cfg.lanes))
+    asm.load(u, x=2, buf="UOP")
+    asm.load(wgt, x=1, buf="WGT")
+    asm.load(inp, x=1, buf="INP", push_next=True)
+    asm.gemm(reset=True, uop_begin=0, uop_end=2, pop_prev=True)
+    for k in range(reps):
+        if reload_inp:
+            asm.load(inp, x=1, buf="INP", push_next=True, pop_next=k > 0)
+        asm.gemm(uop_begin=0, uop_end=2, pop_prev=reload_inp, push_prev=reload_inp and k < reps - 1)
+        asm.alu("SHR", imm=1, iter_out=2, dst_base=0, dst_factor_out=1, push_next=k == reps - 1)
+    asm.store(out, x=2, pop_prev=True)
+    asm.finish()
+    return asm.program()
+
+
+@pytest.mark.parametrize("name", CONFIGS)
+def test_gemm_loops_jump_and_agree(name: str) -> None:
+    cfg = load_config(name)
+    for reload_inp in (False, True):
+        p = _gemm_loop(cfg, 300, reload_inp)
+        m = _same(p)
+        assert m.ff is not None and m.ff.jumps >= 1, p.name
+        rng = np.random.default_rng(11)
+        for kind in FAULT_KINDS:
+            got = inject(p, kind, rng)
+            if got is not None:
+                _same(got[0])
+
+
 @pytest.mark.parametrize("name", CONFIGS)
 def test_examples_agree(name: str) -> None:
     cfg = load_config(name)

@@ -24,16 +24,17 @@ import numpy as np
 from hw.alu_numpy import run_alu
 from hw.isa import ALU_OP_NAMES
 from hw.isa_semantics import affine_indices, buffer_of, dram_span
+from sim.tlm.gemm import start_gemm
 
 _MASK = 0xFFFFFFFF
 _AFFINE_OPS = ("ADD", "SUB", "MUL", "MOV")
 _CHUNK_BYTES = 32 << 20  # the batched copy of the buffer stays below this
 
 
-def apply_periods(ops: list[tuple[str, Any]], deltas: list[int], R: int, load: Any, store: Any,
+def apply_periods(ops: list[tuple[str, Any]], deltas: list[int], R: int, load: Any, store: Any, compute: Any,
                   timing: Any) -> str:
     """Apply ``R`` periods of ``ops`` (period k moves each LOAD/STORE address by ``k * delta``,
-    k = 1..R) through the units ``load`` and ``store`` (their buffers and DRAM); returns the way
+    k = 1..R) through the units ``load``, ``store`` and ``compute`` (their buffers and DRAM); returns the way
     taken (``affine``, ``batched``, ``replay``; ``none`` for no data)."""
     if not ops or R < 1:
         return "none"
@@ -57,21 +58,23 @@ def apply_periods(ops: list[tuple[str, Any]], deltas: list[int], R: int, load: A
         offs = [0] * (n - r) + [1] * r
         blocks = R if r == 0 else R - 1
         if _independent(rot, rd, offs, blocks, acc.shape[0], timing):
-            _replay(ops[:r], deltas[:r], 1, load, store)
+            _replay(ops[:r], deltas[:r], 1, load, store, compute)
             _batched(rot, rd, offs, blocks, load, store, timing)
-            _replay(ops[r:] if r else [], deltas[r:] if r else [], R, load, store)
+            _replay(ops[r:] if r else [], deltas[r:] if r else [], R, load, store, compute)
             return "batched"
     for k in range(1, R + 1):
-        _replay(ops, deltas, k, load, store)
+        _replay(ops, deltas, k, load, store, compute)
     return "replay"
 
 
-def _replay(ops: list[tuple[str, Any]], deltas: list[int], k: int, load: Any, store: Any) -> None:
+def _replay(ops: list[tuple[str, Any]], deltas: list[int], k: int, load: Any, store: Any, compute: Any) -> None:
     """The data movements ``ops`` of period ``k``, one by one."""
     acc = load.acc.mem
     for (kind, insn), d in zip(ops, deltas):
         if kind == "alu":
             run_alu(acc, insn)
+        elif kind == "gemm":
+            start_gemm(insn, acc, compute.gemm_bufs, compute.depths)
         elif kind == "load":
             load.move_data(insn, insn.dram_base + k * d)
         else:
@@ -127,6 +130,8 @@ def _independent(ops: list[tuple[str, Any]], deltas: list[int], offs: list[int],
                  timing: Any) -> bool:
     """Blocks 1..R of ``ops`` (op j of block k at period ``k + offs[j]``) do not depend on one
     another (see the module's docstring)."""
+    if any(kind == "gemm" for kind, _ in ops):
+        return False
     written = np.zeros(depth, dtype=bool)
     for kind, i in ops:
         if kind == "load" and buffer_of(i) == "ACC":

@@ -331,9 +331,10 @@ class FastForward:
                 w.val((j.k, j.last, tuple(j.bounds), tuple(j.gaps), j.trail, tuple(j.beats.tolist()),
                        tuple(j.dur.tolist()), j.on_gap is not None, j.on_grant is not None))
         if c.state == EXEC:
-            if c._gemm is not None:
+            g = c._gemm
+            if g is not None and g.fault is not None:
                 raise Unsupported
-            w.val((c._need, c._use_src, c._charged))
+            w.val((c._need, c._use_src, c._charged, g is not None and (g.iterations, g.applied, g.reset)))
             c._target = w.time(c._target)
         # the instruction queues: entries (visible from, pc, insn); pops whose freed slot is not seen yet
         for q in m.queues.values():
@@ -467,8 +468,10 @@ class FastForward:
         if len(before) != len(ops):
             return None
         out = []
+        if any(k == "load" and buffer_of(i) == "UOP" for k, i in ops):
+            return None  # a GEMM's indices (and faults) come from the micro-ops: they must not change
         for (k0, i0), (k1, i1) in zip(before, ops):
-            if k0 != k1 or k1 == "gemm":
+            if k0 != k1:
                 return None
             if i0 == i1:
                 out.append(0)
@@ -570,7 +573,7 @@ class FastForward:
     def _apply_data(self, ops: list[tuple[str, Any]], op_deltas: list[int], R: int) -> None:
         """Apply the period's data movements ``ops`` for the ``R`` periods skipped, in order (a
         LOAD's or STORE's address moved by its step each period): ``sim/tlm/bulk_data.py``."""
-        way = apply_periods(ops, op_deltas, R, self.m.load, self.m.store, self.m.timing)
+        way = apply_periods(ops, op_deltas, R, self.m.load, self.m.store, self.m.compute, self.m.timing)
         self.ways[way] = self.ways.get(way, 0) + 1
 
 
