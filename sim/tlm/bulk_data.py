@@ -29,6 +29,7 @@ from sim.tlm.gemm import start_gemm
 _MASK = 0xFFFFFFFF
 _AFFINE_OPS = ("ADD", "SUB", "MUL", "MOV")
 _CHUNK_BYTES = 32 << 20  # the batched copy of the buffer stays below this
+_ROTATIONS = 4  # LOADs tried as the start of an independent block (the first ones of the period)
 
 
 def apply_periods(ops: list[tuple[str, Any]], deltas: list[int], R: int, load: Any, store: Any, compute: Any,
@@ -51,7 +52,7 @@ def apply_periods(ops: list[tuple[str, Any]], deltas: list[int], R: int, load: A
     # previous period loaded): rotated to start at a LOAD, periods 1..R are a prefix, R - 1
     # rotated blocks (block k: the ops from r on of period k, then the first r of period k + 1)
     # and a suffix
-    for r in [0] + [r for r in range(1, n) if ops[r][0] == "load"]:
+    for r in [0] + [r for r in range(1, n) if ops[r][0] == "load"][:_ROTATIONS]:
         if r and R < 2:
             break
         rot, rd = ops[r:] + ops[:r], deltas[r:] + deltas[:r]

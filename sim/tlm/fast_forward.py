@@ -53,6 +53,7 @@ _HISTORY_CAP = 4096     # signatures kept before starting over
 _LOG_CAP = 200_000      # data movements recorded before starting over
 _PATIENCE = 64          # samples without a repeat before sampling less often
 _MAX_SKIP = 63
+_WARMUP_EVENTS = 3000   # a run this short is fast anyway: no sampling before (no cost on it)
 
 
 def enabled_by_default() -> bool:
@@ -204,6 +205,8 @@ class FastForward:
         self.skip = 0          # boundaries to let pass before the next sample
         self.every = 0         # boundaries skipped between samples (grows while nothing repeats)
         self.misses = 0
+        self.refusals = 0      # jumps refused in a row
+        self.holdoff = 0       # repeats to let pass before trying to jump again
         self.jumps = 0
         self.ways: dict[str, int] = {}  # how the skipped data was applied (bulk_data), per jump
         self.skipped_cycles = 0
@@ -223,6 +226,8 @@ class FastForward:
         """An instruction retired in cycle ``t`` and every event of ``t`` has run."""
         if self.skip:
             self.skip -= 1
+            return
+        if self.m.sim.events < _WARMUP_EVENTS:
             return
         self.skip = self.every
         try:
@@ -244,10 +249,16 @@ class FastForward:
             return
         b = seen[-2]
         a = next((s for s in seen[-3::-1] if s.t == 2 * b.t - t and s.ref == 2 * b.ref - snap.ref), None)
-        if a is not None and self._jump(a, b, snap):
-            self._restart()
-            self.every = self.skip = self.misses = 0
-            return
+        if a is not None and self.holdoff:
+            self.holdoff -= 1
+        elif a is not None:
+            if self._jump(a, b, snap):
+                self._restart()
+                self.every = self.skip = self.misses = self.refusals = 0
+                return
+            # a refused jump costs a scan of the period: back off exponentially
+            self.refusals += 1
+            self.holdoff = (1 << min(self.refusals, 12)) - 1
         self._miss()  # a repeat that proves nothing yet costs like a miss (else sampling never thins out)
         if len(seen) > 8:
             del seen[:-8]
