@@ -241,12 +241,13 @@ class FastForward:
         key = tuple(sign.key)
         snap = _Snap(t, m.fetch.next_pc, sign.vec, self._counters(), m.port._version, m.compute._plan_version,
                      len(self.log))
+        if len(self.history) > _HISTORY_CAP or len(self.log) > _LOG_CAP:
+            self._restart()  # memory stays bounded; the snapshots kept name log positions
+            snap.log_len = 0
         seen = self.history.setdefault(key, [])
         seen.append(snap)
         if len(seen) == 1:
             self._miss()
-            if len(self.history) > _HISTORY_CAP or len(self.log) > _LOG_CAP:
-                self._restart()
             return
         b = seen[-2]
         a = next((s for s in seen[-3::-1] if s.t == 2 * b.t - t and s.ref == 2 * b.ref - snap.ref), None)
