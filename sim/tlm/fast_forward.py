@@ -197,7 +197,7 @@ class _Snap:
 class FastForward:
     """The fast-forward of one run of ``model`` (a ``TlmModel`` with its run wired: fetch set)."""
 
-    warmup_events = 3000  # a run this short is fast anyway: no sampling before (no cost on it)
+    warmup_events = 1000  # a run this short is fast anyway: no sampling before (no cost on it)
 
     def __init__(self, model: Any):
         self.m = model
