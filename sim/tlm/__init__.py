@@ -35,7 +35,8 @@ acc_buffer.v            acc_buffer.py                the accumulator buffer
 ======================  ===========================  =========================================
 
 Infrastructure with no RTL block: ``scheduler.py`` (the event heap; the RTL's clock),
-``timing.py`` (the timing model's constants), ``trace.py`` (timeline recording, VCD and
+``timing.py`` (the timing model's constants), ``fast_forward.py`` and ``bulk_data.py`` (advancing a
+repeating steady state in bulk, time and data, with the plain run's exact results), ``trace.py`` (timeline recording, VCD and
 Perfetto writers; the RTL's probes and Verilator tracing), ``errors.py`` (TlmError; the
 RTL's STATUS.error / ERR_PC) and ``dram.py`` (the DRAM's bytes; the testbench's
 ``testbench/hdl/dram_model.v`` for the RTL).

@@ -31,6 +31,7 @@ from sim.tlm.compute_unit import ComputeUnit
 from sim.tlm.csr_block import CsrBlock, RunStatus
 from sim.tlm.dram import Dram
 from sim.tlm.errors import TlmError
+from sim.tlm.fast_forward import FastForward, enabled_by_default
 from sim.tlm.fetch import Fetch
 from sim.tlm.gemm import GemmDepths
 from sim.tlm.gemm_buffers import GemmBuffers
@@ -54,8 +55,12 @@ class TlmModel:
     GEMM core's input, weight and micro-op buffers.
     """
 
-    def __init__(self, cfg: HwConfig, timing: Timing | None = None, trace: bool = False):
+    def __init__(self, cfg: HwConfig, timing: Timing | None = None, trace: bool = False,
+                 fast_forward: bool | None = None):
         self.cfg = cfg
+        # advance repeating steady states in bulk (``sim/tlm/fast_forward.py``; same results); never
+        # while tracing, whose timeline would lose the skipped part
+        self.fast_forward = enabled_by_default() if fast_forward is None else fast_forward
         self.timing = timing or Timing.from_config(cfg)
         self.isa = Isa(cfg)
         self.dram_model = Dram(cfg.dram_bytes, cfg.lanes, cfg.out_width)
@@ -127,6 +132,8 @@ class TlmModel:
         self.fetch = Fetch(self.sim, self.timing, self.isa, self.port, self.dram_model, self.queues, self.fault,
                            addr, count)
         self.fetch.start(0)
+        if self.fast_forward and not self.tracing:
+            self.ff = FastForward(self)
         self.sim.run()
         if not self.finished:  # the heap ran dry without DONE: nothing can progress
             self._deadlock()
@@ -178,6 +185,7 @@ class TlmModel:
                                self.port, self.dram_model, self.regions, self.acc_buffer)
         self.units: dict[str, UnitShell] = {"load": self.load, "compute": self.compute, "store": self.store}
         self.fetch: Fetch | None = None
+        self.ff: FastForward | None = None
         self.cycles: int | None = None
         self.error: TlmError | None = None
         self.finished = False
@@ -291,17 +299,19 @@ class TlmModel:
 
 def run_program(program: Program | str | Path, *, vcd: str | Path | None = None, trace: str | Path | None = None,
                 timing: Timing | None = None, raise_on_error: bool = True,
-                cfg: HwConfig | None = None) -> RunResult:
+                cfg: HwConfig | None = None, fast_forward: bool | None = None) -> RunResult:
     """Run a Program (object or saved folder) on the TLM and return its RunResult.
 
     The register config is played through the model's CSR interface; outputs are cut
     from DRAM by the Program's layout. ``vcd``/``trace`` write the timeline (VCD with
     the RTL's ``dbg_*`` probe names; Chrome/Perfetto JSON). With ``raise_on_error`` a
     fault raises :class:`TlmError` (after the trace files are written), else it is in
-    ``result.error``. ``extra`` carries ``events`` and ``insns_per_s``.
+    ``result.error``. ``extra`` carries ``events`` and ``insns_per_s``. ``fast_forward`` (default:
+    on unless ``COSIM_TLM_FAST_FORWARD=0``; always off while tracing) jumps over repeating steady
+    states with the very same results (``sim/tlm/fast_forward.py``).
     """
     prog = program if isinstance(program, Program) else Program.load(program, cfg)
-    m = TlmModel(prog.config, timing, trace=vcd is not None or trace is not None)
+    m = TlmModel(prog.config, timing, trace=vcd is not None or trace is not None, fast_forward=fast_forward)
     m.load_dram(prog.dram_image())
     addr = csr.csr_by_name(prog.config.max_regions)
     t0 = time.perf_counter()

@@ -97,6 +97,8 @@ class ComputeUnit(UnitShell):
             self.finishing = True
             self.check_finish(t)
             return
+        if self.data_log is not None:
+            self.data_log.append(("gemm" if isinstance(i, Gemm) else "alu", i))
         if isinstance(i, Gemm):
             g = self._gemm = start_gemm(i, self.acc.mem, self.gemm_bufs, self.depths)
             if self.tr is not None:

@@ -105,7 +105,14 @@ class LoadUnit(DmaUnitShell):
             self.acc.ports.add("pad", PortUse(np.array([t]), 1, np.array([n])))
 
     def complete(self, t: int) -> None:
-        i = self.insn
+        if self.data_log is not None:
+            self.data_log.append(("load", self.insn))
+        self.move_data(self.insn)
+
+    def move_data(self, i: Any, dram_base: int | None = None) -> None:
+        """The data movement of LOAD ``i`` (range already checked): DRAM -> its buffer; from
+        ``dram_base`` instead of the instruction's when given (the fast-forward's replay)."""
+        base = i.dram_base if dram_base is None else dram_base
         buf = buffer_of(i)
         eb = self.T.elem_bytes(buf)
         rows, cols = i.y_pad_0 + i.y_size + i.y_pad_1, i.x_pad_0 + i.x_size + i.x_pad_1
@@ -114,7 +121,7 @@ class LoadUnit(DmaUnitShell):
         full = np.zeros((rows, cols, eb), dtype=np.uint8)
         if i.y_size * i.x_size:
             full[i.y_pad_0:i.y_pad_0 + i.y_size, i.x_pad_0:i.x_pad_0 + i.x_size] = \
-                self.dram.read_tile(i.dram_base, i.y_size, i.x_size, i.x_stride, eb)
+                self.dram.read_tile(base, i.y_size, i.x_size, i.x_stride, eb)
         entries = full.reshape(rows * cols, eb)
         if buf == "ACC":
             self.acc.mem[i.sram_base:i.sram_base + rows * cols] = entries.view("<i4")

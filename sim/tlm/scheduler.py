@@ -28,6 +28,10 @@ class Scheduler:
         self._seq = 0
         self.stopped = False
         self.last_progress = 0  # cycle of the last event that changed state (deadlock timing)
+        # the fast-forward (``sim/tlm/fast_forward.py``): ``probe(t)`` is called once every event of
+        # cycle t has run, when ``boundary`` was set (an instruction retired) during it
+        self.probe: Callable[[int], None] | None = None
+        self.boundary = False
 
     def at(self, t: int, fn: Callable[..., Any], *args: Any, phase: int = PH_STATE) -> None:
         """Run ``fn(t, *args)`` at cycle ``t`` (never in the past); ``fn`` returns False when
@@ -54,6 +58,10 @@ class Scheduler:
             self.events += 1
             if fn(t, *args) is not False:  # a stale event returns False: no progress
                 self.last_progress = t
+            if self.boundary and (not heap or heap[0][0] > t):
+                self.boundary = False
+                if self.probe is not None and not self.stopped:
+                    self.probe(t)
 
     def stop(self) -> None:
         self.stopped = True

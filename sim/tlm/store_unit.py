@@ -35,15 +35,24 @@ class StoreUnit(DmaUnitShell):
             return csr.ERR_DRAM_RANGE, f"STORE writes DRAM [0x{span[0]:x}, 0x{span[1]:x}), not inside one writable region"
         return self.acc.range_error(sram_last_index(i), "STORE")
 
+    def move_data(self, i: Any, dram_base: int | None = None) -> None:
+        """The data movement of STORE ``i`` (range already checked, tile not empty): the buffer's
+        vectors narrowed to DRAM, at ``dram_base`` instead of the instruction's when given."""
+        dram = self.dram
+        tile = self.acc.mem[i.sram_base:i.sram_base + i.y_size * i.x_size].astype(dram.out_dtype)
+        dram.write_out_tile(i.dram_base if dram_base is None else dram_base, i.x_stride,
+                            tile.reshape(i.y_size, i.x_size, -1))
+
     def begin(self, t: int) -> None:
-        i, T, dram = self.insn, self.T, self.dram
+        i, T = self.insn, self.T
         if i.y_size * i.x_size == 0:
             self.end_execute(t)
             return
         # The data moves now: the unit reads the buffer as the W beats need them, and tokens
         # keep compute off these vectors until the store pushes.
-        tile = self.acc.mem[i.sram_base:i.sram_base + i.y_size * i.x_size].astype(dram.out_dtype)
-        dram.write_out_tile(i.dram_base, i.x_stride, tile.reshape(i.y_size, i.x_size, -1))
+        if self.data_log is not None:
+            self.data_log.append(("store", i))
+        self.move_data(i)
         vb = T.out_vec_bytes
         addrs = (i.dram_base + np.arange(i.y_size, dtype=np.int64) * i.x_stride) * vb
         beats, per_row = row_burst_beats(addrs, i.x_size * vb, T.bus_bytes, T.max_burst)

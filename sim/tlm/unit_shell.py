@@ -86,6 +86,9 @@ class UnitShell:
         self._routes = {flag: tokens[TOKEN_ROUTES[(self.name, flag)]]
                         for flag in DEP_FLAGS if (self.name, flag) in TOKEN_ROUTES}
         self.dma: DmaJob | None = None    # the DMA job of the instruction in EXECUTE (LOAD, STORE)
+        # the fast-forward's record of data movements (``sim/tlm/fast_forward.py``): (unit, insn) per
+        # change of a buffer or DRAM, in order; None when nobody records
+        self.data_log: list[tuple[str, Any]] | None = None
 
     # ---- queue ----------------------------------------------------------------------------
     def _queued(self, vis: int) -> None:
@@ -183,6 +186,7 @@ class UnitShell:
             q.push(t)
         self.stall += t - self.t_push
         self.insns += 1
+        self.sim.boundary = True
         insn = self.insn
         idle = t + self.T.token_push_cycles
         if self.tr is not None:

@@ -1,0 +1,242 @@
+"""The data of the periods the fast-forward skips (``sim/tlm/fast_forward.py``), applied in bulk
+with exactly the buffers and DRAM the instruction-by-instruction run leaves.
+
+A period's data movements are a list of ``(kind, insn)`` (``alu``, ``load``, ``store``) in the
+order the model made them, each LOAD's or STORE's DRAM address moving by its own step per
+period. Three ways, cheapest first:
+
+* **affine**: a period of ALU immediates ADD/SUB/MUL/MOV only is one affine map per accumulator
+  vector, ``x -> A*x + B`` mod 2**32 (lanes alike), raised to the ``R``-th power by squaring;
+* **batched**: when the periods are independent of one another (every accumulator vector the
+  period writes is first written in it by a LOAD, before any read; no DRAM a LOAD reads is
+  written by a STORE of any period; STOREs of different periods and instructions never write
+  the same bytes), all ``R`` periods run side by side, one numpy operation per instruction on a
+  ``(depth, periods, lanes)`` copy of the buffer, in chunks of bounded memory;
+* **replay**: otherwise each skipped instruction's movement in order.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from hw.alu_numpy import run_alu
+from hw.isa import ALU_OP_NAMES
+from hw.isa_semantics import affine_indices, buffer_of, dram_span
+from sim.tlm.gemm import start_gemm
+
+_MASK = 0xFFFFFFFF
+_AFFINE_OPS = ("ADD", "SUB", "MUL", "MOV")
+_CHUNK_BYTES = 32 << 20  # the batched copy of the buffer stays below this
+_ROTATIONS = 4  # LOADs tried as the start of an independent block (the first ones of the period)
+
+
+def apply_periods(ops: list[tuple[str, Any]], deltas: list[int], R: int, load: Any, store: Any, compute: Any,
+                  timing: Any) -> str:
+    """Apply ``R`` periods of ``ops`` (period k moves each LOAD/STORE address by ``k * delta``,
+    k = 1..R) through the units ``load``, ``store`` and ``compute`` (their buffers and DRAM); returns the way
+    taken (``affine``, ``batched``, ``replay``; ``none`` for no data)."""
+    if not ops or R < 1:
+        return "none"
+    acc = load.acc.mem
+    if all(k == "alu" and i.use_imm and ALU_OP_NAMES[i.alu_op] in _AFFINE_OPS for k, i in ops):
+        A, B = _power(*_affine(ops, acc.shape[0]), R)
+        u = acc.view(np.uint32)
+        touched = np.flatnonzero((A != 1) | (B != 0))
+        with np.errstate(over="ignore"):
+            u[touched] = u[touched] * A[touched, None] + B[touched, None]
+        return "affine"
+    n = len(ops)
+    # the period seen from the boundary may start inside a tile's pipeline (an ALU on vectors the
+    # previous period loaded): rotated to start at a LOAD, periods 1..R are a prefix, R - 1
+    # rotated blocks (block k: the ops from r on of period k, then the first r of period k + 1)
+    # and a suffix
+    for r in [0] + [r for r in range(1, n) if ops[r][0] == "load"][:_ROTATIONS]:
+        if r and R < 2:
+            break
+        rot, rd = ops[r:] + ops[:r], deltas[r:] + deltas[:r]
+        offs = [0] * (n - r) + [1] * r
+        blocks = R if r == 0 else R - 1
+        if _independent(rot, rd, offs, blocks, acc.shape[0], timing):
+            _replay(ops[:r], deltas[:r], 1, load, store, compute)
+            _batched(rot, rd, offs, blocks, load, store, timing)
+            _replay(ops[r:] if r else [], deltas[r:] if r else [], R, load, store, compute)
+            return "batched"
+    for k in range(1, R + 1):
+        _replay(ops, deltas, k, load, store, compute)
+    return "replay"
+
+
+def _replay(ops: list[tuple[str, Any]], deltas: list[int], k: int, load: Any, store: Any, compute: Any) -> None:
+    """The data movements ``ops`` of period ``k``, one by one."""
+    acc = load.acc.mem
+    for (kind, insn), d in zip(ops, deltas):
+        if kind == "alu":
+            run_alu(acc, insn)
+        elif kind == "gemm":
+            start_gemm(insn, acc, compute.gemm_bufs, compute.depths)
+        elif kind == "load":
+            load.move_data(insn, insn.dram_base + k * d)
+        else:
+            store.move_data(insn, insn.dram_base + k * d)
+
+
+# ---- affine ------------------------------------------------------------------------------
+def _affine(ops: list[tuple[str, Any]], depth: int) -> tuple[np.ndarray, np.ndarray]:
+    """The period as one affine map per vector, ``x -> A*x + B`` (mod 2**32, every lane alike)."""
+    A = np.ones(depth, dtype=np.uint32)
+    B = np.zeros(depth, dtype=np.uint32)
+    with np.errstate(over="ignore"):
+        for _, i in ops:
+            idx = affine_indices(i.dst_base, i.iter_out, i.iter_in, i.dst_factor_out, i.dst_factor_in)
+            if not len(idx):
+                continue
+            imm = np.uint32(int(i.imm) & _MASK)
+            op = ALU_OP_NAMES[i.alu_op]
+            if op == "ADD":
+                np.add.at(B, idx, imm)
+            elif op == "SUB":
+                np.subtract.at(B, idx, imm)
+            elif op == "MUL":
+                np.multiply.at(A, idx, imm)
+                np.multiply.at(B, idx, imm)
+            else:  # MOV
+                A[idx] = 0
+                B[idx] = imm
+    return A, B
+
+
+def _power(A: np.ndarray, B: np.ndarray, R: int) -> tuple[np.ndarray, np.ndarray]:
+    """The affine map ``x -> A*x + B`` applied ``R`` times (mod 2**32)."""
+    rA = np.ones_like(A)
+    rB = np.zeros_like(B)
+    with np.errstate(over="ignore"):
+        while R:
+            if R & 1:
+                rA, rB = A * rA, A * rB + B
+            R >>= 1
+            if R:
+                A, B = A * A, A * B + B
+    return rA, rB
+
+
+# ---- batched -----------------------------------------------------------------------------
+def _load_rows(i: Any) -> np.ndarray:
+    n = (i.y_pad_0 + i.y_size + i.y_pad_1) * (i.x_pad_0 + i.x_size + i.x_pad_1)
+    return np.arange(i.sram_base, i.sram_base + n)
+
+
+def _independent(ops: list[tuple[str, Any]], deltas: list[int], offs: list[int], R: int, depth: int,
+                 timing: Any) -> bool:
+    """Blocks 1..R of ``ops`` (op j of block k at period ``k + offs[j]``) do not depend on one
+    another (see the module's docstring)."""
+    if any(kind == "gemm" for kind, _ in ops):
+        return False
+    written = np.zeros(depth, dtype=bool)
+    for kind, i in ops:
+        if kind == "load" and buffer_of(i) == "ACC":
+            written[_load_rows(i)] = True
+        elif kind == "alu":
+            written[affine_indices(i.dst_base, i.iter_out, i.iter_in, i.dst_factor_out, i.dst_factor_in)] = True
+    defined = np.zeros(depth, dtype=bool)
+    reads: list[tuple[int, int]] = []   # DRAM boxes LOADs read (every period)
+    writes: list[tuple[int, int, int, int, int]] = []  # STOREs: box, first span's start and length, step
+    for (kind, i), d, off in zip(ops, deltas, offs):
+        if kind == "alu":
+            dst = affine_indices(i.dst_base, i.iter_out, i.iter_in, i.dst_factor_out, i.dst_factor_in)
+            src = dst if i.use_imm else np.concatenate(
+                [dst, affine_indices(i.src_base, i.iter_out, i.iter_in, i.src_factor_out, i.src_factor_in)])
+            if (written[src] & ~defined[src]).any():
+                return False
+            continue
+        s1 = dram_span(_at(i, d, 1 + off), timing)
+        sR = dram_span(_at(i, d, R + off), timing)
+        if kind == "store":
+            rows = np.arange(i.sram_base, i.sram_base + i.y_size * i.x_size)
+            if (written[rows] & ~defined[rows]).any():
+                return False
+            if s1 is None:
+                continue
+            if R > 1 and abs(d) * timing.out_vec_bytes < s1[1] - s1[0]:
+                return False  # two periods' STOREs of this instruction overlap
+            writes.append((min(s1[0], sR[0]), max(s1[1], sR[1]), s1[0], s1[1] - s1[0], abs(d) * timing.out_vec_bytes))
+        else:
+            if buffer_of(i) == "ACC":
+                defined[_load_rows(i)] = True
+            if s1 is not None:
+                reads.append((min(s1[0], sR[0]), max(s1[1], sR[1])))
+    for k, (lo, hi, a, n, D) in enumerate(writes):
+        for lo2, hi2 in reads:
+            if lo < hi2 and lo2 < hi:
+                return False
+        for lo2, hi2, a2, n2, D2 in writes[k + 1:]:
+            if not (lo < hi2 and lo2 < hi):
+                continue
+            # interleaved progressions with one step: disjoint when they are on the circle of D bytes
+            if D != D2 or D == 0 or R == 1 or _circle_overlap(a % D, n, a2 % D, n2, D):
+                return False
+    return True
+
+
+def _circle_overlap(a: int, n: int, b: int, m: int, D: int) -> bool:
+    """Intervals ``[a, a+n)`` and ``[b, b+m)`` (0 <= a, b < D) meet modulo ``D``."""
+    for shift in (-D, 0, D):
+        if a < b + shift + m and b + shift < a + n:
+            return True
+    return False
+
+
+def _at(i: Any, d: int, k: int) -> Any:
+    import dataclasses
+
+    return dataclasses.replace(i, dram_base=i.dram_base + k * d) if d else i
+
+
+def _entries(base: np.ndarray, y: int, x: int, stride: int) -> np.ndarray:
+    """``(K, y, x)`` DRAM entry indices of K tiles starting at entries ``base``."""
+    return (base[:, None, None] + np.arange(y, dtype=np.int64)[None, :, None] * stride
+            + np.arange(x, dtype=np.int64)[None, None, :])
+
+
+def _batched(ops: list[tuple[str, Any]], deltas: list[int], offs: list[int], R: int, load: Any, store: Any,
+             timing: Any) -> None:
+    """Blocks 1..R of ``ops`` side by side (op j of block k at period ``k + offs[j]``)."""
+    acc = load.acc.mem
+    depth, lanes = acc.shape
+    dram = load.dram
+    chunk = max(1, _CHUNK_BYTES // (depth * lanes * 4))
+    for k0 in range(1, R + 1, chunk):
+        ks = np.arange(k0, min(R, k0 + chunk - 1) + 1, dtype=np.int64)
+        K = len(ks)
+        b = np.repeat(acc[:, None, :], K, axis=1)  # (depth, K, lanes): period k0 + j in column j
+        for (kind, i), d, off in zip(ops, deltas, offs):
+            if kind == "alu":
+                run_alu(b, i)
+                continue
+            base = i.dram_base + (ks + off) * d
+            if kind == "load":
+                buf = buffer_of(i)
+                if buf != "ACC":  # nothing in the period reads it: the last period's write stays
+                    load.move_data(i, int(base[-1]))
+                    continue
+                rows, cols = i.y_pad_0 + i.y_size + i.y_pad_1, i.x_pad_0 + i.x_size + i.x_pad_1
+                if rows * cols == 0:
+                    continue
+                eb = timing.elem_bytes(buf)
+                full = np.zeros((K, rows, cols, eb), dtype=np.uint8)
+                if i.y_size * i.x_size:
+                    idx = _entries(base, i.y_size, i.x_size, i.x_stride)
+                    entries = dram.mem[:(int(idx.max()) + 1) * eb].reshape(-1, eb)
+                    full[:, i.y_pad_0:i.y_pad_0 + i.y_size, i.x_pad_0:i.x_pad_0 + i.x_size] = entries[idx]
+                vec = full.reshape(K, rows * cols, eb).view("<i4")  # (K, n, lanes)
+                b[i.sram_base:i.sram_base + rows * cols] = vec.transpose(1, 0, 2)
+            else:
+                n = i.y_size * i.x_size
+                if n == 0:
+                    continue
+                tile = b[i.sram_base:i.sram_base + n].transpose(1, 0, 2).astype(dram.out_dtype)  # (K, n, lanes)
+                idx = _entries(base, i.y_size, i.x_size, i.x_stride)
+                vecs = dram.mem[:(int(idx.max()) + 1) * dram.out_vec_bytes].view(dram.out_dtype).reshape(-1, lanes)
+                vecs[idx] = tile.reshape(K, i.y_size, i.x_size, lanes)
+        acc[:] = b[:, -1, :]

@@ -1,0 +1,604 @@
+"""The TLM's fast-forward: a repeating steady state is advanced in bulk, time and data together,
+with exactly the result of the event-by-event run (no RTL block: a speed-up of the model only).
+
+At an *instruction boundary* (the end of a cycle in which an instruction retired: every event of
+that cycle has run) the model's whole timing state is summarised as a *signature* relative to the
+cycle ``t`` and to FETCH's position: the scheduler's pending events, each unit's state and
+instruction, the instruction queues, the token counts and their not-yet-visible changes, the port's
+burst under way and requests, FETCH's buffer, and the accumulator port uses that can still matter.
+A time in the future (``> t``) enters it relative to ``t``; a time in the past and every pc enter
+only a side vector, since the model uses them only in arithmetic (counters, the error's pc), never
+in a decision about the future. Timing never depends on data here (GEMM, whose fault depends on
+micro-op contents, is excluded), so equal signatures mean equal futures as long as the instruction
+words FETCH will read repeat.
+
+When one signature is seen three times at equal spacing (``T`` cycles, ``P`` instructions
+fetched), with equal counter deltas and the same data movements in both periods, and every past
+value of the side vector either constant or advancing by ``T`` (a pc: by ``P``; a DMA address: by
+one step per period, a multiple of 4 KiB so that its bursts repeat), the run jumps ``R`` periods
+at once: every future time and advancing value moves by ``R`` times its step, every counter by
+``R`` times its delta, and the data movements of the skipped instructions are applied in bulk
+(``sim/tlm/bulk_data.py``). ``R`` is the largest number of periods whose instruction words repeat
+the observed ones (a LOAD's or STORE's address moving by its step) and that FETCH reads with the
+same bursts (a burst short of INSN_COUNT at least). The skipped part cannot fault: the checks are
+per instruction word, the words are the observed ones, and every skipped DMA's region is checked.
+
+Not covered (the run simply proceeds event by event): GEMM in a period (its fault depends on
+micro-op contents), FINISH, faults, a STORE into the instruction window, DMA steps that are not
+a multiple of 4 KiB per period of the signature, and tracing (the fast-forward is off while a VCD or
+Perfetto trace is recorded, so the trace is the plain run's). Switch: ``TlmModel(fast_forward=...)``
+/ ``run_program(fast_forward=...)``; the default comes from ``COSIM_TLM_FAST_FORWARD`` (``0`` turns
+it off). ``RunResult.extra["events"]`` counts the skipped events too, so it stays the same.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from typing import Any, Iterator
+
+import numpy as np
+
+from hw.isa import INSN_BYTES, OPCODE_BITS, OPCODES
+from hw.isa_semantics import buffer_of, dram_span
+from sim.tlm.axi_arbiter import AxiArbiter, Segment
+from sim.tlm.bulk_data import apply_periods
+from sim.tlm.burst_calc import PAGE
+from sim.tlm.unit_shell import EXEC, IDLE
+
+ENV_SWITCH = "COSIM_TLM_FAST_FORWARD"
+# events the state may hold at a boundary: (owner, method name); any other event -> no jump
+_UNIT_EVENTS = {"_woken", "_ready", "_execute", "_exec_done", "_try_tokens", "_try_push", "_planned_done"}
+_HISTORY_CAP = 4096     # signatures kept before starting over
+_LOG_CAP = 200_000      # data movements recorded before starting over
+_PATIENCE = 64          # samples without a repeat before sampling less often
+_MAX_SKIP = 63
+
+
+def enabled_by_default() -> bool:
+    """The fast-forward's default: on unless ``COSIM_TLM_FAST_FORWARD`` is ``0`` (or off/false/no)."""
+    return os.environ.get(ENV_SWITCH, "1").strip().lower() not in ("0", "off", "false", "no")
+
+
+class Unsupported(Exception):
+    """The state at this boundary is outside what the fast-forward can prove periodic."""
+
+
+class _Sign:
+    """Signature mode of the walk: future times relative to ``t`` in the key, past times, pcs and
+    the DRAM addresses of DMA instructions in the side vector (with their kind)."""
+
+    def __init__(self, t: int, dma: "_DmaFields"):
+        self.t = t
+        self.dma = dma
+        self.key: list[Any] = []
+        self.vec: list[tuple[Any, int]] = []
+
+    def time(self, v: int | None) -> int | None:
+        if v is None:
+            self.key.append(None)
+        elif v > self.t:
+            self.key.append(v - self.t)
+        else:
+            self.key.append("past")
+            self.vec.append(("t", v))
+        return v
+
+    def pc(self, v: int | None) -> int | None:
+        if v is None:
+            self.key.append(None)
+        else:
+            self.key.append("pc")
+            self.vec.append(("p", v))
+        return v
+
+    def val(self, x: Any) -> Any:
+        self.key.append(x)
+        return x
+
+    def insn(self, i: Any) -> Any:
+        """An instruction: a LOAD's or STORE's DRAM address goes to the side vector (its page
+        offset, which decides its bursts, stays in the key)."""
+        eb = self.dma.elem_bytes(i)
+        if eb is None:
+            self.key.append(i)
+        else:
+            self.key.append((dataclasses.replace(i, dram_base=0), i.dram_base * eb % PAGE))
+            self.vec.append((("d", eb), i.dram_base))
+        return i
+
+    def word(self, word: int) -> int:
+        """An instruction word in FETCH's buffer (the same as :meth:`insn`)."""
+        i = self.dma.decode(word)
+        eb = self.dma.elem_bytes(i)
+        if eb is None:
+            self.key.append(word)
+        else:
+            self.key.append((self.dma.with_base(word, i, 0), i.dram_base * eb % PAGE))
+            self.vec.append((("d", eb), i.dram_base))
+        return word
+
+
+class _Shift:
+    """Shift mode of the walk: future times move by ``dt``; the side vector's values (past times,
+    pcs, DRAM addresses) by ``R`` times their change per period (in walk order)."""
+
+    def __init__(self, t: int, dt: int, R: int, deltas: list[int], dma: "_DmaFields"):
+        self.t, self.dt, self.R, self.dma = t, dt, R, dma
+        self.deltas: Iterator[int] = iter(deltas)
+
+    def time(self, v: int | None) -> int | None:
+        if v is None:
+            return None
+        if v > self.t:
+            return v + self.dt
+        return v + self.R * next(self.deltas)
+
+    def pc(self, v: int | None) -> int | None:
+        if v is None:
+            return None
+        return v + self.R * next(self.deltas)
+
+    def val(self, x: Any) -> Any:
+        return x
+
+    def insn(self, i: Any) -> Any:
+        if self.dma.elem_bytes(i) is None:
+            return i
+        d = next(self.deltas)
+        return dataclasses.replace(i, dram_base=i.dram_base + self.R * d) if d else i
+
+    def word(self, word: int) -> int:
+        i = self.dma.decode(word)
+        if self.dma.elem_bytes(i) is None:
+            return word
+        d = next(self.deltas)
+        return self.dma.with_base(word, i, i.dram_base + self.R * d) if d else word
+
+
+class _DmaFields:
+    """What the walk needs of LOAD and STORE: their DRAM unit and the ``dram_base`` field."""
+
+    def __init__(self, model: Any):
+        self.T = model.timing
+        self.isa = model.isa
+        self.decoder = model.fetch.decoder
+
+    def elem_bytes(self, i: Any) -> int | None:
+        """The DRAM unit of a LOAD or STORE (None for any other instruction)."""
+        if i is None:
+            return None
+        if i.MNEMONIC == "LOAD":
+            return self.T.elem_bytes(buffer_of(i))
+        if i.MNEMONIC == "STORE":
+            return self.T.out_vec_bytes
+        return None
+
+    def decode(self, word: int) -> Any:
+        """The instruction of a word FETCH will dispatch (a word that faults: not covered)."""
+        insn, code, _ = self.decoder.decode(word)
+        if code:
+            raise Unsupported
+        return insn
+
+    def with_base(self, word: int, i: Any, base: int) -> int:
+        return self.isa.set_field(word, i.MNEMONIC, "dram_base", base)
+
+
+class _Snap:
+    __slots__ = ("t", "ref", "vec", "counters", "port_version", "plan_version", "log_len")
+
+    def __init__(self, t: int, ref: int, vec: list[tuple[str, int]], counters: tuple[int, ...],
+                 port_version: int, plan_version: int, log_len: int):
+        self.t, self.ref, self.vec, self.counters = t, ref, vec, counters
+        self.port_version, self.plan_version, self.log_len = port_version, plan_version, log_len
+
+
+class FastForward:
+    """The fast-forward of one run of ``model`` (a ``TlmModel`` with its run wired: fetch set)."""
+
+    warmup_events = 1000  # a run this short is fast anyway: no sampling before (no cost on it)
+
+    def __init__(self, model: Any):
+        self.m = model
+        self.log: list[tuple[str, Any]] = []
+        self.history: dict[tuple[Any, ...], list[_Snap]] = {}
+        self.skip = 0          # boundaries to let pass before the next sample
+        self.every = 0         # boundaries skipped between samples (grows while nothing repeats)
+        self.misses = 0
+        self.refusals = 0      # jumps refused in a row
+        self.holdoff = 0       # repeats to let pass before trying to jump again
+        self.jumps = 0
+        self.ways: dict[str, int] = {}  # how the skipped data was applied (bulk_data), per jump
+        self.skipped_cycles = 0
+        self.skipped_insns = 0
+        for u in model.units.values():
+            u.data_log = self.log
+        model.sim.probe = self.probe
+        self.dma = _DmaFields(model)
+        f = model.fetch
+        burst_bytes = model.timing.insns_per_fetch_burst * INSN_BYTES
+        # bursts never cut by a 4 KiB page (only the last may be short): burst sizes do not depend
+        # on FETCH's address, else the address within its page is part of the signature
+        self._aligned = PAGE % burst_bytes == 0 and f.addr % burst_bytes == 0
+
+    # ---- sampling ------------------------------------------------------------------------
+    def probe(self, t: int) -> None:
+        """An instruction retired in cycle ``t`` and every event of ``t`` has run."""
+        if self.skip:
+            self.skip -= 1
+            return
+        if self.m.sim.events < self.warmup_events:
+            return
+        self.skip = self.every
+        try:
+            sign = _Sign(t, self.dma)
+            self._walk(sign, t)
+        except Unsupported:
+            self._miss()
+            return
+        m = self.m
+        key = tuple(sign.key)
+        snap = _Snap(t, m.fetch.next_pc, sign.vec, self._counters(), m.port._version, m.compute._plan_version,
+                     len(self.log))
+        if len(self.history) > _HISTORY_CAP or len(self.log) > _LOG_CAP:
+            self._restart()  # memory stays bounded; the snapshots kept name log positions
+            snap.log_len = 0
+        seen = self.history.setdefault(key, [])
+        seen.append(snap)
+        if len(seen) == 1:
+            self._miss()
+            return
+        b = seen[-2]
+        a = next((s for s in seen[-3::-1] if s.t == 2 * b.t - t and s.ref == 2 * b.ref - snap.ref), None)
+        if a is not None and self.holdoff:
+            self.holdoff -= 1
+        elif a is not None:
+            if self._jump(a, b, snap):
+                self._restart()
+                self.every = self.skip = self.misses = self.refusals = 0
+                return
+            # a refused jump costs a scan of the period: back off exponentially
+            self.refusals += 1
+            self.holdoff = (1 << min(self.refusals, 12)) - 1
+        self._miss()  # a repeat that proves nothing yet costs like a miss (else sampling never thins out)
+        if len(seen) > 8:
+            del seen[:-8]
+
+    def _miss(self) -> None:
+        self.misses += 1
+        if self.misses >= _PATIENCE:
+            self.misses = 0
+            self.every = min(2 * self.every + 1, _MAX_SKIP)
+
+    def _restart(self) -> None:
+        self.history.clear()
+        self.log.clear()
+
+    def _counters(self) -> tuple[int, ...]:
+        m = self.m
+        L, C, S = m.load, m.compute, m.store
+        b = m.port.beats
+        return (L.busy, L.stall, L.insns, C.busy, C.stall, C.insns, S.busy, S.stall, S.insns, C.wait,
+                C.gemm_busy, C.gemm_ops, b["fetch"], b["load"], b["store"], m.sim.events)
+
+    def _set_counters(self, values: tuple[int, ...]) -> None:
+        m = self.m
+        L, C, S = m.load, m.compute, m.store
+        (L.busy, L.stall, L.insns, C.busy, C.stall, C.insns, S.busy, S.stall, S.insns, C.wait,
+         C.gemm_busy, C.gemm_ops, m.port.beats["fetch"], m.port.beats["load"], m.port.beats["store"],
+         m.sim.events) = values
+
+    # ---- the state, walked once to sign it and once to shift it ---------------------------
+    def _walk(self, w: _Sign | _Shift, t: int) -> None:
+        """Visit every piece of timing state in a fixed order; in shift mode, write it back moved."""
+        m = self.m
+        if (m.tracer is not None or m._faults or m._checks or m.finished or m.sim.stopped
+                or m.compute.finishing or m._halt_beats is not None):
+            raise Unsupported
+        f, port, c = m.fetch, m.port, m.compute
+        if f is None or f.stopped:
+            raise Unsupported
+        owners: dict[int, str] = {id(m.load): "load", id(c): "compute", id(m.store): "store", id(f): "fetch",
+                                  id(port): "port"}
+        for u in (m.load, m.store):
+            if u.state == EXEC and u.dma is not None:
+                owners[id(u.dma)] = u.name + ".dma"
+        shifting = isinstance(w, _Shift)
+        # the pending events, in the order the heap will run them
+        heap = m.sim._heap
+        events = []
+        for et, ph, seq, fn, args in sorted(heap, key=lambda e: (e[0], e[1], e[2])):
+            owner = owners.get(id(getattr(fn, "__self__", None)))
+            name = getattr(fn, "__name__", "")
+            if owner is None or not (name in _UNIT_EVENTS or (owner, name) in (
+                    ("fetch", "_request"), ("port", "_arbitrate"), ("port", "_end"), ("load.dma", "_request"),
+                    ("store.dma", "_request"))):
+                raise Unsupported
+            if name in ("_end", "_planned_done"):
+                cur = port._version if name == "_end" else c._plan_version
+                w.val((owner, name, ph, args[0] - cur))
+            elif args:
+                raise Unsupported
+            else:
+                w.val((owner, name, ph))
+            events.append((w.time(et), ph, seq, fn, args))
+        # the units
+        for u in (m.load, c, m.store):
+            if u.faulted:
+                raise Unsupported
+            w.val(u.state)
+            u.insn = w.insn(u.insn)
+            u.pc = w.pc(u.pc)
+            if u.state == IDLE:  # the other times of an IDLE unit are its previous instruction's
+                u.idle_from = w.time(u.idle_from)
+            else:
+                u.t_pop, u.t_wait, u.t_exec, u.t_push = (w.time(u.t_pop), w.time(u.t_wait), w.time(u.t_exec),
+                                                         w.time(u.t_push))
+                u.t_end = w.time(u.t_end)
+            u._wake_at = w.time(u._wake_at)
+            if u.state == EXEC and u is not c:  # its DMA job: where it is (no times of its own)
+                j = u.dma
+                if j is None:
+                    raise Unsupported
+                w.val((j.k, j.last, tuple(j.bounds), tuple(j.gaps), j.trail, tuple(j.beats.tolist()),
+                       tuple(j.dur.tolist()), j.on_gap is not None, j.on_grant is not None))
+        if c.state == EXEC:
+            g = c._gemm
+            if g is not None and g.fault is not None:
+                raise Unsupported
+            w.val((c._need, c._use_src, c._charged, g is not None and (g.iterations, g.applied, g.reset)))
+            c._target = w.time(c._target)
+        # the instruction queues: entries (visible from, pc, insn); pops whose freed slot is not seen yet
+        for q in m.queues.values():
+            w.val(len(q.entries))
+            entries = [(w.time(vis), w.pc(pc), w.insn(insn)) for vis, pc, insn in q.entries]
+            recent = [w.time(p) for p in q.recent_pops if p + q.latency > t]
+            if shifting:
+                q.entries.clear()
+                q.entries.extend(entries)
+                q.recent_pops[:] = recent
+        # the token queues
+        for tq in m.tokens.values():
+            live = [(c_, d) for c_, d in tq.recent if c_ + tq.latency > t]
+            w.val((tq.count, tuple(d for _, d in live),
+                   self._who(tq.waiting_pop, owners), self._who(tq.waiting_push, owners)))
+            moved = [(w.time(c_), d) for c_, d in live]
+            if shifting:
+                tq.recent[:] = moved
+        # the port: the burst under way, the requests, its arbitration
+        self._port(w, port, owners)
+        # FETCH
+        w.val((len(f.buf), f.stalled_on, f._n, f.next_pc < f.count))
+        if not self._aligned:
+            w.val((f.addr + INSN_BYTES * f.next_pc) % PAGE)
+        buf = [(w.pc(pc), w.word(word)) for pc, word in f.buf]
+        f.t_next = w.time(f.t_next)
+        f.stuck_since = w.time(f.stuck_since)
+        if shifting:
+            f.buf.clear()
+            f.buf.extend(buf)
+        # the accumulator's port uses that a present or future ALU can still meet
+        horizon = min(t + 1, c.t_exec) if c.state == EXEC else t + 1
+        ports = m.acc_buffer.ports
+        for tl in (ports.writes, ports.pads, ports.reads):
+            live_uses = [u for u in tl.uses if u.last >= horizon]
+            w.val((len(live_uses), tuple((u.step, tuple(u.count.tolist())) for u in live_uses)))
+            for u in live_uses:
+                firsts = [w.time(int(x)) for x in u.first]
+                if shifting:
+                    u.first = np.array(firsts, dtype=np.int64)
+                    u._bounds()
+            if shifting:
+                tl.uses = live_uses
+                tl.changed()
+        if shifting:
+            heap[:] = events  # sorted: a valid heap, in place (the run loop holds this list)
+
+    @staticmethod
+    def _who(fn: Any, owners: dict[int, str]) -> Any:
+        if fn is None:
+            return None
+        owner = owners.get(id(getattr(fn, "__self__", None)))
+        if owner is None:
+            raise Unsupported
+        return owner, fn.__name__
+
+    def _segment(self, w: _Sign | _Shift, seg: Segment, owners: dict[int, str], granted: bool) -> None:
+        # a LOAD's or STORE's hooks tell the accumulator's port plan (its uses are walked there)
+        w.val((seg.client, seg.write, tuple(seg.beats.tolist()), tuple(seg.dur.tolist()), seg.base,
+               self._who(seg.on_done, owners), seg.on_grant is not None, seg.on_cut is not None,
+               granted and (seg.cut, tuple(seg.ends.tolist()))))
+        if granted:
+            seg.t0 = w.time(seg.t0)
+
+    def _port(self, w: _Sign | _Shift, port: AxiArbiter, owners: dict[int, str]) -> None:
+        w.val((port.cur is not None, tuple(sorted(port.pending))))
+        if port.cur is not None:
+            self._segment(w, port.cur, owners, True)
+        for client in sorted(port.pending):
+            self._segment(w, port.pending[client], owners, False)
+        port._arb_at = w.time(port._arb_at)
+        port.free_since = w.time(port.free_since)
+
+    # ---- the jump -------------------------------------------------------------------------
+    def _jump(self, a: _Snap, b: _Snap, c: _Snap) -> bool:
+        """Three equal signatures at equal spacing: jump as many whole periods as provably repeat."""
+        T, P = c.t - b.t, c.ref - b.ref
+        if T <= 0 or P <= 0:
+            return False
+        d1 = [y - x for x, y in zip(a.counters, b.counters)]
+        d2 = [y - x for x, y in zip(b.counters, c.counters)]
+        if d1 != d2 or b.port_version - a.port_version != c.port_version - b.port_version \
+                or b.plan_version - a.plan_version != c.plan_version - b.plan_version:
+            return False
+        deltas = []
+        for (kind, va), (_, vb), (_, vc) in zip(a.vec, b.vec, c.vec):
+            d = vc - vb
+            if vb - va != d:
+                return False
+            if kind == "t" and d not in (0, T) or kind == "p" and d not in (0, P):
+                return False
+            if kind not in ("t", "p") and d * kind[1] % PAGE:  # a DMA's bursts would change
+                return False
+            deltas.append(d)
+        ops = self.log[b.log_len:c.log_len]
+        op_deltas = self._op_deltas(self.log[a.log_len:b.log_len], ops)
+        if op_deltas is None or any(d and d * self.dma.elem_bytes(i) % PAGE for (_, i), d in zip(ops, op_deltas)):
+            return False  # a DMA's bursts would change
+        lo_pc = min((v for kind, v in a.vec if kind == "p"), default=a.ref)
+        try:
+            R = self._periods(c.ref, P, ops, op_deltas, lo_pc)
+        except Unsupported:
+            return False
+        if R < 1:
+            return False
+        m = self.m
+        dt, dp = R * T, R * P
+        self._walk(_Shift(c.t, dt, R, deltas, self.dma), c.t)
+        m.port._version += R * (c.port_version - b.port_version)
+        dv = R * (c.plan_version - b.plan_version)
+        m.compute._plan_version += dv
+        for k, e in enumerate(m.sim._heap):  # the version an event carries moves with its owner's
+            if getattr(e[3], "__name__", "") == "_end":
+                m.sim._heap[k] = (e[0], e[1], e[2], e[3], (e[4][0] + R * (c.port_version - b.port_version),))
+            elif getattr(e[3], "__name__", "") == "_planned_done":
+                m.sim._heap[k] = (e[0], e[1], e[2], e[3], (e[4][0] + dv,))
+        m.fetch.next_pc += dp
+        self._set_counters(tuple(x + R * d for x, d in zip(c.counters, d2)))
+        m.sim.now += dt
+        m.sim.last_progress += dt
+        self._apply_data(ops, op_deltas, R)
+        self.jumps += 1
+        self.skipped_cycles += dt
+        self.skipped_insns += dp
+        return True
+
+    @staticmethod
+    def _op_deltas(before: list[tuple[str, Any]], ops: list[tuple[str, Any]]) -> list[int] | None:
+        """The change per period of each data movement's DRAM address (0 but for LOAD and STORE),
+        when the two periods moved the same data but for those addresses; else None (GEMM too)."""
+        if len(before) != len(ops):
+            return None
+        out = []
+        if any(k == "load" and buffer_of(i) == "UOP" for k, i in ops):
+            return None  # a GEMM's indices (and faults) come from the micro-ops: they must not change
+        for (k0, i0), (k1, i1) in zip(before, ops):
+            if k0 != k1:
+                return None
+            if i0 == i1:
+                out.append(0)
+            elif k1 in ("load", "store"):
+                if _without_base(i0) != _without_base(i1):
+                    return None
+                out.append(i1.dram_base - i0.dram_base)
+            else:
+                return None
+        return out
+
+    def _periods(self, ref: int, P: int, ops: list[tuple[str, Any]], op_deltas: list[int],
+                 lo_pc: int) -> int:
+        """How many whole periods of ``P`` instructions from ``ref`` repeat the observed ones: every
+        word from ``lo_pc`` (the oldest instruction the state held a period ago) on equals the word
+        ``P`` before it, but for the DRAM address of a LOAD or STORE, which moves by the same step
+        every period, a multiple of 4 KiB (so its bursts are the same); every DMA of the skipped
+        periods passes its region check and no STORE writes the instruction window."""
+        m, f = self.m, self.m.fetch
+        # FETCH's burst under way (or requested) was sized for the words left at its request: after
+        # the jump it must still find a whole burst's worth, as it would have in the plain run
+        room = (f.count - ref - m.timing.insns_per_fetch_burst) // P
+        s = max(2 * P, lo_pc)
+        if room < 1 or s > ref:
+            return 0
+        full_end = ref + room * P
+        end = min(full_end, ref + P)  # one period first: a refusal costs little
+        while True:
+            R = self._repeats(ref, P, s, end)
+            if R < (end - ref) // P or end == full_end:
+                break
+            end = min(full_end, ref + 8 * (end - ref))
+        if R < 1:
+            return 0
+        w = m.dram[f.addr:f.addr + INSN_BYTES * (ref + R * P)].reshape(-1, INSN_BYTES)
+        opc = w[:, 0] & ((1 << OPCODE_BITS) - 1)
+        dma = (opc == OPCODES["LOAD"]) | (opc == OPCODES["STORE"])
+        lo_w = max(s - P, ref - P)
+        for j in np.flatnonzero(dma[lo_w:ref]) + lo_w:
+            step = self._base(int(j)) - self._base(int(j) - P)
+            if step * self._unit_of_word(int(j)) % PAGE or not self._regions_ok(int(j), int(j) + R * P):
+                return 0
+        lo, hi = f.addr, f.addr + INSN_BYTES * f.count
+        for (kind, i), dd in zip(ops, op_deltas):
+            if kind == "store":
+                for k in (1, R):
+                    span = dram_span(dataclasses.replace(i, dram_base=i.dram_base + k * dd), m.timing)
+                    if span is not None and span[0] < hi and lo < span[1]:
+                        return 0
+        return R
+
+    def _base(self, pc: int) -> int:
+        return self.dma.decode(self._word(pc)).dram_base
+
+    def _repeats(self, ref: int, P: int, s: int, end: int) -> int:
+        """Whole periods from ``ref`` up to pc ``end`` whose words repeat (see :meth:`_periods`)."""
+        m, f = self.m, self.m.fetch
+        o = s - 2 * P  # the words from pc o on (pc p is row p - o)
+        w = m.dram[f.addr + INSN_BYTES * o:f.addr + INSN_BYTES * end].reshape(-1, INSN_BYTES)
+        opc = w[:, 0] & ((1 << OPCODE_BITS) - 1)
+        dma = (opc == OPCODES["LOAD"]) | (opc == OPCODES["STORE"])
+        fld = m.isa.field("LOAD", "dram_base")
+        mask = np.zeros(INSN_BYTES, dtype=np.uint8)
+        for bit in range(fld.lo, fld.lo + fld.width):
+            mask[bit // 8] |= 1 << (bit % 8)
+        keep = np.where(dma[:, None], ~mask, np.uint8(0xFF))
+        q = np.arange(P, end - o)  # pcs s - P .. end - 1
+        ok = ((w[q] & keep[q]) == (w[q - P] & keep[q - P])).all(axis=1) & (opc[q] == opc[q - P])
+        base = np.zeros(len(w), dtype=np.int64)
+        for k in range(fld.lo // 8, (fld.lo + fld.width - 1) // 8 + 1):
+            base |= w[:, k].astype(np.int64) << (8 * k)
+        base = (base >> fld.lo) & ((1 << fld.width) - 1)
+        r = q[P:]  # pcs s .. end - 1: the DRAM address moves by the same step as a period before
+        step_ok = ~dma[r] | ((base[r] - base[r - P] == base[r - P] - base[r - 2 * P]) & (opc[r - 2 * P] == opc[r]))
+        ok[P:] &= step_ok
+        bad = np.flatnonzero(~ok)
+        first_bad = int(q[bad[0]]) + o if len(bad) else end
+        return (first_bad - ref) // P if first_bad >= ref else 0
+
+    def _unit_of_word(self, pc: int) -> int:
+        return self.dma.elem_bytes(self.dma.decode(self._word(pc))) or 1
+
+    def _word(self, pc: int) -> int:
+        a = self.m.fetch.addr + INSN_BYTES * pc
+        return int.from_bytes(self.m.dram[a:a + INSN_BYTES].tobytes(), "little")
+
+    def _regions_ok(self, first: int, last: int) -> bool:
+        """The DMA words at ``first`` and ``last`` (one position of the period, addresses moving
+        by equal steps in between) and every instance between them pass the region check."""
+        from hw import csr
+
+        i0, i1 = self.dma.decode(self._word(first)), self.dma.decode(self._word(last))
+        s0, s1 = dram_span(i0, self.m.timing), dram_span(i1, self.m.timing)
+        if s0 is None or s1 is None:
+            return s0 is None and s1 is None
+        attr = csr.ATTR_READ if i0.MNEMONIC == "LOAD" else csr.ATTR_WRITE
+        return self.m.regions.ok(min(s0[0], s1[0]), max(s0[1], s1[1]), attr)
+
+    def _apply_data(self, ops: list[tuple[str, Any]], op_deltas: list[int], R: int) -> None:
+        """Apply the period's data movements ``ops`` for the ``R`` periods skipped, in order (a
+        LOAD's or STORE's address moved by its step each period): ``sim/tlm/bulk_data.py``."""
+        way = apply_periods(ops, op_deltas, R, self.m.load, self.m.store, self.m.compute, self.m.timing)
+        self.ways[way] = self.ways.get(way, 0) + 1
+
+
+_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def _without_base(i: Any) -> tuple[Any, ...]:
+    """A LOAD's or STORE's fields but its DRAM address."""
+    names = _FIELDS.get(type(i))
+    if names is None:
+        names = _FIELDS[type(i)] = tuple(f.name for f in dataclasses.fields(i) if f.name != "dram_base")
+    return tuple(getattr(i, n) for n in names)
+
+
+__all__ = ["ENV_SWITCH", "FastForward", "enabled_by_default"]
