@@ -33,7 +33,6 @@ from sim.tlm.dram import Dram
 from sim.tlm.errors import TlmError
 from sim.tlm.fast_forward import FastForward, enabled_by_default
 from sim.tlm.fetch import Fetch
-from sim.tlm.gemm import GemmDepths
 from sim.tlm.gemm_buffers import GemmBuffers
 from sim.tlm.insn_queue import InsnQueue
 from sim.tlm.load_unit import LoadUnit
@@ -66,7 +65,6 @@ class TlmModel:
         self.dram_model = Dram(cfg.dram_bytes, cfg.lanes, cfg.out_width)
         self.acc_buffer = AccBuffer(cfg.acc_depth, cfg.lanes)
         self.gemm_buffers = GemmBuffers(cfg)
-        self.gemm_depths = GemmDepths(cfg.acc_depth, cfg.inp_depth, cfg.wgt_depth, cfg.uop_depth)
         self.regions = RegionCheck(cfg.dram_bytes)
         self.tracing = trace
         self.csr = CsrBlock(cfg)
@@ -179,7 +177,7 @@ class TlmModel:
         self.load = LoadUnit(*shell, self.queues["load"], self.tokens, self.fault, self.unit_idle,
                              self.port, self.dram_model, self.regions, self.acc_buffer, self.gemm_buffers)
         self.compute = ComputeUnit(*shell, self.queues["compute"], self.tokens, self.fault, self.unit_idle,
-                                   self.acc_buffer, self.gemm_buffers, self.gemm_depths, self.check_finish,
+                                   self.acc_buffer, self.gemm_buffers, self.cfg, self.check_finish,
                                    self.done)
         self.store = StoreUnit(*shell, self.queues["store"], self.tokens, self.fault, self.unit_idle,
                                self.port, self.dram_model, self.regions, self.acc_buffer)

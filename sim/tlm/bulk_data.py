@@ -23,7 +23,7 @@ import numpy as np
 
 from hw.alu_numpy import run_alu
 from hw.isa import ALU_OP_NAMES
-from hw.isa_semantics import affine_indices, buffer_of, dram_span
+from hw.isa_semantics import affine_indices, buffer_of, dram_span, load_tile_shape
 from sim.tlm.gemm import start_gemm
 
 _MASK = 0xFFFFFFFF
@@ -75,7 +75,7 @@ def _replay(ops: list[tuple[str, Any]], deltas: list[int], k: int, load: Any, st
         if kind == "alu":
             run_alu(acc, insn)
         elif kind == "gemm":
-            start_gemm(insn, acc, compute.gemm_bufs, compute.depths)
+            start_gemm(insn, acc, compute.gemm_bufs, compute.cfg)
         elif kind == "load":
             load.move_data(insn, insn.dram_base + k * d)
         else:
@@ -123,8 +123,8 @@ def _power(A: np.ndarray, B: np.ndarray, R: int) -> tuple[np.ndarray, np.ndarray
 
 # ---- batched -----------------------------------------------------------------------------
 def _load_rows(i: Any) -> np.ndarray:
-    n = (i.y_pad_0 + i.y_size + i.y_pad_1) * (i.x_pad_0 + i.x_size + i.x_pad_1)
-    return np.arange(i.sram_base, i.sram_base + n)
+    rows, cols = load_tile_shape(i)
+    return np.arange(i.sram_base, i.sram_base + rows * cols)
 
 
 def _independent(ops: list[tuple[str, Any]], deltas: list[int], offs: list[int], R: int, depth: int,
@@ -220,7 +220,7 @@ def _batched(ops: list[tuple[str, Any]], deltas: list[int], offs: list[int], R: 
                 if buf != "ACC":  # nothing in the period reads it: the last period's write stays
                     load.move_data(i, int(base[-1]))
                     continue
-                rows, cols = i.y_pad_0 + i.y_size + i.y_pad_1, i.x_pad_0 + i.x_size + i.x_pad_1
+                rows, cols = load_tile_shape(i)
                 if rows * cols == 0:
                     continue
                 eb = timing.elem_bytes(buf)

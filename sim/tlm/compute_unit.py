@@ -29,11 +29,12 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from hw.config import HwConfig
 from hw.isa import Alu, Gemm
 from hw.isa_semantics import alu_last_indices
 from sim.tlm.acc_buffer import AccBuffer
 from sim.tlm.alu import run_alu
-from sim.tlm.gemm import GemmDepths, GemmExec, gemm_range_error, start_gemm
+from sim.tlm.gemm import GemmExec, gemm_range_error, start_gemm
 from sim.tlm.gemm_buffers import GemmBuffers
 from sim.tlm.insn_queue import InsnQueue
 from sim.tlm.scheduler import PH_CHECK, Scheduler
@@ -54,12 +55,12 @@ class ComputeUnit(UnitShell):
 
     def __init__(self, sim: Scheduler, timing: Timing, tracer: Tracer | None, queue: InsnQueue,
                  tokens: dict[str, TokenQueue], fault: Fault, on_idle: Callable[[int], None],
-                 acc: AccBuffer, gemm_bufs: GemmBuffers, depths: GemmDepths, check_finish: Callable[[int], None],
+                 acc: AccBuffer, gemm_bufs: GemmBuffers, cfg: HwConfig, check_finish: Callable[[int], None],
                  on_done: Callable[[int], None]):
         super().__init__(sim, timing, tracer, queue, tokens, fault, on_idle)
         self.acc = acc
         self.gemm_bufs = gemm_bufs
-        self.depths = depths
+        self.cfg = cfg  # the buffer depths GEMM checks its indices against
         self.check_finish = check_finish
         self.on_done = on_done
         self.finishing = False
@@ -86,7 +87,7 @@ class ComputeUnit(UnitShell):
                 bad = self.acc.range_error(src_last, "ALU source")
             return bad
         if isinstance(i, Gemm):
-            return gemm_range_error(i, self.depths)
+            return gemm_range_error(i, self.cfg)
         return None
 
     def begin(self, t: int) -> None:
@@ -100,7 +101,7 @@ class ComputeUnit(UnitShell):
         if self.data_log is not None:
             self.data_log.append(("gemm" if isinstance(i, Gemm) else "alu", i))
         if isinstance(i, Gemm):
-            g = self._gemm = start_gemm(i, self.acc.mem, self.gemm_bufs, self.depths)
+            g = self._gemm = start_gemm(i, self.acc.mem, self.gemm_bufs, self.cfg)
             if self.tr is not None:
                 self.tr.busy("gemm", t, 1)
             if g.iterations == 0:

@@ -26,19 +26,10 @@ from typing import Any
 import numpy as np
 
 from hw import csr
+from hw.config import HwConfig
 from hw.gemm_numpy import GemmFault, gemm_iterations, gemm_uop_range_bad, run_gemm
 from sim.tlm.gemm_buffers import GemmBuffers
 from sim.tlm.timing import Timing
-
-
-@dataclass(frozen=True)
-class GemmDepths:
-    """The buffer depths GEMM checks its indices against (what ``run_gemm`` reads of a config)."""
-
-    acc_depth: int
-    inp_depth: int
-    wgt_depth: int
-    uop_depth: int
 
 
 @dataclass(frozen=True)
@@ -67,19 +58,19 @@ class GemmExec:
         return max(0, min(self.applied, free - T.gemm_pipeline_cycles))
 
 
-def gemm_range_error(insn: Any, depths: GemmDepths) -> tuple[int, str] | None:
+def gemm_range_error(insn: Any, cfg: HwConfig) -> tuple[int, str] | None:
     """WAIT's check of a GEMM: a non-empty loop naming micro-ops past the buffer."""
-    if gemm_uop_range_bad(insn, depths.uop_depth):
+    if gemm_uop_range_bad(insn, cfg.uop_depth):
         return csr.ERR_SRAM_RANGE, (f"GEMM reads micro-ops up to {insn.uop_end - 1}, past the micro-op "
-                                    f"buffer's depth {depths.uop_depth}")
+                                    f"buffer's depth {cfg.uop_depth}")
     return None
 
 
-def start_gemm(insn: Any, acc: np.ndarray, bufs: GemmBuffers, depths: GemmDepths) -> GemmExec:
+def start_gemm(insn: Any, acc: np.ndarray, bufs: GemmBuffers, cfg: HwConfig) -> GemmExec:
     """EXECUTE begins: apply the iterations before the first fault to ``acc`` (in place, one
     vectorised ``hw.gemm_numpy.run_gemm`` call) and return what the timing needs."""
     n = gemm_iterations(insn)
     if n == 0:
         return GemmExec(0, 0, None, bool(insn.reset))
-    applied, fault = run_gemm(acc, bufs.inp, bufs.wgt, bufs.uops, insn, depths, bufs.uop_valid, bufs.wgt_valid)
+    applied, fault = run_gemm(acc, bufs.inp, bufs.wgt, bufs.uops, insn, cfg, bufs.uop_valid, bufs.wgt_valid)
     return GemmExec(n, applied, fault, bool(insn.reset))

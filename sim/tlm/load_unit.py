@@ -22,7 +22,7 @@ from typing import Any, Callable
 import numpy as np
 
 from hw import csr
-from hw.isa_semantics import buffer_of, dram_span, sram_last_index
+from hw.isa_semantics import buffer_of, dram_span, load_tile_shape, sram_last_index
 from sim.tlm.acc_buffer import AccBuffer, PortUse
 from sim.tlm.axi_arbiter import AxiArbiter, DmaJob
 from sim.tlm.burst_calc import row_burst_beats, vector_beats
@@ -115,7 +115,7 @@ class LoadUnit(DmaUnitShell):
         base = i.dram_base if dram_base is None else dram_base
         buf = buffer_of(i)
         eb = self.T.elem_bytes(buf)
-        rows, cols = i.y_pad_0 + i.y_size + i.y_pad_1, i.x_pad_0 + i.x_size + i.x_pad_1
+        rows, cols = load_tile_shape(i)
         if rows * cols == 0:
             return
         full = np.zeros((rows, cols, eb), dtype=np.uint8)
