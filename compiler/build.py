@@ -150,7 +150,8 @@ def build(kernel: Kernel | Any, args: Sequence[Any] | Mapping[str, Any], cfg: Hw
     if not tr.ops:
         raise kernel_error(tr.kernel, None, "the kernel issues no instructions")
     roles(tr)  # fail on unused tensors before scheduling
-    nodes = insert_tokens(tr, cfg)
+    starts: list[int] = []
+    nodes = insert_tokens(tr, cfg, starts)
     regions = layout(tr, cfg, len(nodes))
     by_name = {r.name: r for r in regions}
     insns = [to_insn(n, by_name, cfg) for n in nodes]
@@ -160,11 +161,21 @@ def build(kernel: Kernel | Any, args: Sequence[Any] | Mapping[str, Any], cfg: Hw
     meta = {"kernel": tr.kernel,
             "args": {n: {"shape": list(t.shape), "dtype": t.dtype} for n, t in tr.tensors.items() if t.kind == "arg"},
             "consts": {n: _jsonable(v) for n, v in tr.consts.items()}}
+    if tr.sections:
+        meta["sections"] = sections(tr.sections, starts, len(nodes))
     inputs = {CONST_REGION: tr.pool.array()} if tr.pool is not None and tr.pool.count else {}
     try:
         return Program.create(cfg, insns, regions, name=tr.kernel, meta=meta, inputs=inputs)
     except (ProgramError, ValueError) as e:
         raise kernel_error(tr.kernel, None, str(e).splitlines()[0]) from None
+
+
+def sections(marks: list[tuple[str, int]], starts: list[int], insn_count: int) -> list[dict[str, Any]]:
+    """The Program's named sections (``S.section``): ``name``, ``first`` instruction and ``count``, in
+    order; a section runs to the next one's first instruction, the last one to FINISH (excluded)."""
+    firsts = [starts[k] if k < len(starts) else insn_count - 1 for _, k in marks]
+    ends = firsts[1:] + [insn_count - 1]
+    return [{"name": name, "first": f, "count": e - f} for (name, _), f, e in zip(marks, firsts, ends)]
 
 
 def _jsonable(v: Any) -> Any:

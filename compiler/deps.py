@@ -159,12 +159,17 @@ class LastUse:
             self.arrays(space)[0][unit, w] = seq
 
 
-def insert_tokens(trace: Trace, cfg: HwConfig) -> list[Node]:
-    """The trace as instructions in program order with dependency flags, relays and FINISH."""
+def insert_tokens(trace: Trace, cfg: HwConfig, starts: list[int] | None = None) -> list[Node]:
+    """The trace as instructions in program order with dependency flags, relays and FINISH.
+
+    ``starts`` (when given) receives, per operation of the trace, the index of the first instruction
+    emitted for it (its relay's, if it needs one), so marks in the trace map to instructions."""
     b = _Builder(cfg.acc_depth)
     last = LastUse(trace, cfg)
     floor = [-1, -1, -1]
     for t in trace.ops:
+        if starts is not None:
+            starts.append(len(b.nodes))
         if isinstance(t.op, SyncOp):
             floor = [len(us) - 1 for us in b.by_unit]
             continue

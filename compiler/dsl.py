@@ -4,7 +4,7 @@ Tensors and views: ``S.kernel`` (decorator; ``S.kernel(elementwise=True)`` lets 
 golden path run a vector-wise kernel in lockstep, see :mod:`compiler.kernel`), ``S.tensor(shape, dtype)`` (argument
 spec for the compiler), ``S.acc`` (accumulator views: ``S.acc[a:b]``), ``S.inp``, ``S.wgt``,
 ``S.uop`` (input, weight and micro-op buffer views, alike), ``S.config()`` (the HwConfig the
-kernel runs for), ``S.error(arg, reason)`` (the one-line CompileError a kernel raises for
+kernel runs for), ``S.section(name)`` (names the instructions that follow, for reports), ``S.error(arg, reason)`` (the one-line CompileError a kernel raises for
 arguments it cannot handle).
 Intrinsics: ``S.load`` (into any buffer), ``S.store``, ``S.add``, ``S.sub``, ``S.mul``, ``S.min``,
 ``S.max``, ``S.shr``, ``S.clip``, ``S.mov``, ``S.sync``, ``S.gemm``; DRAM the kernel makes:
@@ -28,11 +28,22 @@ def config() -> HwConfig:
     return current().cfg
 
 
+def section(name: str) -> None:
+    """Start a named section of the instruction stream here (a network's layer, a phase of a kernel): the
+    Program's ``meta["sections"]`` lists each section's first instruction and count, and the tools
+    report cycles and traffic per section. Nothing on the golden path."""
+    if not isinstance(name, str) or not name:
+        raise kernel_error(current().kernel_name, None, f"S.section: name {name!r} must be a non-empty string")
+    ctx = current()
+    if ctx.mode == "lower":
+        ctx.trace.sections.append((name, len(ctx.trace.ops)))  # type: ignore[attr-defined]
+
+
 def error(arg: str | None, reason: str) -> CompileError:
     """A CompileError naming the current kernel, ``arg`` and ``reason`` (for kernels to raise)."""
     return kernel_error(current().kernel_name, arg, reason)
 
 
 __all__ = ["AccView", "InpView", "Kernel", "Tensor", "TensorSpec", "UopView", "WgtView", "acc", "add", "clip", "config",
-           "const", "error", "gemm", "inp", "kernel", "load", "max", "min", "mov", "mul", "scratch", "shr", "store",
-           "sub", "sync", "tensor", "uop", "uops", "wgt"]
+           "const", "error", "gemm", "inp", "kernel", "load", "max", "min", "mov", "mul", "scratch", "section", "shr",
+           "store", "sub", "sync", "tensor", "uop", "uops", "wgt"]

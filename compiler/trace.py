@@ -81,6 +81,8 @@ class Trace:
     tensors: dict[str, Tensor] = field(default_factory=dict)
     consts: dict[str, object] = field(default_factory=dict)
     pool: ConstPool | None = None
+    # (name, index in ``ops`` of the section's first operation): ``S.section`` marks
+    sections: list[tuple[str, int]] = field(default_factory=list)
 
 
 def compact(ids: np.ndarray) -> Index:

@@ -1,0 +1,300 @@
+"""A network as a graph of quantized layers, with shapes inferred as it is built.
+
+A :class:`Graph` is built layer by layer; each call checks its operands and returns the
+:class:`Value` it produces, with its per-sample shape (no batch dimension: the batch is
+chosen when the graph is compiled or run) and its type::
+
+    g = Graph("digits")
+    x = g.input("image", (1, 8, 8))                       # int8, C x H x W
+    y = g.conv2d(x, w1, b1, stride=1, pad=1, name="conv1")  # int32 accumulators
+    y = g.relu(g.requantize(y, shift=7))                  # int8
+    y = g.flatten(g.max_pool(y, 2))                       # int8, C*H*W features
+    y = g.requantize(g.dense(y, w2, b2, name="fc1"), 6)   # int8
+    g.output(y)
+
+The layers and their integer meaning (the reference, :mod:`compiler.graph_reference`, is
+written from these sentences; the compiler, :mod:`compiler.network`, lowers them to the
+GEMM and ALU operators):
+
+* ``input(name, shape)``: int8 samples of ``shape`` (``(C, H, W)`` or ``(F,)``).
+* ``conv2d(x, w, b, stride, pad)``: int8 ``(C, H, W)`` -> int32 ``(O, Ho, Wo)``; ``w`` int8
+  ``(O, C, K, K)``, ``b`` int32 ``(O,)`` or None; cross-correlation with zero padding, int32 wrap.
+* ``dense(x, w, b)``: int8 ``(F,)`` -> int32 ``(O,)``; ``w`` int8 ``(O, F)`` (out x in).
+* ``requantize(x, shift)``: int32 or int8 -> int8: ``clip((x + 2**(shift-1)) >> shift, -128, 127)``
+  (no rounding term when ``shift`` is 0; arithmetic shift; the sum wraps at 32 bits).
+* ``relu(x)``: ``max(x, 0)``, any type, same shape and type.
+* ``add(a, b)``: two int8 values of one shape -> their int32 sum.
+* ``max_pool(x, k, stride)`` / ``avg_pool(x, k, stride)``: int8 ``(C, H, W)`` -> int8, windows of
+  ``k x k`` every ``stride`` (default ``k``), no padding, ``floor`` output size; the average is
+  ``(sum + k*k/2) >> log2(k*k)`` (round half up), so ``k*k`` must be a power of two.
+* ``flatten(x)``: int8 ``(C, H, W)`` -> ``(C*H*W,)`` in C, H, W order (as ``numpy.reshape``).
+
+Outputs must be int8 (the accelerator stores int8): requantize an accumulator first. Every
+mistake (a shape that does not match, a weight of the wrong dtype, an int32 value where int8 is
+needed) is one :class:`compiler.errors.CompileError` line naming the graph and the layer.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from compiler.errors import CompileError
+
+OPS = ("input", "conv2d", "dense", "requantize", "relu", "add", "max_pool", "avg_pool", "flatten")
+SHIFT_MAX = 31
+PAD_MAX = 15  # LOAD's padding fields (compiler.conv_plan.PAD_MAX)
+_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]{0,63}$")
+
+
+@dataclass(frozen=True, eq=False)
+class Value:
+    """What a layer produces: its per-sample ``shape`` and ``dtype`` (``int8`` or ``int32``)."""
+
+    layer: "Layer"
+    shape: tuple[int, ...]
+    dtype: str
+
+    @property
+    def name(self) -> str:
+        return self.layer.name
+
+    def __repr__(self) -> str:
+        return f"Value({self.layer.name!r}, {self.dtype} {self.shape})"
+
+
+@dataclass(eq=False)
+class Layer:
+    """One layer: ``op`` (one of :data:`OPS`), a unique ``name``, its operand values, its parameters
+    (``weight``/``bias`` arrays, ``stride``, ``pad``, ``shift``, ``kernel``) and its output value."""
+
+    name: str
+    op: str
+    inputs: tuple[Value, ...]
+    params: dict[str, Any] = field(default_factory=dict)
+    output: Value | None = None
+
+    @property
+    def macs(self) -> int:
+        """Multiply-accumulates per sample (conv2d, dense; 0 for the others)."""
+        if self.op == "conv2d":
+            o, c, k, _ = self.params["weight"].shape
+            assert self.output is not None
+            return int(np.prod(self.output.shape)) * c * k * k
+        if self.op == "dense":
+            return int(self.params["weight"].size)
+        return 0
+
+    def __repr__(self) -> str:
+        return f"Layer({self.name!r}, {self.op})"
+
+
+class Graph:
+    """A network under construction: layers in the order they were added (a topological order)."""
+
+    def __init__(self, name: str = "network"):
+        if not isinstance(name, str) or not _NAME.match(name):
+            raise CompileError(f"graph name {name!r} must be an identifier (letters, digits, _ . -)")
+        self.name = name
+        self.layers: list[Layer] = []
+        self.inputs: list[Value] = []
+        self.outputs: list[Value] = []
+        self._counts: dict[str, int] = {}
+
+    # ---- errors and bookkeeping ---------------------------------------------------------------
+    def error(self, layer: str, reason: str) -> CompileError:
+        """The one-line error of this graph naming ``layer``."""
+        return CompileError(f"graph '{self.name}': layer '{layer}': {reason}")
+
+    def _name(self, op: str, name: str | None) -> str:
+        if name is None:
+            k = self._counts.get(op, 0)
+            while f"{op}{k}" in self.layer_names():
+                k += 1
+            self._counts[op] = k + 1
+            return f"{op}{k}"
+        if not isinstance(name, str) or not _NAME.match(name):
+            raise CompileError(f"graph '{self.name}': layer name {name!r} must be an identifier (letters, digits, "
+                               f"_ . -, at most 64 characters)")
+        if name in self.layer_names():
+            raise CompileError(f"graph '{self.name}': layer name '{name}' is used twice")
+        return name
+
+    def layer_names(self) -> set[str]:
+        return {layer.name for layer in self.layers}
+
+    def _operand(self, layer: str, v: Any, what: str, dtype: str | None = None, rank: int | None = None) -> Value:
+        if not isinstance(v, Value) or v.layer.output is not v or v.layer not in self.layers:
+            raise self.error(layer, f"{what} must be a value of this graph (what a layer of graph "
+                                    f"'{self.name}' returned), got {type(v).__name__}")
+        if dtype is not None and v.dtype != dtype:
+            hint = " (requantize it first)" if v.dtype == "int32" else ""
+            raise self.error(layer, f"{what} '{v.name}' is {v.dtype}, this layer takes {dtype}{hint}")
+        if rank is not None and len(v.shape) != rank:
+            want = "(C, H, W)" if rank == 3 else "(F,)"
+            raise self.error(layer, f"{what} '{v.name}' has shape {v.shape}, this layer takes {want}"
+                                    + (" (flatten it first)" if rank == 1 else ""))
+        return v
+
+    def _array(self, layer: str, a: Any, what: str, dtype: str, shape: tuple[int | None, ...]) -> np.ndarray:
+        if not isinstance(a, np.ndarray):
+            raise self.error(layer, f"{what} must be a numpy array of {dtype}, got {type(a).__name__}")
+        if a.dtype != np.dtype(dtype):
+            raise self.error(layer, f"{what} must be {dtype}, got {a.dtype}")
+        if a.ndim != len(shape) or any(w is not None and g != w for g, w in zip(a.shape, shape)) or 0 in a.shape:
+            want = "(" + ", ".join("?" if w is None else str(w) for w in shape) + ("," if len(shape) == 1 else "") + ")"
+            raise self.error(layer, f"{what} has shape {a.shape}, expected {want}")
+        out = a.copy()
+        out.flags.writeable = False
+        return out
+
+    def _int(self, layer: str, v: Any, what: str, lo: int, hi: int) -> int:
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or not lo <= v <= hi:
+            raise self.error(layer, f"{what} {v!r} must be an integer {lo}..{hi}")
+        return int(v)
+
+    def _add(self, name: str, op: str, inputs: tuple[Value, ...], params: dict[str, Any], shape: tuple[int, ...],
+             dtype: str) -> Value:
+        layer = Layer(name, op, inputs, params)
+        layer.output = Value(layer, tuple(int(s) for s in shape), dtype)
+        self.layers.append(layer)
+        return layer.output
+
+    # ---- layers -------------------------------------------------------------------------------
+    def input(self, name: str, shape: tuple[int, ...] | list[int]) -> Value:
+        """An int8 input of per-sample ``shape``: ``(C, H, W)`` or ``(F,)``."""
+        name = self._name("input", name)
+        shp = tuple(shape) if isinstance(shape, (tuple, list)) else (shape,)
+        if len(shp) not in (1, 3) or any(isinstance(s, bool) or not isinstance(s, (int, np.integer)) or s <= 0
+                                         for s in shp):
+            raise self.error(name, f"input shape {shape!r} must be (C, H, W) or (F,) of positive integers")
+        v = self._add(name, "input", (), {}, shp, "int8")
+        self.inputs.append(v)
+        return v
+
+    def conv2d(self, x: Value, weight: np.ndarray, bias: np.ndarray | None = None, *, stride: int = 1, pad: int = 0,
+               name: str | None = None) -> Value:
+        """int32 ``conv2d(x, weight) + bias`` (module docstring)."""
+        name = self._name("conv2d", name)
+        x = self._operand(name, x, "input", "int8", 3)
+        c, h, w = x.shape
+        wt = self._array(name, weight, "weight", "int8", (None, c, None, None))
+        o, _, kh, kw = wt.shape
+        if kh != kw:
+            raise self.error(name, f"weight has a {kh}x{kw} kernel; square kernels only")
+        params: dict[str, Any] = {"weight": wt, "bias": None if bias is None else
+                                  self._array(name, bias, "bias", "int32", (o,)),
+                                  "stride": self._int(name, stride, "stride", 1, 64),
+                                  "pad": self._int(name, pad, "pad", 0, PAD_MAX)}
+        s, p = params["stride"], params["pad"]
+        if h + 2 * p < kh or w + 2 * p < kw:
+            raise self.error(name, f"the {kh}x{kw} kernel does not fit the {h}x{w} input padded by {p}")
+        return self._add(name, "conv2d", (x,), params, (o, (h + 2 * p - kh) // s + 1, (w + 2 * p - kw) // s + 1),
+                         "int32")
+
+    def dense(self, x: Value, weight: np.ndarray, bias: np.ndarray | None = None, *, name: str | None = None) -> Value:
+        """int32 ``x @ weight.T + bias``; ``weight`` is ``(O, F)`` (out x in)."""
+        name = self._name("dense", name)
+        x = self._operand(name, x, "input", "int8", 1)
+        wt = self._array(name, weight, "weight", "int8", (None, x.shape[0]))
+        b = None if bias is None else self._array(name, bias, "bias", "int32", (wt.shape[0],))
+        return self._add(name, "dense", (x,), {"weight": wt, "bias": b}, (wt.shape[0],), "int32")
+
+    def requantize(self, x: Value, shift: int, *, name: str | None = None) -> Value:
+        """int8 ``clip((x + 2**(shift-1)) >> shift)``."""
+        name = self._name("requantize", name)
+        x = self._operand(name, x, "input")
+        return self._add(name, "requantize", (x,), {"shift": self._int(name, shift, "shift", 0, SHIFT_MAX)},
+                         x.shape, "int8")
+
+    def relu(self, x: Value, *, name: str | None = None) -> Value:
+        """``max(x, 0)``, same shape and type."""
+        name = self._name("relu", name)
+        x = self._operand(name, x, "input")
+        return self._add(name, "relu", (x,), {}, x.shape, x.dtype)
+
+    def add(self, a: Value, b: Value, *, name: str | None = None) -> Value:
+        """The int32 sum of two int8 values of one shape (a residual connection)."""
+        name = self._name("add", name)
+        a = self._operand(name, a, "first operand", "int8")
+        b = self._operand(name, b, "second operand", "int8")
+        if a.shape != b.shape:
+            raise self.error(name, f"operands '{a.name}' {a.shape} and '{b.name}' {b.shape} differ in shape")
+        return self._add(name, "add", (a, b), {}, a.shape, "int32")
+
+    def _pool(self, op: str, x: Value, kernel: int, stride: int | None, name: str | None) -> Value:
+        name = self._name(op, name)
+        x = self._operand(name, x, "input", "int8", 3)
+        c, h, w = x.shape
+        k = self._int(name, kernel, "kernel", 1, 64)
+        s = k if stride is None else self._int(name, stride, "stride", 1, 64)
+        if k > h or k > w:
+            raise self.error(name, f"the {k}x{k} window does not fit the {h}x{w} input")
+        if op == "avg_pool" and (k * k) & (k * k - 1):
+            raise self.error(name, f"the {k}x{k} average divides by {k * k}; the accelerator divides by shifting, "
+                                   f"so the window's area must be a power of two")
+        return self._add(name, op, (x,), {"kernel": k, "stride": s}, (c, (h - k) // s + 1, (w - k) // s + 1), "int8")
+
+    def max_pool(self, x: Value, kernel: int, stride: int | None = None, *, name: str | None = None) -> Value:
+        """int8 maximum over ``kernel x kernel`` windows every ``stride`` (default ``kernel``)."""
+        return self._pool("max_pool", x, kernel, stride, name)
+
+    def avg_pool(self, x: Value, kernel: int, stride: int | None = None, *, name: str | None = None) -> Value:
+        """int8 rounded average over ``kernel x kernel`` windows (area a power of two)."""
+        return self._pool("avg_pool", x, kernel, stride, name)
+
+    def flatten(self, x: Value, *, name: str | None = None) -> Value:
+        """``(C, H, W)`` -> ``(C*H*W,)`` in C, H, W order."""
+        name = self._name("flatten", name)
+        x = self._operand(name, x, "input", "int8", 3)
+        return self._add(name, "flatten", (x,), {}, (int(np.prod(x.shape)),), "int8")
+
+    reshape = flatten  # the one reshape the accelerator's layouts need
+
+    def output(self, v: Value) -> Value:
+        """Mark ``v`` (int8) as an output of the network."""
+        v = self._operand(getattr(getattr(v, "layer", None), "name", "output"), v, "output")
+        if v.dtype != "int8":
+            raise self.error(v.name, f"an output must be int8 (the accelerator stores int8), '{v.name}' is "
+                                     f"{v.dtype}: requantize it")
+        if v in self.outputs:
+            raise self.error(v.name, "is already an output")
+        if v.layer.op == "input":
+            raise self.error(v.name, "an input cannot be an output")
+        self.outputs.append(v)
+        return v
+
+    # ---- queries ------------------------------------------------------------------------------
+    def consumers(self, v: Value) -> list[Layer]:
+        """The layers that take ``v`` as an operand."""
+        return [layer for layer in self.layers if any(u is v for u in layer.inputs)]
+
+    def check(self) -> None:
+        """Raise unless the graph is complete: at least one input and one output, and every layer's
+        result used (by a layer or as an output)."""
+        if not self.inputs:
+            raise CompileError(f"graph '{self.name}' has no input")
+        if not self.outputs:
+            raise CompileError(f"graph '{self.name}' has no output (call graph.output(value))")
+        for layer in self.layers:
+            v = layer.output
+            if v not in self.outputs and not self.consumers(v):
+                raise self.error(layer.name, "its result is never used (make it an output or remove it)")
+
+    @property
+    def macs(self) -> int:
+        """Multiply-accumulates per sample."""
+        return sum(layer.macs for layer in self.layers)
+
+    def summary(self) -> str:
+        """One line per layer: name, op, operands, output shape and type."""
+        lines = [f"graph '{self.name}': {len(self.layers)} layers, {self.macs:,} MACs per sample"]
+        for layer in self.layers:
+            ins = ", ".join(v.name for v in layer.inputs)
+            out = layer.output
+            assert out is not None
+            lines.append(f"  {layer.name:<16} {layer.op:<11} ({ins}) -> {out.dtype} {out.shape}")
+        return "\n".join(lines)
