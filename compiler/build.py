@@ -118,7 +118,8 @@ def to_insn(n: Node, regions: dict[str, Region], cfg: HwConfig) -> Instruction:
                     y_pad_0=y0, y_pad_1=y1, x_pad_0=x0, x_pad_1=x1)
     if isinstance(op, StoreOp):
         return Store(**n.flags, buf=BUFFERS["ACC"], sram_base=op.sram_base,
-                     dram_base=regions[op.tensor.name].addr // cfg.out_vec_bytes + op.offset,
+                     dram_base=(regions[op.tensor.region].addr + op.tensor.region_offset) // cfg.out_vec_bytes
+                     + op.offset,
                      y_size=op.rows, x_size=op.cols, x_stride=op.stride)
     if isinstance(op, AluOp):
         return Alu(**n.flags, alu_op=ALU_OPS[op.op], use_imm=op.imm is not None, iter_out=op.iter_out,

@@ -101,19 +101,24 @@ def tile_dma(n: int, o0: int, to: int, r0: int, th: int, c0: int, tw: int, ob: i
 
 def conv_layer(X: Tensor, Wt: Tensor, Y: Tensor, shape: ConvShape, plan: ConvPlan, epi: Epilogue,
                bias: Tensor | None = None, bias_offset: int = 0, wgt_offset: int = 0,
-               residual: Tensor | None = None) -> None:
+               residual: Tensor | None = None, x_strides: tuple[int, int] | None = None,
+               uop_base: int = 0) -> None:
     """One layer: ``Y = epilogue(conv(X, Wt) + bias)`` over the plan's tiles (module docstring).
 
     ``X`` is ``(N, Cb, H, W, B)``, ``Wt`` holds ``(Ob, Cb, KH, KW, B, B)`` blocks from block
     ``wgt_offset``, ``bias`` (None: no bias) ``Ob`` int32 vectors from vector ``bias_offset``,
-    ``Y`` and ``residual`` are ``(N, Ob, Ho, Wo, B)``; all int8 but the bias.
+    ``Y`` and ``residual`` are ``(N, Ob, Ho, Wo, B)``; all int8 but the bias. ``x_strides`` (vectors
+    between channel blocks, between rows; default ``(H*W, W)``, columns always adjacent) reads ``X``
+    in another layout: a matrix stored row by row (a flattened activation, ``(M, K/B)`` vectors) is
+    the ``M x 1`` image with strides ``(1, K/B)``. The micro-op tables go to ``S.uop`` from ``uop_base``.
     """
     s, p = shape, plan
     assert (residual is not None) == s.residual, "the plan must make room for the residual exactly when there is one"
     taps, cb, ob, ho, wo = s.taps, s.cb, s.ob, s.ho, s.wo
-    whole_planes = p.whole_planes
+    c_stride, r_stride = x_strides or (s.h * s.w, s.w)
+    whole_planes = p.whole_planes and x_strides is None
     uops, table, res_uop = layer_tables(p)
-    S.load(S.uop[0:len(uops)], S.const(uops, "conv_uops"), cols=len(uops))
+    S.load(S.uop[uop_base:uop_base + len(uops)], S.const(uops, "conv_uops"), cols=len(uops))
     if residual is not None:
         block = S.config().block
         S.load(S.wgt[p.identity_slot:p.identity_slot + 1], S.const(np.eye(block, dtype=np.int8)[None], "identity"),
@@ -147,17 +152,17 @@ def conv_layer(X: Tensor, Wt: Tensor, Y: Tensor, shape: ConvShape, plan: ConvPla
                         hx = step % p.in_halves
                         step += 1
                         xb = p.inp_base(hx)
-                        first = ((n * cb + ci0) * s.h + rwin.start) * s.w + cwin.start
+                        first = n * cb * c_stride + ci0 * c_stride + rwin.start * r_stride + cwin.start
                         if whole_planes:  # the windows are whole channel planes, back to back in DRAM and on chip
                             S.load(S.inp[xb:xb + tc * p.cb_pitch], X, offset=first, cols=tc * p.cb_pitch)
                         for ci in range(0 if whole_planes else tc):
                             lo = xb + ci * p.cb_pitch
-                            S.load(S.inp[lo:lo + p.cb_pitch], X, offset=first + ci * s.h * s.w, rows=rwin.size,
-                                   cols=cwin.size, stride=s.w, pad=(rwin.pad0, rwin.pad1, cwin.pad0, cwin.pad1))
+                            S.load(S.inp[lo:lo + p.cb_pitch], X, offset=first + ci * c_stride, rows=rwin.size,
+                                   cols=cwin.size, stride=r_stride, pad=(rwin.pad0, rwin.pad1, cwin.pad0, cwin.pad1))
                         wb = p.wgt_base(hx)
                         S.load(S.wgt[wb:wb + to * tc * taps], Wt, offset=wgt_offset + (o0 * cb + ci0) * taps,
                                rows=to, cols=tc * taps, stride=cb * taps)
-                        ub = table[(ha, hx, tc)]
+                        ub = uop_base + table[(ha, hx, tc)]
                         S.gemm(S.uop[ub:ub + tw * tc * taps], iters=(th, to), acc_factors=(tw, th * tw),
                                inp_factors=(s.stride * p.tw_in, 0), wgt_factors=(0, tc * taps))
                     if epi.shift:
@@ -169,7 +174,7 @@ def conv_layer(X: Tensor, Wt: Tensor, Y: Tensor, shape: ConvShape, plan: ConvPla
                         for sram, off, nrows, ncols, stride in dmas:
                             S.load(S.inp[rb + sram:rb + sram + nrows * ncols], residual, offset=off, rows=nrows,
                                    cols=ncols, stride=stride)
-                        S.gemm(S.uop[res_uop[ha]:res_uop[ha] + 1], iters=(nvec, 1), acc_factors=(1, 0),
+                        S.gemm(S.uop[uop_base + res_uop[ha]:uop_base + res_uop[ha] + 1], iters=(nvec, 1), acc_factors=(1, 0),
                                inp_factors=(1, 0))
                         clamp(tile, epi.residual_relu, True)
                     for sram, off, nrows, ncols, stride in dmas:

@@ -113,7 +113,8 @@ class LastUse:
 
     def __init__(self, trace: Trace, cfg: HwConfig):
         self.size = {b: cfg.depth_of(b) for b in ("ACC", "INP", "WGT", "UOP")}
-        # DRAM tensors the kernel both loads and stores (scratch): their hazards need tokens too
+        # DRAM tensors the kernel both loads and stores (scratch): their hazards need tokens too (by
+        # region: views of one region, e.g. a network's activations reusing memory, share its space)
         self.tracked: dict[str, Tensor] = {t.region: t for t in trace.tensors.values() if t.loaded and t.stored}
         for t in self.tracked.values():
             self.size[dram_space(t)] = t.nvec
@@ -133,7 +134,10 @@ class LastUse:
         op = t.op
         if isinstance(op, (LoadOp, StoreOp)) and op.tensor.region in self.tracked:
             eb = self.cfg.elem_bytes(op.buf) if isinstance(op, LoadOp) else self.cfg.out_vec_bytes
-            rows = (dram_space(op.tensor), dram_rows(op.tensor, op.offset, op.rows, op.cols, op.stride, eb))
+            x = op.tensor
+            # rows of the region (a view of it starts region_offset bytes in: views share one space)
+            first = x.region_offset // (x.lanes * x.bits // 8)
+            rows = (dram_space(x), first + dram_rows(x, op.offset, op.rows, op.cols, op.stride, eb))
             return (t.reads + [rows], t.writes) if isinstance(op, LoadOp) else (t.reads, t.writes + [rows])
         return t.reads, t.writes
 

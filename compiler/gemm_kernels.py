@@ -17,11 +17,11 @@ from typing import Any
 import numpy as np
 
 from compiler import dsl as S
-from compiler.conv_engine import Epilogue, clamp, conv_layer
+from compiler.conv_engine import Epilogue, conv_layer
 from compiler.conv_plan import PAD_MAX, ConvPlan, ConvShape, PlanError, plan_conv
-from compiler.ops import IMM_MAX, const_vector
+from compiler.ops import IMM_MAX
+from compiler.stream_engine import eltwise_layer
 from compiler.tensor import Tensor
-from hw.isa import GEMM_ITER_BITS
 
 
 def _int_arg(name: str, v: Any, lo: int, hi: int, why: str = "") -> int:
@@ -188,29 +188,7 @@ def residual_add(X: Tensor, R: Tensor, Y: Tensor, shift: int = 0, relu: bool = T
     for name, t in (("R", R), ("Y", Y)):
         if t.shape != X.shape:
             raise S.error(name, f"has shape {t.shape}, X has {X.shape} (the residual add does not broadcast)")
-    cfg = S.config()
-    wide = epi.rounding > IMM_MAX
-    # halves: accumulator tiles of T vectors, input halves of the two operands' T vectors each
-    tile = min((cfg.acc_depth - (1 if wide else 0)) // 2, cfg.inp_depth // 4, (1 << GEMM_ITER_BITS) - 1)
-    if tile < 1:
-        raise S.error(None, f"config '{cfg.name}' has no room for a residual tile")
-    ident = cfg.wgt_depth - 1
-    S.load(S.wgt[ident:ident + 1], S.const(np.eye(cfg.block, dtype=np.int8)[None], "identity"), cols=1)
-    table = [(h * tile, h * 2 * tile + k * tile, ident) for h in (0, 1) for k in (0, 1)]
-    S.load(S.uop[0:4], S.uops(table, "residual_uops"), cols=4)
-    rnd_view = S.acc[2 * tile:2 * tile + 1] if wide else None
-    if rnd_view is not None:
-        const_vector(rnd_view, epi.rounding)
-    for i, v0 in enumerate(range(0, X.nvec, tile)):
-        t = min(tile, X.nvec - v0)
-        h = i & 1
-        acc = S.acc[h * tile:h * tile + t]
-        S.mov(acc, rnd_view if rnd_view is not None else epi.rounding)
-        for k, src in enumerate((X, R)):
-            lo = h * 2 * tile + k * tile
-            S.load(S.inp[lo:lo + t], src, offset=v0, cols=t)
-        S.gemm(S.uop[2 * h:2 * h + 2], iters=(t, 1), acc_factors=(1, 0), inp_factors=(1, 0))
-        if epi.shift:
-            S.shr(acc, epi.shift)
-        clamp(acc, epi.relu, True)
-        S.store(Y, acc, offset=v0)
+    try:
+        eltwise_layer([X, R], Y, epi)
+    except PlanError as e:
+        raise S.error(None, str(e)) from None

@@ -83,6 +83,9 @@ def _check_dram(t: Tensor, offset: int, rows: int, cols: int, stride: int, verb:
                 unit: str = "vectors") -> None:
     if rows * cols == 0:
         return
+    if entry_bytes and t.region_offset % entry_bytes:
+        raise ArgError(f"tensor '{t.name}' starts at byte {t.region_offset} of its region, not on a "
+                       f"{entry_bytes}-byte entry", t.name)
     end = offset + (rows - 1) * stride + cols
     have = t.nvec if not entry_bytes else t.entry_count(entry_bytes)
     if end > have:

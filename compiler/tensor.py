@@ -74,8 +74,8 @@ class Tensor:
     int32 accumulator vector, an int8 input vector, an int8 weight block, a 16-byte micro-op.
     """
 
-    __slots__ = ("name", "shape", "dtype", "bits", "lanes", "size", "nvec", "data", "loaded", "stored", "kind",
-                 "region", "region_offset", "_entries")
+    __slots__ = ("name", "shape", "dtype", "bits", "lanes", "size", "nvec", "data", "_loaded", "_stored", "kind",
+                 "region", "region_offset", "parent", "_entries")
 
     def __init__(self, name: str, shape: tuple[int, ...], dtype: str, lanes: int, data: np.ndarray | None = None,
                  kind: str = "arg", region: str | None = None, region_offset: int = 0):
@@ -87,12 +87,50 @@ class Tensor:
         self.size = prod(self.shape)
         self.nvec = -(-self.size // lanes)
         self.data = data
-        self.loaded = False
-        self.stored = False
+        self._loaded = False
+        self._stored = False
         self.kind = kind
         self.region = name if region is None else region
         self.region_offset = region_offset
+        self.parent: Tensor | None = None
         self._entries: dict[int, np.ndarray] = {}
+
+    # A view's use is its parent's: the parent is the Program region whose role the compiler derives.
+    @property
+    def loaded(self) -> bool:
+        return self._loaded
+
+    @loaded.setter
+    def loaded(self, v: bool) -> None:
+        self._loaded = v
+        if v and self.parent is not None:
+            self.parent.loaded = True
+
+    @property
+    def stored(self) -> bool:
+        return self._stored
+
+    @stored.setter
+    def stored(self, v: bool) -> None:
+        self._stored = v
+        if v and self.parent is not None:
+            self.parent.stored = True
+
+    def view(self, name: str, offset: int, shape: tuple[int, ...]) -> "Tensor":
+        """A tensor of ``shape`` (this tensor's dtype) living inside this one from vector ``offset``: it
+        shares the DRAM (on the golden path, the data) and the Program region, so several tensors (a
+        network's weights, activations planned to reuse memory) fit one region. The compiler tracks
+        the dependences of views of one region by address."""
+        shape = tuple(int(s) for s in shape)
+        t = Tensor(name, shape, self.dtype, self.lanes, kind=self.kind, region=self.region,
+                   region_offset=self.region_offset + offset * self.lanes * self.bits // 8)
+        if offset < 0 or offset + t.nvec > self.nvec or not shape or min(shape) <= 0:
+            raise CompileError(f"view '{name}' of {t.nvec} vectors at vector {offset} does not fit tensor "
+                               f"'{self.name}' ({self.nvec} vectors)")
+        if self.data is not None:
+            t.data = self.data[offset:offset + t.nvec]
+        t.parent = self
+        return t
 
     @property
     def region_shape(self) -> tuple[int, ...]:

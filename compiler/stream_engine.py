@@ -1,0 +1,229 @@
+"""Layers that stream int8 activations through the input buffer into the accumulator: pooling and
+elementwise sums.
+
+A GEMM against the identity weight block copies (or, over several micro-ops into one
+accumulator vector, sums) input vectors into the accumulator, exactly: the accumulator is
+int32 and the block is the identity. On that:
+
+* :func:`eltwise_layer`: ``Y = epilogue(sum of the inputs)`` vector by vector (a residual add
+  of two activations; with one input, a standalone requantize or ReLU of an int8 value);
+* :func:`pool_layer`: max pooling (every window tap copied into its own accumulator region by
+  one GEMM, then one ALU MAX folds the regions) and average pooling (one GEMM sums the taps
+  onto the rounding term, then a shift), ``k x k`` windows every ``stride``, no padding.
+
+Both work in tiles that alternate between two halves of the buffers when they fit (the
+dependency tokens then let the loads of tile i+1 overlap tile i's GEMM and the store of
+tile i-1). The identity block sits in the weight buffer's last entry, the micro-op tables
+from ``uop_base``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from compiler import dsl as S
+from compiler.conv_engine import Epilogue, clamp
+from compiler.conv_plan import PlanError
+from compiler.ops import IMM_MAX, const_vector
+from compiler.tensor import Tensor
+from hw.config import HwConfig
+from hw.isa import GEMM_ITER_BITS
+
+ITER_MAX = (1 << GEMM_ITER_BITS) - 1
+
+
+def identity_slot(cfg: HwConfig) -> int:
+    """The weight-buffer entry holding the identity block."""
+    return cfg.wgt_depth - 1
+
+
+def load_identity() -> int:
+    """LOAD the identity block into its slot; returns the slot."""
+    cfg = S.config()
+    slot = identity_slot(cfg)
+    S.load(S.wgt[slot:slot + 1], S.const(np.eye(cfg.block, dtype=np.int8)[None], "identity"), cols=1)
+    return slot
+
+
+def eltwise_tile(cfg: HwConfig, inputs: int, wide_rounding: bool) -> int:
+    """Vectors per tile of :func:`eltwise_layer`: two accumulator halves, two input halves of every
+    operand's vectors."""
+    tile = min((cfg.acc_depth - (1 if wide_rounding else 0)) // 2, cfg.inp_depth // (2 * inputs), ITER_MAX)
+    if tile < 1:
+        raise PlanError(f"config '{cfg.name}' has no room for an elementwise tile")
+    return tile
+
+
+def eltwise_uops(inputs: int) -> int:
+    """Micro-ops :func:`eltwise_layer` loads."""
+    return 2 * inputs
+
+
+def eltwise_layer(inputs: list[Tensor], Y: Tensor, epi: Epilogue, uop_base: int = 0) -> None:
+    """``Y = epilogue(sum of inputs)`` over all vectors of ``Y``: per tile, the rounding term into the
+    accumulator, every input's vectors into the input buffer, one GEMM adding each onto the
+    accumulator through the identity block, then shift, ReLU and clip on the ALU, and the STORE."""
+    cfg = S.config()
+    n = len(inputs)
+    wide = epi.rounding > IMM_MAX
+    tile = eltwise_tile(cfg, n, wide)
+    ident = load_identity()
+    table = [(h * tile, h * n * tile + k * tile, ident) for h in (0, 1) for k in range(n)]
+    S.load(S.uop[uop_base:uop_base + len(table)], S.uops(table, "eltwise_uops"), cols=len(table))
+    rnd_view = S.acc[2 * tile:2 * tile + 1] if wide else None
+    if rnd_view is not None:
+        const_vector(rnd_view, epi.rounding)
+    for i, v0 in enumerate(range(0, Y.nvec, tile)):
+        t = min(tile, Y.nvec - v0)
+        h = i & 1
+        acc = S.acc[h * tile:h * tile + t]
+        S.mov(acc, rnd_view if rnd_view is not None else epi.rounding)
+        for k, src in enumerate(inputs):
+            lo = h * n * tile + k * tile
+            S.load(S.inp[lo:lo + t], src, offset=v0, cols=t)
+        ub = uop_base + n * h
+        S.gemm(S.uop[ub:ub + n], iters=(t, 1), acc_factors=(1, 0), inp_factors=(1, 0))
+        if epi.shift:
+            S.shr(acc, epi.shift)
+        clamp(acc, epi.relu, True)
+        S.store(Y, acc, offset=v0)
+
+
+# ---- pooling --------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class PoolPlan:
+    """Tiles of a pooling layer over ``batch`` images of ``cb`` channel blocks x ``h`` x ``w``: ``tc``
+    channel blocks x ``th`` output rows (whole rows), ``halves`` of the accumulator and input buffers
+    (2: double-buffered)."""
+
+    batch: int
+    cb: int
+    h: int
+    w: int
+    k: int
+    stride: int
+    maximum: bool
+    tc: int
+    th: int
+    halves: int
+
+    @property
+    def ho(self) -> int:
+        return (self.h - self.k) // self.stride + 1
+
+    @property
+    def wo(self) -> int:
+        return (self.w - self.k) // self.stride + 1
+
+    @property
+    def taps(self) -> int:
+        return self.k * self.k
+
+    @property
+    def th_in(self) -> int:
+        return (self.th - 1) * self.stride + self.k
+
+    @property
+    def cb_pitch(self) -> int:
+        """Input-buffer vectors of one channel block of a tile (its window rows, whole image rows)."""
+        return self.th_in * self.w
+
+    @property
+    def out_tile(self) -> int:
+        return self.tc * self.th * self.wo
+
+    @property
+    def acc_tile(self) -> int:
+        """Accumulator vectors of a tile: one region per tap for the maximum, one for the average."""
+        return self.out_tile * (self.taps if self.maximum else 1)
+
+    @property
+    def uops_per_table(self) -> int:
+        return self.taps * self.wo
+
+
+def plan_pool(cfg: HwConfig, batch: int, cb: int, h: int, w: int, k: int, stride: int, maximum: bool) -> PoolPlan:
+    """The largest tile (double-buffered if anything fits so) of a pooling layer; PlanError if none fits."""
+    fmax = (1 << cfg.sram_index_bits) - 1
+    for halves in (2, 1):
+        best = None
+        for tc in range(min(cb, ITER_MAX), 0, -1):
+            for th in range((h - k) // stride + 1, 0, -1):
+                p = PoolPlan(batch, cb, h, w, k, stride, maximum, tc, th, halves)
+                if (halves * p.acc_tile <= cfg.acc_depth and halves * tc * p.cb_pitch <= cfg.inp_depth
+                        and halves * halves * p.uops_per_table <= cfg.uop_depth and th <= ITER_MAX
+                        and max(p.cb_pitch, stride * w, p.th * p.wo, p.out_tile) <= fmax
+                        and p.acc_tile <= ITER_MAX):
+                    if best is None or p.out_tile > best.out_tile:
+                        best = p
+                    break  # smaller th for this tc only shrinks the tile
+        if best is not None:
+            return best
+    raise PlanError(f"no tiling fits config '{cfg.name}': one output row of the {k}x{k} pooling needs {k * w} "
+                    f"input vectors and {(k * k if maximum else 1) * ((w - k) // stride + 1)} accumulator vectors")
+
+
+def pool_uops(p: PoolPlan, acc_half: int, in_half: int) -> np.ndarray:
+    """Micro-ops of one output row and channel block: ``(acc, inp, wgt)`` per tap and output column."""
+    t, c = np.meshgrid(np.arange(p.taps), np.arange(p.wo), indexing="ij")
+    ky, kx = t // p.k, t % p.k
+    region = t * p.out_tile if p.maximum else 0
+    acc = acc_half * p.acc_tile + region + c
+    inp = in_half * p.tc * p.cb_pitch + ky * p.w + c * p.stride + kx
+    return np.stack([acc.ravel(), inp.ravel(), np.zeros(acc.size, dtype=np.int64)], axis=1)
+
+
+def pool_layer(X: Tensor, Y: Tensor, plan: PoolPlan, relu: bool = False, uop_base: int = 0) -> None:
+    """Max or average pooling of ``X (N, Cb, H, W, B)`` into ``Y (N, Cb, Ho, Wo, B)`` (module docstring),
+    then ReLU when ``relu``."""
+    p = plan
+    ident = load_identity()
+    tables = []
+    for ha in range(p.halves):
+        for hx in range(p.halves):
+            t = pool_uops(p, ha, hx)
+            t[:, 2] = ident
+            tables.append(t)
+    raw = np.concatenate(tables)
+    S.load(S.uop[uop_base:uop_base + len(raw)], S.uops(raw, "pool_uops"), cols=len(raw))
+    area = p.taps
+    shift = area.bit_length() - 1
+    rnd = (area // 2) if (not p.maximum and shift) else 0
+    i = 0
+    for n in range(p.batch):
+        for c0 in range(0, p.cb, p.tc):
+            tc = min(p.tc, p.cb - c0)
+            for r0 in range(0, p.ho, p.th):
+                th = min(p.th, p.ho - r0)
+                h = i % p.halves
+                i += 1
+                base = h * p.acc_tile
+                region = tc * th * p.wo  # this tile's vectors per tap region (a prefix of each region)
+                xb = h * p.tc * p.cb_pitch
+                rows_in = (th - 1) * p.stride + p.k
+                first = ((n * p.cb + c0) * p.h + r0 * p.stride) * p.w
+                if rows_in == p.th_in:  # the window rows of every channel block, back to back on chip
+                    S.load(S.inp[xb:xb + tc * p.cb_pitch], X, offset=first, rows=tc, cols=rows_in * p.w,
+                           stride=p.h * p.w)
+                else:  # a shorter tail: each channel block keeps its full pitch on chip
+                    for ci in range(tc):
+                        lo = xb + ci * p.cb_pitch
+                        S.load(S.inp[lo:lo + rows_in * p.w], X, offset=first + ci * p.h * p.w, cols=rows_in * p.w)
+                S.mov(S.acc[base:base + (p.acc_tile if p.maximum else region)], rnd)
+                ub = uop_base + (h * p.halves + h) * p.uops_per_table
+                S.gemm(S.uop[ub:ub + p.uops_per_table], iters=(th, tc), acc_factors=(p.wo, th * p.wo),
+                       inp_factors=(p.stride * p.w, p.cb_pitch))
+                out = S.acc[base:base + region]
+                if p.maximum:
+                    if area > 1:
+                        S.max(out, S.acc[base + p.out_tile:base + p.acc_tile], iters=(area - 1, region),
+                              dst_factors=(0, 1), src_factors=(p.out_tile, 1))
+                elif shift:
+                    S.shr(out, shift)
+                if relu:
+                    S.max(out, 0)
+                # channel blocks are th*Wo vectors apart on chip, Ho*Wo in Y
+                S.store(Y, out, offset=((n * p.cb + c0) * p.ho + r0) * p.wo, rows=tc, cols=th * p.wo,
+                        stride=p.ho * p.wo)
