@@ -4,7 +4,9 @@ Steps (:func:`compile_network`):
 
 1. **Stages.** The graph's layers fuse into hardware stages, each one section of the
    instruction stream named after its main layer: a convolution or dense layer with the
-   requantize and ReLUs that follow it (the conv engine's epilogue), a pooling layer with a
+   requantize and ReLUs that follow it (the conv engine's epilogue; a convolution also with a
+   residual add of an activation already stored, when the sum is only clipped and ReLU'd, as in
+   a ResNet basic block), a pooling layer with a
    following ReLU, an elementwise stage (a residual add with its requantize and ReLU, or a
    standalone requantize/ReLU of an int8 value, or the copy of an output another layer also
    reads). ``flatten`` moves no data: the flattened value IS its input's packed tensor, read row by
@@ -174,11 +176,55 @@ def rows_weight_order(origin: tuple[int, int, int], block: int) -> np.ndarray:
 
 
 # ---- fusion -------------------------------------------------------------------------------------
+def _chain(g: Graph, v: Value) -> tuple[list[Layer], Value, int | None, bool]:
+    """The ReLUs and (at most one, on an int32 value) requantize that follow ``v`` with nothing else
+    reading the values in between: (those layers, the last value, the requantize's shift or None,
+    whether a ReLU is among them). ReLU commutes with the requantization (both are monotone and keep
+    0), so their order does not matter."""
+    layers: list[Layer] = []
+    shift: int | None = None
+    relu = False
+    cur = v
+    while cur not in g.outputs:
+        cons = g.consumers(cur)
+        if len(cons) != 1:
+            break
+        c = cons[0]
+        if c.op == "relu":
+            relu = True
+        elif c.op == "requantize" and cur.dtype == "int32":
+            shift = c.params["shift"]
+        else:
+            break
+        layers.append(c)
+        cur = c.output  # type: ignore[assignment]
+    return layers, cur, shift, relu
+
+
+def _residual(g: Graph, v: Value, ready: set[Value]) -> tuple[list[Layer], Value, Value, bool] | None:
+    """A residual add the convolution whose int8 result is ``v`` can finish in its epilogue (the conv
+    engine adds a residual, then ReLU and clip): ``v`` read only by an ``add`` whose other operand is
+    already stored (in ``ready``), followed by a requantize by 0 (the clip) and ReLUs. Returns (the
+    layers, the final value, the residual operand, ReLU) or None."""
+    cons = g.consumers(v)
+    if v in g.outputs or len(cons) != 1 or cons[0].op != "add":
+        return None
+    add = cons[0]
+    other = [u for u in add.inputs if u is not v]
+    if len(other) != 1 or other[0] not in ready or other[0].layer.op == "flatten":
+        return None
+    layers, end, shift, relu = _chain(g, add.output)  # type: ignore[arg-type]
+    if shift != 0:
+        return None
+    return [add, *layers], end, other[0], relu
+
+
 def _fuse(g: Graph) -> tuple[list[Stage], dict[Value, Value]]:
     """The graph's stages in order, and the flatten aliases (flattened value -> the value it views)."""
     stages: list[Stage] = []
     alias: dict[Value, Value] = {}
     absorbed: set[Layer] = set()
+    ready: set[Value] = set(g.inputs)  # values stored when the next stage starts
     for layer in g.layers:
         if layer.op == "input" or layer in absorbed:
             continue
@@ -186,27 +232,11 @@ def _fuse(g: Graph) -> tuple[list[Stage], dict[Value, Value]]:
             src = layer.inputs[0]
             alias[layer.output] = alias.get(src, src)
             continue
-        fused = [layer]
-        shift = layer.params["shift"] if layer.op == "requantize" else 0
-        relu = layer.op == "relu"
-        cur = layer.output
-        assert cur is not None
-        requantized = cur.dtype == "int8"
-        while cur not in g.outputs:
-            cons = g.consumers(cur)
-            if len(cons) != 1:
-                break
-            c = cons[0]
-            if c.op == "relu":
-                relu = True
-            elif c.op == "requantize" and not requantized:
-                shift, requantized = c.params["shift"], True
-            else:
-                break
-            fused.append(c)
-            absorbed.add(c)
-            cur = c.output
-            assert cur is not None
+        out = layer.output
+        assert out is not None
+        chain, cur, shift, relu = _chain(g, out)
+        shift = layer.params["shift"] if layer.op == "requantize" else shift
+        fused = [layer, *chain]
         if cur.dtype != "int8":
             users = [c.name for c in g.consumers(cur)]
             why = (f"feeds {len(users)} layers ({', '.join(users)}); requantize it once and share the int8 value"
@@ -215,7 +245,17 @@ def _fuse(g: Graph) -> tuple[list[Stage], dict[Value, Value]]:
             raise g.error(fused[-1].name, f"its int32 result must be requantized before anything else reads it: "
                                           f"it {why}")
         op = layer.op if layer.op in ("conv2d", "dense", "max_pool", "avg_pool") else "eltwise"
-        stages.append(Stage(layer.name, op, fused, list(layer.inputs), cur, Epilogue(shift, relu, clip=True)))
+        epi = Epilogue(shift or 0, relu or layer.op == "relu", clip=True)
+        inputs = list(layer.inputs)
+        res = _residual(g, cur, ready) if op == "conv2d" else None
+        if res is not None:
+            more, cur, r, res_relu = res
+            fused += more
+            inputs.append(r)
+            epi = Epilogue(epi.shift, epi.relu, True, residual_relu=res_relu)
+        absorbed.update(fused)
+        stages.append(Stage(layer.name, op, fused, inputs, cur, epi))
+        ready.add(cur)
     return stages, alias
 
 
@@ -249,9 +289,10 @@ def _plan_stage(st: Stage, cfg: HwConfig, batch: int, g: Graph, layouts: dict[Va
             if st.op == "conv2d":
                 c, h, w = x.shape
                 k, s, pad = wt.shape[2], main.params["stride"], main.params["pad"]
+                residual = len(st.inputs) > 1
                 shape = ConvShape(batch, P.blocks(c, block), h, w, P.blocks(wt.shape[0], block), k, k, s, pad,
                                   bias=bias is not None, rounding_const=st.epi.rounding > IMM_MAX,
-                                  alu_passes=st.epi.alu_passes(False))
+                                  residual=residual, alu_passes=st.epi.alu_passes(residual))
                 st.weight = P.pack_conv_weights(wt, block)
             else:
                 layout, origin = _layout_of(x, layouts)
@@ -425,8 +466,9 @@ def compile_network(graph: Graph, config: HwConfig | str = "default", batch: int
                 bv = None
                 if st.bias is not None:
                     bv = t["biases"].view(f"{st.name}.b", boff[id(st)], (st.bias.size // block, block))
+                res = where(st.inputs[1], t, act) if len(st.inputs) > 1 else None
                 conv_layer(where(st.inputs[0], t, act), wv, y, st.shape, st.plan, st.epi,  # type: ignore[arg-type]
-                           bias=bv, x_strides=st.x_strides, uop_base=st.uop_base)
+                           bias=bv, residual=res, x_strides=st.x_strides, uop_base=st.uop_base)
             elif st.op in ("max_pool", "avg_pool"):
                 pool_layer(where(st.inputs[0], t, act), y, st.plan, relu=st.epi.relu,  # type: ignore[arg-type]
                            uop_base=st.uop_base)
