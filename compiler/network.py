@@ -495,6 +495,8 @@ def compile_network(graph: Graph, config: HwConfig | str = "default", batch: int
                     "macs": sum(x.macs for x in st.layers) * batch if st not in copy_stages else 0,
                     "in_shape": [list(v.shape) for v in st.inputs], "out_shape": list(st.output.shape)}
                    for st in stages],
+        "activations": [{"value": v.name, "offset": offsets[v] * block, "bytes": size * block, "first_stage": f,
+                         "last_stage": last} for f, last, size, v in intervals],
         "dram": {"weights_bytes": wbytes, "bias_bytes": bbytes,
                  "activation_bytes_with_reuse": act_vectors * block,
                  "activation_bytes_without_reuse": act_without * block,
