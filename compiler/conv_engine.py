@@ -5,7 +5,8 @@ tiling :func:`compiler.conv_plan.plan_conv` chose: the micro-op tables (one cons
 one LOAD), then per output tile the accumulator's initial value (the bias, plus the
 rounding term of the requantization, broadcast by one ALU MOV), per step of input
 channels the input window's LOADs (zero padding at the image border), the weight
-tile's LOAD and ONE GEMM, then the epilogue on the ALU (shift, ReLU, clip to int8;
+tile's LOAD (skipped, like the bias's, when that half of the buffer holds that tile
+already: the next image or rows of the same output channels) and ONE GEMM, then the epilogue on the ALU (shift, ReLU, clip to int8;
 optionally a residual added through the identity weight block, then ReLU and clip
 again) and the STOREs. Buffer halves alternate tile by tile (accumulator) and step by
 step (inputs, weights), so the dependency tokens the compiler derives let the loads of
@@ -129,6 +130,10 @@ def conv_layer(X: Tensor, Wt: Tensor, Y: Tensor, shape: ConvShape, plan: ConvPla
         rnd_view = S.acc[p.const_slot:p.const_slot + 1]
         const_vector(rnd_view, rnd)
     t = step = 0
+    # what each half of the bias slots and of the weight buffer holds: a tile whose bias or weights are
+    # already there (the next image, the next rows of one output-channel tile) does not load them again
+    bias_in: dict[int, int] = {}
+    wgt_in: dict[int, tuple[int, int, int, int]] = {}
     for n in range(s.batch):
         for o0, to in p.o_tiles:
             for r0, th in p.h_tiles:
@@ -142,9 +147,11 @@ def conv_layer(X: Tensor, Wt: Tensor, Y: Tensor, shape: ConvShape, plan: ConvPla
                     # the accumulator's start: bias (+ rounding) broadcast over the tile, or the rounding
                     if bias is not None:
                         bview = S.acc[p.bias_base(ha):p.bias_base(ha) + to]
-                        S.load(bview, bias, offset=bias_offset + o0)
-                        if rnd:
-                            S.add(bview, rnd_view if rnd_view is not None else rnd)
+                        if bias_in.get(ha) != o0:
+                            S.load(bview, bias, offset=bias_offset + o0)
+                            if rnd:
+                                S.add(bview, rnd_view if rnd_view is not None else rnd)
+                            bias_in[ha] = o0
                         S.mov(tile, bview, iters=(to, th * tw), dst_factors=(th * tw, 1), src_factors=(1, 0))
                     else:
                         S.mov(tile, rnd_view if rnd_view is not None else rnd)
@@ -160,8 +167,10 @@ def conv_layer(X: Tensor, Wt: Tensor, Y: Tensor, shape: ConvShape, plan: ConvPla
                             S.load(S.inp[lo:lo + p.cb_pitch], X, offset=first + ci * c_stride, rows=rwin.size,
                                    cols=cwin.size, stride=r_stride, pad=(rwin.pad0, rwin.pad1, cwin.pad0, cwin.pad1))
                         wb = p.wgt_base(hx)
-                        S.load(S.wgt[wb:wb + to * tc * taps], Wt, offset=wgt_offset + (o0 * cb + ci0) * taps,
-                               rows=to, cols=tc * taps, stride=cb * taps)
+                        if wgt_in.get(hx) != (o0, to, ci0, tc):
+                            S.load(S.wgt[wb:wb + to * tc * taps], Wt, offset=wgt_offset + (o0 * cb + ci0) * taps,
+                                   rows=to, cols=tc * taps, stride=cb * taps)
+                            wgt_in[hx] = (o0, to, ci0, tc)
                         ub = uop_base + table[(ha, hx, tc)]
                         S.gemm(S.uop[ub:ub + tw * tc * taps], iters=(th, to), acc_factors=(tw, th * tw),
                                inp_factors=(s.stride * p.tw_in, 0), wgt_factors=(0, tc * taps))
