@@ -170,6 +170,43 @@ def tlm(program: Program, *, vcd: str | Path | None = None, trace: str | Path | 
     return run_program(program, vcd=vcd, trace=trace, timing=timing, raise_on_error=raise_on_error)
 
 
+@dataclass
+class TlmTimeline:
+    """A traced TLM run: the result, the model's timeline (``sim.tlm.trace.Tracer``: instructions
+    with their pop/execute/end/completion cycles, GEMM executions, section spans) and its timing
+    constants (``sim.tlm.Timing``), for reports that split the run (``cosim.section_report``)."""
+
+    result: RunResult
+    tracer: Any
+    timing: Any
+
+
+def tlm_traced(program: Program, *, trace: str | Path | None = None,
+               vcd: str | Path | None = None) -> TlmTimeline:
+    """Run ``program`` on the TLM with its timeline recorded (no fast-forward: tracing sees every
+    transaction; the same cycles and outputs); ``trace``/``vcd`` also write the Perfetto JSON (with
+    one span per section of ``program.meta["sections"]``) and the VCD. A fault is in
+    ``result.error``."""
+    from hw import csr
+    from sim.tlm import TlmModel
+
+    m = TlmModel(program.config, trace=True)
+    m.load_dram(program.dram_image())
+    addr = csr.csr_by_name(program.config.max_regions)
+    t0 = time.perf_counter()
+    for name, value in program.regs:
+        m.write_csr(addr[name].addr, value)
+    m.run()
+    wall = time.perf_counter() - t0
+    if trace is not None:
+        m.write_trace(trace, program.meta.get("sections"))
+    if vcd is not None:
+        m.write_vcd(vcd)
+    res = RunResult("tlm", program.read_outputs(m.dram), m.cycles, m.counters(),
+                    m.error.to_dict() if m.error is not None else None, wall, extra={"events": m.events})
+    return TlmTimeline(res, m.tracer, m.timing)
+
+
 def rtl(programs: list[Program], cfg: HwConfig | None = None, **kw: Any) -> list[RunResult]:
     """Run Programs of one config on the RTL through cocotb (``testbench.rtl_model.run_programs``)."""
     from testbench.rtl_model import run_programs

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -288,11 +289,12 @@ class TlmModel:
             raise RuntimeError("the model was built without trace=True")
         return self.tracer.write_vcd(path, self.cycles or 0)
 
-    def write_trace(self, path: str | Path) -> Path:
-        """Write the Chrome/Perfetto trace JSON of the last run (needs ``trace=True``)."""
+    def write_trace(self, path: str | Path, sections: list[dict[str, Any]] | None = None) -> Path:
+        """Write the Chrome/Perfetto trace JSON of the last run (needs ``trace=True``); ``sections``
+        (a Program's ``meta["sections"]``) adds one span per section on a track of its own."""
         if self.tracer is None:
             raise RuntimeError("the model was built without trace=True")
-        return self.tracer.write_perfetto(path, self.cycles or 0, self.isa)
+        return self.tracer.write_perfetto(path, self.cycles or 0, self.isa, sections)
 
 
 def run_program(program: Program | str | Path, *, vcd: str | Path | None = None, trace: str | Path | None = None,
@@ -320,7 +322,7 @@ def run_program(program: Program | str | Path, *, vcd: str | Path | None = None,
     if vcd is not None:
         m.write_vcd(vcd)
     if trace is not None:
-        m.write_trace(trace)
+        m.write_trace(trace, prog.meta.get("sections"))
     res = RunResult("tlm", prog.read_outputs(m.dram), m.cycles, m.counters(),
                     m.error.to_dict() if m.error is not None else None, wall,
                     extra={"events": m.events})

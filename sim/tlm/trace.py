@@ -21,6 +21,7 @@ time (``t - 1`` in cycle ``t``, see :meth:`Tracer.write_vcd`).
 from __future__ import annotations
 
 import json
+from bisect import bisect_left
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
@@ -29,7 +30,18 @@ import numpy as np
 
 UNITS = ("load", "compute", "store")
 NO_PC = 0xFFFFFFFF
-_TID = {"fetch": 0, "load": 1, "compute": 2, "gemm": 5, "store": 3, "dma": 4}
+_TID = {"fetch": 0, "load": 1, "compute": 2, "gemm": 5, "store": 3, "dma": 4, "sections": 6}
+PROLOGUE = "(prologue)"  # the row of the instructions before a Program's first section
+
+
+def section_rows(sections: list[dict[str, Any]] | None) -> list[tuple[str, int, int]]:
+    """``(name, first, stop)`` instruction ranges of a Program's ``meta["sections"]`` in order, with a
+    :data:`PROLOGUE` row first when instructions come before the first section; ``[]`` without
+    sections. Instructions past the last section (FINISH) belong to no row."""
+    rows = [(str(s["name"]), int(s["first"]), int(s["first"]) + int(s["count"])) for s in sections or []]
+    if rows and rows[0][1] > 0:
+        rows.insert(0, (PROLOGUE, 0, rows[0][1]))
+    return rows
 
 
 class Tracer:
@@ -40,6 +52,7 @@ class Tracer:
         self.pcs: dict[str, list[tuple[int, int]]] = defaultdict(list)
         self.busys: dict[str, list[tuple[int, int]]] = defaultdict(list)
         self.insns: list[tuple[str, int, Any, int, int, int]] = []
+        self.retired: list[int] = []  # per entry of ``insns``: the cycle it completed (its PUSH)
         self.dmas: list[tuple[str, bool, int, np.ndarray, np.ndarray]] = []
         self.gemms: list[tuple[int, int, int, int, int]] = []
         self.done_t: int | None = None
@@ -54,8 +67,12 @@ class Tracer:
     def busy(self, unit: str, t: int, v: int) -> None:
         self.busys[unit].append((t, v))
 
-    def insn(self, unit: str, pc: int | None, insn: Any, t_pop: int, t_exec: int, t_end: int) -> None:
+    def insn(self, unit: str, pc: int | None, insn: Any, t_pop: int, t_exec: int, t_end: int,
+             t_done: int | None = None) -> None:
+        """An instruction popped at ``t_pop``, executed from ``t_exec`` to ``t_end`` (exclusive: its
+        first PUSH cycle) and completed (pushed its tokens) in cycle ``t_done``."""
         self.insns.append((unit, pc if pc is not None else -1, insn, t_pop, t_exec, t_end))
+        self.retired.append(t_end if t_done is None else t_done)
 
     def gemm(self, pc: int | None, t_exec: int, t_end: int, iterations: int, frozen: int) -> None:
         """A GEMM's EXECUTE ran from ``t_exec`` to ``t_end`` (exclusive): ``iterations`` blocks,
@@ -96,6 +113,26 @@ class Tracer:
                 ch += [(s + 1, 1), (e, 0)]
         # at a shared boundary the later burst's 1 must win: sort stably by time, 0 first
         return sorted(ch, key=lambda x: (x[0], x[1]))
+
+    def section_spans(self, sections: list[dict[str, Any]] | None, end: int) -> list[tuple[str, int, int, int, int]]:
+        """``(name, first, stop, start, end)`` per row of :func:`section_rows`: a partition of the run's
+        cycles ``[0, end)``. A row ends when every instruction before its ``stop`` has completed (the
+        running maximum of their completion cycles), the last row at ``end`` (CYCLES), so the rows'
+        cycles sum to CYCLES; a row whose instructions all completed under earlier rows gets 0."""
+        rows = section_rows(sections)
+        order = sorted(range(len(self.insns)), key=lambda k: self.insns[k][1])
+        pcs = [self.insns[k][1] for k in order]
+        prefix_max: list[int] = []
+        for k in order:
+            prefix_max.append(max(self.retired[k], prefix_max[-1] if prefix_max else 0))
+        spans = []
+        t = 0
+        for n, (name, first, stop) in enumerate(rows):
+            i = bisect_left(pcs, stop)
+            e = max(t, end) if n == len(rows) - 1 else max(t, prefix_max[i - 1] if i else 0)
+            spans.append((name, first, stop, t, e))
+            t = e
+        return spans
 
     # ---- VCD ----------------------------------------------------------------------------------
     def write_vcd(self, path: str | Path, end: int) -> Path:
@@ -148,11 +185,16 @@ class Tracer:
         return p
 
     # ---- Chrome / Perfetto ---------------------------------------------------------------------
-    def write_perfetto(self, path: str | Path, end: int, isa: Any = None) -> Path:
-        """Write a Chrome trace-event JSON (open in ui.perfetto.dev); ``ts`` and ``dur`` are cycles."""
+    def write_perfetto(self, path: str | Path, end: int, isa: Any = None,
+                       sections: list[dict[str, Any]] | None = None) -> Path:
+        """Write a Chrome trace-event JSON (open in ui.perfetto.dev); ``ts`` and ``dur`` are cycles.
+        ``sections`` (a Program's ``meta["sections"]``): one span per section on the "sections"
+        track (:meth:`section_spans`)."""
         ev: list[dict[str, Any]] = [{"name": "process_name", "ph": "M", "pid": 1, "args": {"name": "accel (TLM)"}}]
+        spans = self.section_spans(sections, end)
         for name, tid in _TID.items():
-            ev.append({"name": "thread_name", "ph": "M", "pid": 1, "tid": tid, "args": {"name": name}})
+            if name != "sections" or spans:
+                ev.append({"name": "thread_name", "ph": "M", "pid": 1, "tid": tid, "args": {"name": name}})
         for unit, pc, insn, t_pop, t_exec, t_end in self.insns:
             text = isa.disasm(insn) if isa is not None else insn.MNEMONIC
             ev.append({"name": f"{insn.MNEMONIC} #{pc}", "ph": "X", "pid": 1, "tid": _TID[unit], "ts": t_pop,
@@ -172,6 +214,9 @@ class Tracer:
             for u in UNITS:
                 cur[u] = levels[u].get(t, cur[u])
             ev.append({"name": "queue depth", "ph": "C", "pid": 1, "ts": t, "args": dict(cur)})
+        for name, first, stop, s, e in spans:
+            ev.append({"name": name, "ph": "X", "pid": 1, "tid": _TID["sections"], "ts": s, "dur": e - s,
+                       "args": {"first_insn": first, "insns": stop - first, "cycles": e - s}})
         if self.done_t is not None:
             ev.append({"name": "DONE", "ph": "i", "s": "g", "pid": 1, "tid": 0, "ts": self.done_t})
         p = Path(path)

@@ -191,7 +191,7 @@ class UnitShell:
         idle = t + self.T.token_push_cycles
         if self.tr is not None:
             self.tr.pc(self.name, idle, None)
-            self.tr.insn(self.name, self.pc, insn, self.t_pop, self.t_exec, self.t_push)
+            self.tr.insn(self.name, self.pc, insn, self.t_pop, self.t_exec, self.t_push, t)
         self.state, self.pc, self.insn, self.idle_from = IDLE, None, None, idle
         if self.retired(t, insn):
             return
