@@ -385,8 +385,17 @@ class Isa:
             body = n
         return pre + body + insn.deps_text()
 
-    def disasm_stream(self, insns: Iterable[Instruction]) -> str:
-        return "\n".join(self.disasm(i, k) for k, i in enumerate(insns))
+    def disasm_stream(self, insns: Iterable[Instruction], sections: Iterable[dict[str, Any]] | None = None) -> str:
+        """The listing, one line per instruction; ``sections`` (a Program's ``meta["sections"]``:
+        ``name``, ``first``) put a ``; section NAME`` line before each section's first instruction."""
+        heads: dict[int, list[str]] = {}
+        for s in sections or []:
+            heads.setdefault(int(s["first"]), []).append(f"; section {s['name']}")
+        lines = []
+        for k, i in enumerate(insns):
+            lines += heads.get(k, [])
+            lines.append(self.disasm(i, k))
+        return "\n".join(lines)
 
 
 def encode_uops(uops: Iterable[tuple[int, int, int]]) -> bytes:

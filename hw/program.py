@@ -259,7 +259,7 @@ class Program:
         (d / "regs.json").write_text(json.dumps(self.regs_json(), indent=1) + "\n")
         (d / "regs.h").write_text(self.regs_header())
         (d / "layout.json").write_text(json.dumps(self.layout_json(), indent=1) + "\n")
-        (d / "program.lst").write_text(self.isa.disasm_stream(self.insns) + "\n")
+        (d / "program.lst").write_text(self.isa.disasm_stream(self.insns, self.meta.get("sections")) + "\n")
         for stale in ("inputs.npz", "expected.npz", "dram.bin"):
             (d / stale).unlink(missing_ok=True)
         if self.inputs:

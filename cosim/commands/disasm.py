@@ -1,4 +1,5 @@
-"""`cosim disasm DIR`: print a saved Program one instruction per line."""
+"""`cosim disasm DIR`: print a saved Program one instruction per line, a ``; section NAME`` line
+before each named section (``S.section``; a network's layers)."""
 
 from __future__ import annotations
 
@@ -9,11 +10,13 @@ from hw.config import load_config
 from hw.isa import insn_fields
 from hw.program import Program
 from cosim.cli import add_json_arg
+from cosim.section_report import program_sections
 
 
 def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p = sub.add_parser("disasm", help="disassemble a Program folder, one line per instruction",
-                       description="Disassemble a saved Program folder (insn.bin), one line per instruction.")
+                       description="Disassemble a saved Program folder (insn.bin), one line per instruction; a "
+                                   "'; section NAME' line starts each named section (a network's layer).")
     p.add_argument("dir", help="Program folder (written by `cosim compile`)")
     p.add_argument("--config", default=None, metavar="NAME|PATH",
                    help="check the Program against this config (default: the config it names)")
@@ -24,9 +27,10 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
 def run(args: argparse.Namespace) -> int:
     cfg = load_config(args.config) if args.config else None
     prog = Program.load(args.dir, cfg)
+    sections = program_sections(prog)
     if args.json:
-        print(json.dumps({"program": prog.name, "config": prog.config.name,
+        print(json.dumps({"program": prog.name, "config": prog.config.name, "sections": sections,
                           "insns": [insn_fields(i) for i in prog.insns]}))
         return 0
-    print(prog.isa.disasm_stream(prog.insns))
+    print(prog.isa.disasm_stream(prog.insns, sections))
     return 0
