@@ -58,7 +58,9 @@ from hw.program import Program
 RESERVED = ("weights", "biases", "act", CONST_REGION, "insn")
 # SPATIAL: (C, H, W) packed (N, C/B, H, W, B); BLOCKS: (F,) as (F/B, N) vectors in natural feature order;
 # PACKED_BLOCKS: a flattened (C, H, W) as (C/B*H*W, N) vectors, features in packed order
-SPATIAL, BLOCKS, PACKED_BLOCKS = "spatial", "blocks", "packed_blocks"
+# IM2COL: a graph input read only by a convolution, packed by the host with the window taps in the
+# channels, (N, C*K*K/B, Ho, Wo, B), so the convolution is a 1x1 one; shape (C, H, W, K, stride, pad)
+SPATIAL, BLOCKS, PACKED_BLOCKS, IM2COL = "spatial", "blocks", "packed_blocks", "im2col"
 Layout = tuple[str, tuple[int, ...]]  # (kind, shape; PACKED_BLOCKS: the (C, H, W) it was flattened from)
 
 
@@ -108,11 +110,12 @@ class NetworkProgram:
 
     def _pack(self, name: str, a: np.ndarray) -> np.ndarray:
         layout, shape = self.layouts[name]
+        want = (self.batch, *next(v.shape for v in self.graph.inputs if v.name == name))
         a = np.asarray(a)
-        if a.shape != (self.batch, *shape) or a.dtype != np.int8:
-            raise CompileError(f"network '{self.graph.name}': input '{name}' must be int8 of shape "
-                               f"{(self.batch, *shape)}, got {a.dtype} {a.shape}")
-        return pack_value(a, layout, self.config.block)
+        if a.shape != want or a.dtype != np.int8:
+            raise CompileError(f"network '{self.graph.name}': input '{name}' must be int8 of shape {want}, got "
+                               f"{a.dtype} {a.shape}")
+        return pack_value(a, layout, shape, self.config.block)
 
     def packed_inputs(self, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         """The input regions' arrays for natural ``(batch, *shape)`` int8 inputs."""
@@ -147,13 +150,33 @@ class NetworkProgram:
 
 
 # ---- layouts ------------------------------------------------------------------------------------
-def pack_value(a: np.ndarray, layout: str, block: int) -> np.ndarray:
+def pack_value(a: np.ndarray, layout: str, shape: tuple[int, ...], block: int) -> np.ndarray:
     """Natural ``(N, *shape)`` -> the layout's packed array."""
     if layout == SPATIAL:
         return P.pack_activation(a, block)
     if layout == BLOCKS:
         return P.pack_matrix(a, block)
+    if layout == IM2COL:
+        return P.pack_activation(im2col(a, *shape[3:]), block)
     raise CompileError(f"a network input cannot have layout {layout}")
+
+
+def im2col(x: np.ndarray, k: int, stride: int, pad: int) -> np.ndarray:
+    """NCHW ``x`` -> ``(N, C*K*K, Ho, Wo)``: channel ``(c*K + ky)*K + kx`` of output pixel ``(i, j)`` is
+    the zero-padded input at ``(c, i*stride + ky - pad, j*stride + kx - pad)``."""
+    n, c, h, w = x.shape
+    xp = np.zeros((n, c, h + 2 * pad, w + 2 * pad), dtype=x.dtype)
+    xp[:, :, pad:pad + h, pad:pad + w] = x
+    ho, wo = (h + 2 * pad - k) // stride + 1, (w + 2 * pad - k) // stride + 1
+    taps = [xp[:, :, ky:ky + stride * (ho - 1) + 1:stride, kx:kx + stride * (wo - 1) + 1:stride]
+            for ky in range(k) for kx in range(k)]
+    return np.ascontiguousarray(np.stack(taps, axis=2).reshape(n, c * k * k, ho, wo))
+
+
+def im2col_pays(c: int, k: int, block: int) -> bool:
+    """Whether a convolution over ``c`` input channels with a ``k x k`` kernel runs fewer GEMM blocks
+    on the host's im2col of its input (a 1x1 convolution over ``c*k*k`` channels)."""
+    return P.blocks(c * k * k, block) < P.blocks(c, block) * k * k
 
 
 def unpack_value(y: np.ndarray, layout: str, shape: tuple[int, ...], batch: int, block: int) -> np.ndarray:
@@ -268,7 +291,10 @@ def _vectors(layout: str, shape: tuple[int, ...], batch: int, block: int) -> int
     """Vectors of ``batch`` samples of a value stored in ``layout``."""
     if layout == BLOCKS:
         return P.blocks(shape[0], block) * batch
-    c, h, w = shape
+    if layout == IM2COL:
+        c, h, w, k, s, pad = shape
+        return batch * P.blocks(c * k * k, block) * ((h + 2 * pad - k) // s + 1) * ((w + 2 * pad - k) // s + 1)
+    c, h, w = shape[:3]
     return batch * P.blocks(c, block) * h * w
 
 
@@ -284,10 +310,16 @@ def _plan_stage(st: Stage, cfg: HwConfig, batch: int, g: Graph, layouts: dict[Va
                 c, h, w = x.shape
                 k, s, pad = wt.shape[2], main.params["stride"], main.params["pad"]
                 residual = len(st.inputs) > 1
-                shape = ConvShape(batch, P.blocks(c, block), h, w, P.blocks(wt.shape[0], block), k, k, s, pad,
-                                  bias=bias is not None, rounding_const=st.epi.rounding > IMM_MAX,
-                                  residual=residual, alu_passes=st.epi.alu_passes(residual))
-                st.weight = P.pack_conv_weights(wt, block)
+                flags = dict(bias=bias is not None, rounding_const=st.epi.rounding > IMM_MAX, residual=residual,
+                             alu_passes=st.epi.alu_passes(residual))
+                o, ho, wo = st.output.shape
+                if layouts[x][0] == IM2COL:  # the host put the taps in the channels: a 1x1 convolution
+                    shape = ConvShape(batch, P.blocks(c * k * k, block), ho, wo, P.blocks(o, block), 1, 1, 1, 0,
+                                      **flags)
+                    st.weight = P.pack_conv_weights(wt.reshape(o, c * k * k, 1, 1), block)
+                else:
+                    shape = ConvShape(batch, P.blocks(c, block), h, w, P.blocks(o, block), k, k, s, pad, **flags)
+                    st.weight = P.pack_conv_weights(wt, block)
             else:
                 layout, origin = layouts[x]
                 if layout == PACKED_BLOCKS:
@@ -365,12 +397,18 @@ def compile_network(graph: Graph, config: HwConfig | str = "default", batch: int
     block = cfg.block
     stages = _fuse(g)
     layouts: dict[Value, Layout] = {v: (SPATIAL if len(v.shape) == 3 else BLOCKS, v.shape) for v in g.inputs}
-    for st in stages:
-        _plan_stage(st, cfg, batch, g, layouts)
     readers: dict[Value, list[Stage]] = {}  # stored value -> the stages reading it
     for st in stages:
         for v in st.inputs:
             readers.setdefault(v, []).append(st)
+    for v in g.inputs:  # an input only a convolution reads: the host packs it im2col when that pays
+        st = readers[v][0]
+        if len(readers[v]) == 1 and st.op == "conv2d" and st.inputs[0] is v and len(st.inputs) == 1:
+            k = st.layers[0].params["weight"].shape[2]
+            if im2col_pays(v.shape[0], k, block):
+                layouts[v] = (IM2COL, (*v.shape, k, st.layers[0].params["stride"], st.layers[0].params["pad"]))
+    for st in stages:
+        _plan_stage(st, cfg, batch, g, layouts)
     # An output another stage also reads is copied into its own region right after the stage that
     # makes it (an output region is written only).
     after = {st.output: st for st in stages}
@@ -385,10 +423,10 @@ def compile_network(graph: Graph, config: HwConfig | str = "default", batch: int
     out_storage: dict[Value, Storage] = {}  # the output regions of copied outputs
     region_layouts: dict[str, Layout] = {}
     for v in g.inputs:
-        kind = layouts[v][0]
-        shp = (batch, P.blocks(v.shape[0], block), *v.shape[1:], block) if kind == SPATIAL else \
-            (1, P.blocks(v.shape[0], block), batch, 1, block)
-        storage[v] = Storage(v.name, 0, _vectors(kind, v.shape, batch, block), kind, shp)
+        kind, shp = layouts[v]
+        nvec = _vectors(kind, shp, batch, block)
+        storage[v] = Storage(v.name, 0, nvec, kind, (1, P.blocks(v.shape[0], block), batch, 1, block)
+                             if kind == BLOCKS else (batch, nvec // batch, block))
         region_layouts[v.name] = layouts[v]
     align = cfg.region_align // block  # vectors
     intervals = []
