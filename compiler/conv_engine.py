@@ -6,9 +6,9 @@ one LOAD), then per output tile the accumulator's initial value (the bias, plus 
 rounding term of the requantization, broadcast by one ALU MOV), per step of input
 channels the input window's LOADs (zero padding at the image border), the weight
 tile's LOAD (skipped, like the bias's, when that half of the buffer holds that tile
-already: the next image or rows of the same output channels) and ONE GEMM, then the epilogue on the ALU (shift, ReLU, clip to int8;
-optionally a residual added through the identity weight block, then ReLU and clip
-again) and the STOREs. Buffer halves alternate tile by tile (accumulator) and step by
+already: the next image or rows of the same output channels) and ONE GEMM, then the
+epilogue on the ALU (shift, ReLU, clip to int8; optionally a residual added through the
+identity weight block, then ReLU and clip again) and the STOREs. Buffer halves alternate tile by tile (accumulator) and step by
 step (inputs, weights), so the dependency tokens the compiler derives let the loads of
 step i+1 overlap the GEMM of step i and the stores of one tile the GEMMs of the next.
 """
@@ -102,22 +102,18 @@ def tile_dma(n: int, o0: int, to: int, r0: int, th: int, c0: int, tw: int, ob: i
 
 def conv_layer(X: Tensor, Wt: Tensor, Y: Tensor, shape: ConvShape, plan: ConvPlan, epi: Epilogue,
                bias: Tensor | None = None, bias_offset: int = 0, wgt_offset: int = 0,
-               residual: Tensor | None = None, x_strides: tuple[int, int] | None = None,
-               uop_base: int = 0) -> None:
+               residual: Tensor | None = None, uop_base: int = 0) -> None:
     """One layer: ``Y = epilogue(conv(X, Wt) + bias)`` over the plan's tiles (module docstring).
 
     ``X`` is ``(N, Cb, H, W, B)``, ``Wt`` holds ``(Ob, Cb, KH, KW, B, B)`` blocks from block
     ``wgt_offset``, ``bias`` (None: no bias) ``Ob`` int32 vectors from vector ``bias_offset``,
-    ``Y`` and ``residual`` are ``(N, Ob, Ho, Wo, B)``; all int8 but the bias. ``x_strides`` (vectors
-    between channel blocks, between rows; default ``(H*W, W)``, columns always adjacent) reads ``X``
-    in another layout: a matrix stored row by row (a flattened activation, ``(M, K/B)`` vectors) is
-    the ``M x 1`` image with strides ``(1, K/B)``. The micro-op tables go to ``S.uop`` from ``uop_base``.
+    ``Y`` and ``residual`` are ``(N, Ob, Ho, Wo, B)``; all int8 but the bias. The micro-op tables go to
+    ``S.uop`` from ``uop_base``.
     """
     s, p = shape, plan
     assert (residual is not None) == s.residual, "the plan must make room for the residual exactly when there is one"
     taps, cb, ob, ho, wo = s.taps, s.cb, s.ob, s.ho, s.wo
-    c_stride, r_stride = x_strides or (s.h * s.w, s.w)
-    whole_planes = p.whole_planes and x_strides is None
+    whole_planes = p.whole_planes
     uops, table, res_uop = layer_tables(p)
     S.load(S.uop[uop_base:uop_base + len(uops)], S.const(uops, "conv_uops"), cols=len(uops))
     if residual is not None:
@@ -159,13 +155,13 @@ def conv_layer(X: Tensor, Wt: Tensor, Y: Tensor, shape: ConvShape, plan: ConvPla
                         hx = step % p.in_halves
                         step += 1
                         xb = p.inp_base(hx)
-                        first = n * cb * c_stride + ci0 * c_stride + rwin.start * r_stride + cwin.start
+                        first = ((n * cb + ci0) * s.h + rwin.start) * s.w + cwin.start
                         if whole_planes:  # the windows are whole channel planes, back to back in DRAM and on chip
                             S.load(S.inp[xb:xb + tc * p.cb_pitch], X, offset=first, cols=tc * p.cb_pitch)
                         for ci in range(0 if whole_planes else tc):
                             lo = xb + ci * p.cb_pitch
-                            S.load(S.inp[lo:lo + p.cb_pitch], X, offset=first + ci * c_stride, rows=rwin.size,
-                                   cols=cwin.size, stride=r_stride, pad=(rwin.pad0, rwin.pad1, cwin.pad0, cwin.pad1))
+                            S.load(S.inp[lo:lo + p.cb_pitch], X, offset=first + ci * s.h * s.w, rows=rwin.size,
+                                   cols=cwin.size, stride=s.w, pad=(rwin.pad0, rwin.pad1, cwin.pad0, cwin.pad1))
                         wb = p.wgt_base(hx)
                         if wgt_in.get(hx) != (o0, to, ci0, tc):
                             S.load(S.wgt[wb:wb + to * tc * taps], Wt, offset=wgt_offset + (o0 * cb + ci0) * taps,

@@ -6,16 +6,16 @@ Steps (:func:`compile_network`):
    instruction stream named after its main layer: a convolution or dense layer with the
    requantize and ReLUs that follow it (the conv engine's epilogue; a convolution also with a
    residual add of an activation already stored, when the sum is only clipped and ReLU'd, as in
-   a ResNet basic block), a pooling layer with a
-   following ReLU, an elementwise stage (a residual add with its requantize and ReLU, or a
-   standalone requantize/ReLU of an int8 value, or the copy of an output another layer also
-   reads). ``flatten`` moves no data: the flattened value IS its input's packed tensor, read row by
-   row (feature order channel block, row, column, lane), and the dense layer that takes it
-   gets its weight columns permuted to that order at compile time. An int32 value must go
-   through exactly one requantize before anything else reads it (one line naming the layer if not).
-2. **Layouts.** Activations ``(C, H, W)`` are packed ``(N, C/B, H, W, B)``; a flat value made by
-   a dense layer (or a flat graph input) is the matrix layout ``(F/B, N)`` vectors; a flattened
-   activation is ``(N, C/B*H*W)`` vectors (the dense layer reads it with strided DMA).
+   a ResNet basic block), a pooling layer with a following ReLU, an elementwise stage (a
+   residual add with its requantize and ReLU, a standalone requantize/ReLU of an int8 value, or
+   the copy of an output another layer also reads), a flatten. An int32 value must go through
+   exactly one requantize before anything else reads it (one line naming the layer if not).
+2. **Layouts.** Activations ``(C, H, W)`` are packed ``(N, C/B, H, W, B)``; a flat value is the
+   matrix layout, ``(F/B, N)`` vectors (feature-block major: a dense layer loads many samples per
+   weight block). ``flatten`` transposes the packed activation, ``N`` x ``C/B*H*W`` vectors, into
+   that layout (one GEMM through the identity block per tile of samples) keeping the packed
+   feature order (channel block, row, column, lane); the dense layer that reads it gets its weight
+   columns permuted to that order at compile time (zero columns for padding channels).
 3. **DRAM.** Regions: one per graph input and output, ``weights`` (every layer's packed int8
    blocks, placed once), ``biases`` (int32), ``act`` (the intermediate activations) and the
    constants. Intermediate activations get offsets in ``act`` by liveness (first fit over the
@@ -48,14 +48,20 @@ from compiler.errors import CompileError
 from compiler.graph import Graph, Layer, Value
 from compiler.kernel import Kernel
 from compiler.ops import IMM_MAX
-from compiler.stream_engine import PoolPlan, eltwise_layer, eltwise_tile, eltwise_uops, plan_pool, pool_layer
+from compiler.stream_engine import (PoolPlan, eltwise_layer, eltwise_tile, eltwise_uops, plan_pool, pool_layer,
+                                    transpose_layer, transpose_tile)
 from compiler.tensor import Tensor, tensor
 from compiler.trace import CONST_REGION
 from hw.config import HwConfig, load_config
 from hw.program import Program
 
 RESERVED = ("weights", "biases", "act", CONST_REGION, "insn")
-SPATIAL, ROWS, BLOCKS = "spatial", "rows", "blocks"
+# SPATIAL: (C, H, W) packed (N, C/B, H, W, B); BLOCKS: (F,) as (F/B, N) vectors in natural feature order;
+# PACKED_BLOCKS: a flattened (C, H, W) as (C/B*H*W, N) vectors, features in packed order
+# IM2COL: a graph input read only by a convolution, packed by the host with the window taps in the
+# channels, (N, C*K*K/B, Ho, Wo, B), so the convolution is a 1x1 one; shape (C, H, W, K, stride, pad)
+SPATIAL, BLOCKS, PACKED_BLOCKS, IM2COL = "spatial", "blocks", "packed_blocks", "im2col"
+Layout = tuple[str, tuple[int, ...]]  # (kind, shape; PACKED_BLOCKS: the (C, H, W) it was flattened from)
 
 
 @dataclass(eq=False)
@@ -72,7 +78,6 @@ class Stage:
     epi: Epilogue
     plan: ConvPlan | PoolPlan | None = None
     shape: ConvShape | None = None
-    x_strides: tuple[int, int] | None = None
     weight: np.ndarray | None = None  # packed
     bias: np.ndarray | None = None    # packed
     uop_base: int = 0
@@ -105,11 +110,12 @@ class NetworkProgram:
 
     def _pack(self, name: str, a: np.ndarray) -> np.ndarray:
         layout, shape = self.layouts[name]
+        want = (self.batch, *next(v.shape for v in self.graph.inputs if v.name == name))
         a = np.asarray(a)
-        if a.shape != (self.batch, *shape) or a.dtype != np.int8:
-            raise CompileError(f"network '{self.graph.name}': input '{name}' must be int8 of shape "
-                               f"{(self.batch, *shape)}, got {a.dtype} {a.shape}")
-        return pack_value(a, layout, self.config.block)
+        if a.shape != want or a.dtype != np.int8:
+            raise CompileError(f"network '{self.graph.name}': input '{name}' must be int8 of shape {want}, got "
+                               f"{a.dtype} {a.shape}")
+        return pack_value(a, layout, shape, self.config.block)
 
     def packed_inputs(self, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         """The input regions' arrays for natural ``(batch, *shape)`` int8 inputs."""
@@ -144,13 +150,33 @@ class NetworkProgram:
 
 
 # ---- layouts ------------------------------------------------------------------------------------
-def pack_value(a: np.ndarray, layout: str, block: int) -> np.ndarray:
+def pack_value(a: np.ndarray, layout: str, shape: tuple[int, ...], block: int) -> np.ndarray:
     """Natural ``(N, *shape)`` -> the layout's packed array."""
     if layout == SPATIAL:
         return P.pack_activation(a, block)
     if layout == BLOCKS:
         return P.pack_matrix(a, block)
+    if layout == IM2COL:
+        return P.pack_activation(im2col(a, *shape[3:]), block)
     raise CompileError(f"a network input cannot have layout {layout}")
+
+
+def im2col(x: np.ndarray, k: int, stride: int, pad: int) -> np.ndarray:
+    """NCHW ``x`` -> ``(N, C*K*K, Ho, Wo)``: channel ``(c*K + ky)*K + kx`` of output pixel ``(i, j)`` is
+    the zero-padded input at ``(c, i*stride + ky - pad, j*stride + kx - pad)``."""
+    n, c, h, w = x.shape
+    xp = np.zeros((n, c, h + 2 * pad, w + 2 * pad), dtype=x.dtype)
+    xp[:, :, pad:pad + h, pad:pad + w] = x
+    ho, wo = (h + 2 * pad - k) // stride + 1, (w + 2 * pad - k) // stride + 1
+    taps = [xp[:, :, ky:ky + stride * (ho - 1) + 1:stride, kx:kx + stride * (wo - 1) + 1:stride]
+            for ky in range(k) for kx in range(k)]
+    return np.ascontiguousarray(np.stack(taps, axis=2).reshape(n, c * k * k, ho, wo))
+
+
+def im2col_pays(c: int, k: int, block: int) -> bool:
+    """Whether a convolution over ``c`` input channels with a ``k x k`` kernel runs fewer GEMM blocks
+    on the host's im2col of its input (a 1x1 convolution over ``c*k*k`` channels)."""
+    return P.blocks(c * k * k, block) < P.blocks(c, block) * k * k
 
 
 def unpack_value(y: np.ndarray, layout: str, shape: tuple[int, ...], batch: int, block: int) -> np.ndarray:
@@ -160,14 +186,16 @@ def unpack_value(y: np.ndarray, layout: str, shape: tuple[int, ...], batch: int,
         return P.unpack_activation(y.reshape(batch, P.blocks(c, block), h, w, block), c)
     if layout == BLOCKS:
         return P.unpack_matrix(y.reshape(1, -1, batch, 1, block), shape[0])
-    c, h, w = shape  # ROWS: the origin's (C, H, W), flattened in C, H, W order
-    nat = P.unpack_activation(y.reshape(batch, P.blocks(c, block), h, w, block), c)
-    return nat.reshape(batch, c * h * w)
+    order = packed_feature_order(shape, block)  # type: ignore[arg-type]  # PACKED_BLOCKS: shape is the origin
+    hw = np.ascontiguousarray(y.reshape(-1, batch, block).transpose(1, 0, 2)).reshape(batch, -1)
+    out = np.zeros((batch, int(np.prod(shape))), dtype=hw.dtype)
+    out[:, order[order >= 0]] = hw[:, order >= 0]
+    return out
 
 
-def rows_weight_order(origin: tuple[int, int, int], block: int) -> np.ndarray:
-    """For a flattened ``(C, H, W)`` activation read row by row: the natural feature index of every
-    hardware feature (channel block, row, column, lane), -1 for padding channels."""
+def packed_feature_order(origin: tuple[int, int, int], block: int) -> np.ndarray:
+    """For a flattened packed ``(C, H, W)`` activation: the natural (C, H, W order) index of every
+    feature in packed order (channel block, row, column, lane), -1 for padding channels."""
     c, h, w = origin
     cb = P.blocks(c, block)
     kb, y, x, b = np.meshgrid(np.arange(cb), np.arange(h), np.arange(w), np.arange(block), indexing="ij")
@@ -211,7 +239,7 @@ def _residual(g: Graph, v: Value, ready: set[Value]) -> tuple[list[Layer], Value
         return None
     add = cons[0]
     other = [u for u in add.inputs if u is not v]
-    if len(other) != 1 or other[0] not in ready or other[0].layer.op == "flatten":
+    if len(other) != 1 or other[0] not in ready:
         return None
     layers, end, shift, relu = _chain(g, add.output)  # type: ignore[arg-type]
     if shift != 0:
@@ -219,18 +247,17 @@ def _residual(g: Graph, v: Value, ready: set[Value]) -> tuple[list[Layer], Value
     return [add, *layers], end, other[0], relu
 
 
-def _fuse(g: Graph) -> tuple[list[Stage], dict[Value, Value]]:
-    """The graph's stages in order, and the flatten aliases (flattened value -> the value it views)."""
+def _fuse(g: Graph) -> list[Stage]:
+    """The graph's stages in order."""
     stages: list[Stage] = []
-    alias: dict[Value, Value] = {}
     absorbed: set[Layer] = set()
     ready: set[Value] = set(g.inputs)  # values stored when the next stage starts
     for layer in g.layers:
         if layer.op == "input" or layer in absorbed:
             continue
         if layer.op == "flatten":
-            src = layer.inputs[0]
-            alias[layer.output] = alias.get(src, src)
+            stages.append(Stage(layer.name, "flatten", [layer], list(layer.inputs), layer.output, Epilogue()))
+            ready.add(layer.output)  # type: ignore[arg-type]
             continue
         out = layer.output
         assert out is not None
@@ -256,25 +283,18 @@ def _fuse(g: Graph) -> tuple[list[Stage], dict[Value, Value]]:
         absorbed.update(fused)
         stages.append(Stage(layer.name, op, fused, inputs, cur, epi))
         ready.add(cur)
-    return stages, alias
+    return stages
 
 
 # ---- planning -----------------------------------------------------------------------------------
-Layout = tuple[str, tuple[int, ...]]  # (SPATIAL|ROWS|BLOCKS, the shape as stored: ROWS keeps its origin's)
-
-
-def _layout_of(v: Value, layouts: dict[Value, Layout]) -> Layout:
-    """How a value is stored; a flattened value is its origin, read by rows."""
-    if v.layer.op == "flatten":
-        kind, origin = layouts[v.layer.inputs[0]]
-        return ROWS, origin
-    return layouts[v]
-
-
 def _vectors(layout: str, shape: tuple[int, ...], batch: int, block: int) -> int:
+    """Vectors of ``batch`` samples of a value stored in ``layout``."""
     if layout == BLOCKS:
         return P.blocks(shape[0], block) * batch
-    c, h, w = shape
+    if layout == IM2COL:
+        c, h, w, k, s, pad = shape
+        return batch * P.blocks(c * k * k, block) * ((h + 2 * pad - k) // s + 1) * ((w + 2 * pad - k) // s + 1)
+    c, h, w = shape[:3]
     return batch * P.blocks(c, block) * h * w
 
 
@@ -290,18 +310,23 @@ def _plan_stage(st: Stage, cfg: HwConfig, batch: int, g: Graph, layouts: dict[Va
                 c, h, w = x.shape
                 k, s, pad = wt.shape[2], main.params["stride"], main.params["pad"]
                 residual = len(st.inputs) > 1
-                shape = ConvShape(batch, P.blocks(c, block), h, w, P.blocks(wt.shape[0], block), k, k, s, pad,
-                                  bias=bias is not None, rounding_const=st.epi.rounding > IMM_MAX,
-                                  residual=residual, alu_passes=st.epi.alu_passes(residual))
-                st.weight = P.pack_conv_weights(wt, block)
+                flags = dict(bias=bias is not None, rounding_const=st.epi.rounding > IMM_MAX, residual=residual,
+                             alu_passes=st.epi.alu_passes(residual))
+                o, ho, wo = st.output.shape
+                if layouts[x][0] == IM2COL:  # the host put the taps in the channels: a 1x1 convolution
+                    shape = ConvShape(batch, P.blocks(c * k * k, block), ho, wo, P.blocks(o, block), 1, 1, 1, 0,
+                                      **flags)
+                    st.weight = P.pack_conv_weights(wt.reshape(o, c * k * k, 1, 1), block)
+                else:
+                    shape = ConvShape(batch, P.blocks(c, block), h, w, P.blocks(o, block), k, k, s, pad, **flags)
+                    st.weight = P.pack_conv_weights(wt, block)
             else:
-                layout, origin = _layout_of(x, layouts)
-                if layout == ROWS:
-                    order = rows_weight_order(origin, block)  # type: ignore[arg-type]
+                layout, origin = layouts[x]
+                if layout == PACKED_BLOCKS:
+                    order = packed_feature_order(origin, block)  # type: ignore[arg-type]
                     full = np.zeros((wt.shape[0], order.size), dtype=np.int8)
                     full[:, order >= 0] = wt[:, order[order >= 0]]
                     kb = order.size // block
-                    st.x_strides = (1, kb)
                 else:
                     full = wt
                     kb = P.blocks(wt.shape[1], block)
@@ -319,11 +344,16 @@ def _plan_stage(st: Stage, cfg: HwConfig, batch: int, g: Graph, layouts: dict[Va
                                 st.op == "max_pool")
             st.uops = st.plan.halves ** 2 * st.plan.uops_per_table
             layouts[st.output] = (SPATIAL, st.output.shape)
+        elif st.op == "flatten":
+            c, h, w = st.inputs[0].shape
+            transpose_tile(cfg, P.blocks(c, block) * h * w)
+            st.uops = 2
+            layouts[st.output] = (PACKED_BLOCKS, st.inputs[0].shape)
         else:
-            found = {_layout_of(v, layouts) for v in st.inputs}
+            found = {layouts[v] for v in st.inputs}
             if len(found) > 1:
-                raise g.error(main.name, "its operands are stored in different layouts (a flattened activation "
-                                         "and a dense layer's output); flatten both the same way")
+                raise g.error(main.name, "its operands order their features differently (a flattened activation "
+                                         "and a dense layer's output)")
             eltwise_tile(cfg, len(st.inputs), st.epi.rounding > IMM_MAX)
             st.uops = eltwise_uops(len(st.inputs))
             layouts[st.output] = found.pop()  # elementwise: stored as its operands are
@@ -365,26 +395,27 @@ def compile_network(graph: Graph, config: HwConfig | str = "default", batch: int
         if v.name in RESERVED:
             raise g.error(v.name, f"the name is reserved for the network's DRAM regions ({', '.join(RESERVED)})")
     block = cfg.block
-    stages, alias = _fuse(g)
+    stages = _fuse(g)
     layouts: dict[Value, Layout] = {v: (SPATIAL if len(v.shape) == 3 else BLOCKS, v.shape) for v in g.inputs}
-    for st in stages:
-        _plan_stage(st, cfg, batch, g, layouts)
     readers: dict[Value, list[Stage]] = {}  # stored value -> the stages reading it
     for st in stages:
         for v in st.inputs:
-            readers.setdefault(alias.get(v, v), []).append(st)
-    # An output another stage also reads, or a flattened one, is copied into its own region right
-    # after the stage that makes it (an output region is written only).
-    copies: list[Stage] = []
-    for v in g.outputs:
-        if v in alias or v in readers:
-            copies.append(Stage(f"{v.name}.out", "eltwise", [v.layer], [v], v, Epilogue(0, False, True),
-                                uops=eltwise_uops(1)))
-    made_by = {st.output: st for st in stages}
-    after = {cp: made_by.get(alias.get(cp.output, cp.output)) for cp in copies}
-    stages = [cp for cp in copies if after[cp] is None] + \
-        [x for st in stages for x in [st] + [cp for cp in copies if after[cp] is st]]
-    copy_stages = set(copies)
+            readers.setdefault(v, []).append(st)
+    for v in g.inputs:  # an input only a convolution reads: the host packs it im2col when that pays
+        st = readers[v][0]
+        if len(readers[v]) == 1 and st.op == "conv2d" and st.inputs[0] is v and len(st.inputs) == 1:
+            k = st.layers[0].params["weight"].shape[2]
+            if im2col_pays(v.shape[0], k, block):
+                layouts[v] = (IM2COL, (*v.shape, k, st.layers[0].params["stride"], st.layers[0].params["pad"]))
+    for st in stages:
+        _plan_stage(st, cfg, batch, g, layouts)
+    # An output another stage also reads is copied into its own region right after the stage that
+    # makes it (an output region is written only).
+    after = {st.output: st for st in stages}
+    copies = {after[v]: Stage(f"{v.name}.out", "eltwise", [v.layer], [v], v, Epilogue(0, False, True),
+                              uops=eltwise_uops(1)) for v in g.outputs if v in readers}
+    stages = [x for st in stages for x in ([st, copies[st]] if st in copies else [st])]
+    copy_stages = set(copies.values())
     index = {st: k for k, st in enumerate(stages)}
 
     # storage: graph inputs and outputs in their own regions, intermediates in 'act' by liveness
@@ -392,24 +423,23 @@ def compile_network(graph: Graph, config: HwConfig | str = "default", batch: int
     out_storage: dict[Value, Storage] = {}  # the output regions of copied outputs
     region_layouts: dict[str, Layout] = {}
     for v in g.inputs:
-        kind = layouts[v][0]
-        shp = (batch, P.blocks(v.shape[0], block), *v.shape[1:], block) if kind == SPATIAL else \
-            (1, P.blocks(v.shape[0], block), batch, 1, block)
-        storage[v] = Storage(v.name, 0, _vectors(kind, v.shape, batch, block), kind, shp)
+        kind, shp = layouts[v]
+        nvec = _vectors(kind, shp, batch, block)
+        storage[v] = Storage(v.name, 0, nvec, kind, (1, P.blocks(v.shape[0], block), batch, 1, block)
+                             if kind == BLOCKS else (batch, nvec // batch, block))
         region_layouts[v.name] = layouts[v]
     align = cfg.region_align // block  # vectors
     intervals = []
     for st in stages:
         v = st.output
-        kind, shp = _layout_of(v, layouts)
+        kind, shp = layouts[v]
         nvec = _vectors(kind, shp, batch, block)
         if st in copy_stages or (v in g.outputs and v not in readers):
             target = out_storage if st in copy_stages else storage
             target[v] = Storage(v.name, 0, nvec, kind, (nvec, block))
             region_layouts[v.name] = (kind, shp)
             continue
-        last = max((index[r] for r in readers.get(v, [])), default=index[st])
-        last = max([last] + [index[cp] for cp in copies if after[cp] is st])
+        last = max([index[r] for r in readers.get(v, [])] + [index[copies[st]] if st in copies else index[st]])
         intervals.append((index[st], last, -(-nvec // align) * align, v))
         storage[v] = Storage("act", 0, nvec, kind, (nvec, block))
     offsets, act_vectors = _first_fit(intervals)
@@ -450,7 +480,7 @@ def compile_network(graph: Graph, config: HwConfig | str = "default", batch: int
                            f"{regions} DRAM regions, config '{cfg.name}' has {cfg.max_regions} region slots")
 
     def where(v: Value, t: dict[str, Tensor], act: Tensor | None, out: bool = False) -> Tensor:
-        s = out_storage[v] if out and v in out_storage else storage[alias.get(v, v)]
+        s = out_storage[v] if out and v in out_storage else storage[v]
         parent = act if s.region == "act" else t[s.region]
         assert parent is not None
         return parent.view(f"{v.name}@{s.offset}", s.offset, (s.nvec, block)) if s.region == "act" else parent
@@ -468,7 +498,10 @@ def compile_network(graph: Graph, config: HwConfig | str = "default", batch: int
                     bv = t["biases"].view(f"{st.name}.b", boff[id(st)], (st.bias.size // block, block))
                 res = where(st.inputs[1], t, act) if len(st.inputs) > 1 else None
                 conv_layer(where(st.inputs[0], t, act), wv, y, st.shape, st.plan, st.epi,  # type: ignore[arg-type]
-                           bias=bv, residual=res, x_strides=st.x_strides, uop_base=st.uop_base)
+                           bias=bv, residual=res, uop_base=st.uop_base)
+            elif st.op == "flatten":
+                c, h, w = st.inputs[0].shape
+                transpose_layer(where(st.inputs[0], t, act), y, batch, P.blocks(c, block) * h * w, st.uop_base)
             elif st.op in ("max_pool", "avg_pool"):
                 pool_layer(where(st.inputs[0], t, act), y, st.plan, relu=st.epi.relu,  # type: ignore[arg-type]
                            uop_base=st.uop_base)

@@ -9,7 +9,9 @@ int32 and the block is the identity. On that:
   of two activations; with one input, a standalone requantize or ReLU of an int8 value);
 * :func:`pool_layer`: max pooling (every window tap copied into its own accumulator region by
   one GEMM, then one ALU MAX folds the regions) and average pooling (one GEMM sums the taps
-  onto the rounding term, then a shift), ``k x k`` windows every ``stride``, no padding.
+  onto the rounding term, then a shift), ``k x k`` windows every ``stride``, no padding;
+* :func:`transpose_layer`: sample-major vectors to feature-block-major (a flattened activation
+  into the layout a dense layer reads), the GEMM's loop factors doing the transposition.
 
 Both work in tiles that alternate between two halves of the buffers when they fit (the
 dependency tokens then let the loads of tile i+1 overlap tile i's GEMM and the store of
@@ -227,3 +229,42 @@ def pool_layer(X: Tensor, Y: Tensor, plan: PoolPlan, relu: bool = False, uop_bas
                 # channel blocks are th*Wo vectors apart on chip, Ho*Wo in Y
                 S.store(Y, out, offset=((n * p.cb + c0) * p.ho + r0) * p.wo, rows=tc, cols=th * p.wo,
                         stride=p.ho * p.wo)
+
+
+# ---- transposition ---------------------------------------------------------------------------------
+def transpose_tile(cfg: HwConfig, fb: int) -> tuple[int, int]:
+    """(samples, feature blocks) per tile of :func:`transpose_layer`: two halves of the input and
+    accumulator buffers, whole samples when they fit."""
+    fmax = (1 << cfg.sram_index_bits) - 1
+    half = min(cfg.inp_depth, cfg.acc_depth) // 2
+    f = min(fb, half, ITER_MAX, fmax)
+    t = min(half // f, ITER_MAX, fmax)
+    if f < 1 or t < 1:
+        raise PlanError(f"config '{cfg.name}' has no room for a transposition tile")
+    return t, f
+
+
+def transpose_layer(X: Tensor, Y: Tensor, samples: int, fb: int, uop_base: int = 0) -> None:
+    """``X``, ``samples`` x ``fb`` vectors (sample-major: a flattened activation), into ``Y``, the same
+    vectors feature-block-major (``fb`` x ``samples``: the layout a dense layer reads many samples
+    from). Per tile of samples x feature blocks: one LOAD, one GEMM copying the vectors through the
+    identity block into the accumulator in transposed order, one STORE."""
+    cfg = S.config()
+    t_max, f_max = transpose_tile(cfg, fb)
+    half = t_max * f_max
+    ident = load_identity()
+    S.load(S.uop[uop_base:uop_base + 2], S.uops([(0, 0, ident), (half, half, ident)], "transpose_uops"), cols=2)
+    i = 0
+    for n0 in range(0, samples, t_max):
+        t = min(t_max, samples - n0)
+        for f0 in range(0, fb, f_max):
+            f = min(f_max, fb - f0)
+            h = i & 1
+            i += 1
+            base = h * half
+            S.load(S.inp[base:base + t * f], X, offset=n0 * fb + f0, rows=t, cols=f, stride=fb)
+            acc = S.acc[base:base + t * f]
+            S.mov(acc, 0)
+            # sample n, feature block j: from input n*f + j to accumulator j*t + n
+            S.gemm(S.uop[uop_base + h:uop_base + h + 1], iters=(t, f), acc_factors=(1, t), inp_factors=(f, 1))
+            S.store(Y, acc, offset=f0 * samples + n0, rows=f, cols=t, stride=samples)
