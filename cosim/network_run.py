@@ -1,0 +1,204 @@
+"""A shipped network (``compiler.networks.NETWORKS``) on the models: one Program for a batch of the
+test split's images, the logits of every model against the plain numpy reference, accuracies,
+cycles and the per-layer report. ``cosim net`` prints it; ``cosim sim`` and ``cosim bench`` use
+:func:`make_net_case` for their network rows.
+
+What runs: the reference (``compiler.graph_reference.run_reference``, plain numpy integer
+inference written from the layer definitions), the golden path (the network kernel on numpy,
+``NetworkProgram.run_golden``), the TLM (traced: ``cosim.section_report`` splits its run by layer)
+and the RTL (one simulator process). Every model's int8 logits must equal the reference's bit for
+bit (``match``); each model's accuracy is its argmax against the labels, next to the float
+model's on the same images.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from hw.config import HwConfig
+from cosim import models
+from cosim.cli import UserError
+from cosim.section_report import SectionReport, section_report
+
+NET_MODELS = ("golden", "tlm", "rtl")
+
+
+def network_names() -> list[str]:
+    """The shipped networks' names (``[]`` when the compiler has none)."""
+    try:
+        from compiler.networks import NETWORKS
+    except ModuleNotFoundError as e:
+        if e.name not in ("compiler.networks", "compiler.graph_reference"):
+            raise
+        return []
+    return list(NETWORKS)
+
+
+def get_network(name: str) -> Any:
+    """The ``compiler.networks.Network`` called ``name``; UserError (one line) if there is none."""
+    names = network_names()
+    if name not in names:
+        known = ", ".join(names) if names else "none (compiler.networks is missing)"
+        raise UserError(f"unknown network '{name}' (networks: {known})")
+    from compiler.networks import NETWORKS
+
+    return NETWORKS[name]
+
+
+@dataclass
+class NetCase:
+    """One network compiled for ``images`` images of its test split, with the reference logits."""
+
+    network: Any                 # compiler.networks.Network
+    config: HwConfig
+    net: Any                     # compiler.network.NetworkProgram (the Program is net.program)
+    images: np.ndarray           # int8, the graph input's layout, (N, ...)
+    labels: np.ndarray           # int64 (N,)
+    reference: np.ndarray        # int8 logits (N, classes) of compiler.graph_reference
+    compile_s: float
+    reference_s: float
+
+    @property
+    def program(self) -> Any:
+        return self.net.program
+
+    @property
+    def batch(self) -> int:
+        return len(self.images)
+
+    def inputs(self) -> dict[str, np.ndarray]:
+        return {self.network.input_name: self.images}
+
+    def logits(self, outputs: dict[str, np.ndarray]) -> np.ndarray:
+        """The natural ``(N, classes)`` int8 logits of a run's output regions (``RunResult.outputs``)."""
+        return self.net.outputs(outputs)[self.network.output_name]
+
+    def mismatch(self, logits: np.ndarray) -> str | None:
+        """None when ``logits`` equal the reference bit for bit, else where they first differ."""
+        mm = models.first_mismatch({"logits": self.reference}, {"logits": logits})
+        if mm is None:
+            return None
+        if not mm.index:
+            return str(mm)
+        return (f"image {mm.index[0]}, logit {mm.index[1]}: reference {mm.expected}, got {mm.got} "
+                f"({mm.count} logit(s) differ)")
+
+    def accuracy(self, logits: np.ndarray) -> float:
+        """The share of images whose largest logit (the first, on a tie) is the label."""
+        return float(np.mean(np.argmax(logits, axis=1) == self.labels))
+
+    def float_accuracy(self) -> float:
+        return float(np.mean(self.network.float_predict(self.images) == self.labels))
+
+
+def test_split_size(network: Any) -> int:
+    return len(network.dataset("test")[1])
+
+
+def make_net_case(network: Any, cfg: HwConfig, images: int) -> NetCase:
+    """Compile ``network`` for its first ``images`` test images as ONE Program (batch = images),
+    attach the images, and compute the reference logits."""
+    from compiler.graph_reference import run_reference
+    from compiler.network import compile_network
+
+    data, labels = network.dataset("test")
+    if not 1 <= images <= len(labels):
+        raise UserError(f"--images {images}: network '{network.name}' has {len(labels)} test images "
+                        f"(give 1..{len(labels)})")
+    x, y = np.asarray(data[:images]), np.asarray(labels[:images])
+    g = network.graph()
+    t0 = time.perf_counter()
+    net = compile_network(g, cfg, batch=images, name=f"net_{network.name}")
+    t1 = time.perf_counter()
+    net.set_inputs({network.input_name: x})
+    ref = run_reference(g, {network.input_name: x})[network.output_name]
+    t2 = time.perf_counter()
+    return NetCase(network, cfg, net, x, y, ref, t1 - t0, t2 - t1)
+
+
+def run_network(case: NetCase, chosen: list[str], trace: str | Path | None = None, mem: str = "fast",
+                simulator: str = "verilator") -> tuple[dict[str, Any], SectionReport | None]:
+    """Run ``case`` on the ``chosen`` models (of :data:`NET_MODELS`); return the report (the JSON of
+    ``cosim net``) and the per-layer :class:`SectionReport` (None without a TLM run). The TLM runs
+    whenever the TLM or the RTL is chosen: its traced run gives the per-layer table (cycle-exact to
+    the RTL, whose totals are checked against it)."""
+    prog = case.program
+    rep: dict[str, Any] = {
+        "network": case.network.name, "config": case.config.name, "images": case.batch, "models": chosen,
+        "program": {"name": prog.name, "insns": len(prog.insns)},
+        "accuracy": {"float": case.float_accuracy(), "reference": case.accuracy(case.reference)},
+        "mismatch": {}, "errors": {}, "cycles": {},
+        "wall_s": {"compile": case.compile_s, "reference": case.reference_s},
+    }
+    logits: dict[str, np.ndarray] = {}
+    if "golden" in chosen:
+        t0 = time.perf_counter()
+        logits["golden"] = case.net.run_golden(case.inputs())[case.network.output_name]
+        rep["wall_s"]["golden"] = time.perf_counter() - t0
+    timeline = None
+    sr: SectionReport | None = None
+    if "tlm" in chosen or "rtl" in chosen:
+        timeline = models.tlm_traced(prog, trace=trace)
+        res = timeline.result
+        rep["wall_s"]["tlm"] = res.wall_s
+        if res.error:
+            rep["errors"]["tlm"] = res.error
+        if "tlm" in chosen:
+            logits["tlm"] = case.logits(res.outputs)
+        rep["cycles"]["tlm"] = res.cycles
+    if "rtl" in chosen:
+        why = models.rtl_available()
+        if why:
+            raise UserError(f"the RTL cannot run here: {why}")
+        t0 = time.perf_counter()
+        r = models.rtl([prog], case.config, mem=mem, sim=simulator)[0]
+        rep["wall_s"]["rtl"] = r.wall_s or (time.perf_counter() - t0)
+        rep["cycles"]["rtl"] = r.cycles
+        if r.error:
+            rep["errors"]["rtl"] = r.error
+        logits["rtl"] = case.logits(r.outputs)
+        if timeline is not None:
+            t = timeline.result
+            diff = [c for c in t.counters if c in r.counters and t.counters[c] != r.counters[c]]
+            rep["cycles"]["tlm_equals_rtl"] = t.cycles == r.cycles and not diff
+            if diff:
+                rep["cycles"]["counters_differ"] = {c: {"tlm": t.counters[c], "rtl": r.counters[c]} for c in diff}
+    for m, lg in logits.items():
+        if m in rep["errors"]:
+            rep["mismatch"][m] = f"the run failed: {rep['errors'][m].get('name')}"
+            continue
+        mm = case.mismatch(lg)
+        if mm:
+            rep["mismatch"][m] = mm
+        rep["accuracy"][m] = case.accuracy(lg)
+    total = rep["cycles"].get("rtl") or rep["cycles"].get("tlm")
+    if total:
+        rep["cycles"]["total"] = total
+        rep["cycles"]["per_image"] = total / case.batch
+    if timeline is not None:
+        sr = section_report(prog, timeline)
+        j = sr.to_json()
+        rep["layers"] = j["sections"]
+        rep["outside_layers"] = j["outside"]
+        rep["layer_cycles_sum"] = sum(row["cycles"] for row in j["sections"])
+        rep["layers_match_counters"] = not sr.mismatches()
+        if sr.mismatches():
+            rep["layer_sum_problems"] = sr.mismatches()
+        rep["macs"] = j["macs"]
+        rep["macs_per_cycle"] = j["macs_per_cycle"]
+        rep["peak_macs_per_cycle"] = j["peak_macs_per_cycle"]
+        fused = {ly["name"]: ly for ly in prog.meta.get("network", {}).get("layers", [])}
+        for row in rep["layers"]:
+            ly = fused.get(row["name"])
+            if ly is not None:
+                row["op"], row["fused"] = ly["op"], ly["fused"]
+    if trace is not None and timeline is not None:
+        rep["trace"] = str(Path(trace).resolve())
+    rep["dram"] = prog.meta.get("network", {}).get("dram", {})
+    rep["match"] = not rep["mismatch"] and bool(logits)
+    return rep, sr
