@@ -202,3 +202,30 @@ def run_network(case: NetCase, chosen: list[str], trace: str | Path | None = Non
     rep["dram"] = prog.meta.get("network", {}).get("dram", {})
     rep["match"] = not rep["mismatch"] and bool(logits)
     return rep, sr
+
+
+def golden_result(case: NetCase) -> Any:
+    """The golden path's run as a ``RunResult`` whose output is the natural logits (``"logits"``)."""
+    from hw.result import RunResult
+
+    t0 = time.perf_counter()
+    logits = case.net.run_golden(case.inputs())[case.network.output_name]
+    return RunResult("golden", {"logits": logits}, wall_s=time.perf_counter() - t0)
+
+
+def judge_net(case: NetCase, res: Any, label: str) -> dict[str, Any]:
+    """The report of one model's run of ``case`` in the shape of ``cosim.models.judge``'s (``match``
+    against the reference logits, ``accuracy`` besides); ``label`` names the row (``net:NAME``).
+    The golden result carries natural logits (:func:`golden_result`), a model's its output regions."""
+    d: dict[str, Any] = {"kernel": label, "config": case.config.name}
+    d.update(res.to_json())
+    if res.error:
+        d["match"] = False
+        return d
+    logits = res.outputs["logits"] if res.model == "golden" else case.logits(res.outputs)
+    mm = case.mismatch(logits)
+    d["match"] = mm is None
+    if mm:
+        d["mismatch"] = mm
+    d["accuracy"] = case.accuracy(logits)
+    return d
