@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from hw.config import load_config
-from cosim.bench import area, correlate, growth, measure, profiler, report, suite
+from cosim.bench import area, correlate, growth, measure, networks, profiler, report, suite
 
 REPO = Path(__file__).resolve().parents[2]
 OUT_DIR = REPO / "bench"
@@ -83,7 +83,9 @@ def run_bench(configs: list[str], quick: bool = False, reps: int = 3, protocol_m
     if synth:
         _log("area: synthesis per config" + (" (--quick: cached results only)" if quick else ""))
         areas = area.measure_area([load_config(n) for n in configs], quick, fmax_timeout)
+    nets = networks.measure_networks(cfg0, reps)
     summary = report.summarize(rows)
+    summary["all_agree"] = summary["all_agree"] and all(n["agree"] for n in nets)
     summary["golden_vs_numpy"] = gvn["vadd"]["ratio"]
     _log("golden matmul vs numpy")
     gmm = measure.golden_matmul_vs_numpy(cfg0, reps=max(3, reps))
@@ -101,6 +103,7 @@ def run_bench(configs: list[str], quick: bool = False, reps: int = 3, protocol_m
         "worst_error": None if worst is None else {"config": worst["config"], "program": worst["name"],
                                                    "error_pct": worst["error_pct"], "counters": worst["counters"]},
         "programs": rows,
+        "networks": nets,
         "settings": {"configs": configs, "quick": quick, "reps": reps, "protocol_max_cycles": protocol_max_cycles,
                      "synth": synth, "fmax_timeout_s": fmax_timeout,
                      "python": platform.python_version(), "machine": platform.machine(),
@@ -118,6 +121,10 @@ def print_report(res: dict[str, Any]) -> None:
     gl = report.gemm_lines(rows)
     if gl:
         print("\n".join(gl))
+        print()
+    nl = networks.table_lines(res.get("networks") or [])
+    if nl:
+        print("\n".join(nl))
         print()
     print("\n".join(correlate.table_lines(rows)))
     w = correlate.worst(rows)
