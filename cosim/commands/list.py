@@ -1,4 +1,4 @@
-"""`cosim list`: the registered example kernels with their parameters."""
+"""`cosim list`: the registered example kernels with their parameters, and the shipped networks."""
 
 from __future__ import annotations
 
@@ -8,12 +8,14 @@ from typing import Any
 
 from compiler.examples import get_example, list_examples
 from cosim.cli import add_json_arg
+from cosim.network_run import get_network, network_names
 
 
 def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
-    p = sub.add_parser("list", help="list the example kernels and their parameters",
+    p = sub.add_parser("list", help="list the example kernels and their parameters, and the networks",
                        description="List the example kernels registered in compiler/examples.py with their "
-                                   "default parameters (override them with `cosim compile NAME -p key=value`).")
+                                   "default parameters (override them with `cosim compile NAME -p key=value`), "
+                                   "then the shipped networks (compiler/networks; run one with `cosim net NAME`).")
     add_json_arg(p)
     return p
 
@@ -26,14 +28,20 @@ def _fmt(v: Any) -> str:
 
 def run(args: argparse.Namespace) -> int:
     exs = [get_example(n) for n in list_examples()]
+    nets = [get_network(n) for n in network_names()]
     if args.json:
         print(json.dumps({"examples": [{"name": e.name, "description": e.description, "operator": e.operator or e.gemm,
                                         "params": {k: list(v) if isinstance(v, tuple) else v
-                                                   for k, v in e.params.items()}} for e in exs]}))
+                                                   for k, v in e.params.items()}} for e in exs],
+                          "networks": [{"name": n.name, "description": n.description} for n in nets]}))
         return 0
     width = max(len(e.name) for e in exs)
     for e in exs:
         params = " ".join(f"{k}={_fmt(v)}" for k, v in e.params.items())
         print(f"{e.name:<{width}}  {params}")
         print(f"{'':<{width}}  {e.description}")
+    if nets:
+        print("\nnetworks (cosim net NAME):")
+        for n in nets:
+            print(f"{n.name:<{width}}  {n.description}")
     return 0
