@@ -151,6 +151,7 @@ def run_network(case: NetCase, chosen: list[str], trace: str | Path | None = Non
         if "tlm" in chosen:
             logits["tlm"] = case.logits(res.outputs)
         rep["cycles"]["tlm"] = res.cycles
+        rep.setdefault("counters", {})["tlm"] = res.counters
     if "rtl" in chosen:
         why = models.rtl_available()
         if why:
@@ -159,6 +160,7 @@ def run_network(case: NetCase, chosen: list[str], trace: str | Path | None = Non
         r = models.rtl([prog], case.config, mem=mem, sim=simulator)[0]
         rep["wall_s"]["rtl"] = r.wall_s or (time.perf_counter() - t0)
         rep["cycles"]["rtl"] = r.cycles
+        rep.setdefault("counters", {})["rtl"] = r.counters
         if r.error:
             rep["errors"]["rtl"] = r.error
         logits["rtl"] = case.logits(r.outputs)

@@ -53,7 +53,10 @@ def run(args: argparse.Namespace) -> int:
     chosen = list(NET_MODELS) if args.model == "all" else [args.model]
     if args.trace and not {"tlm", "rtl"} & set(chosen):
         raise UserError("--trace needs a TLM run: use --model tlm, rtl or all")
-    images = args.images if args.images is not None else test_split_size(network)
+    split = test_split_size(network)
+    images = args.images if args.images is not None else split
+    if images > split:  # before any progress line: a bad argument is one line
+        raise UserError(f"--images {images}: network '{network.name}' has {split} test images (give 1..{split})")
     if not args.json:
         print(f"cosim net {network.name}: compiling {images} image(s) as one Program for config {cfg.name}",
               file=sys.stderr, flush=True)
