@@ -137,8 +137,8 @@ class SectionReport:
 
     def table_lines(self, what: str = "section") -> list[str]:
         """The table for people: one row per section, then the total."""
-        head = (f"{what:<16}{'cycles':>10}{'%':>6}{'MACs':>11}{'MAC/cyc':>9}{'%peak':>7}{'block MACs':>12}{'DMA rd':>10}"
-                f"{'DMA wr':>10}{'load b/s':>15}{'compute b/s':>15}{'store b/s':>15}")
+        head = (f"{what:<16}{'cycles':>10}{'%':>6}{'MACs':>11}{'MAC/cyc':>9}{'%peak':>7}{'block MACs':>12}"
+                f"{'DMA rd':>10}{'DMA wr':>10}{'load b/s':>15}{'compute b/s':>15}{'store b/s':>15}")
         out = [head, "-" * len(head)]
         peak = self.peak_macs_per_cycle
 
@@ -146,8 +146,8 @@ class SectionReport:
             mpc = macs / cycles if cycles else 0.0
             units = "".join(f"{c[f'{u}_busy']}/{c[f'{u}_stall']}".rjust(15) for u in UNITS)
             return (f"{name[:15]:<16}{cycles:>10}{100 * cycles / max(1, self.cycles):>6.1f}{macs:>11}{mpc:>9.1f}"
-                    f"{100 * mpc / peak:>7.1f}{block_macs:>12}{byte_size(c['dma_rd_bytes']):>10}{byte_size(c['dma_wr_bytes']):>10}"
-                    f"{units}")
+                    f"{100 * mpc / peak:>7.1f}{block_macs:>12}{byte_size(c['dma_rd_bytes']):>10}"
+                    f"{byte_size(c['dma_wr_bytes']):>10}{units}")
 
         for r in self.rows:
             out.append(line(r.name, r.cycles, r.macs, r.block_macs, r.counters))

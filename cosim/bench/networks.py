@@ -60,6 +60,7 @@ def table_lines(rows: list[dict[str, Any]]) -> list[str]:
         i8 = "-" if a["int8"] is None else f"{100 * a['int8']:.2f} %"
         out.append(f"{r['network']:<10}{r['config']:<9}{r['images']:>7}{r['insns']:>7}{r['tlm_cycles'] or 0:>12}"
                    f"{r['rtl_cycles'] or 0:>12}{r['cycles_per_image']:>9.1f}{r['tlm_wall_s']:>8.3f}"
-                   f"{r['images_per_s'] or 0:>9.0f}{100 * a['float']:>9.2f} %{i8:>10}{'yes' if r['agree'] else 'NO':>4}")
+                   f"{r['images_per_s'] or 0:>9.0f}{100 * a['float']:>9.2f} %{i8:>10}"
+                   f"{'yes' if r['agree'] else 'NO':>4}")
         out += [f"  {p}" for p in r["problems"]]
     return out

@@ -77,8 +77,8 @@ def _print(rep: dict[str, Any], sections: Any, network: Any) -> None:
           f"instructions")
     if d:
         print(f"DRAM: weights {byte_size(d['weights_bytes'])}, biases {byte_size(d['bias_bytes'])}, activations "
-              f"{byte_size(d['activation_bytes_with_reuse'])} with reuse ({byte_size(d['activation_bytes_without_reuse'])}"
-              f" without), {byte_size(d['total_bytes'])} in all")
+              f"{byte_size(d['activation_bytes_with_reuse'])} with reuse "
+              f"({byte_size(d['activation_bytes_without_reuse'])} without), {byte_size(d['total_bytes'])} in all")
     models = rep["models"]
     print("accuracy: " + ", ".join([f"float {_pct(acc['float'])}", f"int8 reference {_pct(acc['reference'])}"]
                                     + [f"{m} {_pct(acc.get(m))}" for m in models]))
