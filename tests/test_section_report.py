@@ -164,6 +164,13 @@ def test_cosim_run_trace_writes_the_section_spans(tmp_path: Path, capsys: pytest
     assert rc == 0, capsys.readouterr()
     names = [e["name"] for e in json.loads(out.read_text())["traceEvents"] if e.get("tid") == 6 and e["ph"] == "X"]
     assert names == ["(prologue)", "tile0", "tile1", "tile2"]
+    capsys.readouterr()
+    rc = cosim_main(["run", f"{KERNELS / 'sectioned.py'}:sectioned_add", "-p", "X=24x16", "-p", "Y=24x16:int8",
+                     "--model", "tlm", "--sections", "--json"])
+    d = json.loads(capsys.readouterr().out)
+    assert rc == 0 and d["match"] is True and d["sections"]["sums_match_counters"] is True
+    assert [s["name"] for s in d["sections"]["sections"]] == names
+    assert sum(s["cycles"] for s in d["sections"]["sections"]) == d["cycles"]
 
 
 def test_disasm_heads_each_section(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -19,6 +19,7 @@ from hw.config import load_config
 from hw.result import byte_size
 from cosim import models
 from cosim.cli import MAX_CYCLES, add_json_arg, int_arg
+from cosim.section_report import section_report
 
 # Cycles of a failing RTL run that its waveform shows, ending where the run ended (about 2.5 KB
 # of VCD per cycle on the default config when every unit is busy: some 27 MB).
@@ -74,7 +75,11 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--watchdog", type=positive_int, metavar="CYCLES",
                    help="RTL: report TIMEOUT after this many cycles (default: a bound computed from the Program)")
     p.add_argument("--vcd", metavar="FILE", help="TLM: write the timeline VCD here")
-    p.add_argument("--trace", metavar="FILE", help="TLM: write a Chrome/Perfetto trace JSON here")
+    p.add_argument("--trace", metavar="FILE", help="TLM: write a Chrome/Perfetto trace JSON here (one span per "
+                                                   "section of a kernel that calls S.section)")
+    p.add_argument("--sections", action="store_true",
+                   help="TLM: trace the run and print the per-section table (cycles that sum to CYCLES, MACs, DMA "
+                        "bytes, busy/stall per unit; JSON: 'sections') of a kernel that calls S.section")
     add_json_arg(p)
     return p
 
@@ -85,12 +90,16 @@ def run(args: argparse.Namespace) -> int:
     cfg = job.config
     chosen = list(models.MODELS) if args.model == "all" else [args.model]
     reports = []
+    table = None
     for m in chosen:
         t0 = time.perf_counter()
         if m == "golden":
             res = models.run_golden(job)
         elif m == "iss":
             res = models.run_iss(job)
+        elif m == "tlm" and args.sections:
+            timeline = models.tlm_traced(job.program, trace=args.trace, vcd=args.vcd)
+            res, table = timeline.result, section_report(job.program, timeline)
         elif m == "tlm":
             res = models.run_tlm(job, vcd=args.vcd, trace=args.trace)
         else:
@@ -100,6 +109,8 @@ def run(args: argparse.Namespace) -> int:
         if not res.wall_s:
             res.wall_s = time.perf_counter() - t0
         reports.append(models.judge(job, res))
+        if m == "tlm" and table is not None:
+            reports[-1]["sections"] = table.to_json()
     # match None: nothing was compared (a Program folder without expected.npz); not a failure, not a pass
     ok: bool | None = None if any(r["match"] is None for r in reports) else True
     if any(r["match"] is False for r in reports):
@@ -121,6 +132,8 @@ def run(args: argparse.Namespace) -> int:
             note = r.get("waves_note") or (waves_note(r["waves"]) if r.get("waves") else "")
             if r.get("vcd") or note:
                 print(f"{'':<16} {'':<7} waveform: {r.get('vcd') or '-'} {note}".rstrip())
+        if table is not None:
+            print("\n".join(table.table_lines()) if table.rows else "(the Program has no sections: S.section names them)")
     if ok is False and not args.json:
         print(f"cosim run: {job.kernel} does not agree with golden", file=sys.stderr)
     return 1 if ok is False else 0
