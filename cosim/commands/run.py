@@ -133,7 +133,8 @@ def run(args: argparse.Namespace) -> int:
             if r.get("vcd") or note:
                 print(f"{'':<16} {'':<7} waveform: {r.get('vcd') or '-'} {note}".rstrip())
         if table is not None:
-            print("\n".join(table.table_lines()) if table.rows else "(the Program has no sections: S.section names them)")
+            print("\n".join(table.table_lines()) if table.rows else
+                  "(the Program has no sections: a kernel names them with S.section)")
     if ok is False and not args.json:
         print(f"cosim run: {job.kernel} does not agree with golden", file=sys.stderr)
     return 1 if ok is False else 0
