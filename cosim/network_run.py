@@ -96,7 +96,7 @@ class NetCase:
         return float(np.mean(self.network.float_predict(self.images) == self.labels))
 
 
-def test_split_size(network: Any) -> int:
+def count_test_images(network: Any) -> int:
     return len(network.dataset("test")[1])
 
 

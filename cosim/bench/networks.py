@@ -11,7 +11,7 @@ from typing import Any
 
 from hw.config import HwConfig
 from cosim import models
-from cosim.network_run import get_network, make_net_case, network_names, test_split_size
+from cosim.network_run import get_network, make_net_case, network_names, count_test_images
 
 
 def measure_networks(cfg: HwConfig, reps: int) -> list[dict[str, Any]]:
@@ -19,7 +19,7 @@ def measure_networks(cfg: HwConfig, reps: int) -> list[dict[str, Any]]:
     rows = []
     for name in network_names():
         network = get_network(name)
-        n = test_split_size(network)
+        n = count_test_images(network)
         print(f"[{cfg.name}] network {name}: {n} test images on the TLM ({reps} runs) and the raw harness",
               file=sys.stderr, flush=True)
         case = make_net_case(network, cfg, n)

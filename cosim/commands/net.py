@@ -11,7 +11,7 @@ from typing import Any
 from hw.config import load_config
 from hw.result import byte_size
 from cosim.cli import UserError, add_config_arg, add_json_arg, folder_arg, int_arg
-from cosim.network_run import NET_MODELS, get_network, make_net_case, network_names, run_network, test_split_size
+from cosim.network_run import NET_MODELS, get_network, make_net_case, network_names, run_network, count_test_images
 
 def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p = sub.add_parser("net", help="classify a shipped network's test images on golden, TLM or RTL: accuracy, "
@@ -53,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
     chosen = list(NET_MODELS) if args.model == "all" else [args.model]
     if args.trace and not {"tlm", "rtl"} & set(chosen):
         raise UserError("--trace needs a TLM run: use --model tlm, rtl or all")
-    split = test_split_size(network)
+    split = count_test_images(network)
     images = args.images if args.images is not None else split
     if images > split:  # before any progress line: a bad argument is one line
         raise UserError(f"--images {images}: network '{network.name}' has {split} test images (give 1..{split})")
