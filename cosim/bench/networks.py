@@ -11,7 +11,7 @@ from typing import Any
 
 from hw.config import HwConfig
 from cosim import models
-from cosim.network_run import get_network, make_net_case, network_names, count_test_images
+from cosim.network_run import count_test_images, get_network, make_net_case, network_names
 
 
 def measure_networks(cfg: HwConfig, reps: int) -> list[dict[str, Any]]:
