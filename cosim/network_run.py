@@ -93,10 +93,12 @@ class NetCase:
         return float(np.mean(np.argmax(logits, axis=1) == self.labels))
 
     def float_accuracy(self) -> float:
+        """The float model's accuracy on the same images."""
         return float(np.mean(self.network.float_predict(self.images) == self.labels))
 
 
 def count_test_images(network: Any) -> int:
+    """How many images ``network``'s test split has."""
     return len(network.dataset("test")[1])
 
 
