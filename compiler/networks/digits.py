@@ -30,7 +30,7 @@ import numpy as np
 
 from compiler.errors import CompileError
 from compiler.graph import SHIFT_MAX, Graph
-from compiler.networks import Network
+from compiler.networks.network import Network
 
 NAME = "digits"
 WEIGHTS_PATH = Path(__file__).with_name("digits.npz")
