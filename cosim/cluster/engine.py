@@ -114,10 +114,13 @@ def open_client(address: str | None, workers: int | None) -> Iterator[Any]:
         n = workers or default_workers()
         # Ctrl-C reaches every process of the terminal's process group: the worker processes ignore it
         # (they inherit the ignoring from here), the client handles it by cancelling and closing.
-        old = signal.signal(signal.SIGINT, signal.SIG_IGN) if threading.current_thread() is threading.main_thread() else None
+        main = threading.current_thread() is threading.main_thread()
+        old = signal.signal(signal.SIGINT, signal.SIG_IGN) if main else None
         try:
-            cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None,
-                                   silence_logs=logging.ERROR, memory_limit=0)
+            # the scheduler's HTTP server on a free port (not 8787, which another cluster may hold); no memory
+            # limit: the work happens in the task processes, which a worker's monitor does not count
+            cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
+                                   dashboard_address="127.0.0.1:0", silence_logs=logging.ERROR, memory_limit=0)
         finally:
             if old is not None:
                 signal.signal(signal.SIGINT, old)

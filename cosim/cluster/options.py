@@ -41,4 +41,5 @@ def cluster_kwargs(args: argparse.Namespace) -> dict[str, Any]:
     address = scheduler_address(args.scheduler if args.workers is None else "")
     if args.results is not None and Path(args.results).is_dir():
         raise ValueError(f"--results {args.results}: is a folder, not a file")
-    return {"scheduler": address or "", "workers": args.workers, "results": args.results, "timeout_s": args.task_timeout}
+    return {"scheduler": address or "", "workers": args.workers, "results": args.results,
+            "timeout_s": args.task_timeout}
