@@ -274,3 +274,14 @@ def test_ctrl_c_then_resume(tmp_path):
     recs = _records(results)
     assert len(recs) == 30 == len({x["key"] for x in recs}) and recs[:len(first)] == first
     assert _counts(json.loads(r.stdout)) == _counts(run_campaign(300, 5, progress=False))
+
+
+def test_without_dask_same_records(tmp_path):
+    """workers=0: the tasks one by one in a task process of this machine; the same records and failures."""
+    tasks = [Task("ok", "tests.cluster_tasks:square", {"x": 5}),
+             Task("raises", "tests.cluster_tasks:fail", {"case": 2}),
+             Task("hangs", "tests.cluster_tasks:hang", {"sleep": 30.0})]
+    recs = {r["key"]: r for r in run_tasks(tasks, workers=0, timeout_s=1.0, progress=False)}
+    assert recs["ok"]["ok"] and recs["ok"]["result"]["y"] == 25 and recs["ok"]["worker"].startswith("local:")
+    assert recs["raises"]["error"] == "AssertionError: mismatch in case 2"
+    assert recs["hangs"]["error"].startswith("TimeoutError") and recs["hangs"]["wall_s"] < 10

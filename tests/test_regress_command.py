@@ -34,6 +34,9 @@ def test_cells_are_the_pytest_matrix():
     assert {c.testcase for c in split} == {"test_examples[small-fast-0-verilator]"} and len(split) > 1
     assert [n for c in split for n in c.names] == list(fast.names)
     assert len({c.key for c in split}) == len(split)
+    whole = regression_cells(["small"], ["fast"], 1, ["verilator"], units=False)[0]
+    some = regression_cells(["small"], ["fast"], 1, ["verilator"], examples=["vadd"], units=False)[0]
+    assert whole.key == whole.testcase == some.testcase != some.key  # a selection resumes as itself only
 
 
 @pytest.mark.skipif(rtl_available() is not None, reason=f"no RTL: {rtl_available()}")

@@ -53,7 +53,8 @@ class Cell:
     seed: int = 0
     sim: str = "verilator"
     names: tuple[str, ...] = ()    # the examples of this task (examples cells)
-    part: int | None = None        # which share of the testcase's examples (None: all of them)
+    part: int | None = None        # which share of the testcase's examples (None: all it runs here)
+    selected: bool = False         # names is a selection (--examples), not every example the cell runs
 
     @property
     def testcase(self) -> str:
@@ -64,7 +65,11 @@ class Cell:
 
     @property
     def key(self) -> str:
-        return self.testcase if self.part is None else f"{self.testcase} part {self.part}: {'+'.join(self.names)}"
+        """The task's key in a results file: the testcase, and which examples when not all of them (a file
+        resumed with another selection does not take these records for the whole testcase)."""
+        if self.part is None and not self.selected:
+            return self.testcase
+        return f"{self.testcase} {'part ' + str(self.part) + ' ' if self.part else ''}{'+'.join(self.names)}"
 
     def task(self) -> Task:
         return Task(self.key, "cosim.regress.cells:run_cell",
@@ -81,15 +86,17 @@ def regression_cells(configs: Sequence[str], mems: Sequence[str], seeds: int, si
     mod = regression_module()
     out: list[Cell] = []
     for cfg, mem, seed, sim in mod.example_matrix(configs, mems, range(seeds), simulators):
-        names = [n for n in mod.example_names(mem, sim) if examples is None or n in examples]
+        every = mod.example_names(mem, sim)
+        names = [n for n in every if examples is None or n in examples]
         if not names:
             continue
+        selected = names != every
         if examples_per_task <= 0 or examples_per_task >= len(names):
-            out.append(Cell("examples", cfg, mem, seed, sim, tuple(names)))
+            out.append(Cell("examples", cfg, mem, seed, sim, tuple(names), selected=selected))
             continue
         for k in range(0, len(names), examples_per_task):
             out.append(Cell("examples", cfg, mem, seed, sim, tuple(names[k:k + examples_per_task]),
-                            part=k // examples_per_task + 1))
+                            part=k // examples_per_task + 1, selected=selected))
     if units and "verilator" in simulators:
         out += [Cell("units", cfg, mem) for cfg, mem in mod.unit_matrix(configs, mems)]
     return out

@@ -66,7 +66,7 @@ def run_regression(cells: list[Cell], junit: str | Path | None = None, progress:
         got.setdefault(by_key[rec["key"]].testcase, []).append(_outcome(rec))
     reg = Regression()
     for name in dict.fromkeys(c.testcase for c in cells):
-        parts = got.get(name, [])
+        parts = got.get(name) or [("error", 0.0, "no result", None)]
         outcome = max((p[0] for p in parts), key=SEVERITY.__getitem__)
         messages = [p[2] for p in parts if p[2] and p[0] == outcome]
         reg.testcases.append(Testcase(CLASSNAME, name, outcome, round(sum(p[1] for p in parts), 3),
