@@ -3,17 +3,30 @@ area, with the Pareto front drawn as a staircase and its points labelled by thei
 
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 from typing import Any
 
+# Front points listed beside the axes (three lines each); the rest are numbered only.
+MAX_LISTED = 14
 
-def _label(params: dict[str, Any]) -> str:
-    return ", ".join(f"{k}={v}" for k, v in params.items())
+
+def _label(params: dict[str, Any], keys: list[str]) -> str:
+    return ", ".join(f"{k}={params[k]}" for k in keys if k in params)
+
+
+def varying_keys(rows: list[dict[str, Any]]) -> list[str]:
+    """The config keys whose value differs between the rows (the others say nothing on a plot)."""
+    keys: list[str] = []
+    for r in rows:
+        keys += [k for k in r["params"] if k not in keys]
+    return [k for k in keys if len({repr(r["params"].get(k)) for r in rows}) > 1]
 
 
 def plot_workload(label: str, rows: list[dict[str, Any]], front: list[dict[str, Any]], metric: str,
                   path: Path) -> Path:
-    """One workload's cycles vs area scatter with its front; returns ``path``."""
+    """One workload's cycles vs area scatter with its front (points numbered, their configs listed
+    beside the axes); returns ``path``."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -21,7 +34,9 @@ def plot_workload(label: str, rows: list[dict[str, Any]], front: list[dict[str, 
 
     pts = [r for r in rows if r["status"] == "ok" and r.get("area") is not None and r["tlm_cycles"]]
     others = [r for r in pts if not r.get("on_front")]
-    fig, ax = plt.subplots(figsize=(8, 5.5))
+    keys = varying_keys(rows)
+    fig = plt.figure(figsize=(12, 6))
+    ax = fig.add_axes((0.08, 0.1, 0.5, 0.8))
     try:
         ax.scatter([r["area"] for r in others], [r["tlm_cycles"] for r in others], s=22, color="0.6",
                    label="dominated", zorder=2)
@@ -30,9 +45,13 @@ def plot_workload(label: str, rows: list[dict[str, Any]], front: list[dict[str, 
         ax.scatter(fx, fy, s=40, color="tab:red", label="Pareto front", zorder=3)
         if front:
             ax.step(fx, fy, where="post", color="tab:red", linewidth=1.2, zorder=1)
-        for r in front:
-            ax.annotate(_label(r["params"]), (r["area"], r["tlm_cycles"]), textcoords="offset points",
-                        xytext=(5, 4), fontsize=7)
+        lines = []
+        for k, r in enumerate(front, 1):
+            ax.annotate(str(k), (r["area"], r["tlm_cycles"]), textcoords="offset points", xytext=(5, 4), fontsize=8)
+            if k > MAX_LISTED:
+                continue
+            lines.append(f"{k}: {r['tlm_cycles']:,} cycles, area {r['area']:,.0f}")
+            lines.append(textwrap.fill(_label(r["params"], keys), 58, initial_indent="   ", subsequent_indent="   "))
         ys = [r["tlm_cycles"] for r in pts]
         if ys and max(ys) > 20 * min(ys):
             ax.set_yscale("log")
@@ -43,12 +62,14 @@ def plot_workload(label: str, rows: list[dict[str, Any]], front: list[dict[str, 
                                                                   (missing, "without area")) if n]
         ax.set_title(f"{label}: cycles vs area ({', '.join(notes)})")
         ax.set_xlabel(f"area: {metric}")
-        ax.set_ylabel("TLM cycles (= RTL cycles)")
+        ax.set_ylabel("TLM cycles")
         ax.grid(True, alpha=0.3)
         if pts:
             ax.legend(loc="upper right")
-        fig.tight_layout()
-        fig.savefig(path, dpi=110)
+        if len(front) > MAX_LISTED:
+            lines.append(f"... and {len(front) - MAX_LISTED} more (sweep.json)")
+        fig.text(0.61, 0.9, "Pareto front (by area):\n" + "\n".join(lines), va="top", fontsize=8, family="monospace")
+        fig.savefig(path, dpi=100)
     finally:
         plt.close(fig)
     return path

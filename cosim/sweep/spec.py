@@ -31,6 +31,7 @@ parameter name is: :class:`SpecError`, one line naming the file and the key.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import random
@@ -39,7 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from hw.config import ConfigError, HwConfig, config_path, load_config, parse_config
+from hw.config import ConfigError, HwConfig, config_path, list_configs, load_config, parse_config
 from cosim.sweep.workloads import Workload, check_workload
 
 # The grid is expanded in full: beyond this many configs a spec must sample it.
@@ -70,7 +71,7 @@ class ConfigPoint:
 
     @property
     def name(self) -> str:
-        return f"sweep-{self.key}"
+        return self.config.name if self.config is not None else f"sweep-{self.key}"
 
 
 @dataclass(frozen=True)
@@ -152,12 +153,20 @@ class SweepSpec:
         hw = {**self.base.hardware_dict(), **overrides}
         key = hashlib.sha256(json.dumps(hw, sort_keys=True).encode()).hexdigest()[:10]
         desc = f"sweep {self.name}: " + ", ".join(f"{k}={v}" for k, v in overrides.items())
+        # the hardware of a shipped config keeps its name, so its RTL build (per name and hash) is reused
+        name = _shipped_names().get(json.dumps(hw, sort_keys=True), f"sweep-{key}")
         try:
-            cfg = parse_config({"name": f"sweep-{key}", "description": desc, **hw}, f"sweep-{key}")
+            cfg = parse_config({"name": name, "description": desc, **hw}, f"sweep-{key}")
         except ConfigError as e:
             reason = str(e).split(": ", 1)[-1]  # drop the "sweep-<key>: " source prefix
             return ConfigPoint(key, values, overrides, None, f"config: {reason}")
         return ConfigPoint(key, values, overrides, cfg)
+
+
+@functools.cache
+def _shipped_names() -> dict[str, str]:
+    """The shipped configs (hw/configs) by their hardware numbers."""
+    return {json.dumps(load_config(n).hardware_dict(), sort_keys=True): n for n in list_configs()}
 
 
 # ---- reading ------------------------------------------------------------------------------------
