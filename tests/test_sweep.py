@@ -29,7 +29,8 @@ TINY = {**load_config("small").to_dict(), "name": "tiny", "description": "sweep 
         "dram_bytes": 1 << 20, "max_burst": 4}
 
 # 2 x 2 x 2 = 8 configs; block 4 with a 64-bit bus is invalid (a 4-byte output vector is not a whole
-# 8-byte beat): 2 invalid configs. vadd's 4-vector tiles do not fit a 16-deep accumulator buffer.
+# 8-byte beat): 2 invalid configs. vadd's 4-vector tiles and the network's layers do not fit a
+# 16-deep accumulator buffer.
 SPEC = """
 name: t
 base: tiny.json
@@ -182,9 +183,10 @@ def test_sweep_writes_table_front_and_plots(tmp_path: Path, synthesized: tuple[P
     # invalid points: the 2 rejected configs x 3 workloads, and vadd's tile on 16-deep buffers
     inv = [r for r in rows if r["status"] == "invalid"]
     assert sum(r["reason"].startswith("config: key 'bus_width'") for r in inv) == 6
-    vadd_inv = [r for r in inv if r["reason"].startswith("workload:")]
-    assert vadd_inv and all(r["workload"] == "vadd" and r["params"]["acc_depth"] == 16 and "tile" in r["reason"]
-                            for r in vadd_inv)
+    # vadd's 4-vector tiles and the digits network's pooling rows do not fit 16-deep buffers
+    wl_inv = [r for r in inv if r["reason"].startswith("workload:")]
+    assert {(r["workload"], r["params"]["block"]) for r in wl_inv} == {(w, b) for w in ("vadd", "digits") for b in (4, 8)}
+    assert all(r["params"]["acc_depth"] == 16 and "tile" in r["reason"] for r in wl_inv)
     ok = [r for r in rows if r["status"] == "ok"]
     assert len(ok) == 24 - len(inv)
     for r in ok:
@@ -234,3 +236,17 @@ def test_sweep_text_report_and_no_area(tmp_path: Path, capsys: pytest.CaptureFix
     cyc = {r["params"]["dram_read_latency"]: r["tlm_cycles"] for r in rep["rows"]}
     assert cyc[64] > cyc[8]  # a longer DRAM latency costs cycles
     assert rep["fronts"] == {} and not list((tmp_path / "o").glob("*.png"))
+
+
+def test_rtl_sample_reports_the_cycle_error(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    """The RTL on a sample of one point (``small`` itself: its Verilator build is the one the rest
+    of the suite uses), in one simulator process: its cycles and counters equal the TLM's."""
+    spec = _write(tmp_path, "base: small\nparameters: {dram_read_latency: [8]}\n"
+                            "workloads: [{operator: matmul, params: {M: 8, K: 16, N: 8}}]\nrtl: {sample: 1, seed: 0}\n"
+                            "area: none\n")
+    assert main(["sweep", str(spec), "--out", str(tmp_path / "o"), "--json"]) == 0
+    rep = json.loads(capsys.readouterr().out)
+    ran = [r for r in rep["rows"] if r["rtl_cycles"] is not None]
+    assert rep["counts"]["rtl_points"] == len(ran) == 1
+    assert ran[0]["rtl_cycles"] == ran[0]["tlm_cycles"] and ran[0]["error_pct"] == 0.0 and ran[0]["tlm_equals_rtl"]
+    assert rep["rtl"]["max_abs_error_pct"] == 0.0

@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from hw.config import ConfigError, HwConfig, config_path, list_configs, load_config, parse_config
-from cosim.sweep.workloads import Workload, check_workload
+from cosim.sweep.workloads import Workload, check_workload, with_base_defaults
 
 # The grid is expanded in full: beyond this many configs a spec must sample it.
 MAX_CONFIGS = 10_000
@@ -223,7 +223,7 @@ def parse_spec(data: Any, path: str | Path = "<spec>") -> SweepSpec:
         raise err("name", f"{name!r} must be letters, digits, '.', '-' or '_' (it names the output folder)")
     base = _base(data.get("base", "default"), p, err)
     params = _parameters(data.get("parameters"), base, err)
-    workloads = _workloads(data.get("workloads"), err)
+    workloads = [with_base_defaults(w, base) for w in _workloads(data.get("workloads"), err)]
     spec = SweepSpec(name, p, base, params, workloads, _sample(data.get("sample"), err),
                      _rtl(data.get("rtl", "none"), err), _area(data.get("area"), err),
                      _int(data.get("seed", 0), "seed", 0, 2**32 - 1, err),

@@ -99,6 +99,20 @@ def check_workload(w: Workload) -> None:
         raise ValueError(f"{what} has no param '{unknown[0]}' (params: {', '.join(ex.params)})")
 
 
+def with_base_defaults(w: Workload, base: HwConfig) -> Workload:
+    """``w`` with the example's defaults for the base config made explicit (an example may have
+    other defaults on a shipped config, e.g. vadd's smaller tile on ``small``; a default chosen by
+    the config's name would differ between the sweep's points, so every point gets the base's)."""
+    if w.kind == "network":
+        return w
+    from compiler.examples import get_example
+
+    ex = get_example(operator_example(w.name) if w.kind == "operator" else w.name)
+    extra = {k: list(v) if isinstance(v, tuple) else v for k, v in ex.per_config.get(base.name, {}).items()
+             if k not in w.params}
+    return Workload(w.label, w.kind, w.name, {**w.params, **extra}, w.images) if extra else w
+
+
 def _typed(params: dict[str, Any]) -> dict[str, Any]:
     """JSON values as the examples take them: a list (a shape) becomes a tuple."""
     return {k: tuple(v) if isinstance(v, list) else v for k, v in params.items()}
