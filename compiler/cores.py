@@ -121,6 +121,24 @@ class Cores:
         self.broken: BaseException | None = None
         self.where = ""  # source line of the first core at the current barrier
         self.switch: Callable[[int], None] | None = None  # one-thread mode: hand over to the scheduler
+        self.scratch: list[Tensor] = []      # the scratch tensors, shared by the cores in request order
+        self.scratch_calls = [0] * n
+
+    # ---- shared DRAM the kernel allocates ---------------------------------------------------------------
+    def shared_scratch(self, core: int, req: Any, make: Callable[[], Tensor]) -> Tensor:
+        """The scratch tensor of ``S.scratch`` request ``req``: every core's k-th request is one tensor (the
+        DRAM is shared; a kernel allocates the same scratch on every core), made by the first core to ask."""
+        with self.cond:
+            k = self.scratch_calls[core]
+            self.scratch_calls[core] += 1
+            if k == len(self.scratch):
+                self.scratch.append(make())
+            t = self.scratch[k]
+        if (t.name, t.shape, t.dtype) != (req.name, req.shape, req.dtype):
+            raise CompileError(f"kernel '{self.kernel}': core {core}: S.scratch #{k} is '{req.name}' {req.dtype} "
+                               f"{req.shape}, another core's is '{t.name}' {t.dtype} {t.shape} (every core must "
+                               f"allocate the same scratch tensors in the same order)")
+        return t
 
     # ---- footprints ------------------------------------------------------------------------------
     def record(self, core: int, t: Tensor, write: bool, first: int, rows: int, cols: int, stride: int,

@@ -520,9 +520,13 @@ def scratch(ctx: Context, shape: Any, dtype: str = "int8", name: str = "scratch"
 
 @implements("scratch", "python")
 def _scratch_python(ctx: Any, req: ScratchRequest) -> Tensor:
-    nvec = -(-int(np.prod(req.shape)) // ctx.lanes)
-    return Tensor(req.name, req.shape, req.dtype, ctx.lanes, np.zeros((nvec, ctx.lanes), dtype=req.dtype),
-                  kind="scratch")
+    def make() -> Tensor:
+        nvec = -(-int(np.prod(req.shape)) // ctx.lanes)
+        return Tensor(req.name, req.shape, req.dtype, ctx.lanes, np.zeros((nvec, ctx.lanes), dtype=req.dtype),
+                      kind="scratch")
+
+    # several cores share DRAM: the k-th scratch tensor a core asks for is every core's k-th one
+    return make() if ctx.cores is None else ctx.cores.shared_scratch(ctx.core_id, req, make)
 
 
 @implements("scratch", "lower")

@@ -10,10 +10,8 @@ import numpy as np
 import pytest
 
 from compiler import S, build, tensor
-from compiler.conv_engine import Epilogue
 from compiler.cores import BarrierError, RaceError
 from compiler.errors import CompileError
-from compiler.stream_engine import eltwise_layer
 from hw.config import _KEYS, ConfigError, load_config, parse_config
 from hw.program import Program, ProgramError
 
@@ -55,7 +53,12 @@ def exchange(a, c, d, ordered=True):
     if ordered:
         S.barrier()
     # int8 comes back through the input buffer (a GEMM against the identity block)
-    eltwise_layer([c.view("next", 2 * ((k + 1) % n), (2, c.lanes))], d.view("mine", 2 * k, (2, d.lanes)), Epilogue())
+    S.load(S.wgt[0:1], S.const(np.eye(c.lanes, dtype=np.int8)[None], "identity"), cols=1)
+    S.load(S.uop[0:1], S.uops([(0, 0, 0)]), cols=1)
+    S.load(S.inp[0:2], c, offset=2 * ((k + 1) % n), cols=2)
+    S.mov(S.acc[0:2], 0)
+    S.gemm(S.uop[0:1], iters=(2, 1), acc_factors=(1, 0), inp_factors=(1, 0))
+    S.store(d, S.acc[0:2], offset=2 * k)
 
 
 @S.kernel
@@ -161,3 +164,49 @@ def test_config_takes_1_to_16_cores_and_programs_stay_single_core() -> None:
         _cores(17)
     with pytest.raises(ProgramError, match="has 2 cores; Programs, the ISS, the TLM and the RTL have one core"):
         Program.create(_cores(2), [], [])
+
+
+# ---- the operators split their work by core ------------------------------------------------------
+def test_elementwise_operator_split_by_tiles_matches_one_core(mode: str) -> None:
+    from compiler import ops
+
+    a, b = _ints(16 * 1000) - 50, _ints(16 * 1000)[::-1].copy()
+    one, four = np.zeros(a.size, np.int8), np.zeros(a.size, np.int8)
+    ops.binary(a, b, one, op="add")
+    ops.binary(a, b, four, op="add", config=_cores(4))
+    assert np.array_equal(one, four)
+
+
+@pytest.mark.parametrize("name, params", [
+    ("matmul", {"M": 37, "K": 70, "N": 40}),
+    ("dense", {"M": 9, "K": 50, "N": 70, "shift": 7, "relu": True}),
+    ("conv2d", {"batch": 2, "C": 20, "H": 7, "W": 6, "O": 40, "kernel": 3, "stride": 1, "pad": 1, "shift": 8,
+                "relu": True}),
+    ("residual_add", {"batch": 1, "C": 40, "H": 9, "W": 9, "shift": 1, "relu": True}),
+    ("resnet_block", {"batch": 1, "C": 32, "H": 6, "W": 6, "kernel": 3, "shift1": 8, "shift2": 8}),
+])
+def test_gemm_operators_split_by_output_channels_match_the_reference(name: str, params: dict, mode: str) -> None:
+    from compiler.gemm_ops import GEMM_OPERATORS
+
+    op = GEMM_OPERATORS[name]
+    arrays = op.random_inputs(np.random.default_rng(5), params)
+    cfg = _cores(3, "small")
+    want = op.reference(arrays, params).astype(np.int8)
+    assert np.array_equal(op.run(cfg, arrays, params), want)
+
+
+def test_a_network_runs_on_several_cores_with_a_barrier_between_stages(mode: str) -> None:
+    from compiler.graph_reference import run_reference
+    from compiler.network import compile_network
+    from compiler.networks import NETWORKS
+
+    digits = NETWORKS["digits"]
+    images = digits.dataset("test")[0][:7]
+    net = compile_network(digits.graph(), "default", batch=7)
+    args = {**net.packed_inputs({digits.input_name: images}), **net.consts}
+    out = net.program.region(digits.output_name)
+    args[digits.output_name] = np.zeros(out.shape, np.int8)
+    tensors = net.kernel.run_golden(_cores(4), args)
+    got = net.outputs({digits.output_name: tensors[digits.output_name].data.reshape(out.shape)})
+    assert np.array_equal(got[digits.output_name], run_reference(digits.graph(), {digits.input_name: images})[
+        digits.output_name])
