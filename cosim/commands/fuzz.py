@@ -8,6 +8,7 @@ import sys
 
 from hw.config import load_config
 from cosim.cli import UserError, add_json_arg, float_arg, folder_arg, int_arg
+from cosim.cluster.options import add_cluster_args, cluster_kwargs
 
 
 def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -15,7 +16,10 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                        description="Generate random valid Programs (and, for a share, Programs with one injected "
                                    "fault), run them on the sequential reference interpreter and the TLM (with "
                                    "--rtl also on the RTL, 1 in 5 on the protocol back-end) and compare outputs, "
-                                   "count counters and errors bit-exactly. Failing cases are shrunk and saved.")
+                                   "count counters and errors bit-exactly. Failing cases are shrunk and saved. "
+                                   "The cases run as tasks (chunks of --chunk cases) on an embedded Dask cluster "
+                                   "of this machine's cores, or on a running cluster with --scheduler; the counts "
+                                   "are the same either way.")
     p.add_argument("--count", type=int_arg(1), default=200, help="number of Programs (default 200)")
     p.add_argument("--seed", type=int_arg(0), default=1, help="campaign seed (default 1)")
     p.add_argument("--rtl", action="store_true", help="also run every Program on the RTL (Verilator) and compare")
@@ -26,16 +30,20 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--save-dir", metavar="DIR", help="save each failing case (original and shrunk Program folders)")
     p.add_argument("--no-shrink", action="store_true", help="save failing cases without shrinking them")
     p.add_argument("--batch", type=int_arg(1), default=50, help="Programs per RTL simulator process (default 50)")
+    p.add_argument("--chunk", type=int_arg(1), default=None, metavar="N",
+                   help="cases per task (default: 50; with --rtl, --batch per config)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument("--replay", metavar="DIR", type=folder_arg,
                    help="replay one failing case saved by --save-dir (its fuzz.json 'rerun'): regenerate it, check "
                         "what the reference expects, run the models; exit 1 while it still fails")
     add_json_arg(p)
+    add_cluster_args(p)
     return p
 
 
 def run(args: argparse.Namespace) -> int:
-    from cosim.fuzz.campaign import replay_failure, rtl_available, run_campaign
+    from cosim.fuzz.campaign import replay_failure, rtl_available
+    from cosim.fuzz.distributed import run_distributed_campaign
 
     if args.replay:
         r = replay_failure(args.replay)
@@ -62,9 +70,10 @@ def run(args: argparse.Namespace) -> int:
         why = rtl_available()
         if why:
             raise UserError(f"--rtl: the RTL runner is not available: {why}")
-    s = run_campaign(args.count, args.seed, configs, rtl=args.rtl, fault_rate=args.fault_rate,
-                     save_dir=args.save_dir, do_shrink=not args.no_shrink, batch=args.batch,
-                     progress=not args.quiet)
+    engine = cluster_kwargs(args)
+    s = run_distributed_campaign(args.count, args.seed, configs, rtl=args.rtl, fault_rate=args.fault_rate,
+                                 save_dir=args.save_dir, do_shrink=not args.no_shrink, batch=args.batch,
+                                 chunk=args.chunk, progress=not args.quiet, **engine)
     if args.json:
         print(json.dumps(s.to_json()))
     else:

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,6 +37,7 @@ from hw.isa import unit_of
 from hw.isa_semantics import QUEUE_ENDS
 from hw.program import Program
 from hw.result import RunResult
+from cosim.cluster.progress import ProgressBar
 from cosim.fuzz.faults import FAULT_KINDS, inject
 from cosim.fuzz.generator import check_program, generate
 from cosim import models
@@ -409,6 +409,15 @@ class Summary:
     def to_json(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
 
+    def add(self, chunk: dict[str, Any]) -> None:
+        """Count the outcome of one chunk of cases (:func:`run_chunk`)."""
+        self.faulty += chunk["faulty"]
+        for k, n in chunk["by_kind"].items():
+            self.by_kind[k] = self.by_kind.get(k, 0) + n
+        self.mismatches += chunk["mismatches"]
+        self.errors += chunk["errors"]
+        self.failures += chunk["failures"]
+
     def line(self) -> str:
         oracle = "ref vs tlm" + (" vs rtl" if self.rtl else "")
         return (f"fuzz: {self.count} Programs (config {self.config}, seed {self.seed}, {oracle}, "
@@ -416,71 +425,54 @@ class Summary:
                 f"in {self.wall_s:.1f} s")
 
 
-class Progress:
-    """A one-line progress bar on stderr (a line per 10% when stderr is not a terminal)."""
-
-    def __init__(self, total: int, enabled: bool = True):
-        self.total, self.enabled, self.tty = total, enabled, sys.stderr.isatty()
-        self.last_t, self.last_decile = 0.0, -1
-
-    def update(self, done: int, bad: int) -> None:
-        if not self.enabled:
-            return
-        frac = done / max(self.total, 1)
-        now = time.monotonic()
-        if self.tty:
-            if now - self.last_t < 0.1 and done < self.total:
-                return
-            bar = "#" * int(30 * frac)
-            sys.stderr.write(f"\rfuzz [{bar:<30}] {done}/{self.total}  failing {bad}")
-            if done >= self.total:
-                sys.stderr.write("\n")
-            sys.stderr.flush()
-            self.last_t = now
-        elif int(frac * 10) > self.last_decile:
-            self.last_decile = int(frac * 10)
-            sys.stderr.write(f"fuzz: {done}/{self.total} ({int(frac * 100)}%), failing {bad}\n")
-            sys.stderr.flush()
+def run_chunk(cfgs: Sequence[HwConfig], seed: int, start: int, stop: int, rtl: bool = False,
+              fault_rate: float = 0.2, save_dir: str | Path | None = None, do_shrink: bool = True,
+              batch: int = 50) -> dict[str, Any]:
+    """Cases ``start`` to ``stop - 1`` of the campaign ``seed`` (round-robin over ``cfgs``): run, judge,
+    and shrink and save each failure here, where it was found. What the campaign's summary adds up:
+    ``{"cases", "faulty", "by_kind", "mismatches", "errors", "failures"}`` (JSON-able)."""
+    cases = [make_case(cfgs[i % len(cfgs)], seed, i, fault_rate) for i in range(start, stop)]
+    run_cases(cases, rtl, batch)
+    out: dict[str, Any] = {"cases": len(cases), "faulty": 0, "by_kind": {}, "mismatches": 0, "errors": 0,
+                           "failures": []}
+    for c in cases:
+        out["faulty"] += c.kind != "valid"
+        out["by_kind"][c.kind] = out["by_kind"].get(c.kind, 0) + 1
+        if c.ok:
+            continue
+        out["errors" if c.crashed else "mismatches"] += 1
+        entry: dict[str, Any] = {"index": c.index, "config": c.config.name, "generator_seed": c.seed,
+                                 "kind": c.kind, "problems": c.problems}
+        if save_dir is not None:
+            shrunk = None
+            if do_shrink:
+                try:
+                    shrunk = shrink(c, failure_predicate(c, rtl))
+                except Exception as e:  # noqa: BLE001 - keep the original reproducer at least
+                    entry["shrink_error"] = f"{type(e).__name__}: {e}"
+            entry["saved"] = str(save_failure(c, shrunk, Path(save_dir), seed, fault_rate, rtl))
+            if shrunk is not None:
+                entry["min_insns"] = len(shrunk.insns)
+        out["failures"].append(entry)
+    return out
 
 
 def run_campaign(count: int, seed: int, configs: Sequence[str] | None = None, rtl: bool = False,
                  fault_rate: float = 0.2, save_dir: str | Path | None = None, do_shrink: bool = True,
                  batch: int = 50, progress: bool = True) -> Summary:
-    """Run ``count`` cases round-robin over ``configs`` (default: every shipped config)."""
+    """Run ``count`` cases round-robin over ``configs`` (default: every shipped config), in this process
+    (``cosim.fuzz.distributed.run_distributed_campaign`` spreads the same chunks over a Dask cluster)."""
     t0 = time.perf_counter()
     names = list(configs) if configs else list_configs()
     cfgs = [load_config(n) for n in names]
     summ = Summary(count, seed, names[0] if len(names) == 1 else "all", rtl)
-    bar = Progress(count, progress)
-    bad = 0
+    bar = ProgressBar(count, "fuzz", progress)
     # With the RTL, a chunk holds about ``batch`` Programs per (config, back-end) simulator process.
     step = batch * len(cfgs) * 2 if rtl else batch
     for start in range(0, count, step):
-        cases = [make_case(cfgs[i % len(cfgs)], seed, i, fault_rate) for i in range(start, min(count, start + step))]
-        run_cases(cases, rtl, batch)
-        for c in cases:
-            summ.faulty += c.kind != "valid"
-            summ.by_kind[c.kind] = summ.by_kind.get(c.kind, 0) + 1
-            if c.ok:
-                continue
-            bad += 1
-            if c.crashed:
-                summ.errors += 1
-            else:
-                summ.mismatches += 1
-            entry: dict[str, Any] = {"index": c.index, "config": c.config.name, "generator_seed": c.seed,
-                                     "kind": c.kind, "problems": c.problems}
-            if save_dir is not None:
-                shrunk = None
-                if do_shrink:
-                    try:
-                        shrunk = shrink(c, failure_predicate(c, rtl))
-                    except Exception as e:  # noqa: BLE001 - keep the original reproducer at least
-                        entry["shrink_error"] = f"{type(e).__name__}: {e}"
-                entry["saved"] = str(save_failure(c, shrunk, Path(save_dir), seed, fault_rate, rtl))
-                if shrunk is not None:
-                    entry["min_insns"] = len(shrunk.insns)
-            summ.failures.append(entry)
-        bar.update(min(count, start + step), bad)
+        summ.add(run_chunk(cfgs, seed, start, min(count, start + step), rtl, fault_rate, save_dir, do_shrink,
+                           batch))
+        bar.update(min(count, start + step), summ.mismatches + summ.errors)
+    bar.close()
     summ.wall_s = time.perf_counter() - t0
     return summ
