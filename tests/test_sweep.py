@@ -133,7 +133,8 @@ def test_bad_files_and_arguments_are_one_line(tmp_path: Path, capsys: pytest.Cap
     assert "not valid JSON" in _one_line_error(capsys, ["sweep", str(j)])
     p = _write(tmp_path)
     assert "--rtl" in _one_line_error(capsys, ["sweep", str(p), "--rtl", "0"])
-    assert "--workers" in _one_line_error(capsys, ["sweep", str(p), "--workers", "0"])
+    assert "--workers" in _one_line_error(capsys, ["sweep", str(p), "--workers", "-1"])
+    assert "--scheduler" in _one_line_error(capsys, ["sweep", str(p), "--scheduler", "not an address"])
 
 
 # ---- the Pareto front -------------------------------------------------------------------------------

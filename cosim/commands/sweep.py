@@ -11,7 +11,8 @@ import argparse
 import json
 from pathlib import Path
 
-from cosim.cli import add_json_arg, folder_arg, int_arg
+from cosim.cli import add_json_arg, folder_arg
+from cosim.cluster.options import add_cluster_args, cluster_kwargs
 
 
 def _rtl_arg(text: str) -> str | int:
@@ -37,25 +38,20 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                                    "sweep.json (rows, fronts, best points) and pareto-<workload>.png in --out. "
                                    "A config that hw/config.py rejects, or a workload that does not fit a config, "
                                    "is an invalid point with its reason. Exit 1 when a model disagrees with the "
-                                   "golden path or the RTL's cycles differ from the TLM's. See docs/sweep.md.")
+                                   "golden path or the RTL's cycles differ from the TLM's. Every task's record is appended to "
+                                   "--results (default: <out>/results.jsonl), so running the same sweep again skips "
+                                   "the points already done. See docs/sweep.md.")
     p.add_argument("spec", metavar="SPEC", help="the sweep spec (.yaml/.yml, or .json)")
     p.add_argument("--out", type=folder_arg, default=None, metavar="DIR",
                    help="output folder (default: build/sweep/<spec name>)")
-    p.add_argument("--results", type=folder_arg, default=None, metavar="FILE.jsonl",
-                   help="the task records, appended as they finish; a rerun with the same file skips the points "
-                        "already done (default: <out>/results.jsonl)")
     p.add_argument("--fresh", action="store_true", help="delete the results file first (run every point again)")
-    p.add_argument("--scheduler", default=None, metavar="ADDRESS",
-                   help="a running Dask scheduler (tcp://HOST:8786; also env COSIM_SCHEDULER); default: an embedded "
-                        "local cluster of this machine's cores")
-    p.add_argument("--workers", type=int_arg(1, 1024), default=None, metavar="N",
-                   help="worker processes of the embedded cluster (default: one per core)")
     p.add_argument("--area", choices=["synth", "cached", "none"], default="synth",
                    help="synth: synthesize the configs not in the cache (default); cached: use only cached areas; "
                         "none: no area (no front)")
     p.add_argument("--rtl", type=_rtl_arg, default=None, metavar="none|all|N",
                    help="also run the RTL on every valid point (all) or on N sampled ones, and report the TLM-vs-RTL "
                         "cycle error (default: the spec's rtl:)")
+    add_cluster_args(p)
     add_json_arg(p)
     return p
 
@@ -64,16 +60,17 @@ def run(args: argparse.Namespace) -> int:
     from cosim.sweep.run import all_agree, default_out_dir, print_report, run_sweep
     from cosim.sweep.spec import RtlChoice, load_spec
 
+    cluster = cluster_kwargs(args)  # a bad --scheduler or --results is one line before anything runs
     spec = load_spec(args.spec)
     out = Path(args.out) if args.out else default_out_dir(spec)
-    results = Path(args.results) if args.results else out / "results.jsonl"
+    results = Path(cluster["results"]) if cluster["results"] else out / "results.jsonl"
     if args.fresh and results.exists():
         results.unlink()
     rtl = None
     if args.rtl is not None:
         rtl = RtlChoice(args.rtl) if isinstance(args.rtl, str) else RtlChoice("sample", args.rtl, spec.rtl.seed)
-    report = run_sweep(spec, out, results, scheduler=args.scheduler, workers=args.workers, area_mode=args.area,
-                       rtl=rtl)
+    report = run_sweep(spec, out, results, scheduler=cluster["scheduler"], workers=cluster["workers"],
+                       area_mode=args.area, rtl=rtl, task_timeout=cluster["timeout_s"])
     if args.json:
         print(json.dumps(report))
     else:

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from cosim.sweep import area as area_mod
-from cosim.sweep.engine_api import Task, run_tasks
+from cosim.cluster import Task, run_tasks
 from cosim.sweep.plots import plot_fronts
 from cosim.sweep.spec import ConfigPoint, RtlChoice, SweepSpec
 from cosim.sweep.table import best_points, make_row, mark_fronts, point_key, text_lines, write_csv, write_json
@@ -48,10 +48,12 @@ def _rtl_choice(points: list[tuple[ConfigPoint, str]], choice: RtlChoice) -> lis
 
 def run_sweep(spec: SweepSpec, out_dir: Path, results: Path | None = None, scheduler: str | None = None,
               workers: int | None = None, area_mode: str = "synth", rtl: RtlChoice | None = None,
-              progress: bool = True) -> dict[str, Any]:
+              task_timeout: float | None = None, progress: bool = True) -> dict[str, Any]:
     """Run the sweep and write ``out_dir``/sweep.csv, sweep.json and pareto-<workload>.png; returns
     the report (what sweep.json holds). ``area_mode``: ``synth`` (synthesize the configs not
-    cached), ``cached`` (only what the cache has), ``none``; ``rtl`` overrides the spec's choice."""
+    cached), ``cached`` (only what the cache has), ``none``; ``rtl`` overrides the spec's choice;
+    ``task_timeout`` the spec's time limit of a point (a synthesis task gets its own bound plus a
+    margin). ``scheduler`` and ``workers``: :func:`cosim.cluster.run_tasks`."""
     t_start = time.perf_counter()
     out_dir.mkdir(parents=True, exist_ok=True)
     results = results or out_dir / "results.jsonl"
@@ -90,7 +92,8 @@ def run_sweep(spec: SweepSpec, out_dir: Path, results: Path | None = None, sched
     n_area = sum(1 for t in tasks if t.key.startswith("area/"))
     _log(f"sweep {spec.name}: {len(configs)} configs ({len(configs) - len(valid)} invalid) x {len(wl)} workloads; "
          f"{len(tasks) - n_area} TLM tasks, {n_area} synthesis task(s); results in {results}")
-    timeout = max(spec.timeout, spec.area.timeout + AREA_TASK_MARGIN_S if n_area else 0.0)
+    point_timeout = task_timeout or spec.timeout
+    timeout = max(point_timeout, spec.area.timeout + AREA_TASK_MARGIN_S if n_area else 0.0)
     tlm_recs: dict[tuple[str, str], dict[str, Any]] = {}
     area_by_akey = {v: k for k, v in akeys.items()}
     for rec in run_tasks(tasks, results=results, scheduler=scheduler, workers=workers, progress=progress,
@@ -129,7 +132,7 @@ def run_sweep(spec: SweepSpec, out_dir: Path, results: Path | None = None, sched
         _log(f"sweep {spec.name}: RTL on {len(chosen)} point(s) of {len(per_cfg)} config(s)")
         want = {t.key: (t.key.split("/")[1], [w["label"] for w in t.args["workloads"]]) for t in rtasks}
         for rec in run_tasks(rtasks, results=results, scheduler=scheduler, workers=workers, progress=progress,
-                             desc=f"sweep {spec.name} RTL", timeout_s=spec.timeout):
+                             desc=f"sweep {spec.name} RTL", timeout_s=point_timeout):
             if rec["key"] not in want:
                 continue
             ck, labels = want[rec["key"]]
