@@ -18,7 +18,7 @@ all: sim
 help:
 	@echo "make sim        compile the examples, run golden/TLM/RTL, print the table"
 	@echo "make test       the whole test suite (pytest, cocotb regression included)"
-	@echo "make regress    the full cocotb regression (all examples x configs x back-ends)"
+	@echo "make regress    the full cocotb regression (all examples x configs x back-ends x seeds) as Dask tasks"
 	@echo "make waves K=<kernel> [CFG=<config>]  traced RTL and TLM runs of one kernel"
 	@echo "make gen        regenerate hw/rtl/gen/*/accel_params.vh from the Python definitions"
 	@echo "make lint       verilator --lint-only -Wall over hw/rtl for every config"
@@ -41,9 +41,10 @@ sim: $(STAMP)
 test: $(STAMP)
 	$(RUN) $(VPY) -m pytest -n $(JOBS) -q tests
 
+# The full matrix as tasks on this machine's cores, or on a Dask cluster with COSIM_SCHEDULER=tcp://HOST:8786;
+# REGRESS_ARGS adds options (e.g. --configs small --seeds 1, --results build/regress.jsonl to resume).
 regress: $(STAMP)
-	$(RUN) COSIM_REGRESS=full $(VPY) -m pytest -n $(JOBS) -q tests/test_rtl_regression.py \
-	    --junitxml=build/regress.xml
+	$(RUN) $(VENV)/bin/cosim regress --junit build/regress.xml $(REGRESS_ARGS)
 
 waves: $(STAMP)
 	$(RUN) $(VENV)/bin/cosim waves run $(K) --config $(CFG)

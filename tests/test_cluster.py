@@ -238,3 +238,39 @@ def test_real_scheduler_two_workers_one_killed(dask_cluster, tmp_path):
     assert not [p for p in doomed if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
     retried = [(r["key"], r["attempts"], r["worker"]) for r in recs if r["attempts"] > 1]
     print(f"worker killed at {t_kill:.1f} s; campaign done in {wall:.1f} s; retried: {retried}")
+
+
+def test_ctrl_c_then_resume(tmp_path):
+    """Ctrl-C (SIGINT to the terminal's process group) in `cosim fuzz` on the embedded cluster: exit 130 in one
+    line, every process it started gone, a valid results file; the same command again runs only the rest and
+    gives the counts of an uninterrupted campaign."""
+    results = tmp_path / "fuzz.jsonl"
+    cmd = [*COSIM, "fuzz", "--count", "300", "--seed", "5", "--chunk", "10", "--workers", "2", "--json",
+           "--results", str(results)]
+    run = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                           start_new_session=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    try:
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < 120 and run.poll() is None:
+            if results.exists() and len(results.read_text().splitlines()) >= 2:
+                break
+            time.sleep(0.02)
+        started = _descendants(run)
+        os.killpg(run.pid, signal.SIGINT)
+        t_int = time.monotonic()
+        out, err = run.communicate(timeout=60)
+        stop_s = time.monotonic() - t_int
+    finally:
+        if run.poll() is None:
+            os.killpg(run.pid, signal.SIGKILL)
+    assert run.returncode == 130 and "cosim fuzz: interrupted" in err and "Traceback" not in err, err
+    assert stop_s < 20, stop_s
+    time.sleep(0.5)
+    assert not [p for p in started if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+    first = _records(results)
+    assert 2 <= len(first) < 30
+    r = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    recs = _records(results)
+    assert len(recs) == 30 == len({x["key"] for x in recs}) and recs[:len(first)] == first
+    assert _counts(json.loads(r.stdout)) == _counts(run_campaign(300, 5, progress=False))

@@ -3,16 +3,18 @@
 ``make test`` runs a quick slice (the non-default configs, one seed; default is in
 test_rtl_smoke.py; the unit cases of tests/units/ on 'small' with the fast back-end,
 cycle-exact to the TLM, and on 'default' with the protocol back-end).
-``COSIM_REGRESS=full`` (``make regress``) runs the full matrix: every shipped config x
-{fast, protocol} x seeds 0-2 on Verilator, the unit cases on every config and back-end,
-and every config on Icarus when installed. All Programs of one (config, back-end,
-seed) share one simulator process.
+``COSIM_REGRESS=full`` runs the full matrix here: every shipped config x {fast, protocol}
+x seeds 0-2 on Verilator, the unit cases on every config and back-end, and every config
+on Icarus when installed. All Programs of one (config, back-end, seed) share one simulator
+process. ``make regress`` runs the same cells as engine tasks (``cosim regress``, which
+calls :func:`check_examples` and :func:`check_unit_cases` and writes the same JUnit names).
 """
 
 from __future__ import annotations
 
 import importlib
 import os
+from typing import Any, Sequence
 
 import pytest
 
@@ -23,11 +25,28 @@ from tests.test_rtl_smoke import check_counters, check_outputs
 from tests.units.every_level import check_rtl, run_rtl
 
 FULL = os.environ.get("COSIM_REGRESS", "") == "full"
+MEMS = ("fast", "protocol")
 pytestmark = pytest.mark.skipif(not rtl_available(), reason="no RTL yet (hw/rtl/sources.txt is missing)")
 
+
+def example_matrix(configs: Sequence[str], mems: Sequence[str] = MEMS, seeds: Sequence[int] = (0, 1, 2),
+                   simulators: Sequence[str] = ("verilator", "icarus")) -> list[tuple[str, str, int, str]]:
+    """The (config, back-end, seed, simulator) cells of the full regression: every combination on Verilator;
+    on Icarus (2-5x slower) each config's fast back-end and the default config's protocol one, seed 0."""
+    rows = [(c, m, s, "verilator") for c in configs for m in mems for s in seeds] if "verilator" in simulators else []
+    if "icarus" in simulators:
+        rows += [(c, "fast", 0, "icarus") for c in configs if "fast" in mems]
+        rows += [("default", "protocol", 0, "icarus")] if "default" in configs and "protocol" in mems else []
+    return rows
+
+
+def unit_matrix(configs: Sequence[str], mems: Sequence[str] = MEMS) -> list[tuple[str, str]]:
+    """The (config, back-end) cells of the unit cases."""
+    return [(c, m) for c in configs for m in mems]
+
+
 if FULL:
-    MATRIX = [(c, m, s, "verilator") for c in list_configs() for m in ("fast", "protocol") for s in (0, 1, 2)]
-    MATRIX += [(c, "fast", 0, "icarus") for c in list_configs()] + [("default", "protocol", 0, "icarus")]
+    MATRIX = example_matrix(list_configs())
 else:
     MATRIX = [("small", "fast", 0, "verilator"), ("small", "protocol", 0, "verilator"),
               ("wide", "fast", 0, "verilator")]
@@ -37,17 +56,22 @@ def _id(t: tuple) -> str:
     return "-".join(str(x) for x in t)
 
 
-@pytest.mark.parametrize("cfg_name,mem,seed,sim", MATRIX, ids=[_id(t) for t in MATRIX])
-def test_examples(cfg_name: str, mem: str, seed: int, sim: str) -> None:
-    if sim == "icarus" and not icarus_available():
-        pytest.skip("Icarus Verilog (iverilog) is not installed")
-    examples = pytest.importorskip("compiler.examples")
-    cfg = load_config(cfg_name)
-    # the protocol back-end (random backpressure, ~30 k cycles/s) and Icarus skip the examples of
-    # millions of cycles (the ResNet layer); the fast Verilator rows run them
+def example_names(mem: str, sim: str) -> list[str]:
+    """The examples a cell runs: the protocol back-end (random backpressure, ~30 k cycles/s) and Icarus skip
+    the examples of millions of cycles (the ResNet layer); the fast Verilator cells run them all."""
+    from compiler import examples
+
     slow = mem == "protocol" or sim == "icarus"
-    names = [n for n in examples.list_examples() if not (slow and examples.get_example(n).large)]
-    cases = [examples.make_case(n, cfg, seed=seed) for n in names]
+    return [n for n in examples.list_examples() if not (slow and examples.get_example(n).large)]
+
+
+def check_examples(cfg_name: str, mem: str, seed: int, sim: str, names: Sequence[str] | None = None) -> dict[str, Any]:
+    """One cell: the examples ``names`` (default :func:`example_names`) in one simulator process, their
+    outputs and counters checked; AssertionError naming every failure, else ``{example: RTL cycles}``."""
+    from compiler import examples
+
+    cfg = load_config(cfg_name)
+    cases = [examples.make_case(n, cfg, seed=seed) for n in (names or example_names(mem, sim))]
     res = run_programs([c.program for c in cases], cfg, mem=mem, sim=sim, seed=seed)
     failures = []
     for c, r in zip(cases, res):
@@ -57,25 +81,40 @@ def test_examples(cfg_name: str, mem: str, seed: int, sim: str) -> None:
         except AssertionError as e:
             failures.append(str(e))
     assert not failures, "\n".join(failures)
+    return {c.name: r.cycles for c, r in zip(cases, res)}
+
+
+@pytest.mark.parametrize("cfg_name,mem,seed,sim", MATRIX, ids=[_id(t) for t in MATRIX])
+def test_examples(cfg_name: str, mem: str, seed: int, sim: str) -> None:
+    if sim == "icarus" and not icarus_available():
+        pytest.skip("Icarus Verilog (iverilog) is not installed")
+    pytest.importorskip("compiler.examples")
+    check_examples(cfg_name, mem, seed, sim)
 
 
 # the tests/units/ modules whose cases() build hand-made Programs for any config
 UNIT_MODULES = ("fetch", "load_unit", "compute_unit", "gemm", "store_unit", "token_queue", "axi_arbiter",
                 "csr_block", "errors")
-UNITS = [(c, m) for c in list_configs() for m in ("fast", "protocol")] if FULL else \
-    [("small", "fast"), ("default", "protocol")]
+UNITS = unit_matrix(list_configs()) if FULL else [("small", "fast"), ("default", "protocol")]
 
 
 def unit_cases(cfg) -> list:
     return [c for m in UNIT_MODULES for c in importlib.import_module(f"tests.units.test_{m}").cases(cfg)]
 
 
-@pytest.mark.parametrize("cfg_name,mem", UNITS, ids=[_id(t) for t in UNITS])
-def test_unit_cases(cfg_name: str, mem: str) -> None:
-    """Every unit case of tests/units/ on another config or back-end: the expected outputs and errors;
-    with the fast DRAM model also the TLM's cycles and every counter."""
+def check_unit_cases(cfg_name: str, mem: str) -> dict[str, Any]:
+    """One cell: every unit case of tests/units/ on ``cfg_name`` and back-end ``mem`` in one simulator process:
+    the expected outputs and errors; with the fast DRAM model also the TLM's cycles and every counter.
+    AssertionError naming every problem, else ``{"cases": count}``."""
     cfg = load_config(cfg_name)
     cases = unit_cases(cfg)
     res = run_rtl(cases, cfg, mem=mem, seed=11)
     assert all(r.extra["mem"] == mem and r.extra["sim"] == "verilator" for r in res)
     check_rtl(cases, res, cycle_exact=mem == "fast")
+    return {"cases": len(cases)}
+
+
+@pytest.mark.parametrize("cfg_name,mem", UNITS, ids=[_id(t) for t in UNITS])
+def test_unit_cases(cfg_name: str, mem: str) -> None:
+    """Every unit case of tests/units/ on another config or back-end (see :func:`check_unit_cases`)."""
+    check_unit_cases(cfg_name, mem)

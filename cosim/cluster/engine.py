@@ -114,10 +114,13 @@ def open_client(address: str | None, workers: int | None) -> Iterator[Any]:
         n = workers or default_workers()
         # Ctrl-C reaches every process of the terminal's process group: the worker processes ignore it
         # (they inherit the ignoring from here), the client handles it by cancelling and closing.
-        old = signal.signal(signal.SIGINT, signal.SIG_IGN) if threading.current_thread() is threading.main_thread() else None
+        main = threading.current_thread() is threading.main_thread()
+        old = signal.signal(signal.SIGINT, signal.SIG_IGN) if main else None
         try:
-            cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None,
-                                   silence_logs=logging.ERROR, memory_limit=0)
+            # the scheduler's HTTP server on a free port (not 8787, which another cluster may hold); no memory
+            # limit: the work happens in the task processes, which a worker's monitor does not count
+            cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
+                                   dashboard_address="127.0.0.1:0", silence_logs=logging.ERROR, memory_limit=0)
         finally:
             if old is not None:
                 signal.signal(signal.SIGINT, old)
@@ -175,8 +178,8 @@ def run_tasks(tasks: Iterable[Task], *, results: str | Path | None = None, sched
     {"key", "ok": bool, "result": <fn's JSON-able return> | None, "error": "one line" | None,
      "worker": address, "wall_s": float, "attempts": int}.
     - scheduler None and COSIM_SCHEDULER unset: an embedded LocalCluster, one single-threaded worker
-      process per core (workers= overrides; workers=0 runs the tasks one by one without Dask);
-      else connect to that address (tcp://HOST:PORT).
+      process per core (workers= overrides, and then COSIM_SCHEDULER is not used; workers=0 runs the
+      tasks one by one without Dask); else connect to that address (tcp://HOST:PORT).
     - each record is appended to `results` (JSON lines, flushed) as it arrives; records of keys
       already in the file are not run again (they are yielded first, marked "resumed": true).
     - fn raising = a recorded failure (ok false, error = its one line), not a crash.
@@ -194,9 +197,10 @@ def run_tasks(tasks: Iterable[Task], *, results: str | Path | None = None, sched
         raise ValueError(f"retries must be >= 0, not {retries}")
     if timeout_s is not None and not timeout_s > 0:
         raise ValueError(f"timeout_s must be a positive number of seconds, not {timeout_s}")
-    address = None if workers == 0 else scheduler_address(scheduler)
-    if address is not None and workers is not None:
+    if scheduler and workers is not None:
         raise ValueError("workers= sizes the embedded cluster; it cannot be given with a scheduler address")
+    # workers= given means this machine, whatever env COSIM_SCHEDULER says (an argument beats the environment)
+    address = None if workers is not None else scheduler_address(scheduler)
     return _run(todo_all, results, address, workers, retries, progress, desc, timeout_s)
 
 

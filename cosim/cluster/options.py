@@ -34,11 +34,12 @@ def add_cluster_args(p: argparse.ArgumentParser) -> None:
 
 def cluster_kwargs(args: argparse.Namespace) -> dict[str, Any]:
     """``scheduler``, ``workers``, ``results`` and ``timeout_s`` for ``run_tasks``, checked. ``--workers``
-    beats env ``COSIM_SCHEDULER`` (the command line wins); with ``--scheduler`` it is an error."""
+    means this machine, whatever env ``COSIM_SCHEDULER`` says; with ``--scheduler`` it is an error."""
     if args.scheduler is not None and args.workers is not None:
         raise ValueError("--workers sizes the embedded cluster; it cannot go with --scheduler")
-    # "" rather than None: --workers given means this machine, whatever COSIM_SCHEDULER says
-    address = scheduler_address(args.scheduler if args.workers is None else "")
+    if args.workers is None:
+        scheduler_address(args.scheduler)  # a bad address (or COSIM_SCHEDULER) fails here, in one line
     if args.results is not None and Path(args.results).is_dir():
         raise ValueError(f"--results {args.results}: is a folder, not a file")
-    return {"scheduler": address or "", "workers": args.workers, "results": args.results, "timeout_s": args.task_timeout}
+    return {"scheduler": args.scheduler, "workers": args.workers, "results": args.results,
+            "timeout_s": args.task_timeout}
