@@ -147,6 +147,10 @@ def build(kernel: Kernel | Any, args: Sequence[Any] | Mapping[str, Any], cfg: Hw
     kernel, argument, reason) when the kernel cannot be compiled.
     """
     cfg = _config(cfg)
+    if cfg.num_cores > 1:
+        raise CompileError(f"kernel '{name or as_kernel(kernel).name}': config '{cfg.name}' has {cfg.num_cores} cores: "
+                           f"Programs for several cores (one instruction stream per core, the barrier instruction) "
+                           f"are not built yet; the golden path runs such kernels (compiler.cores)")
     tr = trace(kernel, args, cfg, name, **consts)
     if not tr.ops:
         raise kernel_error(tr.kernel, None, "the kernel issues no instructions")

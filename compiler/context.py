@@ -12,7 +12,7 @@ import os
 import sys
 import threading
 from contextlib import contextmanager
-from typing import Iterator
+from typing import Any, Iterator
 
 import numpy as np
 
@@ -23,13 +23,16 @@ _local = threading.local()
 # Frames in these files are the DSL's own machinery; the "kernel's source line" of an
 # error is the innermost frame outside them.
 _INTERNAL = {os.path.join(os.path.dirname(__file__), f) for f in
-             ("context.py", "intrinsic_registry.py", "intrinsics.py", "tensor.py", "kernel.py", "trace.py")}
+             ("context.py", "intrinsic_registry.py", "intrinsics.py", "tensor.py", "kernel.py", "trace.py", "dsl.py",
+              "cores.py")}
 
 
 class Context:
     """Base of both contexts: the config, the kernel's name and which half runs (``mode``)."""
 
     mode = ""
+    core_id = 0
+    cores: Any = None
 
     def __init__(self, cfg: HwConfig, kernel_name: str):
         self.cfg = cfg
@@ -80,9 +83,11 @@ class GoldenContext(Context):
 
     mode = "python"
 
-    def __init__(self, cfg: HwConfig, kernel_name: str, batch: int = 1):
+    def __init__(self, cfg: HwConfig, kernel_name: str, batch: int = 1, core_id: int = 0, cores: Any = None):
         super().__init__(cfg, kernel_name)
         self.batch = batch
+        self.core_id = core_id
+        self.cores = cores  # compiler.cores.Cores of a multi-core run (footprints, barrier), else None
         shape = (cfg.acc_depth, cfg.lanes) if batch == 1 else (cfg.acc_depth, batch, cfg.lanes)
         self.acc = np.zeros(shape, dtype=np.int32)
         self._filled: dict[tuple[tuple[int, ...], int], np.ndarray] = {}

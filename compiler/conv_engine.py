@@ -130,8 +130,9 @@ def conv_layer(X: Tensor, Wt: Tensor, Y: Tensor, shape: ConvShape, plan: ConvPla
     # already there (the next image, the next rows of one output-channel tile) does not load them again
     bias_in: dict[int, int] = {}
     wgt_in: dict[int, tuple[int, int, int, int]] = {}
+    o_tiles = [p.o_tiles[i] for i in S.core_range(len(p.o_tiles))]  # several cores: by output channels
     for n in range(s.batch):
-        for o0, to in p.o_tiles:
+        for o0, to in o_tiles:
             for r0, th in p.h_tiles:
                 rwin = window(r0, th, (th - 1) * s.stride + s.kh, s.stride, s.pad, s.kh, s.h)
                 for c0, tw in p.w_tiles:

@@ -4,7 +4,7 @@ Tensors and views: ``S.kernel`` (decorator; ``S.kernel(elementwise=True)`` lets 
 golden path run a vector-wise kernel in lockstep, see :mod:`compiler.kernel`), ``S.tensor(shape, dtype)`` (argument
 spec for the compiler), ``S.acc`` (accumulator views: ``S.acc[a:b]``), ``S.inp``, ``S.wgt``,
 ``S.uop`` (input, weight and micro-op buffer views, alike), ``S.config()`` (the HwConfig the
-kernel runs for), ``S.section(name)`` (names the instructions that follow, for reports), ``S.error(arg, reason)`` (the one-line CompileError a kernel raises for
+kernel runs for), ``S.core_id()``, ``S.num_cores()``, ``S.core_range(n)``, ``S.barrier()`` (several cores: :mod:`compiler.cores`), ``S.section(name)`` (names the instructions that follow, for reports), ``S.error(arg, reason)`` (the one-line CompileError a kernel raises for
 arguments it cannot handle).
 Intrinsics: ``S.load`` (into any buffer), ``S.store``, ``S.add``, ``S.sub``, ``S.mul``, ``S.min``,
 ``S.max``, ``S.shr``, ``S.clip``, ``S.mov``, ``S.sync``, ``S.gemm``; DRAM the kernel makes:
@@ -39,11 +39,40 @@ def section(name: str) -> None:
         ctx.trace.sections.append((name, len(ctx.trace.ops)))  # type: ignore[attr-defined]
 
 
+def core_id() -> int:
+    """Which core runs this kernel run (0 .. ``num_cores() - 1``): kernels split their work by it."""
+    return current().core_id
+
+
+def num_cores() -> int:
+    """How many cores the config has (each runs the kernel once, on the same DRAM)."""
+    return current().cfg.num_cores
+
+
+def core_range(total: int) -> range:
+    """This core's share of ``total`` work items (tiles, vectors): a contiguous, balanced part, the first
+    cores one larger; every item once over all cores (``range(total)`` on one core)."""
+    n, k = num_cores(), core_id()
+    q, r = divmod(total, n)
+    lo = k * q + (k if k < r else r)  # (``min`` here is the ALU intrinsic)
+    return range(lo, lo + q + (1 if k < r else 0))
+
+
+def barrier() -> None:
+    """Wait until every core has reached this barrier; DRAM written before it by any core is visible
+    after it to every core (on one core: an ``S.sync``). Golden path: :mod:`compiler.cores`."""
+    ctx = current()
+    if ctx.cores is not None:
+        ctx.cores.barrier(ctx.core_id)
+    elif ctx.cfg.num_cores == 1:
+        sync()
+
+
 def error(arg: str | None, reason: str) -> CompileError:
     """A CompileError naming the current kernel, ``arg`` and ``reason`` (for kernels to raise)."""
     return kernel_error(current().kernel_name, arg, reason)
 
 
-__all__ = ["AccView", "InpView", "Kernel", "Tensor", "TensorSpec", "UopView", "WgtView", "acc", "add", "clip", "config",
-           "const", "error", "gemm", "inp", "kernel", "load", "max", "min", "mov", "mul", "scratch", "section", "shr",
-           "store", "sub", "sync", "tensor", "uop", "uops", "wgt"]
+__all__ = ["AccView", "InpView", "Kernel", "Tensor", "TensorSpec", "UopView", "WgtView", "acc", "add", "barrier",
+           "clip", "config", "const", "core_id", "error", "gemm", "inp", "kernel", "load", "max", "min", "mov", "mul",
+           "num_cores", "core_range", "scratch", "section", "shr", "store", "sub", "sync", "tensor", "uop", "uops", "wgt"]

@@ -171,6 +171,8 @@ def resnet_block(X: Tensor, W: Tensor, bias: Tensor, Y: Tensor, shift1: int = 8,
     s2 = layer_shape(mid, W, Y, 1, k // 2, e2, True, residual=True, w_lead=1, names=("mid", "W", "Y"))
     _bias(bias, 2 * cb)
     conv_layer(X, W, mid, s1, _plan(s1), e1, bias=bias)
+    if S.num_cores() > 1:  # every core's part of mid is stored before any core reads all of it
+        S.barrier()
     conv_layer(mid, W, Y, s2, _plan(s2), e2, bias=bias, bias_offset=cb, wgt_offset=cb * cb * k * k, residual=X)
 
 

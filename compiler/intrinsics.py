@@ -210,6 +210,9 @@ def _load_python(ctx: Any, op: LoadOp) -> None:
     if rows * cols == 0:
         return
     buf = op.buf
+    if ctx.cores is not None:  # a multi-core run: the race check wants every core's DRAM footprint
+        eb = ctx.cfg.elem_bytes(buf) if buf != "ACC" else op.tensor.lanes * op.tensor.bits // 8
+        ctx.cores.record(ctx.core_id, op.tensor, False, op.offset, rows, cols, op.stride, eb)
     if buf == "ACC":
         _tile_into(ctx.acc, op.tensor.data, op)
         return
@@ -264,6 +267,8 @@ def _store_python(ctx: Any, op: StoreOp) -> None:
     if n == 0:
         return
     acc, data, b, o = ctx.acc, op.tensor.data, op.sram_base, op.offset
+    if ctx.cores is not None:
+        ctx.cores.record(ctx.core_id, op.tensor, True, o, rows, cols, op.stride, op.tensor.lanes * op.tensor.bits // 8)
     if rows == 1 or op.stride == cols:
         np.copyto(data[o:o + n], acc[b:b + n], casting="unsafe")  # int32 -> intN wraps like a C cast
         return
@@ -515,9 +520,13 @@ def scratch(ctx: Context, shape: Any, dtype: str = "int8", name: str = "scratch"
 
 @implements("scratch", "python")
 def _scratch_python(ctx: Any, req: ScratchRequest) -> Tensor:
-    nvec = -(-int(np.prod(req.shape)) // ctx.lanes)
-    return Tensor(req.name, req.shape, req.dtype, ctx.lanes, np.zeros((nvec, ctx.lanes), dtype=req.dtype),
-                  kind="scratch")
+    def make() -> Tensor:
+        nvec = -(-int(np.prod(req.shape)) // ctx.lanes)
+        return Tensor(req.name, req.shape, req.dtype, ctx.lanes, np.zeros((nvec, ctx.lanes), dtype=req.dtype),
+                      kind="scratch")
+
+    # several cores share DRAM: the k-th scratch tensor a core asks for is every core's k-th one
+    return make() if ctx.cores is None else ctx.cores.shared_scratch(ctx.core_id, req, make)
 
 
 @implements("scratch", "lower")

@@ -114,6 +114,11 @@ class Kernel:
 
     def _run_bound(self, cfg: HwConfig, bound: dict[str, Any], lockstep: bool = True) -> dict[str, Tensor]:
         tensors = self.make_tensors(bound, cfg, golden=True)
+        if cfg.num_cores > 1:  # one run per core on the same tensors (compiler.cores)
+            from compiler.cores import run_cores
+
+            run_cores(cfg, self.name, self.fn, bound)
+            return tensors
         parts = self.lockstep_parts(tensors, cfg) if lockstep and self.elementwise else []
         if not parts:
             with active(GoldenContext(cfg, self.name)):

@@ -487,7 +487,9 @@ def compile_network(graph: Graph, config: HwConfig | str = "default", batch: int
 
     def body(**t: Tensor) -> None:
         act = S.scratch((act_vectors * block,), "int8", "act") if act_vectors else None
-        for st in stages:
+        for k, st in enumerate(stages):
+            if k and S.num_cores() > 1:  # several cores: a stage reads what every core stored before it
+                S.barrier()
             S.section(st.name)
             y = where(st.output, t, act, out=st in copy_stages)
             if st.op in ("conv2d", "dense"):

@@ -116,7 +116,9 @@ def tiled(inputs: Sequence[Tensor], out: Tensor, body: Callable[[list[AccView], 
         const_vector(view, value)
     n = out.nvec
     load, mov, store = S.load, S.mov, S.store
-    for i, v0 in enumerate(range(0, n, tile)):
+    tiles = range(0, n, tile)
+    for i in S.core_range(len(tiles)):  # several cores: each its share of the tiles
+        v0 = tiles[i]
         t = min(tile, n - v0)
         h = i & 1
         ib = h * k * tile

@@ -77,7 +77,9 @@ def eltwise_layer(inputs: list[Tensor], Y: Tensor, epi: Epilogue, uop_base: int 
     rnd_view = S.acc[2 * tile:2 * tile + 1] if wide else None
     if rnd_view is not None:
         const_vector(rnd_view, epi.rounding)
-    for i, v0 in enumerate(range(0, Y.nvec, tile)):
+    tiles = range(0, Y.nvec, tile)
+    for i in S.core_range(len(tiles)):  # several cores: each its share of the tiles
+        v0 = tiles[i]
         t = min(tile, Y.nvec - v0)
         h = i & 1
         acc = S.acc[h * tile:h * tile + t]
@@ -193,42 +195,40 @@ def pool_layer(X: Tensor, Y: Tensor, plan: PoolPlan, relu: bool = False, uop_bas
     area = p.taps
     shift = area.bit_length() - 1
     rnd = (area // 2) if (not p.maximum and shift) else 0
-    i = 0
-    for n in range(p.batch):
-        for c0 in range(0, p.cb, p.tc):
-            tc = min(p.tc, p.cb - c0)
-            for r0 in range(0, p.ho, p.th):
-                th = min(p.th, p.ho - r0)
-                h = i % p.halves
-                i += 1
-                base = h * p.acc_tile
-                region = tc * th * p.wo  # this tile's vectors per tap region (a prefix of each region)
-                xb = h * p.tc * p.cb_pitch
-                rows_in = (th - 1) * p.stride + p.k
-                first = ((n * p.cb + c0) * p.h + r0 * p.stride) * p.w
-                if rows_in == p.th_in:  # the window rows of every channel block, back to back on chip
-                    S.load(S.inp[xb:xb + tc * p.cb_pitch], X, offset=first, rows=tc, cols=rows_in * p.w,
-                           stride=p.h * p.w)
-                else:  # a shorter tail: each channel block keeps its full pitch on chip
-                    for ci in range(tc):
-                        lo = xb + ci * p.cb_pitch
-                        S.load(S.inp[lo:lo + rows_in * p.w], X, offset=first + ci * p.h * p.w, cols=rows_in * p.w)
-                S.mov(S.acc[base:base + (p.acc_tile if p.maximum else region)], rnd)
-                ub = uop_base + (h * p.halves + h) * p.uops_per_table
-                S.gemm(S.uop[ub:ub + p.uops_per_table], iters=(th, tc), acc_factors=(p.wo, th * p.wo),
-                       inp_factors=(p.stride * p.w, p.cb_pitch))
-                out = S.acc[base:base + region]
-                if p.maximum:
-                    if area > 1:
-                        S.max(out, S.acc[base + p.out_tile:base + p.acc_tile], iters=(area - 1, region),
-                              dst_factors=(0, 1), src_factors=(p.out_tile, 1))
-                elif shift:
-                    S.shr(out, shift)
-                if relu:
-                    S.max(out, 0)
-                # channel blocks are th*Wo vectors apart on chip, Ho*Wo in Y
-                S.store(Y, out, offset=((n * p.cb + c0) * p.ho + r0) * p.wo, rows=tc, cols=th * p.wo,
-                        stride=p.ho * p.wo)
+    tiles = [(n, c0, r0) for n in range(p.batch) for c0 in range(0, p.cb, p.tc) for r0 in range(0, p.ho, p.th)]
+    for i in S.core_range(len(tiles)):  # several cores: each its share of the tiles
+        n, c0, r0 = tiles[i]
+        tc = min(p.tc, p.cb - c0)
+        th = min(p.th, p.ho - r0)
+        h = i % p.halves
+        base = h * p.acc_tile
+        region = tc * th * p.wo  # this tile's vectors per tap region (a prefix of each region)
+        xb = h * p.tc * p.cb_pitch
+        rows_in = (th - 1) * p.stride + p.k
+        first = ((n * p.cb + c0) * p.h + r0 * p.stride) * p.w
+        if rows_in == p.th_in:  # the window rows of every channel block, back to back on chip
+            S.load(S.inp[xb:xb + tc * p.cb_pitch], X, offset=first, rows=tc, cols=rows_in * p.w,
+                   stride=p.h * p.w)
+        else:  # a shorter tail: each channel block keeps its full pitch on chip
+            for ci in range(tc):
+                lo = xb + ci * p.cb_pitch
+                S.load(S.inp[lo:lo + rows_in * p.w], X, offset=first + ci * p.h * p.w, cols=rows_in * p.w)
+        S.mov(S.acc[base:base + (p.acc_tile if p.maximum else region)], rnd)
+        ub = uop_base + (h * p.halves + h) * p.uops_per_table
+        S.gemm(S.uop[ub:ub + p.uops_per_table], iters=(th, tc), acc_factors=(p.wo, th * p.wo),
+               inp_factors=(p.stride * p.w, p.cb_pitch))
+        out = S.acc[base:base + region]
+        if p.maximum:
+            if area > 1:
+                S.max(out, S.acc[base + p.out_tile:base + p.acc_tile], iters=(area - 1, region),
+                      dst_factors=(0, 1), src_factors=(p.out_tile, 1))
+        elif shift:
+            S.shr(out, shift)
+        if relu:
+            S.max(out, 0)
+        # channel blocks are th*Wo vectors apart on chip, Ho*Wo in Y
+        S.store(Y, out, offset=((n * p.cb + c0) * p.ho + r0) * p.wo, rows=tc, cols=th * p.wo,
+                stride=p.ho * p.wo)
 
 
 # ---- transposition ---------------------------------------------------------------------------------
@@ -254,17 +254,15 @@ def transpose_layer(X: Tensor, Y: Tensor, samples: int, fb: int, uop_base: int =
     half = t_max * f_max
     ident = load_identity()
     S.load(S.uop[uop_base:uop_base + 2], S.uops([(0, 0, ident), (half, half, ident)], "transpose_uops"), cols=2)
-    i = 0
-    for n0 in range(0, samples, t_max):
-        t = min(t_max, samples - n0)
-        for f0 in range(0, fb, f_max):
-            f = min(f_max, fb - f0)
-            h = i & 1
-            i += 1
-            base = h * half
-            S.load(S.inp[base:base + t * f], X, offset=n0 * fb + f0, rows=t, cols=f, stride=fb)
-            acc = S.acc[base:base + t * f]
-            S.mov(acc, 0)
-            # sample n, feature block j: from input n*f + j to accumulator j*t + n
-            S.gemm(S.uop[uop_base + h:uop_base + h + 1], iters=(t, f), acc_factors=(1, t), inp_factors=(f, 1))
-            S.store(Y, acc, offset=f0 * samples + n0, rows=f, cols=t, stride=samples)
+    tiles = [(n0, f0) for n0 in range(0, samples, t_max) for f0 in range(0, fb, f_max)]
+    for i in S.core_range(len(tiles)):  # several cores: each its share of the tiles
+        n0, f0 = tiles[i]
+        t, f = min(t_max, samples - n0), min(f_max, fb - f0)
+        h = i & 1
+        base = h * half
+        S.load(S.inp[base:base + t * f], X, offset=n0 * fb + f0, rows=t, cols=f, stride=fb)
+        acc = S.acc[base:base + t * f]
+        S.mov(acc, 0)
+        # sample n, feature block j: from input n*f + j to accumulator j*t + n
+        S.gemm(S.uop[uop_base + h:uop_base + h + 1], iters=(t, f), acc_factors=(1, t), inp_factors=(f, 1))
+        S.store(Y, acc, offset=f0 * samples + n0, rows=f, cols=t, stride=samples)

@@ -20,7 +20,8 @@ import traceback
 from typing import Any, NoReturn
 
 # Subcommands in the order `cosim --help` lists them.
-COMMANDS = ["list", "compile", "run", "disasm", "sim", "net", "waves", "rtl", "fuzz", "regress", "bench", "calibrate"]
+COMMANDS = ["list", "compile", "run", "disasm", "sim", "net", "waves", "rtl", "fuzz", "regress", "bench", "calibrate",
+            "sweep"]
 
 
 class UserError(ValueError):

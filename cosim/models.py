@@ -187,17 +187,9 @@ def tlm_traced(program: Program, *, trace: str | Path | None = None,
     transaction; the same cycles and outputs); ``trace``/``vcd`` also write the Perfetto JSON (with
     one span per section of ``program.meta["sections"]``) and the VCD. A fault is in
     ``result.error``."""
-    from hw import csr
-    from sim.tlm import TlmModel
+    from sim.tlm import simulate
 
-    m = TlmModel(program.config, trace=True)
-    m.load_dram(program.dram_image())
-    addr = csr.csr_by_name(program.config.max_regions)
-    t0 = time.perf_counter()
-    for name, value in program.regs:
-        m.write_csr(addr[name].addr, value)
-    m.run()
-    wall = time.perf_counter() - t0
+    m, wall = simulate(program, trace=True)
     if trace is not None:
         m.write_trace(trace, program.meta.get("sections"))
     if vcd is not None:

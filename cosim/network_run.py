@@ -29,24 +29,18 @@ NET_MODELS = ("golden", "tlm", "rtl")
 
 
 def network_names() -> list[str]:
-    """The shipped networks' names (``[]`` when the compiler has none)."""
-    try:
-        from compiler.networks import NETWORKS
-    except ModuleNotFoundError as e:
-        if e.name not in ("compiler.networks", "compiler.graph_reference"):
-            raise
-        return []
+    """The shipped networks' names."""
+    from compiler.networks import NETWORKS
+
     return list(NETWORKS)
 
 
 def get_network(name: str) -> Any:
     """The ``compiler.networks.Network`` called ``name``; UserError (one line) if there is none."""
-    names = network_names()
-    if name not in names:
-        known = ", ".join(names) if names else "none (compiler.networks is missing)"
-        raise UserError(f"unknown network '{name}' (networks: {known})")
     from compiler.networks import NETWORKS
 
+    if name not in NETWORKS:
+        raise UserError(f"unknown network '{name}' (networks: {', '.join(NETWORKS)})")
     return NETWORKS[name]
 
 

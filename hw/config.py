@@ -221,7 +221,7 @@ _RULES: list[tuple[str, str, Any]] = [
     ("store_queue_depth", "must be a power of two between 2 and 256", lambda v: _is_pow2(v) and 2 <= v <= 256),
     ("token_queue_depth", "must be between 1 and 255", lambda v: 1 <= v <= 255),
     ("max_regions", "must be a power of two between 2 and 16", lambda v: _is_pow2(v) and 2 <= v <= 16),
-    ("num_cores", "must be 1 (multi-core is planned, not built)", lambda v: v == 1),
+    ("num_cores", "must be between 1 and 16", lambda v: 1 <= v <= 16),
 ]
 
 

@@ -91,6 +91,13 @@ def plan_layout(cfg: HwConfig, tensors: Iterable[tuple[str, str, tuple[int, ...]
     return regions
 
 
+def check_single_core(cfg: HwConfig, where: str) -> None:
+    """Programs (and so every model but golden) are one core's: a config of several cores is refused."""
+    if cfg.num_cores != 1:
+        raise ProgramError(f"{where}: config '{cfg.name}' has {cfg.num_cores} cores; Programs, the ISS, the TLM "
+                           f"and the RTL have one core (multi-core Programs are not built yet)")
+
+
 def check_layout(cfg: HwConfig, regions: list[Region], where: str) -> None:
     """Raise ProgramError (naming ``where``) unless the regions fit the config's DRAM and rules."""
     names = set()
@@ -154,6 +161,7 @@ class Program:
                meta: dict[str, Any] | None = None, inputs: dict[str, np.ndarray] | None = None,
                expected: dict[str, np.ndarray] | None = None) -> "Program":
         """Check the layout and instructions, derive the register config."""
+        check_single_core(cfg, name)
         check_layout(cfg, regions, name)
         isa = Isa(cfg)
         for k, i in enumerate(insns):
@@ -298,6 +306,7 @@ class Program:
                 cfg = load_config(cfg_name)
             except ConfigError as e:
                 raise ProgramError(f"{lpath}: made for config '{cfg_name}', which cannot be loaded: {e}")
+        check_single_core(cfg, str(lpath))
         if stored_id != cfg.config_id:
             raise ProgramError(f"{lpath}: Program made for config '{cfg_name}' (id 0x{stored_id:08x}), "
                                f"but this run uses config '{cfg.name}' (id 0x{cfg.config_id:08x})")

@@ -11,7 +11,7 @@ import pytest
 
 from cosim.bench import area
 from cosim.cli import main as cosim_main
-from hw.config import load_config
+from hw.config import load_config, parse_config
 from hw.introspect.parse import RTL_DIR
 
 
@@ -63,3 +63,22 @@ def test_bad_fmax_timeout_is_one_line(value: str, capsys: pytest.CaptureFixture)
     assert cosim_main(["bench", "--fmax-timeout", value]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "--fmax-timeout" in err[0] and "positive number of seconds" in err[0], err
+
+
+def test_uncached_area_runs_as_an_engine_task(build_dir: Path) -> None:
+    """What the cache lacks is synthesized by a task of the cluster engine (a real ECP5 synthesis of
+    a 4-lane config, seconds), cached, and shown as cached afterwards."""
+    tiny = parse_config({**load_config("small").to_dict(), "name": "tiny", "block": 4, "acc_depth": 16,
+                         "inp_depth": 16, "wgt_depth": 16, "uop_depth": 16, "bus_width": 32})
+    res = area.measure_area([tiny], cluster={"workers": 1})
+    assert res["tiny"]["status"] == "ok" and res["tiny"]["source"] == "fresh", res
+    assert res["tiny"]["luts"] > 1000 and res["tiny"]["ffs"] > 500 and "fmax" not in res["tiny"]
+    assert list(build_dir.glob("tiny-*-area.json"))
+    again = area.measure_area([tiny], quick=True)
+    assert again["tiny"]["source"] == "cached" and again["tiny"]["luts"] == res["tiny"]["luts"]
+
+
+def test_bad_scheduler_is_one_line(capsys: pytest.CaptureFixture) -> None:
+    assert cosim_main(["bench", "--scheduler", "no address"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--scheduler" in err[0], err

@@ -11,8 +11,6 @@ from compiler.graph import Graph, Value
 from compiler.graph_reference import run_reference
 from compiler.network import compile_network
 from cosim import models
-from hw import csr
-from sim.tlm.accel_top import TlmModel
 
 
 def _r8(rng: np.random.Generator, *shape: int) -> np.ndarray:
@@ -125,16 +123,6 @@ def test_activations_reuse_memory_and_live_values_never_overlap() -> None:
     assert _same(net, net.outputs(models.tlm(net.program).outputs), run_reference(g, inputs))
 
 
-def _traced(program):
-    m = TlmModel(program.config, trace=True)
-    m.load_dram(program.dram_image())
-    addr = csr.csr_by_name(program.config.max_regions)
-    for name, value in program.regs:
-        m.write_csr(addr[name].addr, value)
-    m.run()
-    return m
-
-
 def test_sections_are_the_stages_and_the_next_layer_starts_loading_before_the_last_store() -> None:
     g = _chain(3)
     net = compile_network(g, "default", batch=2)
@@ -142,7 +130,7 @@ def test_sections_are_the_stages_and_the_next_layer_starts_loading_before_the_la
     secs = net.program.meta["sections"]
     assert [s["name"] for s in secs] == ["c0", "c1", "c2"] == [st.name for st in net.stages]
     assert secs[0]["first"] == 0 and sum(s["count"] for s in secs) == len(net.program.insns) - 1
-    m = _traced(net.program)
+    m = models.tlm_traced(net.program)
     for a, b in zip(secs, secs[1:]):
         in_a = range(a["first"], a["first"] + a["count"])
         in_b = range(b["first"], b["first"] + b["count"])

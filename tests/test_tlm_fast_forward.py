@@ -13,11 +13,10 @@ from cosim.fuzz.campaign import make_case as fuzz_case
 from cosim.fuzz.faults import FAULT_KINDS, inject
 from cosim.fuzz.generator import generate
 from compiler.examples import list_examples, make_case
-from hw import csr
 from hw.assembler import Assembler
 from hw.config import HwConfig, load_config
 from hw.program import Program
-from sim.tlm import TlmModel, run_program
+from sim.tlm import TlmModel, run_program, simulate
 from sim.tlm.fast_forward import FastForward
 
 CONFIGS = ("default", "small", "wide")
@@ -31,13 +30,7 @@ def _sample_from_the_start(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def _run(p: Program, ff: bool) -> TlmModel:
-    m = TlmModel(p.config, fast_forward=ff)
-    m.load_dram(p.dram_image())
-    addr = csr.csr_by_name(p.config.max_regions)
-    for name, value in p.regs:
-        m.write_csr(addr[name].addr, value)
-    m.run()
-    return m
+    return simulate(p, fast_forward=ff)[0]
 
 
 def _same(p: Program) -> TlmModel:

@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from hw.config import HwConfig
+from hw.config import HwConfig, parse_config
 from hw.introspect.parse import RTL_DIR, source_files
 
 REPO = Path(__file__).resolve().parents[2]
@@ -119,15 +119,67 @@ def fmax(cfg: HwConfig, quick: bool = False, timeout: float = 900.0) -> dict[str
     return {**data, "source": "fresh"}
 
 
-def measure_area(configs: list[HwConfig], quick: bool = False, fmax_timeout: float = 900.0) -> dict[str, Any]:
+def area_task(args: dict[str, Any]) -> dict[str, Any]:
+    """Engine task: :func:`synth_area` of one config (``args``: ``config`` its JSON object,
+    ``timeout``), cached on the machine that runs it."""
+    return synth_area(parse_config(args["config"], args["config"]["name"]), timeout=float(args["timeout"]))
+
+
+def fmax_task(args: dict[str, Any]) -> dict[str, Any]:
+    """Engine task: :func:`fmax` of one config (``args``: ``config``, ``timeout``)."""
+    return fmax(parse_config(args["config"], args["config"]["name"]), timeout=float(args["timeout"]))
+
+
+# Synthesis bound of one config's area, and the headroom of a task over the bound of its tool.
+AREA_TIMEOUT_S = 300.0
+TASK_MARGIN_S = 120.0
+
+
+def measure_area(configs: list[HwConfig], quick: bool = False, fmax_timeout: float = 900.0,
+                 cluster: dict[str, Any] | None = None) -> dict[str, Any]:
     """Per config name: its area (:func:`synth_area`) and, for :data:`FMAX_CONFIGS`, its
-    Fmax (:func:`fmax`)."""
+    Fmax (:func:`fmax`). What the cache does not hold runs as engine tasks
+    (:func:`cosim.cluster.run_tasks`, ``cluster`` its keyword arguments: the embedded cluster of
+    this machine by default), all at once: the syntheses and the place and route are independent,
+    and none of them is a speed measurement of the bench (those run before, alone)."""
+    from cosim.cluster import Task, run_tasks
+
     out: dict[str, Any] = {}
+    tasks: list[Task] = []
     for cfg in configs:
-        row = synth_area(cfg, quick)
+        out[cfg.name] = synth_area(cfg, quick=True)  # the cache, or "skipped"
+        if out[cfg.name]["source"] == "none" and not quick:
+            tasks.append(Task(f"area/{cfg.name}", "cosim.bench.area:area_task",
+                              {"config": cfg.to_dict(), "timeout": AREA_TIMEOUT_S}))
         if cfg.name in FMAX_CONFIGS:
-            row["fmax"] = fmax(cfg, quick, fmax_timeout)
-        out[cfg.name] = row
+            out[cfg.name]["fmax"] = fmax(cfg, quick=True)
+            if out[cfg.name]["fmax"]["source"] == "none" and not quick:
+                tasks.append(Task(f"fmax/{cfg.name}", "cosim.bench.area:fmax_task",
+                                  {"config": cfg.to_dict(), "timeout": fmax_timeout}))
+    if not tasks:
+        return out
+    _log(f"area: {len(tasks)} synthesis / place-and-route task(s) on the cluster engine")
+    kw = dict(cluster or {})
+    if kw.get("timeout_s") is None:
+        kw["timeout_s"] = max(AREA_TIMEOUT_S, fmax_timeout) + TASK_MARGIN_S
+    by_name = {c.name: c for c in configs}
+    for rec in run_tasks(tasks, desc="bench area", **kw):
+        what, name = rec["key"].split("/", 1)
+        cfg = by_name[name]
+        if rec["ok"]:
+            res = rec["result"]
+            done = res.get("status") == "ok" if what == "area" else res.get("mhz") is not None
+            if res.get("source") == "fresh" and done:  # cached here too when a remote worker made it
+                _store(cache_dir() / f"{cfg.name}-{cache_key(cfg)}-{what}.json",
+                       {k: v for k, v in res.items() if k != "source"})
+        else:
+            res = ({"status": f"absent: the synthesis task failed: {rec['error']}", "source": "none"} if what == "area"
+                   else {"mhz": None, "status": f"absent: the place-and-route task failed: {rec['error']}",
+                         "source": "none"})
+        if what == "area":
+            out[name] = {**res, **({"fmax": out[name]["fmax"]} if "fmax" in out[name] else {})}
+        else:
+            out[name]["fmax"] = res
     return out
 
 

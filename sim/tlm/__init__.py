@@ -42,7 +42,7 @@ RTL's STATUS.error / ERR_PC) and ``dram.py`` (the DRAM's bytes; the testbench's
 ``testbench/hdl/dram_model.v`` for the RTL).
 """
 
-from sim.tlm.accel_top import TlmModel, run_program
+from sim.tlm.accel_top import TlmModel, run_program, simulate
 from sim.tlm.errors import TlmError
 from sim.tlm.timing import Timing, TimingError, calibration_path
 

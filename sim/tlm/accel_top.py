@@ -297,6 +297,21 @@ class TlmModel:
         return self.tracer.write_perfetto(path, self.cycles or 0, self.isa, sections)
 
 
+def simulate(prog: Program, timing: Timing | None = None, trace: bool = False,
+             fast_forward: bool | None = None) -> tuple[TlmModel, float]:
+    """Build a model for ``prog``'s config, load its DRAM image, play its register config (START)
+    and run it; returns the model (outputs in ``dram``, ``tracer`` when ``trace``) and the wall time
+    of the run in seconds."""
+    m = TlmModel(prog.config, timing, trace=trace, fast_forward=fast_forward)
+    m.load_dram(prog.dram_image())
+    addr = csr.csr_by_name(prog.config.max_regions)
+    t0 = time.perf_counter()
+    for name, value in prog.regs:
+        m.write_csr(addr[name].addr, value)
+    m.run()
+    return m, time.perf_counter() - t0
+
+
 def run_program(program: Program | str | Path, *, vcd: str | Path | None = None, trace: str | Path | None = None,
                 timing: Timing | None = None, raise_on_error: bool = True,
                 cfg: HwConfig | None = None, fast_forward: bool | None = None) -> RunResult:
@@ -311,14 +326,7 @@ def run_program(program: Program | str | Path, *, vcd: str | Path | None = None,
     states with the very same results (``sim/tlm/fast_forward.py``).
     """
     prog = program if isinstance(program, Program) else Program.load(program, cfg)
-    m = TlmModel(prog.config, timing, trace=vcd is not None or trace is not None, fast_forward=fast_forward)
-    m.load_dram(prog.dram_image())
-    addr = csr.csr_by_name(prog.config.max_regions)
-    t0 = time.perf_counter()
-    for name, value in prog.regs:
-        m.write_csr(addr[name].addr, value)
-    m.run()
-    wall = time.perf_counter() - t0
+    m, wall = simulate(prog, timing, trace=vcd is not None or trace is not None, fast_forward=fast_forward)
     if vcd is not None:
         m.write_vcd(vcd)
     if trace is not None:

@@ -1,0 +1,78 @@
+"""`cosim sweep SPEC`: which config gives the best cycles per area for my workloads.
+
+Runs a design-space sweep (a grid or random sample of config parameters x workloads, written as a
+small YAML or JSON spec: docs/sweep.md, sweeps/example.yaml) on the cluster engine, and writes
+the table (CSV and JSON), the Pareto front of cycles vs area per workload and its PNG plots.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from cosim.cli import add_json_arg, folder_arg
+from cosim.cluster.options import add_cluster_args, cluster_kwargs
+
+
+def _rtl_arg(text: str) -> str | int:
+    if text in ("none", "all"):
+        return text
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"expected none, all or a positive number of sampled points, not {text!r}")
+    return n
+
+
+def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    p = sub.add_parser("sweep", help="design-space sweep: configs x workloads, cycles, utilization, area, "
+                                     "Pareto fronts",
+                       description="Sweep the config parameters of a YAML/JSON spec (a grid, or a random sample of "
+                                   "it) times its workloads (examples, GEMM operators with shapes, the digits "
+                                   "network). Each point runs on the TLM as one engine task (an embedded local "
+                                   "cluster, or --scheduler); each config's area comes from yosys synthesis "
+                                   "(hw/synth.py, cached per config under build/synth). Writes sweep.csv, "
+                                   "sweep.json (rows, fronts, best points) and pareto-<workload>.png in --out. "
+                                   "A config that hw/config.py rejects, or a workload that does not fit a config, "
+                                   "is an invalid point with its reason. Exit 1 when a model disagrees with the "
+                                   "golden path or the RTL's cycles differ from the TLM's. Every task's record is appended to "
+                                   "--results (default: <out>/results.jsonl), so running the same sweep again skips "
+                                   "the points already done. See docs/sweep.md.")
+    p.add_argument("spec", metavar="SPEC", help="the sweep spec (.yaml/.yml, or .json)")
+    p.add_argument("--out", type=folder_arg, default=None, metavar="DIR",
+                   help="output folder (default: build/sweep/<spec name>)")
+    p.add_argument("--fresh", action="store_true", help="delete the results file first (run every point again)")
+    p.add_argument("--area", choices=["synth", "cached", "none"], default="synth",
+                   help="synth: synthesize the configs not in the cache (default); cached: use only cached areas; "
+                        "none: no area (no front)")
+    p.add_argument("--rtl", type=_rtl_arg, default=None, metavar="none|all|N",
+                   help="also run the RTL on every valid point (all) or on N sampled ones, and report the TLM-vs-RTL "
+                        "cycle error (default: the spec's rtl:)")
+    add_cluster_args(p)
+    add_json_arg(p)
+    return p
+
+
+def run(args: argparse.Namespace) -> int:
+    from cosim.sweep.run import all_agree, default_out_dir, print_report, run_sweep
+    from cosim.sweep.spec import RtlChoice, load_spec
+
+    cluster = cluster_kwargs(args)  # a bad --scheduler or --results is one line before anything runs
+    spec = load_spec(args.spec)
+    out = Path(args.out) if args.out else default_out_dir(spec)
+    results = Path(cluster["results"]) if cluster["results"] else out / "results.jsonl"
+    if args.fresh and results.exists():
+        results.unlink()
+    rtl = None
+    if args.rtl is not None:
+        rtl = RtlChoice(args.rtl) if isinstance(args.rtl, str) else RtlChoice("sample", args.rtl, spec.rtl.seed)
+    report = run_sweep(spec, out, results, scheduler=cluster["scheduler"], workers=cluster["workers"],
+                       area_mode=args.area, rtl=rtl, task_timeout=cluster["timeout_s"])
+    if args.json:
+        print(json.dumps(report))
+    else:
+        print_report(report)
+    return 0 if all_agree(report) else 1

@@ -1,0 +1,187 @@
+"""The sweep driver: the spec's points and configs as engine tasks, then the table, fronts, plots.
+
+Phase 1 (one engine run): a TLM task per valid point (config x workload) and an area task per
+valid config whose area is not cached yet. Phase 2, when the spec asks for the RTL: one task per
+config holding its chosen points (all the valid ones, or a seeded random sample of them), run in
+one simulator process. Every record goes to the results file (JSON lines) as it arrives, so a
+sweep that is stopped resumes where it stopped when run again with the same file; invalid
+configs need no task (hw/config.py rejects them here, each with its reason).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from cosim.sweep import area as area_mod
+from cosim.cluster import Task, run_tasks
+from cosim.sweep.plots import plot_fronts
+from cosim.sweep.spec import ConfigPoint, RtlChoice, SweepSpec
+from cosim.sweep.table import best_points, make_row, mark_fronts, point_key, text_lines, write_csv, write_json
+
+REPO = Path(__file__).resolve().parents[2]
+AREA_MODES = ("synth", "cached", "none")
+# Headroom of an area task over its synthesis bound (yosys' own timeout stops it first).
+AREA_TASK_MARGIN_S = 120.0
+
+
+def default_out_dir(spec: SweepSpec) -> Path:
+    return REPO / "build" / "sweep" / spec.name
+
+
+def _log(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+def _rtl_choice(points: list[tuple[ConfigPoint, str]], choice: RtlChoice) -> list[tuple[ConfigPoint, str]]:
+    if choice.mode == "all":
+        return points
+    if choice.mode == "sample":
+        picked = set(random.Random(choice.seed).sample(range(len(points)), min(choice.count, len(points))))
+        return [p for k, p in enumerate(points) if k in picked]
+    return []
+
+
+def run_sweep(spec: SweepSpec, out_dir: Path, results: Path | None = None, scheduler: str | None = None,
+              workers: int | None = None, area_mode: str = "synth", rtl: RtlChoice | None = None,
+              task_timeout: float | None = None, progress: bool = True) -> dict[str, Any]:
+    """Run the sweep and write ``out_dir``/sweep.csv, sweep.json and pareto-<workload>.png; returns
+    the report (what sweep.json holds). ``area_mode``: ``synth`` (synthesize the configs not
+    cached), ``cached`` (only what the cache has), ``none``; ``rtl`` overrides the spec's choice;
+    ``task_timeout`` the spec's time limit of a point (a synthesis task gets its own bound plus a
+    margin). ``scheduler`` and ``workers``: :func:`cosim.cluster.run_tasks`."""
+    t_start = time.perf_counter()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    results = results or out_dir / "results.jsonl"
+    rtl = rtl or spec.rtl
+    use_area = spec.area.enabled and area_mode != "none"
+    configs = spec.configs()
+    valid = [cp for cp in configs if cp.config is not None]
+    wl = {w.label: w for w in spec.workloads}
+    target = spec.area.target
+
+    # ---- phase 1: TLM points and areas ----
+    areas: dict[str, dict[str, Any]] = {}
+    akeys: dict[str, str] = {}
+    tasks: list[Task] = []
+    if use_area:
+        for cp in valid:
+            assert cp.config is not None
+            akeys[cp.key] = area_mod.area_key(cp.config, target)
+            hit = area_mod.cached_area(akeys[cp.key], target)
+            if hit is not None:
+                areas[cp.key] = {**hit, "source": "cached"}
+            elif area_mode == "synth":
+                tasks.append(Task(f"area/{target}/{akeys[cp.key]}", "cosim.sweep.area:area_task",
+                                  {"config": cp.config.to_dict(), "target": target, "timeout": spec.area.timeout,
+                                   "key": akeys[cp.key]}))
+            else:
+                areas[cp.key] = {"status": "not synthesized (--area cached: not in the cache)"}
+    tlm_keys: dict[str, tuple[str, str]] = {}
+    for cp in valid:
+        assert cp.config is not None
+        for w in spec.workloads:
+            key = point_key(w.label, w.digest, cp.key)
+            tlm_keys[key] = (w.label, cp.key)
+            tasks.append(Task(key, "cosim.sweep.tasks:point_task",
+                              {"config": cp.config.to_dict(), "workload": w.to_dict(), "seed": spec.seed}))
+    n_area = sum(1 for t in tasks if t.key.startswith("area/"))
+    _log(f"sweep {spec.name}: {len(configs)} configs ({len(configs) - len(valid)} invalid) x {len(wl)} workloads; "
+         f"{len(tasks) - n_area} TLM tasks, {n_area} synthesis task(s); results in {results}")
+    point_timeout = task_timeout or spec.timeout
+    timeout = max(point_timeout, spec.area.timeout + AREA_TASK_MARGIN_S if n_area else 0.0)
+    tlm_recs: dict[tuple[str, str], dict[str, Any]] = {}
+    area_by_akey = {v: k for k, v in akeys.items()}
+    for rec in run_tasks(tasks, results=results, scheduler=scheduler, workers=workers, progress=progress,
+                         desc=f"sweep {spec.name}", timeout_s=timeout):
+        key = rec["key"]
+        if key in tlm_keys:
+            tlm_recs[tlm_keys[key]] = rec
+        elif key.startswith("area/"):
+            ak = key.rsplit("/", 1)[1]
+            if rec.get("ok") and rec.get("result"):
+                a = rec["result"]
+                area_mod.store_area(ak, target, {k: v for k, v in a.items() if k != "source"})
+            else:
+                a = {"status": f"absent: the synthesis task failed: {rec.get('error')}"}
+            if ak in area_by_akey:  # one config per key: the key hashes its hardware numbers
+                areas[area_by_akey[ak]] = a
+
+    # ---- phase 2: RTL on request or on a sample of the valid points ----
+    by_cp = {cp.key: cp for cp in valid}
+    ok_points = [(by_cp[ck], label) for (label, ck), rec in sorted(tlm_recs.items(), key=lambda kv: kv[0][::-1])
+                 if rec.get("ok") and rec["result"]["status"] == "ok"]
+    chosen = _rtl_choice(ok_points, rtl)
+    rtl_rows: dict[tuple[str, str], dict[str, Any]] = {}
+    if chosen:
+        per_cfg: dict[str, list[str]] = {}
+        for cp, label in chosen:
+            per_cfg.setdefault(cp.key, []).append(label)
+        rtasks = []
+        for ck, labels in per_cfg.items():
+            cp = by_cp[ck]
+            assert cp.config is not None
+            digest = hashlib.sha256("|".join(f"{lb}-{wl[lb].digest}" for lb in labels).encode()).hexdigest()[:8]
+            rtasks.append(Task(f"rtl/{ck}/{digest}", "cosim.sweep.tasks:rtl_task",
+                               {"config": cp.config.to_dict(), "workloads": [wl[lb].to_dict() for lb in labels],
+                                "seed": spec.seed}))
+        _log(f"sweep {spec.name}: RTL on {len(chosen)} point(s) of {len(per_cfg)} config(s)")
+        want = {t.key: (t.key.split("/")[1], [w["label"] for w in t.args["workloads"]]) for t in rtasks}
+        for rec in run_tasks(rtasks, results=results, scheduler=scheduler, workers=workers, progress=progress,
+                             desc=f"sweep {spec.name} RTL", timeout_s=point_timeout):
+            if rec["key"] not in want:
+                continue
+            ck, labels = want[rec["key"]]
+            for label in labels:
+                if rec.get("ok"):
+                    rtl_rows[(label, ck)] = rec["result"]["points"][label]
+                else:
+                    rtl_rows[(label, ck)] = {"status": "failed", "reason": f"RTL task failed: {rec.get('error')}"}
+
+    # ---- the table, the fronts, the files ----
+    rows = [make_row(spec, cp, w.label, tlm_recs.get((w.label, cp.key)), rtl_rows.get((w.label, cp.key)),
+                     areas.get(cp.key) if use_area else None)
+            for cp in configs for w in spec.workloads]
+    labels = list(wl)
+    fronts = mark_fronts(rows, labels) if use_area else {}
+    counts = {"configs": len(configs), "invalid_configs": len(configs) - len(valid), "points": len(rows),
+              **{s: sum(1 for r in rows if r["status"] == s) for s in ("ok", "invalid", "failed")},
+              "rtl_points": sum(1 for r in rows if r.get("rtl_cycles") is not None),
+              "tlm_differs_from_rtl": sum(1 for r in rows if r.get("tlm_equals_rtl") is False)}
+    errs = [abs(r["error_pct"]) for r in rows if r.get("error_pct") is not None]
+    report: dict[str, Any] = {
+        "sweep": spec.name, "spec": str(spec.path), "base": spec.base.name,
+        "parameters": spec.parameters, "sample": spec.sample, "workloads": labels,
+        "workload_specs": [w.to_dict() for w in spec.workloads],
+        "area_target": target if use_area else None, "area_metric": spec.area.metric_label if use_area else None,
+        "area_sources": {s: sum(1 for a in areas.values() if a.get("source") == s) for s in ("cached", "synthesized")},
+        "rtl": {"mode": rtl.mode, "count": rtl.count, "seed": rtl.seed,
+                "max_abs_error_pct": max(errs) if errs else None},
+        "counts": counts,
+        "fronts": {k: [{"config": r["config"], "params": r["params"], "tlm_cycles": r["tlm_cycles"],
+                        "area": r["area"]} for r in v] for k, v in fronts.items()},
+        "best": best_points(rows, labels) if use_area else {},
+        "rows": rows,
+    }
+    files: dict[str, Any] = {"csv": out_dir / "sweep.csv", "json": out_dir / "sweep.json", "results": results}
+    write_csv(rows, files["csv"])
+    if fronts:
+        files["plots"] = plot_fronts(rows, fronts, spec.area.metric_label, out_dir)
+    report["files"] = {k: ([str(p) for p in v] if isinstance(v, list) else str(v)) for k, v in files.items()}
+    report["wall_s"] = round(time.perf_counter() - t_start, 2)
+    write_json(report, files["json"])
+    return report
+
+
+def all_agree(report: dict[str, Any]) -> bool:
+    """No point failed (a model disagreed with the golden path or stopped) and, where the RTL ran,
+    its cycles and counters equal the TLM's."""
+    return report["counts"]["failed"] == 0 and report["counts"]["tlm_differs_from_rtl"] == 0
+
+
+def print_report(report: dict[str, Any]) -> None:
+    print("\n".join(text_lines(report)))

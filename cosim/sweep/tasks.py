@@ -1,0 +1,93 @@
+"""The sweep's engine tasks (``fn(args) -> dict``, JSON in and out, run on any worker).
+
+* :func:`point_task`: one point, a config x a workload: compile, run on the TLM, check the outputs
+  against the golden path (or the network's reference logits). A workload that cannot be compiled
+  for the config (its tiles do not fit the buffers, its tensors the DRAM) is returned as
+  ``status: invalid`` with the compiler's one-line reason: a result, not a failure.
+* :func:`rtl_task`: the RTL runs of one config's sampled points, all in ONE simulator process
+  (the Verilator model of the config is built once per machine and reused: testbench.rtl_model
+  caches it per config hash under a file lock).
+
+The area task is :func:`cosim.sweep.area.area_task`.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from hw.config import HwConfig, parse_config
+from cosim import models
+from cosim.sweep.workloads import BuiltWorkload, Workload, build_workload
+
+
+def _config(d: dict[str, Any]) -> HwConfig:
+    return parse_config(d, d["name"])
+
+
+def _workload(d: dict[str, Any]) -> Workload:
+    return Workload(d["label"], d["kind"], d["name"], dict(d.get("params") or {}), d.get("images"))
+
+
+def _compile(w: Workload, cfg: HwConfig, seed: int) -> tuple[BuiltWorkload | None, str | None, float]:
+    """The compiled workload, or None and why it does not fit ``cfg`` (a ValueError of the compiler)."""
+    t0 = time.perf_counter()
+    try:
+        built = build_workload(w, cfg, seed)
+    except ValueError as e:  # CompileError, ParamError, ...: this workload does not fit this config
+        return None, str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__, time.perf_counter() - t0
+    return built, None, time.perf_counter() - t0
+
+
+def point_task(args: dict[str, Any]) -> dict[str, Any]:
+    """One point on the TLM (``args``: ``config`` JSON object, ``workload`` dict, ``seed``)."""
+    cfg = _config(args["config"])
+    w = _workload(args["workload"])
+    built, why, compile_s = _compile(w, cfg, int(args.get("seed", 0)))
+    if built is None:
+        return {"status": "invalid", "reason": f"workload: {why}", "compile_s": round(compile_s, 3)}
+    res = models.tlm(built.program)
+    out: dict[str, Any] = {"status": "ok", "reason": None, "tlm_cycles": res.cycles, "counters": dict(res.counters),
+                           "macs": built.macs, "peak_macs_per_cycle": cfg.macs_per_cycle,
+                           "insns": len(built.program.insns), "compile_s": round(compile_s, 3),
+                           "tlm_s": round(res.wall_s, 3)}
+    if res.error:
+        out["status"] = "failed"
+        out["reason"] = f"TLM error {res.error.get('name')}: {res.error.get('message')}"
+        return out
+    mm = built.check(res.outputs)
+    if mm:
+        out["status"] = "failed"
+        out["reason"] = f"TLM outputs differ from the golden path: {mm}"
+    return out
+
+
+def rtl_task(args: dict[str, Any]) -> dict[str, Any]:
+    """The RTL runs of one config's points (``args``: ``config``, ``workloads`` [dict], ``seed``),
+    in one simulator process: per workload label, cycles, counters and the output check."""
+    cfg = _config(args["config"])
+    why = models.rtl_available()
+    if why:
+        raise RuntimeError(f"the RTL cannot run here: {why}")
+    built: dict[str, BuiltWorkload] = {}
+    out: dict[str, Any] = {}
+    for d in args["workloads"]:
+        w = _workload(d)
+        b, reason, _ = _compile(w, cfg, int(args.get("seed", 0)))
+        if b is None:
+            out[w.label] = {"status": "invalid", "reason": f"workload: {reason}"}
+        else:
+            built[w.label] = b
+    t0 = time.perf_counter()
+    results = models.rtl([b.program for b in built.values()], cfg) if built else []
+    wall = time.perf_counter() - t0
+    for (label, b), r in zip(built.items(), results):
+        row: dict[str, Any] = {"status": "ok", "reason": None, "rtl_cycles": r.cycles, "counters": dict(r.counters)}
+        if r.error:
+            row["status"], row["reason"] = "failed", f"RTL error {r.error.get('name')}: {r.error.get('message')}"
+        else:
+            mm = b.check(r.outputs)
+            if mm:
+                row["status"], row["reason"] = "failed", f"RTL outputs differ from the golden path: {mm}"
+        out[label] = row
+    return {"points": out, "rtl_s": round(wall, 2)}

@@ -1,0 +1,157 @@
+"""A sweep's workloads compiled for one config: the Program, how to check its outputs, its MACs.
+
+Three kinds (:class:`cosim.sweep.spec.Workload`):
+
+* ``example``: a registered example kernel (``compiler.examples``) with params over its defaults;
+* ``operator``: a GEMM operator (``compiler.gemm_ops.GEMM_OPERATORS``) with its shape params,
+  compiled through the first example of that operator (which gives the defaults of the params
+  not given, the random inputs and the golden outputs);
+* ``network``: a shipped network (``compiler.networks``) on its first N test images, one batch
+  (``cosim.network_run.make_net_case``), checked against the plain numpy reference logits.
+
+``macs`` is the useful work by the operator's definition (M*K*N, or per output pixel C*k*k, the
+network's layers), not what the MAC array did on padded blocks (``gemm_ops`` x peak, from the
+counters); None for an elementwise kernel. A workload that cannot be compiled for a config
+(tiles that do not fit its buffers, tensors that do not fit its DRAM) raises a ValueError
+(``compiler.errors.CompileError``): the point is invalid.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+
+from hw.config import HwConfig
+from hw.program import Program
+
+
+@dataclass(frozen=True)
+class Workload:
+    """One workload: an example kernel, a GEMM operator or a network, with its parameters."""
+
+    label: str
+    kind: str  # "example", "operator" or "network"
+    name: str
+    params: dict[str, Any] = field(default_factory=dict)
+    images: int | None = None  # networks: the batch
+
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"label": self.label, "kind": self.kind, "name": self.name, "params": self.params}
+        if self.images is not None:
+            d["images"] = self.images
+        return d
+
+    @property
+    def digest(self) -> str:
+        """A short hash of what the workload is (a changed param gives a new resume key)."""
+        return hashlib.sha256(json.dumps(self.to_dict(), sort_keys=True).encode()).hexdigest()[:8]
+
+
+@dataclass
+class BuiltWorkload:
+    """A workload compiled for one config."""
+
+    program: Program
+    check: Callable[[dict[str, np.ndarray]], str | None]  # a run's output regions -> first mismatch or None
+    macs: int | None
+
+
+def operator_example(op: str) -> str:
+    """The first registered example of GEMM operator ``op`` (its params are the operator's)."""
+    from compiler.examples import EXAMPLES
+    from compiler.gemm_ops import GEMM_OPERATORS
+
+    if op not in GEMM_OPERATORS:
+        raise ValueError(f"unknown GEMM operator '{op}' (operators: {', '.join(GEMM_OPERATORS)})")
+    for ex in EXAMPLES.values():
+        if ex.gemm == op:
+            return ex.name
+    raise ValueError(f"GEMM operator '{op}' has no registered example to take its params from")
+
+
+def check_workload(w: Workload) -> None:
+    """Refuse, in one line, a workload whose name or parameter names are unknown (before any point
+    runs); values are checked per point, where a value that does not fit one config is an invalid
+    point rather than a bad spec."""
+    if w.kind == "network":
+        from cosim.network_run import count_test_images, get_network
+
+        net = get_network(w.name)
+        if w.params:
+            raise ValueError(f"network '{w.name}' takes no params (only images:)")
+        n = count_test_images(net)
+        if w.images is not None and w.images > n:
+            raise ValueError(f"images: network '{w.name}' has {n} test images (give 1..{n})")
+        return
+    from compiler.examples import get_example
+
+    name = operator_example(w.name) if w.kind == "operator" else w.name
+    if w.kind == "example" and ":" in name:
+        raise ValueError(f"'{name}': a sweep takes registered examples (cosim list), not a path.py:function kernel")
+    ex = get_example(name)
+    unknown = [k for k in w.params if k not in ex.params]
+    if unknown:
+        what = f"operator '{w.name}'" if w.kind == "operator" else f"example '{name}'"
+        raise ValueError(f"{what} has no param '{unknown[0]}' (params: {', '.join(ex.params)})")
+
+
+def with_base_defaults(w: Workload, base: HwConfig) -> Workload:
+    """``w`` with the example's defaults for the base config made explicit (an example may have
+    other defaults on a shipped config, e.g. vadd's smaller tile on ``small``; a default chosen by
+    the config's name would differ between the sweep's points, so every point gets the base's)."""
+    if w.kind == "network":
+        return w
+    from compiler.examples import get_example
+
+    ex = get_example(operator_example(w.name) if w.kind == "operator" else w.name)
+    extra = {k: list(v) if isinstance(v, tuple) else v for k, v in ex.per_config.get(base.name, {}).items()
+             if k not in w.params}
+    return Workload(w.label, w.kind, w.name, {**w.params, **extra}, w.images) if extra else w
+
+
+def _typed(params: dict[str, Any]) -> dict[str, Any]:
+    """JSON values as the examples take them: a list (a shape) becomes a tuple."""
+    return {k: tuple(v) if isinstance(v, list) else v for k, v in params.items()}
+
+
+def operator_macs(op: str, p: dict[str, Any]) -> int | None:
+    """Useful multiply-accumulates of GEMM operator ``op`` with params ``p`` (None: it multiplies
+    nothing, e.g. a residual add through identity weights)."""
+    if op in ("matmul", "dense"):
+        return int(p["M"]) * int(p["K"]) * int(p["N"])
+    if op == "conv2d":
+        ho = (p["H"] + 2 * p["pad"] - p["kernel"]) // p["stride"] + 1
+        wo = (p["W"] + 2 * p["pad"] - p["kernel"]) // p["stride"] + 1
+        return int(p["batch"] * p["O"] * ho * wo * p["C"] * p["kernel"] ** 2)
+    if op == "resnet_block":  # two convolutions C -> C, stride 1, 'same' padding
+        return int(2 * p["batch"] * p["C"] * p["H"] * p["W"] * p["C"] * p["kernel"] ** 2)
+    return None
+
+
+def build_workload(w: Workload, cfg: HwConfig, seed: int) -> BuiltWorkload:
+    """Compile ``w`` for ``cfg`` with seeded random inputs (a ValueError: it does not fit)."""
+    from cosim import models
+
+    if w.kind == "network":
+        from cosim.network_run import get_network, make_net_case
+
+        case = make_net_case(get_network(w.name), cfg, int(w.images or 1))
+        layers = case.program.meta.get("network", {}).get("layers", [])
+        return BuiltWorkload(case.program, lambda outs: case.mismatch(case.logits(outs)),
+                             sum(int(ly["macs"]) for ly in layers) or None)
+    from compiler.examples import get_example
+
+    name = operator_example(w.name) if w.kind == "operator" else w.name
+    job = models.make_job(name, cfg, _typed(w.params), seed)
+    ex = get_example(name)
+    macs = operator_macs(ex.gemm, {**ex.params_for(cfg), **_typed(w.params)}) if ex.gemm else None
+
+    def check(outs: dict[str, np.ndarray]) -> str | None:
+        mm = models.first_mismatch(job.expected, outs)
+        return None if mm is None else str(mm)
+
+    return BuiltWorkload(job.program, check, macs)

@@ -1,0 +1,253 @@
+"""`cosim sweep`: the spec, the grid, invalid points, the table, the Pareto front, the plots.
+
+The sweep test runs 8 configs x 3 workloads on the TLM through the engine. Area comes from real
+synthesis only: two tiny configs of the grid are synthesized (ECP5, a few seconds each) into a
+private cache, and the sweep runs with ``--area cached``, so those two carry their real area and
+the front is checked on them; the other configs say they were not synthesized (no number is made
+up for them).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import random
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from hw.config import load_config
+from cosim.cli import main
+from cosim.sweep import area as area_mod
+from cosim.sweep.pareto import pareto_front
+from cosim.sweep.spec import SpecError, load_spec, parse_spec
+
+# A config smaller than any shipped one: 4 lanes, 16-deep buffers, a 32-bit bus.
+TINY = {**load_config("small").to_dict(), "name": "tiny", "description": "sweep tests: the smallest config",
+        "block": 4, "acc_depth": 16, "inp_depth": 16, "wgt_depth": 16, "uop_depth": 16, "bus_width": 32,
+        "dram_bytes": 1 << 20, "max_burst": 4}
+
+# 2 x 2 x 2 = 8 configs; block 4 with a 64-bit bus is invalid (a 4-byte output vector is not a whole
+# 8-byte beat): 2 invalid configs. vadd's 4-vector tiles and the network's layers do not fit a
+# 16-deep accumulator buffer.
+SPEC = """
+name: t
+base: tiny.json
+parameters:
+  block: [4, 8]
+  bus_width: [32, 64]
+  acc_depth: [16, 32]
+workloads:
+  - example: vadd
+    params: {shape: [32, 8], tile: 4}
+  - operator: matmul
+    params: {M: 8, K: 16, N: 8}
+  - network: digits
+    images: 2
+area: {target: ecp5, metric: luts, timeout: 300}
+"""
+
+
+def _write(tmp: Path, text: str = SPEC, name: str = "t.yaml") -> Path:
+    (tmp / "tiny.json").write_text(json.dumps(TINY))
+    p = tmp / name
+    p.write_text(text)
+    return p
+
+
+def _one_line_error(capsys: pytest.CaptureFixture, argv: list[str]) -> str:
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1, err
+    assert "Traceback" not in err
+    return err
+
+
+# ---- the spec -------------------------------------------------------------------------------------
+def test_grid_links_keys_and_reports_invalid_configs(tmp_path: Path) -> None:
+    spec = load_spec(_write(tmp_path))
+    cps = spec.configs()
+    assert len(cps) == 8 and spec.grid_size == 8
+    bad = [cp for cp in cps if cp.config is None]
+    assert [(cp.overrides["block"], cp.overrides["bus_width"]) for cp in bad] == [(4, 64), (4, 64)]
+    assert all(cp.reason.startswith("config: key 'bus_width'") and "beat" in cp.reason for cp in bad)
+    linked = parse_spec({"base": "small", "parameters": {"bufs": [{"acc_depth": 64, "inp_depth": 64},
+                                                                  {"acc_depth": 128, "inp_depth": 128}]},
+                         "workloads": [{"example": "vadd"}]}, tmp_path / "x.yaml")
+    assert [(c.config.acc_depth, c.config.inp_depth) for c in linked.configs()] == [(64, 64), (128, 128)]
+    # the hardware of a shipped config keeps its name (its RTL build is reused)
+    assert linked.configs()[0].name == "small"
+
+
+def test_random_sample_is_seeded_and_distinct(tmp_path: Path) -> None:
+    data = {"base": "small", "parameters": {"dram_read_latency": list(range(1, 41)), "dram_write_latency": [1, 2, 3]},
+            "sample": {"count": 10, "seed": 3}, "workloads": [{"example": "vadd"}]}
+    a = parse_spec(data, tmp_path / "s.yaml").configs()
+    b = parse_spec(data, tmp_path / "s.yaml").configs()
+    assert [c.key for c in a] == [c.key for c in b]
+    assert len({c.key for c in a}) == 10
+    c = parse_spec({**data, "sample": {"count": 10, "seed": 4}}, tmp_path / "s.yaml").configs()
+    assert [x.key for x in c] != [x.key for x in a]
+
+
+BAD_SPECS = [
+    ("frobnicate: 1\nworkloads: [{example: vadd}]", "unknown key 'frobnicate'"),
+    ("parameters: {blok: [8]}\nworkloads: [{example: vadd}]", "key 'parameters.blok': 'blok' is not a config key"),
+    ("parameters: {block: [8, eight]}\nworkloads: [{example: vadd}]", "key 'parameters.block': 'eight' must be an integer"),
+    ("parameters: {block: 8}\nworkloads: [{example: vadd}]", "key 'parameters.block': must be a non-empty list"),
+    ("parameters: {block: [8], b: [{block: 16}]}\nworkloads: [{example: vadd}]", "also set by parameter 'block'"),
+    ("workloads: []", "key 'workloads': must be a non-empty list"),
+    ("workloads: [{example: nosuch}]", "key 'workloads[0]': unknown example 'nosuch'"),
+    ("workloads: [{example: vadd, params: {tyle: 4}}]", "example 'vadd' has no param 'tyle'"),
+    ("workloads: [{operator: conv9d}]", "unknown GEMM operator 'conv9d'"),
+    ("workloads: [{network: digits, images: 100000}]", "images"),
+    ("workloads: [{example: vadd}, {example: vadd}]", "two workloads are labelled 'vadd'"),
+    ("workloads: [{example: vadd, network: digits}]", "exactly one of example, operator, network"),
+    ("base: nosuchconfig\nworkloads: [{example: vadd}]", "key 'base'"),
+    ("area: {target: asic}\nworkloads: [{example: vadd}]", "key 'area.target'"),
+    ("area: {metric: gates}\nworkloads: [{example: vadd}]", "key 'area.metric': 'gates' is not an area column"),
+    ("rtl: some\nworkloads: [{example: vadd}]", "key 'rtl'"),
+    ("sample: {count: 0}\nworkloads: [{example: vadd}]", "key 'sample.count'"),
+    ("parameters: {dram_read_latency: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10], dram_write_latency: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10],"
+     " max_burst: [1, 2, 4, 8, 16, 32, 64, 128, 256], token_queue_depth: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12]}\n"
+     "workloads: [{example: vadd}]", "add 'sample: {count: N}'"),
+    ("workloads: [{example: vadd}\n  - oops", "not valid YAML"),
+    ("- just\n- a list", "the spec must be a mapping"),
+]
+
+
+@pytest.mark.parametrize("text,want", BAD_SPECS, ids=[w for _, w in BAD_SPECS])
+def test_bad_spec_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture, text: str, want: str) -> None:
+    p = _write(tmp_path, text, "bad.yaml")
+    err = _one_line_error(capsys, ["sweep", str(p), "--out", str(tmp_path / "o")])
+    assert err.startswith(f"cosim sweep: error: {p}") and want in err, err
+    with pytest.raises(SpecError):
+        load_spec(p)
+
+
+def test_bad_files_and_arguments_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    assert "no such sweep spec file" in _one_line_error(capsys, ["sweep", str(tmp_path / "none.yaml")])
+    j = tmp_path / "s.json"
+    j.write_text("{\"workloads\": [}")
+    assert "not valid JSON" in _one_line_error(capsys, ["sweep", str(j)])
+    p = _write(tmp_path)
+    assert "--rtl" in _one_line_error(capsys, ["sweep", str(p), "--rtl", "0"])
+    assert "--workers" in _one_line_error(capsys, ["sweep", str(p), "--workers", "-1"])
+    assert "--scheduler" in _one_line_error(capsys, ["sweep", str(p), "--scheduler", "not an address"])
+
+
+# ---- the Pareto front -------------------------------------------------------------------------------
+def test_pareto_front_is_the_non_dominated_set() -> None:
+    rng = random.Random(5)
+    for _ in range(200):
+        pts = [(k, rng.randint(1, 8), rng.randint(1, 8)) for k in range(rng.randint(1, 12))]
+        want = [k for k, x, y in pts
+                if not any(x2 <= x and y2 <= y and (x2 < x or y2 < y) for _, x2, y2 in pts)]
+        assert sorted(pareto_front(pts)) == sorted(want)
+    assert pareto_front([("a", 1, 5), ("b", 2, 2), ("c", 2, 2), ("d", 3, 3), ("e", 5, 1)]) == ["a", "b", "c", "e"]
+
+
+# ---- the sweep ----------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def synthesized(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, dict]]:
+    """A build root whose synthesis cache holds the real ECP5 area of the two 4-lane, 32-bit-bus
+    configs of the test grid (synthesized here, in parallel): config name -> area."""
+    root = tmp_path_factory.mktemp("build")
+    spec = load_spec(_write(tmp_path_factory.mktemp("spec")))
+    tiny = [cp for cp in spec.configs() if cp.config is not None and cp.overrides["block"] == 4]
+    assert len(tiny) == 2
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("COSIM_BUILD_DIR", str(root))
+        args = [{"config": cp.config.to_dict(), "target": "ecp5", "timeout": 300,
+                 "key": area_mod.area_key(cp.config, "ecp5")} for cp in tiny]
+        with ThreadPoolExecutor(2) as pool:  # yosys runs in a subprocess: the two run side by side
+            areas = list(pool.map(area_mod.area_task, args))
+        again = area_mod.area_task(args[0])
+    assert all(a["status"] == "ok" and a["source"] == "synthesized" for a in areas), areas
+    assert again["source"] == "cached" and again["luts"] == areas[0]["luts"]
+    for a in areas:
+        assert a["luts"] > 1000 and a["ffs"] > 500 and a["multipliers"] > 0
+    return root, {cp.name: a for cp, a in zip(tiny, areas)}
+
+
+def test_sweep_writes_table_front_and_plots(tmp_path: Path, synthesized: tuple[Path, dict[str, dict]],
+                                            capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch) -> None:
+    root, areas = synthesized
+    monkeypatch.setenv("COSIM_BUILD_DIR", str(root))
+    spec = _write(tmp_path)
+    out = tmp_path / "out"
+    assert main(["sweep", str(spec), "--out", str(out), "--area", "cached", "--workers", "2", "--json"]) == 0
+    rep = json.loads(capsys.readouterr().out)
+    rows = rep["rows"]
+    assert rep["counts"]["configs"] == 8 and len(rows) == 24 and rep["counts"]["failed"] == 0
+    # invalid points: the 2 rejected configs x 3 workloads, and vadd's tile on 16-deep buffers
+    inv = [r for r in rows if r["status"] == "invalid"]
+    assert sum(r["reason"].startswith("config: key 'bus_width'") for r in inv) == 6
+    # vadd's 4-vector tiles and the digits network's pooling rows do not fit 16-deep buffers
+    wl_inv = [r for r in inv if r["reason"].startswith("workload:")]
+    assert {(r["workload"], r["params"]["block"]) for r in wl_inv} == {(w, b) for w in ("vadd", "digits") for b in (4, 8)}
+    assert all(r["params"]["acc_depth"] == 16 and "tile" in r["reason"] for r in wl_inv)
+    ok = [r for r in rows if r["status"] == "ok"]
+    assert len(ok) == 24 - len(inv)
+    for r in ok:
+        assert r["tlm_cycles"] > 0 and 0 < r["utilization"]["load"] <= 1 and r["dma_rd_bytes"] > 0
+        if r["workload"] in ("matmul", "digits"):
+            assert r["macs"] > 0 and 0 < r["mac_utilization"] <= 1
+    # area: real numbers for the two synthesized configs, none made up for the others
+    for r in ok:
+        if r["config"] in areas:
+            assert r["area"] == areas[r["config"]]["luts"] and r["area_detail"]["brams"] == areas[r["config"]]["brams"]
+        else:
+            assert r["area"] is None and r["area_status"].startswith("not synthesized")
+    # the front of each workload is the non-dominated set of its points with an area
+    for label in ("vadd", "matmul", "digits"):
+        cand = [r for r in ok if r["workload"] == label and r["area"] is not None]
+        want = {r["config"] for r in cand
+                if not any(o["area"] <= r["area"] and o["tlm_cycles"] <= r["tlm_cycles"]
+                           and (o["area"] < r["area"] or o["tlm_cycles"] < r["tlm_cycles"]) for o in cand)}
+        assert {f["config"] for f in rep["fronts"][label]} == want and want
+        assert {r["config"] for r in rows if r["workload"] == label and r["on_front"]} == want
+    # the files: CSV (one row per point), JSON, a PNG per workload
+    with open(out / "sweep.csv") as f:
+        table = list(csv.DictReader(f))
+    assert len(table) == 24 and {"block", "bus_width", "acc_depth", "tlm_cycles", "area", "util_load",
+                                 "on_front"} <= set(table[0])
+    assert json.loads((out / "sweep.json").read_text())["counts"] == rep["counts"]
+    for label in ("vadd", "matmul", "digits"):
+        png = out / f"pareto-{label}.png"
+        assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 10_000
+    # each point is recorded once; a rerun resumes them all and gives the same table
+    keys = [json.loads(line)["key"] for line in (out / "results.jsonl").read_text().splitlines()]
+    assert len(keys) == len(set(keys)) == 18
+    assert main(["sweep", str(spec), "--out", str(out), "--area", "cached", "--json"]) == 0
+    again = json.loads(capsys.readouterr().out)
+    assert len((out / "results.jsonl").read_text().splitlines()) == 18
+    assert [(r["config"], r["workload"], r["tlm_cycles"]) for r in again["rows"]] == \
+        [(r["config"], r["workload"], r["tlm_cycles"]) for r in rows]
+
+
+def test_sweep_text_report_and_no_area(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    spec = _write(tmp_path, "base: small\nparameters: {dram_read_latency: [8, 64]}\n"
+                            "workloads: [{example: vadd}]\narea: none\n")
+    assert main(["sweep", str(spec), "--out", str(tmp_path / "o")]) == 0
+    text = capsys.readouterr().out
+    assert "2 configs x 1 workloads = 2 points (ok 2" in text and "area: not measured" in text
+    rep = json.loads((tmp_path / "o" / "sweep.json").read_text())
+    cyc = {r["params"]["dram_read_latency"]: r["tlm_cycles"] for r in rep["rows"]}
+    assert cyc[64] > cyc[8]  # a longer DRAM latency costs cycles
+    assert rep["fronts"] == {} and not list((tmp_path / "o").glob("*.png"))
+
+
+def test_rtl_sample_reports_the_cycle_error(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    """The RTL on a sample of one point (``small`` itself: its Verilator build is the one the rest
+    of the suite uses), in one simulator process: its cycles and counters equal the TLM's."""
+    spec = _write(tmp_path, "base: small\nparameters: {dram_read_latency: [8]}\n"
+                            "workloads: [{operator: matmul, params: {M: 8, K: 16, N: 8}}]\nrtl: {sample: 1, seed: 0}\n"
+                            "area: none\n")
+    assert main(["sweep", str(spec), "--out", str(tmp_path / "o"), "--json"]) == 0
+    rep = json.loads(capsys.readouterr().out)
+    ran = [r for r in rep["rows"] if r["rtl_cycles"] is not None]
+    assert rep["counts"]["rtl_points"] == len(ran) == 1
+    assert ran[0]["rtl_cycles"] == ran[0]["tlm_cycles"] and ran[0]["error_pct"] == 0.0 and ran[0]["tlm_equals_rtl"]
+    assert rep["rtl"]["max_abs_error_pct"] == 0.0
