@@ -142,8 +142,11 @@ def _free_port() -> int:
 
 
 def _start(cmd: list[str], log: Path) -> subprocess.Popen:
-    # its own process group: the test kills a worker with everything it started, as a machine lost would
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    # its own process group: the test kills a worker with everything it started, as a machine lost would;
+    # the tasks' work directories under the test's folder, to see that none is left behind
+    work = log.parent / "work"
+    work.mkdir(exist_ok=True)
+    env = {**os.environ, "PYTHONPATH": str(REPO), "COSIM_WORK_DIR": str(work)}
     return subprocess.Popen(cmd, cwd=REPO, env=env, stdout=log.open("w"), stderr=subprocess.STDOUT,
                             start_new_session=True)
 
@@ -190,7 +193,7 @@ def _descendants(p: subprocess.Popen) -> list[psutil.Process]:
 def test_real_scheduler_two_workers_one_killed(dask_cluster, tmp_path):
     """`cosim fuzz --scheduler` against the cluster; one worker (its whole process group) SIGKILLed while it
     runs a chunk: every chunk recorded once, the killed chunk retried on the other worker, the counts equal to
-    the single-machine run, and the killed worker's task process gone with it."""
+    the single-machine run, and the killed worker's task process gone with it, its work directory removed."""
     address, workers = dask_cluster
     results = tmp_path / "fuzz.jsonl"
     count, chunk = 240, 40
@@ -236,6 +239,7 @@ def test_real_scheduler_two_workers_one_killed(dask_cluster, tmp_path):
     assert max(r["attempts"] for r in recs) >= 2, [(r["key"], r["attempts"], r["worker"]) for r in recs]
     time.sleep(1.0)
     assert not [p for p in doomed if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+    assert not list((tmp_path / "work").iterdir())  # the killed task's work directory too
     retried = [(r["key"], r["attempts"], r["worker"]) for r in recs if r["attempts"] > 1]
     print(f"worker killed at {t_kill:.1f} s; campaign done in {wall:.1f} s; retried: {retried}")
 

@@ -23,6 +23,7 @@ import ctypes
 import importlib
 import json
 import os
+import shutil
 import signal
 import sys
 from typing import Any, Callable
@@ -48,9 +49,15 @@ def error_line(e: BaseException) -> str:
     return f"{type(e).__name__}: {first}" if first else type(e).__name__
 
 
+# The work directory of the task running now: removed here if the process is told to die mid-task
+# (its parent, which would remove it, is gone then).
+current_workdir: str | None = None
+
+
 def run_one(request: dict[str, Any]) -> dict[str, Any]:
     """Run one task in its work directory; never raises (an exception is the answer's error)."""
-    workdir = request["workdir"]
+    global current_workdir
+    workdir = current_workdir = request["workdir"]
     log_fd = os.open(os.path.join(workdir, "task.log"), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
     sys.stdout.flush()
     sys.stderr.flush()
@@ -69,6 +76,7 @@ def run_one(request: dict[str, Any]) -> dict[str, Any]:
     except Exception as e:  # noqa: BLE001 - a failing task is a recorded result, not the end of the process
         return {"ok": False, "error": error_line(e)}
     finally:
+        current_workdir = None
         sys.stdout.flush()
         sys.stderr.flush()
         os.chdir("/")  # the parent removes the work directory next
@@ -78,10 +86,28 @@ def run_one(request: dict[str, Any]) -> dict[str, Any]:
         os.close(null)
 
 
+def _end_everything(*_: Any) -> None:
+    """On SIGTERM: kill what the task started, remove its work directory, go."""
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    try:
+        import psutil  # a dependency of distributed; only needed here
+
+        for child in psutil.Process().children(recursive=True):
+            try:
+                child.kill()
+            except psutil.Error:
+                pass
+    except ImportError:
+        os.killpg(0, signal.SIGKILL)  # the whole group, this process included: the work directory stays
+    if current_workdir is not None:
+        shutil.rmtree(current_workdir, ignore_errors=True)
+    os._exit(143)
+
+
 def _die_with_parent() -> None:
     """Ask Linux for SIGTERM when the parent (thread) goes: a worker killed outright must not leave
-    tasks running. The SIGTERM handler takes the whole process group (the simulators too)."""
-    signal.signal(signal.SIGTERM, lambda *_: os.killpg(0, signal.SIGKILL))
+    tasks running. The SIGTERM handler ends what the task started and removes its work directory."""
+    signal.signal(signal.SIGTERM, _end_everything)
     try:
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
     except (OSError, AttributeError):  # not Linux: the parent's end of the pipe closing ends the loop instead
