@@ -80,6 +80,12 @@ def layer_tables(plan: ConvPlan) -> tuple[np.ndarray, dict[tuple[int, int, int],
     return out
 
 
+def load_identity_block(slot: int) -> None:
+    """LOAD the identity weight block into weight entry ``slot``: a GEMM against it copies (or, over
+    several micro-ops into one accumulator vector, sums) input vectors exactly."""
+    S.load(S.wgt[slot:slot + 1], S.const(np.eye(S.config().block, dtype=np.int8)[None], "identity"), cols=1)
+
+
 def clamp(tile: AccView, relu: bool, clip: bool) -> None:
     """ReLU and/or clip to int8 on the ALU (immediates)."""
     if clip:
@@ -117,9 +123,7 @@ def conv_layer(X: Tensor, Wt: Tensor, Y: Tensor, shape: ConvShape, plan: ConvPla
     uops, table, res_uop = layer_tables(p)
     S.load(S.uop[uop_base:uop_base + len(uops)], S.const(uops, "conv_uops"), cols=len(uops))
     if residual is not None:
-        block = S.config().block
-        S.load(S.wgt[p.identity_slot:p.identity_slot + 1], S.const(np.eye(block, dtype=np.int8)[None], "identity"),
-               cols=1)
+        load_identity_block(p.identity_slot)
     rnd = epi.rounding
     rnd_view = None
     if rnd > IMM_MAX:  # the 16-bit immediate cannot hold it: a constant vector

@@ -86,12 +86,11 @@ class Stage:
 
 @dataclass
 class Storage:
-    """Where a materialized value lives: ``region`` and first vector there, vectors, layout."""
+    """Where a materialized value lives: ``region`` and first vector there, vectors."""
 
     region: str
     offset: int
     nvec: int
-    layout: str
     shape: tuple[int, ...]  # the packed shape of the region (graph inputs and outputs) or view
 
 
@@ -425,7 +424,7 @@ def compile_network(graph: Graph, config: HwConfig | str = "default", batch: int
     for v in g.inputs:
         kind, shp = layouts[v]
         nvec = _vectors(kind, shp, batch, block)
-        storage[v] = Storage(v.name, 0, nvec, kind, (1, P.blocks(v.shape[0], block), batch, 1, block)
+        storage[v] = Storage(v.name, 0, nvec, (1, P.blocks(v.shape[0], block), batch, 1, block)
                              if kind == BLOCKS else (batch, nvec // batch, block))
         region_layouts[v.name] = layouts[v]
     align = cfg.region_align // block  # vectors
@@ -436,12 +435,12 @@ def compile_network(graph: Graph, config: HwConfig | str = "default", batch: int
         nvec = _vectors(kind, shp, batch, block)
         if st in copy_stages or (v in g.outputs and v not in readers):
             target = out_storage if st in copy_stages else storage
-            target[v] = Storage(v.name, 0, nvec, kind, (nvec, block))
+            target[v] = Storage(v.name, 0, nvec, (nvec, block))
             region_layouts[v.name] = (kind, shp)
             continue
         last = max([index[r] for r in readers.get(v, [])] + [index[copies[st]] if st in copies else index[st]])
         intervals.append((index[st], last, -(-nvec // align) * align, v))
-        storage[v] = Storage("act", 0, nvec, kind, (nvec, block))
+        storage[v] = Storage("act", 0, nvec, (nvec, block))
     offsets, act_vectors = _first_fit(intervals)
     for v, off in offsets.items():
         storage[v].offset = off

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from compiler import dsl as S
-from compiler.conv_engine import Epilogue, clamp
+from compiler.conv_engine import Epilogue, clamp, load_identity_block
 from compiler.conv_plan import PlanError
 from compiler.ops import IMM_MAX, const_vector
 from compiler.tensor import Tensor
@@ -43,9 +43,8 @@ def identity_slot(cfg: HwConfig) -> int:
 
 def load_identity() -> int:
     """LOAD the identity block into its slot; returns the slot."""
-    cfg = S.config()
-    slot = identity_slot(cfg)
-    S.load(S.wgt[slot:slot + 1], S.const(np.eye(cfg.block, dtype=np.int8)[None], "identity"), cols=1)
+    slot = identity_slot(S.config())
+    load_identity_block(slot)
     return slot
 
 
