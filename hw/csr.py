@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-VERSION = 0xACC0_0200  # magic 0xACC0, major 2 (GEMM core), minor 0
+VERSION = 0xACC0_0300  # magic 0xACC0, major 3 (several cores), minor 0
 
 # CTRL bits (write 1; both self-clear)
 CTRL_START = 1 << 0
@@ -20,6 +20,8 @@ STATUS_DONE = 1 << 1
 STATUS_ERROR = 1 << 2
 STATUS_ERR_CODE_SHIFT = 8
 STATUS_ERR_CODE_MASK = 0xFF
+STATUS_ERR_CORE_SHIFT = 16  # STATUS[19:16]: the core whose error is reported (0 on one core)
+STATUS_ERR_CORE_MASK = 0xF
 # REGIONn_ATTR bits
 ATTR_READ = 1 << 0
 ATTR_WRITE = 1 << 1
@@ -35,16 +37,23 @@ ERR_UNSUPPORTED = 6  # an instruction this hardware does not execute (none today
 ERR_AXI_RESP = 7     # DRAM answered SLVERR or DECERR
 ERR_INSN_RANGE = 8   # the instruction window is outside every readable region
 ERR_UNLOADED = 9     # a GEMM reads a micro-op or weight block that no LOAD has written since START
+ERR_BARRIER = 10     # a core waits at a BARRIER that another core, having FINISHed, can never reach
 
 ERROR_NAMES = {
     ERR_NONE: "NONE", ERR_BAD_OPCODE: "BAD_OPCODE", ERR_BAD_FIELD: "BAD_FIELD",
     ERR_DRAM_RANGE: "DRAM_RANGE", ERR_SRAM_RANGE: "SRAM_RANGE", ERR_DEADLOCK: "DEADLOCK",
     ERR_UNSUPPORTED: "UNSUPPORTED", ERR_AXI_RESP: "AXI_RESP", ERR_INSN_RANGE: "INSN_RANGE",
-    ERR_UNLOADED: "UNLOADED",
+    ERR_UNLOADED: "UNLOADED", ERR_BARRIER: "BARRIER",
 }
 
 REGION_BASE_ADDR = 0x100  # REGIONn_{BASE,SIZE,ATTR} at 0x100 + 16*n + {0,4,8}
 REGION_STRIDE = 0x10
+# Several cores: core k's own registers (its instruction window, ERR_PC, counters) in a bank at
+# CORE_BANK_BASE + CORE_BANK_STRIDE * k; the fixed map's INSN_* / ERR_PC / counter addresses are
+# core 0's bank under its old names (a one-core Program is written exactly as before).
+CORE_BANK_BASE = 0x800
+CORE_BANK_STRIDE = 0x80
+MAX_CORES = 16
 
 
 @dataclass(frozen=True)
@@ -59,13 +68,14 @@ class Csr:
 
 _FIXED = [
     Csr("CTRL", 0x000, "wo", "bit0 START, bit1 SOFT_RESET (write 1, self-clearing)"),
-    Csr("STATUS", 0x004, "ro", "bit0 BUSY, bit1 DONE, bit2 ERROR, bits[15:8] error code"),
+    Csr("STATUS", 0x004, "ro", "bit0 BUSY, bit1 DONE, bit2 ERROR, bits[15:8] error code, bits[19:16] the "
+                               "core of the error"),
     Csr("VERSION", 0x008, "ro", "0xACC0_MMmm: magic, major, minor"),
     Csr("CONFIG_ID", 0x00C, "ro", "CRC32 of the hardware config this RTL was built for"),
-    Csr("INSN_ADDR_LO", 0x010, "rw", "byte address of the instruction stream, low word"),
-    Csr("INSN_ADDR_HI", 0x014, "rw", "byte address of the instruction stream, high word (must be 0)"),
-    Csr("INSN_COUNT", 0x018, "rw", "number of 16-byte instructions"),
-    Csr("ERR_PC", 0x01C, "ro", "index of the faulting instruction"),
+    Csr("INSN_ADDR_LO", 0x010, "rw", "byte address of the instruction stream, low word (core 0)"),
+    Csr("INSN_ADDR_HI", 0x014, "rw", "byte address of the instruction stream, high word (must be 0; core 0)"),
+    Csr("INSN_COUNT", 0x018, "rw", "number of 16-byte instructions (core 0)"),
+    Csr("ERR_PC", 0x01C, "ro", "index of the faulting instruction in the stream of STATUS's error core"),
     Csr("CYCLES_LO", 0x020, "ro", "cycles from START to DONE, low word"),
     Csr("CYCLES_HI", 0x024, "ro", "cycles from START to DONE, high word"),
     Csr("LOAD_BUSY", 0x028, "ro", "cycles the load unit executed an instruction"),
@@ -85,6 +95,7 @@ _FIXED = [
     Csr("GEMM_BUSY", 0x05C, "ro", "cycles the compute unit executed a GEMM instruction (part of COMPUTE_BUSY)"),
     Csr("GEMM_OPS", 0x060, "ro", "blocks multiplied by GEMM (iterations without reset): MACs = GEMM_OPS * "
                                  "BATCH * BLOCK * BLOCK"),
+    Csr("CORES", 0x064, "ro", "number of cores (each with its register bank at 0x800 + 0x80 * core)"),
 ]
 
 # Counters every model reports under these names (lower-case in results).
@@ -103,21 +114,60 @@ def region_csrs(n: int) -> list[Csr]:
     return out
 
 
-def csr_map(max_regions: int) -> list[Csr]:
-    """Every register of a config with ``max_regions`` DRAM region slots, by address."""
-    return _FIXED + region_csrs(max_regions)
+# A core bank's registers: (name, offset, access); the counters follow from 0x10 in COUNTERS order.
+BANK_FIXED = [("INSN_ADDR_LO", 0x00, "rw"), ("INSN_ADDR_HI", 0x04, "rw"), ("INSN_COUNT", 0x08, "rw"),
+              ("ERR_PC", 0x0C, "ro")]
+BANK_COUNTERS_OFFSET = 0x10
 
 
-def csr_by_name(max_regions: int) -> dict[str, Csr]:
-    return {c.name: c for c in csr_map(max_regions)}
+def bank_registers() -> list[tuple[str, int, str]]:
+    """The registers of one core's bank: (name without the ``COREk_`` prefix, offset, access)."""
+    return BANK_FIXED + [(n, BANK_COUNTERS_OFFSET + 4 * i, "ro") for i, n in enumerate(COUNTERS)]
 
 
-def csr_by_addr(max_regions: int) -> dict[int, Csr]:
-    return {c.addr: c for c in csr_map(max_regions)}
+def core_csrs(num_cores: int) -> list[Csr]:
+    """The ``COREk_*`` banks of ``num_cores`` cores (none for one core: its registers are the fixed map's)."""
+    if num_cores <= 1:
+        return []
+    fixed = {c.name: c for c in _FIXED}
+    out = []
+    for k in range(num_cores):
+        base = CORE_BANK_BASE + CORE_BANK_STRIDE * k
+        for name, off, access in bank_registers():
+            doc = fixed[name].doc.replace(" (core 0)", "").replace("; core 0)", ")")
+            if name == "ERR_PC":
+                doc = "index of the faulting instruction when this core is STATUS's error core, else 0"
+            out.append(Csr(f"CORE{k}_{name}", base + off, access, f"core {k}: {doc}"))
+    return out
+
+
+def csr_map(max_regions: int, num_cores: int = 1) -> list[Csr]:
+    """Every register of a config with ``max_regions`` DRAM region slots and ``num_cores`` cores."""
+    return _FIXED + region_csrs(max_regions) + core_csrs(num_cores)
+
+
+def csr_by_name(max_regions: int, num_cores: int = 1) -> dict[str, Csr]:
+    return {c.name: c for c in csr_map(max_regions, num_cores)}
+
+
+def csr_by_addr(max_regions: int, num_cores: int = 1) -> dict[int, Csr]:
+    return {c.addr: c for c in csr_map(max_regions, num_cores)}
+
+
+def csrs_of(cfg) -> dict[str, Csr]:  # noqa: ANN001 - any object with max_regions and num_cores
+    """The register map of a hardware config, by name."""
+    return csr_by_name(int(cfg.max_regions), int(getattr(cfg, "num_cores", 1)))
+
+
+def core_reg(name: str, core: int, num_cores: int) -> str:
+    """The CSR name of core ``core``'s register ``name`` (``INSN_COUNT``, ``LOAD_BUSY``, ...): the fixed
+    map's name on a one-core config, ``COREk_NAME`` otherwise."""
+    return name if num_cores <= 1 else f"CORE{core}_{name}"
 
 
 def decode_status(status: int) -> dict[str, object]:
-    """STATUS as a dict: busy, done, error, err_code, err_name."""
+    """STATUS as a dict: busy, done, error, err_code, err_name, err_core."""
     code = (status >> STATUS_ERR_CODE_SHIFT) & STATUS_ERR_CODE_MASK
     return {"busy": bool(status & STATUS_BUSY), "done": bool(status & STATUS_DONE),
-            "error": bool(status & STATUS_ERROR), "err_code": code, "err_name": ERROR_NAMES.get(code, "?")}
+            "error": bool(status & STATUS_ERROR), "err_code": code, "err_name": ERROR_NAMES.get(code, "?"),
+            "err_core": (status >> STATUS_ERR_CORE_SHIFT) & STATUS_ERR_CORE_MASK}

@@ -36,7 +36,12 @@ Semantics shared by every model (golden, TLM, RTL):
 * LOAD's DRAM unit is the destination buffer's entry: an accumulator vector (LANES int32), an
   input vector (BATCH x BLOCK_IN int8), a weight block (BLOCK_OUT x BLOCK_IN int8, row o = the
   weights of output lane o) or a micro-op (16 bytes); padding writes zero entries.
-* FINISH ends the program; it travels through the compute queue, as in VTA.
+* FINISH ends the program (of its core); it travels through the compute queue, as in VTA.
+* BARRIER (several cores) travels like FINISH through the compute queue; FETCH dispatches nothing
+  after it until it completes. The compute unit waits until its core's loads and stores have
+  drained (so DRAM written before it is visible after it on every core), then until every core
+  of the accelerator has reached a BARRIER; all of them complete together. A core that FINISHes
+  while another waits at a BARRIER is an error (ERR_BARRIER). On one core it only drains.
 """
 
 from __future__ import annotations
@@ -47,12 +52,12 @@ from typing import Any, ClassVar, Iterable, Union
 INSN_BITS = 128
 INSN_BYTES = INSN_BITS // 8
 
-OPCODES: dict[str, int] = {"LOAD": 0, "STORE": 1, "GEMM": 2, "FINISH": 3, "ALU": 4}
+OPCODES: dict[str, int] = {"LOAD": 0, "STORE": 1, "GEMM": 2, "FINISH": 3, "ALU": 4, "BARRIER": 5}
 ALU_OPS: dict[str, int] = {"ADD": 0, "SUB": 1, "MUL": 2, "MIN": 3, "MAX": 4, "SHR": 5, "CLIP": 6, "MOV": 7}
 BUFFERS: dict[str, int] = {"ACC": 0, "INP": 1, "WGT": 2, "UOP": 3}
 # Which unit's queue each opcode is dispatched to.
 QUEUE_OF_OPCODE: dict[str, str] = {"LOAD": "load", "STORE": "store", "GEMM": "compute",
-                                   "ALU": "compute", "FINISH": "compute"}
+                                   "ALU": "compute", "FINISH": "compute", "BARRIER": "compute"}
 
 ALU_OP_NAMES = {v: k for k, v in ALU_OPS.items()}
 BUFFER_NAMES = {v: k for k, v in BUFFERS.items()}
@@ -172,8 +177,16 @@ class Finish(Insn):
     MNEMONIC: ClassVar[str] = "FINISH"
 
 
-Instruction = Union[Load, Store, Alu, Gemm, Finish]
-INSN_CLASSES: dict[str, type] = {"LOAD": Load, "STORE": Store, "GEMM": Gemm, "FINISH": Finish, "ALU": Alu}
+@dataclass(frozen=True, kw_only=True)
+class Barrier(Insn):
+    """Wait until this core's loads and stores have drained and every core has reached a BARRIER."""
+
+    MNEMONIC: ClassVar[str] = "BARRIER"
+
+
+Instruction = Union[Load, Store, Alu, Gemm, Finish, Barrier]
+INSN_CLASSES: dict[str, type] = {"LOAD": Load, "STORE": Store, "GEMM": Gemm, "FINISH": Finish, "ALU": Alu,
+                                 "BARRIER": Barrier}
 
 
 @dataclass(frozen=True)
@@ -247,7 +260,7 @@ class Isa:
                        ("inp_factor_in", s), ("wgt_factor_out", s), ("wgt_factor_in", s)]
         self.layouts: dict[str, tuple[Field, ...]] = {
             "LOAD": _layout(mem), "STORE": _layout(mem), "ALU": _layout(alu),
-            "GEMM": _layout(gemm), "FINISH": _layout(head),
+            "GEMM": _layout(gemm), "FINISH": _layout(head), "BARRIER": _layout(head),
         }
         for name, lay in self.layouts.items():
             used = lay[-1].hi + 1

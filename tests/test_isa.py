@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hw.config import list_configs, load_config
-from hw.isa import (ALU_OPS, INSN_BYTES, OPCODES, Alu, Finish, Gemm, Isa, IsaError, Load, Store)
+from hw.isa import (ALU_OPS, INSN_BYTES, INSN_CLASSES, OPCODES, Alu, Finish, Gemm, Isa, IsaError, Load, Store)
 from hw.isa_semantics import DEP_FLAGS
 
 CONFIGS = [load_config(n) for n in list_configs()]
@@ -25,7 +25,7 @@ def _field_strategy(f):
 @st.composite
 def instructions(draw, isa: Isa, mnemonic: str):
     """Any instruction of a class that passes Isa.check (so that it also decodes)."""
-    cls = {"LOAD": Load, "STORE": Store, "ALU": Alu, "GEMM": Gemm, "FINISH": Finish}[mnemonic]
+    cls = INSN_CLASSES[mnemonic]
     kw = {}
     for f in isa.layouts[mnemonic]:
         if f.name == "opcode":

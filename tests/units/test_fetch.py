@@ -94,7 +94,7 @@ def dispatch_checks(cfg: HwConfig) -> list[Case]:
     def flag(insn, name: str) -> int:  # a dependency flag the encoder would refuse, set in the word
         return isa.set_field(w(insn), insn.MNEMONIC, name, 1)
     words = [("opcode_7", with_opcode(0, 7), "BAD_OPCODE"),
-             ("opcode_5", with_opcode(w(Alu()), 5), "BAD_OPCODE"),
+             ("opcode_6", with_opcode(w(Alu()), 6), "BAD_OPCODE"),
              ("reserved_bits", w(Finish()) | 1 << 100, "BAD_OPCODE"),
              ("load_pop_prev", flag(Load(), "pop_prev"), "BAD_FIELD"),
              ("store_push_next", flag(Store(), "push_next"), "BAD_FIELD"),

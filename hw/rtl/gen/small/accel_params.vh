@@ -5,7 +5,7 @@
 
 // ---- hardware config 'small'
 `define CFG_CONFIG_ID                32'h42cfb6b8  // CRC32 of the config's sizes
-`define CFG_VERSION                  32'hacc00200
+`define CFG_VERSION                  32'hacc00300
 `define CFG_BLOCK                    8
 `define CFG_BATCH                    1
 `define CFG_LANES                    8  // elements per vector
@@ -73,6 +73,7 @@
 `define OP_GEMM                      3'd2
 `define OP_FINISH                    3'd3
 `define OP_ALU                       3'd4
+`define OP_BARRIER                   3'd5
 `define ALU_ADD                      4'd0
 `define ALU_SUB                      4'd1
 `define ALU_MUL                      4'd2
@@ -168,13 +169,13 @@
 // ---- CSR map (byte addresses on the AXI4-Lite slave)
 `define CSR_ADDR_BITS                12
 `define CSR_CTRL                     12'h000  // bit0 START, bit1 SOFT_RESET (write 1, self-clearing)
-`define CSR_STATUS                   12'h004  // bit0 BUSY, bit1 DONE, bit2 ERROR, bits[15:8] error code
+`define CSR_STATUS                   12'h004  // bit0 BUSY, bit1 DONE, bit2 ERROR, bits[15:8] error code, bits[19:16] the core of the error
 `define CSR_VERSION                  12'h008  // 0xACC0_MMmm: magic, major, minor
 `define CSR_CONFIG_ID                12'h00c  // CRC32 of the hardware config this RTL was built for
-`define CSR_INSN_ADDR_LO             12'h010  // byte address of the instruction stream, low word
-`define CSR_INSN_ADDR_HI             12'h014  // byte address of the instruction stream, high word (must be 0)
-`define CSR_INSN_COUNT               12'h018  // number of 16-byte instructions
-`define CSR_ERR_PC                   12'h01c  // index of the faulting instruction
+`define CSR_INSN_ADDR_LO             12'h010  // byte address of the instruction stream, low word (core 0)
+`define CSR_INSN_ADDR_HI             12'h014  // byte address of the instruction stream, high word (must be 0; core 0)
+`define CSR_INSN_COUNT               12'h018  // number of 16-byte instructions (core 0)
+`define CSR_ERR_PC                   12'h01c  // index of the faulting instruction in the stream of STATUS's error core
 `define CSR_CYCLES_LO                12'h020  // cycles from START to DONE, low word
 `define CSR_CYCLES_HI                12'h024  // cycles from START to DONE, high word
 `define CSR_LOAD_BUSY                12'h028  // cycles the load unit executed an instruction
@@ -192,6 +193,7 @@
 `define CSR_COMPUTE_WAIT             12'h058  // cycles the compute unit's EXECUTE waited for an accumulator port held by LOAD or STORE (part of COMPUTE_BUSY)
 `define CSR_GEMM_BUSY                12'h05c  // cycles the compute unit executed a GEMM instruction (part of COMPUTE_BUSY)
 `define CSR_GEMM_OPS                 12'h060  // blocks multiplied by GEMM (iterations without reset): MACs = GEMM_OPS * BATCH * BLOCK * BLOCK
+`define CSR_CORES                    12'h064  // number of cores (each with its register bank at 0x800 + 0x80 * core)
 `define CSR_REGION_BASE              12'h100  // REGIONn_{BASE,SIZE,ATTR} at +16n+{0,4,8}
 `define CSR_REGION_STRIDE            16
 `define CTRL_START_BIT               0
@@ -213,5 +215,6 @@
 `define ERR_AXI_RESP                 8'd7
 `define ERR_INSN_RANGE               8'd8
 `define ERR_UNLOADED                 8'd9
+`define ERR_BARRIER                  8'd10
 
 `endif // ACCEL_PARAMS_VH
