@@ -91,11 +91,31 @@ def plan_layout(cfg: HwConfig, tensors: Iterable[tuple[str, str, tuple[int, ...]
     return regions
 
 
-def check_single_core(cfg: HwConfig, where: str) -> None:
-    """Programs (and so every model but golden) are one core's: a config of several cores is refused."""
-    if cfg.num_cores != 1:
-        raise ProgramError(f"{where}: config '{cfg.name}' has {cfg.num_cores} cores; Programs, the ISS, the TLM "
-                           f"and the RTL have one core (multi-core Programs are not built yet)")
+def concat_streams(streams: list[list[Instruction]]) -> tuple[list[Instruction], list[tuple[int, int]]]:
+    """Per-core instruction streams as one flat list (core 0 first) and the cores' windows
+    ``(first, count)`` into it: how a Program of several cores holds its instructions."""
+    insns: list[Instruction] = []
+    windows = []
+    for s in streams:
+        windows.append((len(insns), len(s)))
+        insns += list(s)
+    return insns, windows
+
+
+def check_windows_cover(cfg: HwConfig, windows: list[tuple[int, int]], n_insns: int, where: str) -> None:
+    """Raise ProgramError unless ``windows`` gives each of the config's cores a non-empty window and the
+    windows follow one another, in core order, over all ``n_insns`` instructions."""
+    if len(windows) != cfg.num_cores:
+        raise ProgramError(f"{where}: {len(windows)} instruction stream(s), but config '{cfg.name}' has "
+                           f"{cfg.num_cores} core(s): one stream per core")
+    at = 0
+    for k, (first, count) in enumerate(windows):
+        if first != at or count < 1:
+            raise ProgramError(f"{where}: core {k}'s instruction window starts at {first} with {count} "
+                               f"instruction(s); windows must be non-empty and follow one another from 0")
+        at += count
+    if at != n_insns:
+        raise ProgramError(f"{where}: the cores' windows hold {at} instructions, the stream has {n_insns}")
 
 
 def check_layout(cfg: HwConfig, regions: list[Region], where: str) -> None:
@@ -131,20 +151,28 @@ def check_layout(cfg: HwConfig, regions: list[Region], where: str) -> None:
                            f"{cfg.max_regions} region slots")
 
 
-def make_regs(cfg: HwConfig, regions: list[Region], insn_count: int) -> list[tuple[str, int]]:
-    """The register config: region windows, instruction address and count, then START."""
+def make_regs(cfg: HwConfig, regions: list[Region], windows: list[tuple[int, int]]) -> list[tuple[str, int]]:
+    """The register config: region windows, every core's instruction address and count, then START
+    (one core: the fixed map's INSN_* registers; several: each core's ``COREk_INSN_*`` bank)."""
     writes: list[tuple[str, int]] = []
     for i, r in enumerate(regions):
         writes += [(f"REGION{i}_BASE", r.addr), (f"REGION{i}_SIZE", r.nbytes), (f"REGION{i}_ATTR", ROLE_ATTR[r.role])]
     insn = next(r for r in regions if r.role == "insn")
-    writes += [("INSN_ADDR_LO", insn.addr & 0xFFFFFFFF), ("INSN_ADDR_HI", insn.addr >> 32),
-               ("INSN_COUNT", insn_count), ("CTRL", csr.CTRL_START)]
-    return writes
+    for k, (first, count) in enumerate(windows):
+        addr = insn.addr + first * INSN_BYTES
+        writes += [(csr.core_reg("INSN_ADDR_LO", k, cfg.num_cores), addr & 0xFFFFFFFF),
+                   (csr.core_reg("INSN_ADDR_HI", k, cfg.num_cores), addr >> 32),
+                   (csr.core_reg("INSN_COUNT", k, cfg.num_cores), count)]
+    return writes + [("CTRL", csr.CTRL_START)]
 
 
 @dataclass
 class Program:
-    """Instructions + DRAM layout + register config for one hardware config."""
+    """Instructions + DRAM layout + register config for one hardware config.
+
+    ``insns`` is every core's stream, core 0 first; ``windows`` gives each core's ``(first, count)``
+    in it (one window on one core). A core's pcs (ERR_PC, traces) count from its window's start.
+    """
 
     config: HwConfig
     insns: list[Instruction]
@@ -154,14 +182,22 @@ class Program:
     meta: dict[str, Any] = field(default_factory=dict)
     inputs: dict[str, np.ndarray] = field(default_factory=dict)
     expected: dict[str, np.ndarray] = field(default_factory=dict)
+    windows: list[tuple[int, int]] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if not self.windows:
+            self.windows = [(0, len(self.insns))]
 
     # ---- construction ----------------------------------------------------------
     @classmethod
     def create(cls, cfg: HwConfig, insns: list[Instruction], regions: list[Region], name: str = "program",
                meta: dict[str, Any] | None = None, inputs: dict[str, np.ndarray] | None = None,
-               expected: dict[str, np.ndarray] | None = None) -> "Program":
-        """Check the layout and instructions, derive the register config."""
-        check_single_core(cfg, name)
+               expected: dict[str, np.ndarray] | None = None,
+               windows: list[tuple[int, int]] | None = None) -> "Program":
+        """Check the layout and instructions, derive the register config. ``windows`` (one per core,
+        see :func:`concat_streams`) is needed on a config of several cores."""
+        windows = list(windows) if windows is not None else [(0, len(insns))]
+        check_windows_cover(cfg, windows, len(insns), name)
         check_layout(cfg, regions, name)
         isa = Isa(cfg)
         for k, i in enumerate(insns):
@@ -171,8 +207,8 @@ class Program:
         if insn_region.nbytes != len(insns) * INSN_BYTES:
             raise ProgramError(f"{name}: instruction region holds {insn_region.nbytes} bytes, "
                                f"{len(insns)} instructions need {len(insns) * INSN_BYTES}")
-        p = cls(cfg, list(insns), list(regions), make_regs(cfg, regions, len(insns)), name, dict(meta or {}),
-                {}, {})
+        p = cls(cfg, list(insns), list(regions), make_regs(cfg, regions, windows), name, dict(meta or {}),
+                {}, {}, windows)
         for k, v in (inputs or {}).items():
             p.set_input(k, v)
         p.expected = {k: np.asarray(v) for k, v in (expected or {}).items()}
@@ -201,6 +237,33 @@ class Program:
     @property
     def isa(self) -> Isa:
         return Isa(self.config)
+
+    @property
+    def num_cores(self) -> int:
+        return len(self.windows)
+
+    def core_insns(self, core: int) -> list[Instruction]:
+        """Core ``core``'s instruction stream (its pc 0 first)."""
+        first, count = self.windows[core]
+        return self.insns[first:first + count]
+
+    def core_of(self, index: int) -> tuple[int, int]:
+        """The ``(core, pc)`` of flat instruction ``index``."""
+        for k, (first, count) in enumerate(self.windows):
+            if first <= index < first + count:
+                return k, index - first
+        raise IndexError(f"{self.name}: instruction {index} is outside every core's window")
+
+    def listing(self) -> str:
+        """The disassembly (program.lst): each core's stream under a ``; core k`` header (on several
+        cores), pcs counted per core, with the ``; section`` headers."""
+        if self.num_cores == 1:
+            return self.isa.disasm_stream(self.insns, self.meta.get("sections"))
+        per_core = self.meta.get("core_sections") or [[] for _ in self.windows]
+        parts = []
+        for k in range(self.num_cores):
+            parts.append(f"; core {k}\n" + self.isa.disasm_stream(self.core_insns(k), per_core[k]))
+        return "\n".join(parts)
 
     @property
     def insn_bytes(self) -> bytes:
@@ -237,12 +300,12 @@ class Program:
 
     # ---- folder format ---------------------------------------------------------
     def regs_json(self) -> dict[str, Any]:
-        by_name = csr.csr_by_name(self.config.max_regions)
+        by_name = csr.csrs_of(self.config)
         return {"config": self.config.name, "config_id": f"0x{self.config.config_id:08x}",
                 "writes": [{"csr": n, "addr": by_name[n].addr, "value": v} for n, v in self.regs]}
 
     def regs_header(self) -> str:
-        by_name = csr.csr_by_name(self.config.max_regions)
+        by_name = csr.csrs_of(self.config)
         guard = "COSIM_PROGRAM_REGS_H"
         lines = [f"/* Register config of Program '{self.name}' for config '{self.config.name}'.",
                  " * Generated by cosim: write these in order to the accelerator's CSRs. */",
@@ -256,8 +319,11 @@ class Program:
         return "\n".join(lines)
 
     def layout_json(self) -> dict[str, Any]:
-        return {"program": self.name, "meta": self.meta, "config": self.config.name,
-                "config_id": f"0x{self.config.config_id:08x}", "regions": [r.to_json() for r in self.regions]}
+        d = {"program": self.name, "meta": self.meta, "config": self.config.name,
+             "config_id": f"0x{self.config.config_id:08x}", "regions": [r.to_json() for r in self.regions]}
+        if self.num_cores > 1:
+            d["cores"] = [count for _, count in self.windows]
+        return d
 
     def save(self, folder: str | Path) -> Path:
         """Write the Program folder and return its path."""
@@ -267,7 +333,7 @@ class Program:
         (d / "regs.json").write_text(json.dumps(self.regs_json(), indent=1) + "\n")
         (d / "regs.h").write_text(self.regs_header())
         (d / "layout.json").write_text(json.dumps(self.layout_json(), indent=1) + "\n")
-        (d / "program.lst").write_text(self.isa.disasm_stream(self.insns, self.meta.get("sections")) + "\n")
+        (d / "program.lst").write_text(self.listing() + "\n")
         for stale in ("inputs.npz", "expected.npz", "dram.bin"):
             (d / stale).unlink(missing_ok=True)
         if self.inputs:
@@ -306,7 +372,6 @@ class Program:
                 cfg = load_config(cfg_name)
             except ConfigError as e:
                 raise ProgramError(f"{lpath}: made for config '{cfg_name}', which cannot be loaded: {e}")
-        check_single_core(cfg, str(lpath))
         if stored_id != cfg.config_id:
             raise ProgramError(f"{lpath}: Program made for config '{cfg_name}' (id 0x{stored_id:08x}), "
                                f"but this run uses config '{cfg.name}' (id 0x{cfg.config_id:08x})")
@@ -321,7 +386,10 @@ class Program:
             insns = Isa(cfg).decode_stream(data)
         except IsaError as e:
             raise ProgramError(f"{d / 'insn.bin'}: {e}") from None
-        check_token_balance(insns, str(d / "insn.bin"))
+        windows = _windows_of(layout, cfg, len(insns), lpath)
+        for k, (first, count) in enumerate(windows):
+            where = str(d / "insn.bin") + (f" (core {k})" if len(windows) > 1 else "")
+            check_token_balance(insns[first:first + count], where)
         insn_region = next(r for r in regions if r.role == "insn")
         if insn_region.nbytes != len(data):
             raise ProgramError(f"{d / 'insn.bin'}: {len(data)} bytes, but the layout's instruction region holds "
@@ -330,8 +398,8 @@ class Program:
         check_starts(regs, str(d / "regs.json"))
         check_windows(cfg, regs, regions, str(d / "regs.json"))
         if FAULT_META not in meta:
-            check_insn_regs(regs, insn_region, len(insns), str(d / "regs.json"))
-        p = cls(cfg, insns, regions, regs, prog_name, dict(meta))
+            check_insn_regs(regs, insn_region, windows, str(d / "regs.json"))
+        p = cls(cfg, insns, regions, regs, prog_name, dict(meta), {}, {}, windows)
         for f in ("inputs.npz", "expected.npz", "dram.bin"):
             if (d / f).exists() and not (d / f).is_file():
                 raise ProgramError(f"{d / f}: not a regular file")
@@ -357,15 +425,36 @@ class Program:
         return [r.name for r in self.regions if r.role == "input" and r.name not in self.inputs]
 
 
-def check_insn_regs(regs: list[tuple[str, int]], insn: Region, count: int, where: str) -> None:
-    """Raise ProgramError unless the register config's INSN_ADDR and INSN_COUNT (last write wins) point at
-    the layout's instruction region and its ``count`` instructions."""
+def check_insn_regs(regs: list[tuple[str, int]], insn: Region, windows: list[tuple[int, int]], where: str) -> None:
+    """Raise ProgramError unless the register config's INSN_ADDR and INSN_COUNT of every core (last write
+    wins) point at that core's window of the layout's instruction region."""
     last = dict(regs)
-    addr = last.get("INSN_ADDR_LO", 0) | (last.get("INSN_ADDR_HI", 0) << 32)
-    n = last.get("INSN_COUNT", 0)
-    if addr != insn.addr or n != count:
-        raise ProgramError(f"{where}: INSN_ADDR 0x{addr:x} / INSN_COUNT {n}, but layout.json's instruction region "
-                           f"'{insn.name}' is at 0x{insn.addr:x} with {count} instructions (insn.bin)")
+    n_cores = len(windows)
+    for k, (first, count) in enumerate(windows):
+        lo, hi, cnt = (csr.core_reg(r, k, n_cores) for r in ("INSN_ADDR_LO", "INSN_ADDR_HI", "INSN_COUNT"))
+        addr = last.get(lo, 0) | (last.get(hi, 0) << 32)
+        n = last.get(cnt, 0)
+        want = insn.addr + first * INSN_BYTES
+        if addr != want or n != count:
+            whose = f"core {k}'s {lo[:-3]} 0x{addr:x} / {cnt} {n}" if n_cores > 1 else \
+                f"INSN_ADDR 0x{addr:x} / INSN_COUNT {n}"
+            window = f"core {k}'s window of " if n_cores > 1 else ""
+            raise ProgramError(f"{where}: {whose}, but {window}layout.json's instruction region '{insn.name}' is at "
+                               f"0x{want:x} with {count} instructions (insn.bin)")
+
+
+def _windows_of(layout: dict[str, Any], cfg: HwConfig, n_insns: int, path: Path) -> list[tuple[int, int]]:
+    """The cores' instruction windows from layout.json's ``cores`` (instructions per core; absent on one
+    core), checked against the config's core count and insn.bin."""
+    if "cores" not in layout and cfg.num_cores == 1:
+        return [(0, n_insns)]
+    counts = _field(layout, "cores", list, path)
+    if any(type(c) is not int for c in counts):
+        raise ProgramError(f"{path}: 'cores' must be a list of instruction counts (integers), not {counts!r}"[:300])
+    first = [sum(counts[:k]) for k in range(len(counts))]
+    windows = list(zip(first, counts))
+    check_windows_cover(cfg, windows, n_insns, str(path))
+    return windows
 
 
 def check_expected(p: "Program", where: str) -> None:
@@ -541,7 +630,7 @@ def _read_regs(path: Path, cfg: HwConfig, layout_cfg: str, layout_id: int) -> li
         if rid != layout_id:
             raise ProgramError(f"{path}: config_id 0x{rid:08x}, but layout.json says 0x{layout_id:08x} "
                                f"(this run's config '{cfg.name}' is 0x{cfg.config_id:08x})")
-    by_name = csr.csr_by_name(cfg.max_regions)
+    by_name = csr.csrs_of(cfg)
     out = []
     for i, w in enumerate(writes):
         if not isinstance(w, dict) or "csr" not in w or "value" not in w:

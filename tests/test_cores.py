@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import threading
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -12,7 +13,7 @@ import pytest
 from compiler import S, build, tensor
 from compiler.cores import BarrierError, RaceError
 from compiler.errors import CompileError
-from hw.config import _KEYS, ConfigError, load_config, parse_config
+from hw.config import _KEYS, ConfigError, HwConfig, load_config, parse_config
 from hw.program import Program, ProgramError
 
 
@@ -158,12 +159,60 @@ def test_compiling_for_several_cores_is_refused_in_one_line() -> None:
         build(split_vadd, [tensor(64, "int32"), tensor(64, "int32"), tensor(64, "int8")], _cores(4))
 
 
-def test_config_takes_1_to_16_cores_and_programs_stay_single_core() -> None:
+def test_config_takes_1_to_16_cores() -> None:
     assert _cores(16).num_cores == 16
     with pytest.raises(ConfigError, match="num_cores"):
         _cores(17)
-    with pytest.raises(ProgramError, match="has 2 cores; Programs, the ISS, the TLM and the RTL have one core"):
-        Program.create(_cores(2), [], [])
+
+
+def _two_core_program(cfg: HwConfig) -> Program:
+    from hw.isa import Barrier, Finish, Load, Store
+    from hw.program import concat_streams, plan_layout
+
+    core0 = [Load(dram_base=0, push_next=True), Barrier(pop_prev=True), Finish()]
+    core1 = [Load(dram_base=1, push_next=True), Barrier(pop_prev=True), Store(), Finish()]
+    insns, windows = concat_streams([core0, core1])
+    regions = plan_layout(cfg, [("a", "input", (2, cfg.lanes), "int32"), ("o", "output", (1, cfg.lanes), "int8")],
+                          len(insns))
+    return Program.create(cfg, insns, regions, windows=windows)
+
+
+def test_program_of_two_cores_has_a_window_per_core_and_round_trips(tmp_path: Path) -> None:
+    cfg = _cores(2)
+    p = _two_core_program(cfg)
+    assert p.windows == [(0, 3), (3, 4)] and [i.MNEMONIC for i in p.core_insns(1)] == ["LOAD", "BARRIER", "STORE",
+                                                                                         "FINISH"]
+    assert p.core_of(4) == (1, 1)
+    regs = dict(p.regs)
+    insn = p.region("insn")
+    assert regs["CORE1_INSN_ADDR_LO"] == insn.addr + 3 * 16 and regs["CORE1_INSN_COUNT"] == 4
+    assert "INSN_COUNT" not in regs and p.regs[-1] == ("CTRL", 1)
+    p.save(tmp_path / "p")
+    lst = (tmp_path / "p" / "program.lst").read_text()
+    assert lst.startswith("; core 0\n") and "; core 1\n     0:  LOAD" in lst
+    q = Program.load(tmp_path / "p", cfg)
+    assert q.windows == p.windows and q.insns == p.insns and q.regs == p.regs
+
+
+def test_program_of_two_cores_refuses_bad_windows(tmp_path: Path) -> None:
+    import json
+
+    cfg = _cores(2)
+    p = _two_core_program(cfg)
+    with pytest.raises(ProgramError, match="1 instruction stream\\(s\\), but config '.*' has 2 core"):
+        Program.create(cfg, p.insns, p.regions)
+    with pytest.raises(ProgramError, match="core 1's instruction window starts at 3 with 0"):
+        Program.create(cfg, p.insns, p.regions, windows=[(0, 3), (3, 0)])
+    p.save(tmp_path / "p")
+    lay = json.loads((tmp_path / "p" / "layout.json").read_text())
+    lay["cores"] = [4, 3]
+    (tmp_path / "p" / "layout.json").write_text(json.dumps(lay))
+    with pytest.raises(ProgramError, match=r"insn.bin \(core 0\): .*token|regs.json: core 0's INSN_ADDR"):
+        Program.load(tmp_path / "p", cfg)
+    del lay["cores"]
+    (tmp_path / "p" / "layout.json").write_text(json.dumps(lay))
+    with pytest.raises(ProgramError, match="layout.json: needs 'cores'"):
+        Program.load(tmp_path / "p", cfg)
 
 
 # ---- the operators split their work by core ------------------------------------------------------
