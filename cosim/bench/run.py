@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from hw.config import load_config
-from cosim.bench import area, correlate, growth, measure, networks, profiler, report, suite
+from cosim.bench import area, correlate, growth, measure, networks, profiler, report, scaling, suite
 
 REPO = Path(__file__).resolve().parents[2]
 OUT_DIR = REPO / "bench"
@@ -83,8 +83,11 @@ def run_bench(configs: list[str], quick: bool = False, reps: int = 3, protocol_m
         prof["tlm"] = profiler.profile_tlm(p, out_dir)
         prof["cocotb_fast"] = profiler.profile_cocotb_fast(p, out_dir)
     nets = networks.measure_networks(cfg0, reps)
+    scal = scaling.measure_scaling(cfg0)
+    scaling_png = scaling.plot(scal, out_dir / "scaling.png")
     summary = report.summarize(rows)
-    summary["all_agree"] = summary["all_agree"] and all(n["agree"] for n in nets)
+    summary["all_agree"] = summary["all_agree"] and all(n["agree"] for n in nets) and \
+        all(r["agree"] for r in scal["rows"])
     summary["golden_vs_numpy"] = gvn["vadd"]["ratio"]
     _log("golden matmul vs numpy")
     gmm = measure.golden_matmul_vs_numpy(cfg0, reps=max(3, reps))
@@ -108,11 +111,12 @@ def run_bench(configs: list[str], quick: bool = False, reps: int = 3, protocol_m
                                                    "error_pct": worst["error_pct"], "counters": worst["counters"]},
         "programs": rows,
         "networks": nets,
+        "scaling": scal,
         "settings": {"configs": configs, "quick": quick, "reps": reps, "protocol_max_cycles": protocol_max_cycles,
                      "synth": synth, "fmax_timeout_s": fmax_timeout,
                      "python": platform.python_version(), "machine": platform.machine(),
                      "build_s": builds, "bench_wall_s": round(time.perf_counter() - t_start, 1)},
-        "plots": [str(growth_png), str(corr_png)],
+        "plots": [str(growth_png), str(corr_png), str(scaling_png)],
     }
     (out_dir / "results.json").write_text(json.dumps(res, indent=1, default=float) + "\n")
     return res
@@ -129,6 +133,10 @@ def print_report(res: dict[str, Any]) -> None:
     nl = networks.table_lines(res.get("networks") or [])
     if nl:
         print("\n".join(nl))
+        print()
+    sl = scaling.table_lines(res.get("scaling") or {})
+    if sl:
+        print("\n".join(sl))
         print()
     print("\n".join(correlate.table_lines(rows)))
     w = correlate.worst(rows)

@@ -1,0 +1,162 @@
+"""The benchmark's multi-core rows: how cycles scale with cores until DRAM bandwidth stops them.
+
+Two workloads, each compiled for 1, 2 and 4 cores of the same core (the first benched config with
+``num_cores`` replaced): a compute-bound GEMM (the MAC arrays are the limit; each core takes its share
+of the output columns) and a DRAM-bound elementwise add (the one shared AXI port is the limit). Per
+point: TLM cycles, the RTL's cycles on the raw harness (they must be equal), the outputs checked
+against the golden path, and the DRAM bound: the beats the run moved over the port (reads, writes,
+instruction fetch), which no number of cores can go below since the port moves one beat per cycle.
+The plot draws cycles against cores with the ideal ``T1 / n`` line and that bound.
+
+Also the golden path's wall time on 4 cores, one thread per core vs ``COSIM_SINGLE_THREAD=1``.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import sys
+import time
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from hw.config import HwConfig, parse_config
+from cosim import models
+from cosim.sweep.workloads import Workload, build_workload, operator_example
+
+CORES = (1, 2, 4)
+# (label, what bounds it, workload): sizes chosen so that the bound is clear on the default config
+WORKLOADS = [
+    ("gemm_256", "compute", Workload("gemm_256", "operator", "matmul", {"M": 256, "K": 256, "N": 256})),
+    ("vadd_128k", "DRAM", Workload("vadd_128k", "example", "vadd_large")),
+]
+
+
+def with_cores(cfg: HwConfig, n: int) -> HwConfig:
+    """``cfg`` with ``n`` cores (named ``<name>x<n>``; ``cfg`` itself for its own core count)."""
+    if n == cfg.num_cores:
+        return cfg
+    data = {k: v for k, v in asdict(cfg).items() if k != "source"}
+    return parse_config({**data, "num_cores": n, "name": f"{cfg.name}x{n}",
+                         "description": f"{cfg.name} with {n} cores"})
+
+
+def _log(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+def measure_scaling(cfg: HwConfig, rtl: bool = True) -> dict[str, Any]:
+    """The rows (one per workload x core count) and the golden threading comparison."""
+    rows = []
+    for label, bound, w in WORKLOADS:
+        for n in CORES:
+            c = with_cores(cfg, n)
+            _log(f"[scaling] {label} on {n} core(s): compile, TLM" + (", RTL (raw harness)" if rtl else ""))
+            built = build_workload(w, c, 0)
+            tlm = models.tlm(built.program)
+            raw = models.raw(built.program, c) if rtl else None
+            problems = []
+            for side, res in (("tlm", tlm), ("rtl", raw)):
+                if res is None:
+                    continue
+                why = f"{res.error.get('name')}: {res.error.get('message')}" if res.error else \
+                    built.check(res.outputs)
+                if why:
+                    problems.append(f"{side}: {why}")
+            if raw is not None and raw.cycles != tlm.cycles:
+                problems.append(f"TLM {tlm.cycles} cycles, RTL {raw.cycles}")
+            k = tlm.counters
+            beats = (k["dma_rd_bytes"] + k["dma_wr_bytes"] + k["fetch_bytes"]) // cfg.bus_bytes
+            rows.append({"workload": label, "bound": bound, "cores": n, "config": c.name,
+                         "tlm_cycles": tlm.cycles, "rtl_cycles": None if raw is None else raw.cycles,
+                         "dram_beats": beats, "macs": built.macs, "tlm_s": round(tlm.wall_s, 3),
+                         "agree": not problems, "problems": problems})
+        base = next(r["tlm_cycles"] for r in rows if r["workload"] == label and r["cores"] == 1)
+        for r in rows:
+            if r["workload"] == label:
+                r["speedup"] = base / r["tlm_cycles"] if r["tlm_cycles"] else None
+    return {"rows": rows, "golden_threads": golden_threads(cfg)}
+
+
+def golden_threads(cfg: HwConfig, reps: int = 3) -> dict[str, Any]:
+    """The golden path of the GEMM workload on 4 cores: wall time with one thread per core and with
+    ``COSIM_SINGLE_THREAD=1`` (median of ``reps``, alternated), outputs equal."""
+    from compiler.examples import make_case
+
+    c = with_cores(cfg, 4)
+    w = WORKLOADS[0][2]
+    case = make_case(operator_example(w.name), c, w.params, seed=0)
+    walls: dict[str, list[float]] = {"threads": [], "one_thread": []}
+    outs: dict[str, Any] = {}
+    old = os.environ.get("COSIM_SINGLE_THREAD")
+    try:
+        for rep in range(reps):
+            for mode in (("threads", "one_thread") if rep % 2 == 0 else ("one_thread", "threads")):
+                os.environ["COSIM_SINGLE_THREAD"] = "1" if mode == "one_thread" else "0"
+                t0 = time.perf_counter()
+                outs[mode] = case.golden()
+                walls[mode].append(time.perf_counter() - t0)
+    finally:
+        if old is None:
+            os.environ.pop("COSIM_SINGLE_THREAD", None)
+        else:
+            os.environ["COSIM_SINGLE_THREAD"] = old
+    med = {m: statistics.median(v) for m, v in walls.items()}
+    equal = all((outs["threads"][k] == outs["one_thread"][k]).all() for k in outs["threads"])
+    return {"workload": w.label, "cores": 4, "threads_s": med["threads"], "one_thread_s": med["one_thread"],
+            "ratio": med["threads"] / med["one_thread"], "outputs_equal": bool(equal)}
+
+
+def table_lines(res: dict[str, Any]) -> list[str]:
+    """The scaling rows for people."""
+    rows = res.get("rows") or []
+    if not rows:
+        return []
+    head = (f"{'workload':<11}{'bound':<9}{'cores':>6}{'TLM cycles':>12}{'RTL cycles':>12}{'speedup':>9}"
+            f"{'DRAM beats':>12}{'beats/cycle':>13}{'ok':>4}")
+    out = ["several cores: cycles on 1, 2, 4 cores (DRAM bound = beats moved over the one port)", head,
+           "-" * len(head)]
+    for r in rows:
+        rtl = "-" if r["rtl_cycles"] is None else str(r["rtl_cycles"])
+        out.append(f"{r['workload']:<11}{r['bound']:<9}{r['cores']:>6}{r['tlm_cycles'] or 0:>12}{rtl:>12}"
+                   f"{r['speedup'] or 0:>8.2f}x{r['dram_beats']:>12}{r['dram_beats'] / (r['tlm_cycles'] or 1):>13.2f}"
+                   f"{'yes' if r['agree'] else 'NO':>4}")
+        out += [f"  {p}" for p in r["problems"]]
+    g = res.get("golden_threads")
+    if g:
+        out.append(f"golden path, {g['workload']} on {g['cores']} cores: one thread per core {g['threads_s']:.3f} s, "
+                   f"COSIM_SINGLE_THREAD=1 {g['one_thread_s']:.3f} s (ratio {g['ratio']:.2f}), "
+                   f"outputs equal {g['outputs_equal']}")
+    return out
+
+
+def plot(res: dict[str, Any], path: Path) -> Path:
+    """Cycles against cores per workload, with the ideal ``T1 / n`` and the DRAM bound."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = res["rows"]
+    labels = list(dict.fromkeys(r["workload"] for r in rows))
+    fig, axes = plt.subplots(1, len(labels), figsize=(6 * len(labels), 4.2), squeeze=False)
+    for ax, label in zip(axes[0], labels):
+        rs = [r for r in rows if r["workload"] == label]
+        n = [r["cores"] for r in rs]
+        cyc = [r["tlm_cycles"] for r in rs]
+        ax.plot(n, cyc, "o-", label="TLM = RTL cycles")
+        ax.plot(n, [cyc[0] / k for k in n], "--", color="grey", label="ideal T1 / n")
+        bound = max(r["dram_beats"] for r in rs)
+        ax.axhline(bound, color="red", linestyle=":", label=f"DRAM bound ({bound} beats, 1 beat/cycle)")
+        ax.set_xticks(n)
+        ax.set_xlabel("cores")
+        ax.set_ylabel("cycles")
+        ax.set_ylim(bottom=0)
+        ax.set_title(f"{label} ({rs[0]['bound']}-bound)")
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
