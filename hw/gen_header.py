@@ -87,6 +87,8 @@ def header_text(cfg: HwConfig) -> str:
     d("CFG_TOKEN_QUEUE_DEPTH", cfg.token_queue_depth)
     d("CFG_TOKEN_COUNT_BITS", clog2(cfg.token_queue_depth + 1))
     d("CFG_MAX_REGIONS", cfg.max_regions)
+    d("CFG_NUM_CORES", cfg.num_cores, "cores sharing the AXI master (each with its own units and buffers)")
+    d("CFG_CORE_IDX_BITS", max(1, clog2(cfg.num_cores)), "width of a core index (at least 1)")
     d("CFG_REGION_IDX_BITS", clog2(cfg.max_regions))
 
     out += ["", "// ---- ISA: opcodes, ALU ops, buffers"]
@@ -118,6 +120,11 @@ def header_text(cfg: HwConfig) -> str:
     d("STATUS_DONE_BIT", csr.STATUS_DONE.bit_length() - 1)
     d("STATUS_ERROR_BIT", csr.STATUS_ERROR.bit_length() - 1)
     d("STATUS_ERR_CODE_LO", csr.STATUS_ERR_CODE_SHIFT)
+    d("STATUS_ERR_CORE_LO", csr.STATUS_ERR_CORE_SHIFT)
+    d("CSR_CORE_BANK_BASE", f"{CSR_ADDR_BITS}'h{csr.CORE_BANK_BASE:03x}", "core k's bank at BASE + STRIDE * k")
+    d("CSR_CORE_BANK_STRIDE", csr.CORE_BANK_STRIDE)
+    for name, off, _ in csr.bank_registers():
+        d(f"BANK_{name}", f"7'h{off:02x}", "offset in a core's bank")
     d("ATTR_READ_BIT", csr.ATTR_READ.bit_length() - 1)
     d("ATTR_WRITE_BIT", csr.ATTR_WRITE.bit_length() - 1)
     out.append("// ---- error codes (STATUS[15:8])")

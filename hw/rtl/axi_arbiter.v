@@ -1,7 +1,9 @@
-// axi_arbiter: the one AXI4 master port, shared by FETCH (read), LOAD (read) and STORE (write).
-// When the port is free (state IDLE) it grants, in the same cycle, the highest-priority
-// requester (FETCH > LOAD > STORE), latches its address and length, and then runs that one
-// burst to completion before granting again; transactions never overlap.
+// axi_arbiter: the one AXI4 master port, shared by every core's FETCH (read), LOAD (read) and
+// STORE (write). When the port is free (state IDLE) it grants, in the same cycle, one requester:
+// the core is chosen round robin among the cores with a request, starting after the core granted
+// last (`last`: N-1 after reset and every START / soft reset, so core 0 goes first), and inside
+// that core the highest-priority client (FETCH > LOAD > STORE). It latches the address and length
+// and runs that one burst to completion before granting again; transactions never overlap.
 //   read : IDLE(grant) -> AR (ARVALID until ARREADY) -> R (RREADY=1 until the last beat) -> IDLE
 //   write: IDLE(grant) -> W (AWVALID until AWREADY, in parallel WVALID=1 for every beat) ->
 //          B (BREADY=1 until BVALID) -> IDLE
@@ -10,39 +12,45 @@
 // in flight: it still completes on the bus (reads are dropped, writes send WSTRB = 0).
 `include "accel_params.vh"
 
-module axi_arbiter (
+module axi_arbiter #(
+    parameter N  = 1,  // cores
+    parameter CB = 1   // bits of a core index (>= 1)
+) (
     input  wire                        clk,
     input  wire                        rst,
+    input  wire                        clr,     // START / soft reset: the round robin starts again
     input  wire                        halt,
     input  wire                        abort,
-    // client requests: byte address (bus aligned) and beats (1..MAX_BURST)
-    input  wire                        f_req,
-    input  wire [31:0]                 f_addr,
-    input  wire [8:0]                  f_len,
-    output wire                        f_gnt,
-    input  wire                        l_req,
-    input  wire [31:0]                 l_addr,
-    input  wire [8:0]                  l_len,
-    output wire                        l_gnt,
-    input  wire                        s_req,
-    input  wire [31:0]                 s_addr,
-    input  wire [8:0]                  s_len,
-    output wire                        s_gnt,
+    // client requests, one bit / field per core: byte address (bus aligned) and beats (1..MAX_BURST)
+    input  wire [N-1:0]                f_req,
+    input  wire [N*32-1:0]             f_addr,
+    input  wire [N*9-1:0]              f_len,
+    output wire [N-1:0]                f_gnt,
+    input  wire [N-1:0]                l_req,
+    input  wire [N*32-1:0]             l_addr,
+    input  wire [N*9-1:0]              l_len,
+    output wire [N-1:0]                l_gnt,
+    input  wire [N-1:0]                s_req,
+    input  wire [N*32-1:0]             s_addr,
+    input  wire [N*9-1:0]              s_len,
+    output wire [N-1:0]                s_gnt,
     // read beats (R handshakes) and write beats (W handshakes) of the owner's burst
     output wire [`CFG_BUS_WIDTH-1:0]   rd_data,
-    output wire                        f_beat,
-    output wire                        l_beat,
-    output wire                        s_beat,
-    input  wire [`CFG_BUS_WIDTH-1:0]   s_wdata,
+    output wire [N-1:0]                f_beat,
+    output wire [N-1:0]                l_beat,
+    output wire [N-1:0]                s_beat,
+    input  wire [N*`CFG_BUS_WIDTH-1:0] s_wdata,
     // burst completion (last R handshake / B handshake), one pulse for the owner
-    output wire                        f_done,
-    output wire                        l_done,
-    output wire                        s_done,
+    output wire [N-1:0]                f_done,
+    output wire [N-1:0]                l_done,
+    output wire [N-1:0]                s_done,
     // error response
     output wire                        resp_err,
     output wire [1:0]                  err_owner,   // 1 fetch, 2 load, 3 store
+    output wire [CB-1:0]               err_core,    // the owner's core
     // status
     output wire                        idle,
+    output wire [N-1:0]                core_busy,   // a burst of this core (or an orphaned one) is under way
     output wire                        dbg_rd,
     output wire                        dbg_wr,
     // AXI4 master
@@ -88,17 +96,51 @@ module axi_arbiter (
 
     reg [2:0]  state;
     reg [1:0]  owner;
+    reg [CB-1:0] ocore;  // the owner's core
+    reg [CB-1:0] last;   // the core granted last
     reg [31:0] addr;
     reg [7:0]  lenm1;    // beats - 1
     reg [7:0]  cnt;      // beats done (R or W)
     reg        aw_done;
     reg        w_done;
 
-    // ---- arbitration (combinational grant while IDLE)
-    wire can_grant = (state == S_IDLE) && !halt && !abort;
-    assign f_gnt = can_grant && f_req;
-    assign l_gnt = can_grant && l_req && !f_req;
-    assign s_gnt = can_grant && s_req && !f_req && !l_req;
+    // ---- arbitration (combinational grant while IDLE): the first core with a request after
+    // `last`, scanned from the farthest (last itself) to the nearest so the nearest wins
+    wire [N-1:0] any_req = f_req | l_req | s_req;
+    reg  [CB-1:0] sel;
+    reg           sel_v;
+    integer i, k;
+    always @(*) begin
+        sel   = {CB{1'b0}};
+        sel_v = 1'b0;
+        for (i = N; i >= 1; i = i - 1) begin
+            k = last + i;
+            if (k >= N)
+                k = k - N;
+            if (any_req[k]) begin
+                sel   = k[CB-1:0];
+                sel_v = 1'b1;
+            end
+        end
+    end
+    wire can_grant = (state == S_IDLE) && !halt && !abort && sel_v;
+    wire sf = f_req[sel], sl = l_req[sel], ss = s_req[sel];
+    genvar gc;
+    generate
+        for (gc = 0; gc < N; gc = gc + 1) begin : g_gnt
+            wire mine = can_grant && (sel == gc);
+            assign f_gnt[gc] = mine && sf;
+            assign l_gnt[gc] = mine && sl && !sf;
+            assign s_gnt[gc] = mine && ss && !sf && !sl;
+            assign f_beat[gc] = r_hs && (owner == O_FETCH) && (ocore == gc);
+            assign l_beat[gc] = r_hs && (owner == O_LOAD) && (ocore == gc);
+            assign s_beat[gc] = w_hs && (owner == O_STORE) && (ocore == gc);
+            assign f_done[gc] = r_last && (owner == O_FETCH) && (ocore == gc);
+            assign l_done[gc] = r_last && (owner == O_LOAD) && (ocore == gc);
+            assign s_done[gc] = b_hs && (owner == O_STORE) && (ocore == gc);
+            assign core_busy[gc] = (state != S_IDLE) && ((owner == O_NONE) || (ocore == gc));
+        end
+    endgenerate
 
     // ---- handshakes
     wire ar_hs = m_axi_arvalid && m_axi_arready;
@@ -113,6 +155,8 @@ module axi_arbiter (
         if (rst) begin
             state   <= S_IDLE;
             owner   <= O_NONE;
+            ocore   <= {CB{1'b0}};
+            last    <= N - 1;
             addr    <= 32'd0;
             lenm1   <= 8'd0;
             cnt     <= 8'd0;
@@ -121,17 +165,27 @@ module axi_arbiter (
         end else begin
             if (abort)
                 owner <= O_NONE;
+            if (clr)
+                last <= N - 1;
             case (state)
                 S_IDLE: begin
                     cnt     <= 8'd0;
                     aw_done <= 1'b0;
                     w_done  <= 1'b0;
-                    if (f_gnt) begin
-                        state <= S_AR; owner <= O_FETCH; addr <= f_addr; lenm1 <= f_len[7:0] - 8'd1;
-                    end else if (l_gnt) begin
-                        state <= S_AR; owner <= O_LOAD;  addr <= l_addr; lenm1 <= l_len[7:0] - 8'd1;
-                    end else if (s_gnt) begin
-                        state <= S_W;  owner <= O_STORE; addr <= s_addr; lenm1 <= s_len[7:0] - 8'd1;
+                    if (can_grant) begin
+                        ocore <= sel;
+                        if (!clr)
+                            last <= sel;
+                    end
+                    if (can_grant && sf) begin
+                        state <= S_AR; owner <= O_FETCH; addr <= f_addr[sel*32 +: 32];
+                        lenm1 <= f_len[sel*9 +: 8] - 8'd1;
+                    end else if (can_grant && sl) begin
+                        state <= S_AR; owner <= O_LOAD;  addr <= l_addr[sel*32 +: 32];
+                        lenm1 <= l_len[sel*9 +: 8] - 8'd1;
+                    end else if (can_grant && ss) begin
+                        state <= S_W;  owner <= O_STORE; addr <= s_addr[sel*32 +: 32];
+                        lenm1 <= s_len[sel*9 +: 8] - 8'd1;
                     end
                 end
                 S_AR: if (ar_hs) state <= S_R;
@@ -159,15 +213,10 @@ module axi_arbiter (
 
     // ---- client side
     assign rd_data   = m_axi_rdata;
-    assign f_beat    = r_hs && (owner == O_FETCH);
-    assign l_beat    = r_hs && (owner == O_LOAD);
-    assign s_beat    = w_hs && (owner == O_STORE);
-    assign f_done    = r_last && (owner == O_FETCH);
-    assign l_done    = r_last && (owner == O_LOAD);
-    assign s_done    = b_hs && (owner == O_STORE);
     assign resp_err  = (owner != O_NONE) &&
                        ((r_hs && (m_axi_rresp != 2'b00)) || (b_hs && (m_axi_bresp != 2'b00)));
     assign err_owner = owner;
+    assign err_core  = ocore;
     assign idle      = (state == S_IDLE);
     assign dbg_rd    = (state == S_AR) || (state == S_R);
     assign dbg_wr    = (state == S_W) || (state == S_B);
@@ -195,10 +244,11 @@ module axi_arbiter (
     assign m_axi_awvalid = (state == S_W) && !aw_done;
     assign m_axi_wvalid  = (state == S_W) && !w_done;
     assign m_axi_wlast   = (cnt == lenm1);
-    assign m_axi_wdata   = (owner == O_STORE) ? s_wdata : {`CFG_BUS_WIDTH{1'b0}};
+    assign m_axi_wdata   = (owner == O_STORE) ? s_wdata[ocore*`CFG_BUS_WIDTH +: `CFG_BUS_WIDTH] : {`CFG_BUS_WIDTH{1'b0}};
     assign m_axi_wstrb   = (owner == O_STORE) ? {`CFG_BUS_BYTES{1'b1}} : {`CFG_BUS_BYTES{1'b0}};
     assign m_axi_bready  = (state == S_B);
 
     // IDs and RLAST are not needed: one transaction at a time, beats are counted.
-    wire unused_axi = ^{m_axi_bid, m_axi_rid, m_axi_rlast, f_len[8], l_len[8], s_len[8]};
+    // (the length's bit 8 is never set: MAX_BURST <= 256)
+    wire unused_axi = ^{m_axi_bid, m_axi_rid, m_axi_rlast, f_len, l_len, s_len};
 endmodule

@@ -1,4 +1,4 @@
-// compute_unit: executes ALU (vector ALU over the accumulator buffer), GEMM (gemm.v) and FINISH
+// compute_unit: executes ALU (vector ALU over the accumulator buffer), GEMM (gemm.v), FINISH and BARRIER
 // inside unit_shell (IDLE -> WAIT -> EXEC -> PUSH; pop_prev takes l2c, pop_next s2c, push_prev
 // gives c2l, push_next c2s).
 //   WAIT : range checks (ERR_SRAM_RANGE): the ALU's largest indices; GEMM's micro-op range
@@ -24,7 +24,9 @@
 //          iteration raises `err` (ERR_UNLOADED / ERR_SRAM_RANGE) in its A-stage cycle.
 //          FINISH: stays until the load and store units are idle with empty queues and the
 //          DRAM port is idle with no request (>= 1 cycle).
-//   PUSH : a FINISH completes here (`finish`).
+//          BARRIER: `arrived` while drained as FINISH; ends in the cycle in which every core has
+//          arrived (`bar_go`, from barrier.v), so all cores leave it at the same edge.
+//   PUSH : a FINISH completes here (`finish`), a BARRIER too (`bar_done`: FETCH resumes).
 `include "accel_params.vh"
 
 module compute_unit (
@@ -45,8 +47,12 @@ module compute_unit (
     output wire                            c2l_push,
     input  wire                            c2s_full,
     output wire                            c2s_push,
-    // FINISH condition: load/store idle with empty queues, DRAM port idle
+    // FINISH condition: load/store idle with empty queues, DRAM port idle (for this core)
     input  wire                            drained,
+    // BARRIER: this core waits, drained, at a BARRIER (`arrived`); every core has (`bar_go`)
+    output wire                            arrived,
+    input  wire                            bar_go,
+    output wire                            bar_done,
     // accumulator ports (acc_buffer's port plan: wr_busy / src_busy = taken by LOAD / STORE)
     input  wire                            acc_wr_busy,
     input  wire                            acc_src_busy,
@@ -99,8 +105,9 @@ module compute_unit (
 
     // ---- fields
     wire            is_finish = (insn[`F_HDR_OPCODE_LO +: `F_HDR_OPCODE_W] == `OP_FINISH);
+    wire            is_bar    = (insn[`F_HDR_OPCODE_LO +: `F_HDR_OPCODE_W] == `OP_BARRIER);
     wire            is_gemm   = (insn[`F_HDR_OPCODE_LO +: `F_HDR_OPCODE_W] == `OP_GEMM);
-    wire            is_alu    = !is_finish && !is_gemm;  // the compute queue holds ALU, GEMM, FINISH
+    wire            is_alu    = !is_finish && !is_bar && !is_gemm;  // the queue holds ALU, GEMM, FINISH, BARRIER
     wire [3:0]      alu_op    = insn[`F_ALU_ALU_OP_LO +: `F_ALU_ALU_OP_W];
     wire            use_imm   = insn[`F_ALU_USE_IMM_LO];
     wire [13:0]     iter_out  = insn[`F_ALU_ITER_OUT_LO +: `F_ALU_ITER_OUT_W];
@@ -138,12 +145,14 @@ module compute_unit (
         .prev_avail(l2c_avail), .prev_pop(l2c_pop), .prev_full(c2l_full), .prev_push(c2l_push),
         .next_avail(s2c_avail), .next_pop(s2c_pop), .next_full(c2s_full), .next_push(c2s_push),
         .insn(insn), .start(start), .range_bad(range_bad), .exec_done(exec_done), .exec_stop(exec_stop),
-        .exec_stuck(is_finish && !drained),
+        .exec_stuck((is_finish && !drained) || (is_bar && !(drained && bar_go))),
         .err(shell_err), .pc_out(pc_out), .idle(idle), .exec(exec), .stall(stall), .stuck(stuck),
         .insn_done(insn_end)
     );
     assign insn_done = insn_end;
     assign finish    = insn_end && is_finish;
+    assign bar_done  = insn_end && is_bar;
+    assign arrived   = exec && is_bar && drained && !halt;
 
     // ---- loop state: the next iteration to read
     reg [13:0]    i;
@@ -192,7 +201,8 @@ module compute_unit (
     // a GEMM with its last iteration's E stage (either at once without iterations); a halt
     // stops any
     wire alu_done = no_iter || (go && issued && ex_v);
-    assign exec_done = !halt && (is_finish ? drained : (is_gemm ? (gemm_no_iter || gemm_done) : alu_done));
+    assign exec_done = !halt && (is_finish ? drained : (is_bar ? (drained && bar_go) :
+                                 (is_gemm ? (gemm_no_iter || gemm_done) : alu_done)));
     assign exec_stop = halt;
 
     // ---- vector ALU on the read (or forwarded) operands

@@ -1,10 +1,12 @@
 // fetch: reads the instruction stream in bursts and dispatches each instruction, in order,
-// to the queue of its unit (LOAD -> load, STORE -> store, ALU/GEMM/FINISH -> compute).
+// to the queue of its unit (LOAD -> load, STORE -> store, ALU/GEMM/FINISH/BARRIER -> compute).
 //   F_CHECK  : the cycle after START: instruction window check (ERR_INSN_RANGE, ERR_PC 0)
 //   F_REQ    : request min(MAX_BURST, remaining, to 4 KiB) beats; leaves on the grant
 //   F_BURST  : beats are assembled into the fetch buffer
 //   F_DISP   : from the cycle after the last beat, one instruction per cycle, stalling while
 //              the target queue is full; each is checked like Isa.decode_word + Isa.check
+//   F_BAR    : a BARRIER was dispatched: nothing more until the compute unit completes it
+//              (`bar_done`), then on with the buffer, the next burst or F_DONE
 //   F_DONE   : every instruction dispatched (or stopped)
 `include "accel_params.vh"
 
@@ -28,6 +30,8 @@ module fetch (
     input  wire                            rd_beat,
     input  wire [`CFG_BUS_WIDTH-1:0]       rd_data,
     input  wire                            burst_done,
+    // this core's BARRIER completed (its PUSH)
+    input  wire                            bar_done,
     // queues
     output wire [`INSN_BITS+31:0]          q_din,     // {pc, insn}
     output wire                            lq_push,
@@ -44,7 +48,7 @@ module fetch (
     output wire                            stuck      // finished, or stalled on a full queue
 );
     localparam [2:0] F_IDLE = 3'd0, F_CHECK = 3'd1, F_REQ = 3'd2, F_BURST = 3'd3,
-                     F_DISP = 3'd4, F_DONE = 3'd5;
+                     F_DISP = 3'd4, F_DONE = 3'd5, F_BAR = 3'd6;
     localparam BI = `CFG_MAX_BURST_LOG2;          // fetch buffer index bits
     localparam FB = 1 << `CFG_MAX_BURST_LOG2;     // fetch buffer entries (>= MAX_BURST/BEATS_PER_INSN)
     localparam BUS = `CFG_BUS_WIDTH;
@@ -98,13 +102,14 @@ module fetch (
     wire is_gemm   = (op == `OP_GEMM);
     wire is_finish = (op == `OP_FINISH);
     wire is_alu    = (op == `OP_ALU);
+    wire is_bar    = (op == `OP_BARRIER);
     wire resv_nz   = ((is_load || is_store) && (head[`INSN_BITS-1:`MEM_USED_BITS] != 0)) ||
                      (is_alu    && (head[`INSN_BITS-1:`ALU_USED_BITS] != 0)) ||
                      (is_gemm   && (head[`INSN_BITS-1:`GEMM_USED_BITS] != 0)) ||
-                     (is_finish && (head[`INSN_BITS-1:`HDR_USED_BITS] != 0));
+                     ((is_finish || is_bar) && (head[`INSN_BITS-1:`HDR_USED_BITS] != 0));
     reg [7:0] dec_code;
     always @(*) begin
-        if (!(is_load || is_store || is_gemm || is_finish || is_alu))     dec_code = `ERR_BAD_OPCODE;
+        if (!(is_load || is_store || is_gemm || is_finish || is_alu || is_bar)) dec_code = `ERR_BAD_OPCODE;
         else if (resv_nz)                                                  dec_code = `ERR_BAD_OPCODE;
         else if (is_load && (pop_prev || push_prev))                       dec_code = `ERR_BAD_FIELD;
         else if (is_store && (pop_next || push_next))                      dec_code = `ERR_BAD_FIELD;
@@ -128,7 +133,7 @@ module fetch (
     assign err      = chk_err || disp_err;
     assign err_code = chk_err ? `ERR_INSN_RANGE : dec_code;
     assign err_pc   = chk_err ? 32'd0 : pc;
-    assign stuck    = (state == F_IDLE) || (state == F_DONE) ||
+    assign stuck    = (state == F_IDLE) || (state == F_DONE) || (state == F_BAR) ||
                       ((state == F_DISP) && !dec_bad && tgt_full);
 
     always @(posedge clk) begin
@@ -188,9 +193,17 @@ module fetch (
                     else if (disp) begin
                         ridx <= ridx + 1'b1;
                         pc   <= pc + 32'd1;
-                        if (last_disp)
+                        if (is_bar)
+                            state <= F_BAR;
+                        else if (last_disp)
                             state <= (pc + 32'd1 == insn_count) ? F_DONE : F_REQ;
                     end
+                end
+                F_BAR: begin
+                    if (halt)
+                        state <= F_DONE;
+                    else if (bar_done)
+                        state <= (ridx != widx) ? F_DISP : ((pc == insn_count) ? F_DONE : F_REQ);
                 end
                 default: ;  // F_IDLE, F_DONE: wait for START
             endcase

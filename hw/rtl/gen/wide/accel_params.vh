@@ -64,6 +64,8 @@
 `define CFG_TOKEN_QUEUE_DEPTH        16
 `define CFG_TOKEN_COUNT_BITS         5
 `define CFG_MAX_REGIONS              8
+`define CFG_NUM_CORES                1  // cores sharing the AXI master (each with its own units and buffers)
+`define CFG_CORE_IDX_BITS            1  // width of a core index (at least 1)
 `define CFG_REGION_IDX_BITS          3
 
 // ---- ISA: opcodes, ALU ops, buffers
@@ -202,6 +204,28 @@
 `define STATUS_DONE_BIT              1
 `define STATUS_ERROR_BIT             2
 `define STATUS_ERR_CODE_LO           8
+`define STATUS_ERR_CORE_LO           16
+`define CSR_CORE_BANK_BASE           12'h800  // core k's bank at BASE + STRIDE * k
+`define CSR_CORE_BANK_STRIDE         128
+`define BANK_INSN_ADDR_LO            7'h00  // offset in a core's bank
+`define BANK_INSN_ADDR_HI            7'h04  // offset in a core's bank
+`define BANK_INSN_COUNT              7'h08  // offset in a core's bank
+`define BANK_ERR_PC                  7'h0c  // offset in a core's bank
+`define BANK_LOAD_BUSY               7'h10  // offset in a core's bank
+`define BANK_COMPUTE_BUSY            7'h14  // offset in a core's bank
+`define BANK_STORE_BUSY              7'h18  // offset in a core's bank
+`define BANK_LOAD_STALL              7'h1c  // offset in a core's bank
+`define BANK_COMPUTE_STALL           7'h20  // offset in a core's bank
+`define BANK_STORE_STALL             7'h24  // offset in a core's bank
+`define BANK_LOAD_INSNS              7'h28  // offset in a core's bank
+`define BANK_COMPUTE_INSNS           7'h2c  // offset in a core's bank
+`define BANK_STORE_INSNS             7'h30  // offset in a core's bank
+`define BANK_DMA_RD_BYTES            7'h34  // offset in a core's bank
+`define BANK_DMA_WR_BYTES            7'h38  // offset in a core's bank
+`define BANK_FETCH_BYTES             7'h3c  // offset in a core's bank
+`define BANK_COMPUTE_WAIT            7'h40  // offset in a core's bank
+`define BANK_GEMM_BUSY               7'h44  // offset in a core's bank
+`define BANK_GEMM_OPS                7'h48  // offset in a core's bank
 `define ATTR_READ_BIT                0
 `define ATTR_WRITE_BIT               1
 // ---- error codes (STATUS[15:8])
