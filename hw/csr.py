@@ -171,3 +171,28 @@ def decode_status(status: int) -> dict[str, object]:
     return {"busy": bool(status & STATUS_BUSY), "done": bool(status & STATUS_DONE),
             "error": bool(status & STATUS_ERROR), "err_code": code, "err_name": ERROR_NAMES.get(code, "?"),
             "err_core": (status >> STATUS_ERR_CORE_SHIFT) & STATUS_ERR_CORE_MASK}
+
+
+def counter_reads(num_cores: int) -> list[str]:
+    """The CSRs a driver reads for the counters: the fixed map's on one core, every core's bank on several."""
+    return list(COUNTERS) if num_cores <= 1 else [f"CORE{k}_{c}" for k in range(num_cores) for c in COUNTERS]
+
+
+def counters_of(values: dict[str, int], num_cores: int) -> tuple[dict[str, int], list[dict[str, int]] | None]:
+    """The counters under their lower-case names from the values of :func:`counter_reads`: the totals
+    over the cores and, on several cores, each core's (None on one core)."""
+    if num_cores <= 1:
+        return {c.lower(): values[c] for c in COUNTERS if c in values}, None
+    per = [{c.lower(): values[f"CORE{k}_{c}"] for c in COUNTERS} for k in range(num_cores)]
+    return {c.lower(): sum(p[c.lower()] for p in per) for c in COUNTERS}, per
+
+
+def status_error(status: int, err_pc: int, num_cores: int) -> dict[str, object]:
+    """A RunResult error dict from STATUS and ERR_PC (``core`` too on several cores)."""
+    st = decode_status(status)
+    where = f"core {st['err_core']} instruction {err_pc}" if num_cores > 1 else f"instruction {err_pc}"
+    d: dict[str, object] = {"code": st["err_code"], "name": st["err_name"], "pc": err_pc,
+                            "message": f"STATUS=0x{status:08x}: {st['err_name']} at {where}"}
+    if num_cores > 1:
+        d["core"] = st["err_core"]
+    return d

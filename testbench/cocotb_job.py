@@ -225,7 +225,7 @@ class Bench:
             cocotb.start_soon(self.watch.watch())
         self.cfg = parse_config(json.loads(Path(job["config"]).read_text()), job["config"])
         self.fast = job["mem"] == "fast"
-        self.csr = csr.csr_by_name(self.cfg.max_regions)
+        self.csr = csr.csrs_of(self.cfg)
         self.dirty_words = 0  # DRAM words a previous Program may have touched
         self.csr_timeout_ns = CSR_TIMEOUT_CYCLES * CLK_NS * (1 if self.fast else 8)
         dut.rst.value = 1
@@ -401,7 +401,7 @@ class Bench:
         res["status"] = await self.read("STATUS")
         res["err_pc"] = await self.read("ERR_PC")
         res["cycles"] = await self.read("CYCLES_LO") | (await self.read("CYCLES_HI") << 32)
-        res["counters"] = {c.lower(): await self.read(c) for c in csr.COUNTERS}
+        res["counters"] = await self.read_counters()
         data, unknown = await self.dump_dram(dram_end)
         Path(entry["dram_bin"]).write_bytes(data)
         res["x_words"] = unknown
@@ -415,8 +415,12 @@ class Bench:
             res["after_soft_reset"] = {"status": await self.read("STATUS"), "err_pc": await self.read("ERR_PC"),
                                        "cycles": await self.read("CYCLES_LO") | (await self.read("CYCLES_HI") << 32),
                                        "irq": int(dut.irq.value),
-                                       "counters": {c.lower(): await self.read(c) for c in csr.COUNTERS}}
+                                       "counters": await self.read_counters()}
         return res
+
+    async def read_counters(self) -> dict[str, Any]:
+        """Every counter CSR (each core's bank on several cores), by CSR name."""
+        return {n: await self.read(n) for n in csr.counter_reads(self.cfg.num_cores)}
 
 
 async def execute_job(dut: Any) -> None:

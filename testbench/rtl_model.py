@@ -358,8 +358,7 @@ def _error_of(r: dict[str, Any], cfg: HwConfig) -> dict[str, Any] | None:
                            f"expected 0x{csr.VERSION:08x} / 0x{cfg.config_id:08x}"}
     st = csr.decode_status(r["status"])
     if st["error"]:
-        return {"code": st["err_code"], "name": st["err_name"], "pc": r["err_pc"],
-                "message": f"STATUS=0x{r['status']:08x}: {st['err_name']} at instruction {r['err_pc']}"}
+        return csr.status_error(r["status"], r["err_pc"], cfg.num_cores)
     if not st["done"] or st["busy"]:
         return {"code": None, "name": "STATUS", "pc": None,
                 "message": f"irq rose but STATUS=0x{r['status']:08x} (expected done=1, busy=0)"}
@@ -441,8 +440,11 @@ def _run_batch(b: Build, programs: Sequence[Program], seed: int, vcd: Path | Non
                     w["capped"] = True
                 w["bytes"] = vcd.stat().st_size
             extra["waves"] = {**w, "file": str(vcd)}
+        counters, per_core = csr.counters_of(dict(r.get("counters", {})), b.cfg.num_cores)
+        if per_core is not None:
+            extra["cores"] = per_core
         out.append(RunResult(model="rtl", outputs=p.read_outputs(dram), cycles=r.get("cycles"),
-                             counters=dict(r.get("counters", {})), error=_error_of(r, b.cfg),
+                             counters=counters, error=_error_of(r, b.cfg),
                              wall_s=float(r.get("wall_s", wall)), extra=extra))
     return out
 

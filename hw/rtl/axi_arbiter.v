@@ -98,6 +98,8 @@ module axi_arbiter #(
     reg [1:0]  owner;
     reg [CB-1:0] ocore;  // the owner's core
     reg [CB-1:0] last;   // the core granted last
+    localparam integer  LAST_I    = N - 1;
+    localparam [CB-1:0] LAST_CORE = LAST_I[CB-1:0];
     reg [31:0] addr;
     reg [7:0]  lenm1;    // beats - 1
     reg [7:0]  cnt;      // beats done (R or W)
@@ -114,7 +116,7 @@ module axi_arbiter #(
         sel   = {CB{1'b0}};
         sel_v = 1'b0;
         for (i = N; i >= 1; i = i - 1) begin
-            k = last + i;
+            k = {{(32-CB){1'b0}}, last} + i;
             if (k >= N)
                 k = k - N;
             if (any_req[k]) begin
@@ -156,7 +158,7 @@ module axi_arbiter #(
             state   <= S_IDLE;
             owner   <= O_NONE;
             ocore   <= {CB{1'b0}};
-            last    <= N - 1;
+            last    <= LAST_CORE;
             addr    <= 32'd0;
             lenm1   <= 8'd0;
             cnt     <= 8'd0;
@@ -166,7 +168,7 @@ module axi_arbiter #(
             if (abort)
                 owner <= O_NONE;
             if (clr)
-                last <= N - 1;
+                last <= LAST_CORE;
             case (state)
                 S_IDLE: begin
                     cnt     <= 8'd0;

@@ -134,8 +134,8 @@ def build(cfg: HwConfig | str | Path = "default", mem: str = DEFAULT_MEM, verbos
 
 
 def _reads(cfg: HwConfig) -> list[tuple[str, int]]:
-    by = csr.csr_by_name(cfg.max_regions)
-    names = ["VERSION", "CONFIG_ID", "STATUS", "ERR_PC", "CYCLES_LO", "CYCLES_HI"] + list(csr.COUNTERS)
+    by = csr.csrs_of(cfg)
+    names = ["VERSION", "CONFIG_ID", "STATUS", "ERR_PC", "CYCLES_LO", "CYCLES_HI"] + csr.counter_reads(cfg.num_cores)
     return [(n, by[n].addr) for n in names]
 
 
@@ -152,8 +152,7 @@ def _error_of(d: dict, regs: dict[str, int], cfg: HwConfig, limit: int) -> dict 
                 "message": f"VERSION 0x{regs.get('VERSION', 0):08x} / CONFIG_ID 0x{regs.get('CONFIG_ID', 0):08x}"}
     st = csr.decode_status(regs["STATUS"])
     if st["error"]:
-        return {"code": st["err_code"], "name": st["err_name"], "pc": regs["ERR_PC"],
-                "message": f"STATUS=0x{regs['STATUS']:08x}: {st['err_name']} at instruction {regs['ERR_PC']}"}
+        return csr.status_error(regs["STATUS"], regs["ERR_PC"], cfg.num_cores)
     if not st["done"] or st["busy"]:
         return {"code": None, "name": "STATUS", "pc": None,
                 "message": f"irq rose but STATUS=0x{regs['STATUS']:08x} (expected done=1, busy=0)"}
@@ -180,7 +179,7 @@ def run(program: Program, cfg: HwConfig | str | Path | None = None, mem: str = D
                          f"{model_bytes(c)}-byte DRAM model")
     exe = build(c, mem)
     limit = int(limit or watchdog_cycles(program, "fast"))
-    by = csr.csr_by_name(c.max_regions)
+    by = csr.csrs_of(c)
     runs = exe.parent / "runs"
     runs.mkdir(parents=True, exist_ok=True)
     rdir = Path(tempfile.mkdtemp(prefix=f"{program.name[:40]}-", dir=runs))
@@ -213,12 +212,14 @@ def run(program: Program, cfg: HwConfig | str | Path | None = None, mem: str = D
     else:
         dram = from_hex_words(dram_out.read_text(), c.bus_bytes)[0] if dram_out.is_file() else bytes(dump_bytes)
     dram = dram.ljust(dump_bytes, b"\0")
-    counters = {n.lower(): regs[n] for n in csr.COUNTERS if n in regs}
+    counters, per_core = csr.counters_of(regs, c.num_cores)
     cycles = (regs["CYCLES_LO"] | (regs["CYCLES_HI"] << 32)) if "CYCLES_LO" in regs else None
     wall = float(d.get("run_wall_s", proc_wall))
     sim_cycles = int(d.get("sim_cycles", 0))
     extra = {"mem": mem, "sim_cycles": sim_cycles, "cycles_per_s": sim_cycles / wall if wall > 0 else None,
              "process_wall_s": round(proc_wall, 6), "status": regs.get("STATUS"), "run_dir": str(rdir)}
+    if per_core is not None:
+        extra["cores"] = per_core
     if p.stderr.strip():
         extra["stderr"] = p.stderr[-2000:]
     res = RunResult(model="raw", outputs=program.read_outputs(dram), cycles=cycles, counters=counters, error=err,
