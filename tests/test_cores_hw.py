@@ -1,0 +1,167 @@
+"""Several cores on the TLM and the RTL: hand-made Programs of 2 and 4 cores (DRAM traffic of every
+core through the one port, barriers between phases) give the same outputs, cycles and per-core
+counters on both; a core that skips a barrier ends the run with ERR_BARRIER on that barrier's waiting
+core; a fault in one core stops every core with STATUS naming the core. All RTL runs of a config in
+one simulator process."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from hw import csr
+from hw.config import _KEYS, HwConfig, load_config, parse_config
+from hw.isa import ALU_OPS, Alu, Barrier, Finish, Instruction, Load, Store
+from hw.program import Program, concat_streams, plan_layout
+
+try:
+    from testbench.rtl_model import rtl_available
+    HAVE_RTL = rtl_available()
+except Exception:  # noqa: BLE001 - no testbench means no RTL
+    HAVE_RTL = False
+
+
+def cores(n: int, base: str = "small") -> HwConfig:
+    data = {k: v for k, v in dataclasses.asdict(load_config(base)).items() if k in _KEYS}
+    return parse_config({**data, "num_cores": n, "name": f"{base}x{n}"})
+
+
+ROWS = 4  # vectors per core in the first phase (ROWS int8 vectors = one int32 vector: PACK)
+PACK = 4
+
+
+def _stream(cfg: HwConfig, k: int, n: int, addr: dict[str, int], *, barrier: bool = True,
+            bad_load: bool = False) -> list[Instruction]:
+    """Core k: phase 1 loads its ROWS int32 vectors of `a`, adds k+1, stores them (narrowed to int8)
+    to its rows of `o`; a barrier; phase 2 loads the rows its neighbour stored (ROWS int8 vectors
+    read as one int32 vector), adds k+2 and stores the result to its row of `o2`.
+    ``bad_load``: the phase-2 LOAD reads past the end of DRAM."""
+    vec, out = cfg.acc_vec_bytes, cfg.out_vec_bytes
+    nb = (k + 1) % n
+    src2 = cfg.dram_bytes // vec if bad_load else (addr["o"] + nb * ROWS * out) // vec
+
+    def phase(src: int, rows: int, imm: int, dst: int) -> list[Instruction]:
+        return [Load(sram_base=0, dram_base=src, y_size=1, x_size=rows, x_stride=rows, push_next=True),
+                Alu(pop_prev=True, alu_op=ALU_OPS["ADD"], use_imm=True, imm=imm, iter_out=1, iter_in=rows,
+                    dst_factor_in=1, push_next=True),
+                Store(pop_prev=True, sram_base=0, dram_base=dst, y_size=1, x_size=rows, x_stride=rows,
+                      push_prev=True),
+                Alu(pop_next=True, iter_out=0)]
+
+    s = phase(addr["a"] // vec + k * ROWS, ROWS, k + 1, addr["o"] // out + k * ROWS)
+    s += [Barrier()] if barrier else []
+    s += phase(src2, 1, k + 2, addr["o2"] // out + k)
+    return s + [Finish()]
+
+
+def program(cfg: HwConfig, name: str, skip: int | None = None, bad_core: int | None = None) -> Program:
+    """The Program of :func:`_stream` on every core; ``skip``: that core has no barrier;
+    ``bad_core``: that core's phase-2 LOAD reads outside every region."""
+    n, L = cfg.num_cores, cfg.lanes
+    assert cfg.out_vec_bytes * PACK == cfg.acc_vec_bytes
+
+    def streams(addr: dict[str, int]) -> list[list[Instruction]]:
+        return [_stream(cfg, k, n, addr, barrier=k != skip, bad_load=k == bad_core) for k in range(n)]
+
+    count = sum(len(s) for s in streams({"a": 0, "o": 0, "o2": 0}))
+    regions = plan_layout(cfg, [("a", "input", (n * ROWS, L), "int32"), ("o", "scratch", (n * ROWS, L), "int8"),
+                                ("o2", "output", (n, L), "int8")], count)
+    insns, windows = concat_streams(streams({r.name: r.addr for r in regions}))
+    p = Program.create(cfg, insns, regions, windows=windows, name=name)
+    p.set_input("a", _a(cfg))
+    return p
+
+
+def _a(cfg: HwConfig) -> np.ndarray:
+    n, L = cfg.num_cores, cfg.lanes
+    return ((np.arange(n * ROWS * L).reshape(n * ROWS, L) * 7919) % 1000 - 500).astype(np.int32)
+
+
+def expected(cfg: HwConfig) -> dict[str, np.ndarray]:
+    """What program(cfg) leaves in `o2` (`o`, read back by the neighbours, is scratch)."""
+    n, L = cfg.num_cores, cfg.lanes
+    a = _a(cfg).astype(np.int64)
+    o = np.concatenate([a[k * ROWS:(k + 1) * ROWS] + k + 1 for k in range(n)]).astype(np.int8)  # C cast
+    packed = o.reshape(n, ROWS * L).view("<i4").astype(np.int64)  # each core's rows as one int32 vector
+    o2 = np.stack([packed[(k + 1) % n] + k + 2 for k in range(n)]).astype(np.int8)
+    return {"o2": o2}
+
+
+CONFIGS = {"small x2": (2, "small"), "default x4": (4, "default")}
+
+
+@pytest.fixture(scope="module")
+def runs() -> dict[str, tuple[HwConfig, list[Program], list]]:
+    """Per config: the Programs (clean, a core skipping its barrier, a fault in core 1) and their
+    (TLM, RTL) results, the RTL ones from one simulator process."""
+    from sim.tlm import run_program
+
+    out = {}
+    for label, (n, base) in CONFIGS.items():
+        cfg = cores(n, base)
+        progs = [program(cfg, "phases"), program(cfg, "skip", skip=1), program(cfg, "fault", bad_core=1)]
+        tlm = [run_program(p, raise_on_error=False) for p in progs]
+        rtl = None
+        if HAVE_RTL:
+            from testbench.rtl_model import run_programs
+            rtl = run_programs(progs, cfg)
+        out[label] = (cfg, progs, tlm, rtl)
+    return out
+
+
+@pytest.mark.parametrize("label", list(CONFIGS))
+def test_phases_give_the_neighbours_data_on_every_model(runs, label: str) -> None:
+    cfg, progs, tlm, rtl = runs[label]
+    assert tlm[0].error is None, tlm[0].error
+    want = expected(cfg)
+    assert all(np.array_equal(tlm[0].outputs[k], want[k]) for k in want)
+    per = tlm[0].extra["cores"]
+    assert len(per) == cfg.num_cores and all(c["compute_insns"] == 6 for c in per)  # 2 ALU x 2 + BARRIER + FINISH
+    assert {k: sum(c[k] for c in per) for k in per[0]} == tlm[0].counters
+    if rtl is None:
+        pytest.skip("no RTL")
+    for p, t, r in zip(progs, tlm, rtl):
+        assert r.cycles == t.cycles, (p.name, t.cycles, r.cycles)
+        assert r.counters == t.counters, p.name
+        assert r.extra.get("cores") == t.extra.get("cores"), p.name
+        assert (r.error or {}).get("name") == (t.error or {}).get("name"), p.name
+        if r.error is None:
+            assert all(np.array_equal(r.outputs[k], t.outputs[k]) for k in t.outputs), p.name
+
+
+@pytest.mark.parametrize("label", list(CONFIGS))
+def test_a_core_that_skips_the_barrier_is_an_error_not_a_hang(runs, label: str) -> None:
+    cfg, progs, tlm, rtl = runs[label]
+    for res in [tlm[1]] + ([rtl[1]] if rtl else []):
+        e = res.error
+        assert e is not None and e["code"] == csr.ERR_BARRIER, (res.model, e)
+        # core 1 finished without the barrier: the lowest core waiting at it (core 0) reports it,
+        # at its BARRIER's pc (the fifth instruction of its stream)
+        assert e["core"] == 0 and e["pc"] == 4, (res.model, e)
+
+
+@pytest.mark.parametrize("label", list(CONFIGS))
+def test_a_fault_in_core_1_stops_every_core(runs, label: str) -> None:
+    cfg, progs, tlm, rtl = runs[label]
+    for res in [tlm[2]] + ([rtl[2]] if rtl else []):
+        e = res.error
+        assert e is not None and e["code"] == csr.ERR_DRAM_RANGE and e["core"] == 1, (res.model, e)
+        assert e["pc"] == 5, (res.model, e)  # core 1's phase-2 LOAD (after its barrier)
+    if rtl:
+        assert rtl[2].cycles == tlm[2].cycles
+
+
+def test_one_core_barrier_only_drains() -> None:
+    """On one core a BARRIER is FINISH's drain followed by the next instruction."""
+    from sim.tlm import run_program
+
+    cfg = load_config("small")
+    p = program(cores(1), "one")
+    one = Program.create(cfg, p.insns, p.regions, name="one")
+    one.set_input("a", p.inputs["a"])
+    r = run_program(one)
+    want = expected(cores(1))
+    assert all(np.array_equal(r.outputs[k], want[k]) for k in want)
+    assert r.counters["compute_insns"] == 6
