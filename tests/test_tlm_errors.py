@@ -101,7 +101,7 @@ def test_dram_range_load(cfg, T):
     assert not m.acc.any()  # nothing written
     st = m.read_csr(ADDR["STATUS"])
     assert csr.decode_status(st) == {"busy": False, "done": True, "error": True, "err_code": csr.ERR_DRAM_RANGE,
-                                     "err_name": "DRAM_RANGE"}
+                                     "err_name": "DRAM_RANGE", "err_core": 0}
     assert m.read_csr(ADDR["ERR_PC"]) == 0 and m.irq
 
 

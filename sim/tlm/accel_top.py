@@ -26,24 +26,18 @@ from hw.config import HwConfig
 from hw.isa import INSN_BYTES, Isa
 from hw.program import Program
 from hw.result import RunResult
-from sim.tlm.acc_buffer import AccBuffer
 from sim.tlm.axi_arbiter import AxiArbiter
-from sim.tlm.compute_unit import ComputeUnit
+from sim.tlm.barrier import Barrier
+from sim.tlm.core import Core
 from sim.tlm.csr_block import CsrBlock, RunStatus
 from sim.tlm.dram import Dram
 from sim.tlm.errors import TlmError
 from sim.tlm.fast_forward import FastForward, enabled_by_default
 from sim.tlm.fetch import Fetch
-from sim.tlm.gemm_buffers import GemmBuffers
-from sim.tlm.insn_queue import InsnQueue
-from sim.tlm.load_unit import LoadUnit
 from sim.tlm.region_check import RegionCheck
-from sim.tlm.scheduler import PH_CHECK, PH_HALT, Scheduler
-from sim.tlm.store_unit import StoreUnit
+from sim.tlm.scheduler import PH_HALT, Scheduler
 from sim.tlm.timing import Timing
-from sim.tlm.token_queue import TOKEN_QUEUES, TokenQueue
-from sim.tlm.trace import Tracer
-from sim.tlm.unit_shell import IDLE, UnitShell
+from sim.tlm.trace import Tracer, write_perfetto_cores
 
 
 class TlmModel:
@@ -51,22 +45,24 @@ class TlmModel:
 
     ``write_csr``/``read_csr`` use the addresses of ``hw.csr``; writing ``CTRL.START``
     arms a run and :meth:`run` executes it. ``dram`` is the DRAM byte array
-    (``numpy.uint8``, address 0 first); ``acc`` the accumulator buffer; ``gemm_buffers`` the
-    GEMM core's input, weight and micro-op buffers.
+    (``numpy.uint8``, address 0 first); ``cores`` the cores (``sim/tlm/core.py``), each with its
+    accumulator buffer and GEMM buffers; ``acc`` and ``gemm_buffers`` are core 0's.
     """
 
     def __init__(self, cfg: HwConfig, timing: Timing | None = None, trace: bool = False,
                  fast_forward: bool | None = None):
         self.cfg = cfg
         # advance repeating steady states in bulk (``sim/tlm/fast_forward.py``; same results); never
-        # while tracing, whose timeline would lose the skipped part
-        self.fast_forward = enabled_by_default() if fast_forward is None else fast_forward
+        # while tracing, whose timeline would lose the skipped part, nor on several cores, whose
+        # steady states interleave through the shared port
+        self.fast_forward = (enabled_by_default() if fast_forward is None else fast_forward) and cfg.num_cores == 1
         self.timing = timing or Timing.from_config(cfg)
         self.isa = Isa(cfg)
         self.dram_model = Dram(cfg.dram_bytes, cfg.lanes, cfg.out_width)
-        self.acc_buffer = AccBuffer(cfg.acc_depth, cfg.lanes)
-        self.gemm_buffers = GemmBuffers(cfg)
         self.regions = RegionCheck(cfg.dram_bytes)
+        self.cores = [Core(k, cfg, self.timing, self.isa, self.dram_model, self.regions) for k in range(cfg.num_cores)]
+        self.acc_buffer = self.cores[0].acc_buffer
+        self.gemm_buffers = self.cores[0].gemm_buffers
         self.tracing = trace
         self.csr = CsrBlock(cfg)
         self._armed = False
@@ -75,7 +71,7 @@ class TlmModel:
     # ---- public API --------------------------------------------------------------------------
     @property
     def acc(self) -> np.ndarray:
-        """The accumulator buffer's contents (``(depth, lanes)`` int32; writable)."""
+        """Core 0's accumulator buffer contents (``(depth, lanes)`` int32; writable)."""
         return self.acc_buffer.mem
 
     @property
@@ -100,7 +96,7 @@ class TlmModel:
     def read_csr(self, addr: int) -> int:
         """An AXI4-Lite read."""
         return self.csr.read(addr, RunStatus(self._armed and not self.finished, self.finished, self.error,
-                                             self.cycles or 0, self.counters()))
+                                             self.cycles or 0, self.core_counters()))
 
     @property
     def irq(self) -> bool:
@@ -116,21 +112,26 @@ class TlmModel:
             raise RuntimeError("the register config never starts the accelerator (run() before a CTRL.START write)")
         if self.finished:
             return self.cycles or 0
-        addr, addr_hi, count = self.csr.insn_window()
         self.regions.windows = self.csr.regions()
-        self.insn_count = count
-        if addr_hi != 0 or count == 0 or addr % INSN_BYTES != 0 or \
-                not self.regions.ok(addr, addr + INSN_BYTES * count, csr.ATTR_READ):
-            why = ("INSN_ADDR_HI is not 0" if addr_hi else "INSN_COUNT is 0" if count == 0 else
-                   f"INSN_ADDR_LO 0x{addr:x} is not a multiple of {INSN_BYTES}" if addr % INSN_BYTES else
-                   f"instruction window [0x{addr:x}, 0x{addr + INSN_BYTES * count:x}) is not inside one "
-                   f"readable region")
-            e = self.timing.start_check_cycles
-            self._set_error(TlmError(csr.ERR_INSN_RANGE, 0, "fetch", e, why))
+        bad = []
+        for c in self.cores:
+            addr, addr_hi, count = self.csr.insn_window(c.index)
+            c.insn_count = count
+            if addr_hi != 0 or count == 0 or addr % INSN_BYTES != 0 or \
+                    not self.regions.ok(addr, addr + INSN_BYTES * count, csr.ATTR_READ):
+                why = ("INSN_ADDR_HI is not 0" if addr_hi else "INSN_COUNT is 0" if count == 0 else
+                       f"INSN_ADDR_LO 0x{addr:x} is not a multiple of {INSN_BYTES}" if addr % INSN_BYTES else
+                       f"instruction window [0x{addr:x}, 0x{addr + INSN_BYTES * count:x}) is not inside one "
+                       f"readable region")
+                bad.append(TlmError(csr.ERR_INSN_RANGE, 0, "fetch", self.timing.start_check_cycles,
+                                    (f"core {c.index}: " if len(self.cores) > 1 else "") + why, core=c.index))
+        if bad:  # every core checks its window in the same cycle: the lowest core's is reported
+            self._set_error(bad[0])
             return self.cycles or 0
-        self.fetch = Fetch(self.sim, self.timing, self.isa, self.port, self.dram_model, self.queues, self.fault,
-                           addr, count)
-        self.fetch.start(0)
+        for c in self.cores:
+            addr, _, count = self.csr.insn_window(c.index)
+            c.start_fetch(addr, count)
+        self.insn_count = self.cores[0].insn_count
         if self.fast_forward and not self.tracing:
             self.ff = FastForward(self)
         self.sim.run()
@@ -138,21 +139,20 @@ class TlmModel:
             self._deadlock()
         return self.cycles or 0
 
+    def core_counters(self) -> list[dict[str, int]]:
+        """Each core's counters under the lower-case names of ``hw.csr.COUNTERS``."""
+        beats = self._halt_beats if self._halt_beats is not None else self.port.core_beats
+        return [c.counters(b) for c, b in zip(self.cores, beats)]
+
     def counters(self) -> dict[str, int]:
-        """The counters under the lower-case names of ``hw.csr.COUNTERS``."""
-        L, C, S = self.load, self.compute, self.store
-        return {"load_busy": L.busy, "compute_busy": C.busy, "store_busy": S.busy,
-                "load_stall": L.stall, "compute_stall": C.stall, "store_stall": S.stall,
-                "load_insns": L.insns, "compute_insns": C.insns, "store_insns": S.insns,
-                "dma_rd_bytes": self.port_beats("load") * self.timing.bus_bytes,
-                "dma_wr_bytes": self.port_beats("store") * self.timing.bus_bytes,
-                "fetch_bytes": self.port_beats("fetch") * self.timing.bus_bytes, "compute_wait": C.wait,
-                "gemm_busy": C.gemm_busy, "gemm_ops": C.gemm_ops}
+        """The counters under the lower-case names of ``hw.csr.COUNTERS``, summed over the cores."""
+        per = self.core_counters()
+        return {k: sum(p[k] for p in per) for k in per[0]}
 
     def port_beats(self, client: str) -> int:
-        """Beats the port moved for ``client`` (bursts granted; at an error: up to the error)."""
-        beats = self._halt_beats if self._halt_beats is not None else self.port.beats
-        return beats[client]
+        """Beats the port moved for ``client`` of every core (bursts granted; at an error: up to the error)."""
+        beats = self._halt_beats if self._halt_beats is not None else self.port.core_beats
+        return sum(b[client] for b in beats)
 
     @property
     def events(self) -> int:
@@ -162,67 +162,53 @@ class TlmModel:
     # ---- wiring and run control ----------------------------------------------------------------
     def _reset_state(self) -> None:
         self.sim = Scheduler()
+        n = len(self.cores)
         self.tracer: Tracer | None = Tracer() if self.tracing else None
-        self.port = AxiArbiter(self.sim, self.tracer)
-        self.port.on_free = self.check_finish
-        T = self.timing
-        sim, tr = self.sim, self.tracer
-        self.tokens = {n: TokenQueue(n, T.token_queue_depth, T.token_latency_cycles, sim.at) for n in TOKEN_QUEUES}
-        lat = T.queue_latency_cycles
-        self.queues = {"load": InsnQueue("load", T.load_queue_depth, lat, tr),
-                       "compute": InsnQueue("compute", T.compute_queue_depth, lat, tr),
-                       "store": InsnQueue("store", T.store_queue_depth, lat, tr)}
-        shell = (sim, T, tr)
-        self.acc_buffer.new_run()
-        self.gemm_buffers.new_run()  # START and soft reset clear the micro-op and weight valid bits
-        self.load = LoadUnit(*shell, self.queues["load"], self.tokens, self.fault, self.unit_idle,
-                             self.port, self.dram_model, self.regions, self.acc_buffer, self.gemm_buffers)
-        self.compute = ComputeUnit(*shell, self.queues["compute"], self.tokens, self.fault, self.unit_idle,
-                                   self.acc_buffer, self.gemm_buffers, self.cfg, self.check_finish,
-                                   self.done)
-        self.store = StoreUnit(*shell, self.queues["store"], self.tokens, self.fault, self.unit_idle,
-                               self.port, self.dram_model, self.regions, self.acc_buffer)
-        self.units: dict[str, UnitShell] = {"load": self.load, "compute": self.compute, "store": self.store}
-        self.fetch: Fetch | None = None
+        # one core: its units record on the top's tracer (the VCD and Perfetto of one core as ever)
+        self.core_tracers = [self.tracer] if n == 1 else [Tracer() if self.tracing else None for _ in range(n)]
+        self.port = AxiArbiter(self.sim, self.tracer, n)
+        self.port.on_free = self._port_free
+        self.barrier = Barrier(self.sim, n, self._release, self._core_fault)
+        for c, tr in zip(self.cores, self.core_tracers):
+            k = c.index
+            c.new_run(self.sim, self.port, tr,
+                      lambda t, code, pc, unit, msg, k=k: self.fault(t, code, pc, unit, msg, k),
+                      lambda t, k=k: self._core_finished(k, t), lambda t, pc, k=k: self.barrier.arrive(k, t, pc))
+        c0 = self.cores[0]
+        # core 0's parts under the one-core names (the fast-forward and tests of one core use them)
+        self.tokens, self.queues = c0.tokens, c0.queues
+        self.load, self.compute, self.store, self.units = c0.load, c0.compute, c0.store, c0.units
         self.ff: FastForward | None = None
         self.cycles: int | None = None
         self.error: TlmError | None = None
         self.finished = False
         self.insn_count = 0
         self._faults: list[TlmError] = []
-        self._checks: set[int] = set()
-        self._halt_beats: dict[str, int] | None = None
+        self._finished: set[int] = set()
+        self._halt_beats: list[dict[str, int]] | None = None
 
-    def unit_idle(self, t: int) -> None:
-        """A unit is IDLE again from cycle ``t``: FINISH may be able to complete then."""
-        self.check_finish(t)
+    @property
+    def fetch(self) -> Fetch | None:
+        """Core 0's FETCH."""
+        return self.cores[0].fetch
 
-    def check_finish(self, t: int) -> None:
-        """Schedule FINISH's drain check at the end of cycle ``t`` (once per cycle)."""
-        if self.compute.finishing and t not in self._checks:
-            self._checks.add(t)
-            self.sim.at(t, self._finish_check, phase=PH_CHECK)
+    def _port_free(self, t: int) -> None:
+        """The port is free again in cycle ``t``: a FINISH or BARRIER may be drained then."""
+        for c in self.cores:
+            c.check_drain(t)
 
-    def _finish_check(self, t: int) -> bool:
-        """The RTL's ``drained`` in cycle ``t`` (after that cycle's pops and grants): load and
-        store IDLE with empty queues, the port free with no request."""
-        self._checks.discard(t)
-        c = self.compute
-        if not c.finishing or self.sim.stopped or t < c.t_exec:
-            return False
-        for u in (self.load, self.store):
-            if u.state != IDLE or not u.queue.visible_empty(t):
-                return False
-            if u.idle_from > t:
-                self.check_finish(u.idle_from)
-                return False
-        if self.port.busy or self.port.pending:
-            return False
-        c.finish_drained(t)
-        return True
+    def _release(self, core: int, t: int) -> None:
+        self.cores[core].release(t)
+
+    def _core_finished(self, core: int, t: int) -> None:
+        """``core``'s FINISH completed (its PUSH) in cycle ``t``: DONE once every core's has."""
+        self._finished.add(core)
+        self.barrier.finish(core, t)
+        if len(self._finished) == len(self.cores):
+            self.done(t)
 
     def done(self, t: int) -> None:
-        """FINISH completed (its PUSH) in cycle ``t``: DONE rises at its end, unless an error
+        """The last FINISH completed (its PUSH) in cycle ``t``: DONE rises at its end, unless an error
         is raised in the same cycle (the error wins, as in the RTL)."""
         self.sim.at(t, self._done, phase=PH_HALT)
 
@@ -231,38 +217,46 @@ class TlmModel:
             return
         self.cycles = t
         self.finished = True
-        if self.tracer is not None:
-            self.tracer.done(t)
+        for tr in {id(x): x for x in [self.tracer, *self.core_tracers] if x is not None}.values():
+            tr.done(t)
         self.sim.stop()
 
-    def fault(self, t: int, code: int, pc: int, unit: str | None, msg: str) -> None:
-        """Record a fault at ``t``; the lowest pc among this cycle's faults wins (at PH_HALT)."""
+    def _core_fault(self, t: int, code: int, pc: int, core: int, msg: str) -> None:
+        self.fault(t, code, pc, "compute", msg, core)
+
+    def fault(self, t: int, code: int, pc: int, unit: str | None, msg: str, core: int = 0) -> None:
+        """Record a fault of ``core`` at ``t``; at PH_HALT the lowest core with a fault in that cycle
+        wins, inside it the lowest pc (a BARRIER fault only when the core has no other)."""
         if self.sim.stopped:
             return
         if not self._faults:
             self.sim.at(t, self._halt, phase=PH_HALT)
-        self._faults.append(TlmError(code, pc, unit, t, msg))
+        self._faults.append(TlmError(code, pc, unit, t, msg, core=core))
 
     def _halt(self, t: int) -> None:
-        err = min((e for e in self._faults if e.cycle == t), key=lambda e: e.pc)
+        err = min((e for e in self._faults if e.cycle == t),
+                  key=lambda e: (e.core, e.code == csr.ERR_BARRIER, e.pc))
         self._set_error(err)
 
     def _deadlock(self) -> None:
         """Nothing can progress: the stuck condition has held since the last state change."""
         T = self.timing
-        since = [u.stuck_since() for u in self.units.values()]
-        if self.fetch is not None and self.fetch.stuck_since is not None:
-            since.append(self.fetch.stuck_since)
+        since = [u.stuck_since() for c in self.cores for u in c.units.values()]
+        since += [c.fetch.stuck_since for c in self.cores if c.fetch is not None and c.fetch.stuck_since is not None]
         since.append(self.port.free_since)
         t = max(max(since), 1)
         e = t + T.deadlock_cycles - 1
-        blocked = [u for u in self.units.values() if u.blocked and u.pc is not None]
-        if blocked:
-            u = min(blocked, key=lambda u: u.pc)
-            states = ", ".join(f"{v.name} {v.state} at {v.pc}" for v in blocked)
-            err = TlmError(csr.ERR_DEADLOCK, u.pc, u.name, e, f"no unit can progress ({states})")
-        else:
-            err = TlmError(csr.ERR_DEADLOCK, self.insn_count, None, e,
+        err = None
+        for c in self.cores:
+            blocked = [u for u in c.units.values() if u.blocked and u.pc is not None]
+            if blocked:
+                u = min(blocked, key=lambda u: u.pc)
+                states = ", ".join(f"{v.name} {v.state} at {v.pc}" for v in blocked)
+                who = f"core {c.index}: " if len(self.cores) > 1 else ""
+                err = TlmError(csr.ERR_DEADLOCK, u.pc, u.name, e, f"{who}no unit can progress ({states})", core=c.index)
+                break
+        if err is None:
+            err = TlmError(csr.ERR_DEADLOCK, self.cores[0].insn_count, None, e,
                            "every unit is idle and FINISH never completed (missing FINISH?)")
         self._set_error(err)
 
@@ -272,14 +266,16 @@ class TlmModel:
         e = err.cycle
         c1 = e + self.timing.halt_cycles
         burst = self.port.inflight(e)
+        owner = self.port.cur.core if burst is not None and self.port.cur is not None else None
         self.error = err
         self._halt_beats = self.port.beats_at_halt(e)
-        for u in self.units.values():
-            u.partial_counts(e, c1, burst)
+        for c in self.cores:
+            for u in c.units.values():
+                u.partial_counts(e, c1, burst if owner == c.index else None)
         self.cycles = max(c1, burst[1]) if burst is not None else c1
         self.finished = True
-        if self.tracer is not None:
-            self.tracer.done(self.cycles)
+        for tr in {id(x): x for x in [self.tracer, *self.core_tracers] if x is not None}.values():
+            tr.done(self.cycles)
         self.sim.stop()
 
     # ---- tracing ----------------------------------------------------------------------------------
@@ -294,7 +290,10 @@ class TlmModel:
         (a Program's ``meta["sections"]``) adds one span per section on a track of its own."""
         if self.tracer is None:
             raise RuntimeError("the model was built without trace=True")
-        return self.tracer.write_perfetto(path, self.cycles or 0, self.isa, sections)
+        if len(self.cores) == 1:
+            return self.tracer.write_perfetto(path, self.cycles or 0, self.isa, sections)
+        return write_perfetto_cores(path, self.cycles or 0, self.isa, self.tracer,
+                                    [t for t in self.core_tracers if t is not None])
 
 
 def simulate(prog: Program, timing: Timing | None = None, trace: bool = False,
@@ -304,7 +303,7 @@ def simulate(prog: Program, timing: Timing | None = None, trace: bool = False,
     of the run in seconds."""
     m = TlmModel(prog.config, timing, trace=trace, fast_forward=fast_forward)
     m.load_dram(prog.dram_image())
-    addr = csr.csr_by_name(prog.config.max_regions)
+    addr = csr.csrs_of(prog.config)
     t0 = time.perf_counter()
     for name, value in prog.regs:
         m.write_csr(addr[name].addr, value)
@@ -331,9 +330,11 @@ def run_program(program: Program | str | Path, *, vcd: str | Path | None = None,
         m.write_vcd(vcd)
     if trace is not None:
         m.write_trace(trace, prog.meta.get("sections"))
+    extra: dict[str, Any] = {"events": m.events}
+    if len(m.cores) > 1:
+        extra["cores"] = m.core_counters()
     res = RunResult("tlm", prog.read_outputs(m.dram), m.cycles, m.counters(),
-                    m.error.to_dict() if m.error is not None else None, wall,
-                    extra={"events": m.events})
+                    m.error.to_dict(len(m.cores)) if m.error is not None else None, wall, extra=extra)
     if m.error is not None and raise_on_error:
         raise m.error
     return res

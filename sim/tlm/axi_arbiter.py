@@ -1,14 +1,17 @@
-"""The AXI arbiter (``hw/rtl/axi_arbiter.v``): the one AXI4 master port, fixed-priority
-arbitration FETCH > LOAD > STORE, one burst at a time.
+"""The AXI arbiter (``hw/rtl/axi_arbiter.v``): the one AXI4 master port of every core, one burst
+at a time: round robin between the cores with a request (starting after the core granted last;
+core 0 first after START), inside the chosen core FETCH > LOAD > STORE.
 
 A client hands the port a *segment*: bursts it will issue back to back (each
 requested at the cycle the previous one ends). The port grants a whole segment with
-ONE event at its computed end, and cuts it at a burst boundary only when a
-higher-priority client requests meanwhile: the owner's remaining bursts then go
-back into arbitration at that boundary, where the higher-priority client wins. A
-lower-priority request cannot win a boundary (the owner is requesting there too),
-so it simply waits for the segment's end. This is exactly burst-granularity
-arbitration, at the cost of one event per segment (plus one per cut).
+ONE event at its computed end, and cuts it at a burst boundary only when a client that
+would win that boundary requests meanwhile (a higher-priority client of the owner's core, or
+any client of another core, since the round robin moves past the owner): the owner's
+remaining bursts then go back into arbitration at that boundary, where the other client
+wins. A segment granted while another core is already waiting is cut to its first burst.
+A request that cannot win a boundary (a lower-priority client of the owner's core) simply
+waits for the segment's end. This is exactly burst-granularity arbitration, at the cost of
+one event per segment (plus one per cut).
 
 Times: a burst is *granted* in cycle ``g`` (the RTL arbiter's IDLE cycle) and *ends* in
 the cycle the port is free again (``g + Timing.read_burst_cycles(n)`` or
@@ -39,12 +42,13 @@ class Segment:
     """Bursts one client issues back to back; ``on_done(t)`` is called when the last ends."""
 
     __slots__ = ("client", "write", "beats", "dur", "on_done", "t0", "ends", "cut", "base", "on_grant",
-                 "on_cut", "mark")
+                 "on_cut", "mark", "core")
 
     def __init__(self, client: str, write: bool, beats: np.ndarray, dur: np.ndarray,
                  on_done: Callable[[int], None], base: int = 0,
                  on_grant: Callable[["Segment"], object] | None = None,
-                 on_cut: Callable[["Segment"], None] | None = None):
+                 on_cut: Callable[["Segment"], None] | None = None, core: int = 0):
+        self.core = core          # the requesting client's core
         self.client = client
         self.write = write
         self.beats = beats        # beats of each burst
@@ -64,48 +68,71 @@ class Segment:
 
 
 class AxiArbiter:
-    """The arbiter and the port's occupancy."""
+    """The arbiter and the port's occupancy (``cores`` cores, clients keyed ``(core, client)``)."""
 
-    def __init__(self, sim: Scheduler, tracer: Tracer | None = None):
+    def __init__(self, sim: Scheduler, tracer: Tracer | None = None, cores: int = 1):
         self.sim = sim
         self.tracer = tracer
+        self.cores = cores
         self.cur: Segment | None = None
-        self.pending: dict[str, Segment] = {}
+        self.pending: dict[tuple[int, str], Segment] = {}
+        self.last = cores - 1  # the core granted last (the round robin starts after it)
         self._version = 0
         self._arb_at = -1
         self.on_free: Callable[[int], None] | None = None  # the model's hook (FINISH's drain check)
-        self.beats: dict[str, int] = {"fetch": 0, "load": 0, "store": 0}  # beats of ended tenures
+        # beats of ended tenures, per core and client
+        self.core_beats: list[dict[str, int]] = [{"fetch": 0, "load": 0, "store": 0} for _ in range(cores)]
         self.free_since = 0  # cycle the port last became free (deadlock timing)
+
+    @property
+    def beats(self) -> dict[str, int]:
+        """Core 0's beats per client (the one core's on a one-core config)."""
+        return self.core_beats[0]
 
     @property
     def busy(self) -> bool:
         """A burst occupies the port (or a granted segment is under way)."""
         return self.cur is not None
 
+    def core_busy(self, core: int) -> bool:
+        """A burst of ``core`` occupies the port, or ``core`` waits for it (FINISH's drain)."""
+        return (self.cur is not None and self.cur.core == core) or any(k[0] == core for k in self.pending)
+
     def request(self, t: int, seg: Segment) -> None:
-        """``seg.client`` requests the port at cycle ``t`` (the current cycle)."""
-        self.pending[seg.client] = seg
+        """``seg.client`` of ``seg.core`` requests the port at cycle ``t`` (the current cycle)."""
+        self.pending[(seg.core, seg.client)] = seg
         cur = self.cur
         if cur is None:
             if self._arb_at != t:
                 self._arb_at = t
                 self.sim.at(t, self._arbitrate, phase=PH_ARB)
-        elif PRIORITY[seg.client] < PRIORITY[cur.client] and cur.cut > 1:
-            # cut the owner's segment at its first burst boundary >= t
-            k = int(np.searchsorted(cur.ends, t - cur.t0, side="left"))
-            if k + 1 < cur.cut:
-                cur.cut = k + 1
-                if cur.on_cut is not None:
-                    cur.on_cut(cur)
-                self._version += 1
-                self.sim.at(cur.t0 + int(cur.ends[k]), self._end, self._version)
+        elif seg.core != cur.core or PRIORITY[seg.client] < PRIORITY[cur.client]:
+            self._cut(t)
+
+    def _cut(self, t: int) -> None:
+        """Cut the owner's segment at its first burst boundary >= t (if it has a later one)."""
+        cur = self.cur
+        assert cur is not None
+        if cur.cut <= 1:
+            return
+        k = int(np.searchsorted(cur.ends, t - cur.t0, side="left"))
+        if k + 1 < cur.cut:
+            cur.cut = k + 1
+            if cur.on_cut is not None:
+                cur.on_cut(cur)
+            self._version += 1
+            self.sim.at(cur.t0 + int(cur.ends[k]), self._end, self._version)
 
     def _arbitrate(self, t: int) -> bool:
         self._arb_at = -1
         if self.cur is not None or not self.pending:
             return False
-        client = min(self.pending, key=PRIORITY.__getitem__)
-        seg = self.pending.pop(client)
+        n = self.cores
+        waiting = {c for c, _ in self.pending}
+        core = next((self.last + i) % n for i in range(1, n + 1) if (self.last + i) % n in waiting)
+        client = min((c for k, c in self.pending if k == core), key=PRIORITY.__getitem__)
+        seg = self.pending.pop((core, client))
+        self.last = core
         seg.t0 = t
         seg.ends = np.cumsum(seg.dur)
         seg.cut = len(seg.dur)
@@ -114,6 +141,8 @@ class AxiArbiter:
             seg.mark = seg.on_grant(seg)
         self._version += 1
         self.sim.at(t + int(seg.ends[-1]), self._end, self._version)
+        if len(waiting) > 1:  # another core waits: it wins the first boundary
+            self._cut(t)
         return True
 
     def _end(self, t: int, version: int) -> bool:
@@ -124,13 +153,15 @@ class AxiArbiter:
         self.cur = None
         self.free_since = t
         n = seg.cut
-        self.beats[seg.client] += int(seg.beats[:n].sum())
+        self.core_beats[seg.core][seg.client] += int(seg.beats[:n].sum())
         if self.tracer is not None:
-            self.tracer.dma(seg.client, seg.write, seg.t0, seg.ends[:n], seg.beats[:n])
+            name = seg.client if self.cores == 1 else f"core{seg.core}.{seg.client}"
+            self.tracer.dma(name, seg.write, seg.t0, seg.ends[:n], seg.beats[:n])
         if n < len(seg.dur):
             # the owner keeps requesting: its remaining bursts re-enter arbitration now
-            self.pending[seg.client] = Segment(seg.client, seg.write, seg.beats[n:], seg.dur[n:], seg.on_done,
-                                               seg.base + n, seg.on_grant, seg.on_cut)
+            self.pending[(seg.core, seg.client)] = Segment(seg.client, seg.write, seg.beats[n:], seg.dur[n:],
+                                                           seg.on_done, seg.base + n, seg.on_grant, seg.on_cut,
+                                                           seg.core)
         else:
             seg.on_done(t)
         if self.pending and self._arb_at != t:
@@ -143,7 +174,8 @@ class AxiArbiter:
     def inflight(self, t: int) -> tuple[str, int, bool, int] | None:
         """The burst under way in cycle ``t`` (granted at ``<= t``, ending after ``t``) as
         ``(client, end, last, beats)``: ``last`` when it is the segment's last burst, ``beats``
-        the beats of the current tenure granted up to ``t``. None when the port is free."""
+        the beats of the current tenure granted up to ``t``. None when the port is free. Its core
+        is ``self.cur.core``."""
         seg = self.cur
         if seg is None:
             return None
@@ -152,16 +184,28 @@ class AxiArbiter:
             return None
         return seg.client, seg.t0 + int(seg.ends[k]), k == len(seg.dur) - 1, int(seg.beats[:k + 1].sum())
 
-    def beats_at_halt(self, t: int) -> dict[str, int]:
-        """Beats per client of every burst granted up to cycle ``t`` (all of them complete)."""
-        out = dict(self.beats)
+    def beats_at_halt(self, t: int) -> list[dict[str, int]]:
+        """Beats per core and client of every burst granted up to cycle ``t`` (all of them complete)."""
+        out = [dict(b) for b in self.core_beats]
         b = self.inflight(t)
         if b is not None:
-            out[b[0]] += b[3]
+            out[self.cur.core][b[0]] += b[3]  # type: ignore[union-attr]
         elif self.cur is not None:  # a tenure whose bursts all ended by t (its end event is later)
             seg = self.cur
-            out[seg.client] += int(seg.beats[:seg.cut].sum())
+            out[seg.core][seg.client] += int(seg.beats[:seg.cut].sum())
         return out
+
+
+class CorePort:
+    """One core's view of the shared arbiter: its FETCH, LOAD and STORE request through it."""
+
+    def __init__(self, arbiter: AxiArbiter, core: int):
+        self.arbiter = arbiter
+        self.core = core
+
+    def request(self, t: int, seg: Segment) -> None:
+        seg.core = self.core
+        self.arbiter.request(t, seg)
 
 
 class DmaJob:

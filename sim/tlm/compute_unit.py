@@ -1,5 +1,5 @@
 """COMPUTE (``hw/rtl/compute_unit.v``): the vector ALU over the accumulator buffer, the GEMM
-core (``sim/tlm/gemm.py``, ``hw/rtl/gemm.v``), and FINISH.
+core (``sim/tlm/gemm.py``, ``hw/rtl/gemm.v``), FINISH and BARRIER.
 
 Inside the unit shell: WAIT checks the ALU's accumulator indices and a GEMM's micro-op range;
 EXECUTE applies the instruction (the ALU with ``sim/tlm/alu.py``, GEMM with
@@ -18,7 +18,8 @@ The cycle is planned when EXECUTE starts and planned again whenever LOAD or STOR
 its loop. A GEMM's error is raised by an event in the end-of-cycle phase of its cycle, after
 every port use registered in that cycle is known. FINISH travels through the compute queue:
 its EXECUTE waits until the rest of the accelerator has drained (the top decides,
-:meth:`ComputeUnit.finish_drained`), and its PUSH ends the run.
+:meth:`ComputeUnit.finish_drained`), and its PUSH ends the core's run. A BARRIER waits the same
+way, then until every core has arrived (``sim/tlm/barrier.py``); its PUSH lets FETCH go on.
 
 Counters kept here: ``wait`` (COMPUTE_WAIT: EXEC cycles of an ALU or GEMM frozen on a port, up
 to an error's cycle), ``gemm_busy`` (GEMM_BUSY: GEMM EXEC cycles, up to and including an
@@ -47,8 +48,8 @@ from sim.tlm.unit_shell import EXEC, Fault, UnitShell
 class ComputeUnit(UnitShell):
     """The vector ALU and the GEMM core (and FINISH, which travels through the compute queue).
 
-    ``check_finish(t)`` asks the top to test FINISH's drain condition in cycle ``t``;
-    ``on_done(t)`` is told that FINISH completed in cycle ``t``.
+    ``check_finish(t)`` asks the core to test the drain condition in cycle ``t`` (FINISH, BARRIER);
+    ``on_done(t)`` is told that FINISH completed in cycle ``t``, ``on_barrier(t)`` that a BARRIER did.
     """
 
     name = "compute"
@@ -56,8 +57,9 @@ class ComputeUnit(UnitShell):
     def __init__(self, sim: Scheduler, timing: Timing, tracer: Tracer | None, queue: InsnQueue,
                  tokens: dict[str, TokenQueue], fault: Fault, on_idle: Callable[[int], None],
                  acc: AccBuffer, gemm_bufs: GemmBuffers, cfg: HwConfig, check_finish: Callable[[int], None],
-                 on_done: Callable[[int], None]):
+                 on_done: Callable[[int], None], on_barrier: Callable[[int], None] = lambda t: None):
         super().__init__(sim, timing, tracer, queue, tokens, fault, on_idle)
+        self.on_barrier = on_barrier
         self.acc = acc
         self.gemm_bufs = gemm_bufs
         self.cfg = cfg  # the buffer depths GEMM checks its indices against
@@ -94,7 +96,7 @@ class ComputeUnit(UnitShell):
         i, T = self.insn, self.T
         self._plan_version += 1  # an end planned for an earlier instruction is stale now
         self._target, self._gemm, self._charged = None, None, False
-        if i.MNEMONIC == "FINISH":
+        if i.MNEMONIC in ("FINISH", "BARRIER"):
             self.finishing = True
             self.check_finish(t)
             return
@@ -191,7 +193,8 @@ class ComputeUnit(UnitShell):
         super().partial_counts(e, c1, burst)
 
     def finish_drained(self, t: int) -> None:
-        """FINISH's drain condition holds in cycle ``t``: PUSH (and DONE) ``finish_cycles`` later."""
+        """FINISH's drain condition holds in cycle ``t`` (a BARRIER's: every core arrived in ``t``):
+        PUSH (and DONE) ``finish_cycles`` later."""
         self.finishing = False
         self.end_execute(t + self.T.finish_cycles)
 
@@ -199,7 +202,9 @@ class ComputeUnit(UnitShell):
         if insn.MNEMONIC == "FINISH":
             self.on_done(t)
             return True
+        if insn.MNEMONIC == "BARRIER":
+            self.on_barrier(t)
         return False
 
     def exec_stuck(self) -> bool:
-        return self.state == EXEC and self.insn is not None and self.insn.MNEMONIC == "FINISH"
+        return self.state == EXEC and self.insn is not None and self.insn.MNEMONIC in ("FINISH", "BARRIER")

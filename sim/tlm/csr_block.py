@@ -20,7 +20,6 @@ from sim.tlm.errors import TlmError
 from sim.tlm.region_check import RegionWindow
 
 _A = {c.name: c.addr for c in csr.csr_map(16)}
-_COUNTER_ADDR = {_A[n]: n.lower() for n in csr.COUNTERS}
 
 
 @dataclass(frozen=True)
@@ -31,7 +30,7 @@ class RunStatus:
     done: bool
     error: TlmError | None
     cycles: int
-    counters: dict[str, int]
+    counters: list[dict[str, int]]  # per core
 
 
 class CsrBlock:
@@ -39,8 +38,16 @@ class CsrBlock:
 
     def __init__(self, cfg: HwConfig):
         self.cfg = cfg
-        self._map = csr.csr_by_addr(cfg.max_regions)
+        self._map = csr.csr_by_addr(cfg.max_regions, cfg.num_cores)
         self.regs: dict[int, int] = {}
+        # the registers of each core's bank by address: (core, name without COREk_); the fixed
+        # INSN_*, ERR_PC and counter addresses are core 0's
+        self._bank: dict[int, tuple[int, str]] = {_A[n]: (0, n) for n, _, _ in csr.bank_registers()}
+        if cfg.num_cores > 1:
+            for k in range(cfg.num_cores):
+                for n, off, _ in csr.bank_registers():
+                    self._bank[csr.CORE_BANK_BASE + csr.CORE_BANK_STRIDE * k + off] = (k, n)
+        self._where = {v: a for a, v in self._bank.items() if a < csr.CORE_BANK_BASE}  # (core, name) -> fixed
 
     def write(self, addr: int, value: int) -> int:
         """An AXI4-Lite write; returns the CTRL bits written (0 for any other register)."""
@@ -51,8 +58,12 @@ class CsrBlock:
         if reg.name == "CTRL":
             return value & (csr.CTRL_START | csr.CTRL_SOFT_RESET)
         if reg.access != "ro":
-            self.regs[addr] = value
+            self.regs[self._home(addr)] = value
         return 0
+
+    def _home(self, addr: int) -> int:
+        """The one address a register is kept under (core 0's bank: its fixed address)."""
+        return self._where.get(self._bank[addr], addr) if addr in self._bank else addr
 
     def read(self, addr: int, run: RunStatus) -> int:
         """An AXI4-Lite read, the status registers showing ``run``."""
@@ -69,26 +80,34 @@ class CsrBlock:
             if run.done:
                 s |= csr.STATUS_DONE
             if run.error is not None:
-                s |= csr.STATUS_ERROR | (run.error.code << csr.STATUS_ERR_CODE_SHIFT)
+                s |= csr.STATUS_ERROR | (run.error.code << csr.STATUS_ERR_CODE_SHIFT) | \
+                    (run.error.core << csr.STATUS_ERR_CORE_SHIFT)
             return s
         if n == "VERSION":
             return csr.VERSION
         if n == "CONFIG_ID":
             return self.cfg.config_id
-        if n == "ERR_PC":
-            return run.error.pc if run.error is not None else 0
+        if n == "CORES":
+            return self.cfg.num_cores
         if n == "CYCLES_LO":
             return run.cycles & 0xFFFFFFFF
         if n == "CYCLES_HI":
             return run.cycles >> 32
-        if addr in _COUNTER_ADDR:
-            return run.counters[_COUNTER_ADDR[addr]] & 0xFFFFFFFF
-        return self.regs.get(addr, 0)
+        if addr in self._bank:
+            core, name = self._bank[addr]
+            if name == "ERR_PC":
+                return run.error.pc if run.error is not None and (run.error.core == core or n == "ERR_PC") else 0
+            if name in csr.COUNTERS:
+                return run.counters[core][name.lower()] & 0xFFFFFFFF
+        return self.regs.get(self._home(addr), 0)
 
-    def insn_window(self) -> tuple[int, int, int]:
-        """``(INSN_ADDR_LO, INSN_ADDR_HI, INSN_COUNT)`` as written."""
-        return (self.regs.get(_A["INSN_ADDR_LO"], 0), self.regs.get(_A["INSN_ADDR_HI"], 0),
-                self.regs.get(_A["INSN_COUNT"], 0))
+    def insn_window(self, core: int = 0) -> tuple[int, int, int]:
+        """Core ``core``'s ``(INSN_ADDR_LO, INSN_ADDR_HI, INSN_COUNT)`` as written."""
+        return tuple(self.regs.get(self._home(self._addr(core, n)), 0)  # type: ignore[return-value]
+                     for n in ("INSN_ADDR_LO", "INSN_ADDR_HI", "INSN_COUNT"))
+
+    def _addr(self, core: int, name: str) -> int:
+        return _A[name] if core == 0 else next(a for a, v in self._bank.items() if v == (core, name))
 
     def regions(self) -> list[RegionWindow]:
         """The region windows currently programmed."""

@@ -293,7 +293,7 @@ class FastForward:
     def _walk(self, w: _Sign | _Shift, t: int) -> None:
         """Visit every piece of timing state in a fixed order; in shift mode, write it back moved."""
         m = self.m
-        if (m.tracer is not None or m._faults or m._checks or m.finished or m.sim.stopped
+        if (m.tracer is not None or m._faults or m.cores[0]._checks or m.finished or m.sim.stopped
                 or m.compute.finishing or m._halt_beats is not None):
             raise Unsupported
         f, port, c = m.fetch, m.port, m.compute

@@ -9,6 +9,10 @@ popped before ``d - queue_latency_cycles + 1``); entries this model dispatches a
 time (at a later cycle) count as held, since a pop only ever frees room: when the check
 says full, FETCH waits for that unit's next pop ``p`` and dispatches at
 ``max(d, p + queue_latency_cycles)``, which is the cycle-by-cycle stall exactly.
+
+After dispatching a BARRIER, FETCH holds (the RTL's F_BAR: no dispatch, no request) until its
+core's compute unit completes the BARRIER in cycle ``p`` (:meth:`Fetch.resume`); it goes on from
+``p + 1`` with its buffer, its next burst or nothing.
 """
 
 from __future__ import annotations
@@ -55,6 +59,7 @@ class Fetch:
         self.stalled_on: str | None = None    # unit whose full queue blocks dispatch
         self.stuck_since: int | None = None   # cycle from which FETCH is finished or stalled
         self.stopped = False                  # a dispatch fault: fetch does nothing more
+        self.held = False                     # a BARRIER dispatched and not yet completed
         self._n = 0
 
     def start(self, t: int) -> None:
@@ -106,13 +111,28 @@ class Fetch:
             buf.popleft()
             q.push(d, pc, insn)
             self.t_next = d + step
+            if insn.MNEMONIC == "BARRIER":
+                self.held = True
+                self.stuck_since = d + 1  # F_BAR from the cycle after the dispatch
+                return
         if self.next_pc < self.count:
             self.sim.now_or_later(self.t_next, self._request)
         else:
             self.stuck_since = self.t_next  # F_DONE from the cycle after the last dispatch
 
+    def resume(self, t: int) -> None:
+        """The BARRIER FETCH holds for completed (its PUSH) in cycle ``t``: go on from ``t + 1``."""
+        if not self.held or self.stopped:
+            return
+        self.held = False
+        self.stuck_since = None
+        self.t_next = max(self.t_next, t + 1)
+        self._dispatch(t)
+
     def on_pop(self, unit: str, t: int) -> None:
         """``unit`` popped its queue at ``t``: resume a dispatch stalled on it."""
+        if self.held:
+            return
         if self.stalled_on == unit and not self.stopped:
             self.stalled_on = None
             self.t_next = max(self.t_next, t + self.T.queue_latency_cycles)

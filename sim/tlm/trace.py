@@ -190,40 +190,71 @@ class Tracer:
         """Write a Chrome trace-event JSON (open in ui.perfetto.dev); ``ts`` and ``dur`` are cycles.
         ``sections`` (a Program's ``meta["sections"]``): one span per section on the "sections"
         track (:meth:`section_spans`)."""
-        ev: list[dict[str, Any]] = [{"name": "process_name", "ph": "M", "pid": 1, "args": {"name": "accel (TLM)"}}]
+        ev = self.perfetto_events(end, isa, sections)
+        if self.done_t is not None:
+            ev.append({"name": "DONE", "ph": "i", "s": "g", "pid": 1, "tid": 0, "ts": self.done_t})
+        return _dump_perfetto(path, ev, end)
+
+    def perfetto_events(self, end: int, isa: Any = None, sections: list[dict[str, Any]] | None = None,
+                        pid: int = 1, process: str = "accel (TLM)", dma: bool = True) -> list[dict[str, Any]]:
+        """The trace events of this timeline as one process (track group) ``pid`` named ``process``;
+        ``dma``: with the port's bursts on its "dma" track."""
+        ev: list[dict[str, Any]] = [{"name": "process_name", "ph": "M", "pid": pid, "args": {"name": process}}]
         spans = self.section_spans(sections, end)
         for name, tid in _TID.items():
-            if name != "sections" or spans:
-                ev.append({"name": "thread_name", "ph": "M", "pid": 1, "tid": tid, "args": {"name": name}})
+            if (name != "sections" or spans) and (name != "dma" or dma):
+                ev.append({"name": "thread_name", "ph": "M", "pid": pid, "tid": tid, "args": {"name": name}})
         for unit, pc, insn, t_pop, t_exec, t_end in self.insns:
             text = isa.disasm(insn) if isa is not None else insn.MNEMONIC
-            ev.append({"name": f"{insn.MNEMONIC} #{pc}", "ph": "X", "pid": 1, "tid": _TID[unit], "ts": t_pop,
+            ev.append({"name": f"{insn.MNEMONIC} #{pc}", "ph": "X", "pid": pid, "tid": _TID[unit], "ts": t_pop,
                        "dur": t_end - t_pop, "args": {"pc": pc, "insn": text, "exec_start": t_exec}})
-            ev.append({"name": "EXECUTE", "ph": "X", "pid": 1, "tid": _TID[unit], "ts": t_exec,
+            ev.append({"name": "EXECUTE", "ph": "X", "pid": pid, "tid": _TID[unit], "ts": t_exec,
                        "dur": t_end - t_exec, "args": {"pc": pc}})
         for pc, t_exec, t_end, n, frozen in self.gemms:
-            ev.append({"name": "GEMM core", "ph": "X", "pid": 1, "tid": _TID["gemm"], "ts": t_exec,
+            ev.append({"name": "GEMM core", "ph": "X", "pid": pid, "tid": _TID["gemm"], "ts": t_exec,
                        "dur": t_end - t_exec, "args": {"pc": pc, "iterations": n, "frozen_cycles": frozen,
                                                         "blocks_per_cycle": n / max(1, t_end - t_exec)}})
-        for client, write, s, e, beats in self.bursts():
-            ev.append({"name": f"{client} {'wr' if write else 'rd'}", "ph": "X", "pid": 1, "tid": _TID["dma"],
-                       "ts": s, "dur": e - s, "args": {"client": client, "beats": beats}})
+        if dma:
+            ev += self.dma_events(pid)
         levels = {u: dict(self.queue_levels(u)) for u in UNITS}
         cur = {u: 0 for u in UNITS}
         for t in sorted({t for u in UNITS for t in levels[u]}):
             for u in UNITS:
                 cur[u] = levels[u].get(t, cur[u])
-            ev.append({"name": "queue depth", "ph": "C", "pid": 1, "ts": t, "args": dict(cur)})
+            ev.append({"name": "queue depth", "ph": "C", "pid": pid, "ts": t, "args": dict(cur)})
         for name, first, stop, s, e in spans:
-            ev.append({"name": name, "ph": "X", "pid": 1, "tid": _TID["sections"], "ts": s, "dur": e - s,
+            ev.append({"name": name, "ph": "X", "pid": pid, "tid": _TID["sections"], "ts": s, "dur": e - s,
                        "args": {"first_insn": first, "insns": stop - first, "cycles": e - s}})
-        if self.done_t is not None:
-            ev.append({"name": "DONE", "ph": "i", "s": "g", "pid": 1, "tid": 0, "ts": self.done_t})
-        p = Path(path)
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(json.dumps({"traceEvents": ev, "displayTimeUnit": "ns",
-                                 "otherData": {"model": "tlm", "time_unit": "cycle", "cycles": end}}))
-        return p
+        return ev
+
+    def dma_events(self, pid: int) -> list[dict[str, Any]]:
+        """The port's bursts on the "dma" track of process ``pid``."""
+        return [{"name": f"{client} {'wr' if write else 'rd'}", "ph": "X", "pid": pid, "tid": _TID["dma"],
+                 "ts": s, "dur": e - s, "args": {"client": client, "beats": beats}}
+                for client, write, s, e, beats in self.bursts()]
+
+
+def write_perfetto_cores(path: str | Path, end: int, isa: Any, port: Tracer, cores: list[Tracer]) -> Path:
+    """The Perfetto trace of several cores: one process (track group) per core with its units' tracks,
+    and one for the shared DRAM port (each burst named ``core<k>.<client>``)."""
+    ev: list[dict[str, Any]] = []
+    for k, tr in enumerate(cores):
+        ev += tr.perfetto_events(end, isa, None, pid=k + 1, process=f"core {k}", dma=False)
+    pid = len(cores) + 1
+    ev += [{"name": "process_name", "ph": "M", "pid": pid, "args": {"name": "DRAM port"}},
+           {"name": "thread_name", "ph": "M", "pid": pid, "tid": _TID["dma"], "args": {"name": "dma"}}]
+    ev += port.dma_events(pid)
+    if port.done_t is not None:
+        ev.append({"name": "DONE", "ph": "i", "s": "g", "pid": pid, "tid": 0, "ts": port.done_t})
+    return _dump_perfetto(path, ev, end)
+
+
+def _dump_perfetto(path: str | Path, ev: list[dict[str, Any]], end: int) -> Path:
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    p.write_text(json.dumps({"traceEvents": ev, "displayTimeUnit": "ns",
+                             "otherData": {"model": "tlm", "time_unit": "cycle", "cycles": end}}))
+    return p
 
 
 def _vcd_id(k: int) -> str:
