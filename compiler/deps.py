@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from compiler.errors import CompileError
-from compiler.ir import AluOp, LoadOp, Op, SpaceAccess, StoreOp, SyncOp, dram_rows, dram_space
+from compiler.ir import AluOp, BarrierOp, LoadOp, Op, SpaceAccess, StoreOp, SyncOp, dram_rows, dram_space
 from compiler.tensor import Tensor
 from compiler.trace import Trace, Traced
 from compiler.verify import happens_before
@@ -64,7 +64,7 @@ class Node:
     unit: int
     seq: int
     line: str
-    kind: str = "op"  # "op", "relay" (the compute no-op) or "finish"
+    kind: str = "op"  # "op", "relay" (the compute no-op), "barrier" or "finish"
     flags: dict[str, bool] = field(default_factory=lambda: dict.fromkeys(FLAGS, False))
     vc: list[int] = field(default_factory=lambda: [-1, -1, -1])
 
@@ -79,14 +79,26 @@ class _Builder:
         self.nodes: list[Node] = []
         self.by_unit: list[list[Node]] = [[], [], []]
         self.last_pusher: dict[str, Node | None] = dict.fromkeys(q for q, _, _ in LINKS.values())
+        # per unit, the last instruction complete before anything after the latest BARRIER starts
+        self.fence = [-1, -1, -1]
 
     def new(self, op: Op | None, unit: int, line: str, kind: str = "op") -> Node:
         mine = self.by_unit[unit]
         n = Node(op, unit, len(mine), line, kind)
+        n.vc = list(self.fence)
         if mine:
-            n.vc = mine[-1].vc_end()
+            n.vc = [max(x, y) for x, y in zip(n.vc, mine[-1].vc_end())]
         mine.append(n)
         self.nodes.append(n)
+        return n
+
+    def barrier(self, line: str) -> Node:
+        """A BARRIER (compute queue): fetch dispatches nothing after it until it completes, and it completes
+        once this core's loads and stores have drained, so every instruction before it is complete when
+        any after it starts: a fence that needs no token (and no token crosses it: every later wait on an
+        earlier instruction is implied)."""
+        n = self.new(BarrierOp(), C, line, "barrier")
+        self.fence = [len(us) - 1 for us in self.by_unit]
         return n
 
     def require(self, a: Node, b: Node) -> None:
@@ -177,6 +189,9 @@ def insert_tokens(trace: Trace, cfg: HwConfig, starts: list[int] | None = None) 
         if isinstance(t.op, SyncOp):
             floor = [len(us) - 1 for us in b.by_unit]
             continue
+        if isinstance(t.op, BarrierOp):
+            b.barrier(t.line)
+            continue
         y = UNIT_OF_OP[type(t.op).__name__]
         reads, writes = last.accesses(t)
         need = last.needs(reads, writes, floor)
@@ -184,7 +199,7 @@ def insert_tokens(trace: Trace, cfg: HwConfig, starts: list[int] | None = None) 
             far = S if y == L else L
             # What y will know about far once its direct waits are in place (they are
             # added below and carry their pushers' knowledge): relay only beyond that.
-            known = b.by_unit[y][-1].vc_end()[far] if b.by_unit[y] else -1
+            known = max(b.by_unit[y][-1].vc_end()[far] if b.by_unit[y] else -1, b.fence[far])
             if need[C] >= 0:
                 known = max(known, b.by_unit[C][need[C]].vc_end()[far])
             if need[far] > known:
@@ -219,8 +234,9 @@ def check_dependences(trace: Trace, nodes: list[Node], insns: list[Instruction],
             count[n.unit] += 1
             continue
         t = next(ops)
-        while isinstance(t.op, SyncOp):
-            floor = [c - 1 for c in count]
+        while isinstance(t.op, (SyncOp, BarrierOp)):
+            if isinstance(t.op, SyncOp):
+                floor = [c - 1 for c in count]
             t = next(ops)
         reads, writes = last.accesses(t)
         need = last.needs(reads, writes, floor)

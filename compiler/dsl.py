@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from compiler.context import current
 from compiler.errors import CompileError, kernel_error
+from compiler.ir import BarrierOp
 from compiler.intrinsics import (add, clip, const, gemm, load, max, min, mov, mul, scratch, shr, store,  # noqa: A004
                                  sub, sync, uops)
 from compiler.kernel import Kernel, kernel
@@ -66,6 +67,8 @@ def barrier() -> None:
         ctx.cores.barrier(ctx.core_id)
     elif ctx.cfg.num_cores == 1:
         sync()
+    elif ctx.mode == "lower":  # compiling for several cores: the BARRIER instruction in this core's stream
+        ctx.record(BarrierOp())  # type: ignore[attr-defined]
 
 
 def error(arg: str | None, reason: str) -> CompileError:
