@@ -227,3 +227,61 @@ def test_sections_are_listed_per_core_with_pcs_of_that_core(tmp_path) -> None:
     p.save(tmp_path / "p")
     lst = (tmp_path / "p" / "program.lst").read_text()
     assert lst.count("; section second") == 2 and lst.index("; core 1") > lst.index("; section second")
+
+
+# ---- the tools on several cores ---------------------------------------------------------------------
+def _config_file(tmp_path, n: int, base: str = "default"):
+    import dataclasses
+    import json
+
+    cfg = _cores(n, base)
+    path = tmp_path / f"{cfg.name}.json"
+    path.write_text(json.dumps({k: v for k, v in dataclasses.asdict(cfg).items() if k != "source"}))
+    return path
+
+
+def test_cosim_compile_disasm_and_run_the_iss_on_several_cores(tmp_path, capsys) -> None:
+    import json
+
+    from cosim.cli import main
+
+    cfg = str(_config_file(tmp_path, 4))
+    assert main(["compile", "vadd", "--config", cfg, "-o", str(tmp_path / "p")]) == 0
+    capsys.readouterr()
+    assert main(["disasm", str(tmp_path / "p"), "--config", cfg]) == 0
+    text = capsys.readouterr().out
+    assert [line for line in text.splitlines() if line.startswith("; core")] == [f"; core {k}" for k in range(4)]
+    assert text.count("FINISH") == 4 and text.rstrip() == (tmp_path / "p" / "program.lst").read_text().rstrip()
+    assert main(["disasm", str(tmp_path / "p"), "--config", cfg, "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert [c["first"] for c in d["cores"]] == [0, 6, 12, 18] and len(d["insns"]) == 24
+    assert main(["run", "vadd", "--config", cfg, "--model", "iss"]) == 0
+    out = capsys.readouterr().out
+    assert "vadd" in out and " ok " in out and "core 3: insns l/c/s 2/3/1" in out
+    assert main(["run", "vadd", "--config", cfg, "--model", "iss", "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["match"] is True and len(d["cores"]) == 4 and d["store_insns"] == 4
+
+
+def test_cosim_net_runs_golden_and_the_iss_on_several_cores(tmp_path, capsys) -> None:
+    import json
+
+    from cosim.cli import main
+
+    cfg = str(_config_file(tmp_path, 2, "small"))
+    assert main(["net", "digits", "--config", cfg, "--model", "iss", "--images", "5", "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["match"] is True and d["accuracy"]["iss"] == d["accuracy"]["reference"]
+    assert len(d["program"]["cores"]) == 2 and len(d["cores"]["iss"]) == 2
+    assert main(["net", "digits", "--config", cfg, "--model", "golden", "--images", "5"]) == 0
+    assert "on 2 cores" in capsys.readouterr().out
+
+
+def test_the_mismatch_report_names_the_core_of_the_last_store() -> None:
+    from cosim.mismatch import last_writers
+
+    p = make_case("vadd", _cores(4)).program  # 4 tiles of 16 vectors: core 3 stores vectors 48..63
+    w = last_writers(p, "C", (0, 50, 0, 5))
+    assert w.core == 3 and p.core_insns(3)[w.store_pc].MNEMONIC == "STORE"
+    assert "of core 3" in str(w) and w.producer_op == "ALU"
+    assert last_writers(make_case("vadd", "default").program, "C", (0, 50, 0, 5)).core is None
