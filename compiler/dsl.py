@@ -61,7 +61,8 @@ def core_range(total: int) -> range:
 
 def barrier() -> None:
     """Wait until every core has reached this barrier; DRAM written before it by any core is visible
-    after it to every core (on one core: an ``S.sync``). Golden path: :mod:`compiler.cores`."""
+    after it to every core (on one core: an ``S.sync``). Golden path: :mod:`compiler.cores`; compiled for
+    several cores: the BARRIER instruction in the core's stream (:func:`compiler.deps.insert_tokens`)."""
     ctx = current()
     if ctx.cores is not None:
         ctx.cores.barrier(ctx.core_id)

@@ -142,7 +142,7 @@ def run_reference(program: Program, check_tokens: bool = True) -> RunResult:
             e = {"code": err.code, "name": csr.ERROR_NAMES[err.code], "pc": err.pc, "message": err.message}
             if n > 1:
                 e["core"] = err.core if err.core is not None else 0
-        per_core = [c.counters for c in cores] or [dict.fromkeys(COUNTS, 0)]
+        per_core = [c.counters for c in cores] + [dict.fromkeys(COUNTS, 0) for _ in range(n - len(cores))]
         total = {k: sum(c[k] for c in per_core) for k in COUNTS}
         res = RunResult("iss", program.read_outputs(img), None, total, e, time.perf_counter() - t0)
         if n > 1:
