@@ -7,7 +7,8 @@ the kernel's constants share one input region, filled by the compiler), inserts 
 instructions first, then the tensors in parameter order, each aligned, none
 overlapping), resolves DRAM addresses, proves the stream (FINISH last, balanced
 tokens, every conflict ordered, no deadlock under the config's queue depths) and
-returns the Program with its register config.
+returns the Program with its register config. On a config of several cores it does this per
+core (:func:`trace_cores`: one trace per core, one layout) and the Program holds one stream per core.
 """
 
 from __future__ import annotations

@@ -27,6 +27,13 @@ i+1 waits for the compute of tile i-1 (c2l), the compute of tile i+1 for its loa
 store of tile i for its compute (c2s); the load of tile i+1, the compute of tile i
 and the store of tile i-1 are mutually unordered.
 
+On several cores each core's trace is scheduled on its own. ``S.barrier()`` becomes a BARRIER
+(compute queue): fetch dispatches nothing after it until it completes, and it completes only once
+this core's loads and stores have drained (their data is in DRAM), so everything before it is
+complete when anything after it starts. It is a fence: every later instruction's clock starts at it,
+a later wait on an earlier instruction is implied and needs no token, so no token crosses it and it
+carries no flags itself (like FINISH).
+
 :func:`check_dependences` re-derives every conflict and proves, from the final
 flags alone (:func:`compiler.verify.happens_before`), that each is ordered.
 """
