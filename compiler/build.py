@@ -7,7 +7,8 @@ the kernel's constants share one input region, filled by the compiler), inserts 
 instructions first, then the tensors in parameter order, each aligned, none
 overlapping), resolves DRAM addresses, proves the stream (FINISH last, balanced
 tokens, every conflict ordered, no deadlock under the config's queue depths) and
-returns the Program with its register config.
+returns the Program with its register config. On a config of several cores it does this per
+core (:func:`trace_cores`: one trace per core, one layout) and the Program holds one stream per core.
 """
 
 from __future__ import annotations
@@ -21,11 +22,12 @@ from compiler.deps import Node, check_dependences, insert_tokens
 from compiler.errors import CompileError, kernel_error
 from compiler.ir import AluOp, GemmOp, LoadOp, StoreOp
 from compiler.kernel import Kernel, as_kernel
+from compiler.tensor import Tensor
 from compiler.trace import CONST_REGION, Trace, TraceContext
 from compiler.verify import verify_program
 from hw.config import HwConfig, load_config
-from hw.isa import ALU_OPS, BUFFERS, INSN_BYTES, Alu, Finish, Gemm, Instruction, Load, Store
-from hw.program import Program, ProgramError, Region, align_up, plan_layout
+from hw.isa import ALU_OPS, BUFFERS, INSN_BYTES, Alu, Barrier, Finish, Gemm, Instruction, Load, Store
+from hw.program import Program, ProgramError, Region, align_up, concat_streams, plan_layout
 
 
 def _config(cfg: HwConfig | str) -> HwConfig:
@@ -36,20 +38,36 @@ def trace(kernel: Any, args: Sequence[Any] | Mapping[str, Any], cfg: HwConfig | 
           **consts: Any) -> Trace:
     """Run ``kernel`` with the lowering halves; ``args`` are TensorSpecs/arrays and constants.
 
-    ``name`` (default: the function's name) is the kernel name errors report.
+    ``name`` (default: the function's name) is the kernel name errors report. On a config of several
+    cores this is core 0's trace (:func:`trace_cores` gives every core's).
     """
+    return trace_cores(kernel, args, _config(cfg), name, cores=1, **consts)[0]
+
+
+def trace_cores(kernel: Any, args: Sequence[Any] | Mapping[str, Any], cfg: HwConfig, name: str | None = None,
+                cores: int | None = None, **consts: Any) -> list[Trace]:
+    """One trace per core (``cores``, default the config's ``num_cores``): the kernel run once per core
+    with ``S.core_id()`` = k, on the SAME tensors (the DRAM is shared), every core's k-th ``S.scratch``
+    one tensor and one constant pool for all, so every core's stream addresses one layout. The traces
+    share their ``tensors`` dict and ``pool``."""
     k = as_kernel(kernel)
-    cfg = _config(cfg)
     name = name or k.name
     bound = k.bind(args, consts)
     tensors = k.make_tensors(bound, cfg, golden=False)
     if CONST_REGION in tensors:
         raise kernel_error(name, CONST_REGION, "this name is reserved for the kernel's constants")
-    tr = Trace(name, tensors=tensors, consts={n: v for n, v in bound.items() if n not in tensors})
-    check_sizes(tr, cfg, 0)  # fail fast, before running the kernel, on tensors that cannot fit
-    with active(TraceContext(cfg, name, tr)):
-        k.fn(**bound)
-    return tr
+    values = {n: v for n, v in bound.items() if n not in tensors}
+    n = cfg.num_cores if cores is None else cores
+    first = Trace(name, tensors=tensors, consts=values)
+    check_sizes(first, cfg, 0)  # fail fast, before running the kernel, on tensors that cannot fit
+    traces: list[Trace] = []
+    scratch: list[Tensor] = []
+    for core in range(n):
+        tr = first if core == 0 else Trace(name, tensors=tensors, consts=values, pool=first.pool)
+        with active(TraceContext(cfg, name, tr, core_id=core, scratch=scratch)):
+            k.fn(**bound)
+        traces.append(tr)
+    return traces
 
 
 def roles(tr: Trace) -> dict[str, str]:
@@ -109,6 +127,8 @@ def to_insn(n: Node, regions: dict[str, Region], cfg: HwConfig) -> Instruction:
     op = n.op
     if n.kind == "finish" or op is None:
         return Finish(**n.flags)
+    if n.kind == "barrier":
+        return Barrier(**n.flags)
     if isinstance(op, LoadOp):
         y0, y1, x0, x1 = op.pad
         start = regions[op.tensor.region].addr + op.tensor.region_offset  # aligned to every buffer's entry
@@ -145,32 +165,42 @@ def build(kernel: Kernel | Any, args: Sequence[Any] | Mapping[str, Any], cfg: Hw
     (its shape and dtype) for each DRAM tensor, any other value for a compile-time
     constant; ``consts`` are more keyword arguments. Raises CompileError (one line:
     kernel, argument, reason) when the kernel cannot be compiled.
+
+    On a config of several cores the kernel is traced once per core (:func:`trace_cores`) and each
+    core's trace becomes its own instruction stream (tokens, ``S.barrier()`` as the BARRIER
+    instruction, FINISH last), proved on its own; the Program holds the streams in core order with
+    one window per core (:func:`hw.program.concat_streams`).
     """
     cfg = _config(cfg)
-    if cfg.num_cores > 1:
-        raise CompileError(f"kernel '{name or as_kernel(kernel).name}': config '{cfg.name}' has {cfg.num_cores} cores: "
-                           f"Programs for several cores (one instruction stream per core, the barrier instruction) "
-                           f"are not built yet; the golden path runs such kernels (compiler.cores)")
-    tr = trace(kernel, args, cfg, name, **consts)
-    if not tr.ops:
+    traces = trace_cores(kernel, args, cfg, name, **consts)
+    tr = traces[0]
+    if not any(t.ops for t in traces):
         raise kernel_error(tr.kernel, None, "the kernel issues no instructions")
     roles(tr)  # fail on unused tensors before scheduling
-    starts: list[int] = []
-    nodes = insert_tokens(tr, cfg, starts)
-    regions = layout(tr, cfg, len(nodes))
+    many = len(traces) > 1
+    starts: list[list[int]] = [[] for _ in traces]
+    nodes = [insert_tokens(t, cfg, st) for t, st in zip(traces, starts)]
+    regions = layout(tr, cfg, sum(len(ns) for ns in nodes))
     by_name = {r.name: r for r in regions}
-    insns = [to_insn(n, by_name, cfg) for n in nodes]
-    where = f"kernel '{tr.kernel}'"
-    verify_program(insns, cfg, where)
-    check_dependences(tr, nodes, insns, cfg)
+    streams = [[to_insn(n, by_name, cfg) for n in ns] for ns in nodes]
+    for core, (t, ns, insns) in enumerate(zip(traces, nodes, streams)):
+        where = f"kernel '{tr.kernel}'" + (f" core {core}" if many else "")
+        verify_program(insns, cfg, where)
+        check_dependences(t, ns, insns, cfg)
     meta = {"kernel": tr.kernel,
             "args": {n: {"shape": list(t.shape), "dtype": t.dtype} for n, t in tr.tensors.items() if t.kind == "arg"},
             "consts": {n: _jsonable(v) for n, v in tr.consts.items()}}
-    if tr.sections:
-        meta["sections"] = sections(tr.sections, starts, len(nodes))
+    if any(t.sections for t in traces):
+        per_core = [sections(t.sections, st, len(ns)) for t, st, ns in zip(traces, starts, nodes)]
+        # meta["sections"]: core 0's (its window starts at 0: pcs and flat indices agree); several cores
+        # also list every core's, pcs counted per core, in meta["core_sections"]
+        meta["sections"] = per_core[0]
+        if many:
+            meta["core_sections"] = per_core
     inputs = {CONST_REGION: tr.pool.array()} if tr.pool is not None and tr.pool.count else {}
+    insns, windows = concat_streams(streams) if many else (streams[0], None)
     try:
-        return Program.create(cfg, insns, regions, name=tr.kernel, meta=meta, inputs=inputs)
+        return Program.create(cfg, insns, regions, name=tr.kernel, meta=meta, inputs=inputs, windows=windows)
     except (ProgramError, ValueError) as e:
         raise kernel_error(tr.kernel, None, str(e).splitlines()[0]) from None
 

@@ -27,6 +27,13 @@ i+1 waits for the compute of tile i-1 (c2l), the compute of tile i+1 for its loa
 store of tile i for its compute (c2s); the load of tile i+1, the compute of tile i
 and the store of tile i-1 are mutually unordered.
 
+On several cores each core's trace is scheduled on its own. ``S.barrier()`` becomes a BARRIER
+(compute queue): fetch dispatches nothing after it until it completes, and it completes only once
+this core's loads and stores have drained (their data is in DRAM), so everything before it is
+complete when anything after it starts. It is a fence: every later instruction's clock starts at it,
+a later wait on an earlier instruction is implied and needs no token, so no token crosses it and it
+carries no flags itself (like FINISH).
+
 :func:`check_dependences` re-derives every conflict and proves, from the final
 flags alone (:func:`compiler.verify.happens_before`), that each is ordered.
 """
@@ -38,7 +45,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from compiler.errors import CompileError
-from compiler.ir import AluOp, LoadOp, Op, SpaceAccess, StoreOp, SyncOp, dram_rows, dram_space
+from compiler.ir import AluOp, BarrierOp, LoadOp, Op, SpaceAccess, StoreOp, SyncOp, dram_rows, dram_space
 from compiler.tensor import Tensor
 from compiler.trace import Trace, Traced
 from compiler.verify import happens_before
@@ -64,7 +71,7 @@ class Node:
     unit: int
     seq: int
     line: str
-    kind: str = "op"  # "op", "relay" (the compute no-op) or "finish"
+    kind: str = "op"  # "op", "relay" (the compute no-op), "barrier" or "finish"
     flags: dict[str, bool] = field(default_factory=lambda: dict.fromkeys(FLAGS, False))
     vc: list[int] = field(default_factory=lambda: [-1, -1, -1])
 
@@ -79,14 +86,26 @@ class _Builder:
         self.nodes: list[Node] = []
         self.by_unit: list[list[Node]] = [[], [], []]
         self.last_pusher: dict[str, Node | None] = dict.fromkeys(q for q, _, _ in LINKS.values())
+        # per unit, the last instruction complete before anything after the latest BARRIER starts
+        self.fence = [-1, -1, -1]
 
     def new(self, op: Op | None, unit: int, line: str, kind: str = "op") -> Node:
         mine = self.by_unit[unit]
         n = Node(op, unit, len(mine), line, kind)
+        n.vc = list(self.fence)
         if mine:
-            n.vc = mine[-1].vc_end()
+            n.vc = [max(x, y) for x, y in zip(n.vc, mine[-1].vc_end())]
         mine.append(n)
         self.nodes.append(n)
+        return n
+
+    def barrier(self, line: str) -> Node:
+        """A BARRIER (compute queue): fetch dispatches nothing after it until it completes, and it completes
+        once this core's loads and stores have drained, so every instruction before it is complete when
+        any after it starts: a fence that needs no token (and no token crosses it: every later wait on an
+        earlier instruction is implied)."""
+        n = self.new(BarrierOp(), C, line, "barrier")
+        self.fence = [len(us) - 1 for us in self.by_unit]
         return n
 
     def require(self, a: Node, b: Node) -> None:
@@ -177,6 +196,9 @@ def insert_tokens(trace: Trace, cfg: HwConfig, starts: list[int] | None = None) 
         if isinstance(t.op, SyncOp):
             floor = [len(us) - 1 for us in b.by_unit]
             continue
+        if isinstance(t.op, BarrierOp):
+            b.barrier(t.line)
+            continue
         y = UNIT_OF_OP[type(t.op).__name__]
         reads, writes = last.accesses(t)
         need = last.needs(reads, writes, floor)
@@ -184,7 +206,7 @@ def insert_tokens(trace: Trace, cfg: HwConfig, starts: list[int] | None = None) 
             far = S if y == L else L
             # What y will know about far once its direct waits are in place (they are
             # added below and carry their pushers' knowledge): relay only beyond that.
-            known = b.by_unit[y][-1].vc_end()[far] if b.by_unit[y] else -1
+            known = max(b.by_unit[y][-1].vc_end()[far] if b.by_unit[y] else -1, b.fence[far])
             if need[C] >= 0:
                 known = max(known, b.by_unit[C][need[C]].vc_end()[far])
             if need[far] > known:
@@ -219,8 +241,9 @@ def check_dependences(trace: Trace, nodes: list[Node], insns: list[Instruction],
             count[n.unit] += 1
             continue
         t = next(ops)
-        while isinstance(t.op, SyncOp):
-            floor = [c - 1 for c in count]
+        while isinstance(t.op, (SyncOp, BarrierOp)):
+            if isinstance(t.op, SyncOp):
+                floor = [c - 1 for c in count]
             t = next(ops)
         reads, writes = last.accesses(t)
         need = last.needs(reads, writes, floor)

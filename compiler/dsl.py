@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from compiler.context import current
 from compiler.errors import CompileError, kernel_error
+from compiler.ir import BarrierOp
 from compiler.intrinsics import (add, clip, const, gemm, load, max, min, mov, mul, scratch, shr, store,  # noqa: A004
                                  sub, sync, uops)
 from compiler.kernel import Kernel, kernel
@@ -60,12 +61,15 @@ def core_range(total: int) -> range:
 
 def barrier() -> None:
     """Wait until every core has reached this barrier; DRAM written before it by any core is visible
-    after it to every core (on one core: an ``S.sync``). Golden path: :mod:`compiler.cores`."""
+    after it to every core (on one core: an ``S.sync``). Golden path: :mod:`compiler.cores`; compiled for
+    several cores: the BARRIER instruction in the core's stream (:func:`compiler.deps.insert_tokens`)."""
     ctx = current()
     if ctx.cores is not None:
         ctx.cores.barrier(ctx.core_id)
     elif ctx.cfg.num_cores == 1:
         sync()
+    elif ctx.mode == "lower":  # compiling for several cores: the BARRIER instruction in this core's stream
+        ctx.record(BarrierOp())  # type: ignore[attr-defined]
 
 
 def error(arg: str | None, reason: str) -> CompileError:

@@ -38,7 +38,8 @@ from __future__ import annotations
 import importlib.util
 import math
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, Callable
 
@@ -51,7 +52,7 @@ from compiler.kernel import Kernel, as_kernel, describe_failure, reporting_failu
 from compiler.ops import OPERATORS
 from compiler.params import ParamError, parse_items, parse_user_default
 from compiler.tensor import TensorSpec, pad_to_vectors, region_shape, tensor, unpad
-from hw.config import HwConfig, load_config
+from hw.config import ConfigError, HwConfig, load_config
 from hw.program import Program, align_up
 
 I32 = (-(1 << 31), (1 << 31) - 1)
@@ -78,8 +79,30 @@ class Example:
     large: bool = False  # millions of cycles on some config: slow back-ends may skip it
 
     def params_for(self, cfg: HwConfig) -> dict[str, Any]:
-        """The default params on ``cfg``."""
-        return {**self.params, **self.per_config.get(cfg.name, {})}
+        """The default params on ``cfg``: a ``per_config`` entry applies to its config and to every
+        config of the same core in other numbers (``quad`` = default x4, ``small2`` = small x2)."""
+        extra = self.per_config.get(cfg.name)
+        if extra is None:
+            extra = next((p for key, p in self.per_config.items() if _same_core(cfg, key)), {})
+        return {**self.params, **extra}
+
+
+# what tells one core from another: every config field but its name, description and core count
+_CORE_FIELDS = tuple(f.name for f in fields(HwConfig) if f.name not in ("name", "description", "num_cores", "source"))
+
+
+@lru_cache(maxsize=None)
+def _core_of(name: str) -> tuple[Any, ...] | None:
+    try:
+        c = load_config(name)
+    except ConfigError:
+        return None
+    return tuple(getattr(c, f) for f in _CORE_FIELDS)
+
+
+def _same_core(cfg: HwConfig, name: str) -> bool:
+    """Whether ``cfg`` has the core of the shipped config ``name`` (any number of them)."""
+    return _core_of(name) == tuple(getattr(cfg, f) for f in _CORE_FIELDS)
 
 
 def _ex(name: str, op: str, description: str, ranges: dict[str, tuple[int, int]],

@@ -96,7 +96,13 @@ class SyncOp:
     """An explicit barrier: everything before completes before anything after starts."""
 
 
-Op = Union[LoadOp, StoreOp, AluOp, GemmOp, SyncOp]
+@dataclass(slots=True)
+class BarrierOp:
+    """``S.barrier()`` on several cores: the BARRIER instruction (every core meets there; this core's
+    loads and stores drain first, so everything before it completes before anything after starts)."""
+
+
+Op = Union[LoadOp, StoreOp, AluOp, GemmOp, SyncOp, BarrierOp]
 
 
 def op_name(op: "Op") -> str:

@@ -106,9 +106,15 @@ class TraceContext(Context):
 
     mode = "lower"
 
-    def __init__(self, cfg: HwConfig, kernel_name: str, trace: Trace):
+    def __init__(self, cfg: HwConfig, kernel_name: str, trace: Trace, core_id: int = 0,
+                 scratch: list[Tensor] | None = None):
         super().__init__(cfg, kernel_name)
         self.trace = trace
+        self.core_id = core_id
+        # several cores: the scratch tensors every core's trace shares (the k-th ``S.scratch`` of each
+        # core is one tensor: the DRAM is shared), in request order; this core's requests so far
+        self.scratch = scratch if scratch is not None else []
+        self._scratch_calls = 0
         self.written = {b: np.zeros(cfg.depth_of(b), dtype=bool) for b in ("ACC", "INP", "WGT", "UOP")}
         if trace.pool is None:
             trace.pool = ConstPool(cfg.region_align)
@@ -193,11 +199,22 @@ class TraceContext(Context):
                       region_offset=off)
 
     def add_scratch(self, shape: tuple[int, ...], dtype: str, name: str) -> Tensor:
-        """A scratch DRAM tensor of the kernel: its own region, after the arguments."""
+        """A scratch DRAM tensor of the kernel: its own region, after the arguments. On several cores,
+        every core's k-th request is the tensor the first core to ask made (same name, shape, dtype)."""
+        k = self._scratch_calls
+        self._scratch_calls += 1
+        if k < len(self.scratch):
+            t = self.scratch[k]
+            if (t.name, t.shape, t.dtype) != (name, shape, dtype):
+                raise kernel_error(self.kernel_name, name, f"core {self.core_id}: S.scratch #{k} at {source_line()} "
+                                   f"is '{name}' {dtype} {shape}, another core's is '{t.name}' {t.dtype} {t.shape} "
+                                   f"(every core must allocate the same scratch tensors in the same order)")
+            return t
         tensors = self.trace.tensors
         if name in tensors or name == CONST_REGION:
             raise kernel_error(self.kernel_name, name, f"S.scratch at {source_line()}: the name '{name}' is "
                                f"already used by another tensor of the kernel")
         t = Tensor(name, shape, dtype, self.lanes, kind="scratch")
         tensors[name] = t
+        self.scratch.append(t)
         return t

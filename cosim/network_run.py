@@ -25,7 +25,7 @@ from cosim import models
 from cosim.cli import UserError
 from cosim.section_report import SectionReport, section_report
 
-NET_MODELS = ("golden", "tlm", "rtl")
+NET_MODELS = ("golden", "iss", "tlm", "rtl")
 
 
 def network_names() -> list[str]:
@@ -126,7 +126,8 @@ def run_network(case: NetCase, chosen: list[str], trace: str | Path | None = Non
     prog = case.program
     rep: dict[str, Any] = {
         "network": case.network.name, "config": case.config.name, "images": case.batch, "models": chosen,
-        "program": {"name": prog.name, "insns": len(prog.insns)},
+        "program": {"name": prog.name, "insns": len(prog.insns),
+                    **({"cores": [count for _, count in prog.windows]} if prog.num_cores > 1 else {})},
         "accuracy": {"float": case.float_accuracy(), "reference": case.accuracy(case.reference)},
         "mismatch": {}, "errors": {}, "cycles": {},
         "wall_s": {"compile": case.compile_s, "reference": case.reference_s},
@@ -136,6 +137,15 @@ def run_network(case: NetCase, chosen: list[str], trace: str | Path | None = Non
         t0 = time.perf_counter()
         logits["golden"] = case.net.run_golden(case.inputs())[case.network.output_name]
         rep["wall_s"]["golden"] = time.perf_counter() - t0
+    if "iss" in chosen:
+        r = models.iss(prog)
+        rep["wall_s"]["iss"] = r.wall_s
+        if r.error:
+            rep["errors"]["iss"] = r.error
+        logits["iss"] = case.logits(r.outputs)
+        rep.setdefault("counters", {})["iss"] = r.counters
+        if "cores" in r.extra:
+            rep.setdefault("cores", {})["iss"] = r.extra["cores"]
     timeline = None
     sr: SectionReport | None = None
     if "tlm" in chosen or "rtl" in chosen:
@@ -148,6 +158,8 @@ def run_network(case: NetCase, chosen: list[str], trace: str | Path | None = Non
             logits["tlm"] = case.logits(res.outputs)
         rep["cycles"]["tlm"] = res.cycles
         rep.setdefault("counters", {})["tlm"] = res.counters
+        if "cores" in res.extra:
+            rep.setdefault("cores", {})["tlm"] = res.extra["cores"]
     if "rtl" in chosen:
         why = models.rtl_available()
         if why:
@@ -157,6 +169,8 @@ def run_network(case: NetCase, chosen: list[str], trace: str | Path | None = Non
         rep["wall_s"]["rtl"] = r.wall_s or (time.perf_counter() - t0)
         rep["cycles"]["rtl"] = r.cycles
         rep.setdefault("counters", {})["rtl"] = r.counters
+        if "cores" in r.extra:
+            rep.setdefault("cores", {})["rtl"] = r.extra["cores"]
         if r.error:
             rep["errors"]["rtl"] = r.error
         logits["rtl"] = case.logits(r.outputs)
@@ -178,7 +192,9 @@ def run_network(case: NetCase, chosen: list[str], trace: str | Path | None = Non
     if total:
         rep["cycles"]["total"] = total
         rep["cycles"]["per_image"] = total / case.batch
-    if timeline is not None:
+    if timeline is not None and prog.num_cores > 1:
+        rep["layers_note"] = "no per-layer table on several cores (the layers of the cores overlap in time)"
+    elif timeline is not None:
         sr = section_report(prog, timeline)
         j = sr.to_json()
         rep["layers"] = j["sections"]

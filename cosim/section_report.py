@@ -48,14 +48,32 @@ COUNTERS = ("load_busy", "compute_busy", "store_busy", "load_stall", "compute_st
 def program_sections(program: Program) -> list[dict[str, Any]]:
     """The Program's ``meta["sections"]``, checked (a Program folder's ``layout.json`` may have been
     edited): a list of ``{"name", "first", "count"}`` in instruction order, inside the stream, not
-    overlapping; ``[]`` when it has none. Raises ValueError (one line) when they are malformed."""
-    secs = program.meta.get("sections")
+    overlapping; ``[]`` when it has none. Raises ValueError (one line) when they are malformed. On
+    several cores they are core 0's (its window starts the stream, so its pcs are flat indices)."""
+    n = program.windows[0][1] if program.num_cores > 1 else len(program.insns)
+    return _checked(program.meta.get("sections"), n, f"Program '{program.name}': meta 'sections'")
+
+
+def program_core_sections(program: Program) -> list[list[dict[str, Any]]]:
+    """Every core's sections (``meta["core_sections"]``, pcs counted in that core's stream), checked like
+    :func:`program_sections`; one core: ``[program_sections(program)]``; ``[]`` per core without any."""
+    if program.num_cores == 1:
+        return [program_sections(program)]
+    per = program.meta.get("core_sections")
+    where = f"Program '{program.name}': meta 'core_sections'"
+    if per is None:
+        return [[] for _ in program.windows]
+    if not isinstance(per, list) or len(per) != program.num_cores:
+        raise ValueError(f"{where} must be a list of {program.num_cores} lists (one per core)")
+    return [_checked(secs, count, f"{where}[{k}]") for k, (secs, (_, count)) in enumerate(zip(per, program.windows))]
+
+
+def _checked(secs: Any, n: int, where: str) -> list[dict[str, Any]]:
+    """``secs`` checked against a stream of ``n`` instructions (see :func:`program_sections`)."""
     if secs is None:
         return []
-    where = f"Program '{program.name}': meta 'sections'"
     if not isinstance(secs, list):
         raise ValueError(f"{where} must be a list, got {type(secs).__name__}")
-    n = len(program.insns)
     out, end = [], 0
     for k, s in enumerate(secs):
         if not isinstance(s, dict) or not isinstance(s.get("name"), str) or not s["name"]:
@@ -164,6 +182,9 @@ def _zero() -> dict[str, int]:
 def section_report(program: Program, timeline: TlmTimeline) -> SectionReport:
     """The per-section report of ``program``'s traced TLM run ``timeline`` (module docstring)."""
     cfg, T, tr, res = program.config, timeline.timing, timeline.tracer, timeline.result
+    if program.num_cores > 1:
+        raise ValueError(f"Program '{program.name}': no per-section report on {program.num_cores} cores yet (the "
+                         f"cores' sections overlap in time; the report partitions one core's run)")
     cycles = int(res.cycles or 0)
     spans = tr.section_spans(program_sections(program), cycles)
     firsts = [first for _, first, _, _, _ in spans]

@@ -13,12 +13,14 @@ loader's ProgramError, the ISS's ERR_DEADLOCK).
   earlier push, no queue ever holds more than its depth), a sufficient condition for
   deadlock freedom that generators build to.
 * :func:`happens_before` - per instruction, for each unit, the last of its instructions
-  guaranteed complete when this one starts (unit order plus token edges).
+  guaranteed complete when this one starts (unit order, token edges and BARRIER fences).
 * :func:`run_tokens` - an untimed (or abstractly timed) run of fetch's in-order dispatch,
   the three in-order units, their instruction queues and the token queues, with the
   microarchitecture's rules (docs/microarch.md "Control"): tokens taken together in WAIT,
   FINISH completes once load and store are idle with empty queues, a push waits while
-  its queue is full. Units and bounded FIFOs form a determinate network, so whether and
+  its queue is full. A BARRIER (several cores) drains like FINISH and fetch dispatches nothing
+  after it until it completes; the run is one core's on its own, so a BARRIER completes once
+  drained (the other cores' arrival is the caller's business, e.g. the ISS's phases). Units and bounded FIFOs form a determinate network, so whether and
   where it deadlocks does not depend on timing: one run decides. :func:`deadlock_pc` is
   the ERR_PC the hardware reports for it.
 """
@@ -144,12 +146,19 @@ def happens_before(insns: Sequence[Instruction]) -> Order:
     last = [-1, -1, -1]
     pushers: dict[str, list[int]] = {q: [] for q in TOKEN_QUEUES}
     poppers: dict[str, list[int]] = {q: [] for q in TOKEN_QUEUES}
+    fence = -1  # the latest BARRIER: it completes after every earlier instruction (the loads and stores
+    # drain, fetch dispatches nothing after it meanwhile) and before any later one starts
     for k, i in enumerate(insns):
         u = unit[k]
         seq[k] = count[u]
         count[u] += 1
         if last[u] >= 0:
             preds[k].append(last[u])
+        if fence > last[u]:
+            preds[k].append(fence)
+        if i.MNEMONIC == "BARRIER":
+            preds[k] += [j for j in last if 0 <= j and j != last[u]]
+            fence = k
         last[u] = k
         for q in pushes_of(i):
             pushers[q].append(k)
@@ -226,6 +235,7 @@ def run_tokens(insns: Sequence[Instruction], cfg: Any, durations: Sequence[int] 
     pops = [pops_of(i) for i in insns]
     pushes = [pushes_of(i) for i in insns]
     is_finish = [i.MNEMONIC == "FINISH" for i in insns]
+    drains = [i.MNEMONIC in ("FINISH", "BARRIER") for i in insns]
     dur = list(durations) if durations is not None else [1] * n
     depth = {"load": cfg.load_queue_depth, "compute": cfg.compute_queue_depth, "store": cfg.store_queue_depth}
     cap = cfg.token_queue_depth
@@ -237,6 +247,7 @@ def run_tokens(insns: Sequence[Instruction], cfg: Any, durations: Sequence[int] 
     tokens = dict.fromkeys(TOKEN_QUEUES, 0)
     start, end = [-1] * n, [-1] * n
     pc, t = 0, 0
+    fenced = False  # a BARRIER was dispatched and has not completed: fetch waits
 
     def drained() -> bool:
         return (state["load"] == _IDLE and state["store"] == _IDLE
@@ -246,8 +257,9 @@ def run_tokens(insns: Sequence[Instruction], cfg: Any, durations: Sequence[int] 
         changed = True
         while changed:
             changed = False
-            while pc < n and len(queues[units[pc]]) < depth[units[pc]]:  # in-order fetch/dispatch
+            while not fenced and pc < n and len(queues[units[pc]]) < depth[units[pc]]:  # in-order fetch/dispatch
                 queues[units[pc]].append(pc)
+                fenced = insns[pc].MNEMONIC == "BARRIER"
                 pc += 1
                 changed = True
             for u in UNITS:
@@ -264,8 +276,10 @@ def run_tokens(insns: Sequence[Instruction], cfg: Any, durations: Sequence[int] 
                     until[u] = t + dur[k]
                     state[u] = st = _EXEC
                     changed = True
-                if st == _EXEC and until[u] <= t and (not is_finish[k] or drained()):
+                if st == _EXEC and until[u] <= t and (not drains[k] or drained()):
                     end[k] = t
+                    if insns[k].MNEMONIC == "BARRIER":
+                        fenced = False
                     pending[u] = list(pushes[k])
                     state[u] = st = _PUSH
                     changed = True
@@ -289,7 +303,7 @@ def run_tokens(insns: Sequence[Instruction], cfg: Any, durations: Sequence[int] 
         if not running:
             held = [cur[u] for u in UNITS if state[u] != _IDLE]
             return TokenRun(start, end, t, min(held) if held else n,
-                            _stuck(insns, state, cur, pending, pc, tokens))
+                            _stuck(insns, state, cur, pending, pc, tokens, fenced))
         t = min(running)
 
 
@@ -299,17 +313,19 @@ def deadlock_pc(insns: Sequence[Instruction], cfg: Any) -> int | None:
 
 
 def _stuck(insns: Sequence[Instruction], state: dict[str, int], cur: dict[str, int],
-           pending: dict[str, list[str]], pc: int, tokens: dict[str, int]) -> str:
+           pending: dict[str, list[str]], pc: int, tokens: dict[str, int], fenced: bool = False) -> str:
     parts = []
     for u in UNITS:
         k = cur[u]
         if state[u] == _WAIT:
             parts.append(f"{u} insn {k} waits for {'+'.join(pops_of(insns[k]))}")
         elif state[u] == _EXEC:
-            parts.append(f"{u} insn {k} (FINISH) waits for the load and store units to drain")
+            parts.append(f"{u} insn {k} ({insns[k].MNEMONIC}) waits for the load and store units to drain")
         elif state[u] == _PUSH:
             parts.append(f"{u} insn {k} cannot push {'+'.join(pending[u])} (queue full)")
-    if pc < len(insns):
+    if fenced and pc < len(insns):
+        parts.append(f"fetch waits at insn {pc} for the BARRIER before it")
+    elif pc < len(insns):
         parts.append(f"fetch stalled at insn {pc} ({QUEUE_OF_OPCODE[insns[pc].MNEMONIC]} queue full)")
     elif not any(i.MNEMONIC == "FINISH" for i in insns):
         parts.append("no FINISH")

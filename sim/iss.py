@@ -21,11 +21,17 @@ valid once a LOAD wrote them (data or padding) in this run, and GEMM faults on a
 
 Faults are reported in program order; for a program with one faulting instruction
 (what the fuzzer injects) that is the pc every model must report.
+
+Several cores (``num_cores > 1``, one instruction window per core, :attr:`hw.program.Program.windows`)
+share the DRAM image; each has its own buffers and counters. They run in phases separated by
+BARRIERs (:func:`run_reference`): a core that FINISHes while another waits at a BARRIER is
+``ERR_BARRIER``; every error names its core (``error["core"]``, pcs counted in that core's stream).
 """
 
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -39,11 +45,13 @@ from hw.result import RunResult
 
 
 class RefFault(Exception):
-    """A fault the hardware reports: code from hw.csr and the instruction index."""
+    """A fault the hardware reports: code from hw.csr, the instruction index (in its core's stream) and,
+    on several cores, the core."""
 
-    def __init__(self, code: int, pc: int, message: str):
-        super().__init__(f"{csr.ERROR_NAMES[code]} at instruction {pc}: {message}")
-        self.code, self.pc, self.message = code, pc, message
+    def __init__(self, code: int, pc: int, message: str, core: int | None = None):
+        where = f"core {core} " if core is not None else ""
+        super().__init__(f"{csr.ERROR_NAMES[code]} at {where}instruction {pc}: {message}")
+        self.code, self.pc, self.message, self.core = code, pc, message, core
 
 
 def alu_lanes(op: int, x: list[int], s: list[int]) -> list[int]:
@@ -80,47 +88,129 @@ def _regs(program: Program) -> dict[str, int]:
     return dict(program.regs)
 
 
+COUNTS = ("load_insns", "compute_insns", "store_insns", "dma_rd_bytes", "dma_wr_bytes", "fetch_bytes", "gemm_ops")
+
+
+@dataclass
+class CoreRun:
+    """One core of a run: its instruction words, what of them decodes, its buffers, counters and where it is.
+
+    ``insns`` are the words decoded in order up to the first one the hardware refuses (``bad``: that
+    word's fault, None when every word decodes); ``deadlock`` the pc where its tokens deadlock (None:
+    its FINISH completes; :func:`hw.analysis.deadlock_pc`, a BARRIER counted as complete once drained);
+    ``pc`` the next instruction to run; ``state`` "run", "barrier" (arrived at the BARRIER before
+    ``pc``) or "finished"."""
+
+    core: int
+    words: list[int]
+    insns: list[Instruction]
+    bad: RefFault | None
+    bufs: "Buffers"
+    counters: dict[str, int]
+    deadlock: int | None = None
+    pc: int = 0
+    state: str = "run"
+
+
 def run_reference(program: Program, check_tokens: bool = True) -> RunResult:
-    """Execute ``program`` sequentially and return outputs, counters and the first fault."""
+    """Execute ``program`` and return outputs, counters and the first fault.
+
+    One core: the stream in program order. Several cores (one window each, on the same DRAM): in
+    *phases*: in phase p every core in core order runs its stream up to its next BARRIER (arriving
+    there) or its FINISH (finishing); the phase ends with every core arrived or finished. Some arrived
+    and some finished is ERR_BARRIER (the lowest arrived core, at its BARRIER's pc); all arrived: the
+    next phase. Within a core's part of a phase, faults come in this order: a word the hardware refuses
+    (dispatch checks, as fetch reaches it), then the instructions' own faults in program order, then a
+    token deadlock. The result's ``error`` carries ``core`` and ``extra["cores"]`` the per-core counters
+    (``counters`` is their sum) when the config has several cores."""
     t0 = time.perf_counter()
     cfg = program.config
+    n = cfg.num_cores
     img = np.frombuffer(bytes(program.dram_image()), dtype=np.uint8).copy()
     regs = _regs(program)
-    bufs = Buffers(cfg)
-    counters = {"load_insns": 0, "compute_insns": 0, "store_insns": 0, "dma_rd_bytes": 0, "dma_wr_bytes": 0,
-                "fetch_bytes": 0, "gemm_ops": 0}
     windows = [(regs.get(f"REGION{k}_BASE", 0), regs.get(f"REGION{k}_SIZE", 0), regs.get(f"REGION{k}_ATTR", 0))
                for k in range(cfg.max_regions)]
     out_dt = np.dtype(f"<i{cfg.out_width // 8}")
+    cores: list[CoreRun] = []
 
     def in_region(lo: int, hi: int, attr: int) -> bool:
         return any(s and b <= lo and hi <= b + s and a & attr for b, s, a in windows)
 
     def result(err: RefFault | None) -> RunResult:
-        e = None if err is None else {"code": err.code, "name": csr.ERROR_NAMES[err.code], "pc": err.pc,
-                                      "message": err.message}
-        return RunResult("iss", program.read_outputs(img), None, counters, e, time.perf_counter() - t0)
+        e = None
+        if err is not None:
+            e = {"code": err.code, "name": csr.ERROR_NAMES[err.code], "pc": err.pc, "message": err.message}
+            if n > 1:
+                e["core"] = err.core if err.core is not None else 0
+        per_core = [c.counters for c in cores] + [dict.fromkeys(COUNTS, 0) for _ in range(n - len(cores))]
+        total = {k: sum(c[k] for c in per_core) for k in COUNTS}
+        res = RunResult("iss", program.read_outputs(img), None, total, e, time.perf_counter() - t0)
+        if n > 1:
+            res.extra["cores"] = [dict(c) for c in per_core]
+        return res
 
-    addr, count = regs.get("INSN_ADDR_LO", 0), regs.get("INSN_COUNT", 0)
-    if regs.get("INSN_ADDR_HI", 0) or count == 0 or not in_region(addr, addr + INSN_BYTES * count, csr.ATTR_READ):
-        return result(RefFault(csr.ERR_INSN_RANGE, 0, "instruction window outside every readable region"))
     isa = Isa(cfg)
-    words = [int.from_bytes(img[addr + INSN_BYTES * k: addr + INSN_BYTES * (k + 1)].tobytes(), "little")
-             for k in range(count)]
-    counters["fetch_bytes"] = INSN_BYTES * count
+    for k in range(n):
+        addr, count = regs.get(csr.core_reg("INSN_ADDR_LO", k, n), 0), regs.get(csr.core_reg("INSN_COUNT", k, n), 0)
+        if (regs.get(csr.core_reg("INSN_ADDR_HI", k, n), 0) or count == 0
+                or not in_region(addr, addr + INSN_BYTES * count, csr.ATTR_READ)):
+            return result(RefFault(csr.ERR_INSN_RANGE, 0, "instruction window outside every readable region",
+                                   k if n > 1 else None))
+        words = [int.from_bytes(img[addr + INSN_BYTES * j: addr + INSN_BYTES * (j + 1)].tobytes(), "little")
+                 for j in range(count)]
+        try:
+            insns, bad = decode_words(isa, words), None
+        except RefFault as f:
+            insns, bad = decode_words(isa, words[:f.pc]), f
+        counters = dict.fromkeys(COUNTS, 0)
+        counters["fetch_bytes"] = INSN_BYTES * count
+        c = CoreRun(k, words, insns, bad, Buffers(cfg), counters)
+        if check_tokens and (bad is None or insns):
+            c.deadlock = deadlock_pc(insns, cfg)
+        cores.append(c)
     try:
-        insns = decode_words(isa, words)
-        for pc, i in enumerate(insns):
-            _execute(i, pc, cfg, img, bufs, counters, in_region, out_dt)
-            if i.MNEMONIC == "FINISH":
-                break
-        if check_tokens:
-            dl = deadlock_pc(insns, cfg)
-            if dl is not None:
-                raise RefFault(csr.ERR_DEADLOCK, dl, "every unit waits for a token that cannot arrive")
+        while True:
+            for c in cores:
+                if c.state != "finished":
+                    _run_phase(c, cfg, img, in_region, out_dt, check_tokens, n > 1)
+            arrived = [c for c in cores if c.state == "barrier"]
+            if not arrived:
+                return result(None)
+            gone = [c.core for c in cores if c.state == "finished"]
+            if gone:
+                first = arrived[0]
+                raise RefFault(csr.ERR_BARRIER, first.pc - 1,
+                               f"core(s) {', '.join(str(c.core) for c in arrived)} wait at a BARRIER, core(s) "
+                               f"{', '.join(map(str, gone))} finished without reaching it",
+                               first.core if n > 1 else None)
+            for c in arrived:
+                c.state = "run"
     except RefFault as f:
         return result(f)
-    return result(None)
+
+
+def _run_phase(c: CoreRun, cfg, img: np.ndarray, in_region, out_dt, check_tokens: bool, many: bool) -> None:
+    """Core ``c``'s part of one phase: from its pc up to and including its next BARRIER or FINISH (or the
+    end of its stream); faults in the order of :func:`run_reference`."""
+    core = c.core if many else None
+    end = c.pc
+    while end < len(c.insns) and c.insns[end].MNEMONIC not in ("BARRIER", "FINISH"):
+        end += 1
+    # the core's last part: its FINISH, or the end of what decodes (fetch goes on dispatching after a
+    # FINISH, but nothing after a BARRIER until it completes)
+    last = end >= len(c.insns) or c.insns[end].MNEMONIC == "FINISH"
+    if last and c.bad is not None:  # the refused word is dispatched in this part
+        raise RefFault(c.bad.code, c.bad.pc, c.bad.message, core)
+    stop = min(end + 1, len(c.insns))
+    for pc in range(c.pc, stop):
+        try:
+            _execute(c.insns[pc], pc, cfg, img, c.bufs, c.counters, in_region, out_dt)
+        except RefFault as f:
+            raise RefFault(f.code, f.pc, f.message, core) from None
+    if check_tokens and c.deadlock is not None and (last or c.deadlock < stop):
+        raise RefFault(csr.ERR_DEADLOCK, c.deadlock, "every unit waits for a token that cannot arrive", core)
+    c.pc = stop
+    c.state = "finished" if last else "barrier"
 
 
 class Buffers:

@@ -1,5 +1,5 @@
 """The golden path on several cores (compiler/cores.py): one run per core, barriers, the race check,
-in both threading modes; compiling for several cores is refused in one line."""
+in both threading modes; Programs with a window per core (compiling for several cores: tests/test_cores_build.py)."""
 
 from __future__ import annotations
 
@@ -152,11 +152,6 @@ def test_one_core_barrier_is_a_sync_and_compiles() -> None:
     a, b = _ints(16 * 40), np.ones(16 * 40, dtype=np.int32)
     prog = build(split_vadd, [tensor(a.shape, "int32"), tensor(b.shape, "int32"), tensor(a.shape, "int8")])
     assert len(prog.insns) > 3
-
-
-def test_compiling_for_several_cores_is_refused_in_one_line() -> None:
-    with pytest.raises(CompileError, match="has 4 cores: Programs for several cores .* are not built yet"):
-        build(split_vadd, [tensor(64, "int32"), tensor(64, "int32"), tensor(64, "int8")], _cores(4))
 
 
 def test_config_takes_1_to_16_cores() -> None:

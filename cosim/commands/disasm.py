@@ -1,5 +1,6 @@
 """`cosim disasm DIR`: print a saved Program one instruction per line, a ``; section NAME`` line
-before each named section (``S.section``; a network's layers)."""
+before each named section (``S.section``; a network's layers); a Program for several cores shows
+each core's stream under a ``; core K`` line, pcs counted per core."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from hw.config import load_config
 from hw.isa import insn_fields
 from hw.program import Program
 from cosim.cli import add_json_arg
-from cosim.section_report import program_sections
+from cosim.section_report import program_core_sections, program_sections
 
 
 def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -28,9 +29,18 @@ def run(args: argparse.Namespace) -> int:
     cfg = load_config(args.config) if args.config else None
     prog = Program.load(args.dir, cfg)
     sections = program_sections(prog)
+    per_core = program_core_sections(prog)
     if args.json:
-        print(json.dumps({"program": prog.name, "config": prog.config.name, "sections": sections,
-                          "insns": [insn_fields(i) for i in prog.insns]}))
+        d = {"program": prog.name, "config": prog.config.name, "sections": sections,
+             "insns": [insn_fields(i) for i in prog.insns]}
+        if prog.num_cores > 1:  # insns stays the flat stream; each core's window into it and its sections
+            d["cores"] = [{"core": k, "first": first, "count": count, "sections": per_core[k]}
+                          for k, (first, count) in enumerate(prog.windows)]
+        print(json.dumps(d))
         return 0
-    print(prog.isa.disasm_stream(prog.insns, sections))
+    if prog.num_cores == 1:
+        print(prog.isa.disasm_stream(prog.insns, sections))
+        return 0
+    print("\n".join(f"; core {k}\n" + prog.isa.disasm_stream(prog.core_insns(k), per_core[k])
+                    for k in range(prog.num_cores)))
     return 0

@@ -29,7 +29,7 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                                    "disagrees.")
     p.add_argument("name", metavar="NAME", help="network name (`cosim list` shows them)")
     p.add_argument("--model", choices=[*NET_MODELS, "all"], default="tlm",
-                   help="model to run (default: tlm; all = golden, tlm and rtl)")
+                   help="model to run (default: tlm; all = golden, iss, tlm and rtl)")
     p.add_argument("--images", type=int_arg(1), default=None, metavar="N",
                    help="the first N test images, one batch (default: the whole test split; measured: the "
                         "digits' 359 images are 394k cycles, under a second on the TLM and on the RTL's cocotb "
@@ -74,8 +74,10 @@ def run(args: argparse.Namespace) -> int:
 def _print(rep: dict[str, Any], sections: Any, network: Any) -> None:
     acc, cyc, d = rep["accuracy"], rep["cycles"], rep["dram"]
     print(f"network {rep['network']} ({network.description.splitlines()[0] if network.description else ''})")
+    cores = rep["program"].get("cores")
+    per_core = f" on {len(cores)} cores ({', '.join(f'{c:,}' for c in cores)} per core)" if cores else ""
     print(f"config {rep['config']}: {rep['images']} test image(s) in one Program of {rep['program']['insns']:,} "
-          f"instructions")
+          f"instructions{per_core}")
     if d:
         print(f"DRAM: weights {byte_size(d['weights_bytes'])}, biases {byte_size(d['bias_bytes'])}, activations "
               f"{byte_size(d['activation_bytes_with_reuse'])} with reuse "
@@ -91,6 +93,8 @@ def _print(rep: dict[str, Any], sections: Any, network: Any) -> None:
         agree = cyc.get("tlm_equals_rtl")
         tail = "" if agree is None else ("; TLM = RTL (cycles and counters)" if agree else "; TLM != RTL")
         print(f"cycles: {', '.join(parts)} ({cyc['per_image']:,.1f} per image){tail}")
+    if rep.get("layers_note"):
+        print(f"per layer: {rep['layers_note']}")
     if sections is not None:
         note = " (the TLM's table: the TLM is cycle-exact to the RTL)" if "rtl" in models and "tlm" not in models \
             else ""

@@ -129,6 +129,8 @@ def run(args: argparse.Namespace) -> int:
             extra = (r.get("mismatch") or (r["error"] and error_text(r["error"]))
                      or (r.get("compared") and f"compared {r['compared']}") or "")
             print(f"{job.kernel:<16} {r['model']:<7} {status:<9} {cyc:<16} {r['wall_s']:.3f} s  {extra}")
+            for line in core_lines(r.get("cores") or []):
+                print(f"{'':<16} {'':<7} {line}")
             note = r.get("waves_note") or (waves_note(r["waves"]) if r.get("waves") else "")
             if r.get("vcd") or note:
                 print(f"{'':<16} {'':<7} waveform: {r.get('vcd') or '-'} {note}".rstrip())
@@ -141,11 +143,27 @@ def run(args: argparse.Namespace) -> int:
 
 
 def error_text(err: dict[str, Any]) -> str:
-    """A model's error for the summary line: its name and instruction, or its message when it has no pc."""
+    """A model's error for the summary line: its name and instruction (and core, on several cores), or its
+    message when it has no pc."""
     if err.get("pc") is not None:
-        return f"error {err.get('name')} at instruction {err.get('pc')}"
+        core = f"core {err['core']} " if err.get("core") is not None else ""
+        return f"error {err.get('name')} at {core}instruction {err.get('pc')}"
     msg = str(err.get("message") or "").splitlines()
     return f"error {err.get('name')}" + (f": {msg[0]}" if msg and err.get("name") == "WAVES_CAP" else "")
+
+
+def core_lines(cores: list[dict[str, Any]]) -> list[str]:
+    """One line per core of a run of several cores (``extra["cores"]``): its instructions per unit, its
+    DMA bytes and, from a timed model, its busy cycles per unit."""
+    out = []
+    for k, c in enumerate(cores):
+        insns = "/".join(str(c.get(f"{u}_insns", 0)) for u in ("load", "compute", "store"))
+        line = (f"core {k}: insns l/c/s {insns}, DMA rd {byte_size(int(c.get('dma_rd_bytes', 0)))} "
+                f"wr {byte_size(int(c.get('dma_wr_bytes', 0)))}")
+        if "load_busy" in c:
+            line += ", busy l/c/s " + "/".join(str(c.get(f"{u}_busy", 0)) for u in ("load", "compute", "store"))
+        out.append(line)
+    return out
 
 
 def waves_note(w: dict[str, Any]) -> str:
