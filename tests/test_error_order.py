@@ -24,7 +24,7 @@ from hw.isa import ALU_OP_BITS, BUF_BITS, INSN_BITS, INSN_CLASSES, OPCODE_NAMES,
 from hw.isa_semantics import DEP_FLAGS
 from sim.iss import RefFault, decode_words
 from sim.tlm.decode import Decoder
-from tests.conftest import CONFIG_NAMES
+from tests.conftest import SINGLE_CORE as CONFIG_NAMES
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "microarch.md"
 OK, OPC, FLD = csr.ERR_NONE, csr.ERR_BAD_OPCODE, csr.ERR_BAD_FIELD

@@ -43,7 +43,7 @@ def _programs(cfg):
     for name in list_examples():
         job = models.make_job(name, cfg)
         out.append(("example", name, job.program, job.expected))
-    for b in calibrate.micro_benchmarks(cfg):
+    for b in calibrate.micro_benchmarks(cfg) if cfg.num_cores == 1 else []:  # one-core probes
         out.append(("micro", b.name, b.program, None))
     return out
 
