@@ -457,13 +457,26 @@ def run_chunk(cfgs: Sequence[HwConfig], seed: int, start: int, stop: int, rtl: b
     return out
 
 
+def fuzz_configs(configs: Sequence[str] | None) -> list[str]:
+    """The configs a campaign runs on: ``configs`` (default: every shipped one-core config). The
+    generator writes one core's instruction stream, so a config of several cores is refused in one
+    line (its cores are fuzzed through the compiled examples of the regression)."""
+    names = list(configs) if configs else [n for n in list_configs() if load_config(n).num_cores == 1]
+    for n in names:
+        cfg = load_config(n)  # a bad name fails here, in one line, before anything starts
+        if cfg.num_cores > 1:
+            raise ValueError(f"config '{cfg.name}' has {cfg.num_cores} cores: the fuzz generator writes one "
+                             f"core's instruction stream (fuzz a one-core config)")
+    return names
+
+
 def run_campaign(count: int, seed: int, configs: Sequence[str] | None = None, rtl: bool = False,
                  fault_rate: float = 0.2, save_dir: str | Path | None = None, do_shrink: bool = True,
                  batch: int = 50, progress: bool = True) -> Summary:
-    """Run ``count`` cases round-robin over ``configs`` (default: every shipped config), in this process
-    (``cosim.fuzz.distributed.run_distributed_campaign`` spreads the same chunks over a Dask cluster)."""
+    """Run ``count`` cases round-robin over ``configs`` (default: every shipped one-core config), in this
+    process (``cosim.fuzz.distributed.run_distributed_campaign`` spreads the same chunks over a Dask cluster)."""
     t0 = time.perf_counter()
-    names = list(configs) if configs else list_configs()
+    names = fuzz_configs(configs)
     cfgs = [load_config(n) for n in names]
     summ = Summary(count, seed, names[0] if len(names) == 1 else "all", rtl)
     bar = ProgressBar(count, "fuzz", progress)

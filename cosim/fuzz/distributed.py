@@ -15,10 +15,10 @@ import time
 from pathlib import Path
 from typing import Any, Sequence
 
-from hw.config import list_configs, load_config
+from hw.config import load_config
 from cosim.cluster import Task, run_tasks
 from cosim.cluster.progress import ProgressBar
-from cosim.fuzz.campaign import Summary, run_chunk
+from cosim.fuzz.campaign import Summary, fuzz_configs, run_chunk
 
 # Cases per task without the RTL (the reference and the TLM take ~15 ms a case).
 CHUNK_NO_RTL = 50
@@ -62,9 +62,7 @@ def run_distributed_campaign(count: int, seed: int, configs: Sequence[str] | Non
     ``results`` streams one record per chunk and resumes. A chunk that fails as a task (its time limit,
     its worker lost too often) counts each of its cases as an error."""
     t0 = time.perf_counter()
-    names = list(configs) if configs else list_configs()
-    for n in names:
-        load_config(n)  # a bad name fails here, in one line, before any cluster starts
+    names = fuzz_configs(configs)  # bad names fail here, in one line, before any cluster starts
     chunk = chunk or default_chunk(rtl, batch, len(names))
     where = str(Path(save_dir).resolve()) if save_dir is not None else None
     tasks = campaign_tasks(count, seed, names, rtl, fault_rate, where, do_shrink, batch, chunk)

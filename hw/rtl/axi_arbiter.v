@@ -126,7 +126,9 @@ module axi_arbiter #(
         end
     end
     wire can_grant = (state == S_IDLE) && !halt && !abort && sel_v;
-    wire sf = f_req[sel], sl = l_req[sel], ss = s_req[sel];
+    wire sf = f_req[sel];
+    wire sl = l_req[sel];
+    wire ss = s_req[sel];
     genvar gc;
     generate
         for (gc = 0; gc < N; gc = gc + 1) begin : g_gnt

@@ -403,6 +403,7 @@ module csr_block #(
     always @(*) begin  // core rd_core's register at rd_off
         bank_val = 32'd0;
         bank_hit = 1'b0;
+        m = 0;
         for (b = 0; b < N; b = b + 1)
             if (rd_core == b[3:0]) begin
                 bank_hit = 1'b1;
