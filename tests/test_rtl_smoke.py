@@ -60,8 +60,9 @@ def check_counters(p: Program, r: RunResult) -> None:
     for k, v in stream_counters(p).items():
         assert c[k] == v, (p.name, k, c[k], v)
     assert 0 < r.cycles
-    for unit in ("load", "compute", "store"):
-        assert c[f"{unit}_busy"] + c[f"{unit}_stall"] <= r.cycles
+    for core in r.extra.get("cores") or [c]:  # each core's units within the run
+        for unit in ("load", "compute", "store"):
+            assert core[f"{unit}_busy"] + core[f"{unit}_stall"] <= r.cycles
 
 
 def hand_programs(cfg) -> list[Program]:

@@ -49,9 +49,10 @@ def case_ids(cases: Sequence[Case]) -> list[str]:
 
 def stream_counters(p: Program) -> dict[str, int]:
     """The counters a clean run of ``p`` must show whatever the timing (the models run the
-    first INSN_COUNT instructions)."""
+    first INSN_COUNT instructions of each core's window), summed over the cores."""
     cfg = p.config
-    insns = p.insns[:dict(p.regs)["INSN_COUNT"]]
+    regs, n = dict(p.regs), p.num_cores
+    insns = [i for k in range(n) for i in p.core_insns(k)[:regs[csr.core_reg("INSN_COUNT", k, n)]]]
     loads = [i for i in insns if isinstance(i, Load)]
     stores = [i for i in insns if isinstance(i, Store)]
     return {"load_insns": len(loads), "store_insns": len(stores),
