@@ -15,6 +15,7 @@ or simply :func:`run_program`. The model imports only ``hw.*``.
 
 from __future__ import annotations
 
+import copy
 import time
 from pathlib import Path
 from typing import Any
@@ -283,7 +284,13 @@ class TlmModel:
         """Write the timeline of the last run as VCD (needs ``trace=True``)."""
         if self.tracer is None:
             raise RuntimeError("the model was built without trace=True")
-        return self.tracer.write_vcd(path, self.cycles or 0)
+        if len(self.cores) == 1:
+            return self.tracer.write_vcd(path, self.cycles or 0)
+        # several cores: the RTL's dbg_* probes are core 0's, the DMA probes the shared port's
+        view = copy.copy(self.core_tracers[0])
+        assert view is not None
+        view.dmas = self.tracer.dmas
+        return view.write_vcd(path, self.cycles or 0)
 
     def write_trace(self, path: str | Path, sections: list[dict[str, Any]] | None = None) -> Path:
         """Write the Chrome/Perfetto trace JSON of the last run (needs ``trace=True``); ``sections``
