@@ -165,3 +165,16 @@ def test_one_core_barrier_only_drains() -> None:
     want = expected(cores(1))
     assert all(np.array_equal(r.outputs[k], want[k]) for k in want)
     assert r.counters["compute_insns"] == 6
+
+
+def test_the_port_goes_round_robin_between_cores() -> None:
+    """Four cores that all want the port: core 0 first after START, then each core in turn, a burst
+    each (a core's second burst of one LOAD waits for the other cores' first)."""
+    from sim.tlm import simulate
+
+    m, _ = simulate(program(cores(4, "default"), "phases"), trace=True)
+    assert m.tracer is not None
+    order = [client for client, _, _, _, _ in m.tracer.bursts()][:12]
+    assert order == [f"core{k}.fetch" for k in range(4)] + [f"core{k}.load" for k in range(4)] * 2
+    starts = [s for _, _, s, _, _ in m.tracer.bursts()][:12]
+    assert starts == sorted(starts) and len(set(starts)) == 12  # one burst at a time
