@@ -194,8 +194,11 @@ def tlm_traced(program: Program, *, trace: str | Path | None = None,
         m.write_trace(trace, program.meta.get("sections"))
     if vcd is not None:
         m.write_vcd(vcd)
+    extra: dict[str, Any] = {"events": m.events}
+    if len(m.cores) > 1:
+        extra["cores"] = m.core_counters()
     res = RunResult("tlm", program.read_outputs(m.dram), m.cycles, m.counters(),
-                    m.error.to_dict() if m.error is not None else None, wall, extra={"events": m.events})
+                    m.error.to_dict(len(m.cores)) if m.error is not None else None, wall, extra=extra)
     return TlmTimeline(res, m.tracer, m.timing)
 
 

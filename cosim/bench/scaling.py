@@ -84,14 +84,8 @@ def measure_scaling(cfg: HwConfig, rtl: bool = True) -> dict[str, Any]:
 
 def _traced_tlm(program: Any) -> tuple[RunResult, int]:
     """The TLM's result of ``program`` and the cycles its bursts held the port (from the trace)."""
-    from sim.tlm import simulate
-
-    m, wall = simulate(program, trace=True)
-    assert m.tracer is not None
-    busy = sum(e - s for _, _, s, e, _ in m.tracer.bursts())
-    res = RunResult("tlm", program.read_outputs(m.dram), m.cycles, m.counters(),
-                    m.error.to_dict(len(m.cores)) if m.error is not None else None, wall)
-    return res, busy
+    tl = models.tlm_traced(program)
+    return tl.result, sum(e - s for _, _, s, e, _ in tl.tracer.bursts())
 
 
 def golden_threads(cfg: HwConfig, reps: int = 3) -> dict[str, Any]:
