@@ -65,5 +65,6 @@ fuzz: $(STAMP)
 	$(RUN) $(VENV)/bin/cosim fuzz --count 10000 --seed 1
 	$(RUN) $(VENV)/bin/cosim fuzz --count 1000 --seed 2 --rtl
 
+# Removes every build and cache; `cosim clean --keep N` keeps the N most recently used simulator builds.
 clean:
 	rm -rf build sim_build .pytest_cache .hypothesis

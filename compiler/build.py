@@ -13,6 +13,7 @@ core (:func:`trace_cores`: one trace per core, one layout) and the Program holds
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -187,7 +188,7 @@ def build(kernel: Kernel | Any, args: Sequence[Any] | Mapping[str, Any], cfg: Hw
         where = f"kernel '{tr.kernel}'" + (f" core {core}" if many else "")
         verify_program(insns, cfg, where)
         check_dependences(t, ns, insns, cfg)
-    meta = {"kernel": tr.kernel,
+    meta = {"kernel": tr.kernel, "source": kernel_source(as_kernel(kernel)),
             "args": {n: {"shape": list(t.shape), "dtype": t.dtype} for n, t in tr.tensors.items() if t.kind == "arg"},
             "consts": {n: _jsonable(v) for n, v in tr.consts.items()}}
     if any(t.sections for t in traces):
@@ -211,6 +212,16 @@ def sections(marks: list[tuple[str, int]], starts: list[int], insn_count: int) -
     firsts = [starts[k] if k < len(starts) else insn_count - 1 for _, k in marks]
     ends = firsts[1:] + [insn_count - 1]
     return [{"name": name, "first": f, "count": e - f} for (name, _), f, e in zip(marks, firsts, ends)]
+
+
+def kernel_source(k: Kernel) -> str:
+    """Where the kernel's function lives, so a saved Program can run its golden path again:
+    ``package.module:function`` for a kernel of an importable package, else ``/abs/file.py:function``."""
+    fn = k.fn
+    mod = getattr(fn, "__module__", "") or ""
+    if mod and not mod.startswith("_") and mod != "__main__":
+        return f"{mod}:{fn.__name__}"
+    return f"{os.path.abspath(fn.__code__.co_filename)}:{fn.__name__}"
 
 
 def _jsonable(v: Any) -> Any:

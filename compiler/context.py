@@ -113,6 +113,12 @@ def current() -> Context:
     return stack[-1]
 
 
+def in_kernel() -> bool:
+    """Whether a kernel is running (golden or traced) in this thread: a kernel called now is composed
+    into it rather than run on its own."""
+    return bool(getattr(_local, "stack", None))
+
+
 @contextmanager
 def active(ctx: Context) -> Iterator[Context]:
     """Make ``ctx`` the current context for the duration of the ``with`` block."""

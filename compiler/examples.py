@@ -22,11 +22,16 @@ everything the Case returns, are in the accelerator's packed layout
 natural inputs, packed. ``Example.large`` marks the examples whose runs take millions
 of cycles on some config (the ResNet layer on ``small``): slow back-ends may skip them.
 
-User kernels: ``KERNEL`` may be ``path/to/file.py:function``. Each tensor argument
-of the function is given as a param ``NAME=DIMxDIM...[:DTYPE]`` (dtype int32 by
-default; outputs must be the output width, e.g. ``int8``), every other param is a
-constant (an integer when it parses as one). Inputs (tensors the kernel loads) get
-random int32 values in [-32768, 32767]. If the file defines
+User kernels: ``KERNEL`` may be ``path/to/file.py:function`` (docs/kernels.md). Each
+tensor argument of the function is given as a param ``NAME=DIMxDIM...[:DTYPE]`` (dtype
+int32 by default; outputs must be the output width, e.g. ``int8``) or with its data as
+``NAME=@file.npy`` / ``NAME=@file.npz:ARRAY``; every other param is a constant (an
+integer when it parses as one). Inputs (tensors the kernel loads) without data get
+seeded random values of their own dtype in :data:`USER_INPUT_RANGES` (int8: the whole
+range; int16 and int32: [-32768, 32767]), unless the file defines
+``<function>_inputs(rng, **params)`` (``rng`` a seeded ``numpy.random.Generator``, the
+params as the kernel gets them: tensors as :class:`TensorSpec`, constants as values)
+returning ``{input: array}`` for some or all inputs. If the file defines
 ``<function>_reference(**inputs, **constants)`` returning ``{output: array}`` (an
 int32 or output-typed array of the user's shape), ``Case.reference()`` uses it;
 otherwise ``Case.has_reference`` is False and ``reference()`` returns None. A file
@@ -36,6 +41,7 @@ may also define ``<function>_params`` (a dict of default params).
 from __future__ import annotations
 
 import importlib.util
+import inspect
 import math
 import sys
 from dataclasses import dataclass, field, fields
@@ -50,12 +56,15 @@ from compiler.errors import CompileError
 from compiler.gemm_ops import GEMM_OPERATORS
 from compiler.kernel import Kernel, as_kernel, describe_failure, reporting_failures
 from compiler.ops import OPERATORS
-from compiler.params import ParamError, parse_items, parse_user_default
+from compiler.params import ParamError, TensorData, parse_items, parse_user_default
 from compiler.tensor import TensorSpec, pad_to_vectors, region_shape, tensor, unpad
 from hw.config import ConfigError, HwConfig, load_config
 from hw.program import Program, align_up
 
 I32 = (-(1 << 31), (1 << 31) - 1)
+# Random inputs of a user kernel, by dtype: int8 spans its range (what a quantized GEMM kernel reads);
+# wider ones stay small enough that sums of a few thousand terms do not wrap.
+USER_INPUT_RANGES = {"int8": (-128, 127), "int16": (-32768, 32767), "int32": (-32768, 32767)}
 
 
 class ExampleError(CompileError):
@@ -380,31 +389,100 @@ def _gemm_case(ex: Example, cfg: HwConfig, params: dict[str, Any], seed: int) ->
     return case
 
 
+def _constant_hint(message: str, consts: dict[str, Any]) -> str:
+    """What to write instead when a kernel refused a bare number that was meant as a tensor: the error names
+    the argument, and ``-p NAME=64`` made it the constant 64."""
+    for n, v in consts.items():
+        if isinstance(v, int) and not isinstance(v, bool) and f"'{n}'" in message and v > 0:
+            return (f"-p {n}={v} made '{n}' the constant {v}; for a tensor write its shape and dtype, e.g. "
+                    f"-p {n}={v}:int32 or -p {n}=1x{v}:int8, or its data as -p {n}=@file.npy")
+    return ""
+
+
+def _user_inputs(mod: Any, fn: str, specs: dict[str, TensorSpec], given: dict[str, np.ndarray],
+                 params: dict[str, Any], seed: int) -> dict[str, np.ndarray]:
+    """The inputs of a user kernel: data given with ``@file``, else from ``<fn>_inputs``, else random of each
+    input's dtype (module docstring); every array checked against its input's shape and dtype."""
+    rng = np.random.default_rng(seed)
+    hook = getattr(mod, f"{fn}_inputs", None)
+    made: dict[str, Any] = {}
+    if callable(hook):
+        with reporting_failures(hook, f"inputs '{fn}_inputs'"):
+            made = hook(rng, **params)
+        if not isinstance(made, dict):
+            raise ExampleError(f"'{fn}_inputs' returned {type(made).__name__}, not a dict of input arrays")
+        extra = sorted(set(made) - set(specs))
+        if extra:
+            raise ExampleError(f"'{fn}_inputs' returned {', '.join(map(repr, extra))}, which the kernel does not "
+                               f"load (inputs: {', '.join(specs) or 'none'})")
+    out = {}
+    for n, s in specs.items():
+        src = f"-p {n}=@..." if n in given else f"'{fn}_inputs'"
+        a = given.get(n, made.get(n))
+        if a is None:
+            lo, hi = USER_INPUT_RANGES[s.dtype]
+            out[n] = rng.integers(lo, hi, size=s.shape, endpoint=True, dtype=np.int64).astype(s.dtype)
+            continue
+        a = np.asarray(a)
+        if tuple(a.shape) != tuple(s.shape):
+            raise ExampleError(f"input '{n}' from {src} has shape {tuple(a.shape)}, the kernel's is {tuple(s.shape)}")
+        if a.dtype.kind not in "iu" or (a.size and (a.min() < np.iinfo(s.dtype).min or a.max() > np.iinfo(s.dtype).max)):
+            raise ExampleError(f"input '{n}' from {src} ({a.dtype}) does not fit {s.dtype}")
+        out[n] = a.astype(s.dtype)
+    return out
+
+
+def _reference_consts(ref_fn: Callable[..., Any], k: Kernel, consts: dict[str, Any]) -> dict[str, Any]:
+    """The constants a user reference gets: those given, plus the kernel's own defaults of the parameters the
+    reference takes by name (``shift=7`` in the kernel's signature reaches ``reference(..., shift)``)."""
+    try:
+        ps = inspect.signature(ref_fn).parameters
+    except (TypeError, ValueError):
+        return consts
+    takes_all = any(p.kind is p.VAR_KEYWORD for p in ps.values())
+    defaults = {n: p.default for n, p in k.signature.parameters.items()
+                if p.default is not p.empty and n not in consts and (takes_all or n in ps)}
+    return {**defaults, **consts}
+
+
 def _user_case(name: str, ex: Example, cfg: HwConfig, params: dict[str, Any], seed: int) -> Case:
     k, mod, fn = _load_user(name)
     p = {**ex.params, **params}
     specs: dict[str, TensorSpec] = {}
     consts: dict[str, Any] = {}
+    given: dict[str, np.ndarray] = {}
     for key, v in p.items():
         v = parse_user_default(key, v)
+        if isinstance(v, TensorData):
+            given[key] = v.array
+            v = v.spec
         if isinstance(v, TensorSpec):
             specs[key] = tensor(v.shape, v.dtype)
         else:
             consts[key] = v
     check_dram_fits(cfg, specs, f"kernel '{fn}'")
-    with reporting_failures(k.fn, f"kernel '{fn}'"):
-        program = build(k, {**specs, **consts}, cfg, name=fn)
+    try:
+        with reporting_failures(k.fn, f"kernel '{fn}'"):
+            program = build(k, {**specs, **consts}, cfg, name=fn)
+    except CompileError as e:
+        hint = _constant_hint(str(e), consts)
+        if not hint:
+            raise
+        raise type(e)(f"{e}; {hint}") from e
     roles = {r.name: r.role for r in program.regions}
-    rng = np.random.default_rng(seed)
-    user_inputs = {n: _random(rng, s.shape, (-32768, 32767)) for n, s in specs.items()
-                   if roles.get(n) in ("input", "scratch")}
+    for n in given:
+        if roles.get(n) not in ("input", "scratch"):
+            raise ParamError(f"param '{n}': the kernel writes '{n}' (an output), so it takes no data: give its "
+                             f"shape instead, e.g. {n}={'x'.join(map(str, specs[n].shape))}:{specs[n].dtype}")
+    in_specs = {n: s for n, s in specs.items() if roles.get(n) in ("input", "scratch")}
+    user_inputs = _user_inputs(mod, fn, in_specs, given, {**specs, **consts}, seed)
     out_specs = {n: s for n, s in specs.items() if roles.get(n) == "output"}
     ref_fn = getattr(mod, f"{fn}_reference", None)
 
     def reference() -> dict[str, np.ndarray]:
         # what the user's function returns is checked by the reshapes below: report those too
         with reporting_failures(ref_fn, f"reference '{fn}_reference'"):  # type: ignore[arg-type]
-            r = ref_fn(**user_inputs, **consts)  # type: ignore[misc]
+            r = ref_fn(**user_inputs, **_reference_consts(ref_fn, k, consts))  # type: ignore[misc]
             r = r if isinstance(r, dict) else {next(iter(out_specs)): r}
             out = {}
             for n, a in r.items():
@@ -416,3 +494,39 @@ def _user_case(name: str, ex: Example, cfg: HwConfig, params: dict[str, Any], se
                 reference if callable(ref_fn) else None)
     _attach(case)
     return case
+
+
+# ---- golden outputs of a saved Program ---------------------------------------------------------------
+def rederive_golden(program: Program) -> tuple[dict[str, np.ndarray] | None, str]:
+    """Run the golden path again for a saved Program: its kernel (a shipped one by name, or the user file its
+    ``meta["source"]`` names) on its ``inputs.npz`` with the constants it was compiled with. Returns the
+    outputs (region-shaped, as ``Program.read_outputs``) and "", or None and why it cannot be re-run."""
+    meta = program.meta or {}
+    name, args, consts = meta.get("kernel"), meta.get("args"), meta.get("consts")
+    if not isinstance(name, str) or not isinstance(args, dict) or not isinstance(consts, dict):
+        return None, "the Program does not record its kernel's arguments"
+    source = meta.get("source")
+    if not isinstance(source, str) or ":" not in source:
+        return None, "the Program does not record where its kernel is (compiled before kernels were recorded)"
+    try:
+        if _is_user(source):
+            k = _load_user(source)[0]
+        else:
+            mod, _, fn = source.rpartition(":")
+            k = as_kernel(getattr(importlib.import_module(mod), fn))
+        roles = {r.name: r.role for r in program.regions}
+        call: dict[str, Any] = dict(consts)
+        for n, spec in args.items():
+            shape, dtype = tuple(spec["shape"]), spec["dtype"]
+            if roles.get(n) in ("input", "scratch"):
+                call[n] = unpad(program.inputs[n], shape).astype(dtype)
+            else:
+                call[n] = TensorSpec(shape, dtype)
+        tensors = k.run_golden(program.config, call)
+        outs = {r.name: tensors[r.name].data.reshape(r.shape) for r in program.regions if r.role == "output"}
+    except KeyboardInterrupt:
+        raise
+    except Exception as e:  # noqa: BLE001 - whatever stops the re-run is reported, the run goes on
+        first = str(e).splitlines()[0] if str(e) else ""
+        return None, f"the golden re-run failed ({type(e).__name__}: {first})"
+    return outs, ""

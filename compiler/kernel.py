@@ -29,7 +29,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from compiler.context import GoldenContext, active
+from compiler.context import GoldenContext, active, in_kernel
 from compiler.errors import CompileError, kernel_error
 from compiler.tensor import Tensor, TensorSpec, pad_to_vectors, unpad
 from hw.config import ConfigError, HwConfig, load_config
@@ -155,7 +155,17 @@ class Kernel:
         return [(batch, 0, chunk)] + ([(rest, batch * chunk, 1)] if rest else [])
 
     def __call__(self, *args: Any, config: HwConfig | str | None = None, **kwargs: Any) -> None:
-        """Golden path: run the kernel on numpy arrays; outputs land in the arrays passed."""
+        """Golden path: run the kernel on numpy arrays; outputs land in the arrays passed.
+
+        Called inside another kernel (a shipped operator such as ``gemm_kernels.dense`` used in a user
+        kernel), it is composed into the running kernel: its body runs on the caller's tensors, golden or
+        traced, as if written there."""
+        if in_kernel():
+            if config is not None:
+                raise CompileError(f"kernel '{self.name}': config= cannot be given to a kernel called inside "
+                                   f"another kernel (it runs on the caller's accelerator)")
+            self.fn(*args, **kwargs)
+            return
         cfg = config if isinstance(config, HwConfig) else load_config(config or "default")
         bound = self.bind(args, kwargs)
         tensors = self._run_bound(cfg, dict(bound))

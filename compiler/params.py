@@ -4,15 +4,21 @@ A value is typed by the parameter's default (``compiler.examples``): a shape
 (``64``, ``4x3x33`` or ``4,3,33``, every dimension a positive integer), an integer
 (decimal or ``0x..``; ``auto``/``none`` where the default is None and for ``tile``),
 or text. A user kernel's parameters have no defaults: ``DIMxDIM...[:DTYPE]`` is a
-tensor (a one-dimensional one needs the dtype, e.g. ``64:int32``), an integer is a
-constant, anything else stays text. Every error is one :class:`ParamError` line
-naming the parameter.
+tensor (a one-dimensional one needs the dtype, e.g. ``64:int32``), ``@file.npy`` or
+``@file.npz:NAME`` is a tensor with its data (shape and dtype from the array), an
+integer is a constant, anything else stays text. Every error is one
+:class:`ParamError` line naming the parameter.
 """
 
 from __future__ import annotations
 
 import re
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Mapping
+
+import numpy as np
 
 from compiler.errors import CompileError
 from compiler.tensor import TensorSpec
@@ -64,6 +70,55 @@ def parse_tensor(text: str, key: str) -> TensorSpec:
     return TensorSpec(_dims(m.group(1), key, text), dtype)
 
 
+@dataclass(frozen=True, eq=False)
+class TensorData:
+    """A tensor parameter given with its data (``-p NAME=@file.npy``): the spec and the array."""
+
+    spec: TensorSpec
+    array: np.ndarray
+    source: str
+
+
+def load_tensor_file(text: str, key: str) -> TensorData:
+    """``"@x.npy"`` or ``"@w.npz:name"`` (a ``.npz`` with one array needs no name) -> its array, which must
+    be of a DRAM dtype (int8, int16, int32)."""
+    ref = text.strip()[1:]
+    path, member = ref, ""
+    if ".npz:" in ref:
+        path, member = ref.split(".npz:", 1)
+        path += ".npz"
+    if not path.endswith((".npy", ".npz")):
+        raise ParamError(f"param '{key}': '{text.strip()}' is not @FILE.npy or @FILE.npz[:NAME]")
+    p = Path(path)
+    if not p.is_file():
+        raise ParamError(f"param '{key}': no such file {path}")
+    try:
+        if path.endswith(".npy"):
+            a = np.load(p, allow_pickle=False)
+        else:
+            with np.load(p, allow_pickle=False) as z:
+                names = list(z.files)
+                if not member and len(names) != 1:
+                    raise ParamError(f"param '{key}': {path} holds {len(names)} arrays "
+                                     f"({', '.join(names) or 'none'}): write @{path}:NAME")
+                name = member or names[0]
+                if name not in names:
+                    raise ParamError(f"param '{key}': {path} has no array '{name}' (it has {', '.join(names)})")
+                a = z[name]
+    except ParamError:
+        raise
+    except (OSError, ValueError, zipfile.BadZipFile) as e:
+        raise ParamError(f"param '{key}': cannot read {path} as numpy data ({type(e).__name__}: {e})") from None
+    dt = str(a.dtype)
+    if dt not in DTYPES:
+        raise ParamError(f"param '{key}': {ref} holds {dt} data; DRAM tensors are {', '.join(DTYPES)} "
+                         f"(convert it, e.g. np.save(path, x.astype(np.int8)))")
+    if a.ndim == 0 or a.size == 0:
+        raise ParamError(f"param '{key}': {ref} holds an empty or scalar array of shape {a.shape} (a tensor needs "
+                         f"at least one element)")
+    return TensorData(TensorSpec(tuple(int(s) for s in a.shape), dt), np.ascontiguousarray(a), ref)
+
+
 def parse_int(text: str, key: str, none_ok: bool = False) -> int | None:
     """An integer (``0x`` / ``0b`` prefixes allowed); ``auto``/``none`` is None when ``none_ok``."""
     t = text.strip()
@@ -93,6 +148,8 @@ def parse_value(key: str, text: str, default: Any) -> Any:
 def parse_user_value(key: str, text: str) -> Any:
     """A user kernel's parameter: a tensor (``DIMxDIM[:DTYPE]``), an integer constant, or text."""
     t = text.strip()
+    if t.startswith("@"):
+        return load_tensor_file(t, key)
     if re.fullmatch(r"[+-]?(0[xXbBoO])?[0-9a-fA-F_]+", t):
         try:
             return int(t, 0)
@@ -110,7 +167,17 @@ def parse_user_default(key: str, value: Any) -> Any:
     bare ``"64"``) is a tensor there, other values are taken as they are."""
     if isinstance(value, str) and _TENSOR.match(value):
         return parse_tensor(value, key)
+    if isinstance(value, np.ndarray):  # data given in the file itself
+        return load_array(value, key)
     return parse_user_value(key, value) if isinstance(value, str) else value
+
+
+def load_array(a: np.ndarray, key: str) -> TensorData:
+    """A numpy array given as a parameter's value (a ``<function>_params`` default) as a tensor with data."""
+    if str(a.dtype) not in DTYPES or a.ndim == 0 or a.size == 0:
+        raise ParamError(f"param '{key}': an array of dtype {a.dtype} and shape {a.shape} is not a tensor "
+                         f"(DRAM tensors are {', '.join(DTYPES)}, at least one element)")
+    return TensorData(TensorSpec(tuple(int(s) for s in a.shape), str(a.dtype)), np.ascontiguousarray(a), "array")
 
 
 def split_item(item: str) -> tuple[str, str]:

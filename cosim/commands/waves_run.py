@@ -1,8 +1,8 @@
 """`cosim waves run KERNEL`: traced runs of one kernel on the RTL and the TLM, side by side.
 
 Writes ``rtl.vcd`` (Verilator trace of the fast back-end, from reset, cut at the waves cap of
-``testbench.rtl_model``), ``tlm.vcd`` and
-``tlm_trace.json`` (Chrome/Perfetto) into one folder, prints their paths, the
+``testbench.rtl_model``), ``tlm.vcd``, a GTKWave save file beside each (``rtl.gtkw``,
+``tlm.gtkw``: :mod:`cosim.waves.gtkw`) and ``tlm_trace.json`` (Chrome/Perfetto) into one folder, prints their paths, the
 per-unit utilization of both models and the first instruction whose timing differs.
 """
 
@@ -17,6 +17,7 @@ from cosim import models
 from cosim.cli import MAX_CYCLES, add_config_arg, add_json_arg, folder_arg, int_arg
 from cosim.commands.run import waves_note
 from cosim.commands.waves_diff import run_diff
+from cosim.waves.gtkw import write_gtkw
 
 UNITS = ("load", "compute", "store")
 
@@ -57,6 +58,7 @@ def run_run(args: argparse.Namespace) -> int:
     for k, p in paths.items():
         if not p.is_file():
             raise OSError(f"{p}: the {k.replace('_', ' ')} was not written")
+    paths["rtl_gtkw"], paths["tlm_gtkw"] = write_gtkw(paths["rtl_vcd"]), write_gtkw(paths["tlm_vcd"])
     report = {"kernel": job.kernel, "config": cfg.name, "match": tlm["match"] and rtl["match"],
               "files": {k: str(p) for k, p in paths.items()},
               "utilization_pct": {"tlm": _utilization(tlm), "rtl": _utilization(rtl)},

@@ -11,6 +11,7 @@ configs need no task (hw/config.py rejects them here, each with its reason).
 from __future__ import annotations
 
 import hashlib
+import json
 import random
 import sys
 import time
@@ -167,7 +168,8 @@ def run_sweep(spec: SweepSpec, out_dir: Path, results: Path | None = None, sched
         "best": best_points(rows, labels) if use_area else {},
         "rows": rows,
     }
-    files: dict[str, Any] = {"csv": out_dir / "sweep.csv", "json": out_dir / "sweep.json", "results": results}
+    files: dict[str, Any] = {"csv": out_dir / "sweep.csv", "json": out_dir / "sweep.json", "results": results,
+                             "configs": write_configs(valid, out_dir / "configs")}
     write_csv(rows, files["csv"])
     if fronts:
         files["plots"] = plot_fronts(rows, fronts, spec.area.metric_label, out_dir)
@@ -175,6 +177,16 @@ def run_sweep(spec: SweepSpec, out_dir: Path, results: Path | None = None, sched
     report["wall_s"] = round(time.perf_counter() - t_start, 2)
     write_json(report, files["json"])
     return report
+
+
+def write_configs(points: list[ConfigPoint], folder: Path) -> Path:
+    """Each valid point's config as ``<folder>/<name>.json``, so any command takes it:
+    ``cosim run vadd --config <folder>/<name>.json``."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for cp in points:
+        assert cp.config is not None
+        (folder / f"{cp.name}.json").write_text(json.dumps(cp.config.to_dict(), indent=1) + "\n")
+    return folder
 
 
 def all_agree(report: dict[str, Any]) -> bool:

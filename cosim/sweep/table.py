@@ -195,7 +195,10 @@ def text_lines(report: dict[str, Any]) -> list[str]:
                        f"({', '.join(f'{k}={v}' for k, v in r['params'].items())}): {r['reason']}")
     files = report.get("files", {})
     out += ["", "* on the Pareto front of cycles vs area" if metric else "area: not measured (no front)",
-            "files: " + ", ".join(str(v) for k, v in files.items() if k != "plots")]
+            "files: " + ", ".join(str(v) for k, v in files.items() if k not in ("plots", "configs"))]
+    if files.get("configs"):
+        out.append(f"configs: {files['configs']}/<config>.json (e.g. cosim run vadd --config "
+                   f"{files['configs']}/<config>.json)")
     if files.get("plots"):
         out.append("plots: " + ", ".join(str(p) for p in files["plots"]))
     return out

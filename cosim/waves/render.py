@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from cosim.waves.vcd_reader import fmt_value
+from cosim.waves.vcd_reader import fmt_decoded
 
 
 @dataclass
@@ -20,6 +20,8 @@ class Trace:
     width: int
     var_type: str
     changes: list[tuple[int, str]]  # (cycle, raw value), the value before the window at its start
+    lanes: int = 0        # decode a bus as this many lanes in decimal (0: hex)
+    signed: bool = False  # decimal values (and lanes) as two's complement
 
     def values(self, c0: int, c1: int) -> list[str]:
         """The formatted value for every cycle ``c0..c1`` (inclusive)."""
@@ -29,7 +31,8 @@ class Trace:
             while k < len(ch) and ch[k][0] <= c:
                 cur = ch[k][1]
                 k += 1
-            out.append(fmt_value(cur, self.width, self.var_type) if cur is not None else "?")
+            out.append(fmt_decoded(cur, self.width, self.var_type, self.lanes, self.signed) if cur is not None
+                       else "?")
         return out
 
 

@@ -9,7 +9,11 @@ at a time (vcdvcd's ``to_time``) or when a callback has seen enough.
 Signal names: vcdvcd names a bus ``scope.name[31:0]``; here a signal's *name* is the
 dotted path without the range. Verilator lists the top ports twice (under ``$rootio``
 and under the top module); the ``$rootio`` copy is dropped when the module scope has
-the same signal, and aliases sharing one VCD identifier code are listed once.
+the same signal, and names sharing one VCD identifier code are listed once when they
+are the same net seen from several scopes (the same leaf name, e.g. ``clk`` in every
+module). Verilator also gives one code to unrelated nets whose values it proved equal
+(a probe and the register it copies, two constant signals): those stay separate
+signals, each listed under its own name.
 """
 
 from __future__ import annotations
@@ -161,18 +165,20 @@ class VcdFile:
 
     @staticmethod
     def _signals(head: VCDVCD) -> list[SignalInfo]:
-        by_code: dict[str, SignalInfo] = {}
+        by_code: dict[str, list[SignalInfo]] = {}
         order: list[SignalInfo] = []
         for ref in head.signals:
             code = head.references_to_ids[ref]
             name = strip_range(ref)
-            if code in by_code:  # an alias of a signal already listed
-                if name != by_code[code].name and name not in by_code[code].aliases:
-                    by_code[code].aliases.append(name)
+            leaf = name.rsplit(".", 1)[-1]
+            same = [s for s in by_code.get(code, []) if s.leaf == leaf]
+            if same:  # the same net seen from another scope
+                if name != same[0].name and name not in same[0].aliases:
+                    same[0].aliases.append(name)
                 continue
             sig = head.data[code]
             info = SignalInfo(name=name, ref=ref, width=int(sig.size), var_type=sig.var_type, code=code)
-            by_code[code] = info
+            by_code.setdefault(code, []).append(info)
             order.append(info)
         # Drop the $rootio copy of a top port when a module scope has it with the same width.
         leaves: dict[tuple[str, int], list[SignalInfo]] = {}
@@ -240,21 +246,24 @@ class VcdFile:
         before ``t_from`` (absent if none) and its changes at ``t_from <= t <= t_to``.
         ``hook(code, time, value)`` sees every change and may raise :class:`_Stop`.
         """
-        codes = {s.code: s for s in sigs}
+        codes: dict[str, list[SignalInfo]] = {}
+        for sg in sigs:
+            codes.setdefault(sg.code, []).append(sg)
         prog = Progress(f"{label} {self.path.name}", t_to if t_to is not None else self.end_time,
                         progress_wanted(self.show_progress))
         col = _Collector(codes, t_from, keep, hook, prog)
         try:
-            VCDVCD(str(self.path), signals=[s.ref for s in sigs], store_tvs=False, callbacks=col,
-                   to_time=t_to)
+            # one reference per code: vcdvcd streams a code's changes once whichever name selects it
+            VCDVCD(str(self.path), signals=[group[0].ref for group in codes.values()], store_tvs=False,
+                   callbacks=col, to_time=t_to)
         except _Stop:
             pass
         except (ValueError, IndexError) as e:
             raise WavesError(f"{self.path}: malformed value change ({e})") from None
         finally:
             prog.close()
-        initial = {codes[c].name: v for c, v in col.initial.items()}
-        changes = {codes[c].name: lst for c, lst in col.changes.items()}
+        initial = {sg.name: v for c, v in col.initial.items() for sg in codes[c]}
+        changes = {sg.name: lst for c, lst in col.changes.items() for sg in codes[c]}
         return initial, changes
 
 
@@ -302,3 +311,25 @@ def fmt_value(value: str | None, width: int, var_type: str = "wire") -> str:
         else:
             out.append(f"{int(nib, 2):x}")
     return "".join(out).lstrip("0") or "0"
+
+
+def fmt_decoded(value: str | None, width: int, var_type: str = "wire", lanes: int = 0, signed: bool = False) -> str:
+    """A bus in decimal: split into ``lanes`` equal lanes (lane 0 = the least significant bits, listed first,
+    comma-separated) when ``lanes`` divides the width into lanes of at least 2 bits, each lane ``signed``
+    (two's complement) or not; a lane holding x or z prints as x. Anything else is :func:`fmt_value`."""
+    if value is None or var_type == "real" or width <= 1 or not (lanes or signed):
+        return fmt_value(value, width, var_type)
+    n = lanes if lanes and width % lanes == 0 and width // lanes >= 2 else 1
+    if n == 1 and not signed:
+        return fmt_value(value, width, var_type)
+    bits = pad_bits(value, width)
+    w = width // n
+    out = []
+    for k in range(n):
+        lane = bits[width - (k + 1) * w:width - k * w]
+        if any(c in "xz" for c in lane):
+            out.append("x")
+            continue
+        v = int(lane, 2)
+        out.append(str(v - (1 << w) if signed and v >> (w - 1) else v))
+    return ",".join(out)

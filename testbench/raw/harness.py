@@ -37,6 +37,7 @@ from hw.config import HwConfig, load_config
 from hw.program import Program, check_starts
 from hw.result import RunResult
 from hw.toolchain import verilator_bin, verilator_env, verilator_root
+from testbench.build_cache import mark_used
 from testbench.rtl_model import MAX_MODEL_BYTES, build_lock, build_root
 
 RAW_DIR = Path(__file__).resolve().parent
@@ -106,6 +107,7 @@ def build(cfg: HwConfig | str | Path = "default", mem: str = DEFAULT_MEM, verbos
         stamp = bdir / "build.stamp"
         exe = bdir / EXE
         if stamp.is_file() and stamp.read_text() == h.hexdigest() and exe.is_file():
+            mark_used(bdir)
             return exe
         stamp.unlink(missing_ok=True)
         obj = bdir / "obj"
@@ -130,6 +132,7 @@ def build(cfg: HwConfig | str | Path = "default", mem: str = DEFAULT_MEM, verbos
                            f"(exit {r.returncode}); see {log}\n{log.read_text()[-4000:]}")
         (bdir / "build_time_s").write_text(f"{time.perf_counter() - t0:.3f}\n")
         stamp.write_text(h.hexdigest())
+        mark_used(bdir)
         return exe
 
 

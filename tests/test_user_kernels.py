@@ -1,0 +1,186 @@
+"""A user's own kernels from the command line (docs/kernels.md), and reports that say what happened.
+
+* the documented int8 GEMM kernel runs with ``--model all`` from its file, its hooks giving shapes, inputs
+  and the reference;
+* random inputs follow each tensor's dtype (an int8 input no longer fails as an int32 that does not fit);
+  ``-p NAME=@file.npy`` / ``@file.npz:ARRAY`` give real data; ``<fn>_inputs`` is used;
+* a shipped operator composes inside a user kernel by its plain name;
+* a bare number where a tensor was meant says what to write instead;
+* a Program folder's golden is re-run from its recorded kernel (an edited expected.npz is caught), or shown
+  as ``expected`` when it cannot be;
+* a TLM-vs-RTL run on the protocol back-end says that its cycles are not comparable.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from cosim.cli import main as cosim_main
+from cosim.models import rtl_available
+
+REPO = Path(__file__).resolve().parents[1]
+DOC_KERNEL = f"{REPO}/docs/kernels/int8_dense.py:int8_dense"
+GEMM_ARGS = ["-p", "A=1x2x4x1x16:int8", "-p", "W=2x2x1x1x16x16:int8", "-p", "bias=32:int32",
+             "-p", "C=1x2x4x1x16:int8"]
+
+
+def cosim(capsys, *args) -> tuple[int, str, str]:
+    rc = cosim_main([str(a) for a in args])
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+def _one_line(rc: int, err: str, *words: str) -> None:
+    assert rc == 2 and len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
+    for w in words:
+        assert w in err, (w, err)
+
+
+@pytest.fixture
+def user_file(tmp_path):
+    """A user kernel file that calls the shipped dense operator by its plain name."""
+    f = tmp_path / "mine.py"
+    f.write_text(
+        "from compiler import S\n"
+        "from compiler import gemm_kernels as G\n\n"
+        "@S.kernel\n"
+        "def mydense(A, W, bias, C, shift=4):\n"
+        "    G.dense(A, W, bias, C, shift=shift)\n\n"
+        "def mydense_reference(A, W, bias, shift):\n"
+        "    from compiler.gemm_reference import dense_ref\n"
+        "    from compiler.packing import pack_matrix, unpack_matrix\n"
+        "    m, k = A.shape[2], A.shape[1] * A.shape[4]\n"
+        "    a = A[0, :, :, 0, :].transpose(1, 0, 2).reshape(m, k)\n"
+        "    w = W[:, :, 0, 0].transpose(0, 2, 1, 3).reshape(W.shape[0] * 16, k)\n"
+        "    return {'C': pack_matrix(dense_ref(a, w, bias, shift, False).astype('int8'), 16)}\n")
+    return f
+
+
+def test_documented_gemm_kernel_runs_on_every_model(capsys):
+    """The page's kernel: shapes from int8_dense_params, inputs from int8_dense_inputs, checked against
+    int8_dense_reference on golden, and bit-exact on ISS, TLM and RTL (TLM = RTL cycles)."""
+    models = "all" if rtl_available() is None else "tlm"
+    rc, out, err = cosim(capsys, "run", DOC_KERNEL, "--model", models, "--json")
+    assert rc == 0, out + err
+    d = json.loads(out)
+    rows = d["results"] if "results" in d else [d]
+    assert all(r["match"] and r["status"] == "ok" for r in rows), rows
+    cyc = {r["model"]: r["cycles"] for r in rows if r.get("cycles")}
+    assert len(set(cyc.values())) == 1 and cyc["tlm"] > 0, cyc
+
+
+def test_inputs_follow_dtype_and_hooks(user_file):
+    """Without a hook, an int8 input is random over the whole int8 range (not int32 values that do not fit)
+    and an int32 one over USER_INPUT_RANGES; the documented kernel's inputs hook makes its small biases;
+    another seed gives other data."""
+    from compiler.examples import USER_INPUT_RANGES, make_case
+
+    params = dict(p.split("=", 1) for p in GEMM_ARGS[1::2])
+    c = make_case(f"{user_file}:mydense", "default", params, seed=3)
+    a, b = c.user_inputs["A"], c.user_inputs["bias"]
+    assert a.dtype == np.int8 and a.min() < -100 and a.max() > 100
+    lo, hi = USER_INPUT_RANGES["int32"]
+    assert b.dtype == np.int32 and lo <= b.min() and b.max() <= hi and np.abs(b).max() > 2000
+    assert not np.array_equal(make_case(f"{user_file}:mydense", "default", params, seed=4).user_inputs["A"], a)
+    d = make_case(DOC_KERNEL, "default", {}, seed=3)
+    assert d.user_inputs["A"].dtype == np.int8 and np.abs(d.user_inputs["bias"]).max() <= 2000
+
+
+def test_tensor_data_from_files(capsys, tmp_path, user_file):
+    """-p A=@a.npy and -p W=@w.npz:W give real data (shape and dtype from the array); the outputs follow it;
+    a bad file, a missing array, a float array and data for an output are one line each."""
+    a = np.arange(128, dtype=np.int64).reshape(1, 2, 4, 1, 16) % 7 - 3
+    np.save(tmp_path / "a.npy", a.astype(np.int8))
+    np.savez(tmp_path / "w.npz", W=np.ones((2, 2, 1, 1, 16, 16), np.int8), other=np.zeros(3, np.int8))
+    np.save(tmp_path / "f.npy", np.zeros((4,), np.float32))
+    base = ["run", f"{user_file}:mydense", "--model", "iss", "--json", "-p", "bias=32:int32",
+            "-p", "C=1x2x4x1x16:int8"]
+    rc, out, err = cosim(capsys, *base, "-p", f"A=@{tmp_path}/a.npy", "-p", f"W=@{tmp_path}/w.npz:W")
+    assert rc == 0 and json.loads(out)["match"], out + err
+    from compiler.examples import make_case
+
+    c = make_case(f"{user_file}:mydense", "default",
+                  {"A": f"@{tmp_path}/a.npy", "W": f"@{tmp_path}/w.npz:W", "bias": "32:int32",
+                   "C": "1x2x4x1x16:int8"})
+    assert np.array_equal(c.user_inputs["A"], a.astype(np.int8))
+    rc, out, err = cosim(capsys, *base, "-p", f"A=@{tmp_path}/a.npy", "-p", f"W=@{tmp_path}/w.npz")
+    _one_line(rc, err, "param 'W'", "2 arrays", ":NAME")
+    rc, out, err = cosim(capsys, *base, "-p", f"A=@{tmp_path}/a.npy", "-p", f"W=@{tmp_path}/w.npz:nope")
+    _one_line(rc, err, "param 'W'", "no array 'nope'")
+    rc, out, err = cosim(capsys, *base, "-p", f"A=@{tmp_path}/f.npy", "-p", f"W=@{tmp_path}/w.npz:W")
+    _one_line(rc, err, "param 'A'", "float32")
+    rc, out, err = cosim(capsys, *base, "-p", f"A=@{tmp_path}/missing.npy", "-p", f"W=@{tmp_path}/w.npz:W")
+    _one_line(rc, err, "param 'A'", "no such file")
+    rc, out, err = cosim(capsys, "run", f"{user_file}:mydense", "--model", "iss", "-p", "bias=32:int32",
+                         "-p", f"A=@{tmp_path}/a.npy", "-p", f"W=@{tmp_path}/w.npz:W", "-p", f"C=@{tmp_path}/a.npy")
+    _one_line(rc, err, "param 'C'", "output", "shape instead")
+
+
+def test_shipped_operator_composes_in_a_user_kernel(capsys, user_file):
+    """G.dense(...) inside a user kernel runs as part of it (golden and traced), checked by the file's
+    reference: no nested golden run, no bare TypeError."""
+    rc, out, err = cosim(capsys, "run", f"{user_file}:mydense", *GEMM_ARGS, "--model", "tlm", "--json")
+    assert rc == 0, out + err
+    rc, out, err = cosim(capsys, "run", f"{user_file}:mydense", *GEMM_ARGS, "--model", "golden", "--json")
+    d = json.loads(out)
+    assert rc == 0 and d["match"] and d["status"] == "ok", out + err
+
+
+def test_bare_number_for_a_tensor_says_what_to_write(capsys, user_file):
+    args = ["-p", "A=64", *GEMM_ARGS[2:]]
+    rc, out, err = cosim(capsys, "run", f"{user_file}:mydense", *args, "--model", "golden")
+    _one_line(rc, err, "argument 'A'", "-p A=64 made 'A' the constant 64", "A=64:int32", "@file.npy")
+
+
+def test_program_folder_golden_is_rerun(capsys, tmp_path, user_file):
+    """A folder's golden re-runs its kernel on inputs.npz: an edited expected.npz is a golden MISMATCH while
+    the other models agree with the re-run; a folder whose kernel file is gone shows golden as 'expected'
+    (not re-run, and why) and judges the rest against expected.npz."""
+    d = tmp_path / "vadd"
+    assert cosim(capsys, "compile", "vadd", "-o", d)[0] == 0
+    rc, out, err = cosim(capsys, "run", d, "--model", "golden", "--json")
+    assert rc == 0 and json.loads(out)["status"] == "ok", out + err
+    exp = dict(np.load(d / "expected.npz"))
+    k = next(iter(exp))
+    exp[k] = exp[k].copy()
+    exp[k].flat[5] += 1
+    np.savez(d / "expected.npz", **exp)
+    rc, out, err = cosim(capsys, "run", d, "--model", "all" if rtl_available() is None else "tlm", "--json")
+    res = json.loads(out)
+    rows = {r["model"]: r for r in (res["results"] if "results" in res else [res])}
+    if "golden" in rows:
+        assert rows["golden"]["status"] == "mismatch" and "expected.npz differs" in rows["golden"]["mismatch"]
+    assert all(r["status"] == "ok" for m, r in rows.items() if m != "golden"), rows
+    rc, out, err = cosim(capsys, "run", d, "--model", "golden", "--model", "iss")
+    assert rc == 0  # argparse keeps the last --model: iss, compared with the re-run golden
+
+    u = tmp_path / "user"
+    assert cosim(capsys, "compile", f"{user_file}:mydense", *GEMM_ARGS, "-o", u)[0] == 0
+    user_file.rename(user_file.with_suffix(".gone"))
+    rc, out, err = cosim(capsys, "run", u, "--model", "all" if rtl_available() is None else "iss", "--json")
+    res = json.loads(out)
+    rows = {r["model"]: r for r in (res["results"] if "results" in res else [res])}
+    if "golden" in rows:
+        g = rows["golden"]
+        assert g["status"] == "expected" and g["match"] is None and "not re-run" in g["golden"], g
+        assert res["match"] is True, res
+    assert rc == 0 and all(r["status"] == "ok" for m, r in rows.items() if m != "golden"), rows
+    rc, out, err = cosim(capsys, "run", u, "--model", "all" if rtl_available() is None else "iss")
+    if rtl_available() is None:
+        assert "golden  expected" in out and "not re-run" in out, out
+
+
+@pytest.mark.skipif(rtl_available() is not None, reason="no RTL")
+def test_protocol_cycles_are_not_compared(capsys):
+    """TLM and RTL on the protocol back-end: the table and the JSON say the cycles are not comparable."""
+    rc, out, err = cosim(capsys, "run", "vadd", "--model", "all", "--mem", "protocol", "--json")
+    d = json.loads(out)
+    assert rc == 0 and d["match"] and d["cycles_comparable"] is False and "fast DRAM back-end" in d["timing_note"]
+    rc, out, err = cosim(capsys, "run", "vadd", "--model", "all", "--mem", "protocol")
+    assert rc == 0 and "note: the TLM's cycles model the fast DRAM back-end" in out, out
+    rc, out, err = cosim(capsys, "run", "vadd", "--model", "all", "--json")
+    assert "cycles_comparable" not in json.loads(out)
