@@ -176,10 +176,22 @@ def _is_user(name: str) -> bool:
 
 
 def _load_user(name: str) -> tuple[Kernel, Any, str]:
+    obj, mod, fn = load_user_object(name, "kernel")
+    path = name.rsplit(":", 1)[0]
+    if isinstance(obj, type):
+        raise ExampleError(f"{path}: '{fn}' is a class, not a kernel function (give path.py:function)")
+    if obj is None or not callable(obj):
+        raise ExampleError(f"{path}: defines no function '{fn}'")
+    return as_kernel(obj), mod, fn
+
+
+def load_user_object(name: str, what: str = "kernel") -> tuple[Any, Any, str]:
+    """Import the user file of ``path.py:NAME`` and return (its attribute NAME or None, the module, NAME);
+    a missing file or an import that fails is one ExampleError line (``what`` names the kind of file)."""
     path, fn = name.rsplit(":", 1)
     p = Path(path)
     if not p.is_file():
-        raise ExampleError(f"{path}: no such kernel file")
+        raise ExampleError(f"{path}: no such {what} file")
     mod_name = f"_cosim_user_{abs(hash(str(p.resolve())))}"
     spec = importlib.util.spec_from_file_location(mod_name, p)
     if spec is None or spec.loader is None:
@@ -194,12 +206,7 @@ def _load_user(name: str) -> tuple[Kernel, Any, str]:
         raise
     except BaseException as e:  # the user's file (sys.exit too): report in one line, do not crash
         raise ExampleError(f"{path}: import failed: {describe_failure(str(spec.origin), e)}") from e
-    obj = getattr(mod, fn, None)
-    if isinstance(obj, type):
-        raise ExampleError(f"{path}: '{fn}' is a class, not a kernel function (give path.py:function)")
-    if obj is None or not callable(obj):
-        raise ExampleError(f"{path}: defines no function '{fn}'")
-    return as_kernel(obj), mod, fn
+    return getattr(mod, fn, None), mod, fn
 
 
 def get_example(name: str) -> Example:

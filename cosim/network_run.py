@@ -35,13 +35,72 @@ def network_names() -> list[str]:
     return list(NETWORKS)
 
 
-def get_network(name: str) -> Any:
-    """The ``compiler.networks.Network`` called ``name``; UserError (one line) if there is none."""
+# Samples a user graph without a data set is run on (seeded random int8 of its input shape).
+RANDOM_SAMPLES = 64
+
+
+def get_network(name: str, seed: int = 0) -> Any:
+    """The ``compiler.networks.Network`` called ``name``, or the user network of ``path.py:function``
+    (:func:`user_network`); UserError (one line) if there is none."""
     from compiler.networks import NETWORKS
 
+    if ":" in name and name.split(":", 1)[0].endswith(".py"):
+        return user_network(name, seed)
     if name not in NETWORKS:
-        raise UserError(f"unknown network '{name}' (networks: {', '.join(NETWORKS)})")
+        raise UserError(f"unknown network '{name}' (networks: {', '.join(NETWORKS)}; or your own as path.py:function)")
     return NETWORKS[name]
+
+
+def user_network(spec: str, seed: int = 0) -> Any:
+    """The network a user file builds: ``path.py:function`` names a function of no arguments returning a
+    ``compiler.networks.Network`` (with its data set, labels and float model) or a ``compiler.graph.Graph``
+    of one input and one output. A graph's samples are :data:`RANDOM_SAMPLES` seeded random int8 inputs
+    (no labels, so no accuracy), unless ``cosim net --input`` gives them."""
+    from compiler.examples import load_user_object
+    from compiler.graph import Graph
+    from compiler.kernel import reporting_failures
+    from compiler.networks.network import Network
+
+    obj, _mod, fn = load_user_object(spec, "network")
+    path = spec.rsplit(":", 1)[0]
+    if obj is None or not callable(obj) or isinstance(obj, type):
+        raise UserError(f"{path}: defines no function '{fn}' (it must return a Graph or a Network)")
+    with reporting_failures(obj, f"network '{fn}'"):
+        built = obj()
+    if isinstance(built, Network):
+        return built
+    if not isinstance(built, Graph):
+        raise UserError(f"{spec}: returned {type(built).__name__}, not a compiler.graph.Graph or a "
+                        f"compiler.networks.Network")
+    built.check()
+    if len(built.inputs) != 1 or len(built.outputs) != 1:
+        raise UserError(f"{spec}: graph '{built.name}' has {len(built.inputs)} input(s) and {len(built.outputs)} "
+                        f"output(s); cosim net runs graphs of one input and one output")
+    g, inp, out = built, built.inputs[0], built.outputs[0]
+    rng = np.random.default_rng(seed)
+    samples = rng.integers(-128, 128, size=(RANDOM_SAMPLES, *inp.shape)).astype(np.int8)
+    samples.flags.writeable = False
+    return Network(name=g.name, description=f"graph '{g.name}' from {spec} (seeded random int8 inputs)",
+                   graph=lambda: g, dataset=lambda split: (samples, None), float_predict=None,
+                   input_name=inp.name, output_name=out.name)
+
+
+def load_inputs(text: str, network: Any) -> np.ndarray:
+    """``--input FILE.npy`` or ``FILE.npz[:NAME]``: int8 samples ``(N, *input shape)`` (one sample may omit
+    the N)."""
+    from compiler.params import ParamError, load_tensor_file
+
+    try:
+        a = load_tensor_file("@" + text, "--input").array
+    except ParamError as e:
+        raise UserError(str(e).replace("param '--input': ", "--input: ")) from None
+    shape = tuple(network.graph().inputs[0].shape)
+    if tuple(a.shape) == shape:
+        a = a[None]
+    if a.dtype != np.int8 or tuple(a.shape[1:]) != shape:
+        raise UserError(f"--input {text}: {a.dtype} {a.shape}, the network's input '{network.input_name}' takes int8 "
+                        f"samples of shape (N, {', '.join(map(str, shape))})")
+    return a
 
 
 @dataclass
@@ -52,7 +111,7 @@ class NetCase:
     config: HwConfig
     net: Any                     # compiler.network.NetworkProgram (the Program is net.program)
     images: np.ndarray           # int8, the graph input's layout, (N, ...)
-    labels: np.ndarray           # int64 (N,)
+    labels: np.ndarray | None    # int64 (N,); None for samples without labels (no accuracy)
     reference: np.ndarray        # int8 logits (N, classes) of compiler.graph_reference
     compile_s: float
     reference_s: float
@@ -82,31 +141,40 @@ class NetCase:
         return (f"image {mm.index[0]}, logit {mm.index[1]}: reference {mm.expected}, got {mm.got} "
                 f"({mm.count} logit(s) differ)")
 
-    def accuracy(self, logits: np.ndarray) -> float:
-        """The share of images whose largest logit (the first, on a tie) is the label."""
+    def accuracy(self, logits: np.ndarray) -> float | None:
+        """The share of images whose largest logit (the first, on a tie) is the label (None without labels)."""
+        if self.labels is None:
+            return None
         return float(np.mean(np.argmax(logits, axis=1) == self.labels))
 
-    def float_accuracy(self) -> float:
-        """The float model's accuracy on the same images."""
+    def float_accuracy(self) -> float | None:
+        """The float model's accuracy on the same images (None without labels or a float model)."""
+        if self.labels is None or self.network.float_predict is None:
+            return None
         return float(np.mean(self.network.float_predict(self.images) == self.labels))
 
 
-def count_test_images(network: Any) -> int:
-    """How many images ``network``'s test split has."""
-    return len(network.dataset("test")[1])
+def count_test_images(network: Any, data: np.ndarray | None = None) -> int:
+    """How many images ``network``'s test split (or the samples ``data``) has."""
+    return len(data if data is not None else network.dataset("test")[0])
 
 
-def make_net_case(network: Any, cfg: HwConfig, images: int) -> NetCase:
-    """Compile ``network`` for its first ``images`` test images as ONE Program (batch = images),
-    attach the images, and compute the reference logits."""
+def make_net_case(network: Any, cfg: HwConfig, images: int, data: np.ndarray | None = None) -> NetCase:
+    """Compile ``network`` for its first ``images`` test images (or samples of ``data``, without labels) as
+    ONE Program (batch = images), attach the images, and compute the reference logits."""
     from compiler.graph_reference import run_reference
     from compiler.network import compile_network
 
-    data, labels = network.dataset("test")
-    if not 1 <= images <= len(labels):
-        raise UserError(f"--images {images}: network '{network.name}' has {len(labels)} test images "
-                        f"(give 1..{len(labels)})")
-    x, y = np.asarray(data[:images]), np.asarray(labels[:images])
+    labels: np.ndarray | None
+    if data is None:
+        data, labels = network.dataset("test")
+    else:
+        labels = None
+    if not 1 <= images <= len(data):
+        raise UserError(f"--images {images}: network '{network.name}' has {len(data)} samples "
+                        f"(give 1..{len(data)})")
+    x = np.asarray(data[:images])
+    y = None if labels is None else np.asarray(labels[:images])
     g = network.graph()
     t0 = time.perf_counter()
     net = compile_network(g, cfg, batch=images, name=f"net_{network.name}")

@@ -17,9 +17,9 @@ class Network:
     * ``graph()``: the int8 graph (cached: the same object on every call; do not extend it).
     * ``dataset(split)``: ``split`` is ``"test"`` or ``"train"``; returns ``(images, labels)``:
       int8 images in exactly the graph input's layout, ``(N, *input shape)``, and int64 labels
-      ``(N,)`` (read-only arrays).
+      ``(N,)`` (read-only arrays; labels None for a user graph's unlabelled samples).
     * ``float_predict(images)``: the float model's predicted labels (int64 ``(N,)``) for int8
-      images of the graph input's layout, dequantized by the input scale.
+      images of the graph input's layout, dequantized by the input scale (None: no float model).
     * ``input_name`` / ``output_name``: the graph's input and output (the logits) names.
     """
 
@@ -27,6 +27,6 @@ class Network:
     description: str
     graph: Callable[[], Graph]
     dataset: Callable[[str], tuple[np.ndarray, np.ndarray]]
-    float_predict: Callable[[np.ndarray], np.ndarray]
+    float_predict: Callable[[np.ndarray], np.ndarray] | None
     input_name: str
     output_name: str

@@ -11,7 +11,8 @@ from typing import Any
 from hw.config import load_config
 from hw.result import byte_size
 from cosim.cli import UserError, add_config_arg, add_json_arg, folder_arg, int_arg
-from cosim.network_run import NET_MODELS, count_test_images, get_network, make_net_case, network_names, run_network
+from cosim.network_run import (NET_MODELS, count_test_images, get_network, load_inputs, make_net_case, network_names,
+                               run_network)
 
 
 def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -27,13 +28,20 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                                    "per unit). The TLM is cycle-exact to the RTL: with --model rtl the table is "
                                    "the TLM's, and the totals are checked against the RTL's. Exit 1 when a model "
                                    "disagrees.")
-    p.add_argument("name", metavar="NAME", help="network name (`cosim list` shows them)")
+    p.add_argument("name", metavar="NAME",
+                   help="network name (`cosim list` shows them), or path.py:function for your own: a function of no "
+                        "arguments returning a compiler.graph.Graph (one input, one output; docs/network.md) or a "
+                        "compiler.networks.Network")
     p.add_argument("--model", choices=[*NET_MODELS, "all"], default="tlm",
                    help="model to run (default: tlm; all = golden, iss, tlm and rtl)")
     p.add_argument("--images", type=int_arg(1), default=None, metavar="N",
                    help="the first N test images, one batch (default: the whole test split; measured: the "
                         "digits' 359 images are 394k cycles, under a second on the TLM and on the RTL's cocotb "
                         "fast back-end)")
+    p.add_argument("--input", metavar="FILE.npy|FILE.npz[:NAME]",
+                   help="run these int8 samples, (N, *input shape), instead of the test split (no labels: no "
+                        "accuracy); a user graph without it runs seeded random samples")
+    p.add_argument("--seed", type=int_arg(0), default=0, help="seed of a user graph's random samples (default 0)")
     add_config_arg(p)
     p.add_argument("--trace", type=folder_arg, metavar="FILE",
                    help="write the TLM run's Chrome/Perfetto trace JSON here, one span per layer on the "
@@ -49,19 +57,20 @@ def _pct(v: float | None) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    network = get_network(args.name)
+    network = get_network(args.name, args.seed)
     cfg = load_config(args.config)
     chosen = list(NET_MODELS) if args.model == "all" else [args.model]
     if args.trace and not {"tlm", "rtl"} & set(chosen):
         raise UserError("--trace needs a TLM run: use --model tlm, rtl or all")
-    split = count_test_images(network)
+    data = load_inputs(args.input, network) if args.input else None
+    split = count_test_images(network, data)
     images = args.images if args.images is not None else split
     if images > split:  # before any progress line: a bad argument is one line
-        raise UserError(f"--images {images}: network '{network.name}' has {split} test images (give 1..{split})")
+        raise UserError(f"--images {images}: network '{network.name}' has {split} samples (give 1..{split})")
     if not args.json:
         print(f"cosim net {network.name}: compiling {images} image(s) as one Program for config {cfg.name}",
               file=sys.stderr, flush=True)
-    case = make_net_case(network, cfg, images)
+    case = make_net_case(network, cfg, images, data)
     rep, sections = run_network(case, chosen, trace=args.trace, mem=args.mem, simulator=args.sim)
     ok = rep["match"] and rep.get("layers_match_counters", True) and rep["cycles"].get("tlm_equals_rtl", True)
     if args.json:
@@ -76,15 +85,18 @@ def _print(rep: dict[str, Any], sections: Any, network: Any) -> None:
     print(f"network {rep['network']} ({network.description.splitlines()[0] if network.description else ''})")
     cores = rep["program"].get("cores")
     per_core = f" on {len(cores)} cores ({', '.join(f'{c:,}' for c in cores)} per core)" if cores else ""
-    print(f"config {rep['config']}: {rep['images']} test image(s) in one Program of {rep['program']['insns']:,} "
+    print(f"config {rep['config']}: {rep['images']} sample(s) in one Program of {rep['program']['insns']:,} "
           f"instructions{per_core}")
     if d:
         print(f"DRAM: weights {byte_size(d['weights_bytes'])}, biases {byte_size(d['bias_bytes'])}, activations "
               f"{byte_size(d['activation_bytes_with_reuse'])} with reuse "
               f"({byte_size(d['activation_bytes_without_reuse'])} without), {byte_size(d['total_bytes'])} in all")
     models = rep["models"]
-    print("accuracy: " + ", ".join([f"float {_pct(acc['float'])}", f"int8 reference {_pct(acc['reference'])}"]
-                                    + [f"{m} {_pct(acc.get(m))}" for m in models]))
+    if acc.get("reference") is None:
+        print("accuracy: - (the samples have no labels)")
+    else:
+        print("accuracy: " + ", ".join([f"float {_pct(acc['float'])}", f"int8 reference {_pct(acc['reference'])}"]
+                                        + [f"{m} {_pct(acc.get(m))}" for m in models]))
     for m in models:
         why = rep["mismatch"].get(m)
         print(f"  {m:<7} {'bit-exact with the reference' if why is None else 'MISMATCH: ' + why}")

@@ -1,0 +1,75 @@
+"""`cosim net path.py:function`: a network of the user's own runs like a shipped one (models, --images,
+--input, --json, the per-layer table); what cannot be run is one line."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+from cosim.cli import main
+from cosim.models import rtl_available
+
+REPO = Path(__file__).resolve().parents[1]
+TINY = f"{REPO}/docs/networks/tiny_cnn.py:tiny_cnn"
+
+
+def cosim(capsys, *argv):
+    rc = main([*map(str, argv)])
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+def test_user_graph_runs_on_every_model(capsys):
+    """The documented graph on 3 random samples: every model's logits bit-exact with the reference, TLM = RTL,
+    a per-layer table whose cycles sum to the run's, and no accuracy (no labels)."""
+    model = "all" if rtl_available() is None else "tlm"
+    rc, out, err = cosim(capsys, "net", TINY, "--model", model, "--images", "3", "--json")
+    rep = json.loads(out)
+    assert rc == 0 and rep["match"] and rep["images"] == 3, out + err
+    assert rep["accuracy"]["reference"] is None and rep["accuracy"]["float"] is None
+    assert [ly["name"] for ly in rep["layers"]] == ["conv1", "pool1", "flatten", "fc"]
+    assert rep["layer_cycles_sum"] == rep["cycles"]["tlm"]
+    if model == "all":
+        assert rep["cycles"]["tlm_equals_rtl"]
+    rc, out, _ = cosim(capsys, "net", TINY, "--images", "2")
+    assert rc == 0 and "accuracy: - (the samples have no labels)" in out and "layer" in out
+
+
+def test_user_graph_inputs_from_a_file(capsys, tmp_path):
+    """--input gives the samples (one sample may omit N); another --seed gives other random samples; a
+    wrong shape or dtype is one line."""
+    x = np.random.default_rng(1).integers(-128, 128, size=(2, 3, 8, 8)).astype(np.int8)
+    np.save(tmp_path / "x.npy", x)
+    np.save(tmp_path / "one.npy", x[0])
+    np.save(tmp_path / "bad.npy", x[:, :2])
+    rc, out, err = cosim(capsys, "net", TINY, "--model", "iss", "--input", tmp_path / "x.npy", "--json")
+    rep = json.loads(out)
+    assert rc == 0 and rep["match"] and rep["images"] == 2, err
+    rc, out, err = cosim(capsys, "net", TINY, "--model", "iss", "--input", tmp_path / "one.npy", "--json")
+    assert rc == 0 and json.loads(out)["images"] == 1
+    rc, out, err = cosim(capsys, "net", TINY, "--input", tmp_path / "bad.npy")
+    assert rc == 2 and "--input" in err and "(N, 3, 8, 8)" in err and len(err.strip().splitlines()) == 1, err
+    rc, out, err = cosim(capsys, "net", TINY, "--input", tmp_path / "none.npy")
+    assert rc == 2 and "no such file" in err, err
+
+
+def test_user_network_errors_are_one_line(capsys, tmp_path):
+    f = tmp_path / "nets.py"
+    f.write_text("from compiler.graph import Graph\n"
+                 "def number():\n    return 3\n"
+                 "def two_outputs():\n"
+                 "    import numpy as np\n"
+                 "    g = Graph('two')\n    x = g.input('x', (16,))\n"
+                 "    w = np.ones((16, 16), np.int8)\n"
+                 "    a = g.requantize(g.dense(x, w), 4, name='a')\n"
+                 "    b = g.requantize(g.dense(x, w), 4, name='b')\n"
+                 "    g.output(a)\n    g.output(b)\n    return g\n"
+                 "def raises():\n    raise RuntimeError('no weights here')\n")
+    for spec, words in ((f"{f}:number", ["returned int"]), (f"{f}:two_outputs", ["2 output(s)"]),
+                        (f"{f}:raises", ["raised RuntimeError", "no weights here"]), (f"{f}:missing", ["no function"]),
+                        (f"{tmp_path}/nope.py:g", ["no such network file"]), ("nosuchnet", ["unknown network"])):
+        rc, out, err = cosim(capsys, "net", spec)
+        assert rc == 2 and len(err.strip().splitlines()) == 1 and "Traceback" not in err, (spec, err)
+        assert all(w in err for w in words), (spec, err)
