@@ -7,6 +7,7 @@ These run real subprocesses of the `cosim` command on the real Verilator build
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -82,6 +83,20 @@ def test_waves_run_writes_both_vcds_and_trace(tmp_path):
     r = cosim("waves", "show", str(tmp_path / "rtl.vcd"), "dbg_load_busy", "dbg_load_pc", "--from", "0", "--to", "40")
     assert r.returncode == 0, r.stderr
     assert "dbg_load_pc" in r.stdout
+    # a GTKWave save file beside each VCD, with the units' groups; GTKWave (where installed) shows all it names
+    for f in ("rtl.gtkw", "tlm.gtkw"):
+        assert str(tmp_path / f) in r.stdout or (tmp_path / f).is_file(), f
+    text = (tmp_path / "rtl.gtkw").read_text()
+    for group in ("-clock and probes", "-fetch", "-load", "-compute", "-store", "-token queues", "-AXI"):
+        assert group in text.splitlines(), group
+    if shutil.which("gtkwave") and shutil.which("xvfb-run"):
+        tcl = tmp_path / "q.tcl"
+        tcl.write_text('puts "DISPLAYED: [gtkwave::getDisplayedSignals]"\ngtkwave::/File/Quit\n')
+        g = subprocess.run(["xvfb-run", "-a", "gtkwave", "-S", str(tcl), str(tmp_path / "rtl.vcd"),
+                            str(tmp_path / "rtl.gtkw")], capture_output=True, text=True, timeout=180, cwd=tmp_path)
+        shown = next(ln for ln in g.stdout.splitlines() if ln.startswith("DISPLAYED:")).split()[1:]
+        named = [ln for ln in text.splitlines() if ln and ln[0] not in "[@-*"]
+        assert set(shown) == set(named) and len(named) > 50, (len(shown), len(named))
 
 
 @pytest.mark.parametrize("model", ["tlm", "rtl"])
