@@ -79,9 +79,13 @@ def groups(vcd: VcdFile) -> list[tuple[str, list[SignalInfo]]]:
 
 
 def gtkw_name(s: SignalInfo) -> str:
-    """The name GTKWave gives ``s``: a bus declared without a range (the TLM's VCD) gets ``[W-1:0]``."""
+    """The name GTKWave gives ``s``: a bus declared without a range (the TLM's VCD) gets ``[W-1:0]``, and a
+    one-bit range ``[n:n]`` is the bit ``[n]``."""
     if s.width > 1 and not s.ref.endswith("]"):
         return f"{s.ref}[{s.width - 1}:0]"
+    one = re.search(r"\[(\d+):(\d+)\]$", s.ref)
+    if one and one.group(1) == one.group(2):
+        return f"{s.ref[:one.start()]}[{one.group(1)}]"
     return s.ref
 
 
