@@ -184,3 +184,8 @@ def test_protocol_cycles_are_not_compared(capsys):
     assert rc == 0 and "note: the TLM's cycles model the fast DRAM back-end" in out, out
     rc, out, err = cosim(capsys, "run", "vadd", "--model", "all", "--json")
     assert "cycles_comparable" not in json.loads(out)
+    rc, out, err = cosim(capsys, "sim", "--kernels", "vadd", "--mem", "protocol", "--json")
+    d = json.loads(out)
+    assert rc == 0 and d["cycles_comparable"] is False and "protocol back-end" in d["timing_note"]
+    rc, out, err = cosim(capsys, "sim", "--kernels", "vadd", "--mem", "protocol")
+    assert "note: the TLM's cycles model the fast DRAM back-end" in out and "cycle error: mean" not in out
