@@ -75,39 +75,50 @@ def to_int32(v: int) -> int:
     return v - 0x100000000 if v & 0x80000000 else v
 
 
+def _shr(x: int, s: int) -> int:
+    if s >= 0:
+        # arithmetic: Python's >> on a negative int rounds towards minus infinity, as the sign fill does
+        return x >> (s if s < 31 else 31)
+    if s <= -32:
+        return 0
+    return to_int32(x << -s)
+
+
+def _clip(x: int, s: int) -> int:
+    low = to_int32(-s)  # -INT_MIN wraps to INT_MIN
+    y = x if x > low else low
+    return y if y < s else s
+
+
+_HALF = 1 << 31
+_ALL = (1 << 32) - 1
+
+# op name -> one lane: x the destination lane, s the operand (32-bit values); docs/microarch.md
+# "Data semantics". ADD, SUB and MUL wrap by the same sum as to_int32, written out (the hot path).
+LANE_OPS: dict[str, Callable[[int, int], int]] = {
+    "ADD": lambda x, s: ((x + s + _HALF) & _ALL) - _HALF,
+    "SUB": lambda x, s: ((x - s + _HALF) & _ALL) - _HALF,
+    "MUL": lambda x, s: ((x * s + _HALF) & _ALL) - _HALF,
+    "MIN": lambda x, s: x if x < s else s,
+    "MAX": lambda x, s: x if x > s else s,
+    "SHR": _shr,
+    "CLIP": _clip,
+    "MOV": lambda x, s: s,
+}
+
+
 def alu_lane(name: str, x: int, s: int) -> int:
-    """One lane of ALU op ``name``: ``x`` the destination lane, ``s`` the operand (32-bit values);
-    docs/microarch.md "Data semantics"."""
-    if name == "ADD":
-        return to_int32(x + s)
-    if name == "SUB":
-        return to_int32(x - s)
-    if name == "MUL":
-        return to_int32(x * s)
-    if name == "MIN":
-        return x if x < s else s
-    if name == "MAX":
-        return x if x > s else s
-    if name == "SHR":
-        if s >= 0:
-            # arithmetic: Python's >> on a negative int rounds towards minus infinity, as the sign fill does
-            return x >> (s if s < 31 else 31)
-        if s <= -32:
-            return 0
-        return to_int32(x << -s)
-    if name == "CLIP":
-        low = to_int32(-s)  # -INT_MIN wraps to INT_MIN
-        y = x if x > low else low
-        return y if y < s else s
-    if name == "MOV":
-        return s
-    raise ValueError(f"unknown ALU op {name}")
+    """One lane of ALU op ``name`` (:data:`LANE_OPS`); raises ValueError for an unknown op."""
+    f = LANE_OPS.get(name)
+    if f is None:
+        raise ValueError(f"unknown ALU op {name}")
+    return f(x, s)
 
 
 def alu_lanes(op: int, x: list[int], s: list[int]) -> list[int]:
     """One ALU op (by code) lane by lane on 32-bit values (Python ints)."""
-    name = ALU_OP_NAMES[op]
-    return [alu_lane(name, a, b) for a, b in zip(x, s)]
+    f = LANE_OPS[ALU_OP_NAMES[op]]
+    return [f(a, b) for a, b in zip(x, s)]
 
 
 def execute_alu(acc: np.ndarray, insn: Any) -> None:
@@ -143,7 +154,8 @@ def check_word(isa: Isa, word: int) -> tuple[Instruction | None, int, str]:
         return None, csr.ERR_BAD_OPCODE, f"unknown opcode {op} (word 0x{word:032x})"
     top = isa.used_bits(name)
     if word >> top:
-        return None, csr.ERR_BAD_OPCODE, f"{name} has non-zero reserved bits [{INSN_BITS - 1}:{top}] (word 0x{word:032x})"
+        return None, csr.ERR_BAD_OPCODE, (f"{name} has non-zero reserved bits [{INSN_BITS - 1}:{top}] "
+                                          f"(word 0x{word:032x})")
     insn = isa.unpack(name, word)
     if name == "LOAD":
         if insn.pop_prev or insn.push_prev:

@@ -98,7 +98,8 @@ def test_no_name_of_the_iss_comes_from_them():
 
 
 # ---- planting a bug where the golden path and the TLM see it ------------------------------------
-def _plant(monkeypatch: pytest.MonkeyPatch, module: Any, name: str, bad: Any, where: tuple[str, ...] = ("hw.", "sim.tlm", "compiler")) -> None:
+def _plant(monkeypatch: pytest.MonkeyPatch, module: Any, name: str, bad: Any,
+           where: tuple[str, ...] = ("hw.", "sim.tlm", "compiler")) -> None:
     """Replace ``module.name`` by ``bad`` in ``module`` and in every loaded module under ``where``
     that imported the same object by name. The fuzzer (``cosim``) keeps the original: it generates
     and judges, it is not a model."""
