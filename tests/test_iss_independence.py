@@ -38,6 +38,7 @@ import hw.isa_semantics
 import sim.tlm  # noqa: F401 - loads the TLM's modules, whose bindings the plants replace
 import compiler.intrinsics  # noqa: F401 - the golden path's, likewise
 from cosim.fuzz import campaign as C
+from hw import csr
 from hw.assembler import patched
 from hw.config import load_config
 from hw.isa import Load, Store
@@ -70,7 +71,8 @@ def _imports(path: Path) -> set[str]:
     return out
 
 
-def test_the_iss_imports_none_of_the_shared_semantics():
+def test_the_iss_imports_none_of_the_shared_semantics() -> None:
+    """The AST of every ISS file names none of the shared modules, the TLM, the compiler or the tools."""
     files = _iss_files()
     assert files, "no ISS source found"
     for path in files:
@@ -80,7 +82,7 @@ def test_the_iss_imports_none_of_the_shared_semantics():
         assert mods & {"hw.isa", "hw.csr"}, f"{path.relative_to(ROOT)}: the parse found no project import"
 
 
-def test_no_name_of_the_iss_comes_from_them():
+def test_no_name_of_the_iss_comes_from_them() -> None:
     """No function, class or table the ISS holds is one of the shared modules' (no indirect way in:
     ``hw.program``, which the ISS uses to read a Program, loads ``hw.analysis`` for its own checks)."""
     import hw.isa
@@ -123,7 +125,7 @@ def _ref_vs_tlm(s: C.Summary) -> list[str]:
 
 
 # ---- the mutations ---------------------------------------------------------------------------------
-def _gemm_inp_factor_plus_one(monkeypatch):
+def _gemm_inp_factor_plus_one(monkeypatch: pytest.MonkeyPatch) -> None:
     """GEMM's input index walks ``inp_factor_out + 1`` per outer iteration (an off-by-one in the loop)."""
     good = hw.gemm_numpy.run_gemm
 
@@ -134,7 +136,7 @@ def _gemm_inp_factor_plus_one(monkeypatch):
     _plant(monkeypatch, hw.gemm_numpy, "run_gemm", bad)
 
 
-def _reserved_bits_after_field_checks(monkeypatch):
+def _reserved_bits_after_field_checks(monkeypatch: pytest.MonkeyPatch) -> None:
     """The word's checks in the wrong order: the field checks (flags towards a missing stage, STORE's
     buffer and padding: BAD_FIELD) before the reserved bits (BAD_OPCODE)."""
     S = hw.isa_semantics
@@ -143,28 +145,28 @@ def _reserved_bits_after_field_checks(monkeypatch):
     def bad(isa, word):
         name = OPCODE_NAMES.get(opcode_of(word))
         if name is None:
-            return None, S.csr.ERR_BAD_OPCODE, f"unknown opcode {opcode_of(word)} (word 0x{word:032x})"
+            return None, csr.ERR_BAD_OPCODE, f"unknown opcode {opcode_of(word)} (word 0x{word:032x})"
         insn = isa.unpack(name, word & ((1 << isa.used_bits(name)) - 1))
         code, msg = S.dispatch_fault(insn)
         if code:
             return insn, code, msg
         if word >> isa.used_bits(name):
-            return None, S.csr.ERR_BAD_OPCODE, f"{name} has non-zero reserved bits [{INSN_BITS - 1}:" \
+            return None, csr.ERR_BAD_OPCODE, f"{name} has non-zero reserved bits [{INSN_BITS - 1}:" \
                                                f"{isa.used_bits(name)}] (word 0x{word:032x})"
         return insn, code, msg
     _plant(monkeypatch, S, "classify_word", bad)
 
 
-def _load_tile_one_row_short(monkeypatch):
+def _load_tile_one_row_short(monkeypatch: pytest.MonkeyPatch) -> None:
     """A LOAD's padded tile forgets its bottom padding rows (``y_pad_1``): one row (or more) too short."""
     def bad(insn):
         return insn.y_pad_0 + insn.y_size, insn.x_pad_0 + insn.x_size + insn.x_pad_1
     _plant(monkeypatch, hw.isa_semantics, "load_tile_shape", bad)
 
 
-def _shr_rounds(monkeypatch):
+def _shr_rounds(monkeypatch: pytest.MonkeyPatch) -> None:
     """SHR rounds to nearest (adds half the divisor first) instead of flooring as the sign fill does."""
-    good_val, good_inplace = hw.alu_numpy.ALU_NUMPY["SHR"], hw.alu_numpy.ALU_INPLACE["SHR"]
+    good_val = hw.alu_numpy.ALU_NUMPY["SHR"]
 
     def bad(x, s):
         r = np.asarray(good_val(x, s), dtype=np.int32)
@@ -177,10 +179,9 @@ def _shr_rounds(monkeypatch):
         x[...] = bad(x.copy(), s)
     monkeypatch.setitem(hw.alu_numpy.ALU_NUMPY, "SHR", bad)
     monkeypatch.setitem(hw.alu_numpy.ALU_INPLACE, "SHR", bad_inplace)
-    assert good_inplace is not bad_inplace
 
 
-def _compute_pops_swapped(monkeypatch):
+def _compute_pops_swapped(monkeypatch: pytest.MonkeyPatch) -> None:
     """A token route off: the compute unit's ``pop_prev`` takes the store's token (s2c) and its
     ``pop_next`` the load's (l2c). Planted in the TLM's view of ``TOKEN_ROUTES`` (the fuzzer's generator
     builds its token rule on the same table, so it keeps the original)."""
@@ -225,7 +226,8 @@ CAMPAIGNS = {
 
 
 @pytest.mark.parametrize("mutation", sorted(CAMPAIGNS))
-def test_a_bug_in_the_shared_semantics_is_a_campaign_mismatch(mutation, monkeypatch):
+def test_a_bug_in_the_shared_semantics_is_a_campaign_mismatch(mutation: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Clean, the campaign agrees; with the bug planted in golden's and the TLM's view, the ISS disagrees."""
     plant, (count, seed, configs, rate) = CAMPAIGNS[mutation]
     clean = _campaign(count, seed, configs, rate)
     assert clean.mismatches == 0 and clean.errors == 0, clean.failures[:2]
@@ -235,7 +237,9 @@ def test_a_bug_in_the_shared_semantics_is_a_campaign_mismatch(mutation, monkeypa
     assert found, f"{mutation}: the ISS did not notice ({s.line()})"
 
 
-def test_an_error_check_order_bug_is_a_campaign_mismatch(monkeypatch):
+def test_an_error_check_order_bug_is_a_campaign_mismatch(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Words with two faults: the ISS and the TLM agree on BAD_OPCODE, until the TLM's check order is
+    swapped (single-fault words would not tell: every fault kind the generator injects has one code)."""
     assert _double_fault_campaign() == 0
     _reserved_bits_after_field_checks(monkeypatch)
     assert _double_fault_campaign() > 0
