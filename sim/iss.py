@@ -1,18 +1,32 @@
 """The instruction-set simulator: a plain, sequential interpreter of the ISA (the oracle of `cosim fuzz`).
 
-It follows ``docs/microarch.md`` and the ISA's meaning in :mod:`hw.isa_semantics`
-(the error-check order of a word, footprints and range checks, the scalar ALU
-semantics) and :mod:`hw.analysis` (the untimed deadlock run), and nothing of the TLM
-or RTL: it reads the instruction words from the Program's DRAM image, executes them
-strictly in program order (tokens only decide whether the program can finish), and
-returns a :class:`hw.result.RunResult` with outputs, the count-type counters and, for
-a faulting program, ``error`` = {code, name, pc}. It has no notion of time, so
-``cycles`` is None and busy/stall counters are absent.
+It is an *independent* reading of the ISA: written from ``docs/microarch.md`` and the
+docstring of ``hw/isa.py``, it shares no meaning with the models it checks. The golden path
+and the TLM run the shared semantics modules (``hw/isa_semantics.py``, ``hw/gemm_numpy.py``,
+``hw/alu_numpy.py``, ``hw/analysis.py``); this module imports none of them, so a bug planted
+there shows up as an ISS-vs-TLM mismatch (``tests/test_iss_independence.py`` proves it by
+mutation). It keeps only the encoding (``hw/isa.py``: fields, opcodes, unpacking a word),
+the config (``hw/config.py``), the error codes (``hw/csr.py``), the Program
+(``hw/program.py``) and :class:`hw.result.RunResult`. Everything else is written here, plainly,
+loop by loop:
 
-Its ALU is the plain engine, on purpose: one vector at a time in loop order, each lane
-through :data:`hw.isa_semantics.ALU_SCALAR` on Python ints, so it shares no code with the
-numpy engine (``hw/alu_numpy.py``) that the golden path and the TLM run. GEMM's meaning is
-written once, in :func:`hw.gemm_numpy.run_gemm` (faults included), which every model calls.
+* the dispatch checks of a word, in the order of docs/microarch.md "FETCH"
+  (:func:`check_word`, :func:`decode_words`);
+* LOAD and STORE: the DRAM bytes they touch and the region check, the padded tile, the SRAM
+  range checks, the narrowing cast (:func:`_load`, :func:`_store`);
+* the ALU: one vector at a time in loop order, each lane through :func:`alu_lane` on Python
+  ints (:func:`execute_alu`);
+* GEMM: the micro-op walk iteration by iteration, each iteration's checks in their order, the
+  BLOCK x BLOCK product of one block, 32-bit wrap (:func:`_gemm`);
+* the dependency tokens: an untimed run of fetch, the three unit queues, the units and the
+  token queues that says whether a stream's FINISH completes and, if not, which pc hangs
+  (:func:`token_deadlock_pc`);
+* several cores: phases separated by BARRIERs (:func:`run_reference`).
+
+It executes instructions strictly in program order (tokens only decide whether the program
+can finish) and returns a :class:`hw.result.RunResult` with outputs, the count-type counters
+and, for a faulting program, ``error`` = {code, name, pc}. It has no notion of time, so
+``cycles`` is None and busy/stall counters are absent.
 
 Buffers: the accumulator (int32), and the GEMM core's input (int8 vectors), weight (int8
 BLOCK x BLOCK blocks) and micro-op ((acc, inp, wgt) triples) buffers, which LOAD fills from
@@ -31,15 +45,15 @@ BARRIERs (:func:`run_reference`): a core that FINISHes while another waits at a 
 from __future__ import annotations
 
 import time
+from collections import deque
 from dataclasses import dataclass
+from typing import Any, Callable
 
 import numpy as np
 
 from hw import csr
-from hw.analysis import deadlock_pc
-from hw.gemm_numpy import gemm_uop_range_bad, run_gemm
-from hw.isa import ALU_OP_NAMES, INSN_BYTES, UOP_FIELD_BITS, Instruction, Isa
-from hw.isa_semantics import ALU_SCALAR, buffer_of, classify_word, dram_span, load_tile_shape, sram_last_index
+from hw.isa import (ALU_OP_NAMES, BUFFER_NAMES, INSN_BITS, INSN_BYTES, OPCODE_NAMES, UOP_FIELD_BITS, Instruction,
+                    Isa, opcode_of)
 from hw.program import Program
 from hw.result import RunResult
 
@@ -54,50 +68,431 @@ class RefFault(Exception):
         self.code, self.pc, self.message, self.core = code, pc, message, core
 
 
+# ---- the scalar ALU ------------------------------------------------------------------------------
+def to_int32(v: int) -> int:
+    """``v`` cut to its low 32 bits, read as two's complement."""
+    v &= 0xFFFFFFFF
+    return v - 0x100000000 if v & 0x80000000 else v
+
+
+def _shr(x: int, s: int) -> int:
+    if s >= 0:
+        # arithmetic: Python's >> on a negative int rounds towards minus infinity, as the sign fill does
+        return x >> (s if s < 31 else 31)
+    if s <= -32:
+        return 0
+    return to_int32(x << -s)
+
+
+def _clip(x: int, s: int) -> int:
+    low = to_int32(-s)  # -INT_MIN wraps to INT_MIN
+    y = x if x > low else low
+    return y if y < s else s
+
+
+_HALF = 1 << 31
+_ALL = (1 << 32) - 1
+
+# op name -> one lane: x the destination lane, s the operand (32-bit values); docs/microarch.md
+# "Data semantics". ADD, SUB and MUL wrap by the same sum as to_int32, written out (the hot path).
+LANE_OPS: dict[str, Callable[[int, int], int]] = {
+    "ADD": lambda x, s: ((x + s + _HALF) & _ALL) - _HALF,
+    "SUB": lambda x, s: ((x - s + _HALF) & _ALL) - _HALF,
+    "MUL": lambda x, s: ((x * s + _HALF) & _ALL) - _HALF,
+    "MIN": lambda x, s: x if x < s else s,
+    "MAX": lambda x, s: x if x > s else s,
+    "SHR": _shr,
+    "CLIP": _clip,
+    "MOV": lambda x, s: s,
+}
+
+
+def alu_lane(name: str, x: int, s: int) -> int:
+    """One lane of ALU op ``name`` (:data:`LANE_OPS`); raises ValueError for an unknown op."""
+    f = LANE_OPS.get(name)
+    if f is None:
+        raise ValueError(f"unknown ALU op {name}")
+    return f(x, s)
+
+
 def alu_lanes(op: int, x: list[int], s: list[int]) -> list[int]:
-    """One ALU op lane by lane on 32-bit values (Python ints), by the scalar reference semantics."""
-    f = ALU_SCALAR[ALU_OP_NAMES[op]]
+    """One ALU op (by code) lane by lane on 32-bit values (Python ints)."""
+    f = LANE_OPS[ALU_OP_NAMES[op]]
     return [f(a, b) for a, b in zip(x, s)]
 
 
-def execute_alu(acc: np.ndarray, insn) -> None:
-    """One ALU instruction on ``acc`` (``(depth, lanes)`` int32), one vector at a time strictly in
-    loop order (a write is seen by later reads); indices already range checked."""
+def execute_alu(acc: np.ndarray, insn: Any) -> None:
+    """One ALU instruction on ``acc`` (``(depth, lanes)``), one vector at a time strictly in loop
+    order (a write is seen by later reads); indices already range checked."""
     lanes = acc.shape[1]
-    for a in range(insn.iter_out):
-        for b in range(insn.iter_in):
-            d = insn.dst_base + a * insn.dst_factor_out + b * insn.dst_factor_in
-            s = [insn.imm] * lanes if insn.use_imm else \
-                acc[insn.src_base + a * insn.src_factor_out + b * insn.src_factor_in].tolist()
+    for i in range(insn.iter_out):
+        for j in range(insn.iter_in):
+            d = insn.dst_base + i * insn.dst_factor_out + j * insn.dst_factor_in
+            if insn.use_imm:
+                s = [insn.imm] * lanes
+            else:
+                s = acc[insn.src_base + i * insn.src_factor_out + j * insn.src_factor_in].tolist()
+            # looked up at call time, so a test can put a broken ALU in (a stand-in for a buggy model)
             acc[d] = alu_lanes(insn.alu_op, acc[d].tolist(), s)
 
 
+# ---- dispatch checks of a word -------------------------------------------------------------------
+_ACC_BUF = 0  # buffer code of the accumulator (hw/isa.py BUFFERS)
+
+
+def check_word(isa: Isa, word: int) -> tuple[Instruction | None, int, str]:
+    """``(insn, ERR_NONE, "")`` for a word the hardware dispatches, else ``(insn or None, code, message)``.
+
+    docs/microarch.md "FETCH", first match wins: unknown opcode; non-zero reserved bits (both
+    BAD_OPCODE, no instruction); LOAD popping or pushing towards the previous stage, STORE towards
+    the next (BAD_FIELD); LOAD/STORE naming buffer code 4+ (BAD_OPCODE, none exists with 2 bits but
+    the check stays); STORE from a buffer other than ACC, STORE with padding (BAD_FIELD); an ALU
+    op with no meaning (BAD_OPCODE)."""
+    op = opcode_of(word)
+    name = OPCODE_NAMES.get(op)
+    if name is None:
+        return None, csr.ERR_BAD_OPCODE, f"unknown opcode {op} (word 0x{word:032x})"
+    top = isa.used_bits(name)
+    if word >> top:
+        return None, csr.ERR_BAD_OPCODE, (f"{name} has non-zero reserved bits [{INSN_BITS - 1}:{top}] "
+                                          f"(word 0x{word:032x})")
+    insn = isa.unpack(name, word)
+    if name == "LOAD":
+        if insn.pop_prev or insn.push_prev:
+            return insn, csr.ERR_BAD_FIELD, "LOAD has no previous stage to pop from or push to"
+        if insn.buf not in BUFFER_NAMES:
+            return insn, csr.ERR_BAD_OPCODE, f"LOAD names unknown buffer {insn.buf}"
+    elif name == "STORE":
+        if insn.pop_next or insn.push_next:
+            return insn, csr.ERR_BAD_FIELD, "STORE has no next stage to pop from or push to"
+        if insn.buf not in BUFFER_NAMES:
+            return insn, csr.ERR_BAD_OPCODE, f"STORE names unknown buffer {insn.buf}"
+        if insn.buf != _ACC_BUF:
+            return insn, csr.ERR_BAD_FIELD, f"STORE reads only the accumulator buffer (buf={insn.buf})"
+        if insn.y_pad_0 or insn.y_pad_1 or insn.x_pad_0 or insn.x_pad_1:
+            return insn, csr.ERR_BAD_FIELD, "STORE cannot pad (padding fields must be zero)"
+    elif name == "ALU":
+        if insn.alu_op not in ALU_OP_NAMES:
+            return insn, csr.ERR_BAD_OPCODE, f"unknown ALU op {insn.alu_op}"
+    return insn, csr.ERR_NONE, ""
+
+
 def decode_words(isa: Isa, words: list[int]) -> list[Instruction]:
-    """The dispatch checks of every word in program order (:func:`hw.isa_semantics.classify_word`);
-    raises RefFault at the first word the hardware refuses."""
+    """The dispatch checks of every word in program order (:func:`check_word`); raises RefFault at
+    the first word the hardware refuses."""
     insns = []
     for pc, w in enumerate(words):
-        i, code, msg = classify_word(isa, w)
+        insn, code, msg = check_word(isa, w)
         if code:
             raise RefFault(code, pc, msg)
-        insns.append(i)
+        insns.append(insn)
     return insns
 
 
-def _regs(program: Program) -> dict[str, int]:
-    return dict(program.regs)
+# ---- dependency tokens: the untimed run ----------------------------------------------------------
+def _unit(insn: Instruction) -> str:
+    """The unit whose queue fetch dispatches ``insn`` to (LOAD, STORE, the rest compute)."""
+    if insn.MNEMONIC == "LOAD":
+        return "load"
+    if insn.MNEMONIC == "STORE":
+        return "store"
+    return "compute"
+
+
+def _tokens(insn: Instruction) -> tuple[list[str], list[str]]:
+    """``(queues popped, queues pushed)`` by ``insn``: load's next stage is compute, compute's
+    previous is load and next is store, store's previous is compute; a flag towards a missing
+    stage names nothing."""
+    u = _unit(insn)
+    pops: list[str] = []
+    pushes: list[str] = []
+    if u == "load":
+        if insn.pop_next:
+            pops.append("c2l")
+        if insn.push_next:
+            pushes.append("l2c")
+    elif u == "store":
+        if insn.pop_prev:
+            pops.append("c2s")
+        if insn.push_prev:
+            pushes.append("s2c")
+    else:
+        if insn.pop_prev:
+            pops.append("l2c")
+        if insn.pop_next:
+            pops.append("s2c")
+        if insn.push_prev:
+            pushes.append("c2l")
+        if insn.push_next:
+            pushes.append("c2s")
+    return pops, pushes
+
+
+def token_deadlock_pc(insns: list[Instruction], cfg: Any) -> int | None:
+    """None when the stream's FINISH completes, else the ERR_PC of ``ERR_DEADLOCK``.
+
+    An untimed run of one core (docs/microarch.md "Control", "Errors and deadlock"): fetch
+    dispatches in order into the unit queues (bounded by the queue depths; after a BARRIER it
+    waits until that BARRIER has drained); each unit takes its queue head, waits until every token
+    it pops is there (taken together), executes (FINISH and BARRIER wait until load and store are
+    idle with empty queues), then pushes its tokens together once none of their queues is full.
+    The run goes one step at a time, fetch first, until FINISH has pushed (None) or nothing can
+    move: then the smallest pc a unit holds, or the stream's length when none holds one."""
+    n = len(insns)
+    units = [_unit(i) for i in insns]
+    flows = [_tokens(i) for i in insns]
+    depth = {"load": cfg.load_queue_depth, "compute": cfg.compute_queue_depth, "store": cfg.store_queue_depth}
+    cap = cfg.token_queue_depth
+    queue: dict[str, deque[int]] = {u: deque() for u in depth}
+    holds: dict[str, int | None] = dict.fromkeys(depth)     # the pc a unit works on
+    step: dict[str, str] = dict.fromkeys(depth, "idle")     # idle, wait, exec, push
+    tokens = {"l2c": 0, "c2l": 0, "c2s": 0, "s2c": 0}
+    next_pc = 0
+    barrier_open = False  # a dispatched BARRIER has not drained yet: fetch waits
+
+    def drained() -> bool:
+        return all(step[u] == "idle" and not queue[u] for u in ("load", "store"))
+
+    while True:
+        while not barrier_open and next_pc < n and len(queue[units[next_pc]]) < depth[units[next_pc]]:
+            queue[units[next_pc]].append(next_pc)
+            barrier_open = insns[next_pc].MNEMONIC == "BARRIER"
+            next_pc += 1
+        moved = False
+        for u in ("load", "compute", "store"):
+            pc = holds[u]
+            if step[u] == "idle":
+                if queue[u]:
+                    holds[u] = queue[u].popleft()
+                    step[u] = "wait"
+                    moved = True
+            elif step[u] == "wait":
+                need = flows[pc][0]
+                if all(tokens[q] > 0 for q in need):
+                    for q in need:
+                        tokens[q] -= 1
+                    step[u] = "exec"
+                    moved = True
+            elif step[u] == "exec":
+                if insns[pc].MNEMONIC not in ("FINISH", "BARRIER"):
+                    step[u] = "push"
+                    moved = True
+                elif drained():
+                    if insns[pc].MNEMONIC == "BARRIER":
+                        barrier_open = False
+                    step[u] = "push"
+                    moved = True
+            else:  # push
+                give = flows[pc][1]
+                if all(tokens[q] < cap for q in give):
+                    for q in give:
+                        tokens[q] += 1
+                    if insns[pc].MNEMONIC == "FINISH":
+                        return None
+                    step[u] = "idle"
+                    holds[u] = None
+                    moved = True
+            if moved:
+                break  # fetch goes first again: what it can dispatch now counts for the drain
+        if not moved:
+            held = [pc for pc in holds.values() if pc is not None]
+            return min(held) if held else n
+
+
+# ---- buffers -----------------------------------------------------------------------------------
+class Buffers:
+    """The on-chip buffers of one core: ``acc`` (ACC_DEPTH, LANES) int32, ``inp`` (INP_DEPTH, LANES)
+    int8, ``wgt`` (WGT_DEPTH, BLOCK, BLOCK) int8 (row o = the weights of output lane o), ``uops``
+    a list of (acc, inp, wgt) triples, and the valid bits of the micro-ops and weight blocks (all
+    clear at START)."""
+
+    def __init__(self, cfg: Any) -> None:
+        self.acc = np.zeros((cfg.acc_depth, cfg.lanes), dtype=np.int32)
+        self.inp = np.zeros((cfg.inp_depth, cfg.lanes), dtype=np.int8)
+        self.wgt = np.zeros((cfg.wgt_depth, cfg.block, cfg.block), dtype=np.int8)
+        self.uops: list[tuple[int, int, int]] = [(0, 0, 0)] * cfg.uop_depth
+        self.uop_valid = [False] * cfg.uop_depth
+        self.wgt_valid = [False] * cfg.wgt_depth
+
+    def put(self, buf: str, index: int, raw: bytes) -> None:
+        """LOAD writes entry ``index`` of ``buf`` from its raw little-endian DRAM bytes."""
+        if buf == "ACC":
+            self.acc[index] = np.frombuffer(raw, dtype="<i4")
+        elif buf == "INP":
+            self.inp[index] = np.frombuffer(raw, dtype=np.int8)
+        elif buf == "WGT":
+            self.wgt[index] = np.frombuffer(raw, dtype=np.int8).reshape(self.wgt.shape[1:])
+            self.wgt_valid[index] = True
+        else:  # UOP: three 16-bit fields from bit 0 of the word, the rest ignored
+            word = int.from_bytes(raw, "little")
+            mask = (1 << UOP_FIELD_BITS) - 1
+            self.uops[index] = (word & mask, (word >> UOP_FIELD_BITS) & mask, (word >> 2 * UOP_FIELD_BITS) & mask)
+            self.uop_valid[index] = True
 
 
 COUNTS = ("load_insns", "compute_insns", "store_insns", "dma_rd_bytes", "dma_wr_bytes", "fetch_bytes", "gemm_ops")
 
 
 @dataclass
+class Machine:
+    """What every instruction of a run sees: the config, the shared DRAM image (bytes, written by
+    STORE) and the region windows ``(base, size, attr)`` from the register config."""
+
+    cfg: Any
+    dram: bytearray
+    regions: list[tuple[int, int, int]]
+
+    def allows(self, lo: int, hi: int, attr: int) -> bool:
+        """The bytes ``[lo, hi)`` lie inside one region whose ATTR has ``attr``."""
+        for base, size, a in self.regions:
+            if size and a & attr and base <= lo and hi <= base + size:
+                return True
+        return False
+
+
+# ---- LOAD, STORE -------------------------------------------------------------------------------
+def _load(m: Machine, bufs: Buffers, insn: Any, pc: int, counters: dict[str, int]) -> None:
+    """LOAD: the DRAM bytes it reads must lie in a readable region, its padded tile
+    (``rows x cols`` entries from ``sram_base``) inside the buffer it names; then the tile is
+    written row by row, padding entries zero, data entries from DRAM row ``r`` starting
+    ``r * x_stride`` entries after ``dram_base``."""
+    cfg = m.cfg
+    buf = BUFFER_NAMES[insn.buf]
+    eb = cfg.elem_bytes(buf)
+    if insn.y_size and insn.x_size:
+        first = insn.dram_base * eb
+        end = first + ((insn.y_size - 1) * insn.x_stride + insn.x_size) * eb
+        if not m.allows(first, end, csr.ATTR_READ):
+            raise RefFault(csr.ERR_DRAM_RANGE, pc, f"DRAM bytes [0x{first:x}, 0x{end:x}) outside every region")
+    rows = insn.y_pad_0 + insn.y_size + insn.y_pad_1
+    cols = insn.x_pad_0 + insn.x_size + insn.x_pad_1
+    depth = cfg.depth_of(buf)
+    if rows and cols and insn.sram_base + rows * cols - 1 >= depth:
+        raise RefFault(csr.ERR_SRAM_RANGE, pc, f"{buf} index {insn.sram_base + rows * cols - 1} >= {depth}")
+    zero = bytes(eb)
+    for r in range(rows):
+        for c in range(cols):
+            dr, dc = r - insn.y_pad_0, c - insn.x_pad_0
+            if 0 <= dr < insn.y_size and 0 <= dc < insn.x_size:
+                at = (insn.dram_base + dr * insn.x_stride + dc) * eb
+                raw = bytes(m.dram[at:at + eb])
+            else:
+                raw = zero
+            bufs.put(buf, insn.sram_base + r * cols + c, raw)
+    counters["load_insns"] += 1
+    counters["dma_rd_bytes"] += insn.y_size * insn.x_size * eb
+
+
+def _store(m: Machine, bufs: Buffers, insn: Any, pc: int, counters: dict[str, int]) -> None:
+    """STORE: the DRAM bytes it writes must lie in a writable region, the ``y_size * x_size``
+    accumulator vectors it reads (contiguous from ``sram_base``) inside the buffer; then each
+    lane is cut to its low OUT_WIDTH bits (a C cast) and written little-endian, DRAM row ``r``
+    starting ``r * x_stride`` output vectors after ``dram_base``."""
+    cfg = m.cfg
+    vb = cfg.out_vec_bytes
+    if insn.y_size and insn.x_size:
+        first = insn.dram_base * vb
+        end = first + ((insn.y_size - 1) * insn.x_stride + insn.x_size) * vb
+        if not m.allows(first, end, csr.ATTR_WRITE):
+            raise RefFault(csr.ERR_DRAM_RANGE, pc, f"DRAM bytes [0x{first:x}, 0x{end:x}) outside every region")
+        last = insn.sram_base + insn.y_size * insn.x_size - 1
+        if last >= cfg.acc_depth:
+            raise RefFault(csr.ERR_SRAM_RANGE, pc, f"ACC index {last} >= {cfg.acc_depth}")
+    lane_bytes = cfg.out_width // 8
+    mask = (1 << cfg.out_width) - 1
+    for r in range(insn.y_size):
+        for c in range(insn.x_size):
+            vec = bufs.acc[insn.sram_base + r * insn.x_size + c].tolist()
+            raw = b"".join((v & mask).to_bytes(lane_bytes, "little") for v in vec)
+            at = (insn.dram_base + r * insn.x_stride + c) * vb
+            m.dram[at:at + vb] = raw
+    counters["store_insns"] += 1
+    counters["dma_wr_bytes"] += insn.y_size * insn.x_size * vb
+
+
+# ---- ALU ---------------------------------------------------------------------------------------
+def _alu(m: Machine, bufs: Buffers, insn: Any, pc: int, counters: dict[str, int]) -> None:
+    """ALU: with iterations, the last destination index (and the last source index, without the
+    immediate) must be inside the accumulator (factors are unsigned, so the last iteration's index
+    is the highest); then :func:`execute_alu`."""
+    if insn.iter_out and insn.iter_in:
+        top = insn.dst_base + (insn.iter_out - 1) * insn.dst_factor_out + (insn.iter_in - 1) * insn.dst_factor_in
+        if not insn.use_imm:
+            src = insn.src_base + (insn.iter_out - 1) * insn.src_factor_out + (insn.iter_in - 1) * insn.src_factor_in
+            top = max(top, src)
+        if top >= m.cfg.acc_depth:
+            raise RefFault(csr.ERR_SRAM_RANGE, pc, f"ACC index {top} >= {m.cfg.acc_depth}")
+    counters["compute_insns"] += 1
+    execute_alu(bufs.acc, insn)
+
+
+# ---- GEMM --------------------------------------------------------------------------------------
+def _gemm(m: Machine, bufs: Buffers, insn: Any, pc: int, counters: dict[str, int]) -> None:
+    """GEMM (docs/microarch.md "GEMM"): ``for i < iter_out: for j < iter_in: for u in [uop_begin,
+    uop_end)``. Before anything, a non-empty walk past the micro-op buffer is ERR_SRAM_RANGE. Then
+    per iteration, in this order: micro-op not loaded (ERR_UNLOADED); accumulator index out of range,
+    or without reset input or weight index (ERR_SRAM_RANGE); without reset weight block not loaded
+    (ERR_UNLOADED). The iterations before a faulting one are written; ``gemm_ops`` counts the
+    iterations written without reset."""
+    cfg = m.cfg
+    if insn.iter_out == 0 or insn.iter_in == 0 or insn.uop_end <= insn.uop_begin:
+        counters["compute_insns"] += 1
+        return
+    if insn.uop_end > cfg.uop_depth:
+        raise RefFault(csr.ERR_SRAM_RANGE, pc, f"micro-op {insn.uop_end - 1} >= UOP_DEPTH {cfg.uop_depth}")
+    acc, inp, wgt = bufs.acc, bufs.inp, bufs.wgt
+    k = 0  # iteration number in loop order
+    for i in range(insn.iter_out):
+        for j in range(insn.iter_in):
+            for u in range(insn.uop_begin, insn.uop_end):
+                if not bufs.uop_valid[u]:
+                    raise RefFault(csr.ERR_UNLOADED, pc, f"GEMM iteration {k}: micro-op {u} was never loaded")
+                ua, ux, uw = bufs.uops[u]
+                a = ua + i * insn.acc_factor_out + j * insn.acc_factor_in
+                if insn.reset:
+                    if a >= cfg.acc_depth:
+                        raise RefFault(csr.ERR_SRAM_RANGE, pc,
+                                       f"GEMM iteration {k}: accumulator index {a} >= ACC_DEPTH {cfg.acc_depth}")
+                    acc[a] = 0
+                else:
+                    x = ux + i * insn.inp_factor_out + j * insn.inp_factor_in
+                    w = uw + i * insn.wgt_factor_out + j * insn.wgt_factor_in
+                    for what, v, depth, tag in (("accumulator", a, cfg.acc_depth, "ACC"),
+                                                ("input", x, cfg.inp_depth, "INP"),
+                                                ("weight", w, cfg.wgt_depth, "WGT")):
+                        if v >= depth:
+                            raise RefFault(csr.ERR_SRAM_RANGE, pc,
+                                           f"GEMM iteration {k}: {what} index {v} >= {tag}_DEPTH {depth}")
+                    if not bufs.wgt_valid[w]:
+                        raise RefFault(csr.ERR_UNLOADED, pc, f"GEMM iteration {k}: weight block {w} was never loaded")
+                    # one block: output lane o gets sum_k inp[x][k] * wgt[w][o][k], added mod 2**32
+                    dots = wgt[w].astype(np.int64) @ inp[x].astype(np.int64)
+                    lanes = (acc[a].astype(np.int64) + dots) & 0xFFFFFFFF
+                    acc[a] = lanes.astype(np.uint32).view(np.int32)
+                    counters["gemm_ops"] += 1
+                k += 1
+    counters["compute_insns"] += 1
+
+
+def _other(m: Machine, bufs: Buffers, insn: Any, pc: int, counters: dict[str, int]) -> None:
+    """FINISH and BARRIER: nothing to compute here (the run's control handles them); they count as
+    compute instructions."""
+    counters["compute_insns"] += 1
+
+
+EXECUTE: dict[str, Callable[[Machine, Buffers, Any, int, dict[str, int]], None]] = {
+    "LOAD": _load, "STORE": _store, "ALU": _alu, "GEMM": _gemm, "FINISH": _other, "BARRIER": _other,
+}
+
+
+# ---- a run ---------------------------------------------------------------------------------------
+@dataclass
 class CoreRun:
     """One core of a run: its instruction words, what of them decodes, its buffers, counters and where it is.
 
     ``insns`` are the words decoded in order up to the first one the hardware refuses (``bad``: that
     word's fault, None when every word decodes); ``deadlock`` the pc where its tokens deadlock (None:
-    its FINISH completes; :func:`hw.analysis.deadlock_pc`, a BARRIER counted as complete once drained);
+    its FINISH completes; :func:`token_deadlock_pc`, a BARRIER counted as complete once drained);
     ``pc`` the next instruction to run; ``state`` "run", "barrier" (arrived at the BARRIER before
     ``pc``) or "finished"."""
 
@@ -105,7 +500,7 @@ class CoreRun:
     words: list[int]
     insns: list[Instruction]
     bad: RefFault | None
-    bufs: "Buffers"
+    bufs: Buffers
     counters: dict[str, int]
     deadlock: int | None = None
     pc: int = 0
@@ -126,15 +521,11 @@ def run_reference(program: Program, check_tokens: bool = True) -> RunResult:
     t0 = time.perf_counter()
     cfg = program.config
     n = cfg.num_cores
-    img = np.frombuffer(bytes(program.dram_image()), dtype=np.uint8).copy()
-    regs = _regs(program)
-    windows = [(regs.get(f"REGION{k}_BASE", 0), regs.get(f"REGION{k}_SIZE", 0), regs.get(f"REGION{k}_ATTR", 0))
+    regs = dict(program.regs)
+    regions = [(regs.get(f"REGION{k}_BASE", 0), regs.get(f"REGION{k}_SIZE", 0), regs.get(f"REGION{k}_ATTR", 0))
                for k in range(cfg.max_regions)]
-    out_dt = np.dtype(f"<i{cfg.out_width // 8}")
+    m = Machine(cfg, bytearray(program.dram_image()), regions)
     cores: list[CoreRun] = []
-
-    def in_region(lo: int, hi: int, attr: int) -> bool:
-        return any(s and b <= lo and hi <= b + s and a & attr for b, s, a in windows)
 
     def result(err: RefFault | None) -> RunResult:
         e = None
@@ -144,6 +535,7 @@ def run_reference(program: Program, check_tokens: bool = True) -> RunResult:
                 e["core"] = err.core if err.core is not None else 0
         per_core = [c.counters for c in cores] + [dict.fromkeys(COUNTS, 0) for _ in range(n - len(cores))]
         total = {k: sum(c[k] for c in per_core) for k in COUNTS}
+        img = np.frombuffer(bytes(m.dram), dtype=np.uint8).copy()
         res = RunResult("iss", program.read_outputs(img), None, total, e, time.perf_counter() - t0)
         if n > 1:
             res.extra["cores"] = [dict(c) for c in per_core]
@@ -151,28 +543,33 @@ def run_reference(program: Program, check_tokens: bool = True) -> RunResult:
 
     isa = Isa(cfg)
     for k in range(n):
-        addr, count = regs.get(csr.core_reg("INSN_ADDR_LO", k, n), 0), regs.get(csr.core_reg("INSN_COUNT", k, n), 0)
+        addr = regs.get(csr.core_reg("INSN_ADDR_LO", k, n), 0)
+        count = regs.get(csr.core_reg("INSN_COUNT", k, n), 0)
         if (regs.get(csr.core_reg("INSN_ADDR_HI", k, n), 0) or count == 0
-                or not in_region(addr, addr + INSN_BYTES * count, csr.ATTR_READ)):
+                or not m.allows(addr, addr + INSN_BYTES * count, csr.ATTR_READ)):
             return result(RefFault(csr.ERR_INSN_RANGE, 0, "instruction window outside every readable region",
                                    k if n > 1 else None))
-        words = [int.from_bytes(img[addr + INSN_BYTES * j: addr + INSN_BYTES * (j + 1)].tobytes(), "little")
+        words = [int.from_bytes(m.dram[addr + INSN_BYTES * j: addr + INSN_BYTES * (j + 1)], "little")
                  for j in range(count)]
-        try:
-            insns, bad = decode_words(isa, words), None
-        except RefFault as f:
-            insns, bad = decode_words(isa, words[:f.pc]), f
+        insns: list[Instruction] = []
+        bad = None
+        for pc, w in enumerate(words):
+            insn, code, msg = check_word(isa, w)
+            if code:
+                bad = RefFault(code, pc, msg)
+                break
+            insns.append(insn)
         counters = dict.fromkeys(COUNTS, 0)
         counters["fetch_bytes"] = INSN_BYTES * count
         c = CoreRun(k, words, insns, bad, Buffers(cfg), counters)
         if check_tokens and (bad is None or insns):
-            c.deadlock = deadlock_pc(insns, cfg)
+            c.deadlock = token_deadlock_pc(insns, cfg)
         cores.append(c)
     try:
         while True:
             for c in cores:
                 if c.state != "finished":
-                    _run_phase(c, cfg, img, in_region, out_dt, check_tokens, n > 1)
+                    _run_phase(m, c, check_tokens, n > 1)
             arrived = [c for c in cores if c.state == "barrier"]
             if not arrived:
                 return result(None)
@@ -189,7 +586,7 @@ def run_reference(program: Program, check_tokens: bool = True) -> RunResult:
         return result(f)
 
 
-def _run_phase(c: CoreRun, cfg, img: np.ndarray, in_region, out_dt, check_tokens: bool, many: bool) -> None:
+def _run_phase(m: Machine, c: CoreRun, check_tokens: bool, many: bool) -> None:
     """Core ``c``'s part of one phase: from its pc up to and including its next BARRIER or FINISH (or the
     end of its stream); faults in the order of :func:`run_reference`."""
     core = c.core if many else None
@@ -203,89 +600,12 @@ def _run_phase(c: CoreRun, cfg, img: np.ndarray, in_region, out_dt, check_tokens
         raise RefFault(c.bad.code, c.bad.pc, c.bad.message, core)
     stop = min(end + 1, len(c.insns))
     for pc in range(c.pc, stop):
+        insn = c.insns[pc]
         try:
-            _execute(c.insns[pc], pc, cfg, img, c.bufs, c.counters, in_region, out_dt)
+            EXECUTE[insn.MNEMONIC](m, c.bufs, insn, pc, c.counters)
         except RefFault as f:
             raise RefFault(f.code, f.pc, f.message, core) from None
     if check_tokens and c.deadlock is not None and (last or c.deadlock < stop):
         raise RefFault(csr.ERR_DEADLOCK, c.deadlock, "every unit waits for a token that cannot arrive", core)
     c.pc = stop
     c.state = "finished" if last else "barrier"
-
-
-class Buffers:
-    """The on-chip buffers of one run: ``acc`` (ACC_DEPTH, LANES) int32, ``inp`` (INP_DEPTH, LANES)
-    int8, ``wgt`` (WGT_DEPTH, BLOCK, BLOCK) int8, ``uops`` (UOP_DEPTH, 3) int64, and the valid
-    bits of the micro-ops and weight blocks (all clear at START)."""
-
-    def __init__(self, cfg) -> None:
-        self.acc = np.zeros((cfg.acc_depth, cfg.lanes), dtype=np.int32)
-        self.inp = np.zeros((cfg.inp_depth, cfg.lanes), dtype=np.int8)
-        self.wgt = np.zeros((cfg.wgt_depth, cfg.block, cfg.block), dtype=np.int8)
-        self.uops = np.zeros((cfg.uop_depth, 3), dtype=np.int64)
-        self.uop_valid = np.zeros(cfg.uop_depth, dtype=bool)
-        self.wgt_valid = np.zeros(cfg.wgt_depth, dtype=bool)
-
-    def write(self, buf: str, first: int, entries: np.ndarray) -> None:
-        """LOAD writes ``entries`` (one row of raw DRAM bytes per entry) from entry ``first`` on."""
-        n = len(entries)
-        end = first + n
-        if buf == "ACC":
-            self.acc[first:end] = entries.view("<i4")
-        elif buf == "INP":
-            self.inp[first:end] = entries.view(np.int8)
-        elif buf == "WGT":
-            self.wgt[first:end] = entries.view(np.int8).reshape(n, *self.wgt.shape[1:])
-            self.wgt_valid[first:end] = True
-        else:  # UOP: three little-endian 16-bit fields from bit 0 of each 16-byte word
-            for k in range(n):
-                word = int.from_bytes(entries[k].tobytes(), "little")
-                self.uops[first + k] = [(word >> (f * UOP_FIELD_BITS)) & ((1 << UOP_FIELD_BITS) - 1)
-                                        for f in range(3)]
-            self.uop_valid[first:end] = True
-
-
-def _execute(i, pc: int, cfg, img: np.ndarray, bufs: Buffers, counters: dict, in_region, out_dt) -> None:
-    """One instruction: range checks first (DRAM, then SRAM; a faulting instruction writes nothing),
-    then the data. GEMM checks its micro-op range first, then each iteration in loop order
-    (:func:`hw.gemm_numpy.run_gemm`): the iterations before a faulting one are applied."""
-    n = i.MNEMONIC
-    acc = bufs.acc
-    span = dram_span(i, cfg)
-    if span is not None and not in_region(*span, csr.ATTR_READ if n == "LOAD" else csr.ATTR_WRITE):
-        raise RefFault(csr.ERR_DRAM_RANGE, pc, f"DRAM bytes [0x{span[0]:x}, 0x{span[1]:x}) outside every region")
-    buf = buffer_of(i) if n in ("LOAD", "STORE") else "ACC"
-    depth = cfg.depth_of(buf)
-    top = sram_last_index(i)
-    if top is not None and top >= depth:
-        raise RefFault(csr.ERR_SRAM_RANGE, pc, f"{buf} index {top} >= {depth}")
-    if n == "GEMM" and gemm_uop_range_bad(i, cfg.uop_depth):
-        raise RefFault(csr.ERR_SRAM_RANGE, pc, f"micro-op {i.uop_end - 1} >= UOP_DEPTH {cfg.uop_depth}")
-    if n == "LOAD":
-        eb = cfg.elem_bytes(buf)
-        rows, cols = load_tile_shape(i)
-        tile = np.zeros((rows, cols, eb), dtype=np.uint8)
-        for r in range(i.y_size):
-            b = (i.dram_base + r * i.x_stride) * eb
-            tile[i.y_pad_0 + r, i.x_pad_0: i.x_pad_0 + i.x_size] = img[b: b + i.x_size * eb].reshape(i.x_size, eb)
-        bufs.write(buf, i.sram_base, tile.reshape(rows * cols, eb))
-        counters["load_insns"] += 1
-        counters["dma_rd_bytes"] += i.y_size * i.x_size * eb
-    elif n == "STORE":
-        for r in range(i.y_size):
-            vals = acc[i.sram_base + r * i.x_size: i.sram_base + (r + 1) * i.x_size].astype(out_dt)  # C cast
-            b = (i.dram_base + r * i.x_stride) * cfg.out_vec_bytes
-            img[b: b + i.x_size * cfg.out_vec_bytes] = np.frombuffer(vals.tobytes(), dtype=np.uint8)
-        counters["store_insns"] += 1
-        counters["dma_wr_bytes"] += i.y_size * i.x_size * cfg.out_vec_bytes
-    elif n == "GEMM":
-        applied, fault = run_gemm(acc, bufs.inp, bufs.wgt, bufs.uops, i, cfg, bufs.uop_valid, bufs.wgt_valid)
-        if not i.reset:
-            counters["gemm_ops"] += applied
-        if fault is not None:
-            raise RefFault(fault.code, pc, fault.message)
-        counters["compute_insns"] += 1
-    else:
-        counters["compute_insns"] += 1
-        if n == "ALU":
-            execute_alu(acc, i)
