@@ -10,11 +10,14 @@ cut short.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
 import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterator
 
 MARK = "last_used"
 KINDS = ("rtl", "raw")
@@ -32,6 +35,18 @@ class CachedBuild:
     def to_json(self) -> dict[str, object]:
         return {"path": str(self.path), "kind": self.kind, "bytes": self.bytes,
                 "last_used": time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(self.last_used))}
+
+
+@contextlib.contextmanager
+def build_lock(path: Path) -> Iterator[None]:
+    """An exclusive advisory lock (fcntl) held for the block: one build (or removal) of a folder at a time."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a+") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
 
 
 def mark_used(bdir: Path) -> None:
@@ -68,8 +83,6 @@ def builds(root: Path) -> list[CachedBuild]:
 
 def remove(b: CachedBuild) -> None:
     """Delete one build folder, holding its build lock (a run or build using it finishes first)."""
-    from testbench.rtl_model import build_lock
-
     with build_lock(b.path.parent / f"{b.path.name}.lock"):
         shutil.rmtree(b.path, ignore_errors=True)
     (b.path.parent / f"{b.path.name}.lock").unlink(missing_ok=True)

