@@ -405,7 +405,8 @@ def _gemm_bins(run: Run) -> Iterator[str]:
         if i.MNEMONIC != "GEMM":
             continue
         n = max(0, i.uop_end - i.uop_begin)
-        yield "gemm.uops." + ("whole_buffer" if i.uop_begin == 0 and i.uop_end == cfg.uop_depth else _many(n))
+        yield "gemm.uops." + ("whole_buffer" if i.uop_begin == 0 and i.uop_end == cfg.uop_depth else
+                              "empty" if n == 0 else _many(n))
         yield f"gemm.reset.{'on' if i.reset else 'off'}"
 
 
