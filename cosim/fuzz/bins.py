@@ -586,3 +586,44 @@ def report_lines(cov: dict[str, Any]) -> list[str]:
     for n, why in unr.items():
         lines.append(f"coverage: unreachable {n}: {why}")
     return lines
+
+
+# ---- steering --------------------------------------------------------------------------------------------
+STEER_RATE = 0.3  # the share of steerable choices bent toward an empty bin
+
+# empty error bin -> (fault kind of cosim.fuzz.faults, unit aimed at or None)
+FAULT_FOR_BIN: dict[str, tuple[str, str | None]] = {
+    "error.INSN_RANGE.fetch.start": ("insn_range", None),
+    "error.BAD_OPCODE.fetch.dispatch": ("bad_opcode", None),
+    "error.BAD_FIELD.fetch.dispatch": ("bad_field", None),
+    "error.DRAM_RANGE.load.wait": ("dram_range", None),
+    "error.DRAM_RANGE.store.wait": ("dram_range", None),
+    "error.SRAM_RANGE.load.wait": ("sram_range", "load"),
+    "error.SRAM_RANGE.store.wait": ("sram_range", "store"),
+    "error.SRAM_RANGE.alu.wait": ("sram_range", None),
+    "error.SRAM_RANGE.gemm.wait": ("sram_range", None),
+    "error.SRAM_RANGE.gemm.exec": ("sram_range", None),
+    "error.UNLOADED.gemm.exec_uop": ("unloaded", None),
+    "error.UNLOADED.gemm.exec_wgt": ("unloaded", None),
+    "error.DEADLOCK.load.wait": ("deadlock", None),
+    "error.DEADLOCK.compute.wait": ("deadlock", None),
+    "error.DEADLOCK.store.wait": ("deadlock", None),
+    "error.DEADLOCK.finish.wait": ("deadlock", "finish"),
+}
+
+
+def steer_weights(hits: dict[str, int] | None, cfgs: Sequence[HwConfig], rate: float = STEER_RATE) -> dict[str, Any]:
+    """The generator's steering weights (``cosim.fuzz.generator.Steer.to_json``) after ``hits``: the empty
+    reachable bins (every reachable bin before the first chunk) and the rate."""
+    return {"empty": empty_bins(hits or {}, cfgs), "rate": rate}
+
+
+def steered_fault(steer: dict[str, Any] | None, rng: np.random.Generator) -> tuple[str, str | None] | None:
+    """The fault kind (and unit aimed at) a faulty case should get to fill an empty error bin: with
+    probability ``rate`` one of the empty bins :data:`FAULT_FOR_BIN` knows, else None (the usual choice)."""
+    if not steer:
+        return None
+    c = [FAULT_FOR_BIN[n] for n in steer.get("empty", ()) if n in FAULT_FOR_BIN]
+    if not c or rng.random() >= float(steer.get("rate", STEER_RATE)):
+        return None
+    return c[int(rng.integers(0, len(c)))]
