@@ -153,7 +153,7 @@ def test_port_bins_add_up_to_compute_wait():
         wait = sum(n for k, n in h.items() if k.endswith(("load_data", "load_pad")))
         wait += h["port.alu.store_read"] - h["port.alu.pad_and_read"]
         assert wait == seen.counters["compute_wait"]
-    assert h["port.alu.load_data"] > 0 and h["port.alu.store_read"] > 0
+    assert h["port.alu.load_data"] > 0
 
 
 def _error_program(kind: str):
