@@ -141,7 +141,8 @@ def test_port_bins_add_up_to_compute_wait():
     x = _acc_input(a)
     a.output("y", (32, cfg.lanes))
     a.alu("MOV", imm=1, iter_out=1, iter_in=32, dst_base=500, dst_factor_in=1, push_next=True)
-    a.alu("ADD", iter_out=1, iter_in=200, dst_base=100, src_base=300, dst_factor_in=1, src_factor_in=1)
+    # long enough to cover LOAD's data and trailing padding and then STORE's reads (LOAD has the port first)
+    a.alu("ADD", iter_out=1, iter_in=1000, dst_base=1000, src_base=600, dst_factor_in=1, src_factor_in=1)
     a.load(x, 16, sram=0, y_pad_1=2)
     a.store(a._tensors[1], 32, sram=500, pop_prev=True)
     a.finish()
@@ -153,7 +154,7 @@ def test_port_bins_add_up_to_compute_wait():
         wait = sum(n for k, n in h.items() if k.endswith(("load_data", "load_pad")))
         wait += h["port.alu.store_read"] - h["port.alu.pad_and_read"]
         assert wait == seen.counters["compute_wait"]
-    assert h["port.alu.load_data"] > 0
+    assert h["port.alu.load_data"] > 0 and h["port.alu.load_pad"] > 0 and h["port.alu.store_read"] > 0
 
 
 def _error_program(kind: str):
@@ -226,3 +227,19 @@ def test_coverage_json_shape():
     plain = subprocess.run(COSIM + ["fuzz", "--count", "2", "--json", "--workers", "0", "--quiet"],
                            capture_output=True, text=True, timeout=300)
     assert "coverage" not in json.loads(plain.stdout)
+
+
+def test_deadlock_phase_push_needs_a_stream_that_breaks_the_depth_rule():
+    """Nine LOADs push to compute (token queue depth 8) before the one ALU that would pop, and that ALU
+    also waits for a STORE token that never comes: the lowest blocked pc is the ninth LOAD, in PUSH.
+    The bin is out of the campaign's reach (its reason says why), not out of the hardware's."""
+    a = Assembler(DEFAULT, "push-deadlock")
+    x = _acc_input(a)
+    for k in range(DEFAULT.token_queue_depth + 1):
+        a.load(x, 1, sram=k, push_next=True)
+    a.alu("ADD", imm=1, pop_prev=True, pop_next=True)
+    a.finish()
+    p = a.program()
+    assert models.iss(p).error["code"] == csr.ERR_DEADLOCK
+    h = _observe(p, ("error",))
+    assert "error.DEADLOCK.load.push" in h and "error.DEADLOCK.load.push" in B.unreachable(ONE_CORE)

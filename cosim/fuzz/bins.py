@@ -485,9 +485,9 @@ def _error_site(run: Run) -> tuple[str, str, str] | None:
         state = "wait"
         msg = (run.tlm_error or {}).get("message", "")
         for part in msg.split("(")[-1].rstrip(")").split(","):
-            bits = part.split()  # "<unit> <STATE> at <pc>"
+            bits = part.split()  # "<unit> <state> at <pc>", the state as sim/tlm/unit_shell.py names it
             if len(bits) == 4 and bits[2] == "at" and bits[3] == str(pc):
-                state = "push" if bits[1] == "PUSH" else "wait"
+                state = "push" if bits[1] == "token_push" else "wait"
         unit = "finish" if name == "FINISH" else unit_of(insn)
         return kind, unit, state
     if name in ("LOAD", "STORE"):
