@@ -66,6 +66,7 @@ class Bin:
 
     @property
     def group(self) -> str:
+        """The group, the name's first part."""
         return self.name.split(".", 1)[0]
 
 
@@ -240,6 +241,7 @@ class Run:
     full_streams: list[list[Instruction | None]]
 
     def insns(self) -> Iterator[Instruction]:
+        """Every instruction that ran (decodable, up to the fault), core after core."""
         for s in self.streams:
             yield from (i for i in s if i is not None)
 

@@ -591,13 +591,16 @@ class Steer:
     rate: float = 0.5
 
     def to_json(self) -> dict[str, Any]:
+        """The weights as JSON (what a chunk task carries and ``fuzz.json`` records)."""
         return {"empty": sorted(self.empty), "rate": self.rate}
 
     @classmethod
     def from_json(cls, d: dict[str, Any] | None) -> "Steer | None":
+        """The weights of :meth:`to_json` (None: no steering)."""
         return None if d is None else cls(frozenset(d.get("empty", ())), float(d.get("rate", 0.5)))
 
     def for_program(self, seed: int, cfg: HwConfig) -> "_Steering":
+        """The steering of the Program of ``seed`` on ``cfg``, with a random generator of its own."""
         return _Steering(self, np.random.default_rng([seed, cfg.config_id, 0x57EE]))
 
 
