@@ -66,6 +66,8 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(f"--count must be >= 0, got {args.count}")
     if not 0.0 <= args.fault_rate <= 1.0:
         raise UserError(f"--fault-rate must be between 0 and 1, got {args.fault_rate}")
+    if args.no_steer and not args.coverage:
+        raise UserError("--no-steer goes with --coverage (without it nothing is steered)")
     if args.batch < 1:
         raise UserError(f"--batch must be >= 1, got {args.batch}")
     configs = None
