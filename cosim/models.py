@@ -174,11 +174,14 @@ def iss(program: Program, check_tokens: bool = True) -> RunResult:
 
 
 def tlm(program: Program, *, vcd: str | Path | None = None, trace: str | Path | None = None,
-        timing: Any = None, raise_on_error: bool = False) -> RunResult:
-    """Run ``program`` on the TLM; a fault is in ``result.error`` unless ``raise_on_error``."""
+        timing: Any = None, raise_on_error: bool = False, observe_ports: bool = False) -> RunResult:
+    """Run ``program`` on the TLM; a fault is in ``result.error`` unless ``raise_on_error``.
+    ``observe_ports`` adds ``extra["acc_ports"]``: who held the accumulator's ports during the ALU's
+    and GEMM's EXECUTE cycles (an observation for functional coverage; the run is unchanged)."""
     from sim.tlm import run_program
 
-    return run_program(program, vcd=vcd, trace=trace, timing=timing, raise_on_error=raise_on_error)
+    return run_program(program, vcd=vcd, trace=trace, timing=timing, raise_on_error=raise_on_error,
+                       observe_ports=observe_ports)
 
 
 @dataclass

@@ -32,6 +32,12 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--batch", type=int_arg(1), default=50, help="Programs per RTL simulator process (default 50)")
     p.add_argument("--chunk", type=int_arg(1), default=None, metavar="N",
                    help="cases per task (default: 50; with --rtl, --batch per config)")
+    p.add_argument("--coverage", action="store_true",
+                   help="functional coverage of the ISA (cosim/fuzz/bins.py): print hit counts per bin group, the "
+                        "empty bins and the unreachable ones with the reason (--json: a \"coverage\" key); the "
+                        "generator is steered toward the empty bins after each round of chunks")
+    p.add_argument("--no-steer", action="store_true",
+                   help="with --coverage: collect the bins without steering (the cases are the unsteered ones)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument("--replay", metavar="DIR", type=folder_arg,
                    help="replay one failing case saved by --save-dir (its fuzz.json 'rerun'): regenerate it, check "
@@ -60,6 +66,8 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(f"--count must be >= 0, got {args.count}")
     if not 0.0 <= args.fault_rate <= 1.0:
         raise UserError(f"--fault-rate must be between 0 and 1, got {args.fault_rate}")
+    if args.no_steer and not args.coverage:
+        raise UserError("--no-steer goes with --coverage (without it nothing is steered)")
     if args.batch < 1:
         raise UserError(f"--batch must be >= 1, got {args.batch}")
     configs = None
@@ -73,14 +81,18 @@ def run(args: argparse.Namespace) -> int:
     engine = cluster_kwargs(args)
     s = run_distributed_campaign(args.count, args.seed, configs, rtl=args.rtl, fault_rate=args.fault_rate,
                                  save_dir=args.save_dir, do_shrink=not args.no_shrink, batch=args.batch,
-                                 chunk=args.chunk, progress=not args.quiet, **engine)
+                                 chunk=args.chunk, progress=not args.quiet, coverage=args.coverage,
+                                 steer=args.coverage and not args.no_steer, **engine)
     if args.json:
         print(json.dumps(s.to_json()))
     else:
         for f in s.failures:
             where = f" -> {f['saved']}" if f.get("saved") else ""
-            print(f"FAIL case {f['index']} ({f['config']}, {f['kind']}, generator seed {f['generator_seed']}): "
+            print(f"FAIL case {f['index']} ({f['config']}, {f['kind']}, generator seed {f.get('generator_seed')}): "
                   f"{'; '.join(f['problems'])}{where}")
+        if args.coverage:
+            from cosim.fuzz.bins import report_lines
+            print("\n".join(report_lines(s.coverage_report())))
         print(s.line())
     print(s.line(), file=sys.stderr) if args.json else None
     return 0 if not (s.mismatches or s.errors) else 1

@@ -38,8 +38,9 @@ from hw.isa_semantics import QUEUE_ENDS
 from hw.program import Program
 from hw.result import RunResult
 from cosim.cluster.progress import ProgressBar
+from cosim.fuzz import bins as coverage_bins
 from cosim.fuzz.faults import FAULT_KINDS, inject
-from cosim.fuzz.generator import check_program, generate
+from cosim.fuzz.generator import Steer, check_program, generate
 from cosim import models
 from cosim.models import first_mismatch, iss as run_reference
 
@@ -71,15 +72,21 @@ def case_seed(seed: int, index: int) -> int:
     return seed * 1_000_003 + index
 
 
-def make_case(cfg: HwConfig, seed: int, index: int, fault_rate: float = 0.2) -> Case:
-    """Case ``index`` of the campaign ``seed`` on ``cfg``: deterministic."""
+def make_case(cfg: HwConfig, seed: int, index: int, fault_rate: float = 0.2,
+              steer: dict[str, Any] | None = None) -> Case:
+    """Case ``index`` of the campaign ``seed`` on ``cfg``: deterministic. ``steer`` (coverage steering:
+    ``cosim.fuzz.bins.steer_weights``) biases the generator and the fault kind toward empty bins."""
     s = case_seed(seed, index)
-    prog = generate(cfg, s, name=f"fuzz-{cfg.name}-s{seed}-{index}")
+    prog = generate(cfg, s, name=f"fuzz-{cfg.name}-s{seed}-{index}", steer=Steer.from_json(steer))
     rng = np.random.default_rng([s, 7])
     mem = "protocol" if index % PROTOCOL_EVERY == PROTOCOL_EVERY - 1 else "fast"
     if rng.random() < fault_rate:
         kind = str(rng.choice(FAULT_KINDS))
-        got = inject(prog, kind, rng)
+        aim = coverage_bins.steered_fault(steer, np.random.default_rng([s, 7, 0x57EE])) if steer else None
+        unit = None
+        if aim is not None:
+            kind, unit = aim
+        got = inject(prog, kind, rng, unit) if unit is not None else inject(prog, kind, rng)
         if got is not None:
             fp, _ = got
             fp.name, fp.meta = prog.name + f"-{kind}", dict(prog.meta, fault=kind)
@@ -108,7 +115,8 @@ def compare(a: RunResult, b: RunResult, faulty: bool) -> list[str]:
 
 
 def _tlm(p: Program) -> RunResult:
-    return models.tlm(p)
+    # the port observation feeds the coverage bins; it changes nothing in the run
+    return models.tlm(p, observe_ports=True)
 
 
 def _rtl_batch(programs: Sequence[Program], cfg: HwConfig, mem: str, seed: int = 0) -> list[RunResult]:
@@ -324,7 +332,7 @@ def failure_predicate(case: Case, rtl: bool) -> Callable[[list[Program]], list[b
 
 
 def save_failure(case: Case, shrunk: Program | None, root: Path, campaign_seed: int, fault_rate: float = 0.2,
-                 rtl: bool = False) -> Path:
+                 rtl: bool = False, steer: dict[str, Any] | None = None) -> Path:
     """Write ``orig/`` and ``min/`` Program folders and ``fuzz.json``; returns the case folder.
 
     ``fuzz.json`` holds what regenerates the case (config, campaign seed, index, fault rate) and what the
@@ -337,6 +345,8 @@ def save_failure(case: Case, shrunk: Program | None, root: Path, campaign_seed: 
                             "generator_seed": case.seed, "kind": case.kind, "rtl_mem": case.mem,
                             "fault_rate": fault_rate, "rtl": rtl, "problems": case.problems,
                             "rerun": f"cosim fuzz --replay {d}"}
+    if steer is not None:
+        info["steer"] = steer  # the case was generated with these coverage weights
     for sub, p in (("orig", case.program), ("min", shrunk)):
         if p is None:
             continue
@@ -376,7 +386,10 @@ def replay_failure(folder: str | Path) -> dict[str, Any]:
     if type(rate) not in (int, float) or not 0 <= rate <= 1:
         raise ValueError(f"{f}: 'fault_rate' must be a number in [0, 1]")
     cfg = load_config(info["config"])
-    case = make_case(cfg, info["campaign_seed"], info["index"], float(rate))
+    steer = info.get("steer")
+    if steer is not None and not (isinstance(steer, dict) and isinstance(steer.get("empty"), list)):
+        raise ValueError(f"{f}: 'steer' must be an object with an 'empty' list")
+    case = make_case(cfg, info["campaign_seed"], info["index"], float(rate), steer)
     if case.seed != info["generator_seed"] or case.kind != info["kind"]:
         raise ValueError(f"{f}: regenerates a different case (generator seed {case.seed}, {case.kind}; saved "
                          f"{info['generator_seed']}, {info['kind']}): the generator changed since it was saved")
@@ -405,9 +418,19 @@ class Summary:
     by_kind: dict[str, int] = field(default_factory=dict)
     failures: list[dict[str, Any]] = field(default_factory=list)
     wall_s: float = 0.0
+    coverage: dict[str, int] | None = None      # bin hits (``cosim.fuzz.bins``) when coverage is collected
+    coverage_configs: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        d = dataclasses.asdict(self)
+        cov, names = d.pop("coverage"), d.pop("coverage_configs")
+        if cov is not None:
+            d["coverage"] = self.coverage_report()
+        return d
+
+    def coverage_report(self) -> dict[str, Any]:
+        """``{"bins", "empty", "unreachable"}`` of the campaign (``cosim.fuzz.bins.coverage_json``)."""
+        return coverage_bins.coverage_json(self.coverage or {}, [load_config(n) for n in self.coverage_configs])
 
     def add(self, chunk: dict[str, Any]) -> None:
         """Count the outcome of one chunk of cases (:func:`run_chunk`)."""
@@ -417,6 +440,8 @@ class Summary:
         self.mismatches += chunk["mismatches"]
         self.errors += chunk["errors"]
         self.failures += chunk["failures"]
+        if "coverage" in chunk:
+            self.coverage = coverage_bins.merge(self.coverage or {}, chunk["coverage"])
 
     def line(self) -> str:
         oracle = "ref vs tlm" + (" vs rtl" if self.rtl else "")
@@ -427,14 +452,21 @@ class Summary:
 
 def run_chunk(cfgs: Sequence[HwConfig], seed: int, start: int, stop: int, rtl: bool = False,
               fault_rate: float = 0.2, save_dir: str | Path | None = None, do_shrink: bool = True,
-              batch: int = 50) -> dict[str, Any]:
+              batch: int = 50, coverage: bool = False, steer: dict[str, Any] | None = None) -> dict[str, Any]:
     """Cases ``start`` to ``stop - 1`` of the campaign ``seed`` (round-robin over ``cfgs``): run, judge,
     and shrink and save each failure here, where it was found. What the campaign's summary adds up:
-    ``{"cases", "faulty", "by_kind", "mismatches", "errors", "failures"}`` (JSON-able)."""
-    cases = [make_case(cfgs[i % len(cfgs)], seed, i, fault_rate) for i in range(start, stop)]
+    ``{"cases", "faulty", "by_kind", "mismatches", "errors", "failures"}`` (JSON-able), with ``coverage``
+    the bin hits of the chunk (``cosim.fuzz.bins.observe``); ``steer`` steers its generation."""
+    cases = [make_case(cfgs[i % len(cfgs)], seed, i, fault_rate, steer) for i in range(start, stop)]
     run_cases(cases, rtl, batch)
     out: dict[str, Any] = {"cases": len(cases), "faulty": 0, "by_kind": {}, "mismatches": 0, "errors": 0,
                            "failures": []}
+    if coverage:
+        hits: dict[str, int] = {}
+        for c in cases:
+            hits = coverage_bins.merge(hits, coverage_bins.observe(c.program, c.results.get("ref"),
+                                                                   c.results.get("tlm")))
+        out["coverage"] = hits
     for c in cases:
         out["faulty"] += c.kind != "valid"
         out["by_kind"][c.kind] = out["by_kind"].get(c.kind, 0) + 1
@@ -450,7 +482,7 @@ def run_chunk(cfgs: Sequence[HwConfig], seed: int, start: int, stop: int, rtl: b
                     shrunk = shrink(c, failure_predicate(c, rtl))
                 except Exception as e:  # noqa: BLE001 - keep the original reproducer at least
                     entry["shrink_error"] = f"{type(e).__name__}: {e}"
-            entry["saved"] = str(save_failure(c, shrunk, Path(save_dir), seed, fault_rate, rtl))
+            entry["saved"] = str(save_failure(c, shrunk, Path(save_dir), seed, fault_rate, rtl, steer))
             if shrunk is not None:
                 entry["min_insns"] = len(shrunk.insns)
         out["failures"].append(entry)
@@ -472,19 +504,24 @@ def fuzz_configs(configs: Sequence[str] | None) -> list[str]:
 
 def run_campaign(count: int, seed: int, configs: Sequence[str] | None = None, rtl: bool = False,
                  fault_rate: float = 0.2, save_dir: str | Path | None = None, do_shrink: bool = True,
-                 batch: int = 50, progress: bool = True) -> Summary:
+                 batch: int = 50, progress: bool = True, coverage: bool = False, steer: bool = False) -> Summary:
     """Run ``count`` cases round-robin over ``configs`` (default: every shipped one-core config), in this
-    process (``cosim.fuzz.distributed.run_distributed_campaign`` spreads the same chunks over a Dask cluster)."""
+    process (``cosim.fuzz.distributed.run_distributed_campaign`` spreads the same chunks over a Dask cluster).
+    ``coverage`` collects the functional coverage bins; ``steer`` (with coverage) steers each chunk toward
+    the bins the chunks before it left empty."""
     t0 = time.perf_counter()
     names = fuzz_configs(configs)
     cfgs = [load_config(n) for n in names]
     summ = Summary(count, seed, names[0] if len(names) == 1 else "all", rtl)
+    if coverage or steer:
+        summ.coverage, summ.coverage_configs = {}, list(names)
     bar = ProgressBar(count, "fuzz", progress)
     # With the RTL, a chunk holds about ``batch`` Programs per (config, back-end) simulator process.
     step = batch * len(cfgs) * 2 if rtl else batch
     for start in range(0, count, step):
+        w = coverage_bins.steer_weights(summ.coverage, cfgs) if steer else None
         summ.add(run_chunk(cfgs, seed, start, min(count, start + step), rtl, fault_rate, save_dir, do_shrink,
-                           batch))
+                           batch, coverage or steer, w))
         bar.update(min(count, start + step), summ.mismatches + summ.errors)
     bar.close()
     summ.wall_s = time.perf_counter() - t0

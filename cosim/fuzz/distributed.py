@@ -15,13 +15,20 @@ import time
 from pathlib import Path
 from typing import Any, Sequence
 
+import hashlib
+import json
+
 from hw.config import load_config
 from cosim.cluster import Task, run_tasks
 from cosim.cluster.progress import ProgressBar
+from cosim.fuzz import bins as coverage_bins
 from cosim.fuzz.campaign import Summary, fuzz_configs, run_chunk
 
 # Cases per task without the RTL (the reference and the TLM take ~15 ms a case).
 CHUNK_NO_RTL = 50
+# With coverage steering the chunks run in rounds of this many, the weights recomputed between rounds
+# from the bins merged so far (a fixed round, so the cases do not depend on the number of workers).
+STEER_ROUND = 10
 
 
 def chunk_task(args: dict[str, Any]) -> dict[str, Any]:
@@ -29,7 +36,8 @@ def chunk_task(args: dict[str, Any]) -> dict[str, Any]:
     save_dir, do_shrink, batch); returns ``run_chunk``'s outcome."""
     cfgs = [load_config(n) for n in args["configs"]]
     return run_chunk(cfgs, args["seed"], args["start"], args["stop"], args["rtl"], args["fault_rate"],
-                     args["save_dir"], args["do_shrink"], args["batch"])
+                     args["save_dir"], args["do_shrink"], args["batch"], bool(args.get("coverage")),
+                     args.get("steer"))
 
 
 def default_chunk(rtl: bool, batch: int, n_configs: int) -> int:
@@ -38,17 +46,27 @@ def default_chunk(rtl: bool, batch: int, n_configs: int) -> int:
 
 
 def campaign_tasks(count: int, seed: int, configs: Sequence[str], rtl: bool, fault_rate: float,
-                   save_dir: str | None, do_shrink: bool, batch: int, chunk: int) -> list[Task]:
-    """The campaign's chunks as tasks; a key holds what the chunk's outcome depends on."""
+                   save_dir: str | None, do_shrink: bool, batch: int, chunk: int, coverage: bool = False,
+                   steer: dict[str, Any] | None = None, first: int = 0) -> list[Task]:
+    """The campaign's chunks (of cases ``first`` to ``count - 1``) as tasks; a key holds what the chunk's
+    outcome depends on (with coverage, the steering weights' digest too)."""
     tag = configs[0] if len(configs) == 1 else "+".join(configs)
+    extra = ""
+    if coverage:
+        extra = " coverage"
+        if steer is not None:
+            extra += " steer=" + hashlib.sha256(json.dumps(steer, sort_keys=True).encode()).hexdigest()[:12]
     out = []
-    for start in range(0, count, chunk):
+    for start in range(first, count, chunk):
         stop = min(count, start + chunk)
         models = "rtl" if rtl else "tlm"
-        key = f"fuzz seed={seed} configs={tag} {models} faults={fault_rate:g} cases={start}-{stop - 1}"
-        out.append(Task(key, "cosim.fuzz.distributed:chunk_task",
-                        {"configs": list(configs), "seed": seed, "start": start, "stop": stop, "rtl": rtl,
-                         "fault_rate": fault_rate, "save_dir": save_dir, "do_shrink": do_shrink, "batch": batch}))
+        key = f"fuzz seed={seed} configs={tag} {models} faults={fault_rate:g} cases={start}-{stop - 1}{extra}"
+        args: dict[str, Any] = {"configs": list(configs), "seed": seed, "start": start, "stop": stop, "rtl": rtl,
+                                "fault_rate": fault_rate, "save_dir": save_dir, "do_shrink": do_shrink,
+                                "batch": batch}
+        if coverage:
+            args.update(coverage=True, steer=steer)
+        out.append(Task(key, "cosim.fuzz.distributed:chunk_task", args))
     return out
 
 
@@ -56,33 +74,45 @@ def run_distributed_campaign(count: int, seed: int, configs: Sequence[str] | Non
                              fault_rate: float = 0.2, save_dir: str | Path | None = None, do_shrink: bool = True,
                              batch: int = 50, chunk: int | None = None, scheduler: str | None = None,
                              workers: int | None = None, results: str | Path | None = None,
-                             progress: bool = True, timeout_s: float | None = None) -> Summary:
+                             progress: bool = True, timeout_s: float | None = None, coverage: bool = False,
+                             steer: bool = False) -> Summary:
     """``campaign.run_campaign`` on the engine: the same cases and counts, spread as chunk tasks over the
     embedded cluster, ``scheduler`` (or ``COSIM_SCHEDULER``), or with ``workers=0`` this machine alone;
     ``results`` streams one record per chunk and resumes. A chunk that fails as a task (its time limit,
-    its worker lost too often) counts each of its cases as an error."""
+    its worker lost too often) counts each of its cases as an error. ``coverage`` merges the chunks'
+    coverage bins (``cosim.fuzz.bins``); ``steer`` (with coverage) runs the chunks in rounds of
+    ``STEER_ROUND``, each steered toward the bins the rounds before left empty."""
     t0 = time.perf_counter()
     names = fuzz_configs(configs)  # bad names fail here, in one line, before any cluster starts
     chunk = chunk or default_chunk(rtl, batch, len(names))
     where = str(Path(save_dir).resolve()) if save_dir is not None else None
-    tasks = campaign_tasks(count, seed, names, rtl, fault_rate, where, do_shrink, batch, chunk)
+    coverage = coverage or steer
+    cfgs = [load_config(n) for n in names]
     summ = Summary(count, seed, names[0] if len(names) == 1 else "all", rtl)
+    if coverage:
+        summ.coverage, summ.coverage_configs = {}, list(names)
     bar = ProgressBar(count, "fuzz", progress)
-    args_of = {t.key: t.args for t in tasks}
     done = 0
-    for rec in run_tasks(tasks, results=results, scheduler=scheduler, workers=workers, progress=False, desc="fuzz",
-                         timeout_s=timeout_s):
-        args = args_of[rec["key"]]
-        if rec["ok"]:
-            summ.add(rec["result"])
-            done += rec["result"]["cases"]
-        else:
-            n = args["stop"] - args["start"]
-            summ.errors += n
-            summ.failures.append({"index": args["start"], "config": summ.config, "kind": "task",
-                                  "problems": [f"cases {args['start']}-{args['stop'] - 1} did not run: {rec['error']}"]})
-            done += n
-        bar.update(done, summ.mismatches + summ.errors)
+    span = chunk * STEER_ROUND if steer else max(count, 1)
+    for first in range(0, count, span):
+        w = coverage_bins.steer_weights(summ.coverage, cfgs) if steer else None
+        tasks = campaign_tasks(min(count, first + span), seed, names, rtl, fault_rate, where, do_shrink, batch,
+                               chunk, coverage, w, first)
+        args_of = {t.key: t.args for t in tasks}
+        for rec in run_tasks(tasks, results=results, scheduler=scheduler, workers=workers, progress=False,
+                             desc="fuzz", timeout_s=timeout_s):
+            args = args_of[rec["key"]]
+            if rec["ok"]:
+                summ.add(rec["result"])
+                done += rec["result"]["cases"]
+            else:
+                n = args["stop"] - args["start"]
+                summ.errors += n
+                summ.failures.append({"index": args["start"], "config": summ.config, "kind": "task",
+                                      "problems": [f"cases {args['start']}-{args['stop'] - 1} did not run: "
+                                                   f"{rec['error']}"]})
+                done += n
+            bar.update(done, summ.mismatches + summ.errors)
     bar.close()
     summ.failures.sort(key=lambda f: f["index"])
     summ.wall_s = time.perf_counter() - t0

@@ -43,10 +43,13 @@ def _set_field(p: Program, word: int, mnemonic: str, name: str, value: int) -> i
     return set_field(p.isa, word, mnemonic, name, value)
 
 
-def inject(p: Program, kind: str, rng: np.random.Generator) -> tuple[Program, int] | None:
+def inject(p: Program, kind: str, rng: np.random.Generator, unit: str | None = None) -> tuple[Program, int] | None:
     """A copy of ``p`` with one fault of ``kind`` and the hw.csr error code expected, or None when
-    ``p`` has no instruction this kind of fault fits."""
+    ``p`` has no instruction this kind of fault fits. ``unit`` (coverage steering; None: the usual random
+    choice) puts an ``sram_range`` fault on a ``"load"`` or ``"store"``, a ``deadlock`` on ``"finish"``."""
     cfg, insns = p.config, p.insns
+    if unit is not None:
+        return _inject_at(p, kind, rng, unit)
     depth = cfg.acc_depth
     idx = lambda pred: [k for k, i in enumerate(insns) if pred(i)]  # noqa: E731
     pick = lambda ks: int(rng.choice(ks)) if ks else None  # noqa: E731
@@ -193,3 +196,28 @@ def _retarget_wgt(p: Program, k: int, g: Gemm) -> Gemm | None:
         return None
     return dataclasses.replace(g, iter_out=max(2, g.iter_out), wgt_factor_out=holes[0] - first, wgt_factor_in=0,
                                acc_factor_out=0, inp_factor_out=0)
+
+
+def _inject_at(p: Program, kind: str, rng: np.random.Generator, unit: str) -> tuple[Program, int] | None:
+    """The unit-targeted faults of :func:`inject`: a LOAD's or STORE's tile moved to end one entry past its
+    buffer (SRAM_RANGE in WAIT, its DRAM window unchanged), or FINISH popping a token that never comes."""
+    insns = p.insns
+    if kind == "sram_range" and unit in ("load", "store"):
+        cls = Load if unit == "load" else Store
+        ks = [k for k, i in enumerate(insns) if isinstance(i, cls) and i.y_size * i.x_size > 0]
+        if not ks:
+            return None
+        k = int(rng.choice(ks))
+        i = insns[k]
+        rows, cols = load_tile_shape(i) if isinstance(i, Load) else (i.y_size, i.x_size)
+        base = p.config.depth_of(buffer_of(i)) - rows * cols + 1
+        if not 0 <= base < 1 << p.config.sram_index_bits:
+            return None
+        return _replace(p, k, dataclasses.replace(i, sram_base=base)), csr.ERR_SRAM_RANGE
+    if kind == "deadlock" and unit == "finish":
+        k = len(insns) - 1
+        free = [f for f in POP_FLAGS if not getattr(insns[k], f)]
+        if not free:
+            return None
+        return _replace(p, k, dataclasses.replace(insns[k], **{str(rng.choice(free)): True})), csr.ERR_DEADLOCK
+    raise ValueError(f"no fault '{kind}' aimed at unit '{unit}'")

@@ -454,10 +454,14 @@ def _window(r: np.random.Generator, depth: int, sizes: tuple[int, ...]) -> tuple
     return int(r.choice([0, depth - size, int(r.integers(0, depth - size + 1))])), size
 
 
-def generate(cfg: HwConfig, seed: int, opts: GenOptions | None = None, name: str | None = None) -> Program:
-    """A random valid Program for ``cfg`` with random inputs attached; the same seed gives the same Program."""
+def generate(cfg: HwConfig, seed: int, opts: GenOptions | None = None, name: str | None = None,
+             steer: "Steer | None" = None) -> Program:
+    """A random valid Program for ``cfg`` with random inputs attached; the same seed gives the same Program.
+    ``steer`` biases the choices toward empty coverage bins (:class:`Steer`); without it (the default) the
+    generation is the unsteered one, unchanged for a given seed."""
     o = opts or GenOptions()
     r = np.random.default_rng([seed, cfg.config_id])
+    st = steer.for_program(seed, cfg) if steer is not None else None
     wsizes = [w for w in (8, 16, 32, 64, 128, 256) if w <= cfg.acc_depth]
     wsize = int(r.choice(wsizes))
     wbase = int(r.choice([0, cfg.acc_depth - wsize, int(r.integers(0, cfg.acc_depth - wsize + 1))]))
@@ -472,6 +476,8 @@ def generate(cfg: HwConfig, seed: int, opts: GenOptions | None = None, name: str
     if gemm:
         sp.win = {"INP": _window(r, cfg.inp_depth, (8, 16, 32)), "WGT": _window(r, cfg.wgt_depth, (4, 8, 16)),
                   "UOP": _window(r, cfg.uop_depth, (4, 8, 16))}
+        if st is not None and st.pick("gemm.uops.whole_buffer"):
+            sp.win["UOP"] = (0, cfg.uop_depth)  # the whole micro-op buffer, loaded at once below
         sp.n_inp = sp.win["INP"][1] + int(r.integers(0, 16))
         sp.n_wgt = sp.win["WGT"][1] + int(r.integers(0, 8))
         sp.uop_data = _rand_uops(r, sp.win["UOP"][1] + int(r.integers(0, 16)), sp)
@@ -510,11 +516,14 @@ def generate(cfg: HwConfig, seed: int, opts: GenOptions | None = None, name: str
         if gemm and r.random() < o.gemm_prob:
             kind = str(r.choice(["gemm", "gemm", "gemm", "INP", "WGT", "UOP"]))
             it = _rand_gemm(r, sp, shadow, loaded) if kind == "gemm" else _rand_buffer_load(r, sp, kind)
+            if it is not None and st is not None:
+                it = st.adjust(it, sp, cfg, shadow, loaded)
             if it is not None:
                 add(it)
             continue
         kind = r.choice(["load", "alu", "alu", "store"])
-        add({"load": _rand_load, "alu": _rand_alu, "store": _rand_store}[str(kind)](r, sp, o))
+        it = {"load": _rand_load, "alu": _rand_alu, "store": _rand_store}[str(kind)](r, sp, o)
+        add(st.adjust(it, sp, cfg, shadow, loaded) if st is not None else it)
     for out in sp.outputs:  # mostly make sure each output receives something
         if r.random() < 0.8:
             add(_rand_store_to(r, sp, o, out))
@@ -565,6 +574,155 @@ def _rand_store_to(r: np.random.Generator, sp: _Space, o: GenOptions, out: str) 
 def _with_footprint(it: Item, cfg: HwConfig, uops: np.ndarray | None = None) -> Item:
     it.reads, it.writes = keyed_footprint(it.cls(**it.fields), uops)
     return it
+
+
+# ---- steering toward empty coverage bins ------------------------------------------------------------
+@dataclass(frozen=True)
+class Steer:
+    """The weights of a steered generation: the coverage bins still empty (``cosim.fuzz.bins`` names) and
+    ``rate``, the chance that a steerable choice is bent toward one of them. A random instruction is drawn
+    as usual, then adjusted (still valid: the footprint and tokens are computed after) to hit an empty
+    bin of its kind: ALU op and operand, loop counts, read-after-write distances, padding, micro-op
+    ranges, reset, long padded loads and long compute under the accumulator's ports; the micro-op window
+    may be the whole buffer. Steered choices draw from a generator of their own, and only when
+    steering: an unsteered ``generate`` is unchanged."""
+
+    empty: frozenset[str] = frozenset()
+    rate: float = 0.5
+
+    def to_json(self) -> dict[str, Any]:
+        """The weights as JSON (what a chunk task carries and ``fuzz.json`` records)."""
+        return {"empty": sorted(self.empty), "rate": self.rate}
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any] | None) -> "Steer | None":
+        """The weights of :meth:`to_json` (None: no steering)."""
+        return None if d is None else cls(frozenset(d.get("empty", ())), float(d.get("rate", 0.5)))
+
+    def for_program(self, seed: int, cfg: HwConfig) -> "_Steering":
+        """The steering of the Program of ``seed`` on ``cfg``, with a random generator of its own."""
+        return _Steering(self, np.random.default_rng([seed, cfg.config_id, 0x57EE]))
+
+
+class _Steering:
+    """One Program's steering: :class:`Steer` and its own random generator."""
+
+    def __init__(self, steer: Steer, rng: np.random.Generator):
+        self.s, self.r = steer, rng
+        self._by_prefix: dict[str, list[str]] = {}
+
+    def pick(self, prefix: str) -> str | None:
+        """An empty bin named ``prefix...`` with probability ``rate`` (None otherwise or when none is)."""
+        c = self._by_prefix.get(prefix)
+        if c is None:
+            c = self._by_prefix[prefix] = sorted(n for n in self.s.empty if n.startswith(prefix))
+        if not c or self.r.random() >= self.s.rate:
+            return None
+        return str(self.r.choice(c))
+
+    def adjust(self, it: Item, sp: _Space, cfg: HwConfig, uops: np.ndarray, loaded: np.ndarray) -> Item:
+        """``it`` bent toward an empty bin of its kind (a new Item; ``it`` itself when nothing applies)."""
+        f = dict(it.fields)
+        if it.cls is Alu:
+            self._alu(f, sp)
+        elif it.cls is Load:
+            buf = BUFFER_NAMES[f.get("buf", BUFFERS["ACC"])]
+            if buf != "UOP":
+                self._pad(f, buf, sp.win[buf] if buf != "ACC" else (sp.wbase, sp.wsize))
+        elif it.cls is Gemm:
+            self._gemm(f, sp, cfg, uops, loaded)
+        return Item(it.cls, f, it.region)
+
+    def _alu(self, f: dict[str, Any], sp: _Space) -> None:
+        r, lo, size = self.r, sp.wbase, sp.wsize
+        b = self.pick("alu.")
+        if b:
+            _, op, kind = b.split(".")
+            f["alu_op"], f["use_imm"] = ALU_OPS[op], kind == "imm"
+        b = self.pick("loop.alu.")
+        if b:
+            _, _, lvl, n = b.split(".")
+            key = "iter_out" if lvl == "outer" else "iter_in"
+            f[key] = {"zero": 0, "one": 1}.get(n, max(2, f[key]))
+            if n == "many":  # repeated indices on that level keep every index in the window
+                for x in ("dst", "src"):
+                    f[f"{x}_factor_{lvl[:-2] if lvl == 'outer' else 'in'}"] = 0
+        b = self.pick("raw.alu_")
+        if b:
+            who, d = b.split(".")[1], {"d1": 1, "d2": 2, "d3plus": 3}[b.split(".")[2]]
+            if who == "alu_dst" and size >= d:  # d entries rewritten every d iterations
+                f.update(iter_out=2, iter_in=d, dst_factor_out=0, dst_factor_in=1, src_factor_out=0, src_factor_in=0,
+                         dst_base=lo + int(r.integers(0, size - d + 1)))
+                if f["alu_op"] == ALU_OPS["MOV"]:
+                    f["alu_op"] = ALU_OPS["ADD"]  # MOV does not read its destination
+            elif who == "alu_src" and size >= 2 * d + 2:  # acc[j] op= acc[j - d]
+                n = d + 2
+                db = lo + d + int(r.integers(0, size - n - d + 1))
+                f.update(iter_out=1, iter_in=n, dst_base=db, src_base=db - d, dst_factor_out=0, dst_factor_in=1,
+                         src_factor_out=0, src_factor_in=1, use_imm=False)
+        b = self.pick("port.alu")
+        if b:  # a long compute under the ports: more cycles for LOAD and STORE to take them
+            f.update(iter_out=int(r.integers(16, 65)), dst_factor_out=0, src_factor_out=0,
+                     use_imm=b.startswith("port.alu_imm"))
+            if f["iter_in"] == 0:
+                f["iter_in"] = 1
+
+    def _pad(self, f: dict[str, Any], buf: str, win: tuple[int, int]) -> None:
+        r, (base, size) = self.r, win
+        pads = [f.get(k, 0) for k in ("y_pad_0", "y_pad_1", "x_pad_0", "x_pad_1")]
+        y, x = f["y_size"], f["x_size"]
+        b = self.pick("pad." if buf == "ACC" else f"pad.{buf}")
+        if not b and buf == "ACC":
+            b = self.pick("port.") and "pad.port"
+        if not b:
+            return
+        side = b.split(".")[1]
+        if side in ("top", "bottom", "left", "right", "INP", "WGT"):
+            k = ("top", "bottom", "left", "right").index(side) if side not in ("INP", "WGT") else int(r.integers(0, 4))
+            pads[k] = max(pads[k], 1)
+        elif side == "only":
+            pads[0], y = max(pads[0], 1), 0
+        elif side in ("max", "port"):  # a long run of padding (up to the field's 15)
+            pads, y, x = [15, 0, 0, 0], 1, 1
+            while pads[0] and (pads[0] + 1) > size:
+                pads[0] -= 1
+        tile = (pads[0] + y + pads[1]) * (pads[2] + x + pads[3])
+        if tile > size or tile == 0:
+            return
+        f.update(y_size=y, x_size=x, y_pad_0=pads[0], y_pad_1=pads[1], x_pad_0=pads[2], x_pad_1=pads[3],
+                 sram_base=base + int(r.integers(0, size - tile + 1)))
+
+    def _gemm(self, f: dict[str, Any], sp: _Space, cfg: HwConfig, uops: np.ndarray, loaded: np.ndarray) -> None:
+        r = self.r
+        ubase, usize = sp.win["UOP"]
+        b = self.pick("gemm.uops.")
+        if b:
+            n = b.split(".")[2]
+            if n == "whole_buffer" and (ubase, usize) == (0, cfg.uop_depth) and loaded.all():
+                f.update(uop_begin=0, uop_end=cfg.uop_depth, iter_out=1, iter_in=1)
+            elif n == "empty":
+                f["uop_end"] = f["uop_begin"]
+            elif n == "one":
+                f["uop_end"] = f["uop_begin"] + 1
+        b = self.pick("gemm.reset.")
+        if b:
+            f["reset"] = b.endswith(".on")
+        b = self.pick("loop.gemm.")
+        if b:
+            _, _, lvl, n = b.split(".")
+            key, suf = ("iter_out", "out") if lvl == "outer" else ("iter_in", "in")
+            f[key] = {"zero": 0, "one": 1}.get(n, max(2, f[key]))
+            if n == "many":
+                for x in ("acc", "inp", "wgt"):
+                    f[f"{x}_factor_{suf}"] = 0
+        b = self.pick("raw.gemm.") or (self.pick("port.gemm") and "raw.gemm.port")
+        if b and f["uop_end"] > f["uop_begin"] and f["uop_end"] - f["uop_begin"] <= 8:
+            d = {"d1": 1, "d2": 2, "d3plus": 3, "port": 1}[b.split(".")[2]]
+            top = int(uops[f["uop_begin"]:f["uop_end"], 0].max())
+            if top + d - 1 < sp.wbase + sp.wsize:  # acc + j (j < d) stays in the window
+                f.update(uop_end=f["uop_begin"] + 1, reset=False, iter_in=d, acc_factor_in=1 if d > 1 else 0,
+                         acc_factor_out=0, inp_factor_out=0, inp_factor_in=0, wgt_factor_out=0, wgt_factor_in=0,
+                         iter_out=int(r.integers(16, 65)) if b.endswith("port") else 2)
 
 
 # ---- validity checker (independent of the builder's incremental bookkeeping) ---------------------

@@ -168,6 +168,21 @@ class AccPorts:
                 n -= int((self.reads.upto(b) - self.reads.upto(a - 1)).sum())
         return n
 
+    def holders(self, lo: int, hi: int) -> dict[str, int]:
+        """Who held the shared ports in ``[lo, hi]``, read-only (an observation for coverage, never
+        used by the timing): cycles of LOAD's data writes (``load_data``), LOAD's padding writes
+        (``load_pad``), STORE's reads (``store_read``) and padding writes in a cycle of a STORE read
+        (``pad_and_read``, also counted in the two before)."""
+        out = {"load_data": self.writes.count(lo, hi), "load_pad": self.pads.count(lo, hi),
+               "store_read": self.reads.count(lo, hi), "pad_and_read": 0}
+        if out["load_pad"] and out["store_read"]:
+            first, _count, last, _before, _step = self.pads.arrays()
+            inside = (last >= lo) & (first <= hi)
+            a = np.maximum(first[inside], lo)
+            b = np.minimum(last[inside], hi)
+            out["pad_and_read"] = int((self.reads.upto(b) - self.reads.upto(a - 1)).sum())
+        return out
+
     def nth_free(self, lo: int, k: int, use_src: bool) -> int:
         """The cycle ``e >= lo`` in which the ALU gets its ``k``-th free cycle counted from ``lo``
         (``k >= 1``) with the uses known now."""

@@ -51,8 +51,11 @@ class TlmModel:
     """
 
     def __init__(self, cfg: HwConfig, timing: Timing | None = None, trace: bool = False,
-                 fast_forward: bool | None = None):
+                 fast_forward: bool | None = None, observe_ports: bool = False):
         self.cfg = cfg
+        # read-only observation for functional coverage: who held the accumulator's ports during
+        # each ALU/GEMM EXECUTE (``port_holders``); it never changes a cycle
+        self.observe_ports = observe_ports
         # advance repeating steady states in bulk (``sim/tlm/fast_forward.py``; same results); never
         # while tracing, whose timeline would lose the skipped part, nor on several cores, whose
         # steady states interleave through the shared port
@@ -150,6 +153,16 @@ class TlmModel:
         per = self.core_counters()
         return {k: sum(p[k] for p in per) for k in per[0]}
 
+    def port_holders(self) -> dict[str, int]:
+        """With ``observe_ports``: the cycles in which LOAD or STORE held an accumulator port during an
+        ALU or GEMM EXECUTE of the last run, summed over the cores, by ``"<alu|alu_imm|gemm>.<holder>"``
+        (``AccPorts.holders``; a period the fast-forward jumps is not observed again). Empty otherwise."""
+        out: dict[str, int] = {}
+        for c in self.cores:
+            for k, n in (c.compute.port_log or {}).items():
+                out[k] = out.get(k, 0) + n
+        return out
+
     def port_beats(self, client: str) -> int:
         """Beats the port moved for ``client`` of every core (bursts granted; at an error: up to the error)."""
         beats = self._halt_beats if self._halt_beats is not None else self.port.core_beats
@@ -175,6 +188,8 @@ class TlmModel:
             c.new_run(self.sim, self.port, tr,
                       lambda t, code, pc, unit, msg, k=k: self.fault(t, code, pc, unit, msg, k),
                       lambda t, k=k: self._core_finished(k, t), lambda t, pc, k=k: self.barrier.arrive(k, t, pc))
+            if self.observe_ports:
+                c.compute.port_log = {}
         c0 = self.cores[0]
         # core 0's parts under the one-core names (the fast-forward and tests of one core use them)
         self.tokens, self.queues = c0.tokens, c0.queues
@@ -304,11 +319,11 @@ class TlmModel:
 
 
 def simulate(prog: Program, timing: Timing | None = None, trace: bool = False,
-             fast_forward: bool | None = None) -> tuple[TlmModel, float]:
+             fast_forward: bool | None = None, observe_ports: bool = False) -> tuple[TlmModel, float]:
     """Build a model for ``prog``'s config, load its DRAM image, play its register config (START)
     and run it; returns the model (outputs in ``dram``, ``tracer`` when ``trace``) and the wall time
     of the run in seconds."""
-    m = TlmModel(prog.config, timing, trace=trace, fast_forward=fast_forward)
+    m = TlmModel(prog.config, timing, trace=trace, fast_forward=fast_forward, observe_ports=observe_ports)
     m.load_dram(prog.dram_image())
     addr = csr.csrs_of(prog.config)
     t0 = time.perf_counter()
@@ -320,7 +335,8 @@ def simulate(prog: Program, timing: Timing | None = None, trace: bool = False,
 
 def run_program(program: Program | str | Path, *, vcd: str | Path | None = None, trace: str | Path | None = None,
                 timing: Timing | None = None, raise_on_error: bool = True,
-                cfg: HwConfig | None = None, fast_forward: bool | None = None) -> RunResult:
+                cfg: HwConfig | None = None, fast_forward: bool | None = None,
+                observe_ports: bool = False) -> RunResult:
     """Run a Program (object or saved folder) on the TLM and return its RunResult.
 
     The register config is played through the model's CSR interface; outputs are cut
@@ -329,10 +345,12 @@ def run_program(program: Program | str | Path, *, vcd: str | Path | None = None,
     fault raises :class:`TlmError` (after the trace files are written), else it is in
     ``result.error``. ``extra`` carries ``events`` and ``insns_per_s``. ``fast_forward`` (default:
     on unless ``COSIM_TLM_FAST_FORWARD=0``; always off while tracing) jumps over repeating steady
-    states with the very same results (``sim/tlm/fast_forward.py``).
+    states with the very same results (``sim/tlm/fast_forward.py``). ``observe_ports`` adds
+    ``extra["acc_ports"]`` (:meth:`TlmModel.port_holders`), an observation that changes nothing.
     """
     prog = program if isinstance(program, Program) else Program.load(program, cfg)
-    m, wall = simulate(prog, timing, trace=vcd is not None or trace is not None, fast_forward=fast_forward)
+    m, wall = simulate(prog, timing, trace=vcd is not None or trace is not None, fast_forward=fast_forward,
+                       observe_ports=observe_ports)
     if vcd is not None:
         m.write_vcd(vcd)
     if trace is not None:
@@ -340,6 +358,8 @@ def run_program(program: Program | str | Path, *, vcd: str | Path | None = None,
     extra: dict[str, Any] = {"events": m.events}
     if len(m.cores) > 1:
         extra["cores"] = m.core_counters()
+    if observe_ports:
+        extra["acc_ports"] = m.port_holders()
     res = RunResult("tlm", prog.read_outputs(m.dram), m.cycles, m.counters(),
                     m.error.to_dict(len(m.cores)) if m.error is not None else None, wall, extra=extra)
     if m.error is not None and raise_on_error:

@@ -21,6 +21,11 @@ its EXECUTE waits until the rest of the accelerator has drained (the top decides
 :meth:`ComputeUnit.finish_drained`), and its PUSH ends the core's run. A BARRIER waits the same
 way, then until every core has arrived (``sim/tlm/barrier.py``); its PUSH lets FETCH go on.
 
+``port_log`` (None unless the top asks for it, ``TlmModel(observe_ports=True)``) is an observation
+for functional coverage that never feeds back into the timing: per ALU or GEMM EXECUTE, the cycles in
+which LOAD or STORE held the buffer's ports (``AccPorts.holders``), summed by
+``"<alu|alu_imm|gemm>.<holder>"``.
+
 Counters kept here: ``wait`` (COMPUTE_WAIT: EXEC cycles of an ALU or GEMM frozen on a port, up
 to an error's cycle), ``gemm_busy`` (GEMM_BUSY: GEMM EXEC cycles, up to and including an
 error's cycle) and ``gemm_ops`` (GEMM_OPS: E stages of non-reset GEMMs, iterations written).
@@ -77,6 +82,7 @@ class ComputeUnit(UnitShell):
         self._gemm: GemmExec | None = None
         self._charged = False  # a GEMM's own fault charged its counters up to the error
         self._plan_version = 0
+        self.port_log: dict[str, int] | None = None
         acc.ports.on_change = self._ports_changed
 
     def check(self, i: Any) -> tuple[int, str] | None:
@@ -137,6 +143,17 @@ class ComputeUnit(UnitShell):
             self.t_end = target + 1
             self.sim.at(target + 1, self._planned_done, self._plan_version)
 
+    def _log_ports(self, hi: int) -> None:
+        """Add who held the ports in this EXECUTE's cycles up to ``hi`` to ``port_log`` (if kept)."""
+        if self.port_log is None:
+            return
+        i = self.insn
+        kind = "gemm" if isinstance(i, Gemm) else ("alu" if self._use_src else "alu_imm")
+        for holder, n in self.acc.ports.holders(self.t_exec, hi).items():
+            if n:
+                key = f"{kind}.{holder}"
+                self.port_log[key] = self.port_log.get(key, 0) + n
+
     def _ports_changed(self, t: int) -> None:
         """LOAD or STORE registered or withdrew port uses from cycle ``t`` on."""
         if (self.state == EXEC and self._target is not None and t <= self._target and not self.sim.stopped):
@@ -146,6 +163,7 @@ class ComputeUnit(UnitShell):
         if version != self._plan_version or self.state != EXEC or self.sim.stopped:
             return False
         self.wait += t - self.t_exec - self._need
+        self._log_ports(t - 1)
         self.end_execute(t)
         return True
 
@@ -156,6 +174,7 @@ class ComputeUnit(UnitShell):
             return False
         span = e - self.t_exec + 1
         self.wait += span - self._need
+        self._log_ports(e)
         self.gemm_busy += span
         self.gemm_ops += g.ops_within(self._need, self.T)
         self._charged = True
@@ -184,6 +203,7 @@ class ComputeUnit(UnitShell):
             if self._target is not None:
                 blocked = self.acc.ports.blocked(self.t_exec, hi, self._use_src)
                 self.wait += blocked
+                self._log_ports(hi)
             g = self._gemm
             if isinstance(i, Gemm) and g is not None:
                 span = hi - self.t_exec + 1
