@@ -4,8 +4,8 @@ One of the two ALU engines, on purpose: this one applies a whole ALU instruction
 two-level affine loop over accumulator vectors) with as few numpy calls as it can, for
 the golden path (``compiler/intrinsics.py``'s Python halves, on ``(depth, lanes)`` or
 batched ``(depth, batch, lanes)`` int32 arrays) and the TLM (``sim/tlm``). The other is
-the plain, lane-by-lane interpreter in the ISS (``sim/iss.py``) built on the scalar
-reference semantics of :mod:`hw.isa_semantics`, which tests hold this one to.
+the plain, lane-by-lane interpreter in the ISS (``sim/iss.py``), written there on its own; tests
+hold this one to it and to the scalar reference semantics of :mod:`hw.isa_semantics`.
 
 Semantics (docs/microarch.md "Data semantics"): ``for i < iter_out: for j < iter_in:
 acc[d] = op(acc[d], s)`` with ``d = dst_base + i*dst_factor_out + j*dst_factor_in`` and

@@ -3,7 +3,7 @@
 They read ISA instructions only (never a kernel), so they check any Program, compiled,
 generated or hand-made; the topology they use is :mod:`hw.isa_semantics`. Callers wrap
 the findings in their own error types (the compiler's CompileError, the Program
-loader's ProgramError, the ISS's ERR_DEADLOCK).
+loader's ProgramError, the TLM's ERR_DEADLOCK); the ISS has its own untimed token run.
 
 * :func:`token_counts`, :func:`balance_problem` - pushes and pops per token queue.
 * :func:`finish_problem` - exactly one FINISH, as the last instruction.
@@ -20,7 +20,7 @@ loader's ProgramError, the ISS's ERR_DEADLOCK).
   FINISH completes once load and store are idle with empty queues, a push waits while
   its queue is full. A BARRIER (several cores) drains like FINISH and fetch dispatches nothing
   after it until it completes; the run is one core's on its own, so a BARRIER completes once
-  drained (the other cores' arrival is the caller's business, e.g. the ISS's phases). Units and bounded FIFOs form a determinate network, so whether and
+  drained (the other cores' arrival is the caller's business). Units and bounded FIFOs form a determinate network, so whether and
   where it deadlocks does not depend on timing: one run decides. :func:`deadlock_pc` is
   the ERR_PC the hardware reports for it.
 """

@@ -1,4 +1,5 @@
-"""GEMM's meaning in numpy, written once: the golden path, the ISS and the TLM all run it.
+"""GEMM's meaning in numpy, written once for the golden path and the TLM (the ISS walks GEMM on its own,
+so a bug here shows up as an ISS-vs-TLM mismatch).
 
 Semantics (``hw/isa.py``, docs/microarch.md "GEMM"): ``for i < iter_out: for j < iter_in: for
 u in [uop_begin, uop_end):`` with micro-op ``uop[u] = (acc, inp, wgt)``,

@@ -1,5 +1,5 @@
 """The two ALU engines agree: the numpy one (hw/alu_numpy.py, run by golden and the TLM) and the ISS's
-plain one (lane by lane on hw.isa_semantics.ALU_SCALAR), on random loops full of hazards, on big tiles
+plain one (lane by lane, its own table of lane functions), on random loops full of hazards, on big tiles
 where the engine takes its cached-fill path, and on the golden path's batched accumulator."""
 
 from __future__ import annotations
