@@ -420,11 +420,32 @@ def _scan_body(sc: _Scanner, lo: int, hi: int) -> None:
         i += 1
 
 
-def scan_rtl(rtl_dir: Path) -> list[Mutant]:
-    """Every mutant of the RTL folder's sources (``sources.txt`` order)."""
+def design_modules(files: list[Path], top: str) -> set[str]:
+    """The modules instantiated under ``top`` (``top`` included), found by name in each module's body."""
+    bodies: dict[str, set[str]] = {}
+    for f in files:
+        tokens = tokenize(f.read_text(), f.name)
+        for name, semi, end in module_headers(tokens):
+            bodies[name] = {t.text for t in tokens[semi:end] if t.kind == "ident"}
+    seen, todo = set(), [top]
+    while todo:
+        m = todo.pop()
+        if m in seen or m not in bodies:
+            continue
+        seen.add(m)
+        todo += [n for n in bodies[m] if n in bodies]
+    return seen
+
+
+def scan_rtl(rtl_dir: Path, top: str = "accel_top") -> list[Mutant]:
+    """Every mutant of the modules of the design under ``top`` (``sources.txt`` order). A module
+    outside the hierarchy (a spare block with only its own unit bench) has no mutants: no run of
+    the accelerator could tell them apart."""
     from hw.introspect.parse import source_files
 
+    files = source_files(rtl_dir)
+    keep = design_modules(files, top)
     out: list[Mutant] = []
-    for f in source_files(rtl_dir):
-        out += scan_file(f)
+    for f in files:
+        out += [m for m in scan_file(f) if m.module in keep]
     return out
