@@ -32,6 +32,8 @@ KILLED = [
 EQUIVALENT = "alu_lane.v:23:49:relational:>>>="       # s > 31 vs s >= 31: both shift by 31 at s == 31
 EXAMPLES = ["vadd", "clip", "vshr", "matmul"]
 FUZZ = 4
+FAULTS = 3
+PROGRAMS = len(EXAMPLES) + FUZZ + FAULTS
 
 
 @pytest.fixture(scope="module")
@@ -43,7 +45,7 @@ def all_mutants():
 def campaign(all_mutants):
     by_id = {m.id: m for m in all_mutants}
     chosen = [by_id[i] for i in KILLED + [EQUIVALENT]]
-    setup = prepare("small", 0, 1, fuzz=FUZZ, mutants=chosen, examples=EXAMPLES, check=True)
+    setup = prepare("small", 0, 1, fuzz=FUZZ, faults=FAULTS, mutants=chosen, examples=EXAMPLES, check=True)
     verdicts = {int(k): v for k, v in run_mutants(setup.task_args(list(range(1, len(chosen) + 1)))).items()}
     return setup, verdicts
 
@@ -82,7 +84,8 @@ def test_no_mutant_is_the_original_text():
 def test_original_reproduces_golden_and_tlm_and_the_chosen_mutants_die(campaign):
     setup, verdicts = campaign        # prepare() checked +MUT=0 against golden and TLM on every Program
     expected = json.loads(setup.expected.read_text())
-    assert len(expected) == len(EXAMPLES) + FUZZ
+    assert len(expected) == PROGRAMS
+    assert all(sig["csrs"]["REGION0_SIZE"] is not None for sig, _ in expected)   # CSRs read back too
     for k, mid in enumerate(KILLED, 1):
         assert verdicts[k]["killed"], f"{mid} survived"
         assert verdicts[k]["why"]
@@ -91,8 +94,8 @@ def test_original_reproduces_golden_and_tlm_and_the_chosen_mutants_die(campaign)
 def test_listed_equivalent_survives_and_is_reported(campaign):
     setup, verdicts = campaign
     k = len(KILLED) + 1
-    assert not verdicts[k]["killed"] and verdicts[k]["runs"] == len(EXAMPLES) + FUZZ
-    rep = score(setup, verdicts, equivalents.reasons())
+    assert not verdicts[k]["killed"] and verdicts[k]["runs"] == PROGRAMS
+    rep = score(setup, verdicts, equivalents.reasons("small"))
     assert set(rep) >= {"mutants", "killed", "score", "by_module", "survivors"}
     assert rep["mutants"] == len(KILLED) + 1 and rep["killed"] == len(KILLED) and rep["score"] == 1.0
     (s,) = rep["survivors"]

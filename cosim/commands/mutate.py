@@ -27,6 +27,8 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--count", type=int_arg(1), default=200, help="number of mutants (default 200)")
     p.add_argument("--seed", type=int_arg(0), default=1, help="sampling seed, also the fuzz slice's (default 1)")
     p.add_argument("--fuzz", type=int_arg(0), default=50, metavar="N", help="fuzz Programs per mutant (default 50)")
+    p.add_argument("--faults", type=int_arg(0), default=50, metavar="N",
+                   help="more fuzz Programs per mutant, each with an injected fault (default 50)")
     p.add_argument("--chunk", type=int_arg(1), default=10, metavar="N", help="mutants per task (default 10)")
     p.add_argument("--target", type=float, default=0.95, metavar="SCORE",
                    help="exit 1 when the score is below this (default 0.95)")
@@ -69,12 +71,12 @@ def run(args: argparse.Namespace) -> int:
         return 0
     engine = cluster_kwargs(args)
     t0 = time.perf_counter()
-    setup = prepare(args.config, args.count, args.seed, fuzz=args.fuzz)
+    setup = prepare(args.config, args.count, args.seed, fuzz=args.fuzz, faults=args.faults)
     verdicts: dict[int, dict[str, Any]] = {}
     for verdicts in run_campaign(setup, chunk=args.chunk, progress=not args.quiet, **engine):
         pass
-    rep = score(setup, verdicts, equivalents.reasons())
-    rep.update(seed=args.seed, fuzz=args.fuzz, programs=len(json.loads(setup.expected.read_text())),
+    rep = score(setup, verdicts, equivalents.reasons(setup.config.name))
+    rep.update(seed=args.seed, fuzz=args.fuzz, faults=args.faults, programs=len(json.loads(setup.expected.read_text())),
                build_s=round(setup.build_s, 1), wall_s=round(time.perf_counter() - t0, 1))
     for s in rep["survivors"]:
         v = verdicts.get(s["k"])

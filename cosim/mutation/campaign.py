@@ -37,6 +37,7 @@ MEM = "verilog"                   # the raw harness's faster memory variant
 WATCHDOG_MARGIN = 2000            # cycles over the expected run before a mutant's run counts as hung
 DEFAULT_COUNT = 200
 DEFAULT_FUZZ = 50
+DEFAULT_FAULTS = 50
 DEFAULT_CHUNK = 10
 REPO = Path(__file__).resolve().parents[2]
 
@@ -88,9 +89,11 @@ def sample(mutants: list[Mutant], count: int, seed: int) -> list[Mutant]:
 
 
 # ---- the regression's Programs --------------------------------------------------------------------
-def regression_programs(cfg: HwConfig, fuzz: int, fuzz_seed: int, examples: list[str] | None = None) -> list[Program]:
+def regression_programs(cfg: HwConfig, fuzz: int, fuzz_seed: int, examples: list[str] | None = None,
+                        faults: int = 0) -> list[Program]:
     """The shipped examples (not the ``large`` ones; or only ``examples``) compiled for ``cfg``, then
-    ``fuzz`` fuzz Programs of the campaign seeded ``fuzz_seed``."""
+    ``fuzz`` fuzz Programs of the campaign seeded ``fuzz_seed`` (a fifth with an injected fault), then
+    ``faults`` more of that campaign that all carry a fault (the error paths are most of the logic)."""
     from compiler.examples import get_example, list_examples, make_case as example_case
     from cosim.fuzz.campaign import make_case as fuzz_case
 
@@ -102,9 +105,17 @@ def regression_programs(cfg: HwConfig, fuzz: int, fuzz_seed: int, examples: list
         p.name = f"ex-{name}"
         out.append(p)
     for i in range(fuzz):
-        c = fuzz_case(cfg, fuzz_seed, i)
-        out.append(c.program)
+        out.append(fuzz_case(cfg, fuzz_seed, i).program)
+    for i in range(fuzz, fuzz + faults):
+        out.append(fuzz_case(cfg, fuzz_seed, i, fault_rate=1.0).program)
     return out
+
+
+def readable_csrs(cfg: HwConfig) -> list[str]:
+    """Every readable CSR: read back after each run, so a broken register or read path shows."""
+    from hw import csr
+
+    return [n for n, c in csr.csrs_of(cfg).items() if c.access != "wo"]
 
 
 def signature(r: RunResult) -> dict[str, Any]:
@@ -115,7 +126,7 @@ def signature(r: RunResult) -> dict[str, Any]:
         outs[n] = hashlib.sha256(f"{a.dtype}{a.shape}".encode() + a.tobytes()).hexdigest()[:16]
     err = None if r.error is None else [r.error.get("name"), r.error.get("code"), r.error.get("pc")]
     return {"outputs": outs, "error": err, "cycles": r.cycles, "counters": dict(sorted(r.counters.items())),
-            "cores": r.extra.get("cores")}
+            "cores": r.extra.get("cores"), "csrs": r.extra.get("csrs")}
 
 
 def difference(expected: dict[str, Any], got: dict[str, Any]) -> str | None:
@@ -132,6 +143,9 @@ def difference(expected: dict[str, Any], got: dict[str, Any]) -> str | None:
             return f"counter {k} {got['counters'].get(k)} != {v}"
     if got["cores"] != expected["cores"]:
         return "per-core counters differ"
+    for k, v in (expected.get("csrs") or {}).items():
+        if (got.get("csrs") or {}).get(k) != v:
+            return f"CSR {k} {(got.get('csrs') or {}).get(k)} != {v}"
     return None
 
 
@@ -171,7 +185,8 @@ class Setup:
                 "expected": str(self.expected), "mutants": ks}
 
 
-def prepare(config: str, count: int, seed: int, fuzz: int = DEFAULT_FUZZ, fuzz_seed: int | None = None,
+def prepare(config: str, count: int, seed: int, fuzz: int = DEFAULT_FUZZ, faults: int = DEFAULT_FAULTS,
+            fuzz_seed: int | None = None,
             rtl_dir: Path | None = None, check: bool = True, mutants: list[Mutant] | None = None,
             examples: list[str] | None = None) -> Setup:
     """Scan, sample, write and build the schemata; compile the Programs; run K=0 for the expected results.
@@ -202,16 +217,16 @@ def prepare(config: str, count: int, seed: int, fuzz: int = DEFAULT_FUZZ, fuzz_s
     build_s = time.perf_counter() - t0
 
     fs = seed if fuzz_seed is None else fuzz_seed
-    tag = f"f{fuzz}-s{fs}"
+    tag = f"f{fuzz}-e{faults}-s{fs}"
     if examples is not None:
         tag += "-" + hashlib.sha256(",".join(examples).encode()).hexdigest()[:8]
     progs_file, exp_file = root / f"programs-{tag}.pkl", root / f"expected-{tag}.json"
     t0 = time.perf_counter()
     if not (progs_file.is_file() and exp_file.is_file()):
-        programs = regression_programs(cfg, fuzz, fs, examples)
+        programs = regression_programs(cfg, fuzz, fs, examples, faults)
         expected, problems = [], []
         for p in programs:
-            r = models.raw(p, cfg, mem=MEM, rtl=rtl, plusargs=[f"+{PLUSARG}=0"])
+            r = models.raw(p, cfg, mem=MEM, rtl=rtl, plusargs=[f"+{PLUSARG}=0"], reads=readable_csrs(cfg))
             if check:
                 problems += check_baseline(p, r)
             expected.append([signature(r), int(r.extra.get("sim_cycles", 0))])
@@ -237,6 +252,7 @@ def run_mutants(args: dict[str, Any]) -> dict[str, Any]:
     expected = json.loads(Path(args["expected"]).read_text())
     # cheapest Programs first: most mutants die early
     order = sorted(range(len(programs)), key=lambda n: expected[n][1])
+    reads = readable_csrs(cfg)
     out: dict[str, Any] = {}
     for k in args["mutants"]:
         verdict = {"killed": False, "program": None, "why": None, "runs": 0}
@@ -245,7 +261,7 @@ def run_mutants(args: dict[str, Any]) -> dict[str, Any]:
             verdict["runs"] += 1
             try:
                 r = models.raw(programs[n], cfg, mem=MEM, limit=cycles + WATCHDOG_MARGIN, rtl=rtl,
-                               plusargs=[f"+{PLUSARG}={k}"])
+                               plusargs=[f"+{PLUSARG}={k}"], reads=reads)
                 why = difference(exp, signature(r))
             except Exception as e:  # noqa: BLE001 - a harness that cannot finish the mutant's run kills it
                 why = f"run failed: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"

@@ -1,7 +1,8 @@
 """The reviewed list of equivalent mutants: a mutant no test can kill, with the reason.
 
 ``equivalents.json`` maps a mutant id (``file:line:col:kind:variant``) to ``{"reason", "source"}``,
-``source`` being the stripped source line the review saw. :func:`stale` says which entries no
+``source`` being the stripped source line the review saw, and optionally ``"configs"``: the
+configs on which it is equivalent (e.g. only with one core), every config when absent. :func:`stale` says which entries no
 longer match the RTL (the mutant is gone or its line changed): those must be reviewed again.
 """
 
@@ -27,9 +28,10 @@ def load(path: Path = EQUIVALENTS_FILE) -> dict[str, dict[str, str]]:
     return data
 
 
-def reasons(path: Path = EQUIVALENTS_FILE) -> dict[str, str]:
-    """{mutant id: reason}."""
-    return {k: v["reason"] for k, v in load(path).items()}
+def reasons(config: str | None = None, path: Path = EQUIVALENTS_FILE) -> dict[str, str]:
+    """{mutant id: reason} of the entries that hold on ``config`` (None: every entry)."""
+    return {k: v["reason"] for k, v in load(path).items()
+            if config is None or "configs" not in v or config in v["configs"]}
 
 
 def stale(rtl_dir: Path, path: Path = EQUIVALENTS_FILE) -> list[str]:

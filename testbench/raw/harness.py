@@ -166,14 +166,16 @@ def _error_of(d: dict, regs: dict[str, int], cfg: HwConfig, limit: int) -> dict 
 
 
 def run(program: Program, cfg: HwConfig | str | Path | None = None, mem: str = DEFAULT_MEM, limit: int | None = None,
-        keep: bool = False, rtl: Path | None = None, plusargs: Sequence[str] = ()) -> RunResult:
+        keep: bool = False, rtl: Path | None = None, plusargs: Sequence[str] = (),
+        reads: Sequence[str] = ()) -> RunResult:
     """Run one Program on the raw harness and return RunResult(model="raw").
 
     ``wall_s`` is the wall time of the register config plus the run to DONE (as the cocotb
     back-end's ``run_wall_s``); ``extra`` has ``sim_cycles`` (clock cycles from START to irq),
     ``cycles_per_s`` (sim_cycles / wall_s), ``process_wall_s`` and ``status``. ``limit`` is
     the cycle watchdog (default: ``testbench.memimg.watchdog_cycles``). ``rtl``: another RTL
-    folder (see :func:`build`); ``plusargs``: extra ``+NAME=VALUE`` arguments of the simulation.
+    folder (see :func:`build`); ``plusargs``: extra ``+NAME=VALUE`` arguments of the simulation;
+    ``reads``: more CSR names to read after the run, their values in ``extra["csrs"]``.
     """
     from testbench.memimg import from_hex_words, to_hex_words, watchdog_cycles
 
@@ -204,6 +206,7 @@ def run(program: Program, cfg: HwConfig | str | Path | None = None, mem: str = D
     lines = [f"dram_in {dram_in}", f"dram_out {dram_out}", f"dump_bytes {dump_bytes}", f"limit {limit}"]
     lines += [f"w {by[n].addr} {v}" for n, v in program.regs]
     lines += [f"r {n} {a}" for n, a in _reads(c)]
+    lines += [f"r x_{n} {by[n].addr}" for n in reads]
     (rdir / "job.txt").write_text("\n".join(lines) + "\n")
     t0 = time.perf_counter()
     p = subprocess.run(args, cwd=rdir, capture_output=True, text=True)
@@ -228,6 +231,8 @@ def run(program: Program, cfg: HwConfig | str | Path | None = None, mem: str = D
              "process_wall_s": round(proc_wall, 6), "status": regs.get("STATUS"), "run_dir": str(rdir)}
     if per_core is not None:
         extra["cores"] = per_core
+    if reads:
+        extra["csrs"] = {n: regs.get(f"x_{n}") for n in reads}
     if p.stderr.strip():
         extra["stderr"] = p.stderr[-2000:]
     res = RunResult(model="raw", outputs=program.read_outputs(dram), cycles=cycles, counters=counters, error=err,
