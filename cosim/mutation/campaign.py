@@ -112,7 +112,8 @@ def regression_programs(cfg: HwConfig, fuzz: int, fuzz_seed: int, examples: list
 
 
 def readable_csrs(cfg: HwConfig) -> list[str]:
-    """Every readable CSR: read back after each run, so a broken register or read path shows."""
+    """Every readable CSR: read after reset (before the Program's writes) and after each run, so a
+    broken register, reset value or read path shows."""
     from hw import csr
 
     return [n for n, c in csr.csrs_of(cfg).items() if c.access != "wo"]
@@ -126,7 +127,7 @@ def signature(r: RunResult) -> dict[str, Any]:
         outs[n] = hashlib.sha256(f"{a.dtype}{a.shape}".encode() + a.tobytes()).hexdigest()[:16]
     err = None if r.error is None else [r.error.get("name"), r.error.get("code"), r.error.get("pc")]
     return {"outputs": outs, "error": err, "cycles": r.cycles, "counters": dict(sorted(r.counters.items())),
-            "cores": r.extra.get("cores"), "csrs": r.extra.get("csrs")}
+            "cores": r.extra.get("cores"), "csrs": r.extra.get("csrs"), "csrs_before": r.extra.get("csrs_before")}
 
 
 def difference(expected: dict[str, Any], got: dict[str, Any]) -> str | None:
@@ -143,9 +144,11 @@ def difference(expected: dict[str, Any], got: dict[str, Any]) -> str | None:
             return f"counter {k} {got['counters'].get(k)} != {v}"
     if got["cores"] != expected["cores"]:
         return "per-core counters differ"
-    for k, v in (expected.get("csrs") or {}).items():
-        if (got.get("csrs") or {}).get(k) != v:
-            return f"CSR {k} {(got.get('csrs') or {}).get(k)} != {v}"
+    for when in ("csrs_before", "csrs"):
+        for k, v in (expected.get(when) or {}).items():
+            if (got.get(when) or {}).get(k) != v:
+                at = "after reset" if when == "csrs_before" else "after the run"
+                return f"CSR {k} {at} {(got.get(when) or {}).get(k)} != {v}"
     return None
 
 
@@ -226,7 +229,8 @@ def prepare(config: str, count: int, seed: int, fuzz: int = DEFAULT_FUZZ, faults
         programs = regression_programs(cfg, fuzz, fs, examples, faults)
         expected, problems = [], []
         for p in programs:
-            r = models.raw(p, cfg, mem=MEM, rtl=rtl, plusargs=[f"+{PLUSARG}=0"], reads=readable_csrs(cfg))
+            r = models.raw(p, cfg, mem=MEM, rtl=rtl, plusargs=[f"+{PLUSARG}=0"], reads=readable_csrs(cfg),
+                           pre_reads=readable_csrs(cfg))
             if check:
                 problems += check_baseline(p, r)
             expected.append([signature(r), int(r.extra.get("sim_cycles", 0))])
@@ -261,7 +265,7 @@ def run_mutants(args: dict[str, Any]) -> dict[str, Any]:
             verdict["runs"] += 1
             try:
                 r = models.raw(programs[n], cfg, mem=MEM, limit=cycles + WATCHDOG_MARGIN, rtl=rtl,
-                               plusargs=[f"+{PLUSARG}={k}"], reads=reads)
+                               plusargs=[f"+{PLUSARG}={k}"], reads=reads, pre_reads=reads)
                 why = difference(exp, signature(r))
             except Exception as e:  # noqa: BLE001 - a harness that cannot finish the mutant's run kills it
                 why = f"run failed: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"

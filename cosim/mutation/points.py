@@ -298,8 +298,11 @@ class _Scanner:
         d = self.decls.get(name)
         if d is None or d.memory:
             return
-        if rhs[1] - rhs[0] == 1 and toks[rhs[0]].kind == "number":
-            return  # a constant assigned: the constant mutants cover it, and one stuck value is no change
+        if all(t.kind in ("number", "directive", "op") or (t.kind == "ident" and t.text.isupper())
+               for t in toks[rhs[0]:rhs[1]]):
+            # a constant assigned (literals, macros, parameters): the constant mutants cover it, and
+            # a stuck value equal to the constant's bit would be no change at all
+            return
         # one stuck value per statement (chosen from its place, so it is stable): half the mutants of both
         seed = zlib.crc32(f"{self.file}:{name}:{toks[lhs].start}".encode())
         v = seed & 1

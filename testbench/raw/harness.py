@@ -167,7 +167,7 @@ def _error_of(d: dict, regs: dict[str, int], cfg: HwConfig, limit: int) -> dict 
 
 def run(program: Program, cfg: HwConfig | str | Path | None = None, mem: str = DEFAULT_MEM, limit: int | None = None,
         keep: bool = False, rtl: Path | None = None, plusargs: Sequence[str] = (),
-        reads: Sequence[str] = ()) -> RunResult:
+        reads: Sequence[str] = (), pre_reads: Sequence[str] = ()) -> RunResult:
     """Run one Program on the raw harness and return RunResult(model="raw").
 
     ``wall_s`` is the wall time of the register config plus the run to DONE (as the cocotb
@@ -175,7 +175,8 @@ def run(program: Program, cfg: HwConfig | str | Path | None = None, mem: str = D
     ``cycles_per_s`` (sim_cycles / wall_s), ``process_wall_s`` and ``status``. ``limit`` is
     the cycle watchdog (default: ``testbench.memimg.watchdog_cycles``). ``rtl``: another RTL
     folder (see :func:`build`); ``plusargs``: extra ``+NAME=VALUE`` arguments of the simulation;
-    ``reads``: more CSR names to read after the run, their values in ``extra["csrs"]``.
+    ``reads``: more CSR names to read after the run, their values in ``extra["csrs"]``;
+    ``pre_reads``: CSR names to read after reset, before the Program's writes (``extra["csrs_before"]``).
     """
     from testbench.memimg import from_hex_words, to_hex_words, watchdog_cycles
 
@@ -207,6 +208,7 @@ def run(program: Program, cfg: HwConfig | str | Path | None = None, mem: str = D
     lines += [f"w {by[n].addr} {v}" for n, v in program.regs]
     lines += [f"r {n} {a}" for n, a in _reads(c)]
     lines += [f"r x_{n} {by[n].addr}" for n in reads]
+    lines += [f"p p_{n} {by[n].addr}" for n in pre_reads]
     (rdir / "job.txt").write_text("\n".join(lines) + "\n")
     t0 = time.perf_counter()
     p = subprocess.run(args, cwd=rdir, capture_output=True, text=True)
@@ -233,6 +235,8 @@ def run(program: Program, cfg: HwConfig | str | Path | None = None, mem: str = D
         extra["cores"] = per_core
     if reads:
         extra["csrs"] = {n: regs.get(f"x_{n}") for n in reads}
+    if pre_reads:
+        extra["csrs_before"] = {n: regs.get(f"p_{n}") for n in pre_reads}
     if p.stderr.strip():
         extra["stderr"] = p.stderr[-2000:]
     res = RunResult(model="raw", outputs=program.read_outputs(dram), cycles=cycles, counters=counters, error=err,
