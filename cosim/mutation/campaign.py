@@ -89,11 +89,34 @@ def sample(mutants: list[Mutant], count: int, seed: int) -> list[Mutant]:
 
 
 # ---- the regression's Programs --------------------------------------------------------------------
+def with_barrier(p: Program) -> Program | None:
+    """``p`` with a BARRIER after its middle STORE (None when the longer stream would not fit before
+    the next region). The fuzz generator makes no BARRIER and the compiler emits them only for
+    several cores, so without these the BARRIER logic of a one-core config would go unchecked."""
+    import dataclasses
+
+    from hw.isa import Barrier, Store
+    from hw.program import ProgramError
+
+    ks = [k for k, i in enumerate(p.insns) if isinstance(i, Store)]
+    if not ks or p.config.num_cores != 1:
+        return None
+    k = ks[len(ks) // 2] + 1
+    insns = p.insns[:k] + [Barrier()] + p.insns[k:]
+    regions = [dataclasses.replace(r, shape=(len(insns) * 16,)) if r.role == "insn" else r for r in p.regions]
+    try:
+        return Program.create(p.config, insns, regions, name=f"{p.name}-barrier", inputs=p.inputs,
+                              expected=p.expected)
+    except ProgramError:
+        return None
+
+
 def regression_programs(cfg: HwConfig, fuzz: int, fuzz_seed: int, examples: list[str] | None = None,
-                        faults: int = 0) -> list[Program]:
+                        faults: int = 0, barriers: int = 4) -> list[Program]:
     """The shipped examples (not the ``large`` ones; or only ``examples``) compiled for ``cfg``, then
-    ``fuzz`` fuzz Programs of the campaign seeded ``fuzz_seed`` (a fifth with an injected fault), then
-    ``faults`` more of that campaign that all carry a fault (the error paths are most of the logic)."""
+    up to ``barriers`` of them with a BARRIER added (:func:`with_barrier`), then ``fuzz`` fuzz
+    Programs of the campaign seeded ``fuzz_seed`` (a fifth with an injected fault), then ``faults``
+    more of that campaign that all carry a fault (the error paths are much of the logic)."""
     from compiler.examples import get_example, list_examples, make_case as example_case
     from cosim.fuzz.campaign import make_case as fuzz_case
 
@@ -104,6 +127,13 @@ def regression_programs(cfg: HwConfig, fuzz: int, fuzz_seed: int, examples: list
         p = example_case(name, cfg, seed=0).program
         p.name = f"ex-{name}"
         out.append(p)
+    n_ex = len(out)
+    for p in out[:n_ex]:
+        if len(out) - n_ex >= barriers:
+            break
+        b = with_barrier(p)
+        if b is not None:
+            out.append(b)
     for i in range(fuzz):
         out.append(fuzz_case(cfg, fuzz_seed, i).program)
     for i in range(fuzz, fuzz + faults):
@@ -189,7 +219,7 @@ class Setup:
 
 
 def prepare(config: str, count: int, seed: int, fuzz: int = DEFAULT_FUZZ, faults: int = DEFAULT_FAULTS,
-            fuzz_seed: int | None = None,
+            fuzz_seed: int | None = None, barriers: int = 4,
             rtl_dir: Path | None = None, check: bool = True, mutants: list[Mutant] | None = None,
             examples: list[str] | None = None) -> Setup:
     """Scan, sample, write and build the schemata; compile the Programs; run K=0 for the expected results.
@@ -220,13 +250,13 @@ def prepare(config: str, count: int, seed: int, fuzz: int = DEFAULT_FUZZ, faults
     build_s = time.perf_counter() - t0
 
     fs = seed if fuzz_seed is None else fuzz_seed
-    tag = f"f{fuzz}-e{faults}-s{fs}"
+    tag = f"f{fuzz}-e{faults}-b{barriers}-s{fs}"
     if examples is not None:
         tag += "-" + hashlib.sha256(",".join(examples).encode()).hexdigest()[:8]
     progs_file, exp_file = root / f"programs-{tag}.pkl", root / f"expected-{tag}.json"
     t0 = time.perf_counter()
     if not (progs_file.is_file() and exp_file.is_file()):
-        programs = regression_programs(cfg, fuzz, fs, examples, faults)
+        programs = regression_programs(cfg, fuzz, fs, examples, faults, barriers)
         expected, problems = [], []
         for p in programs:
             r = models.raw(p, cfg, mem=MEM, rtl=rtl, plusargs=[f"+{PLUSARG}=0"], reads=readable_csrs(cfg),
