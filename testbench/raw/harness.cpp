@@ -316,6 +316,7 @@ struct Job {
     uint64_t dump_bytes = 0, limit = 1000000;
     std::vector<std::pair<uint32_t, uint32_t>> writes;
     std::vector<std::pair<std::string, uint32_t>> reads;
+    std::vector<std::pair<std::string, uint32_t>> pre_reads;  // "p NAME ADDR": read after reset, before the writes
 };
 
 static bool parse_job(const char* path, Job& job) {
@@ -329,6 +330,7 @@ static bool parse_job(const char* path, Job& job) {
         else if (key == "limit") f >> job.limit;
         else if (key == "w") { uint64_t a, v; f >> a >> v; job.writes.push_back({(uint32_t)a, (uint32_t)v}); }
         else if (key == "r") { std::string n; uint64_t a; f >> n >> a; job.reads.push_back({n, (uint32_t)a}); }
+        else if (key == "p") { std::string n; uint64_t a; f >> n >> a; job.pre_reads.push_back({n, (uint32_t)a}); }
         else { std::fprintf(stderr, "raw: %s: unknown key '%s'\n", path, key.c_str()); return false; }
         if (!f) { std::fprintf(stderr, "raw: %s: malformed line for '%s'\n", path, key.c_str()); return false; }
     }
@@ -379,6 +381,12 @@ int main(int argc, char** argv) {
     top->eval();
     ticks(2);
 
+    std::vector<std::pair<std::string, uint32_t>> got;
+    for (auto& r : job.pre_reads) {
+        uint32_t v = 0;
+        if (!csr_read(r.second, &v)) return fail("AXI-Lite read got no response");
+        got.push_back({r.first, v});
+    }
     auto t0 = std::chrono::steady_clock::now();
     for (auto& w : job.writes)
         if (!csr_write(w.first, w.second)) return fail("AXI-Lite write got no response");
@@ -389,7 +397,6 @@ int main(int argc, char** argv) {
     const bool timeout = !top->irq;
     const uint64_t sim_cycles = g_cycle - start_cycle;
 
-    std::vector<std::pair<std::string, uint32_t>> got;
     for (auto& r : job.reads) {
         uint32_t v = 0;
         if (!csr_read(r.second, &v)) return fail("AXI-Lite read got no response");

@@ -31,6 +31,7 @@ import subprocess
 import tempfile
 import time
 from pathlib import Path
+from typing import Sequence
 
 from hw import csr
 from hw.config import HwConfig, load_config
@@ -58,14 +59,17 @@ def _cfg(cfg: HwConfig | str | Path) -> HwConfig:
     return cfg if isinstance(cfg, HwConfig) else load_config(cfg)
 
 
-def build_dir_for(cfg: HwConfig, mem: str = DEFAULT_MEM) -> Path:
-    return build_root() / "raw" / f"{cfg.name}-{cfg.config_id:08x}-{mem}"
+def build_dir_for(cfg: HwConfig, mem: str = DEFAULT_MEM, rtl: Path | None = None) -> Path:
+    """The build folder; an alternative RTL folder (``rtl``) gets its own, named by its path."""
+    alt = "" if rtl is None else "-rtl" + hashlib.sha256(str(Path(rtl).resolve()).encode()).hexdigest()[:8]
+    return build_root() / "raw" / f"{cfg.name}-{cfg.config_id:08x}-{mem}{alt}"
 
 
-def _sources(cfg: HwConfig, mem: str, bdir: Path) -> tuple[list[Path], Path, str]:
+def _sources(cfg: HwConfig, mem: str, bdir: Path, rtl: Path | None = None) -> tuple[list[Path], Path, str]:
+    from hw.introspect.parse import source_files
     from testbench.rtl_model import HDL_DIR, include_dir, rtl_sources
 
-    srcs = rtl_sources()
+    srcs = rtl_sources() if rtl is None else [p.resolve() for p in source_files(Path(rtl))]
     top = "accel_top"
     if mem == "verilog":
         srcs += [HDL_DIR / "dram_model.v", HDL_DIR / "tb_fast.v"]
@@ -86,19 +90,21 @@ def model_bytes(cfg: HwConfig) -> int:
     return min(cfg.dram_bytes, MAX_MODEL_BYTES)
 
 
-def build(cfg: HwConfig | str | Path = "default", mem: str = DEFAULT_MEM, verbose: bool = False) -> Path:
+def build(cfg: HwConfig | str | Path = "default", mem: str = DEFAULT_MEM, verbose: bool = False,
+          rtl: Path | None = None) -> Path:
     """Build (or reuse) the raw harness of ``cfg``; return the executable's path.
 
     Rebuilt only when an RTL file, the config header, the harness source, the flags or the
-    Verilator install change (a stamp of all of them sits next to the executable).
+    Verilator install change (a stamp of all of them sits next to the executable). ``rtl`` is
+    another RTL folder (with its ``sources.txt``) to build instead of hw/rtl, e.g. a mutant schemata.
     """
     if mem not in MEMS:
         raise ValueError(f"unknown raw memory variant '{mem}' (choose from {', '.join(MEMS)})")
     c = _cfg(cfg)
-    bdir = build_dir_for(c, mem)
+    bdir = build_dir_for(c, mem, rtl)
     with build_lock(bdir.parent / f"{bdir.name}.lock"):
         bdir.mkdir(parents=True, exist_ok=True)
-        srcs, inc, top = _sources(c, mem, bdir)
+        srcs, inc, top = _sources(c, mem, bdir, rtl)
         cmd_flags = VERILATOR_FLAGS + ["-CFLAGS", " ".join([CXX_OPT] + _defines(c, mem))]
         h = hashlib.sha256()
         for p in srcs + [inc / "accel_params.vh", HARNESS_CPP]:
@@ -163,13 +169,17 @@ def _error_of(d: dict, regs: dict[str, int], cfg: HwConfig, limit: int) -> dict 
 
 
 def run(program: Program, cfg: HwConfig | str | Path | None = None, mem: str = DEFAULT_MEM, limit: int | None = None,
-        keep: bool = False) -> RunResult:
+        keep: bool = False, rtl: Path | None = None, plusargs: Sequence[str] = (),
+        reads: Sequence[str] = (), pre_reads: Sequence[str] = ()) -> RunResult:
     """Run one Program on the raw harness and return RunResult(model="raw").
 
     ``wall_s`` is the wall time of the register config plus the run to DONE (as the cocotb
     back-end's ``run_wall_s``); ``extra`` has ``sim_cycles`` (clock cycles from START to irq),
     ``cycles_per_s`` (sim_cycles / wall_s), ``process_wall_s`` and ``status``. ``limit`` is
-    the cycle watchdog (default: ``testbench.memimg.watchdog_cycles``).
+    the cycle watchdog (default: ``testbench.memimg.watchdog_cycles``). ``rtl``: another RTL
+    folder (see :func:`build`); ``plusargs``: extra ``+NAME=VALUE`` arguments of the simulation;
+    ``reads``: more CSR names to read after the run, their values in ``extra["csrs"]``;
+    ``pre_reads``: CSR names to read after reset, before the Program's writes (``extra["csrs_before"]``).
     """
     from testbench.memimg import from_hex_words, to_hex_words, watchdog_cycles
 
@@ -180,7 +190,7 @@ def run(program: Program, cfg: HwConfig | str | Path | None = None, mem: str = D
     if program.dram_end > model_bytes(c):
         raise ValueError(f"Program '{program.name}' uses DRAM up to 0x{program.dram_end:x}, beyond the "
                          f"{model_bytes(c)}-byte DRAM model")
-    exe = build(c, mem)
+    exe = build(c, mem, rtl=rtl)
     limit = int(limit or watchdog_cycles(program, "fast"))
     by = csr.csrs_of(c)
     runs = exe.parent / "runs"
@@ -196,9 +206,12 @@ def run(program: Program, cfg: HwConfig | str | Path | None = None, mem: str = D
         dram_in, dram_out = rdir / "dram_in.hex", rdir / "dram_out.hex"
         dram_in.write_text(to_hex_words(img, c.bus_bytes))
         args += [f"+DRAM_IN={dram_in}", f"+DRAM_OUT={dram_out}"]
+    args += list(plusargs)
     lines = [f"dram_in {dram_in}", f"dram_out {dram_out}", f"dump_bytes {dump_bytes}", f"limit {limit}"]
     lines += [f"w {by[n].addr} {v}" for n, v in program.regs]
     lines += [f"r {n} {a}" for n, a in _reads(c)]
+    lines += [f"r x_{n} {by[n].addr}" for n in reads]
+    lines += [f"p p_{n} {by[n].addr}" for n in pre_reads]
     (rdir / "job.txt").write_text("\n".join(lines) + "\n")
     t0 = time.perf_counter()
     p = subprocess.run(args, cwd=rdir, capture_output=True, text=True)
@@ -223,6 +236,10 @@ def run(program: Program, cfg: HwConfig | str | Path | None = None, mem: str = D
              "process_wall_s": round(proc_wall, 6), "status": regs.get("STATUS"), "run_dir": str(rdir)}
     if per_core is not None:
         extra["cores"] = per_core
+    if reads:
+        extra["csrs"] = {n: regs.get(f"x_{n}") for n in reads}
+    if pre_reads:
+        extra["csrs_before"] = {n: regs.get(f"p_{n}") for n in pre_reads}
     if p.stderr.strip():
         extra["stderr"] = p.stderr[-2000:]
     res = RunResult(model="raw", outputs=program.read_outputs(dram), cycles=cycles, counters=counters, error=err,

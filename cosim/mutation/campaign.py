@@ -1,0 +1,360 @@
+"""The mutation campaign: sample mutants, build the schemata once, run the regression per mutant.
+
+The regression of a mutant is the shipped examples (the ``large`` ones left out) and a fuzz slice
+(random Programs, a share with an injected fault), run on the raw Verilator harness with
+``+MUT=K``. The expected result of each Program is the run of the same build with ``+MUT=0`` (the
+original design), which is first checked against the golden outputs and the TLM (outputs, error
+code and pc, cycles, counters): the TLM and golden checks stand behind every comparison.
+
+A mutant is killed by the first Program whose outputs, error, cycles or counters differ from the
+expected ones, that hits the watchdog (the expected cycles plus a margin: any longer run differs
+anyway), or that the harness cannot finish; a schemata that does not build kills nothing and
+stops the campaign (it is a bug of the generator). The mutants run as cluster tasks
+(:func:`cosim.cluster.run_tasks`), a chunk of mutants per task.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import pickle
+import random
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator
+
+import numpy as np
+
+from hw.config import HwConfig, load_config
+from hw.program import Program
+from hw.result import RunResult
+from cosim.mutation.points import KINDS, Mutant, MutationError, scan_rtl
+from cosim.mutation.schemata import PLUSARG, schemata_id, write_schemata
+
+MEM = "verilog"                   # the raw harness's faster memory variant
+WATCHDOG_MARGIN = 2000            # cycles over the expected run before a mutant's run counts as hung
+DEFAULT_COUNT = 200
+DEFAULT_FUZZ = 50
+DEFAULT_FAULTS = 50
+DEFAULT_CHUNK = 10
+REPO = Path(__file__).resolve().parents[2]
+
+
+def mutation_root() -> Path:
+    """``<repo>/build/mutation``, or under ``COSIM_BUILD_DIR`` (the build root every tool uses)."""
+    return Path(os.environ.get("COSIM_BUILD_DIR", REPO / "build")).resolve() / "mutation"
+
+
+def repo_rtl() -> Path:
+    """The RTL folder of this checkout."""
+    from hw.introspect.parse import RTL_DIR
+
+    return Path(RTL_DIR)
+
+
+# ---- choosing mutants ---------------------------------------------------------------------------
+def sample(mutants: list[Mutant], count: int, seed: int) -> list[Mutant]:
+    """``count`` mutants spread over every module (each module its share of the candidates, at
+    least one), drawn with ``seed``; returned in source order (files as in sources.txt)."""
+    if count >= len(mutants):
+        return list(mutants)
+    order = {m.id: n for n, m in enumerate(mutants)}
+    by_mod: dict[str, list[Mutant]] = {}
+    for m in mutants:
+        by_mod.setdefault(m.module, []).append(m)
+    rng = random.Random(seed)
+    for name in sorted(by_mod):
+        rng.shuffle(by_mod[name])
+    total = len(mutants)
+    quota = {n: min(len(ms), max(1, count * len(ms) // total)) for n, ms in by_mod.items()}
+    # largest remainders first until the count is reached
+    rest = sorted(by_mod, key=lambda n: (-(count * len(by_mod[n]) % total), n))
+    while sum(quota.values()) < count:
+        grew = False
+        for n in rest:
+            if sum(quota.values()) >= count:
+                break
+            if quota[n] < len(by_mod[n]):
+                quota[n] += 1
+                grew = True
+        if not grew:
+            break
+    while sum(quota.values()) > count:  # more modules than mutants asked for: the smallest shares go
+        n = min((n for n in quota if quota[n] > 0), key=lambda n: (len(by_mod[n]), n))
+        quota[n] -= 1
+    chosen = [m for n in by_mod for m in by_mod[n][:quota[n]]]
+    return sorted(chosen, key=lambda m: order[m.id])
+
+
+# ---- the regression's Programs --------------------------------------------------------------------
+def with_barrier(p: Program) -> Program | None:
+    """``p`` with a BARRIER after its middle STORE (None when the longer stream would not fit before
+    the next region). The fuzz generator makes no BARRIER and the compiler emits them only for
+    several cores, so without these the BARRIER logic of a one-core config would go unchecked."""
+    import dataclasses
+
+    from hw.isa import Barrier, Store
+    from hw.program import ProgramError
+
+    ks = [k for k, i in enumerate(p.insns) if isinstance(i, Store)]
+    if not ks or p.config.num_cores != 1:
+        return None
+    k = ks[len(ks) // 2] + 1
+    insns = p.insns[:k] + [Barrier()] + p.insns[k:]
+    regions = [dataclasses.replace(r, shape=(len(insns) * 16,)) if r.role == "insn" else r for r in p.regions]
+    try:
+        return Program.create(p.config, insns, regions, name=f"{p.name}-barrier", inputs=p.inputs,
+                              expected=p.expected)
+    except ProgramError:
+        return None
+
+
+def regression_programs(cfg: HwConfig, fuzz: int, fuzz_seed: int, examples: list[str] | None = None,
+                        faults: int = 0, barriers: int = 4) -> list[Program]:
+    """The shipped examples (not the ``large`` ones; or only ``examples``) compiled for ``cfg``, then
+    up to ``barriers`` of them with a BARRIER added (:func:`with_barrier`), then ``fuzz`` fuzz
+    Programs of the campaign seeded ``fuzz_seed`` (a fifth with an injected fault), then ``faults``
+    more of that campaign that all carry a fault (the error paths are much of the logic)."""
+    from compiler.examples import get_example, list_examples, make_case as example_case
+    from cosim.fuzz.campaign import make_case as fuzz_case
+
+    out = []
+    for name in list_examples() if examples is None else examples:
+        if examples is None and get_example(name).large:
+            continue
+        p = example_case(name, cfg, seed=0).program
+        p.name = f"ex-{name}"
+        out.append(p)
+    n_ex = len(out)
+    for p in out[:n_ex]:
+        if len(out) - n_ex >= barriers:
+            break
+        b = with_barrier(p)
+        if b is not None:
+            out.append(b)
+    for i in range(fuzz):
+        out.append(fuzz_case(cfg, fuzz_seed, i).program)
+    for i in range(fuzz, fuzz + faults):
+        out.append(fuzz_case(cfg, fuzz_seed, i, fault_rate=1.0).program)
+    return out
+
+
+def readable_csrs(cfg: HwConfig) -> list[str]:
+    """Every readable CSR: read after reset (before the Program's writes) and after each run, so a
+    broken register, reset value or read path shows."""
+    from hw import csr
+
+    return [n for n, c in csr.csrs_of(cfg).items() if c.access != "wo"]
+
+
+def signature(r: RunResult) -> dict[str, Any]:
+    """What a mutant's run must reproduce: output digests, error (code, pc), cycles, counters."""
+    outs = {}
+    for n in sorted(r.outputs):
+        a = np.ascontiguousarray(r.outputs[n])
+        outs[n] = hashlib.sha256(f"{a.dtype}{a.shape}".encode() + a.tobytes()).hexdigest()[:16]
+    err = None if r.error is None else [r.error.get("name"), r.error.get("code"), r.error.get("pc")]
+    return {"outputs": outs, "error": err, "cycles": r.cycles, "counters": dict(sorted(r.counters.items())),
+            "cores": r.extra.get("cores"), "csrs": r.extra.get("csrs"), "csrs_before": r.extra.get("csrs_before")}
+
+
+def difference(expected: dict[str, Any], got: dict[str, Any]) -> str | None:
+    """The first difference of two signatures in words, or None when they are equal."""
+    if got["error"] != expected["error"]:
+        return f"error {got['error']} != expected {expected['error']}"
+    for n, h in expected["outputs"].items():
+        if got["outputs"].get(n) != h:
+            return f"output {n} differs"
+    if got["cycles"] != expected["cycles"]:
+        return f"cycles {got['cycles']} != {expected['cycles']}"
+    for k, v in expected["counters"].items():
+        if got["counters"].get(k) != v:
+            return f"counter {k} {got['counters'].get(k)} != {v}"
+    if got["cores"] != expected["cores"]:
+        return "per-core counters differ"
+    for when in ("csrs_before", "csrs"):
+        for k, v in (expected.get(when) or {}).items():
+            if (got.get(when) or {}).get(k) != v:
+                at = "after reset" if when == "csrs_before" else "after the run"
+                return f"CSR {k} {at} {(got.get(when) or {}).get(k)} != {v}"
+    return None
+
+
+def check_baseline(program: Program, res: RunResult) -> list[str]:
+    """How the original design's run (K=0) disagrees with the golden outputs and the TLM (empty: agrees)."""
+    from cosim import models
+    from cosim.fuzz.campaign import compare, compare_timing
+
+    faulty = bool(getattr(program, "patches", None)) or "fault" in program.meta
+    tlm = models.tlm(program)
+    probs = compare(tlm, res, faulty)
+    if not probs and res.error is None:
+        probs += compare_timing(tlm, res)
+        if program.expected:
+            mm = models.first_mismatch(program.expected, res.outputs)
+            if mm:
+                probs.append(f"golden vs rtl: {mm}")
+    return [f"{program.name}: {p}" for p in probs]
+
+
+# ---- one campaign's files ---------------------------------------------------------------------------
+@dataclass
+class Setup:
+    """The prepared campaign: the schemata folder, its build and the expected results."""
+
+    config: HwConfig
+    mutants: list[Mutant]
+    root: Path              # build/mutation/<config>-<id>/
+    rtl: Path               # the schemata RTL copy
+    programs: Path          # pickled list of Programs (fuzz Programs with faults cannot be saved as folders)
+    expected: Path          # JSON: [signature, sim_cycles] per Program
+    build_s: float
+    baseline_s: float
+
+    def task_args(self, ks: list[int]) -> dict[str, Any]:
+        return {"config": self.config.name, "rtl": str(self.rtl), "programs": str(self.programs),
+                "expected": str(self.expected), "mutants": ks}
+
+
+def prepare(config: str, count: int, seed: int, fuzz: int = DEFAULT_FUZZ, faults: int = DEFAULT_FAULTS,
+            fuzz_seed: int | None = None, barriers: int = 4,
+            rtl_dir: Path | None = None, check: bool = True, mutants: list[Mutant] | None = None,
+            examples: list[str] | None = None) -> Setup:
+    """Scan, sample, write and build the schemata; compile the Programs; run K=0 for the expected results.
+
+    ``mutants`` skips the scan and sampling (a given list, e.g. in tests); ``examples`` names the
+    examples of the regression (default: every shipped one but the large). With ``check`` the K=0
+    runs are compared with the golden outputs and the TLM first (a MutationError when they differ).
+    """
+    from cosim import models
+
+    cfg = load_config(config)
+    rtl_dir = Path(rtl_dir or repo_rtl())
+    if mutants is None:
+        mutants = sample(scan_rtl(rtl_dir), count, seed)
+    if not mutants:
+        raise MutationError("no mutants to run")
+    sid = schemata_id(rtl_dir, mutants)
+    root = mutation_root() / f"{cfg.name}-{sid}"
+    root.mkdir(parents=True, exist_ok=True)
+    rtl = root / "rtl"
+    stamp = root / "rtl.stamp"
+    if not (stamp.is_file() and stamp.read_text() == sid):
+        write_schemata(rtl_dir, rtl, mutants)
+        stamp.write_text(sid)
+    (root / "mutants.json").write_text(json.dumps([m.to_json() for m in mutants], indent=1) + "\n")
+    t0 = time.perf_counter()
+    models.raw_build(cfg, MEM, rtl=rtl)
+    build_s = time.perf_counter() - t0
+
+    fs = seed if fuzz_seed is None else fuzz_seed
+    tag = f"f{fuzz}-e{faults}-b{barriers}-s{fs}"
+    if examples is not None:
+        tag += "-" + hashlib.sha256(",".join(examples).encode()).hexdigest()[:8]
+    progs_file, exp_file = root / f"programs-{tag}.pkl", root / f"expected-{tag}.json"
+    t0 = time.perf_counter()
+    if not (progs_file.is_file() and exp_file.is_file()):
+        programs = regression_programs(cfg, fuzz, fs, examples, faults, barriers)
+        expected, problems = [], []
+        for p in programs:
+            r = models.raw(p, cfg, mem=MEM, rtl=rtl, plusargs=[f"+{PLUSARG}=0"], reads=readable_csrs(cfg),
+                           pre_reads=readable_csrs(cfg))
+            if check:
+                problems += check_baseline(p, r)
+            expected.append([signature(r), int(r.extra.get("sim_cycles", 0))])
+        if problems:
+            raise MutationError(f"the original design (+{PLUSARG}=0) disagrees with the golden outputs/TLM on "
+                                f"{len(problems)} check(s); first: {problems[0]}")
+        with open(progs_file, "wb") as f:
+            pickle.dump(programs, f)
+        exp_file.write_text(json.dumps(expected) + "\n")
+    return Setup(cfg, mutants, root, rtl, progs_file, exp_file, build_s, time.perf_counter() - t0)
+
+
+# ---- the task ---------------------------------------------------------------------------------------
+def run_mutants(args: dict[str, Any]) -> dict[str, Any]:
+    """Cluster task: run the regression on each mutant K of ``args["mutants"]``; stop a mutant at its
+    first failing Program. Returns {"K": {"killed", "program", "why", "runs"}}."""
+    from cosim import models
+
+    cfg = load_config(args["config"])
+    rtl = Path(args["rtl"])
+    with open(args["programs"], "rb") as f:
+        programs: list[Program] = pickle.load(f)
+    expected = json.loads(Path(args["expected"]).read_text())
+    # cheapest Programs first: most mutants die early
+    order = sorted(range(len(programs)), key=lambda n: expected[n][1])
+    reads = readable_csrs(cfg)
+    out: dict[str, Any] = {}
+    for k in args["mutants"]:
+        verdict = {"killed": False, "program": None, "why": None, "runs": 0}
+        for n in order:
+            exp, cycles = expected[n]
+            verdict["runs"] += 1
+            try:
+                r = models.raw(programs[n], cfg, mem=MEM, limit=cycles + WATCHDOG_MARGIN, rtl=rtl,
+                               plusargs=[f"+{PLUSARG}={k}"], reads=reads, pre_reads=reads)
+                why = difference(exp, signature(r))
+            except Exception as e:  # noqa: BLE001 - a harness that cannot finish the mutant's run kills it
+                why = f"run failed: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+            if why:
+                verdict.update(killed=True, program=programs[n].name, why=why)
+                break
+        out[str(k)] = verdict
+    return out
+
+
+def tasks(setup: Setup, chunk: int = DEFAULT_CHUNK) -> list[Any]:
+    """The cluster tasks of a prepared campaign: ``chunk`` mutants each."""
+    from cosim.cluster import Task
+
+    ks = list(range(1, len(setup.mutants) + 1))
+    tag = f"{setup.root.name}-{setup.programs.stem}"
+    return [Task(f"{tag}-m{ks[i]}-{ks[min(i + chunk, len(ks)) - 1]}", "cosim.mutation.campaign:run_mutants",
+                 setup.task_args(ks[i:i + chunk])) for i in range(0, len(ks), chunk)]
+
+
+# ---- the score ----------------------------------------------------------------------------------------
+def score(setup: Setup, verdicts: dict[int, dict[str, Any]], equivalents: dict[str, str]) -> dict[str, Any]:
+    """The report: counts, score, by module and by kind, survivors (with a reason when listed equivalent).
+
+    ``score`` is killed / (mutants - listed equivalent survivors); ``raw_score`` is killed / mutants.
+    A mutant without a verdict (its task failed) counts as a survivor with ``why`` "not run".
+    """
+    by_module: dict[str, dict[str, int]] = {}
+    by_kind: dict[str, dict[str, int]] = {k: {"mutants": 0, "killed": 0} for k in KINDS}
+    survivors = []
+    killed = equivalent = 0
+    for k, m in enumerate(setup.mutants, 1):
+        v = verdicts.get(k)
+        dead = bool(v and v["killed"])
+        for d in (by_module.setdefault(m.module, {"mutants": 0, "killed": 0}), by_kind[m.kind]):
+            d["mutants"] += 1
+            d["killed"] += dead
+        if dead:
+            killed += 1
+            continue
+        reason = equivalents.get(m.id)
+        equivalent += reason is not None
+        survivors.append({"k": k, "id": m.id, "file": m.file, "line": m.line, "module": m.module, "kind": m.kind,
+                          "change": m.change, "equivalent": reason, "why": None if v else "not run"})
+    n = len(setup.mutants)
+    live = n - equivalent
+    return {"config": setup.config.name, "mutants": n, "killed": killed, "equivalent": equivalent,
+            "score": round(killed / live, 4) if live else 1.0, "raw_score": round(killed / n, 4) if n else 1.0,
+            "by_module": by_module, "by_kind": {k: v for k, v in by_kind.items() if v["mutants"]},
+            "survivors": survivors}
+
+
+def run_campaign(setup: Setup, *, chunk: int = DEFAULT_CHUNK, results: str | Path | None = None,
+                 progress: bool = True, **cluster: Any) -> Iterator[dict[int, dict[str, Any]]]:
+    """Run the tasks; yield the verdicts gathered so far after each task (the last yield has all)."""
+    from cosim.cluster import run_tasks
+
+    verdicts: dict[int, dict[str, Any]] = {}
+    for rec in run_tasks(tasks(setup, chunk), results=results, progress=progress, desc="mutants", **cluster):
+        if rec["ok"]:
+            verdicts.update({int(k): v for k, v in rec["result"].items()})
+        yield verdicts
