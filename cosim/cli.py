@@ -173,18 +173,37 @@ def error_line(e: BaseException) -> str:
     return msg
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = build_parser()
+def forget_handled_interrupt() -> None:
+    """Let the exit code of a handled Ctrl-C be 130. CPython 3.11 notes a KeyboardInterrupt that leaves code
+    run by ``exec`` of a string (dataclasses and namedtuple make their methods so, at import) as unhandled,
+    even when it is caught later, and then ends the process by SIGINT instead of with the code returned."""
+    import ctypes
+
     try:
+        ctypes.c_int.in_dll(ctypes.pythonapi, "_Py_UnhandledKeyboardInterrupt").value = 0
+    except (ValueError, AttributeError):  # another Python keeps it elsewhere (or not at all)
+        pass
+
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        ap = build_parser()  # imports every command: seconds on a loaded machine, so Ctrl-C may come here
         args = ap.parse_args(argv)
     except SystemExit as e:  # --help (0) or a one-line argparse error (2)
         return int(e.code or 0)
+    except KeyboardInterrupt:
+        forget_handled_interrupt()
+        given = sys.argv[1:] if argv is None else argv
+        name = next((a for a in given if a in COMMANDS), None)
+        print(f"cosim{' ' + name if name else ''}: interrupted", file=sys.stderr)
+        return 130
     if not getattr(args, "_run", None):  # argparse requires a command; kept for a parser built otherwise
         print("cosim: error: a command is required (see cosim --help)", file=sys.stderr)
         return 2
     try:
         return int(args._run(args) or 0)
     except KeyboardInterrupt:
+        forget_handled_interrupt()
         print(f"cosim {args.command}: interrupted", file=sys.stderr)
         return 130
     except Exception as e:
