@@ -12,7 +12,8 @@ to the whole process group (the `cosim` process and every process it started the
 The moments go from the first instant of cosim's own code (importing the commands) through the cluster's
 start, the first record, mid-run, to the close after the last record. While they run, one busy-loop
 process per core keeps the CPUs loaded (a flaky Ctrl-C showed only on a loaded machine).
-``COSIM_INTERRUPT_SOAK=1`` adds a spread of fixed delays (0 to 12 s in steps of 0.25 s).
+``COSIM_INTERRUPT_SOAK=1`` adds the moment both workers are spawned and a spread of fixed delays (0.25 to
+12 s in steps of 0.25 s): about 15 minutes.
 """
 
 from __future__ import annotations
@@ -129,7 +130,9 @@ def interrupt(cmd: list[str], results: Path, moment: Moment, env: dict[str, str]
                 sent = True
                 break
             time.sleep(0.01)
+        t_sent = time.monotonic()
         out, err = run.communicate(timeout=limit_s)
+        stop_s = time.monotonic() - t_sent
     finally:
         if run.poll() is None:
             os.killpg(run.pid, signal.SIGKILL)
@@ -141,6 +144,8 @@ def interrupt(cmd: list[str], results: Path, moment: Moment, env: dict[str, str]
     for p in _tagged(tag):
         p.kill()
     assert not left, f"{moment[0]}: processes left behind: {left}"
+    assert stop_s < 60, f"{moment[0]}: {stop_s:.1f} s from Ctrl-C to the end"
+    print(f"{cmd[3]} at {moment[0]}: {stop_s:.1f} s from the moment to the end")
     return run.returncode, out, err, sent
 
 
@@ -173,13 +178,13 @@ TASK_PROCESS = "cosim.cluster.task_process"
 FUZZ_MOMENTS: list[Moment] = [
     after(0.0),                                               # cosim's code starts: importing the commands
     spawned(SPAWNED, 1, "cluster start"),                     # the first process of the cluster
-    spawned(SPAWNED, 3, "workers starting"),                  # both workers spawned, not yet up
     spawned(TASK_PROCESS, 1, "first task"),                   # a worker runs a task (its task process)
     records(1, "first record"),
     records(FUZZ_COUNT // FUZZ_CHUNK // 2, "mid-run"),
     records(FUZZ_COUNT // FUZZ_CHUNK, "close"),               # every record in: the cluster is closing
 ]
 if SOAK:
+    FUZZ_MOMENTS += [spawned(SPAWNED, 3, "workers starting")]  # both workers spawned, not yet up
     FUZZ_MOMENTS += [after(k * 0.25) for k in range(1, 49)]
 
 
