@@ -93,6 +93,15 @@ def failed_tests(junit: Path) -> list[str]:
     return out
 
 
+def tally(run_records: list[dict[str, Any]], runs: int) -> tuple[dict[str, list[int]], list[str]]:
+    """(test id -> the runs it failed in, the flaky tests: failed in some of the ``runs`` but not all)."""
+    by_test: dict[str, list[int]] = {}
+    for r in run_records:
+        for t in r["failed"]:
+            by_test.setdefault(t, []).append(r["run"])
+    return by_test, sorted(t for t, ks in by_test.items() if len(ks) < runs)
+
+
 def soak(runs: int, load: int, pytest_args: list[str], out_dir: Path, rev: str = "HEAD", keep: bool = False,
          run_timeout_s: float = RUN_TIMEOUT_S, jobs: str = "auto") -> dict[str, Any]:
     """Run the suite ``runs`` times from a clean clone under ``load`` busy processes; the summary."""
@@ -135,13 +144,8 @@ def soak(runs: int, load: int, pytest_args: list[str], out_dir: Path, rev: str =
             summary["clone"] = str(work / "repo")
         else:
             shutil.rmtree(work, ignore_errors=True)
-    by_test: dict[str, list[int]] = {}
-    for r in summary["runs"]:
-        for t in r["failed"]:
-            by_test.setdefault(t, []).append(r["run"])
-    summary["failures"] = by_test
-    summary["flaky"] = sorted(t for t, ks in by_test.items() if len(ks) < runs)
-    summary["ok"] = all(r["exit"] == 0 for r in summary["runs"])
+    summary["failures"], summary["flaky"] = tally(summary["runs"], runs)
+    summary["ok"] = len(summary["runs"]) == runs and all(r["exit"] == 0 for r in summary["runs"])
     (out_dir / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
     return summary
 

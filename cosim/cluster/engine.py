@@ -29,14 +29,15 @@ already there is not run again (resume); a task that raises or runs over ``timeo
 is a failed record, not a crash; a task whose worker dies is run again on another
 (Dask reschedules it; when Dask gives up, :func:`run_tasks` submits it afresh, up to
 ``retries`` times) and every key is recorded exactly once; Ctrl-C cancels what is left,
-closes the cluster and leaves a valid file.
+closes the cluster and leaves a valid file. Nothing of Dask reaches the terminal: its log records (of
+this process, and the embedded cluster's workers' output) go to a log folder, env ``COSIM_CLUSTER_LOGS``
+(kept) or a temporary one (:mod:`cosim.cluster.cluster_logs`).
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
-import logging
 import os
 import re
 import time
@@ -130,7 +131,7 @@ def open_client(address: str | None, workers: int | None) -> Iterator[Any]:
                     # memory limit: the work happens in the task processes, which a worker's monitor does not count
                     cluster = LocalCluster(n_workers=workers or default_workers(), threads_per_worker=1,
                                            processes=True, dashboard_address="127.0.0.1:0",
-                                           silence_logs=logging.CRITICAL, memory_limit=0,
+                                           silence_logs=False, memory_limit=0,
                                            preload=["cosim.cluster.worker_setup"],
                                            env={LOG_DIR_ENV: str(logs)})
                     client = Client(cluster, set_as_default=False)
