@@ -12,7 +12,7 @@ to the whole process group (the `cosim` process and every process it started the
 The moments go from the first instant of cosim's own code (importing the commands) through the cluster's
 start, the first record, mid-run, to the close after the last record. While they run, one busy-loop
 process per core keeps the CPUs loaded (a flaky Ctrl-C showed only on a loaded machine).
-``COSIM_INTERRUPT_SOAK=1`` adds the moment both workers are spawned and a spread of fixed delays (0.25 to
+``COSIM_INTERRUPT_SOAK=1`` adds the moments both workers are spawned and a first task runs, and a spread of fixed delays (0.25 to
 12 s in steps of 0.25 s): about 15 minutes.
 """
 
@@ -171,20 +171,20 @@ def check_interrupted(command: str, moment: Moment, code: int | None, err: str, 
     assert all(own_lines(x) for x in lines[:-1]), (moment[0], err)
 
 
-FUZZ_COUNT, FUZZ_CHUNK = 60, 10
+FUZZ_COUNT, FUZZ_CHUNK = 40, 10
 # multiprocessing's spawned children: the resource tracker first, then one per worker
 SPAWNED = "from multiprocessing."
 TASK_PROCESS = "cosim.cluster.task_process"
 FUZZ_MOMENTS: list[Moment] = [
     after(0.0),                                               # cosim's code starts: importing the commands
     spawned(SPAWNED, 1, "cluster start"),                     # the first process of the cluster
-    spawned(TASK_PROCESS, 1, "first task"),                   # a worker runs a task (its task process)
     records(1, "first record"),
     records(FUZZ_COUNT // FUZZ_CHUNK // 2, "mid-run"),
     records(FUZZ_COUNT // FUZZ_CHUNK, "close"),               # every record in: the cluster is closing
 ]
 if SOAK:
-    FUZZ_MOMENTS += [spawned(SPAWNED, 3, "workers starting")]  # both workers spawned, not yet up
+    FUZZ_MOMENTS += [spawned(SPAWNED, 3, "workers starting"),  # both workers spawned, not yet up
+                     spawned(TASK_PROCESS, 1, "first task")]   # a worker runs a task (its task process)
     FUZZ_MOMENTS += [after(k * 0.25) for k in range(1, 49)]
 
 
@@ -254,3 +254,14 @@ def test_sweep_ctrl_c_under_load(tmp_path, cpu_load):
         if sent:
             assert not (out_dir / "sweep.json").exists()
         check_results(results)
+
+
+def test_fuzz_ctrl_c_without_dask(tmp_path, cpu_load):
+    """`cosim fuzz --workers 0` (the tasks one by one in a task process of this machine): Ctrl-C mid-run kills
+    the running task's process and leaves the records so far."""
+    results = tmp_path / "fuzz.jsonl"
+    cmd = [*COSIM, "fuzz", "--count", "60", "--seed", "4", "--chunk", "10", "--workers", "0", "--quiet",
+           "--results", str(results)]
+    code, out, err, sent = interrupt(cmd, results, records(1, "first record"))
+    check_interrupted("fuzz", ("first record", records(1)[1]), code, err, sent)
+    assert 1 <= len(check_results(results)) < 6

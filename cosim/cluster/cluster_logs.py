@@ -35,12 +35,30 @@ MAX_LOG_BYTES = 1 << 20
 LOG_DIR_ENV = "COSIM_CLUSTER_LOG_DIR"
 
 
+class LogFile(logging.Handler):
+    """A bounded log file (rotated at :data:`MAX_LOG_BYTES`), opened on the first record.
+
+    Not a ``StreamHandler`` on purpose: Dask's ``silence_logs`` raises the level of every
+    StreamHandler of its loggers while a cluster lives (to keep the terminal quiet), and the file
+    is where its records are meant to go."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__()
+        self.file = logging.handlers.RotatingFileHandler(path, maxBytes=MAX_LOG_BYTES, backupCount=1, delay=True,
+                                                         encoding="utf-8")
+        self.file.setFormatter(logging.Formatter("%(asctime)s %(process)d %(name)s %(levelname)s: %(message)s"))
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.file.handle(record)
+
+    def close(self) -> None:
+        self.file.close()
+        super().close()
+
+
 def log_file_handler(path: Path) -> logging.Handler:
-    """A bounded log file (rotated at :data:`MAX_LOG_BYTES`), opened on the first record."""
-    h = logging.handlers.RotatingFileHandler(path, maxBytes=MAX_LOG_BYTES, backupCount=1, delay=True,
-                                             encoding="utf-8")
-    h.setFormatter(logging.Formatter("%(asctime)s %(process)d %(name)s %(levelname)s: %(message)s"))
-    return h
+    """A :class:`LogFile` at ``path``."""
+    return LogFile(path)
 
 
 @contextlib.contextmanager

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import re
 import time
@@ -131,7 +132,7 @@ def open_client(address: str | None, workers: int | None) -> Iterator[Any]:
                     # memory limit: the work happens in the task processes, which a worker's monitor does not count
                     cluster = LocalCluster(n_workers=workers or default_workers(), threads_per_worker=1,
                                            processes=True, dashboard_address="127.0.0.1:0",
-                                           silence_logs=False, memory_limit=0,
+                                           silence_logs=logging.CRITICAL, memory_limit=0,
                                            preload=["cosim.cluster.worker_setup"],
                                            env={LOG_DIR_ENV: str(logs)})
                     client = Client(cluster, set_as_default=False)
