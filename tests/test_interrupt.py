@@ -12,8 +12,8 @@ to the whole process group (the `cosim` process and every process it started the
 The moments go from the first instant of cosim's own code (importing the commands) through the cluster's
 start, the first record, mid-run, to the close after the last record. While they run, one busy-loop
 process per core keeps the CPUs loaded (a flaky Ctrl-C showed only on a loaded machine).
-``COSIM_INTERRUPT_SOAK=1`` adds the moments both workers are spawned and a first task runs, and a spread of fixed delays (0.25 to
-12 s in steps of 0.25 s): about 15 minutes.
+``COSIM_INTERRUPT_SOAK=1`` adds the moments both workers are spawned and a first task runs, and a spread
+of fixed delays (0.25 to 12 s in steps of 0.25 s): about 15 minutes.
 """
 
 from __future__ import annotations
