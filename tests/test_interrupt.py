@@ -160,15 +160,18 @@ def check_results(results: Path) -> list[dict]:
 
 
 def check_interrupted(command: str, moment: Moment, code: int | None, err: str, sent: bool,
-                      own_lines: Callable[[str], bool] = lambda line: False) -> None:
-    """Exit 130 and the one `interrupted` line (after lines the command writes itself, ``own_lines``)."""
+                      own_lines: Callable[[str], bool] = lambda line: False) -> bool:
+    """Exit 130 and the one `interrupted` line (after lines the command writes itself, ``own_lines``): True.
+    Or the run was over (the moment came after the process ended, or while it was exiting, its work done
+    and printed: a Ctrl-C then is ignored): exit 0 or 1 with only its own lines: False."""
     lines = err.splitlines()
-    if not sent:  # the run ended before the moment came: then it must have ended as usual
+    if not sent or code in (0, 1):
         assert code in (0, 1) and not [x for x in lines if not own_lines(x)], (moment[0], code, err)
-        return
+        return False
     assert code == 130, (moment[0], code, err)
     assert lines and lines[-1] == f"cosim {command}: interrupted", (moment[0], err)
     assert all(own_lines(x) for x in lines[:-1]), (moment[0], err)
+    return True
 
 
 FUZZ_COUNT, FUZZ_CHUNK = 40, 10
@@ -197,10 +200,11 @@ def test_fuzz_ctrl_c_at_many_moments_under_load(tmp_path, cpu_load):
                "--workers", "2", "--quiet", "--results", str(results)]
         t0 = time.monotonic()
         code, out, err, sent = interrupt(cmd, results, moment)
-        check_interrupted("fuzz", moment, code, err, sent)
-        if sent:
-            assert not out, (moment[0], out)  # an interrupted run prints no summary
         recs = check_results(results)
+        if check_interrupted("fuzz", moment, code, err, sent):
+            assert not out, (moment[0], out)  # an interrupted run prints no summary
+        else:  # the run was over: every record in, the summary printed
+            assert len(recs) == FUZZ_COUNT // FUZZ_CHUNK and out.strip().splitlines()[-1].startswith("fuzz: "), (moment[0], out)
         seen.append(f"{moment[0]}: exit {code}, {len(recs)} record(s), {time.monotonic() - t0:.1f} s")
     print("\n".join(seen))
 
@@ -232,9 +236,8 @@ def test_regress_ctrl_c_under_load(tmp_path, cpu_load):
                "--simulators", "verilator", "--no-units", "--workers", "2", "--quiet", "--results", str(results),
                "--junit", str(junit)]
         code, out, err, sent = interrupt(cmd, results, moment, limit_s=300)
-        check_interrupted("regress", moment, code, err, sent)
         check_results(results)
-        if sent:
+        if check_interrupted("regress", moment, code, err, sent):
             assert not junit.exists()  # an interrupted regression writes no report
 
 
@@ -250,8 +253,7 @@ def test_sweep_ctrl_c_under_load(tmp_path, cpu_load):
                "--workers", "2"]
         code, out, err, sent = interrupt(cmd, results, moment, limit_s=300)
         # the sweep's own lines: what it runs (`sweep tiny: ...`) and its progress bar (`sweep tiny ...`)
-        check_interrupted("sweep", moment, code, err, sent, own_lines=lambda line: line.startswith("sweep tiny"))
-        if sent:
+        if check_interrupted("sweep", moment, code, err, sent, own_lines=lambda line: line.startswith("sweep tiny")):
             assert not (out_dir / "sweep.json").exists()
         check_results(results)
 
