@@ -27,7 +27,8 @@ JUNIT = """<?xml version="1.0" encoding="utf-8"?>
 <testcase classname="tests.test_rtl_regression" name="test_examples[small-fast-0-verilator]" time="3.25"/>
 <testcase classname="tests.test_rtl_regression" name="test_examples[small-protocol-0-verilator]" time="4.5">
 <failure message="AssertionError: vadd: outputs differ&#10;second line">detail</failure></testcase>
-<testcase classname="tests.test_rtl_regression" name="test_unit_cases[small-fast]" time="1"><error message="boom"/></testcase>
+<testcase classname="tests.test_rtl_regression" name="test_unit_cases[small-fast]" time="1">
+<error message="boom"/></testcase>
 <testcase classname="tests.test_rtl_regression" name="test_examples[small-fast-0-icarus]" time="0">
 <skipped message="Icarus Verilog (iverilog) is not installed"/></testcase>
 </testsuite></testsuites>
@@ -153,7 +154,8 @@ def test_tables_are_the_files(tmp_path, capsys):
     # every JSON: the summary is its top-level numbers, each list/dict of items a table of rows
     for name in ("coverage", "fuzz", "mutation"):
         doc = json.loads(paths[name].read_text())
-        numbers = {k: format_value(v) for k, v in doc.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+        numbers = {k: format_value(v) for k, v in doc.items()
+                   if isinstance(v, (int, float)) and not isinstance(v, bool)}
         assert dict(_texts(t[(name, "summary")])) == numbers
         for key, value in doc.items():
             if not isinstance(value, (list, dict)) or not value:

@@ -12,7 +12,7 @@ own. Three rules keep an interrupted campaign clean:
   process (spawned, or respawned later by its nanny) never sees the terminal's Ctrl-C.
 * :func:`end_of_command`: after a command's run, interrupted or not, a further Ctrl-C is
   ignored, so it cannot break the interpreter's exit (thread joins, atexit handlers of
-  Dask and multiprocessing) with a traceback.
+  Dask and multiprocessing) with a traceback: the command's result stands.
 * :func:`interruptible`: a command's ``run``, with the run's generators (and so its
   cluster) closed before the CLI prints its one ``interrupted`` line.
 """
@@ -24,8 +24,12 @@ import contextlib
 import functools
 import gc
 import signal
+import sys
 import threading
+from pathlib import Path
 from typing import Any, Callable, Iterator, TypeVar
+
+from cosim.cli import sigint_seen
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -54,7 +58,7 @@ def sigint_held() -> Iterator[None]:
         if got:
             if before is signal.default_int_handler:
                 raise KeyboardInterrupt
-            if callable(before):
+            if callable(before):  # watch_sigint's, or a program's own
                 before(signal.SIGINT, None)
             # SIG_IGN or SIG_DFL-with-nothing-to-do: the process chose to ignore it
 
@@ -62,6 +66,14 @@ def sigint_held() -> Iterator[None]:
 def _ignore_sigint() -> None:
     if _in_main_thread():
         signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _command_is_the_process() -> bool:
+    """Whether this process is the ``cosim`` command itself (``cosim ...`` or ``python -m cosim.cli``), not a
+    program (a test) that calls a command's ``run`` among other things."""
+    main = sys.modules.get("__main__")
+    spec = getattr(main, "__spec__", None)
+    return getattr(spec, "name", None) == "cosim.cli" or Path(sys.argv[0] if sys.argv else "").name == "cosim"
 
 
 def end_of_command() -> None:
@@ -77,8 +89,13 @@ def run_interruptible(body: Callable[[], Any]) -> Any:
     frames are gone), then raise :class:`KeyboardInterrupt` for the CLI's one ``interrupted`` line."""
     end_of_command()
     try:
-        return body()
-    except KeyboardInterrupt:
+        result = body()
+        if _command_is_the_process():  # the work is done and printed: what is left is the process's exit
+            _ignore_sigint()
+        return result
+    except BaseException as e:
+        if not (isinstance(e, KeyboardInterrupt) or sigint_seen()):
+            raise
         _ignore_sigint()
     # here the traceback of the interrupt, and with it the frames of the run, are released: a generator
     # of run_tasks not closed yet is finalized now (a reference cycle waits for the collection below)

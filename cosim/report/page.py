@@ -33,7 +33,8 @@ INPUTS = (
     Input("coverage", "RTL code coverage", "build/coverage/summary.json", "json", "make coverage"),
     Input("bins", "Functional coverage bins", "build/fuzz-bins.json", "json",
           "cosim fuzz --coverage --json > build/fuzz-bins.json"),
-    Input("fuzz", "Differential fuzzing", "build/fuzz.json", "json", "cosim fuzz --count 1000 --json > build/fuzz.json"),
+    Input("fuzz", "Differential fuzzing", "build/fuzz.json", "json",
+          "cosim fuzz --count 1000 --json > build/fuzz.json"),
     Input("mutation", "Mutation score", "build/mutation.json", "json", "cosim mutate --json > build/mutation.json"),
 )
 

@@ -119,7 +119,8 @@ def items_table(title: str, value: Any, base: Path | None = None, key_name: str 
             return _bounded(Table(title, [key_name, *cols]),
                             [[Cell(str(k)), *[_cell(it.get(c), base) for c in cols]] for k, it in flat.items()])
         if all(not isinstance(x, (dict, list)) for x in value.values()):
-            return _bounded(Table(title, [key_name, "value"]), [[Cell(str(k)), _cell(x, base)] for k, x in value.items()])
+            return _bounded(Table(title, [key_name, "value"]),
+                            [[Cell(str(k)), _cell(x, base)] for k, x in value.items()])
     return None
 
 
