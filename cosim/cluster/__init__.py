@@ -6,7 +6,11 @@
   its time limit;
 * :mod:`cosim.cluster.task_process` - the child process that runs task functions;
 * :mod:`cosim.cluster.results_file` - the JSON-lines results file;
-* :mod:`cosim.cluster.progress` - the progress bar.
+* :mod:`cosim.cluster.progress` - the progress bar;
+* :mod:`cosim.cluster.interrupts` - Ctrl-C: held while a cluster starts or closes, never seen by
+  the workers, ignored once a command is over;
+* :mod:`cosim.cluster.cluster_logs`, :mod:`cosim.cluster.worker_setup` - Dask's messages (this
+  process's and the workers') in a log folder, never on the terminal.
 """
 
 from cosim.cluster.engine import Task, run_tasks

@@ -29,7 +29,9 @@ already there is not run again (resume); a task that raises or runs over ``timeo
 is a failed record, not a crash; a task whose worker dies is run again on another
 (Dask reschedules it; when Dask gives up, :func:`run_tasks` submits it afresh, up to
 ``retries`` times) and every key is recorded exactly once; Ctrl-C cancels what is left,
-closes the cluster and leaves a valid file.
+closes the cluster and leaves a valid file. Nothing of Dask reaches the terminal: its log records (of
+this process, and the embedded cluster's workers' output) go to a log folder, env ``COSIM_CLUSTER_LOGS``
+(kept) or a temporary one (:mod:`cosim.cluster.cluster_logs`).
 """
 
 from __future__ import annotations
@@ -39,8 +41,6 @@ import json
 import logging
 import os
 import re
-import signal
-import threading
 import time
 import uuid
 from collections import Counter
@@ -48,6 +48,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
+from cosim.cluster.cluster_logs import LOG_DIR_ENV, log_folder, logs_to_file
+from cosim.cluster.interrupts import sigint_held
 from cosim.cluster.progress import ProgressBar
 from cosim.cluster.results_file import ResultsFile
 from cosim.cluster.task_runner import execute, stop_task_process
@@ -107,46 +109,62 @@ def default_workers() -> int:
 @contextlib.contextmanager
 def open_client(address: str | None, workers: int | None) -> Iterator[Any]:
     """A Dask client: of a new embedded LocalCluster (``address`` None) or of the scheduler at ``address``;
-    the cluster is closed (its worker processes stopped) when the block ends, however it ends."""
+    the cluster is closed (its worker processes stopped) when the block ends, however it ends.
+
+    Ctrl-C while the cluster starts or closes is held until that is done (:func:`sigint_held`), then
+    raised; the embedded cluster's worker processes never receive it, and neither they nor Dask in this
+    process write to the terminal (:mod:`cosim.cluster.cluster_logs`)."""
     from distributed import Client, LocalCluster
 
     if address is None:
-        n = workers or default_workers()
-        # Ctrl-C reaches every process of the terminal's process group: the worker processes ignore it
-        # (they inherit the ignoring from here), the client handles it by cancelling and closing.
-        main = threading.current_thread() is threading.main_thread()
-        old = signal.signal(signal.SIGINT, signal.SIG_IGN) if main else None
+        # multiprocessing starts its resource tracker on first need, from the thread that needs it, and
+        # unblocks SIGINT in that thread afterwards: started here first, it cannot unblock it in the event-loop
+        # thread that spawns the workers (see sigint_held)
+        from multiprocessing import resource_tracker
+
+        resource_tracker.ensure_running()
+    with log_folder() as logs, logs_to_file(logs / "client.log"):
+        cluster = client = None
         try:
-            # the scheduler's HTTP server on a free port (not 8787, which another cluster may hold); no memory
-            # limit: the work happens in the task processes, which a worker's monitor does not count
-            cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
-                                   dashboard_address="127.0.0.1:0", silence_logs=logging.ERROR, memory_limit=0)
+            with sigint_held():
+                if address is None:
+                    # the scheduler's HTTP server on a free port (not 8787, which another cluster may hold); no
+                    # memory limit: the work happens in the task processes, which a worker's monitor does not count
+                    cluster = LocalCluster(n_workers=workers or default_workers(), threads_per_worker=1,
+                                           processes=True, dashboard_address="127.0.0.1:0",
+                                           silence_logs=logging.CRITICAL, memory_limit=0,
+                                           preload=["cosim.cluster.worker_setup"],
+                                           env={LOG_DIR_ENV: str(logs)})
+                    client = Client(cluster, set_as_default=False)
+                else:
+                    client = _connect(address)
+            if address is not None:
+                wait = _env_seconds("COSIM_WORKER_WAIT", WORKER_WAIT_S)
+                try:
+                    client.wait_for_workers(1, timeout=wait)
+                except (TimeoutError, OSError):
+                    raise ConnectionError(f"no Dask worker joined the scheduler at {address} within {wait:g} s "
+                                          f"(start some with `dask worker {address}`)") from None
+            yield client
         finally:
-            if old is not None:
-                signal.signal(signal.SIGINT, old)
-        try:
-            with Client(cluster, set_as_default=False) as client:
-                yield client
-        finally:
-            cluster.close()
-        return
+            with sigint_held():
+                for part in (client, cluster):
+                    if part is not None:
+                        with contextlib.suppress(Exception):  # closing is best effort: the run is over
+                            part.close()
+
+
+def _connect(address: str) -> Any:
+    """A client of the scheduler at ``address``; one clear error when it cannot be reached."""
+    from distributed import Client
+
     try:
-        client = Client(address, timeout=_env_seconds("COSIM_CONNECT_TIMEOUT", CONNECT_TIMEOUT_S),
-                        set_as_default=False)
+        return Client(address, timeout=_env_seconds("COSIM_CONNECT_TIMEOUT", CONNECT_TIMEOUT_S),
+                      set_as_default=False)
     except (OSError, TimeoutError) as e:
         raise ConnectionError(f"cannot reach the Dask scheduler at {address} ({type(e).__name__}: "
                               f"{str(e).splitlines()[0] if str(e) else ''}); start one with `dask scheduler`, "
                               f"or drop --scheduler / COSIM_SCHEDULER for this machine's cores") from None
-    try:
-        wait = _env_seconds("COSIM_WORKER_WAIT", WORKER_WAIT_S)
-        try:
-            client.wait_for_workers(1, timeout=wait)
-        except (TimeoutError, OSError):
-            raise ConnectionError(f"no Dask worker joined the scheduler at {address} within {wait:g} s "
-                                  f"(start some with `dask worker {address}`)") from None
-        yield client
-    finally:
-        client.close()
 
 
 def _checked(tasks: Iterable[Task]) -> list[Task]:
@@ -222,6 +240,8 @@ def _run(tasks: list[Task], results: str | Path | None, address: str | None, wor
             yield {**rec, "resumed": True}
         if not todo:
             return
+        if store is not None:
+            store.open()
         runner = _run_here(todo, timeout_s) if workers == 0 else \
             _run_on_dask(todo, address, workers, retries, timeout_s)
         for rec in runner:
@@ -326,8 +346,9 @@ def _run_on_dask(tasks: list[Task], address: str | None, workers: int | None, re
                     rec["attempts"] = max(submitted[key], starts[key])
                     yield rec
         finally:
-            if pending:
+            with sigint_held():  # a second Ctrl-C must not cut the cancel short
+                if pending:
+                    with contextlib.suppress(Exception):
+                        client.cancel(list(pending), force=True)
                 with contextlib.suppress(Exception):
-                    client.cancel(list(pending), force=True)
-            with contextlib.suppress(Exception):
-                client.unsubscribe_topic(topic)
+                    client.unsubscribe_topic(topic)

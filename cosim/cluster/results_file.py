@@ -49,12 +49,18 @@ class ResultsFile:
             out[rec["key"]] = rec
         return out
 
-    def append(self, record: dict[str, Any]) -> None:
-        """Add one record (one line, one write, flushed)."""
+    def open(self) -> None:
+        """Create the file (and its folder) if missing and open it for appending: a campaign stopped before
+        its first record still leaves a (valid, empty) results file."""
         if self.fd is None:
             if self.path.parent != Path(""):
                 self.path.parent.mkdir(parents=True, exist_ok=True)
             self.fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+
+    def append(self, record: dict[str, Any]) -> None:
+        """Add one record (one line, one write, flushed)."""
+        self.open()
+        assert self.fd is not None
         line = (json.dumps(record, separators=(",", ":")) + "\n").encode()
         written = os.write(self.fd, line)
         while written < len(line):  # a regular file takes it whole; this is for the odd file system

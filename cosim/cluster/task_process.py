@@ -122,6 +122,9 @@ def main(argv: list[str]) -> int:
     answer_fd = int(argv[0])
     _die_with_parent()
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the campaign's to handle, through the parent
+    # a worker of the embedded cluster runs with SIGINT blocked (cosim.cluster.interrupts); what a task starts
+    # (a simulator) gets the ordinary mask
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
     with os.fdopen(answer_fd, "w", buffering=1) as answers:
         for line in sys.stdin:
             if not line.strip():

@@ -80,6 +80,13 @@ class TaskProcess:
             self.proc.stdin.flush()
         except OSError:
             return {"ok": False, "error": f"the task process died before the task ({self._death()})"}
+        try:
+            return self._answer(timeout_s, cancelled)
+        except BaseException:  # Ctrl-C in a process that runs tasks itself (workers=0): the task goes too
+            self.kill()
+            raise
+
+    def _answer(self, timeout_s: float | None, cancelled: Callable[[], bool]) -> dict[str, Any]:
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
         fd = self.answers.fileno()
         while b"\n" not in self.buffer:

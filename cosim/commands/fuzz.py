@@ -8,6 +8,7 @@ import sys
 
 from hw.config import load_config
 from cosim.cli import UserError, add_json_arg, float_arg, folder_arg, int_arg
+from cosim.cluster.interrupts import interruptible
 from cosim.cluster.options import add_cluster_args, cluster_kwargs
 
 
@@ -47,6 +48,7 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     return p
 
 
+@interruptible
 def run(args: argparse.Namespace) -> int:
     from cosim.fuzz.campaign import replay_failure, rtl_available
     from cosim.fuzz.distributed import run_distributed_campaign

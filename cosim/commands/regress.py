@@ -8,6 +8,7 @@ import sys
 
 from hw.config import list_configs, load_config
 from cosim.cli import add_json_arg, folder_arg, int_arg
+from cosim.cluster.interrupts import interruptible
 from cosim.cluster.options import add_cluster_args, cluster_kwargs
 
 MEMS = ("fast", "protocol")
@@ -43,6 +44,7 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     return p
 
 
+@interruptible
 def run(args: argparse.Namespace) -> int:
     from compiler.examples import list_examples
     from cosim.regress.cells import regression_cells

@@ -12,6 +12,7 @@ import json
 from pathlib import Path
 
 from cosim.cli import add_json_arg, folder_arg
+from cosim.cluster.interrupts import interruptible
 from cosim.cluster.options import add_cluster_args, cluster_kwargs
 
 
@@ -56,6 +57,7 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     return p
 
 
+@interruptible
 def run(args: argparse.Namespace) -> int:
     from cosim.sweep.run import all_agree, default_out_dir, print_report, run_sweep
     from cosim.sweep.spec import RtlChoice, load_spec
