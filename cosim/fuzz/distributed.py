@@ -15,10 +15,10 @@ import time
 from pathlib import Path
 from typing import Any, Sequence
 
-from hw.config import load_config
 from cosim.cluster import Task, run_tasks
 from cosim.cluster.progress import ProgressBar
 from cosim.fuzz.campaign import Summary, fuzz_configs, run_chunk
+from cosim.fuzz.multicore import fuzz_config
 
 # Cases per task without the RTL (the reference and the TLM take ~15 ms a case).
 CHUNK_NO_RTL = 50
@@ -27,7 +27,7 @@ CHUNK_NO_RTL = 50
 def chunk_task(args: dict[str, Any]) -> dict[str, Any]:
     """Engine task: one chunk of a campaign (``args``: configs, seed, start, stop, rtl, fault_rate,
     save_dir, do_shrink, batch); returns ``run_chunk``'s outcome."""
-    cfgs = [load_config(n) for n in args["configs"]]
+    cfgs = [fuzz_config(n) for n in args["configs"]]
     return run_chunk(cfgs, args["seed"], args["start"], args["stop"], args["rtl"], args["fault_rate"],
                      args["save_dir"], args["do_shrink"], args["batch"])
 
