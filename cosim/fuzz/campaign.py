@@ -1,19 +1,21 @@
 """Differential fuzzing campaigns: generate, run on every model, compare, shrink, save.
 
-One campaign case = one generated Program (``cosim.fuzz.generator``) for one config,
+One campaign case = one generated Program (``cosim.fuzz.generator``; on a config of several
+cores one stream per core with BARRIER phases, ``cosim.fuzz.multicore``) for one config,
 valid or (for ``fault_rate`` of the cases) with one injected fault
-(``cosim.fuzz.faults``). Oracles:
+(``cosim.fuzz.faults``; on several cores in one core, or a skipped BARRIER). Oracles:
 
 * valid Programs: the reference interpreter (``sim.iss``) vs the TLM, and
   with ``rtl`` the TLM vs the RTL: outputs bit-exact, no error, and equal count-type
-  counters (``COMPARED_COUNTERS``; the ISS has no time);
-* faulty Programs: every model reports the reference's error code and pc;
+  counters (``COMPARED_COUNTERS``, and each core's on several cores; the ISS has no time);
+* faulty Programs: every model reports the reference's error code, pc and core;
 * timing, valid or faulty, on the RTL's fast back-end (the one the TLM's timing contract
   is written for; the protocol back-end adds backpressure): the TLM's CYCLES and every
-  counter equal the RTL's.
+  counter (every core's) equal the RTL's.
 
 A failing case is shrunk (instructions deleted with their token partners, fields
-simplified, each candidate re-validated by ``check_program`` and the reference) while
+simplified, on several cores one core's stream at a time, each candidate re-validated by
+``check_program`` (and the DRAM race check on several cores) and the reference) while
 it fails the same way, then saved as Program folders ``orig/`` and ``min/`` (with the
 reference outputs as ``expected.npz``, so ``cosim run DIR --model tlm --config CFG``
 re-runs it) plus ``fuzz.json`` describing the failure.

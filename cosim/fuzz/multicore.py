@@ -265,7 +265,7 @@ def _bytes(p: Program, reg: Region) -> bytes:
 
 # ---- validity and the race check -------------------------------------------------------------------
 @dataclass(frozen=True)
-class Access:
+class DmaLabel:
     """One DMA instruction's DRAM rows, the label a race report names."""
 
     name: str
@@ -279,7 +279,7 @@ def phase_footprints(p: Program) -> list[list[tuple[list, list]]]:
     out = []
     for k, (first, count) in enumerate(p.windows):
         fetch = (np.array([insn.addr + first * INSN_BYTES], dtype=np.int64), count * INSN_BYTES,
-                 Access(f"core {k} fetch"))
+                 DmaLabel(f"core {k} fetch"))
         phases: list[tuple[list, list]] = [([fetch], [])]
         for pc, i in enumerate(p.insns[first:first + count]):
             if isinstance(i, Barrier):
@@ -289,7 +289,7 @@ def phase_footprints(p: Program) -> list[list[tuple[list, list]]]:
                 continue
             vb = _dma_unit(i, cfg)
             starts = (i.dram_base + np.arange(i.y_size, dtype=np.int64) * i.x_stride) * vb
-            run = (starts, i.x_size * vb, Access(f"core {k} pc {pc} ({i.MNEMONIC})"))
+            run = (starts, i.x_size * vb, DmaLabel(f"core {k} pc {pc} ({i.MNEMONIC})"))
             phases[-1][1 if isinstance(i, Store) else 0].append(run)
         out.append(phases)
     return out
