@@ -40,7 +40,7 @@ import numpy as np
 from compiler.cores import first_overlap
 from hw import csr
 from hw.assembler import PatchedProgram, patched
-from hw.config import _KEYS, ConfigError, HwConfig, list_configs, load_config, parse_config
+from hw.config import ConfigError, HwConfig, list_configs, load_config, parse_config
 from hw.isa import INSN_BYTES, Alu, Barrier, Finish, Gemm, Instruction, Load, Store
 from hw.isa_semantics import DEP_FLAGS, buffer_of
 from hw.program import Program, Region, concat_streams, make_regs, plan_layout
@@ -69,7 +69,7 @@ def one_core(cfg: HwConfig) -> HwConfig:
 def derived_config(base: HwConfig, n: int) -> HwConfig:
     """``base`` with ``n`` cores, named ``<base>-x<n>``, or the shipped config of that hardware (whose RTL
     build is then reused, as ``cosim sweep`` does)."""
-    data = {k: v for k, v in dataclasses.asdict(base).items() if k in _KEYS}
+    data = base.to_dict()
     data["num_cores"] = n
     root = base.name.split("-x")[0]
     cfg = parse_config({**data, "name": f"{root}-x{n}", "description": f"{root} with {n} cores (fuzz)"},
