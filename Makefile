@@ -64,6 +64,7 @@ bench: $(STAMP)
 fuzz: $(STAMP)
 	$(RUN) $(VENV)/bin/cosim fuzz --count 10000 --seed 1
 	$(RUN) $(VENV)/bin/cosim fuzz --count 1000 --seed 2 --rtl
+	$(RUN) $(VENV)/bin/cosim fuzz --count 1000 --seed 3 --config multicore
 
 clean:
 	rm -rf build sim_build .pytest_cache .hypothesis
