@@ -225,3 +225,18 @@ def test_cosim_fuzz_cli_on_several_cores():
     r = subprocess.run([*COSIM, "fuzz", "--count", "2", "--config", "nosuch-x3"], capture_output=True, text=True,
                        timeout=60)
     assert r.returncode == 2 and "no such config" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_a_deadlock_names_the_lowest_core_waiting_at_a_barrier():
+    """Core 1 waits for a token nobody pushes while core 0 waits at its BARRIER: every model names core 0
+    at its BARRIER (the lowest core with a unit waiting; the fuzzer found the ISS naming core 1)."""
+    from cosim.models import tlm
+    from hw.isa import Alu
+    from hw.program import concat_streams, plan_layout
+
+    cfg = load_config("small2")
+    streams = [[Alu(iter_out=0), Barrier(), Finish()], [Alu(pop_prev=True, iter_out=0), Barrier(), Finish()]]
+    insns, windows = concat_streams(streams)
+    p = Program.create(cfg, insns, plan_layout(cfg, [], len(insns)), windows=windows, name="deadlock")
+    for res in (R.run_reference(p), tlm(p)):
+        assert (res.error["name"], res.error["core"], res.error["pc"]) == ("DEADLOCK", 0, 1), (res.model, res.error)
