@@ -150,7 +150,7 @@ def generate_multicore(cfg: HwConfig, seed: int, name: str | None = None, phases
 
     sizes: dict[str, list[int]] = {name: [] for name, *_ in _REGIONS}   # slot sizes (bytes) per region
     data: dict[str, list[bytes]] = {name: [] for name, *_ in _REGIONS}
-    writers: list[tuple[int, int, str]] = []   # (phase, out slot, mid slot or -1) of every segment output
+    writer_phase: list[int] = []   # the phase of every segment output (its writer id is its index)
 
     def new_slot(region: str, nbytes: int, payload: bytes = b"") -> int:
         sizes[region].append(-(-nbytes // align) * align)
@@ -163,11 +163,8 @@ def generate_multicore(cfg: HwConfig, seed: int, name: str | None = None, phases
         for s in segs[k]:
             for reg in s.program.regions:
                 if reg.role == "output":
-                    out_of[(k, s.phase, reg.name)] = len(writers)
-                    writers.append((s.phase, -1, reg.name))
-    readable: list[list[int]] = [[] for _ in range(nph)]   # writer ids by phase
-    for w, (ph, _, _) in enumerate(writers):
-        readable[ph].append(w)
+                    out_of[(k, s.phase, reg.name)] = len(writer_phase)
+                    writer_phase.append(s.phase)
     mid_slot: dict[int, int] = {}
     readers: dict[int, int] = {}   # writer id -> largest reader bytes
     for j in range(nph):
@@ -178,7 +175,7 @@ def generate_multicore(cfg: HwConfig, seed: int, name: str | None = None, phases
                 if reg.name in ("inp", "wgt", "uop"):  # GEMM data: each segment its own slot
                     s.place[reg.name] = (reg.name, new_slot(reg.name, reg.nbytes, _bytes(s.program, reg)))
                     continue
-                earlier = [w for p in range(j) for w in readable[p]]
+                earlier = [w for p in range(j) for w, ph in enumerate(writer_phase) if ph == p]  # by phase
                 shared = [i for i, sz in enumerate(sizes["in"]) if sz >= reg.nbytes]
                 pick = r.random()
                 if earlier and pick < 0.6:  # read what an earlier phase (any core) wrote
