@@ -504,7 +504,8 @@ def run_campaign(count: int, seed: int, configs: Sequence[str] | None = None, rt
     t0 = time.perf_counter()
     names = fuzz_configs(configs)
     cfgs = [fuzz_config(n) for n in names]
-    summ = Summary(count, seed, names[0] if len(names) == 1 else "all", rtl)
+    label = names[0] if len(names) == 1 else (configs[0] if configs and len(configs) == 1 else "all")  # "multicore"
+    summ = Summary(count, seed, label, rtl)
     bar = ProgressBar(count, "fuzz", progress)
     # With the RTL, a chunk holds about ``batch`` Programs per (config, back-end) simulator process.
     step = batch * len(cfgs) * 2 if rtl else batch

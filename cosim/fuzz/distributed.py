@@ -66,7 +66,8 @@ def run_distributed_campaign(count: int, seed: int, configs: Sequence[str] | Non
     chunk = chunk or default_chunk(rtl, batch, len(names))
     where = str(Path(save_dir).resolve()) if save_dir is not None else None
     tasks = campaign_tasks(count, seed, names, rtl, fault_rate, where, do_shrink, batch, chunk)
-    summ = Summary(count, seed, names[0] if len(names) == 1 else "all", rtl)
+    label = names[0] if len(names) == 1 else (configs[0] if configs and len(configs) == 1 else "all")  # "multicore"
+    summ = Summary(count, seed, label, rtl)
     bar = ProgressBar(count, "fuzz", progress)
     args_of = {t.key: t.args for t in tasks}
     done = 0
