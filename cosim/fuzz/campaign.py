@@ -103,8 +103,8 @@ def compare(a: RunResult, b: RunResult, faulty: bool) -> list[str]:
         ea = a.error and (a.error["code"], a.error["pc"], a.error.get("core", 0))
         eb = b.error and (b.error["code"], b.error["pc"], b.error.get("core", 0))
         if ea != eb:
-            fmt = lambda e: f"{e['name']}@{e['pc']}" + (f" core {e['core']}" if "core" in e else "") if e \
-                else "no error"  # noqa: E731
+            def fmt(e: dict[str, Any] | None) -> str:
+                return f"{e['name']}@{e['pc']}" + (f" core {e['core']}" if "core" in e else "") if e else "no error"
             out.append(f"{tag}: error {fmt(a.error)} != {fmt(b.error)}")
         return out
     mm = first_mismatch(a.outputs, b.outputs)
