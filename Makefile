@@ -69,6 +69,7 @@ bench: $(STAMP)
 fuzz: $(STAMP)
 	$(RUN) $(VENV)/bin/cosim fuzz --count 10000 --seed 1
 	$(RUN) $(VENV)/bin/cosim fuzz --count 1000 --seed 2 --rtl
+	$(RUN) $(VENV)/bin/cosim fuzz --count 1000 --seed 3 --config multicore
 
 # One Verilator build holds every mutant (+MUT=K); MUTATE_ARGS adds options (e.g. --count 400 --seed 2,
 # --results build/mutate.jsonl to resume).

@@ -569,7 +569,17 @@ def run_reference(program: Program, check_tokens: bool = True) -> RunResult:
         while True:
             for c in cores:
                 if c.state != "finished":
-                    _run_phase(m, c, check_tokens, n > 1)
+                    try:
+                        _run_phase(m, c, check_tokens, n > 1)
+                    except RefFault as f:
+                        # A deadlock stops every core; the hardware reports the lowest core with a unit
+                        # waiting, and a core at a BARRIER waits in its EXEC (microarch "Several cores"):
+                        # a lower core that arrived at its BARRIER in this phase is the one named.
+                        waiting = [x for x in cores if x.core < c.core and x.state == "barrier"]
+                        if f.code != csr.ERR_DEADLOCK or not waiting:
+                            raise
+                        raise RefFault(csr.ERR_DEADLOCK, waiting[0].pc - 1, f"core {c.core}: {f.message}; core "
+                                       f"{waiting[0].core} waits at its BARRIER", waiting[0].core) from None
             arrived = [c for c in cores if c.state == "barrier"]
             if not arrived:
                 return result(None)

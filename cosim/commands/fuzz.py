@@ -6,7 +6,6 @@ import argparse
 import json
 import sys
 
-from hw.config import load_config
 from cosim.cli import UserError, add_json_arg, float_arg, folder_arg, int_arg
 from cosim.cluster.interrupts import interruptible
 from cosim.cluster.options import add_cluster_args, cluster_kwargs
@@ -25,7 +24,10 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int_arg(0), default=1, help="campaign seed (default 1)")
     p.add_argument("--rtl", action="store_true", help="also run every Program on the RTL (Verilator) and compare")
     p.add_argument("--config", default=None, metavar="NAME|PATH",
-                   help="hardware config (default: every shipped config, round-robin)")
+                   help="hardware config (default: every shipped one-core config, round-robin); several cores "
+                        "(quad, small2, NAME-xN: a shipped config with N cores) get one random stream per core "
+                        "with BARRIERs; 'multicore': every config of 2..4 cores derived from default and small, "
+                        "round-robin")
     p.add_argument("--fault-rate", type=float_arg(0.0, 1.0, "a probability in [0, 1]"), default=0.2, metavar="P",
                    help="share of Programs with one injected fault (default 0.2)")
     p.add_argument("--save-dir", metavar="DIR", help="save each failing case (original and shrunk Program folders)")
@@ -50,7 +52,7 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
 @interruptible
 def run(args: argparse.Namespace) -> int:
-    from cosim.fuzz.campaign import replay_failure, rtl_available
+    from cosim.fuzz.campaign import fuzz_configs, replay_failure, rtl_available
     from cosim.fuzz.distributed import run_distributed_campaign
 
     if args.replay:
@@ -74,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(f"--batch must be >= 1, got {args.batch}")
     configs = None
     if args.config:
-        load_config(args.config)  # a bad name fails here with one line
+        fuzz_configs([args.config])  # a bad name fails here with one line
         configs = [args.config]
     if args.rtl:
         why = rtl_available()

@@ -1,19 +1,21 @@
 """Differential fuzzing campaigns: generate, run on every model, compare, shrink, save.
 
-One campaign case = one generated Program (``cosim.fuzz.generator``) for one config,
+One campaign case = one generated Program (``cosim.fuzz.generator``; on a config of several
+cores one stream per core with BARRIER phases, ``cosim.fuzz.multicore``) for one config,
 valid or (for ``fault_rate`` of the cases) with one injected fault
-(``cosim.fuzz.faults``). Oracles:
+(``cosim.fuzz.faults``; on several cores in one core, or a skipped BARRIER). Oracles:
 
 * valid Programs: the reference interpreter (``sim.iss``) vs the TLM, and
   with ``rtl`` the TLM vs the RTL: outputs bit-exact, no error, and equal count-type
-  counters (``COMPARED_COUNTERS``; the ISS has no time);
-* faulty Programs: every model reports the reference's error code and pc;
+  counters (``COMPARED_COUNTERS``, and each core's on several cores; the ISS has no time);
+* faulty Programs: every model reports the reference's error code, pc and core;
 * timing, valid or faulty, on the RTL's fast back-end (the one the TLM's timing contract
   is written for; the protocol back-end adds backpressure): the TLM's CYCLES and every
-  counter equal the RTL's.
+  counter (every core's) equal the RTL's.
 
 A failing case is shrunk (instructions deleted with their token partners, fields
-simplified, each candidate re-validated by ``check_program`` and the reference) while
+simplified, on several cores one core's stream at a time, each candidate re-validated by
+``check_program`` (and the DRAM race check on several cores) and the reference) while
 it fails the same way, then saved as Program folders ``orig/`` and ``min/`` (with the
 reference outputs as ``expected.npz``, so ``cosim run DIR --model tlm --config CFG``
 re-runs it) plus ``fuzz.json`` describing the failure.
@@ -41,6 +43,8 @@ from cosim.cluster.progress import ProgressBar
 from cosim.fuzz import bins as coverage_bins
 from cosim.fuzz.faults import FAULT_KINDS, inject
 from cosim.fuzz.generator import Steer, check_program, generate
+from cosim.fuzz.multicore import (MULTICORE_FAULT_KINDS, check_multicore, expand_configs, fuzz_config,
+                                  generate_multicore, inject_multicore, per_core)
 from cosim import models
 from cosim.models import first_mismatch, iss as run_reference
 
@@ -77,19 +81,27 @@ def make_case(cfg: HwConfig, seed: int, index: int, fault_rate: float = 0.2,
     """Case ``index`` of the campaign ``seed`` on ``cfg``: deterministic. ``steer`` (coverage steering:
     ``cosim.fuzz.bins.steer_weights``) biases the generator and the fault kind toward empty bins."""
     s = case_seed(seed, index)
-    prog = generate(cfg, s, name=f"fuzz-{cfg.name}-s{seed}-{index}", steer=Steer.from_json(steer))
+    many = cfg.num_cores > 1  # several cores: one stream per core, faults in any core (cosim.fuzz.multicore)
+    name = f"fuzz-{cfg.name}-s{seed}-{index}"
+    # steering biases the one-core generator; several cores compose unsteered one-core streams
+    prog = generate_multicore(cfg, s, name=name) if many else generate(cfg, s, name=name, steer=Steer.from_json(steer))
     rng = np.random.default_rng([s, 7])
     mem = "protocol" if index % PROTOCOL_EVERY == PROTOCOL_EVERY - 1 else "fast"
     if rng.random() < fault_rate:
-        kind = str(rng.choice(FAULT_KINDS))
-        aim = coverage_bins.steered_fault(steer, np.random.default_rng([s, 7, 0x57EE])) if steer else None
+        kind = str(rng.choice(MULTICORE_FAULT_KINDS if many else FAULT_KINDS))
+        aim = coverage_bins.steered_fault(steer, np.random.default_rng([s, 7, 0x57EE])) if steer and not many else None
         unit = None
         if aim is not None:
             kind, unit = aim
-        got = inject(prog, kind, rng, unit) if unit is not None else inject(prog, kind, rng)
+        if many:
+            got = inject_multicore(prog, kind, rng)
+        else:
+            got = inject(prog, kind, rng, unit) if unit is not None else inject(prog, kind, rng)
         if got is not None:
-            fp, _ = got
+            fp = got[0]
             fp.name, fp.meta = prog.name + f"-{kind}", dict(prog.meta, fault=kind)
+            if many:
+                fp.meta["fault_core"] = got[2]
             return Case(index, s, cfg, fp, kind, mem)
     return Case(index, s, cfg, prog, "valid", mem)
 
@@ -99,10 +111,12 @@ def compare(a: RunResult, b: RunResult, faulty: bool) -> list[str]:
     out = []
     tag = f"{a.model} vs {b.model}"
     if faulty or a.error or b.error:
-        ea = a.error and (a.error["code"], a.error["pc"])
-        eb = b.error and (b.error["code"], b.error["pc"])
+        # the core at fault too (several cores; a one-core error has core 0 or no "core")
+        ea = a.error and (a.error["code"], a.error["pc"], a.error.get("core", 0))
+        eb = b.error and (b.error["code"], b.error["pc"], b.error.get("core", 0))
         if ea != eb:
-            fmt = lambda e: f"{e['name']}@{e['pc']}" if e else "no error"  # noqa: E731
+            def fmt(e: dict[str, Any] | None) -> str:
+                return f"{e['name']}@{e['pc']}" + (f" core {e['core']}" if "core" in e else "") if e else "no error"
             out.append(f"{tag}: error {fmt(a.error)} != {fmt(b.error)}")
         return out
     mm = first_mismatch(a.outputs, b.outputs)
@@ -111,6 +125,22 @@ def compare(a: RunResult, b: RunResult, faulty: bool) -> list[str]:
     for k in COMPARED_COUNTERS:
         if a.counters.get(k) != b.counters.get(k):
             out.append(f"{tag}: counter {k} {a.counters.get(k)} != {b.counters.get(k)}")
+    return out + _per_core_counters(a, b, COMPARED_COUNTERS)
+
+
+def _per_core_counters(a: RunResult, b: RunResult, names: Sequence[str] | None) -> list[str]:
+    """Differences of each core's counters (``extra["cores"]``, several cores): ``names``, or all with None."""
+    ca, cb = a.extra.get("cores"), b.extra.get("cores")
+    if ca is None and cb is None:
+        return []
+    tag = f"{a.model} vs {b.model}"
+    if ca is None or cb is None or len(ca) != len(cb):
+        return [f"{tag}: counter cores {len(ca or [])} != {len(cb or [])}"]
+    out = []
+    for k, (x, y) in enumerate(zip(ca, cb)):
+        for n in names if names is not None else sorted(set(x) | set(y)):
+            if x.get(n) != y.get(n):
+                out.append(f"{tag}: counter core{k}.{n} {x.get(n)} != {y.get(n)}")
     return out
 
 
@@ -151,7 +181,7 @@ def compare_timing(tlm: RunResult, rtl: RunResult) -> list[str]:
     for k in sorted(set(tlm.counters) | set(rtl.counters)):
         if tlm.counters.get(k) != rtl.counters.get(k):
             out.append(f"tlm vs rtl: counter {k} {tlm.counters.get(k)} != {rtl.counters.get(k)}")
-    return out
+    return out + _per_core_counters(tlm, rtl, None)
 
 
 def run_cases(cases: list[Case], rtl: bool, batch: int = 64) -> None:
@@ -274,7 +304,8 @@ def _simplifications(p: Program):
 
 def _valid_candidate(c: Program, kind: str, code: int | None) -> bool:
     if kind == "valid":
-        return check_program(c.insns, c.config, dram=c.dram_image()) is None and run_reference(c).error is None
+        problem = check_multicore(c) if c.num_cores > 1 else check_program(c.insns, c.config, dram=c.dram_image())
+        return problem is None and run_reference(c).error is None
     e = run_reference(c).error
     return e is not None and e["code"] == code
 
@@ -294,7 +325,10 @@ def shrink(case: Case, fails: Callable[[list[Program]], list[bool]], chunk: int 
     evals = 0
     while evals < max_evals:
         hit = None
-        for gen in (_deletions, _simplifications):
+        gens = (_deletions, _simplifications)
+        if best.num_cores > 1:  # one core's stream at a time
+            gens = (per_core(_deletions), per_core(_simplifications))
+        for gen in gens:
             pending: list[Program] = []
             for c in gen(best):
                 if not _valid_candidate(c, case.kind, code):
@@ -386,7 +420,7 @@ def replay_failure(folder: str | Path) -> dict[str, Any]:
     rate = info.get("fault_rate", 0.2)
     if type(rate) not in (int, float) or not 0 <= rate <= 1:
         raise ValueError(f"{f}: 'fault_rate' must be a number in [0, 1]")
-    cfg = load_config(info["config"])
+    cfg = fuzz_config(info["config"])
     steer = info.get("steer")
     if steer is not None and not (isinstance(steer, dict) and isinstance(steer.get("empty"), list)):
         raise ValueError(f"{f}: 'steer' must be an object with an 'empty' list")
@@ -491,16 +525,13 @@ def run_chunk(cfgs: Sequence[HwConfig], seed: int, start: int, stop: int, rtl: b
 
 
 def fuzz_configs(configs: Sequence[str] | None) -> list[str]:
-    """The configs a campaign runs on: ``configs`` (default: every shipped one-core config). The
-    generator writes one core's instruction stream, so a config of several cores is refused in one
-    line (its cores are fuzzed through the compiled examples of the regression)."""
-    names = list(configs) if configs else [n for n in list_configs() if load_config(n).num_cores == 1]
-    for n in names:
-        cfg = load_config(n)  # a bad name fails here, in one line, before anything starts
-        if cfg.num_cores > 1:
-            raise ValueError(f"config '{cfg.name}' has {cfg.num_cores} cores: the fuzz generator writes one "
-                             f"core's instruction stream (fuzz a one-core config)")
-    return names
+    """The configs a campaign runs on: ``configs`` (default: every shipped one-core config), each a shipped
+    name, a JSON path, ``<shipped>-x<n>`` (that config with n cores) or ``multicore`` (every config of 2..4
+    cores derived from default and small: ``cosim.fuzz.multicore.expand_configs``). A bad name fails here
+    in one line."""
+    if configs:
+        return expand_configs(list(configs))
+    return [n for n in list_configs() if load_config(n).num_cores == 1]
 
 
 def run_campaign(count: int, seed: int, configs: Sequence[str] | None = None, rtl: bool = False,
@@ -512,8 +543,9 @@ def run_campaign(count: int, seed: int, configs: Sequence[str] | None = None, rt
     the bins the chunks before it left empty."""
     t0 = time.perf_counter()
     names = fuzz_configs(configs)
-    cfgs = [load_config(n) for n in names]
-    summ = Summary(count, seed, names[0] if len(names) == 1 else "all", rtl)
+    cfgs = [fuzz_config(n) for n in names]
+    label = names[0] if len(names) == 1 else (configs[0] if configs and len(configs) == 1 else "all")  # "multicore"
+    summ = Summary(count, seed, label, rtl)
     if coverage or steer:
         summ.coverage, summ.coverage_configs = {}, list(names)
     bar = ProgressBar(count, "fuzz", progress)

@@ -18,11 +18,11 @@ from typing import Any, Sequence
 import hashlib
 import json
 
-from hw.config import load_config
 from cosim.cluster import Task, run_tasks
 from cosim.cluster.progress import ProgressBar
 from cosim.fuzz import bins as coverage_bins
 from cosim.fuzz.campaign import Summary, fuzz_configs, run_chunk
+from cosim.fuzz.multicore import fuzz_config
 
 # Cases per task without the RTL (the reference and the TLM take ~15 ms a case).
 CHUNK_NO_RTL = 50
@@ -34,7 +34,7 @@ STEER_ROUND = 10
 def chunk_task(args: dict[str, Any]) -> dict[str, Any]:
     """Engine task: one chunk of a campaign (``args``: configs, seed, start, stop, rtl, fault_rate,
     save_dir, do_shrink, batch); returns ``run_chunk``'s outcome."""
-    cfgs = [load_config(n) for n in args["configs"]]
+    cfgs = [fuzz_config(n) for n in args["configs"]]
     return run_chunk(cfgs, args["seed"], args["start"], args["stop"], args["rtl"], args["fault_rate"],
                      args["save_dir"], args["do_shrink"], args["batch"], bool(args.get("coverage")),
                      args.get("steer"))
@@ -87,8 +87,9 @@ def run_distributed_campaign(count: int, seed: int, configs: Sequence[str] | Non
     chunk = chunk or default_chunk(rtl, batch, len(names))
     where = str(Path(save_dir).resolve()) if save_dir is not None else None
     coverage = coverage or steer
-    cfgs = [load_config(n) for n in names]
-    summ = Summary(count, seed, names[0] if len(names) == 1 else "all", rtl)
+    cfgs = [fuzz_config(n) for n in names]
+    label = names[0] if len(names) == 1 else (configs[0] if configs and len(configs) == 1 else "all")  # "multicore"
+    summ = Summary(count, seed, label, rtl)
     if coverage:
         summ.coverage, summ.coverage_configs = {}, list(names)
     bar = ProgressBar(count, "fuzz", progress)

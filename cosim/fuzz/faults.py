@@ -24,7 +24,7 @@ from hw.isa import ALU_OP_BITS, ALU_OPS, OPCODE_BITS, OPCODE_NAMES, Alu, Gemm, L
 from cosim.fuzz.generator import uop_table_before
 from hw.gemm_numpy import gemm_iterations
 from hw.isa_semantics import DEP_FLAGS, LEGAL_FLAGS, POP_FLAGS, affine_last, buffer_of, load_tile_shape
-from hw.program import Program
+from hw.program import ROLE_ATTR, Program
 
 FAULT_KINDS = ("dram_range", "sram_range", "bad_opcode", "bad_field", "unloaded", "deadlock", "insn_range")
 
@@ -61,7 +61,9 @@ def inject(p: Program, kind: str, rng: np.random.Generator, unit: str | None = N
         vb = cfg.elem_bytes(buffer_of(i)) if isinstance(i, Load) else cfg.out_vec_bytes
         ext = (i.y_size - 1) * i.x_stride + i.x_size
         own = next(r for r in p.regions if r.addr <= i.dram_base * vb < r.end)
-        wrong = [r for r in p.regions if (r.role == "output") == isinstance(i, Load) and r.nbytes >= ext * vb]
+        # regions whose attribute forbids the access (a scratch region allows both)
+        need = csr.ATTR_READ if isinstance(i, Load) else csr.ATTR_WRITE
+        wrong = [r for r in p.regions if not ROLE_ATTR[r.role] & need and r.nbytes >= ext * vb]
         mode = int(rng.integers(0, 3))
         if mode == 0 and ext >= 2:  # straddles the end of its own region (into the next one or nowhere)
             base = max(0, own.end // vb - ext + 1)
