@@ -21,7 +21,7 @@ from typing import Any, NoReturn
 
 # Subcommands in the order `cosim --help` lists them.
 COMMANDS = ["list", "compile", "run", "disasm", "sim", "net", "waves", "rtl", "fuzz", "regress", "bench", "calibrate",
-            "sweep"]
+            "sweep", "coverage"]
 
 
 class UserError(ValueError):
