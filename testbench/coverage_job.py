@@ -5,9 +5,9 @@ Per Program:
 
 1. its normal run (as the plain job);
 2. CSR readback: every word address of the fixed map, of each core's register bank (0x800 + 0x80 * k,
-   on one core too) and two unmapped ones is read; every read-write register is written back with
-   the value read, through its own address (the bank addresses included), and a read-only one is
-   written (ignored by the RTL);
+   on one core too) and two unmapped ones is read; every read-write register is written all ones,
+   read, written zero, read, and written back with the value first read, through its own address
+   (the bank addresses included), and a read-only one is written (ignored by the RTL);
 3. a soft clear during the fetch: reset, DRAM loaded, the register writes up to START, then
    CTRL.SOFT_RESET at once: STATUS must say not busy within a bound;
 4. the same with the clear in the middle of the run (half the cycles of run 1);
@@ -66,6 +66,11 @@ async def csr_readback(bench: Bench) -> dict[str, Any]:
     rewritten = 0
     for a in sorted(rw):
         if values.get(a) is not None:
+            # every bit of the register both ways (the upper bits of a region's base and size never move
+            # in a Program on a DRAM of some MiB), read back each time, then the value it had
+            for pattern in (0xFFFFFFFF, 0):
+                await write_addr(bench, a, pattern)
+                await read_addr(bench, a)
             await write_addr(bench, a, int(values[a]))  # type: ignore[arg-type]
             rewritten += 1
     await write_addr(bench, csr.csrs_of(bench.cfg)["STATUS"].addr, 0xFFFFFFFF)  # read-only: ignored

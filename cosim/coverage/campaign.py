@@ -23,11 +23,14 @@ BACKENDS = ("fast", "protocol", "raw")
 FN = "cosim.coverage.campaign:run_task"
 
 
+# The env that makes every RTL run of a process use the coverage build and write a coverage file into
+# that folder (read by testbench.rtl_model and testbench.raw.harness, reached through cosim.models).
+COVERAGE_DIR_ENV = "COSIM_COVERAGE_DIR"
+
+
 @contextlib.contextmanager
 def coverage_env(folder: str) -> Iterator[None]:
     """Env ``COSIM_COVERAGE_DIR=folder`` for the block (restored after)."""
-    from testbench.rtl_model import COVERAGE_DIR_ENV
-
     old = os.environ.get(COVERAGE_DIR_ENV)
     os.environ[COVERAGE_DIR_ENV] = folder
     try:
@@ -145,14 +148,14 @@ def _run(args: dict[str, Any]) -> Any:
 def _run_raw(cfg_name: str, names: Sequence[str]) -> dict[str, Any]:
     """Every example on the raw C++ harness (one process each), outputs checked against golden."""
     from compiler import examples
+    from cosim import models
     from hw.config import load_config
-    from testbench.raw.harness import run
 
     cfg = load_config(cfg_name)
     bad, cycles = [], {}
     for n in names:
         case = examples.make_case(n, cfg, seed=0)
-        r = run(case.program, cfg)
+        r = models.raw(case.program, cfg)
         cycles[n] = r.cycles
         if r.error is not None:
             bad.append(f"{n}: {r.error}")

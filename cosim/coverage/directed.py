@@ -2,6 +2,9 @@
 
 * ``barrier_one_core``: a BARRIER on a one-core config (it only drains the loads and stores; FETCH
   dispatches nothing after it until it completes), checked on the ISS, the TLM and the RTL;
+* ``abort_after_error``: an error on the compute queue while a LOAD's bursts are in flight (the
+  arbiter aborts the burst), checked the same way;
+* ``halt_while_pushing``: that error while the load unit waits to push on a full token queue;
 * the directed cocotb job (``testbench.coverage_job``) on a few Programs: every CSR read back
   (region registers and each core's bank, by address), the read-write ones written back through
   their own (bank) addresses, a soft clear during the fetch and one mid-run; the Program's final
@@ -24,10 +27,19 @@ DIRECTED_JOB = "testbench.coverage_job"
 JOB_EXAMPLES = ("vadd", "matmul")
 
 
+def _repo_on_path() -> None:
+    """The unit-case helpers live in the repository's tests/units (imported by name, as cosim.regress does)."""
+    from cosim.regress.cells import regression_module
+
+    regression_module()
+
+
 def barrier_one_core(cfg: Any) -> Any:
     """LOAD, ALU +3, STORE out, BARRIER, ALU +1, STORE out2, FINISH (a one-core config): a tests.units Case."""
     from hw.assembler import Assembler
     from hw.isa import Barrier
+
+    _repo_on_path()
     from tests.units.every_level import Case
     from tests.units.programs import narrow, random_vectors
 
@@ -47,6 +59,45 @@ def barrier_one_core(cfg: Any) -> Any:
     return Case(asm.program(expected={"out": narrow(cfg, d + 3), "out2": narrow(cfg, d + 4)}))
 
 
+def abort_after_error(cfg: Any) -> Any:
+    """A long LOAD (several bursts) and, in parallel on the compute queue, a GEMM reading micro-ops no
+    LOAD wrote: ERR_UNLOADED while the LOAD's bursts are in flight, which the AXI arbiter aborts."""
+    from hw.assembler import Assembler
+
+    _repo_on_path()
+    from tests.units.every_level import Case
+    from tests.units.programs import random_vectors
+
+    x = min(cfg.acc_depth, 8 * max(1, cfg.max_burst // cfg.beats_per_acc_vec))
+    asm = Assembler(cfg, "cov_abort_after_error")
+    a = asm.input("a", random_vectors(cfg, x, 78, -1000, 1000))
+    asm.load(a, x=x)
+    pc = asm.gemm(reset=True)
+    asm.finish()
+    return Case(asm.program(), ("UNLOADED", pc))
+
+
+def halt_while_pushing(cfg: Any) -> Any:
+    """A long ALU, then a GEMM reading micro-ops no LOAD wrote, on the compute queue; behind them
+    more short LOADs pushing l2c tokens than the queue holds: the load unit waits in PUSH on the full
+    queue when the GEMM's error halts it."""
+    from hw.assembler import Assembler
+
+    _repo_on_path()
+    from tests.units.every_level import Case
+    from tests.units.programs import random_vectors
+
+    n = cfg.token_queue_depth + 2
+    asm = Assembler(cfg, "cov_halt_while_pushing")
+    a = asm.input("a", random_vectors(cfg, n, 79, -1000, 1000))
+    asm.alu("ADD", imm=1, iter_out=64, iter_in=32)
+    pc = asm.gemm(reset=True)
+    for k in range(n):
+        asm.load(a, offset=k, sram=k + 1, push_next=True)
+    asm.finish()
+    return Case(asm.program(), ("UNLOADED", pc))
+
+
 def directed_tasks(configs: Sequence[str], mems: Sequence[str], base: dict[str, Any]) -> list[Task]:
     """One task per (config, back-end) of the cocotb back-ends."""
     return [Task(f"directed {c} {m}", "cosim.coverage.campaign:run_task",
@@ -57,11 +108,9 @@ def run_directed(args: dict[str, Any]) -> dict[str, Any]:
     """Engine task body: the directed tests of one (config, back-end); AssertionError naming every problem."""
     from compiler import examples
     from cosim import models
-    from cosim.regress.cells import regression_module
     from hw.config import load_config
-    from testbench.rtl_model import run_programs
 
-    regression_module()  # puts the repository on sys.path: the unit-case helpers live in tests/units
+    _repo_on_path()
     from tests.units.every_level import check_rtl, run_rtl
 
     cfg = load_config(args["config"])
@@ -69,19 +118,23 @@ def run_directed(args: dict[str, Any]) -> dict[str, Any]:
     bad: list[str] = []
     detail: dict[str, Any] = {}
     if cfg.num_cores == 1:
-        case = barrier_one_core(cfg)
-        for name in ("iss", "tlm"):
-            r = getattr(models, name)(case.program)
-            for k, want in case.program.expected.items():
-                if r.error is not None or not np.array_equal(r.outputs.get(k), want):
-                    bad.append(f"{case.name} on {name}: output {k} or error {r.error} wrong")
+        cases = [barrier_one_core(cfg), abort_after_error(cfg), halt_while_pushing(cfg)]
+        for case in cases:
+            for name in ("iss", "tlm"):
+                r = getattr(models, name)(case.program)
+                got = r.error and (r.error["name"], r.error["pc"])
+                if got != case.error:
+                    bad.append(f"{case.name} on {name}: error {got}, expected {case.error}")
+                for k, want in case.program.expected.items():
+                    if not np.array_equal(r.outputs.get(k), want):
+                        bad.append(f"{case.name} on {name}: output {k} wrong")
         try:
-            check_rtl([case], run_rtl([case], cfg, mem=mem), cycle_exact=mem == "fast")
+            check_rtl(cases, run_rtl(cases, cfg, mem=mem), cycle_exact=mem == "fast")
         except AssertionError as e:
             bad.append(str(e))
-        detail["barrier_one_core"] = "ok"
+        detail["unit_cases"] = [c.name for c in cases]
     cases = [examples.make_case(n, cfg, seed=0) for n in JOB_EXAMPLES]
-    res = run_programs([c.program for c in cases], cfg, mem=mem, job_module=DIRECTED_JOB)
+    res = models.rtl([c.program for c in cases], cfg, mem=mem, job_module=DIRECTED_JOB)
     for c, r in zip(cases, res):
         d = r.extra.get("directed") or {}
         if r.error is not None:

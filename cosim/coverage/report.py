@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
@@ -18,11 +19,9 @@ DEFAULT_WAIVERS = REPO / "hw" / "rtl" / "coverage_waivers.json"
 
 
 def rtl_files_only(repo: Path = REPO) -> Callable[[Point], bool]:
-    """Keep the points of the design's files (``testbench.rtl_model.rtl_dir``), not of the test benches'
-    Verilog (the fast back-end's DRAM model and top)."""
-    from testbench.rtl_model import rtl_dir
-
-    d = rtl_dir()
+    """Keep the points of the design's files (``hw/rtl``, or env ``COSIM_RTL_DIR`` as for the RTL model),
+    not of the test benches' Verilog (the fast back-end's DRAM model and top)."""
+    d = Path(os.environ.get("COSIM_RTL_DIR", repo / "hw" / "rtl")).resolve()
     try:
         prefix = d.relative_to(repo.resolve()).as_posix() + "/"
     except ValueError:
