@@ -15,7 +15,8 @@ separated by byte 0x02) and the point's count. The keys this reader uses:
 * ``o`` the object: a toggle's ``signal[bit]:0->1``, an FSM's ``var::STATE`` or
   ``var::FROM->TO``, a line point's statement kind (``block``, ``if``, ``case``...),
 * ``h`` the hierarchy (instance path); it is **not** part of a point's identity: the same
-  point of two instances, of two builds (cocotb writes ``*``) or of two back-ends is one point,
+  point of two instances, of two parameterisations of a module (the page's ``module__<params>``
+  is read as ``module``), of two builds (cocotb writes ``*``) or of two back-ends is one point,
   whose counts add up. Every other key (``n`` the column, ``t`` the type, the FSM keys ``Fv``,
   ``Ff``, ``Ft``, ``Fg``...) is kept and is part of the identity.
 
@@ -108,6 +109,13 @@ def _norm_file(path: str, repo: Path | None, cache: dict[str, str]) -> str:
     return out
 
 
+def _norm_page(page: str) -> str:
+    """``v_toggle/sram__W100`` -> ``v_toggle/sram``: the parameterised variants of a module (Verilator
+    names them module__<params>) are one module, as its instances are."""
+    kind, sep, mod = page.partition("/")
+    return f"{kind}{sep}{mod.split('__', 1)[0]}" if sep else page
+
+
 def parse_point_text(text: str) -> list[tuple[str, str]]:
     """The key/value pairs of one point's quoted text."""
     pairs = []
@@ -194,7 +202,8 @@ def read(path: str | Path, repo: Path | None = None, into: CoverageData | None =
                 count = int(line[q2 + 1:].strip())
             except ValueError as e:
                 raise CoverageFormatError(f"{path}:{n}: {e}") from None
-            data.add([(k, _norm_file(v, repo, files) if k == "f" else v) for k, v in pairs], count)
+            data.add([(k, _norm_file(v, repo, files) if k == "f" else _norm_page(v) if k == "page" else v)
+                      for k, v in pairs], count)
     return data
 
 
