@@ -5,6 +5,8 @@
 * ``abort_after_error``: an error on the compute queue while a LOAD's bursts are in flight (the
   arbiter aborts the burst), checked the same way;
 * ``halt_while_pushing``: that error while the load unit waits to push on a full token queue;
+* ``gemm_offset_saturates``: a GEMM loop offset stepping by the largest factor, which saturates
+  one iteration ahead of the SRAM_RANGE fault;
 * the directed cocotb job (``testbench.coverage_job``) on a few Programs: every CSR read back
   (region registers and each core's bank, by address), the read-write ones written back through
   their own (bank) addresses, a soft clear during the fetch and one mid-run; the Program's final
@@ -98,6 +100,22 @@ def halt_while_pushing(cfg: Any) -> Any:
     return Case(asm.program(), ("UNLOADED", pc))
 
 
+def gemm_offset_saturates(cfg: Any) -> Any:
+    """A GEMM (reset) whose accumulator offset steps by the largest factor the field holds: the loop
+    stage computes offsets an iteration ahead, so the offset saturates (gemm.v's sat_add) while the
+    index stage faults with SRAM_RANGE on the first index past the buffer."""
+    from hw.assembler import Assembler
+
+    _repo_on_path()
+    from tests.units.every_level import Case
+
+    asm = Assembler(cfg, "cov_gemm_offset_saturates")
+    asm.load(asm.uops("uops", [(0, 0, 0)]), buf="UOP", push_next=True)
+    pc = asm.gemm(reset=True, iter_in=6, acc_factor_in=(1 << cfg.sram_index_bits) - 1, pop_prev=True)
+    asm.finish()
+    return Case(asm.program(), ("SRAM_RANGE", pc))
+
+
 def directed_tasks(configs: Sequence[str], mems: Sequence[str], base: dict[str, Any]) -> list[Task]:
     """One task per (config, back-end) of the cocotb back-ends."""
     return [Task(f"directed {c} {m}", "cosim.coverage.campaign:run_task",
@@ -118,7 +136,7 @@ def run_directed(args: dict[str, Any]) -> dict[str, Any]:
     bad: list[str] = []
     detail: dict[str, Any] = {}
     if cfg.num_cores == 1:
-        cases = [barrier_one_core(cfg), abort_after_error(cfg), halt_while_pushing(cfg)]
+        cases = [barrier_one_core(cfg), abort_after_error(cfg), halt_while_pushing(cfg), gemm_offset_saturates(cfg)]
         for case in cases:
             for name in ("iss", "tlm"):
                 r = getattr(models, name)(case.program)
