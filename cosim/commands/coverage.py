@@ -30,6 +30,7 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--backends", nargs="+", choices=BACKENDS, default=list(BACKENDS),
                    help="back-ends (default: all three)")
     p.add_argument("--examples", nargs="+", metavar="NAME", default=None, help="only these examples (default: all)")
+    p.add_argument("--no-examples", action="store_true", help="leave out the examples (every back-end)")
     p.add_argument("--no-units", action="store_true", help="leave out the unit cases of tests/units/")
     p.add_argument("--no-directed", action="store_true", help="leave out the directed coverage tests")
     p.add_argument("--fuzz", type=int_arg(0), default=0, metavar="N", help="RTL fuzz Programs per config (default 0)")
@@ -87,6 +88,7 @@ def run(args: argparse.Namespace) -> int:
             shutil.rmtree(dat)
         dat.mkdir(parents=True, exist_ok=True)
         plan = Plan(tuple(configs), tuple(backends), tuple(examples) if examples else None,
+                    examples_on=not args.no_examples,
                     units=not (args.no_units or args.quick), fuzz=args.fuzz, fuzz_seed=args.fuzz_seed,
                     directed=not (args.no_directed or args.quick), examples_per_task=args.examples_per_task)
         tasks = plan_tasks(plan, dat)

@@ -49,6 +49,7 @@ class Plan:
     configs: tuple[str, ...]
     backends: tuple[str, ...]
     examples: tuple[str, ...] | None = None   # None: every example a cell runs
+    examples_on: bool = True                  # False: no example at all
     units: bool = True
     fuzz: int = 0                             # RTL fuzz Programs per config (fast back-end)
     fuzz_seed: int = 1
@@ -66,14 +67,14 @@ def plan_tasks(plan: Plan, dat_dir: Path) -> list[Task]:
     tasks: list[Task] = []
     mems = [m for m in plan.backends if m != "raw"]
     for cfg in plan.configs:
-        for mem in mems:
+        for mem in mems if plan.examples_on else []:
             names = [n for n in mod.example_names(mem, "verilator") if plan.examples is None or n in plan.examples]
             step = plan.examples_per_task if plan.examples_per_task > 0 else max(len(names), 1)
             for k in range(0, len(names), step):
                 part = names[k:k + step]
                 tasks.append(Task(f"examples {cfg} {mem} {'+'.join(part)}", FN,
                                   {**base, "kind": "examples", "config": cfg, "mem": mem, "names": part}))
-        if "raw" in plan.backends:
+        if "raw" in plan.backends and plan.examples_on:
             names = [n for n in list_examples() if plan.examples is None or n in plan.examples]
             if names:
                 tasks.append(Task(f"raw {cfg} {'+'.join(names)}", FN,
