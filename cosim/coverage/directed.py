@@ -7,6 +7,8 @@
 * ``halt_while_pushing``: that error while the load unit waits to push on a full token queue;
 * ``gemm_offset_saturates``: a GEMM loop offset stepping by the largest factor, which saturates
   one iteration ahead of the SRAM_RANGE fault;
+* ``axi_error_at_barrier`` (RTL only): a DRAM slave error (SLVERR past the DRAM model) while FETCH
+  waits at a BARRIER;
 * the directed cocotb job (``testbench.coverage_job``) on a few Programs: every CSR read back
   (region registers and each core's bank, by address), the read-write ones written back through
   their own (bank) addresses, a soft clear during the fetch and one mid-run; the Program's final
@@ -116,6 +118,29 @@ def gemm_offset_saturates(cfg: Any) -> Any:
     return Case(asm.program(), ("SRAM_RANGE", pc))
 
 
+def axi_error_at_barrier(cfg: Any) -> Any:
+    """RTL only (the ISS and the TLM model no slave errors): a LOAD from a region opened just past the
+    DRAM, so the DRAM model answers SLVERR (ERR_AXI_RESP at pc 0), while FETCH waits at the BARRIER
+    behind it for the load to drain: the error halts FETCH in its barrier wait. A Program whose regs
+    open one more region than its layout (so it has no folder of its own to load)."""
+    from hw.assembler import Assembler
+    from hw.isa import Barrier
+
+    asm = Assembler(cfg, "cov_axi_error_at_barrier")
+    out = asm.output("out", (1, cfg.lanes))
+    past = min(cfg.dram_bytes, 64 << 20)  # the testbench's DRAM model ends here (rtl_model.MAX_MODEL_BYTES)
+    asm.load(past // cfg.elem_bytes("ACC"), x=1)
+    asm.add(Barrier())
+    asm.store(out)
+    asm.finish()
+    prog = asm.program()
+    slot = sum(1 for n, _ in prog.regs if n.endswith("_BASE") and n.startswith("REGION"))
+    prog.regs = [r for r in prog.regs if r[0] != "CTRL"] + [
+        (f"REGION{slot}_BASE", past), (f"REGION{slot}_SIZE", 4096), (f"REGION{slot}_ATTR", 1),
+        next(r for r in prog.regs if r[0] == "CTRL")]
+    return prog
+
+
 def directed_tasks(configs: Sequence[str], mems: Sequence[str], base: dict[str, Any]) -> list[Task]:
     """One task per (config, back-end) of the cocotb back-ends."""
     return [Task(f"directed {c} {m}", "cosim.coverage.campaign:run_task",
@@ -151,6 +176,11 @@ def run_directed(args: dict[str, Any]) -> dict[str, Any]:
         except AssertionError as e:
             bad.append(str(e))
         detail["unit_cases"] = [c.name for c in cases]
+        axi = axi_error_at_barrier(cfg)
+        r = models.rtl([axi], cfg, mem=mem)[0]
+        got = r.error and (r.error["name"], r.error["pc"])
+        if got != ("AXI_RESP", 0):
+            bad.append(f"{axi.name}: RTL error {got}, expected AXI_RESP at pc 0")
     cases = [examples.make_case(n, cfg, seed=0) for n in JOB_EXAMPLES]
     res = models.rtl([c.program for c in cases], cfg, mem=mem, job_module=DIRECTED_JOB)
     for c, r in zip(cases, res):
