@@ -9,6 +9,8 @@
   one iteration ahead of the SRAM_RANGE fault;
 * ``axi_error_at_barrier`` (RTL only): a DRAM slave error (SLVERR past the DRAM model) while FETCH
   waits at a BARRIER;
+* several cores (``tests/test_cores_hw.py``'s Programs): a core that FINISHes while the others wait
+  at a BARRIER (ERR_BARRIER), and a core that faults while the others wait;
 * the directed cocotb job (``testbench.coverage_job``) on a few Programs: every CSR read back
   (region registers and each core's bank, by address), the read-write ones written back through
   their own (bank) addresses, a soft clear during the fetch and one mid-run; the Program's final
@@ -181,6 +183,16 @@ def run_directed(args: dict[str, Any]) -> dict[str, Any]:
         got = r.error and (r.error["name"], r.error["pc"])
         if got != ("AXI_RESP", 0):
             bad.append(f"{axi.name}: RTL error {got}, expected AXI_RESP at pc 0")
+    if cfg.num_cores > 1:
+        # several cores: one core skips its BARRIER (ERR_BARRIER), one faults while the others wait at theirs
+        from tests.test_cores_hw import program
+
+        progs = [program(cfg, "cov_skip_barrier", skip=1), program(cfg, "cov_fault_at_barrier", bad_core=1)]
+        for p, r in zip(progs, models.rtl(progs, cfg, mem=mem)):
+            t = models.tlm(p)
+            if (r.error or {}).get("name") != (t.error or {}).get("name") or r.error is None:
+                bad.append(f"{p.name}: RTL error {r.error}, TLM {t.error}")
+        detail["multi_core_cases"] = [p.name for p in progs]
     cases = [examples.make_case(n, cfg, seed=0) for n in JOB_EXAMPLES]
     res = models.rtl([c.program for c in cases], cfg, mem=mem, job_module=DIRECTED_JOB)
     for c, r in zip(cases, res):
