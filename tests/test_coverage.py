@@ -193,12 +193,14 @@ def test_directed_cases_agree_on_iss_and_tlm():
     """The directed coverage Programs mean what they say on the two plain models (the RTL runs them in
     `cosim coverage`): a clean BARRIER on one core, and the errors the others are built to raise."""
     from cosim import models
-    from cosim.coverage.directed import abort_after_error, barrier_one_core, gemm_offset_saturates, halt_while_pushing
+    from cosim.coverage.directed import (abort_after_error, barrier_one_core, gemm_offset_saturates,
+                                         halt_while_pushing, window_ends_at_barrier)
     from hw.config import load_config
 
     cfg = load_config("small")
-    cases = [barrier_one_core(cfg), abort_after_error(cfg), halt_while_pushing(cfg), gemm_offset_saturates(cfg)]
-    assert [c.error and c.error[0] for c in cases] == [None, "UNLOADED", "UNLOADED", "SRAM_RANGE"]
+    cases = [barrier_one_core(cfg), abort_after_error(cfg), halt_while_pushing(cfg), gemm_offset_saturates(cfg),
+             window_ends_at_barrier(cfg)]
+    assert [c.error and c.error[0] for c in cases] == [None, "UNLOADED", "UNLOADED", "SRAM_RANGE", "DEADLOCK"]
     for c in cases:
         for r in (models.iss(c.program), models.tlm(c.program)):
             assert (r.error and (r.error["name"], r.error["pc"])) == c.error, (c.name, r.model, r.error)

@@ -7,6 +7,8 @@
 * ``halt_while_pushing``: that error while the load unit waits to push on a full token queue;
 * ``gemm_offset_saturates``: a GEMM loop offset stepping by the largest factor, which saturates
   one iteration ahead of the SRAM_RANGE fault;
+* ``window_ends_at_barrier``: INSN_COUNT ends the window at a BARRIER (FETCH goes from its barrier
+  wait to done; DEADLOCK on every model);
 * ``axi_error_at_barrier`` (RTL only, fast back-end: the Verilog DRAM model answers SLVERR past
   its end, cocotbext-axi's AxiRam does not): a DRAM slave error while FETCH waits at a BARRIER;
 * several cores (``tests/test_cores_hw.py``'s Programs): a core that FINISHes while the others wait
@@ -41,7 +43,9 @@ def _repo_on_path() -> None:
 
 
 def barrier_one_core(cfg: Any) -> Any:
-    """LOAD, ALU +3, STORE out, BARRIER, ALU +1, STORE out2, FINISH (a one-core config): a tests.units Case."""
+    """LOAD, ALU +3, STORE out, no-op, BARRIER, ALU +1, STORE out2, FINISH (a one-core config): a tests.units
+    Case. The BARRIER is instruction 4, the first of a fetch burst, so the instructions behind it are already
+    buffered when it completes."""
     from hw.assembler import Assembler
     from hw.isa import Barrier
 
@@ -57,6 +61,7 @@ def barrier_one_core(cfg: Any) -> Any:
     asm.load(a, x=2, push_next=True)
     asm.alu("ADD", imm=3, iter_out=2, dst_factor_out=1, src_factor_out=1, pop_prev=True, push_next=True)
     asm.store(out, x=2, pop_prev=True)
+    asm.alu("ADD", imm=0, iter_out=0)  # a no-op: the BARRIER starts a fetch burst, its followers come with it
     asm.add(Barrier())
     asm.alu("ADD", imm=1, iter_out=2, dst_factor_out=1, src_factor_out=1, push_next=True)
     asm.store(out2, x=2, pop_prev=True)
@@ -143,6 +148,24 @@ def axi_error_at_barrier(cfg: Any) -> Any:
     return prog
 
 
+def window_ends_at_barrier(cfg: Any) -> Any:
+    """ALU, BARRIER, FINISH with INSN_COUNT = 2: the instruction window ends at the BARRIER, so FETCH
+    goes from its barrier wait straight to done and FINISH never comes: DEADLOCK at pc 2 on every model."""
+    from hw.assembler import Assembler
+    from hw.isa import Barrier
+
+    _repo_on_path()
+    from tests.units.every_level import Case
+
+    asm = Assembler(cfg, "cov_window_ends_at_barrier")
+    asm.alu("ADD", imm=1)
+    asm.add(Barrier())
+    asm.finish()
+    prog = asm.program()
+    prog.regs = [(n, 2 if n == "INSN_COUNT" else v) for n, v in prog.regs]
+    return Case(prog, ("DEADLOCK", 2))
+
+
 def directed_tasks(configs: Sequence[str], mems: Sequence[str], base: dict[str, Any]) -> list[Task]:
     """One task per (config, back-end) of the cocotb back-ends."""
     return [Task(f"directed {c} {m}", "cosim.coverage.campaign:run_task",
@@ -163,7 +186,8 @@ def run_directed(args: dict[str, Any]) -> dict[str, Any]:
     bad: list[str] = []
     detail: dict[str, Any] = {}
     if cfg.num_cores == 1:
-        cases = [barrier_one_core(cfg), abort_after_error(cfg), halt_while_pushing(cfg), gemm_offset_saturates(cfg)]
+        cases = [barrier_one_core(cfg), abort_after_error(cfg), halt_while_pushing(cfg), gemm_offset_saturates(cfg),
+                 window_ends_at_barrier(cfg)]
         for case in cases:
             for name in ("iss", "tlm"):
                 r = getattr(models, name)(case.program)
