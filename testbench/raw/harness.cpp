@@ -25,6 +25,9 @@
 
 #include <verilated.h>
 #include "Vtop.h"
+#if VM_COVERAGE
+#include <verilated_cov.h>
+#endif
 
 #include <chrono>
 #include <cstdint>
@@ -427,6 +430,9 @@ int main(int argc, char** argv) {
     std::printf("}}\n");
     std::fflush(stdout);
     top->final();
+#if VM_COVERAGE
+    VerilatedCov::write();  // a coverage build: to +verilator+coverage+file+NAME (default coverage.dat)
+#endif
     delete top;
     return 0;
 }

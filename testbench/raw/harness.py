@@ -19,6 +19,11 @@ is the faster one (1.3-2.4x, measured by ``cosim bench``): Verilator 5 re-runs t
 input-combinational ("ico") region of the top on every ``eval()``, and with the AXI4
 master's inputs at the top that region is most of accel_top's datapath, evaluated twice
 per cycle; with the memory inside the model, only the AXI4-Lite inputs are top inputs.
+
+Code coverage: ``build(cfg, coverage=True)`` adds ``testbench.rtl_model.COVERAGE_FLAGS`` in
+its own folder (``...-cov``); ``run(program, coverage_file=PATH)`` runs that build and writes
+Verilator's ``coverage.dat`` to PATH (env ``COSIM_COVERAGE_DIR`` does it for every run, as in
+``testbench.rtl_model``).
 """
 
 from __future__ import annotations
@@ -39,7 +44,8 @@ from hw.program import Program, check_starts
 from hw.result import RunResult
 from hw.toolchain import verilator_bin, verilator_env, verilator_root
 from testbench.build_cache import mark_used
-from testbench.rtl_model import MAX_MODEL_BYTES, build_lock, build_root
+from testbench.rtl_model import (COVERAGE_FLAGS, MAX_MODEL_BYTES, build_lock, build_root, coverage_dir_from_env,
+                                  fresh_coverage_file)
 
 RAW_DIR = Path(__file__).resolve().parent
 HARNESS_CPP = RAW_DIR / "harness.cpp"
@@ -59,10 +65,11 @@ def _cfg(cfg: HwConfig | str | Path) -> HwConfig:
     return cfg if isinstance(cfg, HwConfig) else load_config(cfg)
 
 
-def build_dir_for(cfg: HwConfig, mem: str = DEFAULT_MEM, rtl: Path | None = None) -> Path:
-    """The build folder; an alternative RTL folder (``rtl``) gets its own, named by its path."""
+def build_dir_for(cfg: HwConfig, mem: str = DEFAULT_MEM, rtl: Path | None = None, coverage: bool = False) -> Path:
+    """The build folder; an alternative RTL folder (``rtl``) gets its own, named by its path, and so does
+    a coverage build."""
     alt = "" if rtl is None else "-rtl" + hashlib.sha256(str(Path(rtl).resolve()).encode()).hexdigest()[:8]
-    return build_root() / "raw" / f"{cfg.name}-{cfg.config_id:08x}-{mem}{alt}"
+    return build_root() / "raw" / f"{cfg.name}-{cfg.config_id:08x}-{mem}{alt}{'-cov' if coverage else ''}"
 
 
 def _sources(cfg: HwConfig, mem: str, bdir: Path, rtl: Path | None = None) -> tuple[list[Path], Path, str]:
@@ -91,21 +98,24 @@ def model_bytes(cfg: HwConfig) -> int:
 
 
 def build(cfg: HwConfig | str | Path = "default", mem: str = DEFAULT_MEM, verbose: bool = False,
-          rtl: Path | None = None) -> Path:
+          rtl: Path | None = None, coverage: bool = False) -> Path:
     """Build (or reuse) the raw harness of ``cfg``; return the executable's path.
 
     Rebuilt only when an RTL file, the config header, the harness source, the flags or the
     Verilator install change (a stamp of all of them sits next to the executable). ``rtl`` is
     another RTL folder (with its ``sources.txt``) to build instead of hw/rtl, e.g. a mutant schemata.
+    ``coverage`` adds the coverage flags, in a folder of its own.
     """
     if mem not in MEMS:
         raise ValueError(f"unknown raw memory variant '{mem}' (choose from {', '.join(MEMS)})")
     c = _cfg(cfg)
-    bdir = build_dir_for(c, mem, rtl)
+    bdir = build_dir_for(c, mem, rtl, coverage)
     with build_lock(bdir.parent / f"{bdir.name}.lock"):
         bdir.mkdir(parents=True, exist_ok=True)
         srcs, inc, top = _sources(c, mem, bdir, rtl)
         cmd_flags = VERILATOR_FLAGS + ["-CFLAGS", " ".join([CXX_OPT] + _defines(c, mem))]
+        if coverage:
+            cmd_flags += list(COVERAGE_FLAGS)
         h = hashlib.sha256()
         for p in srcs + [inc / "accel_params.vh", HARNESS_CPP]:
             h.update(str(p).encode() + b"\0" + p.read_bytes() + b"\0")
@@ -169,8 +179,8 @@ def _error_of(d: dict, regs: dict[str, int], cfg: HwConfig, limit: int) -> dict 
 
 
 def run(program: Program, cfg: HwConfig | str | Path | None = None, mem: str = DEFAULT_MEM, limit: int | None = None,
-        keep: bool = False, rtl: Path | None = None, plusargs: Sequence[str] = (),
-        reads: Sequence[str] = (), pre_reads: Sequence[str] = ()) -> RunResult:
+        keep: bool = False, rtl: Path | None = None, plusargs: Sequence[str] = (), reads: Sequence[str] = (),
+        pre_reads: Sequence[str] = (), coverage_file: str | Path | None = None) -> RunResult:
     """Run one Program on the raw harness and return RunResult(model="raw").
 
     ``wall_s`` is the wall time of the register config plus the run to DONE (as the cocotb
@@ -180,6 +190,8 @@ def run(program: Program, cfg: HwConfig | str | Path | None = None, mem: str = D
     folder (see :func:`build`); ``plusargs``: extra ``+NAME=VALUE`` arguments of the simulation;
     ``reads``: more CSR names to read after the run, their values in ``extra["csrs"]``;
     ``pre_reads``: CSR names to read after reset, before the Program's writes (``extra["csrs_before"]``).
+    ``coverage_file``: run the coverage build and write its ``coverage.dat`` there (else env
+    ``COSIM_COVERAGE_DIR``, if set).
     """
     from testbench.memimg import from_hex_words, to_hex_words, watchdog_cycles
 
@@ -190,7 +202,10 @@ def run(program: Program, cfg: HwConfig | str | Path | None = None, mem: str = D
     if program.dram_end > model_bytes(c):
         raise ValueError(f"Program '{program.name}' uses DRAM up to 0x{program.dram_end:x}, beyond the "
                          f"{model_bytes(c)}-byte DRAM model")
-    exe = build(c, mem, rtl=rtl)
+    cov_dir = coverage_dir_from_env() if coverage_file is None else None
+    cov_path = Path(coverage_file).resolve() if coverage_file is not None else \
+        fresh_coverage_file(cov_dir, f"{program.name}-raw") if cov_dir is not None else None
+    exe = build(c, mem, rtl=rtl, coverage=cov_path is not None)
     limit = int(limit or watchdog_cycles(program, "fast"))
     by = csr.csrs_of(c)
     runs = exe.parent / "runs"
@@ -207,6 +222,9 @@ def run(program: Program, cfg: HwConfig | str | Path | None = None, mem: str = D
         dram_in.write_text(to_hex_words(img, c.bus_bytes))
         args += [f"+DRAM_IN={dram_in}", f"+DRAM_OUT={dram_out}"]
     args += list(plusargs)
+    if cov_path is not None:
+        cov_path.parent.mkdir(parents=True, exist_ok=True)
+        args.append(f"+verilator+coverage+file+{cov_path}")
     lines = [f"dram_in {dram_in}", f"dram_out {dram_out}", f"dump_bytes {dump_bytes}", f"limit {limit}"]
     lines += [f"w {by[n].addr} {v}" for n, v in program.regs]
     lines += [f"r {n} {a}" for n, a in _reads(c)]
@@ -234,6 +252,8 @@ def run(program: Program, cfg: HwConfig | str | Path | None = None, mem: str = D
     sim_cycles = int(d.get("sim_cycles", 0))
     extra = {"mem": mem, "sim_cycles": sim_cycles, "cycles_per_s": sim_cycles / wall if wall > 0 else None,
              "process_wall_s": round(proc_wall, 6), "status": regs.get("STATUS"), "run_dir": str(rdir)}
+    if cov_path is not None:
+        extra["coverage_file"] = str(cov_path)
     if per_core is not None:
         extra["cores"] = per_core
     if reads:

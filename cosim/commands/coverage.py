@@ -1,0 +1,125 @@
+"""`cosim coverage`: RTL code coverage of the regression (every back-end), merged and reported."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from hw.config import list_configs, load_config
+from cosim.cli import add_json_arg, folder_arg, int_arg
+from cosim.cluster.options import add_cluster_args, cluster_kwargs
+
+BACKENDS = ("fast", "protocol", "raw")
+
+
+def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    p = sub.add_parser("coverage", help="RTL code coverage (line, branch, toggle) of the regression on every back-end",
+                       description="Build the RTL with Verilator coverage (line with its branch points, toggle) in "
+                                   "separate build folders, run the regression on them as engine tasks: every "
+                                   "example on every config and back-end (the cocotb fast and protocol back-ends and "
+                                   "the raw C++ harness), the unit cases of tests/units/, the directed coverage "
+                                   "tests and --fuzz N RTL fuzz Programs per config; merge the coverage files, apply "
+                                   "the waivers (hw/rtl/coverage_waivers.json; a waiver matching nothing is an "
+                                   "error) and print line/branch/toggle figures per module and in total, and the "
+                                   "uncovered lines. Writes OUT/coverage.dat (merged), OUT/coverage.info (lcov), "
+                                   "OUT/html/index.html and OUT/summary.json. Exit 1 when a task failed.")
+    p.add_argument("--configs", nargs="+", metavar="NAME", default=None,
+                   help="hardware configs (default: every shipped config)")
+    p.add_argument("--backends", nargs="+", choices=BACKENDS, default=list(BACKENDS),
+                   help="back-ends (default: all three)")
+    p.add_argument("--examples", nargs="+", metavar="NAME", default=None, help="only these examples (default: all)")
+    p.add_argument("--no-examples", action="store_true", help="leave out the examples (every back-end)")
+    p.add_argument("--no-units", action="store_true", help="leave out the unit cases of tests/units/")
+    p.add_argument("--no-directed", action="store_true", help="leave out the directed coverage tests")
+    p.add_argument("--fuzz", type=int_arg(0), default=0, metavar="N", help="RTL fuzz Programs per config (default 0)")
+    p.add_argument("--fuzz-seed", type=int_arg(0), default=1, metavar="S", help="fuzz campaign seed (default 1)")
+    p.add_argument("--quick", action="store_true",
+                   help="a small run: config small, fast back-end, examples vadd and matmul, no fuzz "
+                        "(options given as well still apply)")
+    p.add_argument("--examples-per-task", type=int_arg(0), default=0, metavar="N",
+                   help="split each cell's examples into tasks of N (default 0: one task per cell)")
+    p.add_argument("--out", type=folder_arg, default="build/coverage", metavar="DIR",
+                   help="output folder (default build/coverage); its dat/ keeps every run's coverage file")
+    p.add_argument("--waivers", type=folder_arg, default=None, metavar="FILE.json",
+                   help="waiver file (default hw/rtl/coverage_waivers.json)")
+    p.add_argument("--report-only", action="store_true",
+                   help="run nothing: report the coverage files already in OUT/dat")
+    p.add_argument("--keep-dat", action="store_true",
+                   help="keep the coverage files of an earlier run in OUT/dat (default: start afresh, unless "
+                        "--results resumes)")
+    p.add_argument("--max-uncovered", type=int_arg(0), default=40, metavar="N",
+                   help="uncovered lines printed (default 40; all are in the JSON and the HTML)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    add_json_arg(p)
+    add_cluster_args(p)
+    return p
+
+
+def run(args: argparse.Namespace) -> int:
+    import shutil
+
+    from compiler.examples import list_examples
+    from cosim.cluster import run_tasks
+    from cosim.coverage.campaign import Plan, plan_tasks
+    from cosim.coverage.report import DEFAULT_WAIVERS, build_report
+    from cosim.coverage.summary import format_table
+
+    configs = args.configs or (["small"] if args.quick else list_configs())
+    for c in configs:
+        load_config(c)  # a bad name fails here, in one line
+    backends = list(dict.fromkeys(args.backends if not (args.quick and args.backends == list(BACKENDS))
+                                  else ["fast"]))
+    examples = args.examples or (["vadd", "matmul"] if args.quick else None)
+    if examples:
+        bad = [n for n in examples if n not in list_examples()]
+        if bad:
+            raise ValueError(f"--examples: no example named {', '.join(bad)} (see `cosim list`)")
+    waivers = Path(args.waivers) if args.waivers else DEFAULT_WAIVERS
+    if args.waivers and not waivers.is_file():
+        raise ValueError(f"--waivers {args.waivers}: no such file")
+    out = Path(args.out).resolve()
+    dat = out / "dat"
+    failed: list[str] = []
+    if not args.report_only:
+        engine = cluster_kwargs(args)
+        if dat.is_dir() and not (args.keep_dat or engine.get("results")):
+            shutil.rmtree(dat)
+        dat.mkdir(parents=True, exist_ok=True)
+        plan = Plan(tuple(configs), tuple(backends), tuple(examples) if examples else None,
+                    examples_on=not args.no_examples,
+                    units=not (args.no_units or args.quick), fuzz=args.fuzz, fuzz_seed=args.fuzz_seed,
+                    directed=not (args.no_directed or args.quick), examples_per_task=args.examples_per_task)
+        tasks = plan_tasks(plan, dat)
+        if not tasks:
+            raise ValueError("nothing to run: the options leave no task")
+        for rec in run_tasks(tasks, progress=not args.quiet, desc="coverage", **engine):
+            res = rec.get("result") or {}
+            if not rec["ok"]:
+                failed.append(f"{rec['key']}: {rec.get('error')}")
+            elif res.get("outcome") != "passed":
+                failed.append(f"{rec['key']}: {(res.get('message') or '').splitlines()[0] if res.get('message') else ''}")
+    files = sorted(dat.glob("*.dat")) if dat.is_dir() else []
+    if not files:
+        raise ValueError(f"{dat}: no coverage files (nothing ran on a coverage build)")
+    doc, summary, _ = build_report(files, out, waivers if waivers.is_file() else None)
+    doc["failed_tasks"] = failed
+    if args.json:
+        print(json.dumps(doc))
+    else:
+        print(format_table(summary))
+        unc = doc["uncovered"]
+        print(f"\n{len(unc)} uncovered lines" + (":" if unc else ""))
+        for u in unc[:args.max_uncovered]:
+            print(f"  {u}")
+        if len(unc) > args.max_uncovered:
+            print(f"  ... {len(unc) - args.max_uncovered} more in {out / 'summary.json'}")
+        for w in doc["waived"]:
+            print(f"waived: {w['waiver']}: {w['points']} points ({w['hit']} of them hit) - {w['reason']}")
+        print(f"\nhtml: {doc['html']}\nlcov: {doc['lcov']}\nmerged: {doc['merged']} ({len(files)} files)")
+        for f in failed:
+            print(f"FAILED {f}")
+    if failed and args.json:
+        print(f"{len(failed)} task(s) failed", file=sys.stderr)
+    return 1 if failed else 0

@@ -1,0 +1,242 @@
+"""Directed coverage tests: what the examples, unit cases and fuzz never make the RTL do.
+
+* ``barrier_one_core``: a BARRIER on a one-core config (it only drains the loads and stores; FETCH
+  dispatches nothing after it until it completes), checked on the ISS, the TLM and the RTL;
+* ``abort_after_error``: an error on the compute queue while a LOAD's bursts are in flight (the
+  arbiter aborts the burst), checked the same way;
+* ``halt_while_pushing``: that error while the load unit waits to push on a full token queue;
+* ``gemm_offset_saturates``: a GEMM loop offset stepping by the largest factor, which saturates
+  one iteration ahead of the SRAM_RANGE fault;
+* ``window_ends_at_barrier``: INSN_COUNT ends the window at a BARRIER (FETCH goes from its barrier
+  wait to done; DEADLOCK on every model);
+* ``axi_error_at_barrier`` (RTL only, fast back-end: the Verilog DRAM model answers SLVERR past
+  its end, cocotbext-axi's AxiRam does not): a DRAM slave error while FETCH waits at a BARRIER;
+* several cores (``tests/test_cores_hw.py``'s Programs): a core that FINISHes while the others wait
+  at a BARRIER (ERR_BARRIER), and a core that faults while the others wait;
+* the directed cocotb job (``testbench.coverage_job``) on a few Programs: every CSR read back
+  (region registers and each core's bank, by address), the read-write ones written back through
+  their own (bank) addresses, a soft clear during the fetch and one mid-run; the Program's final
+  run from reset must still give the expected outputs (and, on the fast DRAM model, the TLM's
+  cycles and counters).
+
+Backpressure (ARREADY/WREADY waits) comes from the protocol back-end's random pauses, which every
+coverage run on that back-end has.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+
+from cosim.cluster import Task
+
+DIRECTED_JOB = "testbench.coverage_job"
+JOB_EXAMPLES = ("vadd", "matmul")
+
+
+def _repo_on_path() -> None:
+    """The unit-case helpers live in the repository's tests/units (imported by name, as cosim.regress does)."""
+    from cosim.regress.cells import regression_module
+
+    regression_module()
+
+
+def barrier_one_core(cfg: Any) -> Any:
+    """LOAD, ALU +3, STORE out, no-op, BARRIER, ALU +1, STORE out2, FINISH (a one-core config): a tests.units
+    Case. The BARRIER is instruction 4, the first of a fetch burst, so the instructions behind it are already
+    buffered when it completes."""
+    from hw.assembler import Assembler
+    from hw.isa import Barrier
+
+    _repo_on_path()
+    from tests.units.every_level import Case
+    from tests.units.programs import narrow, random_vectors
+
+    data = random_vectors(cfg, 2, 77, -1000, 1000)
+    asm = Assembler(cfg, "cov_barrier_one_core")
+    a = asm.input("a", data)
+    out = asm.output("out", (2, cfg.lanes))
+    out2 = asm.output("out2", (2, cfg.lanes))
+    asm.load(a, x=2, push_next=True)
+    asm.alu("ADD", imm=3, iter_out=2, dst_factor_out=1, src_factor_out=1, pop_prev=True, push_next=True)
+    asm.store(out, x=2, pop_prev=True)
+    asm.alu("ADD", imm=0, iter_out=0)  # a no-op: the BARRIER starts a fetch burst, its followers come with it
+    asm.add(Barrier())
+    asm.alu("ADD", imm=1, iter_out=2, dst_factor_out=1, src_factor_out=1, push_next=True)
+    asm.store(out2, x=2, pop_prev=True)
+    asm.finish()
+    d = data.astype(np.int64)
+    return Case(asm.program(expected={"out": narrow(cfg, d + 3), "out2": narrow(cfg, d + 4)}))
+
+
+def abort_after_error(cfg: Any) -> Any:
+    """A long LOAD (several bursts) and, in parallel on the compute queue, a GEMM reading micro-ops no
+    LOAD wrote: ERR_UNLOADED while the LOAD's bursts are in flight, which the AXI arbiter aborts."""
+    from hw.assembler import Assembler
+
+    _repo_on_path()
+    from tests.units.every_level import Case
+    from tests.units.programs import random_vectors
+
+    x = min(cfg.acc_depth, 8 * max(1, cfg.max_burst // cfg.beats_per_acc_vec))
+    asm = Assembler(cfg, "cov_abort_after_error")
+    a = asm.input("a", random_vectors(cfg, x, 78, -1000, 1000))
+    asm.load(a, x=x)
+    pc = asm.gemm(reset=True)
+    asm.finish()
+    return Case(asm.program(), ("UNLOADED", pc))
+
+
+def halt_while_pushing(cfg: Any) -> Any:
+    """A long ALU, then a GEMM reading micro-ops no LOAD wrote, on the compute queue; behind them
+    more short LOADs pushing l2c tokens than the queue holds: the load unit waits in PUSH on the full
+    queue when the GEMM's error halts it."""
+    from hw.assembler import Assembler
+
+    _repo_on_path()
+    from tests.units.every_level import Case
+    from tests.units.programs import random_vectors
+
+    n = cfg.token_queue_depth + 2
+    asm = Assembler(cfg, "cov_halt_while_pushing")
+    a = asm.input("a", random_vectors(cfg, n, 79, -1000, 1000))
+    asm.alu("ADD", imm=1, iter_out=64, iter_in=32)
+    pc = asm.gemm(reset=True)
+    for k in range(n):
+        asm.load(a, offset=k, sram=k + 1, push_next=True)
+    asm.finish()
+    return Case(asm.program(), ("UNLOADED", pc))
+
+
+def gemm_offset_saturates(cfg: Any) -> Any:
+    """A GEMM (reset) whose accumulator offset steps by the largest factor the field holds: the loop
+    stage computes offsets an iteration ahead, so the offset saturates (gemm.v's sat_add) while the
+    index stage faults with SRAM_RANGE on the first index past the buffer."""
+    from hw.assembler import Assembler
+
+    _repo_on_path()
+    from tests.units.every_level import Case
+
+    asm = Assembler(cfg, "cov_gemm_offset_saturates")
+    asm.load(asm.uops("uops", [(0, 0, 0)]), buf="UOP", push_next=True)
+    pc = asm.gemm(reset=True, iter_in=6, acc_factor_in=(1 << cfg.sram_index_bits) - 1, pop_prev=True)
+    asm.finish()
+    return Case(asm.program(), ("SRAM_RANGE", pc))
+
+
+def axi_error_at_barrier(cfg: Any) -> Any:
+    """RTL only (the ISS and the TLM model no slave errors): a LOAD from a region opened just past the
+    DRAM, so the DRAM model answers SLVERR (ERR_AXI_RESP at pc 0), while FETCH waits at the BARRIER
+    behind it for the load to drain: the error halts FETCH in its barrier wait. A Program whose regs
+    open one more region than its layout (so it has no folder of its own to load)."""
+    from hw.assembler import Assembler
+    from hw.isa import Barrier
+
+    asm = Assembler(cfg, "cov_axi_error_at_barrier")
+    out = asm.output("out", (1, cfg.lanes))
+    past = min(cfg.dram_bytes, 64 << 20)  # the testbench's DRAM model ends here (rtl_model.MAX_MODEL_BYTES)
+    asm.load(past // cfg.elem_bytes("ACC"), x=1)
+    asm.add(Barrier())
+    asm.store(out)
+    asm.finish()
+    prog = asm.program()
+    slot = sum(1 for n, _ in prog.regs if n.endswith("_BASE") and n.startswith("REGION"))
+    prog.regs = [r for r in prog.regs if r[0] != "CTRL"] + [
+        (f"REGION{slot}_BASE", past), (f"REGION{slot}_SIZE", 4096), (f"REGION{slot}_ATTR", 1),
+        next(r for r in prog.regs if r[0] == "CTRL")]
+    return prog
+
+
+def window_ends_at_barrier(cfg: Any) -> Any:
+    """ALU, BARRIER, FINISH with INSN_COUNT = 2: the instruction window ends at the BARRIER, so FETCH
+    goes from its barrier wait straight to done and FINISH never comes: DEADLOCK at pc 2 on every model."""
+    from hw.assembler import Assembler
+    from hw.isa import Barrier
+
+    _repo_on_path()
+    from tests.units.every_level import Case
+
+    asm = Assembler(cfg, "cov_window_ends_at_barrier")
+    asm.alu("ADD", imm=1)
+    asm.add(Barrier())
+    asm.finish()
+    prog = asm.program()
+    prog.regs = [(n, 2 if n == "INSN_COUNT" else v) for n, v in prog.regs]
+    return Case(prog, ("DEADLOCK", 2))
+
+
+def directed_tasks(configs: Sequence[str], mems: Sequence[str], base: dict[str, Any]) -> list[Task]:
+    """One task per (config, back-end) of the cocotb back-ends."""
+    return [Task(f"directed {c} {m}", "cosim.coverage.campaign:run_task",
+                 {**base, "kind": "directed", "config": c, "mem": m}) for c in configs for m in mems]
+
+
+def run_directed(args: dict[str, Any]) -> dict[str, Any]:
+    """Engine task body: the directed tests of one (config, back-end); AssertionError naming every problem."""
+    from compiler import examples
+    from cosim import models
+    from hw.config import load_config
+
+    _repo_on_path()
+    from tests.units.every_level import check_rtl, run_rtl
+
+    cfg = load_config(args["config"])
+    mem = args["mem"]
+    bad: list[str] = []
+    detail: dict[str, Any] = {}
+    if cfg.num_cores == 1:
+        cases = [barrier_one_core(cfg), abort_after_error(cfg), halt_while_pushing(cfg), gemm_offset_saturates(cfg),
+                 window_ends_at_barrier(cfg)]
+        for case in cases:
+            for name in ("iss", "tlm"):
+                r = getattr(models, name)(case.program)
+                got = r.error and (r.error["name"], r.error["pc"])
+                if got != case.error:
+                    bad.append(f"{case.name} on {name}: error {got}, expected {case.error}")
+                for k, want in case.program.expected.items():
+                    if not np.array_equal(r.outputs.get(k), want):
+                        bad.append(f"{case.name} on {name}: output {k} wrong")
+        try:
+            check_rtl(cases, run_rtl(cases, cfg, mem=mem), cycle_exact=mem == "fast")
+        except AssertionError as e:
+            bad.append(str(e))
+        detail["unit_cases"] = [c.name for c in cases]
+    if cfg.num_cores == 1 and mem == "fast":  # cocotbext-axi's AxiRam answers OKAY past its end: no error there
+        axi = axi_error_at_barrier(cfg)
+        r = models.rtl([axi], cfg, mem=mem)[0]
+        got = r.error and (r.error["name"], r.error["pc"])
+        if got != ("AXI_RESP", 0):
+            bad.append(f"{axi.name}: RTL error {got}, expected AXI_RESP at pc 0")
+    if cfg.num_cores > 1:
+        # several cores: one core skips its BARRIER (ERR_BARRIER), one faults while the others wait at theirs
+        from tests.test_cores_hw import program
+
+        progs = [program(cfg, "cov_skip_barrier", skip=1), program(cfg, "cov_fault_at_barrier", bad_core=1)]
+        for p, r in zip(progs, models.rtl(progs, cfg, mem=mem)):
+            t = models.tlm(p)
+            if (r.error or {}).get("name") != (t.error or {}).get("name") or r.error is None:
+                bad.append(f"{p.name}: RTL error {r.error}, TLM {t.error}")
+        detail["multi_core_cases"] = [p.name for p in progs]
+    cases = [examples.make_case(n, cfg, seed=0) for n in JOB_EXAMPLES]
+    res = models.rtl([c.program for c in cases], cfg, mem=mem, job_module=DIRECTED_JOB)
+    for c, r in zip(cases, res):
+        d = r.extra.get("directed") or {}
+        if r.error is not None:
+            bad.append(f"{c.name}: error {r.error}")
+        for k, want in c.expected.items():
+            if not np.array_equal(r.outputs.get(k), want):
+                bad.append(f"{c.name}: output {k} differs after the soft clears")
+        if mem == "fast":
+            t = models.tlm(c.program)
+            if t.cycles != r.cycles:
+                bad.append(f"{c.name}: TLM {t.cycles} cycles, RTL {r.cycles} after the soft clears")
+        rb = d.get("readback") or {}
+        if rb.get("answered") != rb.get("read"):
+            bad.append(f"{c.name}: CSR readback: {rb}")
+        for cl in d.get("clears", []):
+            if cl.get("idle_after_reads") is None:
+                bad.append(f"{c.name}: a soft clear {cl['after_cycles']} cycles after START never reached idle")
+        detail[c.name] = d
+    assert not bad, "\n".join(bad)
+    return detail

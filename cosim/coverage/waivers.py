@@ -1,0 +1,132 @@
+"""Coverage waivers: points that no test can reach, each with its reason.
+
+The waiver file is JSON (``hw/rtl/coverage_waivers.json``)::
+
+    {"waivers": [
+      {"lines": "hw/rtl/store_unit.v:171-172", "reason": "..."},
+      {"toggle": "csr_block:region_base*[24:31]", "reason": "..."},
+      {"fsm": "fetch:state::*->S_X", "reason": "..."}
+    ]}
+
+* ``lines``: ``FILE:LINE`` or ``FILE:FIRST-LAST`` (FILE relative to the repository): every line and
+  branch point whose line (``l``) lies in the range;
+* ``toggle``: ``MODULE:SIGNAL`` with ``*`` and ``?`` as wildcards (nothing else is special), and an
+  optional bit range ``[HI:LO]`` (or ``[BIT]``) at the end: the toggle points of those bits of the
+  matching signals, both directions (without a range: every bit);
+* ``fsm``: a glob over ``MODULE:OBJECT`` of FSM state and arc points.
+
+A waived point counts apart: never in a metric's total, never as a hit, whatever its count. A
+waiver that matches no point of the merged data is an error (a stale waiver: the code moved).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from cosim.coverage.coverage_data import CoverageData, Point
+
+LINES_RE = re.compile(r"^(?P<file>[^:]+):(?P<a>\d+)(?:-(?P<b>\d+))?$")
+RANGE_RE = re.compile(r"^(?P<name>.*?)\[(?P<hi>\d+)(?::(?P<lo>\d+))?\]$")
+BIT_RE = re.compile(r"^(?P<name>.*)\[(?P<bit>\d+)\]$")
+
+
+def _glob(pattern: str) -> re.Pattern[str]:
+    """``*`` and ``?`` as wildcards, every other character literal."""
+    return re.compile("".join(".*" if c == "*" else "." if c == "?" else re.escape(c) for c in pattern) + r"\Z")
+
+
+def toggle_matcher(pattern: str) -> Any:
+    """A predicate over (module:signal, bit or None) for a toggle waiver pattern."""
+    m = RANGE_RE.match(pattern)
+    name_re = _glob(m["name"] if m else pattern)
+    if not m:
+        return lambda name, bit: bool(name_re.match(name))
+    hi = int(m["hi"])
+    lo = int(m["lo"]) if m["lo"] is not None else hi
+    lo, hi = min(lo, hi), max(lo, hi)
+    return lambda name, bit: bit is not None and lo <= bit <= hi and bool(name_re.match(name))
+
+
+class WaiverError(ValueError):
+    """A bad or stale waiver file (one line naming the file and the entry)."""
+
+
+@dataclass(frozen=True)
+class Waiver:
+    """One entry: what it matches (``kind`` lines|toggle|fsm, ``pattern``) and why."""
+
+    kind: str
+    pattern: str
+    reason: str
+    index: int
+
+    def matches(self, p: Point) -> bool:
+        k = p.kind
+        if self.kind == "lines":
+            if k not in ("line", "branch"):
+                return False
+            m = LINES_RE.match(self.pattern)
+            assert m is not None
+            a = int(m["a"])
+            b = int(m["b"] or a)
+            return p.file == m["file"] and a <= p.line <= b
+        if self.kind == "toggle":
+            if k != "toggle":
+                return False
+            sig = p.obj.rsplit(":", 1)[0]  # "name[bit]:0->1"
+            b = BIT_RE.match(sig)
+            name, bit = (b["name"], int(b["bit"])) if b else (sig, None)
+            return toggle_matcher(self.pattern)(f"{p.module}:{name}", bit)
+        return k in ("fsm_state", "fsm_arc") and fnmatch.fnmatchcase(f"{p.module}:{p.obj}", self.pattern)
+
+    def describe(self) -> str:
+        return f"{self.kind} {self.pattern}"
+
+
+def load_waivers(path: str | Path) -> list[Waiver]:
+    """Read and check a waiver file; a missing file is no waivers."""
+    path = Path(path)
+    if not path.is_file():
+        return []
+    try:
+        doc = json.loads(path.read_text())
+    except json.JSONDecodeError as e:
+        raise WaiverError(f"{path}: not JSON ({e})") from None
+    entries = doc.get("waivers") if isinstance(doc, dict) else None
+    if not isinstance(entries, list):
+        raise WaiverError(f"{path}: expected an object with a list 'waivers'")
+    out = []
+    for i, e in enumerate(entries):
+        kinds = [k for k in ("lines", "toggle", "fsm") if isinstance(e, dict) and k in e]
+        if len(kinds) != 1:
+            raise WaiverError(f"{path}: waiver {i}: needs exactly one of 'lines', 'toggle', 'fsm'")
+        reason = e.get("reason")
+        if not isinstance(reason, str) or not reason.strip():
+            raise WaiverError(f"{path}: waiver {i}: needs a 'reason'")
+        pat = e[kinds[0]]
+        if not isinstance(pat, str) or (kinds[0] == "lines" and not LINES_RE.match(pat)):
+            raise WaiverError(f"{path}: waiver {i}: bad {kinds[0]} pattern {pat!r}")
+        out.append(Waiver(kinds[0], pat, reason.strip(), i))
+    return out
+
+
+def apply_waivers(data: CoverageData, waivers: list[Waiver], source: str = "waivers",
+                  check_stale: bool = True) -> tuple[set[tuple], list[dict[str, Any]]]:
+    """The keys of waived points, and per waiver ``{"waiver", "reason", "points", "hit"}``. A waiver
+    matching no point raises WaiverError (stale) when ``check_stale``."""
+    waived: set[tuple] = set()
+    report = []
+    for w in waivers:
+        hits = [p for p in data.points.values() if w.matches(p)]
+        if not hits and check_stale:
+            raise WaiverError(f"{source}: waiver {w.index} ({w.describe()}) matches no coverage point: stale, "
+                              f"remove or fix it")
+        waived.update(p.fields for p in hits)
+        report.append({"waiver": w.describe(), "reason": w.reason, "points": len(hits),
+                       "hit": sum(1 for p in hits if p.count > 0)})
+    return waived, report

@@ -1,0 +1,126 @@
+"""The directed coverage job: the cocotb job of ``testbench.cocotb_job`` with, around each Program's run,
+what Programs alone never make the RTL do (``run_programs(..., job_module="testbench.coverage_job")``).
+
+Per Program:
+
+1. its normal run (as the plain job);
+2. CSR readback: every word address of the fixed map, of each core's register bank (0x800 + 0x80 * k,
+   on one core too) and two unmapped ones is read; every read-write register is written all ones,
+   read, written zero, read, and written back with the value first read, through its own address
+   (the bank addresses included), and a read-only one is written (ignored by the RTL);
+3. a soft clear during the fetch: reset, DRAM loaded, the register writes up to START, then
+   CTRL.SOFT_RESET at once: STATUS must say not busy within a bound;
+4. the same with the clear in the middle of the run (half the cycles of run 1);
+5. the Program once more from reset: this run's results are reported (so the caller's checks of the
+   outputs, cycles and counters also say that the clears left nothing behind); what 2-4 saw is in
+   the result's ``directed`` entry.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import cocotb
+from cocotb.triggers import ClockCycles
+
+from hw import csr
+from testbench.cocotb_job import Bench, CsrTimeout
+
+CLEAR_BOUND_READS = 200  # STATUS reads (each several cycles) a soft clear may take to reach idle
+
+
+async def read_addr(bench: Bench, addr: int) -> int | None:
+    """One AXI4-Lite read by address (None: no answer)."""
+    if bench.lite is not None:
+        return await bench.lite.read(addr)
+    return int(await bench.axil.read_dword(addr))
+
+
+async def write_addr(bench: Bench, addr: int, value: int) -> None:
+    """One AXI4-Lite write by address."""
+    if bench.lite is not None:
+        await bench.lite.write(addr, value)
+    else:
+        await bench.axil.write_dword(addr, value)
+
+
+async def csr_readback(bench: Bench) -> dict[str, Any]:
+    """Step 2 of the module docstring."""
+    ncores = bench.cfg.num_cores
+    addrs = list(range(0, 0x100, 4))
+    addrs += list(range(csr.CORE_BANK_BASE, csr.CORE_BANK_BASE + csr.CORE_BANK_STRIDE * ncores, 4))
+    addrs += [csr.CORE_BANK_BASE - 4, 0xFFC]
+    regions = [c.addr for c in csr.region_csrs(bench.cfg.max_regions)]
+    addrs = sorted(set(addrs) | set(regions))
+    values: dict[int, int | None] = {}
+    for a in addrs:
+        values[a] = await read_addr(bench, a)
+    rw = {c.addr for c in csr.csrs_of(bench.cfg).values() if c.access == "rw"}
+    for k in range(ncores):  # the bank registers of every core, by their bank address
+        for _, off, access in csr.bank_registers():
+            if access == "rw":
+                rw.add(csr.CORE_BANK_BASE + csr.CORE_BANK_STRIDE * k + off)
+    rewritten = 0
+    for a in sorted(rw):
+        if values.get(a) is not None:
+            # every bit of the register both ways (the upper bits of a region's base and size never move
+            # in a Program on a DRAM of some MiB), read back each time, then the value it had
+            for pattern in (0xFFFFFFFF, 0):
+                await write_addr(bench, a, pattern)
+                await read_addr(bench, a)
+            await write_addr(bench, a, int(values[a]))  # type: ignore[arg-type]
+            rewritten += 1
+    await write_addr(bench, csr.csrs_of(bench.cfg)["STATUS"].addr, 0xFFFFFFFF)  # read-only: ignored
+    return {"read": len(addrs), "answered": sum(v is not None for v in values.values()), "rewritten": rewritten}
+
+
+async def clear_during_run(bench: Bench, entry: dict[str, Any], after_cycles: int) -> dict[str, Any]:
+    """Steps 3 and 4: START, ``after_cycles`` cycles, CTRL.SOFT_RESET; STATUS until not busy (bounded)."""
+    dut = bench.dut
+    img = bytearray(Path(entry["image"]).read_bytes())
+    dut.rst.value = 1
+    await ClockCycles(dut.clk, 2)
+    await bench.load_dram(img)
+    await ClockCycles(dut.clk, 2)
+    dut.rst.value = 0
+    await ClockCycles(dut.clk, 2)
+    for reg, value in entry["regs"]:
+        await bench.write(str(reg), int(value))
+    if after_cycles:
+        await ClockCycles(dut.clk, after_cycles)
+    busy_at_clear = csr.decode_status(await bench.read("STATUS"))["busy"]
+    await bench.write("CTRL", csr.CTRL_SOFT_RESET)
+    for n in range(CLEAR_BOUND_READS):
+        st = await bench.read("STATUS")
+        if not csr.decode_status(st)["busy"]:
+            return {"after_cycles": after_cycles, "busy_at_clear": busy_at_clear, "idle_after_reads": n + 1,
+                    "status": st}
+    return {"after_cycles": after_cycles, "busy_at_clear": busy_at_clear, "idle_after_reads": None, "status": st}
+
+
+@cocotb.test()
+async def run_coverage_job(dut: Any) -> None:
+    """The directed coverage job (see the module docstring)."""
+    job = json.loads(Path(os.environ["COSIM_JOB"]).read_text())
+    bench = Bench(dut, job)
+    await bench.start()
+    results: list[dict[str, Any]] = []
+    out = Path(job["result"])
+    for k, entry in enumerate(job["programs"]):
+        try:
+            first = await bench.run(entry, k == 0)
+            info: dict[str, Any] = {"readback": await csr_readback(bench), "clears": []}
+            for after in (0, max(1, int(first.get("run_sim_cycles", 2)) // 2)):
+                info["clears"].append(await clear_during_run(bench, entry, after))
+            res = await bench.run(entry, True)
+            res["directed"] = info
+            results.append(res)
+        except CsrTimeout as e:
+            results.append({"name": entry.get("name", f"p{k}"), "tb_error": str(e), "probes": bench.probes()})
+            break
+        finally:
+            out.write_text(json.dumps({"results": results}, indent=1))
+    out.write_text(json.dumps({"results": results, "done": True}, indent=1))

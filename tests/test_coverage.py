@@ -1,0 +1,208 @@
+"""RTL code coverage (cosim/coverage, `cosim coverage`): the reader on real Verilator coverage files of a
+tiny design built here with coverage, merging, lcov, waivers, and one small real run of the command."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from cosim.coverage.coverage_data import CoverageData, read, read_all
+from cosim.coverage.lcov import lcov_text
+from cosim.coverage.summary import summarize
+from cosim.coverage.waivers import WaiverError, apply_waivers, load_waivers
+from hw.toolchain import verilator_bin, verilator_env
+
+# A small FSM with a counter: every kind of point Verilator writes (line, branch, toggle, FSM state/arc).
+TINY_V = """\
+module tiny(input clk, input rst, input go, output reg [1:0] st, output reg [3:0] cnt);
+  localparam S_IDLE = 2'd0, S_RUN = 2'd1, S_DONE = 2'd2;
+  always @(posedge clk) begin
+    if (rst) begin
+      st <= S_IDLE;
+      cnt <= 4'd0;
+    end else begin
+      case (st)
+        S_IDLE: if (go) st <= S_RUN;
+        S_RUN: begin
+          cnt <= cnt + 4'd1;
+          if (cnt == 4'd3) st <= S_DONE;
+        end
+        S_DONE: st <= S_IDLE;
+        default: st <= S_IDLE;
+      endcase
+    end
+  end
+endmodule
+"""
+# ``+go=0`` never raises go: the FSM stays in S_IDLE and the S_RUN lines are never run.
+TINY_MAIN = """\
+#include "Vtiny.h"
+#include "verilated.h"
+#include "verilated_cov.h"
+int main(int argc, char** argv) {
+    Verilated::commandArgs(argc, argv);
+    const char* go = Verilated::commandArgsPlusMatch("go=");
+    const bool never = go && go[0] && go[4] == '0';
+    Vtiny* top = new Vtiny;
+    top->clk = 0; top->rst = 1; top->go = 0;
+    for (int i = 0; i < 40; i++) {
+        top->clk = !top->clk;
+        top->eval();
+        if (i == 3) top->rst = 0;
+        if (i == 5 && !never) top->go = 1;
+    }
+    top->final();
+    VerilatedCov::write();
+    delete top;
+    return 0;
+}
+"""
+CYCLES = 20  # rising edges of clk in TINY_MAIN
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory) -> dict[str, Path]:
+    """The tiny design built with every coverage kind, run twice (go raised, go never raised)."""
+    d = tmp_path_factory.mktemp("tiny_cov")
+    (d / "tiny.v").write_text(TINY_V)
+    (d / "main.cpp").write_text(TINY_MAIN)
+    env = verilator_env()
+    env["MAKEFLAGS"] = "OPT_FAST=-O0 OPT_SLOW=-O0 OPT_GLOBAL=-O0"  # a few seconds of g++, not a fast model
+    cmd = [str(verilator_bin() / "verilator"), "--cc", "--exe", "--build", "-j", "2", "--coverage-line",
+           "--coverage-toggle", "--coverage-fsm", "-Mdir", str(d / "obj"), "tiny.v", "main.cpp", "-o", "tiny_sim"]
+    r = subprocess.run(cmd, cwd=d, env=env, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    out = {}
+    for name, go in (("go", "1"), ("idle", "0")):
+        f = d / f"{name}.dat"
+        subprocess.run([str(d / "obj" / "tiny_sim"), f"+go={go}", f"+verilator+coverage+file+{f}"], cwd=d,
+                       check=True, timeout=60)
+        out[name] = f
+    out["dir"] = d
+    return out
+
+
+def test_reader_classifies_verilators_points(tiny):
+    data = read(tiny["go"], tiny["dir"])
+    kinds = {p.kind for p in data.points.values()}
+    assert {"line", "branch", "toggle", "fsm_state", "fsm_arc"} <= kinds
+    assert {p.file for p in data.points.values()} == {"tiny.v"}  # made relative to the folder given
+    assert {p.module for p in data.points.values()} == {"tiny"}
+    by_obj = {p.obj: p for p in data.of_kind("toggle")}
+    assert by_obj["clk:0->1"].count == CYCLES and by_obj["clk:1->0"].count == CYCLES
+    assert by_obj["go:0->1"].count == 1 and by_obj["go:1->0"].count == 0
+    assert {p.obj for p in data.of_kind("fsm_state")} >= {"st::S_IDLE", "st::S_RUN", "st::S_DONE"}
+    # the counter's block (line 11) ran: the FSM went round; every point of the line kind has its lines
+    run_lines = [p for p in data.of_kind("line") if 11 in p.lines()]
+    assert run_lines and all(p.count > 0 for p in run_lines)
+
+
+def test_idle_run_leaves_lines_uncovered(tiny):
+    s = summarize(read(tiny["idle"], tiny["dir"]))
+    assert "tiny.v:11" in s.uncovered and "tiny.v:12" in s.uncovered
+    assert s.total["line"].hit < s.total["line"].total
+    assert s.modules["tiny"]["toggle"].total == s.total["toggle"].total
+
+
+def test_merge_sums_counts_and_round_trips(tiny, tmp_path):
+    a, b = read(tiny["go"]), read(tiny["idle"])
+    m = read_all([tiny["go"], tiny["idle"]])
+    assert set(m.points) == set(a.points) | set(b.points)
+    for key, p in m.points.items():
+        assert p.count == (a.points[key].count if key in a.points else 0) + \
+            (b.points[key].count if key in b.points else 0)
+    back = read(m.write(tmp_path / "merged.dat"))
+    assert {k: p.count for k, p in back.points.items()} == {k: p.count for k, p in m.points.items()}
+    assert (tmp_path / "merged.dat").read_text().startswith("# SystemC::Coverage-3\n")
+    twice = CoverageData().merge(m).merge(m)
+    assert all(twice.points[k].count == 2 * p.count for k, p in m.points.items())
+
+
+def test_lcov_tracefile(tiny):
+    data = read(tiny["idle"], tiny["dir"])
+    text = lcov_text(data)
+    lines = text.splitlines()
+    assert lines[0].startswith("TN:") and lines[1] == "SF:tiny.v" and lines[-1] == "end_of_record"
+    da = {int(x[3:].split(",")[0]): int(x.split(",")[1]) for x in lines if x.startswith("DA:")}
+    assert da[11] == 0 and da[3] > 0
+    lf = int(next(x for x in lines if x.startswith("LF:"))[3:])
+    lh = int(next(x for x in lines if x.startswith("LH:"))[3:])
+    assert lf == len(da) and lh == sum(1 for c in da.values() if c > 0)
+    brda = [x for x in lines if x.startswith("BRDA:")]
+    assert brda and all(len(x[5:].split(",")) == 4 for x in brda)
+    assert int(next(x for x in lines if x.startswith("BRF:"))[4:]) == len(brda)
+
+
+def test_waivers_count_apart_and_stale_is_an_error(tiny, tmp_path):
+    data = read(tiny["idle"], tiny["dir"])
+    w = tmp_path / "w.json"
+    w.write_text(json.dumps({"waivers": [
+        {"lines": "tiny.v:10-12", "reason": "the run never raises go"},
+        {"toggle": "tiny:c?t[3:2]", "reason": "never counts that far"},
+        {"toggle": "tiny:rst", "reason": "covered, still waived: never a hit"}]}))
+    waived, report = apply_waivers(data, load_waivers(w))
+    s = summarize(data, waived)
+    plain = summarize(data)
+    assert report[1]["points"] == 4 and report[2]["points"] == 2 and report[2]["hit"] >= 1
+    t, p = s.total["toggle"], plain.total["toggle"]
+    # rst toggled, yet a waived point is never a hit
+    assert t.waived == 6 and t.total == p.total - 6 and t.hit == p.hit - report[1]["hit"] - report[2]["hit"]
+    assert "tiny.v:11" not in s.uncovered and "tiny.v:11" in plain.uncovered
+    assert s.total["line"].waived >= 2 and s.total["line"].total == plain.total["line"].total - s.total["line"].waived
+    assert s.total["branch"].waived == sum(1 for p in data.of_kind("branch") if 10 <= p.line <= 12)
+    w.write_text(json.dumps({"waivers": [{"lines": "tiny.v:500", "reason": "gone"}]}))
+    with pytest.raises(WaiverError, match="stale"):
+        apply_waivers(data, load_waivers(w))
+    w.write_text(json.dumps({"waivers": [{"lines": "tiny.v:1"}]}))
+    with pytest.raises(WaiverError, match="reason"):
+        load_waivers(w)
+
+
+def test_shipped_waivers_load():
+    from cosim.coverage.report import DEFAULT_WAIVERS
+
+    assert all(w.reason for w in load_waivers(DEFAULT_WAIVERS))
+
+
+def test_cosim_coverage_small_run(tmp_path, capsys):
+    """One real run: config small, fast back-end, one example, no units, no directed tests."""
+    from cosim.cli import main
+    from testbench.rtl_model import rtl_available
+
+    if not rtl_available():
+        pytest.skip("no RTL")
+    out = tmp_path / "cov"
+    rc = main(["coverage", "--configs", "small", "--backends", "fast", "--examples", "vadd", "--no-units",
+               "--no-directed", "--workers", "0", "--quiet", "--out", str(out), "--json"])
+    doc = json.loads(capsys.readouterr().out)
+    assert rc == 0, doc.get("failed_tasks")
+    assert set(doc) >= {"total", "modules", "uncovered", "waived", "html", "lcov"}
+    for m in ("line", "branch", "toggle"):
+        f = doc["total"][m]
+        assert 0 < f["hit"] <= f["total"] and f["pct"] == round(100 * f["hit"] / f["total"], 2)
+    assert "fetch" in doc["modules"] and "tb_fast" not in doc["modules"]  # the test bench's Verilog is left out
+    assert all(":" in u and u.startswith("hw/rtl/") for u in doc["uncovered"])
+    assert Path(doc["html"]).is_file() and (Path(doc["html"]).parent / "hw_rtl_fetch.v.html").is_file()
+    assert Path(doc["lcov"]).read_text().count("end_of_record") >= 10
+
+
+def test_directed_cases_agree_on_iss_and_tlm():
+    """The directed coverage Programs mean what they say on the two plain models (the RTL runs them in
+    `cosim coverage`): a clean BARRIER on one core, and the errors the others are built to raise."""
+    from cosim import models
+    from cosim.coverage.directed import (abort_after_error, barrier_one_core, gemm_offset_saturates,
+                                         halt_while_pushing, window_ends_at_barrier)
+    from hw.config import load_config
+
+    cfg = load_config("small")
+    cases = [barrier_one_core(cfg), abort_after_error(cfg), halt_while_pushing(cfg), gemm_offset_saturates(cfg),
+             window_ends_at_barrier(cfg)]
+    assert [c.error and c.error[0] for c in cases] == [None, "UNLOADED", "UNLOADED", "SRAM_RANGE", "DEADLOCK"]
+    for c in cases:
+        for r in (models.iss(c.program), models.tlm(c.program)):
+            assert (r.error and (r.error["name"], r.error["pc"])) == c.error, (c.name, r.model, r.error)
+            for k, want in c.program.expected.items():
+                assert (r.outputs[k] == want).all(), (c.name, r.model, k)
