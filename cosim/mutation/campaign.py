@@ -30,6 +30,7 @@ import numpy as np
 from hw.config import HwConfig, load_config
 from hw.program import Program
 from hw.result import RunResult
+from cosim.mutation.edge_programs import edge_programs
 from cosim.mutation.points import KINDS, Mutant, MutationError, scan_rtl
 from cosim.mutation.schemata import PLUSARG, schemata_id, write_schemata
 
@@ -204,13 +205,15 @@ def aimed_fault_programs(cfg: HwConfig, count: int, fuzz_seed: int) -> list[Prog
 
 
 def regression_programs(cfg: HwConfig, fuzz: int, fuzz_seed: int, examples: list[str] | None = None,
-                        faults: int = 0, barriers: int = 4, offsets: int = 4, aimed: int = 0) -> list[Program]:
+                        faults: int = 0, barriers: int = 4, offsets: int = 4, aimed: int = 0,
+                        edges: bool = False) -> list[Program]:
     """The shipped examples (not the ``large`` ones; or only ``examples``) compiled for ``cfg``, then
     up to ``barriers`` of them with a BARRIER added (:func:`with_barrier`), up to ``offsets`` with
     the stream starting half a line in (:func:`with_offset_start`), then ``fuzz`` fuzz
     Programs of the campaign seeded ``fuzz_seed`` (a fifth with an injected fault), then ``faults``
     more of that campaign that all carry a fault (the error paths are much of the logic), then ``aimed``
-    with a fault aimed at a unit (:func:`aimed_fault_programs`)."""
+    with a fault aimed at a unit (:func:`aimed_fault_programs`) and, with ``edges``, the hand-built
+    edge Programs (:mod:`cosim.mutation.edge_programs`)."""
     from compiler.examples import get_example, list_examples, make_case as example_case
     from cosim.fuzz.campaign import make_case as fuzz_case
 
@@ -239,7 +242,7 @@ def regression_programs(cfg: HwConfig, fuzz: int, fuzz_seed: int, examples: list
         out.append(fuzz_case(cfg, fuzz_seed, i).program)
     for i in range(fuzz, fuzz + faults):
         out.append(fuzz_case(cfg, fuzz_seed, i, fault_rate=1.0).program)
-    return out + aimed_fault_programs(cfg, aimed, fuzz_seed)
+    return out + aimed_fault_programs(cfg, aimed, fuzz_seed) + (edge_programs(cfg) if edges else [])
 
 
 def readable_csrs(cfg: HwConfig) -> list[str]:
@@ -321,7 +324,7 @@ class Setup:
 
 def prepare(config: str, count: int, seed: int, fuzz: int = DEFAULT_FUZZ, faults: int = DEFAULT_FAULTS,
             fuzz_seed: int | None = None, barriers: int = 4, offsets: int = 4, twice: int = DEFAULT_TWICE,
-            aimed: int = DEFAULT_AIMED,
+            aimed: int = DEFAULT_AIMED, edges: bool = True,
             rtl_dir: Path | None = None, check: bool = True, mutants: list[Mutant] | None = None,
             examples: list[str] | None = None) -> Setup:
     """Scan, sample, write and build the schemata; compile the Programs; run K=0 for the expected results.
@@ -353,12 +356,15 @@ def prepare(config: str, count: int, seed: int, fuzz: int = DEFAULT_FUZZ, faults
 
     fs = seed if fuzz_seed is None else fuzz_seed
     tag = f"f{fuzz}-e{faults}-b{barriers}-o{offsets}-t{twice}-a{aimed}-s{fs}"
+    if edges:  # the edge Programs change with their module: their names and instructions name the files
+        sig = repr([(p.name, p.insns) for p in edge_programs(cfg)])
+        tag += "-x" + hashlib.sha256(sig.encode()).hexdigest()[:8]
     if examples is not None:
         tag += "-" + hashlib.sha256(",".join(examples).encode()).hexdigest()[:8]
     progs_file, exp_file = root / f"programs-{tag}.pkl", root / f"expected-{tag}.json"
     t0 = time.perf_counter()
     if not (progs_file.is_file() and exp_file.is_file()):
-        programs = regression_programs(cfg, fuzz, fs, examples, faults, barriers, offsets, aimed)
+        programs = regression_programs(cfg, fuzz, fs, examples, faults, barriers, offsets, aimed, edges)
         expected, problems = [], []
 
         def baseline(p: Program) -> RunResult:
