@@ -42,8 +42,9 @@ DEFAULT_FAULTS = 50
 DEFAULT_CHUNK = 10
 DEFAULT_AIMED = 12                # fuzz Programs with a fault aimed at one unit
 AIMED_BASE = 1_000_000            # their case indices: past any campaign's own
-DEFAULT_TWICE = 24                # Programs also run twice without a reset
+DEFAULT_TWICE = 24                # Programs also run twice without a reset, and reset midway
 TWICE_SLACK = 8                   # cycles the second run may be shorter than a run after reset (START's write)
+SETTLE_WRITES = 64                # idle writes after a SOFT_RESET (3 cycles each): the aborted burst ends
 TWICE_CYCLES = 20000              # the longest Program run twice (its idle writes cost harness time)
 REPO = Path(__file__).resolve().parents[2]
 
@@ -164,6 +165,25 @@ def run_twice(p: Program, cycles: int) -> Program | None:
     count = next(v for n, v in reversed(setup) if n == "INSN_COUNT")
     q = copy_program(p, f"{p.name}-twice")
     q.regs = setup + [start] + [("INSN_COUNT", count)] * (cycles // 2 + 8) + [start]
+    return q
+
+
+def reset_midway(p: Program, cycles: int) -> Program | None:
+    """``p`` started, soft-reset about halfway through its run (``cycles`` // 6 idle writes after START),
+    left ``SETTLE_WRITES`` idle writes for the port to finish the burst it was in, and started again:
+    the second run must give what a run after a hardware reset gives. SOFT_RESET may come at any
+    point of a run (docs/microarch.md), so every unit's clear path and the port's abort are exercised
+    with work under way; the harness never writes it otherwise. Same Programs as :func:`run_twice`."""
+    from hw import csr
+
+    if any(r.role == "scratch" for r in p.regions) or p.config.num_cores != 1:
+        return None
+    setup, start = p.regs[:-1], p.regs[-1]
+    count = next(v for n, v in reversed(setup) if n == "INSN_COUNT")
+    idle = ("INSN_COUNT", count)
+    q = copy_program(p, f"{p.name}-reset-midway")
+    q.regs = setup + [start] + [idle] * (cycles // 6) + [("CTRL", csr.CTRL_SOFT_RESET)] + \
+        [idle] * SETTLE_WRITES + [start]
     return q
 
 
@@ -384,16 +404,17 @@ def prepare(config: str, count: int, seed: int, fuzz: int = DEFAULT_FUZZ, faults
         faulty = [n for n in cheap if getattr(programs[n], "patches", None) or "fault" in programs[n].meta]
         plain = [n for n in cheap if programs[n].name.startswith("ex-")][:twice // 4]
         for n in sorted(plain + faulty[:twice - len(plain)]):
-            q = run_twice(programs[n], expected[n][1])
-            if q is None:
-                continue
-            programs.append(q)
-            r = baseline(q)
-            why = difference(expected[n][0], expected[-1][0])
-            if why is None and expected[-1][1] < expected[n][1] - TWICE_SLACK:
-                why = f"the second START came {expected[n][1] - expected[-1][1]} cycles into the first run"
-            if check and why:
-                problems.append(f"{q.name}: the second run without a reset differs from a run after reset: {why}")
+            for variant in (run_twice, reset_midway):
+                q = variant(programs[n], expected[n][1])
+                if q is None:
+                    continue
+                programs.append(q)
+                baseline(q)
+                why = difference(expected[n][0], expected[-1][0])
+                if why is None and expected[-1][1] < expected[n][1] - TWICE_SLACK:
+                    why = f"the last START came {expected[n][1] - expected[-1][1]} cycles into the run before it"
+                if check and why:
+                    problems.append(f"{q.name}: the last run differs from a run after a hardware reset: {why}")
         if problems:
             raise MutationError(f"the original design (+{PLUSARG}=0) disagrees with the golden outputs/TLM on "
                                 f"{len(problems)} check(s); first: {problems[0]}")
