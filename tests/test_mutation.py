@@ -100,10 +100,11 @@ def test_original_reproduces_golden_and_tlm_and_the_chosen_mutants_die(campaign)
     expected = json.loads(setup.expected.read_text())
     with open(setup.programs, "rb") as f:
         names = [p.name for p in pickle.load(f)]
-    assert len(expected) == len(names) == len(EXAMPLES) + BARRIERS + OFFSETS + FUZZ + FAULTS + EDGES + 2 * TWICE
+    assert len(expected) == len(names) == len(EXAMPLES) + BARRIERS + OFFSETS + FUZZ + FAULTS + EDGES + 3 * TWICE
     # prepare() also checked each run-twice and reset-midway Program against its single run (same
-    # signature, a full last run)
-    assert sum(n.endswith("-twice") for n in names) == sum(n.endswith("-reset-midway") for n in names) == TWICE
+    # signature, a full last run; outputs and error for restart-midway)
+    for variant in ("-twice", "-reset-midway", "-restart-midway"):
+        assert sum(n.endswith(variant) for n in names) == TWICE, variant
     assert sum(n.endswith("-offset") for n in names) == OFFSETS
     assert sum(n.startswith("edge-") for n in names) == EDGES
     assert all(sig["csrs"]["REGION0_SIZE"] is not None for sig, _ in expected)   # CSRs read back too
