@@ -44,6 +44,7 @@ DEFAULT_AIMED = 12                # fuzz Programs with a fault aimed at one unit
 AIMED_BASE = 1_000_000            # their case indices: past any campaign's own
 DEFAULT_TWICE = 24                # Programs also run twice without a reset, and reset midway (twice)
 TWICE_SLACK = 8                   # cycles the second run may be shorter than a run after reset (START's write)
+RESTART_POINTS = 7                # more soft-reset-and-restart points of each plain run-twice Program
 SETTLE_WRITES = 64                # idle writes after a SOFT_RESET (3 cycles each): the aborted burst ends
 TWICE_CYCLES = 20000              # the longest Program run twice (its idle writes cost harness time)
 REPO = Path(__file__).resolve().parents[2]
@@ -168,8 +169,8 @@ def run_twice(p: Program, cycles: int) -> Program | None:
     return q
 
 
-def restart_midway(p: Program, cycles: int) -> Program | None:
-    """``p`` started, soft-reset a third of the way through its run and started again at once (the
+def restart_midway(p: Program, cycles: int, at: float = 1 / 3) -> Program | None:
+    """``p`` started, soft-reset ``at`` (a fraction) of the way through its run and started again at once (the
     next write), while the port still finishes the burst the reset caught: the aborted burst must
     neither reach the restarted units nor write DRAM (WSTRB 0). Its timing has no model, so only the
     outputs and the error are checked against a run after reset; cycles and counters are compared
@@ -180,8 +181,9 @@ def restart_midway(p: Program, cycles: int) -> Program | None:
         return None
     setup, start = p.regs[:-1], p.regs[-1]
     count = next(v for n, v in reversed(setup) if n == "INSN_COUNT")
-    q = copy_program(p, f"{p.name}-restart-midway")
-    q.regs = setup + [start] + [("INSN_COUNT", count)] * (cycles // 9) + [("CTRL", csr.CTRL_SOFT_RESET), start]
+    q = copy_program(p, f"{p.name}-restart-midway" + ("" if at == 1 / 3 else f"-{round(at * 100)}"))
+    q.regs = setup + [start] + [("INSN_COUNT", count)] * int(cycles * at / 3) + \
+        [("CTRL", csr.CTRL_SOFT_RESET), start]
     return q
 
 
@@ -392,7 +394,7 @@ def prepare(config: str, count: int, seed: int, fuzz: int = DEFAULT_FUZZ, faults
     build_s = time.perf_counter() - t0
 
     fs = seed if fuzz_seed is None else fuzz_seed
-    tag = f"f{fuzz}-e{faults}-b{barriers}-o{offsets}-t{twice}-a{aimed}-s{fs}"
+    tag = f"f{fuzz}-e{faults}-b{barriers}-o{offsets}-t{twice}r{RESTART_POINTS}-a{aimed}-s{fs}"
     if edges:  # the edge Programs change with their module: their names and instructions name the files
         sig = repr([(p.name, p.insns) for p in edge_programs(cfg)])
         tag += "-x" + hashlib.sha256(sig.encode()).hexdigest()[:8]
@@ -420,22 +422,26 @@ def prepare(config: str, count: int, seed: int, fuzz: int = DEFAULT_FUZZ, faults
                        key=lambda n: expected[n][1])
         faulty = [n for n in cheap if getattr(programs[n], "patches", None) or "fault" in programs[n].meta]
         plain = [n for n in cheap if programs[n].name.startswith("ex-")][:twice // 4]
-        for n in sorted(plain + faulty[:twice - len(plain)]):
-            for variant in (run_twice, reset_midway, restart_midway):
-                q = variant(programs[n], expected[n][1])
-                if q is None:
-                    continue
-                programs.append(q)
-                baseline(q)
-                if variant is restart_midway:  # outputs and error only (see restart_midway)
-                    e, g = expected[n][0], expected[-1][0]
-                    why = (f"error {g['error']} != {e['error']}" if g["error"] != e["error"] else
-                           "outputs differ" if g["outputs"] != e["outputs"] else None)
-                elif (why := difference(expected[n][0], expected[-1][0])) is None and \
-                        expected[-1][1] < expected[n][1] - TWICE_SLACK:
-                    why = f"the last START came {expected[n][1] - expected[-1][1]} cycles into the run before it"
-                if check and why:
-                    problems.append(f"{q.name}: the last run differs from a run after a hardware reset: {why}")
+        # the plain ones are also restarted at RESTART_POINTS more points of their runs: a soft reset that
+        # catches a burst of each kind under way
+        chosen = sorted(plain + faulty[:twice - len(plain)])
+        jobs = [(n, v, None) for n in chosen for v in (run_twice, reset_midway, restart_midway)]
+        jobs += [(n, restart_midway, k / (RESTART_POINTS + 1)) for n in plain for k in range(1, RESTART_POINTS + 1)]
+        for n, variant, at in jobs:
+            q = variant(programs[n], expected[n][1]) if at is None else variant(programs[n], expected[n][1], at)
+            if q is None:
+                continue
+            programs.append(q)
+            baseline(q)
+            if variant is restart_midway:  # outputs and error only (see restart_midway)
+                e, g = expected[n][0], expected[-1][0]
+                why = (f"error {g['error']} != {e['error']}" if g["error"] != e["error"] else
+                       "outputs differ" if g["outputs"] != e["outputs"] else None)
+            elif (why := difference(expected[n][0], expected[-1][0])) is None and \
+                    expected[-1][1] < expected[n][1] - TWICE_SLACK:
+                why = f"the last START came {expected[n][1] - expected[-1][1]} cycles into the run before it"
+            if check and why:
+                problems.append(f"{q.name}: the last run differs from a run after a hardware reset: {why}")
         if problems:
             raise MutationError(f"the original design (+{PLUSARG}=0) disagrees with the golden outputs/TLM on "
                                 f"{len(problems)} check(s); first: {problems[0]}")
