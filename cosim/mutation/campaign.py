@@ -1,10 +1,13 @@
 """The mutation campaign: sample mutants, build the schemata once, run the regression per mutant.
 
-The regression of a mutant is the shipped examples (the ``large`` ones left out) and a fuzz slice
-(random Programs, a share with an injected fault), run on the raw Verilator harness with
+The regression of a mutant is the shipped examples (the ``large`` ones left out, some with a
+BARRIER or a stream starting half a line in), a fuzz slice (random Programs, a share with an
+injected fault, some aimed at one unit), the hand-built edge Programs, and the cheapest of these
+run twice without a reset, soft-reset midway and restarted, all on the raw Verilator harness with
 ``+MUT=K``. The expected result of each Program is the run of the same build with ``+MUT=0`` (the
 original design), which is first checked against the golden outputs and the TLM (outputs, error
-code and pc, cycles, counters): the TLM and golden checks stand behind every comparison.
+code and pc, cycles, counters), or for the run-twice and reset variants against the single run
+of their Program: those checks stand behind every comparison.
 
 A mutant is killed by the first Program whose outputs, error, cycles or counters differ from the
 expected ones, that hits the watchdog (the expected cycles plus a margin: any longer run differs
