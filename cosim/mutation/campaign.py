@@ -47,6 +47,7 @@ DEFAULT_AIMED = 12                # fuzz Programs with a fault aimed at one unit
 AIMED_BASE = 1_000_000            # their case indices: past any campaign's own
 DEFAULT_TWICE = 24                # Programs also run twice without a reset, and reset midway (twice)
 TWICE_SLACK = 8                   # cycles the second run may be shorter than a run after reset (START's write)
+REWRITE_MIN_CYCLES = 200          # the shortest run rewritten midway (still busy at the last START)
 RESTART_POINTS = 7                # more soft-reset-and-restart points of each plain run-twice Program
 SETTLE_WRITES = 64                # idle writes after a SOFT_RESET (3 cycles each): the aborted burst ends
 TWICE_CYCLES = 20000              # the longest Program run twice (its idle writes cost harness time)
@@ -206,6 +207,21 @@ def reset_midway(p: Program, cycles: int) -> Program | None:
     q = copy_program(p, f"{p.name}-reset-midway")
     q.regs = setup + [start] + [idle] * (cycles // 6) + [("CTRL", csr.CTRL_SOFT_RESET)] + \
         [idle] * SETTLE_WRITES + [start]
+    return q
+
+
+def window_rewritten_midway(p: Program, cycles: int) -> Program | None:
+    """``p`` with INSN_ADDR_HI set to 1 a few writes after START, then START written again (START must
+    be the last write): the instruction window is checked once, at START (docs/microarch.md
+    "Control"), and a START while the accelerator is busy is ignored, so the run must give what it
+    gives untouched (but for INSN_ADDR_HI read back). None for a run too short to be still busy
+    (under ``REWRITE_MIN_CYCLES``)."""
+    if cycles < REWRITE_MIN_CYCLES or p.config.num_cores != 1:
+        return None
+    setup, start = p.regs[:-1], p.regs[-1]
+    count = next(v for n, v in reversed(setup) if n == "INSN_COUNT")
+    q = copy_program(p, f"{p.name}-window-rewritten")
+    q.regs = setup + [start] + [("INSN_COUNT", count)] * 4 + [("INSN_ADDR_HI", 1), start]
     return q
 
 
@@ -397,7 +413,7 @@ def prepare(config: str, count: int, seed: int, fuzz: int = DEFAULT_FUZZ, faults
     build_s = time.perf_counter() - t0
 
     fs = seed if fuzz_seed is None else fuzz_seed
-    tag = f"f{fuzz}-e{faults}-b{barriers}-o{offsets}-t{twice}r{RESTART_POINTS}-a{aimed}-s{fs}"
+    tag = f"f{fuzz}-e{faults}-b{barriers}-o{offsets}-t{twice}r{RESTART_POINTS}w-a{aimed}-s{fs}"
     if edges:  # the edge Programs change with their module: their names and instructions name the files
         sig = repr([(p.name, p.insns) for p in edge_programs(cfg)])
         tag += "-x" + hashlib.sha256(sig.encode()).hexdigest()[:8]
@@ -430,6 +446,7 @@ def prepare(config: str, count: int, seed: int, fuzz: int = DEFAULT_FUZZ, faults
         chosen = sorted(plain + faulty[:twice - len(plain)])
         jobs = [(n, v, None) for n in chosen for v in (run_twice, reset_midway, restart_midway)]
         jobs += [(n, restart_midway, k / (RESTART_POINTS + 1)) for n in plain for k in range(1, RESTART_POINTS + 1)]
+        jobs += [(n, window_rewritten_midway, None) for n in plain]
         for n, variant, at in jobs:
             q = variant(programs[n], expected[n][1]) if at is None else variant(programs[n], expected[n][1], at)
             if q is None:
@@ -440,6 +457,8 @@ def prepare(config: str, count: int, seed: int, fuzz: int = DEFAULT_FUZZ, faults
                 e, g = expected[n][0], expected[-1][0]
                 why = (f"error {g['error']} != {e['error']}" if g["error"] != e["error"] else
                        "outputs differ" if g["outputs"] != e["outputs"] else None)
+            elif variant is window_rewritten_midway:  # all but the CSRs read after the run (INSN_ADDR_HI)
+                why = difference(dict(expected[n][0], csrs=None), dict(expected[-1][0], csrs=None))
             elif (why := difference(expected[n][0], expected[-1][0])) is None and \
                     expected[-1][1] < expected[n][1] - TWICE_SLACK:
                 why = f"the last START came {expected[n][1] - expected[-1][1]} cycles into the run before it"
