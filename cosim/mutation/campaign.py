@@ -45,7 +45,7 @@ DEFAULT_FAULTS = 50
 DEFAULT_CHUNK = 10
 DEFAULT_AIMED = 12                # fuzz Programs with a fault aimed at one unit
 AIMED_BASE = 1_000_000            # their case indices: past any campaign's own
-DEFAULT_TWICE = 24                # Programs also run twice without a reset, and reset midway (twice)
+DEFAULT_TWICE = 24                # Programs also run twice, reset midway and restarted midway
 TWICE_SLACK = 8                   # cycles the second run may be shorter than a run after reset (START's write)
 REWRITE_MIN_CYCLES = 200          # the shortest run rewritten midway (still busy at the last START)
 RESTART_POINTS = 7                # more soft-reset-and-restart points of each plain run-twice Program
@@ -124,8 +124,8 @@ def with_barrier(p: Program) -> Program | None:
 
 
 def is_plain(p: Program) -> bool:
-    """A Program without an injected fault or a scratch region: it reads only its inputs, so running it
-    twice without a reset must give the same outputs as running it once."""
+    """A one-core Program without an injected fault or a scratch region: a variant of it (another
+    start address) must give exactly its results."""
     return not getattr(p, "patches", None) and "fault" not in p.meta and \
         not any(r.role == "scratch" for r in p.regions) and p.config.num_cores == 1
 
