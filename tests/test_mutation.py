@@ -9,6 +9,7 @@ whole campaign (200+ mutants) is `make mutate`.
 from __future__ import annotations
 
 import json
+import pickle
 import subprocess
 import sys
 from pathlib import Path
@@ -16,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from cosim.mutation import equivalents
+from cosim.mutation.edge_programs import edge_programs
 from cosim.mutation.campaign import prepare, repo_rtl, run_mutants, sample, score
 from cosim.mutation.points import KINDS, MutationError, scan_rtl
 from cosim.mutation.schemata import mutate_text, write_schemata
@@ -30,13 +32,22 @@ KILLED = [
     "burst_calc.v:15:38:ternary_swap:swap",          # the burst length's arms swapped
     # survived the first campaigns (no BARRIER on one core), killed by the BARRIER variant of an example:
     "fetch.v:203:25:condition_negated:not",          # FETCH leaves F_BAR at once instead of on bar_done
+    # survived while every run began after a reset, killed by a Program run twice without one:
+    "csr_block.v:341:17:logical:||>&&",              # START does not clear CYCLES
+    # survived while every stream began 32-byte aligned, killed by a stream starting half a line in:
+    "fetch.v:156:13:stuck_bit:addr[4]=0",            # the fetch address's bit 4 lost at START
+    # survived the generated Programs, killed by hand-built edge Programs:
+    "alu_lane.v:24:35:constant:32'sd31>32'sd32",     # SHR by -32 shifts left by 0 instead of giving 0
+    "unit_shell.v:80:75:equality:==>!=",             # FINISH waiting in EXEC for a drain is not stuck
 ]
 EQUIVALENT = "alu_lane.v:23:49:relational:>>>="       # s > 31 vs s >= 31: both shift by 31 at s == 31
 EXAMPLES = ["vadd", "clip", "vshr", "matmul"]
 FUZZ = 4
 FAULTS = 3
 BARRIERS = 1
-PROGRAMS = len(EXAMPLES) + BARRIERS + FUZZ + FAULTS
+OFFSETS = 1
+TWICE = 2
+EDGES = 8
 
 
 @pytest.fixture(scope="module")
@@ -48,8 +59,8 @@ def all_mutants():
 def campaign(all_mutants):
     by_id = {m.id: m for m in all_mutants}
     chosen = [by_id[i] for i in KILLED + [EQUIVALENT]]
-    setup = prepare("small", 0, 1, fuzz=FUZZ, faults=FAULTS, barriers=BARRIERS, mutants=chosen, examples=EXAMPLES,
-                    check=True)
+    setup = prepare("small", 0, 1, fuzz=FUZZ, faults=FAULTS, barriers=BARRIERS, offsets=OFFSETS, twice=TWICE,
+                    aimed=0, mutants=chosen, examples=EXAMPLES, check=True)
     verdicts = {int(k): v for k, v in run_mutants(setup.task_args(list(range(1, len(chosen) + 1)))).items()}
     return setup, verdicts
 
@@ -88,18 +99,30 @@ def test_no_mutant_is_the_original_text():
 def test_original_reproduces_golden_and_tlm_and_the_chosen_mutants_die(campaign):
     setup, verdicts = campaign        # prepare() checked +MUT=0 against golden and TLM on every Program
     expected = json.loads(setup.expected.read_text())
-    assert len(expected) == PROGRAMS
+    with open(setup.programs, "rb") as f:
+        names = [p.name for p in pickle.load(f)]
+    assert len(expected) == len(names) == len(EXAMPLES) + BARRIERS + OFFSETS + FUZZ + FAULTS + EDGES + 3 * TWICE
+    # prepare() also checked each run-twice and reset-midway Program against its single run (same
+    # signature, a full last run; outputs and error for restart-midway)
+    for variant in ("-twice", "-reset-midway", "-restart-midway"):
+        assert sum(n.endswith(variant) for n in names) == TWICE, variant
+    assert sum(n.endswith("-offset") for n in names) == OFFSETS
+    assert {p.name for p in edge_programs(setup.config)} <= set(names) and len(edge_programs(setup.config)) == EDGES
     assert all(sig["csrs"]["REGION0_SIZE"] is not None for sig, _ in expected)   # CSRs read back too
     for k, mid in enumerate(KILLED, 1):
         assert verdicts[k]["killed"], f"{mid} survived"
         assert verdicts[k]["why"]
     assert verdicts[KILLED.index("fetch.v:203:25:condition_negated:not") + 1]["program"] == "ex-vadd-barrier"
+    assert verdicts[KILLED.index("csr_block.v:341:17:logical:||>&&") + 1]["program"].endswith("-twice")
+    assert verdicts[KILLED.index("fetch.v:156:13:stuck_bit:addr[4]=0") + 1]["program"] == "ex-vadd-offset"
+    assert verdicts[KILLED.index("alu_lane.v:24:35:constant:32'sd31>32'sd32") + 1]["program"] == "edge-shr"
+    assert verdicts[KILLED.index("unit_shell.v:80:75:equality:==>!=") + 1]["program"] == "edge-finish-deadlock"
 
 
 def test_listed_equivalent_survives_and_is_reported(campaign):
     setup, verdicts = campaign
     k = len(KILLED) + 1
-    assert not verdicts[k]["killed"] and verdicts[k]["runs"] == PROGRAMS
+    assert not verdicts[k]["killed"] and verdicts[k]["runs"] == len(json.loads(setup.expected.read_text()))
     rep = score(setup, verdicts, equivalents.reasons("small"))
     assert set(rep) >= {"mutants", "killed", "score", "by_module", "survivors"}
     assert rep["mutants"] == len(KILLED) + 1 and rep["killed"] == len(KILLED) and rep["score"] == 1.0

@@ -4,5 +4,6 @@
 * :mod:`cosim.mutation.points` - the mutants a scan of each module finds;
 * :mod:`cosim.mutation.schemata` - one RTL copy holding the chosen mutants behind ``+MUT=K``;
 * :mod:`cosim.mutation.campaign` - sampling, the regression per mutant, the score;
+* :mod:`cosim.mutation.edge_programs` - hand-built Programs aimed at edges generated ones rarely reach;
 * :mod:`cosim.mutation.equivalents` - the reviewed list of equivalent mutants.
 """

@@ -1,10 +1,13 @@
 """The mutation campaign: sample mutants, build the schemata once, run the regression per mutant.
 
-The regression of a mutant is the shipped examples (the ``large`` ones left out) and a fuzz slice
-(random Programs, a share with an injected fault), run on the raw Verilator harness with
+The regression of a mutant is the shipped examples (the ``large`` ones left out, some with a
+BARRIER or a stream starting half a line in), a fuzz slice (random Programs, a share with an
+injected fault, some aimed at one unit), the hand-built edge Programs, and the cheapest of these
+run twice without a reset, soft-reset midway and restarted, all on the raw Verilator harness with
 ``+MUT=K``. The expected result of each Program is the run of the same build with ``+MUT=0`` (the
 original design), which is first checked against the golden outputs and the TLM (outputs, error
-code and pc, cycles, counters): the TLM and golden checks stand behind every comparison.
+code and pc, cycles, counters), or for the run-twice and reset variants against the single run
+of their Program: those checks stand behind every comparison.
 
 A mutant is killed by the first Program whose outputs, error, cycles or counters differ from the
 expected ones, that hits the watchdog (the expected cycles plus a margin: any longer run differs
@@ -30,6 +33,7 @@ import numpy as np
 from hw.config import HwConfig, load_config
 from hw.program import Program
 from hw.result import RunResult
+from cosim.mutation.edge_programs import edge_programs
 from cosim.mutation.points import KINDS, Mutant, MutationError, scan_rtl
 from cosim.mutation.schemata import PLUSARG, schemata_id, write_schemata
 
@@ -39,6 +43,14 @@ DEFAULT_COUNT = 200
 DEFAULT_FUZZ = 50
 DEFAULT_FAULTS = 50
 DEFAULT_CHUNK = 10
+DEFAULT_AIMED = 12                # fuzz Programs with a fault aimed at one unit
+AIMED_BASE = 1_000_000            # their case indices: past any campaign's own
+DEFAULT_TWICE = 24                # Programs also run twice, reset midway and restarted midway
+TWICE_SLACK = 8                   # cycles the second run may be shorter than a run after reset (START's write)
+REWRITE_MIN_CYCLES = 200          # the shortest run rewritten midway (still busy at the last START)
+RESTART_POINTS = 7                # more soft-reset-and-restart points of each plain run-twice Program
+SETTLE_WRITES = 64                # idle writes after a SOFT_RESET (3 cycles each): the aborted burst ends
+TWICE_CYCLES = 20000              # the longest Program run twice (its idle writes cost harness time)
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -111,12 +123,155 @@ def with_barrier(p: Program) -> Program | None:
         return None
 
 
+def is_plain(p: Program) -> bool:
+    """A one-core Program without an injected fault or a scratch region: a variant of it (another
+    start address) must give exactly its results."""
+    return not getattr(p, "patches", None) and "fault" not in p.meta and \
+        not any(r.role == "scratch" for r in p.regions) and p.config.num_cores == 1
+
+
+def with_offset_start(p: Program) -> Program | None:
+    """``p`` with its instruction window starting one instruction (16 bytes) into its region: a copy
+    of the first instruction is put in front and INSN_ADDR_LO points past it (None when the longer
+    region would not fit before the next one). Every other Program's stream starts 32-byte aligned,
+    so without these the fetch logic's handling of a half-line start would go unchecked."""
+    import dataclasses
+
+    from hw.isa import INSN_BYTES
+    from hw.program import ProgramError
+
+    if not is_plain(p):
+        return None
+    insns = [p.insns[0]] + p.insns
+    regions = [dataclasses.replace(r, shape=(len(insns) * INSN_BYTES,)) if r.role == "insn" else r
+               for r in p.regions]
+    try:
+        q = Program.create(p.config, insns, regions, name=f"{p.name}-offset", inputs=p.inputs,
+                           expected=p.expected)
+    except ProgramError:
+        return None
+    base = p.region_by_role("insn").addr
+    q.regs = [(n, base + INSN_BYTES if n == "INSN_ADDR_LO" else len(p.insns) if n == "INSN_COUNT" else v)
+              for n, v in q.regs]
+    return q
+
+
+def run_twice(p: Program, cycles: int) -> Program | None:
+    """``p`` started, then started again without a reset once the first run is done: the register
+    config is written, START, then ``cycles // 2`` idle writes (INSN_COUNT with its own value; an
+    AXI4-Lite write takes at least two cycles) and START again. The second run must give what a
+    run after reset gives (outputs, error, CYCLES, counters), so every state a run leaves behind
+    that START (core_clr) fails to clear shows; the harness resets before every Program, so
+    without these the clear paths would go unchecked. Faulty Programs are welcome (an error stops
+    the units midway); Programs with a scratch region are not (the second run reads the first's)."""
+    if any(r.role == "scratch" for r in p.regions) or p.config.num_cores != 1:
+        return None
+    setup, start = p.regs[:-1], p.regs[-1]
+    count = next(v for n, v in reversed(setup) if n == "INSN_COUNT")
+    q = copy_program(p, f"{p.name}-twice")
+    q.regs = setup + [start] + [("INSN_COUNT", count)] * (cycles // 2 + 8) + [start]
+    return q
+
+
+def restart_midway(p: Program, cycles: int, at: float = 1 / 3) -> Program | None:
+    """``p`` started, soft-reset ``at`` (a fraction) of the way through its run and started again at once (the
+    next write), while the port still finishes the burst the reset caught: the aborted burst must
+    neither reach the restarted units nor write DRAM (WSTRB 0). Its timing has no model, so only the
+    outputs and the error are checked against a run after reset; cycles and counters are compared
+    with the original design's run like every other Program's. Same Programs as :func:`run_twice`."""
+    from hw import csr
+
+    if any(r.role == "scratch" for r in p.regions) or p.config.num_cores != 1:
+        return None
+    setup, start = p.regs[:-1], p.regs[-1]
+    count = next(v for n, v in reversed(setup) if n == "INSN_COUNT")
+    q = copy_program(p, f"{p.name}-restart-midway" + ("" if at == 1 / 3 else f"-{round(at * 100)}"))
+    q.regs = setup + [start] + [("INSN_COUNT", count)] * int(cycles * at / 3) + \
+        [("CTRL", csr.CTRL_SOFT_RESET), start]
+    return q
+
+
+def reset_midway(p: Program, cycles: int) -> Program | None:
+    """``p`` started, soft-reset about halfway through its run (``cycles`` // 6 idle writes after START),
+    left ``SETTLE_WRITES`` idle writes for the port to finish the burst it was in, and started again:
+    the second run must give what a run after a hardware reset gives. SOFT_RESET may come at any
+    point of a run (docs/microarch.md), so every unit's clear path and the port's abort are exercised
+    with work under way; the harness never writes it otherwise. Same Programs as :func:`run_twice`."""
+    from hw import csr
+
+    if any(r.role == "scratch" for r in p.regions) or p.config.num_cores != 1:
+        return None
+    setup, start = p.regs[:-1], p.regs[-1]
+    count = next(v for n, v in reversed(setup) if n == "INSN_COUNT")
+    idle = ("INSN_COUNT", count)
+    q = copy_program(p, f"{p.name}-reset-midway")
+    q.regs = setup + [start] + [idle] * (cycles // 6) + [("CTRL", csr.CTRL_SOFT_RESET)] + \
+        [idle] * SETTLE_WRITES + [start]
+    return q
+
+
+def window_rewritten_midway(p: Program, cycles: int) -> Program | None:
+    """``p`` with INSN_ADDR_HI set to 1 a few writes after START, then START written again (START must
+    be the last write): the instruction window is checked once, at START (docs/microarch.md
+    "Control"), and a START while the accelerator is busy is ignored, so the run must give what it
+    gives untouched (but for INSN_ADDR_HI read back). None for a run too short to be still busy
+    (under ``REWRITE_MIN_CYCLES``)."""
+    if cycles < REWRITE_MIN_CYCLES or p.config.num_cores != 1:
+        return None
+    setup, start = p.regs[:-1], p.regs[-1]
+    count = next(v for n, v in reversed(setup) if n == "INSN_COUNT")
+    q = copy_program(p, f"{p.name}-window-rewritten")
+    q.regs = setup + [start] + [("INSN_COUNT", count)] * 4 + [("INSN_ADDR_HI", 1), start]
+    return q
+
+
+def copy_program(p: Program, name: str) -> Program:
+    """A shallow copy of ``p`` (its class and extra attributes, such as a fuzz Program's patches) named
+    ``name``."""
+    import copy
+
+    q = copy.copy(p)
+    q.name = name
+    q.meta = dict(p.meta)
+    q.regs = list(p.regs)
+    return q
+
+
+AIMED_FAULTS = (("sram_range", "load"), ("sram_range", "store"), ("deadlock", "finish"))
+
+
+def aimed_fault_programs(cfg: HwConfig, count: int, fuzz_seed: int) -> list[Program]:
+    """``count`` fuzz Programs (indices past the campaign's) with a fault aimed at one unit, in turn: a
+    LOAD's or a STORE's tile one entry past its buffer (the WAIT-time range checks of those units) or
+    FINISH popping a token that never comes (the deadlock detector); the fuzz campaign's random faults
+    hit these rarely. A Program where the fault does not fit is skipped."""
+    from cosim.fuzz.campaign import case_seed
+    from cosim.fuzz.faults import inject
+    from cosim.fuzz.generator import generate
+
+    out = []
+    for n in range(count):
+        s = case_seed(fuzz_seed, AIMED_BASE + n)
+        kind, unit = AIMED_FAULTS[n % len(AIMED_FAULTS)]
+        prog = generate(cfg, s, name=f"aimed-{cfg.name}-s{fuzz_seed}-{n}")
+        got = inject(prog, kind, np.random.default_rng([s, 7]), unit)
+        if got is not None:
+            fp = got[0]
+            fp.name, fp.meta = f"{prog.name}-{kind}-{unit}", dict(prog.meta, fault=kind)
+            out.append(fp)
+    return out
+
+
 def regression_programs(cfg: HwConfig, fuzz: int, fuzz_seed: int, examples: list[str] | None = None,
-                        faults: int = 0, barriers: int = 4) -> list[Program]:
+                        faults: int = 0, barriers: int = 4, offsets: int = 4, aimed: int = 0,
+                        edges: bool = False) -> list[Program]:
     """The shipped examples (not the ``large`` ones; or only ``examples``) compiled for ``cfg``, then
-    up to ``barriers`` of them with a BARRIER added (:func:`with_barrier`), then ``fuzz`` fuzz
+    up to ``barriers`` of them with a BARRIER added (:func:`with_barrier`), up to ``offsets`` with
+    the stream starting half a line in (:func:`with_offset_start`), then ``fuzz`` fuzz
     Programs of the campaign seeded ``fuzz_seed`` (a fifth with an injected fault), then ``faults``
-    more of that campaign that all carry a fault (the error paths are much of the logic)."""
+    more of that campaign that all carry a fault (the error paths are much of the logic), then ``aimed``
+    with a fault aimed at a unit (:func:`aimed_fault_programs`) and, with ``edges``, the hand-built
+    edge Programs (:mod:`cosim.mutation.edge_programs`)."""
     from compiler.examples import get_example, list_examples, make_case as example_case
     from cosim.fuzz.campaign import make_case as fuzz_case
 
@@ -134,11 +289,18 @@ def regression_programs(cfg: HwConfig, fuzz: int, fuzz_seed: int, examples: list
         b = with_barrier(p)
         if b is not None:
             out.append(b)
+    n_bar = len(out)
+    for p in out[:n_ex]:
+        if len(out) - n_bar >= offsets:
+            break
+        o = with_offset_start(p)
+        if o is not None:
+            out.append(o)
     for i in range(fuzz):
         out.append(fuzz_case(cfg, fuzz_seed, i).program)
     for i in range(fuzz, fuzz + faults):
         out.append(fuzz_case(cfg, fuzz_seed, i, fault_rate=1.0).program)
-    return out
+    return out + aimed_fault_programs(cfg, aimed, fuzz_seed) + (edge_programs(cfg) if edges else [])
 
 
 def readable_csrs(cfg: HwConfig) -> list[str]:
@@ -219,7 +381,8 @@ class Setup:
 
 
 def prepare(config: str, count: int, seed: int, fuzz: int = DEFAULT_FUZZ, faults: int = DEFAULT_FAULTS,
-            fuzz_seed: int | None = None, barriers: int = 4,
+            fuzz_seed: int | None = None, barriers: int = 4, offsets: int = 4, twice: int = DEFAULT_TWICE,
+            aimed: int = DEFAULT_AIMED, edges: bool = True,
             rtl_dir: Path | None = None, check: bool = True, mutants: list[Mutant] | None = None,
             examples: list[str] | None = None) -> Setup:
     """Scan, sample, write and build the schemata; compile the Programs; run K=0 for the expected results.
@@ -250,20 +413,57 @@ def prepare(config: str, count: int, seed: int, fuzz: int = DEFAULT_FUZZ, faults
     build_s = time.perf_counter() - t0
 
     fs = seed if fuzz_seed is None else fuzz_seed
-    tag = f"f{fuzz}-e{faults}-b{barriers}-s{fs}"
+    tag = f"f{fuzz}-e{faults}-b{barriers}-o{offsets}-t{twice}r{RESTART_POINTS}w-a{aimed}-s{fs}"
+    if edges:  # the edge Programs change with their module: their names and instructions name the files
+        sig = repr([(p.name, p.insns) for p in edge_programs(cfg)])
+        tag += "-x" + hashlib.sha256(sig.encode()).hexdigest()[:8]
     if examples is not None:
         tag += "-" + hashlib.sha256(",".join(examples).encode()).hexdigest()[:8]
     progs_file, exp_file = root / f"programs-{tag}.pkl", root / f"expected-{tag}.json"
     t0 = time.perf_counter()
     if not (progs_file.is_file() and exp_file.is_file()):
-        programs = regression_programs(cfg, fuzz, fs, examples, faults, barriers)
+        programs = regression_programs(cfg, fuzz, fs, examples, faults, barriers, offsets, aimed, edges)
         expected, problems = [], []
-        for p in programs:
+
+        def baseline(p: Program) -> RunResult:
             r = models.raw(p, cfg, mem=MEM, rtl=rtl, plusargs=[f"+{PLUSARG}=0"], reads=readable_csrs(cfg),
                            pre_reads=readable_csrs(cfg))
+            expected.append([signature(r), int(r.extra.get("sim_cycles", 0))])
+            return r
+
+        for p in list(programs):
+            r = baseline(p)
             if check:
                 problems += check_baseline(p, r)
-            expected.append([signature(r), int(r.extra.get("sim_cycles", 0))])
+        # run twice without a reset (:func:`run_twice`): the cheapest quarter of the examples, the rest
+        # faulty Programs (an error leaves the most state behind); cheapest first, each under TWICE_CYCLES
+        cheap = sorted((n for n, p in enumerate(programs) if expected[n][1] <= TWICE_CYCLES),
+                       key=lambda n: expected[n][1])
+        faulty = [n for n in cheap if getattr(programs[n], "patches", None) or "fault" in programs[n].meta]
+        plain = [n for n in cheap if programs[n].name.startswith("ex-")][:twice // 4]
+        # the plain ones are also restarted at RESTART_POINTS more points of their runs: a soft reset that
+        # catches a burst of each kind under way
+        chosen = sorted(plain + faulty[:twice - len(plain)])
+        jobs = [(n, v, None) for n in chosen for v in (run_twice, reset_midway, restart_midway)]
+        jobs += [(n, restart_midway, k / (RESTART_POINTS + 1)) for n in plain for k in range(1, RESTART_POINTS + 1)]
+        jobs += [(n, window_rewritten_midway, None) for n in plain]
+        for n, variant, at in jobs:
+            q = variant(programs[n], expected[n][1]) if at is None else variant(programs[n], expected[n][1], at)
+            if q is None:
+                continue
+            programs.append(q)
+            baseline(q)
+            if variant is restart_midway:  # outputs and error only (see restart_midway)
+                e, g = expected[n][0], expected[-1][0]
+                why = (f"error {g['error']} != {e['error']}" if g["error"] != e["error"] else
+                       "outputs differ" if g["outputs"] != e["outputs"] else None)
+            elif variant is window_rewritten_midway:  # all but the CSRs read after the run (INSN_ADDR_HI)
+                why = difference(dict(expected[n][0], csrs=None), dict(expected[-1][0], csrs=None))
+            elif (why := difference(expected[n][0], expected[-1][0])) is None and \
+                    expected[-1][1] < expected[n][1] - TWICE_SLACK:
+                why = f"the last START came {expected[n][1] - expected[-1][1]} cycles into the run before it"
+            if check and why:
+                problems.append(f"{q.name}: the last run differs from a run after a hardware reset: {why}")
         if problems:
             raise MutationError(f"the original design (+{PLUSARG}=0) disagrees with the golden outputs/TLM on "
                                 f"{len(problems)} check(s); first: {problems[0]}")
