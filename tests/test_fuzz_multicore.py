@@ -21,6 +21,7 @@ from cosim.fuzz import campaign as C
 from cosim.fuzz import multicore as M
 from cosim.fuzz.faults import FAULT_KINDS
 from sim import iss as R
+from tests.test_fuzz_campaign import _broken_tlm  # a buggy TLM stand-in (the one-core campaign's)
 
 COSIM = [sys.executable, "-m", "cosim.cli"]
 RTL_MISSING = C.rtl_available()
@@ -177,22 +178,6 @@ def test_tlm_vs_rtl_small2():
         assert len(r.extra["cores"]) == 2 and r.extra["cores"] == c.results["tlm"].extra["cores"]
         assert r.cycles == c.results["tlm"].cycles
     assert any(c.kind != "valid" for c in cases) and any(c.kind == "valid" for c in cases)
-
-
-def _broken_tlm(p):
-    """The reference with MUL off by one when |x| > 1000: a stand-in for a buggy model."""
-    orig = R.alu_lanes
-
-    def buggy(op, x, s):
-        r = orig(op, x, s)
-        return [v + 1 if op == 2 and abs(a) > 1000 else v for v, a in zip(r, x)]
-    R.alu_lanes = buggy
-    try:
-        res = R.run_reference(p)
-    finally:
-        R.alu_lanes = orig
-    res.model = "tlm"
-    return res
 
 
 def test_shrinks_and_saves_a_multicore_reproducer(tmp_path, monkeypatch):
