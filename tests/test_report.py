@@ -231,3 +231,23 @@ def test_cli_help_lists_report():
     r = subprocess.run([sys.executable, "-m", "cosim.cli", "report", "--help"], cwd=REPO, capture_output=True,
                        text=True, timeout=60)
     assert r.returncode == 0 and "make regress" in r.stdout
+
+
+def test_nested_groups_get_a_table_each(tmp_path):
+    """A fuzz summary with functional coverage: its "coverage" object holds bins (a dict of counts), the
+    empty bins (a list) and the unreachable ones (a dict of reasons): a table each, rows as in the file."""
+    doc = {"count": 40, "mismatches": 0,
+           "coverage": {"bins": {"insn.LOAD.ACC": 12, "loop.gemm.inner.zero": 0},
+                        "empty": ["loop.gemm.inner.zero"],
+                        "unreachable": {"error.AXI_RESP": "the DRAM model never answers with an error"}}}
+    f = tmp_path / "bins.json"
+    f.write_text(json.dumps(doc))
+    out = tmp_path / "report.html"
+    assert main(["report", "-o", str(out), "--bins", str(f)]) == 0
+    page = Tables()
+    page.feed(out.read_text())
+    t = page.tables
+    assert dict(_texts(t[("bins", "coverage.bins")])) == {"insn.LOAD.ACC": "12", "loop.gemm.inner.zero": "0"}
+    assert _texts(t[("bins", "coverage.empty")]) == [["loop.gemm.inner.zero"]]
+    assert dict(_texts(t[("bins", "coverage.unreachable")])) == doc["coverage"]["unreachable"]
+

@@ -6,7 +6,8 @@ A JSON document becomes:
 * one table per top-level list or dict of items: a list of objects gives a row per object
   (columns: every key, in order of first appearance); a dict of objects a row per key (first
   column the key), nested objects flattened one level into ``outer.inner`` columns; a list of
-  plain values one column; a dict of plain values two columns (``key``, ``value``).
+  plain values one column; a dict of plain values two columns (``key``, ``value``); an object
+  holding several such lists or dicts, one table each (``outer.inner``).
 
 A cell whose value is a string ending in ``.html`` is a link to that file (an annotated-source page
 of a coverage report), relative to the report's folder when it can be.
@@ -140,6 +141,11 @@ def json_tables(doc: Any, base: Path | None = None) -> list[Table]:
         t = items_table(k, v, base)
         if t is not None:
             tables.append(t)
+        elif isinstance(v, dict):  # an object of several kinds of items (e.g. the fuzz summary's "coverage")
+            for k2, v2 in v.items():
+                t2 = items_table(f"{k}.{k2}", v2, base)
+                if t2 is not None:
+                    tables.append(t2)
     return tables
 
 
