@@ -433,7 +433,8 @@ def _user_inputs(mod: Any, fn: str, specs: dict[str, TensorSpec], given: dict[st
         a = np.asarray(a)
         if tuple(a.shape) != tuple(s.shape):
             raise ExampleError(f"input '{n}' from {src} has shape {tuple(a.shape)}, the kernel's is {tuple(s.shape)}")
-        if a.dtype.kind not in "iu" or (a.size and (a.min() < np.iinfo(s.dtype).min or a.max() > np.iinfo(s.dtype).max)):
+        info = np.iinfo(s.dtype)
+        if a.dtype.kind not in "iu" or (a.size and (a.min() < info.min or a.max() > info.max)):
             raise ExampleError(f"input '{n}' from {src} ({a.dtype}) does not fit {s.dtype}")
         out[n] = a.astype(s.dtype)
     return out
