@@ -189,3 +189,19 @@ def test_protocol_cycles_are_not_compared(capsys):
     assert rc == 0 and d["cycles_comparable"] is False and "protocol back-end" in d["timing_note"]
     rc, out, err = cosim(capsys, "sim", "--kernels", "vadd", "--mem", "protocol")
     assert "note: the TLM's cycles model the fast DRAM back-end" in out and "cycle error: mean" not in out
+
+
+def test_inputs_hook_errors_are_one_line(capsys, tmp_path):
+    """An _inputs hook that returns a wrong shape, a value that does not fit, or an input the kernel does not
+    load is refused in one line naming the input and the hook."""
+    src = (f"{Path(DOC_KERNEL.split(':')[0]).read_text()}\n\n"
+           "def int8_dense_inputs(rng, A, W, bias, C, shift):\n"
+           "    return BAD\n")
+    for bad, words in (("{'A': np.zeros((2, 2), np.int8)}", ["input 'A'", "int8_dense_inputs", "shape"]),
+                       ("{'A': np.full(A.shape, 300)}", ["input 'A'", "does not fit int8"]),
+                       ("{'Z': np.zeros(3)}", ["'Z'", "does not load"]),
+                       ("[1, 2]", ["returned list"])):
+        f = tmp_path / "k.py"
+        f.write_text(src.replace("BAD", bad))
+        rc, out, err = cosim(capsys, "run", f"{f}:int8_dense", "--model", "golden")
+        _one_line(rc, err, *words)
