@@ -41,7 +41,7 @@ import os
 import random
 import time
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Awaitable, Callable, Iterator
 
 import cocotb
 from cocotb.clock import Clock
@@ -423,11 +423,17 @@ class Bench:
         return {n: await self.read(n) for n in csr.counter_reads(self.cfg.num_cores)}
 
 
-async def execute_job(dut: Any) -> None:
+async def _run_plain(bench: "Bench", entry: dict[str, Any], first: bool) -> dict[str, Any]:
+    return await bench.run(entry, first)
+
+
+async def execute_job(dut: Any, run_one: Callable[["Bench", dict[str, Any], bool], Awaitable[dict[str, Any]]]
+                      = _run_plain) -> None:
     """Run every Program of the job file (env ``COSIM_JOB``); write the result JSON after each one.
 
     The body of the cocotb test, public so that another test module (the bench's profiled
-    job) can run the very same job under a wrapper of its own."""
+    job, the directed coverage job) can run the very same job under a wrapper of its own;
+    ``run_one(bench, entry, first)`` runs one Program and returns its result (default: its plain run)."""
     job = json.loads(Path(os.environ["COSIM_JOB"]).read_text())
     bench = Bench(dut, job)
     await bench.start()
@@ -435,7 +441,7 @@ async def execute_job(dut: Any) -> None:
     out = Path(job["result"])
     for k, entry in enumerate(job["programs"]):
         try:
-            results.append(await bench.run(entry, k == 0))
+            results.append(await run_one(bench, entry, k == 0))
         except CsrTimeout as e:
             # The CSR slave is stuck; the agents cannot be trusted for the rest of the job.
             results.append({"name": entry.get("name", f"p{k}"), "tb_error": str(e), "probes": bench.probes()})

@@ -18,8 +18,6 @@ Per Program:
 
 from __future__ import annotations
 
-import json
-import os
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +25,7 @@ import cocotb
 from cocotb.triggers import ClockCycles
 
 from hw import csr
-from testbench.cocotb_job import Bench, CsrTimeout
+from testbench.cocotb_job import Bench, execute_job
 
 CLEAR_BOUND_READS = 200  # STATUS reads (each several cycles) a soft clear may take to reach idle
 
@@ -101,26 +99,18 @@ async def clear_during_run(bench: Bench, entry: dict[str, Any], after_cycles: in
     return {"after_cycles": after_cycles, "busy_at_clear": busy_at_clear, "idle_after_reads": None, "status": st}
 
 
+async def run_directed(bench: Bench, entry: dict[str, Any], first: bool) -> dict[str, Any]:
+    """One Program with steps 1-5 of the module docstring; the last run's result, ``directed`` added."""
+    plain = await bench.run(entry, first)
+    info: dict[str, Any] = {"readback": await csr_readback(bench), "clears": []}
+    for after in (0, max(1, int(plain.get("run_sim_cycles", 2)) // 2)):
+        info["clears"].append(await clear_during_run(bench, entry, after))
+    res = await bench.run(entry, True)
+    res["directed"] = info
+    return res
+
+
 @cocotb.test()
 async def run_coverage_job(dut: Any) -> None:
     """The directed coverage job (see the module docstring)."""
-    job = json.loads(Path(os.environ["COSIM_JOB"]).read_text())
-    bench = Bench(dut, job)
-    await bench.start()
-    results: list[dict[str, Any]] = []
-    out = Path(job["result"])
-    for k, entry in enumerate(job["programs"]):
-        try:
-            first = await bench.run(entry, k == 0)
-            info: dict[str, Any] = {"readback": await csr_readback(bench), "clears": []}
-            for after in (0, max(1, int(first.get("run_sim_cycles", 2)) // 2)):
-                info["clears"].append(await clear_during_run(bench, entry, after))
-            res = await bench.run(entry, True)
-            res["directed"] = info
-            results.append(res)
-        except CsrTimeout as e:
-            results.append({"name": entry.get("name", f"p{k}"), "tb_error": str(e), "probes": bench.probes()})
-            break
-        finally:
-            out.write_text(json.dumps({"results": results}, indent=1))
-    out.write_text(json.dumps({"results": results, "done": True}, indent=1))
+    await execute_job(dut, run_directed)

@@ -29,6 +29,10 @@ FAILURE_WINDOW_CYCLES = 10_000
 # on a 24k-instruction vadd), so a failing TLM run gets one only up to this many instructions
 # (about 100 MB).
 TLM_FAILURE_VCD_MAX_INSNS = 400_000
+# Why TLM and RTL cycles of a protocol back-end run are not compared (docs/microarch.md: the timing contract
+# is the fast back-end's).
+PROTOCOL_NOTE = ("the TLM's cycles model the fast DRAM back-end; the RTL cycles here come from the protocol "
+                 "back-end (cocotbext-axi, its own latencies and backpressure), so the two are not comparable")
 
 
 def window_arg(text: str) -> tuple[int, int]:
@@ -187,8 +191,7 @@ def protocol_timing_note(reports: list[dict[str, Any]], mem: str) -> str:
     models_run = {r["model"] for r in reports if r.get("cycles")}
     if mem != "protocol" or not {"tlm", "rtl"} <= models_run:
         return ""
-    return ("the TLM's cycles model the fast DRAM back-end; these RTL cycles come from the protocol back-end "
-            "(cocotbext-axi, its own latencies and backpressure), so the two are not comparable")
+    return PROTOCOL_NOTE
 
 
 def error_text(err: dict[str, Any]) -> str:

@@ -11,11 +11,10 @@ import time
 from hw.config import load_config
 from cosim import models
 from cosim.cli import add_config_arg, add_json_arg, int_arg
+from cosim.commands.run import PROTOCOL_NOTE
 from cosim.network_run import get_network, golden_result, judge_net, make_net_case, network_names
 
 NET_PREFIX = "net:"  # a network's row: net:NAME
-PROTOCOL_NOTE = ("the TLM's cycles model the fast DRAM back-end; the RTL cycles here come from the protocol back-end "
-                 "(cocotbext-axi, its own latencies and backpressure), so the error % compares different memories")
 
 
 def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:

@@ -158,15 +158,20 @@ class AccPorts:
             n += self.reads.count(lo, hi)
             if not self.pads.overlaps(lo, hi):
                 return n
-            # a padding cycle that is also a read cycle was counted twice: the reads inside
-            # each padding run of the window
-            first, _count, last, _before, _step = self.pads.arrays()
-            inside = (last >= lo) & (first <= hi)
-            if inside.any():
-                a = np.maximum(first[inside], lo)
-                b = np.minimum(last[inside], hi)
-                n -= int((self.reads.upto(b) - self.reads.upto(a - 1)).sum())
+            # a padding cycle that is also a read cycle was counted twice
+            n -= self.pad_reads(lo, hi)
         return n
+
+    def pad_reads(self, lo: int, hi: int) -> int:
+        """Cycles in ``[lo, hi]`` with both a padding write and a STORE read: the reads inside each padding
+        run of the window."""
+        first, _count, last, _before, _step = self.pads.arrays()
+        inside = (last >= lo) & (first <= hi)
+        if not inside.any():
+            return 0
+        a = np.maximum(first[inside], lo)
+        b = np.minimum(last[inside], hi)
+        return int((self.reads.upto(b) - self.reads.upto(a - 1)).sum())
 
     def holders(self, lo: int, hi: int) -> dict[str, int]:
         """Who held the shared ports in ``[lo, hi]``, read-only (an observation for coverage, never
@@ -176,11 +181,7 @@ class AccPorts:
         out = {"load_data": self.writes.count(lo, hi), "load_pad": self.pads.count(lo, hi),
                "store_read": self.reads.count(lo, hi), "pad_and_read": 0}
         if out["load_pad"] and out["store_read"]:
-            first, _count, last, _before, _step = self.pads.arrays()
-            inside = (last >= lo) & (first <= hi)
-            a = np.maximum(first[inside], lo)
-            b = np.minimum(last[inside], hi)
-            out["pad_and_read"] = int((self.reads.upto(b) - self.reads.upto(a - 1)).sum())
+            out["pad_and_read"] = self.pad_reads(lo, hi)
         return out
 
     def nth_free(self, lo: int, k: int, use_src: bool) -> int:
