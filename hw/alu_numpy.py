@@ -57,10 +57,19 @@ def _mov(x: np.ndarray, s: Any) -> np.ndarray:
     return np.broadcast_to(np.asarray(s, dtype=np.int32), x.shape)
 
 
+def _mulhr(x: np.ndarray, s: Any) -> np.ndarray:
+    """MULHR: (x * s + 2**30) >> 31 on the exact 64-bit product, wrapped to 32 bits. |x*s| <= 2**62,
+    so the int64 sum cannot overflow."""
+    p = np.multiply(x, s, dtype=np.int64)
+    p += 1 << 30
+    p >>= 31
+    return p.astype(np.int32)
+
+
 # The numpy semantics of each ALU op on int32 lanes (int32 ufuncs wrap at 32 bits, MUL keeps the low bits).
 ALU_NUMPY: dict[str, Callable[[np.ndarray, Any], np.ndarray]] = {
     "ADD": np.add, "SUB": np.subtract, "MUL": np.multiply, "MIN": np.minimum, "MAX": np.maximum,
-    "SHR": _shr, "CLIP": _clip, "MOV": _mov,
+    "SHR": _shr, "CLIP": _clip, "MOV": _mov, "MULHR": _mulhr,
 }
 
 
@@ -97,10 +106,14 @@ def _mov_inplace(x: np.ndarray, s: Any) -> None:
     x[...] = s
 
 
+def _mulhr_inplace(x: np.ndarray, s: Any) -> None:
+    x[...] = _mulhr(x, s)  # s may alias x: compute the whole result before writing
+
+
 ALU_INPLACE: dict[str, Callable[[np.ndarray, Any], None]] = {
     "ADD": _ufunc_inplace(np.add), "SUB": _ufunc_inplace(np.subtract), "MUL": _ufunc_inplace(np.multiply),
     "MIN": _ufunc_inplace(np.minimum), "MAX": _ufunc_inplace(np.maximum),
-    "SHR": _shr_inplace, "CLIP": _clip_inplace, "MOV": _mov_inplace,
+    "SHR": _shr_inplace, "CLIP": _clip_inplace, "MOV": _mov_inplace, "MULHR": _mulhr_inplace,
 }
 
 

@@ -97,6 +97,7 @@ def header_text(cfg: HwConfig) -> str:
         d(f"OP_{n}", f"3'd{v}")
     for n, v in ALU_OPS.items():
         d(f"ALU_{n}", f"4'd{v}")
+    d("ALU_OP_LAST", f"4'd{max(ALU_OPS.values())}")  # the codes above it are undefined (ERR_BAD_OPCODE)
     for n, v in BUFFERS.items():
         d(f"BUF_{n}", f"2'd{v}")
     out.append("// ---- ISA: field offsets (_LO) and widths (_W); bits at and above _USED_BITS are reserved (zero)")

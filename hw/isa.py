@@ -21,6 +21,8 @@ Semantics shared by every model (golden, TLM, RTL):
   ``d = dst_base + i*dst_factor_out + j*dst_factor_in`` and ``s`` either the
   sign-extended immediate or ``acc[src_base + i*src_factor_out + j*src_factor_in]``,
   strictly in loop order (a write is seen by later reads). Arithmetic wraps at 32 bits.
+  MULHR is the rounding multiply-high of fixed-point requantization (gemmlowp, TFLite):
+  ``(x * s + 2**30) >> 31`` on the exact 64-bit product (round half up), wrapped to 32 bits.
 * GEMM (VTA semantics, with VTA's micro-op buffer): ``for i < iter_out: for j < iter_in:
   for u in [uop_begin, uop_end):`` with the micro-op ``uop[u] = (acc, inp, wgt)``,
   ``a = uop.acc + i*acc_factor_out + j*acc_factor_in`` (likewise ``x`` from ``uop.inp`` and the
@@ -53,7 +55,8 @@ INSN_BITS = 128
 INSN_BYTES = INSN_BITS // 8
 
 OPCODES: dict[str, int] = {"LOAD": 0, "STORE": 1, "GEMM": 2, "FINISH": 3, "ALU": 4, "BARRIER": 5}
-ALU_OPS: dict[str, int] = {"ADD": 0, "SUB": 1, "MUL": 2, "MIN": 3, "MAX": 4, "SHR": 5, "CLIP": 6, "MOV": 7}
+ALU_OPS: dict[str, int] = {"ADD": 0, "SUB": 1, "MUL": 2, "MIN": 3, "MAX": 4, "SHR": 5, "CLIP": 6, "MOV": 7,
+                           "MULHR": 8}
 BUFFERS: dict[str, int] = {"ACC": 0, "INP": 1, "WGT": 2, "UOP": 3}
 # Which unit's queue each opcode is dispatched to.
 QUEUE_OF_OPCODE: dict[str, str] = {"LOAD": "load", "STORE": "store", "GEMM": "compute",

@@ -325,8 +325,8 @@ def dram_span(insn: Instruction, cfg: Any) -> tuple[int, int] | None:
 def dispatch_fault(insn: Instruction) -> tuple[int, str]:
     """The dispatch checks after the opcode and reserved bits, first match wins (docs/microarch.md
     "FETCH"): LOAD/STORE flag towards a missing stage -> BAD_FIELD; LOAD/STORE buffer 3 ->
-    BAD_OPCODE; STORE buffer other than ACC -> BAD_FIELD; STORE padding -> BAD_FIELD; ALU op > 7
-    -> BAD_OPCODE. ``(ERR_NONE, "")`` when the instruction passes (GEMM and LOAD into every buffer
+    BAD_OPCODE; STORE buffer other than ACC -> BAD_FIELD; STORE padding -> BAD_FIELD; ALU op above the
+    last one defined -> BAD_OPCODE. ``(ERR_NONE, "")`` when the instruction passes (GEMM and LOAD into every buffer
     are executed; ``ERR_UNSUPPORTED`` is kept for future classes)."""
     n = insn.MNEMONIC
     if n == "LOAD" and (insn.pop_prev or insn.push_prev):
@@ -409,6 +409,7 @@ ALU_SCALAR: dict[str, Callable[[int, int], int]] = {
     "SHR": _shr,
     "CLIP": _clip,
     "MOV": lambda x, s: s,
+    "MULHR": lambda x, s: wrap32((x * s + (1 << 30)) >> 31),
 }
 assert set(ALU_SCALAR) == set(ALU_OPS), "every ALU op has a scalar meaning"
 

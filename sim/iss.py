@@ -104,6 +104,8 @@ LANE_OPS: dict[str, Callable[[int, int], int]] = {
     "SHR": _shr,
     "CLIP": _clip,
     "MOV": lambda x, s: s,
+    # the exact product, plus half of 2**31, floored by the arithmetic shift, then wrapped
+    "MULHR": lambda x, s: ((((x * s + (1 << 30)) >> 31) + _HALF) & _ALL) - _HALF,
 }
 
 

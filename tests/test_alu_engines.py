@@ -44,8 +44,13 @@ def test_scalar_semantics_edges():
     assert f("MUL", INT32_MIN, -1) == INT32_MIN and f("MUL", 0x10000, 0x10000) == 0
     assert (f("SHR", -1, 99), f("SHR", 1, -31), f("SHR", 1, -32), f("SHR", 5, INT32_MIN)) == (-1, INT32_MIN, 0, 0)
     assert (f("CLIP", 5, INT32_MIN), f("CLIP", -1000, 127), f("MOV", 3, -7)) == (INT32_MIN, -127, -7)
+    # MULHR rounds half up (ties toward +inf) and wraps its one overflowing product
+    assert (f("MULHR", 3, 1 << 30), f("MULHR", -3, 1 << 30), f("MULHR", 1, 1 << 30), f("MULHR", -1, 1 << 30)) \
+        == (2, -1, 1, 0)
+    assert (f("MULHR", INT32_MIN, INT32_MIN), f("MULHR", INT32_MAX, INT32_MAX), f("MULHR", 1000, -2**31)) \
+        == (INT32_MIN, INT32_MAX - 1, -1000)
     with pytest.raises(ValueError):
-        alu_scalar(8, 0, 0)
+        alu_scalar(len(ALU_OPS), 0, 0)
 
 
 def test_numpy_engine_equals_plain_engine_on_random_loops():
@@ -55,7 +60,7 @@ def test_numpy_engine_equals_plain_engine_on_random_loops():
         acc = _acc(rng, (depth, lanes))
         io, ii = int(rng.integers(0, 5)), int(rng.integers(0, 6))
         f = lambda: int(rng.integers(0, 4))  # noqa: E731 - small factors make overlaps (hazards) likely
-        i = Alu(alu_op=int(rng.integers(0, 8)), use_imm=bool(rng.integers(0, 2)), iter_out=io, iter_in=ii,
+        i = Alu(alu_op=int(rng.integers(0, len(ALU_OPS))), use_imm=bool(rng.integers(0, 2)), iter_out=io, iter_in=ii,
                 dst_base=int(rng.integers(0, 16)), src_base=int(rng.integers(0, 16)), dst_factor_out=f(),
                 dst_factor_in=f(), src_factor_out=f(), src_factor_in=f(),
                 imm=int(rng.choice([int(rng.integers(-2**15, 2**15)), -32768, 32767, -1, 0, 31, -33])))

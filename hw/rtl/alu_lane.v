@@ -18,12 +18,17 @@ module alu_lane (
         reg   [31:0] lo;
         reg   [31:0] t;
         reg   [31:0] nsv;
+        /* verilator lint_off UNUSEDSIGNAL */
+        reg   [63:0] prod;  // MULHR uses bits [62:30] only: the sign bit and the bits below 2**30 drop out
+        /* verilator lint_on UNUSEDSIGNAL */
         begin
             nsv = 32'd0 - sv;
             sra = $signed(lx) >>> (($signed(sv) > 32'sd31) ? 5'd31 : sv[4:0]);
             shl = ($signed(sv) < -32'sd31) ? 32'd0 : (lx << nsv[4:0]);
             lo  = nsv;
             t   = ($signed(lx) > $signed(lo)) ? lx : lo;
+            // MULHR: (p + 2**30) >> 31 of the exact signed product p is p[62:31] plus the carry of bit 30
+            prod = $signed({{32{lx[31]}}, lx}) * $signed({{32{sv[31]}}, sv});
             case (lop)
                 `ALU_ADD:  lane_op = lx + sv;
                 `ALU_SUB:  lane_op = lx - sv;
@@ -33,6 +38,7 @@ module alu_lane (
                 `ALU_SHR:  lane_op = sv[31] ? shl : sra;
                 `ALU_CLIP: lane_op = ($signed(t) < $signed(sv)) ? t : sv;
                 `ALU_MOV:  lane_op = sv;
+                `ALU_MULHR: lane_op = prod[62:31] + {31'd0, prod[30]};
                 default:   lane_op = lx;
             endcase
         end

@@ -115,7 +115,7 @@ module fetch (
         else if (is_store && (pop_next || push_next))                      dec_code = `ERR_BAD_FIELD;
         else if (is_store && (buf_f != `BUF_ACC))                          dec_code = `ERR_BAD_FIELD;
         else if (is_store && pads_nz)                                      dec_code = `ERR_BAD_FIELD;
-        else if (is_alu && (alu_op > `ALU_MOV))                            dec_code = `ERR_BAD_OPCODE;
+        else if (is_alu && (alu_op > `ALU_OP_LAST))                            dec_code = `ERR_BAD_OPCODE;
         else                                                               dec_code = `ERR_NONE;
     end
     wire dec_bad   = (dec_code != `ERR_NONE);

@@ -99,7 +99,8 @@ def vadd_tiled(cfg: HwConfig, n: int, seed: int = 0, tile: int | None = None) ->
 
 
 # Immediates of alu_ops: one per op, chosen to show sign extension and the shift/clip rules.
-IMMS = {"ADD": 1234, "SUB": -77, "MUL": -3, "MIN": -5, "MAX": 7, "SHR": 5, "CLIP": 100, "MOV": -3}
+IMMS = {"ADD": 1234, "SUB": -77, "MUL": -3, "MIN": -5, "MAX": 7, "SHR": 5, "CLIP": 100, "MOV": -3,
+        "MULHR": 20000}
 
 
 def alu_ops(cfg: HwConfig, seed: int = 0, name: str = "hand_alu_ops") -> Program:
@@ -117,6 +118,7 @@ def alu_ops(cfg: HwConfig, seed: int = 0, name: str = "hand_alu_ops") -> Program
                              rng.integers(-2**31, 2**31, size=(n, L - L // 2), dtype=np.int64)], axis=1) \
         .astype(np.int32)
     b_data[0, :4] = [-2**31, 31, 32, -32]  # edge cases: CLIP INT_MIN, SHR 31/32, SHL 32
+    a_data[0, 0] = -2**31  # with b's INT_MIN: MULHR's one product that wraps (2**62 -> 2**31)
     nres = 2 * len(ALU_OPS)
     total = 2 * nres * n
     asm = Assembler(cfg, name)
