@@ -136,6 +136,7 @@ class _Scanner:
 
     def __init__(self, file: str, text: str, tokens: list[Token], module: str, decls: dict[str, _Decl]):
         self.file, self.text, self.tokens, self.module, self.decls = file, text, tokens, module, decls
+        self.seen: dict[str, int] = {}  # statement text -> how many times a stuck bit was chosen for it
         self.out: list[Mutant] = []
 
     # ---- helpers
@@ -303,8 +304,12 @@ class _Scanner:
             # a constant assigned (literals, macros, parameters): the constant mutants cover it, and
             # a stuck value equal to the constant's bit would be no change at all
             return
-        # one stuck value per statement (chosen from its place, so it is stable): half the mutants of both
-        seed = zlib.crc32(f"{self.file}:{name}:{toks[lhs].start}".encode())
+        # one stuck value per statement, chosen from the statement's own text (and which repeat of it this
+        # is), so an edit elsewhere in the file does not change it: half the mutants of both
+        stmt = self.text[toks[lhs].start:toks[semi].end]
+        nth = self.seen.get(stmt, 0)
+        self.seen[stmt] = nth + 1
+        seed = zlib.crc32(f"{self.file}:{stmt}:{nth}".encode())
         v = seed & 1
         if procedural and d.is_reg:
             bit = (seed >> 1) % d.width if d.width else 0
