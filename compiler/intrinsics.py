@@ -374,6 +374,7 @@ max = _alu("MAX")  # noqa: A001
 shr = _alu("SHR")
 clip = _alu("CLIP")
 mov = _alu("MOV")
+mulhr = _alu("MULHR")  # (x*s + 2**30) >> 31: the rounding multiply-high of requantization
 
 
 # ---- SYNC -------------------------------------------------------------------------------
