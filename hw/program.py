@@ -478,7 +478,7 @@ def check_expected(p: "Program", where: str) -> None:
 def check_token_balance(insns: Iterable[Instruction], where: str) -> None:
     """Raise ProgramError unless every dependency-token queue gets as many pushes as pops.
 
-    DESIGN.md: a Program with unbalanced tokens is rejected before it runs (a surplus
+    A Program with unbalanced tokens is rejected before it runs (a surplus
     push would otherwise run silently, a surplus pop deadlocks). Program.load applies it;
     the count is :func:`hw.analysis.balance_problem`.
     """

@@ -1,4 +1,4 @@
-"""The shape of the house (DESIGN.md section 1b), checked on the import graph of the source.
+"""The shape of the house (the README's layout: floors and one name per unit), checked on the import graph of the source.
 
 * Floors: ``hw`` imports nothing of the project above it; ``compiler``, ``sim`` and
   ``testbench`` import only ``hw``; ``cosim`` stands on top.
@@ -161,3 +161,22 @@ def test_no_import_cycle() -> None:
         if m not in index:
             visit(m)
     assert not cycles, "import cycles: " + "; ".join(" <-> ".join(c) for c in cycles)
+
+
+def test_every_environment_variable_is_in_the_readme() -> None:
+    """Each ``COSIM_*`` name the sources read or define appears in the README's table (or its note on
+    the internal ones), so no switch is known only to whoever wrote it."""
+    import re
+
+    pattern = re.compile(r"\bCOSIM_[A-Z][A-Z0-9_]*\b")
+    found: dict[str, str] = {}
+    for folder in ("hw", "compiler", "sim", "testbench", "cosim", "tests"):
+        for path in sorted((REPO / folder).rglob("*")):
+            if path.suffix in (".py", ".cpp", ".v", ".vh", ".h") and "__pycache__" not in path.parts:
+                for name in pattern.findall(path.read_text(errors="replace")):
+                    found.setdefault(name, str(path.relative_to(REPO)))
+    for name in pattern.findall((REPO / "Makefile").read_text()):
+        found.setdefault(name, "Makefile")
+    readme = set(pattern.findall((REPO / "README.md").read_text()))
+    missing = {n: where for n, where in found.items() if n not in readme}
+    assert not missing, f"not in the README's environment variables: {missing}"
