@@ -114,11 +114,12 @@ def with_insns(p: Program, insns: list[Instruction], name: str | None = None,
     Program whose instructions were edited, dropped or mutated still reads and writes where ``p`` did.
     Inputs and meta are kept, ``expected`` outputs are not (other instructions compute other things).
     A :class:`PatchedProgram` (or given ``patches``, raw words by new index) stays one. Raises
-    ProgramError when the instructions no longer fit before the first data region."""
+    ProgramError when the instructions no longer fit before the first data region. Token balance is
+    not checked (an edited Program may be broken on purpose; :meth:`Program.load` still refuses it)."""
     regions = [Region(r.name, r.role, r.addr, (len(insns) * INSN_BYTES,), r.dtype) if r.role == "insn" else r
                for r in p.regions]
     q = Program.create(p.config, insns, regions, name=p.name if name is None else name, meta=p.meta,
-                       inputs=p.inputs)
+                       inputs=p.inputs, check_tokens=False)
     return patched(q, patches or {}) if patches or isinstance(p, PatchedProgram) else q
 
 
