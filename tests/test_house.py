@@ -1,4 +1,4 @@
-"""The shape of the house (the README's layout: floors and one name per unit), checked on the import graph of the source.
+"""The shape of the house (the README's layout: floors, one name per unit), checked on the import graph.
 
 * Floors: ``hw`` imports nothing of the project above it; ``compiler``, ``sim`` and
   ``testbench`` import only ``hw``; ``cosim`` stands on top.
