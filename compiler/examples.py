@@ -142,6 +142,9 @@ EXAMPLES: dict[str, Example] = {e.name: e for e in [
     _ex("requant", "shr_round", "int32 -> int8 requantization: (A + 2^(s-1)) >> s, clip to int8; "
         "larger than the accumulator buffer; shift 18 builds the rounding constant with MOV/SHR",
         {"A": (-(1 << 26), 1 << 26)}, shape=(64, 1000), shift=18),
+    _ex("requant_real", "requant_scale", "int32 -> int8 requantization by a real scale (0.0123, zero point -5) as "
+        "gemmlowp does: MULHR by a Q31 multiplier, a rounding shift, clip", {"A": (-(1 << 20), 1 << 20)},
+        shape=(40, 37), scale=0.0123, zero_point=-5),
     _ex("fused", "fused", "fused chain C = int8(relu(clip((A + B) >> s, -127, 127))) on 4-D with a tail",
         {"A": (-3000, 3000), "B": (-3000, 3000)}, shape=(4, 3, 33, 17), shift=3),
     _ex("vshr", "shift", "C = int8(A >> B) per lane with a buffer operand (negative B shifts left)",

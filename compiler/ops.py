@@ -35,6 +35,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from compiler import dsl as S
+from compiler.fixed_point import alu_steps, rescale, scale_ok
 from compiler.kernel import Kernel
 from compiler.tensor import AccView, Tensor
 from hw.alu_numpy import alu_op as alu_lanes
@@ -205,6 +206,32 @@ def shr_round(A: Tensor, C: Tensor, shift: int = 8, tile: int | None = None) -> 
 
 
 @S.kernel(elementwise=True)
+def requant_scale(A: Tensor, C: Tensor, scale: float = 0.01, zero_point: int = 0, tile: int | None = None) -> None:
+    """Requantize by a real scale: C = int8(clip(R(A, scale) + zero_point, -128, 127)), ``R`` the
+    fixed-point scaling of :mod:`compiler.fixed_point` (MULHR by a Q31 multiplier, a rounding shift)."""
+    if not scale_ok(scale):
+        raise S.error("scale", f"{scale!r} must be a number in [2**-32, 2**15]")
+    if isinstance(zero_point, bool) or not isinstance(zero_point, (int, np.integer)) or not -128 <= zero_point <= 127:
+        raise S.error("zero_point", f"{zero_point!r} must be an integer -128..127")
+    steps = [(op, int(v[0])) for op, v in alu_steps(float(scale))]
+    wide = [v for _, v in steps if not _fits_imm(_wrap32(v))]
+
+    def body(s: list[AccView], c: list[AccView]) -> None:
+        k = 0
+        for op, v in steps:
+            if _fits_imm(_wrap32(v)):
+                alu_op(op.lower())(s[0], v)
+            else:
+                alu_op(op.lower())(s[0], c[k])
+                k += 1
+        if zero_point:
+            S.add(s[0], int(zero_point))
+        S.max(s[0], -128)
+        S.min(s[0], 127)
+    tiled([A], C, body, tile, consts=wide)
+
+
+@S.kernel(elementwise=True)
 def fused(A: Tensor, B: Tensor, C: Tensor, shift: int = 3, tile: int | None = None) -> None:
     """The fused chain: C = cast(relu(clip((A + B) >> shift, -127, 127)))."""
     s = _check_shift(shift)
@@ -278,6 +305,10 @@ _register(Operator("clip", clip, ("A",), "C", lambda A, lo=-128, hi=127, **p: np
                    doc="C = cast(clip(A, lo, hi))"))
 _register(Operator("shr_round", shr_round, ("A",), "C", _ref_requant,
                    doc="requantize int32 -> int8: round, shift right, clip to int8"))
+_register(Operator("requant_scale", requant_scale, ("A",), "C",
+                   lambda A, scale=0.01, zero_point=0, **p: np.clip(rescale(A, scale) + zero_point, -128, 127)
+                   .astype(np.int32),
+                   doc="requantize int32 -> int8 by a real scale: clip(R(A, scale) + zero_point) (MULHR)"))
 _register(Operator("fused", fused, ("A", "B"), "C",
                    lambda A, B, shift=3, **p: np.maximum(np.clip(_wrap(A.astype(np.int64) + B) >> shift, -127, 127),
                                                          0).astype(np.int32),

@@ -142,7 +142,17 @@ def parse_value(key: str, text: str, default: Any) -> Any:
         return t in ("true", "1")
     if default is None or isinstance(default, int):
         return parse_int(text, key, none_ok=default is None or key in AUTO_PARAMS)
+    if isinstance(default, float):
+        return parse_float(text, key)
     return text
+
+
+def parse_float(text: str, key: str) -> float:
+    """A real number (``0.0123``, ``1e-3``)."""
+    try:
+        return float(text.strip())
+    except ValueError:
+        raise ParamError(f"param '{key}': '{text.strip()}' is not a number") from None
 
 
 def parse_user_value(key: str, text: str) -> Any:
@@ -155,6 +165,8 @@ def parse_user_value(key: str, text: str) -> Any:
             return int(t, 0)
         except ValueError:
             pass
+    if re.fullmatch(r"[+-]?(\d+\.\d*|\.\d+|\d+(\.\d*)?[eE][+-]?\d+)", t):
+        return float(t)
     if _TENSOR.match(t) or re.match(r"^\s*[+-]?\d+\s*[x,:]", t):
         return parse_tensor(t, key)
     if t.lower() in _NONE_WORDS:

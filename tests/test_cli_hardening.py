@@ -175,6 +175,17 @@ def test_tile_auto(capsys, tmp_path):
     one_line(*cosim(capsys, "run", "vadd", "-p", "shape", "--model", "golden")[::2], "'shape'", "KEY=VALUE")
 
 
+def test_real_params(capsys):
+    """A real-valued parameter (requant_real's scale) takes 0.5 or 1e-3; anything else is one line."""
+    for v in ("0.5", "1e-3"):
+        rc, out, err = cosim(capsys, "run", "requant_real", "-p", f"scale={v}", "--model", "tlm")
+        assert rc == 0 and " ok " in out, err
+    one_line(*cosim(capsys, "run", "requant_real", "-p", "scale=abc", "--model", "golden")[::2], "param 'scale'",
+             "'abc' is not a number")
+    one_line(*cosim(capsys, "run", "requant_real", "-p", "scale=1e9", "--model", "golden")[::2], "'scale'",
+             "[2**-32, 2**15]")
+
+
 @pytest.mark.parametrize("shape", ["99999999999", "99999x99999x99999x99999x99999", "1000x1000x8"])
 def test_huge_shape_is_refused_before_allocating(capsys, tmp_path, shape):
     rc, _, err = cosim(capsys, "compile", "vadd", "-o", tmp_path / "x", "-p", f"shape={shape}")
