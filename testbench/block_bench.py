@@ -4,7 +4,7 @@ In the style of alexforencich's verilog-axi (a cocotb test module per block, run
 cocotb's runner): the module is built (Verilator, or Icarus) with the config's generated
 header (``accel_params.vh``) when a config is given and with its Verilog parameters, into
 ``<build root>/rtl/units/<tag>`` under a file lock, then every cocotb test of the bench
-module (``testbench/units/test_<block>.py``, ``testbench/test_dram_model.py``) runs
+module (``testbench/units/<block>_bench.py``, ``testbench/dram_model_bench.py``) runs
 against it. A block bench reads the config, the parameters and its random seed from the
 environment (see :func:`bench_env`).
 """

@@ -18,7 +18,7 @@ Back-ends (``mem``):
   on ``s_axil``, each channel paused by a seeded random generator.
 
 Build folders: ``<build_root>/rtl/<config>-<config_id>-<mem>-<sim>[-waves]`` (default
-build root ``/work/main/build`` i.e. ``<repo>/build``, or env ``COSIM_BUILD_DIR``). A
+build root ``<repo>/build``, or env ``COSIM_BUILD_DIR``). A
 file lock makes concurrent builds (pytest-xdist workers) safe, and a stamp of every
 input makes a rebuild with no change a no-op. Each run gets its own folder under
 ``<build dir>/runs/``, so several processes may run one build at once.

@@ -1,6 +1,6 @@
 """The fast DRAM model on its own: exact latencies, strobes, SLVERR, bulk load/dump, checker.
 
-Runs testbench/test_dram_model.py (cocotb) with dram_model as the toplevel, so it
+Runs testbench/dram_model_bench.py (cocotb) with dram_model as the toplevel, so it
 needs no RTL. Every parameter set builds once into build/rtl/dram_model-*.
 """
 
@@ -27,5 +27,5 @@ SIMS = ["verilator", pytest.param("icarus", marks=pytest.mark.skipif(not icarus_
 @pytest.mark.parametrize("prm", PARAMS, ids=lambda p: f"w{p['DATA_W']}-rl{p['RD_LAT']}-wl{p['WR_LAT']}")
 def test_dram_model(prm: dict, sim: str) -> None:
     tag = "dram_model-" + "-".join(f"{v}" for v in prm.values())
-    run_module_bench(HDL_DIR / "dram_model.v", "dram_model", "testbench.test_dram_model", tag, parameters=prm,
+    run_module_bench(HDL_DIR / "dram_model.v", "dram_model", "testbench.dram_model_bench", tag, parameters=prm,
                      env={"DRAM_TEST_PARAMS": json.dumps(prm)}, sim=sim)

@@ -29,6 +29,11 @@ INT32_MIN, INT32_MAX = -2**31, 2**31 - 1
 # The addition's extra precision: the operands are scaled by s/sy * 2**ADD_PRECISION_BITS (fewer when the
 # sum could overflow int32) and the sum requantized by 2**-ADD_PRECISION_BITS.
 ADD_PRECISION_BITS = 12
+# The weight of the identity convolutions that place a concatenation's parts (a power of two in int8).
+CONCAT_GAIN = 64
+# The weight of the identity convolution that sums an average pool's windows (when the pooling layer's
+# scale would round twice).
+POOL_GAIN = 64
 
 
 def round_half_even(x: float) -> int:
@@ -112,12 +117,24 @@ class Builder:
                         b_zero_point=y.zero_point, name=self.layer_name(p.node))
             return g.requantize(acc, scale=2.0**-k, zero_point=zy, lo=lo, hi=hi, name=qname)
         if p.kind == "avg_pool":
-            x, k, s = a["x"], a["kernel"], a["stride"]
-            out = g.avg_pool(x.q.value, k, s, scale=x.scale / (sy * k * k), input_zero_point=x.zero_point,
-                             zero_point=zy, name=self.layer_name(p.node))
-            if (lo, hi) != (INT8_MIN, INT8_MAX):
-                out = g.requantize(out, scale=1.0, input_zero_point=zy, zero_point=zy, lo=lo, hi=hi, name=qname)
-            return out
+            x, k, s, pad = a["x"], a["kernel"], a["stride"], a.get("pad", (0, 0, 0, 0))
+            scale = x.scale / (sy * k * k)
+            if scale >= 0.5 and not any(pad):  # the fixed-point multiply rounds once: the pooling layer is exact
+                out = g.avg_pool(x.q.value, k, s, scale=scale, input_zero_point=x.zero_point, zero_point=zy,
+                                 name=self.layer_name(p.node))
+                if (lo, hi) != (INT8_MIN, INT8_MAX):
+                    out = g.requantize(out, scale=1.0, input_zero_point=zy, zero_point=zy, lo=lo, hi=hi, name=qname)
+                return out
+            # A smaller scale would round twice (the multiply-high, then the shift) on a small window sum, up to
+            # half a step off: the window sum is a convolution by POOL_GAIN * identity instead, requantized by a
+            # 64 times smaller scale, which rounds below a step. The zero-point padding of the convolution is
+            # the real 0 that count_include_pad averages.
+            c = x.shape[1]
+            w = np.zeros((c, c, k, k), np.int8)
+            w[np.arange(c), np.arange(c)] = POOL_GAIN
+            acc = g.conv2d(x.q.value, w, None, stride=s, pad=pad, input_zero_point=x.zero_point,
+                           name=self.layer_name(p.node))
+            return g.requantize(acc, scale=scale / POOL_GAIN, zero_point=zy, lo=lo, hi=hi, name=qname)
         if p.kind == "concat":
             return self._concat(p, sy, zy, lo, hi, qname)
         raise AssertionError(p.kind)
@@ -134,14 +151,17 @@ class Builder:
         for k, t in enumerate(parts):
             c = t.shape[1]
             w = np.zeros((total, c), np.int8)
-            w[at:at + c] = np.eye(c, dtype=np.int8)
+            # 64 * identity: the requantization's scale is then 64 times smaller, which keeps the rounding of
+            # the fixed-point multiply below a step (its double rounding costs up to half a step for a scale
+            # near 1/4)
+            w[at:at + c] = CONCAT_GAIN * np.eye(c, dtype=np.int8)
             at += c
             name = self.layer_name(p.node, f"part {k}")
             if spatial:
                 acc = g.conv2d(t.q.value, w.reshape(total, c, 1, 1), None, input_zero_point=t.zero_point, name=name)
             else:
                 acc = g.dense(t.q.value, w, None, input_zero_point=t.zero_point, name=name)
-            placed.append(g.requantize(acc, scale=t.scale / sy, zero_point=zy, lo=lo, hi=hi,
+            placed.append(g.requantize(acc, scale=t.scale / sy / CONCAT_GAIN, zero_point=zy, lo=lo, hi=hi,
                                        name=self.layer_name(p.node, f"part {k} requantize")))
         out = placed[0]
         for k, nxt in enumerate(placed[1:]):
@@ -239,9 +259,12 @@ class Builder:
                                    f"of equal shapes only (no broadcasting)")
         return Pending("add", node, a.shape, {"a": self.unclamped(node, a), "b": self.unclamped(node, b)})
 
-    def avg_pool(self, node: Any, x: RealTensor, kernel: int, stride: int, out_hw: tuple[int, int]) -> Pending:
+    def avg_pool(self, node: Any, x: RealTensor, kernel: int, stride: int, out_hw: tuple[int, int],
+                 pad: tuple[int, int, int, int] = (0, 0, 0, 0)) -> Pending:
+        """Average pooling (``pad``: zero padding counted in the average, ONNX's count_include_pad)."""
         x = self.unclamped(node, x)
-        return Pending("avg_pool", node, (x.shape[0], x.shape[1], *out_hw), {"x": x, "kernel": kernel, "stride": stride})
+        return Pending("avg_pool", node, (x.shape[0], x.shape[1], *out_hw),
+                       {"x": x, "kernel": kernel, "stride": stride, "pad": pad})
 
     def concat(self, node: Any, parts: list[RealTensor]) -> Pending:
         first = parts[0].shape

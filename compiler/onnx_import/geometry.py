@@ -88,18 +88,22 @@ def conv_geometry(node: Any, x_shape: tuple[int, ...], w: np.ndarray, at: dict[s
     return w, int(strides[0]), (top, left, max(bottom, 0), max(right, 0)), (ho, wo)
 
 
-def pool_geometry(node: Any, x_shape: tuple[int, ...], at: dict[str, Any]) -> tuple[int, int, tuple[int, int]]:
-    """(kernel, stride, output (H, W)) of a MaxPool/AveragePool without padding."""
+def pool_geometry(node: Any, x_shape: tuple[int, ...], at: dict[str, Any], padded: bool = False
+                  ) -> tuple[int, int, tuple[int, int], tuple[int, int, int, int]]:
+    """(kernel, stride, output (H, W), pads) of a MaxPool/AveragePool; ``padded``: padding is allowed (an
+    AveragePool that counts it, count_include_pad=1)."""
     ks = tuple(at.get("kernel_shape", []))
     if len(ks) != 2:
         raise node_error(node, f"kernel_shape {list(ks)}: 2-D pooling only")
     if ks[0] != ks[1]:
         raise node_error(node, f"kernel {ks[0]}x{ks[1]}: square pooling windows only")
     strides, pads = _common(node, x_shape, ks, at)  # type: ignore[arg-type]
-    if any(pads):
-        raise node_error(node, f"pads {pads}: pooling without padding only")
+    if any(pads) and not padded:
+        why = "count_include_pad=0 averages fewer taps at the border" if node.op_type.endswith("AveragePool") \
+            else "max pooling pads with -infinity"
+        raise node_error(node, f"pads {pads}: not supported ({why})")
     k, s = int(ks[0]), int(strides[0])
-    h, w = x_shape[2], x_shape[3]
+    h, w = x_shape[2] + pads[0] + pads[2], x_shape[3] + pads[1] + pads[3]
     out = ((h - k) // s + 1, (w - k) // s + 1)
     if int(at.get("ceil_mode", 0)):
         ceil = (math.ceil((h - k) / s) + 1, math.ceil((w - k) / s) + 1)
@@ -107,4 +111,4 @@ def pool_geometry(node: Any, x_shape: tuple[int, ...], at: dict[str, Any]) -> tu
             raise node_error(node, "ceil_mode adds a partial window: not supported")
     if out[0] <= 0 or out[1] <= 0:
         raise node_error(node, f"the {k}x{k} window does not fit the {h}x{w} input")
-    return k, s, out
+    return k, s, out, (pads[0], pads[1], pads[2], pads[3])

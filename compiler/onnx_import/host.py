@@ -41,8 +41,8 @@ class InputStep:
     zero_point: int = 0
 
     def apply(self, a: np.ndarray) -> np.ndarray:
-        """The int8 graph input (batch first) for the ONNX input array ``a``."""
-        x = np.asarray(a).reshape(self.shape)
+        """The int8 graph input (batch first) for the ONNX input array ``a`` (of any batch)."""
+        x = np.asarray(a).reshape((-1, *self.shape[1:]))
         if self.scale is not None:
             lo, hi = RANGES[self.dtype]
             q = np.rint(x.astype(np.float32) / np.float32(self.scale)).astype(np.float64) + self.zero_point
@@ -97,9 +97,11 @@ class ModelInput:
             raise UnsupportedModel(f"input '{self.name}': dtype {a.dtype}, the model takes {self.dtype}")
         return a
 
-    def random(self, rng: np.random.Generator) -> np.ndarray:
-        """Seeded random values in the input's range (a float input's: what its quantization covers)."""
+    def random(self, rng: np.random.Generator, batch: int | None = None) -> np.ndarray:
+        """Seeded random values in the input's range (a float input's: what its quantization covers), for the
+        model's batch or ``batch`` samples."""
+        shape = self.shape if batch is None else (batch, *self.shape[1:])
         if self.dtype == "float32":
-            return rng.uniform(self.low, self.high, self.shape).astype(np.float32)
+            return rng.uniform(self.low, self.high, shape).astype(np.float32)
         lo, hi = RANGES[self.dtype]
-        return rng.integers(lo, hi + 1, self.shape).astype(self.dtype)
+        return rng.integers(lo, hi + 1, shape).astype(self.dtype)

@@ -229,14 +229,14 @@ def max_pool(b: Builder, node: Any, ins: list[Any], at: dict[str, Any]) -> list[
     x = ins[0]
     if not isinstance(x, (RealTensor, IntTensor)):
         real(node, x)
-    k, s, out = pool_geometry(node, x.shape, at)
+    k, s, out, _ = pool_geometry(node, x.shape, at)
     return [b.max_pool(node, x, k, s, out)]
 
 
 def average_pool(b: Builder, node: Any, ins: list[Any], at: dict[str, Any]) -> list[Any]:
     x = real(node, ins[0])
-    k, s, out = pool_geometry(node, x.shape, at)
-    return [b.avg_pool(node, x, k, s, out)]
+    k, s, out, pad = pool_geometry(node, x.shape, at, padded=bool(int(at.get("count_include_pad", 0))))
+    return [b.avg_pool(node, x, k, s, out, pad)]
 
 
 def global_average_pool(b: Builder, node: Any, ins: list[Any], at: dict[str, Any]) -> list[Any]:

@@ -122,8 +122,8 @@ def qlinear_average_pool(b: Builder, node: Any, ins: list[Any], at: dict[str, An
     if int(at.get("channels_last", 0)):
         raise node_error(node, "channels_last=1 is not supported")
     x = _deq(b, node, ins[0], ins[1], ins[2])
-    k, s, out = pool_geometry(node, x.shape, at)
-    return [_out(b, node, b.avg_pool(node, x, k, s, out), ins[3], _opt(ins, 4))]
+    k, s, out, pad = pool_geometry(node, x.shape, at, padded=bool(int(at.get("count_include_pad", 0))))
+    return [_out(b, node, b.avg_pool(node, x, k, s, out, pad), ins[3], _opt(ins, 4))]
 
 
 def qlinear_concat(b: Builder, node: Any, ins: list[Any], at: dict[str, Any]) -> list[Any]:
