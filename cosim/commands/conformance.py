@@ -41,7 +41,9 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                    help="run only the node cases matching this fnmatch pattern (repeatable; default: the whole selection)")
     p.add_argument("--rtl", action="store_true",
                    help="also run a sample on the RTL: two node cases, and one batch of the digits test split")
-    p.add_argument("--markdown", type=folder_arg, metavar="FILE", help="write the node-case table as markdown")
+    p.add_argument("--markdown", type=folder_arg, metavar="FILE",
+                   help="write the node-case table as markdown (into a file that has the table's markers: between "
+                        "them, as docs/onnx.md)")
     p.add_argument("--out-json", type=folder_arg, metavar="FILE", help="write the whole result as JSON")
     add_config_arg(p)
     add_json_arg(p)
@@ -69,7 +71,10 @@ def run(args: argparse.Namespace) -> int:
         rep["nodes"] = table.to_json(results, meta)
         ok = ok and table.counts(results)["failed"] == 0
         if args.markdown:
-            _write(args.markdown, table.markdown(results))
+            try:
+                table.write_markdown(args.markdown, results)
+            except OSError as e:
+                raise UserError(f"--markdown {args.markdown}: cannot write ({e.strerror or e})") from None
         if not args.json:
             print(table.summary(results))
     if args.suite in ("digits", "all"):

@@ -84,3 +84,34 @@ def summary(results: list[CaseResult]) -> str:
         lines.append(f"  {m}: {k} of {n} elements 1 LSB from the evaluator")
     lines += [f"  FAILED {r.case}: {r.reason}" for r in results if r.status == FAILED]
     return "\n".join(lines)
+
+
+BEGIN = "<!-- conformance table: begin (cosim conformance nodes --markdown writes it) -->"
+END = "<!-- conformance table: end -->"
+
+
+def write_markdown(path: str, results: list[CaseResult]) -> None:
+    """Write the table into ``path``: between the :data:`BEGIN`/:data:`END` markers when the file has
+    them (a doc keeps its text around the table), else the whole file."""
+    from pathlib import Path
+
+    p = Path(path)
+    table = markdown(results)
+    old = p.read_text() if p.is_file() else ""
+    if BEGIN in old and END in old.split(BEGIN, 1)[1]:
+        head, rest = old.split(BEGIN, 1)
+        tail = rest.split(END, 1)[1]
+        p.write_text(f"{head}{BEGIN}\n{table}{END}{tail}")
+    else:
+        p.write_text(table)
+
+
+def doc_counts(text: str) -> dict[str, int] | None:
+    """The counts line of a table written by :func:`markdown` inside ``text`` (None: no such line)."""
+    import re
+
+    m = re.search(r"\*\*(\d+) cases: (\d+) passed, (\d+) refused, (\d+) failed\.\*\*", text)
+    if m is None:
+        return None
+    n, p, r, f = (int(g) for g in m.groups())
+    return {"cases": n, PASSED: p, REFUSED: r, FAILED: f}
