@@ -85,3 +85,43 @@ def rescale(x: np.ndarray, scale: float | np.ndarray) -> np.ndarray:
     ``x``); int64 result."""
     mult, n = fixed_point_arrays(np.asarray(scale, dtype=np.float64))
     return rescale_fixed(x, mult, n)
+
+
+# ---- R as ALU steps -------------------------------------------------------------------------------
+def alu_steps(scale: float | np.ndarray) -> list[tuple[str, np.ndarray]]:
+    """``R(x, scale)`` as a sequence of lane-wise ALU ops ``(op name, operand per channel)``, exact for
+    every int32 ``x`` (``scale`` a float, or one per channel):
+
+    * ``SHR`` by ``-L`` (a left shift by ``L = max(-n, 0)``), when some channel has ``n < 0``;
+    * ``MULHR`` by ``M``;
+    * when every channel has ``n >= 1``: ``MULHR`` by ``2**(31-n)``, which is
+      ``(t*2**(31-n) + 2**30) >> 31 = (t + 2**(n-1)) >> n`` exactly (one op, no overflow);
+      when only some do: ``SHR`` by ``n-1``, ``ADD 1``, ``SHR 1`` (0, 0, 0 where ``n <= 0``), which is
+      ``((t >> (n-1)) + 1) >> 1 = (t + 2**(n-1)) >> n`` exactly, without the sum's overflow.
+    """
+    mult, n = fixed_point_arrays(np.atleast_1d(np.asarray(scale, dtype=np.float64)))
+    steps: list[tuple[str, np.ndarray]] = []
+    if (n < 0).any():
+        steps.append(("SHR", np.minimum(n, 0)))
+    steps.append(("MULHR", mult))
+    if (n >= 1).all():
+        steps.append(("MULHR", np.left_shift(1, 31 - n)))
+    elif (n >= 1).any():
+        pos = n >= 1
+        steps += [("SHR", np.where(pos, n - 1, 0)), ("ADD", pos.astype(np.int64)), ("SHR", pos.astype(np.int64))]
+    return steps
+
+
+def run_steps(x: np.ndarray, steps: list[tuple[str, np.ndarray]], axis: int = -1) -> np.ndarray:
+    """Apply :func:`alu_steps`' ops to int32 ``x`` with the ALU's numpy semantics, each operand
+    broadcast along ``axis`` (the channel axis); int32 result."""
+    from hw.alu_numpy import ALU_NUMPY  # the ALU's own semantics, for checking the steps
+
+    v = np.asarray(x, dtype=np.int32)
+    for op, operand in steps:
+        shape = [1] * v.ndim
+        shape[axis] = -1
+        s = np.broadcast_to(operand.astype(np.int32).reshape(shape) if operand.size > 1 else
+                            operand.astype(np.int32).reshape([1] * v.ndim), v.shape)
+        v = ALU_NUMPY[op](v, s).astype(np.int32)
+    return v

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from compiler.errors import CompileError
-from compiler.fixed_point import SCALE_MAX, SCALE_MIN, fixed_point, rescale
+from compiler.fixed_point import SCALE_MAX, SCALE_MIN, alu_steps, fixed_point, rescale, run_steps
 from compiler.graph import Graph
 from compiler.graph_reference import run_reference
 from hw.alu_numpy import ALU_NUMPY
@@ -199,3 +199,17 @@ def test_old_calls_keep_their_meaning():
     q = np.maximum(np.clip((acc + 8) >> 4, -128, 127), 0)
     pool = (q.reshape(1, 2, 2, 2, 2, 2).sum(axis=(3, 5)) + 2) >> 2
     assert np.array_equal(run_reference(g, {"x": xs})[g.outputs[0].name], pool)
+
+
+def test_alu_steps_equal_rescale_for_every_int32():
+    rng = np.random.default_rng(3)
+    cases = [0.0007, 0.6, 1.0, 3.5, 2.0 ** -31, np.array([0.001, 0.7, 2.5, 1e-6]), np.array([0.01, 0.02, 1e-5])]
+    for scale in cases:
+        ch = np.size(scale)
+        x = rng.integers(-(1 << 31), 1 << 31, (500, ch)).astype(np.int64)
+        x[:3] = [[-(1 << 31)] * ch, [(1 << 31) - 1] * ch, [0] * ch]
+        steps = alu_steps(scale)
+        got = run_steps(x.astype(np.int32), steps)
+        assert np.array_equal(got, rescale(x, np.broadcast_to(scale, (ch,)))), scale
+    assert [op for op, _ in alu_steps(0.01)] == ["MULHR", "MULHR"]
+    assert [op for op, _ in alu_steps(3.0)] == ["SHR", "MULHR"]

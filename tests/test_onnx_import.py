@@ -134,20 +134,20 @@ def test_mlp_reshapes_its_float_input_on_the_host(qdir: Path) -> None:
 
 
 def test_integer_inputs_and_outputs_keep_their_dtypes() -> None:
-    """A model of uint8 input and int8 output: no host quantization, the shift by 128 only."""
+    """A model of uint8 input and output: no host quantization, the shift by 128 only."""
     rng = np.random.default_rng(5)
     nodes = [h.make_node("QLinearConv", ["x", "xs", "xz", "w", "ws", "wz", "ys", "yz"], ["y"], name="qconv",
                          pads=[1, 1, 1, 1])]
     inits = {"xs": np.array(0.05, np.float32), "xz": np.array(131, np.uint8),
              "w": rng.integers(-90, 90, (5, 2, 3, 3)).astype(np.int8), "ws": np.array(0.01, np.float32),
-             "wz": np.array(0, np.int8), "ys": np.array(0.2, np.float32), "yz": np.array(-3, np.int8)}
-    m = M.model(nodes, [("x", T.UINT8, [3, 2, 6, 6])], [("y", T.INT8, [3, 5, 6, 6])], inits, "int_io")
+             "wz": np.array(0, np.int8), "ys": np.array(0.2, np.float32), "yz": np.array(125, np.uint8)}
+    m = M.model(nodes, [("x", T.UINT8, [3, 2, 6, 6])], [("y", T.UINT8, [3, 5, 6, 6])], inits, "int_io")
     imported = import_onnx(m)
     assert imported.host_ops == []
     x = imported.random_inputs(seed=5)
     assert x["x"].dtype == np.uint8
     y = imported.run_golden(x)["y"]
-    assert y.dtype == np.int8 and y.shape == (3, 5, 6, 6)
+    assert y.dtype == np.uint8 and y.shape == (3, 5, 6, 6)
     check_agreement(imported, x)
 
 

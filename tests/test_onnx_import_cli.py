@@ -95,3 +95,10 @@ def test_rtl_runs_an_imported_model_on_the_small_config(tmp_path: Path, capsys: 
     assert rep["match"] is True and [r["model"] for r in rep["results"]] == ["golden", "iss", "tlm", "rtl"]
     tlm, rtl = (next(r for r in rep["results"] if r["model"] == m) for m in ("tlm", "rtl"))
     assert tlm["cycles"] == rtl["cycles"] > 0
+
+
+def test_net_runs_an_onnx_model_like_a_network(qmodel: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run_cli(capsys, "net", str(qmodel), "--images", "4", "--model", "tlm", "--json")
+    assert code == 0, out + err
+    rep = json.loads(out)
+    assert rep["match"] is True and rep["images"] == 4 and rep["cycles"]["tlm"] > 0

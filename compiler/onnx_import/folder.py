@@ -67,8 +67,8 @@ def load_folder(folder: str | Path, cfg: Any = None) -> ImportedFolder:
     if not (d / "inputs.npz").is_file():
         raise UnsupportedModel(f"{d / 'inputs.npz'}: missing, so the Program cannot be run")
     inputs = load_npz(d / "inputs.npz")
-    gin = imported.graph_inputs(inputs)
-    for name, a in imported.network.packed_inputs(gin).items():
+    imported.network.set_inputs(imported.graph_inputs(inputs))
+    for name, a in imported.network.program.inputs.items():  # the packed inputs and the constants
         prog.set_input(name, a)
     image = d / "dram.bin"
     if image.is_file() and image.read_bytes() != bytes(prog.dram_image()):

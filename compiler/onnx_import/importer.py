@@ -124,8 +124,8 @@ def import_onnx(model: Any, config: Any = "default") -> Any:
             outs = handler(b, node, ins, attrs(node))
         except UnsupportedModel:
             raise
-        except CompileError as e:
-            raise node_error(node, _reason(str(e))) from None
+        except CompileError as e:  # a graph layer refused: name the ONNX node it was made for
+            raise UnsupportedModel(b.names.explain(str(e)) or str(node_error(node, _reason(str(e))))) from None
         for name, v in zip(node.output, outs):
             if name:
                 b.env[name] = v
