@@ -52,6 +52,13 @@ class Epilogue:
         return (1 << (self.shift - 1)) if self.shift else 0
 
     @property
+    def plain(self) -> bool:
+        """Whether this is the power-of-two epilogue graphs have always had (no real scale, zero point,
+        floor or bounds other than int8's)."""
+        return (self.floor is None and not self.steps and not self.zero_point and not self.offset
+                and (self.lo, self.hi) == (-128, 127))
+
+    @property
     def consts(self) -> int:
         """Per-channel constant vectors of the real-scale steps (0 without)."""
         return len(self.steps)
