@@ -19,7 +19,7 @@ from cosim.onnx_conformance.prepare import Prepared, Refusal, prepare
 
 DEFAULT_MODELS = ("golden", "iss", "tlm")
 # The node cases also run on the RTL with --rtl (one simulator session; a build takes minutes).
-RTL_SAMPLE = ("maxpool_2d_strides", "basic_conv_with_padding")
+RTL_SAMPLE = ("maxpool_2d_precomputed_strides", "basic_conv_with_padding")
 PASSED, REFUSED, FAILED = "passed", "refused", "failed"
 
 
