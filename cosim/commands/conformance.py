@@ -57,10 +57,9 @@ def run(args: argparse.Namespace) -> int:
     rep: dict[str, Any] = {}
     ok = True
     if args.suite in ("nodes", "all"):
-        pats = tuple(args.case) or cases.PATTERNS
-        selected = cases.collect(pats if args.case else cases.PATTERNS)
+        selected = cases.collect()
         if args.case:
-            selected = [c for c in selected if cases.selected(c.name, pats)]
+            selected = [c for c in selected if cases.selected(c.name, tuple(args.case))]
         if not selected:
             raise UserError(f"--case {' '.join(args.case)}: no node case of the selection matches")
         rtl = runner.RTL_SAMPLE if args.rtl else ()

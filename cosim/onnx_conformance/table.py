@@ -55,7 +55,7 @@ def _distance_cell(r: CaseResult) -> str:
 
 def _ort_cell(r: CaseResult) -> str:
     if r.onnxruntime is None:
-        return "no kernel" if r.form else ""
+        return "cannot run" if r.form else ""
     d = r.onnxruntime
     return "=" if d.max_lsb == 0 else (f"{d.off_by_one}/{d.elements} ±1" if d.max_lsb <= 1 else f"{d.max_lsb:g} LSB")
 
