@@ -85,7 +85,8 @@ def _cases() -> dict[str, Any]:
         "avgpool_3x3_stride2": ([conv("Conv", ["x", "w"], ["c"]),
                                  conv("AveragePool", ["c"], ["y"], kernel_shape=[3, 3], strides=[2, 2])], {"w": w}),
         "concat": ([conv("Conv", ["x", "w"], ["c"]), conv("Conv", ["x", "w3"], ["d"]),
-                    conv("Concat", ["c", "d"], ["y"], axis=1)], {"w": w, "w3": rng.normal(0, .1, (4, 3, 3, 3)).astype(f)}),
+                    conv("Concat", ["c", "d"], ["y"], axis=1)],
+                   {"w": w, "w3": rng.normal(0, .1, (4, 3, 3, 3)).astype(f)}),
         "add": ([conv("Conv", ["x", "w"], ["c"]), conv("Conv", ["x", "w2"], ["d"]), conv("Add", ["c", "d"], ["y"])],
                 {"w": w, "w2": w2}),
         "maxpool_relu": ([conv("Conv", ["x", "w"], ["c"]), conv("Relu", ["c"], ["r"]),
@@ -163,7 +164,8 @@ def _conv_model(**attrs: Any) -> Any:
              h.make_node("QuantizeLinear", ["c", "s", "z"], ["y"], name="qy")]
     inits = {"s": np.array(0.05, np.float32), "z": np.array(0, np.int8), "w": w,
              "ws": np.array(0.01, np.float32), "wz": np.array(0, np.int8)}
-    return M.model(nodes, [("x", T.FLOAT, [1, 4, 8, 8])], [("y", T.INT8, None)], inits, "conv")  # type: ignore[list-item]
+    out = [("y", T.INT8, None)]
+    return M.model(nodes, [("x", T.FLOAT, [1, 4, 8, 8])], out, inits, "conv")  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("attrs,reason", [

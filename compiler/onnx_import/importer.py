@@ -62,8 +62,8 @@ class ImportBuilder(Builder):
         if mi.low == mi.high:  # the first quantization of this input sets the range of random test inputs
             lo, hi = RANGES[dtype]
             mi.low, mi.high = scale * (lo - zero_point), scale * (hi - zero_point)
-        self.host_ops.append(HostOp(node_label(node), node.op_type, f"quantizes float input '{x.source}' "
-                                                                    f"(scale {scale:.6g}, zero point {zero_point}, {dtype})"))
+        what = f"quantizes float input '{x.source}' (scale {scale:.6g}, zero point {zero_point}, {dtype})"
+        self.host_ops.append(HostOp(node_label(node), node.op_type, what))
         try:
             return self.graph_input(x.source, x.shape, dtype, scale, zero_point)
         except UnsupportedModel as e:

@@ -52,6 +52,12 @@ def _bias(node: Any, v: Any, scale: np.ndarray) -> Const | None:
     return Const(q.astype(np.float64) * scale, QuantInfo(q.astype(np.int32), scale, np.zeros(1, np.int32), 0))
 
 
+def _scales(w: Const) -> np.ndarray:
+    """A quantized weight's scales (one, or one per output channel) as float64."""
+    assert w.quant is not None
+    return np.asarray(w.quant.scale, np.float64).reshape(-1)
+
+
 def _out(b: Builder, node: Any, p: Any, s: Any, z: Any) -> IntTensor:
     zp, dtype = zero_point(node, z, "uint8")
     return b.quantize(node, p, scalar(node, s, "the output scale"), zp, dtype)
@@ -60,7 +66,7 @@ def _out(b: Builder, node: Any, p: Any, s: Any, z: Any) -> IntTensor:
 def qlinear_conv(b: Builder, node: Any, ins: list[Any], at: dict[str, Any]) -> list[Any]:
     x = _deq(b, node, ins[0], ins[1], ins[2])
     w = _weight(b, node, ins[3], ins[4], ins[5], 0)
-    bias = _bias(node, _opt(ins, 8), x.scale * np.asarray(w.quant.scale, np.float64).reshape(-1))  # type: ignore[union-attr]
+    bias = _bias(node, _opt(ins, 8), x.scale * _scales(w))
     return [_out(b, node, b.conv(node, x, w, bias, at), ins[6], ins[7])]
 
 
@@ -77,7 +83,7 @@ def qgemm(b: Builder, node: Any, ins: list[Any], at: dict[str, Any]) -> list[Any
     x = _deq(b, node, ins[0], ins[1], ins[2])
     w = _weight(b, node, ins[3], ins[4], ins[5], 0 if trans_b else 1)
     alpha = float(at.get("alpha", 1.0))
-    bias = _bias(node, _opt(ins, 6), x.scale * np.asarray(w.quant.scale, np.float64).reshape(-1) * alpha)  # type: ignore[union-attr]
+    bias = _bias(node, _opt(ins, 6), x.scale * _scales(w) * alpha)
     p = b.dense(node, x, w, bias, trans_b=trans_b, alpha=alpha)
     if _opt(ins, 7) is None:
         return [p]  # a float result: a QuantizeLinear must follow
