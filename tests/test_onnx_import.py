@@ -89,6 +89,10 @@ def _cases() -> dict[str, Any]:
                    {"w": w, "w3": rng.normal(0, .1, (4, 3, 3, 3)).astype(f)}),
         "add": ([conv("Conv", ["x", "w"], ["c"]), conv("Conv", ["x", "w2"], ["d"]), conv("Add", ["c", "d"], ["y"])],
                 {"w": w, "w2": w2}),
+        "add_channel_constant": ([conv("Conv", ["x", "w"], ["c"]), conv("Add", ["c", "k"], ["y"])],
+                                 {"w": w, "k": rng.normal(0, .5, (1, 8, 1, 1)).astype(f)}),
+        "mul_channel_constant": ([conv("Conv", ["x", "w"], ["c"]), conv("Mul", ["c", "k"], ["y"])],
+                                 {"w": w, "k": rng.uniform(.5, 2, (1, 8, 1, 1)).astype(f)}),
         "maxpool_relu": ([conv("Conv", ["x", "w"], ["c"]), conv("Relu", ["c"], ["r"]),
                           conv("MaxPool", ["r"], ["y"], kernel_shape=[3, 3], strides=[2, 2])], {"w": w}),
     }, x

@@ -34,6 +34,9 @@ CONCAT_GAIN = 64
 # The weight of the identity convolution that sums an average pool's windows (when the pooling layer's
 # scale would round twice).
 POOL_GAIN = 64
+# The weight of the identity layer that an elementwise constant (Add/Mul of a per-channel constant) folds
+# into: a bias of a 64 times finer step.
+IDENTITY_GAIN = 64
 
 
 def round_half_even(x: float) -> int:
@@ -252,6 +255,21 @@ class Builder:
         return Pending("dense", node, (x.shape[0], weight.shape[0]),
                        {"x": x.q.value, "weight": np.ascontiguousarray(weight), "x_zero_point": x.zero_point},
                        scale=scale, bias=self.bias(node, b, scale), integer=integer)
+
+    def identity(self, node: Any, x: RealTensor) -> Pending:
+        """``x`` as a convolution/dense result (a 1x1 convolution or dense layer by IDENTITY_GAIN times the
+        identity), so that a constant added to it or multiplying it folds into a bias or a scale."""
+        x = self.unclamped(node, x)
+        c = x.shape[1]
+        eye = IDENTITY_GAIN * np.eye(c, dtype=np.int8)
+        scale = np.full(c, x.scale / IDENTITY_GAIN)
+        if len(x.shape) == 4:
+            return Pending("conv", node, x.shape, {"x": x.q.value, "weight": eye.reshape(c, c, 1, 1), "stride": 1,
+                                                   "pad": (0, 0, 0, 0), "x_zero_point": x.zero_point}, scale=scale)
+        if len(x.shape) == 2:
+            return Pending("dense", node, x.shape, {"x": x.q.value, "weight": eye, "x_zero_point": x.zero_point},
+                           scale=scale)
+        raise node_error(node, f"input of shape {list(x.shape)}: (N, C, H, W) or (N, F) only")
 
     def add(self, node: Any, a: RealTensor, b: RealTensor) -> Pending:
         if a.shape != b.shape:

@@ -25,16 +25,17 @@ from compiler.onnx_import.names import MAX_NAME, printable
 from compiler.onnx_import.qoperator import HANDLERS
 from compiler.onnx_import.values import Const, HostFloat, IntTensor, RealTensor, shift
 
-MICROSOFT = ("QLinearAdd", "QLinearGlobalAveragePool", "QLinearAveragePool", "QGemm", "QLinearConcat")
+MICROSOFT = ("QLinearAdd", "QLinearGlobalAveragePool", "QLinearAveragePool", "QGemm", "QLinearConcat", "QLinearMul")
 # What `cosim import --help` lists.
 SUPPORTED_OPS = {
     "QDQ": ["QuantizeLinear", "DequantizeLinear", "Conv", "MatMul", "Gemm", "Add", "Relu", "Clip", "MaxPool",
             "AveragePool", "GlobalAveragePool", "Flatten", "Reshape", "Concat (channels)"],
     "QOperator": ["QLinearConv", "QLinearMatMul", "ConvInteger", "MatMulInteger", "com.microsoft QLinearAdd",
                   "com.microsoft QLinearGlobalAveragePool", "com.microsoft QLinearAveragePool",
-                  "com.microsoft QGemm", "com.microsoft QLinearConcat"],
+                  "com.microsoft QGemm", "com.microsoft QLinearConcat",
+                  "com.microsoft QLinearMul (by a positive per-channel constant)"],
     "also": ["Identity", "Dropout", "Cast (of a ConvInteger/MatMulInteger result)",
-             "Mul/Add by a constant (folded into a convolution's scale/bias)"],
+             "Add/Mul of a per-channel constant (a bias/scale: folded into the layer before, or an identity layer)"],
 }
 DTYPES = {np.dtype(np.float32): "float32", np.dtype(np.int8): "int8", np.dtype(np.uint8): "uint8"}
 

@@ -168,8 +168,10 @@ def gemm(b: Builder, node: Any, ins: list[Any], at: dict[str, Any]) -> list[Any]
 
 def add(b: Builder, node: Any, ins: list[Any], at: dict[str, Any]) -> list[Any]:
     x, y = ins
-    if isinstance(y, Pending) and isinstance(x, Const):
+    if isinstance(x, Const):
         x, y = y, x
+    if isinstance(x, RealTensor) and isinstance(y, Const):  # a per-channel constant: the bias of an identity layer
+        x = b.identity(node, x)
     if isinstance(x, Pending) and isinstance(y, Const):  # a bias added after a convolution/matrix product
         if x.kind not in ("conv", "dense") or x.clamped:
             raise node_error(node, "adds a constant to a result that is not a plain convolution or matrix product")
@@ -184,6 +186,8 @@ def mul(b: Builder, node: Any, ins: list[Any], at: dict[str, Any]) -> list[Any]:
     x, y = ins
     if isinstance(x, Const):
         x, y = y, x
+    if isinstance(x, RealTensor) and isinstance(y, Const):  # a per-channel scale of an identity layer
+        x = b.identity(node, x)
     if isinstance(x, Pending) and isinstance(y, Const):
         return [_scaled(node, x, y.value)]
     raise node_error(node, "only the multiplication of a convolution/matrix product by a constant scale is "

@@ -15,6 +15,8 @@ from compiler.onnx_import.errors import node_error
 from compiler.onnx_import.geometry import pool_geometry
 from compiler.onnx_import.qdq import HANDLERS as QDQ_HANDLERS
 from compiler.onnx_import.qdq import Handler, _global, _opt, dequantize_linear, scalar, zero_point
+from compiler.onnx_import.qdq import add as qdq_add
+from compiler.onnx_import.qdq import mul as qdq_mul
 from compiler.onnx_import.values import Const, IntTensor, RealTensor
 
 
@@ -112,9 +114,22 @@ def matmul_integer(b: Builder, node: Any, ins: list[Any], at: dict[str, Any]) ->
 
 
 def qlinear_add(b: Builder, node: Any, ins: list[Any], at: dict[str, Any]) -> list[Any]:
-    x = _deq(b, node, ins[0], ins[1], ins[2], "first operand")
-    y = _deq(b, node, ins[3], ins[4], ins[5], "second operand")
-    return [_out(b, node, b.add(node, x, y), ins[6], _opt(ins, 7))]
+    x = _operand(b, node, ins[0], ins[1], ins[2], "first operand")
+    y = _operand(b, node, ins[3], ins[4], ins[5], "second operand")
+    return [_out(b, node, qdq_add(b, node, [x, y], {})[0], ins[6], _opt(ins, 7))]
+
+
+def qlinear_mul(b: Builder, node: Any, ins: list[Any], at: dict[str, Any]) -> list[Any]:
+    x = _operand(b, node, ins[0], ins[1], ins[2], "first operand")
+    y = _operand(b, node, ins[3], ins[4], ins[5], "second operand")
+    return [_out(b, node, qdq_mul(b, node, [x, y], {})[0], ins[6], _opt(ins, 7))]
+
+
+def _operand(b: Builder, node: Any, x: Any, s: Any, z: Any, what: str) -> Any:
+    """An operand of a QLinear elementwise op: a dequantized tensor, or a dequantized constant."""
+    if isinstance(x, Const):
+        return dequantize_linear(b, node, [x, s] + ([z] if z is not None else []), {})[0]
+    return _deq(b, node, x, s, z, what)
 
 
 def qlinear_global_average_pool(b: Builder, node: Any, ins: list[Any], at: dict[str, Any]) -> list[Any]:
@@ -147,4 +162,5 @@ HANDLERS: dict[str, Handler] = {
     "QLinearConv": qlinear_conv, "QLinearMatMul": qlinear_matmul, "ConvInteger": conv_integer,
     "MatMulInteger": matmul_integer, "QLinearAdd": qlinear_add, "QLinearGlobalAveragePool": qlinear_global_average_pool,
     "QLinearAveragePool": qlinear_average_pool, "QGemm": qgemm, "QLinearConcat": qlinear_concat,
+    "QLinearMul": qlinear_mul,
 }
