@@ -132,6 +132,16 @@ def test_iss_and_tlm_equal_golden_bit_for_bit(qdir: Path) -> None:
             assert_same(golden, out)
 
 
+@pytest.mark.parametrize("fmt,act", [("QDQ", "QInt8"), ("QOperator", "QUInt8")])
+def test_tiny_resnet_agrees_with_onnxruntime_and_tlm_equals_golden(qdir: Path, fmt: str, act: str) -> None:
+    imported = import_onnx(M.quantize(M.tiny_resnet(), qdir, fmt, act, per_channel=True))
+    x = {"input": np.random.default_rng(8).normal(0, 1, (4, 3, 16, 16)).astype(np.float32)}
+    check_agreement(imported, x)
+    out, res = run_imported(imported, x, "tlm")
+    assert res.error is None and res.cycles > 0
+    assert_same(imported.run_golden(x), out)
+
+
 def test_mlp_reshapes_its_float_input_on_the_host(qdir: Path) -> None:
     imported = import_onnx(M.quantize(M.mlp(), qdir))
     assert [op.op_type for op in imported.host_ops] == ["Flatten", "QuantizeLinear", "DequantizeLinear"]
