@@ -86,6 +86,11 @@ class Builder:
                     return IntTensor(v.q.value, dtype, v.shape)
                 if qhi == INT8_MAX and qlo == zp8:
                     return IntTensor(g.relu(v.q.value, zero_point=zp8, name=name), dtype, v.shape)
+            if v.scale / scale < 0.5:
+                # the fixed-point multiply of an int8 value by a scale under 1/2 rounds twice (up to half a step
+                # off): an identity layer of gain 64 keeps the rounding below a step
+                p = self.identity(node, RealTensor(v.q, v.scale, v.zero_point, dq_node=v.dq_node))
+                return IntTensor(self._build(p, scale, zp8, qlo, qhi, name), dtype, v.shape)
             out = g.requantize(v.q.value, scale=v.scale / scale, input_zero_point=v.zero_point, zero_point=zp8,
                                lo=qlo, hi=qhi, name=name)
             return IntTensor(out, dtype, v.shape)
