@@ -290,7 +290,8 @@ def _epilogue(g: Graph, layers: list[Layer], channels: int) -> tuple[Epilogue, l
         lo, hi = max(lo, *post), max(hi, *post)
     floor = None
     if pre:
-        floor = max(pre) + offset
+        # in the accumulator's domain: after the offset, and with the shift's rounding term already added
+        floor = max(pre) + offset + ((1 << (shift - 1)) if shift else 0)
         if not _fits_imm(floor):
             raise g.error(rq.name if rq else main.name, f"a ReLU floor of {floor} before the requantization is not "
                                                         f"lowered (the ALU's immediate is 16 bits)")
@@ -370,7 +371,8 @@ def _vectors(layout: str, shape: tuple[int, ...], batch: int, block: int) -> int
         return P.blocks(shape[0], block) * batch
     if layout == IM2COL:
         c, h, w, k, s, top, left, bottom, right, _ = shape
-        return batch * P.blocks(c * k * k, block) * ((h + top + bottom - k) // s + 1) * ((w + left + right - k) // s + 1)
+        ho, wo = (h + top + bottom - k) // s + 1, (w + left + right - k) // s + 1
+        return batch * P.blocks(c * k * k, block) * ho * wo
     c, h, w = shape[:3]
     return batch * P.blocks(c, block) * h * w
 
@@ -481,7 +483,7 @@ def _plan_stage(st: Stage, cfg: HwConfig, batch: int, g: Graph, layouts: dict[Va
             if len(found) > 1:
                 raise g.error(main.name, "its operands order their features differently (a flattened activation "
                                          "and a dense layer's output)")
-            scaled = bool(st.scales or st.epi.steps or st.epi.offset or st.epi.floor is not None)
+            scaled = st.scales is not None or not st.epi.plain
             eltwise_tile(cfg, len(st.inputs), st.epi.rounding > IMM_MAX and not scaled,
                          Constants.count(stream_constants(st.epi, st.scales)) if scaled else 0, st.scales is not None)
             st.uops = eltwise_uops(len(st.inputs))
@@ -667,9 +669,8 @@ def compile_network(graph: Graph, config: HwConfig | str = "default", batch: int
                 c, h, w = st.inputs[0].shape
                 transpose_layer(where(st.inputs[0], t, act), y, batch, P.blocks(c, block) * h * w, st.uop_base)
             elif st.op in ("max_pool", "avg_pool"):
-                plain = st.epi == Epilogue(st.epi.shift, st.epi.relu, True)
                 pool_layer(where(st.inputs[0], t, act), y, st.plan, relu=st.epi.relu,  # type: ignore[arg-type]
-                           uop_base=st.uop_base, scaled=None if plain else st.epi)
+                           uop_base=st.uop_base, scaled=None if st.epi.plain else st.epi)
             else:
                 eltwise_layer([where(v, t, act) for v in st.inputs], y, st.epi, uop_base=st.uop_base,
                               scales=st.scales)

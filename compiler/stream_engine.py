@@ -81,7 +81,7 @@ class Constants:
 
 def stream_constants(epi: Epilogue, scales: list[OperandScale] | None = None) -> list[int]:
     """The per-tensor values the ALU passes of :func:`eltwise_layer` / :func:`pool_layer` read."""
-    vals = [int(v) for _, v in epi.steps] + ([epi.offset] if epi.offset else [])
+    vals = [int(v) for _, v in epi.steps] + ([epi.offset] if epi.offset else []) + [epi.rounding]
     for sc in scales or []:
         vals += [-sc.zero_point] + [int(v) for _, v in sc.steps]
     return vals
@@ -111,7 +111,7 @@ def eltwise_layer(inputs: list[Tensor], Y: Tensor, epi: Epilogue, uop_base: int 
     accumulator through the identity block, then shift, ReLU and clip on the ALU, and the STORE.
     With ``scales`` (one per input), every operand goes into its own accumulator region, is rescaled
     there (``R(x - zero_point, scale)``) and the regions are summed by ALU ADDs before the epilogue."""
-    if scales is not None or epi.steps or epi.offset or epi.floor is not None:
+    if scales is not None or not epi.plain:
         _eltwise_scaled(inputs, Y, epi, uop_base, scales)
         return
     cfg = S.config()
@@ -164,7 +164,8 @@ def _eltwise_scaled(inputs: list[Tensor], Y: Tensor, epi: Epilogue, uop_base: in
         h = i & 1
         base = h * regions * tile
         acc = S.acc[base:base + t]
-        S.mov(S.acc[base:base + (regions - 1) * tile + t], 0)
+        start = consts.operand(epi.rounding) if not separate else 0  # the shift's rounding term (conv: in the bias)
+        S.mov(S.acc[base:base + (regions - 1) * tile + t], start)  # type: ignore[arg-type]
         for k, src in enumerate(inputs):
             lo = h * n * tile + k * tile
             S.load(S.inp[lo:lo + t], src, offset=v0, cols=t)
@@ -178,6 +179,8 @@ def _eltwise_scaled(inputs: list[Tensor], Y: Tensor, epi: Epilogue, uop_base: in
                 _STREAM_ALU[op](part, consts.operand(int(v)))
             if k:
                 S.add(acc, part)
+        if separate and epi.rounding:
+            S.add(acc, consts.operand(epi.rounding))
         if epi.offset:
             S.add(acc, consts.operand(epi.offset))
         apply_epilogue(acc, epi, lambda j, op: _STREAM_ALU[op](acc, consts.operand(int(epi.steps[j][1]))))
@@ -314,7 +317,8 @@ def pool_layer(X: Tensor, Y: Tensor, plan: PoolPlan, relu: bool = False, uop_bas
             for ci in range(tc):
                 lo = xb + ci * p.cb_pitch
                 S.load(S.inp[lo:lo + rows_in * p.w], X, offset=first + ci * p.h * p.w, cols=rows_in * p.w)
-        start = consts.operand(scaled.offset) if consts is not None and scaled.steps else rnd  # type: ignore[union-attr]
+        scaled_start = consts is not None and scaled is not None and scaled.steps
+        start = consts.operand(scaled.offset) if scaled_start else rnd  # type: ignore[union-attr]
         S.mov(S.acc[base:base + (p.acc_tile if p.maximum else region)], start)  # type: ignore[arg-type]
         ub = uop_base + (h * p.halves + h) * p.uops_per_table
         S.gemm(S.uop[ub:ub + p.uops_per_table], iters=(th, tc), acc_factors=(p.wo, th * p.wo),
