@@ -29,7 +29,8 @@ MICROSOFT = ("QLinearAdd", "QLinearGlobalAveragePool", "QLinearAveragePool", "QG
 # What `cosim import --help` lists.
 SUPPORTED_OPS = {
     "QDQ": ["QuantizeLinear", "DequantizeLinear", "Conv", "MatMul", "Gemm", "Add", "Relu", "Clip", "MaxPool",
-            "AveragePool", "GlobalAveragePool", "Flatten", "Reshape", "Concat (channels)"],
+            "AveragePool", "GlobalAveragePool", "GlobalMaxPool", "Flatten", "Reshape (to (N, F))",
+            "Concat (channels)"],
     "QOperator": ["QLinearConv", "QLinearMatMul", "ConvInteger", "MatMulInteger", "com.microsoft QLinearAdd",
                   "com.microsoft QLinearGlobalAveragePool", "com.microsoft QLinearAveragePool",
                   "com.microsoft QGemm", "com.microsoft QLinearConcat",
@@ -50,12 +51,13 @@ class ImportBuilder(Builder):
 
     def graph_input(self, source: str, shape: tuple[int, ...], dtype: str, scale: float | None = None,
                     zero_point: int = 0) -> IntTensor:
-        if len(shape) not in (2, 4):
-            raise model_error(f"input '{source}' of shape {list(shape)}: the accelerator takes (N, C, H, W) or "
-                              f"(N, F) inputs")
+        if len(shape) not in (2, 3, 4):
+            raise model_error(f"input '{source}' of shape {list(shape)}: the accelerator takes (N, C, H, W), "
+                              f"(N, C, L) or (N, F) inputs")
         name = self.names.take(source, "input")
-        v = self.graph.input(name, shape[1:])
-        self.model_inputs[source].steps.append(InputStep(source, name, shape, dtype, scale, zero_point))
+        per_sample = tuple(shape[1:]) + ((1,) if len(shape) == 3 else ())  # (N, C, L) is held as (C, L, 1)
+        v = self.graph.input(name, per_sample)
+        self.model_inputs[source].steps.append(InputStep(source, name, shape, dtype, scale, zero_point, per_sample))
         return IntTensor(v, dtype, shape)
 
     def host_quantize(self, node: Any, x: HostFloat, scale: float, zero_point: int, dtype: str) -> IntTensor:
