@@ -30,11 +30,12 @@ from compiler.tensor import AccView, Tensor
 @dataclass(frozen=True)
 class Epilogue:
     """What happens to the int32 accumulator after the GEMMs: ``offset`` added, ``floor``
-    (``max(acc, floor)``, a ReLU before the requantization, in the offset domain), then ``shift`` (round half up), or with ``steps`` the
-    real-scale requantization (:func:`compiler.fixed_point.alu_steps`: ALU ops whose operands are one
-    per output channel, ``(op, values)``) and ``zero_point`` added; then ``relu``, ``clip`` to
-    ``[lo, hi]`` (int8 by default); with a residual, ``acc += residual`` then ``residual_relu`` and clip
-    again."""
+    (``max(acc, floor)``, a ReLU before the requantization, in the offset domain), then ``shift``
+    (round half up), or with ``steps`` the real-scale requantization
+    (:func:`compiler.fixed_point.alu_steps`: ALU ops, ``(op, values)``, the values one per output
+    channel on the conv engine, one for the tensor on the stream engine) and ``zero_point`` added;
+    then ``relu``, ``clip`` to ``[lo, hi]`` (int8 by default); with a residual, ``acc += residual``
+    then ``residual_relu`` and clip again. The conv engine has the offset in the bias."""
 
     shift: int = 0
     relu: bool = False

@@ -17,17 +17,32 @@ written from these sentences; the compiler, :mod:`compiler.network`, lowers them
 GEMM and ALU operators):
 
 * ``input(name, shape)``: int8 samples of ``shape`` (``(C, H, W)`` or ``(F,)``).
-* ``conv2d(x, w, b, stride, pad)``: int8 ``(C, H, W)`` -> int32 ``(O, Ho, Wo)``; ``w`` int8
-  ``(O, C, K, K)``, ``b`` int32 ``(O,)`` or None; cross-correlation with zero padding, int32 wrap.
-* ``dense(x, w, b)``: int8 ``(F,)`` -> int32 ``(O,)``; ``w`` int8 ``(O, F)`` (out x in).
+* ``conv2d(x, w, b, stride, pad, input_zero_point=zx)``: int8 ``(C, H, W)`` -> int32 ``(O, Ho, Wo)``;
+  ``w`` int8 ``(O, C, K, K)``, ``b`` int32 ``(O,)`` or None; ``pad`` an int or ``(top, left, bottom,
+  right)``; ``out[o,y,x] = b[o] + sum over c, ky, kx of (x[c, y*s+ky-top, x*s+kx-left] - zx) *
+  w[o,c,ky,kx]`` where taps outside the input contribute 0 (ONNX pads the real value with 0, i.e. the
+  quantized value with ``zx``); int32 wrap.
+* ``dense(x, w, b, input_zero_point=zx)``: int8 ``(F,)`` -> int32 ``(O,)``; ``w`` int8 ``(O, F)``
+  (out x in); ``b[o] + sum_f (x[f] - zx) * w[o,f]``.
 * ``requantize(x, shift)``: int32 or int8 -> int8: ``clip((x + 2**(shift-1)) >> shift, -128, 127)``
   (no rounding term when ``shift`` is 0; arithmetic shift; the sum wraps at 32 bits).
-* ``relu(x)``: ``max(x, 0)``, any type, same shape and type.
-* ``add(a, b)``: two int8 values of one shape -> their int32 sum.
+  ``requantize(x, scale=s, input_zero_point=zx, zero_point=zy, lo=lo, hi=hi)``: int8
+  ``clip(R(x - zx, s[c]) + zy, lo, hi)`` (``x - zx`` wrapping at 32 bits), ``s`` a float or one per
+  channel (the first dimension), ``R`` the fixed-point rescaling of :mod:`compiler.fixed_point`
+  (multiply-high and shift, both rounding half up; within one LSB of ``round(x * s)``).
+* ``relu(x, zero_point=z)``: ``max(x, z)``, any type, same shape and type.
+* ``add(a, b)``: two int8 values of one shape -> their int32 sum; with ``a_scale``, ``b_scale``,
+  ``a_zero_point``, ``b_zero_point``: int32 ``R(a - za, a_scale) + R(b - zb, b_scale)``.
 * ``max_pool(x, k, stride)`` / ``avg_pool(x, k, stride)``: int8 ``(C, H, W)`` -> int8, windows of
   ``k x k`` every ``stride`` (default ``k``), no padding, ``floor`` output size; the average is
-  ``(sum + k*k/2) >> log2(k*k)`` (round half up), so ``k*k`` must be a power of two.
+  ``(sum + k*k/2) >> log2(k*k)`` (round half up), so ``k*k`` must be a power of two; with
+  ``scale=s, input_zero_point=zx, zero_point=zy`` any window:
+  ``clip(R(sum over the window of (x - zx), s) + zy, -128, 127)``.
 * ``flatten(x)``: int8 ``(C, H, W)`` -> ``(C*H*W,)`` in C, H, W order (as ``numpy.reshape``).
+
+Names (of the graph, layers and inputs) are any non-empty printable strings up to 200 characters
+(ONNX's ``/layer1/layer1.0/conv1/Conv``, ``onnx::Conv_193``); the compiler maps them to identifiers
+where it needs some (DRAM regions), and every report and error line shows them as given.
 
 Outputs must be int8 (the accelerator stores int8): requantize an accumulator first. Every
 mistake (a shape that does not match, a weight of the wrong dtype, an int32 value where int8 is

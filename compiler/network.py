@@ -371,7 +371,8 @@ def _vectors(layout: str, shape: tuple[int, ...], batch: int, block: int) -> int
         return P.blocks(shape[0], block) * batch
     if layout == IM2COL:
         c, h, w, k, s, top, left, bottom, right, _ = shape
-        return batch * P.blocks(c * k * k, block) * ((h + top + bottom - k) // s + 1) * ((w + left + right - k) // s + 1)
+        ho, wo = (h + top + bottom - k) // s + 1, (w + left + right - k) // s + 1
+        return batch * P.blocks(c * k * k, block) * ho * wo
     c, h, w = shape[:3]
     return batch * P.blocks(c, block) * h * w
 

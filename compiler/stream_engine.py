@@ -317,7 +317,8 @@ def pool_layer(X: Tensor, Y: Tensor, plan: PoolPlan, relu: bool = False, uop_bas
             for ci in range(tc):
                 lo = xb + ci * p.cb_pitch
                 S.load(S.inp[lo:lo + rows_in * p.w], X, offset=first + ci * p.h * p.w, cols=rows_in * p.w)
-        start = consts.operand(scaled.offset) if consts is not None and scaled.steps else rnd  # type: ignore[union-attr]
+        scaled_start = consts is not None and scaled is not None and scaled.steps
+        start = consts.operand(scaled.offset) if scaled_start else rnd  # type: ignore[union-attr]
         S.mov(S.acc[base:base + (p.acc_tile if p.maximum else region)], start)  # type: ignore[arg-type]
         ub = uop_base + (h * p.halves + h) * p.uops_per_table
         S.gemm(S.uop[ub:ub + p.uops_per_table], iters=(th, tc), acc_factors=(p.wo, th * p.wo),

@@ -158,3 +158,39 @@ def qoperator_integer(batch: int = 2, seed: int = 4) -> Any:
              "wi": rng.integers(-50, 50, (12, 5)).astype(i8), "ms2": np.array(0.05 * 0.01, f),
              "os": np.array(0.03, f), "oz": np.array(10, u8)}
     return model(nodes, [("x", T.FLOAT, [batch, 3, 6, 5])], [("y", T.FLOAT, [batch, 5])], inits, "qop_integer")
+
+
+def tiny_resnet(batch: int = 4, seed: int = 0) -> Any:
+    """A small ResNet: a stem convolution, three basic blocks (identity, then stride-2 with 1x1 downsampling
+    shortcuts), global average pooling, flatten, a dense layer; float, PyTorch-like node names."""
+    rng = np.random.default_rng(seed)
+    f = np.float32
+    nodes: list[Any] = []
+    inits: dict[str, np.ndarray] = {}
+
+    def conv(x: str, cin: int, cout: int, k: int, s: int, name: str, relu: bool = True) -> str:
+        inits[name + ".weight"] = rng.normal(0, (2 / (cin * k * k)) ** .5, (cout, cin, k, k)).astype(f)
+        inits[name + ".bias"] = rng.normal(0, .05, cout).astype(f)
+        nodes.append(h.make_node("Conv", [x, name + ".weight", name + ".bias"], [name], name=f"/{name}/Conv",
+                                 pads=[k // 2] * 4, strides=[s, s]))
+        if not relu:
+            return name
+        nodes.append(h.make_node("Relu", [name], [name + "/relu"], name=f"/{name}/Relu"))
+        return name + "/relu"
+
+    def block(x: str, cin: int, cout: int, s: int, name: str) -> str:
+        y = conv(conv(x, cin, cout, 3, s, name + ".conv1"), cout, cout, 3, 1, name + ".conv2", relu=False)
+        sc = x if (cin == cout and s == 1) else conv(x, cin, cout, 1, s, name + ".downsample", relu=False)
+        nodes.append(h.make_node("Add", [y, sc], [name + "/add"], name=f"/{name}/Add"))
+        nodes.append(h.make_node("Relu", [name + "/add"], [name + "/out"], name=f"/{name}/Relu"))
+        return name + "/out"
+
+    x = conv("input", 3, 16, 3, 1, "stem")
+    x = block(block(block(x, 16, 16, 1, "layer1.0"), 16, 32, 2, "layer2.0"), 32, 64, 2, "layer3.0")
+    nodes += [h.make_node("GlobalAveragePool", [x], ["gap"], name="/avgpool/GlobalAveragePool"),
+              h.make_node("Flatten", ["gap"], ["flat"], name="/Flatten")]
+    inits["fc.weight"] = rng.normal(0, .2, (10, 64)).astype(f)
+    inits["fc.bias"] = np.zeros(10, f)
+    nodes.append(h.make_node("Gemm", ["flat", "fc.weight", "fc.bias"], ["logits"], name="/fc/Gemm", transB=1))
+    return model(nodes, [("input", T.FLOAT, [batch, 3, 16, 16])], [("logits", T.FLOAT, [batch, 10])], inits,
+                 "tiny_resnet")

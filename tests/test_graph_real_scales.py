@@ -17,7 +17,8 @@ from hw.alu_numpy import ALU_NUMPY
 
 
 # ---- fixed point ----------------------------------------------------------------------------------
-@pytest.mark.parametrize("scale", [SCALE_MIN, 1e-9, 0.0123, 0.4999999, 0.5, 0.75, 1.0, 1.5, 3.999999999, 1000.0, SCALE_MAX])
+@pytest.mark.parametrize("scale", [SCALE_MIN, 1e-9, 0.0123, 0.4999999, 0.5, 0.75, 1.0, 1.5, 3.999999999, 1000.0,
+                                   SCALE_MAX])
 def test_fixed_point_multiplier_and_shift(scale):
     m, n = fixed_point(scale)
     assert (1 << 30) <= m < (1 << 31)

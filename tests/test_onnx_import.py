@@ -85,9 +85,23 @@ def _cases() -> dict[str, Any]:
         "avgpool_3x3_stride2": ([conv("Conv", ["x", "w"], ["c"]),
                                  conv("AveragePool", ["c"], ["y"], kernel_shape=[3, 3], strides=[2, 2])], {"w": w}),
         "concat": ([conv("Conv", ["x", "w"], ["c"]), conv("Conv", ["x", "w3"], ["d"]),
-                    conv("Concat", ["c", "d"], ["y"], axis=1)], {"w": w, "w3": rng.normal(0, .1, (4, 3, 3, 3)).astype(f)}),
+                    conv("Concat", ["c", "d"], ["y"], axis=1)],
+                   {"w": w, "w3": rng.normal(0, .1, (4, 3, 3, 3)).astype(f)}),
         "add": ([conv("Conv", ["x", "w"], ["c"]), conv("Conv", ["x", "w2"], ["d"]), conv("Add", ["c", "d"], ["y"])],
                 {"w": w, "w2": w2}),
+        "add_channel_constant": ([conv("Conv", ["x", "w"], ["c"]), conv("Add", ["c", "k"], ["y"])],
+                                 {"w": w, "k": rng.normal(0, .5, (1, 8, 1, 1)).astype(f)}),
+        "mul_channel_constant": ([conv("Conv", ["x", "w"], ["c"]), conv("Mul", ["c", "k"], ["y"])],
+                                 {"w": w, "k": rng.uniform(.5, 2, (1, 8, 1, 1)).astype(f)}),
+        "maxpool_pads": ([conv("Conv", ["x", "w"], ["c"]),
+                          conv("MaxPool", ["c"], ["y"], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])],
+                         {"w": w}),
+        "maxpool_same_upper": ([conv("Conv", ["x", "w"], ["c"]), conv("MaxPool", ["c"], ["y"], kernel_shape=[2, 2],
+                                                                      strides=[2, 2], auto_pad="SAME_UPPER")], {"w": w}),
+        "maxpool_ceil": ([conv("Conv", ["x", "w"], ["c"]),
+                          conv("MaxPool", ["c"], ["y"], kernel_shape=[3, 3], strides=[2, 2], ceil_mode=1)], {"w": w}),
+        "global_max_pool": ([conv("Conv", ["x", "w"], ["c"], pads=[1, 0, 0, 0]), conv("GlobalMaxPool", ["c"], ["y"])],
+                            {"w": w}),
         "maxpool_relu": ([conv("Conv", ["x", "w"], ["c"]), conv("Relu", ["c"], ["r"]),
                           conv("MaxPool", ["r"], ["y"], kernel_shape=[3, 3], strides=[2, 2])], {"w": w}),
     }, x
@@ -127,6 +141,42 @@ def test_iss_and_tlm_equal_golden_bit_for_bit(qdir: Path) -> None:
             assert_same(golden, out)
 
 
+@pytest.mark.parametrize("fmt,act", [("QDQ", "QInt8"), ("QOperator", "QUInt8")])
+def test_tiny_resnet_agrees_with_onnxruntime_and_tlm_equals_golden(qdir: Path, fmt: str, act: str) -> None:
+    imported = import_onnx(M.quantize(M.tiny_resnet(), qdir, fmt, act, per_channel=True))
+    x = {"input": np.random.default_rng(8).normal(0, 1, (4, 3, 16, 16)).astype(np.float32)}
+    check_agreement(imported, x)
+    out, res = run_imported(imported, x, "tlm")
+    assert res.error is None and res.cycles > 0
+    assert_same(imported.run_golden(x), out)
+
+
+def test_rank3_tensors_and_a_matrix_bias(qdir: Path) -> None:
+    """(N, C, L) tensors (held as (C, L, 1)): an Add of two inputs, a Concat, a per-channel constant; a Gemm
+    whose C is an (N, O) matrix of equal rows."""
+    f = np.float32
+    rng = np.random.default_rng(10)
+    nodes = [h.make_node("Add", ["a", "b"], ["s"], name="add"), h.make_node("Add", ["s", "k"], ["t"], name="bias"),
+             h.make_node("Concat", ["t", "a"], ["y"], name="cat", axis=1)]
+    m = M.model(nodes, [("a", T.FLOAT, [3, 4, 5]), ("b", T.FLOAT, [3, 4, 5])], [("y", T.FLOAT, [3, 8, 5])],
+                {"k": rng.normal(0, 1, (4, 1)).astype(f)}, "rank3")
+    for fmt in ("QDQ", "QOperator"):
+        imported = import_onnx(M.quantize(m, qdir, fmt))
+        x = imported.random_inputs(seed=11)
+        check_agreement(imported, x)
+        out, _ = run_imported(imported, x, "tlm")
+        assert_same(imported.run_golden(x), out)
+    c = np.tile(rng.normal(0, .3, (1, 6)).astype(f), (4, 1))
+    gemm = M.model([h.make_node("Gemm", ["x", "w", "c"], ["y"], name="gemm", transB=1)], [("x", T.FLOAT, [4, 9])],
+                   [("y", T.FLOAT, [4, 6])], {"w": rng.normal(0, .3, (6, 9)).astype(f), "c": c}, "gemm_matrix_bias")
+    imported = import_onnx(M.quantize(gemm, qdir))
+    check_agreement(imported, imported.random_inputs(seed=12))
+    c[1, 2] += 1
+    gemm.graph.initializer[1].CopyFrom(onnx.numpy_helper.from_array(c, "c"))
+    with pytest.raises(UnsupportedModel, match="bias differs from sample to sample"):
+        import_onnx(M.quantize(gemm, qdir / "varying"))
+
+
 def test_mlp_reshapes_its_float_input_on_the_host(qdir: Path) -> None:
     imported = import_onnx(M.quantize(M.mlp(), qdir))
     assert [op.op_type for op in imported.host_ops] == ["Flatten", "QuantizeLinear", "DequantizeLinear"]
@@ -163,7 +213,8 @@ def _conv_model(**attrs: Any) -> Any:
              h.make_node("QuantizeLinear", ["c", "s", "z"], ["y"], name="qy")]
     inits = {"s": np.array(0.05, np.float32), "z": np.array(0, np.int8), "w": w,
              "ws": np.array(0.01, np.float32), "wz": np.array(0, np.int8)}
-    return M.model(nodes, [("x", T.FLOAT, [1, 4, 8, 8])], [("y", T.INT8, None)], inits, "conv")  # type: ignore[list-item]
+    out = [("y", T.INT8, None)]
+    return M.model(nodes, [("x", T.FLOAT, [1, 4, 8, 8])], out, inits, "conv")  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("attrs,reason", [

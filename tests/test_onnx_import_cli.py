@@ -42,6 +42,8 @@ def test_import_then_run_on_golden_iss_tlm(qmodel: Path, tmp_path: Path, capsys:
         assert code == 0, out + err
         rep = json.loads(out)
         assert rep["match"] is True, rep
+    code, out, err = run_cli(capsys, "disasm", str(d))
+    assert code == 0 and "; section /conv1/Conv" in out
     # an edited expected.npz is caught by the golden re-run
     save_npz(d / "expected.npz", {"y": expected["y"] + np.float32(1.0)})
     code, out, err = run_cli(capsys, "run", str(d), "--model", "golden")

@@ -34,11 +34,27 @@ CONCAT_GAIN = 64
 # The weight of the identity convolution that sums an average pool's windows (when the pooling layer's
 # scale would round twice).
 POOL_GAIN = 64
+# The weight of the identity layer that an elementwise constant (Add/Mul of a per-channel constant) folds
+# into: a bias of a 64 times finer step.
+IDENTITY_GAIN = 64
 
 
 def round_half_even(x: float) -> int:
     """ONNX's rounding."""
     return int(np.rint(x))
+
+
+def _per_output(node: Any, a: np.ndarray, o: int) -> np.ndarray:
+    """A bias's ``(O,)`` values: a scalar, ``(O,)``, or rows that are all equal (a Gemm's ``(N, O)`` C)."""
+    a = np.asarray(a)
+    if a.size == 1:
+        return np.full(o, a.reshape(-1)[0])
+    if a.shape[-1:] != (o,):
+        raise node_error(node, f"the bias of shape {list(a.shape)} is not one value per output ({o})")
+    rows = a.reshape(-1, o)
+    if np.any(rows != rows[0]):
+        raise node_error(node, "the bias differs from sample to sample; one bias per output only")
+    return rows[0].copy()
 
 
 class Builder:
@@ -83,6 +99,11 @@ class Builder:
                     return IntTensor(v.q.value, dtype, v.shape)
                 if qhi == INT8_MAX and qlo == zp8:
                     return IntTensor(g.relu(v.q.value, zero_point=zp8, name=name), dtype, v.shape)
+            if v.scale / scale < 0.5:
+                # the fixed-point multiply of an int8 value by a scale under 1/2 rounds twice (up to half a step
+                # off): an identity layer of gain 64 keeps the rounding below a step
+                p = self.identity(node, RealTensor(v.q, v.scale, v.zero_point, dq_node=v.dq_node))
+                return IntTensor(self._build(p, scale, zp8, qlo, qhi, name), dtype, v.shape)
             out = g.requantize(v.q.value, scale=v.scale / scale, input_zero_point=v.zero_point, zero_point=zp8,
                                lo=qlo, hi=qhi, name=name)
             return IntTensor(out, dtype, v.shape)
@@ -146,7 +167,7 @@ class Builder:
         g = self.graph
         parts: list[RealTensor] = p.args["parts"]
         total = sum(t.shape[1] for t in parts)
-        spatial = len(parts[0].shape) == 4
+        spatial = len(parts[0].shape) != 2
         placed, at = [], 0
         for k, t in enumerate(parts):
             c = t.shape[1]
@@ -213,13 +234,12 @@ class Builder:
             raise node_error(node, "the bias is computed, not a constant")
         o = acc_scale.size
         if b.quant is not None and b.quant.q.dtype == np.int32 and not np.any(b.quant.zero_point):
-            s = np.broadcast_to(np.asarray(b.quant.scale, np.float64).reshape(-1), (o,))
-            if np.allclose(s, acc_scale, rtol=1e-6, atol=0):
-                return np.broadcast_to(b.quant.q.astype(np.int64).reshape(-1), (o,)).copy()
-        v = np.asarray(b.value, np.float64).reshape(-1)
-        if v.size not in (1, o):
-            raise node_error(node, f"the bias has {v.size} values for {o} output channels")
-        return np.rint(np.broadcast_to(v, (o,)) / acc_scale).astype(np.int64)
+            s = np.asarray(b.quant.scale, np.float64).reshape(-1)
+            q = _per_output(node, b.quant.q, o)
+            if s.size in (1, o) and np.allclose(np.broadcast_to(s, (o,)), acc_scale, rtol=1e-6, atol=0):
+                return q.astype(np.int64)
+        v = _per_output(node, np.asarray(b.value, np.float64), o)
+        return np.rint(v / acc_scale).astype(np.int64)
 
     def conv(self, node: Any, x: RealTensor, w: Any, b: Any, at: dict[str, Any], integer: bool = False) -> Pending:
         """Conv of a real tensor by quantized weights (ONNX attributes ``at``)."""
@@ -253,6 +273,21 @@ class Builder:
                        {"x": x.q.value, "weight": np.ascontiguousarray(weight), "x_zero_point": x.zero_point},
                        scale=scale, bias=self.bias(node, b, scale), integer=integer)
 
+    def identity(self, node: Any, x: RealTensor) -> Pending:
+        """``x`` as a convolution/dense result (a 1x1 convolution or dense layer by IDENTITY_GAIN times the
+        identity), so that a constant added to it or multiplying it folds into a bias or a scale."""
+        x = self.unclamped(node, x)
+        c = x.shape[1]
+        eye = IDENTITY_GAIN * np.eye(c, dtype=np.int8)
+        scale = np.full(c, x.scale / IDENTITY_GAIN)
+        if len(x.shape) in (3, 4):  # (N, C, L) is held as (C, L, 1)
+            return Pending("conv", node, x.shape, {"x": x.q.value, "weight": eye.reshape(c, c, 1, 1), "stride": 1,
+                                                   "pad": (0, 0, 0, 0), "x_zero_point": x.zero_point}, scale=scale)
+        if len(x.shape) == 2:
+            return Pending("dense", node, x.shape, {"x": x.q.value, "weight": eye, "x_zero_point": x.zero_point},
+                           scale=scale)
+        raise node_error(node, f"input of shape {list(x.shape)}: (N, C, H, W) or (N, F) only")
+
     def add(self, node: Any, a: RealTensor, b: RealTensor) -> Pending:
         if a.shape != b.shape:
             raise node_error(node, f"operands of shapes {list(a.shape)} and {list(b.shape)}: elementwise addition "
@@ -275,10 +310,20 @@ class Builder:
         shape = (first[0], sum(t.shape[1] for t in parts), *first[2:])
         return Pending("concat", node, shape, {"parts": [self.unclamped(node, t) for t in parts]})
 
-    def max_pool(self, node: Any, v: Any, kernel: int, stride: int, out_hw: tuple[int, int]) -> Any:
-        """Max pooling of an integer or real tensor (the maximum commutes with the monotone dequantization)."""
+    def max_pool(self, node: Any, v: Any, kernel: int, stride: int, out_hw: tuple[int, int],
+                 pad: tuple[int, int, int, int] = (0, 0, 0, 0)) -> Any:
+        """Max pooling of an integer or real tensor (the maximum commutes with the monotone dequantization).
+        Padding (ONNX pads with -infinity) is the int8 minimum, -128, which no window's maximum can be
+        below: a 1x1 identity convolution whose input zero point is -128 pads with it, and its
+        requantization by 1 gives the values back."""
         q = v.q if isinstance(v, RealTensor) else v
-        out = self.graph.max_pool(q.value, kernel, stride, name=self.layer_name(node))
+        x = q.value
+        if any(pad):
+            c = q.shape[1]
+            acc = self.graph.conv2d(x, np.eye(c, dtype=np.int8).reshape(c, c, 1, 1), None, pad=pad,
+                                    input_zero_point=INT8_MIN, name=self.layer_name(node, "padding"))
+            x = self.graph.requantize(acc, scale=1.0, zero_point=INT8_MIN, name=self.layer_name(node, "padded"))
+        out = self.graph.max_pool(x, kernel, stride, name=self.layer_name(node))
         qt = IntTensor(out, q.dtype, (q.shape[0], q.shape[1], *out_hw))
         if isinstance(v, RealTensor):
             return RealTensor(qt, v.scale, v.zero_point, v.lo, v.hi, v.dq_node)
@@ -291,7 +336,7 @@ class Builder:
         f = int(np.prod(q.shape[1:]))
         if len(q.shape) == 2:
             qt = q
-        elif len(q.shape) == 4:
+        elif len(q.shape) in (3, 4):  # (N, C, L) is held as (C, L, 1): the same order
             qt = IntTensor(self.graph.flatten(q.value, name=self.layer_name(node)), q.dtype, (n, f))
         else:
             raise node_error(node, f"input of shape {list(q.shape)}: (N, C, H, W) or (N, F) only")

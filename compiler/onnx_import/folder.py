@@ -39,8 +39,8 @@ def is_imported_folder(folder: str | Path) -> bool:
     return read_meta(folder) is not None
 
 
-def load_folder(folder: str | Path, cfg: Any = None) -> ImportedFolder:
-    """Read an imported Program folder (``cfg`` None: the config it was made for)."""
+def load_program(folder: str | Path, cfg: Any = None) -> Any:
+    """The Program of an imported folder, from its Program files only (no data attached)."""
     from hw.program import Program, ProgramError
 
     d = Path(folder)
@@ -49,9 +49,17 @@ def load_folder(folder: str | Path, cfg: Any = None) -> ImportedFolder:
             if (d / f).is_file():
                 os.symlink((d / f).resolve(), Path(tmp) / f)
         try:
-            prog = Program.load(tmp, cfg)
+            return Program.load(tmp, cfg)
         except ProgramError as e:
             raise ProgramError(str(e).replace(tmp, str(d))) from None
+
+
+def load_folder(folder: str | Path, cfg: Any = None) -> ImportedFolder:
+    """Read an imported Program folder (``cfg`` None: the config it was made for)."""
+    from hw.program import ProgramError
+
+    d = Path(folder)
+    prog = load_program(d, cfg)
     model = d / MODEL_FILE
     if not model.is_file():
         raise UnsupportedModel(f"{model}: missing (an imported Program folder keeps its model, to run the host "

@@ -88,10 +88,11 @@ def conv_geometry(node: Any, x_shape: tuple[int, ...], w: np.ndarray, at: dict[s
     return w, int(strides[0]), (top, left, max(bottom, 0), max(right, 0)), (ho, wo)
 
 
-def pool_geometry(node: Any, x_shape: tuple[int, ...], at: dict[str, Any], padded: bool = False
-                  ) -> tuple[int, int, tuple[int, int], tuple[int, int, int, int]]:
-    """(kernel, stride, output (H, W), pads) of a MaxPool/AveragePool; ``padded``: padding is allowed (an
-    AveragePool that counts it, count_include_pad=1)."""
+def pool_geometry(node: Any, x_shape: tuple[int, ...], at: dict[str, Any], padded: bool = False,
+                  partial: bool = False) -> tuple[int, int, tuple[int, int], tuple[int, int, int, int]]:
+    """(kernel, stride, output (H, W), pads) of a MaxPool/AveragePool; ``padded``: padding is allowed (a
+    MaxPool, which pads with the minimum, or an AveragePool that counts it, count_include_pad=1);
+    ``partial``: ceil_mode's partial last windows are allowed (a MaxPool: they become end padding)."""
     ks = tuple(at.get("kernel_shape", []))
     if len(ks) != 2:
         raise node_error(node, f"kernel_shape {list(ks)}: 2-D pooling only")
@@ -106,9 +107,14 @@ def pool_geometry(node: Any, x_shape: tuple[int, ...], at: dict[str, Any], padde
     h, w = x_shape[2] + pads[0] + pads[2], x_shape[3] + pads[1] + pads[3]
     out = ((h - k) // s + 1, (w - k) // s + 1)
     if int(at.get("ceil_mode", 0)):
-        ceil = (math.ceil((h - k) / s) + 1, math.ceil((w - k) / s) + 1)
+        # a last window must start inside the input or its begin padding (ONNX, as PyTorch)
+        ceil = tuple(math.ceil((size - k) / s) + 1 - (1 if math.ceil((size - k) / s) * s >= size - end else 0)
+                     for size, end in ((h, pads[2]), (w, pads[3])))
         if ceil != out:
-            raise node_error(node, "ceil_mode adds a partial window: not supported")
+            if not partial:
+                raise node_error(node, "ceil_mode adds a partial window: not supported")
+            pads = [pads[0], pads[1], pads[2] + (ceil[0] - 1) * s + k - h, pads[3] + (ceil[1] - 1) * s + k - w]
+            out = (int(ceil[0]), int(ceil[1]))
     if out[0] <= 0 or out[1] <= 0:
         raise node_error(node, f"the {k}x{k} window does not fit the {h}x{w} input")
     return k, s, out, (pads[0], pads[1], pads[2], pads[3])

@@ -39,10 +39,11 @@ class InputStep:
     dtype: str
     scale: float | None = None
     zero_point: int = 0
+    graph_shape: tuple[int, ...] = ()  # per sample, as the graph holds it (default: shape without the batch)
 
     def apply(self, a: np.ndarray) -> np.ndarray:
         """The int8 graph input (batch first) for the ONNX input array ``a`` (of any batch)."""
-        x = np.asarray(a).reshape((-1, *self.shape[1:]))
+        x = np.asarray(a).reshape((-1, *(self.graph_shape or self.shape[1:])))
         if self.scale is not None:
             lo, hi = RANGES[self.dtype]
             q = np.rint(x.astype(np.float32) / np.float32(self.scale)).astype(np.float64) + self.zero_point

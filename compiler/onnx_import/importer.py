@@ -25,16 +25,18 @@ from compiler.onnx_import.names import MAX_NAME, printable
 from compiler.onnx_import.qoperator import HANDLERS
 from compiler.onnx_import.values import Const, HostFloat, IntTensor, RealTensor, shift
 
-MICROSOFT = ("QLinearAdd", "QLinearGlobalAveragePool", "QLinearAveragePool", "QGemm", "QLinearConcat")
+MICROSOFT = ("QLinearAdd", "QLinearGlobalAveragePool", "QLinearAveragePool", "QGemm", "QLinearConcat", "QLinearMul")
 # What `cosim import --help` lists.
 SUPPORTED_OPS = {
     "QDQ": ["QuantizeLinear", "DequantizeLinear", "Conv", "MatMul", "Gemm", "Add", "Relu", "Clip", "MaxPool",
-            "AveragePool", "GlobalAveragePool", "Flatten", "Reshape", "Concat (channels)"],
+            "AveragePool", "GlobalAveragePool", "GlobalMaxPool", "Flatten", "Reshape (to (N, F))",
+            "Concat (channels)"],
     "QOperator": ["QLinearConv", "QLinearMatMul", "ConvInteger", "MatMulInteger", "com.microsoft QLinearAdd",
                   "com.microsoft QLinearGlobalAveragePool", "com.microsoft QLinearAveragePool",
-                  "com.microsoft QGemm", "com.microsoft QLinearConcat"],
+                  "com.microsoft QGemm", "com.microsoft QLinearConcat",
+                  "com.microsoft QLinearMul (by a positive per-channel constant)"],
     "also": ["Identity", "Dropout", "Cast (of a ConvInteger/MatMulInteger result)",
-             "Mul/Add by a constant (folded into a convolution's scale/bias)"],
+             "Add/Mul of a per-channel constant (a bias/scale: folded into the layer before, or an identity layer)"],
 }
 DTYPES = {np.dtype(np.float32): "float32", np.dtype(np.int8): "int8", np.dtype(np.uint8): "uint8"}
 
@@ -49,12 +51,13 @@ class ImportBuilder(Builder):
 
     def graph_input(self, source: str, shape: tuple[int, ...], dtype: str, scale: float | None = None,
                     zero_point: int = 0) -> IntTensor:
-        if len(shape) not in (2, 4):
-            raise model_error(f"input '{source}' of shape {list(shape)}: the accelerator takes (N, C, H, W) or "
-                              f"(N, F) inputs")
+        if len(shape) not in (2, 3, 4):
+            raise model_error(f"input '{source}' of shape {list(shape)}: the accelerator takes (N, C, H, W), "
+                              f"(N, C, L) or (N, F) inputs")
         name = self.names.take(source, "input")
-        v = self.graph.input(name, shape[1:])
-        self.model_inputs[source].steps.append(InputStep(source, name, shape, dtype, scale, zero_point))
+        per_sample = tuple(shape[1:]) + ((1,) if len(shape) == 3 else ())  # (N, C, L) is held as (C, L, 1)
+        v = self.graph.input(name, per_sample)
+        self.model_inputs[source].steps.append(InputStep(source, name, shape, dtype, scale, zero_point, per_sample))
         return IntTensor(v, dtype, shape)
 
     def host_quantize(self, node: Any, x: HostFloat, scale: float, zero_point: int, dtype: str) -> IntTensor:
@@ -62,8 +65,8 @@ class ImportBuilder(Builder):
         if mi.low == mi.high:  # the first quantization of this input sets the range of random test inputs
             lo, hi = RANGES[dtype]
             mi.low, mi.high = scale * (lo - zero_point), scale * (hi - zero_point)
-        self.host_ops.append(HostOp(node_label(node), node.op_type, f"quantizes float input '{x.source}' "
-                                                                    f"(scale {scale:.6g}, zero point {zero_point}, {dtype})"))
+        what = f"quantizes float input '{x.source}' (scale {scale:.6g}, zero point {zero_point}, {dtype})"
+        self.host_ops.append(HostOp(node_label(node), node.op_type, what))
         try:
             return self.graph_input(x.source, x.shape, dtype, scale, zero_point)
         except UnsupportedModel as e:

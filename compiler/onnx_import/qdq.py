@@ -168,8 +168,10 @@ def gemm(b: Builder, node: Any, ins: list[Any], at: dict[str, Any]) -> list[Any]
 
 def add(b: Builder, node: Any, ins: list[Any], at: dict[str, Any]) -> list[Any]:
     x, y = ins
-    if isinstance(y, Pending) and isinstance(x, Const):
+    if isinstance(x, Const):
         x, y = y, x
+    if isinstance(x, RealTensor) and isinstance(y, Const):  # a per-channel constant: the bias of an identity layer
+        x = b.identity(node, x)
     if isinstance(x, Pending) and isinstance(y, Const):  # a bias added after a convolution/matrix product
         if x.kind not in ("conv", "dense") or x.clamped:
             raise node_error(node, "adds a constant to a result that is not a plain convolution or matrix product")
@@ -184,6 +186,8 @@ def mul(b: Builder, node: Any, ins: list[Any], at: dict[str, Any]) -> list[Any]:
     x, y = ins
     if isinstance(x, Const):
         x, y = y, x
+    if isinstance(x, RealTensor) and isinstance(y, Const):  # a per-channel scale of an identity layer
+        x = b.identity(node, x)
     if isinstance(x, Pending) and isinstance(y, Const):
         return [_scaled(node, x, y.value)]
     raise node_error(node, "only the multiplication of a convolution/matrix product by a constant scale is "
@@ -206,7 +210,8 @@ def _clamp(node: Any, v: Any, lo: float, hi: float, b: Builder) -> Any:
         qhi = 127 if hi == math.inf else max(-128, min(127, math.floor(hi) - s))
         out = b.graph.requantize(v.value, scale=1.0, lo=qlo, hi=qhi, name=b.layer_name(node))
         return IntTensor(out, v.dtype, v.shape)
-    raise node_error(node, "clamps a tensor that is not computed on the accelerator")
+    real(node, v)  # raises, saying what the operand is
+    raise AssertionError(v)
 
 
 def relu(b: Builder, node: Any, ins: list[Any], at: dict[str, Any]) -> list[Any]:
@@ -229,8 +234,17 @@ def max_pool(b: Builder, node: Any, ins: list[Any], at: dict[str, Any]) -> list[
     x = ins[0]
     if not isinstance(x, (RealTensor, IntTensor)):
         real(node, x)
-    k, s, out, _ = pool_geometry(node, x.shape, at)
-    return [b.max_pool(node, x, k, s, out)]
+    k, s, out, pad = pool_geometry(node, x.shape, at, padded=True, partial=True)
+    return [b.max_pool(node, x, k, s, out, pad)]
+
+
+def global_max_pool(b: Builder, node: Any, ins: list[Any], at: dict[str, Any]) -> list[Any]:
+    x = ins[0]
+    if not isinstance(x, (RealTensor, IntTensor)):
+        real(node, x)
+    if len(x.shape) != 4 or x.shape[2] != x.shape[3]:
+        raise node_error(node, f"input of shape {list(x.shape)}: global pooling of square (N, C, H, W) inputs only")
+    return [b.max_pool(node, x, x.shape[2], x.shape[2], (1, 1))]
 
 
 def average_pool(b: Builder, node: Any, ins: list[Any], at: dict[str, Any]) -> list[Any]:
@@ -331,6 +345,7 @@ def cast(b: Builder, node: Any, ins: list[Any], at: dict[str, Any]) -> list[Any]
 HANDLERS: dict[str, Handler] = {
     "QuantizeLinear": quantize_linear, "DequantizeLinear": dequantize_linear, "Conv": conv, "MatMul": matmul,
     "Gemm": gemm, "Add": add, "Mul": mul, "Relu": relu, "Clip": clip, "MaxPool": max_pool,
-    "AveragePool": average_pool, "GlobalAveragePool": global_average_pool, "Flatten": flatten, "Reshape": reshape,
+    "AveragePool": average_pool, "GlobalAveragePool": global_average_pool,
+    "GlobalMaxPool": global_max_pool, "Flatten": flatten, "Reshape": reshape,
     "Concat": concat, "Identity": identity, "Dropout": identity, "Cast": cast,
 }

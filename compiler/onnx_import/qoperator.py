@@ -15,6 +15,8 @@ from compiler.onnx_import.errors import node_error
 from compiler.onnx_import.geometry import pool_geometry
 from compiler.onnx_import.qdq import HANDLERS as QDQ_HANDLERS
 from compiler.onnx_import.qdq import Handler, _global, _opt, dequantize_linear, scalar, zero_point
+from compiler.onnx_import.qdq import add as qdq_add
+from compiler.onnx_import.qdq import mul as qdq_mul
 from compiler.onnx_import.values import Const, IntTensor, RealTensor
 
 
@@ -52,6 +54,12 @@ def _bias(node: Any, v: Any, scale: np.ndarray) -> Const | None:
     return Const(q.astype(np.float64) * scale, QuantInfo(q.astype(np.int32), scale, np.zeros(1, np.int32), 0))
 
 
+def _scales(w: Const) -> np.ndarray:
+    """A quantized weight's scales (one, or one per output channel) as float64."""
+    assert w.quant is not None
+    return np.asarray(w.quant.scale, np.float64).reshape(-1)
+
+
 def _out(b: Builder, node: Any, p: Any, s: Any, z: Any) -> IntTensor:
     zp, dtype = zero_point(node, z, "uint8")
     return b.quantize(node, p, scalar(node, s, "the output scale"), zp, dtype)
@@ -60,7 +68,7 @@ def _out(b: Builder, node: Any, p: Any, s: Any, z: Any) -> IntTensor:
 def qlinear_conv(b: Builder, node: Any, ins: list[Any], at: dict[str, Any]) -> list[Any]:
     x = _deq(b, node, ins[0], ins[1], ins[2])
     w = _weight(b, node, ins[3], ins[4], ins[5], 0)
-    bias = _bias(node, _opt(ins, 8), x.scale * np.asarray(w.quant.scale, np.float64).reshape(-1))  # type: ignore[union-attr]
+    bias = _bias(node, _opt(ins, 8), x.scale * _scales(w))
     return [_out(b, node, b.conv(node, x, w, bias, at), ins[6], ins[7])]
 
 
@@ -77,7 +85,7 @@ def qgemm(b: Builder, node: Any, ins: list[Any], at: dict[str, Any]) -> list[Any
     x = _deq(b, node, ins[0], ins[1], ins[2])
     w = _weight(b, node, ins[3], ins[4], ins[5], 0 if trans_b else 1)
     alpha = float(at.get("alpha", 1.0))
-    bias = _bias(node, _opt(ins, 6), x.scale * np.asarray(w.quant.scale, np.float64).reshape(-1) * alpha)  # type: ignore[union-attr]
+    bias = _bias(node, _opt(ins, 6), x.scale * _scales(w) * alpha)
     p = b.dense(node, x, w, bias, trans_b=trans_b, alpha=alpha)
     if _opt(ins, 7) is None:
         return [p]  # a float result: a QuantizeLinear must follow
@@ -106,9 +114,22 @@ def matmul_integer(b: Builder, node: Any, ins: list[Any], at: dict[str, Any]) ->
 
 
 def qlinear_add(b: Builder, node: Any, ins: list[Any], at: dict[str, Any]) -> list[Any]:
-    x = _deq(b, node, ins[0], ins[1], ins[2], "first operand")
-    y = _deq(b, node, ins[3], ins[4], ins[5], "second operand")
-    return [_out(b, node, b.add(node, x, y), ins[6], _opt(ins, 7))]
+    x = _operand(b, node, ins[0], ins[1], ins[2], "first operand")
+    y = _operand(b, node, ins[3], ins[4], ins[5], "second operand")
+    return [_out(b, node, qdq_add(b, node, [x, y], {})[0], ins[6], _opt(ins, 7))]
+
+
+def qlinear_mul(b: Builder, node: Any, ins: list[Any], at: dict[str, Any]) -> list[Any]:
+    x = _operand(b, node, ins[0], ins[1], ins[2], "first operand")
+    y = _operand(b, node, ins[3], ins[4], ins[5], "second operand")
+    return [_out(b, node, qdq_mul(b, node, [x, y], {})[0], ins[6], _opt(ins, 7))]
+
+
+def _operand(b: Builder, node: Any, x: Any, s: Any, z: Any, what: str) -> Any:
+    """An operand of a QLinear elementwise op: a dequantized tensor, or a dequantized constant."""
+    if isinstance(x, Const):
+        return dequantize_linear(b, node, [x, s] + ([z] if z is not None else []), {})[0]
+    return _deq(b, node, x, s, z, what)
 
 
 def qlinear_global_average_pool(b: Builder, node: Any, ins: list[Any], at: dict[str, Any]) -> list[Any]:
@@ -141,4 +162,5 @@ HANDLERS: dict[str, Handler] = {
     "QLinearConv": qlinear_conv, "QLinearMatMul": qlinear_matmul, "ConvInteger": conv_integer,
     "MatMulInteger": matmul_integer, "QLinearAdd": qlinear_add, "QLinearGlobalAveragePool": qlinear_global_average_pool,
     "QLinearAveragePool": qlinear_average_pool, "QGemm": qgemm, "QLinearConcat": qlinear_concat,
+    "QLinearMul": qlinear_mul,
 }

@@ -20,9 +20,11 @@ def _ops_epilog() -> str:
     for form, ops in SUPPORTED_OPS.items():
         lines += textwrap.wrap(", ".join(ops), 100, initial_indent=f"  {form + ':':<11}", subsequent_indent=" " * 13)
     lines += ["int8 and uint8 (uint8 is shifted by 128 on the host and in the zero points), per-tensor and per-channel",
-              "weight scales, zero points folded at compile time, Conv pads (asymmetric too), strides, auto_pad.",
-              "A float input is quantized and a float output dequantized on the host. Refused, in one line naming",
-              "the node: group != 1, dilation != 1, dynamic dimensions, pooling with padding, any other op."]
+              "weight scales, zero points folded at compile time, pads (asymmetric too), strides and auto_pad of Conv",
+              "and MaxPool (and its ceil_mode), tensors (N, C, H, W), (N, C, L) and (N, F). A float input is quantized",
+              "and a float output dequantized on the host. Refused, in one line naming the node: group != 1,",
+              "dilation != 1, dynamic dimensions, AveragePool padding that is not counted, weights whose zero point",
+              "does not leave them in int8, per-channel activation quantization, any other op."]
     return "\n".join(lines)
 
 
