@@ -38,7 +38,7 @@ def random_real_graph(rng: np.random.Generator) -> Graph:
     x = g.input("onnx::input.0", (int(rng.integers(1, 20)), int(rng.integers(4, 10)), int(rng.integers(4, 10))))
     zx = _zp(rng)
     for i in range(int(rng.integers(1, 4))):
-        kind = rng.choice(["conv", "conv", "pool", "add", "relu", "avg"])
+        kind = rng.choice(["conv", "conv", "pool", "add", "relu", "avg", "requant", "shift"])
         c, h, w = x.shape
         name = f"/layer{i}/{kind}/Conv" if kind == "conv" else None
         if kind == "conv":
@@ -49,14 +49,18 @@ def random_real_graph(rng: np.random.Generator) -> Graph:
             acc = g.conv2d(x, _r8(rng, o, c, k, k), bias, stride=int(rng.choice([1, 1, 2])), pad=pads,
                            input_zero_point=zx, name=name)
             zy = _zp(rng)
-            x = g.requantize(acc, scale=_scale(rng, o, c * k * k), zero_point=zy, name=f"onnx::Quant_{i}")
+            izp = int(rng.integers(-5000, 5000)) if rng.random() < 0.3 else 0
+            if rng.random() < 0.3:  # a ReLU on the accumulators, before the requantization
+                acc = g.relu(acc, zero_point=int(rng.integers(-3000, 3000)))
+            x = g.requantize(acc, scale=_scale(rng, o, c * k * k), input_zero_point=izp, zero_point=zy,
+                             name=f"onnx::Quant_{i}")
             if rng.random() < 0.5:
                 x = g.relu(x, zero_point=zy)
             zx = zy
         elif kind == "pool" and min(h, w) >= 2:
             x = g.max_pool(x, 2, int(rng.choice([1, 2])))
         elif kind == "avg" and min(h, w) >= 2:
-            k = int(rng.choice([2, 3, min(h, w)]))
+            k = int(rng.choice([2, 3, min(h, w, 7)]))  # a 7x7 window: a global average on config small too
             zy = _zp(rng)
             x = g.avg_pool(x, k, int(rng.choice([1, k])), scale=float(rng.uniform(0.5, 1.5)) / (k * k),
                            input_zero_point=zx, zero_point=zy)
@@ -69,6 +73,15 @@ def random_real_graph(rng: np.random.Generator) -> Graph:
                       a_zero_point=zx, b_zero_point=y.layer.params["zero_point"])
             x = g.requantize(s, scale=float(rng.choice([0.25, 0.5, 1.0])), zero_point=zy)
             zx = zy
+        elif kind == "requant":  # an int8 value rescaled (a QuantizeLinear of a dequantized tensor)
+            zy = _zp(rng)
+            x = g.requantize(x, scale=float(rng.uniform(0.3, 2.5)), input_zero_point=zx, zero_point=zy)
+            zx = zy
+        elif kind == "shift":  # the power-of-two form with a ReLU of a zero point after it
+            o = int(rng.integers(1, 12))
+            acc = g.conv2d(x, _r8(rng, o, c, 1, 1), None)
+            x = g.relu(g.requantize(acc, int(rng.integers(6, 10))), zero_point=int(rng.integers(-20, 20)))
+            zx = 0
         else:
             x = g.relu(x, zero_point=zx)
     if rng.random() < 0.3:
