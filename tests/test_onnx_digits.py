@@ -4,6 +4,7 @@ beside onnxruntime's (cosim.onnx_conformance.digits)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -33,8 +34,6 @@ def test_float_export_is_the_numpy_float_model(float_model: Any) -> None:
     ref = digits.float_logits(digits.load_weights(), digits.dequantize_images(images))
     assert np.allclose(ort, ref, rtol=1e-4, atol=1e-4)
     meta = digits.load_weights()["meta"]
-    import json
-
     assert np.mean(np.argmax(ort, axis=1) == labels) == json.loads(str(meta))["float_accuracy_test"]
 
 

@@ -72,7 +72,7 @@ def prepare(case: NodeCase) -> Prepared:
     """The case as a model the importer can take (module docstring); :class:`Refusal` when it cannot be."""
     if not numpy_arrays(case.inputs) or not numpy_arrays(case.outputs):
         dtypes = sorted({_proto_dtype(v) for v in case.inputs + case.outputs if not isinstance(v, np.ndarray)})
-        raise Refusal(f"its data is {', '.join(dtypes)}, which the accelerator does not have (int8/uint8/int32 only)")
+        raise Refusal(f"its data is {', '.join(dtypes)}: the accelerator computes on 8-bit integers")
     if any(a.size == 0 for a in case.inputs):
         raise Refusal("an input is empty (a dimension of size 0)")
     if is_float_case(case):

@@ -30,6 +30,25 @@ def off_by_one(results: list[CaseResult], skip: tuple[str, ...] = ()) -> dict[st
     return {m: (a, b) for m, (a, b) in out.items()}
 
 
+def reason_kind(reason: str) -> str:
+    """A refusal's reason without its particulars (node and input names, shapes, numbers), to group by."""
+    import re
+
+    r = re.sub(r"^node '.*?' \((\S+)\): ", r"\1: ", reason)
+    r = re.sub(r"'[^']*'", "X", r)
+    r = re.sub(r"\[[-0-9, ]*\]", "[..]", r)
+    r = re.sub(r"\(-?\d+\.\.-?\d+\)", "(..)", r)
+    r = re.sub(r"\b(u?int(2|4|16|32|64)|float8e4m3fn|float8e5m2|float4e2m1)\b", "T", r)
+    r = re.sub(r"batch \d+, another input \d+", "batch n, another input m", r)
+    return r
+
+
+def refusal_groups(results: list[CaseResult]) -> list[tuple[str, int]]:
+    """The refusals grouped by :func:`reason_kind`, most frequent first."""
+    c = Counter(reason_kind(r.reason) for r in results if r.status == REFUSED)
+    return sorted(c.items(), key=lambda kv: (-kv[1], kv[0]))
+
+
 def to_json(results: list[CaseResult], meta: dict[str, Any] | None = None) -> dict[str, Any]:
     """The whole table as one JSON object."""
     return {"counts": counts(results), "off_by_one": {m: {"elements": n, "off_by_one": k}
@@ -73,6 +92,12 @@ def markdown(results: list[CaseResult]) -> str:
     if obo:
         lines.append("Elements one step (1 LSB) from the evaluator, over the passed cases: " + "; ".join(
             f"{m} {k} of {n}" for m, (k, n) in obo.items()) + ".")
+        lines.append("")
+    groups = refusal_groups(results)
+    if groups:
+        lines += ["Refusals by reason (X: a name, T: a data type, [..] and (..): numbers):", "",
+                  "| reason | cases |", "|---|---|"]
+        lines += [f"| {_cell(k)} | {n} |" for k, n in groups]
         lines.append("")
     lines += ["| case | op | form | verdict | accelerator vs evaluator | onnxruntime vs evaluator | reason |",
               "|---|---|---|---|---|---|---|"]
