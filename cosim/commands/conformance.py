@@ -40,7 +40,7 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--case", action="append", default=[], metavar="PATTERN",
                    help="run only the node cases matching this fnmatch pattern (repeatable; default: the whole selection)")
     p.add_argument("--rtl", action="store_true",
-                   help="also run a sample on the RTL: two node cases, and one batch of the digits test split")
+                   help="also run on the RTL: two node cases, and the digits test split")
     p.add_argument("--markdown", type=folder_arg, metavar="FILE",
                    help="write the node-case table as markdown (into a file that has the table's markers: between "
                         "them, as docs/onnx.md)")
