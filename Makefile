@@ -82,6 +82,7 @@ fuzz: $(STAMP)
 
 # docs/onnx.md: the node-case table is rewritten between its markers.
 onnx-conformance: $(STAMP)
+	mkdir -p build
 	$(RUN) $(VENV)/bin/cosim conformance all --rtl --markdown docs/onnx.md --out-json build/onnx-conformance.json
 
 # One Verilator build holds every mutant (+MUT=K); MUTATE_ARGS adds options (e.g. --count 400 --seed 2,
