@@ -120,6 +120,12 @@ def test_random_real_scale_graphs_on_the_rtl_bit_and_cycle_exact() -> None:
     if models.rtl_available():
         pytest.skip(models.rtl_available())
     cases = [_case(seed, "small") for seed in (200, 201)]
+    # and a start map with per-lane shift steps (scales with n <= 0 beside n >= 1)
+    g, inputs = _conv_graph((1, 0, 2, 1), 37, np.array([0.001, 0.6, 2.0, 0.002, 3e-5, 0.7, 1.0]), host_im2col=False)
+    net = compile_network(g, "small", batch=2)
+    net.set_inputs(inputs)
+    assert net.stages[1].bias_map is not None and [op for op, _ in net.stages[1].epi.steps][-3:] == ["SHR", "ADD", "SHR"]
+    cases.append((g, net, inputs, run_reference(g, inputs)))
     rtl = models.rtl([net.program for _, net, _, _ in cases])
     for (g, net, _, want), r in zip(cases, rtl):
         assert r.error is None, (g.summary(), r.error)
