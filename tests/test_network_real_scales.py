@@ -218,3 +218,22 @@ def test_errors_name_the_onnx_layer() -> None:
         compile_network(g)
     msg = str(e.value)
     assert "\n" not in msg and "'/a/Q2'" in msg and "per-channel" in msg
+
+
+def test_a_shortcut_add_fuses_into_a_real_scale_convolution() -> None:
+    rng = np.random.default_rng(9)
+    g = Graph("res")
+    x = g.input("x", (16, 6, 6))
+    y = g.relu(g.requantize(g.conv2d(x, _r8(rng, 16, 16, 3, 3), None, pad=1, input_zero_point=-128, name="c1"),
+                            scale=np.linspace(0.0002, 0.0008, 16), zero_point=-128), zero_point=-128)
+    z = g.requantize(g.conv2d(y, _r8(rng, 16, 16, 3, 3), None, pad=1, input_zero_point=-128, name="c2"),
+                     scale=0.0004, zero_point=5)
+    g.output(g.relu(g.requantize(g.add(z, y, name="add"), 0)))  # clip only: fused into c2
+    net = compile_network(g, "small", batch=2)
+    assert [(st.name, st.op) for st in net.stages] == [("c1", "conv2d"), ("c2", "conv2d")]
+    assert net.stages[1].border is not None and "add" in [x.name for x in net.stages[1].layers]
+    inputs = {"x": _r8(rng, 2, 16, 6, 6)}
+    net.set_inputs(inputs)
+    want = run_reference(g, inputs)
+    assert _same(net.run_golden(inputs), want)
+    assert _same(net.outputs(models.tlm(net.program).outputs), want)
