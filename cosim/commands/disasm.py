@@ -27,7 +27,10 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
 def run(args: argparse.Namespace) -> int:
     cfg = load_config(args.config) if args.config else None
-    prog = Program.load(args.dir, cfg)
+    from compiler.onnx_import.folder import is_imported_folder, load_program
+
+    # a folder of `cosim import` keeps ONNX-named data files: its Program files alone are read
+    prog = load_program(args.dir, cfg) if is_imported_folder(args.dir) else Program.load(args.dir, cfg)
     sections = program_sections(prog)
     per_core = program_core_sections(prog)
     if args.json:

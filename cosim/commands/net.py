@@ -31,7 +31,8 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("name", metavar="NAME",
                    help="network name (`cosim list` shows them), or path.py:function for your own: a function of no "
                         "arguments returning a compiler.graph.Graph (one input, one output; docs/network.md) or a "
-                        "compiler.networks.Network")
+                        "compiler.networks.Network, or a quantized MODEL.onnx (its graph, on seeded random "
+                        "inputs; see cosim import)")
     p.add_argument("--model", choices=[*NET_MODELS, "all"], default="tlm",
                    help="model to run (default: tlm; all = golden, iss, tlm and rtl)")
     p.add_argument("--images", type=int_arg(1), default=None, metavar="N",

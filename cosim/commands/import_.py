@@ -1,0 +1,105 @@
+"""`cosim import MODEL.onnx -o DIR`: a quantized ONNX model -> a Program folder that `cosim run DIR`
+runs on every model (golden, ISS, TLM, RTL)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from cosim.cli import UserError, add_config_arg, add_json_arg, folder_arg, int_arg
+
+
+def _ops_epilog() -> str:
+    from compiler.onnx_import import SUPPORTED_OPS
+
+    import textwrap
+
+    lines = ["supported ops:"]
+    for form, ops in SUPPORTED_OPS.items():
+        lines += textwrap.wrap(", ".join(ops), 100, initial_indent=f"  {form + ':':<11}", subsequent_indent=" " * 13)
+    lines += ["int8 and uint8 (uint8 is shifted by 128 on the host and in the zero points), per-tensor and per-channel",
+              "weight scales, zero points folded at compile time, pads (asymmetric too), strides and auto_pad of Conv",
+              "and MaxPool (and its ceil_mode), tensors (N, C, H, W), (N, C, L) and (N, F). A float input is quantized",
+              "and a float output dequantized on the host. Refused, in one line naming the node: group != 1,",
+              "dilation != 1, dynamic dimensions, AveragePool padding that is not counted, weights whose zero point",
+              "does not leave them in int8, per-channel activation quantization, any other op."]
+    return "\n".join(lines)
+
+
+def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    p = sub.add_parser("import", help="import a quantized ONNX model into a Program folder",
+                       formatter_class=argparse.RawDescriptionHelpFormatter,
+                       description="Import MODEL.onnx (QDQ or QOperator, as onnxruntime.quantization.quantize_static "
+                                   "writes it) into ONE Program for its batch (the inputs' first dimension) and write "
+                                   "the Program folder DIR: the Program's files, model.onnx, inputs.npz (keyed by the "
+                                   "ONNX input names: --input's arrays, or seeded random values in each input's range) "
+                                   "and expected.npz (keyed by the ONNX output names, in each output's dtype and "
+                                   "layout). Then `cosim run DIR --model all` runs it. A model that cannot be mapped "
+                                   "is one line naming the node, its op type and why (exit 2).",
+                       epilog=_ops_epilog())
+    p.add_argument("model", metavar="MODEL.onnx", help="the quantized ONNX model")
+    p.add_argument("-o", "--out", type=folder_arg, required=True, metavar="DIR", help="Program folder to write")
+    add_config_arg(p)
+    p.add_argument("--input", metavar="FILE.npz", help="the inputs, keyed by ONNX input name (default: seeded random)")
+    p.add_argument("--seed", type=int_arg(0), default=0, help="seed of the random inputs (default 0)")
+    p.add_argument("--check", action="store_true",
+                   help="also run onnxruntime on the same inputs and print the difference in output LSBs (exit 1 "
+                        "when fewer than 99%% of an output's elements are within 1 LSB)")
+    add_json_arg(p)
+    return p
+
+
+# The share of an output's elements that must be within one step of onnxruntime's for --check to pass.
+CHECK_WITHIN_ONE = 0.99
+
+
+def run(args: argparse.Namespace) -> int:
+    from compiler.onnx_import import import_onnx
+    from compiler.onnx_import.imported import load_npz
+    from hw.config import load_config
+
+    cfg = load_config(args.config)
+    imported = import_onnx(args.model, cfg)
+    inputs = load_npz(_existing(args.input)) if args.input else imported.random_inputs(args.seed)
+    d = imported.write_folder(args.out, inputs)
+    rep: dict[str, Any] = {"model": args.model, "dir": str(d), "config": cfg.name, "batch": imported.batch,
+                           "layers": len(imported.graph.layers), "insns": len(imported.network.program.insns),
+                           "inputs": imported.describe()["inputs"], "outputs": imported.describe()["outputs"],
+                           "host_ops": [{"node": h.node, "op": h.op_type, "what": h.what} for h in imported.host_ops]}
+    ok = True
+    if args.check:
+        from compiler.onnx_import.agreement import agreement, onnxruntime_outputs
+
+        ours = imported.run_golden(inputs)
+        theirs = onnxruntime_outputs(imported.model, {k: imported.inputs[i].check(inputs[k]) for i, k in
+                                                      enumerate(imported.input_names)})
+        agr = agreement(ours, theirs, {n: imported.output_lsb(n) for n in ours})
+        rep["check"] = [a.to_json() for a in agr]
+        ok = all(a.within_one >= CHECK_WITHIN_ONE for a in agr)
+    if args.json:
+        print(json.dumps(rep))
+    else:
+        print(f"{args.model}: {rep['layers']} layers, {rep['insns']:,} instructions, batch {imported.batch}, config "
+              f"{cfg.name} -> {d}")
+        print("\n".join("  " + line for line in imported.summary().splitlines()))
+        for a in rep.get("check", []):
+            print(f"  onnxruntime: {_check_line(a)}")
+    if not ok:
+        print(f"cosim import: {args.model}: the outputs are more than 1 LSB from onnxruntime's on over "
+              f"{100 * (1 - CHECK_WITHIN_ONE):.0f} % of the elements", file=sys.stderr)
+    return 0 if ok else 1
+
+
+def _check_line(a: dict[str, Any]) -> str:
+    return (f"output '{a['output']}': {a['elements']} elements, {100 * a['equal']:.2f} % equal, "
+            f"{100 * a['within_one_lsb']:.2f} % within 1 LSB, at most {a['max_lsb']:.3g} LSB apart")
+
+
+def _existing(path: str) -> str:
+    from pathlib import Path
+
+    if not Path(path).is_file():
+        raise UserError(f"--input {path}: no such file")
+    return path

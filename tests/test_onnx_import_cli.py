@@ -1,0 +1,106 @@
+"""`cosim import MODEL.onnx -o DIR` and `cosim run DIR`: the Program folder in ONNX's names and dtypes,
+every model agreeing with golden, --check against onnxruntime, a stale expected.npz caught, a refused
+model in one line (exit 2), the supported ops in --help; one RTL run on the small config."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from compiler.onnx_import.imported import load_npz, save_npz
+from cosim.cli import main as cosim_main
+from cosim.models import rtl_available
+from tests import onnx_models as M
+
+
+@pytest.fixture(scope="module")
+def qmodel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return M.quantize(M.tiny_cnn(), tmp_path_factory.mktemp("onnx"), "QDQ", "QUInt8", per_channel=True)
+
+
+def run_cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    code = cosim_main(list(args))
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_import_then_run_on_golden_iss_tlm(qmodel: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    d = tmp_path / "m"
+    code, out, err = run_cli(capsys, "import", str(qmodel), "-o", str(d), "--check")
+    assert code == 0, err
+    assert "within 1 LSB" in out and "QuantizeLinear 'x_QuantizeLinear'" in out
+    for f in ("insn.bin", "regs.json", "layout.json", "program.lst", "dram.bin", "model.onnx"):
+        assert (d / f).is_file(), f
+    inputs, expected = load_npz(d / "inputs.npz"), load_npz(d / "expected.npz")
+    assert list(inputs) == ["x"] and inputs["x"].dtype == np.float32 and inputs["x"].shape == (2, 3, 8, 8)
+    assert list(expected) == ["y"] and expected["y"].dtype == np.float32 and expected["y"].shape == (2, 10)
+    for model in ("golden", "iss", "tlm"):
+        code, out, err = run_cli(capsys, "run", str(d), "--model", model, "--json")
+        assert code == 0, out + err
+        rep = json.loads(out)
+        assert rep["match"] is True, rep
+    code, out, err = run_cli(capsys, "disasm", str(d))
+    assert code == 0 and "; section /conv1/Conv" in out
+    # an edited expected.npz is caught by the golden re-run
+    save_npz(d / "expected.npz", {"y": expected["y"] + np.float32(1.0)})
+    code, out, err = run_cli(capsys, "run", str(d), "--model", "golden")
+    assert code == 1 and "expected.npz differs from the golden re-run: output 'y'" in out
+
+
+def test_import_with_given_inputs_json(qmodel: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    x = np.random.default_rng(9).normal(0, 1, (2, 3, 8, 8)).astype(np.float32)
+    save_npz(tmp_path / "x.npz", {"x": x})
+    code, out, err = run_cli(capsys, "import", str(qmodel), "-o", str(tmp_path / "m"), "--input",
+                             str(tmp_path / "x.npz"), "--check", "--json")
+    assert code == 0, err
+    rep = json.loads(out)
+    assert rep["batch"] == 2 and rep["check"][0]["within_one_lsb"] >= 0.99
+    assert [h["op"] for h in rep["host_ops"]] == ["QuantizeLinear", "DequantizeLinear"]
+    np.testing.assert_array_equal(load_npz(tmp_path / "m" / "inputs.npz")["x"], x)
+
+
+def test_refused_model_is_one_line_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import onnx
+    from onnx import TensorProto as T
+    from onnx import helper as h
+
+    m = M.model([h.make_node("Sigmoid", ["x"], ["y"], name="act/sigmoid")], [("x", T.FLOAT, [1, 4])],
+                [("y", T.FLOAT, [1, 4])], {}, "sig")
+    onnx.save(m, tmp_path / "s.onnx")
+    code, out, err = run_cli(capsys, "import", str(tmp_path / "s.onnx"), "-o", str(tmp_path / "m"))
+    assert code == 2 and err.count("\n") == 1
+    assert err.startswith("cosim import: error: node 'act/sigmoid' (Sigmoid): op Sigmoid is not supported")
+    code, out, err = run_cli(capsys, "import", str(tmp_path / "missing.onnx"), "-o", str(tmp_path / "m"))
+    assert code == 2 and "no such ONNX file" in err and err.count("\n") == 1
+
+
+def test_help_lists_the_supported_ops(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run_cli(capsys, "import", "--help")
+    assert code == 0
+    for op in ("QLinearConv", "ConvInteger", "MatMulInteger", "QLinearAdd", "QLinearGlobalAveragePool", "Gemm",
+               "GlobalAveragePool", "Concat"):
+        assert op in out, op
+
+
+@pytest.mark.skipif(rtl_available() is not None, reason="no RTL model here")
+def test_rtl_runs_an_imported_model_on_the_small_config(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    q = M.quantize(M.mlp(batch=2), tmp_path, "QOperator", "QInt8")
+    d = tmp_path / "m"
+    code, out, err = run_cli(capsys, "import", str(q), "-o", str(d), "--config", "small")
+    assert code == 0, err
+    code, out, err = run_cli(capsys, "run", str(d), "--model", "all", "--json")
+    assert code == 0, out + err
+    rep = json.loads(out)
+    assert rep["match"] is True and [r["model"] for r in rep["results"]] == ["golden", "iss", "tlm", "rtl"]
+    tlm, rtl = (next(r for r in rep["results"] if r["model"] == m) for m in ("tlm", "rtl"))
+    assert tlm["cycles"] == rtl["cycles"] > 0
+
+
+def test_net_runs_an_onnx_model_like_a_network(qmodel: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run_cli(capsys, "net", str(qmodel), "--images", "4", "--model", "tlm", "--json")
+    assert code == 0, out + err
+    rep = json.loads(out)
+    assert rep["match"] is True and rep["images"] == 4 and rep["cycles"]["tlm"] > 0
