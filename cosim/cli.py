@@ -23,7 +23,7 @@ from typing import Any, Callable, NoReturn
 
 # Subcommands in the order `cosim --help` lists them.
 COMMANDS = ["list", "compile", "run", "disasm", "sim", "net", "waves", "rtl", "fuzz", "regress", "bench", "calibrate",
-            "sweep", "coverage", "mutate", "report", "clean"]
+            "sweep", "coverage", "mutate", "report", "docs", "clean"]
 
 
 class UserError(ValueError):
