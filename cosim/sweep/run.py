@@ -141,7 +141,9 @@ def run_sweep(spec: SweepSpec, out_dir: Path, results: Path | None = None, sched
              f"{len(per_rtl)} distinct RTL build(s)")
         want = {t.key: [(r["key"], [w["label"] for w in r["workloads"]]) for r in t.args["runs"]] for t in rtasks}
         for rec in run_tasks(rtasks, results=results, scheduler=scheduler, workers=workers, progress=progress,
-                             desc=f"sweep {spec.name} RTL", timeout_s=point_timeout):
+                             desc=f"sweep {spec.name} RTL",
+                             # a task runs its configs one after another: each gets a point's bound
+                             timeout_s=point_timeout * max(len(cks) for cks in per_rtl.values())):
             if rec["key"] not in want:
                 continue
             if rec.get("ok"):
