@@ -251,11 +251,13 @@ def _sweep_example(ctx: Context) -> str:
              f"{r.get('builds', '?')} simulator build(s)), "
              + ("the RTL and the TLM equal cycle for cycle and counter for counter."
                 if c["tlm_differs_from_rtl"] == 0 else f"{c['tlm_differs_from_rtl']} differ from the TLM."),
-             "", f"| workload | front (cycles @ {metric}) | best cycles x area |", "|---|---|---|"]
+             "", f"| workload | front (cycles @ {metric} on {rep['area_target']}) | best cycles x area |",
+             "|---|---|---|"]
     for label in rep["workloads"]:
         front = rep["fronts"].get(label) or []
-        cells = " · ".join(f"{_n(p['tlm_cycles'])} @ {_n(round(p['area']))}" for p in front)
-        best = (rep.get("best") or {}).get(label, {}).get("product")
+        cells = " · ".join(f"{_n(p['tlm_cycles'])} @ {_n(round(p['area']))}"
+                           + ("" if p["config"].startswith("sweep-") else f" (`{p['config']}`)") for p in front)
+        best = (rep.get("best") or {}).get(label, {}).get("best_cycles_x_area")
         lines.append(f"| {label} | {cells} | {_params_text(best['params']) if best else '–'} |")
     return "\n" + "\n".join(lines) + "\n"
 
