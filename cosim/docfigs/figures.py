@@ -279,7 +279,3 @@ def pages() -> list[Path]:
     """The pages whose blocks the generator owns: README.md and docs/*.md."""
     return [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
 
-
-def configs_used() -> list[HwConfig]:
-    """The configs the figures read (for error messages and tests)."""
-    return [load_config(c) for c in SYNTH_CONFIGS]
