@@ -174,8 +174,8 @@ def _resnet_default(ctx: Context) -> str:
 
 def _multicore_cycles(ctx: Context) -> str:
     one, four = ctx.scaling_point("resnet_layer", 1), ctx.scaling_point("resnet_layer", 4)
-    return (f"`cosim run vadd --config quad --model all` gives {_n(ctx.tlm_example('vadd', 'quad'))} cycles on both, "
-            f"the ResNet-18 layer (`conv2d_resnet`) {_n(four['cycles'])} on both ({_n(one['cycles'])} on one core: "
+    return (f"`cosim run vadd --config quad --model all` gives {_n(ctx.tlm_example('vadd', 'quad'))} cycles on the "
+            f"TLM, the ResNet-18 layer (`conv2d_resnet`) {_n(four['cycles'])} ({_n(one['cycles'])} on one core: "
             f"{one['cycles'] / four['cycles']:.1f}x)")
 
 
@@ -193,9 +193,9 @@ def _digits(ctx: Context) -> str:
     acc = d["accuracy"]
     if len({round(v, 12) for v in acc.values()}) != 1:
         raise RuntimeError(f"digits: the accuracies differ between float and int8: {acc}")
-    return (f"{100 * acc['tlm']:.2f} % on the {d['images']} test images as float and as int8 on every model; "
+    return (f"{100 * acc['tlm']:.2f} % on the {d['images']} test images as float and as int8; "
             f"{_n(d['cycles']['tlm'])} cycles for the whole split on the default config "
-            f"({_n(int(d['cycles']['per_image']))} per image), TLM = RTL")
+            f"({_n(int(d['cycles']['per_image']))} per image)")
 
 
 def _synth_readme(ctx: Context) -> str:
