@@ -137,8 +137,10 @@ def sweep_inputs() -> str:
     """What the example sweep's figures depend on: its spec, its configs' areas (as
     :func:`synth_inputs`), the compiler, the TLM, the hardware definitions, the RTL and its testbench."""
     from hw.introspect.parse import RTL_DIR, source_files
-    files = [EXAMPLE_SWEEP, *source_files(RTL_DIR), *(REPO / "testbench" / "hdl").glob("*.v"),
-             *_py_files("hw", "compiler", "sim", "cosim/sweep", "testbench"), *(REPO / "hw" / "configs").glob("*.json")]
+    tb = REPO / "testbench"
+    files = [EXAMPLE_SWEEP, *source_files(RTL_DIR), *(tb / "hdl").iterdir(), REPO / "cosim" / "models.py",
+             *(tb / n for n in ("rtl_model.py", "cocotb_job.py", "memimg.py")),
+             *_py_files("hw", "compiler", "sim", "cosim/sweep"), *(REPO / "hw" / "configs").glob("*.json")]
     from hw import synth
     files += [Path(synth.__file__)]
     return _files_hash([f.resolve() for f in files], extra=synth_inputs())
