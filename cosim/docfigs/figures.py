@@ -166,6 +166,19 @@ def _alu_ops(_ctx: Context) -> str:
     return " ".join(sorted(ALU_OPS, key=lambda n: ALU_OPS[n]))
 
 
+def _fuzz_catalogue(_ctx: Context) -> str:
+    from collections import Counter
+
+    from cosim.fuzz.bins import catalogue, unreachable
+    cfgs = [load_config(n) for n in ("default", "small", "wide")]
+    bins, never = catalogue(cfgs), unreachable(cfgs)
+    groups = Counter(b.split(".")[0] for b in bins)
+    out = Counter(b.split(".")[0] for b in never)
+    per = ", ".join(f"`{g}` {groups[g] - out[g]}" for g in groups)
+    return (f"The catalogue of a campaign on default, small and wide has {len(bins)} bins today: "
+            f"{len(bins) - len(never)} reachable ({per}) and {len(never)} unreachable (the list above)")
+
+
 def _resnet_default(ctx: Context) -> str:
     p = ctx.scaling_point("resnet_layer", 1)
     peak = load_config("default").macs_per_cycle
@@ -266,6 +279,7 @@ def _sweep_example(ctx: Context) -> str:
 
 FIGURES: dict[str, Figure] = {f.name: f for f in [
     Figure("alu-ops", _alu_ops),
+    Figure("fuzz-catalogue", _fuzz_catalogue),
     Figure("resnet-default", _resnet_default),
     Figure("multicore-cycles", _multicore_cycles),
     Figure("multicore-scaling", _multicore_scaling),
