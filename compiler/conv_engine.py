@@ -16,6 +16,7 @@ step i+1 overlap the GEMM of step i and the stores of one tile the GEMMs of the 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any, Callable
 
 import numpy as np
 
@@ -28,21 +29,46 @@ from compiler.tensor import AccView, Tensor
 
 @dataclass(frozen=True)
 class Epilogue:
-    """What happens to the int32 accumulator after the GEMMs: ``shift`` (round half up), ``relu``,
-    ``clip`` to int8; with a residual, ``acc += residual`` then ``residual_relu`` and clip again."""
+    """What happens to the int32 accumulator after the GEMMs: ``offset`` added, ``floor``
+    (``max(acc, floor)``, a ReLU before the requantization, in the offset domain), then ``shift``
+    (round half up), or with ``steps`` the real-scale requantization
+    (:func:`compiler.fixed_point.alu_steps`: ALU ops, ``(op, values)``, the values one per output
+    channel on the conv engine, one for the tensor on the stream engine) and ``zero_point`` added;
+    then ``relu``, ``clip`` to ``[lo, hi]`` (int8 by default); with a residual, ``acc += residual``
+    then ``residual_relu`` and clip again. The conv engine has the offset in the bias."""
 
     shift: int = 0
     relu: bool = False
     clip: bool = False
     residual_relu: bool = True
+    floor: int | None = None
+    steps: tuple[tuple[str, Any], ...] = ()
+    zero_point: int = 0
+    lo: int = -128
+    hi: int = 127
+    offset: int = 0  # added first (a requantization's -input_zero_point; the conv engine has it in the bias)
 
     @property
     def rounding(self) -> int:
         return (1 << (self.shift - 1)) if self.shift else 0
 
+    @property
+    def plain(self) -> bool:
+        """Whether this is the power-of-two epilogue graphs have always had (no real scale, zero point,
+        floor or bounds other than int8's)."""
+        return (self.floor is None and not self.steps and not self.zero_point and not self.offset
+                and (self.lo, self.hi) == (-128, 127))
+
+    @property
+    def consts(self) -> int:
+        """Per-channel constant vectors of the real-scale steps (0 without)."""
+        return len(self.steps)
+
     def alu_passes(self, residual: bool) -> int:
         """ALU instructions over the whole tile after the GEMMs."""
         n = (1 if self.shift else 0) + (2 if self.clip else 1 if self.relu else 0)
+        n += (1 if self.floor is not None else 0) + len(self.steps) + (1 if self.zero_point else 0)
+        n += 1 if self.offset else 0
         return n + (2 if residual else 0)
 
 
@@ -86,13 +112,38 @@ def load_identity_block(slot: int) -> None:
     S.load(S.wgt[slot:slot + 1], S.const(np.eye(S.config().block, dtype=np.int8)[None], "identity"), cols=1)
 
 
-def clamp(tile: AccView, relu: bool, clip: bool) -> None:
-    """ReLU and/or clip to int8 on the ALU (immediates)."""
+def clamp(tile: AccView, relu: bool, clip: bool, lo: int = -128, hi: int = 127) -> None:
+    """ReLU and/or clip to ``[lo, hi]`` (int8 by default) on the ALU (immediates)."""
     if clip:
-        S.max(tile, 0 if relu else -128)
-        S.min(tile, 127)
+        S.max(tile, max(lo, 0) if relu else lo)
+        S.min(tile, max(hi, 0) if relu else hi)
     elif relu:
         S.max(tile, 0)
+
+
+def apply_epilogue(tile: AccView, epi: Epilogue, step: Callable[[int, str], None] | None = None) -> None:
+    """The epilogue's ALU passes on ``tile`` up to the clip (no residual): floor, shift or the
+    real-scale steps (``step(j, op)`` issues step ``j``, whose operand only the caller knows where it
+    is) and zero point, then ReLU and clip."""
+    if epi.floor is not None:
+        S.max(tile, epi.floor)
+    if epi.shift:
+        S.shr(tile, epi.shift)
+    for j, (op, _) in enumerate(epi.steps):
+        assert step is not None
+        step(j, op)
+    if epi.zero_point:
+        S.add(tile, epi.zero_point)
+    clamp(tile, epi.relu, epi.clip, epi.lo, epi.hi)
+
+
+def _alu_by_name(op: str) -> Callable[..., Any]:
+    return {"SHR": S.shr, "MULHR": S.mulhr, "ADD": S.add}[op]
+
+
+def broadcast_alu(op: str, tile: AccView, src: AccView, to: int, per: int) -> None:
+    """``tile[co*per + i] = op(tile[co*per + i], src[co])``: one vector per output-channel block."""
+    _alu_by_name(op)(tile, src, iters=(to, per), dst_factors=(per, 1), src_factors=(1, 0))
 
 
 def tile_dma(n: int, o0: int, to: int, r0: int, th: int, c0: int, tw: int, ob: int, ho: int,
@@ -108,13 +159,15 @@ def tile_dma(n: int, o0: int, to: int, r0: int, th: int, c0: int, tw: int, ob: i
 
 def conv_layer(X: Tensor, Wt: Tensor, Y: Tensor, shape: ConvShape, plan: ConvPlan, epi: Epilogue,
                bias: Tensor | None = None, bias_offset: int = 0, wgt_offset: int = 0,
-               residual: Tensor | None = None, uop_base: int = 0) -> None:
+               residual: Tensor | None = None, uop_base: int = 0, bias_map: Tensor | None = None) -> None:
     """One layer: ``Y = epilogue(conv(X, Wt) + bias)`` over the plan's tiles (module docstring).
 
     ``X`` is ``(N, Cb, H, W, B)``, ``Wt`` holds ``(Ob, Cb, KH, KW, B, B)`` blocks from block
-    ``wgt_offset``, ``bias`` (None: no bias) ``Ob`` int32 vectors from vector ``bias_offset``,
-    ``Y`` and ``residual`` are ``(N, Ob, Ho, Wo, B)``; all int8 but the bias. The micro-op tables go to
-    ``S.uop`` from ``uop_base``.
+    ``wgt_offset``, ``bias`` (None: no bias and no constants) ``Ob`` int32 vectors from vector
+    ``bias_offset`` per kind (the bias unless ``shape.bias_map``, then the epilogue's constants: kind
+    ``k`` of block ``o`` at ``k*Ob + o``), ``bias_map`` (``shape.bias_map``) ``(Ob, Ho, Wo, B)`` int32
+    start values, ``Y`` and ``residual`` are ``(N, Ob, Ho, Wo, B)``; all int8 but the bias. The micro-op
+    tables go to ``S.uop`` from ``uop_base``.
     """
     s, p = shape, plan
     assert (residual is not None) == s.residual, "the plan must make room for the residual exactly when there is one"
@@ -129,6 +182,10 @@ def conv_layer(X: Tensor, Wt: Tensor, Y: Tensor, shape: ConvShape, plan: ConvPla
     if rnd > IMM_MAX:  # the 16-bit immediate cannot hold it: a constant vector
         rnd_view = S.acc[p.const_slot:p.const_slot + 1]
         const_vector(rnd_view, rnd)
+    top, left, _, _ = s.pad_sides
+    vec_bias = s.bias and not s.bias_map  # the bias is the first kind of the bias tensor
+    kinds = (1 if vec_bias else 0) + epi.consts
+    assert (bias is not None) == (kinds > 0) and (bias_map is not None) == s.bias_map
     t = step = 0
     # what each half of the bias slots and of the weight buffer holds: a tile whose bias or weights are
     # already there (the next image, the next rows of one output-channel tile) does not load them again
@@ -138,22 +195,35 @@ def conv_layer(X: Tensor, Wt: Tensor, Y: Tensor, shape: ConvShape, plan: ConvPla
     for n in range(s.batch):
         for o0, to in o_tiles:
             for r0, th in p.h_tiles:
-                rwin = window(r0, th, (th - 1) * s.stride + s.kh, s.stride, s.pad, s.kh, s.h)
+                rwin = window(r0, th, (th - 1) * s.stride + s.kh, s.stride, top, s.kh, s.h)
                 for c0, tw in p.w_tiles:
-                    cwin = window(c0, tw, p.tw_in, s.stride, s.pad, s.kw, s.w)
+                    cwin = window(c0, tw, p.tw_in, s.stride, left, s.kw, s.w)
                     ha = t % p.acc_halves
                     t += 1
                     base, nvec = p.acc_base(ha), to * th * tw
                     tile = S.acc[base:base + nvec]
-                    # the accumulator's start: bias (+ rounding) broadcast over the tile, or the rounding
-                    if bias is not None:
-                        bview = S.acc[p.bias_base(ha):p.bias_base(ha) + to]
-                        if bias_in.get(ha) != o0:
-                            S.load(bview, bias, offset=bias_offset + o0)
-                            if rnd:
-                                S.add(bview, rnd_view if rnd_view is not None else rnd)
-                            bias_in[ha] = o0
-                        S.mov(tile, bview, iters=(to, th * tw), dst_factors=(th * tw, 1), src_factors=(1, 0))
+                    dmas = tile_dma(n, o0, to, r0, th, c0, tw, ob, ho, wo)
+                    # the accumulator's start: bias (+ rounding) broadcast over the tile, or the rounding;
+                    # the bias slots also hold the epilogue's per-channel constants
+                    kbase = p.bias_base(ha)
+                    if bias is not None and bias_in.get(ha) != o0:
+                        if kinds == 1:
+                            S.load(S.acc[kbase:kbase + to], bias, offset=bias_offset + o0)
+                        else:
+                            S.load(S.acc[kbase:kbase + kinds * to], bias, offset=bias_offset + o0, rows=kinds,
+                                   cols=to, stride=ob)
+                        if rnd and vec_bias:
+                            S.add(S.acc[kbase:kbase + to], rnd_view if rnd_view is not None else rnd)
+                        bias_in[ha] = o0
+                    if bias_map is not None:  # per-position start values (zero point meets padding)
+                        for sram, off, nrows, ncols, stride in tile_dma(0, o0, to, r0, th, c0, tw, ob, ho, wo):
+                            S.load(S.acc[base + sram:base + sram + nrows * ncols], bias_map, offset=off, rows=nrows,
+                                   cols=ncols, stride=stride)
+                        if rnd:
+                            S.add(tile, rnd_view if rnd_view is not None else rnd)
+                    elif vec_bias:
+                        S.mov(tile, S.acc[kbase:kbase + to], iters=(to, th * tw), dst_factors=(th * tw, 1),
+                              src_factors=(1, 0))
                     else:
                         S.mov(tile, rnd_view if rnd_view is not None else rnd)
                     for ci0, tc in p.c_tiles:
@@ -175,10 +245,12 @@ def conv_layer(X: Tensor, Wt: Tensor, Y: Tensor, shape: ConvShape, plan: ConvPla
                         ub = uop_base + table[(ha, hx, tc)]
                         S.gemm(S.uop[ub:ub + tw * tc * taps], iters=(th, to), acc_factors=(tw, th * tw),
                                inp_factors=(s.stride * p.tw_in, 0), wgt_factors=(0, tc * taps))
-                    if epi.shift:
-                        S.shr(tile, epi.shift)
-                    clamp(tile, epi.relu, epi.clip)
-                    dmas = tile_dma(n, o0, to, r0, th, c0, tw, ob, ho, wo)
+                    first_const = kbase + (to if vec_bias else 0)
+
+                    def step_op(j: int, op: str, first: int = first_const, per: int = th * tw,
+                                tile: AccView = tile, to: int = to) -> None:
+                        broadcast_alu(op, tile, S.acc[first + j * to:first + (j + 1) * to], to, per)
+                    apply_epilogue(tile, epi, step_op)
                     if residual is not None:
                         rb = p.res_base(ha)
                         for sram, off, nrows, ncols, stride in dmas:

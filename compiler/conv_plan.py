@@ -52,8 +52,11 @@ class PlanError(ValueError):
 @dataclass(frozen=True)
 class ConvShape:
     """A convolution in blocks: ``batch`` images of ``cb`` input-channel blocks x ``h`` x ``w`` pixels,
-    ``ob`` output-channel blocks, a ``kh`` x ``kw`` kernel, ``stride``, zero ``pad`` on every side.
-    ``bias``/``rounding_const``/``residual`` say what the epilogue needs room for."""
+    ``ob`` output-channel blocks, a ``kh`` x ``kw`` kernel, ``stride``, zero ``pad`` on every side (or
+    ``pads``: ``(top, left, bottom, right)``). ``bias``/``rounding_const``/``residual`` say what the
+    epilogue needs room for; ``bias_map``: the accumulator starts from a per-position int32 map (a
+    convolution whose input zero point meets padding) instead of the bias vectors; ``consts``: per
+    output channel, int32 vectors the epilogue reads beside the bias (a real-scale requantization)."""
 
     batch: int
     cb: int
@@ -68,14 +71,30 @@ class ConvShape:
     rounding_const: bool = False
     residual: bool = False
     alu_passes: int = 0  # ALU instructions over the whole tile in the epilogue
+    pads: tuple[int, int, int, int] | None = None  # (top, left, bottom, right); None: ``pad`` on every side
+    bias_map: bool = False
+    consts: int = 0
+
+    @property
+    def pad_sides(self) -> tuple[int, int, int, int]:
+        """``(top, left, bottom, right)``."""
+        return self.pads if self.pads is not None else (self.pad,) * 4
 
     @property
     def ho(self) -> int:
-        return (self.h + 2 * self.pad - self.kh) // self.stride + 1
+        t, _, b, _ = self.pad_sides
+        return (self.h + t + b - self.kh) // self.stride + 1
 
     @property
     def wo(self) -> int:
-        return (self.w + 2 * self.pad - self.kw) // self.stride + 1
+        _, l, _, r = self.pad_sides
+        return (self.w + l + r - self.kw) // self.stride + 1
+
+    @property
+    def slots(self) -> int:
+        """Accumulator vectors per output-channel block beside the tiles: the bias and the constants
+        (at least one, as the plans have always reserved)."""
+        return max(1, (1 if self.bias and not self.bias_map else 0) + self.consts)
 
     @property
     def taps(self) -> int:
@@ -154,7 +173,7 @@ class ConvPlan:
         """Every input window is a whole channel plane (no padding, one tile per image): a step's
         channel blocks are one contiguous run in DRAM and on chip, moved by one LOAD."""
         s = self.shape
-        return s.pad == 0 and (self.th_in, self.tw_in) == (s.h, s.w) and len(self.h_tiles) == len(self.w_tiles) == 1
+        return s.pad_sides == (0, 0, 0, 0) and (self.th_in, self.tw_in) == (s.h, s.w) and len(self.h_tiles) == len(self.w_tiles) == 1
 
     @property
     def cb_pitch(self) -> int:
@@ -177,11 +196,12 @@ class ConvPlan:
         return half * self.acc_tile
 
     def bias_base(self, half: int) -> int:
-        return self.acc_halves * self.acc_tile + half * self.to
+        """The half's bias slots: ``slots`` runs of ``to`` vectors (the bias, then the constants)."""
+        return self.acc_halves * self.acc_tile + half * self.to * self.shape.slots
 
     @property
     def const_slot(self) -> int:
-        return self.acc_halves * (self.acc_tile + self.to)
+        return self.acc_halves * (self.acc_tile + self.to * self.shape.slots)
 
     def inp_base(self, half: int) -> int:
         return half * self.inp_tile
@@ -237,11 +257,12 @@ def _fits(p: ConvPlan, cfg: HwConfig) -> str:
 def _windows_ok(p: ConvPlan) -> str:
     """'' when every tile's input window has data and padding within the 4-bit LOAD fields."""
     s = p.shape
-    for name, tiles, span_of, stride, extent, k in (
-            ("rows", p.h_tiles, lambda n: (n - 1) * s.stride + s.kh, s.stride, s.h, s.kh),
-            ("columns", p.w_tiles, lambda n: p.tw_in, s.stride, s.w, s.kw)):
+    top, left, _, _ = s.pad_sides
+    for name, tiles, span_of, stride, extent, k, pad in (
+            ("rows", p.h_tiles, lambda n: (n - 1) * s.stride + s.kh, s.stride, s.h, s.kh, top),
+            ("columns", p.w_tiles, lambda n: p.tw_in, s.stride, s.w, s.kw, left)):
         for start, size in tiles:
-            win = window(start, size, span_of(size), stride, s.pad, k, extent)
+            win = window(start, size, span_of(size), stride, pad, k, extent)
             if win.size <= 0:
                 return f"a tile's input {name} are all padding"
             if max(win.pad0, win.pad1) > PAD_MAX:
@@ -276,7 +297,9 @@ def _estimate(p: ConvPlan, cfg: HwConfig) -> tuple[int, int]:
     alu = (s.alu_passes + 1) * (tile_vecs + 1 + INSN_HANDSHAKE)
     if s.residual:
         alu += tile_vecs + 2 + INSN_HANDSHAKE + to * _dma_cycles(cfg, round(th), round(tw * bpi))
-    bias = _dma_cycles(cfg, 1, round(to * cfg.beats_per_acc_vec)) if s.bias else 0
+    bias = _dma_cycles(cfg, 1, round(to * cfg.beats_per_acc_vec * s.slots)) if s.bias or s.consts else 0
+    if s.bias_map:  # the tile's start values come from DRAM
+        bias += _dma_cycles(cfg, round(to), round(th * tw * cfg.beats_per_acc_vec))
     store = (_dma_cycles(cfg, round(to), round(th * tw * cfg.beats_per_out_vec)) if p.tw == s.wo
              else to * _dma_cycles(cfg, round(th), round(tw * cfg.beats_per_out_vec)))
     per_tile = n_c * step + alu + (bias if p.acc_halves == 1 else 0) + (store if p.acc_halves == 1 else 0)
@@ -301,7 +324,7 @@ def plan_conv(cfg: HwConfig, shape: ConvShape) -> ConvPlan:
     """The cheapest tiling of ``shape`` that fits ``cfg`` (module docstring); raises PlanError if none."""
     s = shape
     if s.ho < 1 or s.wo < 1:
-        raise PlanError(f"the {s.kh}x{s.kw} kernel with padding {s.pad} does not fit the {s.h}x{s.w} input")
+        raise PlanError(f"the {s.kh}x{s.kw} kernel with padding {s.pad_sides} does not fit the {s.h}x{s.w} input")
     fitting: list[ConvPlan] = []
     extra_acc = 1 if s.rounding_const else 0
     for to, tc, th, tw in itertools.product(tile_sizes(s.ob), tile_sizes(s.cb), tile_sizes(s.ho), tile_sizes(s.wo)):
@@ -310,7 +333,7 @@ def plan_conv(cfg: HwConfig, shape: ConvShape) -> ConvPlan:
         n_c = ceil(s.cb / tc)
         tables = tw * s.taps * (tc + (s.cb // n_c if s.cb % n_c else 0))
         for acc_halves, in_halves in ((2, 2), (1, 2), (2, 1), (1, 1)):
-            if (acc_halves * (acc_tile + to) + extra_acc > cfg.acc_depth
+            if (acc_halves * (acc_tile + to * s.slots) + extra_acc > cfg.acc_depth
                     or in_halves * tc * cb_pitch + (acc_halves * acc_tile if s.residual else 0) > cfg.inp_depth
                     or in_halves * to * tc * s.taps + (1 if s.residual else 0) > cfg.wgt_depth
                     or acc_halves * in_halves * tables + (acc_halves if s.residual else 0) > cfg.uop_depth):

@@ -130,6 +130,8 @@ EXAMPLES: dict[str, Example] = {e.name: e for e in [
         {"A": I32, "B": I32}, shape=(100,)),
     _ex("vmul", "mul", "C = int8(A * B), low 32 bits of the product, 3x37 elements",
         {"A": I32, "B": I32}, shape=(3, 37)),
+    _ex("vmulhr", "mulhr", "C = int8(MULHR(A, B)) = int8((A * B + 2^30) >> 31), the rounding multiply-high of "
+        "fixed-point requantization, 2x45 elements", {"A": I32, "B": I32}, shape=(2, 45)),
     _ex("vmin", "min", "C = int8(min(A, B)) on a 4-D tensor with a tail",
         {"A": (-300, 300), "B": (-300, 300)}, shape=(2, 5, 7, 3)),
     _ex("vmax_imm", "max_imm", "C = int8(max(A, imm)) with an immediate operand",

@@ -17,17 +17,32 @@ written from these sentences; the compiler, :mod:`compiler.network`, lowers them
 GEMM and ALU operators):
 
 * ``input(name, shape)``: int8 samples of ``shape`` (``(C, H, W)`` or ``(F,)``).
-* ``conv2d(x, w, b, stride, pad)``: int8 ``(C, H, W)`` -> int32 ``(O, Ho, Wo)``; ``w`` int8
-  ``(O, C, K, K)``, ``b`` int32 ``(O,)`` or None; cross-correlation with zero padding, int32 wrap.
-* ``dense(x, w, b)``: int8 ``(F,)`` -> int32 ``(O,)``; ``w`` int8 ``(O, F)`` (out x in).
+* ``conv2d(x, w, b, stride, pad, input_zero_point=zx)``: int8 ``(C, H, W)`` -> int32 ``(O, Ho, Wo)``;
+  ``w`` int8 ``(O, C, K, K)``, ``b`` int32 ``(O,)`` or None; ``pad`` an int or ``(top, left, bottom,
+  right)``; ``out[o,y,x] = b[o] + sum over c, ky, kx of (x[c, y*s+ky-top, x*s+kx-left] - zx) *
+  w[o,c,ky,kx]`` where taps outside the input contribute 0 (ONNX pads the real value with 0, i.e. the
+  quantized value with ``zx``); int32 wrap.
+* ``dense(x, w, b, input_zero_point=zx)``: int8 ``(F,)`` -> int32 ``(O,)``; ``w`` int8 ``(O, F)``
+  (out x in); ``b[o] + sum_f (x[f] - zx) * w[o,f]``.
 * ``requantize(x, shift)``: int32 or int8 -> int8: ``clip((x + 2**(shift-1)) >> shift, -128, 127)``
   (no rounding term when ``shift`` is 0; arithmetic shift; the sum wraps at 32 bits).
-* ``relu(x)``: ``max(x, 0)``, any type, same shape and type.
-* ``add(a, b)``: two int8 values of one shape -> their int32 sum.
+  ``requantize(x, scale=s, input_zero_point=zx, zero_point=zy, lo=lo, hi=hi)``: int8
+  ``clip(R(x - zx, s[c]) + zy, lo, hi)`` (``x - zx`` wrapping at 32 bits), ``s`` a float or one per
+  channel (the first dimension), ``R`` the fixed-point rescaling of :mod:`compiler.fixed_point`
+  (multiply-high and shift, both rounding half up; within one LSB of ``round(x * s)``).
+* ``relu(x, zero_point=z)``: ``max(x, z)``, any type, same shape and type.
+* ``add(a, b)``: two int8 values of one shape -> their int32 sum; with ``a_scale``, ``b_scale``,
+  ``a_zero_point``, ``b_zero_point``: int32 ``R(a - za, a_scale) + R(b - zb, b_scale)``.
 * ``max_pool(x, k, stride)`` / ``avg_pool(x, k, stride)``: int8 ``(C, H, W)`` -> int8, windows of
   ``k x k`` every ``stride`` (default ``k``), no padding, ``floor`` output size; the average is
-  ``(sum + k*k/2) >> log2(k*k)`` (round half up), so ``k*k`` must be a power of two.
+  ``(sum + k*k/2) >> log2(k*k)`` (round half up), so ``k*k`` must be a power of two; with
+  ``scale=s, input_zero_point=zx, zero_point=zy`` any window:
+  ``clip(R(sum over the window of (x - zx), s) + zy, -128, 127)``.
 * ``flatten(x)``: int8 ``(C, H, W)`` -> ``(C*H*W,)`` in C, H, W order (as ``numpy.reshape``).
+
+Names (of the graph, layers and inputs) are any non-empty printable strings up to 200 characters
+(ONNX's ``/layer1/layer1.0/conv1/Conv``, ``onnx::Conv_193``); the compiler maps them to identifiers
+where it needs some (DRAM regions), and every report and error line shows them as given.
 
 Outputs must be int8 (the accelerator stores int8): requantize an accumulator first. Every
 mistake (a shape that does not match, a weight of the wrong dtype, an int32 value where int8 is
@@ -36,18 +51,25 @@ needed) is one :class:`compiler.errors.CompileError` line naming the graph and t
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from compiler.errors import CompileError
+from compiler.fixed_point import SCALE_MAX, SCALE_MIN, scale_ok
 
 OPS = ("input", "conv2d", "dense", "requantize", "relu", "add", "max_pool", "avg_pool", "flatten")
 SHIFT_MAX = 31
 PAD_MAX = 15  # LOAD's padding fields (compiler.conv_plan.PAD_MAX)
-_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]{0,63}$")
+NAME_MAX = 200  # characters of a graph, layer or input name (ONNX names are long paths)
+ZP_MIN, ZP_MAX = -128, 127  # int8 zero points (uint8 ones are shifted by 128 by the importer)
+
+
+def valid_name(name: object) -> bool:
+    """Whether ``name`` is a valid graph, layer or input name: a non-empty string of printable characters,
+    at most :data:`NAME_MAX` long (``/layer1/layer1.0/conv1/Conv`` and ``onnx::Conv_193`` are)."""
+    return isinstance(name, str) and 0 < len(name) <= NAME_MAX and name.isprintable()
 
 
 @dataclass(frozen=True, eq=False)
@@ -96,8 +118,9 @@ class Graph:
     """A network under construction: layers in the order they were added (a topological order)."""
 
     def __init__(self, name: str = "network"):
-        if not isinstance(name, str) or not _NAME.match(name):
-            raise CompileError(f"graph name {name!r} must be an identifier (letters, digits, _ . -)")
+        if not valid_name(name):
+            raise CompileError(f"graph name {name!r} must be a non-empty string of printable characters, at most "
+                               f"{NAME_MAX} long")
         self.name = name
         self.layers: list[Layer] = []
         self.inputs: list[Value] = []
@@ -116,9 +139,9 @@ class Graph:
                 k += 1
             self._counts[op] = k + 1
             return f"{op}{k}"
-        if not isinstance(name, str) or not _NAME.match(name):
-            raise CompileError(f"graph '{self.name}': layer name {name!r} must be an identifier (letters, digits, "
-                               f"_ . -, at most 64 characters)")
+        if not valid_name(name):
+            raise CompileError(f"graph '{self.name}': layer name {name!r} must be a non-empty string of printable "
+                               f"characters, at most {NAME_MAX} long")
         if name in self.layer_names():
             raise CompileError(f"graph '{self.name}': layer name '{name}' is used twice")
         return name
@@ -175,9 +198,44 @@ class Graph:
         self.inputs.append(v)
         return v
 
-    def conv2d(self, x: Value, weight: np.ndarray, bias: np.ndarray | None = None, *, stride: int = 1, pad: int = 0,
-               name: str | None = None) -> Value:
-        """int32 ``conv2d(x, weight) + bias`` (module docstring)."""
+    def _zp(self, layer: str, v: Any, what: str) -> int:
+        return self._int(layer, v, what, ZP_MIN, ZP_MAX)
+
+    def _scale(self, layer: str, scale: Any, what: str, channels: int | None) -> float | np.ndarray:
+        """A float scale, or (``channels`` not None) a float array of one scale per channel."""
+        if isinstance(scale, np.ndarray) and channels is not None:
+            if scale.dtype.kind != "f" or scale.shape != (channels,):
+                raise self.error(layer, f"{what} array must be float of shape ({channels},) (one per channel), got "
+                                        f"{scale.dtype} {scale.shape}")
+            bad = [float(v) for v in scale.ravel() if not scale_ok(float(v))]
+            if bad:
+                raise self.error(layer, f"{what} {bad[0]!r} is outside [2**-32, 2**15] (the fixed-point multiplier's "
+                                        f"range: {SCALE_MIN:g}..{SCALE_MAX:g})")
+            out = scale.astype(np.float64)
+            out.flags.writeable = False
+            return out
+        if isinstance(scale, (bool, np.bool_)) or not isinstance(scale, (float, int, np.floating, np.integer)):
+            kind = "a float or a float array of one scale per channel" if channels is not None else "a float"
+            raise self.error(layer, f"{what} must be {kind}, got {type(scale).__name__}")
+        if not scale_ok(scale):
+            raise self.error(layer, f"{what} {scale!r} is outside [2**-32, 2**15] (the fixed-point multiplier's "
+                                    f"range: {SCALE_MIN:g}..{SCALE_MAX:g})")
+        return float(scale)
+
+    def _pads(self, layer: str, pad: Any) -> tuple[int, int, int, int]:
+        """``pad``: an int (every side) or ``(top, left, bottom, right)``."""
+        if isinstance(pad, (tuple, list)):
+            if len(pad) != 4:
+                raise self.error(layer, f"pad {pad!r} must be an integer or (top, left, bottom, right)")
+            t, l, b, r = (self._int(layer, p, "pad", 0, PAD_MAX) for p in pad)
+            return t, l, b, r
+        p = self._int(layer, pad, "pad", 0, PAD_MAX)
+        return p, p, p, p
+
+    def conv2d(self, x: Value, weight: np.ndarray, bias: np.ndarray | None = None, *, stride: int = 1,
+               pad: int | tuple[int, int, int, int] = 0, input_zero_point: int = 0, name: str | None = None) -> Value:
+        """int32 ``conv2d(x - input_zero_point, weight) + bias`` (module docstring); ``pad`` an int or
+        ``(top, left, bottom, right)``."""
         name = self._name("conv2d", name)
         x = self._operand(name, x, "input", "int8", 3)
         c, h, w = x.shape
@@ -185,47 +243,82 @@ class Graph:
         o, _, kh, kw = wt.shape
         if kh != kw:
             raise self.error(name, f"weight has a {kh}x{kw} kernel; square kernels only")
+        pads = self._pads(name, pad)
         params: dict[str, Any] = {"weight": wt, "bias": None if bias is None else
                                   self._array(name, bias, "bias", "int32", (o,)),
                                   "stride": self._int(name, stride, "stride", 1, 64),
-                                  "pad": self._int(name, pad, "pad", 0, PAD_MAX)}
-        s, p = params["stride"], params["pad"]
-        if h + 2 * p < kh or w + 2 * p < kw:
-            raise self.error(name, f"the {kh}x{kw} kernel does not fit the {h}x{w} input padded by {p}")
-        return self._add(name, "conv2d", (x,), params, (o, (h + 2 * p - kh) // s + 1, (w + 2 * p - kw) // s + 1),
-                         "int32")
+                                  "pad": pads[0] if len(set(pads)) == 1 else pads, "pads": pads,
+                                  "input_zero_point": self._zp(name, input_zero_point, "input_zero_point")}
+        s = params["stride"]
+        top, left, bottom, right = pads
+        if h + top + bottom < kh or w + left + right < kw:
+            raise self.error(name, f"the {kh}x{kw} kernel does not fit the {h}x{w} input padded by {pad}")
+        return self._add(name, "conv2d", (x,), params,
+                         (o, (h + top + bottom - kh) // s + 1, (w + left + right - kw) // s + 1), "int32")
 
-    def dense(self, x: Value, weight: np.ndarray, bias: np.ndarray | None = None, *, name: str | None = None) -> Value:
-        """int32 ``x @ weight.T + bias``; ``weight`` is ``(O, F)`` (out x in)."""
+    def dense(self, x: Value, weight: np.ndarray, bias: np.ndarray | None = None, *, input_zero_point: int = 0,
+              name: str | None = None) -> Value:
+        """int32 ``(x - input_zero_point) @ weight.T + bias``; ``weight`` is ``(O, F)`` (out x in)."""
         name = self._name("dense", name)
         x = self._operand(name, x, "input", "int8", 1)
         wt = self._array(name, weight, "weight", "int8", (None, x.shape[0]))
         b = None if bias is None else self._array(name, bias, "bias", "int32", (wt.shape[0],))
-        return self._add(name, "dense", (x,), {"weight": wt, "bias": b}, (wt.shape[0],), "int32")
+        zx = self._zp(name, input_zero_point, "input_zero_point")
+        return self._add(name, "dense", (x,), {"weight": wt, "bias": b, "input_zero_point": zx}, (wt.shape[0],),
+                         "int32")
 
-    def requantize(self, x: Value, shift: int, *, name: str | None = None) -> Value:
-        """int8 ``clip((x + 2**(shift-1)) >> shift)``."""
+    def requantize(self, x: Value, shift: int | None = None, *, scale: float | np.ndarray | None = None,
+                   input_zero_point: int = 0, zero_point: int = 0, lo: int = -128, hi: int = 127,
+                   name: str | None = None) -> Value:
+        """int8 ``clip((x + 2**(shift-1)) >> shift)``, or with ``scale``
+        ``clip(R(x - input_zero_point, scale[c]) + zero_point, lo, hi)`` (module docstring)."""
         name = self._name("requantize", name)
         x = self._operand(name, x, "input")
-        return self._add(name, "requantize", (x,), {"shift": self._int(name, shift, "shift", 0, SHIFT_MAX)},
-                         x.shape, "int8")
+        if (shift is None) == (scale is None):
+            raise self.error(name, "give exactly one of shift (a power-of-two division) and scale (a real factor)")
+        if shift is not None:
+            if (input_zero_point, zero_point, lo, hi) != (0, 0, -128, 127):
+                raise self.error(name, "zero points and lo/hi go with scale= (use scale=2.0**-shift)")
+            return self._add(name, "requantize", (x,), {"shift": self._int(name, shift, "shift", 0, SHIFT_MAX)},
+                             x.shape, "int8")
+        sc = self._scale(name, scale, "scale", x.shape[0])
+        izp = self._int(name, input_zero_point, "input_zero_point", -(1 << 31), (1 << 31) - 1)
+        zp = self._zp(name, zero_point, "zero_point")
+        lo_, hi_ = self._zp(name, lo, "lo"), self._zp(name, hi, "hi")
+        if lo_ > hi_:
+            raise self.error(name, f"lo {lo_} is above hi {hi_}")
+        return self._add(name, "requantize", (x,), {"shift": None, "scale": sc, "input_zero_point": izp,
+                                                    "zero_point": zp, "lo": lo_, "hi": hi_}, x.shape, "int8")
 
-    def relu(self, x: Value, *, name: str | None = None) -> Value:
-        """``max(x, 0)``, same shape and type."""
+    def relu(self, x: Value, *, zero_point: int = 0, name: str | None = None) -> Value:
+        """``max(x, zero_point)``, same shape and type."""
         name = self._name("relu", name)
         x = self._operand(name, x, "input")
-        return self._add(name, "relu", (x,), {}, x.shape, x.dtype)
+        lim = (ZP_MIN, ZP_MAX) if x.dtype == "int8" else (-(1 << 31), (1 << 31) - 1)
+        zp = self._int(name, zero_point, "zero_point", *lim)
+        return self._add(name, "relu", (x,), {"zero_point": zp}, x.shape, x.dtype)
 
-    def add(self, a: Value, b: Value, *, name: str | None = None) -> Value:
-        """The int32 sum of two int8 values of one shape (a residual connection)."""
+    def add(self, a: Value, b: Value, *, a_scale: float | None = None, b_scale: float | None = None,
+            a_zero_point: int = 0, b_zero_point: int = 0, name: str | None = None) -> Value:
+        """The int32 sum of two int8 values of one shape (a residual connection); with scales
+        ``R(a - a_zero_point, a_scale) + R(b - b_zero_point, b_scale)``."""
         name = self._name("add", name)
         a = self._operand(name, a, "first operand", "int8")
         b = self._operand(name, b, "second operand", "int8")
         if a.shape != b.shape:
             raise self.error(name, f"operands '{a.name}' {a.shape} and '{b.name}' {b.shape} differ in shape")
-        return self._add(name, "add", (a, b), {}, a.shape, "int32")
+        if (a_scale is None) != (b_scale is None):
+            raise self.error(name, "give both a_scale and b_scale, or neither")
+        params: dict[str, Any] = {"a_zero_point": self._zp(name, a_zero_point, "a_zero_point"),
+                                  "b_zero_point": self._zp(name, b_zero_point, "b_zero_point"),
+                                  "a_scale": None if a_scale is None else self._scale(name, a_scale, "a_scale", None),
+                                  "b_scale": None if b_scale is None else self._scale(name, b_scale, "b_scale", None)}
+        if a_scale is None and (params["a_zero_point"] or params["b_zero_point"]):
+            raise self.error(name, "zero points go with scales (a_scale=1.0, b_scale=1.0)")
+        return self._add(name, "add", (a, b), params, a.shape, "int32")
 
-    def _pool(self, op: str, x: Value, kernel: int, stride: int | None, name: str | None) -> Value:
+    def _pool(self, op: str, x: Value, kernel: int, stride: int | None, name: str | None,
+              scaled: dict[str, Any] | None = None) -> Value:
         name = self._name(op, name)
         x = self._operand(name, x, "input", "int8", 3)
         c, h, w = x.shape
@@ -233,18 +326,28 @@ class Graph:
         s = k if stride is None else self._int(name, stride, "stride", 1, 64)
         if k > h or k > w:
             raise self.error(name, f"the {k}x{k} window does not fit the {h}x{w} input")
-        if op == "avg_pool" and (k * k) & (k * k - 1):
+        params: dict[str, Any] = {"kernel": k, "stride": s, "scale": None}
+        if scaled is not None and scaled["scale"] is not None:
+            params.update(scale=self._scale(name, scaled["scale"], "scale", None),
+                          input_zero_point=self._zp(name, scaled["input_zero_point"], "input_zero_point"),
+                          zero_point=self._zp(name, scaled["zero_point"], "zero_point"))
+        elif scaled is not None and (scaled["input_zero_point"] or scaled["zero_point"]):
+            raise self.error(name, "zero points go with scale=")
+        elif op == "avg_pool" and (k * k) & (k * k - 1):
             raise self.error(name, f"the {k}x{k} average divides by {k * k}; the accelerator divides by shifting, "
-                                   f"so the window's area must be a power of two")
-        return self._add(name, op, (x,), {"kernel": k, "stride": s}, (c, (h - k) // s + 1, (w - k) // s + 1), "int8")
+                                   f"so the window's area must be a power of two (or give scale=)")
+        return self._add(name, op, (x,), params, (c, (h - k) // s + 1, (w - k) // s + 1), "int8")
 
     def max_pool(self, x: Value, kernel: int, stride: int | None = None, *, name: str | None = None) -> Value:
         """int8 maximum over ``kernel x kernel`` windows every ``stride`` (default ``kernel``)."""
         return self._pool("max_pool", x, kernel, stride, name)
 
-    def avg_pool(self, x: Value, kernel: int, stride: int | None = None, *, name: str | None = None) -> Value:
-        """int8 rounded average over ``kernel x kernel`` windows (area a power of two)."""
-        return self._pool("avg_pool", x, kernel, stride, name)
+    def avg_pool(self, x: Value, kernel: int, stride: int | None = None, *, scale: float | None = None,
+                 input_zero_point: int = 0, zero_point: int = 0, name: str | None = None) -> Value:
+        """int8 rounded average over ``kernel x kernel`` windows (area a power of two); with ``scale``, any
+        window: ``clip(R(sum of (x - input_zero_point), scale) + zero_point)``."""
+        return self._pool("avg_pool", x, kernel, stride, name,
+                          {"scale": scale, "input_zero_point": input_zero_point, "zero_point": zero_point})
 
     def flatten(self, x: Value, *, name: str | None = None) -> Value:
         """``(C, H, W)`` -> ``(C*H*W,)`` in C, H, W order."""

@@ -16,14 +16,28 @@ from typing import Callable
 import numpy as np
 
 from compiler.errors import CompileError
-from compiler.gemm_reference import conv2d_ref, wrap32
+from compiler.fixed_point import rescale
+from compiler.gemm_reference import wrap32
 from compiler.graph import Graph, Layer
 
 INT8_MIN, INT8_MAX = -128, 127
 
 
 def _conv2d(layer: Layer, x: np.ndarray) -> np.ndarray:
-    acc = conv2d_ref(x, layer.params["weight"], layer.params["stride"], layer.params["pad"]).astype(np.int64)
+    # the definition: taps outside the input contribute 0, inside (x - zx) * w
+    top, left, _, _ = layer.params["pads"]
+    s = layer.params["stride"]
+    w64 = layer.params["weight"].astype(np.int64)
+    o, c, kh, kw = w64.shape
+    n, _, h, wd = x.shape
+    _, ho, wo = layer.output.shape
+    xp = np.zeros((n, c, top + max(h, (ho - 1) * s + kh), left + max(wd, (wo - 1) * s + kw)), dtype=np.int64)
+    xp[:, :, top:top + h, left:left + wd] = x.astype(np.int64) - layer.params["input_zero_point"]
+    acc = np.zeros((n, o, ho, wo), dtype=np.int64)
+    for ky in range(kh):
+        for kx in range(kw):
+            patch = xp[:, :, ky:ky + s * (ho - 1) + 1:s, kx:kx + s * (wo - 1) + 1:s]
+            acc += np.einsum("nchw,oc->nohw", patch, w64[:, :, ky, kx])
     bias = layer.params["bias"]
     if bias is not None:
         acc = acc + bias.astype(np.int64).reshape(1, -1, 1, 1)
@@ -31,15 +45,27 @@ def _conv2d(layer: Layer, x: np.ndarray) -> np.ndarray:
 
 
 def _dense(layer: Layer, x: np.ndarray) -> np.ndarray:
-    acc = np.matmul(x.astype(np.int64), layer.params["weight"].astype(np.int64).T)
+    acc = np.matmul(x.astype(np.int64) - layer.params["input_zero_point"], layer.params["weight"].astype(np.int64).T)
     bias = layer.params["bias"]
     if bias is not None:
         acc = acc + bias.astype(np.int64)
     return wrap32(acc)
 
 
+def _channel_scale(scale: float | np.ndarray, ndim: int) -> float | np.ndarray:
+    """A per-channel scale array shaped to broadcast over ``(N, C, ...)`` values of ``ndim`` dimensions."""
+    if isinstance(scale, np.ndarray):
+        return scale.reshape((1, -1) + (1,) * (ndim - 2))
+    return scale
+
+
 def _requantize(layer: Layer, x: np.ndarray) -> np.ndarray:
     shift = layer.params["shift"]
+    if shift is None:  # real scale: clip(R(x - zx, scale[c]) + zy, lo, hi), x - zx wrapping at 32 bits
+        p = layer.params
+        v = wrap32(x.astype(np.int64) - p["input_zero_point"]).astype(np.int64)
+        y = rescale(v, _channel_scale(p["scale"], x.ndim)) + p["zero_point"]
+        return np.clip(y, p["lo"], p["hi"]).astype(np.int8)
     v = x.astype(np.int64)
     if shift:
         # the rounding term is added in the 32-bit accumulator (it wraps), then an arithmetic shift
@@ -48,11 +74,16 @@ def _requantize(layer: Layer, x: np.ndarray) -> np.ndarray:
 
 
 def _relu(layer: Layer, x: np.ndarray) -> np.ndarray:
-    return np.maximum(x, 0).astype(x.dtype)
+    return np.maximum(x, layer.params["zero_point"]).astype(x.dtype)
 
 
 def _add(layer: Layer, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    return (a.astype(np.int64) + b.astype(np.int64)).astype(np.int32)
+    p = layer.params
+    if p["a_scale"] is None:
+        return (a.astype(np.int64) + b.astype(np.int64)).astype(np.int32)
+    total = (rescale(a.astype(np.int64) - p["a_zero_point"], p["a_scale"])
+             + rescale(b.astype(np.int64) - p["b_zero_point"], p["b_scale"]))
+    return wrap32(total).astype(np.int32)
 
 
 def _windows(layer: Layer, x: np.ndarray) -> list[np.ndarray]:
@@ -70,6 +101,10 @@ def _max_pool(layer: Layer, x: np.ndarray) -> np.ndarray:
 def _avg_pool(layer: Layer, x: np.ndarray) -> np.ndarray:
     area = layer.params["kernel"] ** 2
     total = np.sum([w.astype(np.int64) for w in _windows(layer, x)], axis=0)
+    p = layer.params
+    if p["scale"] is not None:  # clip(R(sum of (x - zx), scale) + zy)
+        y = rescale(total - area * p["input_zero_point"], p["scale"]) + p["zero_point"]
+        return np.clip(y, INT8_MIN, INT8_MAX).astype(np.int8)
     # round half up: floor((sum + area/2) / area), the division an arithmetic shift (area is 2**n)
     return ((total + area // 2) >> (area.bit_length() - 1)).astype(np.int8)
 

@@ -17,7 +17,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from compiler.context import Context, source_line
+from compiler.context import Context, GoldenContext, source_line
 from compiler.errors import BufferRangeError, CompileError, kernel_error
 from compiler.intrinsic_registry import ArgError, Intrinsic, implements, intrinsic, range_error
 from compiler.ir import AluOp, GemmOp, LoadOp, StoreOp, SyncOp
@@ -205,7 +205,7 @@ def encode_uop_table(table: Any) -> np.ndarray:
 
 
 @implements("load", "python")
-def _load_python(ctx: Any, op: LoadOp) -> None:
+def _load_python(ctx: GoldenContext, op: LoadOp) -> None:
     rows, cols = op.rows, op.cols
     if rows * cols == 0:
         return
@@ -230,7 +230,7 @@ def _load_python(ctx: Any, op: LoadOp) -> None:
 
 
 @implements("load", "lower")
-def _load_lower(ctx: Any, op: LoadOp) -> None:
+def _load_lower(ctx: Context, op: LoadOp) -> None:
     ctx.record(op)
 
 
@@ -261,7 +261,7 @@ def store(ctx: Context, dst: Tensor, src: AccView, offset: int = 0, rows: int = 
 
 
 @implements("store", "python")
-def _store_python(ctx: Any, op: StoreOp) -> None:
+def _store_python(ctx: GoldenContext, op: StoreOp) -> None:
     rows, cols = op.rows, op.cols
     n = rows * cols
     if n == 0:
@@ -277,7 +277,7 @@ def _store_python(ctx: Any, op: StoreOp) -> None:
 
 
 @implements("store", "lower")
-def _store_lower(ctx: Any, op: StoreOp) -> None:
+def _store_lower(ctx: Context, op: StoreOp) -> None:
     ctx.record(op)
 
 
@@ -344,17 +344,17 @@ def _alu_interface(opname: str) -> Callable[..., AluOp]:
     return interface
 
 
-def _alu_python(opname: str) -> Callable[[Any, AluOp], None]:
+def _alu_python(opname: str) -> Callable[[GoldenContext, AluOp], None]:
     """The Python half of an ALU op: the shared numpy engine (whole-tile unless a write feeds a later read)."""
 
-    def run(ctx: Any, op: AluOp) -> None:
+    def run(ctx: GoldenContext, op: AluOp) -> None:
         run_alu_loop(ctx.acc, opname, op.dst_base, op.src_base, op.iter_out, op.iter_in, op.dst_factor_out,
                      op.dst_factor_in, op.src_factor_out, op.src_factor_in, op.imm, getattr(ctx, "filled", None))
 
     return run
 
 
-def _alu_lower(ctx: Any, op: AluOp) -> None:
+def _alu_lower(ctx: Context, op: AluOp) -> None:
     ctx.record(op)
 
 
@@ -374,6 +374,7 @@ max = _alu("MAX")  # noqa: A001
 shr = _alu("SHR")
 clip = _alu("CLIP")
 mov = _alu("MOV")
+mulhr = _alu("MULHR")  # (x*s + 2**30) >> 31: the rounding multiply-high of requantization
 
 
 # ---- SYNC -------------------------------------------------------------------------------
@@ -384,12 +385,12 @@ def sync(ctx: Context) -> SyncOp:
 
 
 @implements("sync", "python")
-def _sync_python(ctx: Any, op: SyncOp) -> None:
+def _sync_python(ctx: GoldenContext, op: SyncOp) -> None:
     return None  # the golden path is sequential already
 
 
 @implements("sync", "lower")
-def _sync_lower(ctx: Any, op: SyncOp) -> None:
+def _sync_lower(ctx: Context, op: SyncOp) -> None:
     ctx.record(op)
 
 
@@ -433,7 +434,7 @@ def gemm(ctx: Context, uops: UopView, iters: tuple[int, int] = (1, 1), acc_facto
     return GemmOp(bool(reset), begin, end, io, ii, afo, afi, xfo, xfi, wfo, wfi)
 
 
-def gemm_fault_error(ctx: Any, fault: GemmFault) -> CompileError:
+def gemm_fault_error(ctx: Context, fault: GemmFault) -> CompileError:
     """The one-line error of a GEMM that faults as the hardware would (an index past a buffer:
     BufferRangeError; a micro-op or weight block never loaded: CompileError)."""
     cls = BufferRangeError if fault.code == csr.ERR_SRAM_RANGE else CompileError
@@ -441,7 +442,7 @@ def gemm_fault_error(ctx: Any, fault: GemmFault) -> CompileError:
 
 
 @implements("gemm", "python")
-def _gemm_python(ctx: Any, op: GemmOp) -> None:
+def _gemm_python(ctx: GoldenContext, op: GemmOp) -> None:
     g = ctx.gemm_buffers
     _, fault = run_gemm(ctx.acc, g.inp, g.wgt, g.uops, op, ctx.cfg, g.uop_loaded, g.wgt_loaded)
     if fault is not None:
@@ -449,7 +450,7 @@ def _gemm_python(ctx: Any, op: GemmOp) -> None:
 
 
 @implements("gemm", "lower")
-def _gemm_lower(ctx: Any, op: GemmOp) -> None:
+def _gemm_lower(ctx: Context, op: GemmOp) -> None:
     ctx.record_gemm(op)
 
 
@@ -476,13 +477,13 @@ def const(ctx: Context, data: Any, name: str = "const") -> ConstRequest:
 
 
 @implements("const", "python")
-def _const_python(ctx: Any, req: ConstRequest) -> Tensor:
+def _const_python(ctx: GoldenContext, req: ConstRequest) -> Tensor:
     a = req.data
     return Tensor(req.name, a.shape, a.dtype.name, ctx.lanes, pad_to_vectors(a, ctx.lanes, a.dtype), kind="const")
 
 
 @implements("const", "lower")
-def _const_lower(ctx: Any, req: ConstRequest) -> Tensor:
+def _const_lower(ctx: Context, req: ConstRequest) -> Tensor:
     return ctx.add_const(req.data, req.name)
 
 
@@ -519,7 +520,7 @@ def scratch(ctx: Context, shape: Any, dtype: str = "int8", name: str = "scratch"
 
 
 @implements("scratch", "python")
-def _scratch_python(ctx: Any, req: ScratchRequest) -> Tensor:
+def _scratch_python(ctx: GoldenContext, req: ScratchRequest) -> Tensor:
     def make() -> Tensor:
         nvec = -(-int(np.prod(req.shape)) // ctx.lanes)
         return Tensor(req.name, req.shape, req.dtype, ctx.lanes, np.zeros((nvec, ctx.lanes), dtype=req.dtype),
@@ -530,5 +531,5 @@ def _scratch_python(ctx: Any, req: ScratchRequest) -> Tensor:
 
 
 @implements("scratch", "lower")
-def _scratch_lower(ctx: Any, req: ScratchRequest) -> Tensor:
+def _scratch_lower(ctx: Context, req: ScratchRequest) -> Tensor:
     return ctx.add_scratch(req.shape, req.dtype, req.name)

@@ -34,6 +34,8 @@ is :mod:`compiler.graph_reference`, written from the graph's definitions.
 from __future__ import annotations
 
 import inspect
+import keyword
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -45,11 +47,13 @@ from compiler.build import build
 from compiler.conv_engine import Epilogue, conv_layer
 from compiler.conv_plan import ConvPlan, ConvShape, PlanError, plan_conv
 from compiler.errors import CompileError
+from compiler.fixed_point import alu_steps
+from compiler.gemm_reference import wrap32
 from compiler.graph import Graph, Layer, Value
 from compiler.kernel import Kernel
-from compiler.ops import IMM_MAX
-from compiler.stream_engine import (PoolPlan, eltwise_layer, eltwise_tile, eltwise_uops, plan_pool, pool_layer,
-                                    transpose_layer, transpose_tile)
+from compiler.ops import IMM_MAX, IMM_MIN
+from compiler.stream_engine import (Constants, OperandScale, PoolPlan, eltwise_layer, eltwise_tile, eltwise_uops,
+                                    plan_pool, pool_layer, stream_constants, transpose_layer, transpose_tile)
 from compiler.tensor import Tensor, tensor
 from compiler.trace import CONST_REGION
 from hw.config import HwConfig, load_config
@@ -59,7 +63,8 @@ RESERVED = ("weights", "biases", "act", CONST_REGION, "insn")
 # SPATIAL: (C, H, W) packed (N, C/B, H, W, B); BLOCKS: (F,) as (F/B, N) vectors in natural feature order;
 # PACKED_BLOCKS: a flattened (C, H, W) as (C/B*H*W, N) vectors, features in packed order
 # IM2COL: a graph input read only by a convolution, packed by the host with the window taps in the
-# channels, (N, C*K*K/B, Ho, Wo, B), so the convolution is a 1x1 one; shape (C, H, W, K, stride, pad)
+# channels, (N, C*K*K/B, Ho, Wo, B), so the convolution is a 1x1 one; shape (C, H, W, K, stride, top, left,
+# bottom, right, zero point): the host pads with the input's zero point
 SPATIAL, BLOCKS, PACKED_BLOCKS, IM2COL = "spatial", "blocks", "packed_blocks", "im2col"
 Layout = tuple[str, tuple[int, ...]]  # (kind, shape; PACKED_BLOCKS: the (C, H, W) it was flattened from)
 
@@ -79,7 +84,9 @@ class Stage:
     plan: ConvPlan | PoolPlan | None = None
     shape: ConvShape | None = None
     weight: np.ndarray | None = None  # packed
-    bias: np.ndarray | None = None    # packed
+    bias: np.ndarray | None = None    # packed: the bias and the epilogue's per-channel constants
+    bias_map: np.ndarray | None = None  # packed per-position start values (zero point meets padding)
+    scales: list[OperandScale] | None = None  # an elementwise stage's operands rescaled before the sum
     uop_base: int = 0
     uops: int = 0
 
@@ -106,9 +113,15 @@ class NetworkProgram:
     stages: list[Stage]
     layouts: dict[str, tuple[str, tuple[int, ...]]]  # region name -> (layout, per-sample shape as stored)
     consts: dict[str, np.ndarray] = field(default_factory=dict)  # weights, biases
+    regions: dict[str, str] = field(default_factory=dict)  # graph input/output name -> its region's name
+
+    def region_name(self, name: str) -> str:
+        """The DRAM region (and kernel argument) of the graph input or output ``name``: the name itself
+        when it is an identifier, else one made from it."""
+        return self.regions.get(name, name)
 
     def _pack(self, name: str, a: np.ndarray) -> np.ndarray:
-        layout, shape = self.layouts[name]
+        layout, shape = self.layouts[self.region_name(name)]
         want = (self.batch, *next(v.shape for v in self.graph.inputs if v.name == name))
         a = np.asarray(a)
         if a.shape != want or a.dtype != np.int8:
@@ -117,12 +130,13 @@ class NetworkProgram:
         return pack_value(a, layout, shape, self.config.block)
 
     def packed_inputs(self, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        """The input regions' arrays for natural ``(batch, *shape)`` int8 inputs."""
+        """The input regions' arrays (by region name) for natural ``(batch, *shape)`` int8 inputs (by graph
+        input name)."""
         missing = [v.name for v in self.graph.inputs if v.name not in inputs]
         if missing:
             raise CompileError(f"network '{self.graph.name}': missing input(s) {', '.join(missing)}")
-        return {v.name: self._pack(v.name, inputs[v.name]).reshape(self.program.region(v.name).shape)
-                for v in self.graph.inputs}
+        return {self.region_name(v.name): self._pack(v.name, inputs[v.name]).reshape(
+            self.program.region(self.region_name(v.name)).shape) for v in self.graph.inputs}
 
     def set_inputs(self, inputs: dict[str, np.ndarray]) -> None:
         """Attach natural ``(batch, *shape)`` int8 inputs to the Program."""
@@ -130,22 +144,25 @@ class NetworkProgram:
             self.program.set_input(name, a)
 
     def outputs(self, regions: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        """Natural ``(batch, *shape)`` int8 outputs from a run's output regions."""
+        """Natural ``(batch, *shape)`` int8 outputs (by graph output name) from a run's output regions (by
+        region name)."""
         out = {}
         for v in self.graph.outputs:
-            layout, shape = self.layouts[v.name]
-            out[v.name] = unpack_value(np.asarray(regions[v.name]), layout, shape, self.batch, self.config.block)
+            r = self.region_name(v.name)
+            layout, shape = self.layouts[r]
+            out[v.name] = unpack_value(np.asarray(regions[r]), layout, shape, self.batch, self.config.block)
         return out
 
     def run_golden(self, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         """The golden (PySim) path: the network's kernel called on numpy; natural outputs."""
         args: dict[str, Any] = {**self.packed_inputs(inputs), **self.consts}
-        for v in self.graph.outputs:
-            r = self.program.region(v.name)
-            args[v.name] = np.zeros(r.shape, dtype=r.dtype)
+        names = [self.region_name(v.name) for v in self.graph.outputs]
+        for rn in names:
+            r = self.program.region(rn)
+            args[rn] = np.zeros(r.shape, dtype=r.dtype)
         tensors = self.kernel.run_golden(self.config, args)
-        return self.outputs({v.name: tensors[v.name].data.reshape(-1)[:args[v.name].size].reshape(args[v.name].shape)
-                             for v in self.graph.outputs})
+        return self.outputs({rn: tensors[rn].data.reshape(-1)[:args[rn].size].reshape(args[rn].shape)
+                             for rn in names})
 
 
 # ---- layouts ------------------------------------------------------------------------------------
@@ -156,17 +173,21 @@ def pack_value(a: np.ndarray, layout: str, shape: tuple[int, ...], block: int) -
     if layout == BLOCKS:
         return P.pack_matrix(a, block)
     if layout == IM2COL:
-        return P.pack_activation(im2col(a, *shape[3:]), block)
+        k, stride, top, left, bottom, right, zx = shape[3:]
+        return P.pack_activation(im2col(a, k, stride, (top, left, bottom, right), zx), block)
     raise CompileError(f"a network input cannot have layout {layout}")
 
 
-def im2col(x: np.ndarray, k: int, stride: int, pad: int) -> np.ndarray:
+def im2col(x: np.ndarray, k: int, stride: int, pad: int | tuple[int, int, int, int], fill: int = 0) -> np.ndarray:
     """NCHW ``x`` -> ``(N, C*K*K, Ho, Wo)``: channel ``(c*K + ky)*K + kx`` of output pixel ``(i, j)`` is
-    the zero-padded input at ``(c, i*stride + ky - pad, j*stride + kx - pad)``."""
+    the input at ``(c, i*stride + ky - top, j*stride + kx - left)``, padded with ``fill`` (the input's
+    zero point, so that a padded tap contributes ``(fill - zero point) * w = 0``); ``pad`` an int or
+    ``(top, left, bottom, right)``."""
+    top, left, bottom, right = (pad,) * 4 if isinstance(pad, int) else pad
     n, c, h, w = x.shape
-    xp = np.zeros((n, c, h + 2 * pad, w + 2 * pad), dtype=x.dtype)
-    xp[:, :, pad:pad + h, pad:pad + w] = x
-    ho, wo = (h + 2 * pad - k) // stride + 1, (w + 2 * pad - k) // stride + 1
+    xp = np.full((n, c, h + top + bottom, w + left + right), fill, dtype=x.dtype)
+    xp[:, :, top:top + h, left:left + w] = x
+    ho, wo = (h + top + bottom - k) // stride + 1, (w + left + right - k) // stride + 1
     taps = [xp[:, :, ky:ky + stride * (ho - 1) + 1:stride, kx:kx + stride * (wo - 1) + 1:stride]
             for ky in range(k) for kx in range(k)]
     return np.ascontiguousarray(np.stack(taps, axis=2).reshape(n, c * k * k, ho, wo))
@@ -203,47 +224,105 @@ def packed_feature_order(origin: tuple[int, int, int], block: int) -> np.ndarray
 
 
 # ---- fusion -------------------------------------------------------------------------------------
-def _chain(g: Graph, v: Value) -> tuple[list[Layer], Value, int | None, bool]:
+def _chain(g: Graph, v: Value) -> tuple[list[Layer], Value]:
     """The ReLUs and (at most one, on an int32 value) requantize that follow ``v`` with nothing else
-    reading the values in between: (those layers, the last value, the requantize's shift or None,
-    whether a ReLU is among them). ReLU commutes with the requantization (both are monotone and keep
-    0), so their order does not matter."""
+    reading the values in between: (those layers, the last value)."""
     layers: list[Layer] = []
-    shift: int | None = None
-    relu = False
     cur = v
     while cur not in g.outputs:
         cons = g.consumers(cur)
         if len(cons) != 1:
             break
         c = cons[0]
-        if c.op == "relu":
-            relu = True
-        elif c.op == "requantize" and cur.dtype == "int32":
-            shift = c.params["shift"]
-        else:
+        if not (c.op == "relu" or (c.op == "requantize" and cur.dtype == "int32")):
             break
         layers.append(c)
         cur = c.output  # type: ignore[assignment]
-    return layers, cur, shift, relu
+    return layers, cur
+
+
+def _fits_imm(v: int) -> bool:
+    return IMM_MIN <= v <= IMM_MAX
+
+
+def _per_tensor(g: Graph, layer: Layer, steps: list[tuple[str, np.ndarray]]) -> tuple[tuple[str, int], ...]:
+    """Steps with one value each (an elementwise or pooling stage rescales by one scale)."""
+    if any(np.unique(v).size > 1 for _, v in steps):
+        raise g.error(layer.name, "a per-channel scale is lowered only on a convolution's or dense layer's "
+                                  "accumulators (this value is int8 or a sum: give one scale)")
+    return tuple((op, int(v.ravel()[0])) for op, v in steps)
+
+
+def _epilogue(g: Graph, layers: list[Layer], channels: int) -> tuple[Epilogue, list[OperandScale] | None]:
+    """The epilogue of a stage running ``layers`` (the main layer, then the fused ReLUs and requantize),
+    and the rescaling of an elementwise stage's operands (a scaled add), for values of ``channels``
+    channels. Graphs without real scales or zero points get exactly the epilogue they always had.
+
+    ReLUs on the int32 value before a requantization become a ``floor`` (a MAX before it), ReLUs after it
+    raise the clip's bounds (``max(clip(v, lo, hi), z) = clip(v, max(lo, z), max(hi, z))``)."""
+    main = layers[0]
+    rq = next((x for x in layers if x.op == "requantize"), None)
+    pre: list[int] = []
+    post: list[int] = []
+    for x in layers:
+        if x.op == "relu":
+            (post if rq is None or layers.index(x) > layers.index(rq) else pre).append(x.params["zero_point"])
+    scaled_add = main.op == "add" and main.params["a_scale"] is not None
+    scaled_pool = main.op == "avg_pool" and main.params["scale"] is not None
+    shift = rq.params["shift"] if rq is not None else 0
+    if shift is not None and not any(pre) and not any(post) and not scaled_add and not scaled_pool:
+        return Epilogue(shift, bool(pre or post), clip=True), None  # the power-of-two path, as always
+    lo, hi, zp, offset = -128, 127, 0, 0
+    steps: tuple = ()
+    per_channel = main.op in ("conv2d", "dense")
+    if rq is not None and shift is None:
+        p = rq.params
+        lo, hi, zp, offset = p["lo"], p["hi"], p["zero_point"], -p["input_zero_point"]
+        st = alu_steps(np.broadcast_to(np.asarray(p["scale"], dtype=np.float64), (channels,)) if per_channel
+                       else np.asarray(p["scale"], dtype=np.float64))
+        steps = (tuple((op, tuple(int(x) for x in v)) for op, v in st) if per_channel
+                 else _per_tensor(g, rq, st))
+    if scaled_pool:
+        p = main.params
+        zp, offset = p["zero_point"], -p["input_zero_point"] * p["kernel"] ** 2
+        steps = _per_tensor(g, main, alu_steps(p["scale"]))
+    if post:
+        lo, hi = max(lo, *post), max(hi, *post)
+    floor = None
+    if pre:
+        # in the accumulator's domain: after the offset, and with the shift's rounding term already added
+        floor = max(pre) + offset + ((1 << (shift - 1)) if shift else 0)
+        if not _fits_imm(floor):
+            raise g.error(rq.name if rq else main.name, f"a ReLU floor of {floor} before the requantization is not "
+                                                        f"lowered (the ALU's immediate is 16 bits)")
+    epi = Epilogue(shift or 0, False, clip=True, floor=floor, steps=steps, zero_point=zp, lo=lo, hi=hi,
+                   offset=offset)
+    scales = None
+    if scaled_add:
+        p = main.params
+        scales = [OperandScale(p[f"{k}_zero_point"], _per_tensor(g, main, alu_steps(p[f"{k}_scale"])))
+                  for k in "ab"]
+    return epi, scales
 
 
 def _residual(g: Graph, v: Value, ready: set[Value]) -> tuple[list[Layer], Value, Value, bool] | None:
     """A residual add the convolution whose int8 result is ``v`` can finish in its epilogue (the conv
-    engine adds a residual, then ReLU and clip): ``v`` read only by an ``add`` whose other operand is
-    already stored (in ``ready``), followed by a requantize by 0 (the clip) and ReLUs. Returns (the
-    layers, the final value, the residual operand, ReLU) or None."""
+    engine adds a residual, then ReLU and clip): ``v`` read only by an ``add`` (without scales) whose
+    other operand is already stored (in ``ready``), followed by a requantize by 0 (the clip) and ReLUs
+    (to 0). Returns (the layers, the final value, the residual operand, ReLU) or None."""
     cons = g.consumers(v)
-    if v in g.outputs or len(cons) != 1 or cons[0].op != "add":
+    if v in g.outputs or len(cons) != 1 or cons[0].op != "add" or cons[0].params["a_scale"] is not None:
         return None
     add = cons[0]
     other = [u for u in add.inputs if u is not v]
     if len(other) != 1 or other[0] not in ready:
         return None
-    layers, end, shift, relu = _chain(g, add.output)  # type: ignore[arg-type]
-    if shift != 0:
+    layers, end = _chain(g, add.output)  # type: ignore[arg-type]
+    rq = [x for x in layers if x.op == "requantize"]
+    relus = [x for x in layers if x.op == "relu"]
+    if len(rq) != 1 or rq[0].params["shift"] != 0 or any(x.params["zero_point"] for x in relus):
         return None
-    return [add, *layers], end, other[0], relu
+    return [add, *layers], end, other[0], bool(relus)
 
 
 def _fuse(g: Graph) -> list[Stage]:
@@ -260,8 +339,7 @@ def _fuse(g: Graph) -> list[Stage]:
             continue
         out = layer.output
         assert out is not None
-        chain, cur, shift, relu = _chain(g, out)
-        shift = layer.params["shift"] if layer.op == "requantize" else shift
+        chain, cur = _chain(g, out)
         fused = [layer, *chain]
         if cur.dtype != "int8":
             users = [c.name for c in g.consumers(cur)]
@@ -271,16 +349,17 @@ def _fuse(g: Graph) -> list[Stage]:
             raise g.error(fused[-1].name, f"its int32 result must be requantized before anything else reads it: "
                                           f"it {why}")
         op = layer.op if layer.op in ("conv2d", "dense", "max_pool", "avg_pool") else "eltwise"
-        epi = Epilogue(shift or 0, relu or layer.op == "relu", clip=True)
+        epi, scales = _epilogue(g, fused, out.shape[0])
         inputs = list(layer.inputs)
         res = _residual(g, cur, ready) if op == "conv2d" else None
         if res is not None:
             more, cur, r, res_relu = res
             fused += more
             inputs.append(r)
-            epi = Epilogue(epi.shift, epi.relu, True, residual_relu=res_relu)
+            epi = Epilogue(epi.shift, epi.relu, True, residual_relu=res_relu, floor=epi.floor, steps=epi.steps,
+                           zero_point=epi.zero_point, lo=epi.lo, hi=epi.hi, offset=epi.offset)
         absorbed.update(fused)
-        stages.append(Stage(layer.name, op, fused, inputs, cur, epi))
+        stages.append(Stage(layer.name, op, fused, inputs, cur, epi, scales=scales))
         ready.add(cur)
     return stages
 
@@ -291,10 +370,50 @@ def _vectors(layout: str, shape: tuple[int, ...], batch: int, block: int) -> int
     if layout == BLOCKS:
         return P.blocks(shape[0], block) * batch
     if layout == IM2COL:
-        c, h, w, k, s, pad = shape
-        return batch * P.blocks(c * k * k, block) * ((h + 2 * pad - k) // s + 1) * ((w + 2 * pad - k) // s + 1)
+        c, h, w, k, s, top, left, bottom, right, _ = shape
+        ho, wo = (h + top + bottom - k) // s + 1, (w + left + right - k) // s + 1
+        return batch * P.blocks(c * k * k, block) * ho * wo
     c, h, w = shape[:3]
     return batch * P.blocks(c, block) * h * w
+
+
+def _without_offset(epi: Epilogue) -> Epilogue:
+    return Epilogue(epi.shift, epi.relu, epi.clip, epi.residual_relu, epi.floor, epi.steps, epi.zero_point, epi.lo,
+                    epi.hi, 0)
+
+
+def _folded_bias(layer: Layer, epi: Epilogue, host_padded: bool) -> tuple[np.ndarray | None, np.ndarray | None]:
+    """The int64 bias of a convolution or dense layer with its zero points folded in: the input's
+    (``-zx * sum of the weights`` over the taps inside the input) and the requantization's
+    (``epi.offset``); ``(bias per channel or None, None)``, or ``(None, per-position map (O, Ho, Wo))``
+    for a padded convolution whose input zero point is not 0 (the taps inside the input differ at the
+    border; ``host_padded``: the host pads an im2col input with the zero point, so the per-channel sum
+    is exact there too)."""
+    p = layer.params
+    wt = p["weight"].astype(np.int64)
+    zx = p["input_zero_point"]
+    o = wt.shape[0]
+    bias = (np.zeros(o, dtype=np.int64) if p["bias"] is None else p["bias"].astype(np.int64)) + epi.offset
+    changed = p["bias"] is not None or epi.offset != 0
+    if zx and layer.op == "conv2d" and any(p["pads"]) and not host_padded:
+        # per position: -zx * (the weights of the taps that fall inside the input)
+        c, h, w = layer.inputs[0].shape
+        _, ho, wo = layer.output.shape
+        top, left, _, _ = p["pads"]
+        s, k = p["stride"], wt.shape[2]
+        inside = np.zeros((o, ho, wo), dtype=np.int64)
+        wsum = wt.sum(axis=1)  # (O, K, K)
+        for i in range(ho):
+            for j in range(wo):
+                y0, x0 = i * s - top, j * s - left
+                ky = slice(max(0, -y0), min(k, h - y0))
+                kx = slice(max(0, -x0), min(k, w - x0))
+                inside[:, i, j] = wsum[:, ky, kx].sum(axis=(1, 2))
+        return None, wrap32(bias[:, None, None] - zx * inside).astype(np.int32)
+    if zx:
+        bias = bias - zx * wt.reshape(o, -1).sum(axis=1)
+        changed = True
+    return (bias if changed else None), None
 
 
 def _plan_stage(st: Stage, cfg: HwConfig, batch: int, g: Graph, layouts: dict[Value, Layout]) -> None:
@@ -305,20 +424,29 @@ def _plan_stage(st: Stage, cfg: HwConfig, batch: int, g: Graph, layouts: dict[Va
         if st.op in ("conv2d", "dense"):
             x = st.inputs[0]
             wt, bias = main.params["weight"], main.params["bias"]
+            bias, bias_map = _folded_bias(main, st.epi, layouts[x][0] == IM2COL)
+            consts = [np.array(v, dtype=np.int64) for _, v in st.epi.steps]
+            st.epi = _without_offset(st.epi)  # the offset is in the bias now
             if st.op == "conv2d":
                 c, h, w = x.shape
                 k, s, pad = wt.shape[2], main.params["stride"], main.params["pad"]
+                pads = main.params["pads"]
                 residual = len(st.inputs) > 1
-                flags = dict(bias=bias is not None, rounding_const=st.epi.rounding > IMM_MAX, residual=residual,
-                             alu_passes=st.epi.alu_passes(residual))
+                flags = dict(bias=bias is not None or bias_map is not None, rounding_const=st.epi.rounding > IMM_MAX,
+                             residual=residual, alu_passes=st.epi.alu_passes(residual), bias_map=bias_map is not None,
+                             consts=len(consts))
                 o, ho, wo = st.output.shape
                 if layouts[x][0] == IM2COL:  # the host put the taps in the channels: a 1x1 convolution
                     shape = ConvShape(batch, P.blocks(c * k * k, block), ho, wo, P.blocks(o, block), 1, 1, 1, 0,
                                       **flags)
                     st.weight = P.pack_conv_weights(wt.reshape(o, c * k * k, 1, 1), block)
                 else:
-                    shape = ConvShape(batch, P.blocks(c, block), h, w, P.blocks(o, block), k, k, s, pad, **flags)
+                    sym = isinstance(pad, int)
+                    shape = ConvShape(batch, P.blocks(c, block), h, w, P.blocks(o, block), k, k, s,
+                                      pad if sym else pads[0], pads=None if sym else tuple(pads), **flags)
                     st.weight = P.pack_conv_weights(wt, block)
+                if bias_map is not None:
+                    st.bias_map = P.pack_activation(bias_map[None], block).reshape(-1)
             else:
                 layout, origin = layouts[x]
                 if layout == PACKED_BLOCKS:
@@ -330,9 +458,11 @@ def _plan_stage(st: Stage, cfg: HwConfig, batch: int, g: Graph, layouts: dict[Va
                     full = wt
                     kb = P.blocks(wt.shape[1], block)
                 shape = ConvShape(1, kb, batch, 1, P.blocks(wt.shape[0], block), 1, 1, 1, 0, bias=bias is not None,
-                                  rounding_const=st.epi.rounding > IMM_MAX, alu_passes=st.epi.alu_passes(False))
+                                  rounding_const=st.epi.rounding > IMM_MAX, alu_passes=st.epi.alu_passes(False),
+                                  consts=len(consts))
                 st.weight = P.pack_dense_weights(full, block)
-            st.bias = None if bias is None else P.pack_bias(bias, block)
+            kinds = ([] if bias is None else [bias]) + consts
+            st.bias = np.concatenate([P.pack_bias(wrap32(v).astype(np.int32), block) for v in kinds]) if kinds else None
             st.shape = shape
             st.plan = plan_conv(cfg, shape)
             st.uops = st.plan.uop_used()
@@ -340,7 +470,7 @@ def _plan_stage(st: Stage, cfg: HwConfig, batch: int, g: Graph, layouts: dict[Va
         elif st.op in ("max_pool", "avg_pool"):
             c, h, w = st.inputs[0].shape
             st.plan = plan_pool(cfg, batch, P.blocks(c, block), h, w, main.params["kernel"], main.params["stride"],
-                                st.op == "max_pool")
+                                st.op == "max_pool", Constants.count(stream_constants(st.epi)))
             st.uops = st.plan.halves ** 2 * st.plan.uops_per_table
             layouts[st.output] = (SPATIAL, st.output.shape)
         elif st.op == "flatten":
@@ -353,7 +483,9 @@ def _plan_stage(st: Stage, cfg: HwConfig, batch: int, g: Graph, layouts: dict[Va
             if len(found) > 1:
                 raise g.error(main.name, "its operands order their features differently (a flattened activation "
                                          "and a dense layer's output)")
-            eltwise_tile(cfg, len(st.inputs), st.epi.rounding > IMM_MAX)
+            scaled = st.scales is not None or not st.epi.plain
+            eltwise_tile(cfg, len(st.inputs), st.epi.rounding > IMM_MAX and not scaled,
+                         Constants.count(stream_constants(st.epi, st.scales)) if scaled else 0, st.scales is not None)
             st.uops = eltwise_uops(len(st.inputs))
             layouts[st.output] = found.pop()  # elementwise: stored as its operands are
     except PlanError as e:
@@ -379,6 +511,32 @@ def _first_fit(intervals: list[tuple[int, int, int, Any]]) -> tuple[dict[Any, in
     return out, end
 
 
+_PROGRAM_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]{0,63}$")  # the graph names that were always the Program's
+
+
+def identifier(name: str, taken: set[str]) -> str:
+    """An identifier made from ``name`` (a region, kernel argument or Program name), not in ``taken``
+    nor a reserved region name: ``name`` itself when it already is one."""
+    base = name if name.isidentifier() and not keyword.iskeyword(name) else re.sub(r"\W+", "_", name).strip("_")
+    base = base[:48] or "value"
+    if not base.isidentifier() or keyword.iskeyword(base):
+        base = "v_" + base
+    out, k = base, 2
+    while out in taken or out in RESERVED:
+        out, k = f"{base}_{k}", k + 1
+    return out
+
+
+def region_names(g: Graph) -> dict[str, str]:
+    """Graph input and output name -> its DRAM region's name (unique identifiers)."""
+    taken: set[str] = set()
+    out: dict[str, str] = {}
+    for v in [*g.inputs, *g.outputs]:
+        out[v.name] = identifier(v.name, taken)
+        taken.add(out[v.name])
+    return out
+
+
 def compile_network(graph: Graph, config: HwConfig | str = "default", batch: int = 1,
                     name: str | None = None) -> NetworkProgram:
     """Compile ``graph`` for ``batch`` samples into one Program (module docstring)."""
@@ -390,9 +548,7 @@ def compile_network(graph: Graph, config: HwConfig | str = "default", batch: int
         raise CompileError(f"network '{g.name}': batch {batch!r} must be an integer 1..65535")
     batch = int(batch)
     g.check()
-    for v in [*g.inputs, *g.outputs]:
-        if v.name in RESERVED:
-            raise g.error(v.name, f"the name is reserved for the network's DRAM regions ({', '.join(RESERVED)})")
+    rname = region_names(g)
     block = cfg.block
     stages = _fuse(g)
     layouts: dict[Value, Layout] = {v: (SPATIAL if len(v.shape) == 3 else BLOCKS, v.shape) for v in g.inputs}
@@ -405,7 +561,8 @@ def compile_network(graph: Graph, config: HwConfig | str = "default", batch: int
         if len(readers[v]) == 1 and st.op == "conv2d" and st.inputs[0] is v and len(st.inputs) == 1:
             k = st.layers[0].params["weight"].shape[2]
             if im2col_pays(v.shape[0], k, block):
-                layouts[v] = (IM2COL, (*v.shape, k, st.layers[0].params["stride"], st.layers[0].params["pad"]))
+                lp = st.layers[0].params
+                layouts[v] = (IM2COL, (*v.shape, k, lp["stride"], *lp["pads"], lp["input_zero_point"]))
     for st in stages:
         _plan_stage(st, cfg, batch, g, layouts)
     # An output another stage also reads is copied into its own region right after the stage that
@@ -424,9 +581,9 @@ def compile_network(graph: Graph, config: HwConfig | str = "default", batch: int
     for v in g.inputs:
         kind, shp = layouts[v]
         nvec = _vectors(kind, shp, batch, block)
-        storage[v] = Storage(v.name, 0, nvec, (1, P.blocks(v.shape[0], block), batch, 1, block)
+        storage[v] = Storage(rname[v.name], 0, nvec, (1, P.blocks(v.shape[0], block), batch, 1, block)
                              if kind == BLOCKS else (batch, nvec // batch, block))
-        region_layouts[v.name] = layouts[v]
+        region_layouts[rname[v.name]] = layouts[v]
     align = cfg.region_align // block  # vectors
     intervals = []
     for st in stages:
@@ -435,8 +592,8 @@ def compile_network(graph: Graph, config: HwConfig | str = "default", batch: int
         nvec = _vectors(kind, shp, batch, block)
         if st in copy_stages or (v in g.outputs and v not in readers):
             target = out_storage if st in copy_stages else storage
-            target[v] = Storage(v.name, 0, nvec, (nvec, block))
-            region_layouts[v.name] = (kind, shp)
+            target[v] = Storage(rname[v.name], 0, nvec, (nvec, block))
+            region_layouts[rname[v.name]] = (kind, shp)
             continue
         last = max([index[r] for r in readers.get(v, [])] + [index[copies[st]] if st in copies else index[st]])
         intervals.append((index[st], last, -(-nvec // align) * align, v))
@@ -454,7 +611,7 @@ def compile_network(graph: Graph, config: HwConfig | str = "default", batch: int
         st.uop_base, cursor = cursor, cursor + st.uops
 
     # weights and biases, each placed once, aligned
-    wchunks, bchunks, woff, boff = [], [], {}, {}
+    wchunks, bchunks, woff, boff, moff = [], [], {}, {}, {}
     wbytes = bbytes = 0
     for st in stages:
         if st.weight is not None:
@@ -467,6 +624,11 @@ def compile_network(graph: Graph, config: HwConfig | str = "default", batch: int
             boff[id(st)] = bbytes // (4 * block)
             pad = -(-(st.bias.size * 4) // cfg.region_align) * cfg.region_align // 4
             bchunks.append(np.concatenate([st.bias, np.zeros(pad - st.bias.size, np.int32)]))
+            bbytes += pad * 4
+        if st.bias_map is not None:  # per-position start values, in the biases region too
+            moff[id(st)] = bbytes // (4 * block)
+            pad = -(-(st.bias_map.size * 4) // cfg.region_align) * cfg.region_align // 4
+            bchunks.append(np.concatenate([st.bias_map, np.zeros(pad - st.bias_map.size, np.int32)]))
             bbytes += pad * 4
     consts: dict[str, np.ndarray] = {}
     if wchunks:
@@ -497,28 +659,33 @@ def compile_network(graph: Graph, config: HwConfig | str = "default", batch: int
                 bv = None
                 if st.bias is not None:
                     bv = t["biases"].view(f"{st.name}.b", boff[id(st)], (st.bias.size // block, block))
+                mv = None
+                if st.bias_map is not None:
+                    mv = t["biases"].view(f"{st.name}.map", moff[id(st)], (st.bias_map.size // block, block))
                 res = where(st.inputs[1], t, act) if len(st.inputs) > 1 else None
                 conv_layer(where(st.inputs[0], t, act), wv, y, st.shape, st.plan, st.epi,  # type: ignore[arg-type]
-                           bias=bv, residual=res, uop_base=st.uop_base)
+                           bias=bv, residual=res, uop_base=st.uop_base, bias_map=mv)
             elif st.op == "flatten":
                 c, h, w = st.inputs[0].shape
                 transpose_layer(where(st.inputs[0], t, act), y, batch, P.blocks(c, block) * h * w, st.uop_base)
             elif st.op in ("max_pool", "avg_pool"):
                 pool_layer(where(st.inputs[0], t, act), y, st.plan, relu=st.epi.relu,  # type: ignore[arg-type]
-                           uop_base=st.uop_base)
+                           uop_base=st.uop_base, scaled=None if st.epi.plain else st.epi)
             else:
-                eltwise_layer([where(v, t, act) for v in st.inputs], y, st.epi, uop_base=st.uop_base)
+                eltwise_layer([where(v, t, act) for v in st.inputs], y, st.epi, uop_base=st.uop_base,
+                              scales=st.scales)
 
-    params = [v.name for v in g.inputs] + list(consts) + [v.name for v in g.outputs]
+    params = [rname[v.name] for v in g.inputs] + list(consts) + [rname[v.name] for v in g.outputs]
     body.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
         [inspect.Parameter(p, inspect.Parameter.POSITIONAL_OR_KEYWORD) for p in params])
-    kernel = Kernel(body, name=name or g.name)
-    specs: dict[str, Any] = {v.name: tensor(storage[v].shape, "int8") for v in g.inputs}
+    pname = name or (g.name if _PROGRAM_NAME.match(g.name) else identifier(g.name, set()))
+    kernel = Kernel(body, name=pname)
+    specs: dict[str, Any] = {rname[v.name]: tensor(storage[v].shape, "int8") for v in g.inputs}
     specs.update({k: tensor(a.shape, a.dtype.name) for k, a in consts.items()})
     for v in g.outputs:
-        specs[v.name] = tensor((out_storage.get(v) or storage[v]).shape, "int8")
+        specs[rname[v.name]] = tensor((out_storage.get(v) or storage[v]).shape, "int8")
     try:
-        prog = build(kernel, specs, cfg, name=name or g.name)
+        prog = build(kernel, specs, cfg, name=pname)
     except CompileError as e:
         raise CompileError(f"network '{g.name}': {e}") from None
     for k, a in consts.items():
@@ -535,6 +702,7 @@ def compile_network(graph: Graph, config: HwConfig | str = "default", batch: int
                  "activation_bytes_with_reuse": act_vectors * block,
                  "activation_bytes_without_reuse": act_without * block,
                  "input_bytes": sum(storage[v].nvec * block for v in g.inputs),
-                 "output_bytes": sum(prog.region(v.name).nbytes for v in g.outputs),
+                 "output_bytes": sum(prog.region(rname[v.name]).nbytes for v in g.outputs),
                  "total_bytes": prog.dram_end}}
-    return NetworkProgram(g, cfg, batch, prog, kernel, stages, region_layouts, consts)
+    prog.meta["network"]["regions"] = {v.name: rname[v.name] for v in [*g.inputs, *g.outputs]}
+    return NetworkProgram(g, cfg, batch, prog, kernel, stages, region_layouts, consts, rname)

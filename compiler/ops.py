@@ -41,8 +41,8 @@ from hw.alu_numpy import alu_op as alu_lanes
 from hw.isa_semantics import wrap32
 
 IMM_MIN, IMM_MAX = -(1 << 15), (1 << 15) - 1
-BINARY_OPS = ("add", "sub", "mul", "min", "max")
-IMM_OPS = ("add", "sub", "mul", "min", "max", "shr", "clip", "mov")
+BINARY_OPS = ("add", "sub", "mul", "min", "max", "mulhr")
+IMM_OPS = ("add", "sub", "mul", "min", "max", "shr", "clip", "mov", "mulhr")
 
 
 def _wrap32(v: int) -> int:
@@ -141,7 +141,7 @@ def _choice(arg: str, value: Any, allowed: Sequence[str]) -> str:
 
 @S.kernel(elementwise=True)
 def binary(A: Tensor, B: Tensor, C: Tensor, op: str = "add", tile: int | None = None) -> None:
-    """C = cast(A <op> B) for op in add, sub, mul, min, max (ALU with a buffer operand)."""
+    """C = cast(A <op> B) for op in add, sub, mul, min, max, mulhr (ALU with a buffer operand)."""
     f = alu_op(_choice("op", op, BINARY_OPS))
     tiled([A, B], C, lambda s, c: f(s[0], s[1]), tile)
 

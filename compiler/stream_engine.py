@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from compiler import dsl as S
-from compiler.conv_engine import Epilogue, clamp, load_identity_block
+from compiler.conv_engine import Epilogue, apply_epilogue, clamp, load_identity_block
 from compiler.conv_plan import PlanError
 from compiler.ops import IMM_MAX, const_vector
 from compiler.tensor import Tensor
@@ -48,10 +48,52 @@ def load_identity() -> int:
     return slot
 
 
-def eltwise_tile(cfg: HwConfig, inputs: int, wide_rounding: bool) -> int:
-    """Vectors per tile of :func:`eltwise_layer`: two accumulator halves, two input halves of every
-    operand's vectors."""
-    tile = min((cfg.acc_depth - (1 if wide_rounding else 0)) // 2, cfg.inp_depth // (2 * inputs), ITER_MAX)
+@dataclass(frozen=True)
+class OperandScale:
+    """An elementwise operand rescaled before the sum: ``R(x - zero_point, scale)`` as per-tensor ALU
+    ``steps`` (:func:`compiler.fixed_point.alu_steps`, one value each)."""
+
+    zero_point: int
+    steps: tuple[tuple[str, int], ...]
+
+
+class Constants:
+    """Per-tensor ALU operands of a stream layer: an immediate when the 16-bit field holds it, else a
+    constant vector in the accumulator's top slots (filled once per layer)."""
+
+    def __init__(self, values: list[int], top: int):
+        wide = sorted({v for v in values if not (-IMM_MAX - 1 <= v <= IMM_MAX)})
+        self.slot = {v: top - 1 - k for k, v in enumerate(wide)}
+
+    @staticmethod
+    def count(values: list[int]) -> int:
+        """Constant vectors ``values`` need."""
+        return len({v for v in values if not (-IMM_MAX - 1 <= v <= IMM_MAX)})
+
+    def fill(self) -> None:
+        for v, k in self.slot.items():
+            const_vector(S.acc[k:k + 1], v)
+
+    def operand(self, v: int) -> "object":
+        k = self.slot.get(v)
+        return v if k is None else S.acc[k:k + 1]
+
+
+def stream_constants(epi: Epilogue, scales: list[OperandScale] | None = None) -> list[int]:
+    """The per-tensor values the ALU passes of :func:`eltwise_layer` / :func:`pool_layer` read."""
+    vals = [int(v) for _, v in epi.steps] + ([epi.offset] if epi.offset else []) + [epi.rounding]
+    for sc in scales or []:
+        vals += [-sc.zero_point] + [int(v) for _, v in sc.steps]
+    return vals
+
+
+def eltwise_tile(cfg: HwConfig, inputs: int, wide_rounding: bool, consts: int = 0, separate: bool = False) -> int:
+    """Vectors per tile of :func:`eltwise_layer`: two accumulator halves (of one region per operand
+    when they are rescaled separately), two input halves of every operand's vectors, below ``consts``
+    constant vectors."""
+    regions = inputs if separate else 1
+    tile = min((cfg.acc_depth - (1 if wide_rounding else 0) - consts) // (2 * regions), cfg.inp_depth // (2 * inputs),
+               ITER_MAX)
     if tile < 1:
         raise PlanError(f"config '{cfg.name}' has no room for an elementwise tile")
     return tile
@@ -62,10 +104,16 @@ def eltwise_uops(inputs: int) -> int:
     return 2 * inputs
 
 
-def eltwise_layer(inputs: list[Tensor], Y: Tensor, epi: Epilogue, uop_base: int = 0) -> None:
+def eltwise_layer(inputs: list[Tensor], Y: Tensor, epi: Epilogue, uop_base: int = 0,
+                  scales: list[OperandScale] | None = None) -> None:
     """``Y = epilogue(sum of inputs)`` over all vectors of ``Y``: per tile, the rounding term into the
     accumulator, every input's vectors into the input buffer, one GEMM adding each onto the
-    accumulator through the identity block, then shift, ReLU and clip on the ALU, and the STORE."""
+    accumulator through the identity block, then shift, ReLU and clip on the ALU, and the STORE.
+    With ``scales`` (one per input), every operand goes into its own accumulator region, is rescaled
+    there (``R(x - zero_point, scale)``) and the regions are summed by ALU ADDs before the epilogue."""
+    if scales is not None or not epi.plain:
+        _eltwise_scaled(inputs, Y, epi, uop_base, scales)
+        return
     cfg = S.config()
     n = len(inputs)
     wide = epi.rounding > IMM_MAX
@@ -92,6 +140,54 @@ def eltwise_layer(inputs: list[Tensor], Y: Tensor, epi: Epilogue, uop_base: int 
             S.shr(acc, epi.shift)
         clamp(acc, epi.relu, True)
         S.store(Y, acc, offset=v0)
+
+
+def _eltwise_scaled(inputs: list[Tensor], Y: Tensor, epi: Epilogue, uop_base: int,
+                    scales: list[OperandScale] | None) -> None:
+    """:func:`eltwise_layer` with real scales, zero points or a floor (its docstring)."""
+    cfg = S.config()
+    n = len(inputs)
+    separate = scales is not None
+    values = stream_constants(epi, scales)
+    consts = Constants(values, cfg.acc_depth)
+    tile = eltwise_tile(cfg, n, False, Constants.count(values), separate)
+    regions = n if separate else 1
+    ident = load_identity()
+    table = [(h * regions * tile + (k * tile if separate else 0), h * n * tile + k * tile, ident)
+             for h in (0, 1) for k in range(n)]
+    S.load(S.uop[uop_base:uop_base + len(table)], S.uops(table, "eltwise_uops"), cols=len(table))
+    consts.fill()
+    tiles = range(0, Y.nvec, tile)
+    for i in S.core_range(len(tiles)):  # several cores: each its share of the tiles
+        v0 = tiles[i]
+        t = min(tile, Y.nvec - v0)
+        h = i & 1
+        base = h * regions * tile
+        acc = S.acc[base:base + t]
+        start = consts.operand(epi.rounding) if not separate else 0  # the shift's rounding term (conv: in the bias)
+        S.mov(S.acc[base:base + (regions - 1) * tile + t], start)  # type: ignore[arg-type]
+        for k, src in enumerate(inputs):
+            lo = h * n * tile + k * tile
+            S.load(S.inp[lo:lo + t], src, offset=v0, cols=t)
+        ub = uop_base + n * h
+        S.gemm(S.uop[ub:ub + n], iters=(t, 1), acc_factors=(1, 0), inp_factors=(1, 0))
+        for k, sc in enumerate(scales or []):
+            part = S.acc[base + k * tile:base + k * tile + t]
+            if sc.zero_point:
+                S.add(part, -sc.zero_point)
+            for op, v in sc.steps:
+                _STREAM_ALU[op](part, consts.operand(int(v)))
+            if k:
+                S.add(acc, part)
+        if separate and epi.rounding:
+            S.add(acc, consts.operand(epi.rounding))
+        if epi.offset:
+            S.add(acc, consts.operand(epi.offset))
+        apply_epilogue(acc, epi, lambda j, op: _STREAM_ALU[op](acc, consts.operand(int(epi.steps[j][1]))))
+        S.store(Y, acc, offset=v0)
+
+
+_STREAM_ALU = {"SHR": S.shr, "MULHR": S.mulhr, "ADD": S.add}
 
 
 # ---- pooling --------------------------------------------------------------------------------------
@@ -147,15 +243,17 @@ class PoolPlan:
         return self.taps * self.wo
 
 
-def plan_pool(cfg: HwConfig, batch: int, cb: int, h: int, w: int, k: int, stride: int, maximum: bool) -> PoolPlan:
-    """The largest tile (double-buffered if anything fits so) of a pooling layer; PlanError if none fits."""
+def plan_pool(cfg: HwConfig, batch: int, cb: int, h: int, w: int, k: int, stride: int, maximum: bool,
+              consts: int = 0) -> PoolPlan:
+    """The largest tile (double-buffered if anything fits so) of a pooling layer, below ``consts``
+    constant vectors at the top of the accumulator; PlanError if none fits."""
     fmax = (1 << cfg.sram_index_bits) - 1
     for halves in (2, 1):
         best = None
         for tc in range(min(cb, ITER_MAX), 0, -1):
             for th in range((h - k) // stride + 1, 0, -1):
                 p = PoolPlan(batch, cb, h, w, k, stride, maximum, tc, th, halves)
-                if (halves * p.acc_tile <= cfg.acc_depth and halves * tc * p.cb_pitch <= cfg.inp_depth
+                if (halves * p.acc_tile <= cfg.acc_depth - consts and halves * tc * p.cb_pitch <= cfg.inp_depth
                         and halves * halves * p.uops_per_table <= cfg.uop_depth and th <= ITER_MAX
                         and max(p.cb_pitch, stride * w, p.th * p.wo, p.out_tile) <= fmax
                         and p.acc_tile <= ITER_MAX):
@@ -178,9 +276,11 @@ def pool_uops(p: PoolPlan, acc_half: int, in_half: int) -> np.ndarray:
     return np.stack([acc.ravel(), inp.ravel(), np.zeros(acc.size, dtype=np.int64)], axis=1)
 
 
-def pool_layer(X: Tensor, Y: Tensor, plan: PoolPlan, relu: bool = False, uop_base: int = 0) -> None:
+def pool_layer(X: Tensor, Y: Tensor, plan: PoolPlan, relu: bool = False, uop_base: int = 0,
+               scaled: Epilogue | None = None) -> None:
     """Max or average pooling of ``X (N, Cb, H, W, B)`` into ``Y (N, Cb, Ho, Wo, B)`` (module docstring),
-    then ReLU when ``relu``."""
+    then ReLU when ``relu``. With ``scaled`` (an average with a real scale), the window's sum starts at
+    ``scaled.offset`` (``-input_zero_point * k*k``) and ``scaled``'s steps, zero point and clip follow."""
     p = plan
     ident = load_identity()
     tables = []
@@ -194,6 +294,11 @@ def pool_layer(X: Tensor, Y: Tensor, plan: PoolPlan, relu: bool = False, uop_bas
     area = p.taps
     shift = area.bit_length() - 1
     rnd = (area // 2) if (not p.maximum and shift) else 0
+    consts = None
+    if scaled is not None:
+        values = stream_constants(scaled)
+        consts = Constants(values, S.config().acc_depth)
+        consts.fill()
     tiles = [(n, c0, r0) for n in range(p.batch) for c0 in range(0, p.cb, p.tc) for r0 in range(0, p.ho, p.th)]
     for i in S.core_range(len(tiles)):  # several cores: each its share of the tiles
         n, c0, r0 = tiles[i]
@@ -212,7 +317,9 @@ def pool_layer(X: Tensor, Y: Tensor, plan: PoolPlan, relu: bool = False, uop_bas
             for ci in range(tc):
                 lo = xb + ci * p.cb_pitch
                 S.load(S.inp[lo:lo + rows_in * p.w], X, offset=first + ci * p.h * p.w, cols=rows_in * p.w)
-        S.mov(S.acc[base:base + (p.acc_tile if p.maximum else region)], rnd)
+        scaled_start = consts is not None and scaled is not None and scaled.steps
+        start = consts.operand(scaled.offset) if scaled_start else rnd  # type: ignore[union-attr]
+        S.mov(S.acc[base:base + (p.acc_tile if p.maximum else region)], start)  # type: ignore[arg-type]
         ub = uop_base + (h * p.halves + h) * p.uops_per_table
         S.gemm(S.uop[ub:ub + p.uops_per_table], iters=(th, tc), acc_factors=(p.wo, th * p.wo),
                inp_factors=(p.stride * p.w, p.cb_pitch))
@@ -221,9 +328,12 @@ def pool_layer(X: Tensor, Y: Tensor, plan: PoolPlan, relu: bool = False, uop_bas
             if area > 1:
                 S.max(out, S.acc[base + p.out_tile:base + p.acc_tile], iters=(area - 1, region),
                       dst_factors=(0, 1), src_factors=(p.out_tile, 1))
-        elif shift:
+        elif shift and (scaled is None or not scaled.steps):
             S.shr(out, shift)
-        if relu:
+        if consts is not None:
+            assert scaled is not None
+            apply_epilogue(out, scaled, lambda j, op: _STREAM_ALU[op](out, consts.operand(int(scaled.steps[j][1]))))
+        elif relu:
             S.max(out, 0)
         # channel blocks are th*Wo vectors apart on chip, Ho*Wo in Y
         S.store(Y, out, offset=((n * p.cb + c0) * p.ho + r0) * p.wo, rows=tc, cols=th * p.wo,

@@ -1,4 +1,4 @@
-"""Calibrating the TLM's timing overheads against RTL micro-benchmarks (issue 7, item 5).
+"""Calibrating the TLM's timing overheads against RTL micro-benchmarks (docs/microarch.md, the timing model).
 
 Three steps, each usable on its own:
 

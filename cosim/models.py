@@ -201,19 +201,14 @@ def tlm_traced(program: Program, *, trace: str | Path | None = None,
     transaction; the same cycles and outputs); ``trace``/``vcd`` also write the Perfetto JSON (with
     one span per section of ``program.meta["sections"]``) and the VCD. A fault is in
     ``result.error``."""
-    from sim.tlm import simulate
+    from sim.tlm import result_of, simulate
 
     m, wall = simulate(program, trace=True)
     if trace is not None:
         m.write_trace(trace, program.meta.get("sections"))
     if vcd is not None:
         m.write_vcd(vcd)
-    extra: dict[str, Any] = {"events": m.events}
-    if len(m.cores) > 1:
-        extra["cores"] = m.core_counters()
-    res = RunResult("tlm", program.read_outputs(m.dram), m.cycles, m.counters(),
-                    m.error.to_dict(len(m.cores)) if m.error is not None else None, wall, extra=extra)
-    return TlmTimeline(res, m.tracer, m.timing)
+    return TlmTimeline(result_of(m, program, wall), m.tracer, m.timing)
 
 
 def rtl(programs: list[Program], cfg: HwConfig | None = None, **kw: Any) -> list[RunResult]:

@@ -114,11 +114,12 @@ def with_insns(p: Program, insns: list[Instruction], name: str | None = None,
     Program whose instructions were edited, dropped or mutated still reads and writes where ``p`` did.
     Inputs and meta are kept, ``expected`` outputs are not (other instructions compute other things).
     A :class:`PatchedProgram` (or given ``patches``, raw words by new index) stays one. Raises
-    ProgramError when the instructions no longer fit before the first data region."""
+    ProgramError when the instructions no longer fit before the first data region. Token balance is
+    not checked (an edited Program may be broken on purpose; :meth:`Program.load` still refuses it)."""
     regions = [Region(r.name, r.role, r.addr, (len(insns) * INSN_BYTES,), r.dtype) if r.role == "insn" else r
                for r in p.regions]
     q = Program.create(p.config, insns, regions, name=p.name if name is None else name, meta=p.meta,
-                       inputs=p.inputs)
+                       inputs=p.inputs, check_tokens=False)
     return patched(q, patches or {}) if patches or isinstance(p, PatchedProgram) else q
 
 
@@ -290,13 +291,15 @@ class Assembler:
                 inputs: dict[str, np.ndarray] | None = None) -> Program:
         """Lay out the tensors, resolve DRAM addresses, check and encode: the Program, with the
         tensors' data as inputs (plus ``inputs``) and ``expected`` outputs. A Program with raw
-        words is a :class:`PatchedProgram`."""
+        words is a :class:`PatchedProgram`. Token balance is not checked: the assembler is the tool
+        for hand-made edge cases, deadlocks on purpose included (:meth:`Program.load` still refuses
+        an unbalanced folder, and compiled and generated Programs are checked when created)."""
         regions = self.regions()
         insns = self.instructions(regions)
         data = dict(self._data)
         data.update(inputs or {})
         p = Program.create(self.cfg, insns, regions, name=self.name, meta=self.meta, inputs=data,
-                           expected=expected)
+                           expected=expected, check_tokens=False)
         patches: dict[int, int] = {}
         for k, e in enumerate(self._entries):
             if e.patch is not None:

@@ -53,7 +53,7 @@ Scalar reference semantics of the ALU (Python ints, 32-bit wrap)
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Union
+from typing import Any, Callable, NamedTuple, Union
 
 import numpy as np
 
@@ -62,7 +62,7 @@ from hw.isa import (ALU_OP_NAMES, ALU_OPS, BUFFER_NAMES, BUFFERS, INSN_BITS, OPC
                     Instruction, Isa, opcode_of, unit_of)
 
 __all__ = [
-    "UNITS", "DEP_FLAGS", "POP_FLAGS", "PUSH_FLAGS", "TOKEN_QUEUES", "QUEUE_ENDS", "TOKEN_ROUTES",
+    "UNITS", "DEP_FLAGS", "POP_FLAGS", "PUSH_FLAGS", "TOKEN_QUEUES", "QueueEnds", "QUEUE_ENDS", "TOKEN_ROUTES",
     "QUEUE_BETWEEN", "LEGAL_FLAGS", "QUEUE_OF_OPCODE", "unit_of", "pops_of", "pushes_of",
     "AccIndex", "affine_indices", "affine_is_run", "affine_index", "affine_last", "alu_indices",
     "padded_tile_shape", "load_tile_shape", "Accesses", "load_access", "store_access", "alu_access",
@@ -79,11 +79,20 @@ DEP_FLAGS: tuple[str, str, str, str] = POP_FLAGS + PUSH_FLAGS
 TOKEN_QUEUES: tuple[str, str, str, str] = ("l2c", "c2l", "c2s", "s2c")
 # queue -> (producer unit, its push flag, consumer unit, its pop flag). Load's next stage is
 # compute; compute's previous is load and next is store; store's previous is compute.
-QUEUE_ENDS: dict[str, tuple[str, str, str, str]] = {
-    "l2c": ("load", "push_next", "compute", "pop_prev"),
-    "c2l": ("compute", "push_prev", "load", "pop_next"),
-    "c2s": ("compute", "push_next", "store", "pop_prev"),
-    "s2c": ("store", "push_prev", "compute", "pop_next"),
+class QueueEnds(NamedTuple):
+    """Who pushes a token queue and with which flag, who pops it and with which flag."""
+
+    producer: str
+    push_flag: str
+    consumer: str
+    pop_flag: str
+
+
+QUEUE_ENDS: dict[str, QueueEnds] = {
+    "l2c": QueueEnds("load", "push_next", "compute", "pop_prev"),
+    "c2l": QueueEnds("compute", "push_prev", "load", "pop_next"),
+    "c2s": QueueEnds("compute", "push_next", "store", "pop_prev"),
+    "s2c": QueueEnds("store", "push_prev", "compute", "pop_next"),
 }
 TOKEN_ROUTES: dict[tuple[str, str], str] = {
     **{(p, pf): q for q, (p, pf, _, _) in QUEUE_ENDS.items()},

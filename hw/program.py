@@ -24,6 +24,7 @@ exactly ``dram.bin``; a truncated or stale one is refused, never ignored).
 
 from __future__ import annotations
 
+import functools
 import json
 import zipfile
 from dataclasses import dataclass, field
@@ -151,6 +152,12 @@ def check_layout(cfg: HwConfig, regions: list[Region], where: str) -> None:
                            f"{cfg.max_regions} region slots")
 
 
+@functools.lru_cache(maxsize=16)
+def isa_of(cfg: HwConfig) -> Isa:
+    """The :class:`Isa` of ``cfg``, shared (an Isa holds no state beyond the config's field layout)."""
+    return Isa(cfg)
+
+
 def make_regs(cfg: HwConfig, regions: list[Region], windows: list[tuple[int, int]]) -> list[tuple[str, int]]:
     """The register config: region windows, every core's instruction address and count, then START
     (one core: the fixed map's INSN_* registers; several: each core's ``COREk_INSN_*`` bank)."""
@@ -193,9 +200,10 @@ class Program:
     def create(cls, cfg: HwConfig, insns: list[Instruction], regions: list[Region], name: str = "program",
                meta: dict[str, Any] | None = None, inputs: dict[str, np.ndarray] | None = None,
                expected: dict[str, np.ndarray] | None = None,
-               windows: list[tuple[int, int]] | None = None) -> "Program":
-        """Check the layout and instructions, derive the register config. ``windows`` (one per core,
-        see :func:`concat_streams`) is needed on a config of several cores."""
+               windows: list[tuple[int, int]] | None = None, check_tokens: bool = True) -> "Program":
+        """Check the layout and instructions (token balance too, as :meth:`load` does, unless
+        ``check_tokens`` is False: a deliberately broken Program), derive the register config.
+        ``windows`` (one per core, see :func:`concat_streams`) is needed on a config of several cores."""
         windows = list(windows) if windows is not None else [(0, len(insns))]
         check_windows_cover(cfg, windows, len(insns), name)
         check_layout(cfg, regions, name)
@@ -203,7 +211,9 @@ class Program:
         for k, i in enumerate(insns):
             isa.encode(i)  # raises naming the field that does not fit
             isa.check(i, k)
-        insn_region = next(r for r in regions if r.role == "insn")
+        for k, (first, count) in enumerate(windows if check_tokens else []):
+            check_token_balance(insns[first:first + count], name + (f" (core {k})" if len(windows) > 1 else ""))
+        insn_region = next(r for r in regions if r.role == "insn")  # check_layout: exactly one
         if insn_region.nbytes != len(insns) * INSN_BYTES:
             raise ProgramError(f"{name}: instruction region holds {insn_region.nbytes} bytes, "
                                f"{len(insns)} instructions need {len(insns) * INSN_BYTES}")
@@ -236,7 +246,8 @@ class Program:
 
     @property
     def isa(self) -> Isa:
-        return Isa(self.config)
+        """The config's instruction set (built once per config: its field tables take a while)."""
+        return isa_of(self.config)
 
     @property
     def num_cores(self) -> int:
@@ -267,6 +278,7 @@ class Program:
 
     @property
     def insn_bytes(self) -> bytes:
+        """The instruction words, encoded anew on each call (``insns`` is a list callers may edit)."""
         return self.isa.encode_stream(self.insns)
 
     @property
@@ -296,7 +308,11 @@ class Program:
         return out
 
     def region_by_role(self, role: str) -> Region:
-        return next(r for r in self.regions if r.role == role)
+        """The first region of ``role``; ProgramError if there is none."""
+        for r in self.regions:
+            if r.role == role:
+                return r
+        raise ProgramError(f"{self.name}: no {role} region (regions: {', '.join(r.name for r in self.regions)})")
 
     # ---- folder format ---------------------------------------------------------
     def regs_json(self) -> dict[str, Any]:
@@ -478,7 +494,7 @@ def check_expected(p: "Program", where: str) -> None:
 def check_token_balance(insns: Iterable[Instruction], where: str) -> None:
     """Raise ProgramError unless every dependency-token queue gets as many pushes as pops.
 
-    DESIGN.md: a Program with unbalanced tokens is rejected before it runs (a surplus
+    A Program with unbalanced tokens is rejected before it runs (a surplus
     push would otherwise run silently, a surplus pop deadlocks). Program.load applies it;
     the count is :func:`hw.analysis.balance_problem`.
     """

@@ -4,7 +4,7 @@ In the style of alexforencich's verilog-axi (a cocotb test module per block, run
 cocotb's runner): the module is built (Verilator, or Icarus) with the config's generated
 header (``accel_params.vh``) when a config is given and with its Verilog parameters, into
 ``<build root>/rtl/units/<tag>`` under a file lock, then every cocotb test of the bench
-module (``testbench/units/test_<block>.py``, ``testbench/test_dram_model.py``) runs
+module (``testbench/units/<block>_bench.py``, ``testbench/dram_model_bench.py``) runs
 against it. A block bench reads the config, the parameters and its random seed from the
 environment (see :func:`bench_env`).
 """
@@ -26,20 +26,22 @@ def bench_env(cfg: HwConfig, parameters: dict[str, int], seed: int) -> dict[str,
 
 
 def run_block_bench(block: str, test_module: str, cfg: HwConfig, parameters: dict[str, int] | None = None,
-                    seed: int = 1, build_args: list[str] | None = None, sim: str = "verilator") -> None:
-    """Build ``hw/rtl/<block>.v`` for ``cfg`` and run every cocotb test of ``test_module`` on it;
-    raise AssertionError with the simulator log's tail unless all pass."""
+                    seed: int = 1, build_args: list[str] | None = None, sim: str = "verilator",
+                    submodules: tuple[str, ...] = ()) -> None:
+    """Build ``hw/rtl/<block>.v`` (with the ``hw/rtl/<name>.v`` of the ``submodules`` it instantiates)
+    for ``cfg`` and run every cocotb test of ``test_module`` on it; raise AssertionError with the
+    simulator log's tail unless all pass."""
     prm = dict(parameters or {})
     tag = "-".join([block, cfg.name, f"{cfg.config_id:08x}"] + [f"{k}{v}" for k, v in sorted(prm.items())])
-    run_module_bench(rtl_dir() / f"{block}.v", block, test_module, tag, parameters=prm, cfg=cfg,
-                     env=bench_env(cfg, prm, seed), build_args=build_args, sim=sim)
+    run_module_bench([rtl_dir() / f"{m}.v" for m in (block, *submodules)], block, test_module, tag,
+                     parameters=prm, cfg=cfg, env=bench_env(cfg, prm, seed), build_args=build_args, sim=sim)
 
 
-def run_module_bench(source: Path, toplevel: str, test_module: str, tag: str,
+def run_module_bench(source: Path | list[Path], toplevel: str, test_module: str, tag: str,
                      parameters: dict[str, int] | None = None, cfg: HwConfig | None = None,
                      env: dict[str, str] | None = None, build_args: list[str] | None = None,
                      sim: str = "verilator", min_tests: int = 1, plusargs: list[str] | None = None) -> None:
-    """Build the Verilog ``source`` (top ``toplevel``; with ``cfg``'s header on the include path
+    """Build the Verilog ``source`` (a file or several; top ``toplevel``; with ``cfg``'s header on the include path
     when given) into ``<build root>/rtl/units/<tag>-<sim>`` and run the cocotb ``test_module``
     on it with ``env`` (and the simulator's ``plusargs``); raise AssertionError with the simulator log's tail unless at least
     ``min_tests`` ran and all passed."""
@@ -51,7 +53,8 @@ def run_module_bench(source: Path, toplevel: str, test_module: str, tag: str,
     with build_lock(bdir.parent / f"{bdir.name}.lock"):
         bdir.mkdir(parents=True, exist_ok=True)
         includes = [str(include_dir(cfg, bdir))] if cfg is not None else []
-        runner.build(sources=[str(source)], hdl_toplevel=toplevel, build_dir=str(bdir), includes=includes,
+        sources = [str(p) for p in (source if isinstance(source, list) else [source])]
+        runner.build(sources=sources, hdl_toplevel=toplevel, build_dir=str(bdir), includes=includes,
                      parameters=prm, build_args=list(build_args or []) if sim == "verilator" else [],
                      timescale=("1ns", "1ps"), log_file=str(bdir / "build.log"))
         results = bdir / "results.xml"

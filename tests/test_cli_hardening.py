@@ -1,4 +1,4 @@
-"""Hardening (issue 12): every bad input is one stderr line and exit 2, long Programs run to DONE on
+"""Hardening: every bad input is one stderr line and exit 2, long Programs run to DONE on
 the RTL, and a failing RTL run never writes an unbounded waveform.
 
 Each test runs the real `cosim` command (``cosim.cli.main`` in-process, a few as a real process)
@@ -146,7 +146,7 @@ def test_models_refuse_a_program_in_memory_without_start():
         models.tlm(p)
 
 
-# ---- 6, 7 and issue 13's one parser: -p through every command ---------------------------------------
+# ---- one parameter parser: -p through every command ---------------------------------------
 @pytest.mark.parametrize("command", [["run", "--model", "golden"], ["run", "--model", "tlm"], ["compile", "-o", "X"]])
 @pytest.mark.parametrize("value", ["64", "4x3x33", "4,3,33", "2x1x64"])
 def test_one_shape_parser_for_every_command(capsys, tmp_path, command, value):

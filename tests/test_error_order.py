@@ -20,7 +20,7 @@ from cosim.fuzz.corpus import base_program
 from cosim.fuzz.faults import patched
 from hw import csr
 from hw.config import load_config
-from hw.isa import ALU_OP_BITS, BUF_BITS, INSN_BITS, INSN_CLASSES, OPCODE_NAMES, Isa, IsaError, with_opcode
+from hw.isa import ALU_OP_BITS, ALU_OPS, BUF_BITS, INSN_BITS, INSN_CLASSES, OPCODE_NAMES, Isa, IsaError, with_opcode
 from hw.isa_semantics import DEP_FLAGS
 from sim.iss import RefFault, decode_words
 from sim.tlm.decode import Decoder
@@ -43,7 +43,7 @@ def _spec(w: dict) -> list[tuple[str, bool, int]]:
         ("STORE with pop_next/push_next", n == "STORE" and (w["pop_next"] or w["push_next"]), FLD),
         ("STORE buffer other than ACC", n == "STORE" and w["buf"] != 0, FLD),
         ("STORE padding", n == "STORE" and w["pad"], FLD),
-        ("ALU op > 7", n == "ALU" and w["alu_op"] > 7, OPC),
+        ("ALU op above MULHR", n == "ALU" and w["alu_op"] > ALU_OPS["MULHR"], OPC),
     ]
 
 

@@ -1,12 +1,15 @@
-"""The shape of the house (DESIGN.md section 1b), checked on the import graph of the source.
+"""The shape of the house (the README's layout: floors, one name per unit), checked on the import graph.
 
 * Floors: ``hw`` imports nothing of the project above it; ``compiler``, ``sim`` and
   ``testbench`` import only ``hw``; ``cosim`` stands on top.
 * No model imports another model: ``sim.iss``, ``sim.tlm`` and ``testbench`` are apart.
-* The tools in ``cosim`` reach a model only through the registry ``cosim.models``.
+* The tools in ``cosim`` reach a model only through the registry ``cosim.models`` (importing a
+  package that holds a model, such as a bare ``import sim``, counts as reaching it).
 * The ISA and config modules import nothing of the project.
 * No import cycle between modules, counting imports inside functions too (a lazy import
-  hides a cycle from Python, not from a reader).
+  hides a cycle from Python, not from a reader) and a package's imports of its own children.
+* Imports by a string (``importlib.import_module("sim.tlm")``, ``__import__``) count as imports.
+* Each rule is shown to fail: a test plants each kind of break in a copy of the source.
 * No private name (``_x``) of one package is imported by another.
 """
 
@@ -23,46 +26,49 @@ FLOOR = {"hw": 1, "compiler": 2, "sim": 2, "testbench": 2, "cosim": 3}
 MODELS = ("sim.iss", "sim.tlm", "testbench")
 REGISTRY = "cosim.models"
 STANDALONE = ("hw.isa", "hw.config")
+# Calls that import a module named by a string (``importlib.import_module("sim.tlm")``).
+DYNAMIC_IMPORTS = ("import_module", "__import__")
+
+Graph = dict[str, list[tuple[str, int, list[str]]]]  # module -> (imported module, line, names)
 
 
-def _module_name(path: Path) -> str:
-    parts = list(path.relative_to(REPO).with_suffix("").parts)
+def _module_name(root: Path, path: Path) -> str:
+    parts = list(path.relative_to(root).with_suffix("").parts)
     if parts[-1] == "__init__":
         parts.pop()
     return ".".join(parts)
 
 
-def _modules() -> dict[str, Path]:
+def modules_of(root: Path) -> dict[str, Path]:
+    """Every module of the project's packages under ``root``: dotted name -> file."""
     out = {}
     for pkg in PACKAGES:
-        for p in sorted((REPO / pkg).rglob("*.py")):
-            out[_module_name(p)] = p
+        for p in sorted((root / pkg).rglob("*.py")):
+            out[_module_name(root, p)] = p
     return out
 
 
-MODULES = _modules()
-
-
-def _resolve(name: str) -> str | None:
+def _resolve(modules: dict[str, Path], name: str) -> str | None:
     """The project module an import names (longest known prefix), or None if external."""
     parts = name.split(".")
     for k in range(len(parts), 0, -1):
         cand = ".".join(parts[:k])
-        if cand in MODULES:
+        if cand in modules:
             return cand
     return None
 
 
-def _imports(mod: str) -> list[tuple[str, int, list[str]]]:
-    """(imported project module, line, imported names) for every import in ``mod``."""
-    path = MODULES[mod]
+def _imports(modules: dict[str, Path], mod: str) -> list[tuple[str, int, list[str]]]:
+    """(imported project module, line, imported names) for every import in ``mod``: import statements
+    anywhere (inside functions too) and calls of importlib.import_module / __import__ with a string."""
+    path = modules[mod]
     tree = ast.parse(path.read_text(), str(path))
     pkg = mod if path.name == "__init__.py" else mod.rpartition(".")[0]
     out = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             for a in node.names:
-                r = _resolve(a.name)
+                r = _resolve(modules, a.name)
                 if r:
                     out.append((r, node.lineno, []))
         elif isinstance(node, ast.ImportFrom):
@@ -71,17 +77,32 @@ def _imports(mod: str) -> list[tuple[str, int, list[str]]]:
                 up = pkg.split(".")[: len(pkg.split(".")) - node.level + 1]
                 base = ".".join(up + ([base] if base else []))
             names = [a.name for a in node.names]
-            subs = [_resolve(f"{base}.{n}") for n in names]
-            hit = [s for s in subs if s and s != _resolve(base)]
+            subs = [_resolve(modules, f"{base}.{n}") for n in names]
+            hit = [s for s in subs if s and s != _resolve(modules, base)]
             if hit:
                 out += [(s, node.lineno, []) for s in hit]
-            r = _resolve(base)
-            if r:
-                out.append((r, node.lineno, [n for n, s in zip(names, subs) if not s or s == r]))
+            r = _resolve(modules, base)
+            own = [n for n, s in zip(names, subs) if not s or s == r]  # names the package itself defines
+            if r and (own or not hit):  # ``from pkg import submodule`` reaches the submodule, not pkg's names
+                out.append((r, node.lineno, own))
+        elif isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant) \
+                and isinstance(node.args[0].value, str):
+            f = node.func
+            called = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
+            if called in DYNAMIC_IMPORTS:
+                r = _resolve(modules, node.args[0].value)
+                if r:
+                    out.append((r, node.lineno, []))
     return out
 
 
-GRAPH = {m: _imports(m) for m in MODULES}
+def import_graph(root: Path) -> Graph:
+    """The import graph of the project's source under ``root``."""
+    modules = modules_of(root)
+    return {m: _imports(modules, m) for m in modules}
+
+
+GRAPH = import_graph(REPO)
 
 
 def _top(mod: str) -> str:
@@ -92,42 +113,37 @@ def _model_of(mod: str) -> str | None:
     return next((m for m in MODELS if mod == m or mod.startswith(m + ".")), None)
 
 
-def test_floors() -> None:
-    bad = [f"{m}:{line} imports {dep}" for m, deps in GRAPH.items() for dep, line, _ in deps
-           if _top(dep) != _top(m) and FLOOR[_top(dep)] >= FLOOR[_top(m)]]
-    assert not bad, "imports against the floors:\n" + "\n".join(bad)
+def _reaches_model(dep: str) -> bool:
+    """Whether importing ``dep`` reaches a model: a model's module, or a package holding one (``import
+    sim`` hands over ``sim.tlm`` once anything has imported it)."""
+    return _model_of(dep) is not None or any(m.startswith(dep + ".") for m in MODELS)
 
 
-def test_no_model_imports_another_model() -> None:
-    bad = [f"{m}:{line} imports {dep}" for m, deps in GRAPH.items() for dep, line, _ in deps
-           if _model_of(m) and _model_of(dep) and _model_of(m) != _model_of(dep)]
-    assert not bad, "\n".join(bad)
+def floor_problems(graph: Graph) -> list[str]:
+    return [f"{m}:{line} imports {dep}" for m, deps in graph.items() for dep, line, _ in deps
+            if _top(dep) != _top(m) and FLOOR[_top(dep)] >= FLOOR[_top(m)]]
 
 
-def test_tools_reach_models_only_through_the_registry() -> None:
-    bad = [f"{m}:{line} imports {dep}" for m, deps in GRAPH.items() for dep, line, _ in deps
-           if _top(m) == "cosim" and m != REGISTRY and _model_of(dep)]
-    assert not bad, "tools importing a model directly (use cosim.models):\n" + "\n".join(bad)
+def model_problems(graph: Graph) -> list[str]:
+    return [f"{m}:{line} imports {dep}" for m, deps in graph.items() for dep, line, _ in deps
+            if _model_of(m) and _model_of(dep) and _model_of(m) != _model_of(dep)]
 
 
-@pytest.mark.parametrize("mod", STANDALONE)
-def test_isa_and_config_import_nothing_of_the_project(mod: str) -> None:
-    deps = [f"{dep} (line {line})" for dep, line, _ in GRAPH[mod] if dep != mod]
-    assert not deps, f"{mod} imports {deps}"
+def registry_problems(graph: Graph) -> list[str]:
+    return [f"{m}:{line} imports {dep}" for m, deps in graph.items() for dep, line, _ in deps
+            if _top(m) == "cosim" and m != REGISTRY and _reaches_model(dep)]
 
 
-def test_no_private_names_across_packages() -> None:
-    bad = [f"{m}:{line} imports {', '.join(n for n in names if n.startswith('_'))} from {dep}"
-           for m, deps in GRAPH.items() for dep, line, names in deps
-           if _top(dep) != _top(m) and any(n.startswith("_") and not n.startswith("__") for n in names)]
-    assert not bad, "\n".join(bad)
+def private_name_problems(graph: Graph) -> list[str]:
+    return [f"{m}:{line} imports {', '.join(n for n in names if n.startswith('_'))} from {dep}"
+            for m, deps in graph.items() for dep, line, names in deps
+            if _top(dep) != _top(m) and any(n.startswith("_") and not n.startswith("__") for n in names)]
 
 
-def test_no_import_cycle() -> None:
-    """Tarjan's strongly connected components over every import (package __init__ re-exports
-    of their own submodules excepted: a package importing its children is no cycle)."""
-    edges = {m: sorted({d for d, _, _ in deps if d != m and not d.startswith(m + ".")})
-             for m, deps in GRAPH.items()}
+def import_cycles(graph: Graph) -> list[list[str]]:
+    """Tarjan's strongly connected components over every import, a package's imports of its own
+    submodules included (a child importing its package while the package imports the child is a cycle)."""
+    edges = {m: sorted({d for d, _, _ in deps if d != m}) for m, deps in graph.items()}
     index: dict[str, int] = {}
     low: dict[str, int] = {}
     stack: list[str] = []
@@ -160,4 +176,89 @@ def test_no_import_cycle() -> None:
     for m in edges:
         if m not in index:
             visit(m)
+    return cycles
+
+
+def test_floors() -> None:
+    bad = floor_problems(GRAPH)
+    assert not bad, "imports against the floors:\n" + "\n".join(bad)
+
+
+def test_no_model_imports_another_model() -> None:
+    bad = model_problems(GRAPH)
+    assert not bad, "\n".join(bad)
+
+
+def test_tools_reach_models_only_through_the_registry() -> None:
+    bad = registry_problems(GRAPH)
+    assert not bad, "tools importing a model directly (use cosim.models):\n" + "\n".join(bad)
+
+
+@pytest.mark.parametrize("mod", STANDALONE)
+def test_isa_and_config_import_nothing_of_the_project(mod: str) -> None:
+    deps = [f"{dep} (line {line})" for dep, line, _ in GRAPH[mod] if dep != mod]
+    assert not deps, f"{mod} imports {deps}"
+
+
+def test_no_private_names_across_packages() -> None:
+    bad = private_name_problems(GRAPH)
+    assert not bad, "\n".join(bad)
+
+
+def test_no_import_cycle() -> None:
+    cycles = import_cycles(GRAPH)
     assert not cycles, "import cycles: " + "; ".join(" <-> ".join(c) for c in cycles)
+
+
+# Each break planted in a copy of the source: (module, line appended, the check that must see it).
+PLANTED = [
+    ("cosim/soak.py", "import sim", registry_problems),
+    ("cosim/soak.py", "import importlib\nimportlib.import_module('sim.tlm')", registry_problems),
+    ("cosim/soak.py", "from sim import tlm", registry_problems),
+    ("sim/tlm/dram.py", "__import__('sim.iss')", model_problems),
+    ("hw/csr.py", "from compiler import dsl", floor_problems),
+    ("compiler/dsl.py", "def f():\n    from cosim import cli", floor_problems),
+    ("compiler/ops.py", "from hw.alu_numpy import _shr", private_name_problems),
+    ("compiler/__init__.py", "import compiler.errors", None),  # a package importing its child: no cycle
+    ("compiler/errors.py", "import compiler", import_cycles),   # ... until the child imports the package
+]
+
+
+@pytest.mark.parametrize("path,line,check", PLANTED, ids=[f"{p}:{ln.splitlines()[-1]}" for p, ln, _ in PLANTED])
+def test_each_planted_break_is_seen(tmp_path: Path, path: str, line: str, check) -> None:
+    for pkg in PACKAGES:
+        for src in (REPO / pkg).rglob("*.py"):
+            dst = tmp_path / src.relative_to(REPO)
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            dst.write_text(src.read_text())
+    target = tmp_path / path
+    target.write_text(target.read_text() + "\n" + line + "\n")
+    if path == "compiler/errors.py":  # the package must import the child for the cycle
+        init = tmp_path / "compiler" / "__init__.py"
+        init.write_text(init.read_text() + "\nimport compiler.errors\n")
+    graph = import_graph(tmp_path)
+    checks = [floor_problems, model_problems, registry_problems, private_name_problems, import_cycles]
+    if check is None:
+        assert not any(c(graph) for c in checks)
+    else:
+        assert check(graph), f"{check.__name__} missed: {line!r} in {path}"
+        assert not check(GRAPH)
+
+
+def test_every_environment_variable_is_in_the_readme() -> None:
+    """Each ``COSIM_*`` name the sources read or define appears in the README's table (or its note on
+    the internal ones), so no switch is known only to whoever wrote it."""
+    import re
+
+    pattern = re.compile(r"\bCOSIM_[A-Z][A-Z0-9_]*\b")
+    found: dict[str, str] = {}
+    for folder in ("hw", "compiler", "sim", "testbench", "cosim", "tests"):
+        for path in sorted((REPO / folder).rglob("*")):
+            if path.suffix in (".py", ".cpp", ".v", ".vh", ".h") and "__pycache__" not in path.parts:
+                for name in pattern.findall(path.read_text(errors="replace")):
+                    found.setdefault(name, str(path.relative_to(REPO)))
+    for name in pattern.findall((REPO / "Makefile").read_text()):
+        found.setdefault(name, "Makefile")
+    readme = set(pattern.findall((REPO / "README.md").read_text()))
+    missing = {n: where for n, where in found.items() if n not in readme}
+    assert not missing, f"not in the README's environment variables: {missing}"

@@ -8,6 +8,7 @@ whole campaign (200+ mutants) is `make mutate`.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import pickle
 import subprocess
@@ -27,7 +28,7 @@ KILLED = [
     "alu_lane.v:25:25:arith:->+",                    # nsv = 0 + s: negative shifts and CLIP's low bound
     "alu_lane.v:27:46:constant:32'd0>32'd1",         # a left shift past 31 gives 1, not 0
     "token_queue.v:25:28:arith:+>-",                 # a token push counts down
-    "token_queue.v:25:13:stuck_bit:count[0]=0",      # the token count's bit 0 stuck at 0
+    "token_queue.v:25:13:stuck_bit:count[0]=1",      # the token count's bit 0 stuck at 1
     "region_check.v:23:46:arith:+>-",                # a region's end is base - size
     "burst_calc.v:15:38:ternary_swap:swap",          # the burst length's arms swapped
     # survived the first campaigns (no BARRIER on one core), killed by the BARRIER variant of an example:
@@ -35,7 +36,7 @@ KILLED = [
     # survived while every run began after a reset, killed by a Program run twice without one:
     "csr_block.v:341:17:logical:||>&&",              # START does not clear CYCLES
     # survived while every stream began 32-byte aligned, killed by a stream starting half a line in:
-    "fetch.v:156:13:stuck_bit:addr[4]=0",            # the fetch address's bit 4 lost at START
+    "fetch.v:156:13:stuck_bit:addr[4]=0",            # the fetch address's bit 4 lost at START (by hand)
     # survived the generated Programs, killed by hand-built edge Programs:
     "alu_lane.v:27:35:constant:32'sd31>32'sd32",     # SHR by -32 shifts left by 0 instead of giving 0
     "unit_shell.v:80:75:equality:==>!=",             # FINISH waiting in EXEC for a drain is not stuck
@@ -58,6 +59,12 @@ def all_mutants():
 @pytest.fixture(scope="module")
 def campaign(all_mutants):
     by_id = {m.id: m for m in all_mutants}
+    # The scanner holds bit 30 of that statement (every Program kills it); bit 4 is the one only a
+    # stream starting half a line in reveals, so that mutant is made by hand from the scanner's.
+    m = by_id["fetch.v:156:13:stuck_bit:addr[30]=1"]
+    by_id["fetch.v:156:13:stuck_bit:addr[4]=0"] = dataclasses.replace(
+        m, id="fetch.v:156:13:stuck_bit:addr[4]=0", change=m.change.replace("`addr[30]` stuck at 1", "`addr[4]` stuck at 0"),
+        text="addr[4] <= 1'b0;")
     chosen = [by_id[i] for i in KILLED + [EQUIVALENT]]
     setup = prepare("small", 0, 1, fuzz=FUZZ, faults=FAULTS, barriers=BARRIERS, offsets=OFFSETS, twice=TWICE,
                     aimed=0, mutants=chosen, examples=EXAMPLES, check=True)
@@ -127,7 +134,8 @@ def test_listed_equivalent_survives_and_is_reported(campaign):
     assert set(rep) >= {"mutants", "killed", "score", "by_module", "survivors"}
     assert rep["mutants"] == len(KILLED) + 1 and rep["killed"] == len(KILLED) and rep["score"] == 1.0
     (s,) = rep["survivors"]
-    assert s["id"] == EQUIVALENT and s["equivalent"] and s["file"] == "alu_lane.v" and s["line"] == 23
+    assert s["id"] == EQUIVALENT and s["equivalent"] and s["file"] == "alu_lane.v" \
+        and s["line"] == int(EQUIVALENT.split(":")[1])
     assert rep["by_module"]["token_queue"] == {"mutants": 2, "killed": 2}
     assert score(setup, verdicts, {})["score"] < 1.0
 

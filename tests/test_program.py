@@ -146,3 +146,21 @@ def test_input_shape_checked():
         p.set_input("A", np.zeros(3, np.int32))
     with pytest.raises(ProgramError, match="'C' is an output region"):
         p.set_input("C", np.zeros((4, 16), np.int8))
+
+
+def test_create_checks_token_balance_as_load_does(tmp_path):
+    """A Program that runs in memory also loads once saved: create refuses unbalanced tokens in one line
+    naming the queue, as load does; a deliberately broken one is created only when asked."""
+    from hw.isa import Alu, Finish
+
+    cfg = load_config("default")
+    insns = [Alu(pop_prev=True, use_imm=True, iter_out=1, iter_in=1), Finish()]
+    with pytest.raises(ProgramError, match=r"^p: unbalanced dependency tokens: queue l2c gets 0 push\(es\)"):
+        Program.create(cfg, insns, plan_layout(cfg, [], len(insns)), name="p")
+    p = Program.create(cfg, insns, plan_layout(cfg, [], len(insns)), name="p", check_tokens=False)
+    p.save(tmp_path / "p")
+    with pytest.raises(ProgramError, match="unbalanced dependency tokens: queue l2c"):
+        Program.load(tmp_path / "p")
+    missing = Program.create(cfg, [Finish()], plan_layout(cfg, [], 1), name="q")
+    with pytest.raises(ProgramError, match="^q: no output region"):
+        missing.region_by_role("output")

@@ -311,7 +311,7 @@ def flip_flop_bound(cfg: HwConfig) -> int:
 
 
 def check_design(rep: SynthReport, cfg: HwConfig) -> None:
-    """What every config's synthesized design must show (issue 14)."""
+    """What every config's synthesized design must show (docs/synthesis.md)."""
     t = rep.total
     assert t.latches == 0 and rep.latch_signals == [], rep.latch_signals
     assert rep.comb_read_memories == [], [c.to_dict() for c in rep.comb_read_memories]

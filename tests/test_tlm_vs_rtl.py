@@ -1,5 +1,5 @@
-"""TLM vs RTL cycles and counters (issue 7): every example on every config, plus the
-calibration micro-benchmarks (cosim/calibrate.py), all Programs of a config in ONE
+"""TLM vs RTL cycles and counters (the timing contract, docs/microarch.md): every example on every
+config, plus the calibration micro-benchmarks (cosim/calibrate.py), all Programs of a config in ONE
 Verilator run (fast DRAM model).
 
 Targets: per Program |TLM - RTL| / RTL <= 3 % and the mean over all <= 1 %. The TLM

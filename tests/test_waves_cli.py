@@ -144,7 +144,7 @@ def test_progress_bar(tmp_path, capsys):
 
 
 def test_waves_without_subcommand(capsys):
-    rc, out, err = cosim(capsys)  # one error line (issue 12); the subcommands are listed by --help
+    rc, out, err = cosim(capsys)  # one error line; the subcommands are listed by --help
     assert rc == 2 and out == "" and err == "cosim waves: error: a command is required (see cosim waves --help)\n"
     rc, out, _ = cosim(capsys, "--help")
     assert rc == 0 and "timeline" in out

@@ -26,7 +26,7 @@ from hw.introspect.parse import RTL_DIR, source_files
 REPO = Path(__file__).resolve().parents[2]
 TARGET = "ecp5"
 DEVICE = "85k"
-FMAX_CONFIGS = ("small",)  # place and route takes minutes: the smallest config only (issue 14)
+FMAX_CONFIGS = ("small",)  # place and route takes minutes: the smallest config only
 
 
 def cache_dir() -> Path:

@@ -233,7 +233,7 @@ def _delete(p: Program, gone: set[int], transfer: bool) -> Program | None:
         return j if 0 <= j < len(insns) else None
 
     for q, a, b in token_matches(p.insns):
-        pf, cf = QUEUE_ENDS[q][1], QUEUE_ENDS[q][3]
+        pf, cf = QUEUE_ENDS[q].push_flag, QUEUE_ENDS[q].pop_flag
         if a in gone and b not in gone:
             j = neighbour(a, -1) if transfer else None
             if j is not None and not getattr(insns[j], pf) and j < b:
@@ -280,8 +280,8 @@ def _simplifications(p: Program):
     patches = getattr(p, "patches", {})
     for q, a, b in token_matches(p.insns):
         insns = list(p.insns)
-        insns[a] = dataclasses.replace(insns[a], **{QUEUE_ENDS[q][1]: False})
-        insns[b] = dataclasses.replace(insns[b], **{QUEUE_ENDS[q][3]: False})
+        insns[a] = dataclasses.replace(insns[a], **{QUEUE_ENDS[q].push_flag: False})
+        insns[b] = dataclasses.replace(insns[b], **{QUEUE_ENDS[q].pop_flag: False})
         try:
             yield with_insns(p, insns, patches=dict(patches))
         except Exception:  # noqa: BLE001

@@ -157,9 +157,9 @@ class _Builder:
     def append(self, it: Item, pops: set[str], pushes: set[str] = frozenset()) -> int:
         u = it.unit
         for q in pops:
-            it.fields[QUEUES[q][3]] = True
+            it.fields[QUEUES[q].pop_flag] = True
         for q in pushes:
-            it.fields[QUEUES[q][1]] = True
+            it.fields[QUEUES[q].push_flag] = True
         vc = self.clock_for(u, pops)
         k = len(self.items)
         self.items.append(it)
@@ -179,10 +179,10 @@ class _Builder:
     def can_add_push(self, q: str, k: int) -> bool:
         """May item ``k`` (the producer's last) push on ``q`` without breaking the depth rule?"""
         it = self.items[k]
-        return not it.flag(QUEUES[q][1]) and max(self.cnt[q][k:]) + 1 <= self.cfg.token_queue_depth
+        return not it.flag(QUEUES[q].push_flag) and max(self.cnt[q][k:]) + 1 <= self.cfg.token_queue_depth
 
     def add_push(self, q: str, k: int) -> None:
-        self.items[k].fields[QUEUES[q][1]] = True
+        self.items[k].fields[QUEUES[q].push_flag] = True
         self.pushes[q].append(k)  # k is the producer's last item, so FIFO order is kept
         self.cnt[q][k:] = [c + 1 for c in self.cnt[q][k:]]
 
@@ -262,8 +262,8 @@ class _Builder:
         fin_pops: set[str] = set()
         fin_unit = unit_of(Finish)  # FINISH travels through compute's queue: it may pop compute's tokens
         # The queues FINISH's unit pushes first (drained by the other units' no-ops), then those it pops.
-        for q in sorted(TOKEN_QUEUES, key=lambda q: QUEUES[q][0] != fin_unit):
-            consumer = QUEUES[q][2]
+        for q in sorted(TOKEN_QUEUES, key=lambda q: QUEUES[q].producer != fin_unit):
+            consumer = QUEUES[q].consumer
             keep = 1 if consumer == fin_unit and self.rng.random() < 0.5 else 0
             while self.outstanding(q) > keep:
                 self.append(self.noop(consumer), {q})

@@ -42,8 +42,8 @@ RTL's STATUS.error / ERR_PC) and ``dram.py`` (the DRAM's bytes; the testbench's
 ``testbench/hdl/dram_model.v`` for the RTL).
 """
 
-from sim.tlm.accel_top import TlmModel, run_program, simulate
+from sim.tlm.accel_top import TlmModel, result_of, run_program, simulate
 from sim.tlm.errors import TlmError
 from sim.tlm.timing import Timing, TimingError, calibration_path
 
-__all__ = ["TlmError", "TlmModel", "Timing", "TimingError", "calibration_path", "run_program"]
+__all__ = ["TlmError", "TlmModel", "Timing", "TimingError", "calibration_path", "result_of", "run_program"]

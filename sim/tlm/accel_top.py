@@ -333,6 +333,16 @@ def simulate(prog: Program, timing: Timing | None = None, trace: bool = False,
     return m, time.perf_counter() - t0
 
 
+def result_of(m: TlmModel, prog: Program, wall: float) -> RunResult:
+    """The RunResult of a finished simulation ``m`` of ``prog``: outputs cut from its DRAM, cycles,
+    counters, the error; ``extra`` has ``events`` (and ``cores``, every core's counters, on several)."""
+    extra: dict[str, Any] = {"events": m.events}
+    if len(m.cores) > 1:
+        extra["cores"] = m.core_counters()
+    return RunResult("tlm", prog.read_outputs(m.dram), m.cycles, m.counters(),
+                     m.error.to_dict(len(m.cores)) if m.error is not None else None, wall, extra=extra)
+
+
 def run_program(program: Program | str | Path, *, vcd: str | Path | None = None, trace: str | Path | None = None,
                 timing: Timing | None = None, raise_on_error: bool = True,
                 cfg: HwConfig | None = None, fast_forward: bool | None = None,
@@ -355,13 +365,9 @@ def run_program(program: Program | str | Path, *, vcd: str | Path | None = None,
         m.write_vcd(vcd)
     if trace is not None:
         m.write_trace(trace, prog.meta.get("sections"))
-    extra: dict[str, Any] = {"events": m.events}
-    if len(m.cores) > 1:
-        extra["cores"] = m.core_counters()
+    res = result_of(m, prog, wall)
     if observe_ports:
-        extra["acc_ports"] = m.port_holders()
-    res = RunResult("tlm", prog.read_outputs(m.dram), m.cycles, m.counters(),
-                    m.error.to_dict(len(m.cores)) if m.error is not None else None, wall, extra=extra)
+        res.extra["acc_ports"] = m.port_holders()
     if m.error is not None and raise_on_error:
         raise m.error
     return res

@@ -1,5 +1,5 @@
 """The AXI4 port arbiter (hw/rtl/axi_arbiter.v) on every level, and the block's own cocotb bench
-(testbench/units/test_axi_arbiter.py).
+(testbench/units/axi_arbiter_bench.py).
 
 Program cases put FETCH, LOAD and STORE on the one port at once: a LOAD asking while a
 STORE runs a chain of bursts takes the port at the next burst boundary; a STORE asking
@@ -102,5 +102,5 @@ def test_block_bench():
     """axi_arbiter.v alone: fixed priority, one burst at a time, beats routed to their owner,
     data intact under AXI back-pressure, halt, error responses, abort."""
     # The port 'abort' is a C++ word; Verilator warns when it becomes a port of the top model.
-    run_block_bench("axi_arbiter", "testbench.units.test_axi_arbiter", load_config("small"),
+    run_block_bench("axi_arbiter", "testbench.units.axi_arbiter_bench", load_config("small"),
                     build_args=["-Wno-SYMRSVDWORD"])

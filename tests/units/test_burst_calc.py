@@ -1,5 +1,5 @@
 """The burst-length block (hw/rtl/burst_calc.v, used by fetch, load and store) alone: its cocotb
-bench (testbench/units/test_burst_calc.py) on two bus widths and MAX_BURSTs. Bursts of whole
+bench (testbench/units/burst_calc_bench.py) on two bus widths and MAX_BURSTs. Bursts of whole
 Programs crossing 4 KiB pages are checked on every level in tests/units/test_load_unit.py,
 test_store_unit.py and test_fetch.py."""
 
@@ -16,4 +16,4 @@ from tests.units.every_level import needs_rtl
 @pytest.mark.parametrize("config", ["small", "wide"])
 def test_block_bench(config):
     """min(MAX_BURST, beats left, beats to the 4 KiB boundary), operand by operand and transfer by transfer."""
-    run_block_bench("burst_calc", "testbench.units.test_burst_calc", load_config(config))
+    run_block_bench("burst_calc", "testbench.units.burst_calc_bench", load_config(config))

@@ -1,5 +1,5 @@
 """hw/rtl/sram.v and sram_tdp.v on their own: latency, hold, read-during-write and random
-traffic (cocotb benches testbench/units/test_sram.py and test_sram_tdp.py).
+traffic (cocotb benches testbench/units/sram_bench.py and sram_tdp_bench.py).
 
 Run on Verilator and (when installed) Icarus, whose 4-state values show the undefined
 read-during-write results as X. Every parameter set builds once into build/rtl/units/<module>-*.
@@ -26,9 +26,9 @@ CASES = [pytest.param(PARAMS[1], "verilator", id="w40-d5-verilator")] + \
 
 
 def run_bench(module: str, prm: dict, sim: str) -> None:
-    """Build ``hw/rtl/<module>.v`` with ``prm`` and run ``testbench.units.test_<module>``."""
+    """Build ``hw/rtl/<module>.v`` with ``prm`` and run ``testbench.units.<module>_bench``."""
     env = {"SRAM_TEST_PARAMS": json.dumps({**prm, "SIM": sim, "SEED": 7, "CYCLES": 2000})}
-    run_module_bench(rtl_dir() / f"{module}.v", module, f"testbench.units.test_{module}",
+    run_module_bench(rtl_dir() / f"{module}.v", module, f"testbench.units.{module}_bench",
                      f"{module}-" + "-".join(str(v) for v in prm.values()), parameters=prm, env=env, sim=sim)
 
 

@@ -1,5 +1,5 @@
 """The dependency-token queues (hw/rtl/token_queue.v: l2c, c2l, c2s, s2c) on every level, and the
-block's own cocotb bench (testbench/units/test_token_queue.py).
+block's own cocotb bench (testbench/units/token_queue_bench.py).
 
 Program cases: the l2c/c2s chain of a vector add; double buffering through all four
 queues; two loads whose tokens let compute overlap the second load; each of the four
@@ -124,4 +124,4 @@ test_iss, test_tlm, rtl_results, test_rtl_matches_tlm = level_tests(CASES, CFG)
 def test_block_bench():
     """token_queue.v alone against a Python counter: push/pop protocol, full, empty, clear ('small':
     a queue of 4 tokens fills and drains often)."""
-    run_block_bench("token_queue", "testbench.units.test_token_queue", load_config("small"))
+    run_block_bench("token_queue", "testbench.units.token_queue_bench", load_config("small"))

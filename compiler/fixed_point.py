@@ -1,0 +1,127 @@
+"""Fixed-point scaling: multiplying an int32 by a real scale with integers only, as gemmlowp and TFLite do.
+
+A real ``scale`` becomes a multiplier and a shift, :func:`fixed_point`: ``scale ~= M * 2**-(31+n)``
+with ``M`` an integer in ``[2**30, 2**31)`` (``math.frexp``'s mantissa times ``2**31``, rounded to
+nearest; a mantissa that rounds up to ``2**31`` is halved and ``n`` decremented). Then
+:func:`rescale` (``R(x, scale)`` in the graph's definitions) on int32 ``x``:
+
+1. if ``n < 0``: ``x <<= -n`` (wrapping at 32 bits) and ``n = 0``;
+2. ``t = MULHR(x, M) = (x*M + 2**30) >> 31`` on the exact 64-bit product (the ALU op MULHR);
+3. if ``n > 0``: ``(t + 2**(n-1)) >> n``, exactly (no 32-bit wrap: ``|t| < 2**31``), an arithmetic
+   shift.
+
+Both roundings are half up (toward +infinity on a tie), so ``R`` is within one LSB of
+``round(x * scale)``; ONNX's QuantizeLinear rounds half to even, so on an exact tie (``x*scale``
+ending in .5 exactly, e.g. ``scale = 0.5``, ``x = 1``) ``R`` gives the larger neighbour where ONNX may
+give the even one, and the double rounding (steps 2 and 3) can move a value within about
+``2**-31`` relative of a tie across it.
+
+The allowed scales are :data:`SCALE_MIN` to :data:`SCALE_MAX`: ``n <= 31`` (step 3's shift stays
+within a word) and ``n >= -16`` (step 1's left shift is at most 16 bits, so an int8 value or a
+16-bit-range sum cannot wrap).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+SCALE_MIN = 2.0 ** -32  # n = 31
+SCALE_MAX = 2.0 ** 15   # n = -16 (M = 2**30)
+N_MIN, N_MAX = -16, 31
+M_MIN, M_MAX = 1 << 30, (1 << 31) - 1
+
+
+def scale_ok(scale: float) -> bool:
+    """Whether ``scale`` is a finite float in ``[SCALE_MIN, SCALE_MAX]``."""
+    return isinstance(scale, (float, int, np.floating, np.integer)) and not isinstance(scale, bool) \
+        and math.isfinite(float(scale)) and SCALE_MIN <= float(scale) <= SCALE_MAX
+
+
+def fixed_point(scale: float) -> tuple[int, int]:
+    """``(M, n)`` with ``scale ~= M * 2**-(31+n)``, ``M`` in ``[2**30, 2**31)`` (module docstring).
+    Raises ValueError for a scale outside ``[SCALE_MIN, SCALE_MAX]``."""
+    if not scale_ok(scale):
+        raise ValueError(f"scale {scale!r} must be a finite number in [2**-32, 2**15]")
+    m, e = math.frexp(float(scale))  # scale = m * 2**e, m in [0.5, 1)
+    big = round(m * (1 << 31))
+    if big == 1 << 31:
+        big //= 2
+        e += 1
+    n = -e
+    assert M_MIN <= big <= M_MAX and N_MIN <= n <= N_MAX, (scale, big, n)
+    return int(big), int(n)
+
+
+def fixed_point_arrays(scale: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`fixed_point` of every element: ``(M, n)`` as int64 arrays of ``scale``'s shape."""
+    pairs = [fixed_point(float(s)) for s in np.asarray(scale, dtype=np.float64).ravel()]
+    shape = np.shape(scale)
+    return (np.array([p[0] for p in pairs], dtype=np.int64).reshape(shape),
+            np.array([p[1] for p in pairs], dtype=np.int64).reshape(shape))
+
+
+def _wrap32(v: np.ndarray) -> np.ndarray:
+    return ((v + (1 << 31)) & 0xFFFFFFFF) - (1 << 31)
+
+
+def rescale_fixed(x: np.ndarray, mult: np.ndarray | int, n: np.ndarray | int) -> np.ndarray:
+    """``R`` (module docstring) of the int32-range integers ``x`` for the given multiplier(s) and
+    shift(s) (broadcast against ``x``); int64 result."""
+    v = np.asarray(x, dtype=np.int64)
+    m = np.asarray(mult, dtype=np.int64)
+    n = np.asarray(n, dtype=np.int64)
+    left = np.maximum(-n, 0)
+    v = _wrap32(v << left)                   # step 1 (a no-op where n >= 0)
+    t = (v * m + (1 << 30)) >> 31            # step 2: MULHR; |v*m| < 2**62
+    right = np.maximum(n, 0)
+    half = np.where(right > 0, np.left_shift(1, np.maximum(right - 1, 0)), 0)
+    return (t + half) >> right               # step 3, exact in int64
+
+
+def rescale(x: np.ndarray, scale: float | np.ndarray) -> np.ndarray:
+    """``R(x, scale)`` of int32-range integers ``x`` (``scale`` a float or an array broadcast against
+    ``x``); int64 result."""
+    mult, n = fixed_point_arrays(np.asarray(scale, dtype=np.float64))
+    return rescale_fixed(x, mult, n)
+
+
+# ---- R as ALU steps -------------------------------------------------------------------------------
+def alu_steps(scale: float | np.ndarray) -> list[tuple[str, np.ndarray]]:
+    """``R(x, scale)`` as a sequence of lane-wise ALU ops ``(op name, operand per channel)``, exact for
+    every int32 ``x`` (``scale`` a float, or one per channel):
+
+    * ``SHR`` by ``-L`` (a left shift by ``L = max(-n, 0)``), when some channel has ``n < 0``;
+    * ``MULHR`` by ``M``;
+    * when every channel has ``n >= 1``: ``MULHR`` by ``2**(31-n)``, which is
+      ``(t*2**(31-n) + 2**30) >> 31 = (t + 2**(n-1)) >> n`` exactly (one op, no overflow);
+      when only some do: ``SHR`` by ``n-1``, ``ADD 1``, ``SHR 1`` (0, 0, 0 where ``n <= 0``), which is
+      ``((t >> (n-1)) + 1) >> 1 = (t + 2**(n-1)) >> n`` exactly, without the sum's overflow.
+    """
+    mult, n = fixed_point_arrays(np.atleast_1d(np.asarray(scale, dtype=np.float64)))
+    steps: list[tuple[str, np.ndarray]] = []
+    if (n < 0).any():
+        steps.append(("SHR", np.minimum(n, 0)))
+    steps.append(("MULHR", mult))
+    if (n >= 1).all():
+        steps.append(("MULHR", np.left_shift(1, 31 - n)))
+    elif (n >= 1).any():
+        pos = n >= 1
+        steps += [("SHR", np.where(pos, n - 1, 0)), ("ADD", pos.astype(np.int64)), ("SHR", pos.astype(np.int64))]
+    return steps
+
+
+def run_steps(x: np.ndarray, steps: list[tuple[str, np.ndarray]], axis: int = -1) -> np.ndarray:
+    """Apply :func:`alu_steps`' ops to int32 ``x`` with the ALU's numpy semantics, each operand
+    broadcast along ``axis`` (the channel axis); int32 result."""
+    from hw.alu_numpy import ALU_NUMPY  # the ALU's own semantics, for checking the steps
+
+    v = np.asarray(x, dtype=np.int32)
+    for op, operand in steps:
+        shape = [1] * v.ndim
+        shape[axis] = -1
+        s = np.broadcast_to(operand.astype(np.int32).reshape(shape) if operand.size > 1 else
+                            operand.astype(np.int32).reshape([1] * v.ndim), v.shape)
+        v = ALU_NUMPY[op](v, s).astype(np.int32)
+    return v
