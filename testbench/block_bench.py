@@ -40,10 +40,10 @@ def run_block_bench(block: str, test_module: str, cfg: HwConfig, parameters: dic
 def run_module_bench(source: Path | list[Path], toplevel: str, test_module: str, tag: str,
                      parameters: dict[str, int] | None = None, cfg: HwConfig | None = None,
                      env: dict[str, str] | None = None, build_args: list[str] | None = None,
-                     sim: str = "verilator", min_tests: int = 1) -> None:
+                     sim: str = "verilator", min_tests: int = 1, plusargs: list[str] | None = None) -> None:
     """Build the Verilog ``source`` (a file or several; top ``toplevel``; with ``cfg``'s header on the include path
     when given) into ``<build root>/rtl/units/<tag>-<sim>`` and run the cocotb ``test_module``
-    on it with ``env``; raise AssertionError with the simulator log's tail unless at least
+    on it with ``env`` (and the simulator's ``plusargs``); raise AssertionError with the simulator log's tail unless at least
     ``min_tests`` ran and all passed."""
     from cocotb_tools.runner import get_results
 
@@ -66,7 +66,7 @@ def run_module_bench(source: Path | list[Path], toplevel: str, test_module: str,
                 runner.test(hdl_toplevel=toplevel, hdl_toplevel_lang="verilog", test_module=test_module,
                             build_dir=str(bdir), test_dir=str(bdir),
                             extra_env={"PYTHONWARNINGS": "default", **(env or {})},
-                            results_xml=str(results), timescale=("1ns", "1ps"), log_file=str(log))
+                            plusargs=list(plusargs or []), results_xml=str(results), timescale=("1ns", "1ps"), log_file=str(log))
             except SystemExit as e:  # a failed cocotb test under pytest, or a simulator crash
                 failure = e.code
         tail = log.read_text()[-5000:] if log.is_file() else "(no simulator log)"

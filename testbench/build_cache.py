@@ -1,6 +1,6 @@
 """The simulator builds under the build folder: which exist, how big, when last used, and removing them.
 
-Every Verilator model (``build/rtl/<config>-<id>-<mem>-<sim>[-waves]``, the raw harness's
+Every Verilator model (``build/rtl/rtl-<rtl_id>-<mem>-<sim>[-waves]``, the raw harness's
 ``build/raw/<config>-<id>-<mem>``, and any other folder with a ``build.stamp`` one level under
 ``build/rtl`` or ``build/raw``) is one entry. A build is marked used (``last_used``, its
 mtime) each time it is built or reused, so ``cosim clean --keep N`` keeps the N most recently

@@ -17,10 +17,14 @@ Back-ends (``mem``):
 * ``protocol``: top ``accel_top``; cocotbext-axi AxiRam on ``m_axi`` and AxiLiteMaster
   on ``s_axil``, each channel paused by a seeded random generator.
 
-Build folders: ``<build_root>/rtl/<config>-<config_id>-<mem>-<sim>[-waves]`` (default
-build root ``<repo>/build``, or env ``COSIM_BUILD_DIR``). A
-file lock makes concurrent builds (pytest-xdist workers) safe, and a stamp of every
-input makes a rebuild with no change a no-op. Each run gets its own folder under
+Build folders: ``<build_root>/rtl/rtl-<rtl_id>-<mem>-<sim>[-waves]`` (build root ``<repo>/build``,
+or env ``COSIM_BUILD_DIR``). A build holds exactly what shapes the RTL: ``rtl_id`` is
+:attr:`hw.config.HwConfig.rtl_id` and the header is ``header_text(cfg, runtime_config=True)``
+(no name, no CONFIG_ID, no DRAM latencies), so configs that differ only in the DRAM's timing
+(``hw.config.DRAM_MODEL_KEYS``) or their name share one build; each run gives the build its
+config's CONFIG_ID and latencies as plusargs (:func:`config_plusargs`) and its ``config.json``
+in the run folder. A file lock makes concurrent builds (pytest-xdist workers) safe, and a stamp
+of every input makes a rebuild with no change a no-op. Each run gets its own folder under
 ``<build dir>/runs/``, so several processes may run one build at once.
 
 The RTL file list is ``hw/rtl/sources.txt`` (one path per line, relative to its
@@ -146,8 +150,17 @@ def include_dir(cfg: HwConfig, bdir: Path) -> Path:
 
 def build_dir_for(cfg: HwConfig, mem: str, sim: str, waves: bool, root: Path | None = None,
                   coverage: bool = False) -> Path:
+    """The build folder of ``cfg``'s RTL on one back-end: named by ``rtl_id``, not by the config,
+    so every config of one RTL finds the same build."""
     return (root or build_root()) / "rtl" / \
-        f"{cfg.name}-{cfg.config_id:08x}-{mem}-{sim}{'-waves' if waves else ''}{'-cov' if coverage else ''}"
+        f"rtl-{cfg.rtl_id:08x}-{mem}-{sim}{'-waves' if waves else ''}{'-cov' if coverage else ''}"
+
+
+def config_plusargs(cfg: HwConfig) -> list[str]:
+    """The run-time inputs of a build for ``cfg`` (see ``hw.gen_header.header_text(runtime_config=True)``):
+    the CONFIG_ID the CSR block reports and the fast back-end DRAM model's latencies."""
+    return [f"+CONFIG_ID={cfg.config_id:08x}", f"+DRAM_READ_LATENCY={cfg.dram_read_latency}",
+            f"+DRAM_WRITE_LATENCY={cfg.dram_write_latency}"]
 
 
 def coverage_dir_from_env() -> Path | None:
@@ -268,8 +281,8 @@ class Build:
     mem: str
     sim: str
     waves: bool
-    config_json: Path
     coverage: bool = False
+    compiled: bool = False  # this call compiled it (False: an up-to-date build was reused)
 
 
 def _build(cfg: HwConfig, mem: str, sim: str, waves: bool, root: Path | None, verbose: bool,
@@ -311,11 +324,7 @@ def _build(cfg: HwConfig, mem: str, sim: str, waves: bool, root: Path | None, ve
             build_args += list(COVERAGE_FLAGS)
     with build_lock(bdir.parent / f"{bdir.name}.lock"):
         bdir.mkdir(parents=True, exist_ok=True)
-        inc = include_dir(cfg, bdir)
-        cfg_json = bdir / "config.json"
-        text = json.dumps(cfg.to_dict(), indent=1)
-        if not cfg_json.is_file() or cfg_json.read_text() != text:
-            cfg_json.write_text(text)
+        inc = write_header(cfg, bdir / "include", runtime_config=True).parent
         h = hashlib.sha256()
         for p in sources + stamp_only + [inc / "accel_params.vh"]:
             h.update(str(p).encode() + b"\0" + p.read_bytes() + b"\0")
@@ -325,7 +334,8 @@ def _build(cfg: HwConfig, mem: str, sim: str, waves: bool, root: Path | None, ve
             h.update(str(verilator_root()).encode())
         stamp = bdir / "build.stamp"
         exe = bdir / (top if sim == "verilator" else "sim.vvp")
-        if not (stamp.is_file() and stamp.read_text() == h.hexdigest() and exe.exists()):
+        compiled = not (stamp.is_file() and stamp.read_text() == h.hexdigest() and exe.exists())
+        if compiled:
             stamp.unlink(missing_ok=True)
             runner = cocotb_runner(sim, use_fast_main, keep_public=mem != "fast")
             log = bdir / "build.log"
@@ -351,7 +361,7 @@ def _build(cfg: HwConfig, mem: str, sim: str, waves: bool, root: Path | None, ve
                     os.environ["MAKEFLAGS"] = old_mf
             stamp.write_text(h.hexdigest())
         mark_used(bdir)
-    return Build(bdir, top, cfg, mem, sim, waves, cfg_json, coverage)
+    return Build(bdir, top, cfg, mem, sim, waves, coverage, compiled)
 
 
 def build(cfg: HwConfig | str | Path = "default", mem: str = "fast", sim: str = "verilator", waves: bool = False,
@@ -412,7 +422,9 @@ def _run_batch(b: Build, programs: Sequence[Program], seed: int, vcd: Path | Non
         entries.append({"dir": str(pdir), "name": p.name, "dram_bin": str(rdir / f"p{k}.dram.bin"),
                         "timeout_cycles": options.get("watchdog") or watchdog_cycles(p, b.mem), "image": str(img),
                         "regs": [[n, v] for n, v in p.regs], "dram_end": p.dram_end})
-    job = {**options, "config": str(b.config_json), "mem": b.mem, "seed": seed, "pause_prob": pause_prob,
+    cfg_json = rdir / "config.json"
+    cfg_json.write_text(json.dumps(b.cfg.to_dict(), indent=1))
+    job = {**options, "config": str(cfg_json), "mem": b.mem, "seed": seed, "pause_prob": pause_prob,
            "sim_clock": sim_clock(b.mem, b.sim, b.waves),
            "dram_in": str(rdir / "dram_in.hex"), "dram_out": str(rdir / "dram_out.hex"),
            "result": str(rdir / "result.json"), "programs": entries}
@@ -422,7 +434,7 @@ def _run_batch(b: Build, programs: Sequence[Program], seed: int, vcd: Path | Non
     job_path = rdir / "job.json"
     job_path.write_text(json.dumps(job, indent=1))
     test_args: list[str] = []
-    plusargs = [f"+DRAM_IN={rdir / 'dram_in.hex'}", f"+DRAM_OUT={rdir / 'dram_out.hex'}"]
+    plusargs = [f"+DRAM_IN={rdir / 'dram_in.hex'}", f"+DRAM_OUT={rdir / 'dram_out.hex'}", *config_plusargs(b.cfg)]
     if vcd is not None and b.sim == "verilator":
         test_args = ["--trace-file", str(vcd)]
     elif vcd is not None:
@@ -460,7 +472,8 @@ def _run_batch(b: Build, programs: Sequence[Program], seed: int, vcd: Path | Non
     out = []
     for p, r, e in zip(programs, got, entries):
         dram = Path(e["dram_bin"]).read_bytes() if Path(e["dram_bin"]).is_file() else bytes(p.dram_end)
-        extra = {"mem": b.mem, "sim": b.sim, "run_dir": str(rdir), "process_wall_s": round(wall, 3)}
+        extra = {"mem": b.mem, "sim": b.sim, "run_dir": str(rdir), "process_wall_s": round(wall, 3),
+                 "build": {"dir": b.dir.name, "compiled": b.compiled}}
         if coverage_file is not None:
             extra["coverage_file"] = str(coverage_file)
         for k in ("status", "run_sim_cycles", "run_wall_s", "x_words", "after_soft_reset", "directed"):

@@ -43,6 +43,16 @@ def test_config_id_depends_on_sizes_not_name():
     assert parse_config(d3).config_id != a.config_id
 
 
+def test_rtl_id_leaves_out_the_dram_timing_only():
+    """Configs that differ only in the DRAM's latencies (and name) make the same RTL: one simulator build."""
+    d = _default_dict()
+    a = parse_config(d)
+    b = parse_config(dict(d, name="slow", dram_read_latency=64, dram_write_latency=32))
+    assert b.rtl_id == a.rtl_id and b.config_id != a.config_id
+    assert parse_config(dict(d, max_burst=8)).rtl_id != a.rtl_id
+    assert parse_config(dict(d, dram_bytes=d["dram_bytes"] // 2)).rtl_id != a.rtl_id
+
+
 def _write(tmp_path, data):
     p = tmp_path / "bad.json"
     p.write_text(json.dumps(data) if not isinstance(data, str) else data)

@@ -24,6 +24,17 @@ SIMS = ["verilator", pytest.param("icarus", marks=pytest.mark.skipif(not icarus_
 
 
 @pytest.mark.parametrize("sim", SIMS)
+def test_dram_model_latencies_from_plusargs(sim: str) -> None:
+    """RD_LAT = WR_LAT = 0 (how the fast back-end's shared builds instantiate it): the latencies come from
+    +DRAM_READ_LATENCY and +DRAM_WRITE_LATENCY at run time, and hold exactly."""
+    build = {"DATA_W": 64, "ID_W": 4, "MEM_BYTES": 65536, "RD_LAT": 0, "WR_LAT": 0, "MAX_BURST": 16}
+    run_module_bench(HDL_DIR / "dram_model.v", "dram_model", "testbench.dram_model_bench",
+                     "dram_model-" + "-".join(f"{v}" for v in build.values()), parameters=build,
+                     env={"DRAM_TEST_PARAMS": json.dumps({**build, "RD_LAT": 7, "WR_LAT": 4})}, sim=sim,
+                     plusargs=["+DRAM_READ_LATENCY=7", "+DRAM_WRITE_LATENCY=4"])
+
+
+@pytest.mark.parametrize("sim", SIMS)
 @pytest.mark.parametrize("prm", PARAMS, ids=lambda p: f"w{p['DATA_W']}-rl{p['RD_LAT']}-wl{p['WR_LAT']}")
 def test_dram_model(prm: dict, sim: str) -> None:
     tag = "dram_model-" + "-".join(f"{v}" for v in prm.values())

@@ -7,7 +7,7 @@ import subprocess
 import sys
 
 from hw import csr
-from hw.config import list_configs, load_config
+from hw.config import list_configs, load_config, parse_config
 from hw.gen_header import header_path, header_text, stale_headers
 from hw.isa import ALU_OPS, OPCODES, Isa
 
@@ -40,6 +40,21 @@ def test_header_values(cfg):
     f = isa.field("ALU", "imm")
     assert d["F_ALU_IMM_LO"] == str(f.lo) and d["F_ALU_IMM_W"] == str(f.width)
     assert d["CSR_ERR_PC"] == f"12'h{0x1c:03x}" and d["ERR_DEADLOCK"] == f"8'd{csr.ERR_DEADLOCK}"
+
+
+def test_runtime_config_header_is_the_rtl_only(cfg):
+    """A simulation build's header names no config and holds no CONFIG_ID or DRAM latency (plusargs give
+    them), so two configs that differ only there get the same text, and hence one build."""
+    text = header_text(cfg, runtime_config=True)
+    d = _defines(text)
+    assert "CFG_RUNTIME_CONFIG" in d and cfg.name not in text.split("`define")[0]
+    assert not {"CFG_CONFIG_ID", "CFG_DRAM_READ_LATENCY", "CFG_DRAM_WRITE_LATENCY"} & set(d)
+    other = parse_config(dict(cfg.to_dict(), name="other", dram_read_latency=cfg.dram_read_latency + 7,
+                              dram_write_latency=cfg.dram_write_latency + 3))
+    assert header_text(other, runtime_config=True) == text
+    assert {k: v for k, v in _defines(header_text(cfg)).items()
+            if k not in ("CFG_CONFIG_ID", "CFG_DRAM_READ_LATENCY", "CFG_DRAM_WRITE_LATENCY")} == \
+        {k: v for k, v in d.items() if k != "CFG_RUNTIME_CONFIG"}
 
 
 def test_gen_check_cli():

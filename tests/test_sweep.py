@@ -248,6 +248,26 @@ def test_sweep_text_report_and_no_area(tmp_path: Path, capsys: pytest.CaptureFix
         assert got == row["tlm_cycles"] if not tile else got > 0
 
 
+def test_rtl_points_of_one_rtl_share_one_build(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    """``small`` at two DRAM read latencies: two configs, one RTL, so ONE Verilator build (the one the rest
+    of the suite uses) runs both points, with CONFIG_ID and the latency given at run time; each point's
+    RTL cycles and counters equal the TLM's, and the latency shows in the cycles."""
+    spec = _write(tmp_path, "base: small\nparameters: {dram_read_latency: [8, 32]}\n"
+                            "workloads: [{operator: matmul, params: {M: 8, K: 16, N: 8}}]\nrtl: all\n"
+                            "area: none\n")
+    assert main(["sweep", str(spec), "--out", str(tmp_path / "o"), "--json"]) == 0
+    rep = json.loads(capsys.readouterr().out)
+    ran = [r for r in rep["rows"] if r["rtl_cycles"] is not None]
+    assert rep["counts"]["rtl_points"] == len(ran) == 2
+    assert all(r["rtl_cycles"] == r["tlm_cycles"] and r["tlm_equals_rtl"] for r in ran)
+    assert len({r["rtl_cycles"] for r in ran}) == 2
+    assert rep["rtl"]["points"] == 2 and rep["rtl"]["configs"] == 2 and rep["rtl"]["builds"] == 1
+    assert rep["rtl"]["build_dirs"][0].startswith(f"rtl-{load_config('small').rtl_id:08x}-fast-")
+    assert main(["sweep", str(spec), "--out", str(tmp_path / "o"), "--fresh"]) == 0
+    out = capsys.readouterr().out
+    assert "RTL: 2 point(s) of 2 config(s) on 1 simulator build(s) (0 compiled, 1 reused)" in out
+
+
 def test_rtl_sample_reports_the_cycle_error(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     """The RTL on a sample of one point (``small`` itself: its Verilator build is the one the rest
     of the suite uses), in one simulator process: its cycles and counters equal the TLM's."""

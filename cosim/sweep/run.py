@@ -2,8 +2,9 @@
 
 Phase 1 (one engine run): a TLM task per valid point (config x workload) and an area task per
 valid config whose area is not cached yet. Phase 2, when the spec asks for the RTL: one task per
-config holding its chosen points (all the valid ones, or a seeded random sample of them), run in
-one simulator process. Every record goes to the results file (JSON lines) as it arrives, so a
+RTL (the configs of one ``HwConfig.rtl_id``, which differ only in the DRAM's timing and share one
+Verilator build) holding its configs' chosen points (all the valid ones, or a seeded random sample
+of them), one simulator process per config; the report counts the builds against the points. Every record goes to the results file (JSON lines) as it arrives, so a
 sweep that is stopped resumes where it stopped when run again with the same file; invalid
 configs need no task (hw/config.py rejects them here, each with its reason).
 """
@@ -118,30 +119,43 @@ def run_sweep(spec: SweepSpec, out_dir: Path, results: Path | None = None, sched
                  if rec.get("ok") and rec["result"]["status"] == "ok"]
     chosen = _rtl_choice(ok_points, rtl)
     rtl_rows: dict[tuple[str, str], dict[str, Any]] = {}
+    rtl_builds: dict[str, bool] = {}  # build folder -> compiled by this sweep (False: reused)
+    per_cfg: dict[str, list[str]] = {}
     if chosen:
-        per_cfg: dict[str, list[str]] = {}
         for cp, label in chosen:
             per_cfg.setdefault(cp.key, []).append(label)
+        per_rtl: dict[int, list[str]] = {}  # configs of one RTL: one task, one build
+        for ck in per_cfg:
+            cfg = by_cp[ck].config
+            assert cfg is not None
+            per_rtl.setdefault(cfg.rtl_id, []).append(ck)
         rtasks = []
-        for ck, labels in per_cfg.items():
-            cp = by_cp[ck]
-            assert cp.config is not None
-            digest = hashlib.sha256("|".join(f"{lb}-{wl[lb].digest}" for lb in labels).encode()).hexdigest()[:8]
-            rtasks.append(Task(f"rtl/{ck}/{digest}", "cosim.sweep.tasks:rtl_task",
-                               {"config": cp.config.to_dict(), "workloads": [wl[lb].to_dict() for lb in labels],
-                                "seed": spec.seed}))
-        _log(f"sweep {spec.name}: RTL on {len(chosen)} point(s) of {len(per_cfg)} config(s)")
-        want = {t.key: (t.key.split("/")[1], [w["label"] for w in t.args["workloads"]]) for t in rtasks}
+        for rid, cks in per_rtl.items():
+            runs = [{"key": ck, "config": by_cp[ck].config.to_dict(),  # type: ignore[union-attr]
+                     "workloads": [wl[lb].to_dict() for lb in per_cfg[ck]]} for ck in cks]
+            digest = hashlib.sha256("|".join(f"{ck}:{lb}-{wl[lb].digest}" for ck in cks
+                                             for lb in per_cfg[ck]).encode()).hexdigest()[:8]
+            rtasks.append(Task(f"rtl/{rid:08x}/{digest}", "cosim.sweep.tasks:rtl_task",
+                               {"runs": runs, "seed": spec.seed}))
+        _log(f"sweep {spec.name}: RTL on {len(chosen)} point(s) of {len(per_cfg)} config(s), "
+             f"{len(per_rtl)} distinct RTL build(s)")
+        want = {t.key: [(r["key"], [w["label"] for w in r["workloads"]]) for r in t.args["runs"]] for t in rtasks}
         for rec in run_tasks(rtasks, results=results, scheduler=scheduler, workers=workers, progress=progress,
-                             desc=f"sweep {spec.name} RTL", timeout_s=point_timeout):
+                             desc=f"sweep {spec.name} RTL",
+                             # a task runs its configs one after another: each gets a point's bound
+                             timeout_s=point_timeout * max(len(cks) for cks in per_rtl.values())):
             if rec["key"] not in want:
                 continue
-            ck, labels = want[rec["key"]]
-            for label in labels:
-                if rec.get("ok"):
-                    rtl_rows[(label, ck)] = rec["result"]["points"][label]
-                else:
-                    rtl_rows[(label, ck)] = {"status": "failed", "reason": f"RTL task failed: {rec.get('error')}"}
+            if rec.get("ok"):
+                for b in rec["result"].get("builds", []):
+                    rtl_builds[b["dir"]] = rtl_builds.get(b["dir"], False) or bool(b["compiled"])
+            for ck, labels in want[rec["key"]]:
+                for label in labels:
+                    if rec.get("ok"):
+                        rtl_rows[(label, ck)] = rec["result"]["points"][ck][label]
+                    else:
+                        rtl_rows[(label, ck)] = {"status": "failed",
+                                                 "reason": f"RTL task failed: {rec.get('error')}"}
 
     # ---- the table, the fronts, the files ----
     rows = [make_row(spec, cp, w.label, tlm_recs.get((w.label, cp.key)), rtl_rows.get((w.label, cp.key)),
@@ -161,7 +175,9 @@ def run_sweep(spec: SweepSpec, out_dir: Path, results: Path | None = None, sched
         "area_target": target if use_area else None, "area_metric": spec.area.metric_label if use_area else None,
         "area_sources": {s: sum(1 for a in areas.values() if a.get("source") == s) for s in ("cached", "synthesized")},
         "rtl": {"mode": rtl.mode, "count": rtl.count, "seed": rtl.seed,
-                "max_abs_error_pct": max(errs) if errs else None},
+                "max_abs_error_pct": max(errs) if errs else None,
+                "points": len(chosen), "configs": len(per_cfg), "builds": len(rtl_builds),
+                "builds_compiled": sum(rtl_builds.values()), "build_dirs": sorted(rtl_builds)},
         "counts": counts,
         "fronts": {k: [{"config": r["config"], "params": r["params"], "tlm_cycles": r["tlm_cycles"],
                         "area": r["area"]} for r in v] for k, v in fronts.items()},

@@ -193,6 +193,11 @@ def text_lines(report: dict[str, Any]) -> list[str]:
         for r in bad:
             out.append(f"  {r['status']:<8}{r['workload']} @ {r['config']} "
                        f"({', '.join(f'{k}={v}' for k, v in r['params'].items())}): {r['reason']}")
+    r = report.get("rtl") or {}
+    if r.get("points"):
+        out += ["", f"RTL: {r['points']} point(s) of {r['configs']} config(s) on {r['builds']} simulator build(s) "
+                    f"({r['builds_compiled']} compiled, {r['builds'] - r['builds_compiled']} reused): configs that "
+                    f"differ only in the DRAM's timing share one build"]
     files = report.get("files", {})
     out += ["", "* on the Pareto front of cycles vs area" if metric else "area: not measured (no front)",
             "files: " + ", ".join(str(v) for k, v in files.items() if k not in ("plots", "configs"))]

@@ -4,9 +4,10 @@
   against the golden path (or the network's reference logits). A workload that cannot be compiled
   for the config (its tiles do not fit the buffers, its tensors the DRAM) is returned as
   ``status: invalid`` with the compiler's one-line reason: a result, not a failure.
-* :func:`rtl_task`: the RTL runs of one config's sampled points, all in ONE simulator process
-  (the Verilator model of the config is built once per machine and reused: testbench.rtl_model
-  caches it per config hash under a file lock).
+* :func:`rtl_task`: the RTL runs of the sampled points of the configs that share one RTL (one
+  ``HwConfig.rtl_id``: they differ only in the DRAM's timing), one simulator process per config, all
+  on ONE Verilator build (testbench.rtl_model caches it per RTL under a file lock; CONFIG_ID and the
+  latencies are run-time inputs), which the task reports as compiled or reused.
 
 The area task is :func:`cosim.sweep.area.area_task`.
 """
@@ -63,24 +64,37 @@ def point_task(args: dict[str, Any]) -> dict[str, Any]:
 
 
 def rtl_task(args: dict[str, Any]) -> dict[str, Any]:
-    """The RTL runs of one config's points (``args``: ``config``, ``workloads`` [dict], ``seed``),
-    in one simulator process: per workload label, cycles, counters and the output check."""
-    cfg = _config(args["config"])
+    """The RTL runs of the configs of one RTL (``args``: ``runs`` [{``key``, ``config``,
+    ``workloads`` [dict]}], ``seed``): per config key and workload label, cycles, counters and the
+    output check; ``builds``: each simulator build used, and whether this task compiled it."""
     why = models.rtl_available()
     if why:
         raise RuntimeError(f"the RTL cannot run here: {why}")
+    points: dict[str, Any] = {}
+    builds: dict[str, bool] = {}
+    t0 = time.perf_counter()
+    for run in args["runs"]:
+        out, build = _rtl_config(_config(run["config"]), run["workloads"], int(args.get("seed", 0)))
+        points[run["key"]] = out
+        if build is not None:
+            builds[build["dir"]] = builds.get(build["dir"], False) or bool(build["compiled"])
+    return {"points": points, "builds": [{"dir": d, "compiled": c} for d, c in sorted(builds.items())],
+            "rtl_s": round(time.perf_counter() - t0, 2)}
+
+
+def _rtl_config(cfg: HwConfig, workloads: list[dict[str, Any]],
+                seed: int) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """One config's points in one simulator process: the rows by label, and the build it ran on."""
     built: dict[str, BuiltWorkload] = {}
     out: dict[str, Any] = {}
-    for d in args["workloads"]:
+    for d in workloads:
         w = _workload(d)
-        b, reason, _ = _compile(w, cfg, int(args.get("seed", 0)))
+        b, reason, _ = _compile(w, cfg, seed)
         if b is None:
             out[w.label] = {"status": "invalid", "reason": f"workload: {reason}"}
         else:
             built[w.label] = b
-    t0 = time.perf_counter()
     results = models.rtl([b.program for b in built.values()], cfg) if built else []
-    wall = time.perf_counter() - t0
     for (label, b), r in zip(built.items(), results):
         row: dict[str, Any] = {"status": "ok", "reason": None, "rtl_cycles": r.cycles, "counters": dict(r.counters)}
         if r.error:
@@ -90,4 +104,4 @@ def rtl_task(args: dict[str, Any]) -> dict[str, Any]:
             if mm:
                 row["status"], row["reason"] = "failed", f"RTL outputs differ from the golden path: {mm}"
         out[label] = row
-    return {"points": out, "rtl_s": round(wall, 2)}
+    return out, (results[0].extra.get("build") if results else None)

@@ -26,8 +26,8 @@ module dram_model #(
     parameter DATA_W    = 64,
     parameter ID_W      = 4,
     parameter MEM_BYTES = 65536,   // bytes the array holds (a power of two)
-    parameter RD_LAT    = 16,
-    parameter WR_LAT    = 8,
+    parameter RD_LAT    = 16,      // 0: from plusarg +DRAM_READ_LATENCY=<n> (required then)
+    parameter WR_LAT    = 8,       // 0: from plusarg +DRAM_WRITE_LATENCY=<n> (required then)
     parameter MAX_BURST = 256      // longest burst the master may issue (checked)
 ) (
     input  wire              clk,
@@ -84,10 +84,26 @@ module dram_model #(
     reg [8*1024-1:0] in_file;
     reg [8*1024-1:0] out_file;
     integer i;
+    integer rd_lat;  // cycles; set once before reset (see the parameters)
+    integer wr_lat;
     initial begin
         proto_err = 1'b0;
         if (!$value$plusargs("DRAM_IN=%s", in_file)) in_file = "dram_in.hex";
         if (!$value$plusargs("DRAM_OUT=%s", out_file)) out_file = "dram_out.hex";
+        rd_lat = RD_LAT;
+        wr_lat = WR_LAT;
+        // A zero parameter makes the latency a run-time input: one build serves every latency.
+        if (RD_LAT == 0) begin
+            if (!$value$plusargs("DRAM_READ_LATENCY=%d", rd_lat)) rd_lat = 0;
+        end
+        if (WR_LAT == 0) begin
+            if (!$value$plusargs("DRAM_WRITE_LATENCY=%d", wr_lat)) wr_lat = 0;
+        end
+        if (rd_lat < 1 || rd_lat > 1024 || wr_lat < 1 || wr_lat > 1024) begin
+            $display("dram_model: latencies read %0d / write %0d: each must be 1..1024 cycles (parameters or plusargs +DRAM_READ_LATENCY, +DRAM_WRITE_LATENCY)",
+                     rd_lat, wr_lat);
+            $finish;
+        end
     end
 
     function in_range(input [31:0] addr);
@@ -170,13 +186,13 @@ module dram_model #(
                 rd_addr   <= s_axi_araddr;
                 rd_left   <= s_axi_arlen;
                 s_axi_rid <= s_axi_arid;
-                if (RD_LAT == 1) begin
+                if (rd_lat == 1) begin
                     s_axi_rvalid <= 1'b1;
                     s_axi_rlast  <= (s_axi_arlen == 8'd0);
                     s_axi_rresp  <= in_range(s_axi_araddr) ? RESP_OKAY : RESP_SLVERR;
                     s_axi_rdata  <= in_range(s_axi_araddr) ? mem[widx(s_axi_araddr)] : {DATA_W{1'b0}};
                 end else begin
-                    rd_wait <= RD_LAT[10:0] - 11'd1;
+                    rd_wait <= rd_lat[10:0] - 11'd1;
                 end
             end else if (rd_active) begin
                 if (!s_axi_rvalid) begin
@@ -235,8 +251,8 @@ module dram_model #(
                             s_axi_bresp <= (!in_range(wa) || (w_err && w_state == W_DATA)) ? RESP_SLVERR
                                                                                           : RESP_OKAY;
                             w_state <= W_RESP;
-                            if (WR_LAT == 1) s_axi_bvalid <= 1'b1;
-                            else w_wait <= WR_LAT[10:0] - 11'd1;
+                            if (wr_lat == 1) s_axi_bvalid <= 1'b1;
+                            else w_wait <= wr_lat[10:0] - 11'd1;
                         end
                         wa = wa + STRB_W;
                         wl = wl - 9'd1;

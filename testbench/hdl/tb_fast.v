@@ -121,7 +121,12 @@ module tb_fast (
 
     dram_model #(
         .DATA_W(BW), .ID_W(4), .MEM_BYTES(`DRAM_MODEL_BYTES),
-        .RD_LAT(`CFG_DRAM_READ_LATENCY), .WR_LAT(`CFG_DRAM_WRITE_LATENCY), .MAX_BURST(`CFG_MAX_BURST)
+`ifdef CFG_RUNTIME_CONFIG
+        .RD_LAT(0), .WR_LAT(0),  // the latencies come from plusargs (a build shared by configs of one RTL)
+`else
+        .RD_LAT(`CFG_DRAM_READ_LATENCY), .WR_LAT(`CFG_DRAM_WRITE_LATENCY),
+`endif
+        .MAX_BURST(`CFG_MAX_BURST)
     ) u_dram (
         .clk(clk), .rst(rst),
         .s_axi_awid(awid), .s_axi_awaddr(awaddr), .s_axi_awlen(awlen), .s_axi_awsize(awsize),
