@@ -552,7 +552,8 @@ _PROGRAM_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]{0,63}$")  # the graph name
 def identifier(name: str, taken: set[str]) -> str:
     """An identifier made from ``name`` (a region, kernel argument or Program name), not in ``taken``
     nor a reserved region name: ``name`` itself when it already is one."""
-    base = name if name.isidentifier() and not keyword.iskeyword(name) else re.sub(r"\W+", "_", name).strip("_")
+    plain = name.isascii() and name.isidentifier() and not keyword.iskeyword(name)
+    base = name if plain else re.sub(r"\W+", "_", name, flags=re.ASCII).strip("_")
     base = base[:48] or "value"
     if not base.isidentifier() or keyword.iskeyword(base):
         base = "v_" + base
