@@ -27,6 +27,12 @@ Steps (:func:`compile_network`):
    written only after its last reader is done. Micro-op tables go to consecutive parts of the
    micro-op buffer, so one stage's table load does not wait for the previous stage's GEMMs.
 
+Real scales, zero points and ONNX names (docs/network.md): a requantization by a real scale is
+MULHR steps in the epilogue (:func:`compiler.fixed_point.alu_steps`), zero points of a convolution's
+or dense layer's input fold into its bias at compile time (with a border correction where they meet
+padding), and graph inputs and outputs get regions named by identifiers made from their names
+(:func:`region_names`).
+
 The golden path runs the same kernel on numpy (:meth:`NetworkProgram.run_golden`); the reference
 is :mod:`compiler.graph_reference`, written from the graph's definitions.
 """
@@ -552,7 +558,8 @@ _PROGRAM_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]{0,63}$")  # the graph name
 def identifier(name: str, taken: set[str]) -> str:
     """An identifier made from ``name`` (a region, kernel argument or Program name), not in ``taken``
     nor a reserved region name: ``name`` itself when it already is one."""
-    base = name if name.isidentifier() and not keyword.iskeyword(name) else re.sub(r"\W+", "_", name).strip("_")
+    plain = name.isascii() and name.isidentifier() and not keyword.iskeyword(name)
+    base = name if plain else re.sub(r"\W+", "_", name, flags=re.ASCII).strip("_")
     base = base[:48] or "value"
     if not base.isidentifier() or keyword.iskeyword(base):
         base = "v_" + base

@@ -203,8 +203,11 @@ def test_onnx_names_map_to_region_identifiers_and_reports_keep_them() -> None:
     a = g.input("a/b", (4,))
     g.output(g.relu(a, name="a:b"))
     g.output(g.relu(a, name="a.b"))
+    g.output(g.relu(a, name="größe"))
+    g.output(g.relu(a, name="class"))
     net = compile_network(g)
-    assert len({net.region_name(n) for n in ("a/b", "a:b", "a.b")}) == 3
+    names = [net.region_name(n) for n in ("a/b", "a:b", "a.b", "größe", "class")]
+    assert len(set(names)) == 5 and all(n.isascii() and n.isidentifier() for n in names), names
 
 
 def test_errors_name_the_onnx_layer() -> None:
