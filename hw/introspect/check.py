@@ -168,6 +168,7 @@ def tagged_header(text: str) -> str:
     """The header with the enumerations and enum-field offsets replaced by marker names."""
     tagged = set(FIELD_FAMILY) | {k.replace("_LO", "_W") for k in FIELD_FAMILY}
     tagged |= {f"OP_{n}" for n in OPCODES} | {f"ALU_{n}" for n in ALU_OPS} | {f"BUF_{n}" for n in BUFFERS}
+    tagged.add("ALU_OP_LAST")  # the highest ALU op, a bound of the family (fetch's dispatch check)
 
     def sub(m: re.Match) -> str:
         return f"`define {m.group(1)} {TAG}{m.group(1)}" if m.group(1) in tagged else m.group(0)
