@@ -72,6 +72,62 @@ class Epilogue:
         return n + (2 if residual else 0)
 
 
+@dataclass(frozen=True)
+class BorderFix:
+    """A padded convolution's input zero point, corrected at the border: the bias holds the interior
+    value (``-zx`` times every tap's weights), and an output at the border adds back ``zx`` times the
+    weights of its taps outside the input. Those taps depend on the output's row class and column
+    class (which kernel rows / columns fall outside; 0: none), so there are few distinct corrections:
+    ``kinds[(row class, column class)]`` is the correction's vector index among the bias tensor's
+    kinds after the bias and the epilogue's constants."""
+
+    row_class: tuple[int, ...]  # per output row
+    col_class: tuple[int, ...]  # per output column
+    kinds: tuple[tuple[tuple[int, int], int], ...]
+
+    @property
+    def count(self) -> int:
+        return len(self.kinds)
+
+
+def border_adds(tile_base: int, tile_end: int, cls_base: int, fix: BorderFix, to: int, r0: int, th: int, c0: int,
+                tw: int) -> None:
+    """The ALU ADDs of a tile's border corrections: per border row, one per run of columns of one class;
+    per column of a border class, one over the tile's run of interior rows."""
+    kind = dict(fix.kinds)
+    per = th * tw
+
+    def add(first: int, j: int, n: int, factor: int) -> None:
+        S.add(S.acc[first:tile_end], S.acc[cls_base + j * to:cls_base + (j + 1) * to], iters=(to, n),
+              dst_factors=(per, factor), src_factors=(1, 0))
+
+    for yi in range(th):
+        rc = fix.row_class[r0 + yi]
+        if not rc:
+            continue
+        x = 0
+        while x < tw:
+            cc = fix.col_class[c0 + x]
+            x1 = x
+            while x1 < tw and fix.col_class[c0 + x1] == cc:
+                x1 += 1
+            add(tile_base + yi * tw + x, kind[(rc, cc)], x1 - x, 1)
+            x = x1
+    yi = 0
+    while yi < th:  # runs of interior rows: the border columns' corrections
+        if fix.row_class[r0 + yi]:
+            yi += 1
+            continue
+        y1 = yi
+        while y1 < th and not fix.row_class[r0 + y1]:
+            y1 += 1
+        for xi in range(tw):
+            cc = fix.col_class[c0 + xi]
+            if cc:
+                add(tile_base + yi * tw + xi, kind[(0, cc)], y1 - yi, tw)
+        yi = y1
+
+
 def conv_uops(plan: ConvPlan, acc_half: int, in_half: int, tc: int) -> np.ndarray:
     """The micro-ops of one output row of a step with ``tc`` input-channel blocks: ``(acc, inp, wgt)``
     for every output column (outermost, so a narrower tile walks a prefix), channel block, tap."""
@@ -159,15 +215,18 @@ def tile_dma(n: int, o0: int, to: int, r0: int, th: int, c0: int, tw: int, ob: i
 
 def conv_layer(X: Tensor, Wt: Tensor, Y: Tensor, shape: ConvShape, plan: ConvPlan, epi: Epilogue,
                bias: Tensor | None = None, bias_offset: int = 0, wgt_offset: int = 0,
-               residual: Tensor | None = None, uop_base: int = 0, bias_map: Tensor | None = None) -> None:
+               residual: Tensor | None = None, uop_base: int = 0, bias_map: Tensor | None = None,
+               border: BorderFix | None = None) -> None:
     """One layer: ``Y = epilogue(conv(X, Wt) + bias)`` over the plan's tiles (module docstring).
 
     ``X`` is ``(N, Cb, H, W, B)``, ``Wt`` holds ``(Ob, Cb, KH, KW, B, B)`` blocks from block
     ``wgt_offset``, ``bias`` (None: no bias and no constants) ``Ob`` int32 vectors from vector
     ``bias_offset`` per kind (the bias unless ``shape.bias_map``, then the epilogue's constants: kind
     ``k`` of block ``o`` at ``k*Ob + o``), ``bias_map`` (``shape.bias_map``) ``(Ob, Ho, Wo, B)`` int32
-    start values, ``Y`` and ``residual`` are ``(N, Ob, Ho, Wo, B)``; all int8 but the bias. The micro-op
-    tables go to ``S.uop`` from ``uop_base``.
+    start values, ``Y`` and ``residual`` are ``(N, Ob, Ho, Wo, B)``; all int8 but the bias; ``border``
+    (``shape.border`` kinds of the bias tensor after the constants) corrects the border positions of a
+    padded convolution whose input zero point the bias has for the interior. The micro-op tables go to
+    ``S.uop`` from ``uop_base``.
     """
     s, p = shape, plan
     assert (residual is not None) == s.residual, "the plan must make room for the residual exactly when there is one"
@@ -184,8 +243,9 @@ def conv_layer(X: Tensor, Wt: Tensor, Y: Tensor, shape: ConvShape, plan: ConvPla
         const_vector(rnd_view, rnd)
     top, left, _, _ = s.pad_sides
     vec_bias = s.bias and not s.bias_map  # the bias is the first kind of the bias tensor
-    kinds = (1 if vec_bias else 0) + epi.consts
+    kinds = (1 if vec_bias else 0) + epi.consts + s.border
     assert (bias is not None) == (kinds > 0) and (bias_map is not None) == s.bias_map
+    assert (border.count if border is not None else 0) == s.border and (border is None or vec_bias)
     t = step = 0
     # what each half of the bias slots and of the weight buffer holds: a tile whose bias or weights are
     # already there (the next image, the next rows of one output-channel tile) does not load them again
@@ -224,6 +284,8 @@ def conv_layer(X: Tensor, Wt: Tensor, Y: Tensor, shape: ConvShape, plan: ConvPla
                     elif vec_bias:
                         S.mov(tile, S.acc[kbase:kbase + to], iters=(to, th * tw), dst_factors=(th * tw, 1),
                               src_factors=(1, 0))
+                        if border is not None:
+                            border_adds(base, base + nvec, kbase + (1 + epi.consts) * to, border, to, r0, th, c0, tw)
                     else:
                         S.mov(tile, rnd_view if rnd_view is not None else rnd)
                     for ci0, tc in p.c_tiles:

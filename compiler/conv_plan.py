@@ -74,6 +74,7 @@ class ConvShape:
     pads: tuple[int, int, int, int] | None = None  # (top, left, bottom, right); None: ``pad`` on every side
     bias_map: bool = False
     consts: int = 0
+    border: int = 0  # border-correction vectors per output channel (compiler.conv_engine.BorderFix)
 
     @property
     def pad_sides(self) -> tuple[int, int, int, int]:
@@ -94,7 +95,7 @@ class ConvShape:
     def slots(self) -> int:
         """Accumulator vectors per output-channel block beside the tiles: the bias and the constants
         (at least one, as the plans have always reserved)."""
-        return max(1, (1 if self.bias and not self.bias_map else 0) + self.consts)
+        return max(1, (1 if self.bias and not self.bias_map else 0) + self.consts + self.border)
 
     @property
     def taps(self) -> int:
@@ -298,6 +299,8 @@ def _estimate(p: ConvPlan, cfg: HwConfig) -> tuple[int, int]:
     if s.residual:
         alu += tile_vecs + 2 + INSN_HANDSHAKE + to * _dma_cycles(cfg, round(th), round(tw * bpi))
     bias = _dma_cycles(cfg, 1, round(to * cfg.beats_per_acc_vec * s.slots)) if s.bias or s.consts else 0
+    if s.border:  # the border's corrections: a few short ALU ADDs per tile
+        alu += 4 * (to + 2 + INSN_HANDSHAKE) + s.border * (th + tw)
     if s.bias_map:  # the tile's start values come from DRAM
         bias += _dma_cycles(cfg, round(to), round(th * tw * cfg.beats_per_acc_vec))
     store = (_dma_cycles(cfg, round(to), round(th * tw * cfg.beats_per_out_vec)) if p.tw == s.wo

@@ -44,7 +44,7 @@ import numpy as np
 from compiler import dsl as S
 from compiler import packing as P
 from compiler.build import build
-from compiler.conv_engine import Epilogue, conv_layer
+from compiler.conv_engine import BorderFix, Epilogue, conv_layer
 from compiler.conv_plan import ConvPlan, ConvShape, PlanError, plan_conv
 from compiler.errors import CompileError
 from compiler.fixed_point import alu_steps
@@ -86,6 +86,7 @@ class Stage:
     weight: np.ndarray | None = None  # packed
     bias: np.ndarray | None = None    # packed: the bias and the epilogue's per-channel constants
     bias_map: np.ndarray | None = None  # packed per-position start values (zero point meets padding)
+    border: BorderFix | None = None  # or the border's corrections (their vectors in ``bias``)
     scales: list[OperandScale] | None = None  # an elementwise stage's operands rescaled before the sum
     uop_base: int = 0
     uops: int = 0
@@ -382,38 +383,71 @@ def _without_offset(epi: Epilogue) -> Epilogue:
                     epi.hi, 0)
 
 
-def _folded_bias(layer: Layer, epi: Epilogue, host_padded: bool) -> tuple[np.ndarray | None, np.ndarray | None]:
+BORDER_KINDS_MAX = 16  # border-correction vectors per channel block beyond which the start map is used
+
+
+def _outside(n_out: int, stride: int, before: int, k: int, extent: int) -> list[frozenset[int]]:
+    """Per output row (or column): the kernel rows (columns) that fall outside the input."""
+    return [frozenset(t for t in range(k) if not 0 <= i * stride - before + t < extent) for i in range(n_out)]
+
+
+def _classes(sets: list[frozenset[int]]) -> tuple[list[int], list[frozenset[int]]]:
+    """Class index per entry (0: nothing outside) and the classes' sets (index 0: the empty set)."""
+    order = [frozenset()]
+    for x in sets:
+        if x not in order:
+            order.append(x)
+    return [order.index(x) for x in sets], order
+
+
+def _folded_bias(layer: Layer, epi: Epilogue, host_padded: bool
+                 ) -> tuple[np.ndarray | None, np.ndarray | None, tuple[BorderFix, list[np.ndarray]] | None]:
     """The int64 bias of a convolution or dense layer with its zero points folded in: the input's
     (``-zx * sum of the weights`` over the taps inside the input) and the requantization's
-    (``epi.offset``); ``(bias per channel or None, None)``, or ``(None, per-position map (O, Ho, Wo))``
-    for a padded convolution whose input zero point is not 0 (the taps inside the input differ at the
-    border; ``host_padded``: the host pads an im2col input with the zero point, so the per-channel sum
-    is exact there too)."""
+    (``epi.offset``). Returns ``(bias per channel or None, start map or None, border fix or None)``:
+
+    * no padding (or a dense layer, or ``host_padded``: the host pads an im2col input with the zero
+      point) or ``zx == 0``: one bias vector per channel, exact everywhere;
+    * a padded convolution with ``zx != 0``: the bias has the interior value and a
+      :class:`compiler.conv_engine.BorderFix` (with its correction per kind, ``(O,)`` each) adds
+      ``zx`` times the weights of the outside taps at the border; when that needs more than
+      :data:`BORDER_KINDS_MAX` kinds, a per-position start map ``(O, Ho, Wo)`` instead."""
     p = layer.params
     wt = p["weight"].astype(np.int64)
     zx = p["input_zero_point"]
     o = wt.shape[0]
     bias = (np.zeros(o, dtype=np.int64) if p["bias"] is None else p["bias"].astype(np.int64)) + epi.offset
     changed = p["bias"] is not None or epi.offset != 0
-    if zx and layer.op == "conv2d" and any(p["pads"]) and not host_padded:
-        # per position: -zx * (the weights of the taps that fall inside the input)
-        c, h, w = layer.inputs[0].shape
-        _, ho, wo = layer.output.shape
-        top, left, _, _ = p["pads"]
-        s, k = p["stride"], wt.shape[2]
-        inside = np.zeros((o, ho, wo), dtype=np.int64)
-        wsum = wt.sum(axis=1)  # (O, K, K)
-        for i in range(ho):
-            for j in range(wo):
-                y0, x0 = i * s - top, j * s - left
-                ky = slice(max(0, -y0), min(k, h - y0))
-                kx = slice(max(0, -x0), min(k, w - x0))
-                inside[:, i, j] = wsum[:, ky, kx].sum(axis=(1, 2))
-        return None, wrap32(bias[:, None, None] - zx * inside).astype(np.int32)
     if zx:
-        bias = bias - zx * wt.reshape(o, -1).sum(axis=1)
+        bias = bias - zx * wt.reshape(o, -1).sum(axis=1)  # every tap inside: the interior value
         changed = True
-    return (bias if changed else None), None
+    if not (zx and layer.op == "conv2d" and any(p["pads"]) and not host_padded):
+        return (bias if changed else None), None, None
+    c, h, w = layer.inputs[0].shape
+    _, ho, wo = layer.output.shape
+    top, left, _, _ = p["pads"]
+    s, k = p["stride"], wt.shape[2]
+    wsum = wt.sum(axis=1)  # (O, K, K)
+    rows, row_sets = _classes(_outside(ho, s, top, k, h))
+    cols, col_sets = _classes(_outside(wo, s, left, k, w))
+    pairs = sorted({(rc, cc) for rc in set(rows) for cc in set(cols)} - {(0, 0)})
+
+    def correction(rc: int, cc: int) -> np.ndarray:
+        out = np.zeros((k, k), dtype=bool)
+        out[list(row_sets[rc]), :] = True
+        out[:, list(col_sets[cc])] = True
+        return zx * (wsum * out).sum(axis=(1, 2))
+
+    if len(pairs) <= BORDER_KINDS_MAX:
+        fix = BorderFix(tuple(rows), tuple(cols), tuple((pc, j) for j, pc in enumerate(pairs)))
+        return bias, None, (fix, [correction(*pc) for pc in pairs])
+    # per position: the interior value plus the border's correction
+    start = np.repeat(np.repeat(bias[:, None, None], ho, axis=1), wo, axis=2)
+    for i in range(ho):
+        for j in range(wo):
+            if rows[i] or cols[j]:
+                start[:, i, j] += correction(rows[i], cols[j])
+    return None, wrap32(start).astype(np.int32), None
 
 
 def _plan_stage(st: Stage, cfg: HwConfig, batch: int, g: Graph, layouts: dict[Value, Layout]) -> None:
@@ -424,8 +458,9 @@ def _plan_stage(st: Stage, cfg: HwConfig, batch: int, g: Graph, layouts: dict[Va
         if st.op in ("conv2d", "dense"):
             x = st.inputs[0]
             wt, bias = main.params["weight"], main.params["bias"]
-            bias, bias_map = _folded_bias(main, st.epi, layouts[x][0] == IM2COL)
+            bias, bias_map, border = _folded_bias(main, st.epi, layouts[x][0] == IM2COL)
             consts = [np.array(v, dtype=np.int64) for _, v in st.epi.steps]
+            st.border = border[0] if border is not None else None
             st.epi = _without_offset(st.epi)  # the offset is in the bias now
             if st.op == "conv2d":
                 c, h, w = x.shape
@@ -434,7 +469,7 @@ def _plan_stage(st: Stage, cfg: HwConfig, batch: int, g: Graph, layouts: dict[Va
                 residual = len(st.inputs) > 1
                 flags = dict(bias=bias is not None or bias_map is not None, rounding_const=st.epi.rounding > IMM_MAX,
                              residual=residual, alu_passes=st.epi.alu_passes(residual), bias_map=bias_map is not None,
-                             consts=len(consts))
+                             consts=len(consts), border=border[0].count if border is not None else 0)
                 o, ho, wo = st.output.shape
                 if layouts[x][0] == IM2COL:  # the host put the taps in the channels: a 1x1 convolution
                     shape = ConvShape(batch, P.blocks(c * k * k, block), ho, wo, P.blocks(o, block), 1, 1, 1, 0,
@@ -461,7 +496,7 @@ def _plan_stage(st: Stage, cfg: HwConfig, batch: int, g: Graph, layouts: dict[Va
                                   rounding_const=st.epi.rounding > IMM_MAX, alu_passes=st.epi.alu_passes(False),
                                   consts=len(consts))
                 st.weight = P.pack_dense_weights(full, block)
-            kinds = ([] if bias is None else [bias]) + consts
+            kinds = ([] if bias is None else [bias]) + consts + (border[1] if border is not None else [])
             st.bias = np.concatenate([P.pack_bias(wrap32(v).astype(np.int32), block) for v in kinds]) if kinds else None
             st.shape = shape
             st.plan = plan_conv(cfg, shape)
@@ -517,7 +552,8 @@ _PROGRAM_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]{0,63}$")  # the graph name
 def identifier(name: str, taken: set[str]) -> str:
     """An identifier made from ``name`` (a region, kernel argument or Program name), not in ``taken``
     nor a reserved region name: ``name`` itself when it already is one."""
-    base = name if name.isidentifier() and not keyword.iskeyword(name) else re.sub(r"\W+", "_", name).strip("_")
+    plain = name.isascii() and name.isidentifier() and not keyword.iskeyword(name)
+    base = name if plain else re.sub(r"\W+", "_", name, flags=re.ASCII).strip("_")
     base = base[:48] or "value"
     if not base.isidentifier() or keyword.iskeyword(base):
         base = "v_" + base
@@ -664,7 +700,7 @@ def compile_network(graph: Graph, config: HwConfig | str = "default", batch: int
                     mv = t["biases"].view(f"{st.name}.map", moff[id(st)], (st.bias_map.size // block, block))
                 res = where(st.inputs[1], t, act) if len(st.inputs) > 1 else None
                 conv_layer(where(st.inputs[0], t, act), wv, y, st.shape, st.plan, st.epi,  # type: ignore[arg-type]
-                           bias=bv, residual=res, uop_base=st.uop_base, bias_map=mv)
+                           bias=bv, residual=res, uop_base=st.uop_base, bias_map=mv, border=st.border)
             elif st.op == "flatten":
                 c, h, w = st.inputs[0].shape
                 transpose_layer(where(st.inputs[0], t, act), y, batch, P.blocks(c, block) * h * w, st.uop_base)

@@ -38,7 +38,7 @@ def random_real_graph(rng: np.random.Generator) -> Graph:
     x = g.input("onnx::input.0", (int(rng.integers(1, 20)), int(rng.integers(4, 10)), int(rng.integers(4, 10))))
     zx = _zp(rng)
     for i in range(int(rng.integers(1, 4))):
-        kind = rng.choice(["conv", "conv", "pool", "add", "relu", "avg"])
+        kind = rng.choice(["conv", "conv", "pool", "add", "relu", "avg", "requant", "shift"])
         c, h, w = x.shape
         name = f"/layer{i}/{kind}/Conv" if kind == "conv" else None
         if kind == "conv":
@@ -49,14 +49,18 @@ def random_real_graph(rng: np.random.Generator) -> Graph:
             acc = g.conv2d(x, _r8(rng, o, c, k, k), bias, stride=int(rng.choice([1, 1, 2])), pad=pads,
                            input_zero_point=zx, name=name)
             zy = _zp(rng)
-            x = g.requantize(acc, scale=_scale(rng, o, c * k * k), zero_point=zy, name=f"onnx::Quant_{i}")
+            izp = int(rng.integers(-5000, 5000)) if rng.random() < 0.3 else 0
+            if rng.random() < 0.3:  # a ReLU on the accumulators, before the requantization
+                acc = g.relu(acc, zero_point=int(rng.integers(-3000, 3000)))
+            x = g.requantize(acc, scale=_scale(rng, o, c * k * k), input_zero_point=izp, zero_point=zy,
+                             name=f"onnx::Quant_{i}")
             if rng.random() < 0.5:
                 x = g.relu(x, zero_point=zy)
             zx = zy
         elif kind == "pool" and min(h, w) >= 2:
             x = g.max_pool(x, 2, int(rng.choice([1, 2])))
         elif kind == "avg" and min(h, w) >= 2:
-            k = int(rng.choice([2, 3, min(h, w)]))
+            k = int(rng.choice([2, 3, min(h, w, 7)]))  # a 7x7 window: a global average on config small too
             zy = _zp(rng)
             x = g.avg_pool(x, k, int(rng.choice([1, k])), scale=float(rng.uniform(0.5, 1.5)) / (k * k),
                            input_zero_point=zx, zero_point=zy)
@@ -69,6 +73,15 @@ def random_real_graph(rng: np.random.Generator) -> Graph:
                       a_zero_point=zx, b_zero_point=y.layer.params["zero_point"])
             x = g.requantize(s, scale=float(rng.choice([0.25, 0.5, 1.0])), zero_point=zy)
             zx = zy
+        elif kind == "requant":  # an int8 value rescaled (a QuantizeLinear of a dequantized tensor)
+            zy = _zp(rng)
+            x = g.requantize(x, scale=float(rng.uniform(0.3, 2.5)), input_zero_point=zx, zero_point=zy)
+            zx = zy
+        elif kind == "shift":  # the power-of-two form with a ReLU of a zero point after it
+            o = int(rng.integers(1, 12))
+            acc = g.conv2d(x, _r8(rng, o, c, 1, 1), None)
+            x = g.relu(g.requantize(acc, int(rng.integers(6, 10))), zero_point=int(rng.integers(-20, 20)))
+            zx = 0
         else:
             x = g.relu(x, zero_point=zx)
     if rng.random() < 0.3:
@@ -107,6 +120,15 @@ def test_random_real_scale_graphs_on_the_rtl_bit_and_cycle_exact() -> None:
     if models.rtl_available():
         pytest.skip(models.rtl_available())
     cases = [_case(seed, "small") for seed in (200, 201)]
+    # a border correction with per-lane shift steps (scales with n <= 0 beside n >= 1), and a start map
+    for kw in (dict(pads=(1, 0, 2, 1), zx=37, scale=np.array([0.001, 0.6, 2.0, 0.002, 3e-5, 0.7, 1.0])),
+               dict(pads=2, zx=-77, scale=0.0005, k=5, stride=1)):
+        g, inputs = _conv_graph(host_im2col=False, **kw)
+        net = compile_network(g, "small", batch=2)
+        net.set_inputs(inputs)
+        cases.append((g, net, inputs, run_reference(g, inputs)))
+    assert cases[2][1].stages[1].border is not None and cases[3][1].stages[1].bias_map is not None
+    assert [op for op, _ in cases[2][1].stages[1].epi.steps][-3:] == ["SHR", "ADD", "SHR"]
     rtl = models.rtl([net.program for _, net, _, _ in cases])
     for (g, net, _, want), r in zip(cases, rtl):
         assert r.error is None, (g.summary(), r.error)
@@ -114,15 +136,15 @@ def test_random_real_scale_graphs_on_the_rtl_bit_and_cycle_exact() -> None:
         assert r.cycles == models.tlm(net.program).cycles, g.summary()
 
 
-def _conv_graph(pads, zx: int, scale, bias: bool = True, host_im2col: bool = True
+def _conv_graph(pads, zx: int, scale, bias: bool = True, host_im2col: bool = True, k: int = 3, stride: int = 2
                 ) -> tuple[Graph, dict[str, np.ndarray]]:
     rng = np.random.default_rng(5)
     g = Graph("conv")
     x = g.input("x", (5, 6, 7))
     if not host_im2col:  # a graph input only a convolution reads is packed im2col by the host
         x = g.relu(x, zero_point=-128)
-    acc = g.conv2d(x, _r8(rng, 7, 5, 3, 3), rng.integers(-900, 900, 7).astype(np.int32) if bias else None,
-                   stride=2, pad=pads, input_zero_point=zx, name="/c/Conv")
+    acc = g.conv2d(x, _r8(rng, 7, 5, k, k), rng.integers(-900, 900, 7).astype(np.int32) if bias else None,
+                   stride=stride, pad=pads, input_zero_point=zx, name="/c/Conv")
     g.output(g.requantize(acc, scale=scale, zero_point=-3, name="/c/Quant"))
     return g, {"x": _r8(rng, 2, 5, 6, 7)}
 
@@ -143,14 +165,29 @@ def test_conv_zero_point_pads_and_scales_exact_on_every_config(pads, zx, scale, 
         assert _same(net.outputs(models.tlm(net.program).outputs), want), config
 
 
-def test_a_padded_conv_with_an_input_zero_point_starts_from_a_per_position_map() -> None:
+def test_a_padded_conv_with_an_input_zero_point_corrects_its_border() -> None:
     g, inputs = _conv_graph((1, 1, 1, 1), 12, 0.001, host_im2col=False)
-    net = compile_network(g, "default", batch=2)
-    assert net.stages[1].bias_map is not None
+    st = compile_network(g, "default", batch=2).stages[1]
+    # 3x3, pad 1, stride 2 on 6x7 -> 3x4: the top row and the left and right columns reach outside, the
+    # bottom row does not: (top, -), (top, left), (top, right), (-, left), (-, right)
+    assert st.bias_map is None and st.border is not None and st.border.count == 5
+    assert st.border.row_class == (1, 0, 0) and st.border.col_class == (1, 0, 0, 2)
     g2, _ = _conv_graph((1, 1, 1, 1), 0, 0.001, host_im2col=False)
-    assert compile_network(g2, "default", batch=2).stages[1].bias_map is None
+    assert compile_network(g2, "default", batch=2).stages[1].border is None
     g3, _ = _conv_graph((1, 1, 1, 1), 12, 0.001)  # im2col: the host pads with the zero point
-    assert compile_network(g3, "default", batch=2).stages[0].bias_map is None
+    assert compile_network(g3, "default", batch=2).stages[0].border is None
+
+
+@pytest.mark.parametrize("config", ["default", "small"])
+def test_many_border_classes_start_from_a_per_position_map(config: str) -> None:
+    # 5x5, pad 2, stride 1: 5 row classes x 5 column classes, 24 corrections: the start map
+    g, inputs = _conv_graph(2, -77, np.linspace(0.0002, 0.001, 7), host_im2col=False, k=5, stride=1)
+    net = compile_network(g, config, batch=2)
+    assert net.stages[1].bias_map is not None and net.stages[1].border is None
+    net.set_inputs(inputs)
+    want = run_reference(g, inputs)
+    assert _same(net.run_golden(inputs), want)
+    assert _same(net.outputs(models.tlm(net.program).outputs), want)
 
 
 def test_onnx_names_map_to_region_identifiers_and_reports_keep_them() -> None:
@@ -166,8 +203,11 @@ def test_onnx_names_map_to_region_identifiers_and_reports_keep_them() -> None:
     a = g.input("a/b", (4,))
     g.output(g.relu(a, name="a:b"))
     g.output(g.relu(a, name="a.b"))
+    g.output(g.relu(a, name="größe"))
+    g.output(g.relu(a, name="class"))
     net = compile_network(g)
-    assert len({net.region_name(n) for n in ("a/b", "a:b", "a.b")}) == 3
+    names = [net.region_name(n) for n in ("a/b", "a:b", "a.b", "größe", "class")]
+    assert len(set(names)) == 5 and all(n.isascii() and n.isidentifier() for n in names), names
 
 
 def test_errors_name_the_onnx_layer() -> None:
@@ -181,3 +221,22 @@ def test_errors_name_the_onnx_layer() -> None:
         compile_network(g)
     msg = str(e.value)
     assert "\n" not in msg and "'/a/Q2'" in msg and "per-channel" in msg
+
+
+def test_a_shortcut_add_fuses_into_a_real_scale_convolution() -> None:
+    rng = np.random.default_rng(9)
+    g = Graph("res")
+    x = g.input("x", (16, 6, 6))
+    y = g.relu(g.requantize(g.conv2d(x, _r8(rng, 16, 16, 3, 3), None, pad=1, input_zero_point=-128, name="c1"),
+                            scale=np.linspace(0.0002, 0.0008, 16), zero_point=-128), zero_point=-128)
+    z = g.requantize(g.conv2d(y, _r8(rng, 16, 16, 3, 3), None, pad=1, input_zero_point=-128, name="c2"),
+                     scale=0.0004, zero_point=5)
+    g.output(g.relu(g.requantize(g.add(z, y, name="add"), 0)))  # clip only: fused into c2
+    net = compile_network(g, "small", batch=2)
+    assert [(st.name, st.op) for st in net.stages] == [("c1", "conv2d"), ("c2", "conv2d")]
+    assert net.stages[1].border is not None and "add" in [x.name for x in net.stages[1].layers]
+    inputs = {"x": _r8(rng, 2, 16, 6, 6)}
+    net.set_inputs(inputs)
+    want = run_reference(g, inputs)
+    assert _same(net.run_golden(inputs), want)
+    assert _same(net.outputs(models.tlm(net.program).outputs), want)
