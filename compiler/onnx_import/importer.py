@@ -19,6 +19,7 @@ import numpy as np
 from compiler.errors import CompileError
 from compiler.onnx_import.builder import Builder
 from compiler.onnx_import.errors import UnsupportedModel, model_error, node_error, node_label
+from compiler.onnx_import.fold import fold, foldable, shape_of
 from compiler.onnx_import.host import HostOp, InputStep, ModelInput, OutputStep, RANGES
 from compiler.onnx_import.model import attrs, check_model, load_model
 from compiler.onnx_import.names import MAX_NAME, printable
@@ -35,7 +36,7 @@ SUPPORTED_OPS = {
                   "com.microsoft QLinearGlobalAveragePool", "com.microsoft QLinearAveragePool",
                   "com.microsoft QGemm", "com.microsoft QLinearConcat",
                   "com.microsoft QLinearMul (by a positive per-channel constant)"],
-    "also": ["Identity", "Dropout", "Cast (of a ConvInteger/MatMulInteger result)",
+    "also": ["any node of constant inputs (folded at import time)", "Shape", "Identity", "Dropout", "Cast (of a ConvInteger/MatMulInteger result)",
              "Add/Mul of a per-channel constant (a bias/scale: folded into the layer before, or an identity layer)"],
 }
 DTYPES = {np.dtype(np.float32): "float32", np.dtype(np.int8): "int8", np.dtype(np.uint8): "uint8"}
@@ -115,14 +116,19 @@ def import_onnx(model: Any, config: Any = "default") -> Any:
         batch = shape[0]
         b.model_inputs[vi.name] = ModelInput(vi.name, dtype, shape)
         b.env[vi.name] = HostFloat(vi.name, shape) if dtype == "float32" else b.graph_input(vi.name, shape, dtype)
+    opsets = {op.domain: op.version for op in proto.opset_import}
     for node in info.nodes:
+        ins = [_operand(b, info, node, i) for i in node.input]
+        if node.op_type == "Shape" or foldable(node, ins):  # computed now, once
+            outs = [shape_of(node, ins[0], attrs(node))] if node.op_type == "Shape" else fold(node, ins, opsets)
+            b.env.update((name, v) for name, v in zip(node.output, outs) if name)
+            continue
         handler = HANDLERS.get(node.op_type)
         in_domain = (node.domain == "com.microsoft") == (node.op_type in MICROSOFT)
         if handler is None or not in_domain:
             dom = f"{node.domain}." if node.domain else ""
             raise node_error(node, f"op {dom}{node.op_type} is not supported (cosim import --help lists the "
                                    f"supported ops)")
-        ins = [_operand(b, info, node, i) for i in node.input]
         try:
             outs = handler(b, node, ins, attrs(node))
         except UnsupportedModel:
