@@ -93,6 +93,12 @@ def _cases() -> dict[str, Any]:
                                  {"w": w, "k": rng.normal(0, .5, (1, 8, 1, 1)).astype(f)}),
         "mul_channel_constant": ([conv("Conv", ["x", "w"], ["c"]), conv("Mul", ["c", "k"], ["y"])],
                                  {"w": w, "k": rng.uniform(.5, 2, (1, 8, 1, 1)).astype(f)}),
+        "batchnorm_relu_negative_mul": (
+            [conv("Conv", ["x", "w"], ["c"]), conv("BatchNormalization", ["c", "s", "b", "m", "v"], ["bn"]),
+             conv("Relu", ["bn"], ["r"]), conv("Mul", ["r", "k"], ["y"])],
+            {"w": w, "s": rng.normal(0, 1, 8).astype(f), "b": rng.normal(0, .2, 8).astype(f),
+             "m": rng.normal(0, .2, 8).astype(f), "v": rng.uniform(.5, 2, 8).astype(f),
+             "k": rng.choice([-1.5, -.5, .5, 2], (1, 8, 1, 1)).astype(f)}),
         "maxpool_pads": ([conv("Conv", ["x", "w"], ["c"]),
                           conv("MaxPool", ["c"], ["y"], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])],
                          {"w": w}),

@@ -37,7 +37,8 @@ SUPPORTED_OPS = {
                   "com.microsoft QGemm", "com.microsoft QLinearConcat",
                   "com.microsoft QLinearMul (by a positive per-channel constant)"],
     "also": ["any node of constant inputs (folded at import time)", "Shape", "Identity", "Dropout", "Cast (of a ConvInteger/MatMulInteger result)",
-             "Add/Mul of a per-channel constant (a bias/scale: folded into the layer before, or an identity layer)"],
+             "Add/Mul of a per-channel constant and BatchNormalization (a bias/scale: folded into the layer before, "
+             "or an identity layer)"],
 }
 DTYPES = {np.dtype(np.float32): "float32", np.dtype(np.int8): "int8", np.dtype(np.uint8): "uint8"}
 

@@ -122,14 +122,46 @@ def dequantize_linear(b: Builder, node: Any, ins: list[Any], at: dict[str, Any])
 
 
 def _scaled(node: Any, p: Pending, c: Any) -> Pending:
-    """``p * c`` for a convolution/dense result and a positive constant (scalar or per output channel)."""
+    """``p * c`` for a convolution/dense result and a constant (scalar or per output channel): the scale of a
+    channel times ``|c|``, and its weights and bias negated where ``c < 0``."""
     if p.kind not in ("conv", "dense") or p.clamped:
         raise node_error(node, "multiplies a result that is not a plain convolution or matrix product")
-    a = np.asarray(c, np.float64)
-    per = _per_channel(node, a, p)
-    if np.any(per <= 0):
-        raise node_error(node, "multiplies by a non-positive constant (only positive scales fold)")
-    return Pending(p.kind, p.node, p.shape, p.args, p.scale * per, p.bias, p.lo, p.hi, False)
+    per = _per_channel(node, np.asarray(c, np.float64), p)
+    if np.any(per == 0) or not np.all(np.isfinite(per)):
+        raise node_error(node, "multiplies by zero or a non-finite constant")
+    args, bias = p.args, p.bias
+    neg = per < 0
+    if neg.any():
+        w = np.asarray(args["weight"])
+        if np.any(w[neg] == -128):
+            raise node_error(node, "multiplies by a negative constant a channel whose weights hold -128 (its "
+                                   "negation does not fit int8)")
+        w = w.copy()
+        w[neg] = -w[neg]
+        args = {**args, "weight": w}
+        if bias is not None:
+            bias = np.where(neg, -bias, bias)
+    return Pending(p.kind, p.node, p.shape, args, p.scale * np.abs(per), bias, p.lo, p.hi, False)
+
+
+def batch_normalization(b: Builder, node: Any, ins: list[Any], at: dict[str, Any]) -> list[Any]:
+    """Inference batch normalization: per channel ``x * a + c``, ``a = scale / sqrt(var + eps)``, ``c = bias -
+    mean * a``, folded into the convolution before it (or an identity layer)."""
+    if len(node.output) > 1 and any(node.output[1:]):
+        raise node_error(node, "the training outputs (running mean and variance) are not supported")
+    x, consts = ins[0], ins[1:5]
+    if not all(isinstance(v, Const) for v in consts):
+        raise node_error(node, "scale, bias, mean and variance must be constants")
+    scale, bias, mean, var = (np.asarray(v.value, np.float64).reshape(-1) for v in consts)
+    a = scale / np.sqrt(var + float(at.get("epsilon", 1e-5)))
+    c = bias - mean * a
+    if isinstance(x, RealTensor):
+        x = b.identity(node, x)
+    if not isinstance(x, Pending):
+        real(node, x)
+    per_channel = (-1, *[1] * (len(x.shape) - 2))  # ONNX broadcasting: aligned to the channel axis
+    p = _scaled(node, x, a.reshape(per_channel))
+    return add(b, node, [p, Const(c.astype(np.float32).reshape(per_channel))], {})
 
 
 def _per_channel(node: Any, a: np.ndarray, p: Pending) -> np.ndarray:
@@ -346,6 +378,7 @@ HANDLERS: dict[str, Handler] = {
     "QuantizeLinear": quantize_linear, "DequantizeLinear": dequantize_linear, "Conv": conv, "MatMul": matmul,
     "Gemm": gemm, "Add": add, "Mul": mul, "Relu": relu, "Clip": clip, "MaxPool": max_pool,
     "AveragePool": average_pool, "GlobalAveragePool": global_average_pool,
-    "GlobalMaxPool": global_max_pool, "Flatten": flatten, "Reshape": reshape,
+    "GlobalMaxPool": global_max_pool,
+    "BatchNormalization": batch_normalization, "Flatten": flatten, "Reshape": reshape,
     "Concat": concat, "Identity": identity, "Dropout": identity, "Cast": cast,
 }
