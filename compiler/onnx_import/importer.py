@@ -36,7 +36,8 @@ SUPPORTED_OPS = {
                   "com.microsoft QLinearGlobalAveragePool", "com.microsoft QLinearAveragePool",
                   "com.microsoft QGemm", "com.microsoft QLinearConcat",
                   "com.microsoft QLinearMul (by a positive per-channel constant)"],
-    "also": ["any node of constant inputs (folded at import time)", "Shape", "Identity", "Dropout", "Cast (of a ConvInteger/MatMulInteger result)",
+    "also": ["any node of constant inputs (folded at import time)", "Shape", "Identity", "Dropout",
+             "Cast (of a ConvInteger/MatMulInteger result)",
              "Add/Mul of a per-channel constant and BatchNormalization (a bias/scale: folded into the layer before, "
              "or an identity layer)"],
 }
@@ -53,6 +54,7 @@ class ImportBuilder(Builder):
 
     def graph_input(self, source: str, shape: tuple[int, ...], dtype: str, scale: float | None = None,
                     zero_point: int = 0) -> IntTensor:
+        """A graph input for (a host step of) ONNX input ``source``."""
         if len(shape) not in (2, 3, 4):
             raise model_error(f"input '{source}' of shape {list(shape)}: the accelerator takes (N, C, H, W), "
                               f"(N, C, L) or (N, F) inputs")
@@ -63,6 +65,7 @@ class ImportBuilder(Builder):
         return IntTensor(v, dtype, shape)
 
     def host_quantize(self, node: Any, x: HostFloat, scale: float, zero_point: int, dtype: str) -> IntTensor:
+        """The host's QuantizeLinear of a float input: a graph input."""
         mi = self.model_inputs[x.source]
         if mi.low == mi.high:  # the first quantization of this input sets the range of random test inputs
             lo, hi = RANGES[dtype]
@@ -75,6 +78,7 @@ class ImportBuilder(Builder):
             raise node_error(node, str(e).split(": ", 1)[1]) from None
 
     def host_reshape(self, node: Any) -> None:
+        """Record a Flatten/Reshape of a float input that the host runs."""
         self.host_ops.append(HostOp(node_label(node), node.op_type, "reshapes a float input before quantizing it"))
 
 

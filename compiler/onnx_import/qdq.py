@@ -65,6 +65,8 @@ def _opt(ins: list[Any], k: int) -> Any:
 
 
 def quantize_linear(b: Builder, node: Any, ins: list[Any], at: dict[str, Any]) -> list[Any]:
+    """QuantizeLinear: of a float input on the host, of a constant now, else the layers of its operand's
+    output quantization."""
     x, s, z = ins[0], ins[1], _opt(ins, 2)
     if int(at.get("block_size", 0)):
         raise node_error(node, "blocked quantization is not supported")
@@ -92,6 +94,7 @@ def quantize_linear(b: Builder, node: Any, ins: list[Any], at: dict[str, Any]) -
 
 
 def dequantize_linear(b: Builder, node: Any, ins: list[Any], at: dict[str, Any]) -> list[Any]:
+    """DequantizeLinear: a quantized constant keeps its integers, a tensor of the accelerator becomes its real view."""
     x, s, z = ins[0], ins[1], _opt(ins, 2)
     if isinstance(x, Const):
         q = np.asarray(x.value)
@@ -180,14 +183,17 @@ def _per_channel(node: Any, a: np.ndarray, p: Pending) -> np.ndarray:
 
 
 def conv(b: Builder, node: Any, ins: list[Any], at: dict[str, Any]) -> list[Any]:
+    """Conv of a dequantized tensor by a quantized constant weight."""
     return [b.conv(node, real(node, ins[0]), ins[1], _opt(ins, 2), at)]
 
 
 def matmul(b: Builder, node: Any, ins: list[Any], at: dict[str, Any]) -> list[Any]:
+    """MatMul ``(N, F) @ (F, O)`` by a quantized constant."""
     return [b.dense(node, real(node, ins[0]), ins[1], None, trans_b=False)]
 
 
 def gemm(b: Builder, node: Any, ins: list[Any], at: dict[str, Any]) -> list[Any]:
+    """Gemm ``alpha * A @ B (+ beta * C)``, B a quantized constant (transA=0)."""
     if int(at.get("transA", 0)):
         raise node_error(node, "transA=1 is not supported")
     c = _opt(ins, 2)
@@ -199,6 +205,7 @@ def gemm(b: Builder, node: Any, ins: list[Any], at: dict[str, Any]) -> list[Any]
 
 
 def add(b: Builder, node: Any, ins: list[Any], at: dict[str, Any]) -> list[Any]:
+    """Add of two dequantized tensors, or of a per-channel constant (folded into a bias)."""
     x, y = ins
     if isinstance(x, Const):
         x, y = y, x
@@ -215,6 +222,7 @@ def add(b: Builder, node: Any, ins: list[Any], at: dict[str, Any]) -> list[Any]:
 
 
 def mul(b: Builder, node: Any, ins: list[Any], at: dict[str, Any]) -> list[Any]:
+    """Mul by a per-channel constant (folded into the scale of the layer before, or of an identity layer)."""
     x, y = ins
     if isinstance(x, Const):
         x, y = y, x
@@ -247,10 +255,12 @@ def _clamp(node: Any, v: Any, lo: float, hi: float, b: Builder) -> Any:
 
 
 def relu(b: Builder, node: Any, ins: list[Any], at: dict[str, Any]) -> list[Any]:
+    """Relu: a clamp at 0, applied by the next requantization."""
     return [_clamp(node, ins[0], 0.0, math.inf, b)]
 
 
 def clip(b: Builder, node: Any, ins: list[Any], at: dict[str, Any]) -> list[Any]:
+    """Clip: a clamp applied by the next requantization."""
     lo = at.get("min", -math.inf)
     hi = at.get("max", math.inf)
     if _opt(ins, 1) is not None:
@@ -261,6 +271,7 @@ def clip(b: Builder, node: Any, ins: list[Any], at: dict[str, Any]) -> list[Any]
 
 
 def max_pool(b: Builder, node: Any, ins: list[Any], at: dict[str, Any]) -> list[Any]:
+    """MaxPool of an integer or dequantized tensor (pads and ceil_mode pad with the minimum)."""
     if len(node.output) > 1 and node.output[1]:
         raise node_error(node, "the Indices output is not supported")
     x = ins[0]
@@ -271,6 +282,7 @@ def max_pool(b: Builder, node: Any, ins: list[Any], at: dict[str, Any]) -> list[
 
 
 def global_max_pool(b: Builder, node: Any, ins: list[Any], at: dict[str, Any]) -> list[Any]:
+    """GlobalMaxPool of a square input."""
     x = ins[0]
     if not isinstance(x, (RealTensor, IntTensor)):
         real(node, x)
@@ -280,12 +292,14 @@ def global_max_pool(b: Builder, node: Any, ins: list[Any], at: dict[str, Any]) -
 
 
 def average_pool(b: Builder, node: Any, ins: list[Any], at: dict[str, Any]) -> list[Any]:
+    """AveragePool (padding only when counted, count_include_pad=1)."""
     x = real(node, ins[0])
     k, s, out, pad = pool_geometry(node, x.shape, at, padded=bool(int(at.get("count_include_pad", 0))))
     return [b.avg_pool(node, x, k, s, out, pad)]
 
 
 def global_average_pool(b: Builder, node: Any, ins: list[Any], at: dict[str, Any]) -> list[Any]:
+    """GlobalAveragePool of a square input."""
     x = real(node, ins[0])
     return [_global(b, node, x)]
 
@@ -329,6 +343,7 @@ def _reshaped(b: Builder, node: Any, x: Any, target: tuple[int, ...]) -> Any:
 
 
 def flatten(b: Builder, node: Any, ins: list[Any], at: dict[str, Any]) -> list[Any]:
+    """Flatten to ``(N, F)`` (axis 1), on the host for a float input."""
     x = ins[0]
     shape = x.shape
     axis = int(at.get("axis", 1)) % max(len(shape), 1)
@@ -337,6 +352,7 @@ def flatten(b: Builder, node: Any, ins: list[Any], at: dict[str, Any]) -> list[A
 
 
 def reshape(b: Builder, node: Any, ins: list[Any], at: dict[str, Any]) -> list[Any]:
+    """Reshape to ``(N, F)`` (a flatten) or to the same shape, on the host for a float input."""
     if not isinstance(ins[1], Const):
         raise node_error(node, "the target shape is not a constant")
     x = ins[0]
@@ -345,6 +361,7 @@ def reshape(b: Builder, node: Any, ins: list[Any], at: dict[str, Any]) -> list[A
 
 
 def concat(b: Builder, node: Any, ins: list[Any], at: dict[str, Any]) -> list[Any]:
+    """Concat of dequantized tensors along channels."""
     parts = [real(node, v, f"operand {k}") for k, v in enumerate(ins)]
     axis = int(at.get("axis", 1)) % len(parts[0].shape)
     if axis != 1:
@@ -355,12 +372,14 @@ def concat(b: Builder, node: Any, ins: list[Any], at: dict[str, Any]) -> list[An
 
 
 def identity(b: Builder, node: Any, ins: list[Any], at: dict[str, Any]) -> list[Any]:
+    """Identity and inference Dropout: the operand itself."""
     if node.op_type == "Dropout" and len(node.output) > 1 and node.output[1]:
         raise node_error(node, "the mask output is not supported")
     return [ins[0]]
 
 
 def cast(b: Builder, node: Any, ins: list[Any], at: dict[str, Any]) -> list[Any]:
+    """Cast between a ConvInteger/MatMulInteger accumulator's int32 and float, or of a constant."""
     from onnx import TensorProto
 
     x = ins[0]
