@@ -35,7 +35,7 @@ SUPPORTED_OPS = {
     "QOperator": ["QLinearConv", "QLinearMatMul", "ConvInteger", "MatMulInteger", "com.microsoft QLinearAdd",
                   "com.microsoft QLinearGlobalAveragePool", "com.microsoft QLinearAveragePool",
                   "com.microsoft QGemm", "com.microsoft QLinearConcat",
-                  "com.microsoft QLinearMul (by a positive per-channel constant)"],
+                  "com.microsoft QLinearMul (by a per-channel constant)"],
     "also": ["any node of constant inputs (folded at import time)", "Shape", "Identity", "Dropout",
              "Cast (of a ConvInteger/MatMulInteger result)",
              "Add/Mul of a per-channel constant and BatchNormalization (a bias/scale: folded into the layer before, "
