@@ -7,8 +7,10 @@ rounding term of the requantization, broadcast by one ALU MOV), per step of inpu
 channels the input window's LOADs (zero padding at the image border), the weight
 tile's LOAD (skipped, like the bias's, when that half of the buffer holds that tile
 already: the next image or rows of the same output channels) and ONE GEMM, then the
-epilogue on the ALU (shift, ReLU, clip to int8; optionally a residual added through the
-identity weight block, then ReLU and clip again) and the STOREs. Buffer halves alternate tile by tile (accumulator) and step by
+epilogue on the ALU (shift or the real-scale MULHR steps with per-channel vectors held beside the
+bias, zero point, ReLU, clip; optionally a residual added through the identity weight block, then
+ReLU and clip again) and the STOREs. An input zero point meeting padding is corrected at the border
+(:class:`BorderFix`) or by a per-position start map. Buffer halves alternate tile by tile (accumulator) and step by
 step (inputs, weights), so the dependency tokens the compiler derives let the loads of
 step i+1 overlap the GEMM of step i and the stores of one tile the GEMMs of the next.
 """

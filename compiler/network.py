@@ -27,6 +27,12 @@ Steps (:func:`compile_network`):
    written only after its last reader is done. Micro-op tables go to consecutive parts of the
    micro-op buffer, so one stage's table load does not wait for the previous stage's GEMMs.
 
+Real scales, zero points and ONNX names (docs/network.md): a requantization by a real scale is
+MULHR steps in the epilogue (:func:`compiler.fixed_point.alu_steps`), zero points of a convolution's
+or dense layer's input fold into its bias at compile time (with a border correction where they meet
+padding), and graph inputs and outputs get regions named by identifiers made from their names
+(:func:`region_names`).
+
 The golden path runs the same kernel on numpy (:meth:`NetworkProgram.run_golden`); the reference
 is :mod:`compiler.graph_reference`, written from the graph's definitions.
 """

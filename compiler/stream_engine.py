@@ -6,10 +6,12 @@ accumulator vector, sums) input vectors into the accumulator, exactly: the accum
 int32 and the block is the identity. On that:
 
 * :func:`eltwise_layer`: ``Y = epilogue(sum of the inputs)`` vector by vector (a residual add
-  of two activations; with one input, a standalone requantize or ReLU of an int8 value);
+  of two activations; with one input, a standalone requantize or ReLU of an int8 value); with real
+  scales each operand rescaled in its own accumulator region first (a quantized add);
 * :func:`pool_layer`: max pooling (every window tap copied into its own accumulator region by
   one GEMM, then one ALU MAX folds the regions) and average pooling (one GEMM sums the taps
-  onto the rounding term, then a shift), ``k x k`` windows every ``stride``, no padding;
+  onto the rounding term, then a shift; with a real scale, onto ``-zero point * k*k``, then the
+  fixed-point steps: any window), ``k x k`` windows every ``stride``, no padding;
 * :func:`transpose_layer`: sample-major vectors to feature-block-major (a flattened activation
   into the layout a dense layer reads), the GEMM's loop factors doing the transposition.
 
