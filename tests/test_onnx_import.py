@@ -93,6 +93,12 @@ def _cases() -> dict[str, Any]:
                                  {"w": w, "k": rng.normal(0, .5, (1, 8, 1, 1)).astype(f)}),
         "mul_channel_constant": ([conv("Conv", ["x", "w"], ["c"]), conv("Mul", ["c", "k"], ["y"])],
                                  {"w": w, "k": rng.uniform(.5, 2, (1, 8, 1, 1)).astype(f)}),
+        "batchnorm_relu_negative_mul": (
+            [conv("Conv", ["x", "w"], ["c"]), conv("BatchNormalization", ["c", "s", "b", "m", "v"], ["bn"]),
+             conv("Relu", ["bn"], ["r"]), conv("Mul", ["r", "k"], ["y"])],
+            {"w": w, "s": rng.normal(0, 1, 8).astype(f), "b": rng.normal(0, .2, 8).astype(f),
+             "m": rng.normal(0, .2, 8).astype(f), "v": rng.uniform(.5, 2, 8).astype(f),
+             "k": rng.choice([-1.5, -.5, .5, 2], (1, 8, 1, 1)).astype(f)}),
         "maxpool_pads": ([conv("Conv", ["x", "w"], ["c"]),
                           conv("MaxPool", ["c"], ["y"], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])],
                          {"w": w}),
@@ -175,6 +181,26 @@ def test_rank3_tensors_and_a_matrix_bias(qdir: Path) -> None:
     gemm.graph.initializer[1].CopyFrom(onnx.numpy_helper.from_array(c, "c"))
     with pytest.raises(UnsupportedModel, match="bias differs from sample to sample"):
         import_onnx(M.quantize(gemm, qdir / "varying"))
+
+
+def test_shape_arithmetic_is_folded(qdir: Path) -> None:
+    """An exported torch.flatten: Shape -> Gather -> Unsqueeze -> Concat -> Reshape, folded at import time."""
+    rng = np.random.default_rng(13)
+    f = np.float32
+    nodes = [h.make_node("Conv", ["x", "w"], ["c"], name="conv", pads=[1, 1, 1, 1]),
+             h.make_node("Relu", ["c"], ["r"], name="relu"), h.make_node("Shape", ["r"], ["sh"], name="shape"),
+             h.make_node("Gather", ["sh", "zero"], ["n"], name="gather", axis=0),
+             h.make_node("Unsqueeze", ["n", "ax"], ["n1"], name="unsqueeze"),
+             h.make_node("Concat", ["n1", "minus1"], ["target"], name="concat", axis=0),
+             h.make_node("Reshape", ["r", "target"], ["fl"], name="reshape"),
+             h.make_node("Gemm", ["fl", "wf"], ["y"], name="fc", transB=1)]
+    inits = {"w": rng.normal(0, .3, (4, 3, 3, 3)).astype(f), "zero": np.array(0, np.int64),
+             "ax": np.array([0], np.int64), "minus1": np.array([-1], np.int64),
+             "wf": rng.normal(0, .1, (5, 4 * 6 * 6)).astype(f)}
+    m = M.model(nodes, [("x", T.FLOAT, [2, 3, 6, 6])], [("y", T.FLOAT, [2, 5])], inits, "torch_flatten")
+    imported = import_onnx(M.quantize(m, qdir))
+    assert [ly.op for ly in imported.graph.layers].count("flatten") == 1
+    check_agreement(imported, imported.random_inputs(seed=14))
 
 
 def test_mlp_reshapes_its_float_input_on_the_host(qdir: Path) -> None:

@@ -35,6 +35,7 @@ class Agreement:
                 f"{100 * self.within_one:.2f} % within 1 LSB, at most {self.max_lsb:.3g} LSB apart")
 
     def to_json(self) -> dict[str, Any]:
+        """The figures as a JSON object."""
         return {"output": self.output, "elements": self.elements, "max_lsb": self.max_lsb,
                 "within_one_lsb": self.within_one, "equal": self.exact}
 

@@ -289,6 +289,7 @@ class Builder:
         raise node_error(node, f"input of shape {list(x.shape)}: (N, C, H, W) or (N, F) only")
 
     def add(self, node: Any, a: RealTensor, b: RealTensor) -> Pending:
+        """Elementwise addition of two dequantized tensors of one shape."""
         if a.shape != b.shape:
             raise node_error(node, f"operands of shapes {list(a.shape)} and {list(b.shape)}: elementwise addition "
                                    f"of equal shapes only (no broadcasting)")
@@ -302,6 +303,7 @@ class Builder:
                        {"x": x, "kernel": kernel, "stride": stride, "pad": pad})
 
     def concat(self, node: Any, parts: list[RealTensor]) -> Pending:
+        """Concatenation of dequantized tensors along channels."""
         first = parts[0].shape
         for t in parts[1:]:
             if len(t.shape) != len(first) or t.shape[:1] + t.shape[2:] != first[:1] + first[2:]:

@@ -64,6 +64,7 @@ class OutputStep:
     zero_point: int = 0
 
     def apply(self, y: np.ndarray) -> np.ndarray:
+        """The ONNX output array for the graph output ``y`` (batch first)."""
         q = np.asarray(y).astype(np.int64) + shift(self.dtype)
         if self.scale is not None:
             out = (q - self.zero_point).astype(np.float32) * np.float32(self.scale)
@@ -72,6 +73,7 @@ class OutputStep:
 
     @property
     def onnx_dtype(self) -> str:
+        """The ONNX output's dtype."""
         return "float32" if self.scale is not None else self.dtype
 
 

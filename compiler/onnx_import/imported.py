@@ -37,14 +37,17 @@ class Imported:
 
     @property
     def batch(self) -> int:
+        """The batch the Program was compiled for (the inputs' first dimension)."""
         return self.network.batch
 
     @property
     def input_names(self) -> list[str]:
+        """The ONNX input names."""
         return [mi.name for mi in self.inputs]
 
     @property
     def output_names(self) -> list[str]:
+        """The ONNX output names."""
         return [o.name for o in self.outputs]
 
     def output_lsb(self, name: str) -> float:

@@ -19,6 +19,7 @@ import numpy as np
 from compiler.errors import CompileError
 from compiler.onnx_import.builder import Builder
 from compiler.onnx_import.errors import UnsupportedModel, model_error, node_error, node_label
+from compiler.onnx_import.fold import fold, foldable, shape_of
 from compiler.onnx_import.host import HostOp, InputStep, ModelInput, OutputStep, RANGES
 from compiler.onnx_import.model import attrs, check_model, load_model
 from compiler.onnx_import.names import MAX_NAME, printable
@@ -34,9 +35,11 @@ SUPPORTED_OPS = {
     "QOperator": ["QLinearConv", "QLinearMatMul", "ConvInteger", "MatMulInteger", "com.microsoft QLinearAdd",
                   "com.microsoft QLinearGlobalAveragePool", "com.microsoft QLinearAveragePool",
                   "com.microsoft QGemm", "com.microsoft QLinearConcat",
-                  "com.microsoft QLinearMul (by a positive per-channel constant)"],
-    "also": ["Identity", "Dropout", "Cast (of a ConvInteger/MatMulInteger result)",
-             "Add/Mul of a per-channel constant (a bias/scale: folded into the layer before, or an identity layer)"],
+                  "com.microsoft QLinearMul (by a per-channel constant)"],
+    "also": ["any node of constant inputs (folded at import time)", "Shape", "Identity", "Dropout",
+             "Cast (of a ConvInteger/MatMulInteger result)",
+             "Add/Mul of a per-channel constant and BatchNormalization (a bias/scale: folded into the layer before, "
+             "or an identity layer)"],
 }
 DTYPES = {np.dtype(np.float32): "float32", np.dtype(np.int8): "int8", np.dtype(np.uint8): "uint8"}
 
@@ -51,6 +54,7 @@ class ImportBuilder(Builder):
 
     def graph_input(self, source: str, shape: tuple[int, ...], dtype: str, scale: float | None = None,
                     zero_point: int = 0) -> IntTensor:
+        """A graph input for (a host step of) ONNX input ``source``."""
         if len(shape) not in (2, 3, 4):
             raise model_error(f"input '{source}' of shape {list(shape)}: the accelerator takes (N, C, H, W), "
                               f"(N, C, L) or (N, F) inputs")
@@ -61,6 +65,7 @@ class ImportBuilder(Builder):
         return IntTensor(v, dtype, shape)
 
     def host_quantize(self, node: Any, x: HostFloat, scale: float, zero_point: int, dtype: str) -> IntTensor:
+        """The host's QuantizeLinear of a float input: a graph input."""
         mi = self.model_inputs[x.source]
         if mi.low == mi.high:  # the first quantization of this input sets the range of random test inputs
             lo, hi = RANGES[dtype]
@@ -73,6 +78,7 @@ class ImportBuilder(Builder):
             raise node_error(node, str(e).split(": ", 1)[1]) from None
 
     def host_reshape(self, node: Any) -> None:
+        """Record a Flatten/Reshape of a float input that the host runs."""
         self.host_ops.append(HostOp(node_label(node), node.op_type, "reshapes a float input before quantizing it"))
 
 
@@ -115,14 +121,19 @@ def import_onnx(model: Any, config: Any = "default") -> Any:
         batch = shape[0]
         b.model_inputs[vi.name] = ModelInput(vi.name, dtype, shape)
         b.env[vi.name] = HostFloat(vi.name, shape) if dtype == "float32" else b.graph_input(vi.name, shape, dtype)
+    opsets = {op.domain: op.version for op in proto.opset_import}
     for node in info.nodes:
+        ins = [_operand(b, info, node, i) for i in node.input]
+        if node.op_type == "Shape" or foldable(node, ins):  # computed now, once
+            outs = [shape_of(node, ins[0], attrs(node))] if node.op_type == "Shape" else fold(node, ins, opsets)
+            b.env.update((name, v) for name, v in zip(node.output, outs) if name)
+            continue
         handler = HANDLERS.get(node.op_type)
         in_domain = (node.domain == "com.microsoft") == (node.op_type in MICROSOFT)
         if handler is None or not in_domain:
             dom = f"{node.domain}." if node.domain else ""
             raise node_error(node, f"op {dom}{node.op_type} is not supported (cosim import --help lists the "
                                    f"supported ops)")
-        ins = [_operand(b, info, node, i) for i in node.input]
         try:
             outs = handler(b, node, ins, attrs(node))
         except UnsupportedModel:

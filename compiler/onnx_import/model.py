@@ -62,6 +62,7 @@ class ModelInfo:
 
     @property
     def graph(self) -> Any:
+        """The model's GraphProto."""
         return self.model.graph
 
     def inputs(self) -> list[Any]:

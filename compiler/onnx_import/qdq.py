@@ -65,6 +65,8 @@ def _opt(ins: list[Any], k: int) -> Any:
 
 
 def quantize_linear(b: Builder, node: Any, ins: list[Any], at: dict[str, Any]) -> list[Any]:
+    """QuantizeLinear: of a float input on the host, of a constant now, else the layers of its operand's
+    output quantization."""
     x, s, z = ins[0], ins[1], _opt(ins, 2)
     if int(at.get("block_size", 0)):
         raise node_error(node, "blocked quantization is not supported")
@@ -92,6 +94,7 @@ def quantize_linear(b: Builder, node: Any, ins: list[Any], at: dict[str, Any]) -
 
 
 def dequantize_linear(b: Builder, node: Any, ins: list[Any], at: dict[str, Any]) -> list[Any]:
+    """DequantizeLinear: a quantized constant keeps its integers, a tensor of the accelerator becomes its real view."""
     x, s, z = ins[0], ins[1], _opt(ins, 2)
     if isinstance(x, Const):
         q = np.asarray(x.value)
@@ -122,14 +125,46 @@ def dequantize_linear(b: Builder, node: Any, ins: list[Any], at: dict[str, Any])
 
 
 def _scaled(node: Any, p: Pending, c: Any) -> Pending:
-    """``p * c`` for a convolution/dense result and a positive constant (scalar or per output channel)."""
+    """``p * c`` for a convolution/dense result and a constant (scalar or per output channel): the scale of a
+    channel times ``|c|``, and its weights and bias negated where ``c < 0``."""
     if p.kind not in ("conv", "dense") or p.clamped:
         raise node_error(node, "multiplies a result that is not a plain convolution or matrix product")
-    a = np.asarray(c, np.float64)
-    per = _per_channel(node, a, p)
-    if np.any(per <= 0):
-        raise node_error(node, "multiplies by a non-positive constant (only positive scales fold)")
-    return Pending(p.kind, p.node, p.shape, p.args, p.scale * per, p.bias, p.lo, p.hi, False)
+    per = _per_channel(node, np.asarray(c, np.float64), p)
+    if np.any(per == 0) or not np.all(np.isfinite(per)):
+        raise node_error(node, "multiplies by zero or a non-finite constant")
+    args, bias = p.args, p.bias
+    neg = per < 0
+    if neg.any():
+        w = np.asarray(args["weight"])
+        if np.any(w[neg] == -128):
+            raise node_error(node, "multiplies by a negative constant a channel whose weights hold -128 (its "
+                                   "negation does not fit int8)")
+        w = w.copy()
+        w[neg] = -w[neg]
+        args = {**args, "weight": w}
+        if bias is not None:
+            bias = np.where(neg, -bias, bias)
+    return Pending(p.kind, p.node, p.shape, args, p.scale * np.abs(per), bias, p.lo, p.hi, False)
+
+
+def batch_normalization(b: Builder, node: Any, ins: list[Any], at: dict[str, Any]) -> list[Any]:
+    """Inference batch normalization: per channel ``x * a + c``, ``a = scale / sqrt(var + eps)``, ``c = bias -
+    mean * a``, folded into the convolution before it (or an identity layer)."""
+    if len(node.output) > 1 and any(node.output[1:]):
+        raise node_error(node, "the training outputs (running mean and variance) are not supported")
+    x, consts = ins[0], ins[1:5]
+    if not all(isinstance(v, Const) for v in consts):
+        raise node_error(node, "scale, bias, mean and variance must be constants")
+    scale, bias, mean, var = (np.asarray(v.value, np.float64).reshape(-1) for v in consts)
+    a = scale / np.sqrt(var + float(at.get("epsilon", 1e-5)))
+    c = bias - mean * a
+    if isinstance(x, RealTensor):
+        x = b.identity(node, x)
+    if not isinstance(x, Pending):
+        real(node, x)
+    per_channel = (-1, *[1] * (len(x.shape) - 2))  # ONNX broadcasting: aligned to the channel axis
+    p = _scaled(node, x, a.reshape(per_channel))
+    return add(b, node, [p, Const(c.astype(np.float32).reshape(per_channel))], {})
 
 
 def _per_channel(node: Any, a: np.ndarray, p: Pending) -> np.ndarray:
@@ -148,14 +183,17 @@ def _per_channel(node: Any, a: np.ndarray, p: Pending) -> np.ndarray:
 
 
 def conv(b: Builder, node: Any, ins: list[Any], at: dict[str, Any]) -> list[Any]:
+    """Conv of a dequantized tensor by a quantized constant weight."""
     return [b.conv(node, real(node, ins[0]), ins[1], _opt(ins, 2), at)]
 
 
 def matmul(b: Builder, node: Any, ins: list[Any], at: dict[str, Any]) -> list[Any]:
+    """MatMul ``(N, F) @ (F, O)`` by a quantized constant."""
     return [b.dense(node, real(node, ins[0]), ins[1], None, trans_b=False)]
 
 
 def gemm(b: Builder, node: Any, ins: list[Any], at: dict[str, Any]) -> list[Any]:
+    """Gemm ``alpha * A @ B (+ beta * C)``, B a quantized constant (transA=0)."""
     if int(at.get("transA", 0)):
         raise node_error(node, "transA=1 is not supported")
     c = _opt(ins, 2)
@@ -167,6 +205,7 @@ def gemm(b: Builder, node: Any, ins: list[Any], at: dict[str, Any]) -> list[Any]
 
 
 def add(b: Builder, node: Any, ins: list[Any], at: dict[str, Any]) -> list[Any]:
+    """Add of two dequantized tensors, or of a per-channel constant (folded into a bias)."""
     x, y = ins
     if isinstance(x, Const):
         x, y = y, x
@@ -183,6 +222,7 @@ def add(b: Builder, node: Any, ins: list[Any], at: dict[str, Any]) -> list[Any]:
 
 
 def mul(b: Builder, node: Any, ins: list[Any], at: dict[str, Any]) -> list[Any]:
+    """Mul by a per-channel constant (folded into the scale of the layer before, or of an identity layer)."""
     x, y = ins
     if isinstance(x, Const):
         x, y = y, x
@@ -215,10 +255,12 @@ def _clamp(node: Any, v: Any, lo: float, hi: float, b: Builder) -> Any:
 
 
 def relu(b: Builder, node: Any, ins: list[Any], at: dict[str, Any]) -> list[Any]:
+    """Relu: a clamp at 0, applied by the next requantization."""
     return [_clamp(node, ins[0], 0.0, math.inf, b)]
 
 
 def clip(b: Builder, node: Any, ins: list[Any], at: dict[str, Any]) -> list[Any]:
+    """Clip: a clamp applied by the next requantization."""
     lo = at.get("min", -math.inf)
     hi = at.get("max", math.inf)
     if _opt(ins, 1) is not None:
@@ -229,6 +271,7 @@ def clip(b: Builder, node: Any, ins: list[Any], at: dict[str, Any]) -> list[Any]
 
 
 def max_pool(b: Builder, node: Any, ins: list[Any], at: dict[str, Any]) -> list[Any]:
+    """MaxPool of an integer or dequantized tensor (pads and ceil_mode pad with the minimum)."""
     if len(node.output) > 1 and node.output[1]:
         raise node_error(node, "the Indices output is not supported")
     x = ins[0]
@@ -239,6 +282,7 @@ def max_pool(b: Builder, node: Any, ins: list[Any], at: dict[str, Any]) -> list[
 
 
 def global_max_pool(b: Builder, node: Any, ins: list[Any], at: dict[str, Any]) -> list[Any]:
+    """GlobalMaxPool of a square input."""
     x = ins[0]
     if not isinstance(x, (RealTensor, IntTensor)):
         real(node, x)
@@ -248,12 +292,14 @@ def global_max_pool(b: Builder, node: Any, ins: list[Any], at: dict[str, Any]) -
 
 
 def average_pool(b: Builder, node: Any, ins: list[Any], at: dict[str, Any]) -> list[Any]:
+    """AveragePool (padding only when counted, count_include_pad=1)."""
     x = real(node, ins[0])
     k, s, out, pad = pool_geometry(node, x.shape, at, padded=bool(int(at.get("count_include_pad", 0))))
     return [b.avg_pool(node, x, k, s, out, pad)]
 
 
 def global_average_pool(b: Builder, node: Any, ins: list[Any], at: dict[str, Any]) -> list[Any]:
+    """GlobalAveragePool of a square input."""
     x = real(node, ins[0])
     return [_global(b, node, x)]
 
@@ -297,6 +343,7 @@ def _reshaped(b: Builder, node: Any, x: Any, target: tuple[int, ...]) -> Any:
 
 
 def flatten(b: Builder, node: Any, ins: list[Any], at: dict[str, Any]) -> list[Any]:
+    """Flatten to ``(N, F)`` (axis 1), on the host for a float input."""
     x = ins[0]
     shape = x.shape
     axis = int(at.get("axis", 1)) % max(len(shape), 1)
@@ -305,6 +352,7 @@ def flatten(b: Builder, node: Any, ins: list[Any], at: dict[str, Any]) -> list[A
 
 
 def reshape(b: Builder, node: Any, ins: list[Any], at: dict[str, Any]) -> list[Any]:
+    """Reshape to ``(N, F)`` (a flatten) or to the same shape, on the host for a float input."""
     if not isinstance(ins[1], Const):
         raise node_error(node, "the target shape is not a constant")
     x = ins[0]
@@ -313,6 +361,7 @@ def reshape(b: Builder, node: Any, ins: list[Any], at: dict[str, Any]) -> list[A
 
 
 def concat(b: Builder, node: Any, ins: list[Any], at: dict[str, Any]) -> list[Any]:
+    """Concat of dequantized tensors along channels."""
     parts = [real(node, v, f"operand {k}") for k, v in enumerate(ins)]
     axis = int(at.get("axis", 1)) % len(parts[0].shape)
     if axis != 1:
@@ -323,12 +372,14 @@ def concat(b: Builder, node: Any, ins: list[Any], at: dict[str, Any]) -> list[An
 
 
 def identity(b: Builder, node: Any, ins: list[Any], at: dict[str, Any]) -> list[Any]:
+    """Identity and inference Dropout: the operand itself."""
     if node.op_type == "Dropout" and len(node.output) > 1 and node.output[1]:
         raise node_error(node, "the mask output is not supported")
     return [ins[0]]
 
 
 def cast(b: Builder, node: Any, ins: list[Any], at: dict[str, Any]) -> list[Any]:
+    """Cast between a ConvInteger/MatMulInteger accumulator's int32 and float, or of a constant."""
     from onnx import TensorProto
 
     x = ins[0]
@@ -346,6 +397,7 @@ HANDLERS: dict[str, Handler] = {
     "QuantizeLinear": quantize_linear, "DequantizeLinear": dequantize_linear, "Conv": conv, "MatMul": matmul,
     "Gemm": gemm, "Add": add, "Mul": mul, "Relu": relu, "Clip": clip, "MaxPool": max_pool,
     "AveragePool": average_pool, "GlobalAveragePool": global_average_pool,
-    "GlobalMaxPool": global_max_pool, "Flatten": flatten, "Reshape": reshape,
+    "GlobalMaxPool": global_max_pool,
+    "BatchNormalization": batch_normalization, "Flatten": flatten, "Reshape": reshape,
     "Concat": concat, "Identity": identity, "Dropout": identity, "Cast": cast,
 }

@@ -66,6 +66,7 @@ def _out(b: Builder, node: Any, p: Any, s: Any, z: Any) -> IntTensor:
 
 
 def qlinear_conv(b: Builder, node: Any, ins: list[Any], at: dict[str, Any]) -> list[Any]:
+    """QLinearConv: dequantize, Conv, quantize."""
     x = _deq(b, node, ins[0], ins[1], ins[2])
     w = _weight(b, node, ins[3], ins[4], ins[5], 0)
     bias = _bias(node, _opt(ins, 8), x.scale * _scales(w))
@@ -73,12 +74,14 @@ def qlinear_conv(b: Builder, node: Any, ins: list[Any], at: dict[str, Any]) -> l
 
 
 def qlinear_matmul(b: Builder, node: Any, ins: list[Any], at: dict[str, Any]) -> list[Any]:
+    """QLinearMatMul: dequantize, MatMul, quantize."""
     x = _deq(b, node, ins[0], ins[1], ins[2])
     w = _weight(b, node, ins[3], ins[4], ins[5], 1)
     return [_out(b, node, b.dense(node, x, w, None, trans_b=False), ins[6], ins[7])]
 
 
 def qgemm(b: Builder, node: Any, ins: list[Any], at: dict[str, Any]) -> list[Any]:
+    """com.microsoft QGemm: dequantize, Gemm, quantize (a float result without y_scale)."""
     if int(at.get("transA", 0)):
         raise node_error(node, "transA=1 is not supported")
     trans_b = bool(int(at.get("transB", 0)))
@@ -100,6 +103,7 @@ def _integer_zero(node: Any, q: IntTensor, z: Any) -> int:
 
 
 def conv_integer(b: Builder, node: Any, ins: list[Any], at: dict[str, Any]) -> list[Any]:
+    """ConvInteger: the int32 accumulator (scale 1) of a convolution with zero points."""
     q = _int_input(node, ins[0])
     x = b.dequantize(node, q, 1.0, _integer_zero(node, q, _opt(ins, 2)))
     w = _weight(b, node, ins[1], Const(np.ones(1, np.float32)), _opt(ins, 3), 0)
@@ -107,6 +111,7 @@ def conv_integer(b: Builder, node: Any, ins: list[Any], at: dict[str, Any]) -> l
 
 
 def matmul_integer(b: Builder, node: Any, ins: list[Any], at: dict[str, Any]) -> list[Any]:
+    """MatMulInteger: the int32 accumulator (scale 1) of a matrix product with zero points."""
     q = _int_input(node, ins[0])
     x = b.dequantize(node, q, 1.0, _integer_zero(node, q, _opt(ins, 2)))
     w = _weight(b, node, ins[1], Const(np.ones(1, np.float32)), _opt(ins, 3), 1)
@@ -114,12 +119,14 @@ def matmul_integer(b: Builder, node: Any, ins: list[Any], at: dict[str, Any]) ->
 
 
 def qlinear_add(b: Builder, node: Any, ins: list[Any], at: dict[str, Any]) -> list[Any]:
+    """com.microsoft QLinearAdd (an operand may be a quantized constant)."""
     x = _operand(b, node, ins[0], ins[1], ins[2], "first operand")
     y = _operand(b, node, ins[3], ins[4], ins[5], "second operand")
     return [_out(b, node, qdq_add(b, node, [x, y], {})[0], ins[6], _opt(ins, 7))]
 
 
 def qlinear_mul(b: Builder, node: Any, ins: list[Any], at: dict[str, Any]) -> list[Any]:
+    """com.microsoft QLinearMul by a quantized per-channel constant."""
     x = _operand(b, node, ins[0], ins[1], ins[2], "first operand")
     y = _operand(b, node, ins[3], ins[4], ins[5], "second operand")
     return [_out(b, node, qdq_mul(b, node, [x, y], {})[0], ins[6], _opt(ins, 7))]
@@ -133,6 +140,7 @@ def _operand(b: Builder, node: Any, x: Any, s: Any, z: Any, what: str) -> Any:
 
 
 def qlinear_global_average_pool(b: Builder, node: Any, ins: list[Any], at: dict[str, Any]) -> list[Any]:
+    """com.microsoft QLinearGlobalAveragePool (channels first)."""
     if int(at.get("channels_last", 0)):
         raise node_error(node, "channels_last=1 is not supported")
     x = _deq(b, node, ins[0], ins[1], ins[2])
@@ -140,6 +148,7 @@ def qlinear_global_average_pool(b: Builder, node: Any, ins: list[Any], at: dict[
 
 
 def qlinear_average_pool(b: Builder, node: Any, ins: list[Any], at: dict[str, Any]) -> list[Any]:
+    """com.microsoft QLinearAveragePool (channels first)."""
     if int(at.get("channels_last", 0)):
         raise node_error(node, "channels_last=1 is not supported")
     x = _deq(b, node, ins[0], ins[1], ins[2])
@@ -148,6 +157,7 @@ def qlinear_average_pool(b: Builder, node: Any, ins: list[Any], at: dict[str, An
 
 
 def qlinear_concat(b: Builder, node: Any, ins: list[Any], at: dict[str, Any]) -> list[Any]:
+    """com.microsoft QLinearConcat along channels."""
     if (len(ins) - 2) % 3 or len(ins) < 5:
         raise node_error(node, "expects the output scale and zero point, then (tensor, scale, zero point) triples")
     parts = [_deq(b, node, ins[k], ins[k + 1], ins[k + 2], f"operand {(k - 2) // 3}") for k in range(2, len(ins), 3)]

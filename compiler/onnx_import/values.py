@@ -46,6 +46,7 @@ class QuantInfo:
 
 @dataclass
 class Const:
+    """An initializer or Constant (``quant``: its DequantizeLinear's integers and scales)."""
     value: np.ndarray
     quant: QuantInfo | None = None
 
@@ -61,6 +62,7 @@ class HostFloat:
 
 @dataclass
 class IntTensor:
+    """An int8/uint8 ONNX tensor held as an int8 graph value."""
     value: Any          # compiler.graph.Value, int8
     dtype: str          # the ONNX dtype: "int8" or "uint8"
     shape: tuple[int, ...]
@@ -68,6 +70,7 @@ class IntTensor:
 
 @dataclass
 class RealTensor:
+    """A float ONNX tensor: ``scale * (q - zero_point)`` clamped to ``[lo, hi]``."""
     q: IntTensor
     scale: float
     zero_point: int     # in the int8 domain (the ONNX zero point minus shift(q.dtype))
@@ -77,10 +80,12 @@ class RealTensor:
 
     @property
     def shape(self) -> tuple[int, ...]:
+        """The ONNX shape."""
         return self.q.shape
 
     @property
     def clamped(self) -> bool:
+        """Whether a clamp waits to be applied."""
         return self.lo != -math.inf or self.hi != math.inf
 
 
@@ -103,4 +108,5 @@ class Pending:
 
     @property
     def clamped(self) -> bool:
+        """Whether a clamp waits to be applied."""
         return self.lo != -math.inf or self.hi != math.inf

@@ -29,6 +29,7 @@ def _ops_epilog() -> str:
 
 
 def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    """The `cosim import` parser."""
     p = sub.add_parser("import", help="import a quantized ONNX model into a Program folder",
                        formatter_class=argparse.RawDescriptionHelpFormatter,
                        description="Import MODEL.onnx (QDQ or QOperator, as onnxruntime.quantization.quantize_static "
@@ -56,6 +57,7 @@ CHECK_WITHIN_ONE = 0.99
 
 
 def run(args: argparse.Namespace) -> int:
+    """Import, write the folder, check against onnxruntime (--check)."""
     from compiler.onnx_import import import_onnx
     from compiler.onnx_import.imported import load_npz
     from hw.config import load_config
