@@ -51,7 +51,12 @@ def onnx_network(path: str, seed: int = 0) -> Any:
     from compiler.onnx_import import import_onnx
     from cosim.cli import UserError
 
-    imported = import_onnx(path)
+    from compiler.onnx_import.model import load_model
+
+    proto = load_model(path)
+    dims = [vi.type.tensor_type.shape.dim for vi in proto.graph.input]
+    symbolic = any(len(d) and not d[0].HasField("dim_value") for d in dims)
+    imported = import_onnx(proto, batch=1 if symbolic else None)  # the graph is per sample: any batch does
     g = imported.graph
     if len(g.inputs) != 1 or len(g.outputs) != 1:
         raise UserError(f"{path}: the accelerator's graph has {len(g.inputs)} input(s) and {len(g.outputs)} "

@@ -62,10 +62,13 @@ def test_with_batch_fixes_the_batch(float_model: Any) -> None:
 
 def test_script_writes_the_three_models(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert digits_onnx.main(["--out", str(tmp_path)]) == 0
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["digits_float.onnx", "digits_qdq.onnx", "digits_qoperator.onnx"]
+    assert sorted(p.name for p in tmp_path.glob("*.onnx")) == ["digits_float.onnx", "digits_qdq.onnx", "digits_qoperator.onnx"]
+    assert digits_onnx.main(["--out", str(tmp_path / "new" / "dir")]) == 0  # made when missing
+    assert len(list((tmp_path / "new" / "dir").iterdir())) == 3
+    (tmp_path / "file").write_text("x")
     with pytest.raises(SystemExit) as e:
-        digits_onnx.main(["--out", str(tmp_path / "missing")])
-    assert e.value.code == 2 and "not a folder" in capsys.readouterr().err
+        digits_onnx.main(["--out", str(tmp_path / "file")])
+    assert e.value.code == 2 and "is not a folder" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("form", digits_onnx.FORMS)

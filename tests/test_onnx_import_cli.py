@@ -104,3 +104,28 @@ def test_net_runs_an_onnx_model_like_a_network(qmodel: Path, capsys: pytest.Capt
     assert code == 0, out + err
     rep = json.loads(out)
     assert rep["match"] is True and rep["images"] == 4 and rep["cycles"]["tlm"] > 0
+
+
+def test_symbolic_batch_is_fixed_by_batch(qmodel: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """An exported model's symbolic batch ('N') is refused in one line that says to give --batch; with
+    --batch 3 it imports for 3 samples and runs; `cosim net` takes it as it is (per-sample graph)."""
+    import onnx
+
+    from compiler.onnx_import.model import with_batch
+
+    m = onnx.load(str(qmodel))
+    for vi in list(m.graph.input) + list(m.graph.output):
+        vi.type.tensor_type.shape.dim[0].dim_param = "N"
+    path = tmp_path / "dyn.onnx"
+    onnx.save(m, str(path))
+    code, _, err = run_cli(capsys, "import", str(path), "-o", str(tmp_path / "a"))
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "dynamic dimension 'N'" in err and "--batch N" in err
+    code, out, err = run_cli(capsys, "import", str(path), "-o", str(tmp_path / "b"), "--batch", "3")
+    assert code == 0, err
+    assert load_npz(tmp_path / "b" / "inputs.npz")["x"].shape[0] == 3
+    assert run_cli(capsys, "run", str(tmp_path / "b"), "--model", "tlm")[0] == 0
+    assert with_batch(m, 5).graph.output[0].type.tensor_type.shape.dim[0].dim_value == 5
+    code, _, err = run_cli(capsys, "import", str(path), "-o", str(tmp_path / "c"), "--batch", "0")
+    assert code == 2 and "--batch" in err
+    code, out, err = run_cli(capsys, "net", str(path), "--model", "tlm")
+    assert code == 0, err

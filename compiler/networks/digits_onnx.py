@@ -118,15 +118,10 @@ def _quantize(form: str, proto: Any) -> Any:
 
 
 def with_batch(model: Any, batch: int) -> Any:
-    """A copy of ``model`` whose inputs' and outputs' first dimension is ``batch``."""
-    import onnx
+    """A copy of ``model`` whose batch dimension is ``batch`` (:func:`compiler.onnx_import.model.with_batch`)."""
+    from compiler.onnx_import.model import with_batch as fixed
 
-    m = onnx.ModelProto()
-    m.CopyFrom(model)
-    for vi in list(m.graph.input) + list(m.graph.output):
-        vi.type.tensor_type.shape.dim[0].dim_value = batch
-    del m.graph.value_info[:]  # inferred shapes of the symbolic batch would contradict it
-    return m
+    return fixed(model, batch)
 
 
 class _OneLineParser(argparse.ArgumentParser):
@@ -141,8 +136,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = _OneLineParser(prog="python -m compiler.networks.digits_onnx", description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, required=True, help="the folder to write the three .onnx files into")
     args = parser.parse_args(argv)
-    if not args.out.is_dir():
-        parser.error(f"--out {args.out}: not a folder")
+    if args.out.exists() and not args.out.is_dir():
+        parser.error(f"--out {args.out}: exists and is not a folder")
+    args.out.mkdir(parents=True, exist_ok=True)
     fm = float_model()
     onnx.save(fm, args.out / "digits_float.onnx")
     for form in FORMS:

@@ -21,7 +21,7 @@ from compiler.onnx_import.builder import Builder
 from compiler.onnx_import.errors import UnsupportedModel, model_error, node_error, node_label
 from compiler.onnx_import.fold import fold, foldable, shape_of
 from compiler.onnx_import.host import HostOp, InputStep, ModelInput, OutputStep, RANGES
-from compiler.onnx_import.model import attrs, check_model, load_model
+from compiler.onnx_import.model import attrs, check_model, load_model, with_batch
 from compiler.onnx_import.names import MAX_NAME, printable
 from compiler.onnx_import.qoperator import HANDLERS
 from compiler.onnx_import.values import Const, HostFloat, IntTensor, RealTensor, shift
@@ -96,15 +96,21 @@ def _graph_name(proto: Any, fallback: str) -> str:
     return (printable(proto.graph.name).strip() or fallback)[:MAX_NAME]
 
 
-def import_onnx(model: Any, config: Any = "default") -> Any:
+def import_onnx(model: Any, config: Any = "default", batch: int | None = None) -> Any:
     """Import a quantized ONNX model (a ``ModelProto``, a path or bytes) for hardware ``config``:
-    one Program for the batch of its inputs. Returns an :class:`compiler.onnx_import.imported.Imported`;
-    raises :class:`UnsupportedModel` (one line naming the node) for what cannot be mapped."""
+    one Program for the batch of its inputs (``batch`` fixes a symbolic first dimension first, see
+    :func:`compiler.onnx_import.model.with_batch`). Returns an
+    :class:`compiler.onnx_import.imported.Imported`; raises :class:`UnsupportedModel` (one line naming
+    the node) for what cannot be mapped."""
     from compiler.network import compile_network
     from compiler.onnx_import.imported import Imported
     from hw.config import load_config
 
     proto = load_model(model)
+    if batch is not None:
+        if isinstance(batch, bool) or not isinstance(batch, int) or not 1 <= batch <= 65535:
+            raise UnsupportedModel(f"batch {batch!r} must be an integer 1..65535")
+        proto = with_batch(proto, batch)
     cfg = config if not isinstance(config, str) else load_config(config)
     info = check_model(proto)
     fallback = Path(model).stem if isinstance(model, (str, Path)) else "onnx"

@@ -19,6 +19,21 @@ from compiler.onnx_import.errors import UnsupportedModel, model_error, node_erro
 DOMAINS = ("", "ai.onnx", "com.microsoft")
 
 
+def with_batch(model: Any, batch: int) -> Any:
+    """A copy of ``model`` whose inputs' and outputs' first dimension is ``batch`` (most exported models
+    leave it symbolic, ``N``); the inferred shapes are dropped, as they would contradict it."""
+    import onnx
+
+    m = onnx.ModelProto()
+    m.CopyFrom(model)
+    for vi in list(m.graph.input) + list(m.graph.output):
+        dims = vi.type.tensor_type.shape.dim
+        if len(dims):
+            dims[0].dim_value = batch
+    del m.graph.value_info[:]
+    return m
+
+
 def load_model(model: Any) -> Any:
     """An ``onnx.ModelProto`` from a ModelProto, a path (str or Path) or the model's bytes; one line if
     it cannot be read."""
@@ -102,8 +117,9 @@ def check_model(model: Any) -> ModelInfo:
             raise model_error(f"input '{i.name}' has no shape")
         bad = [d for d in shape if not isinstance(d, int) or d <= 0]
         if bad:
-            raise model_error(f"input '{i.name}' has a dynamic dimension {bad[0]!r} (shape "
-                              f"{list(shape)}); fix it (e.g. onnxruntime.tools.make_dynamic_shape_fixed)")
+            hint = "import with --batch N" if bad[0] is shape[0] and len(bad) == 1 else \
+                "fix it (e.g. onnxruntime.tools.make_dynamic_shape_fixed)"
+            raise model_error(f"input '{i.name}' has a dynamic dimension {bad[0]!r} (shape {list(shape)}); {hint}")
     try:
         inferred = shape_inference.infer_shapes(model, strict_mode=False)
     except Exception as e:  # noqa: BLE001 - inference of an odd model: shapes come from the nodes instead

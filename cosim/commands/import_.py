@@ -45,6 +45,8 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     add_config_arg(p)
     p.add_argument("--input", metavar="FILE.npz", help="the inputs, keyed by ONNX input name (default: seeded random)")
     p.add_argument("--seed", type=int_arg(0), default=0, help="seed of the random inputs (default 0)")
+    p.add_argument("--batch", type=int_arg(1), default=None, metavar="N",
+                   help="fix a symbolic batch dimension (an exported model's 'N') to N")
     p.add_argument("--check", action="store_true",
                    help="also run onnxruntime on the same inputs and print the difference in output LSBs (exit 1 "
                         "when fewer than 99%% of an output's elements are within 1 LSB)")
@@ -63,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
     from hw.config import load_config
 
     cfg = load_config(args.config)
-    imported = import_onnx(args.model, cfg)
+    imported = import_onnx(args.model, cfg, batch=args.batch)
     inputs = load_npz(_existing(args.input)) if args.input else imported.random_inputs(args.seed)
     d = imported.write_folder(args.out, inputs)
     rep: dict[str, Any] = {"model": args.model, "dir": str(d), "config": cfg.name, "batch": imported.batch,
