@@ -13,8 +13,15 @@ nearest; a mantissa that rounds up to ``2**31`` is halved and ``n`` decremented)
 Both roundings are half up (toward +infinity on a tie), so ``R`` is within one LSB of
 ``round(x * scale)``; ONNX's QuantizeLinear rounds half to even, so on an exact tie (``x*scale``
 ending in .5 exactly, e.g. ``scale = 0.5``, ``x = 1``) ``R`` gives the larger neighbour where ONNX may
-give the even one, and the double rounding (steps 2 and 3) can move a value within about
-``2**-31`` relative of a tie across it.
+give the even one.
+
+**Headroom.** Step 2 keeps 31 bits of ``x*M`` below the binary point and drops the rest before step 3
+rounds again, so on small ``x`` (an int8 value, a sum of a few) the double rounding is often off by
+one from ``round(x * scale)``. When a bound ``B >= |x|`` is known (``R_B``; the graph derives it from
+the layer's operands and weights), ``x`` is first shifted left by ``k = min(31 - n, 31 -
+B.bit_length())`` bits (``k >= 0``; 0 where ``n <= 0``), which cannot wrap, and step 3 shifts right by
+``n + k``: the first rounding then errs by at most ``2**-(n+k+1)`` of an output step, so ``R_B`` is
+``x*scale`` rounded half up except within that distance of a tie.
 
 The allowed scales are :data:`SCALE_MIN` to :data:`SCALE_MAX`: ``n <= 31`` (step 3's shift stays
 within a word) and ``n >= -16`` (step 1's left shift is at most 16 bits, so an int8 value or a
@@ -66,49 +73,71 @@ def _wrap32(v: np.ndarray) -> np.ndarray:
     return ((v + (1 << 31)) & 0xFFFFFFFF) - (1 << 31)
 
 
-def rescale_fixed(x: np.ndarray, mult: np.ndarray | int, n: np.ndarray | int) -> np.ndarray:
-    """``R`` (module docstring) of the int32-range integers ``x`` for the given multiplier(s) and
-    shift(s) (broadcast against ``x``); int64 result."""
+def headroom(n: np.ndarray, bound: int | np.ndarray | None) -> np.ndarray:
+    """The left shift ``k`` of ``R_B`` (module docstring) for shift(s) ``n`` and bound(s) ``B`` of ``|x|``
+    (None: no bound known, ``k = 0``); int64, shaped as ``n`` and ``bound`` broadcast."""
+    n = np.asarray(n, dtype=np.int64)
+    if bound is None:
+        return np.zeros_like(n)
+    b = np.asarray(bound, dtype=np.int64)
+    bits = np.where(b > 0, np.floor(np.log2(np.maximum(b, 1))).astype(np.int64) + 1, 0)
+    for _ in range(2):  # log2's float rounding near a power of two, corrected exactly
+        bits = np.where((bits > 0) & (np.left_shift(1, np.maximum(bits - 1, 0)) > b), bits - 1, bits)
+        bits = np.where(np.left_shift(1, np.minimum(bits, 62)) <= b, bits + 1, bits)
+    k = np.minimum(31 - n, 31 - bits)
+    return np.where(n > 0, np.maximum(k, 0), 0)
+
+
+def rescale_fixed(x: np.ndarray, mult: np.ndarray | int, n: np.ndarray | int,
+                  k: np.ndarray | int = 0) -> np.ndarray:
+    """``R`` (module docstring) of the int32-range integers ``x`` for the given multiplier(s), shift(s)
+    and headroom shift(s) ``k`` (broadcast against ``x``); int64 result."""
     v = np.asarray(x, dtype=np.int64)
     m = np.asarray(mult, dtype=np.int64)
     n = np.asarray(n, dtype=np.int64)
-    left = np.maximum(-n, 0)
-    v = _wrap32(v << left)                   # step 1 (a no-op where n >= 0)
+    k = np.asarray(k, dtype=np.int64)
+    left = np.maximum(-n, 0) + k
+    v = _wrap32(v << left)                   # step 1 (with the headroom; a no-op where n >= 0 and k = 0)
     t = (v * m + (1 << 30)) >> 31            # step 2: MULHR; |v*m| < 2**62
-    right = np.maximum(n, 0)
+    right = np.maximum(n, 0) + k
     half = np.where(right > 0, np.left_shift(1, np.maximum(right - 1, 0)), 0)
     return (t + half) >> right               # step 3, exact in int64
 
 
-def rescale(x: np.ndarray, scale: float | np.ndarray) -> np.ndarray:
-    """``R(x, scale)`` of int32-range integers ``x`` (``scale`` a float or an array broadcast against
-    ``x``); int64 result."""
+def rescale(x: np.ndarray, scale: float | np.ndarray, bound: int | np.ndarray | None = None) -> np.ndarray:
+    """``R_B(x, scale)`` of int32-range integers ``x`` with ``|x| <= bound`` (None: ``R`` without
+    headroom); ``scale`` and ``bound`` floats/ints or arrays broadcast against ``x``; int64 result."""
     mult, n = fixed_point_arrays(np.asarray(scale, dtype=np.float64))
-    return rescale_fixed(x, mult, n)
+    return rescale_fixed(x, mult, n, headroom(n, bound))
 
 
 # ---- R as ALU steps -------------------------------------------------------------------------------
-def alu_steps(scale: float | np.ndarray) -> list[tuple[str, np.ndarray]]:
-    """``R(x, scale)`` as a sequence of lane-wise ALU ops ``(op name, operand per channel)``, exact for
-    every int32 ``x`` (``scale`` a float, or one per channel):
+def alu_steps(scale: float | np.ndarray, bound: int | np.ndarray | None = None) -> list[tuple[str, np.ndarray]]:
+    """``R_B(x, scale)`` (``R`` when ``bound`` is None) as a sequence of lane-wise ALU ops ``(op name,
+    operand per channel)``, exact for every int32 ``x`` with ``|x| <= bound`` (``scale`` a float, or one
+    per channel; ``bound`` an int or one per channel). With ``k`` the headroom and ``s = max(n, 0) + k``:
 
-    * ``SHR`` by ``-L`` (a left shift by ``L = max(-n, 0)``), when some channel has ``n < 0``;
+    * ``SHR`` by ``-L`` (a left shift by ``L = max(-n, 0) + k``), when some channel has ``L > 0``;
     * ``MULHR`` by ``M``;
-    * when every channel has ``n >= 1``: ``MULHR`` by ``2**(31-n)``, which is
-      ``(t*2**(31-n) + 2**30) >> 31 = (t + 2**(n-1)) >> n`` exactly (one op, no overflow);
-      when only some do: ``SHR`` by ``n-1``, ``ADD 1``, ``SHR 1`` (0, 0, 0 where ``n <= 0``), which is
-      ``((t >> (n-1)) + 1) >> 1 = (t + 2**(n-1)) >> n`` exactly, without the sum's overflow.
+    * when every channel has ``s >= 1``: ``MULHR`` by ``2**(31-s)``, which is
+      ``(t*2**(31-s) + 2**30) >> 31 = (t + 2**(s-1)) >> s`` exactly (one op, no overflow);
+      when only some do: ``SHR`` by ``s-1``, ``ADD 1``, ``SHR 1`` (0, 0, 0 where ``s = 0``), which is
+      ``((t >> (s-1)) + 1) >> 1 = (t + 2**(s-1)) >> s`` exactly, without the sum's overflow.
     """
     mult, n = fixed_point_arrays(np.atleast_1d(np.asarray(scale, dtype=np.float64)))
+    k = headroom(n, None if bound is None else np.broadcast_to(np.asarray(bound, dtype=np.int64), n.shape))
+    left = np.maximum(-n, 0) + k
+    right = np.maximum(n, 0) + k
     steps: list[tuple[str, np.ndarray]] = []
-    if (n < 0).any():
-        steps.append(("SHR", np.minimum(n, 0)))
+    if (left > 0).any():
+        steps.append(("SHR", -left))
     steps.append(("MULHR", mult))
-    if (n >= 1).all():
-        steps.append(("MULHR", np.left_shift(1, 31 - n)))
-    elif (n >= 1).any():
-        pos = n >= 1
-        steps += [("SHR", np.where(pos, n - 1, 0)), ("ADD", pos.astype(np.int64)), ("SHR", pos.astype(np.int64))]
+    if (right >= 1).all():
+        steps.append(("MULHR", np.left_shift(1, 31 - right)))
+    elif (right >= 1).any():
+        pos = right >= 1
+        steps += [("SHR", np.where(pos, right - 1, 0)), ("ADD", pos.astype(np.int64)),
+                  ("SHR", pos.astype(np.int64))]
     return steps
 
 

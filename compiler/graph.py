@@ -29,15 +29,18 @@ GEMM and ALU operators):
   ``requantize(x, scale=s, input_zero_point=zx, zero_point=zy, lo=lo, hi=hi)``: int8
   ``clip(R(x - zx, s[c]) + zy, lo, hi)`` (``x - zx`` wrapping at 32 bits), ``s`` a float or one per
   channel (the first dimension), ``R`` the fixed-point rescaling of :mod:`compiler.fixed_point`
-  (multiply-high and shift, both rounding half up; within one LSB of ``round(x * s)``).
+  (multiply-high and shift, both rounding half up; within one LSB of ``round(x * s)``), with the
+  headroom of a bound on ``|x - zx|`` (``R_B``, :func:`rescale_bound`: the more bits ``x`` leaves
+  free, the closer to ``x * s`` rounded once).
 * ``relu(x, zero_point=z)``: ``max(x, z)``, any type, same shape and type.
 * ``add(a, b)``: two int8 values of one shape -> their int32 sum; with ``a_scale``, ``b_scale``,
-  ``a_zero_point``, ``b_zero_point``: int32 ``R(a - za, a_scale) + R(b - zb, b_scale)``.
+  ``a_zero_point``, ``b_zero_point``: int32 ``R_B(a - za, a_scale) + R_B(b - zb, b_scale)``, ``B =
+  128 + |z|``.
 * ``max_pool(x, k, stride)`` / ``avg_pool(x, k, stride)``: int8 ``(C, H, W)`` -> int8, windows of
   ``k x k`` every ``stride`` (default ``k``), no padding, ``floor`` output size; the average is
   ``(sum + k*k/2) >> log2(k*k)`` (round half up), so ``k*k`` must be a power of two; with
   ``scale=s, input_zero_point=zx, zero_point=zy`` any window:
-  ``clip(R(sum over the window of (x - zx), s) + zy, -128, 127)``.
+  ``clip(R_B(sum over the window of (x - zx), s) + zy, -128, 127)``, ``B = k*k*(128 + |zx|)``.
 * ``flatten(x)``: int8 ``(C, H, W)`` -> ``(C*H*W,)`` in C, H, W order (as ``numpy.reshape``).
 
 Names (of the graph, layers and inputs) are any non-empty printable strings up to 200 characters
@@ -401,3 +404,40 @@ class Graph:
             assert out is not None
             lines.append(f"  {layer.name:<16} {layer.op:<11} ({ins}) -> {out.dtype} {out.shape}")
         return "\n".join(lines)
+
+
+# ---- bounds of values, for the headroom of the fixed-point rescaling ------------------------------
+def value_bound(v: Value) -> np.ndarray:
+    """A bound of ``|v|`` per channel (the first dimension; int64 array) from the layers that made it:
+    128 for an int8 value; for a convolution or dense layer's accumulator the sum over each output
+    channel's weights of ``|w| * (128 + |zx|)`` plus ``|b|``; ReLUs keep it (or raise it to their zero
+    point); a sum of two int8 values 256; a scaled add the bounds of its two rescaled terms. Part of the
+    definition of the real-scale layers (``R_B``), so the reference and the compiler share it."""
+    layer = v.layer
+    p = layer.params
+    c = v.shape[0]
+    if v.dtype == "int8":
+        return np.full(c, 128, dtype=np.int64)
+    if layer.op in ("conv2d", "dense"):
+        w = np.abs(p["weight"].astype(np.int64)).reshape(p["weight"].shape[0], -1).sum(axis=1)
+        b = np.zeros(c, np.int64) if p["bias"] is None else np.abs(p["bias"].astype(np.int64))
+        return w * (128 + abs(p["input_zero_point"])) + b
+    if layer.op == "relu":
+        return np.maximum(value_bound(layer.inputs[0]), abs(p["zero_point"]))
+    if layer.op == "add":
+        if p["a_scale"] is None:
+            return np.full(c, 256, dtype=np.int64)
+        terms = [(128 + abs(p[f"{k}_zero_point"])) * p[f"{k}_scale"] + 1 for k in "ab"]
+        return np.full(c, int(np.ceil(sum(terms))), dtype=np.int64)
+    return np.full(c, 1 << 31, dtype=np.int64)  # no bound known: no headroom
+
+
+def rescale_bound(layer: Layer) -> np.ndarray | int:
+    """The bound ``B`` of ``R_B`` in a real-scale layer (module docstring): per channel for a
+    requantize (of its operand minus its input zero point), one number for an average pool."""
+    p = layer.params
+    if layer.op == "requantize":
+        return value_bound(layer.inputs[0]) + abs(p["input_zero_point"])
+    if layer.op == "avg_pool":
+        return p["kernel"] ** 2 * (128 + abs(p["input_zero_point"]))
+    raise ValueError(f"layer '{layer.name}' ({layer.op}) rescales nothing by a bound")

@@ -18,7 +18,7 @@ import numpy as np
 from compiler.errors import CompileError
 from compiler.fixed_point import rescale
 from compiler.gemm_reference import wrap32
-from compiler.graph import Graph, Layer
+from compiler.graph import Graph, Layer, rescale_bound
 
 INT8_MIN, INT8_MAX = -128, 127
 
@@ -64,7 +64,8 @@ def _requantize(layer: Layer, x: np.ndarray) -> np.ndarray:
     if shift is None:  # real scale: clip(R(x - zx, scale[c]) + zy, lo, hi), x - zx wrapping at 32 bits
         p = layer.params
         v = wrap32(x.astype(np.int64) - p["input_zero_point"]).astype(np.int64)
-        y = rescale(v, _channel_scale(p["scale"], x.ndim)) + p["zero_point"]
+        y = rescale(v, _channel_scale(p["scale"], x.ndim),
+                    _channel_scale(rescale_bound(layer), x.ndim)) + p["zero_point"]
         return np.clip(y, p["lo"], p["hi"]).astype(np.int8)
     v = x.astype(np.int64)
     if shift:
@@ -81,8 +82,8 @@ def _add(layer: Layer, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     p = layer.params
     if p["a_scale"] is None:
         return (a.astype(np.int64) + b.astype(np.int64)).astype(np.int32)
-    total = (rescale(a.astype(np.int64) - p["a_zero_point"], p["a_scale"])
-             + rescale(b.astype(np.int64) - p["b_zero_point"], p["b_scale"]))
+    total = (rescale(a.astype(np.int64) - p["a_zero_point"], p["a_scale"], 128 + abs(p["a_zero_point"]))
+             + rescale(b.astype(np.int64) - p["b_zero_point"], p["b_scale"], 128 + abs(p["b_zero_point"])))
     return wrap32(total).astype(np.int32)
 
 
@@ -103,7 +104,7 @@ def _avg_pool(layer: Layer, x: np.ndarray) -> np.ndarray:
     total = np.sum([w.astype(np.int64) for w in _windows(layer, x)], axis=0)
     p = layer.params
     if p["scale"] is not None:  # clip(R(sum of (x - zx), scale) + zy)
-        y = rescale(total - area * p["input_zero_point"], p["scale"]) + p["zero_point"]
+        y = rescale(total - area * p["input_zero_point"], p["scale"], rescale_bound(layer)) + p["zero_point"]
         return np.clip(y, INT8_MIN, INT8_MAX).astype(np.int8)
     # round half up: floor((sum + area/2) / area), the division an arithmetic shift (area is 2**n)
     return ((total + area // 2) >> (area.bit_length() - 1)).astype(np.int8)

@@ -55,7 +55,7 @@ from compiler.conv_plan import ConvPlan, ConvShape, PlanError, plan_conv
 from compiler.errors import CompileError
 from compiler.fixed_point import alu_steps
 from compiler.gemm_reference import wrap32
-from compiler.graph import Graph, Layer, Value
+from compiler.graph import Graph, Layer, Value, rescale_bound
 from compiler.kernel import Kernel
 from compiler.ops import IMM_MAX, IMM_MIN
 from compiler.stream_engine import (Constants, OperandScale, PoolPlan, eltwise_layer, eltwise_tile, eltwise_uops,
@@ -285,14 +285,15 @@ def _epilogue(g: Graph, layers: list[Layer], channels: int) -> tuple[Epilogue, l
     if rq is not None and shift is None:
         p = rq.params
         lo, hi, zp, offset = p["lo"], p["hi"], p["zero_point"], -p["input_zero_point"]
+        bound = rescale_bound(rq)
         st = alu_steps(np.broadcast_to(np.asarray(p["scale"], dtype=np.float64), (channels,)) if per_channel
-                       else np.asarray(p["scale"], dtype=np.float64))
+                       else np.asarray(p["scale"], dtype=np.float64), bound if per_channel else int(np.max(bound)))
         steps = (tuple((op, tuple(int(x) for x in v)) for op, v in st) if per_channel
                  else _per_tensor(g, rq, st))
     if scaled_pool:
         p = main.params
         zp, offset = p["zero_point"], -p["input_zero_point"] * p["kernel"] ** 2
-        steps = _per_tensor(g, main, alu_steps(p["scale"]))
+        steps = _per_tensor(g, main, alu_steps(p["scale"], rescale_bound(main)))
     if post:
         lo, hi = max(lo, *post), max(hi, *post)
     floor = None
@@ -307,7 +308,8 @@ def _epilogue(g: Graph, layers: list[Layer], channels: int) -> tuple[Epilogue, l
     scales = None
     if scaled_add:
         p = main.params
-        scales = [OperandScale(p[f"{k}_zero_point"], _per_tensor(g, main, alu_steps(p[f"{k}_scale"])))
+        scales = [OperandScale(p[f"{k}_zero_point"],
+                               _per_tensor(g, main, alu_steps(p[f"{k}_scale"], 128 + abs(p[f"{k}_zero_point"]))))
                   for k in "ab"]
     return epi, scales
 

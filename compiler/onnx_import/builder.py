@@ -31,8 +31,7 @@ INT32_MIN, INT32_MAX = -2**31, 2**31 - 1
 ADD_PRECISION_BITS = 12
 # The weight of the identity convolutions that place a concatenation's parts (a power of two in int8).
 CONCAT_GAIN = 64
-# The weight of the identity convolution that sums an average pool's windows (when the pooling layer's
-# scale would round twice).
+# The weight of the identity convolution that sums a padded average pool's windows.
 POOL_GAIN = 64
 # The weight of the identity layer that an elementwise constant (Add/Mul of a per-channel constant) folds
 # into: a bias of a 64 times finer step.
@@ -99,11 +98,6 @@ class Builder:
                     return IntTensor(v.q.value, dtype, v.shape)
                 if qhi == INT8_MAX and qlo == zp8:
                     return IntTensor(g.relu(v.q.value, zero_point=zp8, name=name), dtype, v.shape)
-            if v.scale / scale < 0.5:
-                # the fixed-point multiply of an int8 value by a scale under 1/2 rounds twice (up to half a step
-                # off): an identity layer of gain 64 keeps the rounding below a step
-                p = self.identity(node, RealTensor(v.q, v.scale, v.zero_point, dq_node=v.dq_node))
-                return IntTensor(self._build(p, scale, zp8, qlo, qhi, name), dtype, v.shape)
             out = g.requantize(v.q.value, scale=v.scale / scale, input_zero_point=v.zero_point, zero_point=zp8,
                                lo=qlo, hi=qhi, name=name)
             return IntTensor(out, dtype, v.shape)
@@ -140,16 +134,14 @@ class Builder:
         if p.kind == "avg_pool":
             x, k, s, pad = a["x"], a["kernel"], a["stride"], a.get("pad", (0, 0, 0, 0))
             scale = x.scale / (sy * k * k)
-            if scale >= 0.5 and not any(pad):  # the fixed-point multiply rounds once: the pooling layer is exact
+            if not any(pad):  # the pooling layer (its rescaling has the headroom of the window sum's bound)
                 out = g.avg_pool(x.q.value, k, s, scale=scale, input_zero_point=x.zero_point, zero_point=zy,
                                  name=self.layer_name(p.node))
                 if (lo, hi) != (INT8_MIN, INT8_MAX):
                     out = g.requantize(out, scale=1.0, input_zero_point=zy, zero_point=zy, lo=lo, hi=hi, name=qname)
                 return out
-            # A smaller scale would round twice (the multiply-high, then the shift) on a small window sum, up to
-            # half a step off: the window sum is a convolution by POOL_GAIN * identity instead, requantized by a
-            # 64 times smaller scale, which rounds below a step. The zero-point padding of the convolution is
-            # the real 0 that count_include_pad averages.
+            # Padded: the window sum is a convolution by POOL_GAIN * identity, whose zero-point padding is the
+            # real 0 that count_include_pad averages, requantized by a POOL_GAIN times smaller scale.
             c = x.shape[1]
             w = np.zeros((c, c, k, k), np.int8)
             w[np.arange(c), np.arange(c)] = POOL_GAIN
