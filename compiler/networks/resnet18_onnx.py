@@ -115,6 +115,24 @@ def float_model(shape: Shape = FULL) -> Any:
     return model
 
 
+# DRAM of the whole network: 11.7 M int8 weights, laid out in the GEMM core's blocks, plus the activations
+# do not fit the 16 MiB of `default`.
+DRAM_BYTES = 64 << 20
+
+
+def config(base: str = "default") -> Any:
+    """Hardware config ``base`` with a DRAM of :data:`DRAM_BYTES` (the core, buffers and timing unchanged,
+    so cycle counts are ``base``'s); named ``<base>-dram64m`` so that its RTL build is its own."""
+    import dataclasses
+
+    from hw.config import load_config
+
+    cfg = load_config(base)
+    if cfg.dram_bytes >= DRAM_BYTES:
+        return cfg
+    return dataclasses.replace(cfg, name=f"{cfg.name}-dram{DRAM_BYTES >> 20}m", dram_bytes=DRAM_BYTES)
+
+
 def random_images(shape: Shape, count: int, seed: int) -> np.ndarray:
     """``count`` seeded random float images of ``shape`` (ImageNet-normalised range, about -2..2)."""
     rng = np.random.default_rng(seed)
