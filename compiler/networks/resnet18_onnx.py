@@ -121,16 +121,11 @@ DRAM_BYTES = 64 << 20
 
 
 def config(base: str = "default") -> Any:
-    """Hardware config ``base`` with a DRAM of :data:`DRAM_BYTES` (the core, buffers and timing unchanged,
-    so cycle counts are ``base``'s); named ``<base>-dram64m`` so that its RTL build is its own."""
-    import dataclasses
-
+    """Hardware config ``base`` with a DRAM of at least :data:`DRAM_BYTES` (cycle counts are ``base``'s)."""
+    from compiler.networks.network import with_dram
     from hw.config import load_config
 
-    cfg = load_config(base)
-    if cfg.dram_bytes >= DRAM_BYTES:
-        return cfg
-    return dataclasses.replace(cfg, name=f"{cfg.name}-dram{DRAM_BYTES >> 20}m", dram_bytes=DRAM_BYTES)
+    return with_dram(load_config(base), DRAM_BYTES)
 
 
 def random_images(shape: Shape, count: int, seed: int) -> np.ndarray:
@@ -182,6 +177,43 @@ def cached_quantized_model(shape: Shape = FULL, cache: Path = Path("build") / "r
         onnx.save(quantized_model(shape), tmp)
         tmp.replace(path)  # a half-written file never looks like a cached model
     return path
+
+
+# Samples of the shipped network: seeded random images (no labels), quantized by the model's input step.
+SAMPLES = 4
+SAMPLE_SEED = 1000
+# The importer's name of the int8 logits in the accelerator's graph (the float logits' quantizer output).
+GRAPH_OUTPUT = f"{OUTPUT}_QuantizeLinear"
+
+
+def network(shape: Shape = FULL) -> Any:
+    """ResNet-18 of ``shape`` as a shipped :class:`compiler.networks.Network`: the graph the importer makes of
+    the cached quantized model (built on first use), on :data:`SAMPLES` seeded random images."""
+    from functools import lru_cache
+
+    from compiler.networks.network import Network
+
+    @lru_cache(maxsize=1)
+    def imported() -> Any:
+        from compiler.onnx_import import import_onnx
+
+        return import_onnx(str(cached_quantized_model(shape)), config())
+
+    @lru_cache(maxsize=1)
+    def samples() -> np.ndarray:
+        imp = imported()
+        x = imp.inputs[0].steps[0].apply(random_images(shape, SAMPLES, SAMPLE_SEED))
+        x.flags.writeable = False
+        return x
+
+    def dataset(split: str) -> tuple[np.ndarray, Any]:
+        return samples(), None
+
+    name = NAME if shape == FULL else f"{NAME}_{shape.tag()}"
+    return Network(name=name, description=f"ResNet-18 v1, {shape.size}x{shape.size}x3 input, {shape.classes} "
+                   f"classes, width {shape.width}: seeded random weights quantized by onnxruntime (QDQ), seeded "
+                   f"random images (no labels)", graph=lambda: imported().graph, dataset=dataset,
+                   float_predict=None, input_name=INPUT, output_name=GRAPH_OUTPUT, min_dram_bytes=DRAM_BYTES)
 
 
 class _OneLineParser(argparse.ArgumentParser):

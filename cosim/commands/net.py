@@ -59,7 +59,9 @@ def _pct(v: float | None) -> str:
 
 def run(args: argparse.Namespace) -> int:
     network = get_network(args.name, args.seed)
-    cfg = load_config(args.config)
+    from compiler.networks.network import with_dram
+
+    cfg = with_dram(load_config(args.config), getattr(network, "min_dram_bytes", 0))
     chosen = list(NET_MODELS) if args.model == "all" else [args.model]
     if args.trace and not {"tlm", "rtl"} & set(chosen):
         raise UserError("--trace needs a TLM run: use --model tlm, rtl or all")
