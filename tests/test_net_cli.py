@@ -111,7 +111,7 @@ def test_sim_has_a_network_row() -> None:
 
 def test_list_names_the_networks(capsys: pytest.CaptureFixture[str]) -> None:
     assert cosim_main(["list", "--json"]) == 0
-    assert [n["name"] for n in json.loads(capsys.readouterr().out)["networks"]] == ["digits"]
+    assert [n["name"] for n in json.loads(capsys.readouterr().out)["networks"]] == ["digits", "resnet18"]
 
 
 def test_bench_network_row_runs_the_whole_test_split() -> None:
