@@ -23,6 +23,7 @@ class Network:
     * ``input_name`` / ``output_name``: the graph's input and output (the logits) names.
     * ``min_dram_bytes``: the DRAM the network needs (0: any config's); ``cosim net`` widens a smaller
       config's DRAM to it (:func:`with_dram`), which changes no cycle count.
+    * ``summarize(layers)``: extra figures from ``cosim net``'s per-layer rows (JSON objects), or None.
     """
 
     name: str
@@ -33,6 +34,7 @@ class Network:
     input_name: str
     output_name: str
     min_dram_bytes: int = 0
+    summarize: Callable[[list[dict[str, Any]]], dict[str, Any]] | None = None
 
 
 def with_dram(cfg: Any, dram_bytes: int) -> Any:

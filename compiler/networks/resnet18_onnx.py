@@ -179,6 +179,52 @@ def cached_quantized_model(shape: Shape = FULL, cache: Path = Path("build") / "r
     return path
 
 
+# VTA's published tsim cycles for the offloaded ResNet-18 v1 body (every layer but conv1 and the dense
+# layer; maxpool and global average pool also ran on the CPU), batch 1, 16x16 int8 GEMM core.
+VTA_BODY_CYCLES = {"baseline": 27_679_515, "pipelined_gemm": 7_729_601}
+
+
+def vta_workload(layer: str) -> str | None:
+    """VTA's ResNet-18 workload name (C1..C12) of one of this graph's convolution layers, or None."""
+    if layer == "conv1":
+        return "C1"
+    parts = layer.split(".")
+    if len(parts) != 3 or not parts[0].startswith("layer") or not parts[2].startswith(("conv", "downsample")):
+        return None
+    stage, block, conv = int(parts[0][5:]), int(parts[1]), parts[2]
+    if stage == 1:
+        return "C2"
+    base = {2: 3, 3: 6, 4: 9}[stage]  # C3/C6/C9 strided 3x3, C4/C7/C10 1x1 shortcut, C5/C8/C11 3x3
+    if block == 0 and conv == "conv1":
+        return f"C{base}"
+    if conv == "downsample":
+        return f"C{base + 1}"
+    return f"C{base + 2}"
+
+
+def _bound(row: dict[str, Any]) -> str:
+    """The unit whose busy cycles are the layer's largest: what bounds it."""
+    busy = {u: row.get(f"{u}_busy", 0) for u in ("load", "compute", "store")}
+    return max(busy, key=lambda u: busy[u])
+
+
+def summarize(layers: list[dict[str, Any]]) -> dict[str, Any]:
+    """Per-layer rows named by VTA workload with their bound, and two totals: VTA's offloaded body (the
+    ``layer1``..``layer4`` rows) against its published cycles, and the whole network."""
+    rows = [{"layer": r["name"], "vta": vta_workload(r["name"]), "cycles": r["cycles"], "macs": r.get("macs", 0),
+             "macs_per_cycle": r.get("macs_per_cycle"), "peak_pct": r.get("peak_pct"),
+             "dma_rd_bytes": r.get("dma_rd_bytes"), "dma_wr_bytes": r.get("dma_wr_bytes"), "bound": _bound(r)}
+            for r in layers]
+    body = [r for r in rows if r["layer"].startswith("layer")]
+    body_cycles = sum(r["cycles"] for r in body)
+    body_macs = sum(r["macs"] for r in body)
+    return {"rows": rows,
+            "vta_body": {"cycles": body_cycles, "macs": body_macs, "layers": len(body),
+                         "vta_cycles": VTA_BODY_CYCLES,
+                         "ratio_to_pipelined": body_cycles / VTA_BODY_CYCLES["pipelined_gemm"]},
+            "whole": {"cycles": sum(r["cycles"] for r in rows), "macs": sum(r["macs"] for r in rows)}}
+
+
 # Samples of the shipped network: seeded random images (no labels), quantized by the model's input step.
 SAMPLES = 4
 SAMPLE_SEED = 1000
@@ -213,7 +259,7 @@ def network(shape: Shape = FULL) -> Any:
     return Network(name=name, description=f"ResNet-18 v1, {shape.size}x{shape.size}x3 input, {shape.classes} "
                    f"classes, width {shape.width}: seeded random weights quantized by onnxruntime (QDQ), seeded "
                    f"random images (no labels)", graph=lambda: imported().graph, dataset=dataset,
-                   float_predict=None, input_name=INPUT, output_name=GRAPH_OUTPUT, min_dram_bytes=DRAM_BYTES)
+                   float_predict=None, input_name=INPUT, output_name=GRAPH_OUTPUT, min_dram_bytes=DRAM_BYTES, summarize=summarize)
 
 
 class _OneLineParser(argparse.ArgumentParser):
