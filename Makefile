@@ -30,8 +30,8 @@ help:
 	@echo "make fuzz       a long differential fuzzing campaign"
 	@echo "make mutate     the RTL mutation score: 200 mutants of hw/rtl against the regression (MUTATE_ARGS)"
 	@echo "make onnx-conformance  ONNX's node test cases and the onnxruntime-quantized digits CNN on golden/ISS/TLM"
-	@echo "make resnet18          ResNet-18 at ImageNet size, one image, golden/ISS/TLM/RTL (cosim net resnet18)"
 	@echo "                and an RTL sample; rewrites the table in docs/onnx.md"
+	@echo "make resnet18          ResNet-18 at ImageNet size, one image, golden/ISS/TLM/RTL (cosim net resnet18)"
 	@echo "make soak [SOAK_ARGS=...]  the suite 3 times from a clean clone with every core busy (flaky tests)"
 
 venv: $(STAMP)
