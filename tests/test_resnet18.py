@@ -61,3 +61,19 @@ def test_full_size_compiles_to_one_program() -> None:
     assert len(prog.insns) > 1000
     x = net.dataset("test")[0]
     assert x.shape == (r.SAMPLES, 3, 224, 224) and x.dtype == np.int8
+
+
+def test_layers_named_by_vta_workload_and_totals() -> None:
+    names = {n: r.vta_workload(n) for n in ("conv1", "layer1.1.conv2", "layer2.0.conv1", "layer2.0.downsample",
+                                             "layer2.1.conv1", "layer3.0.downsample", "layer4.0.conv1",
+                                             "layer4.1.conv2", "layer4.0.add", "fc", "avgpool")}
+    assert names == {"conv1": "C1", "layer1.1.conv2": "C2", "layer2.0.conv1": "C3", "layer2.0.downsample": "C4",
+                     "layer2.1.conv1": "C5", "layer3.0.downsample": "C7", "layer4.0.conv1": "C9",
+                     "layer4.1.conv2": "C11", "layer4.0.add": None, "fc": None, "avgpool": None}
+    layers = [{"name": "conv1", "cycles": 10, "macs": 5, "load_busy": 1, "compute_busy": 9, "store_busy": 2},
+              {"name": "layer1.0.conv1", "cycles": 20, "macs": 7, "load_busy": 15, "compute_busy": 9, "store_busy": 2},
+              {"name": "fc", "cycles": 3, "macs": 1, "load_busy": 1, "compute_busy": 1, "store_busy": 2}]
+    s = r.summarize(layers)
+    assert s["vta_body"]["cycles"] == 20 and s["whole"]["cycles"] == 33 and s["vta_body"]["macs"] == 7
+    assert [row["bound"] for row in s["rows"]] == ["compute", "load", "store"]
+    assert s["vta_body"]["vta_cycles"]["pipelined_gemm"] == 7_729_601
