@@ -18,16 +18,16 @@ scales, MinMax calibration on the train split. ``with_batch`` fixes the batch di
 
 from __future__ import annotations
 
-import argparse
 import logging
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
 import numpy as np
 
 from compiler.networks import digits
+from compiler.networks.script_cli import OneLineParser
 
 OPSET = 21
 FORMS = ("qdq", "qoperator")
@@ -124,16 +124,11 @@ def with_batch(model: Any, batch: int) -> Any:
     return fixed(model, batch)
 
 
-class _OneLineParser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        self.exit(2, f"{self.prog}: error: {' '.join(message.split())}\n")
-
-
 def main(argv: list[str] | None = None) -> int:
     """Write the float model and its two quantized forms into a folder."""
     import onnx
 
-    parser = _OneLineParser(prog="python -m compiler.networks.digits_onnx", description=__doc__.splitlines()[0])
+    parser = OneLineParser(prog="python -m compiler.networks.digits_onnx", description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, required=True, help="the folder to write the three .onnx files into")
     args = parser.parse_args(argv)
     if args.out.exists() and not args.out.is_dir():

@@ -20,15 +20,16 @@ calibration on seeded random images). The quantized full-size model is cached un
 
 from __future__ import annotations
 
-import argparse
 import logging
 import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
 import numpy as np
+
+from compiler.networks.script_cli import OneLineParser
 
 OPSET = 21
 INPUT = "image"
@@ -262,16 +263,11 @@ def network(shape: Shape = FULL) -> Any:
                    float_predict=None, input_name=INPUT, output_name=GRAPH_OUTPUT, min_dram_bytes=DRAM_BYTES, summarize=summarize)
 
 
-class _OneLineParser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        self.exit(2, f"{self.prog}: error: {' '.join(message.split())}\n")
-
-
 def main(argv: list[str] | None = None) -> int:
     """Write the float model and its quantized form into a folder."""
     import onnx
 
-    parser = _OneLineParser(prog="python -m compiler.networks.resnet18_onnx", description=__doc__.splitlines()[0])
+    parser = OneLineParser(prog="python -m compiler.networks.resnet18_onnx", description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, required=True, help="the folder to write the two .onnx files into")
     parser.add_argument("--size", type=int, default=FULL.size, help="input side (default 224)")
     parser.add_argument("--width", type=int, default=FULL.width, help="first-stage channels (default 64)")
