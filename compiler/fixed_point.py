@@ -80,10 +80,7 @@ def headroom(n: np.ndarray, bound: int | np.ndarray | None) -> np.ndarray:
     if bound is None:
         return np.zeros_like(n)
     b = np.asarray(bound, dtype=np.int64)
-    bits = np.where(b > 0, np.floor(np.log2(np.maximum(b, 1))).astype(np.int64) + 1, 0)
-    for _ in range(2):  # log2's float rounding near a power of two, corrected exactly
-        bits = np.where((bits > 0) & (np.left_shift(1, np.maximum(bits - 1, 0)) > b), bits - 1, bits)
-        bits = np.where(np.left_shift(1, np.minimum(bits, 62)) <= b, bits + 1, bits)
+    bits = np.array([int(v).bit_length() for v in b.ravel()], dtype=np.int64).reshape(b.shape)  # a bound per channel
     k = np.minimum(31 - n, 31 - bits)
     return np.where(n > 0, np.maximum(k, 0), 0)
 
