@@ -32,6 +32,9 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--chunk", type=int_arg(1), default=10, metavar="N", help="mutants per task (default 10)")
     p.add_argument("--target", type=float, default=0.95, metavar="SCORE",
                    help="exit 1 when the score is below this (default 0.95)")
+    p.add_argument("--only", default=None, metavar="K,K,...",
+                   help="run only these mutants of the sample (numbers as --list prints them, e.g. the survivors "
+                        "of a previous campaign); the others count as not run")
     p.add_argument("--list", action="store_true", help="only list the sampled mutants (nothing is built)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     add_json_arg(p)
@@ -69,11 +72,19 @@ def run(args: argparse.Namespace) -> int:
             for k, m in enumerate(ms, 1):
                 print(f"{k:4d} {m.file}:{m.line} [{m.kind}] {m.change}")
         return 0
+    only = None
+    if args.only is not None:
+        try:
+            only = [int(t) for t in args.only.split(",") if t.strip()]
+        except ValueError:
+            raise UserError(f"--only takes mutant numbers separated by commas, got '{args.only}'") from None
+        if not only or min(only) < 1 or max(only) > args.count:
+            raise UserError(f"--only: mutant numbers must be 1..{args.count}, got '{args.only}'")
     engine = cluster_kwargs(args)
     t0 = time.perf_counter()
     setup = prepare(args.config, args.count, args.seed, fuzz=args.fuzz, faults=args.faults)
     verdicts: dict[int, dict[str, Any]] = {}
-    for verdicts in run_campaign(setup, chunk=args.chunk, progress=not args.quiet, **engine):
+    for verdicts in run_campaign(setup, chunk=args.chunk, progress=not args.quiet, only=only, **engine):
         pass
     rep = score(setup, verdicts, equivalents.reasons(setup.config.name))
     rep.update(seed=args.seed, fuzz=args.fuzz, faults=args.faults, programs=len(json.loads(setup.expected.read_text())),

@@ -225,6 +225,48 @@ def window_rewritten_midway(p: Program, cycles: int) -> Program | None:
     return q
 
 
+def reset_with_start(p: Program, cycles: int) -> Program | None:
+    """As :func:`reset_midway`, but the midway write sets SOFT_RESET and START together: SOFT_RESET wins
+    and the START of that write is ignored (docs/microarch.md), so the Program runs only from the last
+    START, as after a hardware reset. Same Programs as :func:`run_twice`."""
+    from hw import csr
+
+    q = reset_midway(p, cycles)
+    if q is None:
+        return None
+    q.name = f"{p.name}-reset-with-start"
+    k = next(n for n, (r, v) in enumerate(q.regs) if r == "CTRL" and v == csr.CTRL_SOFT_RESET)
+    q.regs[k] = ("CTRL", csr.CTRL_SOFT_RESET | csr.CTRL_START)
+    return q
+
+
+def reset_then_finish(p: Program, cycles: int, at: float) -> Program | None:
+    """``p`` soft-reset ``at`` (a fraction) of the way through its run, then, after ``SETTLE_WRITES`` idle
+    writes, started on a window of its last instruction alone (FINISH): DRAM keeps what the first run
+    wrote before the reset and nothing else, so a burst the reset aborted must not write DRAM (its
+    remaining W beats go out with WSTRB 0); a restart of the whole Program would rewrite it and hide
+    that. Only plain Programs ending with FINISH; the outputs have no model (they are the original
+    design's), the run must end without an error."""
+    from hw import csr
+    from hw.isa import INSN_BYTES, Finish
+
+    if not is_plain(p) or not p.insns or not isinstance(p.insns[-1], Finish):
+        return None
+    setup, start = p.regs[:-1], p.regs[-1]
+    count = next(v for n, v in reversed(setup) if n == "INSN_COUNT")
+    lo = next(v for n, v in reversed(setup) if n == "INSN_ADDR_LO")
+    idle = ("INSN_COUNT", count)
+    q = copy_program(p, f"{p.name}-reset-then-finish-{round(at * 100)}")
+    q.regs = setup + [start] + [idle] * int(cycles * at / 3) + [("CTRL", csr.CTRL_SOFT_RESET)] + \
+        [idle] * SETTLE_WRITES + [("INSN_ADDR_LO", lo + (count - 1) * INSN_BYTES), ("INSN_COUNT", 1), start]
+    return q
+
+
+# AXI4-Lite bus patterns (AW delay, W delay, BREADY delay, split in two half-strobed writes) given in turn
+# to every other plain fuzz Program: the register file must take a write however its channels come
+CSR_MODES = ((2, 0, 1, False), (0, 3, 0, True), (1, 1, 4, False), (0, 0, 2, True), (5, 2, 0, True))
+
+
 def copy_program(p: Program, name: str) -> Program:
     """A shallow copy of ``p`` (its class and extra attributes, such as a fuzz Program's patches) named
     ``name``."""
@@ -297,7 +339,10 @@ def regression_programs(cfg: HwConfig, fuzz: int, fuzz_seed: int, examples: list
         if o is not None:
             out.append(o)
     for i in range(fuzz):
-        out.append(fuzz_case(cfg, fuzz_seed, i).program)
+        q = fuzz_case(cfg, fuzz_seed, i).program
+        if i % 2 and is_plain(q):  # write timing only: the run from START is the same (the TLM checks it)
+            q.csr_mode = CSR_MODES[(i // 2) % len(CSR_MODES)]  # type: ignore[attr-defined]
+        out.append(q)
     for i in range(fuzz, fuzz + faults):
         out.append(fuzz_case(cfg, fuzz_seed, i, fault_rate=1.0).program)
     return out + aimed_fault_programs(cfg, aimed, fuzz_seed) + (edge_programs(cfg) if edges else [])
@@ -319,7 +364,8 @@ def signature(r: RunResult) -> dict[str, Any]:
         outs[n] = hashlib.sha256(f"{a.dtype}{a.shape}".encode() + a.tobytes()).hexdigest()[:16]
     err = None if r.error is None else [r.error.get("name"), r.error.get("code"), r.error.get("pc")]
     return {"outputs": outs, "error": err, "cycles": r.cycles, "counters": dict(sorted(r.counters.items())),
-            "cores": r.extra.get("cores"), "csrs": r.extra.get("csrs"), "csrs_before": r.extra.get("csrs_before")}
+            "cores": r.extra.get("cores"), "csrs": r.extra.get("csrs"), "csrs_before": r.extra.get("csrs_before"),
+            "csr_resp": r.extra.get("csr_resp")}
 
 
 def difference(expected: dict[str, Any], got: dict[str, Any]) -> str | None:
@@ -336,6 +382,8 @@ def difference(expected: dict[str, Any], got: dict[str, Any]) -> str | None:
             return f"counter {k} {got['counters'].get(k)} != {v}"
     if got["cores"] != expected["cores"]:
         return "per-core counters differ"
+    if got.get("csr_resp") != expected.get("csr_resp"):
+        return f"AXI4-Lite responses (BRESP, RRESP OR-ed) {got.get('csr_resp')} != {expected.get('csr_resp')}"
     for when in ("csrs_before", "csrs"):
         for k, v in (expected.get(when) or {}).items():
             if (got.get(when) or {}).get(k) != v:
@@ -413,7 +461,7 @@ def prepare(config: str, count: int, seed: int, fuzz: int = DEFAULT_FUZZ, faults
     build_s = time.perf_counter() - t0
 
     fs = seed if fuzz_seed is None else fuzz_seed
-    tag = f"f{fuzz}-e{faults}-b{barriers}-o{offsets}-t{twice}r{RESTART_POINTS}w-a{aimed}-s{fs}"
+    tag = f"f{fuzz}-e{faults}-b{barriers}-o{offsets}-t{twice}r{RESTART_POINTS}wsf-c{len(CSR_MODES)}-a{aimed}-s{fs}"
     if edges:  # the edge Programs change with their module: their names and instructions name the files
         sig = repr([(p.name, p.insns) for p in edge_programs(cfg)])
         tag += "-x" + hashlib.sha256(sig.encode()).hexdigest()[:8]
@@ -427,7 +475,7 @@ def prepare(config: str, count: int, seed: int, fuzz: int = DEFAULT_FUZZ, faults
 
         def baseline(p: Program) -> RunResult:
             r = models.raw(p, cfg, mem=MEM, rtl=rtl, plusargs=[f"+{PLUSARG}=0"], reads=readable_csrs(cfg),
-                           pre_reads=readable_csrs(cfg))
+                           pre_reads=readable_csrs(cfg), csr_mode=getattr(p, "csr_mode", None))
             expected.append([signature(r), int(r.extra.get("sim_cycles", 0))])
             return r
 
@@ -444,9 +492,10 @@ def prepare(config: str, count: int, seed: int, fuzz: int = DEFAULT_FUZZ, faults
         # the plain ones are also restarted at RESTART_POINTS more points of their runs: a soft reset that
         # catches a burst of each kind under way
         chosen = sorted(plain + faulty[:twice - len(plain)])
-        jobs = [(n, v, None) for n in chosen for v in (run_twice, reset_midway, restart_midway)]
+        jobs = [(n, v, None) for n in chosen for v in (run_twice, reset_midway, restart_midway, reset_with_start)]
         jobs += [(n, restart_midway, k / (RESTART_POINTS + 1)) for n in plain for k in range(1, RESTART_POINTS + 1)]
         jobs += [(n, window_rewritten_midway, None) for n in plain]
+        jobs += [(n, reset_then_finish, k / (RESTART_POINTS + 1)) for n in plain for k in range(1, RESTART_POINTS + 1)]
         for n, variant, at in jobs:
             q = variant(programs[n], expected[n][1]) if at is None else variant(programs[n], expected[n][1], at)
             if q is None:
@@ -457,6 +506,9 @@ def prepare(config: str, count: int, seed: int, fuzz: int = DEFAULT_FUZZ, faults
                 e, g = expected[n][0], expected[-1][0]
                 why = (f"error {g['error']} != {e['error']}" if g["error"] != e["error"] else
                        "outputs differ" if g["outputs"] != e["outputs"] else None)
+            elif variant is reset_then_finish:  # DRAM is what the reset left: only a clean end is checked
+                g = expected[-1][0]
+                why = None if g["error"] is None else f"error {g['error']}"
             elif variant is window_rewritten_midway:  # all but the CSRs read after the run (INSN_ADDR_HI)
                 why = difference(dict(expected[n][0], csrs=None), dict(expected[-1][0], csrs=None))
             elif (why := difference(expected[n][0], expected[-1][0])) is None and \
@@ -495,7 +547,8 @@ def run_mutants(args: dict[str, Any]) -> dict[str, Any]:
             verdict["runs"] += 1
             try:
                 r = models.raw(programs[n], cfg, mem=MEM, limit=cycles + WATCHDOG_MARGIN, rtl=rtl,
-                               plusargs=[f"+{PLUSARG}={k}"], reads=reads, pre_reads=reads)
+                               plusargs=[f"+{PLUSARG}={k}"], reads=reads, pre_reads=reads,
+                               csr_mode=getattr(programs[n], "csr_mode", None))
                 why = difference(exp, signature(r))
             except Exception as e:  # noqa: BLE001 - a harness that cannot finish the mutant's run kills it
                 why = f"run failed: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
@@ -506,11 +559,12 @@ def run_mutants(args: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def tasks(setup: Setup, chunk: int = DEFAULT_CHUNK) -> list[Any]:
-    """The cluster tasks of a prepared campaign: ``chunk`` mutants each."""
+def tasks(setup: Setup, chunk: int = DEFAULT_CHUNK, only: list[int] | None = None) -> list[Any]:
+    """The cluster tasks of a prepared campaign: ``chunk`` mutants each (``only``: these mutant numbers K
+    of the sample, 1-based, e.g. the survivors of a previous campaign)."""
     from cosim.cluster import Task
 
-    ks = list(range(1, len(setup.mutants) + 1))
+    ks = list(range(1, len(setup.mutants) + 1)) if only is None else sorted(set(only))
     tag = f"{setup.root.name}-{setup.programs.stem}"
     return [Task(f"{tag}-m{ks[i]}-{ks[min(i + chunk, len(ks)) - 1]}", "cosim.mutation.campaign:run_mutants",
                  setup.task_args(ks[i:i + chunk])) for i in range(0, len(ks), chunk)]
@@ -549,12 +603,13 @@ def score(setup: Setup, verdicts: dict[int, dict[str, Any]], equivalents: dict[s
 
 
 def run_campaign(setup: Setup, *, chunk: int = DEFAULT_CHUNK, results: str | Path | None = None,
-                 progress: bool = True, **cluster: Any) -> Iterator[dict[int, dict[str, Any]]]:
+                 progress: bool = True, only: list[int] | None = None,
+                 **cluster: Any) -> Iterator[dict[int, dict[str, Any]]]:
     """Run the tasks; yield the verdicts gathered so far after each task (the last yield has all)."""
     from cosim.cluster import run_tasks
 
     verdicts: dict[int, dict[str, Any]] = {}
-    for rec in run_tasks(tasks(setup, chunk), results=results, progress=progress, desc="mutants", **cluster):
+    for rec in run_tasks(tasks(setup, chunk, only), results=results, progress=progress, desc="mutants", **cluster):
         if rec["ok"]:
             verdicts.update({int(k): v for k, v in rec["result"].items()})
         yield verdicts

@@ -130,9 +130,47 @@ def alu_back_to_back(cfg: HwConfig) -> Program:
     return asm.program(expected={"c": _narrow(cfg, y)})
 
 
+def clip_wide_bound(cfg: HwConfig) -> Program:
+    """CLIP by a register operand above 2**30 of values just above its negative: the lower bound -s
+    then has bit 30 clear, so a bit of the negated operand held wrong moves the lower bound and the
+    result (row 0 clipped by row 1; the other lanes random, with small and negative bounds)."""
+    rng = np.random.default_rng(11)
+    x = rng.integers(-(1 << 31), 1 << 31, size=(2, cfg.lanes), dtype=np.int64)
+    x[1, :] = np.abs(x[1, :]) % (1 << 31)
+    big = (1 << 30) + 5
+    x[1, 0], x[0, 0] = big, -big + 1             # inside the bound: stays
+    if cfg.lanes > 1:
+        x[1, 1], x[0, 1] = big + 7, -big - 100   # below the lower bound: clipped to it
+    if cfg.lanes > 2:
+        x[1, 2], x[0, 2] = -3, 12                # a negative bound: the result is the bound
+    x = x.astype(np.int32)
+    lo = -x[1].astype(np.int64)
+    y = np.minimum(np.maximum(x[0].astype(np.int64), lo), x[1].astype(np.int64))
+    y = ((y + (1 << 31)) % (1 << 32) - (1 << 31)).astype(np.int32)
+    asm = Assembler(cfg, "edge-clip-wide")
+    a = asm.input("a", x)
+    c = asm.output("c", (1, cfg.lanes))
+    asm.load(a, x=2, push_next=True)
+    asm.alu("CLIP", dst_base=0, src_base=1, pop_prev=True, push_next=True)
+    asm.store(c, x=1, pop_prev=True)
+    asm.finish()
+    return asm.program(expected={"c": _narrow(cfg, y[None, :])})
+
+
+def no_finish(cfg: HwConfig) -> Program:
+    """A stream without FINISH (an ALU, then the window ends): every unit idles with an empty queue
+    and the fetch has nothing left, so the deadlock check fires with no unit blocked, and ERR_PC is
+    INSN_COUNT (docs/microarch.md), not a blocked unit's pc."""
+    asm = Assembler(cfg, "edge-no-finish", meta={"fault": "deadlock"})
+    asm.alu("ADD", imm=1, dst_base=0)
+    asm.alu("ADD", imm=2, dst_base=1)
+    return asm.program()
+
+
 def edge_programs(cfg: HwConfig) -> list[Program]:
     """Every edge Program that fits ``cfg`` (one core)."""
     if cfg.num_cores != 1:
         return []
     return [shift_edges(cfg), gemm_range_edge(cfg, "acc"), gemm_range_edge(cfg, "inp"), alu_src_edge(cfg),
-            uop_past_loaded(cfg), finish_waits_for_store(cfg), no_iterations(cfg), alu_back_to_back(cfg)]
+            uop_past_loaded(cfg), finish_waits_for_store(cfg), no_iterations(cfg), alu_back_to_back(cfg),
+            clip_wide_bound(cfg), no_finish(cfg)]

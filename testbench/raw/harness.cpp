@@ -10,6 +10,8 @@
 //     limit <n>            cycle limit after START (a watchdog: no irq by then = TIMEOUT)
 //     w <addr> <value>     an AXI4-Lite write, in order (the Program's register config)
 //     r <name> <addr>      a register read after DONE, reported under <name>
+//     p <name> <addr>      a register read after reset, before the writes
+//     csr_mode <aw> <w> <b> <split> <except>   the bus pattern of the writes (see csr_write)
 //
 // Two memory variants, chosen at build time (testbench/raw/harness.py says which is faster):
 //   * without RAW_MEM_VERILOG: top accel_top; the DRAM is a C++ model of testbench/hdl/dram_model.v (the same
@@ -20,6 +22,7 @@
 //     plays AXI4-Lite; DRAM is loaded/dumped with the model's tb_load/tb_dump pulses.
 //
 // Output: one line `RAW {json}` on stdout with cycles, status, err_pc, the register reads,
+// csr_bresp / csr_rresp (the OR of every AXI4-Lite write / read response),
 // sim_cycles (clock cycles from START to irq), run_wall_s (register config + run to irq),
 // timeout and proto_err.
 
@@ -266,30 +269,51 @@ static void ticks(int n) {
 // ------------------------------------------------------------------ AXI4-Lite master
 static const int CSR_TIMEOUT = 2000;
 
-static bool csr_write(uint32_t addr, uint32_t value) {
+// The bus pattern of the AXI4-Lite writes (job line `csr_mode AW W B SPLIT EXCEPT`): AW offered AW
+// cycles and W offered W cycles into the write (0 0: together), BREADY raised B cycles after BVALID
+// (0: held from the start); with SPLIT 1 every write but the one to address EXCEPT (CTRL, whose bits
+// act on the write) goes as two writes of the same value with WSTRB 0x3 then 0xC (the register must
+// merge the halves).
+static uint32_t g_aw_delay = 0, g_w_delay = 0, g_b_delay = 0, g_split = 0, g_split_except = 0;
+static uint32_t g_bresp = 0, g_rresp = 0;  // OR of every BRESP / RRESP the slave answered
+
+static bool csr_write_strb(uint32_t addr, uint32_t value, uint32_t strb) {
     top->s_axil_awaddr = addr;
     top->s_axil_awprot = 0;
-    top->s_axil_awvalid = 1;
+    top->s_axil_awvalid = g_aw_delay == 0;
     top->s_axil_wdata = value;
-    top->s_axil_wstrb = 0xF;
-    top->s_axil_wvalid = 1;
-    top->s_axil_bready = 1;
+    top->s_axil_wstrb = strb;
+    top->s_axil_wvalid = g_w_delay == 0;
+    top->s_axil_bready = g_b_delay == 0;
     top->eval();
-    for (int n = 0; n < CSR_TIMEOUT; n++) {
+    bool aw_done = false, w_done = false;
+    uint32_t b_wait = 0;
+    for (uint32_t n = 0; n < (uint32_t)CSR_TIMEOUT; n++) {
         const bool aw = top->s_axil_awvalid && top->s_axil_awready;
         const bool w = top->s_axil_wvalid && top->s_axil_wready;
         const bool b = top->s_axil_bvalid && top->s_axil_bready;
+        if (b) g_bresp |= top->s_axil_bresp;
+        if (top->s_axil_bvalid && !top->s_axil_bready) b_wait++;
         tick();
-        if (aw) top->s_axil_awvalid = 0;
-        if (w) top->s_axil_wvalid = 0;
+        aw_done = aw_done || aw;
+        w_done = w_done || w;
+        top->s_axil_awvalid = !aw_done && n + 1 >= g_aw_delay;
+        top->s_axil_wvalid = !w_done && n + 1 >= g_w_delay;
         if (b) {
             top->s_axil_bready = 0;
             top->eval();
             return true;
         }
-        if (aw || w) top->eval();
+        top->s_axil_bready = g_b_delay == 0 || b_wait >= g_b_delay;
+        top->eval();
     }
     return false;
+}
+
+static bool csr_write(uint32_t addr, uint32_t value) {
+    if (g_split != 0 && addr != g_split_except)
+        return csr_write_strb(addr, value, 0x3) && csr_write_strb(addr, value, 0xC);
+    return csr_write_strb(addr, value, 0xF);
 }
 
 static bool csr_read(uint32_t addr, uint32_t* value) {
@@ -301,7 +325,7 @@ static bool csr_read(uint32_t addr, uint32_t* value) {
     for (int n = 0; n < CSR_TIMEOUT; n++) {
         const bool ar = top->s_axil_arvalid && top->s_axil_arready;
         const bool r = top->s_axil_rvalid && top->s_axil_rready;
-        if (r) *value = top->s_axil_rdata;
+        if (r) { *value = top->s_axil_rdata; g_rresp |= top->s_axil_rresp; }
         tick();
         if (ar) { top->s_axil_arvalid = 0; top->eval(); }
         if (r) {
@@ -333,6 +357,7 @@ static bool parse_job(const char* path, Job& job) {
         else if (key == "limit") f >> job.limit;
         else if (key == "w") { uint64_t a, v; f >> a >> v; job.writes.push_back({(uint32_t)a, (uint32_t)v}); }
         else if (key == "r") { std::string n; uint64_t a; f >> n >> a; job.reads.push_back({n, (uint32_t)a}); }
+        else if (key == "csr_mode") f >> g_aw_delay >> g_w_delay >> g_b_delay >> g_split >> g_split_except;
         else if (key == "p") { std::string n; uint64_t a; f >> n >> a; job.pre_reads.push_back({n, (uint32_t)a}); }
         else { std::fprintf(stderr, "raw: %s: unknown key '%s'\n", path, key.c_str()); return false; }
         if (!f) { std::fprintf(stderr, "raw: %s: malformed line for '%s'\n", path, key.c_str()); return false; }
@@ -422,9 +447,9 @@ int main(int argc, char** argv) {
     const double run_wall = std::chrono::duration<double>(t1 - t0).count();
     const double proc_wall = std::chrono::duration<double>(t_end - t_proc).count();
     std::printf("RAW {\"timeout\": %s, \"proto_err\": %s, \"sim_cycles\": %llu, \"run_wall_s\": %.9f, "
-                "\"process_wall_s\": %.6f, \"regs\": {",
+                "\"process_wall_s\": %.6f, \"csr_bresp\": %u, \"csr_rresp\": %u, \"regs\": {",
                 timeout ? "true" : "false", proto ? "true" : "false", (unsigned long long)sim_cycles, run_wall,
-                proc_wall);
+                proc_wall, g_bresp, g_rresp);
     for (size_t i = 0; i < got.size(); i++)
         std::printf("%s\"%s\": %u", i ? ", " : "", got[i].first.c_str(), got[i].second);
     std::printf("}}\n");

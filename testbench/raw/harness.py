@@ -180,7 +180,8 @@ def _error_of(d: dict, regs: dict[str, int], cfg: HwConfig, limit: int) -> dict 
 
 def run(program: Program, cfg: HwConfig | str | Path | None = None, mem: str = DEFAULT_MEM, limit: int | None = None,
         keep: bool = False, rtl: Path | None = None, plusargs: Sequence[str] = (), reads: Sequence[str] = (),
-        pre_reads: Sequence[str] = (), coverage_file: str | Path | None = None) -> RunResult:
+        pre_reads: Sequence[str] = (), coverage_file: str | Path | None = None,
+        csr_mode: tuple[int, int, int, bool] | None = None) -> RunResult:
     """Run one Program on the raw harness and return RunResult(model="raw").
 
     ``wall_s`` is the wall time of the register config plus the run to DONE (as the cocotb
@@ -191,7 +192,11 @@ def run(program: Program, cfg: HwConfig | str | Path | None = None, mem: str = D
     ``reads``: more CSR names to read after the run, their values in ``extra["csrs"]``;
     ``pre_reads``: CSR names to read after reset, before the Program's writes (``extra["csrs_before"]``).
     ``coverage_file``: run the coverage build and write its ``coverage.dat`` there (else env
-    ``COSIM_COVERAGE_DIR``, if set).
+    ``COSIM_COVERAGE_DIR``, if set). ``csr_mode`` = (AW delay, W delay, BREADY delay, split): the
+    AXI4-Lite bus pattern of every write (cycles into the write before AWVALID / WVALID rise, cycles
+    BVALID waits for BREADY; ``split``: every write but CTRL's goes as two half-word-strobed writes of
+    its value); default: AW and W together, BREADY held, WSTRB 0xF. ``extra["csr_resp"]`` is the
+    OR of every BRESP and RRESP the slave answered ([write, read], 0 = always OKAY).
     """
     from testbench.memimg import from_hex_words, to_hex_words, watchdog_cycles
 
@@ -226,6 +231,11 @@ def run(program: Program, cfg: HwConfig | str | Path | None = None, mem: str = D
         cov_path.parent.mkdir(parents=True, exist_ok=True)
         args.append(f"+verilator+coverage+file+{cov_path}")
     lines = [f"dram_in {dram_in}", f"dram_out {dram_out}", f"dump_bytes {dump_bytes}", f"limit {limit}"]
+    if csr_mode is not None:
+        aw, w, b, split = csr_mode
+        if min(aw, w, b) < 0 or max(aw, w, b) > 64:
+            raise ValueError(f"csr_mode delays must be 0..64 cycles, got {csr_mode}")
+        lines.append(f"csr_mode {aw} {w} {b} {int(bool(split))} {by['CTRL'].addr}")
     lines += [f"w {by[n].addr} {v}" for n, v in program.regs]
     lines += [f"r {n} {a}" for n, a in _reads(c)]
     lines += [f"r x_{n} {by[n].addr}" for n in reads]
@@ -251,7 +261,8 @@ def run(program: Program, cfg: HwConfig | str | Path | None = None, mem: str = D
     wall = float(d.get("run_wall_s", proc_wall))
     sim_cycles = int(d.get("sim_cycles", 0))
     extra = {"mem": mem, "sim_cycles": sim_cycles, "cycles_per_s": sim_cycles / wall if wall > 0 else None,
-             "process_wall_s": round(proc_wall, 6), "status": regs.get("STATUS"), "run_dir": str(rdir)}
+             "process_wall_s": round(proc_wall, 6), "status": regs.get("STATUS"), "run_dir": str(rdir),
+             "csr_resp": [int(d.get("csr_bresp", 0)), int(d.get("csr_rresp", 0))]}
     if cov_path is not None:
         extra["coverage_file"] = str(cov_path)
     if per_core is not None:
