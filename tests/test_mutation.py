@@ -40,6 +40,11 @@ KILLED = [
     # survived the generated Programs, killed by hand-built edge Programs:
     "alu_lane.v:27:35:constant:32'sd31>32'sd32",     # SHR by -32 shifts left by 0 instead of giving 0
     "unit_shell.v:80:75:equality:==>!=",             # FINISH waiting in EXEC for a drain is not stuck
+    "alu_lane.v:25:13:stuck_bit:nsv[30]=1",          # CLIP's lower bound -s with bit 30 held (edge-clip-wide)
+    "core.v:120:9:stuck_bit:ld_bpc[26]=0",           # a deadlock with no unit blocked reports 0xfbffffff (edge-no-finish)
+    # survived while the raw harness ignored the AXI4-Lite responses and had one DRAM model:
+    "csr_block.v:118:29:constant:2'b00>2'd1",        # BRESP = EXOKAY on every register write
+    "axi_arbiter.v:229:28:constant:4'd0>4'd1",       # ARID = 1 (the C++ DRAM model records the IDs)
 ]
 EQUIVALENT = "alu_lane.v:26:49:relational:>>>="       # s > 31 vs s >= 31: both shift by 31 at s == 31
 EXAMPLES = ["vadd", "clip", "vshr", "matmul"]
@@ -48,7 +53,7 @@ FAULTS = 3
 BARRIERS = 1
 OFFSETS = 1
 TWICE = 2
-EDGES = 8
+EDGES = 10
 
 
 @pytest.fixture(scope="module")
@@ -108,10 +113,13 @@ def test_original_reproduces_golden_and_tlm_and_the_chosen_mutants_die(campaign)
     expected = json.loads(setup.expected.read_text())
     with open(setup.programs, "rb") as f:
         names = [p.name for p in pickle.load(f)]
-    assert len(expected) == len(names) == len(EXAMPLES) + BARRIERS + OFFSETS + FUZZ + FAULTS + EDGES + 3 * TWICE
+    stalled = sum(n.endswith("-stall") for n in names)   # the plain fuzz Programs on the C++ DRAM model
+    assert 0 < stalled <= FUZZ
+    assert len(expected) == len(names) == \
+        len(EXAMPLES) + BARRIERS + OFFSETS + FUZZ + FAULTS + EDGES + 4 * TWICE + stalled
     # prepare() also checked each run-twice and reset-midway Program against its single run (same
-    # signature, a full last run; outputs and error for restart-midway)
-    for variant in ("-twice", "-reset-midway", "-restart-midway"):
+    # signature, a full last run; outputs and error for restart-midway and a stalled DRAM)
+    for variant in ("-twice", "-reset-midway", "-restart-midway", "-reset-with-start"):
         assert sum(n.endswith(variant) for n in names) == TWICE, variant
     assert sum(n.endswith("-offset") for n in names) == OFFSETS
     assert {p.name for p in edge_programs(setup.config)} <= set(names) and len(edge_programs(setup.config)) == EDGES
@@ -124,6 +132,14 @@ def test_original_reproduces_golden_and_tlm_and_the_chosen_mutants_die(campaign)
     assert verdicts[KILLED.index("fetch.v:156:13:stuck_bit:addr[4]=0") + 1]["program"] == "ex-vadd-offset"
     assert verdicts[KILLED.index("alu_lane.v:27:35:constant:32'sd31>32'sd32") + 1]["program"] == "edge-shr"
     assert verdicts[KILLED.index("unit_shell.v:80:75:equality:==>!=") + 1]["program"] == "edge-finish-deadlock"
+    assert verdicts[KILLED.index("alu_lane.v:25:13:stuck_bit:nsv[30]=1") + 1]["program"] == "edge-clip-wide"
+    assert verdicts[KILLED.index("core.v:120:9:stuck_bit:ld_bpc[26]=0") + 1]["program"] == "edge-no-finish"
+    assert verdicts[KILLED.index("csr_block.v:118:29:constant:2'b00>2'd1") + 1]["why"].startswith("AXI4-Lite")
+    arid = verdicts[KILLED.index("axi_arbiter.v:229:28:constant:4'd0>4'd1") + 1]
+    assert arid["program"].endswith("-stall") and arid["why"].startswith("AXI IDs")
+    # the AXI4-Lite responses are recorded (all OKAY), the IDs only on the C++ DRAM model
+    assert all(sig["csr_resp"] == [0, 0] for sig, _ in expected)
+    assert all((sig["axi_ids"] == 0) == n.endswith("-stall") for (sig, _), n in zip(expected, names))
 
 
 def test_listed_equivalent_survives_and_is_reported(campaign):

@@ -245,8 +245,9 @@ def reset_then_finish(p: Program, cycles: int, at: float) -> Program | None:
     writes, started on a window of its last instruction alone (FINISH): DRAM keeps what the first run
     wrote before the reset and nothing else, so a burst the reset aborted must not write DRAM (its
     remaining W beats go out with WSTRB 0); a restart of the whole Program would rewrite it and hide
-    that. Only plain Programs ending with FINISH; the outputs have no model (they are the original
-    design's), the run must end without an error."""
+    that. The output regions start filled with 0xA5 bytes (an aborted beat carries zeros, which would
+    not show on a zeroed region). Only plain Programs ending with FINISH; the outputs have no model
+    (they are the original design's), the run must end without an error."""
     from hw import csr
     from hw.isa import INSN_BYTES, Finish
 
@@ -256,8 +257,13 @@ def reset_then_finish(p: Program, cycles: int, at: float) -> Program | None:
     count = next(v for n, v in reversed(setup) if n == "INSN_COUNT")
     lo = next(v for n, v in reversed(setup) if n == "INSN_ADDR_LO")
     idle = ("INSN_COUNT", count)
-    q = copy_program(p, f"{p.name}-reset-then-finish-{round(at * 100)}")
-    q.regs = setup + [start] + [idle] * int(cycles * at / 3) + [("CTRL", csr.CTRL_SOFT_RESET)] + \
+    writes = int(cycles * at / 3)
+    q = copy_program(p, f"{p.name}-reset-then-finish-w{writes}")
+    q.inputs = dict(p.inputs)
+    for r in p.regions:
+        if r.role == "output":
+            q.inputs[r.name] = np.frombuffer(b"\xa5" * r.nbytes, dtype=r.dtype).reshape(r.shape)
+    q.regs = setup + [start] + [idle] * writes + [("CTRL", csr.CTRL_SOFT_RESET)] + \
         [idle] * SETTLE_WRITES + [("INSN_ADDR_LO", lo + (count - 1) * INSN_BYTES), ("INSN_COUNT", 1), start]
     return q
 
@@ -348,6 +354,39 @@ def regression_programs(cfg: HwConfig, fuzz: int, fuzz_seed: int, examples: list
     return out + aimed_fault_programs(cfg, aimed, fuzz_seed) + (edge_programs(cfg) if edges else [])
 
 
+def run_raw(p: Program, cfg: HwConfig, rtl: Path, k: int, limit: int | None = None) -> RunResult:
+    """Mutant ``k``'s run of ``p`` on the raw harness, every CSR read before and after, with the
+    Program's harness variation: its AXI4-Lite bus pattern (``csr_mode``) and, for a DRAM variant
+    (``dram_mode``: backpressure, injected error responses), the C++ DRAM model (its own build)."""
+    from cosim import models
+
+    reads = readable_csrs(cfg)
+    dram_mode = getattr(p, "dram_mode", None)
+    return models.raw(p, cfg, mem=MEM if dram_mode is None else DRAM_VARIANT_MEM, limit=limit, rtl=rtl,
+                      plusargs=[f"+{PLUSARG}={k}"], reads=reads, pre_reads=reads,
+                      csr_mode=getattr(p, "csr_mode", None), dram_mode=dram_mode)
+
+
+def with_dram_mode(p: Program, mode: tuple[int, int, int, int], tag: str) -> Program:
+    """``p`` run on the C++ DRAM model with ``mode`` = (stall seed, error response, read burst, write
+    burst) (see :func:`testbench.raw.harness.run`)."""
+    q = copy_program(p, f"{p.name}-{tag}")
+    q.dram_mode = mode  # type: ignore[attr-defined]
+    return q
+
+
+# the DRAM variants of the plain examples run twice and of the first STALLED fuzz Programs: READY
+# backpressure (outputs and error as without), and error responses injected on a chosen burst (the
+# first read burst is the instruction fetch's, later ones a LOAD's or the fetch's, the first write
+# burst a STORE's): the run must end in AXI_RESP (or no error when the Program has fewer bursts)
+DRAM_STALL_SEED = 0x9E3779B9
+DRAM_ERRORS = (("err-r0", (0, 2, 0, -1)), ("err-r2", (0, 3, 2, -1)), ("err-r5", (DRAM_STALL_SEED, 2, 5, -1)),
+               ("err-w0", (0, 2, -1, 0)), ("err-w1", (DRAM_STALL_SEED, 3, -1, 1)))
+STALLED = 10
+DRAM_VARIANT_MEM = "cpp"
+SWEEP_CYCLES = 1000               # the longest Program soft-reset at every write of its last third
+
+
 def readable_csrs(cfg: HwConfig) -> list[str]:
     """Every readable CSR: read after reset (before the Program's writes) and after each run, so a
     broken register, reset value or read path shows."""
@@ -365,7 +404,7 @@ def signature(r: RunResult) -> dict[str, Any]:
     err = None if r.error is None else [r.error.get("name"), r.error.get("code"), r.error.get("pc")]
     return {"outputs": outs, "error": err, "cycles": r.cycles, "counters": dict(sorted(r.counters.items())),
             "cores": r.extra.get("cores"), "csrs": r.extra.get("csrs"), "csrs_before": r.extra.get("csrs_before"),
-            "csr_resp": r.extra.get("csr_resp")}
+            "csr_resp": r.extra.get("csr_resp"), "axi_ids": r.extra.get("axi_ids")}
 
 
 def difference(expected: dict[str, Any], got: dict[str, Any]) -> str | None:
@@ -382,6 +421,8 @@ def difference(expected: dict[str, Any], got: dict[str, Any]) -> str | None:
             return f"counter {k} {got['counters'].get(k)} != {v}"
     if got["cores"] != expected["cores"]:
         return "per-core counters differ"
+    if got.get("axi_ids") != expected.get("axi_ids"):
+        return f"AXI IDs (ARID | AWID) {got.get('axi_ids')} != {expected.get('axi_ids')}"
     if got.get("csr_resp") != expected.get("csr_resp"):
         return f"AXI4-Lite responses (BRESP, RRESP OR-ed) {got.get('csr_resp')} != {expected.get('csr_resp')}"
     for when in ("csrs_before", "csrs"):
@@ -457,11 +498,11 @@ def prepare(config: str, count: int, seed: int, fuzz: int = DEFAULT_FUZZ, faults
         stamp.write_text(sid)
     (root / "mutants.json").write_text(json.dumps([m.to_json() for m in mutants], indent=1) + "\n")
     t0 = time.perf_counter()
-    models.raw_build(cfg, MEM, rtl=rtl)
+    models.raw_build(cfg, MEM, rtl=rtl)   # the C++ DRAM model's build comes with the first DRAM variant's run
     build_s = time.perf_counter() - t0
 
     fs = seed if fuzz_seed is None else fuzz_seed
-    tag = f"f{fuzz}-e{faults}-b{barriers}-o{offsets}-t{twice}r{RESTART_POINTS}wsf-c{len(CSR_MODES)}-a{aimed}-s{fs}"
+    tag = f"f{fuzz}-e{faults}-b{barriers}-o{offsets}-t{twice}r{RESTART_POINTS}wsf3-c{len(DRAM_ERRORS)}d{STALLED}-c{len(CSR_MODES)}-a{aimed}-s{fs}"
     if edges:  # the edge Programs change with their module: their names and instructions name the files
         sig = repr([(p.name, p.insns) for p in edge_programs(cfg)])
         tag += "-x" + hashlib.sha256(sig.encode()).hexdigest()[:8]
@@ -474,8 +515,7 @@ def prepare(config: str, count: int, seed: int, fuzz: int = DEFAULT_FUZZ, faults
         expected, problems = [], []
 
         def baseline(p: Program) -> RunResult:
-            r = models.raw(p, cfg, mem=MEM, rtl=rtl, plusargs=[f"+{PLUSARG}=0"], reads=readable_csrs(cfg),
-                           pre_reads=readable_csrs(cfg), csr_mode=getattr(p, "csr_mode", None))
+            r = run_raw(p, cfg, rtl, 0)
             expected.append([signature(r), int(r.extra.get("sim_cycles", 0))])
             return r
 
@@ -496,13 +536,33 @@ def prepare(config: str, count: int, seed: int, fuzz: int = DEFAULT_FUZZ, faults
         jobs += [(n, restart_midway, k / (RESTART_POINTS + 1)) for n in plain for k in range(1, RESTART_POINTS + 1)]
         jobs += [(n, window_rewritten_midway, None) for n in plain]
         jobs += [(n, reset_then_finish, k / (RESTART_POINTS + 1)) for n in plain for k in range(1, RESTART_POINTS + 1)]
+        # and, for the two cheapest, at every write of the last third of the run, where their STOREs are: a
+        # soft reset that catches a W burst with beats left (an idle write is 3 cycles, a burst longer)
+        jobs += [(n, reset_then_finish, (w + 0.5) * 3 / expected[n][1]) for n in [n for n in plain if programs[n].name.count("-") == 1
+                                                                    and expected[n][1] <= SWEEP_CYCLES][:2]
+                 for w in range(expected[n][1] * 2 // 9, expected[n][1] // 3 + 3)]
+        stalled = [n for n, p in enumerate(programs) if is_plain(p) and p.name.startswith("fuzz-")][:STALLED]
+        jobs += [(n, "stall", None) for n in plain + stalled]
+        jobs += [(n, e, None) for n in plain for e in range(len(DRAM_ERRORS))]
         for n, variant, at in jobs:
-            q = variant(programs[n], expected[n][1]) if at is None else variant(programs[n], expected[n][1], at)
+            if variant == "stall":
+                q = with_dram_mode(programs[n], (DRAM_STALL_SEED, 0, -1, -1), "stall")
+            elif isinstance(variant, int):
+                q = with_dram_mode(programs[n], DRAM_ERRORS[variant][1], DRAM_ERRORS[variant][0])
+            else:
+                q = variant(programs[n], expected[n][1]) if at is None else variant(programs[n], expected[n][1], at)
             if q is None:
                 continue
             programs.append(q)
             baseline(q)
-            if variant is restart_midway:  # outputs and error only (see restart_midway)
+            if variant == "stall":  # backpressure: the same outputs and error, later
+                e, g = expected[n][0], expected[-1][0]
+                why = (f"error {g['error']} != {e['error']}" if g["error"] != e["error"] else
+                       "outputs differ" if g["outputs"] != e["outputs"] else None)
+            elif isinstance(variant, int):  # an injected error response: AXI_RESP, or no error without that burst
+                g = expected[-1][0]
+                why = None if g["error"] is None or g["error"][0] == "AXI_RESP" else f"error {g['error']}"
+            elif variant is restart_midway:  # outputs and error only (see restart_midway)
                 e, g = expected[n][0], expected[-1][0]
                 why = (f"error {g['error']} != {e['error']}" if g["error"] != e["error"] else
                        "outputs differ" if g["outputs"] != e["outputs"] else None)
@@ -529,8 +589,6 @@ def prepare(config: str, count: int, seed: int, fuzz: int = DEFAULT_FUZZ, faults
 def run_mutants(args: dict[str, Any]) -> dict[str, Any]:
     """Cluster task: run the regression on each mutant K of ``args["mutants"]``; stop a mutant at its
     first failing Program. Returns {"K": {"killed", "program", "why", "runs"}}."""
-    from cosim import models
-
     cfg = load_config(args["config"])
     rtl = Path(args["rtl"])
     with open(args["programs"], "rb") as f:
@@ -538,7 +596,6 @@ def run_mutants(args: dict[str, Any]) -> dict[str, Any]:
     expected = json.loads(Path(args["expected"]).read_text())
     # cheapest Programs first: most mutants die early
     order = sorted(range(len(programs)), key=lambda n: expected[n][1])
-    reads = readable_csrs(cfg)
     out: dict[str, Any] = {}
     for k in args["mutants"]:
         verdict = {"killed": False, "program": None, "why": None, "runs": 0}
@@ -546,9 +603,7 @@ def run_mutants(args: dict[str, Any]) -> dict[str, Any]:
             exp, cycles = expected[n]
             verdict["runs"] += 1
             try:
-                r = models.raw(programs[n], cfg, mem=MEM, limit=cycles + WATCHDOG_MARGIN, rtl=rtl,
-                               plusargs=[f"+{PLUSARG}={k}"], reads=reads, pre_reads=reads,
-                               csr_mode=getattr(programs[n], "csr_mode", None))
+                r = run_raw(programs[n], cfg, rtl, k, limit=cycles + WATCHDOG_MARGIN)
                 why = difference(exp, signature(r))
             except Exception as e:  # noqa: BLE001 - a harness that cannot finish the mutant's run kills it
                 why = f"run failed: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"

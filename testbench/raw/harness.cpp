@@ -12,6 +12,8 @@
 //     r <name> <addr>      a register read after DONE, reported under <name>
 //     p <name> <addr>      a register read after reset, before the writes
 //     csr_mode <aw> <w> <b> <split> <except>   the bus pattern of the writes (see csr_write)
+//     dram_mode <stall> <resp> <read> <write>  C++ DRAM model only: backpressure and injected
+//                          error responses (see struct Dram)
 //
 // Two memory variants, chosen at build time (testbench/raw/harness.py says which is faster):
 //   * without RAW_MEM_VERILOG: top accel_top; the DRAM is a C++ model of testbench/hdl/dram_model.v (the same
@@ -98,8 +100,28 @@ struct Dram {
     bool bvalid = false;
     uint32_t bresp = 0, bid = 0;
     bool proto_err = false;
+    // Harness-only variations (job line `dram_mode STALL ERR_RESP ERR_READ ERR_WRITE`): with STALL
+    // non-zero, ARREADY, AWREADY and WREADY drop on cycles drawn from an LFSR seeded with it (each
+    // about one cycle in three: backpressure); with ERR_RESP (2 SLVERR, 3 DECERR) non-zero, read
+    // burst number ERR_READ and write burst number ERR_WRITE (0-based, counted from reset; -1: none)
+    // answer ERR_RESP on every beat / on B. `ids` is the OR of every ARID and AWID taken.
+    uint32_t lfsr = 0, err_resp = 0;
+    int64_t err_read = -1, err_write = -1, n_reads = 0, n_writes = 0;
+    bool stall_ar = false, stall_aw = false, stall_w = false, rd_err = false, wr_inject = false;
+    uint32_t ids = 0;
 
     Dram() : mem(RAW_MEM_BYTES, 0), words(RAW_MEM_BYTES / RAW_BUS_BYTES) {}
+
+    // The next cycle's READY stalls (called once per cycle, after the edge).
+    void draw_stalls() {
+        if (lfsr == 0) return;
+        uint32_t r[3];
+        for (int k = 0; k < 3; k++) {
+            lfsr ^= lfsr << 13; lfsr ^= lfsr >> 17; lfsr ^= lfsr << 5;  // xorshift32
+            r[k] = lfsr % 3;
+        }
+        stall_ar = r[0] == 0; stall_aw = r[1] == 0; stall_w = r[2] == 0;
+    }
 
     static bool in_range(uint32_t a) { return (uint64_t)a < (uint64_t)RAW_MEM_BYTES; }
     uint8_t* word(uint32_t a) { return &mem[(size_t)((a / BB) & (words - 1)) * BB]; }
@@ -122,12 +144,14 @@ struct Dram {
         bvalid = false; bresp = 0; bid = 0;
     }
 
-    bool arready() const { return !rd_active; }
-    bool awready() const { return w_state == W_IDLE; }
-    bool wready(bool awvalid) const { return w_state == W_DATA || (w_state == W_IDLE && awvalid); }
+    bool arready() const { return !rd_active && !stall_ar; }
+    bool awready() const { return w_state == W_IDLE && !stall_aw; }
+    bool wready(bool awvalid) const {
+        return !stall_w && (w_state == W_DATA || (w_state == W_IDLE && awvalid && !stall_aw));
+    }
 
     void read_beat(uint32_t a) {
-        if (in_range(a)) { std::memcpy(rdata, word(a), BB); rresp = 0; }
+        if (in_range(a)) { std::memcpy(rdata, word(a), BB); rresp = rd_err ? err_resp : 0; }
         else { std::memset(rdata, 0, BB); rresp = 2; }
     }
 
@@ -139,6 +163,9 @@ struct Dram {
         const bool ar_rdy = arready();
         if (arvalid && ar_rdy) {
             check_burst(araddr, arlen, arsize, arburst, false);
+            rd_err = err_resp != 0 && n_reads == err_read;
+            n_reads++;
+            ids |= arid;
             rd_active = true; rd_addr = araddr; rd_left = arlen; rid = arid;
             if (RAW_RD_LAT == 1) {
                 rvalid = true; rlast = (arlen == 0); read_beat(araddr);
@@ -169,8 +196,11 @@ struct Dram {
         const bool w_rdy = wready(awvalid);
         if (old_state == W_IDLE || old_state == W_DATA) {
             uint32_t wa = w_addr, wl = w_left;
-            if (old_state == W_IDLE && awvalid) {
+            if (old_state == W_IDLE && awvalid && !stall_aw) {
                 check_burst(awaddr, awlen, awsize, awburst, true);
+                wr_inject = err_resp != 0 && n_writes == err_write;
+                n_writes++;
+                ids |= awid;
                 wa = awaddr; wl = (awlen + 1) & 0x1FF;
                 bid = awid; w_err = false; w_state = W_DATA;
             }
@@ -188,7 +218,7 @@ struct Dram {
                     w_err = true;
                 }
                 if (wl == 1 || wlast) {
-                    bresp = (!in_range(wa) || (old_err && old_state == W_DATA)) ? 2 : 0;
+                    bresp = (!in_range(wa) || (old_err && old_state == W_DATA)) ? 2 : wr_inject ? err_resp : 0;
                     w_state = W_RESP;
                     if (RAW_WR_LAT == 1) bvalid = true;
                     else w_wait = (RAW_WR_LAT - 1) & 0x7FF;
@@ -246,6 +276,7 @@ static inline void tick() {
     }
     top->clk = 1;
     top->eval();
+    dram->draw_stalls();
     drive_dram_regs();
     top->clk = 0;
     top->eval();
@@ -346,6 +377,12 @@ struct Job {
     std::vector<std::pair<std::string, uint32_t>> pre_reads;  // "p NAME ADDR": read after reset, before the writes
 };
 
+#ifndef RAW_MEM_VERILOG
+struct DramMode { uint64_t seed, resp; int64_t err_read, err_write; };
+static DramMode dram_mode = {0, 0, -1, -1};
+static bool has_dram_mode = false;
+#endif
+
 static bool parse_job(const char* path, Job& job) {
     std::ifstream f(path);
     if (!f) return false;
@@ -358,6 +395,14 @@ static bool parse_job(const char* path, Job& job) {
         else if (key == "w") { uint64_t a, v; f >> a >> v; job.writes.push_back({(uint32_t)a, (uint32_t)v}); }
         else if (key == "r") { std::string n; uint64_t a; f >> n >> a; job.reads.push_back({n, (uint32_t)a}); }
         else if (key == "csr_mode") f >> g_aw_delay >> g_w_delay >> g_b_delay >> g_split >> g_split_except;
+#ifndef RAW_MEM_VERILOG
+        else if (key == "dram_mode") {
+            uint64_t seed, resp; int64_t er, ew;
+            f >> seed >> resp >> er >> ew;
+            dram_mode = {seed, resp, er, ew};
+            has_dram_mode = true;
+        }
+#endif
         else if (key == "p") { std::string n; uint64_t a; f >> n >> a; job.pre_reads.push_back({n, (uint32_t)a}); }
         else { std::fprintf(stderr, "raw: %s: unknown key '%s'\n", path, key.c_str()); return false; }
         if (!f) { std::fprintf(stderr, "raw: %s: malformed line for '%s'\n", path, key.c_str()); return false; }
@@ -390,6 +435,12 @@ int main(int argc, char** argv) {
         std::vector<char> buf((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
         if (buf.size() > dram->mem.size()) return fail("dram_in is larger than the DRAM model");
         std::memcpy(dram->mem.data(), buf.data(), buf.size());
+    }
+    if (has_dram_mode) {
+        dram->lfsr = (uint32_t)dram_mode.seed;
+        dram->err_resp = (uint32_t)dram_mode.resp & 3;
+        dram->err_read = dram_mode.err_read;
+        dram->err_write = dram_mode.err_write;
     }
 #else
     top->tb_load = 0; top->tb_dump = 0; top->tb_clear = 0; top->tb_words = 0;
@@ -431,8 +482,10 @@ int main(int argc, char** argv) {
         got.push_back({r.first, v});
     }
     bool proto = false;
+    uint32_t axi_ids = 0;
 #ifndef RAW_MEM_VERILOG
     proto = dram->proto_err;
+    axi_ids = dram->ids;
     if (!job.dram_out.empty()) {
         std::ofstream out(job.dram_out, std::ios::binary);
         const uint64_t n = job.dump_bytes < dram->mem.size() ? job.dump_bytes : dram->mem.size();
@@ -447,9 +500,9 @@ int main(int argc, char** argv) {
     const double run_wall = std::chrono::duration<double>(t1 - t0).count();
     const double proc_wall = std::chrono::duration<double>(t_end - t_proc).count();
     std::printf("RAW {\"timeout\": %s, \"proto_err\": %s, \"sim_cycles\": %llu, \"run_wall_s\": %.9f, "
-                "\"process_wall_s\": %.6f, \"csr_bresp\": %u, \"csr_rresp\": %u, \"regs\": {",
+                "\"process_wall_s\": %.6f, \"csr_bresp\": %u, \"csr_rresp\": %u, \"axi_ids\": %u, \"regs\": {",
                 timeout ? "true" : "false", proto ? "true" : "false", (unsigned long long)sim_cycles, run_wall,
-                proc_wall, g_bresp, g_rresp);
+                proc_wall, g_bresp, g_rresp, axi_ids);
     for (size_t i = 0; i < got.size(); i++)
         std::printf("%s\"%s\": %u", i ? ", " : "", got[i].first.c_str(), got[i].second);
     std::printf("}}\n");

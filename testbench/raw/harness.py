@@ -181,7 +181,8 @@ def _error_of(d: dict, regs: dict[str, int], cfg: HwConfig, limit: int) -> dict 
 def run(program: Program, cfg: HwConfig | str | Path | None = None, mem: str = DEFAULT_MEM, limit: int | None = None,
         keep: bool = False, rtl: Path | None = None, plusargs: Sequence[str] = (), reads: Sequence[str] = (),
         pre_reads: Sequence[str] = (), coverage_file: str | Path | None = None,
-        csr_mode: tuple[int, int, int, bool] | None = None) -> RunResult:
+        csr_mode: tuple[int, int, int, bool] | None = None,
+        dram_mode: tuple[int, int, int, int] | None = None) -> RunResult:
     """Run one Program on the raw harness and return RunResult(model="raw").
 
     ``wall_s`` is the wall time of the register config plus the run to DONE (as the cocotb
@@ -197,6 +198,10 @@ def run(program: Program, cfg: HwConfig | str | Path | None = None, mem: str = D
     BVALID waits for BREADY; ``split``: every write but CTRL's goes as two half-word-strobed writes of
     its value); default: AW and W together, BREADY held, WSTRB 0xF. ``extra["csr_resp"]`` is the
     OR of every BRESP and RRESP the slave answered ([write, read], 0 = always OKAY).
+    ``dram_mode`` = (stall seed, error response, read burst, write burst), ``mem="cpp"`` only: the C++
+    DRAM model drops ARREADY/AWREADY/WREADY on cycles drawn from the seed (0: never), and answers the
+    error response (2 SLVERR, 3 DECERR; 0: none) on that read burst's beats and that write burst's B
+    (0-based numbers from reset, -1: none). ``extra["axi_ids"]`` (``cpp``): the OR of every ARID/AWID.
     """
     from testbench.memimg import from_hex_words, to_hex_words, watchdog_cycles
 
@@ -236,6 +241,13 @@ def run(program: Program, cfg: HwConfig | str | Path | None = None, mem: str = D
         if min(aw, w, b) < 0 or max(aw, w, b) > 64:
             raise ValueError(f"csr_mode delays must be 0..64 cycles, got {csr_mode}")
         lines.append(f"csr_mode {aw} {w} {b} {int(bool(split))} {by['CTRL'].addr}")
+    if dram_mode is not None:
+        if mem != "cpp":
+            raise ValueError("dram_mode needs the C++ DRAM model (mem='cpp')")
+        seed, resp, er, ew = dram_mode
+        if not 0 <= seed < 2 ** 32 or resp not in (0, 2, 3):
+            raise ValueError(f"dram_mode: seed must be 0..2**32-1 and the response 0, 2 or 3, got {dram_mode}")
+        lines.append(f"dram_mode {seed} {resp} {er} {ew}")
     lines += [f"w {by[n].addr} {v}" for n, v in program.regs]
     lines += [f"r {n} {a}" for n, a in _reads(c)]
     lines += [f"r x_{n} {by[n].addr}" for n in reads]
@@ -263,6 +275,8 @@ def run(program: Program, cfg: HwConfig | str | Path | None = None, mem: str = D
     extra = {"mem": mem, "sim_cycles": sim_cycles, "cycles_per_s": sim_cycles / wall if wall > 0 else None,
              "process_wall_s": round(proc_wall, 6), "status": regs.get("STATUS"), "run_dir": str(rdir),
              "csr_resp": [int(d.get("csr_bresp", 0)), int(d.get("csr_rresp", 0))]}
+    if mem == "cpp":
+        extra["axi_ids"] = int(d.get("axi_ids", 0))
     if cov_path is not None:
         extra["coverage_file"] = str(cov_path)
     if per_core is not None:
