@@ -17,7 +17,7 @@ PROGRAMS = {p.name: p for p in edge_programs(CFG)}
 EXPECTED_ERROR = {"edge-shr": None, "edge-gemm-acc": "SRAM_RANGE", "edge-gemm-inp": "SRAM_RANGE",
                   "edge-alu-src": "SRAM_RANGE", "edge-uop-unloaded": "UNLOADED",
                   "edge-finish-deadlock": "DEADLOCK", "edge-no-iterations": None,
-                  "edge-alu-back-to-back": None}
+                  "edge-alu-back-to-back": None, "edge-clip-wide": None, "edge-no-finish": "DEADLOCK"}
 
 
 def test_every_edge_program_is_listed():
@@ -39,3 +39,5 @@ def test_iss_and_tlm_agree_on_the_edge(name):
     else:
         assert ref.error["pc"] == tlm.error["pc"]
         assert ("fault" in p.meta) and p.meta["fault"]
+    if name == "edge-no-finish":   # no unit blocked: ERR_PC is INSN_COUNT
+        assert tlm.error["pc"] == len(p.insns)
