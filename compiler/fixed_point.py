@@ -23,6 +23,27 @@ B.bit_length())`` bits (``k >= 0``; 0 where ``n <= 0``), which cannot wrap, and 
 ``n + k``: the first rounding then errs by at most ``2**-(n+k+1)`` of an output step, so ``R_B`` is
 ``x*scale`` rounded half up except within that distance of a tie.
 
+**Ties to even.** ``x*M / 2**(31+n)`` is a dyadic rational: with ``M = Mo * 2**z`` (``Mo`` odd) it is
+``x*Mo / 2**e``, ``e = 31 + n - z``, and it is an exact tie (ends in .5) exactly when ``x`` is an odd
+multiple of ``2**(e-1)``. So a tie is reachable for ``|x| <= B`` iff ``e >= 1`` and ``2**(e-1) <= B``
+(:func:`tie_plan`); float32 scales have at most 24 significant bits, so ``z >= 7`` and ties need
+``e`` small, i.e. "round" scales (0.5, 0.25, 0.75, ...). Where one is reachable and the bound leaves
+room, ``R_B`` rounds half to even on the exact rational, as ONNX's QuantizeLinear does
+(``np.rint``); with ``P = e + 1``, ``D = 2**P - 1``:
+
+1. ``V = (x * Mo*D) >> (e+1)`` (MUL, SHR): ``V = x*Mo*2**-(e+1)*D - rho`` with ``rho =
+   ceil(x*Mo/2**(e+1)) - x*Mo/2**(e+1)``, a fraction in ``[0, 1)`` that tells the parity of the
+   tie's floor (``rho = 3/4``: even, round down; ``1/4``: odd, round up);
+2. ``u = 2V + 1`` (MUL 2, ADD 1) and ``y = MULHR(u, c)``, ``c = round(2**31 / D)``: ``u/D + 1/2 =
+   x*Mo/2**e + 1/2 + (1 - 2 rho)/D``, whose floor is ``x*scale`` rounded half to even (the
+   perturbation ``(1 - 2 rho)/D`` is negative on the even ties, positive on the odd ones, and
+   smaller than ``2**-e``, the distance of every other value from a tie); its fractional part is in
+   ``[1/(2D), 1 - 1/(2D)]``, so MULHR's error ``u*(cD - 2**31) / (D*2**31)`` leaves the floor
+   alone when ``max|u| * |cD - 2**31| < 2**30``, which :func:`tie_plan` checks with integers,
+   with the MUL's ``B*Mo*D < 2**31``.
+
+Where the bound is too large for that (or unknown, ``R``), ``R_B`` keeps rounding half up.
+
 The allowed scales are :data:`SCALE_MIN` to :data:`SCALE_MAX`: ``n <= 31`` (step 3's shift stays
 within a word) and ``n >= -16`` (step 1's left shift is at most 16 bits, so an int8 value or a
 16-bit-range sum cannot wrap).
@@ -101,11 +122,52 @@ def rescale_fixed(x: np.ndarray, mult: np.ndarray | int, n: np.ndarray | int,
     return (t + half) >> right               # step 3, exact in int64
 
 
+def tie_plan(mult: int, n: int, bound: int | None) -> tuple[int, int, int] | None:
+    """For multiplier ``mult`` and shift ``n`` (:func:`fixed_point`) and the bound ``B >= |x|`` (None:
+    unknown): ``(C1, e, c)`` of the half-to-even steps (module docstring, "Ties to even": MUL ``C1``,
+    SHR ``e+1``, MUL 2, ADD 1, MULHR ``c``) when an exact tie is reachable and the steps are exact for
+    every ``|x| <= B``; None where no tie is reachable or the bound leaves no room (half up then)."""
+    if bound is None:
+        return None
+    bound = int(bound)
+    z = (int(mult) & -int(mult)).bit_length() - 1  # trailing zero bits of M
+    odd, e = int(mult) >> z, 31 + int(n) - z
+    if e < 1 or bound < (1 << (e - 1)) or e + 1 > 31:
+        return None  # x*scale is an integer, or no |x| <= B is an odd multiple of 2**(e-1)
+    d = (1 << (e + 1)) - 1
+    c1 = odd * d
+    if bound * c1 >= 1 << 31:
+        return None
+    c = ((1 << 32) + d) // (2 * d)  # round(2**31 / D)
+    u_max = 2 * ((bound * c1 + (1 << (e + 1)) - 1) >> (e + 1)) + 1  # 2*max|V| + 1
+    if u_max >= 1 << 31 or u_max * abs(c * d - (1 << 31)) >= 1 << 30:
+        return None
+    return c1, e, c
+
+
+def round_half_even(x: np.ndarray, mult: np.ndarray | int, n: np.ndarray | int) -> np.ndarray:
+    """``x * mult * 2**-(31+n)`` rounded half to even, exactly (int64 arithmetic, ``|x| < 2**31``)."""
+    num = np.asarray(x, dtype=np.int64) * np.asarray(mult, dtype=np.int64)
+    d = 31 + np.asarray(n, dtype=np.int64)  # 15..62
+    q = num >> d
+    rem = num - (q << d)
+    half = np.left_shift(np.int64(1), d - 1)
+    return q + (rem > half) + ((rem == half) & (q & 1 == 1))
+
+
 def rescale(x: np.ndarray, scale: float | np.ndarray, bound: int | np.ndarray | None = None) -> np.ndarray:
     """``R_B(x, scale)`` of int32-range integers ``x`` with ``|x| <= bound`` (None: ``R`` without
     headroom); ``scale`` and ``bound`` floats/ints or arrays broadcast against ``x``; int64 result."""
     mult, n = fixed_point_arrays(np.asarray(scale, dtype=np.float64))
-    return rescale_fixed(x, mult, n, headroom(n, bound))
+    y = rescale_fixed(x, mult, n, headroom(n, bound))
+    if bound is None:
+        return y
+    m_b, n_b, b_b = np.broadcast_arrays(mult, n, np.asarray(bound, dtype=np.int64))
+    tie = np.array([tie_plan(int(a), int(b), int(c)) is not None for a, b, c in zip(m_b.ravel(), n_b.ravel(),
+                                                                                      b_b.ravel())]).reshape(m_b.shape)
+    if not tie.any():
+        return y
+    return np.where(tie, round_half_even(x, m_b, n_b), y)  # the half-to-even steps, exact
 
 
 # ---- R as ALU steps -------------------------------------------------------------------------------
@@ -120,12 +182,29 @@ def alu_steps(scale: float | np.ndarray, bound: int | np.ndarray | None = None) 
       ``(t*2**(31-s) + 2**30) >> 31 = (t + 2**(s-1)) >> s`` exactly (one op, no overflow);
       when only some do: ``SHR`` by ``s-1``, ``ADD 1``, ``SHR 1`` (0, 0, 0 where ``s = 0``), which is
       ``((t >> (s-1)) + 1) >> 1 = (t + 2**(s-1)) >> s`` exactly, without the sum's overflow.
+
+    Where :func:`tie_plan` finds an exact tie reachable (and room for the steps), the channel rounds
+    half to even instead: MUL ``C1``, SHR ``e+1``, MUL 2, ADD 1, MULHR ``c`` (module docstring); when
+    only some channels do, the others run the same ops as MUL ``2**L``, SHR 0, MUL 1, ADD 0, MULHR
+    ``M`` and then the SHR/ADD/SHR rounding above, which the tie channels pass as SHR 0, ADD 0, SHR 0.
     """
     mult, n = fixed_point_arrays(np.atleast_1d(np.asarray(scale, dtype=np.float64)))
-    k = headroom(n, None if bound is None else np.broadcast_to(np.asarray(bound, dtype=np.int64), n.shape))
+    b = None if bound is None else np.broadcast_to(np.asarray(bound, dtype=np.int64), n.shape)
+    k = headroom(n, b)
     left = np.maximum(-n, 0) + k
     right = np.maximum(n, 0) + k
+    plans = [None] * n.size if b is None else [tie_plan(int(m), int(s), int(v)) for m, s, v in zip(mult, n, b)]
+    tie = np.array([p is not None for p in plans])
+    if tie.all():
+        return _tie_steps(plans, tie)
     steps: list[tuple[str, np.ndarray]] = []
+    if tie.any():  # mixed channels: the tie ones take the half-to-even steps, the others pass them unchanged
+        steps = _tie_steps(plans, tie)
+        steps[0] = ("MUL", np.where(tie, steps[0][1], np.left_shift(1, left)))  # the others' left shift
+        steps[-1] = ("MULHR", np.where(tie, steps[-1][1], mult))                 # and their multiplier
+        pos = (right >= 1) & ~tie
+        steps += [("SHR", np.where(pos, right - 1, 0)), ("ADD", pos.astype(np.int64)), ("SHR", pos.astype(np.int64))]
+        return steps
     if (left > 0).any():
         steps.append(("SHR", -left))
     steps.append(("MULHR", mult))
@@ -136,6 +215,15 @@ def alu_steps(scale: float | np.ndarray, bound: int | np.ndarray | None = None) 
         steps += [("SHR", np.where(pos, right - 1, 0)), ("ADD", pos.astype(np.int64)),
                   ("SHR", pos.astype(np.int64))]
     return steps
+
+
+def _tie_steps(plans: list[tuple[int, int, int] | None], tie: np.ndarray) -> list[tuple[str, np.ndarray]]:
+    """The half-to-even steps (module docstring) of the channels where ``tie``; the identity's operands
+    (MUL 1, SHR 0, MUL 1, ADD 0) elsewhere, whose MULHR the caller fills in."""
+    def col(i: int, other: int) -> np.ndarray:
+        return np.array([p[i] if p is not None else other for p in plans], dtype=np.int64)
+    return [("MUL", col(0, 1)), ("SHR", np.array([p[1] + 1 if p is not None else 0 for p in plans], dtype=np.int64)),
+            ("MUL", np.where(tie, 2, 1).astype(np.int64)), ("ADD", tie.astype(np.int64)), ("MULHR", col(2, 0))]
 
 
 def run_steps(x: np.ndarray, steps: list[tuple[str, np.ndarray]], axis: int = -1) -> np.ndarray:
