@@ -29,18 +29,19 @@ multiple of ``2**(e-1)``. So a tie is reachable for ``|x| <= B`` iff ``e >= 1`` 
 (:func:`tie_plan`); float32 scales have at most 24 significant bits, so ``z >= 7`` and ties need
 ``e`` small, i.e. "round" scales (0.5, 0.25, 0.75, ...). Where one is reachable and the bound leaves
 room, ``R_B`` rounds half to even on the exact rational, as ONNX's QuantizeLinear does
-(``np.rint``); with ``P = e + 1``, ``D = 2**P - 1``:
+(``np.rint``), in as many ALU ops as half up takes. With ``D = 2**P + 1`` (``P >= e + 1``):
 
-1. ``V = (x * Mo*D) >> (e+1)`` (MUL, SHR): ``V = x*Mo*2**-(e+1)*D - rho`` with ``rho =
-   ceil(x*Mo/2**(e+1)) - x*Mo/2**(e+1)``, a fraction in ``[0, 1)`` that tells the parity of the
-   tie's floor (``rho = 3/4``: even, round down; ``1/4``: odd, round up);
-2. ``u = 2V + 1`` (MUL 2, ADD 1) and ``y = MULHR(u, c)``, ``c = round(2**31 / D)``: ``u/D + 1/2 =
-   x*Mo/2**e + 1/2 + (1 - 2 rho)/D``, whose floor is ``x*scale`` rounded half to even (the
-   perturbation ``(1 - 2 rho)/D`` is negative on the even ties, positive on the odd ones, and
-   smaller than ``2**-e``, the distance of every other value from a tie); its fractional part is in
-   ``[1/(2D), 1 - 1/(2D)]``, so MULHR's error ``u*(cD - 2**31) / (D*2**31)`` leaves the floor
-   alone when ``max|u| * |cD - 2**31| < 2**30``, which :func:`tie_plan` checks with integers,
-   with the MUL's ``B*Mo*D < 2**31``.
+1. ``V = MULHR(x << a, C)``, ``C = Mo*D * 2**(30-e-a)`` (``a`` the smallest left shift making ``C`` an
+   int32): ``V = floor(w + 1/2)``, ``w = x*Mo*D / 2**(e+1)`` exactly (MULHR's product is exact), so
+   ``V = w + 1/2 - sigma`` with ``sigma = frac(x*Mo/2**(e+1) + 1/2)``, which tells the parity of a
+   tie's floor (``sigma = 3/4``: even, round down; ``1/4``: odd, round up);
+2. ``y = MULHR(V, c)``, ``c = round(2**32 / D)``: ``2V/D + 1/2 = x*Mo/2**e + 1/2 + (1 - 2 sigma)/D``,
+   whose floor is ``x*scale`` rounded half to even: the perturbation ``(1 - 2 sigma)/D`` is negative
+   on the even ties, positive on the odd ones and smaller than ``2**-e``, the distance of every other
+   value from a tie. The fractional part stays in ``[1/(2D), 1 - 1/(2D)]``, so MULHR's error
+   ``V*(cD - 2**32) / (D*2**31)`` leaves the floor alone when ``max|V| * |cD - 2**32| < 2**30``
+   (checked with integers). ``P`` is the first that passes; ``P`` dividing 16 makes ``D`` a factor
+   of ``2**32 - 1`` and ``|cD - 2**32| = 1``, which lets bounds up to about ``2**(e+15)/Mo`` pass.
 
 Where the bound is too large for that (or unknown, ``R``), ``R_B`` keeps rounding half up.
 
@@ -124,25 +125,29 @@ def rescale_fixed(x: np.ndarray, mult: np.ndarray | int, n: np.ndarray | int,
 
 def tie_plan(mult: int, n: int, bound: int | None) -> tuple[int, int, int] | None:
     """For multiplier ``mult`` and shift ``n`` (:func:`fixed_point`) and the bound ``B >= |x|`` (None:
-    unknown): ``(C1, e, c)`` of the half-to-even steps (module docstring, "Ties to even": MUL ``C1``,
-    SHR ``e+1``, MUL 2, ADD 1, MULHR ``c``) when an exact tie is reachable and the steps are exact for
-    every ``|x| <= B``; None where no tie is reachable or the bound leaves no room (half up then)."""
+    unknown): ``(a, C, c)`` of the half-to-even steps (module docstring, "Ties to even": a left shift
+    by ``a``, MULHR ``C``, MULHR ``c``) when an exact tie is reachable and the steps are exact for every
+    ``|x| <= B``; None where no tie is reachable or the bound leaves no room (half up then)."""
     if bound is None:
         return None
     bound = int(bound)
     z = (int(mult) & -int(mult)).bit_length() - 1  # trailing zero bits of M
     odd, e = int(mult) >> z, 31 + int(n) - z
-    if e < 1 or bound < (1 << (e - 1)) or e + 1 > 31:
+    if e < 1 or bound < (1 << (e - 1)) or e > 30:
         return None  # x*scale is an integer, or no |x| <= B is an odd multiple of 2**(e-1)
-    d = (1 << (e + 1)) - 1
-    c1 = odd * d
-    if bound * c1 >= 1 << 31:
-        return None
-    c = ((1 << 32) + d) // (2 * d)  # round(2**31 / D)
-    u_max = 2 * ((bound * c1 + (1 << (e + 1)) - 1) >> (e + 1)) + 1  # 2*max|V| + 1
-    if u_max >= 1 << 31 or u_max * abs(c * d - (1 << 31)) >= 1 << 30:
-        return None
-    return c1, e, c
+    for p in sorted(range(e + 1, 31), key=lambda q: (16 % q != 0, q)):  # divisors of 16 first (module docstring)
+        d = (1 << p) + 1
+        a = max(0, (odd * d).bit_length() - 1 - e)  # C = odd*d * 2**(30-e-a) < 2**31
+        if a > 30 - e or (bound << a) >= 1 << 31:
+            continue
+        big = (odd * d) << (30 - e - a)
+        if big >= 1 << 31:
+            continue
+        v_max = (bound * odd * d + (1 << e)) >> (e + 1)  # floor(B*Mo*D / 2**(e+1) + 1/2)
+        c = ((1 << 33) + d) // (2 * d)  # round(2**32 / D)
+        if v_max * abs(c * d - (1 << 32)) < 1 << 30:
+            return a, big, c
+    return None
 
 
 def round_half_even(x: np.ndarray, mult: np.ndarray | int, n: np.ndarray | int) -> np.ndarray:
@@ -163,11 +168,21 @@ def rescale(x: np.ndarray, scale: float | np.ndarray, bound: int | np.ndarray | 
     if bound is None:
         return y
     m_b, n_b, b_b = np.broadcast_arrays(mult, n, np.asarray(bound, dtype=np.int64))
-    tie = np.array([tie_plan(int(a), int(b), int(c)) is not None for a, b, c in zip(m_b.ravel(), n_b.ravel(),
-                                                                                      b_b.ravel())]).reshape(m_b.shape)
+    tie = tie_channels(m_b.ravel(), n_b.ravel(), b_b.ravel()).reshape(m_b.shape)
     if not tie.any():
         return y
     return np.where(tie, round_half_even(x, m_b, n_b), y)  # the half-to-even steps, exact
+
+
+def tie_channels(mult: np.ndarray, n: np.ndarray, bound: np.ndarray) -> np.ndarray:
+    """Which channels (1-D multipliers, shifts, bounds) of one layer round half to even: those with a
+    :func:`tie_plan`, unless another channel has no rounding shift (``max(n, 0) + k = 0``; the layer
+    then rounds half up throughout, :func:`alu_steps`)."""
+    tie = np.array([tie_plan(int(m), int(s), int(v)) is not None for m, s, v in zip(mult, n, bound)], dtype=bool)
+    right = np.maximum(n, 0) + headroom(n, bound)
+    if tie.any() and (right[~tie] < 1).any():
+        tie[:] = False
+    return tie
 
 
 # ---- R as ALU steps -------------------------------------------------------------------------------
@@ -184,9 +199,9 @@ def alu_steps(scale: float | np.ndarray, bound: int | np.ndarray | None = None) 
       ``((t >> (s-1)) + 1) >> 1 = (t + 2**(s-1)) >> s`` exactly, without the sum's overflow.
 
     Where :func:`tie_plan` finds an exact tie reachable (and room for the steps), the channel rounds
-    half to even instead: MUL ``C1``, SHR ``e+1``, MUL 2, ADD 1, MULHR ``c`` (module docstring); when
-    only some channels do, the others run the same ops as MUL ``2**L``, SHR 0, MUL 1, ADD 0, MULHR
-    ``M`` and then the SHR/ADD/SHR rounding above, which the tie channels pass as SHR 0, ADD 0, SHR 0.
+    half to even instead: SHR by ``-a`` (when some channel shifts), MULHR ``C``, MULHR ``c`` (module
+    docstring); the other channels of the layer run the same three ops with their ``-L``, ``M`` and
+    ``2**(31-s)``. A layer where some channel ties and another has ``s = 0`` rounds half up throughout.
     """
     mult, n = fixed_point_arrays(np.atleast_1d(np.asarray(scale, dtype=np.float64)))
     b = None if bound is None else np.broadcast_to(np.asarray(bound, dtype=np.int64), n.shape)
@@ -194,16 +209,17 @@ def alu_steps(scale: float | np.ndarray, bound: int | np.ndarray | None = None) 
     left = np.maximum(-n, 0) + k
     right = np.maximum(n, 0) + k
     plans = [None] * n.size if b is None else [tie_plan(int(m), int(s), int(v)) for m, s, v in zip(mult, n, b)]
-    tie = np.array([p is not None for p in plans])
-    if tie.all():
-        return _tie_steps(plans, tie)
+    tie = np.zeros(n.shape, dtype=bool) if b is None else tie_channels(mult, n, b)  # a plain channel without a
+    # rounding shift has no MULHR to share with the tie channels: then half up for all
     steps: list[tuple[str, np.ndarray]] = []
-    if tie.any():  # mixed channels: the tie ones take the half-to-even steps, the others pass them unchanged
-        steps = _tie_steps(plans, tie)
-        steps[0] = ("MUL", np.where(tie, steps[0][1], np.left_shift(1, left)))  # the others' left shift
-        steps[-1] = ("MULHR", np.where(tie, steps[-1][1], mult))                 # and their multiplier
-        pos = (right >= 1) & ~tie
-        steps += [("SHR", np.where(pos, right - 1, 0)), ("ADD", pos.astype(np.int64)), ("SHR", pos.astype(np.int64))]
+    if tie.any():  # the tie channels' steps; the others' left shift, MULHR M and MULHR rounding
+        a = np.array([p[0] if p is not None else 0 for p in plans], dtype=np.int64)
+        shl = np.where(tie, a, left)
+        if (shl > 0).any():
+            steps.append(("SHR", -shl))
+        steps.append(("MULHR", np.where(tie, [p[1] if p is not None else 0 for p in plans], mult)))
+        rnd = np.left_shift(1, np.where(tie, 0, 31 - np.maximum(right, 1)))
+        steps.append(("MULHR", np.where(tie, [p[2] if p is not None else 0 for p in plans], rnd)))
         return steps
     if (left > 0).any():
         steps.append(("SHR", -left))
@@ -215,15 +231,6 @@ def alu_steps(scale: float | np.ndarray, bound: int | np.ndarray | None = None) 
         steps += [("SHR", np.where(pos, right - 1, 0)), ("ADD", pos.astype(np.int64)),
                   ("SHR", pos.astype(np.int64))]
     return steps
-
-
-def _tie_steps(plans: list[tuple[int, int, int] | None], tie: np.ndarray) -> list[tuple[str, np.ndarray]]:
-    """The half-to-even steps (module docstring) of the channels where ``tie``; the identity's operands
-    (MUL 1, SHR 0, MUL 1, ADD 0) elsewhere, whose MULHR the caller fills in."""
-    def col(i: int, other: int) -> np.ndarray:
-        return np.array([p[i] if p is not None else other for p in plans], dtype=np.int64)
-    return [("MUL", col(0, 1)), ("SHR", np.array([p[1] + 1 if p is not None else 0 for p in plans], dtype=np.int64)),
-            ("MUL", np.where(tie, 2, 1).astype(np.int64)), ("ADD", tie.astype(np.int64)), ("MULHR", col(2, 0))]
 
 
 def run_steps(x: np.ndarray, steps: list[tuple[str, np.ndarray]], axis: int = -1) -> np.ndarray:

@@ -9,7 +9,8 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from compiler.fixed_point import alu_steps, fixed_point, rescale, round_half_even, run_steps, tie_plan
+from compiler.fixed_point import (alu_steps, fixed_point, headroom, rescale, rescale_fixed, round_half_even, run_steps,
+                                  tie_plan)
 
 
 def _exact_rint(x: np.ndarray, scale: np.ndarray) -> np.ndarray:
@@ -36,7 +37,8 @@ def _samples(bound: int, rng: np.random.Generator, e: int) -> np.ndarray:
 # (scale, bound): power-of-two scales of an average pool / add, odd multipliers (0.75, 1.5, 3/64), and bounds up
 # to the largest the steps allow (about 2**29 for 0.5)
 TIE_CASES = [(0.25, 1020), (0.5, 383), (0.125, 4 * 255 * 2), (0.75, 5000), (1.5, 30000), (3 / 64, 1 << 20),
-             (0.5, (1 << 29) - 1), (0.0625, 1 << 24), (2.0 ** -8, 1 << 12), (0.5, 1)]
+             (0.5, (1 << 29) - 1), (0.0625, 1 << 24), (2.0 ** -8, 1 << 12), (0.5, 1),
+             (2.0 ** -12, 255 * 2 * 2048), (2.0 ** -14, 1 << 28)]
 
 
 @pytest.mark.parametrize("scale,bound", TIE_CASES)
@@ -45,9 +47,9 @@ def test_tie_steps_round_half_to_even_exactly(scale: float, bound: int) -> None:
     plan = tie_plan(m, n, bound)
     assert plan is not None, "a tie is reachable here"
     rng = np.random.default_rng(bound)
-    x = _samples(bound, rng, plan[1])
+    x = _samples(bound, rng, 31 + n - ((m & -m).bit_length() - 1))  # ties at odd multiples of 2**(e-1)
     steps = alu_steps(scale, bound)
-    assert [op for op, _ in steps] == ["MUL", "SHR", "MUL", "ADD", "MULHR"]
+    assert [op for op, _ in steps] == ["SHR", "MULHR", "MULHR"]  # as many ops as half up
     got = run_steps(x.astype(np.int32), steps).astype(np.int64)
     want = _exact_rint(x, np.float64(scale))
     assert np.array_equal(got, want)
@@ -71,10 +73,11 @@ def test_no_reachable_tie_keeps_the_half_up_steps(scale: float, bound: int) -> N
     ties from 2**19 on) the steps are today's, rounding half up."""
     m, n = fixed_point(scale)
     assert tie_plan(m, n, bound) is None
-    assert all(op in ("SHR", "MULHR", "ADD") for op, _ in alu_steps(scale, bound))
     rng = np.random.default_rng(7)
     x = np.clip(np.concatenate([rng.integers(-bound, bound + 1, 2000), [bound, -bound]]), -bound, bound)
-    assert np.array_equal(run_steps(x.astype(np.int32), alu_steps(scale, bound)), rescale(x, scale, bound))
+    got = run_steps(x.astype(np.int32), alu_steps(scale, bound))
+    assert np.array_equal(got, rescale(x, scale, bound))
+    assert np.array_equal(got, rescale_fixed(x, m, n, headroom(np.int64(n), bound)))  # the half-up R_B
 
 
 def test_tie_reachability_follows_the_bound() -> None:
@@ -92,7 +95,7 @@ def test_per_channel_mixed_tie_and_plain_channels() -> None:
     scales = np.array([0.25, 0.01, 0.5, 0.3, 1.5, 2.0 ** -12])
     bounds = np.array([1000, 1000, 400, 1 << 20, 3000, (1 << 31) - 1])
     steps = alu_steps(scales, bounds)
-    assert [op for op, _ in steps] == ["MUL", "SHR", "MUL", "ADD", "MULHR", "SHR", "ADD", "SHR"]
+    assert [op for op, _ in steps] == ["SHR", "MULHR", "MULHR"]
     rng = np.random.default_rng(3)
     x = np.stack([np.clip(rng.integers(-b, b + 1, 3000, dtype=np.int64), -b, b) for b in bounds], axis=-1)
     x[:8] = bounds  # the bounds themselves, both signs
@@ -105,8 +108,18 @@ def test_per_channel_mixed_tie_and_plain_channels() -> None:
         assert np.array_equal(got[:, c], _exact_rint(x[:, c], np.float64(scales[c])))
     # the plain channels keep their half-up results
     for c in np.flatnonzero(plain):
-        assert np.array_equal(got[:, c], run_steps(x[:, c:c + 1].astype(np.int32), alu_steps(scales[c:c + 1],
-                                                                                              bounds[c:c + 1]))[:, 0])
+        m, n = fixed_point(float(scales[c]))
+        assert np.array_equal(got[:, c], rescale_fixed(x[:, c], m, n, headroom(np.int64(n), int(bounds[c]))))
+
+
+def test_a_plain_channel_without_rounding_shift_keeps_the_layer_half_up() -> None:
+    """Scale 3.0 has no rounding shift (MULHR alone): a layer mixing it with a tie channel rounds half up."""
+    scales, bounds = np.array([0.25, 3.0]), np.array([1000, 1000])
+    steps = alu_steps(scales, bounds)
+    x = np.stack([np.arange(-1000, 1001)] * 2, axis=-1)
+    got = run_steps(x.astype(np.int32), steps)
+    assert np.array_equal(got, rescale(x, scales, bounds))
+    assert got[1002, 0] == 1 and x[1002, 0] == 2  # 2 * 0.25 = 0.5 rounds up here
 
 
 def test_round_half_even_helper_matches_fractions() -> None:
