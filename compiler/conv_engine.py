@@ -196,7 +196,7 @@ def apply_epilogue(tile: AccView, epi: Epilogue, step: Callable[[int, str], None
 
 
 def _alu_by_name(op: str) -> Callable[..., Any]:
-    return {"SHR": S.shr, "MULHR": S.mulhr, "ADD": S.add, "MUL": S.mul}[op]
+    return {"SHR": S.shr, "MULHR": S.mulhr, "ADD": S.add}[op]
 
 
 def broadcast_alu(op: str, tile: AccView, src: AccView, to: int, per: int) -> None:

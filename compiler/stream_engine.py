@@ -189,7 +189,7 @@ def _eltwise_scaled(inputs: list[Tensor], Y: Tensor, epi: Epilogue, uop_base: in
         S.store(Y, acc, offset=v0)
 
 
-_STREAM_ALU = {"SHR": S.shr, "MULHR": S.mulhr, "ADD": S.add, "MUL": S.mul}
+_STREAM_ALU = {"SHR": S.shr, "MULHR": S.mulhr, "ADD": S.add}
 
 
 # ---- pooling --------------------------------------------------------------------------------------
