@@ -21,7 +21,8 @@ one from ``round(x * scale)``. When a bound ``B >= |x|`` is known (``R_B``; the 
 the layer's operands and weights), ``x`` is first shifted left by ``k = min(31 - n, 31 -
 B.bit_length())`` bits (``k >= 0``; 0 where ``n <= 0``), which cannot wrap, and step 3 shifts right by
 ``n + k``: the first rounding then errs by at most ``2**-(n+k+1)`` of an output step, so ``R_B`` is
-``x*scale`` rounded half up except within that distance of a tie.
+``x*scale`` rounded half up except within that distance of a tie. Where a tie is reachable at all, ``R_B``
+rounds half to even instead ("Ties to even" below).
 
 **Ties to even.** ``x*M / 2**(31+n)`` is a dyadic rational: with ``M = Mo * 2**z`` (``Mo`` odd) it is
 ``x*Mo / 2**e``, ``e = 31 + n - z``, and it is an exact tie (ends in .5) exactly when ``x`` is an odd
