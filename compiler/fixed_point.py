@@ -158,7 +158,7 @@ def round_half_even(x: np.ndarray, mult: np.ndarray | int, n: np.ndarray | int) 
     q = num >> d
     rem = num - (q << d)
     half = np.left_shift(np.int64(1), d - 1)
-    return q + (rem > half) + ((rem == half) & (q & 1 == 1))
+    return q + (rem > half) + ((rem == half) & ((q & 1) == 1))
 
 
 def rescale(x: np.ndarray, scale: float | np.ndarray, bound: int | np.ndarray | None = None) -> np.ndarray:
