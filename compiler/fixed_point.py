@@ -21,7 +21,30 @@ one from ``round(x * scale)``. When a bound ``B >= |x|`` is known (``R_B``; the 
 the layer's operands and weights), ``x`` is first shifted left by ``k = min(31 - n, 31 -
 B.bit_length())`` bits (``k >= 0``; 0 where ``n <= 0``), which cannot wrap, and step 3 shifts right by
 ``n + k``: the first rounding then errs by at most ``2**-(n+k+1)`` of an output step, so ``R_B`` is
-``x*scale`` rounded half up except within that distance of a tie.
+``x*scale`` rounded half up except within that distance of a tie. Where a tie is reachable at all, ``R_B``
+rounds half to even instead ("Ties to even" below).
+
+**Ties to even.** ``x*M / 2**(31+n)`` is a dyadic rational: with ``M = Mo * 2**z`` (``Mo`` odd) it is
+``x*Mo / 2**e``, ``e = 31 + n - z``, and it is an exact tie (ends in .5) exactly when ``x`` is an odd
+multiple of ``2**(e-1)``. So a tie is reachable for ``|x| <= B`` iff ``e >= 1`` and ``2**(e-1) <= B``
+(:func:`tie_plan`); float32 scales have at most 24 significant bits, so ``z >= 7`` and ties need
+``e`` small, i.e. "round" scales (0.5, 0.25, 0.75, ...). Where one is reachable and the bound leaves
+room, ``R_B`` rounds half to even on the exact rational, as ONNX's QuantizeLinear does
+(``np.rint``), in as many ALU ops as half up takes. With ``D = 2**P + 1`` (``P >= e + 1``):
+
+1. ``V = MULHR(x << a, C)``, ``C = Mo*D * 2**(30-e-a)`` (``a`` the smallest left shift making ``C`` an
+   int32): ``V = floor(w + 1/2)``, ``w = x*Mo*D / 2**(e+1)`` exactly (MULHR's product is exact), so
+   ``V = w + 1/2 - sigma`` with ``sigma = frac(x*Mo/2**(e+1) + 1/2)``, which tells the parity of a
+   tie's floor (``sigma = 3/4``: even, round down; ``1/4``: odd, round up);
+2. ``y = MULHR(V, c)``, ``c = round(2**32 / D)``: ``2V/D + 1/2 = x*Mo/2**e + 1/2 + (1 - 2 sigma)/D``,
+   whose floor is ``x*scale`` rounded half to even: the perturbation ``(1 - 2 sigma)/D`` is negative
+   on the even ties, positive on the odd ones and smaller than ``2**-e``, the distance of every other
+   value from a tie. The fractional part stays in ``[1/(2D), 1 - 1/(2D)]``, so MULHR's error
+   ``V*(cD - 2**32) / (D*2**31)`` leaves the floor alone when ``max|V| * |cD - 2**32| < 2**30``
+   (checked with integers). ``P`` is the first that passes; ``P`` dividing 16 makes ``D`` a factor
+   of ``2**32 - 1`` and ``|cD - 2**32| = 1``, which lets bounds up to about ``2**(e+15)/Mo`` pass.
+
+Where the bound is too large for that (or unknown, ``R``), ``R_B`` keeps rounding half up.
 
 The allowed scales are :data:`SCALE_MIN` to :data:`SCALE_MAX`: ``n <= 31`` (step 3's shift stays
 within a word) and ``n >= -16`` (step 1's left shift is at most 16 bits, so an int8 value or a
@@ -101,11 +124,66 @@ def rescale_fixed(x: np.ndarray, mult: np.ndarray | int, n: np.ndarray | int,
     return (t + half) >> right               # step 3, exact in int64
 
 
+def tie_plan(mult: int, n: int, bound: int | None) -> tuple[int, int, int] | None:
+    """For multiplier ``mult`` and shift ``n`` (:func:`fixed_point`) and the bound ``B >= |x|`` (None:
+    unknown): ``(a, C, c)`` of the half-to-even steps (module docstring, "Ties to even": a left shift
+    by ``a``, MULHR ``C``, MULHR ``c``) when an exact tie is reachable and the steps are exact for every
+    ``|x| <= B``; None where no tie is reachable or the bound leaves no room (half up then)."""
+    if bound is None:
+        return None
+    bound = int(bound)
+    z = (int(mult) & -int(mult)).bit_length() - 1  # trailing zero bits of M
+    odd, e = int(mult) >> z, 31 + int(n) - z
+    if e < 1 or bound < (1 << (e - 1)) or e > 30:
+        return None  # x*scale is an integer, or no |x| <= B is an odd multiple of 2**(e-1)
+    for p in sorted(range(e + 1, 31), key=lambda q: (16 % q != 0, q)):  # divisors of 16 first (module docstring)
+        d = (1 << p) + 1
+        a = max(0, (odd * d).bit_length() - 1 - e)  # C = odd*d * 2**(30-e-a) < 2**31
+        if a > 30 - e or (bound << a) >= 1 << 31:
+            continue
+        big = (odd * d) << (30 - e - a)
+        if big >= 1 << 31:
+            continue
+        v_max = (bound * odd * d + (1 << e)) >> (e + 1)  # floor(B*Mo*D / 2**(e+1) + 1/2)
+        c = ((1 << 33) + d) // (2 * d)  # round(2**32 / D)
+        if v_max * abs(c * d - (1 << 32)) < 1 << 30:
+            return a, big, c
+    return None
+
+
+def round_half_even(x: np.ndarray, mult: np.ndarray | int, n: np.ndarray | int) -> np.ndarray:
+    """``x * mult * 2**-(31+n)`` rounded half to even, exactly (int64 arithmetic, ``|x| < 2**31``)."""
+    num = np.asarray(x, dtype=np.int64) * np.asarray(mult, dtype=np.int64)
+    d = 31 + np.asarray(n, dtype=np.int64)  # 15..62
+    q = num >> d
+    rem = num - (q << d)
+    half = np.left_shift(np.int64(1), d - 1)
+    return q + (rem > half) + ((rem == half) & ((q & 1) == 1))
+
+
 def rescale(x: np.ndarray, scale: float | np.ndarray, bound: int | np.ndarray | None = None) -> np.ndarray:
     """``R_B(x, scale)`` of int32-range integers ``x`` with ``|x| <= bound`` (None: ``R`` without
     headroom); ``scale`` and ``bound`` floats/ints or arrays broadcast against ``x``; int64 result."""
     mult, n = fixed_point_arrays(np.asarray(scale, dtype=np.float64))
-    return rescale_fixed(x, mult, n, headroom(n, bound))
+    y = rescale_fixed(x, mult, n, headroom(n, bound))
+    if bound is None:
+        return y
+    m_b, n_b, b_b = np.broadcast_arrays(mult, n, np.asarray(bound, dtype=np.int64))
+    tie = tie_channels(m_b.ravel(), n_b.ravel(), b_b.ravel()).reshape(m_b.shape)
+    if not tie.any():
+        return y
+    return np.where(tie, round_half_even(x, m_b, n_b), y)  # the half-to-even steps, exact
+
+
+def tie_channels(mult: np.ndarray, n: np.ndarray, bound: np.ndarray) -> np.ndarray:
+    """Which channels (1-D multipliers, shifts, bounds) of one layer round half to even: those with a
+    :func:`tie_plan`, unless another channel has no rounding shift (``max(n, 0) + k = 0``; the layer
+    then rounds half up throughout, :func:`alu_steps`)."""
+    tie = np.array([tie_plan(int(m), int(s), int(v)) is not None for m, s, v in zip(mult, n, bound)], dtype=bool)
+    right = np.maximum(n, 0) + headroom(n, bound)
+    if tie.any() and (right[~tie] < 1).any():
+        tie[:] = False
+    return tie
 
 
 # ---- R as ALU steps -------------------------------------------------------------------------------
@@ -120,12 +198,30 @@ def alu_steps(scale: float | np.ndarray, bound: int | np.ndarray | None = None) 
       ``(t*2**(31-s) + 2**30) >> 31 = (t + 2**(s-1)) >> s`` exactly (one op, no overflow);
       when only some do: ``SHR`` by ``s-1``, ``ADD 1``, ``SHR 1`` (0, 0, 0 where ``s = 0``), which is
       ``((t >> (s-1)) + 1) >> 1 = (t + 2**(s-1)) >> s`` exactly, without the sum's overflow.
+
+    Where :func:`tie_plan` finds an exact tie reachable (and room for the steps), the channel rounds
+    half to even instead: SHR by ``-a`` (when some channel shifts), MULHR ``C``, MULHR ``c`` (module
+    docstring); the other channels of the layer run the same three ops with their ``-L``, ``M`` and
+    ``2**(31-s)``. A layer where some channel ties and another has ``s = 0`` rounds half up throughout.
     """
     mult, n = fixed_point_arrays(np.atleast_1d(np.asarray(scale, dtype=np.float64)))
-    k = headroom(n, None if bound is None else np.broadcast_to(np.asarray(bound, dtype=np.int64), n.shape))
+    b = None if bound is None else np.broadcast_to(np.asarray(bound, dtype=np.int64), n.shape)
+    k = headroom(n, b)
     left = np.maximum(-n, 0) + k
     right = np.maximum(n, 0) + k
+    plans = [None] * n.size if b is None else [tie_plan(int(m), int(s), int(v)) for m, s, v in zip(mult, n, b)]
+    tie = np.zeros(n.shape, dtype=bool) if b is None else tie_channels(mult, n, b)  # a plain channel without a
+    # rounding shift has no MULHR to share with the tie channels: then half up for all
     steps: list[tuple[str, np.ndarray]] = []
+    if tie.any():  # the tie channels' steps; the others' left shift, MULHR M and MULHR rounding
+        a = np.array([p[0] if p is not None else 0 for p in plans], dtype=np.int64)
+        shl = np.where(tie, a, left)
+        if (shl > 0).any():
+            steps.append(("SHR", -shl))
+        steps.append(("MULHR", np.where(tie, [p[1] if p is not None else 0 for p in plans], mult)))
+        rnd = np.left_shift(1, np.where(tie, 0, 31 - np.maximum(right, 1)))
+        steps.append(("MULHR", np.where(tie, [p[2] if p is not None else 0 for p in plans], rnd)))
+        return steps
     if (left > 0).any():
         steps.append(("SHR", -left))
     steps.append(("MULHR", mult))

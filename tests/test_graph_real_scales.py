@@ -178,8 +178,8 @@ def test_reference_dense_add_avg_pool_relu_within_one_lsb_of_float():
     assert np.max(np.abs(vals[p.name].reshape(5, 3) - pool)) <= 1
     add = np.round((xf - zx) * 0.3) + np.round((xf - zx) * 1.2)  # each operand rescaled, then summed
     assert np.max(np.abs(vals[summed.name] - add)) <= 2
-    relu = np.maximum(np.clip(np.floor(vals[summed.name] * 0.5 + 0.5) + 2, -128, 127), 2)
-    assert np.array_equal(vals[r.name], relu)  # an exact scale of 0.5: exactly round half up
+    relu = np.maximum(np.clip(np.rint(vals[summed.name] * 0.5) + 2, -128, 127), 2)
+    assert np.array_equal(vals[r.name], relu)  # an exact scale of 0.5: ties reachable, exactly round half to even
     dense = np.clip(np.round((vals[p.name].reshape(5, 3).astype(np.float64) + 4) @ wd.T.astype(np.float64) * 0.01),
                     -128, 127)
     assert np.max(np.abs(vals[from_pool.name] - dense)) <= 1
