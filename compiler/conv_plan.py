@@ -16,7 +16,10 @@ Buffers (double buffering where two halves are planned):
 
 * ACC: ``halves`` output tiles (``to*th*tw`` vectors, co-major, rows ``tw'`` apart), then
   ``halves`` bias slots of ``to`` vectors, then one constant vector (a rounding term wider
-  than the 16-bit immediate).
+  than the 16-bit immediate), then (a residual rescaled on its own, ``residual_acc``) its wide
+  per-tensor constants, one vector each, and one residual
+  region of ``to*th*tw`` vectors (one for both halves: only the compute unit touches it, within one
+  tile's epilogue).
 * INP: input halves of ``tc`` channel blocks x ``th_in`` rows x ``tw_in`` columns, then (when
   the epilogue adds a residual) one residual tile per accumulator half.
 * WGT: weight halves of ``to*tc*KH*KW`` blocks, then the identity block of the residual.
@@ -75,6 +78,8 @@ class ConvShape:
     bias_map: bool = False
     consts: int = 0
     border: int = 0  # border-correction vectors per output channel (compiler.conv_engine.BorderFix)
+    residual_acc: bool = False  # the residual is rescaled in an accumulator region of its own (a quantized add)
+    wide_consts: int = 0  # per-tensor constant vectors of that rescaling (values wider than the immediate)
 
     @property
     def pad_sides(self) -> tuple[int, int, int, int]:
@@ -204,6 +209,16 @@ class ConvPlan:
     def const_slot(self) -> int:
         return self.acc_halves * (self.acc_tile + self.to * self.shape.slots)
 
+    @property
+    def wide_base(self) -> int:
+        """The per-tensor constant vectors of a residual rescaled on its own (``shape.wide_consts``)."""
+        return self.const_slot + (1 if self.shape.rounding_const else 0)
+
+    @property
+    def res_acc_base(self) -> int:
+        """The accumulator region of a residual rescaled on its own (``shape.residual_acc``)."""
+        return self.wide_base + self.shape.wide_consts
+
     def inp_base(self, half: int) -> int:
         return half * self.inp_tile
 
@@ -223,7 +238,8 @@ class ConvPlan:
         return sorted({s for _, s in self.c_tiles}, reverse=True)
 
     def acc_used(self) -> int:
-        return self.const_slot + (1 if self.shape.rounding_const else 0)
+        return (self.const_slot + (1 if self.shape.rounding_const else 0)
+                + self.shape.wide_consts + (self.acc_tile if self.shape.residual_acc else 0))
 
     def inp_used(self) -> int:
         return self.in_halves * self.inp_tile + (self.acc_halves * self.acc_tile if self.shape.residual else 0)
@@ -336,7 +352,8 @@ def plan_conv(cfg: HwConfig, shape: ConvShape) -> ConvPlan:
         n_c = ceil(s.cb / tc)
         tables = tw * s.taps * (tc + (s.cb // n_c if s.cb % n_c else 0))
         for acc_halves, in_halves in ((2, 2), (1, 2), (2, 1), (1, 1)):
-            if (acc_halves * (acc_tile + to * s.slots) + extra_acc > cfg.acc_depth
+            if (acc_halves * (acc_tile + to * s.slots) + extra_acc + s.wide_consts + (acc_tile if s.residual_acc else 0)
+                    > cfg.acc_depth
                     or in_halves * tc * cb_pitch + (acc_halves * acc_tile if s.residual else 0) > cfg.inp_depth
                     or in_halves * to * tc * s.taps + (1 if s.residual else 0) > cfg.wgt_depth
                     or acc_halves * in_halves * tables + (acc_halves if s.residual else 0) > cfg.uop_depth):
