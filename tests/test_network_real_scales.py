@@ -240,3 +240,31 @@ def test_a_shortcut_add_fuses_into_a_real_scale_convolution() -> None:
     want = run_reference(g, inputs)
     assert _same(net.run_golden(inputs), want)
     assert _same(net.outputs(models.tlm(net.program).outputs), want)
+
+
+@pytest.mark.parametrize("conv_first, a_zp, config", [(True, 5, "small"), (False, 3, "default")])
+def test_a_quantized_add_fuses_into_the_convolution_exactly(conv_first: bool, a_zp: int, config: str) -> None:
+    """A scaled add (ONNX's QDQ Add) of a real-scale convolution's result and a stored activation runs in
+    the convolution's epilogue, bit for bit the elementwise stage's arithmetic (operands either way round;
+    the add's zero point of the convolution's result equal to its output zero point, or not)."""
+    rng = np.random.default_rng(11)
+    g = Graph("qres")
+    x = g.input("x", (16, 6, 6))
+    y = g.relu(g.requantize(g.conv2d(x, _r8(rng, 16, 16, 3, 3), None, pad=1, input_zero_point=-128, name="c1"),
+                            scale=np.linspace(0.0002, 0.0008, 16), zero_point=-128), zero_point=-128)
+    z = g.requantize(g.conv2d(y, _r8(rng, 16, 16, 3, 3), None, pad=1, input_zero_point=-128, name="c2"),
+                     scale=0.0004, zero_point=5)
+    ops = (z, y) if conv_first else (y, z)
+    zps = (a_zp, -128) if conv_first else (-128, a_zp)
+    s = g.add(*ops, a_scale=0.7 * 2**12, b_scale=0.45 * 2**12, a_zero_point=zps[0], b_zero_point=zps[1], name="add")
+    g.output(g.requantize(s, scale=2.0**-12, zero_point=-7, lo=-7, name="add_relu"))
+    net = compile_network(g, config, batch=2)
+    assert [(st.name, st.op) for st in net.stages] == [("c1", "conv2d"), ("c2", "conv2d")]
+    assert net.stages[1].epi.scaled_residual is not None and net.stages[1].shape.residual_acc
+    inputs = {"x": _r8(rng, 2, 16, 6, 6)}
+    net.set_inputs(inputs)
+    want = run_reference(g, inputs)
+    assert len(np.unique(want["add_relu"])) > 50  # the sum spans the range: rescaling, clip and ReLU all matter
+    assert _same(net.run_golden(inputs), want)
+    assert _same(net.outputs(models.iss(net.program).outputs), want)
+    assert _same(net.outputs(models.tlm(net.program).outputs), want)
