@@ -260,6 +260,33 @@ def _per_tensor(g: Graph, layer: Layer, steps: list[tuple[str, np.ndarray]]) -> 
     return tuple((op, int(v.ravel()[0])) for op, v in steps)
 
 
+def _rounding_shift(steps: tuple[tuple[str, int], ...], zero_point: int, bound: int
+                    ) -> tuple[tuple[tuple[str, int], ...], int]:
+    """Per-tensor steps of a power-of-two scale, ``SHR -h``, ``MULHR 2**30``, ``MULHR 2**(31-m)`` (``h >= 1``),
+    are the rounding shift ``(x + 2**(s-1)) >> s`` with ``s = m - h + 1`` (the first MULHR halves the even
+    ``x << h`` exactly, the second rounds ``x << (h-1)`` by ``2**m``): two passes, ``ADD`` and ``SHR``,
+    and the zero point ``z`` added after folds into the ``ADD`` (``((x + c) >> s) + z = (x + c + z*2**s) >> s``).
+    Returns the steps and zero point to apply (unchanged unless that holds for every ``|x| <= bound``,
+    which is also checked on the ALU's semantics)."""
+    from compiler.fixed_point import run_steps
+
+    if len(steps) != 3 or steps[0][0] != "SHR" or steps[1] != ("MULHR", 1 << 30) or steps[2][0] != "MULHR":
+        return steps, zero_point
+    h, v = -steps[0][1], steps[2][1]
+    if h < 1 or v < 1 or v & (v - 1):
+        return steps, zero_point
+    s = (31 - (v.bit_length() - 1)) - h + 1
+    add = (1 << (s - 1)) + zero_point * (1 << s) if s >= 1 else 0
+    if s < 1 or bound << h >= 1 << 31 or bound + abs(add) >= 1 << 31 or not _fits_imm(s):
+        return steps, zero_point
+    short = (("ADD", add), ("SHR", s))
+    x = np.unique(np.concatenate([np.linspace(-bound, bound, 4097).astype(np.int64), [-bound, -1, 0, 1, bound]]))
+    ops = [(op, np.array([val])) for op, val in steps]
+    if not np.array_equal(run_steps(x, ops) + zero_point, run_steps(x, [(op, np.array([val])) for op, val in short])):
+        return steps, zero_point
+    return short, 0
+
+
 def _epilogue(g: Graph, layers: list[Layer], channels: int) -> tuple[Epilogue, list[OperandScale] | None]:
     """The epilogue of a stage running ``layers`` (the main layer, then the fused ReLUs and requantize),
     and the rescaling of an elementwise stage's operands (a scaled add), for values of ``channels``
@@ -288,12 +315,17 @@ def _epilogue(g: Graph, layers: list[Layer], channels: int) -> tuple[Epilogue, l
         bound = rescale_bound(rq)
         st = alu_steps(np.broadcast_to(np.asarray(p["scale"], dtype=np.float64), (channels,)) if per_channel
                        else np.asarray(p["scale"], dtype=np.float64), bound if per_channel else int(np.max(bound)))
+        if np.all(np.asarray(p["scale"]) == 1.0) and int(np.max(bound)) < 1 << 30:
+            st = []  # R(x, 1) = x exactly while its doubling cannot wrap: no ALU pass at all
         steps = (tuple((op, tuple(int(x) for x in v)) for op, v in st) if per_channel
                  else _per_tensor(g, rq, st))
+        if not per_channel:
+            steps, zp = _rounding_shift(steps, zp, int(np.max(bound)))
     if scaled_pool:
         p = main.params
         zp, offset = p["zero_point"], -p["input_zero_point"] * p["kernel"] ** 2
-        steps = _per_tensor(g, main, alu_steps(p["scale"], rescale_bound(main)))
+        steps, zp = _rounding_shift(_per_tensor(g, main, alu_steps(p["scale"], rescale_bound(main))), zp,
+                                    int(rescale_bound(main)))
     if post:
         lo, hi = max(lo, *post), max(hi, *post)
     floor = None

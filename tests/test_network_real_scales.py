@@ -260,11 +260,33 @@ def test_a_quantized_add_fuses_into_the_convolution_exactly(conv_first: bool, a_
     g.output(g.requantize(s, scale=2.0**-12, zero_point=-7, lo=-7, name="add_relu"))
     net = compile_network(g, config, batch=2)
     assert [(st.name, st.op) for st in net.stages] == [("c1", "conv2d"), ("c2", "conv2d")]
-    assert net.stages[1].epi.scaled_residual is not None and net.stages[1].shape.residual_acc
+    sr = net.stages[1].epi.scaled_residual
+    assert sr is not None and net.stages[1].shape.residual_acc
+    # the sum's power-of-two requantization is a rounding shift with the zero point folded in: two passes
+    assert sr.final.steps == (("ADD", 2**11 - 7 * 2**12), ("SHR", 12)) and sr.final.zero_point == 0
     inputs = {"x": _r8(rng, 2, 16, 6, 6)}
     net.set_inputs(inputs)
     want = run_reference(g, inputs)
     assert len(np.unique(want["add_relu"])) > 50  # the sum spans the range: rescaling, clip and ReLU all matter
     assert _same(net.run_golden(inputs), want)
     assert _same(net.outputs(models.iss(net.program).outputs), want)
+    assert _same(net.outputs(models.tlm(net.program).outputs), want)
+
+
+def test_a_unit_scale_requantization_needs_no_rescaling_pass() -> None:
+    """``R(x, 1) = x`` while ``x`` cannot wrap: a requantization by 1 (the importer's clamps and its max
+    pool's padding convolution) runs no MULHR, and stays exact."""
+    rng = np.random.default_rng(5)
+    g = Graph("unit")
+    x = g.input("x", (16, 5, 5))
+    eye = np.eye(16, dtype=np.int8).reshape(16, 16, 1, 1)
+    y = g.requantize(g.conv2d(x, eye, None, pad=1, input_zero_point=-128, name="pad"), scale=1.0, zero_point=-128)
+    g.output(y)
+    net = compile_network(g, "default", batch=1)
+    assert net.stages[0].epi.steps == ()
+    inputs = {"x": _r8(rng, 1, 16, 5, 5)}
+    net.set_inputs(inputs)
+    want = run_reference(g, inputs)
+    assert (want[y.name][0, :, 0, :] == -128).all()  # the padding
+    assert _same(net.run_golden(inputs), want)
     assert _same(net.outputs(models.tlm(net.program).outputs), want)
