@@ -586,7 +586,7 @@ def _plan_stage(st: Stage, cfg: HwConfig, batch: int, g: Graph, layouts: dict[Va
             c, h, w = st.inputs[0].shape
             st.plan = plan_pool(cfg, batch, P.blocks(c, block), h, w, main.params["kernel"], main.params["stride"],
                                 st.op == "max_pool", Constants.count(stream_constants(st.epi)))
-            st.uops = st.plan.halves ** 2 * st.plan.uops_per_table
+            st.uops = st.plan.halves * st.plan.uops_per_table
             layouts[st.output] = (SPATIAL, st.output.shape)
         elif st.op == "flatten":
             c, h, w = st.inputs[0].shape
