@@ -363,6 +363,10 @@ def conv_layer(X: Tensor, Wt: Tensor, Y: Tensor, shape: ConvShape, plan: ConvPla
                             S.load(S.inp[xb:xb + tc * p.cb_pitch], X, offset=first, cols=tc * p.cb_pitch)
                         for ci in range(0 if whole_planes else tc):
                             lo = xb + ci * p.cb_pitch
+                            if s.row_skip:  # only the rows the 1x1 kernel reads, packed
+                                S.load(S.inp[lo:lo + p.cb_pitch], X, offset=first + ci * s.h * s.w, rows=th,
+                                       cols=cwin.size, stride=s.w * s.stride, pad=(0, 0, cwin.pad0, cwin.pad1))
+                                continue
                             S.load(S.inp[lo:lo + p.cb_pitch], X, offset=first + ci * s.h * s.w, rows=rwin.size,
                                    cols=cwin.size, stride=s.w, pad=(rwin.pad0, rwin.pad1, cwin.pad0, cwin.pad1))
                         wb = p.wgt_base(hx)
@@ -372,7 +376,7 @@ def conv_layer(X: Tensor, Wt: Tensor, Y: Tensor, shape: ConvShape, plan: ConvPla
                             wgt_in[hx] = (o0, to, ci0, tc)
                         ub = uop_base + table[(ha, hx, tc)]
                         S.gemm(S.uop[ub:ub + tw * tc * taps], iters=(th, to), acc_factors=(tw, th * tw),
-                               inp_factors=(s.stride * p.tw_in, 0), wgt_factors=(0, tc * taps))
+                               inp_factors=(s.row_pitch_factor * p.tw_in, 0), wgt_factors=(0, tc * taps))
                     first_const = kbase + (to if vec_bias else 0)
 
                     def step_op(j: int, op: str, first: int = first_const, per: int = th * tw,
