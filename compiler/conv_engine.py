@@ -9,7 +9,8 @@ tile's LOAD (skipped, like the bias's, when that half of the buffer holds that t
 already: the next image or rows of the same output channels) and ONE GEMM, then the
 epilogue on the ALU (shift or the real-scale MULHR steps with per-channel vectors held beside the
 bias, zero point, ReLU, clip; optionally a residual added through the identity weight block, then
-ReLU and clip again) and the STOREs. An input zero point meeting padding is corrected at the border
+ReLU and clip again; or a quantized add's operands each rescaled, the residual in an accumulator
+region of its own, summed and requantized: :class:`ScaledResidual`) and the STOREs. An input zero point meeting padding is corrected at the border
 (:class:`BorderFix`) or by a per-position start map. Buffer halves alternate tile by tile (accumulator) and step by
 step (inputs, weights), so the dependency tokens the compiler derives let the loads of
 step i+1 overlap the GEMM of step i and the stores of one tile the GEMMs of the next.
@@ -17,7 +18,7 @@ step i+1 overlap the GEMM of step i and the stores of one tile the GEMMs of the 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import numpy as np
@@ -30,6 +31,35 @@ from compiler.tensor import AccView, Tensor
 
 
 @dataclass(frozen=True)
+class ScaledResidual:
+    """A quantized residual add finished in a convolution's epilogue, exactly as the elementwise stage
+    computes it (:func:`compiler.stream_engine.eltwise_layer` with scales): the convolution's int8 result
+    ``y`` (still in the accumulator) becomes ``R(y - a_zero_point, a)`` by ``a_steps``; the residual
+    ``r`` goes into an accumulator region of its own on top of ``-b_zero_point`` (one GEMM through the
+    identity block) and becomes ``R(r - b_zero_point, b)`` by ``b_steps``; their sum gets ``final``
+    (the add's requantization: offset, floor, steps, zero point, clip). The steps are per tensor,
+    ``(op, value)``: an immediate, or (wider than 16 bits) one constant vector each, built once per
+    layer in the accumulator slots the plan reserves (:meth:`wide`)."""
+
+    a_zero_point: int
+    a_steps: tuple[tuple[str, int], ...]
+    b_zero_point: int
+    b_steps: tuple[tuple[str, int], ...]
+    final: "Epilogue"
+
+    def wide(self) -> list[int]:
+        """The step values the 16-bit immediate cannot hold, one constant vector each (in slot order)."""
+        vals = {int(v) for _, v in (*self.a_steps, *self.b_steps, *self.final.steps)}
+        return sorted(v for v in vals if not -IMM_MAX - 1 <= v <= IMM_MAX)
+
+    @property
+    def alu_passes(self) -> int:
+        """ALU instructions over the tile (or the residual's region) after the convolution's epilogue."""
+        return ((1 if self.a_zero_point else 0) + len(self.a_steps) + 1 + len(self.b_steps) + 1
+                + (1 if self.final.offset else 0) + self.final.alu_passes(False))
+
+
+@dataclass(frozen=True)
 class Epilogue:
     """What happens to the int32 accumulator after the GEMMs: ``offset`` added, ``floor``
     (``max(acc, floor)``, a ReLU before the requantization, in the offset domain), then ``shift``
@@ -37,7 +67,8 @@ class Epilogue:
     (:func:`compiler.fixed_point.alu_steps`: ALU ops, ``(op, values)``, the values one per output
     channel on the conv engine, one for the tensor on the stream engine) and ``zero_point`` added;
     then ``relu``, ``clip`` to ``[lo, hi]`` (int8 by default); with a residual, ``acc += residual``
-    then ``residual_relu`` and clip again. The conv engine has the offset in the bias."""
+    then ``residual_relu`` and clip again, or with ``scaled_residual`` a quantized add
+    (:class:`ScaledResidual`). The conv engine has the offset in the bias."""
 
     shift: int = 0
     relu: bool = False
@@ -49,6 +80,7 @@ class Epilogue:
     lo: int = -128
     hi: int = 127
     offset: int = 0  # added first (a requantization's -input_zero_point; the conv engine has it in the bias)
+    scaled_residual: ScaledResidual | None = field(default=None)
 
     @property
     def rounding(self) -> int:
@@ -71,6 +103,8 @@ class Epilogue:
         n = (1 if self.shift else 0) + (2 if self.clip else 1 if self.relu else 0)
         n += (1 if self.floor is not None else 0) + len(self.steps) + (1 if self.zero_point else 0)
         n += 1 if self.offset else 0
+        if residual and self.scaled_residual is not None:
+            return n + self.scaled_residual.alu_passes
         return n + (2 if residual else 0)
 
 
@@ -159,7 +193,8 @@ def layer_tables(plan: ConvPlan) -> tuple[np.ndarray, dict[tuple[int, int, int],
     if plan.shape.residual:
         for ha in range(plan.acc_halves):
             res_uop[ha] = sum(len(r) for r in rows)
-            rows.append(np.array([[plan.acc_base(ha), plan.res_base(ha), plan.identity_slot]]))
+            target = plan.res_acc_base if plan.shape.residual_acc else plan.acc_base(ha)
+            rows.append(np.array([[target, plan.res_base(ha), plan.identity_slot]]))
     out = plan.cache["tables"] = (encode_uop_table(np.concatenate(rows)), table, res_uop)
     return out
 
@@ -204,6 +239,32 @@ def broadcast_alu(op: str, tile: AccView, src: AccView, to: int, per: int) -> No
     _alu_by_name(op)(tile, src, iters=(to, per), dst_factors=(per, 1), src_factors=(1, 0))
 
 
+def scaled_residual_adds(sr: ScaledResidual, tile: AccView, rtile: AccView, nvec: int, res_gemm: Any,
+                         wide_base: int) -> None:
+    """The ALU passes and the residual's GEMM of a :class:`ScaledResidual` on a tile of ``nvec`` vectors
+    whose convolution epilogue is done (the residual already LOADed for ``res_gemm``, whose destination
+    is ``rtile``); the wide step values are one vector each from ``wide_base`` (``sr.wide()`` order)."""
+    slot = {v: wide_base + k for k, v in enumerate(sr.wide())}
+
+    def operand(v: int) -> Any:
+        return S.acc[slot[v]:slot[v] + 1] if v in slot else v
+
+    def run(view: AccView, steps: tuple[tuple[str, int], ...]) -> None:
+        for op, v in steps:
+            _alu_by_name(op)(view, operand(int(v)))
+
+    if sr.a_zero_point:
+        S.add(tile, -sr.a_zero_point)
+    run(tile, sr.a_steps)
+    S.mov(rtile, -sr.b_zero_point)
+    S.gemm(res_gemm, iters=(nvec, 1), acc_factors=(1, 0), inp_factors=(1, 0))
+    run(rtile, sr.b_steps)
+    S.add(tile, rtile)
+    if sr.final.offset:
+        S.add(tile, sr.final.offset)
+    apply_epilogue(tile, sr.final, lambda j, op: _alu_by_name(op)(tile, operand(int(sr.final.steps[j][1]))))
+
+
 def tile_dma(n: int, o0: int, to: int, r0: int, th: int, c0: int, tw: int, ob: int, ho: int,
              wo: int) -> list[tuple[int, int, int, int, int]]:
     """The DMAs of an output tile (co-major, rows ``tw`` apart in the buffer) in a packed
@@ -243,6 +304,9 @@ def conv_layer(X: Tensor, Wt: Tensor, Y: Tensor, shape: ConvShape, plan: ConvPla
     if rnd > IMM_MAX:  # the 16-bit immediate cannot hold it: a constant vector
         rnd_view = S.acc[p.const_slot:p.const_slot + 1]
         const_vector(rnd_view, rnd)
+    if epi.scaled_residual is not None:  # its wide per-tensor step values, built once
+        for k, v in enumerate(epi.scaled_residual.wide()):
+            const_vector(S.acc[p.wide_base + k:p.wide_base + k + 1], v)
     top, left, _, _ = s.pad_sides
     vec_bias = s.bias and not s.bias_map  # the bias is the first kind of the bias tensor
     kinds = (1 if vec_bias else 0) + epi.consts + s.border
@@ -299,6 +363,10 @@ def conv_layer(X: Tensor, Wt: Tensor, Y: Tensor, shape: ConvShape, plan: ConvPla
                             S.load(S.inp[xb:xb + tc * p.cb_pitch], X, offset=first, cols=tc * p.cb_pitch)
                         for ci in range(0 if whole_planes else tc):
                             lo = xb + ci * p.cb_pitch
+                            if s.row_skip:  # only the rows the 1x1 kernel reads, packed
+                                S.load(S.inp[lo:lo + p.cb_pitch], X, offset=first + ci * s.h * s.w, rows=th,
+                                       cols=cwin.size, stride=s.w * s.stride, pad=(0, 0, cwin.pad0, cwin.pad1))
+                                continue
                             S.load(S.inp[lo:lo + p.cb_pitch], X, offset=first + ci * s.h * s.w, rows=rwin.size,
                                    cols=cwin.size, stride=s.w, pad=(rwin.pad0, rwin.pad1, cwin.pad0, cwin.pad1))
                         wb = p.wgt_base(hx)
@@ -308,7 +376,7 @@ def conv_layer(X: Tensor, Wt: Tensor, Y: Tensor, shape: ConvShape, plan: ConvPla
                             wgt_in[hx] = (o0, to, ci0, tc)
                         ub = uop_base + table[(ha, hx, tc)]
                         S.gemm(S.uop[ub:ub + tw * tc * taps], iters=(th, to), acc_factors=(tw, th * tw),
-                               inp_factors=(s.stride * p.tw_in, 0), wgt_factors=(0, tc * taps))
+                               inp_factors=(s.row_pitch_factor * p.tw_in, 0), wgt_factors=(0, tc * taps))
                     first_const = kbase + (to if vec_bias else 0)
 
                     def step_op(j: int, op: str, first: int = first_const, per: int = th * tw,
@@ -320,9 +388,14 @@ def conv_layer(X: Tensor, Wt: Tensor, Y: Tensor, shape: ConvShape, plan: ConvPla
                         for sram, off, nrows, ncols, stride in dmas:
                             S.load(S.inp[rb + sram:rb + sram + nrows * ncols], residual, offset=off, rows=nrows,
                                    cols=ncols, stride=stride)
-                        S.gemm(S.uop[uop_base + res_uop[ha]:uop_base + res_uop[ha] + 1], iters=(nvec, 1), acc_factors=(1, 0),
-                               inp_factors=(1, 0))
-                        clamp(tile, epi.residual_relu, True)
+                        res_gemm = S.uop[uop_base + res_uop[ha]:uop_base + res_uop[ha] + 1]
+                        if epi.scaled_residual is None:
+                            S.gemm(res_gemm, iters=(nvec, 1), acc_factors=(1, 0), inp_factors=(1, 0))
+                            clamp(tile, epi.residual_relu, True)
+                        else:
+                            rab = p.res_acc_base
+                            scaled_residual_adds(epi.scaled_residual, tile, S.acc[rab:rab + nvec], nvec, res_gemm,
+                                                 p.wide_base)
                     for sram, off, nrows, ncols, stride in dmas:
                         S.store(Y, S.acc[base + sram:base + sram + nrows * ncols], offset=off, rows=nrows,
                                 cols=ncols, stride=stride)

@@ -16,9 +16,13 @@ Buffers (double buffering where two halves are planned):
 
 * ACC: ``halves`` output tiles (``to*th*tw`` vectors, co-major, rows ``tw'`` apart), then
   ``halves`` bias slots of ``to`` vectors, then one constant vector (a rounding term wider
-  than the 16-bit immediate).
-* INP: input halves of ``tc`` channel blocks x ``th_in`` rows x ``tw_in`` columns, then (when
-  the epilogue adds a residual) one residual tile per accumulator half.
+  than the 16-bit immediate), then (a residual rescaled on its own, ``residual_acc``) its wide
+  per-tensor constants, one vector each, and one residual
+  region of ``to*th*tw`` vectors (one for both halves: only the compute unit touches it, within one
+  tile's epilogue).
+* INP: input halves of ``tc`` channel blocks x ``th_in`` rows x ``tw_in`` columns (a 1x1 strided
+  convolution keeps only the rows it reads: ``ConvShape.row_skip``), then (when the epilogue adds a
+  residual) one residual tile per accumulator half.
 * WGT: weight halves of ``to*tc*KH*KW`` blocks, then the identity block of the residual.
 * UOP: the micro-op tables, loaded once.
 
@@ -75,6 +79,8 @@ class ConvShape:
     bias_map: bool = False
     consts: int = 0
     border: int = 0  # border-correction vectors per output channel (compiler.conv_engine.BorderFix)
+    residual_acc: bool = False  # the residual is rescaled in an accumulator region of its own (a quantized add)
+    wide_consts: int = 0  # per-tensor constant vectors of that rescaling (values wider than the immediate)
 
     @property
     def pad_sides(self) -> tuple[int, int, int, int]:
@@ -100,6 +106,19 @@ class ConvShape:
     @property
     def taps(self) -> int:
         return self.kh * self.kw
+
+    @property
+    def row_skip(self) -> bool:
+        """A 1x1 convolution with a stride and no vertical padding reads every ``stride``-th input row
+        only: its LOADs fetch just those rows (a DRAM row stride ``stride`` times the image's), packed on
+        chip, instead of the whole window."""
+        top, _, bottom, _ = self.pad_sides
+        return self.kh == 1 and self.stride > 1 and top == bottom == 0
+
+    @property
+    def row_pitch_factor(self) -> int:
+        """On-chip input rows between two output rows: 1 when rows are skipped, else the stride."""
+        return 1 if self.row_skip else self.stride
 
 
 @functools.lru_cache(maxsize=4096)
@@ -161,8 +180,9 @@ class ConvPlan:
     # ---- geometry ------------------------------------------------------------------------------
     @property
     def th_in(self) -> int:
-        """Input rows a full tile reads (its window's height, the channel-block pitch's rows)."""
-        return (self.th - 1) * self.shape.stride + self.shape.kh
+        """Input rows a full tile holds on chip (its window's height, or with ``row_skip`` the rows it
+        reads; the channel-block pitch's rows)."""
+        return self.th if self.shape.row_skip else (self.th - 1) * self.shape.stride + self.shape.kh
 
     @property
     def tw_in(self) -> int:
@@ -174,7 +194,8 @@ class ConvPlan:
         """Every input window is a whole channel plane (no padding, one tile per image): a step's
         channel blocks are one contiguous run in DRAM and on chip, moved by one LOAD."""
         s = self.shape
-        return s.pad_sides == (0, 0, 0, 0) and (self.th_in, self.tw_in) == (s.h, s.w) and len(self.h_tiles) == len(self.w_tiles) == 1
+        return (s.pad_sides == (0, 0, 0, 0) and not s.row_skip and (self.th_in, self.tw_in) == (s.h, s.w)
+                and len(self.h_tiles) == len(self.w_tiles) == 1)
 
     @property
     def cb_pitch(self) -> int:
@@ -204,6 +225,16 @@ class ConvPlan:
     def const_slot(self) -> int:
         return self.acc_halves * (self.acc_tile + self.to * self.shape.slots)
 
+    @property
+    def wide_base(self) -> int:
+        """The per-tensor constant vectors of a residual rescaled on its own (``shape.wide_consts``)."""
+        return self.const_slot + (1 if self.shape.rounding_const else 0)
+
+    @property
+    def res_acc_base(self) -> int:
+        """The accumulator region of a residual rescaled on its own (``shape.residual_acc``)."""
+        return self.wide_base + self.shape.wide_consts
+
     def inp_base(self, half: int) -> int:
         return half * self.inp_tile
 
@@ -223,7 +254,8 @@ class ConvPlan:
         return sorted({s for _, s in self.c_tiles}, reverse=True)
 
     def acc_used(self) -> int:
-        return self.const_slot + (1 if self.shape.rounding_const else 0)
+        return (self.const_slot + (1 if self.shape.rounding_const else 0)
+                + self.shape.wide_consts + (self.acc_tile if self.shape.residual_acc else 0))
 
     def inp_used(self) -> int:
         return self.in_halves * self.inp_tile + (self.acc_halves * self.acc_tile if self.shape.residual else 0)
@@ -248,7 +280,7 @@ def _fits(p: ConvPlan, cfg: HwConfig) -> str:
     if p.uop_used() > cfg.uop_depth:
         return f"micro-op buffer ({p.uop_used()} > {cfg.uop_depth} micro-ops)"
     fmax = (1 << cfg.sram_index_bits) - 1
-    if max(p.th * p.tw, s.stride * p.tw_in, p.tc * s.taps) > fmax or max(p.th, p.to) > ITER_MAX:
+    if max(p.th * p.tw, s.row_pitch_factor * p.tw_in, p.tc * s.taps) > fmax or max(p.th, p.to) > ITER_MAX:
         return "GEMM loop fields"
     if p.acc_tile > ITER_MAX:
         return "ALU loop fields"
@@ -286,7 +318,7 @@ def _estimate(p: ConvPlan, cfg: HwConfig) -> tuple[int, int]:
     to, tc, th, tw = s.ob / n_o, s.cb / n_c, s.ho / n_h, s.wo / n_w
     bpi, bpw = cfg.inp_vec_bytes // cfg.bus_bytes, cfg.wgt_block_bytes // cfg.bus_bytes
     gemm = to * tc * th * tw * s.taps + 2 + INSN_HANDSHAKE
-    rows_in = (th - 1) * s.stride + s.kh
+    rows_in = th if s.row_skip else (th - 1) * s.stride + s.kh
     cols_in = min(p.tw_in, s.w)
     if p.whole_planes:  # one LOAD of the step's channel planes, back to back
         load = _dma_cycles(cfg, 1, round(tc * s.h * s.w * bpi))
@@ -332,11 +364,13 @@ def plan_conv(cfg: HwConfig, shape: ConvShape) -> ConvPlan:
     extra_acc = 1 if s.rounding_const else 0
     for to, tc, th, tw in itertools.product(tile_sizes(s.ob), tile_sizes(s.cb), tile_sizes(s.ho), tile_sizes(s.wo)):
         # the buffer sizes first, in plain arithmetic (most candidates fail here)
-        acc_tile, cb_pitch = to * th * tw, ((th - 1) * s.stride + s.kh) * ((tw - 1) * s.stride + s.kw)
+        rows_in = th if s.row_skip else (th - 1) * s.stride + s.kh
+        acc_tile, cb_pitch = to * th * tw, rows_in * ((tw - 1) * s.stride + s.kw)
         n_c = ceil(s.cb / tc)
         tables = tw * s.taps * (tc + (s.cb // n_c if s.cb % n_c else 0))
         for acc_halves, in_halves in ((2, 2), (1, 2), (2, 1), (1, 1)):
-            if (acc_halves * (acc_tile + to * s.slots) + extra_acc > cfg.acc_depth
+            if (acc_halves * (acc_tile + to * s.slots) + extra_acc + s.wide_consts + (acc_tile if s.residual_acc else 0)
+                    > cfg.acc_depth
                     or in_halves * tc * cb_pitch + (acc_halves * acc_tile if s.residual else 0) > cfg.inp_depth
                     or in_halves * to * tc * s.taps + (1 if s.residual else 0) > cfg.wgt_depth
                     or acc_halves * in_halves * tables + (acc_halves if s.residual else 0) > cfg.uop_depth):

@@ -256,7 +256,7 @@ def plan_pool(cfg: HwConfig, batch: int, cb: int, h: int, w: int, k: int, stride
             for th in range((h - k) // stride + 1, 0, -1):
                 p = PoolPlan(batch, cb, h, w, k, stride, maximum, tc, th, halves)
                 if (halves * p.acc_tile <= cfg.acc_depth - consts and halves * tc * p.cb_pitch <= cfg.inp_depth
-                        and halves * halves * p.uops_per_table <= cfg.uop_depth and th <= ITER_MAX
+                        and halves * p.uops_per_table <= cfg.uop_depth and th <= ITER_MAX
                         and max(p.cb_pitch, stride * w, p.th * p.wo, p.out_tile) <= fmax
                         and p.acc_tile <= ITER_MAX):
                     if best is None or p.out_tile > best.out_tile:
@@ -286,11 +286,10 @@ def pool_layer(X: Tensor, Y: Tensor, plan: PoolPlan, relu: bool = False, uop_bas
     p = plan
     ident = load_identity()
     tables = []
-    for ha in range(p.halves):
-        for hx in range(p.halves):
-            t = pool_uops(p, ha, hx)
-            t[:, 2] = ident
-            tables.append(t)
+    for h in range(p.halves):  # tile i uses accumulator half and input half i % halves: one table each
+        t = pool_uops(p, h, h)
+        t[:, 2] = ident
+        tables.append(t)
     raw = np.concatenate(tables)
     S.load(S.uop[uop_base:uop_base + len(raw)], S.uops(raw, "pool_uops"), cols=len(raw))
     area = p.taps
@@ -322,7 +321,7 @@ def pool_layer(X: Tensor, Y: Tensor, plan: PoolPlan, relu: bool = False, uop_bas
         scaled_start = consts is not None and scaled is not None and scaled.steps
         start = consts.operand(scaled.offset) if scaled_start else rnd  # type: ignore[union-attr]
         S.mov(S.acc[base:base + (p.acc_tile if p.maximum else region)], start)  # type: ignore[arg-type]
-        ub = uop_base + (h * p.halves + h) * p.uops_per_table
+        ub = uop_base + h * p.uops_per_table
         S.gemm(S.uop[ub:ub + p.uops_per_table], iters=(th, tc), acc_factors=(p.wo, th * p.wo),
                inp_factors=(p.stride * p.w, p.cb_pitch))
         out = S.acc[base:base + region]

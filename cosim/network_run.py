@@ -86,7 +86,7 @@ def user_network(spec: str, seed: int = 0) -> Any:
     samples.flags.writeable = False
     return Network(name=g.name, description=f"graph '{g.name}' from {spec} (seeded random int8 inputs)",
                    graph=lambda: g, dataset=lambda split: (samples, None), float_predict=None,
-                   input_name=inp.name, output_name=out.name)
+                   input_name=inp.name, output=out.name)
 
 
 def load_inputs(text: str, network: Any) -> np.ndarray:

@@ -67,4 +67,4 @@ def onnx_network(path: str, seed: int = 0) -> Any:
     host = "; ".join(str(op) for op in imported.host_ops) or "none"
     return Network(name=g.name, description=f"ONNX model {path} (seeded random inputs; host ops: {host})",
                    graph=lambda: g, dataset=lambda split: (samples, None), float_predict=None,
-                   input_name=g.inputs[0].name, output_name=g.outputs[0].name)
+                   input_name=g.inputs[0].name, output=g.outputs[0].name)

@@ -240,3 +240,77 @@ def test_a_shortcut_add_fuses_into_a_real_scale_convolution() -> None:
     want = run_reference(g, inputs)
     assert _same(net.run_golden(inputs), want)
     assert _same(net.outputs(models.tlm(net.program).outputs), want)
+
+
+@pytest.mark.parametrize("conv_first, a_zp, config", [(True, 5, "small"), (False, 3, "default")])
+def test_a_quantized_add_fuses_into_the_convolution_exactly(conv_first: bool, a_zp: int, config: str) -> None:
+    """A scaled add (ONNX's QDQ Add) of a real-scale convolution's result and a stored activation runs in
+    the convolution's epilogue, bit for bit the elementwise stage's arithmetic (operands either way round;
+    the add's zero point of the convolution's result equal to its output zero point, or not)."""
+    rng = np.random.default_rng(11)
+    g = Graph("qres")
+    x = g.input("x", (16, 6, 6))
+    y = g.relu(g.requantize(g.conv2d(x, _r8(rng, 16, 16, 3, 3), None, pad=1, input_zero_point=-128, name="c1"),
+                            scale=np.linspace(0.0002, 0.0008, 16), zero_point=-128), zero_point=-128)
+    z = g.requantize(g.conv2d(y, _r8(rng, 16, 16, 3, 3), None, pad=1, input_zero_point=-128, name="c2"),
+                     scale=0.0004, zero_point=5)
+    ops = (z, y) if conv_first else (y, z)
+    zps = (a_zp, -128) if conv_first else (-128, a_zp)
+    s = g.add(*ops, a_scale=0.7 * 2**12, b_scale=0.45 * 2**12, a_zero_point=zps[0], b_zero_point=zps[1], name="add")
+    g.output(g.requantize(s, scale=2.0**-12, zero_point=-7, lo=-7, name="add_relu"))
+    net = compile_network(g, config, batch=2)
+    assert [(st.name, st.op) for st in net.stages] == [("c1", "conv2d"), ("c2", "conv2d")]
+    sr = net.stages[1].epi.scaled_residual
+    assert sr is not None and net.stages[1].shape.residual_acc
+    # the sum's power-of-two requantization is a rounding shift with the zero point folded in: two passes
+    assert sr.final.steps == (("ADD", 2**11 - 7 * 2**12), ("SHR", 12)) and sr.final.zero_point == 0
+    inputs = {"x": _r8(rng, 2, 16, 6, 6)}
+    net.set_inputs(inputs)
+    want = run_reference(g, inputs)
+    assert len(np.unique(want["add_relu"])) > 50  # the sum spans the range: rescaling, clip and ReLU all matter
+    assert _same(net.run_golden(inputs), want)
+    assert _same(net.outputs(models.iss(net.program).outputs), want)
+    assert _same(net.outputs(models.tlm(net.program).outputs), want)
+
+
+def test_a_unit_scale_requantization_needs_no_rescaling_pass() -> None:
+    """``R(x, 1) = x`` while ``x`` cannot wrap: a requantization by 1 (the importer's clamps and its max
+    pool's padding convolution) runs no MULHR, and stays exact."""
+    rng = np.random.default_rng(5)
+    g = Graph("unit")
+    x = g.input("x", (16, 5, 5))
+    eye = np.eye(16, dtype=np.int8).reshape(16, 16, 1, 1)
+    y = g.requantize(g.conv2d(x, eye, None, pad=1, input_zero_point=-128, name="pad"), scale=1.0, zero_point=-128)
+    g.output(y)
+    net = compile_network(g, "default", batch=1)
+    assert net.stages[0].epi.steps == ()
+    inputs = {"x": _r8(rng, 1, 16, 5, 5)}
+    net.set_inputs(inputs)
+    want = run_reference(g, inputs)
+    assert (want[y.name][0, :, 0, :] == -128).all()  # the padding
+    assert _same(net.run_golden(inputs), want)
+    assert _same(net.outputs(models.tlm(net.program).outputs), want)
+
+
+def test_a_strided_1x1_convolution_loads_only_the_rows_it_reads() -> None:
+    """A 1x1 stride-2 convolution (a ResNet downsample) LOADs every second input row only, packed on chip;
+    bit-exact on golden, ISS, TLM and RTL, TLM cycles equal to the RTL's."""
+    rng = np.random.default_rng(3)
+    g = Graph("ds")
+    x = g.input("x", (32, 11, 10))
+    acc = g.conv2d(g.relu(x, zero_point=-3), _r8(rng, 48, 32, 1, 1), rng.integers(-900, 900, 48).astype(np.int32),
+                   stride=2, input_zero_point=-3, name="downsample")
+    g.output(g.requantize(acc, scale=np.linspace(0.001, 0.004, 48), zero_point=4))
+    net = compile_network(g, "small", batch=2)
+    st = net.stages[-1]
+    assert st.shape.row_skip and st.plan.th_in == st.plan.th
+    inputs = {"x": _r8(rng, 2, 32, 11, 10)}
+    net.set_inputs(inputs)
+    want = run_reference(g, inputs)
+    assert _same(net.run_golden(inputs), want)
+    assert _same(net.outputs(models.iss(net.program).outputs), want)
+    tlm = models.tlm(net.program)
+    assert _same(net.outputs(tlm.outputs), want)
+    if not models.rtl_available():
+        r = models.rtl([net.program])[0]
+        assert r.error is None and _same(net.outputs(r.outputs), want) and r.cycles == tlm.cycles

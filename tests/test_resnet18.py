@@ -59,6 +59,7 @@ def test_full_size_compiles_to_one_program() -> None:
     assert cfg.dram_bytes == r.DRAM_BYTES and cfg.name == "default-dram64m"
     prog = compile_network(g, cfg, batch=1, name="resnet18").program
     assert len(prog.insns) > 1000
+    assert net.output_name == g.outputs[0].name  # derived from the model, not the quantizer's naming
     x = net.dataset("test")[0]
     assert x.shape == (r.SAMPLES, 3, 224, 224) and x.dtype == np.int8
 
@@ -77,3 +78,13 @@ def test_layers_named_by_vta_workload_and_totals() -> None:
     assert s["vta_body"]["cycles"] == 20 and s["whole"]["cycles"] == 33 and s["vta_body"]["macs"] == 7
     assert [row["bound"] for row in s["rows"]] == ["compute", "load", "store"]
     assert s["vta_body"]["vta_cycles"]["pipelined_gemm"] == 7_729_601
+
+
+def test_script_creates_its_out_folder(tmp_path: Any, capsys: Any) -> None:
+    out = tmp_path / "new" / "models"
+    assert r.main(["--out", str(out), "--size", "32", "--width", "2", "--classes", "3"]) == 0
+    assert (out / "resnet18_float.onnx").is_file() and (out / "resnet18_qdq.onnx").is_file()
+    (tmp_path / "file").write_text("")
+    with pytest.raises(SystemExit):
+        r.main(["--out", str(tmp_path / "file")])
+    assert "not a folder" in capsys.readouterr().err

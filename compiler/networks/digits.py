@@ -248,5 +248,5 @@ NETWORK = Network(
     dataset=dataset,
     float_predict=float_predict,
     input_name=INPUT_NAME,
-    output_name=OUTPUT_NAME,
+    output=OUTPUT_NAME,
 )

@@ -20,7 +20,9 @@ class Network:
       ``(N,)`` (read-only arrays; labels None for a user graph's unlabelled samples).
     * ``float_predict(images)``: the float model's predicted labels (int64 ``(N,)``) for int8
       images of the graph input's layout, dequantized by the input scale (None: no float model).
-    * ``input_name`` / ``output_name``: the graph's input and output (the logits) names.
+    * ``input_name`` / ``output_name``: the graph's input and output (the logits) names; ``output`` is the
+      output's name, or a function of no arguments giving it (a graph imported on first use names its
+      output only once it is built), and ``output_name`` resolves it.
     * ``min_dram_bytes``: the DRAM the network needs (0: any config's); ``cosim net`` widens a smaller
       config's DRAM to it (:func:`with_dram`), which changes no cycle count.
     * ``summarize(layers)``: extra figures from ``cosim net``'s per-layer rows (JSON objects), or None.
@@ -32,9 +34,14 @@ class Network:
     dataset: Callable[[str], tuple[np.ndarray, np.ndarray]]
     float_predict: Callable[[np.ndarray], np.ndarray] | None
     input_name: str
-    output_name: str
+    output: str | Callable[[], str]
     min_dram_bytes: int = 0
     summarize: Callable[[list[dict[str, Any]]], dict[str, Any]] | None = None
+
+    @property
+    def output_name(self) -> str:
+        """The graph's output (the logits) name."""
+        return self.output if isinstance(self.output, str) else self.output()
 
 
 def with_dram(cfg: Any, dram_bytes: int) -> Any:

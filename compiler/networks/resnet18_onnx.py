@@ -116,8 +116,8 @@ def float_model(shape: Shape = FULL) -> Any:
     return model
 
 
-# DRAM of the whole network: 11.7 M int8 weights, laid out in the GEMM core's blocks, plus the activations
-# do not fit the 16 MiB of `default`.
+# DRAM of the whole network: 11.7 M int8 weights in the GEMM core's blocks, the activations, the im2col
+# input and the instructions take 15.8 MB, too close to `default`'s 16 MiB to leave room for another shape.
 DRAM_BYTES = 64 << 20
 
 
@@ -229,8 +229,12 @@ def summarize(layers: list[dict[str, Any]]) -> dict[str, Any]:
 # Samples of the shipped network: seeded random images (no labels), quantized by the model's input step.
 SAMPLES = 4
 SAMPLE_SEED = 1000
-# The importer's name of the int8 logits in the accelerator's graph (the float logits' quantizer output).
-GRAPH_OUTPUT = f"{OUTPUT}_QuantizeLinear"
+
+
+def graph_output(imported: Any) -> str:
+    """The accelerator graph's name of the int8 value the model's float output :data:`OUTPUT` is
+    dequantized from (whatever the quantizer named the node that makes it)."""
+    return next(o.graph_name for o in imported.outputs if o.name == OUTPUT)
 
 
 def network(shape: Shape = FULL) -> Any:
@@ -260,7 +264,8 @@ def network(shape: Shape = FULL) -> Any:
     return Network(name=name, description=f"ResNet-18 v1, {shape.size}x{shape.size}x3 input, {shape.classes} "
                    f"classes, width {shape.width}: seeded random weights quantized by onnxruntime (QDQ), seeded "
                    f"random images (no labels)", graph=lambda: imported().graph, dataset=dataset,
-                   float_predict=None, input_name=INPUT, output_name=GRAPH_OUTPUT, min_dram_bytes=DRAM_BYTES, summarize=summarize)
+                   float_predict=None, input_name=INPUT, output=lambda: graph_output(imported()),
+                   min_dram_bytes=DRAM_BYTES, summarize=summarize)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -268,16 +273,18 @@ def main(argv: list[str] | None = None) -> int:
     import onnx
 
     parser = OneLineParser(prog="python -m compiler.networks.resnet18_onnx", description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, required=True, help="the folder to write the two .onnx files into")
+    parser.add_argument("--out", type=Path, required=True, help="the folder to write the two .onnx files into "
+                        "(created if missing)")
     parser.add_argument("--size", type=int, default=FULL.size, help="input side (default 224)")
     parser.add_argument("--width", type=int, default=FULL.width, help="first-stage channels (default 64)")
     parser.add_argument("--classes", type=int, default=FULL.classes, help="classes (default 1000)")
     args = parser.parse_args(argv)
-    if not args.out.is_dir():
-        parser.error(f"--out {args.out}: not a folder")
+    if args.out.exists() and not args.out.is_dir():
+        parser.error(f"--out {args.out}: exists and is not a folder")
     if args.size < 32 or args.size % 32 or args.width < 1 or args.classes < 1:
         parser.error("--size must be a multiple of 32, --width and --classes positive")
     shape = Shape(size=args.size, width=args.width, classes=args.classes)
+    args.out.mkdir(parents=True, exist_ok=True)
     fm = float_model(shape)
     onnx.save(fm, args.out / "resnet18_float.onnx")
     onnx.save(quantized_model(shape, fm), args.out / "resnet18_qdq.onnx")
