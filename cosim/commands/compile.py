@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import json
 
+from compiler.dynamic import save_dynamic
+from compiler.dynamic_examples import DYNAMIC_EXAMPLES
 from compiler.examples import make_case, parse_params
 from hw.config import load_config
 from cosim.cli import add_config_arg, add_json_arg, folder_arg, int_arg
@@ -30,6 +32,16 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
 def run(args: argparse.Namespace) -> int:
     cfg = load_config(args.config)
+    if args.kernel in DYNAMIC_EXAMPLES:  # one folder for every value, with its Python and C drivers
+        if args.param:
+            raise ValueError(f"{args.kernel}: a dynamic example takes no -p (its variable is set at run time)")
+        dp = DYNAMIC_EXAMPLES[args.kernel].compile(cfg)
+        d = save_dynamic(dp, args.out)
+        line = {"kernel": args.kernel, "config": cfg.name, "dir": str(d), "variable": dp.var.name,
+                "range": [dp.var.min, dp.var.max], "pieces": len(dp.pieces), "traces": dp.traces}
+        print(json.dumps(line) if args.json else f"{args.kernel}: {dp.var.name} in {dp.var.min}..{dp.var.max}, "
+              f"{len(dp.pieces)} driver pieces from {dp.traces} traces, config {cfg.name} -> {d}")
+        return 0
     params = parse_params(args.kernel, args.param)
     case = make_case(args.kernel, cfg, params, seed=args.seed)
     prog = case.program
