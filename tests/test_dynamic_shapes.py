@@ -173,3 +173,24 @@ def test_cli_run_all_models(folders: dict[str, Path], capsys: pytest.CaptureFixt
         assert out["match"] is True
         cyc = {r["model"]: r.get("cycles") for r in out["results"]}
         assert cyc["tlm"] == cyc["rtl"] and cyc["tlm"]
+
+
+@pytest.mark.parametrize("name", list(DYNAMIC_EXAMPLES))
+def test_rtl_runs_every_value_in_one_process(name: str, folders: dict[str, Path]) -> None:
+    """Every value of the issue's list (1, tile - 1, tile, tile + 1, 100, max) on the RTL in ONE simulator
+    process (the host writes each value's instruction words, constants, inputs and CSRs between runs):
+    outputs equal golden, cycles equal the TLM's."""
+    why = models.rtl_available()
+    if why:
+        pytest.skip(why)
+    ex = DYNAMIC_EXAMPLES[name]
+    base = models.Program.load(folders[name])
+    drv = Driver.load(folders[name])
+    values = [1, 15, 16, 17, 100, drv.hi]
+    progs = [specialize(base, drv, ex, v)[0] for v in values]
+    results = models.rtl(progs, CFG)
+    for v, prog, res in zip(values, progs, results):
+        assert res.error is None, (v, res.error)
+        for n, exp in prog.expected.items():
+            np.testing.assert_array_equal(res.outputs[n], exp, err_msg=f"{name} {v} rtl")
+        assert res.cycles == models.tlm(prog).cycles, (name, v)
