@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import asdict
 import shutil
 import subprocess
 from pathlib import Path
@@ -196,3 +197,38 @@ def test_rtl_runs_every_value_in_one_process(name: str, folders: dict[str, Path]
         for n, exp in prog.expected.items():
             np.testing.assert_array_equal(res.outputs[n], exp, err_msg=f"{name} {v} rtl")
         assert res.cycles == models.tlm(prog).cycles, (name, v)
+
+
+@pytest.mark.parametrize("name", list(DYNAMIC_EXAMPLES))
+def test_driver_words_equal_real_traces(name: str, folders: dict[str, Path]) -> None:
+    """The driver's words and constants equal a real trace of the kernel in the folder's layout: every value
+    of vadd_rows (1..256), and for mvm_token every piece's ends and seeded random values. The stream also
+    equals the static compile's but for the DRAM addresses."""
+    from compiler.dynamic import words_in_layout
+    from compiler.trace import CONST_REGION
+
+    ex = DYNAMIC_EXAMPLES[name]
+    base = models.Program.load(folders[name])
+    drv = Driver.load(folders[name])
+    if name == "vadd_rows":
+        values = list(range(drv.lo, drv.hi + 1))
+    else:
+        ends = {x for lo, hi, *_ in drv.pieces for x in (lo, hi, max(drv.lo, lo - 1), min(drv.hi, hi + 1))}
+        values = sorted(ends | {int(x) for x in np.random.default_rng(3).integers(drv.lo, drv.hi + 1, 24)})
+    isa = base.isa
+    for v in values:
+        words, pool = words_in_layout(ex.kernel, ex.bound(CFG, v), CFG, base.regions, name)
+        assert drv.words(v) == words, (name, v)
+        assert drv.const_bytes_of(v) == pool, (name, v)
+    for v in values[:: max(1, len(values) // 12)]:
+        static = build(ex.kernel, ex.bound(CFG, v), CFG, name=name)
+        dyn = [isa.decode_word(w, i) for i, w in enumerate(drv.words(v))]
+        assert [type(i) for i in dyn] == [type(i) for i in static.insns]
+        for a, b in zip(dyn, static.insns):
+            fa, fb = asdict(a), asdict(b)
+            fa.pop("dram_base", None)
+            fb.pop("dram_base", None)
+            assert fa == fb, (name, v, a, b)
+        if CONST_REGION in static.inputs:
+            k = len(drv.const_bytes_of(v))
+            assert static.inputs[CONST_REGION].tobytes()[:k] == drv.const_bytes_of(v)
