@@ -57,7 +57,7 @@ class Piece:
     delta: tuple[int, ...]
 
     def words(self, v: int) -> list[int]:
-        """The instruction words of value ``v`` (``lo <= v <= hi``)."""
+        """Every word of value ``v`` (``lo <= v <= hi``): the instructions, then the constants'."""
         k = v - self.lo
         return [(b + k * d) & MASK128 for b, d in zip(self.base, self.delta)]
 
@@ -77,11 +77,11 @@ class DynamicProgram:
     traces: int  # kernel traces the compile took
 
     def words(self, v: int) -> list[int]:
-        """The driver's instruction words for value ``v`` (range checked)."""
+        """The driver's instruction words for value ``v`` (range checked; the constants' words left out)."""
         self.var.check(v)
         for p in self.pieces:
             if p.lo <= v <= p.hi:
-                return p.words(v)
+                return p.words(v)[:p.insns]
         raise CompileError(f"variable '{self.var.name}': no piece holds {v}")  # pieces cover the range
 
     def driver_json(self) -> dict[str, Any]:

@@ -232,3 +232,23 @@ def test_driver_words_equal_real_traces(name: str, folders: dict[str, Path]) -> 
         if CONST_REGION in static.inputs:
             k = len(drv.const_bytes_of(v))
             assert static.inputs[CONST_REGION].tobytes()[:k] == drv.const_bytes_of(v)
+
+
+def test_expression_as_loop_extent() -> None:
+    """A constant that is an expression of the variable (here the tile, a loop extent of the kernel:
+    ceil(rows / 4) vectors): the kernel is traced at concrete values, the driver still equals every trace."""
+    from compiler.dynamic import compile_dynamic, words_in_layout
+    from compiler.tensor import TensorSpec
+
+    rows = var("rows", max=48)
+    ex = DYNAMIC_EXAMPLES["vadd_rows"]
+    args = {"A": TensorSpec((rows, CFG.lanes), "int32"), "B": TensorSpec((rows, CFG.lanes), "int32"),
+            "C": TensorSpec((rows, CFG.lanes), "int8"), "op": "sub", "tile": ceil_div(rows, 4)}
+    dp = compile_dynamic(ex.kernel, args, rows, CFG, name="vsub_rows")
+    regions = dp.program.regions
+    for v in range(1, 49):
+        bound = {**args, "A": TensorSpec((v, CFG.lanes), "int32"), "B": TensorSpec((v, CFG.lanes), "int32"),
+                 "C": TensorSpec((v, CFG.lanes), "int8"), "tile": -(-v // 4)}
+        assert dp.words(v) == words_in_layout(ex.kernel, bound, CFG, regions, "vsub_rows")[0], v
+    with pytest.raises(SymbolicError, match="out of range 1..48"):
+        dp.words(49)
