@@ -50,6 +50,16 @@ def test_var_bounds_and_refusals() -> None:
         t.check(2049)
 
 
+def test_dsl_spelling() -> None:
+    token = S.var("token", max=2048)
+    spec = S.tensor((token, 16), "int8")
+    assert spec.shape[0] is token and spec.shape[1] == 16
+    with pytest.raises(SymbolicError, match="dimension 0 of the tensor: cannot bound '\\(token - 4\\)'"):
+        S.tensor((token - 4, 16))
+    with pytest.raises(SymbolicError, match="give its maximum"):
+        S.var("batch")
+
+
 def test_unboundable_shape_refused() -> None:
     t = var("token", max=64)
     ex = DYNAMIC_EXAMPLES["vadd_rows"]
