@@ -11,7 +11,7 @@ moves the 128-bit word by ``d << field_offset``; the word is exact while no fiel
 which the check below sees). Pieces are found by galloping then bisecting on where the affine
 prediction stops matching a real trace, so the number of traces grows with the number of pieces
 (tile-count changes), not with the maximum. Each piece is then checked against real traces at both
-ends, its middle and one value in from each end; more values are checked by the tests.
+ends, its middle and one value in from each end (``verify_all``: every value); the tests check more.
 
 The run-time CSR values that depend on the value are INSN_COUNT and the instruction region's size
 (every other region stays where the maximum put it). The driver's data (``dynamic.json``) is read
@@ -128,9 +128,11 @@ def words_in_layout(kernel: Kernel, args: Mapping[str, Any], cfg: HwConfig, regi
 
 
 def compile_dynamic(kernel: Any, args: Mapping[str, Any], var: Var, cfg: HwConfig, name: str | None = None,
-                    meta: dict[str, Any] | None = None) -> DynamicProgram:
+                    meta: dict[str, Any] | None = None, verify_all: bool = False) -> DynamicProgram:
     """Compile ``kernel`` once for every value of ``var`` (module docstring). ``args`` may hold expressions
-    of ``var`` in TensorSpec shapes and constants. Raises CompileError / SymbolicError in one line."""
+    of ``var`` in TensorSpec shapes and constants. ``verify_all`` also traces every value of the range and
+    compares it with the driver (a cost that grows with the maximum; the default checks samples). Raises
+    CompileError / SymbolicError in one line."""
     if cfg.num_cores != 1:
         raise CompileError(f"dynamic shapes run on one core; config '{cfg.name}' has {cfg.num_cores}")
     k = as_kernel(kernel)
@@ -207,6 +209,13 @@ def compile_dynamic(kernel: Any, args: Mapping[str, Any], var: Var, cfg: HwConfi
                                    f"{lo}..{good} (value {v} differs)")
         pieces.append(piece)
         lo = good + 1
+    for piece in pieces if verify_all else []:
+        for v in range(piece.lo, piece.hi + 1):
+            if real(v) != piece.words(v) or counts[v] != piece.insns:
+                raise CompileError(f"kernel '{name}': the driver's words for {var.name}={v} differ from a trace "
+                                   f"(piece {piece.lo}..{piece.hi} is not affine there)")
+        if verify_all:
+            cache.clear()  # keep the memory bounded: a verified piece's traces are not needed again
     # the Program of the folder: the maximum's stream in the shared layout (its instruction region is the
     # maximum's length; a run at another value shrinks it, see hw.dynamic_driver)
     words = real(var.max)[:counts[var.max]]

@@ -39,11 +39,12 @@ class DynamicExample:
         """The arguments for value ``v``: concrete TensorSpecs and constants."""
         return bind_args(self.args(cfg), {self.var.name: self.var.check(v)})
 
-    def compile(self, cfg: HwConfig) -> DynamicProgram:
+    def compile(self, cfg: HwConfig, verify_all: bool = False) -> DynamicProgram:
         """The one Program for every value, with its driver; its own inputs and expected outputs are the
-        maximum's (seed 0), so the folder is also a complete Program of the maximum."""
+        maximum's (seed 0), so the folder is also a complete Program of the maximum. ``verify_all``: see
+        :func:`compiler.dynamic.compile_dynamic`."""
         dp = compile_dynamic(self.kernel, self.args(cfg), self.var, cfg, name=self.name,
-                             meta={"dynamic_example": self.name})
+                             meta={"dynamic_example": self.name}, verify_all=verify_all)
         inputs = self.inputs(cfg, self.var.max)
         for n, a in inputs.items():
             dp.program.set_input(n, a.reshape(dp.program.region(n).shape))

@@ -254,7 +254,7 @@ def test_expression_as_loop_extent() -> None:
     ex = DYNAMIC_EXAMPLES["vadd_rows"]
     args = {"A": TensorSpec((rows, CFG.lanes), "int32"), "B": TensorSpec((rows, CFG.lanes), "int32"),
             "C": TensorSpec((rows, CFG.lanes), "int8"), "op": "sub", "tile": ceil_div(rows, 4)}
-    dp = compile_dynamic(ex.kernel, args, rows, CFG, name="vsub_rows")
+    dp = compile_dynamic(ex.kernel, args, rows, CFG, name="vsub_rows", verify_all=True)
     regions = dp.program.regions
     for v in range(1, 49):
         bound = {**args, "A": TensorSpec((v, CFG.lanes), "int32"), "B": TensorSpec((v, CFG.lanes), "int32"),

@@ -25,6 +25,9 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("-p", "--param", action="append", default=[], metavar="KEY=VALUE",
                    help="override a parameter (repeatable), e.g. -p shape=4x3x33 -p tile=8")
     p.add_argument("--seed", type=int_arg(0), default=0, help="seed of the random inputs (default 0)")
+    p.add_argument("--verify-all", action="store_true",
+                   help="a dynamic example: trace every value of its variable and check the driver against each "
+                        "(the default checks samples of every piece)")
     add_config_arg(p)
     add_json_arg(p)
     return p
@@ -35,7 +38,7 @@ def run(args: argparse.Namespace) -> int:
     if args.kernel in DYNAMIC_EXAMPLES:  # one folder for every value, with its Python and C drivers
         if args.param:
             raise ValueError(f"{args.kernel}: a dynamic example takes no -p (its variable is set at run time)")
-        dp = DYNAMIC_EXAMPLES[args.kernel].compile(cfg)
+        dp = DYNAMIC_EXAMPLES[args.kernel].compile(cfg, verify_all=args.verify_all)
         d = save_dynamic(dp, args.out)
         line = {"kernel": args.kernel, "config": cfg.name, "dir": str(d), "variable": dp.var.name,
                 "range": [dp.var.min, dp.var.max], "pieces": len(dp.pieces), "traces": dp.traces}
