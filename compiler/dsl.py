@@ -10,6 +10,8 @@ Intrinsics: ``S.load`` (into any buffer), ``S.store``, ``S.add``, ``S.sub``, ``S
 ``S.max``, ``S.shr``, ``S.clip``, ``S.mov``, ``S.mulhr``, ``S.sync``, ``S.gemm``; DRAM the kernel makes:
 ``S.const(array)`` (a constant tensor), ``S.uops(table)`` (a constant micro-op table),
 ``S.scratch(shape, dtype)`` (a tensor for intermediate results).
+Dynamic shapes: ``S.var(name, max=N)`` (a run-time dimension) and ``S.ceil_div``, usable in
+``S.tensor`` shapes and constants given to :func:`compiler.dynamic.compile_dynamic`.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from compiler.ir import BarrierOp
 from compiler.intrinsics import (add, clip, const, gemm, load, max, min, mov, mul, mulhr, scratch, shr,  # noqa: A004
                                  store, sub, sync, uops)
 from compiler.kernel import Kernel, kernel
+from compiler.symbolic import ceil_div, var
 from compiler.tensor import AccView, InpView, Tensor, TensorSpec, UopView, WgtView, acc, inp, tensor, uop, wgt
 from hw.config import HwConfig
 
@@ -80,4 +83,4 @@ def error(arg: str | None, reason: str) -> CompileError:
 __all__ = ["AccView", "InpView", "Kernel", "Tensor", "TensorSpec", "UopView", "WgtView", "acc", "add", "barrier",
            "clip", "config", "const", "core_id", "core_range", "error", "gemm", "inp", "kernel", "load", "max", "min",
            "mov", "mul", "mulhr", "num_cores", "scratch", "section", "shr", "store", "sub", "sync", "tensor", "uop",
-           "uops", "wgt"]
+           "uops", "var", "ceil_div", "wgt"]

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from compiler.errors import CompileError
+from compiler.symbolic import Expr, check_dimension
 
 
 @dataclass(frozen=True)
@@ -28,8 +29,14 @@ class TensorSpec:
 
 
 def tensor(shape: int | tuple[int, ...] | list[int], dtype: str = "int32") -> TensorSpec:
-    """Declare a DRAM tensor argument of ``shape`` and ``dtype`` (``int8``, ``int16``, ``int32``)."""
-    shp = (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(int(s) for s in shape)
+    """Declare a DRAM tensor argument of ``shape`` and ``dtype`` (``int8``, ``int16``, ``int32``); a dimension
+    may be an ``S.var`` expression (bound per value by :mod:`compiler.dynamic`)."""
+    if isinstance(shape, Expr):
+        shape = (shape,)
+    shp = (int(shape),) if isinstance(shape, (int, np.integer)) else \
+        tuple(s if isinstance(s, Expr) else int(s) for s in shape)
+    for k, s in enumerate(shp):
+        check_dimension(s, f"dimension {k} of the tensor")
     return TensorSpec(shp, str(np.dtype(dtype)))
 
 

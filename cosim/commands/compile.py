@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import json
 
+from compiler.dynamic import save_dynamic
+from compiler.dynamic_examples import DYNAMIC_EXAMPLES
 from compiler.examples import make_case, parse_params
 from hw.config import load_config
 from cosim.cli import add_config_arg, add_json_arg, folder_arg, int_arg
@@ -23,6 +25,9 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("-p", "--param", action="append", default=[], metavar="KEY=VALUE",
                    help="override a parameter (repeatable), e.g. -p shape=4x3x33 -p tile=8")
     p.add_argument("--seed", type=int_arg(0), default=0, help="seed of the random inputs (default 0)")
+    p.add_argument("--verify-all", action="store_true",
+                   help="a dynamic example: trace every value of its variable and check the driver against each "
+                        "(the default checks samples of every piece)")
     add_config_arg(p)
     add_json_arg(p)
     return p
@@ -30,6 +35,16 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
 def run(args: argparse.Namespace) -> int:
     cfg = load_config(args.config)
+    if args.kernel in DYNAMIC_EXAMPLES:  # one folder for every value, with its Python and C drivers
+        if args.param:
+            raise ValueError(f"{args.kernel}: a dynamic example takes no -p (its variable is set at run time)")
+        dp = DYNAMIC_EXAMPLES[args.kernel].compile(cfg, verify_all=args.verify_all)
+        d = save_dynamic(dp, args.out)
+        line = {"kernel": args.kernel, "config": cfg.name, "dir": str(d), "variable": dp.var.name,
+                "range": [dp.var.min, dp.var.max], "pieces": len(dp.pieces), "traces": dp.traces}
+        print(json.dumps(line) if args.json else f"{args.kernel}: {dp.var.name} in {dp.var.min}..{dp.var.max}, "
+              f"{len(dp.pieces)} driver pieces from {dp.traces} traces, config {cfg.name} -> {d}")
+        return 0
     params = parse_params(args.kernel, args.param)
     case = make_case(args.kernel, cfg, params, seed=args.seed)
     prog = case.program

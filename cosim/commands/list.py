@@ -6,6 +6,7 @@ import argparse
 import json
 from typing import Any
 
+from compiler.dynamic_examples import DYNAMIC_EXAMPLES
 from compiler.examples import get_example, list_examples
 from cosim.cli import add_json_arg
 from cosim.network_run import get_network, network_names
@@ -33,13 +34,21 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps({"examples": [{"name": e.name, "description": e.description, "operator": e.operator or e.gemm,
                                         "params": {k: list(v) if isinstance(v, tuple) else v
                                                    for k, v in e.params.items()}} for e in exs],
-                          "networks": [{"name": n.name, "description": n.description} for n in nets]}))
+                          "networks": [{"name": n.name, "description": n.description} for n in nets],
+                          "dynamic": [{"name": d.name, "description": d.description,
+                                       "variables": {d.var.name: d.var.to_json()}}
+                                      for d in DYNAMIC_EXAMPLES.values()]}))
         return 0
     width = max(len(e.name) for e in exs)
     for e in exs:
         params = " ".join(f"{k}={_fmt(v)}" for k, v in e.params.items())
         print(f"{e.name:<{width}}  {params}")
         print(f"{'':<{width}}  {e.description}")
+    print("\ndynamic shapes (cosim run NAME --set VAR=N; cosim compile NAME -o DIR writes the folder and its "
+          "drivers):")
+    for d in DYNAMIC_EXAMPLES.values():
+        print(f"{d.name:<{width}}  {d.var.name} in {d.var.min}..{d.var.max}")
+        print(f"{'':<{width}}  {d.description}")
     if nets:
         print("\nnetworks (cosim net NAME):")
         for n in nets:

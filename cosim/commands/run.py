@@ -17,7 +17,7 @@ from typing import Any
 
 from hw.config import load_config
 from hw.result import byte_size
-from cosim import models
+from cosim import dynamic_run, models
 from cosim.cli import MAX_CYCLES, add_json_arg, int_arg
 from cosim.section_report import section_report
 from cosim.waves.gtkw import write_gtkw
@@ -69,6 +69,9 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                    help="hardware config: a name from hw/configs or a JSON path (default: default, or the "
                         "config a Program folder was made for)")
     p.add_argument("-p", "--param", action="append", metavar="KEY=VALUE", help="kernel parameter (repeatable)")
+    p.add_argument("--set", action="append", metavar="NAME=N", dest="set_values",
+                   help="value of a run-time variable of a dynamic Program or example (repeatable; see "
+                        "`cosim list`)")
     p.add_argument("--seed", type=int_arg(0), default=0, help="seed of the random inputs (default 0)")
     p.add_argument("--sim", choices=["verilator", "icarus"], default="verilator", help="RTL simulator")
     p.add_argument("--mem", choices=["fast", "protocol"], default="fast", help="RTL memory back-end")
@@ -91,7 +94,12 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
 def run(args: argparse.Namespace) -> int:
     cfg = load_config(args.config) if args.config else None
-    job = models.make_job(args.kernel, cfg, args.param or [], args.seed)
+    if args.set_values or dynamic_run.is_dynamic(args.kernel):
+        if args.param:
+            raise dynamic_run.DynamicRunError(f"{args.kernel}: a dynamic Program takes --set, not -p")
+        job = dynamic_run.dynamic_job(args.kernel, cfg, args.set_values or [], args.seed)
+    else:
+        job = models.make_job(args.kernel, cfg, args.param or [], args.seed)
     cfg = job.config
     chosen = list(models.MODELS) if args.model == "all" else [args.model]
     reports = []

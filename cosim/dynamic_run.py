@@ -1,0 +1,120 @@
+"""`cosim run DIR --set token=N`: one value of a dynamic Program, as a Job every model runs.
+
+The Program folder (or a dynamic example, compiled in memory) holds the Program planned at the maximum
+and its driver (``dynamic.json``). For the value N the Python driver (:mod:`hw.dynamic_driver`) gives the
+instruction words and CSR writes; the Job's Program is those words in the folder's layout (the instruction
+region shrunk to the value's stream), with seeded random inputs of value N written at the start of their
+regions and the golden outputs of value N (the kernel called on numpy) padded into the output regions, so
+every model is also checked not to write past the value's outputs.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from compiler.dynamic_examples import DYNAMIC_EXAMPLES, DynamicExample, get_dynamic_example
+from compiler.symbolic import SymbolicError
+from cosim.models import Job
+from hw.config import HwConfig, load_config
+from hw.dynamic_driver import DRIVER_FILE, Driver, DriverError
+from hw.isa import INSN_BYTES
+from hw.program import Program, Region, isa_of
+
+
+class DynamicRunError(ValueError):
+    """A bad --set (unknown, missing or out-of-range variable) or a folder that is not dynamic: one line."""
+
+
+def parse_sets(items: list[str]) -> dict[str, int]:
+    """``NAME=INT`` items of ``--set`` as a dict; a malformed one is one DynamicRunError line."""
+    out: dict[str, int] = {}
+    for it in items:
+        name, sep, text = it.partition("=")
+        try:
+            if not sep or not name:
+                raise ValueError
+            out[name.strip()] = int(text, 0)
+        except ValueError:
+            raise DynamicRunError(f"--set {it!r}: expected NAME=INTEGER") from None
+    return out
+
+
+def is_dynamic(kernel: str) -> bool:
+    """Whether ``kernel`` names a dynamic example or a Program folder with a driver."""
+    return kernel in DYNAMIC_EXAMPLES or (Path(kernel) / DRIVER_FILE).is_file()
+
+
+def _load(kernel: str, cfg: HwConfig | None) -> tuple[Program, Driver, DynamicExample]:
+    if kernel in DYNAMIC_EXAMPLES and not ("/" in kernel or Path(kernel).is_dir()):
+        ex = get_dynamic_example(kernel)
+        dp = ex.compile(cfg or load_config("default"))
+        return dp.program, Driver.from_json(json.loads(json.dumps(dp.driver_json()))), ex
+    folder = Path(kernel)
+    if not (folder / DRIVER_FILE).is_file():
+        raise DynamicRunError(f"{kernel}: not a dynamic Program (no {DRIVER_FILE}); --set needs one")
+    base = Program.load(folder, cfg)
+    name = (base.meta or {}).get("dynamic_example")
+    if name not in DYNAMIC_EXAMPLES:
+        raise DynamicRunError(f"{kernel}: the folder does not name a dynamic example (meta.dynamic_example)")
+    return base, Driver.load(folder), DYNAMIC_EXAMPLES[name]
+
+
+def _into_region(a: np.ndarray, r: Region) -> np.ndarray:
+    """``a`` flattened at the start of region ``r``'s shape, zero-padded (the value's tensor is dense there)."""
+    flat = np.zeros(int(np.prod(r.shape)), dtype=r.dtype)
+    src = np.asarray(a).reshape(-1).astype(r.dtype)
+    if src.size > flat.size:
+        raise DynamicRunError(f"region '{r.name}': {src.size} elements do not fit its {flat.size}")
+    flat[:src.size] = src
+    return flat.reshape(r.shape)
+
+
+def specialize(base: Program, driver: Driver, ex: DynamicExample, v: int, seed: int = 0) -> tuple[Program,
+                                                                                                 dict[str, Any]]:
+    """The Program of value ``v`` (driver words in the base layout, inputs and expected attached) and the
+    driver's CSR writes for it."""
+    cfg = base.config
+    words = driver.words(v)
+    isa = isa_of(cfg)
+    insns = [isa.decode_word(w, i) for i, w in enumerate(words)]
+    insn = base.region("insn")
+    regions = [Region("insn", "insn", insn.addr, (len(words) * INSN_BYTES,), "int8")] + \
+              [r for r in base.regions if r.role != "insn"]
+    by_name = {r.name: r for r in regions}
+    inputs = ex.inputs(cfg, v, seed)
+    golden = ex.golden(cfg, v, inputs)
+    meta = {**base.meta, "dynamic_value": {driver.name: v}}
+    const = {}
+    if driver.const_addr is not None:  # the kernel's constants of this value, from the driver
+        r = next(r for r in regions if r.addr == driver.const_addr)
+        const[r.name] = _into_region(np.frombuffer(driver.const_bytes_of(v), dtype=np.int8), r)
+    prog = Program.create(cfg, insns, regions, name=base.name, meta=meta,
+                          inputs={**const, **{n: _into_region(a, by_name[n]) for n, a in inputs.items()}},
+                          expected={n: _into_region(a, by_name[n]) for n, a in golden.items()})
+    regs = driver.regs(v)
+    if regs != prog.regs:
+        raise DynamicRunError(f"{base.name}: the driver's CSR writes for {driver.name}={v} differ from the "
+                              f"Program's")
+    return prog, {"regs": regs}
+
+
+def dynamic_job(kernel: str, cfg: HwConfig | None, sets: list[str], seed: int = 0) -> Job:
+    """The Job of ``kernel`` (a dynamic example or folder) at the values of ``sets`` (``NAME=N``)."""
+    try:
+        values = parse_sets(sets)
+        t0 = time.perf_counter()
+        base, driver, ex = _load(kernel, cfg)
+        v = driver.check(values)
+        t1 = time.perf_counter()
+        prog, _ = specialize(base, driver, ex, v, seed)
+    except (DriverError, SymbolicError) as e:
+        raise DynamicRunError(str(e)) from None
+    label = f"{base.name}[{driver.name}={v}]"
+    return Job(kernel=label, config=prog.config, program=prog, golden=prog.expected,
+               golden_wall_s=time.perf_counter() - t1, compile_wall_s=t1 - t0,
+               meta={"dynamic": {driver.name: v}})

@@ -1,0 +1,264 @@
+"""Dynamic shapes: S.var, one Program for every value, its Python and C drivers, cosim run --set."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from compiler import S
+from compiler.build import build
+from compiler.dynamic import save_dynamic
+from compiler.dynamic_examples import DYNAMIC_EXAMPLES
+from compiler.symbolic import SymbolicError, bind, ceil_div, var
+from cosim import models
+from cosim.cli import main
+from cosim.dynamic_run import specialize
+from hw.config import load_config
+from hw.csr import csrs_of
+from hw.dynamic_driver import Driver
+
+CFG = load_config("default")
+VALUES = {"mvm_token": [1, 15, 16, 17, 100, 511, 512, 1024, 1025, 2048], "vadd_rows": [1, 15, 16, 17, 100, 256]}
+
+
+@pytest.fixture(scope="module")
+def folders(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    out = {}
+    for name, ex in DYNAMIC_EXAMPLES.items():
+        out[name] = save_dynamic(ex.compile(CFG), tmp_path_factory.mktemp(name))
+    return out
+
+
+def test_var_bounds_and_refusals() -> None:
+    t = var("token", max=2048)
+    e = ceil_div(t * 3 + 5, 16)
+    assert (e.lo, e.hi) == (1, (2048 * 3 + 5 + 15) // 16)
+    assert bind((t, 16, e), {"token": 17}) == (17, 16, (17 * 3 + 5 + 15) // 16)
+    with pytest.raises(SymbolicError, match="give its maximum"):
+        var("n")
+    with pytest.raises(SymbolicError, match="divisor must be a positive integer constant"):
+        _ = 100 // t
+    with pytest.raises(SymbolicError, match="cannot bound"):
+        _ = t ** 2
+    with pytest.raises(SymbolicError, match="out of range 1..2048"):
+        t.check(2049)
+
+
+def test_dsl_spelling() -> None:
+    token = S.var("token", max=2048)
+    spec = S.tensor((token, 16), "int8")
+    assert spec.shape[0] is token and spec.shape[1] == 16
+    with pytest.raises(SymbolicError, match="dimension 0 of the tensor: cannot bound '\\(token - 4\\)'"):
+        S.tensor((token - 4, 16))
+    with pytest.raises(SymbolicError, match="give its maximum"):
+        S.var("batch")
+
+
+def test_unboundable_shape_refused() -> None:
+    t = var("token", max=64)
+    ex = DYNAMIC_EXAMPLES["vadd_rows"]
+    from compiler.dynamic import compile_dynamic
+    from compiler.tensor import TensorSpec
+
+    args = {"A": TensorSpec((t - 1, 16), "int32"), "B": TensorSpec((t, 16), "int32"),
+            "C": TensorSpec((t, 16), "int8"), "op": "add", "tile": 16}
+    with pytest.raises(SymbolicError, match="cannot bound shape dimension '\\(token - 1\\)' to a positive size"):
+        compile_dynamic(ex.kernel, args, t, CFG)
+
+
+@pytest.mark.parametrize("name", list(DYNAMIC_EXAMPLES))
+def test_driver_equals_static_compile(name: str, folders: dict[str, Path]) -> None:
+    """The driver's words run on ISS and TLM agree with golden, and the TLM's cycles equal those of a Program
+    compiled statically for the value (its own layout, its own constants)."""
+    ex = DYNAMIC_EXAMPLES[name]
+    cycles_differ = []
+    base = models.Program.load(folders[name])
+    drv = Driver.load(folders[name])
+    for v in VALUES[name]:
+        prog, _ = specialize(base, drv, ex, v)
+        static = build(ex.kernel, ex.bound(CFG, v), CFG, name=name)
+        assert len(static.insns) == len(prog.insns)
+        inputs = ex.inputs(CFG, v)
+        for n, a in inputs.items():
+            static.set_input(n, a.reshape(static.region(n).shape))
+        dyn_tlm, st_tlm = models.tlm(prog), models.tlm(static)
+        iss = models.iss(prog)
+        for res in (dyn_tlm, iss):
+            assert res.error is None, (v, res.error)
+            for n, exp in prog.expected.items():
+                np.testing.assert_array_equal(res.outputs[n], exp, err_msg=f"{name} {v} {res.model}")
+        n_out = {n: int(np.prod(ex.bound(CFG, v)[n].shape)) for n in prog.expected}
+        for n, k in n_out.items():
+            np.testing.assert_array_equal(dyn_tlm.outputs[n].reshape(-1)[:k], st_tlm.outputs[n].reshape(-1)[:k])
+        if dyn_tlm.cycles != st_tlm.cycles:
+            cycles_differ.append((v, dyn_tlm.cycles, st_tlm.cycles))
+    # Known gap: at token=15 the Program planned at the maximum takes 1197 cycles, the static compile 1206.
+    # The instructions are the same but for DRAM addresses (the static layout packs the regions for 15
+    # tokens), and bursts split at 4 KiB boundaries (docs/microarch.md), so a row that crosses one in one
+    # layout and not in the other costs a burst more. Every other value here is cycle-equal; a new
+    # difference fails this test.
+    assert cycles_differ == ([(15, 1197, 1206)] if name == "mvm_token" else []), cycles_differ
+
+
+@pytest.mark.skipif(shutil.which("cc") is None, reason="no system C compiler (cc) on PATH")
+@pytest.mark.parametrize("name", list(DYNAMIC_EXAMPLES))
+def test_c_driver_bytes_equal_python(name: str, folders: dict[str, Path], tmp_path: Path) -> None:
+    folder = folders[name]
+    drv = Driver.load(folder)
+    main_c = tmp_path / "main.c"
+    main_c.write_text("""
+#include <stdio.h>
+#include <stdlib.h>
+#include "driver.h"
+static uint8_t insn[ACCEL_DYN_MAX_INSNS * 16], cst[ACCEL_DYN_CONST_BYTES + 1];
+static accel_dyn_reg_write regs[ACCEL_DYN_REG_WRITES];
+int main(int argc, char **argv) {
+    int a;
+    for (a = 1; a < argc; a++) {
+        size_t n = 0, m = 0, c = 0, i;
+        int rc = accel_dyn_driver(atoll(argv[a]), insn, sizeof insn, &n, regs, ACCEL_DYN_REG_WRITES, &m,
+                                  cst, sizeof cst, &c);
+        printf("%s %d ", argv[a], rc);
+        for (i = 0; i < n; i++) printf("%02x", insn[i]);
+        printf(" ");
+        for (i = 0; i < c; i++) printf("%02x", cst[i]);
+        printf(" ");
+        for (i = 0; i < m; i++) printf("%x:%x,", regs[i].addr, regs[i].value);
+        printf("\\n");
+    }
+    {   /* too small an instruction buffer: an error, nothing written */
+        size_t n = 0, m = 0, c = 0;
+        printf("small %d\\n", accel_dyn_driver(1, insn, 15, &n, regs, ACCEL_DYN_REG_WRITES, &m, cst, sizeof cst, &c));
+    }
+    return 0;
+}
+""")
+    exe = tmp_path / "drv"
+    subprocess.run(["cc", "-std=c99", "-Wall", "-Wextra", "-Werror", "-O1", f"-I{folder}", str(main_c),
+                    str(folder / "driver.c"), "-o", str(exe)], check=True, timeout=120)
+    rng = np.random.default_rng(1)
+    values = sorted({drv.lo, drv.hi, *range(1, 40), *(int(x) for x in rng.integers(drv.lo, drv.hi + 1, 60))})
+    lines = subprocess.run([str(exe), *map(str, values), "0", str(drv.hi + 1)], check=True, timeout=60,
+                           capture_output=True, text=True).stdout.splitlines()
+    addr = {n: c.addr for n, c in csrs_of(CFG).items()}
+    for v, line in zip(values, lines):
+        val, rc, insn, cst, regs = (line.split(" ") + [""] * 5)[:5]
+        assert (int(val), int(rc)) == (v, 0)
+        assert bytes.fromhex(insn) == drv.insn_bytes(v)
+        assert bytes.fromhex(cst) == drv.const_bytes_of(v)
+        assert regs == "".join(f"{addr[n]:x}:{x:x}," for n, x in drv.regs(v))
+    assert lines[len(values)].split(" ")[:2] == ["0", "1"]
+    assert lines[len(values) + 1].split(" ")[:2] == [str(drv.hi + 1), "1"]
+    assert lines[-1] == "small 2"
+
+
+def test_cli_errors_and_list(folders: dict[str, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    f = str(folders["mvm_token"])
+    for sets, text in ((["token=2049"], "variable 'token': 2049 is out of range 1..2048"),
+                       ([], "variable 'token' is not set: give --set token=N (token in 1..2048)"),
+                       (["tok=3"], "unknown variable 'tok' (variables: token in 1..2048)"),
+                       (["token=x"], "--set 'token=x': expected NAME=INTEGER")):
+        argv = ["run", f, "--model", "iss"] + [a for s in sets for a in ("--set", s)]
+        assert main(argv) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and text in err[0], err
+    assert main(["list", "--json"]) == 0
+    listed = {d["name"]: d for d in json.loads(capsys.readouterr().out)["dynamic"]}
+    assert listed["mvm_token"]["variables"] == {"token": {"min": 1, "max": 2048}}
+
+
+def test_cli_run_all_models(folders: dict[str, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    """`cosim run DIR --set token=N --model all --json` on golden, ISS, TLM and RTL (Verilator): one small
+    value of each example (the RTL build is shared with the rest of the suite)."""
+    why = models.rtl_available()
+    if why:
+        pytest.skip(why)
+    for name, v in (("mvm_token", 17), ("vadd_rows", 17)):
+        var_name = DYNAMIC_EXAMPLES[name].var.name
+        assert main(["run", str(folders[name]), "--set", f"{var_name}={v}", "--model", "all", "--json"]) == 0
+        out = json.loads(capsys.readouterr().out)
+        assert out["match"] is True
+        cyc = {r["model"]: r.get("cycles") for r in out["results"]}
+        assert cyc["tlm"] == cyc["rtl"] and cyc["tlm"]
+
+
+@pytest.mark.parametrize("name", list(DYNAMIC_EXAMPLES))
+def test_rtl_runs_every_value_in_one_process(name: str, folders: dict[str, Path]) -> None:
+    """Every value of the issue's list (1, tile - 1, tile, tile + 1, 100, max) on the RTL in ONE simulator
+    process, separated by CTRL.SOFT_RESET only (no reset pin: the host writes each value's instruction words,
+    constants, inputs and CSRs, as a driver would): outputs equal golden, cycles equal the TLM's."""
+    why = models.rtl_available()
+    if why:
+        pytest.skip(why)
+    ex = DYNAMIC_EXAMPLES[name]
+    base = models.Program.load(folders[name])
+    drv = Driver.load(folders[name])
+    values = [1, 15, 16, 17, 100, drv.hi]
+    progs = [specialize(base, drv, ex, v)[0] for v in values]
+    results = models.rtl(progs, CFG, between="soft")
+    for v, prog, res in zip(values, progs, results):
+        assert res.error is None, (v, res.error)
+        for n, exp in prog.expected.items():
+            np.testing.assert_array_equal(res.outputs[n], exp, err_msg=f"{name} {v} rtl")
+        assert res.cycles == models.tlm(prog).cycles, (name, v)
+
+
+@pytest.mark.parametrize("name", list(DYNAMIC_EXAMPLES))
+def test_driver_words_equal_real_traces(name: str, folders: dict[str, Path]) -> None:
+    """The driver's words and constants equal a real trace of the kernel in the folder's layout: every value
+    of vadd_rows (1..256), and for mvm_token every piece's ends and seeded random values. The stream also
+    equals the static compile's but for the DRAM addresses."""
+    from compiler.dynamic import words_in_layout
+    from compiler.trace import CONST_REGION
+
+    ex = DYNAMIC_EXAMPLES[name]
+    base = models.Program.load(folders[name])
+    drv = Driver.load(folders[name])
+    if name == "vadd_rows":
+        values = list(range(drv.lo, drv.hi + 1))
+    else:
+        ends = {x for lo, hi, *_ in drv.pieces for x in (lo, hi, max(drv.lo, lo - 1), min(drv.hi, hi + 1))}
+        values = sorted(ends | {int(x) for x in np.random.default_rng(3).integers(drv.lo, drv.hi + 1, 24)})
+    isa = base.isa
+    for v in values:
+        words, pool = words_in_layout(ex.kernel, ex.bound(CFG, v), CFG, base.regions, name)
+        assert drv.words(v) == words, (name, v)
+        assert drv.const_bytes_of(v) == pool, (name, v)
+    for v in values[:: max(1, len(values) // 12)]:
+        static = build(ex.kernel, ex.bound(CFG, v), CFG, name=name)
+        dyn = [isa.decode_word(w, i) for i, w in enumerate(drv.words(v))]
+        assert [type(i) for i in dyn] == [type(i) for i in static.insns]
+        for a, b in zip(dyn, static.insns):
+            fa, fb = asdict(a), asdict(b)
+            fa.pop("dram_base", None)
+            fb.pop("dram_base", None)
+            assert fa == fb, (name, v, a, b)
+        if CONST_REGION in static.inputs:
+            k = len(drv.const_bytes_of(v))
+            assert static.inputs[CONST_REGION].tobytes()[:k] == drv.const_bytes_of(v)
+
+
+def test_expression_as_loop_extent() -> None:
+    """A constant that is an expression of the variable (here the tile, a loop extent of the kernel:
+    ceil(rows / 4) vectors): the kernel is traced at concrete values, the driver still equals every trace."""
+    from compiler.dynamic import compile_dynamic, words_in_layout
+    from compiler.tensor import TensorSpec
+
+    rows = var("rows", max=48)
+    ex = DYNAMIC_EXAMPLES["vadd_rows"]
+    args = {"A": TensorSpec((rows, CFG.lanes), "int32"), "B": TensorSpec((rows, CFG.lanes), "int32"),
+            "C": TensorSpec((rows, CFG.lanes), "int8"), "op": "sub", "tile": ceil_div(rows, 4)}
+    dp = compile_dynamic(ex.kernel, args, rows, CFG, name="vsub_rows", verify_all=True)
+    regions = dp.program.regions
+    for v in range(1, 49):
+        bound = {**args, "A": TensorSpec((v, CFG.lanes), "int32"), "B": TensorSpec((v, CFG.lanes), "int32"),
+                 "C": TensorSpec((v, CFG.lanes), "int8"), "tile": -(-v // 4)}
+        assert dp.words(v) == words_in_layout(ex.kernel, bound, CFG, regions, "vsub_rows")[0], v
+    with pytest.raises(SymbolicError, match="out of range 1..48"):
+        dp.words(49)
