@@ -108,6 +108,10 @@ def _cases() -> dict[str, Any]:
                           conv("MaxPool", ["c"], ["y"], kernel_shape=[3, 3], strides=[2, 2], ceil_mode=1)], {"w": w}),
         "global_max_pool": ([conv("Conv", ["x", "w"], ["c"], pads=[1, 0, 0, 0]), conv("GlobalMaxPool", ["c"], ["y"])],
                             {"w": w}),
+        "global_max_pool_non_square": ([conv("Conv", ["x", "w"], ["c"]), conv("GlobalMaxPool", ["c"], ["y"])],
+                                       {"w": w}),  # 7x8: padded to a square with the minimum
+        "global_average_pool_non_square": ([conv("Conv", ["x", "w"], ["c"]), conv("GlobalAveragePool", ["c"], ["y"])],
+                                           {"w": w}),  # 7x8: padded with the zero point, divided by 56
         "maxpool_relu": ([conv("Conv", ["x", "w"], ["c"]), conv("Relu", ["c"], ["r"]),
                           conv("MaxPool", ["r"], ["y"], kernel_shape=[3, 3], strides=[2, 2])], {"w": w}),
     }, x
@@ -135,8 +139,10 @@ def test_hand_written_integer_ops_agree_with_onnxruntime() -> None:
 
 
 def test_iss_and_tlm_equal_golden_bit_for_bit(qdir: Path) -> None:
+    non_square = "global_average_pool_non_square"
     for m in (M.quantize(M.tiny_cnn(), qdir, "QOperator", "QUInt8", True), M.quantize(M.geometry_cnn(), qdir),
-              M.quantize(M.mlp(), qdir, "QDQ", "QUInt8")):
+              M.quantize(M.mlp(), qdir, "QDQ", "QUInt8"),
+              M.quantize(_single(non_square, *CASES[non_square], X_SHAPE), qdir, "QDQ", "QUInt8")):
         imported = import_onnx(m)
         x = imported.random_inputs(seed=3)
         golden = imported.run_golden(x)

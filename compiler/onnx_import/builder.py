@@ -133,9 +133,15 @@ class Builder:
             return g.requantize(acc, scale=2.0**-k, zero_point=zy, lo=lo, hi=hi, name=qname)
         if p.kind == "avg_pool":
             x, k, s, pad = a["x"], a["kernel"], a["stride"], a.get("pad", (0, 0, 0, 0))
-            scale = x.scale / (sy * k * k)
+            area = a.get("area") or k * k
+            scale = x.scale / (sy * area)
+            value = x.q.value
+            if a.get("area") is not None and any(pad):
+                # a global average of a non-square input: padded to a square with the zero point (the real 0,
+                # which adds nothing to the window sum), divided by the input's own area
+                value, pad = self._padded(p.node, value, x.shape[1], pad, x.zero_point), (0, 0, 0, 0)
             if not any(pad):  # the pooling layer (its rescaling has the headroom of the window sum's bound)
-                out = g.avg_pool(x.q.value, k, s, scale=scale, input_zero_point=x.zero_point, zero_point=zy,
+                out = g.avg_pool(value, k, s, scale=scale, input_zero_point=x.zero_point, zero_point=zy,
                                  name=self.layer_name(p.node))
                 if (lo, hi) != (INT8_MIN, INT8_MAX):
                     out = g.requantize(out, scale=1.0, input_zero_point=zy, zero_point=zy, lo=lo, hi=hi, name=qname)
@@ -294,6 +300,23 @@ class Builder:
         return Pending("avg_pool", node, (x.shape[0], x.shape[1], *out_hw),
                        {"x": x, "kernel": kernel, "stride": stride, "pad": pad})
 
+    def global_avg_pool(self, node: Any, x: RealTensor) -> Pending:
+        """The average over all of an (N, C, H, W) input's positions; a non-square input is padded at its
+        bottom or right to a square of side max(H, W) with padding that adds nothing to the sum."""
+        h, w = x.shape[2], x.shape[3]
+        k = max(h, w)
+        x = self.unclamped(node, x)
+        return Pending("avg_pool", node, (x.shape[0], x.shape[1], 1, 1),
+                       {"x": x, "kernel": k, "stride": k, "pad": (0, 0, k - h, k - w), "area": h * w})
+
+    def _padded(self, node: Any, x: Any, channels: int, pad: tuple[int, int, int, int], fill: int) -> Any:
+        """``x`` (int8, ``channels`` channels) with ``pad`` rows/columns of the value ``fill`` around it: a 1x1
+        identity convolution whose input zero point is ``fill`` pads with it, and its requantization by 1
+        with zero point ``fill`` gives the values back exactly."""
+        acc = self.graph.conv2d(x, np.eye(channels, dtype=np.int8).reshape(channels, channels, 1, 1), None,
+                                pad=pad, input_zero_point=fill, name=self.layer_name(node, "padding"))
+        return self.graph.requantize(acc, scale=1.0, zero_point=fill, name=self.layer_name(node, "padded"))
+
     def concat(self, node: Any, parts: list[RealTensor]) -> Pending:
         """Concatenation of dequantized tensors along channels."""
         first = parts[0].shape
@@ -308,15 +331,11 @@ class Builder:
                  pad: tuple[int, int, int, int] = (0, 0, 0, 0)) -> Any:
         """Max pooling of an integer or real tensor (the maximum commutes with the monotone dequantization).
         Padding (ONNX pads with -infinity) is the int8 minimum, -128, which no window's maximum can be
-        below: a 1x1 identity convolution whose input zero point is -128 pads with it, and its
-        requantization by 1 gives the values back."""
+        below."""
         q = v.q if isinstance(v, RealTensor) else v
         x = q.value
         if any(pad):
-            c = q.shape[1]
-            acc = self.graph.conv2d(x, np.eye(c, dtype=np.int8).reshape(c, c, 1, 1), None, pad=pad,
-                                    input_zero_point=INT8_MIN, name=self.layer_name(node, "padding"))
-            x = self.graph.requantize(acc, scale=1.0, zero_point=INT8_MIN, name=self.layer_name(node, "padded"))
+            x = self._padded(node, x, q.shape[1], pad, INT8_MIN)
         out = self.graph.max_pool(x, kernel, stride, name=self.layer_name(node))
         qt = IntTensor(out, q.dtype, (q.shape[0], q.shape[1], *out_hw))
         if isinstance(v, RealTensor):

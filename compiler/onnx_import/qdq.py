@@ -282,13 +282,15 @@ def max_pool(b: Builder, node: Any, ins: list[Any], at: dict[str, Any]) -> list[
 
 
 def global_max_pool(b: Builder, node: Any, ins: list[Any], at: dict[str, Any]) -> list[Any]:
-    """GlobalMaxPool of a square input."""
+    """GlobalMaxPool of an (N, C, H, W) input (a non-square one padded to a square with the minimum)."""
     x = ins[0]
     if not isinstance(x, (RealTensor, IntTensor)):
         real(node, x)
-    if len(x.shape) != 4 or x.shape[2] != x.shape[3]:
-        raise node_error(node, f"input of shape {list(x.shape)}: global pooling of square (N, C, H, W) inputs only")
-    return [b.max_pool(node, x, x.shape[2], x.shape[2], (1, 1))]
+    if len(x.shape) != 4:
+        raise node_error(node, f"input of shape {list(x.shape)}: (N, C, H, W) only")
+    h, w = x.shape[2], x.shape[3]
+    k = max(h, w)
+    return [b.max_pool(node, x, k, k, (1, 1), (0, 0, k - h, k - w))]
 
 
 def average_pool(b: Builder, node: Any, ins: list[Any], at: dict[str, Any]) -> list[Any]:
@@ -299,7 +301,7 @@ def average_pool(b: Builder, node: Any, ins: list[Any], at: dict[str, Any]) -> l
 
 
 def global_average_pool(b: Builder, node: Any, ins: list[Any], at: dict[str, Any]) -> list[Any]:
-    """GlobalAveragePool of a square input."""
+    """GlobalAveragePool of an (N, C, H, W) input."""
     x = real(node, ins[0])
     return [_global(b, node, x)]
 
@@ -307,10 +309,7 @@ def global_average_pool(b: Builder, node: Any, ins: list[Any], at: dict[str, Any
 def _global(b: Builder, node: Any, x: RealTensor) -> Pending:
     if len(x.shape) != 4:
         raise node_error(node, f"input of shape {list(x.shape)}: (N, C, H, W) only")
-    h, w = x.shape[2], x.shape[3]
-    if h != w:
-        raise node_error(node, f"a {h}x{w} input: global pooling of square inputs only")
-    return b.avg_pool(node, x, h, h, (1, 1))
+    return b.global_avg_pool(node, x)
 
 
 def _target_shape(node: Any, x_shape: tuple[int, ...], spec: np.ndarray, allowzero: bool) -> tuple[int, ...]:
