@@ -2,7 +2,8 @@
 
 Every size used by the compiler, golden path, TLM, RTL header and testbench derives
 from :class:`HwConfig`. This module imports nothing of the project but the ISA's fixed sizes
-(``hw/isa.py``: the instruction and micro-op word) and the CSR map's core limit (``hw/csr.py``), so every other part can depend on it.
+(``hw/isa.py``: the instruction and micro-op word) and the CSR map's core limit (``hw/csr.py``),
+so every other part can depend on it.
 """
 
 from __future__ import annotations

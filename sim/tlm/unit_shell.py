@@ -270,8 +270,9 @@ class UnitShell:
         if self.state == IDLE:  # the other times of an IDLE unit are its previous instruction's
             self.idle_from = w.time(self.idle_from)  # type: ignore[assignment]
         else:
-            self.t_pop, self.t_wait, self.t_exec, self.t_push = (w.time(self.t_pop), w.time(self.t_wait),  # type: ignore[assignment]
-                                                                 w.time(self.t_exec), w.time(self.t_push))
+            # an active unit's cycles are never None
+            self.t_pop, self.t_wait = w.time(self.t_pop), w.time(self.t_wait)  # type: ignore[assignment]
+            self.t_exec, self.t_push = w.time(self.t_exec), w.time(self.t_push)  # type: ignore[assignment]
             self.t_end = w.time(self.t_end)
         self._wake_at = w.time(self._wake_at)
         self.walk_execute(w)

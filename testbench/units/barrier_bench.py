@@ -42,7 +42,8 @@ async def random_arrivals_finishes_and_clears(dut: Any) -> None:
         await Timer(1, unit="ns")
         want = expected(n, arrived, finish, finished, pcs)
         got = {name: int(getattr(dut, name).value) for name in want}
-        assert got == want, f"cycle {cycle}: arrived {arrived:b} finish {finish:b} finished {finished:b}: {got} != {want}"
+        assert got == want, (f"cycle {cycle}: arrived {arrived:b} finish {finish:b} finished {finished:b}: "
+                             f"{got} != {want}")
         for name in seen:
             seen[name] += want[name]
         await FallingEdge(dut.clk)
