@@ -1,8 +1,9 @@
 """The hardware configuration: one JSON file per accelerator variant, one frozen object.
 
 Every size used by the compiler, golden path, TLM, RTL header and testbench derives
-from :class:`HwConfig`. This module imports nothing of the project, so every other
-part can depend on it.
+from :class:`HwConfig`. This module imports nothing of the project but the ISA's fixed sizes
+(``hw/isa.py``: the instruction and micro-op word) and the CSR map's core limit (``hw/csr.py``),
+so every other part can depend on it.
 """
 
 from __future__ import annotations
@@ -12,6 +13,9 @@ import zlib
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
+
+from hw.csr import MAX_CORES
+from hw.isa import INSN_BYTES, UOP_BYTES
 
 CONFIG_DIR = Path(__file__).resolve().parent / "configs"
 
@@ -24,11 +28,8 @@ MAX_BUFFER_DEPTH = 2048
 MIN_ACC_DEPTH = 8
 # GEMM's uop_begin / uop_end fields must fit beside the loop and factor fields.
 MAX_UOP_DEPTH = 4096
-INSN_BYTES = 16
-# A micro-op in DRAM: one 16-byte word (hw/isa.py UOP_BYTES, the encoding), so a LOAD into the
-# micro-op buffer moves whole beats on every bus width.
-UOP_BYTES = 16
-BUFFER_NAMES = ("ACC", "INP", "WGT", "UOP")
+# INSN_BYTES and UOP_BYTES are the encoding's (hw/isa.py): a micro-op is one 16-byte word in DRAM,
+# so a LOAD into the micro-op buffer moves whole beats on every bus width.
 
 
 class ConfigError(ValueError):
@@ -236,7 +237,7 @@ _RULES: list[tuple[str, str, Any]] = [
     ("store_queue_depth", "must be a power of two between 2 and 256", lambda v: _is_pow2(v) and 2 <= v <= 256),
     ("token_queue_depth", "must be between 1 and 255", lambda v: 1 <= v <= 255),
     ("max_regions", "must be a power of two between 2 and 16", lambda v: _is_pow2(v) and 2 <= v <= 16),
-    ("num_cores", "must be between 1 and 16", lambda v: 1 <= v <= 16),
+    ("num_cores", f"must be between 1 and {MAX_CORES}", lambda v: 1 <= v <= MAX_CORES),  # the CSR map's banks
 ]
 
 

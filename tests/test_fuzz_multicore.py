@@ -80,7 +80,7 @@ def _reads_of_other_cores_writes(p: Program) -> int:
                 continue
             for i, (_, writes) in enumerate(fa):
                 for j in range(i + 1, len(fb)):
-                    n += M.first_overlap(writes, fb[j][0]) is not None
+                    n += M.first_overlap(writes, fb[j].reads) is not None
     return n
 
 

@@ -18,6 +18,7 @@ from hw.config import HwConfig, load_config
 from hw.program import Program
 from sim.tlm import TlmModel, run_program, simulate
 from sim.tlm.fast_forward import FastForward
+from sim.tlm.steady_state import undeclared_state
 
 CONFIGS = ("default", "small", "wide")
 
@@ -217,3 +218,56 @@ def test_switch_and_tracing_turn_it_off(monkeypatch: pytest.MonkeyPatch, tmp_pat
     assert traced.extra["events"] == plain.extra["events"] and traced.cycles == plain.cycles
     fast = _run(p, True)
     assert fast.ff is not None and fast.ff.jumps >= 1
+
+
+def _walked_blocks(m: TlmModel) -> list[object]:
+    """Every object whose timing state the fast-forward's walk visits, at the model's current cycle."""
+    out: list[object] = [m.sim, m.port, m.fetch, m.acc_buffer.ports, *m.units.values(), *m.queues.values(),
+                         *m.tokens.values()]
+    out += [u.dma for u in (m.load, m.store) if u.dma is not None]
+    out += [s for s in (m.port.cur, *m.port.pending.values()) if s is not None]
+    for tl in (m.acc_buffer.ports.writes, m.acc_buffer.ports.pads, m.acc_buffer.ports.reads):
+        out += [tl, *tl.uses]
+    return out
+
+
+def test_every_block_declares_the_state_its_walk_covers(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each block the fast-forward walks declares every attribute it has as walked state or as fixed
+    in a run (``sim/tlm/steady_state.py``): a new attribute that the snapshot would miss fails here.
+    The blocks are collected at the boundaries the fast-forward samples, on Programs with LOAD,
+    STORE, ALU and GEMM, so that DMA jobs, port segments and port uses exist."""
+    seen: dict[type, object] = {}
+    walk = FastForward._walk
+
+    def collecting(self: FastForward, w, t: int) -> None:
+        for b in _walked_blocks(self.m):
+            seen.setdefault(type(b), b)
+        walk(self, w, t)
+
+    monkeypatch.setattr(FastForward, "_walk", collecting)
+    cfg = load_config("small")
+    for p in (dma_stream(cfg, 2000), make_case("matmul", cfg).program):
+        _run(p, True)
+    wanted = {"Scheduler", "LoadUnit", "ComputeUnit", "StoreUnit", "DmaJob", "InsnQueue", "TokenQueue",
+              "AxiArbiter", "Segment", "Fetch", "AccPorts", "Timeline", "PortUse"}
+    assert wanted <= {t.__name__ for t in seen}, sorted(wanted - {t.__name__ for t in seen})
+    for cls, obj in seen.items():
+        extra, missing = undeclared_state(obj)
+        assert not extra, f"{cls.__name__}: state not declared (walk it, or declare it fixed): {sorted(extra)}"
+        assert not missing, f"{cls.__name__}: declared but absent: {sorted(missing)}"
+    # the check sees a planted attribute (a new piece of state nobody walks)
+    fetch = next(o for o in seen.values() if type(o).__name__ == "Fetch")
+    fetch.retry_at = 5  # type: ignore[attr-defined]
+    assert undeclared_state(fetch)[0] == {"retry_at"}
+
+
+def test_pending_events_are_recognised_by_mark_not_name() -> None:
+    """The fast-forward recognises a pending event by the mark its block puts on the method, so a
+    renamed method keeps it; an unmarked method is refused (the run goes on event by event)."""
+    from sim.tlm.fetch import Fetch
+    from sim.tlm.steady_state import event_mark
+
+    cfg = load_config("small")
+    m = _run(dma_stream(cfg, 200), True)
+    assert event_mark(m.fetch._request) is False and event_mark(m.compute._planned_done) is True
+    assert event_mark(m.fetch.resume) is None and event_mark(Fetch._burst_done) is None

@@ -166,6 +166,24 @@ def _alu_ops(_ctx: Context) -> str:
     return " ".join(sorted(ALU_OPS, key=lambda n: ALU_OPS[n]))
 
 
+def _configs(_ctx: Context) -> str:
+    from hw.config import list_configs, load_config
+    return "; ".join(f"`{n}`: {load_config(n).description}" for n in list_configs())
+
+
+def _csr_version(_ctx: Context) -> str:
+    """The VERSION register's value as the header generator writes it into the RTL."""
+    import re
+
+    from hw.config import load_config
+    from hw.gen_header import header_text
+    m = re.search(r"CFG_VERSION\s+32'h([0-9a-fA-F]{8})", header_text(load_config("default")))
+    if m is None:
+        raise ValueError("hw/gen_header.py writes no CFG_VERSION")
+    v = int(m.group(1), 16)
+    return f"0x{v >> 16:04X}_{v & 0xFFFF:04X} (major {v >> 8 & 0xFF}, minor {v & 0xFF})"
+
+
 def _fuzz_catalogue(_ctx: Context) -> str:
     from collections import Counter
 
@@ -279,6 +297,8 @@ def _sweep_example(ctx: Context) -> str:
 
 FIGURES: dict[str, Figure] = {f.name: f for f in [
     Figure("alu-ops", _alu_ops),
+    Figure("configs", _configs),
+    Figure("csr-version", _csr_version),
     Figure("fuzz-catalogue", _fuzz_catalogue),
     Figure("resnet-default", _resnet_default),
     Figure("multicore-cycles", _multicore_cycles),

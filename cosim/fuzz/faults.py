@@ -20,7 +20,8 @@ import numpy as np
 
 from hw import csr
 from hw.assembler import PatchedProgram, patched, set_field
-from hw.isa import ALU_OP_BITS, ALU_OPS, OPCODE_BITS, OPCODE_NAMES, Alu, Gemm, Load, Store, unit_of, with_opcode
+from hw.isa import (ALU_OP_BITS, ALU_OPS, OPCODE_BITS, OPCODE_NAMES, UOP_FIELDS, Alu, Gemm, Load, Store, unit_of,
+                    with_opcode)
 from cosim.fuzz.generator import uop_table_before
 from hw.gemm_numpy import gemm_iterations
 from hw.isa_semantics import DEP_FLAGS, LEGAL_FLAGS, POP_FLAGS, affine_last, buffer_of, load_tile_shape
@@ -190,7 +191,7 @@ def _retarget_wgt(p: Program, k: int, g: Gemm) -> Gemm | None:
     """``g`` (at index ``k`` of ``p``) made to read a never-loaded weight block first at iteration
     (i=1, j=0, first micro-op), every other index repeating iteration i=0's (valid); None when no
     never-loaded block lies within one factor step above that micro-op's block."""
-    first = int(uop_table_before(p, k)[g.uop_begin][2])
+    first = int(uop_table_before(p, k)[g.uop_begin][UOP_FIELDS.index("wgt")])
     loaded = _loaded_entries(p.insns)["WGT"]
     reach = min(p.config.wgt_depth, first + (1 << p.config.sram_index_bits))
     holes = [w for w in range(first + 1, reach) if w not in loaded]

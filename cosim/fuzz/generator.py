@@ -30,7 +30,7 @@ microarch only range-checks instructions that touch something).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -87,7 +87,36 @@ def conflict(a: Item, b: Item) -> bool:
 _KEY_SHIFT = 20  # a footprint key: buffer code << 20 | index (indices stay below 2**16)
 
 
-def keyed_footprint(insn: Instruction, uops: np.ndarray | None) -> tuple[frozenset[int], frozenset[int]]:
+class Footprint(NamedTuple):
+    """The footprint keys an instruction reads and writes."""
+
+    reads: frozenset[int]
+    writes: frozenset[int]
+
+
+class Window(NamedTuple):
+    """A range of buffer entries a generated Program's GEMM operands live in."""
+
+    base: int
+    size: int
+
+
+# a LOAD's padding as the generator keeps it, a list in this order (top, bottom, left, right)
+PAD_FIELDS = ("y_pad_0", "y_pad_1", "x_pad_0", "x_pad_1")
+TOP, BOTTOM, LEFT, RIGHT = range(4)
+
+
+def _padded_entries(pads: list[int], y: int, x: int) -> int:
+    """The buffer entries of a ``y`` x ``x`` tile with ``pads`` around it."""
+    return (pads[TOP] + y + pads[BOTTOM]) * (pads[LEFT] + x + pads[RIGHT])
+
+
+def _pad_fields(pads: list[int]) -> dict[str, int]:
+    """``pads`` as a LOAD's fields."""
+    return dict(zip(PAD_FIELDS, pads, strict=True))
+
+
+def keyed_footprint(insn: Instruction, uops: np.ndarray | None) -> Footprint:
     """``(reads, writes)`` of ``insn`` over every buffer as keys ``buffer << 20 | index``; a GEMM's
     accumulator, input and weight entries come from the micro-op buffer ``uops`` (rows acc, inp, wgt);
     with ``uops`` None a GEMM conservatively touches every entry below 2**16 of those buffers."""
@@ -104,7 +133,7 @@ def keyed_footprint(insn: Instruction, uops: np.ndarray | None) -> tuple[frozens
         hi = BUFFERS[name] << _KEY_SHIFT
         reads.update(hi | i for i in acc.reads)
         writes.update(hi | i for i in acc.writes)
-    return frozenset(reads), frozenset(writes)
+    return Footprint(frozenset(reads), frozenset(writes))
 
 
 def key_text(key: int) -> str:
@@ -282,7 +311,7 @@ class _Space:
     wsize: int
     inputs: dict[str, int] = field(default_factory=dict)   # name -> vectors
     outputs: dict[str, int] = field(default_factory=dict)
-    win: dict[str, tuple[int, int]] = field(default_factory=dict)  # INP/WGT/UOP -> (base, size)
+    win: dict[str, Window] = field(default_factory=dict)  # INP/WGT/UOP
     uop_data: list[tuple[int, int, int]] = field(default_factory=list)  # the "uops" tensor, entry by entry
     n_inp: int = 0                                          # entries of the "inp" and "wgt" tensors
     n_wgt: int = 0
@@ -302,7 +331,7 @@ def _stride_extent(r: np.random.Generator, y: int, x: int, n_vec: int, edge: boo
 def _fit_tile(pads: list[int], y: int, x: int, room: int) -> tuple[int, int]:
     """Shrink the padding (in place, largest first), then y, then x until the padded tile fits ``room``
     entries; the new ``(y, x)``."""
-    while (pads[0] + y + pads[1]) * (pads[2] + x + pads[3]) > room:
+    while _padded_entries(pads, y, x) > room:
         k = int(np.argmax(pads)) if max(pads) else None
         if k is not None:
             pads[k] -= 1
@@ -326,10 +355,9 @@ def _rand_load(r: np.random.Generator, sp: _Space, o: GenOptions) -> Item:
     y, stride, off = _stride_extent(r, y, x, n_vec, edge)
     if edge and r.random() < 0.3:
         y, x = (0, x) if r.random() < 0.5 else (y, 0)  # only padding is written (zeros)
-    tile = (pads[0] + y + pads[1]) * (pads[2] + x + pads[3])
+    tile = _padded_entries(pads, y, x)
     base = sp.wbase + int(r.integers(0, sp.wsize - max(tile, 1) + 1))
-    f = dict(sram_base=base, dram_base=off, y_size=y, x_size=x, x_stride=stride, y_pad_0=pads[0], y_pad_1=pads[1],
-             x_pad_0=pads[2], x_pad_1=pads[3])
+    f = dict(sram_base=base, dram_base=off, y_size=y, x_size=x, x_stride=stride, **_pad_fields(pads))
     return Item(Load, f, region=name)
 
 
@@ -399,9 +427,9 @@ def _rand_buffer_load(r: np.random.Generator, sp: _Space, buf: str) -> Item:
     pads = [int(r.integers(0, 2)) if r.random() < 0.3 and buf != "UOP" else 0 for _ in range(4)]
     y, x = _fit_tile(pads, y, x, size)
     y, stride, off = _stride_extent(r, y, x, n, r.random() < 0.1)
-    tile = (pads[0] + y + pads[1]) * (pads[2] + x + pads[3])
+    tile = _padded_entries(pads, y, x)
     f = dict(buf=BUFFERS[buf], sram_base=base + int(r.integers(0, size - tile + 1)), dram_base=off, y_size=y,
-             x_size=x, x_stride=stride, y_pad_0=pads[0], y_pad_1=pads[1], x_pad_0=pads[2], x_pad_1=pads[3])
+             x_size=x, x_stride=stride, **_pad_fields(pads))
     return Item(Load, f, region=buf.lower())
 
 
@@ -449,9 +477,9 @@ def _rand_uops(r: np.random.Generator, n: int, sp: _Space) -> list[tuple[int, in
     return [(pick(sp.wbase, sp.wsize), pick(*sp.win["INP"]), pick(*sp.win["WGT"])) for _ in range(n)]
 
 
-def _window(r: np.random.Generator, depth: int, sizes: tuple[int, ...]) -> tuple[int, int]:
+def _window(r: np.random.Generator, depth: int, sizes: tuple[int, ...]) -> Window:
     size = int(r.choice([w for w in sizes if w <= depth] or [depth]))
-    return int(r.choice([0, depth - size, int(r.integers(0, depth - size + 1))])), size
+    return Window(int(r.choice([0, depth - size, int(r.integers(0, depth - size + 1))])), size)
 
 
 def generate(cfg: HwConfig, seed: int, opts: GenOptions | None = None, name: str | None = None,
@@ -477,10 +505,10 @@ def generate(cfg: HwConfig, seed: int, opts: GenOptions | None = None, name: str
         sp.win = {"INP": _window(r, cfg.inp_depth, (8, 16, 32)), "WGT": _window(r, cfg.wgt_depth, (4, 8, 16)),
                   "UOP": _window(r, cfg.uop_depth, (4, 8, 16))}
         if st is not None and st.pick("gemm.uops.whole_buffer"):
-            sp.win["UOP"] = (0, cfg.uop_depth)  # the whole micro-op buffer, loaded at once below
-        sp.n_inp = sp.win["INP"][1] + int(r.integers(0, 16))
-        sp.n_wgt = sp.win["WGT"][1] + int(r.integers(0, 8))
-        sp.uop_data = _rand_uops(r, sp.win["UOP"][1] + int(r.integers(0, 16)), sp)
+            sp.win["UOP"] = Window(0, cfg.uop_depth)  # the whole micro-op buffer, loaded at once below
+        sp.n_inp = sp.win["INP"].size + int(r.integers(0, 16))
+        sp.n_wgt = sp.win["WGT"].size + int(r.integers(0, 8))
+        sp.uop_data = _rand_uops(r, sp.win["UOP"].size + int(r.integers(0, 16)), sp)
 
     b = _Builder(cfg, r, o)
     shadow = np.zeros((cfg.uop_depth, 3), dtype=np.int64)   # the micro-op buffer in program order
@@ -628,7 +656,7 @@ class _Steering:
         elif it.cls is Load:
             buf = BUFFER_NAMES[f.get("buf", BUFFERS["ACC"])]
             if buf != "UOP":
-                self._pad(f, buf, sp.win[buf] if buf != "ACC" else (sp.wbase, sp.wsize))
+                self._pad(f, buf, sp.win[buf] if buf != "ACC" else Window(sp.wbase, sp.wsize))
         elif it.cls is Gemm:
             self._gemm(f, sp, cfg, uops, loaded)
         return Item(it.cls, f, it.region)
@@ -667,9 +695,9 @@ class _Steering:
             if f["iter_in"] == 0:
                 f["iter_in"] = 1
 
-    def _pad(self, f: dict[str, Any], buf: str, win: tuple[int, int]) -> None:
+    def _pad(self, f: dict[str, Any], buf: str, win: Window) -> None:
         r, (base, size) = self.r, win
-        pads = [f.get(k, 0) for k in ("y_pad_0", "y_pad_1", "x_pad_0", "x_pad_1")]
+        pads = [f.get(k, 0) for k in PAD_FIELDS]
         y, x = f["y_size"], f["x_size"]
         b = self.pick("pad." if buf == "ACC" else f"pad.{buf}")
         if not b and buf == "ACC":
@@ -681,16 +709,15 @@ class _Steering:
             k = ("top", "bottom", "left", "right").index(side) if side not in ("INP", "WGT") else int(r.integers(0, 4))
             pads[k] = max(pads[k], 1)
         elif side == "only":
-            pads[0], y = max(pads[0], 1), 0
+            pads[TOP], y = max(pads[TOP], 1), 0
         elif side in ("max", "port"):  # a long run of padding (up to the field's 15)
-            pads, y, x = [15, 0, 0, 0], 1, 1
-            while pads[0] and (pads[0] + 1) > size:
-                pads[0] -= 1
-        tile = (pads[0] + y + pads[1]) * (pads[2] + x + pads[3])
+            pads, y, x = [15, 0, 0, 0], 1, 1  # all on top
+            while pads[TOP] and (pads[TOP] + 1) > size:
+                pads[TOP] -= 1
+        tile = _padded_entries(pads, y, x)
         if tile > size or tile == 0:
             return
-        f.update(y_size=y, x_size=x, y_pad_0=pads[0], y_pad_1=pads[1], x_pad_0=pads[2], x_pad_1=pads[3],
-                 sram_base=base + int(r.integers(0, size - tile + 1)))
+        f.update(y_size=y, x_size=x, **_pad_fields(pads), sram_base=base + int(r.integers(0, size - tile + 1)))
 
     def _gemm(self, f: dict[str, Any], sp: _Space, cfg: HwConfig, uops: np.ndarray, loaded: np.ndarray) -> None:
         r = self.r
@@ -771,7 +798,7 @@ def check_program(insns: list[Instruction], cfg: HwConfig, require_init: bool = 
         rd, wr = fps[k]
         for j in range(k):
             if order.unit[j] != u and not order.before(j, k):
-                common = fps[j][1] & (rd | wr) | fps[j][0] & wr
+                common = fps[j].writes & (rd | wr) | fps[j].reads & wr
                 if common:
                     return f"instructions {j} and {k}: race on {key_text(min(common))} (no token path)"
     if bad is not None:

@@ -33,7 +33,7 @@ from __future__ import annotations
 import dataclasses
 import re
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, NamedTuple
 
 import numpy as np
 
@@ -268,7 +268,14 @@ class DmaLabel:
     name: str
 
 
-def phase_footprints(p: Program) -> list[list[tuple[list, list]]]:
+class PhaseRuns(NamedTuple):
+    """One core's DRAM rows in one phase, as ``compiler.cores.first_overlap`` runs."""
+
+    reads: list[tuple[np.ndarray, int, DmaLabel]]
+    writes: list[tuple[np.ndarray, int, DmaLabel]]
+
+
+def phase_footprints(p: Program) -> list[list[PhaseRuns]]:
     """Per core, per phase (BARRIERs passed): ``(reads, writes)`` as ``compiler.cores.first_overlap`` runs
     ``(row start bytes, row length, label)``; fetch reads the core's whole window in every phase."""
     cfg = p.config
@@ -277,17 +284,17 @@ def phase_footprints(p: Program) -> list[list[tuple[list, list]]]:
     for k, (first, count) in enumerate(p.windows):
         fetch = (np.array([insn.addr + first * INSN_BYTES], dtype=np.int64), count * INSN_BYTES,
                  DmaLabel(f"core {k} fetch"))
-        phases: list[tuple[list, list]] = [([fetch], [])]
+        phases: list[PhaseRuns] = [PhaseRuns([fetch], [])]
         for pc, i in enumerate(p.insns[first:first + count]):
             if isinstance(i, Barrier):
-                phases.append(([fetch], []))
+                phases.append(PhaseRuns([fetch], []))
                 continue
             if not _touches_dram(i):
                 continue
             vb = _dma_unit(i, cfg)
             starts = (i.dram_base + np.arange(i.y_size, dtype=np.int64) * i.x_stride) * vb
             run = (starts, i.x_size * vb, DmaLabel(f"core {k} pc {pc} ({i.MNEMONIC})"))
-            phases[-1][1 if isinstance(i, Store) else 0].append(run)
+            (phases[-1].writes if isinstance(i, Store) else phases[-1].reads).append(run)
         out.append(phases)
     return out
 
@@ -301,11 +308,11 @@ def race_problem(p: Program) -> str | None:
         for a in range(len(fps)):
             if ph >= len(fps[a]):
                 continue
-            wa = fps[a][ph][1]
+            wa = fps[a][ph].writes
             for b in range(len(fps)):
                 if b == a or ph >= len(fps[b]):
                     continue
-                for other, verb in ((fps[b][ph][1], "writes"), (fps[b][ph][0], "reads")):
+                for other, verb in ((fps[b][ph].writes, "writes"), (fps[b][ph].reads, "reads")):
                     if verb == "writes" and b < a:
                         continue  # reported from b's side
                     hit = first_overlap(wa, other)

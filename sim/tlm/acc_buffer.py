@@ -22,6 +22,7 @@ from typing import Callable
 import numpy as np
 
 from hw import csr
+from sim.tlm.steady_state import StateWalk
 
 
 class PortUse:
@@ -29,6 +30,9 @@ class PortUse:
     unit (one entry per burst, or one for a padding run)."""
 
     __slots__ = ("first", "step", "count", "start", "last")
+    # the fast-forward's view (``sim/tlm/steady_state.py``): start and last follow from the rest
+    STEADY_STATE = ("first", "step", "count")
+    STEADY_FIXED = ("start", "last")
 
     def __init__(self, first: np.ndarray, step: int, count: np.ndarray):
         keep = count > 0
@@ -42,6 +46,14 @@ class PortUse:
         self.start = int(self.first.min()) if n else -1
         self.last = int((self.first + (self.count - 1) * self.step).max()) if n else -1
 
+    def walk_state(self, w: StateWalk) -> None:
+        """Visit the use's cycles (its shape, its first cycles)."""
+        w.val((self.step, tuple(self.count.tolist())))
+        firsts = [w.time(int(x)) for x in self.first]
+        if w.shifting:
+            self.first = np.array(firsts, dtype=np.int64)
+            self._bounds()
+
     def keep_before(self, t: int) -> None:
         """Drop the entries starting at or after cycle ``t`` (bursts that will not happen then)."""
         keep = self.first < t
@@ -53,6 +65,9 @@ class Timeline:
     """The port uses of one kind (LOAD's data writes, LOAD's padding, STORE's reads): the
     units register them in time order and they never overlap one another, so the cycles up
     to ``x`` are counted with one binary search (:meth:`upto`), whatever their number."""
+
+    STEADY_STATE = ("uses",)
+    STEADY_FIXED = ("_arrays",)  # a cache of the uses
 
     def __init__(self) -> None:
         self.uses: list[PortUse] = []
@@ -70,6 +85,17 @@ class Timeline:
         if len(keep) != len(self.uses):
             self.uses = keep
             self._arrays = None
+
+    def walk_state(self, w: StateWalk, horizon: int) -> None:
+        """Visit the uses that can still matter from cycle ``horizon`` on (the others are dropped
+        when the walk shifts)."""
+        live = [u for u in self.uses if u.last >= horizon]
+        w.val(len(live))
+        for u in live:
+            u.walk_state(w)
+        if w.shifting:
+            self.uses = live
+            self.changed()
 
     def arrays(self) -> tuple[np.ndarray, ...]:
         """``(first, count, last, before, step)`` of every entry in time order; ``before[k]`` =
@@ -117,6 +143,9 @@ class AccPorts:
     write port, STORE's reads take copy S's read port. ``on_change(t)`` is told when a use
     is added or withdrawn whose cycles start at ``t`` or later."""
 
+    STEADY_STATE = ("writes", "pads", "reads")
+    STEADY_FIXED = ("on_change",)
+
     def __init__(self) -> None:
         self.writes = Timeline()  # LOAD's data vectors (never in a cycle of STORE's reads)
         self.pads = Timeline()    # LOAD's padding runs (step 1; may fall on STORE's reads)
@@ -142,6 +171,11 @@ class AccPorts:
         tl.changed()
         if self.on_change is not None:
             self.on_change(t)
+
+    def walk_state(self, w: StateWalk, horizon: int) -> None:
+        """Visit the port uses a present or future ALU can still meet (those from ``horizon`` on)."""
+        for tl in (self.writes, self.pads, self.reads):
+            tl.walk_state(w, horizon)
 
     def forget_before(self, t: int) -> None:
         """Uses that end before cycle ``t`` can matter no more."""

@@ -203,6 +203,13 @@ class TlmModel:
         self._finished: set[int] = set()
         self._halt_beats: list[dict[str, int]] | None = None
 
+    def in_steady_run(self) -> bool:
+        """The run is under way with nothing that only happens once pending: no trace recorded, no
+        fault raised, no drain check, not finished (the fast-forward looks only at such states)."""
+        return (self.tracer is None and not self._faults and not any(c.drain_check_pending for c in self.cores)
+                and not self.finished and not self.sim.stopped and not self.compute.finishing
+                and self._halt_beats is None)
+
     @property
     def fetch(self) -> Fetch | None:
         """Core 0's FETCH."""

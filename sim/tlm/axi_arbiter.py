@@ -33,6 +33,7 @@ from typing import Callable
 import numpy as np
 
 from sim.tlm.scheduler import PH_ARB, Scheduler
+from sim.tlm.steady_state import StateWalk, steady_event
 from sim.tlm.trace import Tracer
 
 PRIORITY = {"fetch": 0, "load": 1, "store": 2}
@@ -43,6 +44,11 @@ class Segment:
 
     __slots__ = ("client", "write", "beats", "dur", "on_done", "t0", "ends", "cut", "base", "on_grant",
                  "on_cut", "mark", "core")
+    # the fast-forward's view (``sim/tlm/steady_state.py``); ``mark`` is a handle into the buffer's port
+    # plan, whose uses are walked there
+    STEADY_STATE = ("client", "write", "beats", "dur", "on_done", "t0", "ends", "cut", "base", "on_grant",
+                    "on_cut", "core")
+    STEADY_FIXED = ("mark",)
 
     def __init__(self, client: str, write: bool, beats: np.ndarray, dur: np.ndarray,
                  on_done: Callable[[int], None], base: int = 0,
@@ -66,9 +72,22 @@ class Segment:
         """The grant cycle of each burst of the tenure."""
         return self.t0 + np.concatenate(([0], self.ends[:-1])).astype(np.int64)
 
+    def walk_state(self, w: StateWalk, granted: bool) -> None:
+        """Visit the segment's timing state (``granted``: it holds the port, from ``t0``); a LOAD's
+        or STORE's hooks tell the accumulator's port plan, whose uses are walked there."""
+        w.val((self.client, self.write, tuple(self.beats.tolist()), tuple(self.dur.tolist()), self.base,
+               self.on_grant is not None, self.on_cut is not None,
+               granted and (self.cut, tuple(self.ends.tolist()))))
+        w.callback(self.on_done)
+        if granted:
+            self.t0 = w.time(self.t0)  # type: ignore[assignment]
+
 
 class AxiArbiter:
     """The arbiter and the port's occupancy (``cores`` cores, clients keyed ``(core, client)``)."""
+
+    STEADY_STATE = ("cur", "pending", "last", "_version", "_arb_at", "free_since")
+    STEADY_FIXED = ("sim", "tracer", "cores", "on_free", "core_beats")
 
     def __init__(self, sim: Scheduler, tracer: Tracer | None = None, cores: int = 1):
         self.sim = sim
@@ -123,6 +142,7 @@ class AxiArbiter:
             self._version += 1
             self.sim.at(cur.t0 + int(cur.ends[k]), self._end, self._version)
 
+    @steady_event
     def _arbitrate(self, t: int) -> bool:
         self._arb_at = -1
         if self.cur is not None or not self.pending:
@@ -145,6 +165,7 @@ class AxiArbiter:
             self._cut(t)
         return True
 
+    @steady_event(versioned=True)
     def _end(self, t: int, version: int) -> bool:
         if version != self._version:
             return False  # superseded by a cut
@@ -170,6 +191,25 @@ class AxiArbiter:
         if self.on_free is not None:
             self.on_free(t)
         return True
+
+    def walk_state(self, w: StateWalk) -> None:
+        """Visit the port's timing state: the burst under way, the requests, its arbitration (one core)."""
+        w.val((self.cur is not None, tuple(sorted(self.pending)), self.last))
+        if self.cur is not None:
+            self.cur.walk_state(w, True)
+        for client in sorted(self.pending):
+            self.pending[client].walk_state(w, False)
+        self._arb_at = w.time(self._arb_at)  # type: ignore[assignment]
+        self.free_since = w.time(self.free_since)  # type: ignore[assignment]
+
+    @property
+    def event_version(self) -> int:
+        """The tenure's version: an end event carrying an older one was superseded by a cut."""
+        return self._version
+
+    def advance_event_version(self, n: int) -> None:
+        """Move the tenure's version on by ``n`` (a fast-forward jump over ``n`` grants and cuts)."""
+        self._version += n
 
     def inflight(self, t: int) -> tuple[str, int, bool, int] | None:
         """The burst under way in cycle ``t`` (granted at ``<= t``, ending after ``t``) as
@@ -221,6 +261,8 @@ class DmaJob:
 
     __slots__ = ("sim", "port", "client", "write", "beats", "dur", "bounds", "gaps", "trail", "on_end", "k",
                  "last", "on_gap", "on_grant", "on_cut")
+    STEADY_STATE = ("beats", "dur", "bounds", "gaps", "trail", "k", "last", "on_gap", "on_grant")
+    STEADY_FIXED = ("sim", "port", "client", "write", "on_end", "on_cut")
 
     def __init__(self, sim: Scheduler, port: AxiArbiter, client: str, write: bool, beats: np.ndarray,
                  dur: np.ndarray, bounds: list[tuple[int, int]], gaps: list[int], trail: int,
@@ -248,6 +290,7 @@ class DmaJob:
             return
         self.sim.now_or_later(t + self.gaps[k], self._request)
 
+    @steady_event
     def _request(self, t: int) -> None:
         if self.sim.stopped:
             return
@@ -259,3 +302,8 @@ class DmaJob:
     def _segment_done(self, t: int) -> None:
         self.k += 1
         self._next(t)
+
+    def walk_state(self, w: StateWalk) -> None:
+        """Visit the job's timing state: where it is among its segments (it has no times of its own)."""
+        w.val((self.k, self.last, tuple(self.bounds), tuple(self.gaps), self.trail, tuple(self.beats.tolist()),
+               tuple(self.dur.tolist()), self.on_gap is not None, self.on_grant is not None))

@@ -44,6 +44,7 @@ from sim.tlm.gemm import GemmExec, gemm_range_error, start_gemm
 from sim.tlm.gemm_buffers import GemmBuffers
 from sim.tlm.insn_queue import InsnQueue
 from sim.tlm.scheduler import PH_CHECK, Scheduler
+from sim.tlm.steady_state import StateWalk, Unsupported, steady_event
 from sim.tlm.timing import Timing
 from sim.tlm.token_queue import TokenQueue
 from sim.tlm.trace import Tracer
@@ -58,6 +59,10 @@ class ComputeUnit(UnitShell):
     """
 
     name = "compute"
+    STEADY_STATE = ("_need", "_use_src", "_target", "_gemm", "_charged", "_plan_version", "finishing")
+    STEADY_FIXED = ("on_barrier", "acc", "gemm_bufs", "cfg", "check_finish", "on_done", "wait", "gemm_busy",
+                    "gemm_ops", "port_log")
+    COUNTERS = UnitShell.COUNTERS + ("wait", "gemm_busy", "gemm_ops")
 
     def __init__(self, sim: Scheduler, timing: Timing, tracer: Tracer | None, queue: InsnQueue,
                  tokens: dict[str, TokenQueue], fault: Fault, on_idle: Callable[[int], None],
@@ -159,6 +164,7 @@ class ComputeUnit(UnitShell):
         if (self.state == EXEC and self._target is not None and t <= self._target and not self.sim.stopped):
             self._plan()
 
+    @steady_event(versioned=True)
     def _planned_done(self, t: int, version: int) -> bool:
         if version != self._plan_version or self.state != EXEC or self.sim.stopped:
             return False
@@ -211,6 +217,28 @@ class ComputeUnit(UnitShell):
                 if self._target is not None:
                     self.gemm_ops += g.ops_within(span - blocked, self.T)
         super().partial_counts(e, c1, burst)
+
+    def walk_execute(self, w: StateWalk) -> None:
+        """The pipeline of the ALU or GEMM in EXECUTE: the free cycles it needs, the port it reads,
+        the GEMM's progress and its planned last free cycle (FINISH, BARRIER: not covered)."""
+        if self.finishing:
+            raise Unsupported
+        if self.state != EXEC:
+            return
+        g = self._gemm
+        if g is not None and g.fault is not None:
+            raise Unsupported
+        w.val((self._need, self._use_src, self._charged, g is not None and (g.iterations, g.applied, g.reset)))
+        self._target = w.time(self._target)
+
+    @property
+    def event_version(self) -> int:
+        """The plan's version: a planned end carrying an older one is stale."""
+        return self._plan_version
+
+    def advance_event_version(self, n: int) -> None:
+        """Move the plan's version on by ``n`` (a fast-forward jump over ``n`` replans)."""
+        self._plan_version += n
 
     def finish_drained(self, t: int) -> None:
         """FINISH's drain condition holds in cycle ``t`` (a BARRIER's: every core arrived in ``t``):

@@ -84,6 +84,11 @@ class Core:
         self.fetch.start(0)
 
     # ---- FINISH and BARRIER: the drain -------------------------------------------------------------
+    @property
+    def drain_check_pending(self) -> bool:
+        """A FINISH's or BARRIER's drain check is scheduled."""
+        return bool(self._checks)
+
     def check_drain(self, t: int) -> None:
         """Schedule the drain test at the end of cycle ``t`` (once per cycle) while FINISH or a
         BARRIER waits for it."""

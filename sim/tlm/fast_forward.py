@@ -8,7 +8,9 @@ instruction, the instruction queues, the token counts and their not-yet-visible 
 burst under way and requests, FETCH's buffer, and the accumulator port uses that can still matter.
 A time in the future (``> t``) enters it relative to ``t``; a time in the past and every pc enter
 only a side vector, since the model uses them only in arithmetic (counters, the error's pc), never
-in a decision about the future. Timing never depends on data here (GEMM, whose fault depends on
+in a decision about the future. Each block shows its own state and moves it on by whole periods
+(its ``walk_state``, ``sim/tlm/steady_state.py``); this module composes them and touches no private
+name of a block. Timing never depends on data here (GEMM, whose fault depends on
 micro-op contents, is excluded), so equal signatures mean equal futures as long as the instruction
 words FETCH will read repeat.
 
@@ -35,20 +37,18 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import numpy as np
 
 from hw.isa import INSN_BYTES, OPCODE_BITS, OPCODES
 from hw.isa_semantics import buffer_of, dram_span
-from sim.tlm.axi_arbiter import AxiArbiter, Segment
 from sim.tlm.bulk_data import apply_periods
 from sim.tlm.burst_calc import PAGE
-from sim.tlm.unit_shell import EXEC, IDLE
+from sim.tlm.steady_state import Unsupported, event_mark
+from sim.tlm.unit_shell import EXEC
 
 ENV_SWITCH = "COSIM_TLM_FAST_FORWARD"
-# events the state may hold at a boundary: (owner, method name); any other event -> no jump
-_UNIT_EVENTS = {"_woken", "_ready", "_execute", "_exec_done", "_try_tokens", "_try_push", "_planned_done"}
 _HISTORY_CAP = 4096     # signatures kept before starting over
 _LOG_CAP = 200_000      # data movements recorded before starting over
 _PATIENCE = 64          # samples without a repeat before sampling less often
@@ -60,17 +60,16 @@ def enabled_by_default() -> bool:
     return os.environ.get(ENV_SWITCH, "1").strip().lower() not in ("0", "off", "false", "no")
 
 
-class Unsupported(Exception):
-    """The state at this boundary is outside what the fast-forward can prove periodic."""
-
-
 class _Sign:
-    """Signature mode of the walk: future times relative to ``t`` in the key, past times, pcs and
-    the DRAM addresses of DMA instructions in the side vector (with their kind)."""
+    """Signature mode of the walk (a snapshot): future times relative to ``t`` in the key, past
+    times, pcs and the DRAM addresses of DMA instructions in the side vector (with their kind)."""
 
-    def __init__(self, t: int, dma: "_DmaFields"):
+    shifting = False
+
+    def __init__(self, t: int, dma: "_DmaFields", owners: dict[int, str]):
         self.t = t
         self.dma = dma
+        self.owners = owners
         self.key: list[Any] = []
         self.vec: list[tuple[Any, int]] = []
 
@@ -118,10 +117,17 @@ class _Sign:
             self.vec.append((("d", eb), i.dram_base))
         return word
 
+    def callback(self, fn: Callable[..., Any] | None) -> None:
+        """A method a block will call: its owner's role and the method (another callable: not covered)."""
+        self.key.append(None if fn is None else _bound(fn, self.owners))
+
 
 class _Shift:
-    """Shift mode of the walk: future times move by ``dt``; the side vector's values (past times,
-    pcs, DRAM addresses) by ``R`` times their change per period (in walk order)."""
+    """Shift mode of the walk (an advance by ``R`` periods): future times move by ``dt``; the side
+    vector's values (past times, pcs, DRAM addresses) by ``R`` times their change per period (in
+    walk order)."""
+
+    shifting = True
 
     def __init__(self, t: int, dt: int, R: int, deltas: list[int], dma: "_DmaFields"):
         self.t, self.dt, self.R, self.dma = t, dt, R, dma
@@ -154,6 +160,17 @@ class _Shift:
             return word
         d = next(self.deltas)
         return self.dma.with_base(word, i, i.dram_base + self.R * d) if d else word
+
+    def callback(self, fn: Callable[..., Any] | None) -> None:
+        return None
+
+
+def _bound(fn: Callable[..., Any], owners: dict[int, str]) -> tuple[str, Any]:
+    """``(role of its object, function)`` of a bound method of a walked block (else not covered)."""
+    owner = owners.get(id(getattr(fn, "__self__", None)))
+    if owner is None:
+        raise Unsupported
+    return owner, getattr(fn, "__func__", fn)
 
 
 class _DmaFields:
@@ -212,15 +229,12 @@ class FastForward:
         self.ways: dict[str, int] = {}  # how the skipped data was applied (bulk_data), per jump
         self.skipped_cycles = 0
         self.skipped_insns = 0
+        # the version steps a versioned event's argument moves by in a jump, by its owner's id
+        self.version_steps: dict[int, int] = {}
         for u in model.units.values():
             u.data_log = self.log
         model.sim.probe = self.probe
         self.dma = _DmaFields(model)
-        f = model.fetch
-        burst_bytes = model.timing.insns_per_fetch_burst * INSN_BYTES
-        # bursts never cut by a 4 KiB page (only the last may be short): burst sizes do not depend
-        # on FETCH's address, else the address within its page is part of the signature
-        self._aligned = PAGE % burst_bytes == 0 and f.addr % burst_bytes == 0
 
     # ---- sampling ------------------------------------------------------------------------
     def probe(self, t: int) -> None:
@@ -232,15 +246,15 @@ class FastForward:
             return
         self.skip = self.every
         try:
-            sign = _Sign(t, self.dma)
+            sign = _Sign(t, self.dma, self._owners())
             self._walk(sign, t)
         except Unsupported:
             self._miss()
             return
         m = self.m
         key = tuple(sign.key)
-        snap = _Snap(t, m.fetch.next_pc, sign.vec, self._counters(), m.port._version, m.compute._plan_version,
-                     len(self.log))
+        snap = _Snap(t, m.fetch.next_pc, sign.vec, self._counters(), m.port.event_version,
+                     m.compute.event_version, len(self.log))
         if len(self.history) > _HISTORY_CAP or len(self.log) > _LOG_CAP:
             self._restart()  # memory stays bounded; the snapshots kept name log positions
             snap.log_len = 0
@@ -277,149 +291,67 @@ class FastForward:
 
     def _counters(self) -> tuple[int, ...]:
         m = self.m
-        L, C, S = m.load, m.compute, m.store
         b = m.port.beats
-        return (L.busy, L.stall, L.insns, C.busy, C.stall, C.insns, S.busy, S.stall, S.insns, C.wait,
-                C.gemm_busy, C.gemm_ops, b["fetch"], b["load"], b["store"], m.sim.events)
+        return (*m.load.counter_values(), *m.compute.counter_values(), *m.store.counter_values(),
+                b["fetch"], b["load"], b["store"], m.sim.events)
 
     def _set_counters(self, values: tuple[int, ...]) -> None:
         m = self.m
-        L, C, S = m.load, m.compute, m.store
-        (L.busy, L.stall, L.insns, C.busy, C.stall, C.insns, S.busy, S.stall, S.insns, C.wait,
-         C.gemm_busy, C.gemm_ops, m.port.beats["fetch"], m.port.beats["load"], m.port.beats["store"],
-         m.sim.events) = values
+        rest = list(values)
+        for u in (m.load, m.compute, m.store):
+            n = len(u.COUNTERS)
+            u.set_counter_values(tuple(rest[:n]))
+            del rest[:n]
+        m.port.beats["fetch"], m.port.beats["load"], m.port.beats["store"], m.sim.events = rest
 
     # ---- the state, walked once to sign it and once to shift it ---------------------------
-    def _walk(self, w: _Sign | _Shift, t: int) -> None:
-        """Visit every piece of timing state in a fixed order; in shift mode, write it back moved."""
+    def _owners(self) -> dict[int, str]:
+        """The blocks whose methods may be pending or waiting, by id: their roles."""
         m = self.m
-        if (m.tracer is not None or m._faults or m.cores[0]._checks or m.finished or m.sim.stopped
-                or m.compute.finishing or m._halt_beats is not None):
-            raise Unsupported
-        f, port, c = m.fetch, m.port, m.compute
-        if f is None or f.stopped:
-            raise Unsupported
-        owners: dict[int, str] = {id(m.load): "load", id(c): "compute", id(m.store): "store", id(f): "fetch",
-                                  id(port): "port"}
+        owners: dict[int, str] = {id(m.load): "load", id(m.compute): "compute", id(m.store): "store",
+                                  id(m.fetch): "fetch", id(m.port): "port"}
         for u in (m.load, m.store):
             if u.state == EXEC and u.dma is not None:
                 owners[id(u.dma)] = u.name + ".dma"
-        shifting = isinstance(w, _Shift)
-        # the pending events, in the order the heap will run them
-        heap = m.sim._heap
+        return owners
+
+    def _walk(self, w: _Sign | _Shift, t: int) -> None:
+        """Visit every block's timing state in a fixed order (each block's own ``walk_state``); in
+        shift mode, each writes its state back moved."""
+        m = self.m
+        f, c = m.fetch, m.compute
+        if not m.in_steady_run() or f is None:
+            raise Unsupported
+        owners = self._owners()
+        # the pending events, in the order they will run: only those their blocks mark as steady
         events = []
-        for et, ph, seq, fn, args in sorted(heap, key=lambda e: (e[0], e[1], e[2])):
-            owner = owners.get(id(getattr(fn, "__self__", None)))
-            name = getattr(fn, "__name__", "")
-            if owner is None or not (name in _UNIT_EVENTS or (owner, name) in (
-                    ("fetch", "_request"), ("port", "_arbitrate"), ("port", "_end"), ("load.dma", "_request"),
-                    ("store.dma", "_request"))):
+        for et, ph, seq, fn, args in m.sim.pending():
+            versioned = event_mark(fn)
+            if versioned is None:
                 raise Unsupported
-            if name in ("_end", "_planned_done"):
-                cur = port._version if name == "_end" else c._plan_version
-                w.val((owner, name, ph, args[0] - cur))
+            owner, func = _bound(fn, owners)
+            if versioned:
+                block = getattr(fn, "__self__")
+                w.val((owner, func, ph, args[0] - block.event_version))
+                if w.shifting:
+                    args = (args[0] + self.version_steps[id(block)],)
             elif args:
                 raise Unsupported
             else:
-                w.val((owner, name, ph))
+                w.val((owner, func, ph))
             events.append((w.time(et), ph, seq, fn, args))
-        # the units
         for u in (m.load, c, m.store):
-            if u.faulted:
-                raise Unsupported
-            w.val(u.state)
-            u.insn = w.insn(u.insn)
-            u.pc = w.pc(u.pc)
-            if u.state == IDLE:  # the other times of an IDLE unit are its previous instruction's
-                u.idle_from = w.time(u.idle_from)
-            else:
-                u.t_pop, u.t_wait, u.t_exec, u.t_push = (w.time(u.t_pop), w.time(u.t_wait), w.time(u.t_exec),
-                                                         w.time(u.t_push))
-                u.t_end = w.time(u.t_end)
-            u._wake_at = w.time(u._wake_at)
-            if u.state == EXEC and u is not c:  # its DMA job: where it is (no times of its own)
-                j = u.dma
-                if j is None:
-                    raise Unsupported
-                w.val((j.k, j.last, tuple(j.bounds), tuple(j.gaps), j.trail, tuple(j.beats.tolist()),
-                       tuple(j.dur.tolist()), j.on_gap is not None, j.on_grant is not None))
-        if c.state == EXEC:
-            g = c._gemm
-            if g is not None and g.fault is not None:
-                raise Unsupported
-            w.val((c._need, c._use_src, c._charged, g is not None and (g.iterations, g.applied, g.reset)))
-            c._target = w.time(c._target)
-        # the instruction queues: entries (visible from, pc, insn); pops whose freed slot is not seen yet
+            u.walk_state(w)
         for q in m.queues.values():
-            w.val(len(q.entries))
-            entries = [(w.time(vis), w.pc(pc), w.insn(insn)) for vis, pc, insn in q.entries]
-            recent = [w.time(p) for p in q.recent_pops if p + q.latency > t]
-            if shifting:
-                q.entries.clear()
-                q.entries.extend(entries)
-                q.recent_pops[:] = recent
-        # the token queues
+            q.walk_state(w)
         for tq in m.tokens.values():
-            live = [(c_, d) for c_, d in tq.recent if c_ + tq.latency > t]
-            w.val((tq.count, tuple(d for _, d in live),
-                   self._who(tq.waiting_pop, owners), self._who(tq.waiting_push, owners)))
-            moved = [(w.time(c_), d) for c_, d in live]
-            if shifting:
-                tq.recent[:] = moved
-        # the port: the burst under way, the requests, its arbitration
-        self._port(w, port, owners)
-        # FETCH
-        w.val((len(f.buf), f.stalled_on, f._n, f.next_pc < f.count))
-        if not self._aligned:
-            w.val((f.addr + INSN_BYTES * f.next_pc) % PAGE)
-        buf = [(w.pc(pc), w.word(word)) for pc, word in f.buf]
-        f.t_next = w.time(f.t_next)
-        f.stuck_since = w.time(f.stuck_since)
-        if shifting:
-            f.buf.clear()
-            f.buf.extend(buf)
+            tq.walk_state(w)
+        m.port.walk_state(w)
+        f.walk_state(w)
         # the accumulator's port uses that a present or future ALU can still meet
-        horizon = min(t + 1, c.t_exec) if c.state == EXEC else t + 1
-        ports = m.acc_buffer.ports
-        for tl in (ports.writes, ports.pads, ports.reads):
-            live_uses = [u for u in tl.uses if u.last >= horizon]
-            w.val((len(live_uses), tuple((u.step, tuple(u.count.tolist())) for u in live_uses)))
-            for u in live_uses:
-                firsts = [w.time(int(x)) for x in u.first]
-                if shifting:
-                    u.first = np.array(firsts, dtype=np.int64)
-                    u._bounds()
-            if shifting:
-                tl.uses = live_uses
-                tl.changed()
-        if shifting:
-            heap[:] = events  # sorted: a valid heap, in place (the run loop holds this list)
-
-    @staticmethod
-    def _who(fn: Any, owners: dict[int, str]) -> Any:
-        if fn is None:
-            return None
-        owner = owners.get(id(getattr(fn, "__self__", None)))
-        if owner is None:
-            raise Unsupported
-        return owner, fn.__name__
-
-    def _segment(self, w: _Sign | _Shift, seg: Segment, owners: dict[int, str], granted: bool) -> None:
-        # a LOAD's or STORE's hooks tell the accumulator's port plan (its uses are walked there)
-        w.val((seg.client, seg.write, tuple(seg.beats.tolist()), tuple(seg.dur.tolist()), seg.base,
-               self._who(seg.on_done, owners), seg.on_grant is not None, seg.on_cut is not None,
-               granted and (seg.cut, tuple(seg.ends.tolist()))))
-        if granted:
-            seg.t0 = w.time(seg.t0)
-
-    def _port(self, w: _Sign | _Shift, port: AxiArbiter, owners: dict[int, str]) -> None:
-        w.val((port.cur is not None, tuple(sorted(port.pending))))
-        if port.cur is not None:
-            self._segment(w, port.cur, owners, True)
-        for client in sorted(port.pending):
-            self._segment(w, port.pending[client], owners, False)
-        port._arb_at = w.time(port._arb_at)
-        port.free_since = w.time(port.free_since)
+        m.acc_buffer.ports.walk_state(w, min(t + 1, c.t_exec) if c.state == EXEC else t + 1)
+        if w.shifting:
+            m.sim.replace_pending(events)
 
     # ---- the jump -------------------------------------------------------------------------
     def _jump(self, a: _Snap, b: _Snap, c: _Snap) -> bool:
@@ -455,19 +387,15 @@ class FastForward:
             return False
         m = self.m
         dt, dp = R * T, R * P
+        # the version an event carries moves with its owner's
+        self.version_steps = {id(m.port): R * (c.port_version - b.port_version),
+                              id(m.compute): R * (c.plan_version - b.plan_version)}
         self._walk(_Shift(c.t, dt, R, deltas, self.dma), c.t)
-        m.port._version += R * (c.port_version - b.port_version)
-        dv = R * (c.plan_version - b.plan_version)
-        m.compute._plan_version += dv
-        for k, e in enumerate(m.sim._heap):  # the version an event carries moves with its owner's
-            if getattr(e[3], "__name__", "") == "_end":
-                m.sim._heap[k] = (e[0], e[1], e[2], e[3], (e[4][0] + R * (c.port_version - b.port_version),))
-            elif getattr(e[3], "__name__", "") == "_planned_done":
-                m.sim._heap[k] = (e[0], e[1], e[2], e[3], (e[4][0] + dv,))
+        for block, step in ((m.port, self.version_steps[id(m.port)]), (m.compute, self.version_steps[id(m.compute)])):
+            block.advance_event_version(step)
         m.fetch.next_pc += dp
         self._set_counters(tuple(x + R * d for x, d in zip(c.counters, d2)))
-        m.sim.now += dt
-        m.sim.last_progress += dt
+        m.sim.advance_clock(dt)
         self._apply_data(ops, op_deltas, R)
         self.jumps += 1
         self.skipped_cycles += dt

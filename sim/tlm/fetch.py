@@ -24,11 +24,12 @@ import numpy as np
 
 from hw.isa import INSN_BYTES, QUEUE_OF_OPCODE, Isa
 from sim.tlm.axi_arbiter import AxiArbiter, Segment
-from sim.tlm.burst_calc import fetch_burst_insns
+from sim.tlm.burst_calc import PAGE, fetch_burst_insns
 from sim.tlm.decode import Decoder
 from sim.tlm.dram import Dram
 from sim.tlm.insn_queue import InsnQueue
 from sim.tlm.scheduler import Scheduler
+from sim.tlm.steady_state import StateWalk, Unsupported, steady_event
 from sim.tlm.timing import Timing
 
 
@@ -38,6 +39,11 @@ class Fetch:
     It reads ``dram`` through ``port``, pushes to ``queues`` (by unit name; it listens to
     their pops) and reports a dispatch fault with ``fault(cycle, code, pc, unit, message)``.
     """
+
+    # the fast-forward's view (``sim/tlm/steady_state.py``); ``next_pc`` is the fast-forward's
+    # reference, moved by the instructions of the periods it jumps
+    STEADY_STATE = ("buf", "t_next", "stalled_on", "stuck_since", "stopped", "held", "_n", "next_pc")
+    STEADY_FIXED = ("sim", "T", "decoder", "port", "dram", "queues", "fault", "addr", "count", "_page_free")
 
     def __init__(self, sim: Scheduler, timing: Timing, isa: Isa, port: AxiArbiter, dram: Dram,
                  queues: dict[str, InsnQueue], fault: Callable[[int, int, int, str, str], None],
@@ -61,10 +67,15 @@ class Fetch:
         self.stopped = False                  # a dispatch fault: fetch does nothing more
         self.held = False                     # a BARRIER dispatched and not yet completed
         self._n = 0
+        # bursts never cut by a 4 KiB page (only the last may be short): burst sizes do not depend on
+        # FETCH's address, else the address within its page is part of its timing state
+        burst_bytes = timing.insns_per_fetch_burst * INSN_BYTES
+        self._page_free = PAGE % burst_bytes == 0 and insn_addr % burst_bytes == 0
 
     def start(self, t: int) -> None:
         self.sim.now_or_later(t + self.T.fetch_start_cycles, self._request)
 
+    @steady_event
     def _request(self, t: int) -> None:
         if self.stopped or self.sim.stopped or self.next_pc >= self.count:
             return
@@ -137,6 +148,21 @@ class Fetch:
             self.stalled_on = None
             self.t_next = max(self.t_next, t + self.T.queue_latency_cycles)
             self._dispatch(t)
+
+    def walk_state(self, w: StateWalk) -> None:
+        """Visit FETCH's timing state: its buffer of words read, its next dispatch, its stall, the
+        size of its burst under way (a stopped FETCH: not covered)."""
+        if self.stopped:
+            raise Unsupported
+        w.val((len(self.buf), self.stalled_on, self._n, self.next_pc < self.count, self.held))
+        if not self._page_free:
+            w.val((self.addr + INSN_BYTES * self.next_pc) % PAGE)
+        buf = [(w.pc(pc), w.word(word)) for pc, word in self.buf]
+        self.t_next = w.time(self.t_next)  # type: ignore[assignment]
+        self.stuck_since = w.time(self.stuck_since)
+        if w.shifting:
+            self.buf.clear()
+            self.buf.extend(buf)  # type: ignore[arg-type]
 
     @property
     def stalled(self) -> bool:

@@ -17,6 +17,7 @@ from collections import deque
 from typing import Callable
 
 from hw.isa import Instruction
+from sim.tlm.steady_state import StateWalk
 from sim.tlm.trace import Tracer
 
 
@@ -24,6 +25,9 @@ class InsnQueue:
     """One queue; ``name`` is its unit's ("load", "compute", "store")."""
 
     __slots__ = ("name", "depth", "latency", "tracer", "entries", "recent_pops", "on_push", "on_pop")
+    # the fast-forward's view (``sim/tlm/steady_state.py``)
+    STEADY_STATE = ("entries", "recent_pops")
+    STEADY_FIXED = ("name", "depth", "latency", "tracer", "on_push", "on_pop")
 
     def __init__(self, name: str, depth: int, latency: int, tracer: Tracer | None = None):
         self.name = name
@@ -79,3 +83,14 @@ class InsnQueue:
             self.tracer.queue(self.name, t + lat, -1)
         if self.on_pop is not None:
             self.on_pop(self.name, t)
+
+    def walk_state(self, w: StateWalk) -> None:
+        """Visit the queue's timing state: its entries (visible from, pc, insn) and the pops whose
+        freed slot FETCH does not see yet at the walk's cycle."""
+        w.val(len(self.entries))
+        entries = [(w.time(vis), w.pc(pc), w.insn(insn)) for vis, pc, insn in self.entries]
+        recent = [w.time(p) for p in self.recent_pops if p + self.latency > w.t]
+        if w.shifting:
+            self.entries.clear()
+            self.entries.extend(entries)  # type: ignore[arg-type]
+            self.recent_pops[:] = recent  # type: ignore[assignment]

@@ -41,6 +41,7 @@ class LoadUnit(DmaUnitShell):
     """DRAM -> the accumulator buffer or a GEMM operand buffer, 2-D with stride and zero padding."""
 
     name = "load"
+    STEADY_FIXED = ("gemm_bufs",)
 
     def __init__(self, sim: Scheduler, timing: Timing, tracer: Tracer | None, queue: InsnQueue,
                  tokens: dict[str, TokenQueue], fault: Fault, on_idle: Callable[[int], None],

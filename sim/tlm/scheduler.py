@@ -21,6 +21,11 @@ PH_HALT = 3
 class Scheduler:
     """The event heap and the current cycle."""
 
+    # the fast-forward's view (``sim/tlm/steady_state.py``): the heap through pending/replace_pending,
+    # the clock through advance_clock; the counters move by their delta
+    STEADY_STATE = ("_heap", "now", "last_progress")
+    STEADY_FIXED = ("events", "_seq", "stopped", "probe", "boundary")
+
     def __init__(self) -> None:
         self.now = 0
         self.events = 0  # callbacks executed (the O(instructions) measure)
@@ -62,6 +67,20 @@ class Scheduler:
                 self.boundary = False
                 if self.probe is not None and not self.stopped:
                     self.probe(t)
+
+    def pending(self) -> list[tuple[int, int, int, Callable[..., Any], tuple[Any, ...]]]:
+        """The pending events ``(cycle, phase, sequence, fn, args)`` in the order they will run."""
+        return sorted(self._heap, key=lambda e: (e[0], e[1], e[2]))
+
+    def replace_pending(self, events: list[tuple[int, int, int, Callable[..., Any], tuple[Any, ...]]]) -> None:
+        """Make ``events`` (sorted as :meth:`pending` returns them) the pending events, in place
+        (the run loop holds the heap list; a sorted list is a valid heap)."""
+        self._heap[:] = events
+
+    def advance_clock(self, dt: int) -> None:
+        """Move the current cycle and the last progress on by ``dt`` cycles (a fast-forward jump)."""
+        self.now += dt
+        self.last_progress += dt
 
     def stop(self) -> None:
         self.stopped = True

@@ -100,7 +100,8 @@ from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
-from hw.config import CONFIG_DIR, INSN_BYTES, HwConfig
+from hw.config import CONFIG_DIR, HwConfig
+from hw.isa import INSN_BYTES
 
 # Fields filled from the hardware config (never from a calibration file).
 CONFIG_FIELDS = ("read_latency", "write_latency", "bus_bytes", "max_burst", "acc_vec_bytes", "out_vec_bytes",

@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import Callable
 
 from hw.isa_semantics import TOKEN_QUEUES, TOKEN_ROUTES  # (unit, flag) -> queue; the queue names
+from sim.tlm.steady_state import StateWalk
 
 __all__ = ["TOKEN_QUEUES", "TOKEN_ROUTES", "TokenQueue"]
 
@@ -32,6 +33,9 @@ class TokenQueue:
     """
 
     __slots__ = ("name", "depth", "latency", "count", "recent", "waiting_pop", "waiting_push", "schedule")
+    # the fast-forward's view (``sim/tlm/steady_state.py``)
+    STEADY_STATE = ("count", "recent", "waiting_pop", "waiting_push")
+    STEADY_FIXED = ("name", "depth", "latency", "schedule")
 
     def __init__(self, name: str, depth: int, latency: int = 1, schedule: Schedule | None = None):
         self.name = name
@@ -108,3 +112,14 @@ class TokenQueue:
     @property
     def full(self) -> bool:
         return self.count >= self.depth
+
+    def walk_state(self, w: StateWalk) -> None:
+        """Visit the queue's timing state: the count, the changes not yet visible at the walk's
+        cycle, and who waits on each side."""
+        live = [(c, d) for c, d in self.recent if c + self.latency > w.t]
+        w.val((self.count, tuple(d for _, d in live)))
+        w.callback(self.waiting_pop)
+        w.callback(self.waiting_push)
+        moved = [(w.time(c), d) for c, d in live]
+        if w.shifting:
+            self.recent[:] = moved  # type: ignore[assignment]

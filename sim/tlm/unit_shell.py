@@ -43,6 +43,7 @@ from sim.tlm.dram import Dram
 from sim.tlm.insn_queue import InsnQueue
 from sim.tlm.region_check import RegionCheck
 from sim.tlm.scheduler import Scheduler
+from sim.tlm.steady_state import StateWalk, Unsupported, steady_event
 from sim.tlm.timing import Timing
 from sim.tlm.token_queue import TokenQueue
 from sim.tlm.trace import Tracer
@@ -62,6 +63,12 @@ class UnitShell:
     """
 
     name = "unit"
+    # the fast-forward's view (``sim/tlm/steady_state.py``): what walk_state covers, what is fixed in a run
+    STEADY_STATE = ("state", "pc", "insn", "idle_from", "t_pop", "t_wait", "t_exec", "t_push", "t_end", "faulted",
+                    "_wake_at", "dma")
+    STEADY_FIXED = ("sim", "T", "tr", "queue", "fault", "on_idle", "busy", "stall", "insns", "_pop_qs", "_push_qs",
+                    "_routes", "data_log")
+    COUNTERS = ("busy", "stall", "insns")
 
     def __init__(self, sim: Scheduler, timing: Timing, tracer: Tracer | None, queue: InsnQueue,
                  tokens: dict[str, TokenQueue], fault: Fault, on_idle: Callable[[int], None]):
@@ -101,6 +108,7 @@ class UnitShell:
             self._wake_at = t
             self.sim.at(t, self._woken)
 
+    @steady_event
     def _woken(self, t: int) -> bool:
         if self._wake_at == t:
             self._wake_at = None
@@ -126,6 +134,7 @@ class UnitShell:
         return True
 
     # ---- state machine ---------------------------------------------------------------------
+    @steady_event
     def _ready(self, t: int) -> bool:
         """First WAIT cycle: range checks, then the tokens."""
         if self.sim.stopped:
@@ -138,6 +147,7 @@ class UnitShell:
         self._try_tokens(t)
         return True
 
+    @steady_event
     def _try_tokens(self, t: int) -> None:
         if self.sim.stopped:
             return
@@ -154,6 +164,7 @@ class UnitShell:
             self.tr.busy(self.name, x, 1)
         self.sim.now_or_later(x, self._execute)
 
+    @steady_event
     def _execute(self, t: int) -> None:
         if self.sim.stopped:
             return
@@ -165,6 +176,7 @@ class UnitShell:
         self.t_end = t
         self.sim.now_or_later(t, self._exec_done)
 
+    @steady_event
     def _exec_done(self, t: int) -> None:
         if self.sim.stopped:
             return
@@ -175,6 +187,7 @@ class UnitShell:
         self.state, self.t_push = PUSH, t
         self._try_push(t)
 
+    @steady_event
     def _try_push(self, t: int) -> None:
         if self.sim.stopped:
             return
@@ -245,6 +258,41 @@ class UnitShell:
         """The cycle from which the unit has been in its current (stuck) state."""
         return {IDLE: self.idle_from, WAIT: self.t_wait, PUSH: self.t_push}.get(self.state, self.t_exec)
 
+    # ---- the fast-forward's view --------------------------------------------------------------
+    def walk_state(self, w: StateWalk) -> None:
+        """Visit the unit's timing state (a snapshot, or an advance by whole periods when
+        ``w.shifting``): its state, instruction, pc, the cycles of its state, its DMA job."""
+        if self.faulted:
+            raise Unsupported
+        w.val(self.state)
+        self.insn = w.insn(self.insn)
+        self.pc = w.pc(self.pc)
+        if self.state == IDLE:  # the other times of an IDLE unit are its previous instruction's
+            self.idle_from = w.time(self.idle_from)  # type: ignore[assignment]
+        else:
+            # an active unit's cycles are never None
+            self.t_pop, self.t_wait = w.time(self.t_pop), w.time(self.t_wait)  # type: ignore[assignment]
+            self.t_exec, self.t_push = w.time(self.t_exec), w.time(self.t_push)  # type: ignore[assignment]
+            self.t_end = w.time(self.t_end)
+        self._wake_at = w.time(self._wake_at)
+        self.walk_execute(w)
+
+    def walk_execute(self, w: StateWalk) -> None:
+        """Visit what the unit's EXECUTE holds (a DMA unit: its job, which has no times of its own)."""
+        if self.state == EXEC:
+            if self.dma is None:
+                raise Unsupported
+            self.dma.walk_state(w)
+
+    def counter_values(self) -> tuple[int, ...]:
+        """The unit's counters (``COUNTERS``), in order."""
+        return tuple(getattr(self, n) for n in self.COUNTERS)
+
+    def set_counter_values(self, values: tuple[int, ...]) -> None:
+        """Set the counters :meth:`counter_values` returns (a fast-forward jump)."""
+        for n, v in zip(self.COUNTERS, values, strict=True):
+            setattr(self, n, v)
+
     # ---- per unit ----------------------------------------------------------------------------
     def check(self, insn: Any) -> tuple[int, str] | None:
         """Range checks before the instruction touches anything: None or (code, message)."""
@@ -270,6 +318,8 @@ class DmaUnitShell(UnitShell):
     """The shell of a unit that moves data between DRAM and the accumulator buffer (LOAD,
     STORE): besides the shell's own wiring, the AXI port, the DRAM, the region windows and
     the buffer."""
+
+    STEADY_FIXED = ("port", "dram", "regions", "acc")
 
     def __init__(self, sim: Scheduler, timing: Timing, tracer: Tracer | None, queue: InsnQueue,
                  tokens: dict[str, TokenQueue], fault: Fault, on_idle: Callable[[int], None],
