@@ -262,8 +262,9 @@ def test_a_quantized_add_fuses_into_the_convolution_exactly(conv_first: bool, a_
     assert [(st.name, st.op) for st in net.stages] == [("c1", "conv2d"), ("c2", "conv2d")]
     sr = net.stages[1].epi.scaled_residual
     assert sr is not None and net.stages[1].shape.residual_acc
-    # the sum's power-of-two requantization is a rounding shift with the zero point folded in: two passes
-    assert sr.final.steps == (("ADD", 2**11 - 7 * 2**12), ("SHR", 12)) and sr.final.zero_point == 0
+    # the sum can be an exact tie of its power-of-two requantization, so it rounds half to even (three
+    # passes, compiler.fixed_point's "Ties to even"), not by the two-pass rounding shift that rounds half up
+    assert [op for op, _ in sr.final.steps] == ["SHR", "MULHR", "MULHR"]
     inputs = {"x": _r8(rng, 2, 16, 6, 6)}
     net.set_inputs(inputs)
     want = run_reference(g, inputs)
