@@ -45,9 +45,10 @@ def test_small_golden_iss_tlm_bit_exact_and_close_to_onnxruntime(small: tuple[An
         a = agreement({r.OUTPUT: outs["golden"]}, onnxruntime_outputs(q, x), {r.OUTPUT: imp.output_lsb(r.OUTPUT)})
         assert a[0].max_lsb <= 2, a[0]
         shares.append(a[0].within_one)
-    # measured: 98.75 % of the 400 logits within 1 LSB (MULHR rounds halves up, onnxruntime to even, and
+    # measured: 99.75 % of the 400 logits within 1 LSB, 76.5 % equal (the requantizations' fixed-point
+    # multipliers and the adds' operand scales differ from float arithmetic by less than a step each, and
     # the differences accumulate through 20 requantizations)
-    assert np.mean(shares) >= 0.98, shares
+    assert np.mean(shares) >= 0.99, shares
 
 
 def test_full_size_compiles_to_one_program() -> None:
