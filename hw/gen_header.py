@@ -138,6 +138,7 @@ def header_text(cfg: HwConfig, runtime_config: bool = False) -> str:
     d("CSR_CORE_BANK_STRIDE", csr.CORE_BANK_STRIDE)
     for name, off, _ in csr.bank_registers():
         d(f"BANK_{name}", f"7'h{off:02x}", "offset in a core's bank")
+    out.extend(_decode_defines())
     d("ATTR_READ_BIT", csr.ATTR_READ.bit_length() - 1)
     d("ATTR_WRITE_BIT", csr.ATTR_WRITE.bit_length() - 1)
     out.append("// ---- error codes (STATUS[15:8])")
@@ -145,6 +146,56 @@ def header_text(cfg: HwConfig, runtime_config: bool = False) -> str:
         d(f"ERR_{name}", f"8'd{code}")
     out += ["", "`endif // ACCEL_PARAMS_VH", ""]
     return "\n".join(out)
+
+
+def _decode_defines() -> list[str]:
+    """The address fields the CSR block decodes, derived from hw/csr.py's map (a map these
+    fields cannot express raises here, so the header is never generated for it)."""
+    lines = []
+
+    def d(name: str, value: object, comment: str = "") -> None:
+        lines.append(f"`define {name:<28} {value}" + (f"  // {comment}" if comment else ""))
+
+    def log2(x: int, what: str) -> int:
+        if x <= 0 or x & (x - 1):
+            raise ValueError(f"hw/csr.py: {what} = {x:#x} must be a power of two for the CSR decoder")
+        return x.bit_length() - 1
+
+    top = CSR_ADDR_BITS
+    idx_lo = log2(csr.REGION_STRIDE, "REGION_STRIDE")
+    page_lo = idx_lo + 4  # up to 16 regions: REGIONn at page + STRIDE * n
+    offs = {c.name.split("_", 1)[1]: c.addr - csr.REGION_BASE_ADDR for c in csr.region_csrs(1)}
+    if csr.REGION_BASE_ADDR % (1 << page_lo) or any(o >= csr.REGION_STRIDE for o in offs.values()):
+        raise ValueError("hw/csr.py: the region registers must fill an aligned window of 16 strides")
+    bank_bit = log2(csr.CORE_BANK_BASE, "CORE_BANK_BASE")
+    core_lo = log2(csr.CORE_BANK_STRIDE, "CORE_BANK_STRIDE")
+    core_w = log2(csr.MAX_CORES, "MAX_CORES")
+    if bank_bit != top - 1 or core_lo + core_w != bank_bit:
+        raise ValueError("hw/csr.py: the core banks must fill the upper half of the CSR space")
+    fixed = {c.name: c.addr for c in csr.csr_map(0)}
+    ctr0 = csr.COUNTERS[0]
+    ctr_delta = fixed[ctr0] - csr.BANK_COUNTERS_OFFSET
+    insn_delta = fixed[csr.BANK_FIXED[0][0]] - csr.BANK_FIXED[0][1]
+    for name, off, _ in csr.bank_registers():  # the fixed map is core 0's bank, moved by a delta
+        delta = ctr_delta if name in csr.COUNTERS else insn_delta
+        if fixed[name] - delta != off or (name in csr.COUNTERS) != (fixed[name] >= fixed[ctr0]):
+            raise ValueError(f"hw/csr.py: the fixed address of {name} is not its bank offset moved "
+                             f"like the other {'counters' if name in csr.COUNTERS else 'INSN_* registers'}")
+    d("CSR_REGION_PAGE_LO", page_lo, "address bits above it select the region window")
+    d("CSR_REGION_PAGE", f"{top - page_lo}'h{csr.REGION_BASE_ADDR >> page_lo:x}", "those bits in the window")
+    d("CSR_REGION_IDX_LO", idx_lo, "the region index: address bits from here up to the page")
+    for name, off in offs.items():
+        d(f"REGION_{name}_OFF", f"{idx_lo}'h{off:x}", "offset of a region's register in its stride")
+    d("CSR_BANK_SEL_BIT", bank_bit, "address bit set for a core bank")
+    d("CSR_BANK_CORE_LO", core_lo, "the core index: address bits from here up to the bank bit")
+    d("CSR_BANK_CORE_W", core_w)
+    d("BANK_COUNTERS", f"{core_lo}'h{csr.BANK_COUNTERS_OFFSET:02x}", "offset of the first counter in a bank")
+    d("CSR_NUM_COUNTERS", len(csr.COUNTERS), "counters per core, in hw/csr.py COUNTERS order")
+    d("CSR_FIXED_COUNTERS", f"{core_lo}'h{fixed[ctr0]:02x}", "low address bits of the fixed map's first counter")
+    d("CSR_FIXED_CTR_DELTA", f"{core_lo}'h{ctr_delta:02x}", "a fixed counter's address minus its bank offset")
+    d("CSR_FIXED_INSN_DELTA", f"{core_lo}'h{insn_delta:02x}",
+      "a fixed INSN_* or ERR_PC address minus its bank offset")
+    return lines
 
 
 def header_path(cfg_name: str) -> Path:

@@ -180,6 +180,51 @@ def test_check_fails_on_hardcoded_opcode_in_rtl(tmp_path):
 
 
 @needs_rtl
+def test_check_fails_on_wrong_csr_address_typed_in_rtl(tmp_path):
+    rtl = rtl_copy(tmp_path)
+    # the fixed map's first counter moved by one register, typed as a number
+    edit(rtl / "csr_block.v", ">= `CSR_FIXED_COUNTERS)", ">= 7'h2c)")
+    edit(rtl / "csr_block.v", "`CSR_ERR_PC:        rd_val", "12'h01c:            rd_val")
+    edit(rtl / "csr_block.v", "aw_addr[`CSR_BANK_SEL_BIT]", "aw_addr[10]")
+    rep = run_checks(load_config("default"), rtl)
+    msgs = [f["message"] for f in errors(rep, "csr")]
+    assert not rep["ok"] and len(msgs) == 5, msgs
+    assert any("the value 0x2c (the address of COMPUTE_BUSY)" in m for m in msgs)
+    assert any("case (s_axil_araddr) item 12'h01c: the value 0x1c (the address of ERR_PC)" in m for m in msgs)
+    assert any("'aw_addr[10]': the bit position 10" in m for m in msgs)
+    assert sum("no source uses" in m for m in msgs) == 2  # `CSR_FIXED_COUNTERS and `CSR_ERR_PC
+    assert errors(rep, "header") == [] and errors(rep, "constants") == []
+
+
+@needs_rtl
+def test_check_fails_on_wrong_csr_address_in_header(tmp_path):
+    rtl = rtl_copy(tmp_path)
+    edit(rtl / "gen" / "default" / "accel_params.vh", "`define CSR_REGION_PAGE              4'h1",
+         "`define CSR_REGION_PAGE              4'h2")
+    rep = run_checks(load_config("default"), rtl)
+    errs = errors(rep, "header")
+    assert not rep["ok"] and len(errs) == 1
+    assert "`CSR_REGION_PAGE is 4'h2 but hw/csr.py says 4'h1 (used by csr_block.v)" in errs[0]["message"]
+
+
+def test_csr_check_reads_a_decoder_net_by_net(tmp_path):
+    """A net computed from an address is an address too; a product's factor and a
+    comparison's result are not."""
+    text = SAMPLE.replace("endmodule", "").replace("module dec (", "module dec (\n    input  wire [11:0] s_axil_araddr,")
+    text += """    wire [6:0] off = s_axil_araddr[`CSR_BANK_CORE_LO-1:0] - `CSR_FIXED_CTR_DELTA;
+    wire [6:0] m = off + 7'd4 * data[2:0];
+    wire       hit = (off == `BANK_COUNTERS + 7'd4 * data[2:0]);
+    wire       win = hit && (data[3:0] == 4'd9);
+    wire       bad = (m >= 7'h48) || win;
+endmodule
+"""
+    rep = run_checks(load_config("default"), sample_rtl(tmp_path, text))
+    msgs = [f["message"] for f in errors(rep, "csr") if f["where"] == "dec"]
+    assert msgs == ["'(m >= 7'h48)': the value 0x48 (the address of STORE_INSNS) is typed in the CSR decoder; "
+                    "use the header's CSR_/BANK_/REGION_ macros"], msgs
+
+
+@needs_rtl
 def test_check_fails_on_port_width(tmp_path):
     rtl = rtl_copy(tmp_path)
     edit(rtl / "accel_top.v", "output wire [15:0]                   dbg_load_q,",

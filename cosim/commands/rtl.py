@@ -118,8 +118,10 @@ def run_docs(args: argparse.Namespace) -> int:
 def add_check(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p = sub.add_parser("check", help="RTL constants and port widths agree with the ISA, CSRs and config",
                        description="Check that the generated header equals what hw/isa.py, hw/csr.py and the "
-                                   "config give, that accel_top's port widths fit the config, and that no "
-                                   "opcode / ALU op / buffer code is hard-coded. Exit 1 on any error.")
+                                   "config give, that accel_top's port widths fit the config, that no "
+                                   "opcode / ALU op / buffer code is hard-coded, and that the CSR decoder "
+                                   "names every register and field of hw/csr.py by its macro and types no "
+                                   "address or address bit position. Exit 1 on any error.")
     add_config_arg(p)
     add_json_arg(p)
     _add_rtl_dir(p)

@@ -1,6 +1,6 @@
 """`cosim rtl check`: the RTL agrees with hw/config.py, hw/isa.py and hw/csr.py.
 
-Three checks, each a list of :class:`Finding`:
+Four checks, each a list of :class:`Finding`:
 
 * **header**: every ``define`` of ``<rtl>/gen/<config>/accel_params.vh`` equals what
   :func:`hw.gen_header.header_text` makes from the Python definitions (a stale or
@@ -14,6 +14,12 @@ Three checks, each a list of :class:`Finding`:
   a field is then either a marker of the right family, or a hard-coded literal.
   A literal equal to a defined code is an error; a literal outside the defined codes
   (e.g. "buffer 3 is invalid") is a warning: it still breaks when the ISA grows.
+* **csr**: the CSR decoder (the modules with an AXI4-Lite address port) uses the header's
+  macro of every register and field of hw/csr.py's map, and types no number where it
+  decodes an address: preprocessed with every macro tagged, a literal left in an address's
+  bit positions (above 1), or compared with, added to or subtracted from an address or a net
+  computed from one (above 0; a product's factors are a register size), or in a case item on
+  one, is an error.
 """
 
 from __future__ import annotations
@@ -273,6 +279,127 @@ def check_constants(rtl_dir: Path, cfg: HwConfig, files: list[Path], tmp: Path) 
     return hardcoded_constants(parse_text(preprocess(files, [tdir, rtl_dir])))
 
 
+# ---- the CSR decoder -----------------------------------------------------------------------------
+ADDR_PORTS = ("s_axil_awaddr", "s_axil_araddr")
+
+
+def all_tagged_header(text: str) -> str:
+    """The header with every ``define`` that has a value replaced by a marker name, so that a
+    number left in the preprocessed RTL was typed in the source, not expanded from a macro."""
+    return re.sub(r"^(\s*`define\s+)(\w+)[ \t]+\S[^\n]*", lambda m: f"{m.group(1)}{m.group(2)} {TAG}{m.group(2)}",
+                  text, flags=re.MULTILINE)
+
+
+def decoded_macros() -> list[str]:
+    """The macros a CSR decoder must use: every fixed register, a region's and a bank's
+    registers, the counters and the CTRL / STATUS fields of hw/csr.py."""
+    names = [f"CSR_{c.name}" for c in csr.csr_map(0)]
+    names += [f"REGION_{c.name.split('_', 1)[1]}_OFF" for c in csr.region_csrs(1)]
+    names += [f"BANK_{n}" for n, _, _ in csr.BANK_FIXED] + ["BANK_COUNTERS", "CSR_NUM_COUNTERS"]
+    names += ["CSR_REGION_PAGE", "CSR_REGION_PAGE_LO", "CSR_REGION_IDX_LO", "CSR_BANK_SEL_BIT",
+              "CSR_BANK_CORE_LO", "CSR_FIXED_COUNTERS", "CSR_FIXED_CTR_DELTA", "CSR_FIXED_INSN_DELTA",
+              "CTRL_START_BIT", "CTRL_SOFT_RESET_BIT", "STATUS_BUSY_BIT", "STATUS_DONE_BIT", "STATUS_ERROR_BIT",
+              "STATUS_ERR_CODE_LO", "STATUS_ERR_CORE_LO"]
+    return names
+
+
+def _values(expr: Any) -> list[Any]:
+    """The nodes of ``expr`` that give its value: not bit/part-select bounds, not the factors of
+    a product (a register's size times an index), not a condition (a comparison's operands are
+    looked at where it is a comparison)."""
+    from pyverilog.vparser import ast as A
+
+    out, stack = [], [expr]
+    while stack:
+        n = stack.pop()
+        if n is None:
+            continue
+        out.append(n)
+        if isinstance(n, (A.Partselect, A.Pointer)):
+            stack.append(n.var)
+        elif isinstance(n, A.Cond):
+            stack += [n.true_value, n.false_value]
+        elif isinstance(n, A.Times):
+            continue
+        elif isinstance(n, (A.Eq, A.NotEq, A.Eql, A.NotEql, A.LessThan, A.GreaterThan, A.LessEq, A.GreaterEq)):
+            continue
+        else:
+            stack += list(n.children())
+    return out
+
+
+def _literals(expr: Any, above: int) -> list[int]:
+    """The numbers above ``above`` typed in ``expr``'s value, each once."""
+    from pyverilog.vparser import ast as A
+
+    return sorted({v for n in _values(expr) if isinstance(n, A.IntConst)
+                   for v in [int_const(n.value)] if v is not None and v > above})
+
+
+def hardcoded_csr_decode(ast: Any, fixed: dict[int, str]) -> list[Finding]:
+    """Numbers typed where a module decodes a CSR address: in the bit positions it selects of
+    an address, in what it compares an address (or a net computed from one) with, in what it
+    adds to or subtracts from one, and in the items of a case on one (fully tagged AST)."""
+    from pyverilog.vparser import ast as A
+
+    cmp_types = (A.Eq, A.NotEq, A.Eql, A.NotEql, A.LessThan, A.GreaterThan, A.LessEq, A.GreaterEq)
+    out: list[Finding] = []
+    for d in ast.description.definitions:
+        if not isinstance(d, A.ModuleDef):
+            continue
+        addr = {n.name for n in walk(d) if isinstance(n, (A.Input, A.Output, A.Inout)) and n.name in ADDR_PORTS}
+        if not addr:
+            continue
+        for _ in range(4):  # nets whose value is an address or part of one (short chains)
+            for n in walk(d):
+                if isinstance(n, (A.Assign, A.Substitution)) and isinstance(n.left, A.Lvalue) \
+                        and isinstance(n.left.var, A.Identifier) \
+                        and any(isinstance(v, A.Identifier) and v.name in addr for v in _values(n.right)):
+                    addr.add(n.left.var.name)
+
+        def is_addr(e: Any) -> bool:
+            return any(isinstance(v, A.Identifier) and v.name in addr for v in _values(e))
+
+        def report(ctx: str, values: list[int], what: str) -> None:
+            for v in values:
+                shown = f"{v:#x}" + (f" (the address of {fixed[v]})" if v in fixed else "") if what == "value" else str(v)
+                out.append(Finding("csr", "error", d.name, f"{ctx}: the {what} {shown} is typed in the "
+                                                           f"CSR decoder; use the header's CSR_/BANK_/REGION_ macros"))
+
+        for n in walk(d):
+            if isinstance(n, (A.Partselect, A.Pointer)) and isinstance(n.var, A.Identifier) and n.var.name in addr:
+                bounds = [n.msb, n.lsb] if isinstance(n, A.Partselect) else [n.ptr]
+                # 0 and 1 only end a range or adjust a macro's bound (`X-1:0`)
+                report(f"'{expr_text(n).replace(TAG, '`')}'", sorted({v for b in bounds for v in _literals(b, 1)}),
+                       "bit position")
+            elif isinstance(n, cmp_types + (A.Plus, A.Minus)):
+                for a, b in ((n.left, n.right), (n.right, n.left)):
+                    if is_addr(a):
+                        report(f"'{expr_text(n).replace(TAG, '`')}'", _literals(b, 0), "value")
+            elif isinstance(n, A.CaseStatement) and is_addr(n.comp):
+                for item in n.caselist:
+                    for cond in item.cond or ():
+                        report(f"case ({expr_text(n.comp)}) item {expr_text(cond)}", _literals(cond, 0), "value")
+    return out
+
+
+def check_csr(rtl_dir: Path, cfg: HwConfig, files: list[Path], tmp: Path) -> list[Finding]:
+    """The CSR decoder follows hw/csr.py: it names every register and field by its macro (the
+    header check proves the macros equal the map) and types no address or field position."""
+    decoders = [f for f in files if any(p in f.read_text() for p in ADDR_PORTS)]
+    if not decoders:  # no AXI4-Lite slave here (the ports check asks the top for one)
+        return []
+    used = macros_used(files)
+    out = [Finding("csr", "error", "hw/rtl", f"no source uses `{m}: the decoder of hw/csr.py's map needs it")
+           for m in decoded_macros() if m not in used]
+    header = include_dir(rtl_dir, cfg.name) / HEADER_NAME
+    tdir = tmp / "all-tagged"
+    tdir.mkdir(parents=True, exist_ok=True)
+    (tdir / HEADER_NAME).write_text(all_tagged_header(header.read_text()))
+    fixed = {c.addr: c.name for c in csr.csr_map(cfg.max_regions, cfg.num_cores)}
+    return out + hardcoded_csr_decode(parse_text(preprocess(decoders, [tdir, rtl_dir])), fixed)
+
+
 # ---- all ---------------------------------------------------------------------------------------
 def run_checks(cfg: HwConfig, rtl_dir: str | Path = RTL_DIR) -> dict[str, Any]:
     """Every check for ``cfg`` on ``rtl_dir``; ``ok`` is False when any finding is an error."""
@@ -286,6 +413,7 @@ def run_checks(cfg: HwConfig, rtl_dir: str | Path = RTL_DIR) -> dict[str, Any]:
     findings += check_ports(cfg, design)
     with tempfile.TemporaryDirectory(prefix="cosim-rtl-check-") as tmp:
         findings += check_constants(rtl_dir, cfg, files, Path(tmp))
+        findings += check_csr(rtl_dir, cfg, files, Path(tmp))
     return {"config": cfg.name, "rtl_dir": str(rtl_dir), "modules": len(design.modules),
             "ok": not any(f.severity == "error" for f in findings),
             "errors": sum(f.severity == "error" for f in findings),

@@ -95,8 +95,8 @@ module csr_block #(
     input  wire [31:0]                     stuck_pc
 );
     localparam [31:0] BUS_BYTES = `CFG_BUS_BYTES;
-    localparam [3:0]  RBASE_OFF = 4'h0, RSIZE_OFF = 4'h4, RATTR_OFF = 4'h8;
-    localparam NC = 15;  // counters per core (hw/csr.py COUNTERS)
+    localparam [`CSR_REGION_IDX_LO-1:0] RBASE_OFF = `REGION_BASE_OFF, RSIZE_OFF = `REGION_SIZE_OFF, RATTR_OFF = `REGION_ATTR_OFF;
+    localparam NC = `CSR_NUM_COUNTERS;  // counters per core (hw/csr.py COUNTERS)
 
     // ------------------------------------------------------------------ registers
     reg          error;
@@ -131,13 +131,13 @@ module csr_block #(
     endfunction
 
     wire [31:0] wval = w_data;
-    wire        wr_is_region = (aw_addr[11:8] == 4'h1) && ({1'b0, aw_addr[7:4]} < `CFG_MAX_REGIONS);
-    wire [`CFG_REGION_IDX_BITS-1:0] wr_ridx = aw_addr[4 +: `CFG_REGION_IDX_BITS];
+    wire        wr_is_region = (aw_addr[`CSR_ADDR_BITS-1:`CSR_REGION_PAGE_LO] == `CSR_REGION_PAGE) && ({1'b0, aw_addr[`CSR_REGION_PAGE_LO-1:`CSR_REGION_IDX_LO]} < `CFG_MAX_REGIONS);
+    wire [`CFG_REGION_IDX_BITS-1:0] wr_ridx = aw_addr[`CSR_REGION_IDX_LO +: `CFG_REGION_IDX_BITS];
     wire wr_ctrl = wr_apply && (aw_addr == `CSR_CTRL) && w_strb[0];
     // the INSN_* register a write selects: the fixed addresses (core 0) or a bank
-    wire        wr_bank = aw_addr[11];
-    wire [3:0]  wr_core = wr_bank ? aw_addr[10:7] : 4'd0;
-    wire [6:0]  wr_off  = wr_bank ? aw_addr[6:0] :
+    wire        wr_bank = aw_addr[`CSR_BANK_SEL_BIT];
+    wire [3:0]  wr_core = wr_bank ? aw_addr[`CSR_BANK_CORE_LO +: `CSR_BANK_CORE_W] : 4'd0;
+    wire [6:0]  wr_off  = wr_bank ? aw_addr[`CSR_BANK_CORE_LO-1:0] :
                           (aw_addr == `CSR_INSN_ADDR_LO) ? `BANK_INSN_ADDR_LO :
                           (aw_addr == `CSR_INSN_ADDR_HI) ? `BANK_INSN_ADDR_HI :
                           (aw_addr == `CSR_INSN_COUNT)   ? `BANK_INSN_COUNT : 7'h7f;
@@ -165,9 +165,9 @@ module csr_block #(
                     size <= 32'd0;
                     attr <= 2'd0;
                 end else if (hit) begin
-                    if (aw_addr[3:0] == RBASE_OFF) base <= wmerge(base, wval, w_strb);
-                    if (aw_addr[3:0] == RSIZE_OFF) size <= wmerge(size, wval, w_strb);
-                    if ((aw_addr[3:0] == RATTR_OFF) && w_strb[0]) attr <= wval[1:0];
+                    if (aw_addr[`CSR_REGION_IDX_LO-1:0] == RBASE_OFF) base <= wmerge(base, wval, w_strb);
+                    if (aw_addr[`CSR_REGION_IDX_LO-1:0] == RSIZE_OFF) size <= wmerge(size, wval, w_strb);
+                    if ((aw_addr[`CSR_REGION_IDX_LO-1:0] == RATTR_OFF) && w_strb[0]) attr <= wval[1:0];
                 end
             end
             assign rbase[gi*32 +: 32] = base;
@@ -371,8 +371,8 @@ module csr_block #(
     assign s_axil_arready = !s_axil_rvalid;
     assign s_axil_rresp   = 2'b00;
 
-    wire rd_is_region = (s_axil_araddr[11:8] == 4'h1) && ({1'b0, s_axil_araddr[7:4]} < `CFG_MAX_REGIONS);
-    wire [`CFG_REGION_IDX_BITS-1:0] rd_ridx = s_axil_araddr[4 +: `CFG_REGION_IDX_BITS];
+    wire rd_is_region = (s_axil_araddr[`CSR_ADDR_BITS-1:`CSR_REGION_PAGE_LO] == `CSR_REGION_PAGE) && ({1'b0, s_axil_araddr[`CSR_REGION_PAGE_LO-1:`CSR_REGION_IDX_LO]} < `CFG_MAX_REGIONS);
+    wire [`CFG_REGION_IDX_BITS-1:0] rd_ridx = s_axil_araddr[`CSR_REGION_IDX_LO +: `CFG_REGION_IDX_BITS];
     reg [31:0] rd_base, rd_size;
     reg [1:0]  rd_attr;
     reg [31:0] rd_val;
@@ -391,11 +391,11 @@ module csr_block #(
     end
 
     // the bank a read selects (the fixed counter / INSN_* / ERR_PC addresses: core 0's)
-    wire        rd_bank = s_axil_araddr[11];
-    wire [3:0]  rd_core = rd_bank ? s_axil_araddr[10:7] : 4'd0;
-    // fixed map: INSN_* at 0x010.. = bank 0x00..; the counters at 0x028.. = bank 0x10..
-    wire [6:0]  rd_off  = rd_bank ? s_axil_araddr[6:0] :
-                          (s_axil_araddr[6:0] >= 7'h28) ? (s_axil_araddr[6:0] - 7'h18) : (s_axil_araddr[6:0] - 7'h10);
+    wire        rd_bank = s_axil_araddr[`CSR_BANK_SEL_BIT];
+    wire [3:0]  rd_core = rd_bank ? s_axil_araddr[`CSR_BANK_CORE_LO +: `CSR_BANK_CORE_W] : 4'd0;
+    // fixed map: INSN_* and ERR_PC are their bank offsets + FIXED_INSN_DELTA, the counters + FIXED_CTR_DELTA
+    wire [6:0]  rd_off  = rd_bank ? s_axil_araddr[`CSR_BANK_CORE_LO-1:0] :
+                          (s_axil_araddr[`CSR_BANK_CORE_LO-1:0] >= `CSR_FIXED_COUNTERS) ? (s_axil_araddr[`CSR_BANK_CORE_LO-1:0] - `CSR_FIXED_CTR_DELTA) : (s_axil_araddr[`CSR_BANK_CORE_LO-1:0] - `CSR_FIXED_INSN_DELTA);
     reg [31:0]  bank_val;
     reg         bank_hit;
     integer b, m;
@@ -412,7 +412,7 @@ module csr_block #(
                 if (rd_off == `BANK_INSN_COUNT)   bank_val = insn_count[b*32 +: 32];
                 if (rd_off == `BANK_ERR_PC)       bank_val = (err_core == b[CB-1:0]) ? err_pc : 32'd0;
                 for (m = 0; m < NC; m = m + 1)
-                    if (rd_off == 7'h10 + 7'd4 * m[6:0])
+                    if (rd_off == `BANK_COUNTERS + 7'd4 * m[6:0])
                         bank_val = ctr[(b*NC+m)*32 +: 32];
             end
     end
@@ -420,14 +420,14 @@ module csr_block #(
     always @(*) begin
         rd_val = 32'd0;
         if (rd_is_region) begin
-            if (s_axil_araddr[3:0] == RBASE_OFF) rd_val = rd_base;
-            if (s_axil_araddr[3:0] == RSIZE_OFF) rd_val = rd_size;
-            if (s_axil_araddr[3:0] == RATTR_OFF) rd_val = {30'd0, rd_attr};
+            if (s_axil_araddr[`CSR_REGION_IDX_LO-1:0] == RBASE_OFF) rd_val = rd_base;
+            if (s_axil_araddr[`CSR_REGION_IDX_LO-1:0] == RSIZE_OFF) rd_val = rd_size;
+            if (s_axil_araddr[`CSR_REGION_IDX_LO-1:0] == RATTR_OFF) rd_val = {30'd0, rd_attr};
         end else if (rd_bank) begin
-            rd_val = bank_hit && (rd_off < 7'h10 + 7'd4 * NC) ? bank_val : 32'd0;
+            rd_val = bank_hit && (rd_off < `BANK_COUNTERS + 7'd4 * NC) ? bank_val : 32'd0;
         end else begin
             case (s_axil_araddr)
-                `CSR_STATUS:        rd_val = {12'd0, {(4-CB){1'b0}}, err_core, err_code, 5'd0, error, done, busy};
+                `CSR_STATUS:        begin rd_val = 32'd0; rd_val[`STATUS_BUSY_BIT] = busy; rd_val[`STATUS_DONE_BIT] = done; rd_val[`STATUS_ERROR_BIT] = error; rd_val[`STATUS_ERR_CODE_LO +: 8] = err_code; rd_val[`STATUS_ERR_CORE_LO +: CB] = err_core; end
                 `CSR_VERSION:       rd_val = `CFG_VERSION;
                 `CSR_CONFIG_ID:     rd_val = config_id;
                 `CSR_CYCLES_LO:     rd_val = cycles[31:0];

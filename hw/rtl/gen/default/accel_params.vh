@@ -228,6 +228,20 @@
 `define BANK_COMPUTE_WAIT            7'h40  // offset in a core's bank
 `define BANK_GEMM_BUSY               7'h44  // offset in a core's bank
 `define BANK_GEMM_OPS                7'h48  // offset in a core's bank
+`define CSR_REGION_PAGE_LO           8  // address bits above it select the region window
+`define CSR_REGION_PAGE              4'h1  // those bits in the window
+`define CSR_REGION_IDX_LO            4  // the region index: address bits from here up to the page
+`define REGION_BASE_OFF              4'h0  // offset of a region's register in its stride
+`define REGION_SIZE_OFF              4'h4  // offset of a region's register in its stride
+`define REGION_ATTR_OFF              4'h8  // offset of a region's register in its stride
+`define CSR_BANK_SEL_BIT             11  // address bit set for a core bank
+`define CSR_BANK_CORE_LO             7  // the core index: address bits from here up to the bank bit
+`define CSR_BANK_CORE_W              4
+`define BANK_COUNTERS                7'h10  // offset of the first counter in a bank
+`define CSR_NUM_COUNTERS             15  // counters per core, in hw/csr.py COUNTERS order
+`define CSR_FIXED_COUNTERS           7'h28  // low address bits of the fixed map's first counter
+`define CSR_FIXED_CTR_DELTA          7'h18  // a fixed counter's address minus its bank offset
+`define CSR_FIXED_INSN_DELTA         7'h10  // a fixed INSN_* or ERR_PC address minus its bank offset
 `define ATTR_READ_BIT                0
 `define ATTR_WRITE_BIT               1
 // ---- error codes (STATUS[15:8])
