@@ -73,3 +73,17 @@ def run_module_bench(source: Path | list[Path], toplevel: str, test_module: str,
         total, failed = get_results(Path(results)) if results.is_file() else (0, 1)
     assert failure is None and total >= min_tests and failed == 0, \
         f"{toplevel} bench ({tag}, {sim}): {failed} of {total} cocotb test(s) failed\n{tail}"
+
+
+def run_planted_bench(block: str, good: str, bad: str, test_module: str, cfg: HwConfig, work: Path,
+                      parameters: dict[str, int] | None = None, submodules: tuple[str, ...] = ()) -> None:
+    """Run ``test_module`` on a copy of ``hw/rtl/<block>.v`` (written into ``work``) whose one line
+    ``good`` is replaced by ``bad``: a bench that can fail raises AssertionError here. ``good`` must occur
+    exactly once (else ValueError: the planted break would no longer be planted)."""
+    src = (rtl_dir() / f"{block}.v").read_text()
+    if src.count(good) != 1:
+        raise ValueError(f"{block}.v: the text to break occurs {src.count(good)} times, not once: {good!r}")
+    (work / f"{block}.v").write_text(src.replace(good, bad))
+    prm = dict(parameters or {})
+    run_module_bench([work / f"{block}.v"] + [rtl_dir() / f"{m}.v" for m in submodules], block, test_module,
+                     f"{block}-planted-{cfg.config_id:08x}", parameters=prm, cfg=cfg, env=bench_env(cfg, prm, 1))

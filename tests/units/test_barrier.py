@@ -7,8 +7,7 @@ from __future__ import annotations
 import pytest
 
 from hw.config import load_config
-from testbench.block_bench import bench_env, run_block_bench, run_module_bench
-from testbench.rtl_model import rtl_dir
+from testbench.block_bench import run_block_bench, run_planted_bench
 from tests.units.every_level import needs_rtl
 
 BENCH = "testbench.units.barrier_bench"
@@ -22,11 +21,6 @@ def test_block_bench(prm):
 
 @needs_rtl
 def test_block_bench_sees_a_planted_break(tmp_path):
-    src = (rtl_dir() / "barrier.v").read_text()
-    assert src.count("assign bar_go    = &arrived;") == 1
-    (tmp_path / "barrier.v").write_text(src.replace("assign bar_go    = &arrived;", "assign bar_go    = |arrived;"))
-    cfg = load_config("small")
-    prm = {"N": 3, "CB": 2}
     with pytest.raises(AssertionError, match="bar_go"):
-        run_module_bench(tmp_path / "barrier.v", "barrier", BENCH, f"barrier-planted-{cfg.config_id:08x}",
-                         parameters=prm, cfg=cfg, env=bench_env(cfg, prm, 1))
+        run_planted_bench("barrier", "assign bar_go    = &arrived;", "assign bar_go    = |arrived;", BENCH,
+                          load_config("small"), tmp_path, parameters={"N": 3, "CB": 2})

@@ -9,8 +9,7 @@ from __future__ import annotations
 import pytest
 
 from hw.config import load_config
-from testbench.block_bench import bench_env, run_block_bench, run_module_bench
-from testbench.rtl_model import rtl_dir
+from testbench.block_bench import run_block_bench, run_planted_bench
 from tests.units.every_level import needs_rtl
 
 BENCH = "testbench.units.unit_shell_bench"
@@ -25,12 +24,7 @@ def test_block_bench(prm):
 
 @needs_rtl
 def test_block_bench_sees_a_planted_break(tmp_path):
-    good = "wire push_go      = (state == U_PUSH) && !halt && !push_blocked;"
-    src = (rtl_dir() / "unit_shell.v").read_text()
-    assert src.count(good) == 1
-    (tmp_path / "unit_shell.v").write_text(src.replace(good, "wire push_go      = (state == U_PUSH) && !push_blocked;"))
-    cfg = load_config("small")
-    prm = {"HAS_PREV": 1, "HAS_NEXT": 1}
     with pytest.raises(AssertionError, match="insn_done"):
-        run_module_bench(tmp_path / "unit_shell.v", "unit_shell", BENCH, f"unit_shell-planted-{cfg.config_id:08x}",
-                         parameters=prm, cfg=cfg, env=bench_env(cfg, prm, 1))
+        run_planted_bench("unit_shell", "wire push_go      = (state == U_PUSH) && !halt && !push_blocked;",
+                          "wire push_go      = (state == U_PUSH) && !push_blocked;", BENCH, load_config("small"),
+                          tmp_path, parameters={"HAS_PREV": 1, "HAS_NEXT": 1})

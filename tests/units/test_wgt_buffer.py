@@ -8,8 +8,7 @@ from __future__ import annotations
 import pytest
 
 from hw.config import load_config
-from testbench.block_bench import bench_env, run_block_bench, run_module_bench
-from testbench.rtl_model import rtl_dir
+from testbench.block_bench import run_block_bench, run_planted_bench
 from tests.units.every_level import needs_rtl
 
 BENCH = "testbench.units.wgt_buffer_bench"
@@ -23,11 +22,6 @@ def test_block_bench(config):
 
 @needs_rtl
 def test_block_bench_sees_a_planted_break(tmp_path):
-    good = ".we(we && (zero || (bank == B)))"
-    src = (rtl_dir() / "wgt_buffer.v").read_text()
-    assert src.count(good) == 1
-    (tmp_path / "wgt_buffer.v").write_text(src.replace(good, ".we(we && (bank == B))"))
-    cfg = load_config("small")
     with pytest.raises(AssertionError, match="rdata"):
-        run_module_bench([tmp_path / "wgt_buffer.v", rtl_dir() / "sram.v"], "wgt_buffer", BENCH,
-                         f"wgt_buffer-planted-{cfg.config_id:08x}", cfg=cfg, env=bench_env(cfg, {}, 1))
+        run_planted_bench("wgt_buffer", ".we(we && (zero || (bank == B)))", ".we(we && (bank == B))", BENCH,
+                          load_config("small"), tmp_path, submodules=("sram",))
