@@ -4,6 +4,8 @@ on golden, ISS, TLM and a sample on the RTL, bit for bit against the integer ref
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 
@@ -223,14 +225,20 @@ def test_errors_name_the_onnx_layer() -> None:
     assert "\n" not in msg and "'/a/Q2'" in msg and "per-channel" in msg
 
 
-def test_a_shortcut_add_fuses_into_a_real_scale_convolution() -> None:
-    rng = np.random.default_rng(9)
-    g = Graph("res")
+def _two_convolutions(name: str, rng: np.random.Generator) -> tuple[Graph, Any, Any]:
+    """A graph with input x (16, 6, 6), y = relu(R(conv c1 of x)) per channel and z = R(conv c2 of y)."""
+    g = Graph(name)
     x = g.input("x", (16, 6, 6))
     y = g.relu(g.requantize(g.conv2d(x, _r8(rng, 16, 16, 3, 3), None, pad=1, input_zero_point=-128, name="c1"),
                             scale=np.linspace(0.0002, 0.0008, 16), zero_point=-128), zero_point=-128)
     z = g.requantize(g.conv2d(y, _r8(rng, 16, 16, 3, 3), None, pad=1, input_zero_point=-128, name="c2"),
                      scale=0.0004, zero_point=5)
+    return g, y, z
+
+
+def test_a_shortcut_add_fuses_into_a_real_scale_convolution() -> None:
+    rng = np.random.default_rng(9)
+    g, y, z = _two_convolutions("res", rng)
     g.output(g.relu(g.requantize(g.add(z, y, name="add"), 0)))  # clip only: fused into c2
     net = compile_network(g, "small", batch=2)
     assert [(st.name, st.op) for st in net.stages] == [("c1", "conv2d"), ("c2", "conv2d")]
@@ -248,12 +256,7 @@ def test_a_quantized_add_fuses_into_the_convolution_exactly(conv_first: bool, a_
     the convolution's epilogue, bit for bit the elementwise stage's arithmetic (operands either way round;
     the add's zero point of the convolution's result equal to its output zero point, or not)."""
     rng = np.random.default_rng(11)
-    g = Graph("qres")
-    x = g.input("x", (16, 6, 6))
-    y = g.relu(g.requantize(g.conv2d(x, _r8(rng, 16, 16, 3, 3), None, pad=1, input_zero_point=-128, name="c1"),
-                            scale=np.linspace(0.0002, 0.0008, 16), zero_point=-128), zero_point=-128)
-    z = g.requantize(g.conv2d(y, _r8(rng, 16, 16, 3, 3), None, pad=1, input_zero_point=-128, name="c2"),
-                     scale=0.0004, zero_point=5)
+    g, y, z = _two_convolutions("qres", rng)
     ops = (z, y) if conv_first else (y, z)
     zps = (a_zp, -128) if conv_first else (-128, a_zp)
     s = g.add(*ops, a_scale=0.7 * 2**12, b_scale=0.45 * 2**12, a_zero_point=zps[0], b_zero_point=zps[1], name="add")
