@@ -31,16 +31,19 @@ class DynamicRunError(ValueError):
 
 
 def parse_sets(items: list[str]) -> dict[str, int]:
-    """``NAME=INT`` items of ``--set`` as a dict; a malformed one is one DynamicRunError line."""
+    """``NAME=INT`` items of ``--set`` as a dict; a malformed or repeated one is one DynamicRunError line."""
     out: dict[str, int] = {}
     for it in items:
         name, sep, text = it.partition("=")
         try:
-            if not sep or not name:
+            if not sep or not name.strip():
                 raise ValueError
-            out[name.strip()] = int(text, 0)
+            value = int(text, 0)
         except ValueError:
             raise DynamicRunError(f"--set {it!r}: expected NAME=INTEGER") from None
+        if name.strip() in out:
+            raise DynamicRunError(f"--set {it!r}: variable '{name.strip()}' is set twice")
+        out[name.strip()] = value
     return out
 
 

@@ -163,7 +163,8 @@ def test_cli_errors_and_list(folders: dict[str, Path], capsys: pytest.CaptureFix
     for sets, text in ((["token=2049"], "variable 'token': 2049 is out of range 1..2048"),
                        ([], "variable 'token' is not set: give --set token=N (token in 1..2048)"),
                        (["tok=3"], "unknown variable 'tok' (variables: token in 1..2048)"),
-                       (["token=x"], "--set 'token=x': expected NAME=INTEGER")):
+                       (["token=x"], "--set 'token=x': expected NAME=INTEGER"),
+                       (["token=3", "token=4"], "--set 'token=4': variable 'token' is set twice")):
         argv = ["run", f, "--model", "iss"] + [a for s in sets for a in ("--set", s)]
         assert main(argv) == 2
         err = capsys.readouterr().err.strip().splitlines()
