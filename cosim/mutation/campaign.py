@@ -571,7 +571,9 @@ def prepare(config: str, count: int, seed: int, fuzz: int = DEFAULT_FUZZ, faults
         jobs = [(n, v, None) for n in chosen for v in (run_twice, reset_midway, restart_midway, reset_with_start)]
         jobs += [(n, restart_midway, k / (RESTART_POINTS + 1)) for n in plain for k in range(1, RESTART_POINTS + 1)]
         jobs += [(n, window_rewritten_midway, None) for n in plain]
-        jobs += [(n, register_probe, None) for n in plain]
+        # the register probe on the same cheapest examples (at least one: a small regression has no plain ones)
+        probed = [n for n in cheap if programs[n].name.startswith("ex-")][:max(1, twice // 4)]
+        jobs += [(n, register_probe, None) for n in probed]
         jobs += [(n, reset_then_finish, k / (RESTART_POINTS + 1)) for n in plain for k in range(1, RESTART_POINTS + 1)]
         # and, for the two cheapest, at every write of the last third of the run, where their STOREs are: a
         # soft reset that catches a W burst with beats left (an idle write is 3 cycles, a burst longer)
