@@ -268,6 +268,42 @@ def reset_then_finish(p: Program, cycles: int, at: float) -> Program | None:
     return q
 
 
+def register_probe(p: Program, cycles: int) -> Program | None:
+    """``p`` with register writes a driver never makes before its START: a write to each register of the
+    region slot one past ``max_regions`` (outside the map: the decoder must ignore it, not alias a
+    slot), then the window moved one instruction on and one shorter (INSN_ADDR_LO + 16, INSN_COUNT - 1),
+    CTRL with neither START nor SOFT_RESET (it must not start a run of that window) and the window
+    back. A wrong start would fetch from the moved address (latched at START) and be busy at the real
+    START, which is then ignored. The run must be the Program's own in every respect (all the slave's
+    responses are OKAY). None for a one-instruction stream."""
+    from hw import csr
+    from hw.isa import INSN_BYTES
+
+    setup, start = p.regs[:-1], p.regs[-1]
+    count = next(v for n, v in reversed(setup) if n == "INSN_COUNT")
+    lo = next(v for n, v in reversed(setup) if n == "INSN_ADDR_LO")
+    if count < 2:
+        return None
+    past = csr.REGION_BASE_ADDR + csr.REGION_STRIDE * int(p.config.max_regions)
+    q = copy_program(p, f"{p.name}-register-probe")
+    # past-the-end BASE / SIZE / ATTR: an aliased slot would move, shrink and lock a live region
+    q.regs = setup + [(past, 0xFFFF0000), (past + 4, 16), (past + 8, 0),  # type: ignore[list-item]
+                      ("INSN_ADDR_LO", lo + INSN_BYTES), ("INSN_COUNT", count - 1), ("CTRL", 0),
+                      ("INSN_ADDR_LO", lo), ("INSN_COUNT", count), start]
+    return q
+
+
+def bank_reads(cfg: HwConfig) -> list[int]:
+    """CSR addresses read by address after every run: on a one-core config (whose map names no bank)
+    every word of core 0's bank and of the absent core 1's, so the bank read path (hit, miss, offsets
+    past the counters) is checked there too; none on several cores (the banks are in the map)."""
+    from hw import csr
+
+    if cfg.num_cores > 1:
+        return []
+    return [csr.CORE_BANK_BASE + a for a in range(0, 2 * csr.CORE_BANK_STRIDE, 4)]
+
+
 # AXI4-Lite bus patterns (AW delay, W delay, BREADY delay, split in two half-strobed writes) given in turn
 # to every other plain fuzz Program: the register file must take a write however its channels come
 CSR_MODES = ((2, 0, 1, False), (0, 3, 0, True), (1, 1, 4, False), (0, 0, 2, True), (5, 2, 0, True))
@@ -363,7 +399,7 @@ def run_raw(p: Program, cfg: HwConfig, rtl: Path, k: int, limit: int | None = No
     reads = readable_csrs(cfg)
     dram_mode = getattr(p, "dram_mode", None)
     return models.raw(p, cfg, mem=MEM if dram_mode is None else DRAM_VARIANT_MEM, limit=limit, rtl=rtl,
-                      plusargs=[f"+{PLUSARG}={k}"], reads=reads, pre_reads=reads,
+                      plusargs=[f"+{PLUSARG}={k}"], reads=reads, pre_reads=reads, addr_reads=bank_reads(cfg),
                       csr_mode=getattr(p, "csr_mode", None), dram_mode=dram_mode)
 
 
@@ -403,7 +439,7 @@ def signature(r: RunResult) -> dict[str, Any]:
         outs[n] = hashlib.sha256(f"{a.dtype}{a.shape}".encode() + a.tobytes()).hexdigest()[:16]
     err = None if r.error is None else [r.error.get("name"), r.error.get("code"), r.error.get("pc")]
     return {"outputs": outs, "error": err, "cycles": r.cycles, "counters": dict(sorted(r.counters.items())),
-            "cores": r.extra.get("cores"), "csrs": r.extra.get("csrs"), "csrs_before": r.extra.get("csrs_before"),
+            "cores": r.extra.get("cores"), "csrs": r.extra.get("csrs"), "csrs_at": r.extra.get("csrs_at"), "csrs_before": r.extra.get("csrs_before"),
             "csr_resp": r.extra.get("csr_resp"), "axi_ids": r.extra.get("axi_ids")}
 
 
@@ -425,10 +461,10 @@ def difference(expected: dict[str, Any], got: dict[str, Any]) -> str | None:
         return f"AXI IDs (ARID | AWID) {got.get('axi_ids')} != {expected.get('axi_ids')}"
     if got.get("csr_resp") != expected.get("csr_resp"):
         return f"AXI4-Lite responses (BRESP, RRESP OR-ed) {got.get('csr_resp')} != {expected.get('csr_resp')}"
-    for when in ("csrs_before", "csrs"):
+    for when in ("csrs_before", "csrs", "csrs_at"):
         for k, v in (expected.get(when) or {}).items():
             if (got.get(when) or {}).get(k) != v:
-                at = "after reset" if when == "csrs_before" else "after the run"
+                at = "after reset" if when == "csrs_before" else "after the run" + (" (by address)" if when == "csrs_at" else "")
                 return f"CSR {k} {at} {(got.get(when) or {}).get(k)} != {v}"
     return None
 
@@ -502,7 +538,7 @@ def prepare(config: str, count: int, seed: int, fuzz: int = DEFAULT_FUZZ, faults
     build_s = time.perf_counter() - t0
 
     fs = seed if fuzz_seed is None else fuzz_seed
-    tag = f"f{fuzz}-e{faults}-b{barriers}-o{offsets}-t{twice}r{RESTART_POINTS}wsf3-c{len(DRAM_ERRORS)}d{STALLED}-c{len(CSR_MODES)}-a{aimed}-s{fs}"
+    tag = f"f{fuzz}-e{faults}-b{barriers}-o{offsets}-t{twice}r{RESTART_POINTS}wsf3p1-c{len(DRAM_ERRORS)}d{STALLED}-c{len(CSR_MODES)}-a{aimed}-s{fs}"
     if edges:  # the edge Programs change with their module: their names and instructions name the files
         sig = repr([(p.name, p.insns) for p in edge_programs(cfg)])
         tag += "-x" + hashlib.sha256(sig.encode()).hexdigest()[:8]
@@ -535,6 +571,9 @@ def prepare(config: str, count: int, seed: int, fuzz: int = DEFAULT_FUZZ, faults
         jobs = [(n, v, None) for n in chosen for v in (run_twice, reset_midway, restart_midway, reset_with_start)]
         jobs += [(n, restart_midway, k / (RESTART_POINTS + 1)) for n in plain for k in range(1, RESTART_POINTS + 1)]
         jobs += [(n, window_rewritten_midway, None) for n in plain]
+        # the register probe on the same cheapest examples (at least one: a small regression has no plain ones)
+        probed = [n for n in cheap if programs[n].name.startswith("ex-")][:max(1, twice // 4)]
+        jobs += [(n, register_probe, None) for n in probed]
         jobs += [(n, reset_then_finish, k / (RESTART_POINTS + 1)) for n in plain for k in range(1, RESTART_POINTS + 1)]
         # and, for the two cheapest, at every write of the last third of the run, where their STOREs are: a
         # soft reset that catches a W burst with beats left (an idle write is 3 cycles, a burst longer)
@@ -570,7 +609,7 @@ def prepare(config: str, count: int, seed: int, fuzz: int = DEFAULT_FUZZ, faults
                 g = expected[-1][0]
                 why = None if g["error"] is None else f"error {g['error']}"
             elif variant is window_rewritten_midway:  # all but the CSRs read after the run (INSN_ADDR_HI)
-                why = difference(dict(expected[n][0], csrs=None), dict(expected[-1][0], csrs=None))
+                why = difference(dict(expected[n][0], csrs=None, csrs_at=None), dict(expected[-1][0], csrs=None, csrs_at=None))
             elif (why := difference(expected[n][0], expected[-1][0])) is None and \
                     expected[-1][1] < expected[n][1] - TWICE_SLACK:
                 why = f"the last START came {expected[n][1] - expected[-1][1]} cycles into the run before it"

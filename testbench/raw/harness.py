@@ -180,7 +180,7 @@ def _error_of(d: dict, regs: dict[str, int], cfg: HwConfig, limit: int) -> dict 
 
 def run(program: Program, cfg: HwConfig | str | Path | None = None, mem: str = DEFAULT_MEM, limit: int | None = None,
         keep: bool = False, rtl: Path | None = None, plusargs: Sequence[str] = (), reads: Sequence[str] = (),
-        pre_reads: Sequence[str] = (), coverage_file: str | Path | None = None,
+        pre_reads: Sequence[str] = (), addr_reads: Sequence[int] = (), coverage_file: str | Path | None = None,
         csr_mode: tuple[int, int, int, bool] | None = None,
         dram_mode: tuple[int, int, int, int] | None = None) -> RunResult:
     """Run one Program on the raw harness and return RunResult(model="raw").
@@ -192,6 +192,9 @@ def run(program: Program, cfg: HwConfig | str | Path | None = None, mem: str = D
     folder (see :func:`build`); ``plusargs``: extra ``+NAME=VALUE`` arguments of the simulation;
     ``reads``: more CSR names to read after the run, their values in ``extra["csrs"]``;
     ``pre_reads``: CSR names to read after reset, before the Program's writes (``extra["csrs_before"]``).
+    ``addr_reads``: CSR addresses to read after the run, by address (also outside the config's map, e.g.
+    a one-core config's bank), their values in ``extra["csrs_at"]`` keyed by the hex address. A register
+    write of the Program may name its address (an int) instead of a CSR (a write outside the map).
     ``coverage_file``: run the coverage build and write its ``coverage.dat`` there (else env
     ``COSIM_COVERAGE_DIR``, if set). ``csr_mode`` = (AW delay, W delay, BREADY delay, split): the
     AXI4-Lite bus pattern of every write (cycles into the write before AWVALID / WVALID rise, cycles
@@ -248,10 +251,11 @@ def run(program: Program, cfg: HwConfig | str | Path | None = None, mem: str = D
         if not 0 <= seed < 2 ** 32 or resp not in (0, 2, 3):
             raise ValueError(f"dram_mode: seed must be 0..2**32-1 and the response 0, 2 or 3, got {dram_mode}")
         lines.append(f"dram_mode {seed} {resp} {er} {ew}")
-    lines += [f"w {by[n].addr} {v}" for n, v in program.regs]
+    lines += [f"w {n if isinstance(n, int) else by[n].addr} {v}" for n, v in program.regs]
     lines += [f"r {n} {a}" for n, a in _reads(c)]
     lines += [f"r x_{n} {by[n].addr}" for n in reads]
     lines += [f"p p_{n} {by[n].addr}" for n in pre_reads]
+    lines += [f"r a_{a:x} {a}" for a in addr_reads]
     (rdir / "job.txt").write_text("\n".join(lines) + "\n")
     t0 = time.perf_counter()
     p = subprocess.run(args, cwd=rdir, capture_output=True, text=True)
@@ -283,6 +287,8 @@ def run(program: Program, cfg: HwConfig | str | Path | None = None, mem: str = D
         extra["cores"] = per_core
     if reads:
         extra["csrs"] = {n: regs.get(f"x_{n}") for n in reads}
+    if addr_reads:
+        extra["csrs_at"] = {f"0x{a:x}": regs.get(f"a_{a:x}") for a in addr_reads}
     if pre_reads:
         extra["csrs_before"] = {n: regs.get(f"p_{n}") for n in pre_reads}
     if p.stderr.strip():
