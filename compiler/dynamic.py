@@ -35,11 +35,10 @@ from compiler.symbolic import Expr, SymbolicError, Var, bind
 from compiler.tensor import TensorSpec
 from compiler.trace import CONST_REGION
 from hw.config import HwConfig
-from hw.dynamic_driver import DRIVER_FILE
+from hw.dynamic_driver import DRIVER_FILE, MASK128, piece_words
 from hw.isa import INSN_BYTES
 from hw.program import Program, Region, isa_of
 
-MASK128 = (1 << 128) - 1
 # The instruction region is planned for this many times the maximum's instruction count (a smaller value
 # may take more instructions, e.g. an extra tail tile); a value that needs more is refused at compile time.
 INSN_SLACK = 1.25
@@ -58,8 +57,7 @@ class Piece:
 
     def words(self, v: int) -> list[int]:
         """Every word of value ``v`` (``lo <= v <= hi``): the instructions, then the constants'."""
-        k = v - self.lo
-        return [(b + k * d) & MASK128 for b, d in zip(self.base, self.delta)]
+        return piece_words(self.base, self.delta, v - self.lo)
 
     def to_json(self) -> dict[str, Any]:
         return {"lo": self.lo, "hi": self.hi, "insns": self.insns, "base": [f"{w:032x}" for w in self.base],

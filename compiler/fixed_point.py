@@ -53,6 +53,7 @@ within a word) and ``n >= -16`` (step 1's left shift is at most 16 bits, so an i
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -124,6 +125,7 @@ def rescale_fixed(x: np.ndarray, mult: np.ndarray | int, n: np.ndarray | int,
     return (t + half) >> right               # step 3, exact in int64
 
 
+@functools.lru_cache(maxsize=4096)  # a pure function of integers, asked per channel by the steps and golden
 def tie_plan(mult: int, n: int, bound: int | None) -> tuple[int, int, int] | None:
     """For multiplier ``mult`` and shift ``n`` (:func:`fixed_point`) and the bound ``B >= |x|`` (None:
     unknown): ``(a, C, c)`` of the half-to-even steps (module docstring, "Ties to even": a left shift

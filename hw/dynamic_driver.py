@@ -21,6 +21,11 @@ MASK128 = (1 << 128) - 1
 DRIVER_FILE = "dynamic.json"
 
 
+def piece_words(base: tuple[int, ...], delta: tuple[int, ...], k: int) -> list[int]:
+    """The words ``k`` values past a piece's first: ``(base[i] + k * delta[i]) mod 2^128`` each."""
+    return [(b + k * d) & MASK128 for b, d in zip(base, delta)]
+
+
 class DriverError(ValueError):
     """A value out of range, an unknown or missing variable, or a bad dynamic.json (one line)."""
 
@@ -85,12 +90,15 @@ class Driver:
             raise DriverError(f"variable '{self.name}': {v!r} is out of range {self.lo}..{self.hi}")
         return v
 
-    def _all_words(self, v: int) -> tuple[int, list[int]]:
-        for lo, hi, insns, base, delta in self.pieces:
-            if lo <= v <= hi:
-                k = v - lo
-                return insns, [(b + k * d) & MASK128 for b, d in zip(base, delta)]
+    def _piece(self, v: int) -> tuple[int, int, int, tuple[int, ...], tuple[int, ...]]:
+        for piece in self.pieces:
+            if piece[0] <= v <= piece[1]:
+                return piece
         raise DriverError(f"variable '{self.name}': {v} is out of range {self.lo}..{self.hi}")
+
+    def _all_words(self, v: int) -> tuple[int, list[int]]:
+        lo, _, insns, base, delta = self._piece(v)
+        return insns, piece_words(base, delta, v - lo)
 
     def words(self, v: int) -> list[int]:
         """The 128-bit instruction words of value ``v`` (already checked)."""
@@ -109,7 +117,7 @@ class Driver:
 
     def regs(self, v: int) -> list[tuple[str, int]]:
         """The ordered CSR writes of value ``v``: the base ones with the instruction count and region size."""
-        n = len(self.words(v))
+        n = self._piece(v)[2]
         out = []
         for name, val in self.base_regs:
             out.append((name, n if name == "INSN_COUNT" else n * INSN_BYTES if name == "REGION0_SIZE" else val))
