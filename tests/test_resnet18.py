@@ -89,3 +89,24 @@ def test_script_creates_its_out_folder(tmp_path: Any, capsys: Any) -> None:
     with pytest.raises(SystemExit):
         r.main(["--out", str(tmp_path / "file")])
     assert "not a folder" in capsys.readouterr().err
+
+
+def test_bench_section_reports_rows_totals_and_scaling() -> None:
+    """`make bench`'s ResNet-18 section on the reduced model: rows by VTA workload that sum to the totals,
+    the verdicts against the targets, the several-core speed-up, and the table for people."""
+    from cosim.bench import resnet18 as bench
+
+    res = bench.measure_resnet18(r.network(SMALL), base="default", several="quad", rtl=False)
+    assert res["agree"], res["problems"]
+    rows = res["rows"]
+    assert sum(x["cycles"] for x in rows) == res["whole_cycles"] == res["cycles"]["tlm"]
+    assert res["body_cycles"] == sum(x["cycles"] for x in rows if x["layer"].startswith("layer"))
+    assert {x["vta"] for x in rows} >= {f"C{k}" for k in range(1, 12)}
+    s = res["several"]
+    assert s["cores"] == 4 and s["speedup"] == pytest.approx(res["whole_cycles"] / s["cycles"])
+    t = bench.verdicts(res)
+    assert set(t) == {"resnet18_body_cycles", "resnet18_whole_cycles", "resnet18_speedup_several_cores"}
+    assert t["resnet18_whole_cycles"]["met"] == (res["whole_cycles"] <= bench.WHOLE_TARGET)
+    lines = bench.table_lines(res)
+    assert any(line.startswith("conv1") and " C1 " in line for line in lines)
+    assert any("VTA tsim 7,729,601" in line for line in lines) and lines[-1].startswith("wall per image: TLM")

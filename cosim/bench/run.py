@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from hw.config import load_config
-from cosim.bench import area, correlate, growth, measure, networks, profiler, report, scaling, suite
+from cosim.bench import area, correlate, growth, measure, networks, profiler, report, resnet18, scaling, suite
 
 REPO = Path(__file__).resolve().parents[2]
 OUT_DIR = REPO / "bench"
@@ -41,8 +41,10 @@ def _raw_variants(cfg: Any, item: suite.Item, reps: int) -> dict[str, Any]:
 
 def run_bench(configs: list[str], quick: bool = False, reps: int = 3, protocol_max_cycles: int = 40_000,
               out_dir: Path = OUT_DIR, profile: bool = True, synth: bool = True,
-              fmax_timeout: float = 900.0, cluster: dict[str, Any] | None = None) -> dict[str, Any]:
-    """``synth``: the area columns (:mod:`cosim.bench.area`; with ``quick`` only what is
+              fmax_timeout: float = 900.0, cluster: dict[str, Any] | None = None,
+              resnet: bool = True) -> dict[str, Any]:
+    """``resnet``: the ResNet-18 section (:mod:`cosim.bench.resnet18`; with ``quick`` the TLM on one core
+    only); ``synth``: the area columns (:mod:`cosim.bench.area`; with ``quick`` only what is
     cached); ``fmax_timeout``: the place and route budget of the Fmax estimate. The speed
     measurements run here, one at a time (two never share a CPU); only the area's syntheses and
     place and route, which measure no speed, run as engine tasks (``cluster``: the keyword
@@ -84,10 +86,16 @@ def run_bench(configs: list[str], quick: bool = False, reps: int = 3, protocol_m
         prof["cocotb_fast"] = profiler.profile_cocotb_fast(p, out_dir)
     nets = networks.measure_networks(cfg0, reps)
     scal = scaling.measure_scaling(cfg0)
+    r18 = None
+    if resnet:
+        from compiler.networks.resnet18_onnx import network as resnet18_network
+
+        r18 = resnet18.measure_resnet18(resnet18_network(), base=configs[0], several=None if quick else "quad",
+                                        rtl=not quick)
     scaling_png = scaling.plot(scal, out_dir / "scaling.png")
     summary = report.summarize(rows)
     summary["all_agree"] = summary["all_agree"] and all(n["agree"] for n in nets) and \
-        all(r["agree"] for r in scal["rows"])
+        all(r["agree"] for r in scal["rows"]) and (r18 is None or r18["agree"])
     summary["golden_vs_numpy"] = gvn["vadd"]["ratio"]
     _log("golden matmul vs numpy")
     gmm = measure.golden_matmul_vs_numpy(cfg0, reps=max(3, reps))
@@ -102,7 +110,7 @@ def run_bench(configs: list[str], quick: bool = False, reps: int = 3, protocol_m
     res: dict[str, Any] = {
         **summary,
         "golden_vs_numpy_by_operator": gvn,
-        "targets": report.verdicts(summary),
+        "targets": {**report.verdicts(summary), **resnet18.verdicts(r18)},
         "raw_memory_variants": variants,
         "growth": gr,
         "profile": prof,
@@ -112,8 +120,9 @@ def run_bench(configs: list[str], quick: bool = False, reps: int = 3, protocol_m
         "programs": rows,
         "networks": nets,
         "scaling": scal,
+        "resnet18": r18,
         "settings": {"configs": configs, "quick": quick, "reps": reps, "protocol_max_cycles": protocol_max_cycles,
-                     "synth": synth, "fmax_timeout_s": fmax_timeout,
+                     "synth": synth, "fmax_timeout_s": fmax_timeout, "resnet18": resnet,
                      "python": platform.python_version(), "machine": platform.machine(),
                      "build_s": builds, "bench_wall_s": round(time.perf_counter() - t_start, 1)},
         "plots": [str(growth_png), str(corr_png), str(scaling_png)],
@@ -133,6 +142,10 @@ def print_report(res: dict[str, Any]) -> None:
     nl = networks.table_lines(res.get("networks") or [])
     if nl:
         print("\n".join(nl))
+        print()
+    rl = resnet18.table_lines(res.get("resnet18"))
+    if rl:
+        print("\n".join(rl))
         print()
     sl = scaling.table_lines(res.get("scaling") or {})
     if sl:
@@ -174,9 +187,10 @@ def print_report(res: dict[str, Any]) -> None:
               + ", ".join(f"{c} {v:.1f}x ({mins.get(c) or 0:.1f}x)" for c, v in by_cfg.items() if v is not None))
     print("targets:")
     for k, t in res["targets"].items():
-        val = "-" if t["value"] is None else f"{t['value']:.3f}"
+        v = t["value"]
+        val = "-" if v is None else (f"{v:,}" if isinstance(v, int) else f"{v:.3f}")
         mark = "n/a" if t["met"] is None else ("MET" if t["met"] else "NOT MET")
-        print(f"  {k:<22} {val:>9}  (target {t['target']:<7}) {mark:<8} {t['what']}")
+        print(f"  {k:<30} {val:>10}  (target {t['target']:<7}) {mark:<8} {t['what']}")
     if res.get("area"):
         print()
         print("\n".join(area.table_lines(res["area"])))

@@ -31,6 +31,9 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--protocol-max-cycles", type=int_arg(1, MAX_CYCLES), default=40_000, metavar="N",
                    help="run the cocotb protocol back-end only on Programs of at most N RTL cycles (default 40000)")
     p.add_argument("--no-profile", action="store_true", help="skip the cProfile runs")
+    p.add_argument("--no-resnet18", action="store_true",
+                   help="skip the ResNet-18 section (one ImageNet-size image on the TLM and the RTL's fast "
+                        "back-end on the first config, and on quad; --quick: the TLM on the first config only)")
     p.add_argument("--no-synth", action="store_true",
                    help="skip the area columns (ECP5 synthesis per config, Fmax of small; cached under build/synth; "
                         "--quick shows only cached results)")
@@ -53,7 +56,8 @@ def run(args: argparse.Namespace) -> int:
         raise UserError("--reps must be at least 1")
     res = run_bench(configs, quick=args.quick, reps=reps, protocol_max_cycles=args.protocol_max_cycles,
                     out_dir=Path(args.out) if args.out else OUT_DIR, profile=not args.no_profile,
-                    synth=not args.no_synth, fmax_timeout=args.fmax_timeout, cluster=cluster)
+                    synth=not args.no_synth, fmax_timeout=args.fmax_timeout, cluster=cluster,
+                    resnet=not args.no_resnet18)
     if args.json:
         print(json.dumps(res, default=float))
     else:
