@@ -36,8 +36,10 @@ GEMM and ALU operators):
 * ``add(a, b)``: two int8 values of one shape -> their int32 sum; with ``a_scale``, ``b_scale``,
   ``a_zero_point``, ``b_zero_point``: int32 ``R_B(a - za, a_scale) + R_B(b - zb, b_scale)``, ``B =
   128 + |z|``.
-* ``max_pool(x, k, stride)`` / ``avg_pool(x, k, stride)``: int8 ``(C, H, W)`` -> int8, windows of
-  ``k x k`` every ``stride`` (default ``k``), no padding, ``floor`` output size; the average is
+* ``max_pool(x, k, stride, pad)`` / ``avg_pool(x, k, stride)``: int8 ``(C, H, W)`` -> int8, windows of
+  ``k x k`` every ``stride`` (default ``k``), ``floor`` output size; the maximum's ``pad`` (an int or
+  ``(top, left, bottom, right)``, each below ``k``) pads with -128 (ONNX's -infinity: it never wins
+  a window, which always holds an input pixel); the average has no padding and is
   ``(sum + k*k/2) >> log2(k*k)`` (round half up), so ``k*k`` must be a power of two; with
   ``scale=s, input_zero_point=zx, zero_point=zy`` any window:
   ``clip(R_B(sum over the window of (x - zx), s) + zy, -128, 127)``, ``B = k*k*(128 + |zx|)``.
@@ -321,15 +323,23 @@ class Graph:
         return self._add(name, "add", (a, b), params, a.shape, "int32")
 
     def _pool(self, op: str, x: Value, kernel: int, stride: int | None, name: str | None,
-              scaled: dict[str, Any] | None = None) -> Value:
+              scaled: dict[str, Any] | None = None, pad: Any = 0) -> Value:
         name = self._name(op, name)
         x = self._operand(name, x, "input", "int8", 3)
         c, h, w = x.shape
         k = self._int(name, kernel, "kernel", 1, 64)
         s = k if stride is None else self._int(name, stride, "stride", 1, 64)
+        top, left, bottom, right = pads = self._pads(name, pad)
+        if max(pads) >= k:  # a window of padding alone would have no maximum
+            raise self.error(name, f"pad {pad!r}: the {k}x{k} window must overlap the input, so each pad must be "
+                                   f"below {k}")
+        h, w = h + top + bottom, w + left + right
         if k > h or k > w:
-            raise self.error(name, f"the {k}x{k} window does not fit the {h}x{w} input")
+            raise self.error(name, f"the {k}x{k} window does not fit the {h}x{w} input"
+                                   + (f" padded by {pad!r}" if any(pads) else ""))
         params: dict[str, Any] = {"kernel": k, "stride": s, "scale": None}
+        if any(pads):
+            params["pads"] = pads
         if scaled is not None and scaled["scale"] is not None:
             params.update(scale=self._scale(name, scaled["scale"], "scale", None),
                           input_zero_point=self._zp(name, scaled["input_zero_point"], "input_zero_point"),
@@ -341,9 +351,11 @@ class Graph:
                                    f"so the window's area must be a power of two (or give scale=)")
         return self._add(name, op, (x,), params, (c, (h - k) // s + 1, (w - k) // s + 1), "int8")
 
-    def max_pool(self, x: Value, kernel: int, stride: int | None = None, *, name: str | None = None) -> Value:
-        """int8 maximum over ``kernel x kernel`` windows every ``stride`` (default ``kernel``)."""
-        return self._pool("max_pool", x, kernel, stride, name)
+    def max_pool(self, x: Value, kernel: int, stride: int | None = None, *,
+                 pad: int | tuple[int, int, int, int] = 0, name: str | None = None) -> Value:
+        """int8 maximum over ``kernel x kernel`` windows every ``stride`` (default ``kernel``); ``pad`` (an int
+        or ``(top, left, bottom, right)``, each below ``kernel``) pads with the minimum, which never wins."""
+        return self._pool("max_pool", x, kernel, stride, name, pad=pad)
 
     def avg_pool(self, x: Value, kernel: int, stride: int | None = None, *, scale: float | None = None,
                  input_zero_point: int = 0, zero_point: int = 0, name: str | None = None) -> Value:

@@ -96,6 +96,8 @@ def _windows(layer: Layer, x: np.ndarray) -> list[np.ndarray]:
 
 
 def _max_pool(layer: Layer, x: np.ndarray) -> np.ndarray:
+    top, left, bottom, right = layer.params.get("pads", (0, 0, 0, 0))
+    x = np.pad(x, ((0, 0), (0, 0), (top, bottom), (left, right)), constant_values=INT8_MIN)
     return np.maximum.reduce(_windows(layer, x)).astype(np.int8)
 
 

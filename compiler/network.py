@@ -586,7 +586,8 @@ def _plan_stage(st: Stage, cfg: HwConfig, batch: int, g: Graph, layouts: dict[Va
         elif st.op in ("max_pool", "avg_pool"):
             c, h, w = st.inputs[0].shape
             st.plan = plan_pool(cfg, batch, P.blocks(c, block), h, w, main.params["kernel"], main.params["stride"],
-                                st.op == "max_pool", Constants.count(stream_constants(st.epi)))
+                                st.op == "max_pool", Constants.count(stream_constants(st.epi)),
+                                main.params.get("pads", (0, 0, 0, 0)))
             st.uops = st.plan.halves * st.plan.uops_per_table
             layouts[st.output] = (SPATIAL, st.output.shape)
         elif st.op == "flatten":

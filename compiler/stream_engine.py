@@ -11,7 +11,8 @@ int32 and the block is the identity. On that:
 * :func:`pool_layer`: max pooling (every window tap copied into its own accumulator region by
   one GEMM, then one ALU MAX folds the regions) and average pooling (one GEMM sums the taps
   onto the rounding term, then a shift; with a real scale, onto ``-zero point * k*k``, then the
-  fixed-point steps: any window), ``k x k`` windows every ``stride``, no padding;
+  fixed-point steps: any window), ``k x k`` windows every ``stride``; the maximum over padding
+  (:class:`PoolPlan`);
 * :func:`transpose_layer`: sample-major vectors to feature-block-major (a flattened activation
   into the layout a dense layer reads), the GEMM's loop factors doing the transposition.
 
@@ -197,7 +198,9 @@ _STREAM_ALU = {"SHR": S.shr, "MULHR": S.mulhr, "ADD": S.add}
 class PoolPlan:
     """Tiles of a pooling layer over ``batch`` images of ``cb`` channel blocks x ``h`` x ``w``: ``tc``
     channel blocks x ``th`` output rows (whole rows), ``halves`` of the accumulator and input buffers
-    (2: double-buffered)."""
+    (2: double-buffered). ``pads`` (top, left, bottom, right) of a maximum: a tap in the padding reads
+    the nearest input pixel instead (its column clamped in the micro-ops, its row loaded twice), which
+    lies in the same window, so the maximum is the one over the window's input pixels alone."""
 
     batch: int
     cb: int
@@ -209,14 +212,15 @@ class PoolPlan:
     tc: int
     th: int
     halves: int
+    pads: tuple[int, int, int, int] = (0, 0, 0, 0)
 
     @property
     def ho(self) -> int:
-        return (self.h - self.k) // self.stride + 1
+        return (self.h + self.pads[0] + self.pads[2] - self.k) // self.stride + 1
 
     @property
     def wo(self) -> int:
-        return (self.w - self.k) // self.stride + 1
+        return (self.w + self.pads[1] + self.pads[3] - self.k) // self.stride + 1
 
     @property
     def taps(self) -> int:
@@ -246,15 +250,18 @@ class PoolPlan:
 
 
 def plan_pool(cfg: HwConfig, batch: int, cb: int, h: int, w: int, k: int, stride: int, maximum: bool,
-              consts: int = 0) -> PoolPlan:
+              consts: int = 0, pads: tuple[int, int, int, int] = (0, 0, 0, 0)) -> PoolPlan:
     """The largest tile (double-buffered if anything fits so) of a pooling layer, below ``consts``
     constant vectors at the top of the accumulator; PlanError if none fits."""
     fmax = (1 << cfg.sram_index_bits) - 1
+    if any(pads) and not maximum:
+        raise PlanError("only a maximum pools over padding")
+    ho = (h + pads[0] + pads[2] - k) // stride + 1
     for halves in (2, 1):
         best = None
         for tc in range(min(cb, ITER_MAX), 0, -1):
-            for th in range((h - k) // stride + 1, 0, -1):
-                p = PoolPlan(batch, cb, h, w, k, stride, maximum, tc, th, halves)
+            for th in range(ho, 0, -1):
+                p = PoolPlan(batch, cb, h, w, k, stride, maximum, tc, th, halves, pads)
                 if (halves * p.acc_tile <= cfg.acc_depth - consts and halves * tc * p.cb_pitch <= cfg.inp_depth
                         and halves * p.uops_per_table <= cfg.uop_depth and th <= ITER_MAX
                         and max(p.cb_pitch, stride * w, p.th * p.wo, p.out_tile) <= fmax
@@ -265,7 +272,8 @@ def plan_pool(cfg: HwConfig, batch: int, cb: int, h: int, w: int, k: int, stride
         if best is not None:
             return best
     raise PlanError(f"no tiling fits config '{cfg.name}': one output row of the {k}x{k} pooling needs {k * w} "
-                    f"input vectors and {(k * k if maximum else 1) * ((w - k) // stride + 1)} accumulator vectors")
+                    f"input vectors and {(k * k if maximum else 1) * ((w + pads[1] + pads[3] - k) // stride + 1)} "
+                    f"accumulator vectors")
 
 
 def pool_uops(p: PoolPlan, acc_half: int, in_half: int) -> np.ndarray:
@@ -274,7 +282,8 @@ def pool_uops(p: PoolPlan, acc_half: int, in_half: int) -> np.ndarray:
     ky, kx = t // p.k, t % p.k
     region = t * p.out_tile if p.maximum else 0
     acc = acc_half * p.acc_tile + region + c
-    inp = in_half * p.tc * p.cb_pitch + ky * p.w + c * p.stride + kx
+    col = np.clip(c * p.stride - p.pads[1] + kx, 0, p.w - 1)  # a padding column reads the nearest one
+    inp = in_half * p.tc * p.cb_pitch + ky * p.w + col
     return np.stack([acc.ravel(), inp.ravel(), np.zeros(acc.size, dtype=np.int64)], axis=1)
 
 
@@ -310,14 +319,23 @@ def pool_layer(X: Tensor, Y: Tensor, plan: PoolPlan, relu: bool = False, uop_bas
         region = tc * th * p.wo  # this tile's vectors per tap region (a prefix of each region)
         xb = h * p.tc * p.cb_pitch
         rows_in = (th - 1) * p.stride + p.k
-        first = ((n * p.cb + c0) * p.h + r0 * p.stride) * p.w
-        if rows_in == p.th_in:  # the window rows of every channel block, back to back on chip
+        top = r0 * p.stride - p.pads[0]  # the tile's first window row (negative: in the padding)
+        lo_r, hi_r = max(top, 0), min(top + rows_in, p.h)  # its rows inside the input
+        first = ((n * p.cb + c0) * p.h + top) * p.w
+        if rows_in == p.th_in and (lo_r, hi_r) == (top, top + rows_in):
+            # the window rows of every channel block, back to back on chip
             S.load(S.inp[xb:xb + tc * p.cb_pitch], X, offset=first, rows=tc, cols=rows_in * p.w,
                    stride=p.h * p.w)
-        else:  # a shorter tail: each channel block keeps its full pitch on chip
+        else:  # a shorter tail or a tile in the padding: each channel block keeps its full pitch on chip
             for ci in range(tc):
                 lo = xb + ci * p.cb_pitch
-                S.load(S.inp[lo:lo + rows_in * p.w], X, offset=first + ci * p.h * p.w, cols=rows_in * p.w)
+                chan = (n * p.cb + c0 + ci) * p.h * p.w
+                S.load(S.inp[lo + (lo_r - top) * p.w:lo + (hi_r - top) * p.w], X, offset=chan + lo_r * p.w,
+                       cols=(hi_r - lo_r) * p.w)
+                for r in [*range(top, lo_r), *range(hi_r, top + rows_in)]:  # a padding row: the nearest row
+                    near = min(max(r, 0), p.h - 1)
+                    S.load(S.inp[lo + (r - top) * p.w:lo + (r - top + 1) * p.w], X, offset=chan + near * p.w,
+                           cols=p.w)
         scaled_start = consts is not None and scaled is not None and scaled.steps
         start = consts.operand(scaled.offset) if scaled_start else rnd  # type: ignore[union-attr]
         S.mov(S.acc[base:base + (p.acc_tile if p.maximum else region)], start)  # type: ignore[arg-type]

@@ -22,7 +22,8 @@ def _bias(rng: np.random.Generator, n: int) -> np.ndarray | None:
 
 
 def random_graph(rng: np.random.Generator) -> Graph:
-    """A random small network: convolutions (any kernel 1/3/5, stride 1/2, padding), pools, residual adds
+    """A random small network: convolutions (any kernel 1/3/5, stride 1/2, padding), pools (the maximum
+    also over padding), residual adds
     (fused and not), ReLUs, sometimes a spatial output that is also flattened, dense layers."""
     g = Graph("rand")
     if rng.random() < 0.75:
@@ -37,8 +38,12 @@ def random_graph(rng: np.random.Generator) -> Graph:
                                           pad=int(rng.integers(0, k // 2 + 1))), int(rng.integers(4, 10)))
                 x = g.relu(y) if rng.random() < 0.6 else y
             elif kind == "pool" and min(h, w) >= 3:
-                x = (g.max_pool(x, int(rng.choice([2, 3])), int(rng.choice([1, 2]))) if rng.random() < 0.5
-                     else g.avg_pool(x, 2))
+                if rng.random() < 0.5:
+                    k = int(rng.choice([2, 3]))
+                    pad = tuple(int(v) for v in rng.integers(0, k, size=4)) if rng.random() < 0.5 else 0
+                    x = g.max_pool(x, k, int(rng.choice([1, 2])), pad=pad)
+                else:
+                    x = g.avg_pool(x, 2)
             elif kind == "add":
                 y = g.relu(g.requantize(g.conv2d(x, _r8(rng, c, c, 1, 1), _bias(rng, c)), 7))
                 z = g.requantize(g.add(x, y), int(rng.integers(0, 2)))  # shift 0: fused into the conv
@@ -253,3 +258,41 @@ def test_values_of_another_graph_are_refused() -> None:
     with pytest.raises(CompileError, match="graph 'b'.*must be a value of this graph"):
         b.relu(x)
     assert isinstance(x, Value)
+
+
+@pytest.mark.parametrize("config", ["default", "small"])
+def test_max_pool_over_padding_is_the_maximum_of_the_window_inputs(config: str) -> None:
+    """Padding never wins: each window's maximum over its input pixels alone, also when every input is
+    negative, for pads on any side (tiles in the padding at the top and the bottom, clamped columns)."""
+    rng = np.random.default_rng(7)
+    runs = []
+    for c, h, w, k, s, pad in [(16, 12, 11, 3, 2, 1), (8, 9, 7, 3, 2, (2, 0, 1, 2)), (20, 5, 6, 2, 2, (0, 1, 1, 0)),
+                               (8, 7, 7, 3, 3, 2), (3, 4, 5, 3, 1, (1, 2, 2, 1))]:
+        g = Graph("padded_pool")
+        g.output(g.max_pool(g.input("x", (c, h, w)), k, s, pad=pad))
+        x = rng.integers(-128, 0, size=(2, c, h, w)).astype(np.int8)  # all negative: a zero pad would win
+        x[0, 0, 0, 0] = -128
+        t, left, b, r = pad if isinstance(pad, tuple) else (pad,) * 4
+        xp = np.pad(x, ((0, 0), (0, 0), (t, b), (left, r)), constant_values=-128)
+        ho, wo = (h + t + b - k) // s + 1, (w + left + r - k) // s + 1
+        want = np.array([[[[xp[n, ch, i * s:i * s + k, j * s:j * s + k].max() for j in range(wo)]
+                           for i in range(ho)] for ch in range(c)] for n in range(2)], dtype=np.int8)
+        ref = run_reference(g, {"x": x})
+        assert np.array_equal(next(iter(ref.values())), want), (c, h, w, k, s, pad)
+        net = compile_network(g, config, batch=2)
+        net.set_inputs({"x": x})
+        assert _same(net, net.run_golden({"x": x}), ref), (c, h, w, k, s, pad)
+        assert _same(net, net.outputs(models.iss(net.program).outputs), ref), (c, h, w, k, s, pad)
+        tlm = models.tlm(net.program)
+        assert _same(net, net.outputs(tlm.outputs), ref), (c, h, w, k, s, pad)
+        runs.append((net, ref, tlm.cycles))
+    if config == "default" and not models.rtl_available():  # the RTL too, bit and cycle exact
+        for (net, ref, cycles), r in zip(runs, models.rtl([net.program for net, _, _ in runs])):
+            assert _same(net, net.outputs(r.outputs), ref) and r.cycles == cycles, net.program.name
+
+
+def test_max_pool_padding_must_leave_every_window_an_input_pixel() -> None:
+    g = Graph("bad_pad")
+    x = g.input("x", (8, 6, 6))
+    with pytest.raises(CompileError, match="each pad must be below 3"):
+        g.max_pool(x, 3, 2, pad=(0, 3, 0, 0))

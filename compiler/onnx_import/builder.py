@@ -331,12 +331,14 @@ class Builder:
                  pad: tuple[int, int, int, int] = (0, 0, 0, 0)) -> Any:
         """Max pooling of an integer or real tensor (the maximum commutes with the monotone dequantization).
         Padding (ONNX pads with -infinity) is the int8 minimum, -128, which no window's maximum can be
-        below."""
+        below: the pool's own padding where every window overlaps the input (each pad below the kernel),
+        else an explicit padding layer first."""
         q = v.q if isinstance(v, RealTensor) else v
         x = q.value
-        if any(pad):
+        own = max(pad) < kernel
+        if any(pad) and not own:
             x = self._padded(node, x, q.shape[1], pad, INT8_MIN)
-        out = self.graph.max_pool(x, kernel, stride, name=self.layer_name(node))
+        out = self.graph.max_pool(x, kernel, stride, pad=pad if own else 0, name=self.layer_name(node))
         qt = IntTensor(out, q.dtype, (q.shape[0], q.shape[1], *out_hw))
         if isinstance(v, RealTensor):
             return RealTensor(qt, v.scale, v.zero_point, v.lo, v.hi, v.dq_node)
