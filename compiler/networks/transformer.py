@@ -37,7 +37,7 @@ Params = dict[str, np.ndarray]
 # ---- functions -----------------------------------------------------------------------------------
 def exp(x: np.ndarray) -> np.ndarray:
     """``e**x`` (float64) from basic operations (module docstring); underflows to 0 below about -745."""
-    x = np.asarray(x, dtype=np.float64)
+    x = np.maximum(np.asarray(x, dtype=np.float64), -1000.0)  # -inf (a masked score) gives 0, not nan
     n = np.floor(x / _LN2)
     r = x - n * _LN2
     p = np.full_like(r, _TAYLOR[-1])
