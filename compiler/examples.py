@@ -55,7 +55,8 @@ from compiler.build import build
 from compiler.errors import CompileError
 from compiler.gemm_ops import GEMM_OPERATORS
 from compiler.kernel import Kernel, as_kernel, describe_failure, reporting_failures
-from compiler.ops import OPERATORS
+from compiler.ops import OPERATORS, Operator
+from compiler.softmax import SOFTMAX
 from compiler.params import ParamError, TensorData, parse_items, parse_user_default
 from compiler.tensor import TensorSpec, pad_to_vectors, region_shape, tensor, unpad
 from hw.config import ConfigError, HwConfig, load_config
@@ -112,6 +113,10 @@ def _core_of(name: str) -> tuple[Any, ...] | None:
 def _same_core(cfg: HwConfig, name: str) -> bool:
     """Whether ``cfg`` has the core of the shipped config ``name`` (any number of them)."""
     return _core_of(name) == tuple(getattr(cfg, f) for f in _CORE_FIELDS)
+
+
+# Operators that reduce along axis 0 (not elementwise, so not in compiler.ops.OPERATORS).
+ROW_OPERATORS: dict[str, Operator] = {"softmax": SOFTMAX}
 
 
 def _ex(name: str, op: str, description: str, ranges: dict[str, tuple[int, int]],
@@ -330,7 +335,7 @@ def make_case(name: str, cfg: HwConfig | str, params: dict[str, Any] | None = No
         if k not in p:
             raise ExampleError(f"example '{name}' has no param '{k}' (params: {', '.join(p)})")
         p[k] = v
-    op = OPERATORS[ex.operator]  # type: ignore[index]
+    op = OPERATORS[ex.operator] if ex.operator in OPERATORS else ROW_OPERATORS[ex.operator]  # type: ignore[index]
     shape = tuple(p["shape"]) if isinstance(p["shape"], (tuple, list)) else (p["shape"],)
     if not shape or any(isinstance(s, bool) or not isinstance(s, (int, np.integer)) or s <= 0 for s in shape):
         raise ParamError(f"param 'shape': {p['shape']!r} is not a shape of positive integers")

@@ -323,7 +323,3 @@ _register(Operator("fused", fused, ("A", "B"), "C",
                    doc="C = cast(relu(clip((A + B) >> shift, -127, 127)))"))
 _register(Operator("shift", shift, ("A", "B"), "C", lambda A, B, **p: _ref_alu("shr", A, B),
                    doc="C = cast(A >> B) per lane, negative B shifts left"))
-
-
-# Operators of their own module, registered here so that every user of OPERATORS sees them.
-from compiler import softmax as _softmax  # noqa: E402,F401 - registers "softmax"
