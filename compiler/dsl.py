@@ -7,7 +7,7 @@ spec for the compiler), ``S.acc`` (accumulator views: ``S.acc[a:b]``), ``S.inp``
 kernel runs for), ``S.core_id()``, ``S.num_cores()``, ``S.core_range(n)``, ``S.barrier()`` (several cores: :mod:`compiler.cores`), ``S.section(name)`` (names the instructions that follow, for reports), ``S.error(arg, reason)`` (the one-line CompileError a kernel raises for
 arguments it cannot handle).
 Intrinsics: ``S.load`` (into any buffer), ``S.store``, ``S.add``, ``S.sub``, ``S.mul``, ``S.min``,
-``S.max``, ``S.shr``, ``S.clip``, ``S.mov``, ``S.mulhr``, ``S.sync``, ``S.gemm``; DRAM the kernel makes:
+``S.max``, ``S.shr``, ``S.clip``, ``S.mov``, ``S.mulhr``, ``S.clz``, ``S.sync``, ``S.gemm``; DRAM the kernel makes:
 ``S.const(array)`` (a constant tensor), ``S.uops(table)`` (a constant micro-op table),
 ``S.scratch(shape, dtype)`` (a tensor for intermediate results).
 Dynamic shapes: ``S.var(name, max=N)`` (a run-time dimension) and ``S.ceil_div``, usable in
@@ -19,8 +19,8 @@ from __future__ import annotations
 from compiler.context import current
 from compiler.errors import CompileError, kernel_error
 from compiler.ir import BarrierOp
-from compiler.intrinsics import (add, clip, const, gemm, load, max, min, mov, mul, mulhr, scratch, shr,  # noqa: A004
-                                 store, sub, sync, uops)
+from compiler.intrinsics import (add, clip, clz, const, gemm, load, max, min, mov, mul, mulhr,  # noqa: A004
+                                 scratch, shr, store, sub, sync, uops)
 from compiler.kernel import Kernel, kernel
 from compiler.symbolic import ceil_div, var
 from compiler.tensor import AccView, InpView, Tensor, TensorSpec, UopView, WgtView, acc, inp, tensor, uop, wgt
@@ -82,5 +82,5 @@ def error(arg: str | None, reason: str) -> CompileError:
 
 __all__ = ["AccView", "InpView", "Kernel", "Tensor", "TensorSpec", "UopView", "WgtView", "acc", "add", "barrier",
            "clip", "config", "const", "core_id", "core_range", "error", "gemm", "inp", "kernel", "load", "max", "min",
-           "mov", "mul", "mulhr", "num_cores", "scratch", "section", "shr", "store", "sub", "sync", "tensor", "uop",
-           "uops", "var", "ceil_div", "wgt"]
+           "mov", "mul", "mulhr", "clz", "num_cores", "scratch", "section", "shr", "store", "sub", "sync", "tensor",
+           "uop", "uops", "var", "ceil_div", "wgt"]

@@ -55,7 +55,8 @@ from compiler.build import build
 from compiler.errors import CompileError
 from compiler.gemm_ops import GEMM_OPERATORS
 from compiler.kernel import Kernel, as_kernel, describe_failure, reporting_failures
-from compiler.ops import OPERATORS
+from compiler.ops import OPERATORS, Operator
+from compiler.softmax import SOFTMAX
 from compiler.params import ParamError, TensorData, parse_items, parse_user_default
 from compiler.tensor import TensorSpec, pad_to_vectors, region_shape, tensor, unpad
 from hw.config import ConfigError, HwConfig, load_config
@@ -114,6 +115,10 @@ def _same_core(cfg: HwConfig, name: str) -> bool:
     return _core_of(name) == tuple(getattr(cfg, f) for f in _CORE_FIELDS)
 
 
+# Operators that reduce along axis 0 (not elementwise, so not in compiler.ops.OPERATORS).
+ROW_OPERATORS: dict[str, Operator] = {"softmax": SOFTMAX}
+
+
 def _ex(name: str, op: str, description: str, ranges: dict[str, tuple[int, int]],
         per_config: dict[str, dict[str, Any]] | None = None, **params: Any) -> Example:
     return Example(name, description, {"tile": None, **params}, op, ranges, per_config=dict(per_config or {}))
@@ -132,6 +137,11 @@ EXAMPLES: dict[str, Example] = {e.name: e for e in [
         {"A": I32, "B": I32}, shape=(3, 37)),
     _ex("vmulhr", "mulhr", "C = int8(MULHR(A, B)) = int8((A * B + 2^30) >> 31), the rounding multiply-high of "
         "fixed-point requantization, 2x45 elements", {"A": I32, "B": I32}, shape=(2, 45)),
+    _ex("vclz", "clz", "C = int8(CLZ(A)), the leading zeros of each 32-bit lane (32 for 0, 0 when negative), "
+        "3x41 elements from 0 up to 2^24", {"A": (0, 1 << 24)}, shape=(3, 41)),
+    Example("softmax", "integer softmax (I-BERT exp, 1/sum by CLZ and Newton steps) of Q8 logits along axis 0: "
+            "16 elements per row, one row per lane, int8 Q7 probabilities", {"n": 16, "shape": (16, 16)}, "softmax",
+            {"A": (-2000, 2000)}, per_config={"small": {"shape": (16, 8)}}),
     _ex("vmin", "min", "C = int8(min(A, B)) on a 4-D tensor with a tail",
         {"A": (-300, 300), "B": (-300, 300)}, shape=(2, 5, 7, 3)),
     _ex("vmax_imm", "max_imm", "C = int8(max(A, imm)) with an immediate operand",
@@ -325,7 +335,7 @@ def make_case(name: str, cfg: HwConfig | str, params: dict[str, Any] | None = No
         if k not in p:
             raise ExampleError(f"example '{name}' has no param '{k}' (params: {', '.join(p)})")
         p[k] = v
-    op = OPERATORS[ex.operator]  # type: ignore[index]
+    op = OPERATORS[ex.operator] if ex.operator in OPERATORS else ROW_OPERATORS[ex.operator]  # type: ignore[index]
     shape = tuple(p["shape"]) if isinstance(p["shape"], (tuple, list)) else (p["shape"],)
     if not shape or any(isinstance(s, bool) or not isinstance(s, (int, np.integer)) or s <= 0 for s in shape):
         raise ParamError(f"param 'shape': {p['shape']!r} is not a shape of positive integers")

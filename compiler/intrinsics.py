@@ -1,4 +1,4 @@
-"""The intrinsics: LOAD, STORE, the eight ALU ops, SYNC, GEMM, constants and scratch DRAM, each with
+"""The intrinsics: LOAD, STORE, the ten ALU ops, SYNC, GEMM, constants and scratch DRAM, each with
 both halves.
 
 For every intrinsic this module holds, in one place, the interface (argument
@@ -6,7 +6,7 @@ checks shared by both paths, so a faulting call raises the same error whether it
 runs or compiles), the Python half (numpy, vectorised over the whole tile; the ALU
 ops run the engine of ``hw/alu_numpy.py`` and GEMM that of ``hw/gemm_numpy.py``, both shared
 with the models) and the lowering half (records the operation for the compiler). Kernels
-reach them as ``S.load`` (into any buffer), ``S.store``, ``S.add`` ... ``S.mov``, ``S.sync``,
+reach them as ``S.load`` (into any buffer), ``S.store``, ``S.add`` ... ``S.mov``, ``S.mulhr``, ``S.clz``, ``S.sync``,
 ``S.gemm``, ``S.const`` (and ``S.uops`` on top of it) and ``S.scratch``.
 """
 
@@ -375,6 +375,7 @@ shr = _alu("SHR")
 clip = _alu("CLIP")
 mov = _alu("MOV")
 mulhr = _alu("MULHR")  # (x*s + 2**30) >> 31: the rounding multiply-high of requantization
+clz = _alu("CLZ")  # leading zeros of s (32 for 0): the normalizing shift of Newton reciprocal steps
 
 
 # ---- SYNC -------------------------------------------------------------------------------

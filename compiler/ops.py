@@ -158,6 +158,12 @@ def unary_imm(A: Tensor, C: Tensor, op: str = "add", imm: int = 0, tile: int | N
 
 
 @S.kernel(elementwise=True)
+def clz(A: Tensor, C: Tensor, tile: int | None = None) -> None:
+    """C = cast(CLZ(A)): the leading zeros of each 32-bit lane (32 for 0, 0 for a negative lane)."""
+    tiled([A], C, lambda s, c: S.clz(s[0], s[0]), tile)
+
+
+@S.kernel(elementwise=True)
 def relu(A: Tensor, C: Tensor, tile: int | None = None) -> None:
     """C = cast(max(A, 0))."""
     tiled([A], C, lambda s, c: S.max(s[0], 0), tile)
@@ -300,6 +306,8 @@ for _op in ("shr", "clip", "mov"):
     _register(Operator(f"{_op}_imm", unary_imm, ("A",), "C",
                        (lambda o: lambda A, imm=0, **p: _ref_alu(o, A, _wrap32(imm)))(_op), {"op": _op},
                        f"C = cast({_op.upper()}(A, imm))"))
+_register(Operator("clz", clz, ("A",), "C", lambda A, **p: _ref_alu("clz", A, A),
+                   doc="C = cast(CLZ(A)), the leading-zero count of each lane"))
 _register(Operator("relu", relu, ("A",), "C", lambda A, **p: np.maximum(A, 0), doc="C = cast(max(A, 0))"))
 _register(Operator("clip", clip, ("A",), "C", lambda A, lo=-128, hi=127, **p: np.clip(A, lo, hi).astype(np.int32),
                    doc="C = cast(clip(A, lo, hi))"))

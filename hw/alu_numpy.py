@@ -66,10 +66,18 @@ def _mulhr(x: np.ndarray, s: Any) -> np.ndarray:
     return p.astype(np.int32)
 
 
+def _clz(x: np.ndarray, s: Any) -> np.ndarray:
+    """CLZ: the leading zeros of s's 32-bit pattern (32 for 0, 0 for a negative s); x unused. The
+    float64 exponent of the unsigned pattern is its bit length (every uint32 is exact in float64)."""
+    u = np.asarray(s, dtype=np.int64) & 0xFFFFFFFF
+    _, bits = np.frexp(u.astype(np.float64))
+    return np.broadcast_to((32 - bits).astype(np.int32), x.shape)
+
+
 # The numpy semantics of each ALU op on int32 lanes (int32 ufuncs wrap at 32 bits, MUL keeps the low bits).
 ALU_NUMPY: dict[str, Callable[[np.ndarray, Any], np.ndarray]] = {
     "ADD": np.add, "SUB": np.subtract, "MUL": np.multiply, "MIN": np.minimum, "MAX": np.maximum,
-    "SHR": _shr, "CLIP": _clip, "MOV": _mov, "MULHR": _mulhr,
+    "SHR": _shr, "CLIP": _clip, "MOV": _mov, "MULHR": _mulhr, "CLZ": _clz,
 }
 
 
@@ -110,10 +118,15 @@ def _mulhr_inplace(x: np.ndarray, s: Any) -> None:
     x[...] = _mulhr(x, s)  # s may alias x: compute the whole result before writing
 
 
+def _clz_inplace(x: np.ndarray, s: Any) -> None:
+    x[...] = _clz(x, s)
+
+
 ALU_INPLACE: dict[str, Callable[[np.ndarray, Any], None]] = {
     "ADD": _ufunc_inplace(np.add), "SUB": _ufunc_inplace(np.subtract), "MUL": _ufunc_inplace(np.multiply),
     "MIN": _ufunc_inplace(np.minimum), "MAX": _ufunc_inplace(np.maximum),
     "SHR": _shr_inplace, "CLIP": _clip_inplace, "MOV": _mov_inplace, "MULHR": _mulhr_inplace,
+    "CLZ": _clz_inplace,
 }
 
 

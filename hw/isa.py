@@ -23,6 +23,9 @@ Semantics shared by every model (golden, TLM, RTL):
   strictly in loop order (a write is seen by later reads). Arithmetic wraps at 32 bits.
   MULHR is the rounding multiply-high of fixed-point requantization (gemmlowp, TFLite):
   ``(x * s + 2**30) >> 31`` on the exact 64-bit product (round half up), wrapped to 32 bits.
+  CLZ is the leading-zero count of the operand's 32-bit pattern, ``32`` for 0 and ``0`` for a
+  negative ``s``; like MOV it ignores the destination's old value. With SHR by a vector operand
+  it normalizes a value to ``[2**30, 2**31)``, the start of Newton reciprocal and square-root steps.
 * GEMM (VTA semantics, with VTA's micro-op buffer): ``for i < iter_out: for j < iter_in:
   for u in [uop_begin, uop_end):`` with the micro-op ``uop[u] = (acc, inp, wgt)``,
   ``a = uop.acc + i*acc_factor_out + j*acc_factor_in`` (likewise ``x`` from ``uop.inp`` and the
@@ -56,7 +59,7 @@ INSN_BYTES = INSN_BITS // 8
 
 OPCODES: dict[str, int] = {"LOAD": 0, "STORE": 1, "GEMM": 2, "FINISH": 3, "ALU": 4, "BARRIER": 5}
 ALU_OPS: dict[str, int] = {"ADD": 0, "SUB": 1, "MUL": 2, "MIN": 3, "MAX": 4, "SHR": 5, "CLIP": 6, "MOV": 7,
-                           "MULHR": 8}
+                           "MULHR": 8, "CLZ": 9}
 BUFFERS: dict[str, int] = {"ACC": 0, "INP": 1, "WGT": 2, "UOP": 3}
 # Which unit's queue each opcode is dispatched to.
 QUEUE_OF_OPCODE: dict[str, str] = {"LOAD": "load", "STORE": "store", "GEMM": "compute",

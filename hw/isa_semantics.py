@@ -32,8 +32,8 @@ Footprints (which buffer entries an instruction touches)
                         compiler's operation records) and ``insn_access(insn)``: ``(reads,
                         writes)`` lists of slices / index arrays in the buffer worked on.
     ``footprint(insn)``     buffer name -> :class:`Access` ``(reads, writes)`` index sets;
-                        reads are the entries whose *value* matters (MOV does not read its
-                        destination), writes every entry written.
+                        reads are the entries whose *value* matters (MOV and CLZ do not read
+                        their destination: :data:`DST_BLIND_OPS`), writes every entry written.
     ``acc_footprint(insn)`` ``(reads, writes)`` in the accumulator buffer.
     ``alu_last_indices(insn)``  ``(dst_last, src_last or None)`` of an ALU.
     ``sram_last_index(insn)``  the highest buffer index touched (None: touches nothing), the
@@ -68,7 +68,7 @@ __all__ = [
     "padded_tile_shape", "load_tile_shape", "Accesses", "load_access", "store_access", "alu_access",
     "insn_access", "Access", "footprint", "buffer_of", "acc_footprint", "alu_last_indices", "sram_last_index", "dram_span",
     "dispatch_fault", "classify_word", "WordClassifier",
-    "INT32_MIN", "INT32_MAX", "wrap32", "ALU_SCALAR", "alu_scalar",
+    "INT32_MIN", "INT32_MAX", "wrap32", "ALU_SCALAR", "alu_scalar", "DST_BLIND_OPS",
 ]
 
 # ---- unit topology and token queues ----------------------------------------------------------
@@ -188,15 +188,19 @@ def store_access(sram_base: int, y_size: int, x_size: int) -> Accesses:
     return [slice(sram_base, sram_base + y_size * x_size)], []
 
 
+# The ALU ops whose result is a function of the operand alone (the destination's old value unused).
+DST_BLIND_OPS: tuple[str, ...] = ("MOV", "CLZ")
+
+
 def alu_access(op: int | str, dst_base: int, src_base: int, iter_out: int, iter_in: int, dst_factor_out: int,
                dst_factor_in: int, src_factor_out: int, src_factor_in: int, use_imm: bool) -> Accesses:
-    """An ALU (``op`` by code or name) writes its destinations; it reads them too, except MOV, whose
-    result does not depend on the old value, and reads its source vectors unless the operand is the
-    immediate. No iterations: nothing."""
+    """An ALU (``op`` by code or name) writes its destinations; it reads them too, except the ops of
+    :data:`DST_BLIND_OPS`, whose result does not depend on the old value, and reads its source
+    vectors unless the operand is the immediate. No iterations: nothing."""
     if iter_out * iter_in == 0:
         return [], []
     dst = affine_index(dst_base, iter_out, iter_in, dst_factor_out, dst_factor_in)
-    reads = [] if op in ("MOV", ALU_OPS["MOV"]) else [dst]
+    reads = [] if op in DST_BLIND_OPS or ALU_OP_NAMES.get(op) in DST_BLIND_OPS else [dst]
     if not use_imm:
         reads.append(affine_index(src_base, iter_out, iter_in, src_factor_out, src_factor_in))
     return reads, [dst]
@@ -419,6 +423,7 @@ ALU_SCALAR: dict[str, Callable[[int, int], int]] = {
     "CLIP": _clip,
     "MOV": lambda x, s: s,
     "MULHR": lambda x, s: wrap32((x * s + (1 << 30)) >> 31),
+    "CLZ": lambda x, s: 32 - (s & 0xFFFFFFFF).bit_length(),
 }
 assert set(ALU_SCALAR) == set(ALU_OPS), "every ALU op has a scalar meaning"
 

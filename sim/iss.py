@@ -93,6 +93,20 @@ def _clip(x: int, s: int) -> int:
 _HALF = 1 << 31
 _ALL = (1 << 32) - 1
 
+
+def _clz(s: int) -> int:
+    """Leading zeros of the 32-bit pattern of ``s``, found by halving the window (as a priority
+    encoder does): 32 for 0, 0 for a negative value."""
+    v = s & _ALL
+    if v == 0:
+        return 32
+    n = 0
+    for width in (16, 8, 4, 2, 1):
+        if v >> (32 - width) == 0:
+            n += width
+            v = (v << width) & _ALL
+    return n
+
 # op name -> one lane: x the destination lane, s the operand (32-bit values); docs/microarch.md
 # "Data semantics". ADD, SUB and MUL wrap by the same sum as to_int32, written out (the hot path).
 LANE_OPS: dict[str, Callable[[int, int], int]] = {
@@ -106,6 +120,7 @@ LANE_OPS: dict[str, Callable[[int, int], int]] = {
     "MOV": lambda x, s: s,
     # the exact product, plus half of 2**31, floored by the arithmetic shift, then wrapped
     "MULHR": lambda x, s: ((((x * s + (1 << 30)) >> 31) + _HALF) & _ALL) - _HALF,
+    "CLZ": lambda x, s: _clz(s),
 }
 
 

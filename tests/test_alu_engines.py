@@ -49,6 +49,10 @@ def test_scalar_semantics_edges():
         == (2, -1, 1, 0)
     assert (f("MULHR", INT32_MIN, INT32_MIN), f("MULHR", INT32_MAX, INT32_MAX), f("MULHR", 1000, -2**31)) \
         == (INT32_MIN, INT32_MAX - 1, -1000)
+    # CLZ counts the operand's leading zeros (32 for 0, 0 when negative) and ignores the destination
+    assert [f("CLZ", 77, v) for v in (0, 1, -1, INT32_MIN, INT32_MAX, 1 << 30, 255, 256)] == \
+        [32, 31, 0, 0, 1, 1, 24, 23]
+    assert all(f("CLZ", 0, (1 << k) + ((1 << k) - 1) // 3) == 31 - k for k in range(31))
     with pytest.raises(ValueError):
         alu_scalar(len(ALU_OPS), 0, 0)
 

@@ -139,8 +139,8 @@ def _competing_programs(cfg):
             w = _set(p.isa, name, w, f, v)
         out.append((what, patched(p, {0: w}), code))
     isa = p.isa
-    w = _set(isa, "ALU", isa.encode_word(INSN_CLASSES["ALU"]()), "alu_op", 9) | 1 << (INSN_BITS - 1)
-    out.append(("ALU op 9 + reserved bit", patched(p, {1: w}), OPC))
+    w = _set(isa, "ALU", isa.encode_word(INSN_CLASSES["ALU"]()), "alu_op", 10) | 1 << (INSN_BITS - 1)
+    out.append(("ALU op 10 + reserved bit", patched(p, {1: w}), OPC))
     w = isa.encode_word(INSN_CLASSES["GEMM"](pop_next=True, push_prev=True)) | 1 << (INSN_BITS - 1)
     out.append(("GEMM with flags + reserved bit", patched(p, {1: w}), OPC))
     every_flag = isa.encode_word(INSN_CLASSES["FINISH"](**dict.fromkeys(DEP_FLAGS, True)))

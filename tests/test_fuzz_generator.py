@@ -57,7 +57,7 @@ def test_generator_covers_the_isa():
                     seen.add("overlap_rows") if i.y_size > 1 and i.x_stride < i.x_size else None
                 if isinstance(i, Load) and (i.y_pad_0 or i.y_pad_1 or i.x_pad_0 or i.x_pad_1):
                     seen.add("pad")
-    want = {f"alu{o}{m}" for o in range(8) for m in "ib"} - {"alu7b"} | {
+    want = {f"alu{o}{m}" for o in range(len(ALU_OPS)) for m in "ib"} - {"alu7b"} | {
         "LOAD", "STORE", "ALU", "FINISH", "pop_prev", "pop_next", "push_prev", "push_next", "alu_noop", "imm_edge",
         "zero_tile", "overlap_rows", "pad"}
     assert want <= seen, want - seen
@@ -71,6 +71,8 @@ def test_generator_covers_the_isa():
     ("SHR", 5, INT_MIN, 0), ("SHR", 0x40000000, -1, INT_MIN),
     ("CLIP", 1000, 127, 127), ("CLIP", -1000, 127, -127), ("CLIP", 5, -3, -3), ("CLIP", 5, INT_MIN, INT_MIN),
     ("CLIP", 0, 0, 0), ("MOV", 9, -7, -7),
+    ("CLZ", 9, 0, 32), ("CLZ", 9, 1, 31), ("CLZ", -1, -1, 0), ("CLZ", 0, INT_MIN, 0), ("CLZ", 0, INT_MAX, 1),
+    ("CLZ", 0, 0x8000, 16), ("CLZ", 0, 0x7FFF, 17),
 ])
 def test_reference_alu_semantics(op, x, s, want):
     """microarch.md 'Data semantics', edge values included: the scalar reference semantics (the ISS's

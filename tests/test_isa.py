@@ -94,8 +94,8 @@ def test_decode_rejects_reserved_bits_and_bad_fields():
     word = isa.encode_word(Finish()) | (1 << 100)
     with pytest.raises(IsaError, match=r"instruction 3: FINISH has non-zero reserved bits"):
         isa.decode_word(word, 3)
-    word = isa.encode_word(Alu()) | (9 << isa.field("ALU", "alu_op").lo)
-    with pytest.raises(IsaError, match=r"instruction 0: unknown ALU op 9"):
+    word = isa.encode_word(Alu()) | (10 << isa.field("ALU", "alu_op").lo)
+    with pytest.raises(IsaError, match=r"instruction 0: unknown ALU op 10"):
         isa.decode_word(word)
     with pytest.raises(IsaError, match="LOAD has no previous stage"):
         isa.check(Load(pop_prev=True), 2)

@@ -46,8 +46,10 @@ import numpy as np
 from hw import csr
 from hw.config import HwConfig
 from hw.gemm_numpy import gemm_indices, gemm_uop_range_bad
-from hw.isa import ALU_OPS, BUFFER_NAMES, BUFFERS, INSN_BYTES, UOP_BYTES, Instruction, Isa, decode_uops, unit_of
-from hw.isa_semantics import DEP_FLAGS, LEGAL_FLAGS, POP_FLAGS, affine_indices, classify_word, load_tile_shape
+from hw.isa import (ALU_OP_NAMES, ALU_OPS, BUFFER_NAMES, BUFFERS, INSN_BYTES, UOP_BYTES, Instruction, Isa,
+                    decode_uops, unit_of)
+from hw.isa_semantics import (DEP_FLAGS, DST_BLIND_OPS, LEGAL_FLAGS, POP_FLAGS, affine_indices, classify_word,
+                              load_tile_shape)
 from hw.program import Program
 from hw.result import RunResult
 
@@ -441,7 +443,7 @@ def _raw_bins(run: Run, dram: bytes | None) -> Iterator[str]:
         if i.MNEMONIC != "ALU" or not 1 < i.iter_out * i.iter_in <= RAW_MAX_ITERS:
             continue
         d = affine_indices(i.dst_base, i.iter_out, i.iter_in, i.dst_factor_out, i.dst_factor_in)
-        if i.alu_op != ALU_OPS["MOV"]:  # MOV does not read its destination
+        if ALU_OP_NAMES[i.alu_op] not in DST_BLIND_OPS:  # MOV and CLZ do not read their destination
             for x in sorted(raw_distances(d, d)):
                 yield f"raw.alu_dst.{_DIST[x]}"
         if not i.use_imm:

@@ -175,8 +175,8 @@ def entries() -> list[Entry]:
       _saved(p, _patch_word(0, lambda w: w | (1 << 127))), "bit 127 of a LOAD set")
     L("insn_corrupted_high_bytes", ["insn.bin", "instruction 2", "reserved bits"],
       _saved(p, _patch_word(2, lambda w: w ^ (0xFF << 120))), "top byte of a STORE flipped")
-    L("insn_unknown_alu_op", ["insn.bin", "instruction 1", "unknown ALU op 9"],
-      _saved(p, _patch_word(1, _field(cfg, "ALU", "alu_op", 9))), "ALU op 9 does not exist")
+    L("insn_unknown_alu_op", ["insn.bin", "instruction 1", "unknown ALU op 10"],
+      _saved(p, _patch_word(1, _field(cfg, "ALU", "alu_op", 10))), "ALU op 10 does not exist")
     L("insn_store_from_uop", ["insn.bin", "instruction 2", "accumulator buffer"],
       _saved(p, _patch_word(2, _field(cfg, "STORE", "buf", BUFFERS["UOP"]))), "STORE from the micro-op buffer")
     L("insn_load_pop_prev", ["insn.bin", "instruction 0", "LOAD has no previous stage"],

@@ -36,11 +36,11 @@ import numpy as np
 
 from hw.analysis import balance_problem, finish_problem, happens_before, program_order_problem
 from hw.config import HwConfig
-from hw.isa import (ALU_OPS, BUFFER_NAMES, BUFFERS, UOP_BYTES, Alu, Finish, Gemm, Instruction, Load, Store,
-                    decode_uops, encode_uops, unit_of)
+from hw.isa import (ALU_OP_NAMES, ALU_OPS, BUFFER_NAMES, BUFFERS, UOP_BYTES, Alu, Finish, Gemm, Instruction, Load,
+                    Store, decode_uops, encode_uops, unit_of)
 from hw.assembler import Assembler
-from hw.isa_semantics import (INT32_MAX, INT32_MIN, QUEUE_BETWEEN, TOKEN_QUEUES, UNITS, Access, affine_last,
-                              footprint, load_tile_shape)
+from hw.isa_semantics import (DST_BLIND_OPS, INT32_MAX, INT32_MIN, QUEUE_BETWEEN, TOKEN_QUEUES, UNITS, Access,
+                              affine_last, footprint, load_tile_shape)
 from hw.isa_semantics import QUEUE_ENDS as QUEUES  # queue -> (producer, push flag, consumer, pop flag)
 from hw.program import Program
 
@@ -681,8 +681,8 @@ class _Steering:
             if who == "alu_dst" and size >= d:  # d entries rewritten every d iterations
                 f.update(iter_out=2, iter_in=d, dst_factor_out=0, dst_factor_in=1, src_factor_out=0, src_factor_in=0,
                          dst_base=lo + int(r.integers(0, size - d + 1)))
-                if f["alu_op"] == ALU_OPS["MOV"]:
-                    f["alu_op"] = ALU_OPS["ADD"]  # MOV does not read its destination
+                if ALU_OP_NAMES[f["alu_op"]] in DST_BLIND_OPS:
+                    f["alu_op"] = ALU_OPS["ADD"]  # MOV and CLZ do not read their destination
             elif who == "alu_src" and size >= 2 * d + 2:  # acc[j] op= acc[j - d]
                 n = d + 2
                 db = lo + d + int(r.integers(0, size - n - d + 1))
@@ -786,7 +786,7 @@ def check_program(insns: list[Instruction], cfg: HwConfig, require_init: bool = 
     if require_init:
         written: set[int] = set()
         for k, (reads, writes) in enumerate(fps):
-            loose = reads - written  # MOV does not read its destination
+            loose = reads - written  # MOV and CLZ do not read their destination
             if loose:
                 return f"instruction {k}: reads {key_text(min(loose))} before anything writes it"
             written |= writes

@@ -39,8 +39,29 @@ module alu_lane (
                 `ALU_CLIP: lane_op = ($signed(t) < $signed(sv)) ? t : sv;
                 `ALU_MOV:  lane_op = sv;
                 `ALU_MULHR: lane_op = prod[62:31] + {31'd0, prod[30]};
+                `ALU_CLZ:  lane_op = {26'd0, clz32(sv)};
                 default:   lane_op = lx;
             endcase
+        end
+    endfunction
+
+    // CLZ: the leading zeros of s (32 for 0) by halving the window, a 5-level priority encoder:
+    // each level adds its width when the top bits are zero and shifts them out. Declared after
+    // lane_op so that the lines above keep their numbers (the mutation campaign's ids).
+    function [5:0] clz32;
+        input [31:0] cv;
+        reg   [31:0] w;
+        reg   [5:0]  n;
+        begin
+            w = cv;
+            n = 6'd0;
+            if (w[31:16] == 16'd0) begin n = n + 6'd16; w = w << 16; end
+            if (w[31:24] == 8'd0)  begin n = n + 6'd8;  w = w << 8;  end
+            if (w[31:28] == 4'd0)  begin n = n + 6'd4;  w = w << 4;  end
+            if (w[31:30] == 2'd0)  begin n = n + 6'd2;  w = w << 2;  end
+            if (w[31] == 1'b0)     n = n + 6'd1;
+            if (cv == 32'd0)       n = 6'd32;
+            clz32 = n;
         end
     endfunction
 

@@ -100,7 +100,7 @@ def vadd_tiled(cfg: HwConfig, n: int, seed: int = 0, tile: int | None = None) ->
 
 # Immediates of alu_ops: one per op, chosen to show sign extension and the shift/clip rules.
 IMMS = {"ADD": 1234, "SUB": -77, "MUL": -3, "MIN": -5, "MAX": 7, "SHR": 5, "CLIP": 100, "MOV": -3,
-        "MULHR": 20000}
+        "MULHR": 20000, "CLZ": 300}
 
 
 def alu_ops(cfg: HwConfig, seed: int = 0, name: str = "hand_alu_ops") -> Program:

@@ -98,7 +98,7 @@ def dispatch_checks(cfg: HwConfig) -> list[Case]:
              ("reserved_bits", w(Finish()) | 1 << 100, "BAD_OPCODE"),
              ("load_pop_prev", flag(Load(), "pop_prev"), "BAD_FIELD"),
              ("store_push_next", flag(Store(), "push_next"), "BAD_FIELD"),
-             ("alu_op_9", alu_op_word(cfg, 9), "BAD_OPCODE"),
+             ("alu_op_10", alu_op_word(cfg, 10), "BAD_OPCODE"),
              ("store_padding", w(Store(x_pad_0=1)), "BAD_FIELD"),
              ("store_from_inp", w(Store(buf=1)), "BAD_FIELD"),
              ("store_from_uop", w(Store(buf=3)), "BAD_FIELD"),

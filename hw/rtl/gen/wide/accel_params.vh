@@ -85,7 +85,8 @@
 `define ALU_CLIP                     4'd6
 `define ALU_MOV                      4'd7
 `define ALU_MULHR                    4'd8
-`define ALU_OP_LAST                  4'd8
+`define ALU_CLZ                      4'd9
+`define ALU_OP_LAST                  4'd9
 `define BUF_ACC                      2'd0
 `define BUF_INP                      2'd1
 `define BUF_WGT                      2'd2
