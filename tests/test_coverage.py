@@ -105,6 +105,11 @@ def test_idle_run_leaves_lines_uncovered(tiny):
     assert "tiny.v:11" in s.uncovered and "tiny.v:12" in s.uncovered
     assert s.total["line"].hit < s.total["line"].total
     assert s.modules["tiny"]["toggle"].total == s.total["toggle"].total
+    # never moved: the counter's 4 bits and the state's 2 (each bit both ways), and go
+    assert {k: s.uncovered_toggles.get(k) for k in ("tiny:cnt", "tiny:st", "tiny:go")} == \
+        {"tiny:cnt": 8, "tiny:st": 4, "tiny:go": 2}
+    assert list(s.uncovered_toggles)[0] == "tiny:cnt"  # most points first
+    assert {"tiny:st::S_RUN", "tiny:st::S_DONE", "tiny:st::S_DONE->S_IDLE"} <= set(s.uncovered_fsm)
 
 
 def test_merge_sums_counts_and_round_trips(tiny, tmp_path):

@@ -121,6 +121,13 @@ def run(args: argparse.Namespace) -> int:
             print(f"  {u}")
         if len(unc) > args.max_uncovered:
             print(f"  ... {len(unc) - args.max_uncovered} more in {out / 'summary.json'}")
+        tog = doc["uncovered_toggles"]
+        if tog:
+            print(f"\n{sum(tog.values())} toggle points never seen, in {len(tog)} signals; the most:")
+            for sig, n in list(tog.items())[:args.max_uncovered]:
+                print(f"  {sig}: {n}")
+        for f in doc["uncovered_fsm"]:
+            print(f"FSM point never seen: {f}")
         for w in doc["waived"]:
             print(f"waived: {w['waiver']}: {w['points']} points ({w['hit']} of them hit) - {w['reason']}")
         print(f"\nhtml: {doc['html']}\nlcov: {doc['lcov']}\nmerged: {doc['merged']} ({len(files)} files)")
