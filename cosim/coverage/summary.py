@@ -7,7 +7,8 @@ of its v_branch points, each line's count the smallest of the points spanning it
 v_toggle points (each bit, each direction); ``fsm_state``/``fsm_arc`` the FSM points. Waived points
 are counted apart (``waived``): never in ``total``, never in ``hit``; a line is waived when a waived
 point spans it. The uncovered lines are ``file:line`` of every non-waived line whose count is 0;
-the untaken branch arms are listed apart (``file:line <arm>``).
+the untaken branch arms are listed apart (``file:line <arm>``), the toggle points never seen grouped
+by signal (``module:signal`` -> points, most first) and the FSM points never seen (``module:object``).
 """
 
 from __future__ import annotations
@@ -43,11 +44,14 @@ class Summary:
     modules: dict[str, dict[str, Figure]] = field(default_factory=dict)
     uncovered: list[str] = field(default_factory=list)
     uncovered_branches: list[str] = field(default_factory=list)
+    uncovered_toggles: dict[str, int] = field(default_factory=dict)
+    uncovered_fsm: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
         return {"total": {m: f.as_dict() for m, f in self.total.items()},
                 "modules": {mod: {m: f.as_dict() for m, f in figs.items()} for mod, figs in sorted(self.modules.items())},
-                "uncovered": list(self.uncovered), "uncovered_branches": list(self.uncovered_branches)}
+                "uncovered": list(self.uncovered), "uncovered_branches": list(self.uncovered_branches),
+                "uncovered_toggles": dict(self.uncovered_toggles), "uncovered_fsm": list(self.uncovered_fsm)}
 
 
 def line_table(data: CoverageData, waived: set[tuple] = frozenset(),  # type: ignore[assignment]
@@ -89,6 +93,8 @@ def summarize(data: CoverageData, waived: set[tuple] = frozenset(),  # type: ign
         return s.modules.setdefault(mod, {m: Figure() for m in METRICS})
 
     missed_arms = []
+    missed_toggles: dict[str, int] = defaultdict(int)
+    missed_fsm = set()
     for p in data.points.values():
         kind = p.kind
         if kind is None or kind == "line" or not keep(p):
@@ -99,8 +105,13 @@ def summarize(data: CoverageData, waived: set[tuple] = frozenset(),  # type: ign
             else:
                 fig.total += 1
                 fig.hit += p.count > 0
-        if kind == "branch" and p.count == 0 and p.fields not in waived:
-            missed_arms.append((p.file, p.line, p.obj))
+        if p.count == 0 and p.fields not in waived:
+            if kind == "branch":
+                missed_arms.append((p.file, p.line, p.obj))
+            elif kind == "toggle":
+                missed_toggles[f"{p.module}:{toggle_signal(p.obj)}"] += 1
+            else:
+                missed_fsm.add(f"{p.module}:{p.obj}")
     bad = []
     for f, lines in line_table(data, waived, keep).items():
         for ln, (count, mod, w) in lines.items():
@@ -114,7 +125,20 @@ def summarize(data: CoverageData, waived: set[tuple] = frozenset(),  # type: ign
                 bad.append((f, ln))
     s.uncovered = [f"{f}:{ln}" for f, ln in sorted(bad)]
     s.uncovered_branches = [f"{f}:{ln} {o}" for f, ln, o in sorted(set(missed_arms))]
+    s.uncovered_toggles = dict(sorted(missed_toggles.items(), key=lambda kv: (-kv[1], kv[0])))
+    s.uncovered_fsm = sorted(missed_fsm)
     return s
+
+
+def toggle_signal(obj: str) -> str:
+    """The signal of a toggle point's object: ``g_core[0].pc[12]:0->1`` -> ``g_core[0].pc`` (the bit and
+    the direction dropped; a scalar's ``busy:1->0`` -> ``busy``)."""
+    name = obj.rsplit(":", 1)[0] if ":" in obj else obj
+    if name.endswith("]") and "[" in name:
+        head, _, idx = name.rpartition("[")
+        if idx[:-1].isdigit():
+            return head
+    return name
 
 
 def format_table(s: Summary) -> str:

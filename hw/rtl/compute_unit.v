@@ -104,9 +104,10 @@ module compute_unit (
     wire                  insn_end;
 
     // ---- fields
-    wire            is_finish = (insn[`F_HDR_OPCODE_LO +: `F_HDR_OPCODE_W] == `OP_FINISH);
-    wire            is_bar    = (insn[`F_HDR_OPCODE_LO +: `F_HDR_OPCODE_W] == `OP_BARRIER);
-    wire            is_gemm   = (insn[`F_HDR_OPCODE_LO +: `F_HDR_OPCODE_W] == `OP_GEMM);
+    wire [`F_HDR_OPCODE_W-1:0] opcode = insn[`F_HDR_OPCODE_LO +: `F_HDR_OPCODE_W];
+    wire            is_finish = (opcode == `OP_FINISH);
+    wire            is_bar    = (opcode == `OP_BARRIER);
+    wire            is_gemm   = (opcode == `OP_GEMM);
     wire            is_alu    = !is_finish && !is_bar && !is_gemm;  // the queue holds ALU, GEMM, FINISH, BARRIER
     wire [3:0]      alu_op    = insn[`F_ALU_ALU_OP_LO +: `F_ALU_ALU_OP_W];
     wire            use_imm   = insn[`F_ALU_USE_IMM_LO];

@@ -131,7 +131,8 @@ module store_unit (
     wire [OVB-1:0] cur        = fresh ? narrow : oshift;
     wire           first_beat = (obeat == 16'd0);
     wire           vec_last   = (obeat == `CFG_BEATS_PER_OUT_VEC - 1);
-    wire           burst_last = ({7'd0, bbeat} + 16'd1 == {7'd0, blen});
+    wire [9:0]     bbeat_next = {1'b0, bbeat} + 10'd1;
+    wire           burst_last = (bbeat_next == {1'b0, blen});
     wire           granted    = exec && !in_burst && !halt && has_data && gnt;
     wire           next_in    = in_burst && wr_beat && vec_last && !burst_last;
 

@@ -106,7 +106,7 @@ module unit_shell #(
                     else if (exec_done)
                         state <= U_PUSH;
                 end
-                default: begin  // U_PUSH
+                U_PUSH: begin
                     if (halt || push_go)
                         state <= U_IDLE;
                 end

@@ -20,8 +20,8 @@ input-combinational ("ico") region of the top on every ``eval()``, and with the 
 master's inputs at the top that region is most of accel_top's datapath, evaluated twice
 per cycle; with the memory inside the model, only the AXI4-Lite inputs are top inputs.
 
-Code coverage: ``build(cfg, coverage=True)`` adds ``testbench.rtl_model.COVERAGE_FLAGS`` in
-its own folder (``...-cov``); ``run(program, coverage_file=PATH)`` runs that build and writes
+Code coverage: ``build(cfg, coverage=True)`` adds ``testbench.rtl_model.coverage_flags()`` in
+its own folder (``...-cov``, or ``...-fsm`` for an FSM build: env ``COSIM_COVERAGE_KIND``); ``run(program, coverage_file=PATH)`` runs that build and writes
 Verilator's ``coverage.dat`` to PATH (env ``COSIM_COVERAGE_DIR`` does it for every run, as in
 ``testbench.rtl_model``).
 """
@@ -44,8 +44,8 @@ from hw.program import Program, check_starts
 from hw.result import RunResult
 from hw.toolchain import verilator_bin, verilator_env, verilator_root
 from testbench.build_cache import mark_used
-from testbench.rtl_model import (COVERAGE_FLAGS, MAX_MODEL_BYTES, build_lock, build_root, coverage_dir_from_env,
-                                  fresh_coverage_file)
+from testbench.rtl_model import (MAX_MODEL_BYTES, build_lock, build_root, coverage_dir_from_env, coverage_flags,
+                                  coverage_suffix, fresh_coverage_file)
 
 RAW_DIR = Path(__file__).resolve().parent
 HARNESS_CPP = RAW_DIR / "harness.cpp"
@@ -69,7 +69,7 @@ def build_dir_for(cfg: HwConfig, mem: str = DEFAULT_MEM, rtl: Path | None = None
     """The build folder; an alternative RTL folder (``rtl``) gets its own, named by its path, and so does
     a coverage build."""
     alt = "" if rtl is None else "-rtl" + hashlib.sha256(str(Path(rtl).resolve()).encode()).hexdigest()[:8]
-    return build_root() / "raw" / f"{cfg.name}-{cfg.config_id:08x}-{mem}{alt}{'-cov' if coverage else ''}"
+    return build_root() / "raw" / f"{cfg.name}-{cfg.config_id:08x}-{mem}{alt}{coverage_suffix() if coverage else ''}"
 
 
 def _sources(cfg: HwConfig, mem: str, bdir: Path, rtl: Path | None = None) -> tuple[list[Path], Path, str]:
@@ -115,7 +115,7 @@ def build(cfg: HwConfig | str | Path = "default", mem: str = DEFAULT_MEM, verbos
         srcs, inc, top = _sources(c, mem, bdir, rtl)
         cmd_flags = VERILATOR_FLAGS + ["-CFLAGS", " ".join([CXX_OPT] + _defines(c, mem))]
         if coverage:
-            cmd_flags += list(COVERAGE_FLAGS)
+            cmd_flags += list(coverage_flags())
         h = hashlib.sha256()
         for p in srcs + [inc / "accel_params.vh", HARNESS_CPP]:
             h.update(str(p).encode() + b"\0" + p.read_bytes() + b"\0")
