@@ -28,7 +28,7 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -41,7 +41,7 @@ from compiler.tensor import TensorSpec
 from compiler.trace import CONST_REGION
 from hw.config import HwConfig
 from hw.dynamic_driver import DRIVER_FILE, FORMAT, MASK128, Driver, DriverError, piece_words
-from hw.isa import INSN_BYTES
+from hw.isa import BUFFERS, INSN_BYTES, Instruction, Load, Store
 from hw.program import Program, Region, isa_of, make_regs
 
 # DRAM is planned for the maximum's layout with this many times its instruction count (a smaller value
@@ -134,24 +134,61 @@ def static_trace(kernel: Kernel, args: Mapping[str, Any], cfg: HwConfig, name: s
     nodes = insert_tokens(tr, cfg, [])
     regions = layout(tr, cfg, len(nodes))
     by_name = {r.name: r for r in regions}
-    index = {r.name: i for i, r in enumerate(regions)}
     insns = [to_insn(n, by_name, cfg) for n in nodes]
     verify_program(insns, cfg, f"kernel '{name}'")
     check_dependences(tr, nodes, insns, cfg)
+    pool = tr.pool.array().tobytes() if tr.pool is not None and tr.pool.count else b""
+    index = {r.name: i for i, r in enumerate(regions)}
+    targets = [index[n.op.tensor.region] if isinstance(n.op, (LoadOp, StoreOp)) else None for n in nodes]
+    return split_static(insns, regions, pool, targets, cfg, name)
+
+
+def program_trace(prog: Program, name: str) -> StaticTrace:
+    """:class:`StaticTrace` of a compiled one-core Program (e.g. a network's), each LOAD/STORE relocated to
+    the region its DRAM address falls in (one CompileError line when it falls in none)."""
+    regions = prog.regions
+    targets: list[int | None] = []
+    for i, insn in enumerate(prog.insns):
+        if isinstance(insn, (Load, Store)):
+            addr = insn.dram_base * _elem_bytes(insn, prog.config)
+            hit = [k for k, r in enumerate(regions) if r.addr <= addr < r.end and r.role != "insn"]
+            if len(hit) != 1:
+                raise CompileError(f"kernel '{name}': instruction {i} addresses 0x{addr:x}, in no one region")
+            targets.append(hit[0])
+        else:
+            targets.append(None)
+    const = prog.inputs.get(CONST_REGION)
+    pool = np.asarray(const).tobytes() if const is not None else b""
+    return split_static(list(prog.insns), regions, pool, targets, prog.config, name)
+
+
+def _elem_bytes(insn: Load | Store, cfg: HwConfig) -> int:
+    if isinstance(insn, Store):
+        return cfg.out_vec_bytes
+    return cfg.elem_bytes(next(b for b, code in BUFFERS.items() if code == insn.buf))
+
+
+def split_static(insns: list[Instruction], regions: list[Region], pool: bytes, targets: list[int | None],
+                 cfg: HwConfig, name: str) -> StaticTrace:
+    """The driver's split of a static compile: each LOAD/STORE's DRAM field made relative to the region
+    ``targets[i]`` (a relocation), the constants as 16-byte words, the regions' sizes."""
     isa = isa_of(cfg)
     words = [isa.encode_word(i) for i in insns]
     rel = list(words)
     relocs = []
-    for i, n in enumerate(nodes):  # the DRAM field minus its region's base: an offset inside the region
-        if isinstance(n.op, (LoadOp, StoreOp)):
-            eb = cfg.elem_bytes(n.op.buf) if isinstance(n.op, LoadOp) else cfg.out_vec_bytes
-            r = index[n.op.tensor.region]
-            lo = isa.field(type(insns[i]).MNEMONIC, "dram_base").lo
-            if regions[r].addr % eb:
-                raise CompileError(f"kernel '{name}': region '{regions[r].name}' is not aligned to {eb} bytes")
-            rel[i] = (words[i] - ((regions[r].addr // eb) << lo)) & MASK128
-            relocs.append((i, r, lo, eb))
-    pool = tr.pool.array().tobytes() if tr.pool is not None and tr.pool.count else b""
+    for i, r in enumerate(targets):  # the DRAM field minus its region's base: an offset inside the region
+        if r is None:
+            continue
+        insn = insns[i]
+        assert isinstance(insn, (Load, Store))
+        eb = _elem_bytes(insn, cfg)
+        lo = isa.field(insn.MNEMONIC, "dram_base").lo
+        if regions[r].addr % eb:
+            raise CompileError(f"kernel '{name}': region '{regions[r].name}' is not aligned to {eb} bytes")
+        rel[i] = (words[i] - ((regions[r].addr // eb) << lo)) & MASK128
+        relocs.append((i, r, lo, eb))
+    if len(pool) % INSN_BYTES:
+        raise CompileError(f"kernel '{name}': its constants ({len(pool)} bytes) are not whole 16-byte words")
     consts = [int.from_bytes(pool[i:i + INSN_BYTES], "little") for i in range(0, len(pool), INSN_BYTES)]
     return StaticTrace(words, pool, regions, make_regs(cfg, regions, [(0, len(insns))]),
                        rel + consts + [r.nbytes for r in regions], len(words), len(consts), tuple(relocs))
@@ -174,6 +211,14 @@ def compile_dynamic(kernel: Any, args: Mapping[str, Any], var: Var, cfg: HwConfi
                 raise SymbolicError(f"argument '{n}': cannot bound shape dimension '{s.text}' "
                                     + (f"to a positive size (it ranges {s.lo}..{s.hi})" if s.lo < 1
                                        else f"(it uses variables other than '{var.name}')"))
+    return compile_traces(lambda v: static_trace(k, bind_args(args, {var.name: v}), cfg, name), var, cfg, name,
+                          meta, verify_all)
+
+
+def compile_traces(trace_of: Callable[[int], StaticTrace], var: Var, cfg: HwConfig, name: str,
+                   meta: dict[str, Any] | None = None, verify_all: bool = False) -> DynamicProgram:
+    """The dynamic Program of any static compiler ``trace_of`` (value -> :class:`StaticTrace`): the pieces
+    (module docstring), the Program of the maximum, and the driver checked against static compiles."""
     cache: dict[int, StaticTrace] = {}
     traces = 0
 
@@ -181,7 +226,7 @@ def compile_dynamic(kernel: Any, args: Mapping[str, Any], var: Var, cfg: HwConfi
         nonlocal traces
         if v not in cache:
             traces += 1
-            st = static_trace(k, bind_args(args, {var.name: v}), cfg, name)
+            st = trace_of(v)
             if v != var.max and [r.name for r in st.regions] != names_max:
                 raise CompileError(f"kernel '{name}': its DRAM regions at {var.name}={v} "
                                    f"({', '.join(r.name for r in st.regions)}) differ from the maximum's")
@@ -191,9 +236,11 @@ def compile_dynamic(kernel: Any, args: Mapping[str, Any], var: Var, cfg: HwConfi
     names_max: list[str] = []
     top = real(var.max)
     names_max = [r.name for r in top.regions]
-    planned = layout(trace_cores(k, bind_args(args, {var.name: var.max}), cfg, name, cores=1)[0], cfg,
-                     int(top.insns * INSN_SLACK) + 8)
-    dram_end = planned[-1].end
+    room = int(top.insns * INSN_SLACK) + 8
+    # DRAM's plan: the maximum's layout with room for ``room`` instructions; a larger instruction region
+    # moves every other region up by the same whole number of alignments (plan_layout packs them)
+    a, insn = cfg.region_align, top.regions[0]
+    dram_end = top.regions[-1].end + (-(-(insn.addr + room * INSN_BYTES) // a) - -(-insn.end // a)) * a
     pieces: list[Piece] = []
     lo = var.min
 

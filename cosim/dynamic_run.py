@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from compiler.dynamic_examples import DYNAMIC_EXAMPLES, DynamicExample, get_dynamic_example
+from compiler.dynamic_examples import DYNAMIC_EXAMPLES, DynamicExample, DynamicNetwork, get_dynamic_example
 from compiler.symbolic import SymbolicError
 from cosim.models import Job
 from hw.config import HwConfig, load_config
@@ -50,7 +50,7 @@ def is_dynamic(kernel: str) -> bool:
     return kernel in DYNAMIC_EXAMPLES or (Path(kernel) / DRIVER_FILE).is_file()
 
 
-def _load(kernel: str, cfg: HwConfig | None) -> tuple[Program, Driver, DynamicExample]:
+def _load(kernel: str, cfg: HwConfig | None) -> tuple[Program, Driver, DynamicExample | DynamicNetwork]:
     if kernel in DYNAMIC_EXAMPLES and not ("/" in kernel or Path(kernel).is_dir()):
         ex = get_dynamic_example(kernel)
         dp = ex.compile(cfg or load_config("default"))
@@ -75,7 +75,7 @@ def _into_region(a: np.ndarray, r: Region) -> np.ndarray:
     return flat.reshape(r.shape)
 
 
-def specialize(base: Program, driver: Driver, ex: DynamicExample, v: int, seed: int = 0) -> tuple[Program,
+def specialize(base: Program, driver: Driver, ex: DynamicExample | DynamicNetwork, v: int, seed: int = 0) -> tuple[Program,
                                                                                                  dict[str, Any]]:
     """The Program of value ``v`` (the driver's words in the driver's layout for ``v``, which is the static
     compile's, with inputs and expected attached) and the driver's CSR writes for it."""
