@@ -5,10 +5,10 @@ accel_dyn_reg_write *regs, size_t regs_cap, size_t *regs_len, uint8_t *consts, s
 size_t *consts_len, uint32_t *const_addr)`` places the DRAM regions as a static compile of ``value`` places
 them, writes the instruction words (16 little-endian bytes each, relocated to those regions) into ``insn``,
 the kernel's constants into ``consts`` (their address into ``*const_addr``) and the ordered CSR writes
-(address, value) into ``regs``. It allocates nothing, checks the value's range and both buffers' capacities before writing,
-and returns ``ACCEL_DYN_OK`` or an error code. The words are computed as :mod:`hw.dynamic_driver`
-computes them: ``base + (value - lo) * delta`` modulo 2^128, in four 32-bit limbs (portable C99), then
-the relocations.
+(address, value) into ``regs``. It allocates nothing, checks the value's range, the DRAM plan and every
+buffer's capacity before writing, and returns ``ACCEL_DYN_OK`` or an error code. The words are
+computed as :mod:`hw.dynamic_driver` computes them: ``base + (value - lo) * delta`` modulo 2^128, in
+four 32-bit limbs (portable C99), then the relocations.
 """
 
 from __future__ import annotations
@@ -144,7 +144,8 @@ def driver_source(d: dict[str, Any], cfg: HwConfig) -> str:
         "        base[i] = addr;",
         "        addr = (addr + size[i] + align - 1) / align * align;",
         "    }",
-        "    if (base[ACCEL_DYN_REGIONS - 1] + size[ACCEL_DYN_REGIONS - 1] > ACCEL_DYN_DRAM_END) return ACCEL_DYN_ERR_RANGE;",
+        "    if (base[ACCEL_DYN_REGIONS - 1] + size[ACCEL_DYN_REGIONS - 1] > ACCEL_DYN_DRAM_END)",
+        "        return ACCEL_DYN_ERR_RANGE;  /* past DRAM planned at the maximum */",
         "    if ((size_t)pc->insns > insn_cap / ACCEL_DYN_INSN_BYTES) return ACCEL_DYN_ERR_INSN_BUF;",
         "    if ((size_t)pc->consts > consts_cap / ACCEL_DYN_INSN_BYTES) return ACCEL_DYN_ERR_CONST_BUF;",
         "    if (regs_cap < ACCEL_DYN_REG_WRITES) return ACCEL_DYN_ERR_REG_BUF;",
@@ -163,7 +164,8 @@ def driver_source(d: dict[str, Any], cfg: HwConfig) -> str:
         "    }",
         "    *insn_len = (size_t)pc->insns * ACCEL_DYN_INSN_BYTES;",
         "    *consts_len = (size_t)pc->consts * ACCEL_DYN_INSN_BYTES;",
-        "    *const_addr = ACCEL_DYN_CONST_REGION < 0 ? 0u : (uint32_t)base[ACCEL_DYN_CONST_REGION < 0 ? 0 : ACCEL_DYN_CONST_REGION];",
+        "    *const_addr = ACCEL_DYN_CONST_REGION < 0 ? 0u",
+        "                : (uint32_t)base[ACCEL_DYN_CONST_REGION < 0 ? 0 : ACCEL_DYN_CONST_REGION];",
         "    for (i = 0; i < ACCEL_DYN_REG_WRITES; i++) {",
         "        const reg_t *g = &base_regs[i];",
         "        regs[i].addr = g->addr;",

@@ -75,8 +75,8 @@ def _into_region(a: np.ndarray, r: Region) -> np.ndarray:
     return flat.reshape(r.shape)
 
 
-def specialize(base: Program, driver: Driver, ex: DynamicExample | DynamicNetwork, v: int, seed: int = 0) -> tuple[Program,
-                                                                                                 dict[str, Any]]:
+def specialize(base: Program, driver: Driver, ex: DynamicExample | DynamicNetwork, v: int,
+               seed: int = 0) -> tuple[Program, dict[str, Any]]:
     """The Program of value ``v`` (the driver's words in the driver's layout for ``v``, which is the static
     compile's, with inputs and expected attached) and the driver's CSR writes for it."""
     cfg = base.config

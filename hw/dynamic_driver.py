@@ -194,7 +194,17 @@ class Driver:
 
     def regs(self, v: int) -> list[tuple[str, int]]:
         """The ordered CSR writes of value ``v``: the base ones with the regions and instruction count set."""
+        return self._regs(self.layout(v))
+
+    def writes(self, v: int) -> tuple[bytes, bytes, int | None, list[tuple[str, int]]]:
+        """All a host writes for value ``v``, from one layout: the instruction stream, the constants, their
+        address (None without any) and the CSR writes."""
         lay = self.layout(v)
+        return (b"".join(w.to_bytes(INSN_BYTES, "little") for w in lay.words),
+                b"".join(x.to_bytes(INSN_BYTES, "little") for x in lay.consts),
+                None if self.const_region is None else lay.bases[self.const_region], self._regs(lay))
+
+    def _regs(self, lay: Layout) -> list[tuple[str, int]]:
         out = []
         for name, val in self.base_regs:
             m = _REGION_REG.match(name)

@@ -134,7 +134,8 @@ int main(int argc, char **argv) {
     }
     {   /* too small an instruction buffer: an error, nothing written */
         size_t n = 0, m = 0, c = 0;
-        printf("small %d\\n", accel_dyn_driver(1, insn, 15, &n, regs, ACCEL_DYN_REG_WRITES, &m, cst, sizeof cst, &c, &caddr));
+        printf("small %d\\n", accel_dyn_driver(1, insn, 15, &n, regs, ACCEL_DYN_REG_WRITES, &m, cst, sizeof cst, &c,
+                                                &caddr));
     }
     return 0;
 }
@@ -143,7 +144,8 @@ int main(int argc, char **argv) {
     subprocess.run(["cc", "-std=c99", "-Wall", "-Wextra", "-Werror", "-O1", f"-I{folder}", str(main_c),
                     str(folder / "driver.c"), "-o", str(exe)], check=True, timeout=120)
     rng = np.random.default_rng(1)
-    values = sorted({drv.lo, drv.hi, *range(1, min(40, drv.hi + 1)), *(int(x) for x in rng.integers(drv.lo, drv.hi + 1, 60))})
+    values = sorted({drv.lo, drv.hi, *range(1, min(40, drv.hi + 1)),
+                     *(int(x) for x in rng.integers(drv.lo, drv.hi + 1, 60))})
     lines = subprocess.run([str(exe), *map(str, values), "0", str(drv.hi + 1)], check=True, timeout=60,
                            capture_output=True, text=True).stdout.splitlines()
     addr = {n: c.addr for n, c in csrs_of(CFG).items()}
@@ -290,3 +292,15 @@ def test_expression_as_loop_extent() -> None:
         assert dp.words(v) == [static.isa.encode_word(i) for i in static.insns], v
     with pytest.raises(SymbolicError, match="out of range 1..48"):
         dp.words(49)
+
+
+def test_bench_driver_cost_section() -> None:
+    """`cosim bench --dynamic`'s driver row on the small example: both drivers timed, the C one built by the
+    system's C compiler (when there is one), and the table prints it."""
+    from cosim.bench.dynamic import driver_cost, table_lines
+
+    row = driver_cost(CFG, "vadd_rows", reps=5)
+    assert row["max"] == 256 and row["pieces"] >= 1 and row["python_us"] > 0 and row["static_compile_us"] > 0
+    assert (row["c_us"] is None) == (shutil.which("cc") is None)
+    lines = table_lines({"config": CFG.name, "compile_vs_max": [], "driver": [row]})
+    assert any(line.startswith("vadd_rows") and "rows<=256" in line for line in lines), lines

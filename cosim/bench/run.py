@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from hw.config import load_config
-from cosim.bench import area, correlate, growth, measure, networks, profiler, report, scaling, suite
+from cosim.bench import area, correlate, dynamic, growth, measure, networks, profiler, report, scaling, suite
 
 REPO = Path(__file__).resolve().parents[2]
 OUT_DIR = REPO / "bench"
@@ -84,6 +84,8 @@ def run_bench(configs: list[str], quick: bool = False, reps: int = 3, protocol_m
         prof["cocotb_fast"] = profiler.profile_cocotb_fast(p, out_dir)
     nets = networks.measure_networks(cfg0, reps)
     scal = scaling.measure_scaling(cfg0)
+    _log("dynamic shapes: compile against the maximum, driver cost per value")
+    dyn = dynamic.measure_dynamic(cfg0, quick) if cfg0.num_cores == 1 else {}  # dynamic shapes: one core
     scaling_png = scaling.plot(scal, out_dir / "scaling.png")
     summary = report.summarize(rows)
     summary["all_agree"] = summary["all_agree"] and all(n["agree"] for n in nets) and \
@@ -112,6 +114,7 @@ def run_bench(configs: list[str], quick: bool = False, reps: int = 3, protocol_m
         "programs": rows,
         "networks": nets,
         "scaling": scal,
+        "dynamic": dyn,
         "settings": {"configs": configs, "quick": quick, "reps": reps, "protocol_max_cycles": protocol_max_cycles,
                      "synth": synth, "fmax_timeout_s": fmax_timeout,
                      "python": platform.python_version(), "machine": platform.machine(),
@@ -137,6 +140,10 @@ def print_report(res: dict[str, Any]) -> None:
     sl = scaling.table_lines(res.get("scaling") or {})
     if sl:
         print("\n".join(sl))
+        print()
+    dl = dynamic.table_lines(res.get("dynamic") or {})
+    if dl:
+        print("\n".join(dl))
         print()
     print("\n".join(correlate.table_lines(rows)))
     w = correlate.worst(rows)
