@@ -304,3 +304,16 @@ def test_bench_driver_cost_section() -> None:
     assert (row["c_us"] is None) == (shutil.which("cc") is None)
     lines = table_lines({"config": CFG.name, "compile_vs_max": [], "driver": [row]})
     assert any(line.startswith("vadd_rows") and "rows<=256" in line for line in lines), lines
+
+
+def test_driver_refuses_other_formats_and_broken_pieces(folders: dict[str, Path]) -> None:
+    """A dynamic.json of another format, or pieces that do not cover the range, is one DriverError line."""
+    from hw.dynamic_driver import DriverError
+
+    d = json.loads((folders["vadd_rows"] / "dynamic.json").read_text())
+    with pytest.raises(DriverError, match="format 1, this driver reads format 2"):
+        Driver.from_json({**d, "format": 1})
+    with pytest.raises(DriverError, match="the pieces end at"):
+        Driver.from_json({**d, "pieces": d["pieces"][:-1]})
+    with pytest.raises(DriverError, match="needs DRAM up to"):
+        Driver.from_json({**d, "dram_end": 64}).layout(1)
