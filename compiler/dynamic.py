@@ -1,21 +1,25 @@
 """One compiled Program for every value of a run-time dimension: the piecewise-affine host driver.
 
 A kernel's arguments may hold :mod:`compiler.symbolic` expressions of one variable (tensor shapes
-``S.tensor((token, 64), "int8")``, constants such as a loop extent). :func:`compile_dynamic` plans
-DRAM once, at the variable's maximum, and derives the driver: the instruction words as a function of
-the value. The kernel is traced at concrete values (the golden path and the compiler only ever see
-ints), each trace resolved against the one layout; the words of value ``v`` form a list whose length
-and contents are piecewise affine in ``v``: on each piece ``[lo, hi]`` the stream has one length and
-word ``i`` is ``base[i] + (v - lo) * delta[i]`` modulo 2^128 (a field that moves by ``d`` per step
-moves the 128-bit word by ``d << field_offset``; the word is exact while no field leaves its width,
-which the check below sees). Pieces are found by galloping then bisecting on where the affine
-prediction stops matching a real trace, so the number of traces grows with the number of pieces
-(tile-count changes), not with the maximum. Each piece is then checked against real traces at both
-ends, its middle and one value in from each end (``verify_all``: every value); the tests check more.
+``S.tensor((token, 64), "int8")``, constants such as a loop extent). :func:`compile_dynamic` compiles once
+and derives the driver: the instruction words, the kernel's constants and the DRAM layout as functions of
+the value. The kernel is traced at concrete values (the golden path and the compiler only ever see ints);
+each trace is laid out exactly as a static compile of that value lays it out, so a run of value ``v``
+is the static compile of ``v``, address for address and cycle for cycle. What makes that one artifact:
 
-The run-time CSR values that depend on the value are INSN_COUNT and the instruction region's size
-(every other region stays where the maximum put it). The driver's data (``dynamic.json``) is read
-by :mod:`hw.dynamic_driver` (Python) and by the generated C of :mod:`compiler.dynamic_c`.
+* a LOAD/STORE's DRAM address is split into its region's base and the offset inside the region (a
+  *relocation*): the words with offsets only, the constants and the regions' sizes are piecewise affine in
+  ``v`` (on each piece ``[lo, hi]`` entry i is ``base[i] + (v - lo) * delta[i]`` modulo 2^128);
+* the driver places the regions from those sizes by the layout's own rule (instructions first, each region
+  at the previous end rounded up to the config's alignment) and adds each relocation's base.
+
+Pieces are found by galloping then bisecting on where the affine prediction stops matching a real trace,
+so the number of traces grows with the number of pieces (tile-count changes), not with the maximum. Each
+piece is then checked against real static compiles at both ends, its middle and one value in from each end
+(``verify_all``: every value); the tests check more. DRAM is planned at the maximum (with room for
+``INSN_SLACK`` more instructions): a value whose layout would end past it is refused. The driver's data
+(``dynamic.json``) is read by :mod:`hw.dynamic_driver` (Python) and by the generated C of
+:mod:`compiler.dynamic_c`.
 """
 
 from __future__ import annotations
@@ -24,73 +28,92 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
 from compiler.build import check_dependences, insert_tokens, layout, to_insn, trace_cores, verify_program
 from compiler.errors import CompileError
+from compiler.ir import LoadOp, StoreOp
 from compiler.kernel import Kernel, as_kernel
 from compiler.symbolic import Expr, SymbolicError, Var, bind
 from compiler.tensor import TensorSpec
 from compiler.trace import CONST_REGION
 from hw.config import HwConfig
-from hw.dynamic_driver import DRIVER_FILE, MASK128, piece_words
-from hw.isa import INSN_BYTES
-from hw.program import Program, Region, isa_of
+from hw.dynamic_driver import DRIVER_FILE, FORMAT, MASK128, Driver, DriverError, piece_words
+from hw.isa import BUFFERS, INSN_BYTES, Instruction, Load, Store
+from hw.program import Program, Region, isa_of, make_regs
 
-# The instruction region is planned for this many times the maximum's instruction count (a smaller value
-# may take more instructions, e.g. an extra tail tile); a value that needs more is refused at compile time.
+# DRAM is planned for the maximum's layout with this many times its instruction count (a smaller value
+# may take more instructions, e.g. an extra tail tile); a value whose layout ends past it is refused.
 INSN_SLACK = 1.25
 
 
 @dataclass(frozen=True)
 class Piece:
-    """Values ``lo..hi`` share one stream length; word i of value v is ``(base[i] + (v - lo) * delta[i]) mod
-    2^128``: the instructions, then the kernel's constants (micro-op tables depend on the value too)."""
+    """Values ``lo..hi`` share one stream length and relocations; entry i of value v is ``(base[i] + (v - lo)
+    * delta[i]) mod 2^128``: the instructions (DRAM fields relative to their regions), the kernel's
+    constants, then one size per region."""
 
     lo: int
     hi: int
-    insns: int  # the first ``insns`` words are instructions, the rest the constants region's 16-byte words
+    insns: int
+    consts: int
     base: tuple[int, ...]
     delta: tuple[int, ...]
-
-    def words(self, v: int) -> list[int]:
-        """Every word of value ``v`` (``lo <= v <= hi``): the instructions, then the constants'."""
-        return piece_words(self.base, self.delta, v - self.lo)
+    relocs: tuple[tuple[int, int, int, int], ...]  # word, region, field_lo, elem_bytes
 
     def to_json(self) -> dict[str, Any]:
-        return {"lo": self.lo, "hi": self.hi, "insns": self.insns, "base": [f"{w:032x}" for w in self.base],
-                "delta": [f"{w:032x}" for w in self.delta]}
+        """The piece as ``dynamic.json`` holds it (entries as 32 hex digits)."""
+        return {"lo": self.lo, "hi": self.hi, "insns": self.insns, "consts": self.consts,
+                "base": [f"{w:032x}" for w in self.base], "delta": [f"{w:032x}" for w in self.delta],
+                "relocs": [list(r) for r in self.relocs]}
+
+
+@dataclass(frozen=True)
+class StaticTrace:
+    """A kernel compiled statically for one value: its Program's words, constants, regions and CSR writes,
+    and the same split for the driver (``entries``: relative words, constant words, region sizes)."""
+
+    words: list[int]
+    pool: bytes
+    regions: list[Region]
+    regs: list[tuple[str, int]]
+    entries: list[int]
+    insns: int
+    consts: int
+    relocs: tuple[tuple[int, int, int, int], ...]
 
 
 @dataclass
 class DynamicProgram:
-    """The Program planned at the maximum (its instructions are the maximum's), the variable and the pieces."""
+    """The Program of the maximum (exactly its static compile), the variable and the driver's pieces."""
 
     program: Program
     var: Var
     pieces: list[Piece]
-    insn_capacity: int
+    dram_end: int
     traces: int  # kernel traces the compile took
 
-    def words(self, v: int) -> list[int]:
-        """The driver's instruction words for value ``v`` (range checked; the constants' words left out)."""
-        self.var.check(v)
-        for p in self.pieces:
-            if p.lo <= v <= p.hi:
-                return p.words(v)[:p.insns]
-        raise CompileError(f"variable '{self.var.name}': no piece holds {v}")  # pieces cover the range
-
     def driver_json(self) -> dict[str, Any]:
-        """``dynamic.json``: the variable, the base register writes and the pieces (words as 32 hex digits)."""
-        insn = self.program.region("insn")
-        const = next((r for r in self.program.regions if r.name == CONST_REGION), None)
-        return {"format": 1, "const_addr": const.addr if const else None,
-                "const_bytes": const.nbytes if const else 0, "var": {"name": self.var.name, **self.var.to_json()},
-                "insn_addr": insn.addr, "insn_capacity": self.insn_capacity,
+        """``dynamic.json``: the variable, the base register writes, the layout rule and the pieces."""
+        regions = self.program.regions
+        const = next((i for i, r in enumerate(regions) if r.name == CONST_REGION), None)
+        return {"format": FORMAT, "var": {"name": self.var.name, **self.var.to_json()},
+                "regions": len(regions), "region_names": [r.name for r in regions],
+                "insn_base": regions[0].addr, "align": self.program.config.region_align, "dram_end": self.dram_end,
+                "const_region": const, "const_bytes": max(p.consts for p in self.pieces) * INSN_BYTES,
                 "regs": [[n, v] for n, v in self.program.regs],
                 "pieces": [p.to_json() for p in self.pieces]}
+
+    def driver(self) -> Driver:
+        """The Python driver of this compile."""
+        return Driver.from_json(self.driver_json(), self.program.name)
+
+    def words(self, v: int) -> list[int]:
+        """The driver's instruction words for value ``v`` (range checked)."""
+        self.var.check(v)
+        return self.driver().words(v)
 
 
 def bind_args(args: Mapping[str, Any], values: Mapping[str, int]) -> dict[str, Any]:
@@ -104,33 +127,79 @@ def bind_args(args: Mapping[str, Any], values: Mapping[str, int]) -> dict[str, A
     return out
 
 
-def words_in_layout(kernel: Kernel, args: Mapping[str, Any], cfg: HwConfig, regions: list[Region],
-                    name: str) -> tuple[list[int], bytes]:
-    """The instruction words of the kernel on concrete ``args``, addresses resolved against ``regions`` (the
-    layout planned at the maximum), proved as :func:`compiler.build.build` proves a stream; and the bytes of
-    the kernel's constants (micro-op tables, identity weights), empty without any."""
+def static_trace(kernel: Kernel, args: Mapping[str, Any], cfg: HwConfig, name: str) -> StaticTrace:
+    """The kernel on concrete ``args`` compiled as :func:`compiler.build.build` compiles it on one core (its
+    own packed layout, the stream proved), with the driver's split of it (:class:`StaticTrace`)."""
     tr = trace_cores(kernel, args, cfg, name, cores=1)[0]
     nodes = insert_tokens(tr, cfg, [])
+    regions = layout(tr, cfg, len(nodes))
     by_name = {r.name: r for r in regions}
-    for t in tr.tensors.values():  # a tensor must stay inside the region planned at the maximum
-        r = by_name[t.region] if t.region in by_name else None
-        if r is not None and t.region_offset + t.nbytes > r.nbytes:
-            raise CompileError(f"kernel '{name}': tensor '{t.name}' ({t.nbytes} bytes) outgrows its region "
-                               f"planned at the maximum ({r.nbytes} bytes)")
     insns = [to_insn(n, by_name, cfg) for n in nodes]
     verify_program(insns, cfg, f"kernel '{name}'")
     check_dependences(tr, nodes, insns, cfg)
-    isa = isa_of(cfg)
     pool = tr.pool.array().tobytes() if tr.pool is not None and tr.pool.count else b""
-    return [isa.encode_word(i) for i in insns], pool
+    index = {r.name: i for i, r in enumerate(regions)}
+    targets = [index[n.op.tensor.region] if isinstance(n.op, (LoadOp, StoreOp)) else None for n in nodes]
+    return split_static(insns, regions, pool, targets, cfg, name)
+
+
+def program_trace(prog: Program, name: str) -> StaticTrace:
+    """:class:`StaticTrace` of a compiled one-core Program (e.g. a network's), each LOAD/STORE relocated to
+    the region its DRAM address falls in (one CompileError line when it falls in none)."""
+    regions = prog.regions
+    targets: list[int | None] = []
+    for i, insn in enumerate(prog.insns):
+        if isinstance(insn, (Load, Store)):
+            addr = insn.dram_base * _elem_bytes(insn, prog.config)
+            hit = [k for k, r in enumerate(regions) if r.addr <= addr < r.end and r.role != "insn"]
+            if len(hit) != 1:
+                raise CompileError(f"kernel '{name}': instruction {i} addresses 0x{addr:x}, in no one region")
+            targets.append(hit[0])
+        else:
+            targets.append(None)
+    const = prog.inputs.get(CONST_REGION)
+    pool = np.asarray(const).tobytes() if const is not None else b""
+    return split_static(list(prog.insns), regions, pool, targets, prog.config, name)
+
+
+def _elem_bytes(insn: Load | Store, cfg: HwConfig) -> int:
+    if isinstance(insn, Store):
+        return cfg.out_vec_bytes
+    return cfg.elem_bytes(next(b for b, code in BUFFERS.items() if code == insn.buf))
+
+
+def split_static(insns: list[Instruction], regions: list[Region], pool: bytes, targets: list[int | None],
+                 cfg: HwConfig, name: str) -> StaticTrace:
+    """The driver's split of a static compile: each LOAD/STORE's DRAM field made relative to the region
+    ``targets[i]`` (a relocation), the constants as 16-byte words, the regions' sizes."""
+    isa = isa_of(cfg)
+    words = [isa.encode_word(i) for i in insns]
+    rel = list(words)
+    relocs = []
+    for i, r in enumerate(targets):  # the DRAM field minus its region's base: an offset inside the region
+        if r is None:
+            continue
+        insn = insns[i]
+        assert isinstance(insn, (Load, Store))
+        eb = _elem_bytes(insn, cfg)
+        lo = isa.field(insn.MNEMONIC, "dram_base").lo
+        if regions[r].addr % eb:
+            raise CompileError(f"kernel '{name}': region '{regions[r].name}' is not aligned to {eb} bytes")
+        rel[i] = (words[i] - ((regions[r].addr // eb) << lo)) & MASK128
+        relocs.append((i, r, lo, eb))
+    if len(pool) % INSN_BYTES:
+        raise CompileError(f"kernel '{name}': its constants ({len(pool)} bytes) are not whole 16-byte words")
+    consts = [int.from_bytes(pool[i:i + INSN_BYTES], "little") for i in range(0, len(pool), INSN_BYTES)]
+    return StaticTrace(words, pool, regions, make_regs(cfg, regions, [(0, len(insns))]),
+                       rel + consts + [r.nbytes for r in regions], len(words), len(consts), tuple(relocs))
 
 
 def compile_dynamic(kernel: Any, args: Mapping[str, Any], var: Var, cfg: HwConfig, name: str | None = None,
                     meta: dict[str, Any] | None = None, verify_all: bool = False) -> DynamicProgram:
     """Compile ``kernel`` once for every value of ``var`` (module docstring). ``args`` may hold expressions
-    of ``var`` in TensorSpec shapes and constants. ``verify_all`` also traces every value of the range and
-    compares it with the driver (a cost that grows with the maximum; the default checks samples). Raises
-    CompileError / SymbolicError in one line."""
+    of ``var`` in TensorSpec shapes and constants. ``verify_all`` also compiles every value of the range
+    statically and compares it with the driver (a cost that grows with the maximum; the default checks
+    samples). Raises CompileError / SymbolicError in one line."""
     if cfg.num_cores != 1:
         raise CompileError(f"dynamic shapes run on one core; config '{cfg.name}' has {cfg.num_cores}")
     k = as_kernel(kernel)
@@ -142,48 +211,54 @@ def compile_dynamic(kernel: Any, args: Mapping[str, Any], var: Var, cfg: HwConfi
                 raise SymbolicError(f"argument '{n}': cannot bound shape dimension '{s.text}' "
                                     + (f"to a positive size (it ranges {s.lo}..{s.hi})" if s.lo < 1
                                        else f"(it uses variables other than '{var.name}')"))
-    at_max = bind_args(args, {var.name: var.max})
-    tr_max = trace_cores(k, at_max, cfg, name, cores=1)[0]
-    count_max = len(insert_tokens(tr_max, cfg, []))
-    capacity = int(count_max * INSN_SLACK) + 8
-    regions = layout(tr_max, cfg, capacity)
-    cache: dict[int, list[int]] = {}
-    traces = 0
-    pool_max = b""
-    counts: dict[int, int] = {}  # instruction words of each traced value (the rest are constant words)
+    return compile_traces(lambda v: static_trace(k, bind_args(args, {var.name: v}), cfg, name), var, cfg, name,
+                          meta, verify_all)
 
-    def real(v: int) -> list[int]:
+
+def compile_traces(trace_of: Callable[[int], StaticTrace], var: Var, cfg: HwConfig, name: str,
+                   meta: dict[str, Any] | None = None, verify_all: bool = False) -> DynamicProgram:
+    """The dynamic Program of any static compiler ``trace_of`` (value -> :class:`StaticTrace`): the pieces
+    (module docstring), the Program of the maximum, and the driver checked against static compiles."""
+    cache: dict[int, StaticTrace] = {}
+    traces = 0
+
+    def real(v: int) -> StaticTrace:
         nonlocal traces
         if v not in cache:
             traces += 1
-            w, pool = words_in_layout(k, bind_args(args, {var.name: v}), cfg, regions, name)
-            if len(w) > capacity:
-                raise CompileError(f"kernel '{name}': {var.name}={v} needs {len(w)} instructions, more than the "
-                                   f"{capacity} planned from the maximum's {count_max}")
-            if v == var.max:
-                nonlocal pool_max
-                pool_max = pool
-            elif len(pool) > len(pool_max):
-                raise CompileError(f"kernel '{name}': its constants at {var.name}={v} outgrow the maximum's")
-            counts[v] = len(w)
-            w = w + [int.from_bytes(pool[i:i + INSN_BYTES], "little") for i in range(0, len(pool), INSN_BYTES)]
-            cache[v] = w
+            st = trace_of(v)
+            if v != var.max and [r.name for r in st.regions] != names_max:
+                raise CompileError(f"kernel '{name}': its DRAM regions at {var.name}={v} "
+                                   f"({', '.join(r.name for r in st.regions)}) differ from the maximum's")
+            cache[v] = st
         return cache[v]
 
-    real(var.max)  # first: the constants every other value must share
+    names_max: list[str] = []
+    top = real(var.max)
+    names_max = [r.name for r in top.regions]
+    room = int(top.insns * INSN_SLACK) + 8
+    # DRAM's plan: the maximum's layout with room for ``room`` instructions; a larger instruction region
+    # moves every other region up by the same whole number of alignments (plan_layout packs them)
+    a, insn = cfg.region_align, top.regions[0]
+    dram_end = top.regions[-1].end + (-(-(insn.addr + room * INSN_BYTES) // a) - -(-insn.end // a)) * a
     pieces: list[Piece] = []
     lo = var.min
+
+    def same_shape(a: StaticTrace, b: StaticTrace) -> bool:
+        return (a.insns, a.consts, a.relocs) == (b.insns, b.consts, b.relocs)
+
     while lo <= var.max:
-        base = real(lo)
-        if lo == var.max or len(real(lo + 1)) != len(base) or counts[lo + 1] != counts[lo]:
-            pieces.append(Piece(lo, lo, counts[lo], tuple(base), tuple(0 for _ in base)))
+        first = real(lo)
+        if lo == var.max or not same_shape(real(lo + 1), first):
+            pieces.append(Piece(lo, lo, first.insns, first.consts, tuple(first.entries),
+                                tuple(0 for _ in first.entries), first.relocs))
             lo += 1
             continue
-        delta = tuple((b - a) & MASK128 for a, b in zip(base, real(lo + 1)))
-        piece = Piece(lo, lo + 1, counts[lo], tuple(base), delta)
+        delta = tuple((b - a) & MASK128 for a, b in zip(first.entries, real(lo + 1).entries))
 
         def fits(v: int) -> bool:
-            return real(v) == piece.words(v) and counts[v] == piece.insns  # noqa: B023 - the piece being grown
+            st = real(v)
+            return same_shape(st, first) and st.entries == piece_words(first.entries, delta, v - lo)  # noqa: B023
 
         good, step = lo + 1, 1
         bad = None
@@ -200,33 +275,34 @@ def compile_dynamic(kernel: Any, args: Mapping[str, Any], var: Var, cfg: HwConfi
                 good = mid
             else:
                 bad = mid
-        piece = Piece(lo, good, piece.insns, piece.base, piece.delta)
-        for v in sorted({lo, lo + 1, (lo + good) // 2, max(lo, good - 1), good}):
-            if real(v) != piece.words(v):
-                raise CompileError(f"kernel '{name}': the instruction words are not affine in '{var.name}' on "
-                                   f"{lo}..{good} (value {v} differs)")
-        pieces.append(piece)
+        pieces.append(Piece(lo, good, first.insns, first.consts, tuple(first.entries), delta, first.relocs))
         lo = good + 1
-    for piece in pieces if verify_all else []:
-        for v in range(piece.lo, piece.hi + 1):
-            if real(v) != piece.words(v) or counts[v] != piece.insns:
-                raise CompileError(f"kernel '{name}': the driver's words for {var.name}={v} differ from a trace "
-                                   f"(piece {piece.lo}..{piece.hi} is not affine there)")
-        if verify_all:
-            cache.clear()  # keep the memory bounded: a verified piece's traces are not needed again
-    # the Program of the folder: the maximum's stream in the shared layout (its instruction region is the
-    # maximum's length; a run at another value shrinks it, see hw.dynamic_driver)
-    words = real(var.max)[:counts[var.max]]
-    isa = isa_of(cfg)
-    insns = [isa.decode_word(w, i) for i, w in enumerate(words)]
-    sized = [Region("insn", "insn", regions[0].addr, (len(insns) * INSN_BYTES,), "int8"), *regions[1:]]
-    dyn_meta = {**(meta or {}), "dynamic": {"var": var.name, **var.to_json()}}
-    inputs = {}
-    if pool_max:
-        const = next(r for r in regions if r.name == CONST_REGION)
-        inputs[CONST_REGION] = np.frombuffer(pool_max, dtype=np.int8).reshape(const.shape)
-    program = Program.create(cfg, insns, sized, name=name, meta=dyn_meta, inputs=inputs)
-    return DynamicProgram(program, var, pieces, capacity, traces)
+    program = Program.create(cfg, [isa_of(cfg).decode_word(w, i) for i, w in enumerate(top.words)], top.regions,
+                             name=name, meta={**(meta or {}), "dynamic": {"var": var.name, **var.to_json()}},
+                             inputs={CONST_REGION: np.frombuffer(top.pool, dtype=np.int8).reshape(
+                                 top.regions[names_max.index(CONST_REGION)].shape)} if top.pool else {})
+    dp = DynamicProgram(program, var, pieces, dram_end, 0)
+    drv = dp.driver()
+
+    def check(v: int) -> None:
+        st = real(v)
+        try:
+            got = drv.layout(v)
+        except DriverError as e:
+            raise CompileError(f"kernel '{name}': {e}") from None
+        if got.words != st.words or drv.const_bytes_of(v) != st.pool or drv.regs(v) != st.regs:
+            raise CompileError(f"kernel '{name}': the driver's run of {var.name}={v} differs from its static "
+                               f"compile")
+
+    for p in pieces:
+        for v in (range(p.lo, p.hi + 1) if verify_all else sorted({p.lo, p.lo + 1, (p.lo + p.hi) // 2,
+                                                                    max(p.lo, p.hi - 1), p.hi} & set(
+                                                                        range(p.lo, p.hi + 1)))):
+            check(v)
+            if verify_all and v != var.max:
+                cache.pop(v, None)  # keep the memory bounded: a checked value's compile is not needed again
+    dp.traces = traces
+    return dp
 
 
 def save_dynamic(dp: DynamicProgram, folder: str | Path) -> Path:

@@ -2,10 +2,13 @@
 
 * ``mvm_token``: ``(token x K) @ (K x N)`` int8 with an int32 bias, requantized (shift-round, clip to int8):
   the shipped ``dense`` kernel on packed operands, K = 64, N = 32, token in 1..2048;
-* ``vadd_rows``: ``C = int8(A + B)`` on ``(rows, lanes)`` int32, tiles of 16 vectors, rows in 1..256.
+* ``vadd_rows``: ``C = int8(A + B)`` on ``(rows, lanes)`` int32, tiles of 16 vectors, rows in 1..256;
+* ``digits_batch``: the digits CNN (``compiler.networks.digits``) through the graph API with a run-time
+  batch, 1..32 test images (:func:`compile_network_dynamic`).
 
-Each gives its argument template (expressions of its variable), random inputs for a value and the golden
-outputs of that value (the kernel called on numpy with the concrete shapes).
+Each gives random inputs for a value (packed as its DRAM regions hold them), the golden outputs of that
+value (the kernel called on numpy with the concrete shapes), its static compile and the driver's split of
+it (:class:`compiler.dynamic.StaticTrace`).
 """
 
 from __future__ import annotations
@@ -16,12 +19,17 @@ from typing import Any, Callable
 import numpy as np
 
 from compiler import gemm_kernels, ops
-from compiler.dynamic import bind_args, compile_dynamic, DynamicProgram
+from compiler.build import build
+from compiler.dynamic import DynamicProgram, StaticTrace, bind_args, compile_dynamic, compile_traces, \
+    program_trace, static_trace
 from compiler.errors import CompileError
+from compiler.graph import Graph
 from compiler.kernel import Kernel
+from compiler.network import NetworkProgram, compile_network
 from compiler.symbolic import Var, var
 from compiler.tensor import TensorSpec, tensor
 from hw.config import HwConfig
+from hw.program import Program
 
 
 @dataclass(frozen=True)
@@ -52,6 +60,14 @@ class DynamicExample:
                                for n, a in self.golden(cfg, self.var.max, inputs).items()}
         return dp
 
+    def static(self, cfg: HwConfig, v: int) -> Program:
+        """The Program compiled statically for value ``v`` (no inputs attached)."""
+        return build(self.kernel, self.bound(cfg, v), cfg, name=self.name)
+
+    def trace(self, cfg: HwConfig, v: int) -> StaticTrace:
+        """The static compile of value ``v`` split as the driver holds it."""
+        return static_trace(self.kernel, self.bound(cfg, v), cfg, self.name)
+
     def inputs(self, cfg: HwConfig, v: int, seed: int = 0) -> dict[str, np.ndarray]:
         """Seeded random inputs of value ``v`` in the kernel's shapes (every loaded tensor)."""
         rng = np.random.default_rng(seed)
@@ -70,7 +86,88 @@ class DynamicExample:
                 if isinstance(a, TensorSpec)}
 
 
+def compile_network_dynamic(graph: Graph, batch: Var, cfg: HwConfig, name: str | None = None,
+                            meta: dict[str, Any] | None = None, verify_all: bool = False) -> DynamicProgram:
+    """One Program for every batch of ``graph`` up to ``batch.max`` (``batch = S.var("batch", max=32)``):
+    the network compiled statically per traced batch (:func:`compiler.network.compile_network`), split into
+    the driver's pieces. A network unrolls its batch loop, so each batch is a piece of its own: the compile
+    takes one static compile per value (it grows with the maximum, unlike a kernel's tiled loops)."""
+    pname = name or graph.name
+    return compile_traces(lambda v: program_trace(compile_network(graph, cfg, batch=v, name=pname).program, pname),
+                          batch, cfg, pname, meta, verify_all)
+
+
+@dataclass(frozen=True)
+class DynamicNetwork:
+    """A network with a run-time batch: its graph, its variable and its images (the test split's)."""
+
+    name: str
+    description: str
+    graph: Callable[[], Graph]
+    var: Var
+    images: Callable[[], np.ndarray]  # int8 (N, *input shape), N >= the variable's maximum
+
+    def compiled(self, cfg: HwConfig, v: int) -> NetworkProgram:
+        """The network compiled statically for batch ``v`` (range checked)."""
+        return compile_network(self.graph(), cfg, batch=self.var.check(v), name=self.name)
+
+    def compile(self, cfg: HwConfig, verify_all: bool = False) -> DynamicProgram:
+        """The one Program for every batch, with its driver; inputs and expected outputs are the maximum's."""
+        dp = compile_network_dynamic(self.graph(), self.var, cfg, self.name, {"dynamic_example": self.name},
+                                     verify_all)
+        inputs = self.inputs(cfg, self.var.max)
+        for n, a in inputs.items():
+            dp.program.set_input(n, a.reshape(dp.program.region(n).shape))
+        dp.program.expected = {n: a.reshape(dp.program.region(n).shape)
+                               for n, a in self.golden(cfg, self.var.max, inputs).items()}
+        return dp
+
+    def static(self, cfg: HwConfig, v: int) -> Program:
+        """The Program compiled statically for batch ``v`` (its weights attached, no images)."""
+        return self.compiled(cfg, v).program
+
+    def trace(self, cfg: HwConfig, v: int) -> StaticTrace:
+        """The static compile of batch ``v`` split as the driver holds it."""
+        return program_trace(self.static(cfg, v), self.name)
+
+    def natural(self, v: int, seed: int = 0) -> np.ndarray:
+        """``v`` test images, a seeded choice (int8 ``(v, *input shape)``)."""
+        imgs = self.images()
+        return imgs[np.sort(np.random.default_rng(seed).choice(len(imgs), size=v, replace=False))]
+
+    def inputs(self, cfg: HwConfig, v: int, seed: int = 0) -> dict[str, np.ndarray]:
+        """The input regions of batch ``v`` (seeded images, packed) and the weights and biases, flat."""
+        netp = self.compiled(cfg, v)
+        name = netp.graph.inputs[0].name
+        packed = netp.packed_inputs({name: self.natural(v, seed)})
+        return {n: a.reshape(-1) for n, a in {**packed, **netp.consts}.items()}
+
+    def golden(self, cfg: HwConfig, v: int, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """The output regions of batch ``v``, flat: the network's kernel on numpy."""
+        netp = self.compiled(cfg, v)
+        args: dict[str, Any] = {n: inputs[n].reshape(netp.program.region(n).shape) for n in inputs}
+        outs = [netp.region_name(o.name) for o in netp.graph.outputs]
+        for rn in outs:
+            r = netp.program.region(rn)
+            args[rn] = np.zeros(r.shape, dtype=r.dtype)
+        tensors = netp.kernel.run_golden(cfg, args)
+        return {rn: tensors[rn].data.reshape(-1)[:args[rn].size] for rn in outs}
+
+
+def _digits_graph() -> Graph:
+    from compiler.networks import digits
+
+    return digits.graph()
+
+
+def _digits_images() -> np.ndarray:
+    from compiler.networks import digits
+
+    return digits.dataset("test")[0]
+
+
 TOKEN = var("token", max=2048)
+BATCH = var("batch", max=32)
 ROWS = var("rows", max=256)
 MVM_K, MVM_N, MVM_SHIFT = 64, 32, 8
 
@@ -92,16 +189,18 @@ def _vadd_args(cfg: HwConfig) -> dict[str, Any]:
             "C": TensorSpec((ROWS, cfg.lanes), out), "op": "add", "tile": 16}
 
 
-DYNAMIC_EXAMPLES: dict[str, DynamicExample] = {e.name: e for e in [
+DYNAMIC_EXAMPLES: dict[str, DynamicExample | DynamicNetwork] = {e.name: e for e in [
     DynamicExample("mvm_token", f"(token x {MVM_K}) @ ({MVM_K} x {MVM_N}) int8 + int32 bias, requantized (>> "
                    f"{MVM_SHIFT}, round, clip to int8): the dense kernel with a run-time token count",
                    gemm_kernels.dense, TOKEN, _mvm_args, {"A": (-128, 127), "W": (-128, 127), "bias": (-2000, 2000)}),
     DynamicExample("vadd_rows", "C = int8(A + B) on (rows x lanes) int32, tiles of 16 vectors, a run-time row count",
                    ops.binary, ROWS, _vadd_args, {"A": (-1000, 1000), "B": (-1000, 1000)}),
+    DynamicNetwork("digits_batch", "the digits CNN (conv 3x3, pool, two dense layers; int8 logits) on a run-time "
+                   "batch of 8x8 test images", _digits_graph, BATCH, _digits_images),
 ]}
 
 
-def get_dynamic_example(name: str) -> DynamicExample:
+def get_dynamic_example(name: str) -> DynamicExample | DynamicNetwork:
     """The dynamic example ``name``; an unknown one is one CompileError line."""
     if name not in DYNAMIC_EXAMPLES:
         raise CompileError(f"unknown dynamic example '{name}' (known: {', '.join(DYNAMIC_EXAMPLES)})")

@@ -1,11 +1,10 @@
 """`cosim run DIR --set token=N`: one value of a dynamic Program, as a Job every model runs.
 
-The Program folder (or a dynamic example, compiled in memory) holds the Program planned at the maximum
-and its driver (``dynamic.json``). For the value N the Python driver (:mod:`hw.dynamic_driver`) gives the
-instruction words and CSR writes; the Job's Program is those words in the folder's layout (the instruction
-region shrunk to the value's stream), with seeded random inputs of value N written at the start of their
-regions and the golden outputs of value N (the kernel called on numpy) padded into the output regions, so
-every model is also checked not to write past the value's outputs.
+The Program folder (or a dynamic example, compiled in memory) holds the Program of the maximum and its
+driver (``dynamic.json``). For the value N the Python driver (:mod:`hw.dynamic_driver`) gives the
+instruction words, the regions' places and sizes and the CSR writes: the Job's Program is the static
+compile of N (same words, same layout), with seeded random inputs of value N and the golden outputs of
+value N (the kernel called on numpy).
 """
 
 from __future__ import annotations
@@ -17,12 +16,11 @@ from typing import Any
 
 import numpy as np
 
-from compiler.dynamic_examples import DYNAMIC_EXAMPLES, DynamicExample, get_dynamic_example
+from compiler.dynamic_examples import DYNAMIC_EXAMPLES, DynamicExample, DynamicNetwork, get_dynamic_example
 from compiler.symbolic import SymbolicError
 from cosim.models import Job
 from hw.config import HwConfig, load_config
 from hw.dynamic_driver import DRIVER_FILE, Driver, DriverError
-from hw.isa import INSN_BYTES
 from hw.program import Program, Region, isa_of
 
 
@@ -52,7 +50,7 @@ def is_dynamic(kernel: str) -> bool:
     return kernel in DYNAMIC_EXAMPLES or (Path(kernel) / DRIVER_FILE).is_file()
 
 
-def _load(kernel: str, cfg: HwConfig | None) -> tuple[Program, Driver, DynamicExample]:
+def _load(kernel: str, cfg: HwConfig | None) -> tuple[Program, Driver, DynamicExample | DynamicNetwork]:
     if kernel in DYNAMIC_EXAMPLES and not ("/" in kernel or Path(kernel).is_dir()):
         ex = get_dynamic_example(kernel)
         dp = ex.compile(cfg or load_config("default"))
@@ -77,24 +75,28 @@ def _into_region(a: np.ndarray, r: Region) -> np.ndarray:
     return flat.reshape(r.shape)
 
 
-def specialize(base: Program, driver: Driver, ex: DynamicExample, v: int, seed: int = 0) -> tuple[Program,
-                                                                                                 dict[str, Any]]:
-    """The Program of value ``v`` (driver words in the base layout, inputs and expected attached) and the
-    driver's CSR writes for it."""
+def specialize(base: Program, driver: Driver, ex: DynamicExample | DynamicNetwork, v: int,
+               seed: int = 0) -> tuple[Program, dict[str, Any]]:
+    """The Program of value ``v`` (the driver's words in the driver's layout for ``v``, which is the static
+    compile's, with inputs and expected attached) and the driver's CSR writes for it."""
     cfg = base.config
-    words = driver.words(v)
+    lay = driver.layout(v)
     isa = isa_of(cfg)
-    insns = [isa.decode_word(w, i) for i, w in enumerate(words)]
-    insn = base.region("insn")
-    regions = [Region("insn", "insn", insn.addr, (len(words) * INSN_BYTES,), "int8")] + \
-              [r for r in base.regions if r.role != "insn"]
+    insns = [isa.decode_word(w, i) for i, w in enumerate(lay.words)]
+    regions = []
+    for r, addr, size in zip(base.regions, lay.bases, lay.sizes):
+        item = np.dtype(r.dtype).itemsize
+        if size % item:
+            raise DynamicRunError(f"{base.name}: region '{r.name}' of {driver.name}={v} is {size} bytes, not whole "
+                                  f"{r.dtype} elements")
+        regions.append(Region(r.name, r.role, addr, (size // item,), r.dtype))
     by_name = {r.name: r for r in regions}
     inputs = ex.inputs(cfg, v, seed)
     golden = ex.golden(cfg, v, inputs)
     meta = {**base.meta, "dynamic_value": {driver.name: v}}
     const = {}
-    if driver.const_addr is not None:  # the kernel's constants of this value, from the driver
-        r = next(r for r in regions if r.addr == driver.const_addr)
+    if driver.const_region is not None:  # the kernel's constants of this value, from the driver
+        r = regions[driver.const_region]
         const[r.name] = _into_region(np.frombuffer(driver.const_bytes_of(v), dtype=np.int8), r)
     prog = Program.create(cfg, insns, regions, name=base.name, meta=meta,
                           inputs={**const, **{n: _into_region(a, by_name[n]) for n, a in inputs.items()}},

@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from hw.config import load_config
-from cosim.bench import area, correlate, growth, measure, networks, profiler, report, resnet18, scaling, suite
+from cosim.bench import (area, correlate, dynamic, growth, measure, networks, profiler, report, resnet18, scaling,
+                         suite)
 
 REPO = Path(__file__).resolve().parents[2]
 OUT_DIR = REPO / "bench"
@@ -92,6 +93,8 @@ def run_bench(configs: list[str], quick: bool = False, reps: int = 3, protocol_m
 
         r18 = resnet18.measure_resnet18(resnet18_network(), base=configs[0], several=None if quick else "quad",
                                         rtl=not quick)
+    _log("dynamic shapes: compile against the maximum, driver cost per value")
+    dyn = dynamic.measure_dynamic(cfg0, quick) if cfg0.num_cores == 1 else {}  # dynamic shapes: one core
     scaling_png = scaling.plot(scal, out_dir / "scaling.png")
     summary = report.summarize(rows)
     summary["all_agree"] = summary["all_agree"] and all(n["agree"] for n in nets) and \
@@ -121,6 +124,7 @@ def run_bench(configs: list[str], quick: bool = False, reps: int = 3, protocol_m
         "networks": nets,
         "scaling": scal,
         "resnet18": r18,
+        "dynamic": dyn,
         "settings": {"configs": configs, "quick": quick, "reps": reps, "protocol_max_cycles": protocol_max_cycles,
                      "synth": synth, "fmax_timeout_s": fmax_timeout, "resnet18": resnet,
                      "python": platform.python_version(), "machine": platform.machine(),
@@ -150,6 +154,10 @@ def print_report(res: dict[str, Any]) -> None:
     sl = scaling.table_lines(res.get("scaling") or {})
     if sl:
         print("\n".join(sl))
+        print()
+    dl = dynamic.table_lines(res.get("dynamic") or {})
+    if dl:
+        print("\n".join(dl))
         print()
     print("\n".join(correlate.table_lines(rows)))
     w = correlate.worst(rows)

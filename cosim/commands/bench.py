@@ -40,6 +40,9 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--fmax-timeout", type=float_arg(1.0, 1e6, "a positive number of seconds"), default=900.0,
                    metavar="S", help="place and route budget of the Fmax estimate (default 900); beyond it the "
                                      "Fmax is reported as absent")
+    p.add_argument("--dynamic", action="store_true",
+                   help="only the dynamic-shape section: compile time against the maximum and the Python and C "
+                        "drivers' microseconds per value, against a static compile (default config; about a minute)")
     p.add_argument("--out", default=None, metavar="DIR", help="output folder (default: <repo>/bench)")
     add_cluster_args(p)
     add_json_arg(p)
@@ -50,6 +53,13 @@ def run(args: argparse.Namespace) -> int:
     from cosim.bench.run import OUT_DIR, print_report, run_bench
 
     cluster = cluster_kwargs(args)  # a bad --scheduler or --results is one line before anything runs
+    if args.dynamic:
+        from cosim.bench.dynamic import measure_dynamic, table_lines
+        from hw.config import load_config
+
+        dyn = measure_dynamic(load_config((args.configs or ["default"])[0]), args.quick)
+        print(json.dumps(dyn) if args.json else "\n".join(table_lines(dyn)))
+        return 0
     configs = args.configs or (["default"] if args.quick else ["default", "small", "wide"])
     reps = args.reps if args.reps is not None else (1 if args.quick else 3)
     if reps < 1:
