@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 from math import ceil
 
 from hw.config import HwConfig
-from hw.isa import GEMM_ITER_BITS, PAD_BITS
+from hw.isa import GEMM_ITER_BITS, PAD_BITS, UOP_BYTES
 
 PAD_MAX = (1 << PAD_BITS) - 1
 ITER_MAX = (1 << GEMM_ITER_BITS) - 1
@@ -303,6 +303,26 @@ def _windows_ok(p: ConvPlan) -> str:
     return ""
 
 
+def core_tiles(plan: ConvPlan, cores: int, core: int) -> list[tuple[int, int, int, int, int, int, int]]:
+    """Core ``core``'s output tiles ``(image, o0, to, r0, th, c0, tw)`` of ``cores``, in issue order.
+
+    When the output-channel tiles divide among the cores, each core takes whole output-channel tiles
+    (it loads only their weights). Otherwise (fewer channel tiles than cores: a narrow layer) the
+    cores take contiguous, balanced runs of every tile in (image, channel, row, column) order, so a
+    core computes a band of rows and loads only that band's input rows and their halo.
+    """
+    n_o = len(plan.o_tiles)
+    if cores > 1 and n_o >= cores and n_o % cores == 0:
+        mine = balanced_split(n_o, cores)[core]
+        o_tiles = plan.o_tiles[mine[0]:mine[0] + mine[1]]
+        return [(n, o0, to, r0, th, c0, tw) for n in range(plan.shape.batch) for o0, to in o_tiles
+                for r0, th in plan.h_tiles for c0, tw in plan.w_tiles]
+    every = [(n, o0, to, r0, th, c0, tw) for n in range(plan.shape.batch) for o0, to in plan.o_tiles
+             for r0, th in plan.h_tiles for c0, tw in plan.w_tiles]
+    lo, size = balanced_split(len(every), cores)[core]
+    return every[lo:lo + size]
+
+
 def _dma_cycles(cfg: HwConfig, rows: int, beats_per_row: int, pad_entries: int = 0) -> int:
     """LOAD/STORE EXEC estimate: bursts of at most MAX_BURST beats per row, each ``latency + n + 1``."""
     if rows * beats_per_row == 0:
@@ -344,8 +364,23 @@ def _estimate(p: ConvPlan, cfg: HwConfig) -> tuple[int, int]:
     insns_tile = (n_c * ((1 if p.whole_planes else tc) + 2) + s.alu_passes + 1 + (2 if s.bias else 0)
                   + (1 + stores if s.residual else 0) + stores)
     insns = tiles * insns_tile + 4
-    fetch = insns * (cfg.dram_read_latency + cfg.max_burst + 1) * cfg.beats_per_insn / cfg.max_burst
-    return round(tiles * per_tile + first + store + fetch), round(insns)
+    cores = cfg.num_cores
+    # several cores: the busiest core's tiles (core_tiles), and every core's DMA through the one port
+    per_core = (s.batch * ceil(n_o / cores) * n_h * n_w if n_o >= cores and n_o % cores == 0
+                else ceil(tiles / cores))
+    fetch_cost = (cfg.dram_read_latency + cfg.max_burst + 1) * cfg.beats_per_insn / cfg.max_burst
+    fetch = (per_core * insns_tile + 4) * fetch_cost
+    cycles = per_core * per_tile + first + store + fetch
+    if cores > 1:
+        # each busy core loads the micro-op tables its tiles use (conv_engine.uop_span), then its tiles
+        uops = p.tw * s.taps * tc * min(per_core * n_c, p.acc_halves * p.in_halves)
+        uop_load = _dma_cycles(cfg, 1, round(uops * UOP_BYTES / cfg.bus_bytes))
+        # the busy cores start together: their first loads queue on the one port before any GEMM
+        busy = min(cores, tiles)
+        cycles += uop_load + (busy - 1) * (load + uop_load)
+        port = tiles * (n_c * load + store + bias) + insns * fetch_cost + busy * uop_load
+        cycles = max(cycles, port + gemm + alu + store)  # the last tile's work follows the port's last load
+    return round(cycles), round(insns)
 
 
 # Estimates within this fraction of the best are taken as equal, and the plan with the fewest
