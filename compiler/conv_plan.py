@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import functools
 import itertools
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from math import ceil
 
 from hw.config import HwConfig
@@ -176,6 +176,7 @@ class ConvPlan:
     h_tiles: list[tuple[int, int]] = field(default_factory=list)
     w_tiles: list[tuple[int, int]] = field(default_factory=list)
     cache: dict = field(default_factory=dict, repr=False, compare=False)  # things derived from the plan
+    cores: int = 1  # the cores sharing the tiles (core_tiles); the others idle through this layer
 
     # ---- geometry ------------------------------------------------------------------------------
     @property
@@ -306,18 +307,22 @@ def _windows_ok(p: ConvPlan) -> str:
 def core_tiles(plan: ConvPlan, cores: int, core: int) -> list[tuple[int, int, int, int, int, int, int]]:
     """Core ``core``'s output tiles ``(image, o0, to, r0, th, c0, tw)`` of ``cores``, in issue order.
 
-    When the output-channel tiles divide among the cores, each core takes whole output-channel tiles
-    (it loads only their weights). Otherwise (fewer channel tiles than cores: a narrow layer) the
-    cores take contiguous, balanced runs of every tile in (image, channel, row, column) order, so a
-    core computes a band of rows and loads only that band's input rows and their halo.
+    The plan says how many cores share the tiles (``plan.cores``: a port-bound layer may run faster
+    on fewer); the others get none. One core: every tile, image by image. Several: contiguous,
+    balanced runs of every tile in
+    (output-channel tile, image, row, column) order. With at least as many output-channel tiles as
+    cores, a core takes whole channel tiles (it loads only their weights); with fewer (a narrow
+    layer) the cores share a channel tile's images and rows, so a core computes a band of rows and
+    loads only that band's input rows and their halo.
     """
-    n_o = len(plan.o_tiles)
-    if cores > 1 and n_o >= cores and n_o % cores == 0:
-        mine = balanced_split(n_o, cores)[core]
-        o_tiles = plan.o_tiles[mine[0]:mine[0] + mine[1]]
-        return [(n, o0, to, r0, th, c0, tw) for n in range(plan.shape.batch) for o0, to in o_tiles
+    s = plan.shape
+    cores = min(cores, plan.cores)
+    if core >= cores:
+        return []
+    if cores == 1:
+        return [(n, o0, to, r0, th, c0, tw) for n in range(s.batch) for o0, to in plan.o_tiles
                 for r0, th in plan.h_tiles for c0, tw in plan.w_tiles]
-    every = [(n, o0, to, r0, th, c0, tw) for n in range(plan.shape.batch) for o0, to in plan.o_tiles
+    every = [(n, o0, to, r0, th, c0, tw) for o0, to in plan.o_tiles for n in range(s.batch)
              for r0, th in plan.h_tiles for c0, tw in plan.w_tiles]
     lo, size = balanced_split(len(every), cores)[core]
     return every[lo:lo + size]
@@ -364,10 +369,9 @@ def _estimate(p: ConvPlan, cfg: HwConfig) -> tuple[int, int]:
     insns_tile = (n_c * ((1 if p.whole_planes else tc) + 2) + s.alu_passes + 1 + (2 if s.bias else 0)
                   + (1 + stores if s.residual else 0) + stores)
     insns = tiles * insns_tile + 4
-    cores = cfg.num_cores
+    cores = p.cores
     # several cores: the busiest core's tiles (core_tiles), and every core's DMA through the one port
-    per_core = (s.batch * ceil(n_o / cores) * n_h * n_w if n_o >= cores and n_o % cores == 0
-                else ceil(tiles / cores))
+    per_core = ceil(tiles / cores)
     fetch_cost = (cfg.dram_read_latency + cfg.max_burst + 1) * cfg.beats_per_insn / cfg.max_burst
     fetch = (per_core * insns_tile + 4) * fetch_cost
     cycles = per_core * per_tile + first + store + fetch
@@ -415,8 +419,11 @@ def plan_conv(cfg: HwConfig, shape: ConvShape) -> ConvPlan:
                          balanced_split(s.ho, ceil(s.ho / th)), balanced_split(s.wo, ceil(s.wo / tw)))
             if _fits(p, cfg):
                 continue
-            p.estimate, p.insns = _estimate(p, cfg)
-            fitting.append(p)
+            tiles = s.batch * len(p.o_tiles) * len(p.h_tiles) * len(p.w_tiles)
+            for cores in range(1, min(cfg.num_cores, tiles) + 1):  # several cores: on how many to split
+                q = replace(p, cores=cores, cache={})
+                q.estimate, q.insns = _estimate(q, cfg)
+                fitting.append(q)
     fitting.sort(key=lambda p: (p.estimate, p.insns))
     best = next((p for p in fitting if not _windows_ok(p)), None)
     if best is None:
