@@ -393,6 +393,11 @@ def _estimate(p: ConvPlan, cfg: HwConfig) -> tuple[int, int]:
 ESTIMATE_TOLERANCE = 0.03
 
 
+# Several cores: a layer is split among them only when the estimate gains at least this fraction over
+# running it on one core (the shared port's contention is modelled more roughly than one core's timing).
+SPLIT_MARGIN = 0.15
+
+
 @functools.lru_cache(maxsize=256)
 def plan_conv(cfg: HwConfig, shape: ConvShape) -> ConvPlan:
     """The cheapest tiling of ``shape`` that fits ``cfg`` (module docstring); raises PlanError if none."""
@@ -425,6 +430,10 @@ def plan_conv(cfg: HwConfig, shape: ConvShape) -> ConvPlan:
                 q.estimate, q.insns = _estimate(q, cfg)
                 fitting.append(q)
     fitting.sort(key=lambda p: (p.estimate, p.insns))
+    one = next((p for p in fitting if p.cores == 1 and not _windows_ok(p)), None)
+    split = next((p for p in fitting if p.cores > 1 and not _windows_ok(p)), None)
+    if one is not None and split is not None and split.estimate > (1 - SPLIT_MARGIN) * one.estimate:
+        fitting = [p for p in fitting if p.cores == 1]  # the shared port's model is rougher than one core's
     best = next((p for p in fitting if not _windows_ok(p)), None)
     if best is None:
         if not fitting:  # the smallest tile's reason, with the exact numbers
