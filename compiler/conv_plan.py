@@ -379,11 +379,15 @@ def _estimate(p: ConvPlan, cfg: HwConfig) -> tuple[int, int]:
         # each busy core loads the micro-op tables its tiles use (conv_engine.uop_span), then its tiles
         uops = p.tw * s.taps * tc * min(per_core * n_c, p.acc_halves * p.in_halves)
         uop_load = _dma_cycles(cfg, 1, round(uops * UOP_BYTES / cfg.bus_bytes))
-        # the busy cores start together: their first loads queue on the one port before any GEMM
-        busy = min(cores, tiles)
-        cycles += uop_load + (busy - 1) * (load + uop_load)
-        port = tiles * (n_c * load + store + bias) + insns * fetch_cost + busy * uop_load
-        cycles = max(cycles, port + gemm + alu + store)  # the last tile's work follows the port's last load
+        # the cores run their tiles in rounds; in a round of c cores a tile takes its own time or c tiles'
+        # DMA through the one port, whichever is longer (the last, partial round has fewer cores). The
+        # cores start together: unless the port is the bound anyway, the last core's first loads and
+        # tables wait for the others' before its first GEMM
+        port_tile = n_c * load + store + bias
+        rounds, rest = divmod(tiles, cores)
+        body = rounds * max(per_tile, cores * port_tile) + (max(per_tile, rest * port_tile) if rest else 0)
+        queued = cores if per_tile > cores * port_tile else 1
+        cycles = body + queued * (first + uop_load) + store + fetch
     return round(cycles), round(insns)
 
 
@@ -429,11 +433,31 @@ def plan_conv(cfg: HwConfig, shape: ConvShape) -> ConvPlan:
                 q = replace(p, cores=cores, cache={})
                 q.estimate, q.insns = _estimate(q, cfg)
                 fitting.append(q)
+    one = _choose([p for p in fitting if p.cores == 1], cfg, s)
+    if cfg.num_cores == 1:
+        return one
+    # several cores: the one-core choice shared among k cores wins on any estimated gain (same loads and
+    # GEMMs, only spread); another tiling's split must gain SPLIT_MARGIN, as the port's model is rough
+    tiles = s.batch * len(one.o_tiles) * len(one.h_tiles) * len(one.w_tiles)
+    best = one
+    for k in range(2, min(cfg.num_cores, tiles) + 1):
+        q = replace(one, cores=k, cache={})
+        q.estimate, q.insns = _estimate(q, cfg)
+        if q.estimate < best.estimate:
+            best = q
+    split = [p for p in fitting if p.cores > 1 and p.estimate < (1 - SPLIT_MARGIN) * one.estimate
+             and not _windows_ok(p)]
+    if split:  # the lowest estimate (no instruction-count tie-break: the gain must come from the split)
+        other = min(split, key=lambda p: (p.estimate, p.insns))
+        if other.estimate < best.estimate:
+            best = other
+    return best
+
+
+def _choose(fitting: list[ConvPlan], cfg: HwConfig, s: ConvShape) -> ConvPlan:
+    """The cheapest plan of ``fitting`` whose windows are valid, preferring fewer instructions within
+    ESTIMATE_TOLERANCE; PlanError (the reason of the smallest or the last plan) if there is none."""
     fitting.sort(key=lambda p: (p.estimate, p.insns))
-    one = next((p for p in fitting if p.cores == 1 and not _windows_ok(p)), None)
-    split = next((p for p in fitting if p.cores > 1 and not _windows_ok(p)), None)
-    if one is not None and split is not None and split.estimate > (1 - SPLIT_MARGIN) * one.estimate:
-        fitting = [p for p in fitting if p.cores == 1]  # the shared port's model is rougher than one core's
     best = next((p for p in fitting if not _windows_ok(p)), None)
     if best is None:
         if not fitting:  # the smallest tile's reason, with the exact numbers
