@@ -5,6 +5,7 @@ bit-exact on golden, ISS and TLM, and no convolution example slower on ``quad`` 
 from __future__ import annotations
 
 from math import ceil
+from typing import Any
 
 import numpy as np
 import pytest
@@ -12,7 +13,7 @@ import pytest
 import compiler.gemm_kernels as gemm_kernels
 from compiler.conv_plan import ConvPlan, ConvShape, balanced_split, core_tiles, plan_conv
 from compiler.examples import make_case
-from cosim.models import first_mismatch, iss
+from cosim.models import first_mismatch, iss, rtl, rtl_available
 from hw.config import load_config
 from sim.tlm import run_program
 
@@ -45,9 +46,8 @@ def test_a_plan_never_shares_its_tiles_among_more_cores_than_the_config_has() ->
     assert 1 <= quad.cores <= 4 and quad.cores <= len(quad.o_tiles) * len(quad.h_tiles) * len(quad.w_tiles)
 
 
-def test_a_narrow_conv_split_by_odd_rows_is_bit_exact_and_each_core_loads_its_band(monkeypatch) -> None:
-    """13 output rows in 5 row tiles on 4 cores (3, 3, 3, 2, 2 rows: core 0 two tiles): golden, ISS and TLM
-    equal the numpy reference, every core runs GEMMs, and each core reads fewer input bytes than the image."""
+def _odd_row_case(monkeypatch) -> tuple[Any, ConvPlan]:
+    """conv3x3 with 13 output rows in 5 row tiles (3, 3, 3, 2, 2 rows) on ``quad``: core 0 two tiles."""
     chosen: dict[str, ConvPlan] = {}
 
     def rows(cfg, shape):  # the tiling under test instead of the estimate's choice
@@ -55,9 +55,14 @@ def test_a_narrow_conv_split_by_odd_rows_is_bit_exact_and_each_core_loads_its_ba
         return chosen["plan"]
 
     monkeypatch.setattr(gemm_kernels, "plan_conv", rows)
-    params = {"C": 16, "H": 13, "W": 11, "O": 16}
-    case = make_case("conv3x3", load_config("quad"), params, 0)
-    plan = chosen["plan"]
+    case = make_case("conv3x3", load_config("quad"), {"C": 16, "H": 13, "W": 11, "O": 16}, 0)
+    return case, chosen["plan"]
+
+
+def test_a_narrow_conv_split_by_odd_rows_is_bit_exact_and_each_core_loads_its_band(monkeypatch) -> None:
+    """Golden, ISS and TLM equal the numpy reference, every core runs GEMMs, and each core reads fewer
+    input bytes than the image."""
+    case, plan = _odd_row_case(monkeypatch)
     assert len(plan.o_tiles) == 1 and len(plan.h_tiles) == 5 and plan.cores == 4
     ref = case.reference()
     assert ref is not None
@@ -73,6 +78,15 @@ def test_a_narrow_conv_split_by_odd_rows_is_bit_exact_and_each_core_loads_its_ba
     weights = 9 * 256 + 16 * 1024  # at most the weights and the micro-ops beside the band
     for c in per_core[1:]:  # one tile each: its 3 rows (+2 halo), never the whole image
         assert c["dma_rd_bytes"] - weights < image_bytes
+
+
+@pytest.mark.skipif(rtl_available() is not None, reason="no RTL simulator")
+def test_the_odd_row_split_takes_as_many_cycles_on_the_rtl_as_on_the_tlm(monkeypatch) -> None:
+    case, _ = _odd_row_case(monkeypatch)
+    r_rtl = rtl([case.program], case.program.config)[0]
+    r_tlm = run_program(case.program)
+    assert r_rtl.error is None and first_mismatch(case.golden(), r_rtl.outputs) is None
+    assert r_rtl.cycles == r_tlm.cycles
 
 
 # The idle cores of a one-core layer still fetch their FINISH through the one AXI port (one burst each).
