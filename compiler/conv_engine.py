@@ -24,7 +24,7 @@ from typing import Any, Callable
 import numpy as np
 
 from compiler import dsl as S
-from compiler.conv_plan import ConvPlan, ConvShape, window
+from compiler.conv_plan import ConvPlan, ConvShape, core_tiles, window
 from compiler.intrinsics import encode_uop_table
 from compiler.ops import IMM_MAX, const_vector
 from compiler.tensor import AccView, Tensor
@@ -199,6 +199,27 @@ def layer_tables(plan: ConvPlan) -> tuple[np.ndarray, dict[tuple[int, int, int],
     return out
 
 
+def uop_span(plan: ConvPlan, tiles: int) -> tuple[int, int]:
+    """The micro-ops ``[lo, hi)`` of :func:`layer_tables` that ``tiles`` output tiles use (tile i in
+    accumulator half ``i % acc_halves``, step j in input half ``j % in_halves``, as :func:`conv_layer`
+    issues them): a core running a few tiles of a layer loads only those tables."""
+    _, table, res_uop = layer_tables(plan)
+    starts: list[int] = []
+    ends: list[int] = []
+    step = 0
+    for t in range(min(tiles, plan.acc_halves * plan.in_halves * len(plan.c_tiles))):
+        ha = t % plan.acc_halves
+        for _, tc in plan.c_tiles:
+            k = table[(ha, step % plan.in_halves, tc)]
+            starts.append(k)
+            ends.append(k + plan.tw * tc * plan.shape.taps)
+            step += 1
+        if plan.shape.residual:
+            starts.append(res_uop[ha])
+            ends.append(res_uop[ha] + 1)
+    return min(starts), max(ends)
+
+
 def load_identity_block(slot: int) -> None:
     """LOAD the identity weight block into weight entry ``slot``: a GEMM against it copies (or, over
     several micro-ops into one accumulator vector, sums) input vectors exactly."""
@@ -295,8 +316,12 @@ def conv_layer(X: Tensor, Wt: Tensor, Y: Tensor, shape: ConvShape, plan: ConvPla
     assert (residual is not None) == s.residual, "the plan must make room for the residual exactly when there is one"
     taps, cb, ob, ho, wo = s.taps, s.cb, s.ob, s.ho, s.wo
     whole_planes = p.whole_planes
+    mine = core_tiles(p, S.num_cores(), S.core_id())
+    if not mine:  # several cores, fewer tiles than cores: this core has nothing of this layer to load or run
+        return
     uops, table, res_uop = layer_tables(p)
-    S.load(S.uop[uop_base:uop_base + len(uops)], S.const(uops, "conv_uops"), cols=len(uops))
+    lo, hi = uop_span(p, len(mine)) if S.num_cores() > 1 else (0, len(uops))
+    S.load(S.uop[uop_base + lo:uop_base + hi], S.const(uops, "conv_uops"), offset=lo, cols=hi - lo)
     if residual is not None:
         load_identity_block(p.identity_slot)
     rnd = epi.rounding
@@ -317,85 +342,82 @@ def conv_layer(X: Tensor, Wt: Tensor, Y: Tensor, shape: ConvShape, plan: ConvPla
     # already there (the next image, the next rows of one output-channel tile) does not load them again
     bias_in: dict[int, int] = {}
     wgt_in: dict[int, tuple[int, int, int, int]] = {}
-    o_tiles = [p.o_tiles[i] for i in S.core_range(len(p.o_tiles))]  # several cores: by output channels
-    for n in range(s.batch):
-        for o0, to in o_tiles:
-            for r0, th in p.h_tiles:
-                rwin = window(r0, th, (th - 1) * s.stride + s.kh, s.stride, top, s.kh, s.h)
-                for c0, tw in p.w_tiles:
-                    cwin = window(c0, tw, p.tw_in, s.stride, left, s.kw, s.w)
-                    ha = t % p.acc_halves
-                    t += 1
-                    base, nvec = p.acc_base(ha), to * th * tw
-                    tile = S.acc[base:base + nvec]
-                    dmas = tile_dma(n, o0, to, r0, th, c0, tw, ob, ho, wo)
-                    # the accumulator's start: bias (+ rounding) broadcast over the tile, or the rounding;
-                    # the bias slots also hold the epilogue's per-channel constants
-                    kbase = p.bias_base(ha)
-                    if bias is not None and bias_in.get(ha) != o0:
-                        if kinds == 1:
-                            S.load(S.acc[kbase:kbase + to], bias, offset=bias_offset + o0)
-                        else:
-                            S.load(S.acc[kbase:kbase + kinds * to], bias, offset=bias_offset + o0, rows=kinds,
-                                   cols=to, stride=ob)
-                        if rnd and vec_bias:
-                            S.add(S.acc[kbase:kbase + to], rnd_view if rnd_view is not None else rnd)
-                        bias_in[ha] = o0
-                    if bias_map is not None:  # per-position start values (zero point meets padding)
-                        for sram, off, nrows, ncols, stride in tile_dma(0, o0, to, r0, th, c0, tw, ob, ho, wo):
-                            S.load(S.acc[base + sram:base + sram + nrows * ncols], bias_map, offset=off, rows=nrows,
-                                   cols=ncols, stride=stride)
-                        if rnd:
-                            S.add(tile, rnd_view if rnd_view is not None else rnd)
-                    elif vec_bias:
-                        S.mov(tile, S.acc[kbase:kbase + to], iters=(to, th * tw), dst_factors=(th * tw, 1),
-                              src_factors=(1, 0))
-                        if border is not None:
-                            border_adds(base, base + nvec, kbase + (1 + epi.consts) * to, border, to, r0, th, c0, tw)
-                    else:
-                        S.mov(tile, rnd_view if rnd_view is not None else rnd)
-                    for ci0, tc in p.c_tiles:
-                        hx = step % p.in_halves
-                        step += 1
-                        xb = p.inp_base(hx)
-                        first = ((n * cb + ci0) * s.h + rwin.start) * s.w + cwin.start
-                        if whole_planes:  # the windows are whole channel planes, back to back in DRAM and on chip
-                            S.load(S.inp[xb:xb + tc * p.cb_pitch], X, offset=first, cols=tc * p.cb_pitch)
-                        for ci in range(0 if whole_planes else tc):
-                            lo = xb + ci * p.cb_pitch
-                            if s.row_skip:  # only the rows the 1x1 kernel reads, packed
-                                S.load(S.inp[lo:lo + p.cb_pitch], X, offset=first + ci * s.h * s.w, rows=th,
-                                       cols=cwin.size, stride=s.w * s.stride, pad=(0, 0, cwin.pad0, cwin.pad1))
-                                continue
-                            S.load(S.inp[lo:lo + p.cb_pitch], X, offset=first + ci * s.h * s.w, rows=rwin.size,
-                                   cols=cwin.size, stride=s.w, pad=(rwin.pad0, rwin.pad1, cwin.pad0, cwin.pad1))
-                        wb = p.wgt_base(hx)
-                        if wgt_in.get(hx) != (o0, to, ci0, tc):
-                            S.load(S.wgt[wb:wb + to * tc * taps], Wt, offset=wgt_offset + (o0 * cb + ci0) * taps,
-                                   rows=to, cols=tc * taps, stride=cb * taps)
-                            wgt_in[hx] = (o0, to, ci0, tc)
-                        ub = uop_base + table[(ha, hx, tc)]
-                        S.gemm(S.uop[ub:ub + tw * tc * taps], iters=(th, to), acc_factors=(tw, th * tw),
-                               inp_factors=(s.row_pitch_factor * p.tw_in, 0), wgt_factors=(0, tc * taps))
-                    first_const = kbase + (to if vec_bias else 0)
+    # several cores: by output-channel tiles, or by rows when those are fewer than the cores (core_tiles)
+    for n, o0, to, r0, th, c0, tw in mine:
+        rwin = window(r0, th, (th - 1) * s.stride + s.kh, s.stride, top, s.kh, s.h)
+        cwin = window(c0, tw, p.tw_in, s.stride, left, s.kw, s.w)
+        ha = t % p.acc_halves
+        t += 1
+        base, nvec = p.acc_base(ha), to * th * tw
+        tile = S.acc[base:base + nvec]
+        dmas = tile_dma(n, o0, to, r0, th, c0, tw, ob, ho, wo)
+        # the accumulator's start: bias (+ rounding) broadcast over the tile, or the rounding;
+        # the bias slots also hold the epilogue's per-channel constants
+        kbase = p.bias_base(ha)
+        if bias is not None and bias_in.get(ha) != o0:
+            if kinds == 1:
+                S.load(S.acc[kbase:kbase + to], bias, offset=bias_offset + o0)
+            else:
+                S.load(S.acc[kbase:kbase + kinds * to], bias, offset=bias_offset + o0, rows=kinds,
+                       cols=to, stride=ob)
+            if rnd and vec_bias:
+                S.add(S.acc[kbase:kbase + to], rnd_view if rnd_view is not None else rnd)
+            bias_in[ha] = o0
+        if bias_map is not None:  # per-position start values (zero point meets padding)
+            for sram, off, nrows, ncols, stride in tile_dma(0, o0, to, r0, th, c0, tw, ob, ho, wo):
+                S.load(S.acc[base + sram:base + sram + nrows * ncols], bias_map, offset=off, rows=nrows,
+                       cols=ncols, stride=stride)
+            if rnd:
+                S.add(tile, rnd_view if rnd_view is not None else rnd)
+        elif vec_bias:
+            S.mov(tile, S.acc[kbase:kbase + to], iters=(to, th * tw), dst_factors=(th * tw, 1),
+                  src_factors=(1, 0))
+            if border is not None:
+                border_adds(base, base + nvec, kbase + (1 + epi.consts) * to, border, to, r0, th, c0, tw)
+        else:
+            S.mov(tile, rnd_view if rnd_view is not None else rnd)
+        for ci0, tc in p.c_tiles:
+            hx = step % p.in_halves
+            step += 1
+            xb = p.inp_base(hx)
+            first = ((n * cb + ci0) * s.h + rwin.start) * s.w + cwin.start
+            if whole_planes:  # the windows are whole channel planes, back to back in DRAM and on chip
+                S.load(S.inp[xb:xb + tc * p.cb_pitch], X, offset=first, cols=tc * p.cb_pitch)
+            for ci in range(0 if whole_planes else tc):
+                lo = xb + ci * p.cb_pitch
+                if s.row_skip:  # only the rows the 1x1 kernel reads, packed
+                    S.load(S.inp[lo:lo + p.cb_pitch], X, offset=first + ci * s.h * s.w, rows=th,
+                           cols=cwin.size, stride=s.w * s.stride, pad=(0, 0, cwin.pad0, cwin.pad1))
+                    continue
+                S.load(S.inp[lo:lo + p.cb_pitch], X, offset=first + ci * s.h * s.w, rows=rwin.size,
+                       cols=cwin.size, stride=s.w, pad=(rwin.pad0, rwin.pad1, cwin.pad0, cwin.pad1))
+            wb = p.wgt_base(hx)
+            if wgt_in.get(hx) != (o0, to, ci0, tc):
+                S.load(S.wgt[wb:wb + to * tc * taps], Wt, offset=wgt_offset + (o0 * cb + ci0) * taps,
+                       rows=to, cols=tc * taps, stride=cb * taps)
+                wgt_in[hx] = (o0, to, ci0, tc)
+            ub = uop_base + table[(ha, hx, tc)]
+            S.gemm(S.uop[ub:ub + tw * tc * taps], iters=(th, to), acc_factors=(tw, th * tw),
+                   inp_factors=(s.row_pitch_factor * p.tw_in, 0), wgt_factors=(0, tc * taps))
+        first_const = kbase + (to if vec_bias else 0)
 
-                    def step_op(j: int, op: str, first: int = first_const, per: int = th * tw,
-                                tile: AccView = tile, to: int = to) -> None:
-                        broadcast_alu(op, tile, S.acc[first + j * to:first + (j + 1) * to], to, per)
-                    apply_epilogue(tile, epi, step_op)
-                    if residual is not None:
-                        rb = p.res_base(ha)
-                        for sram, off, nrows, ncols, stride in dmas:
-                            S.load(S.inp[rb + sram:rb + sram + nrows * ncols], residual, offset=off, rows=nrows,
-                                   cols=ncols, stride=stride)
-                        res_gemm = S.uop[uop_base + res_uop[ha]:uop_base + res_uop[ha] + 1]
-                        if epi.scaled_residual is None:
-                            S.gemm(res_gemm, iters=(nvec, 1), acc_factors=(1, 0), inp_factors=(1, 0))
-                            clamp(tile, epi.residual_relu, True)
-                        else:
-                            rab = p.res_acc_base
-                            scaled_residual_adds(epi.scaled_residual, tile, S.acc[rab:rab + nvec], nvec, res_gemm,
-                                                 p.wide_base)
-                    for sram, off, nrows, ncols, stride in dmas:
-                        S.store(Y, S.acc[base + sram:base + sram + nrows * ncols], offset=off, rows=nrows,
-                                cols=ncols, stride=stride)
+        def step_op(j: int, op: str, first: int = first_const, per: int = th * tw,
+                    tile: AccView = tile, to: int = to) -> None:
+            broadcast_alu(op, tile, S.acc[first + j * to:first + (j + 1) * to], to, per)
+        apply_epilogue(tile, epi, step_op)
+        if residual is not None:
+            rb = p.res_base(ha)
+            for sram, off, nrows, ncols, stride in dmas:
+                S.load(S.inp[rb + sram:rb + sram + nrows * ncols], residual, offset=off, rows=nrows,
+                       cols=ncols, stride=stride)
+            res_gemm = S.uop[uop_base + res_uop[ha]:uop_base + res_uop[ha] + 1]
+            if epi.scaled_residual is None:
+                S.gemm(res_gemm, iters=(nvec, 1), acc_factors=(1, 0), inp_factors=(1, 0))
+                clamp(tile, epi.residual_relu, True)
+            else:
+                rab = p.res_acc_base
+                scaled_residual_adds(epi.scaled_residual, tile, S.acc[rab:rab + nvec], nvec, res_gemm,
+                                     p.wide_base)
+        for sram, off, nrows, ncols, stride in dmas:
+            S.store(Y, S.acc[base + sram:base + sram + nrows * ncols], offset=off, rows=nrows,
+                    cols=ncols, stride=stride)

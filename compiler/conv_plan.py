@@ -38,11 +38,11 @@ from __future__ import annotations
 
 import functools
 import itertools
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from math import ceil
 
 from hw.config import HwConfig
-from hw.isa import GEMM_ITER_BITS, PAD_BITS
+from hw.isa import GEMM_ITER_BITS, PAD_BITS, UOP_BYTES
 
 PAD_MAX = (1 << PAD_BITS) - 1
 ITER_MAX = (1 << GEMM_ITER_BITS) - 1
@@ -176,6 +176,7 @@ class ConvPlan:
     h_tiles: list[tuple[int, int]] = field(default_factory=list)
     w_tiles: list[tuple[int, int]] = field(default_factory=list)
     cache: dict = field(default_factory=dict, repr=False, compare=False)  # things derived from the plan
+    cores: int = 1  # the cores sharing the tiles (core_tiles); the others idle through this layer
 
     # ---- geometry ------------------------------------------------------------------------------
     @property
@@ -303,6 +304,30 @@ def _windows_ok(p: ConvPlan) -> str:
     return ""
 
 
+def core_tiles(plan: ConvPlan, cores: int, core: int) -> list[tuple[int, int, int, int, int, int, int]]:
+    """Core ``core``'s output tiles ``(image, o0, to, r0, th, c0, tw)`` of ``cores``, in issue order.
+
+    The plan says how many cores share the tiles (``plan.cores``: a port-bound layer may run faster
+    on fewer); the others get none. One core: every tile, image by image. Several: contiguous,
+    balanced runs of every tile in
+    (output-channel tile, image, row, column) order. With at least as many output-channel tiles as
+    cores, a core takes whole channel tiles (it loads only their weights); with fewer (a narrow
+    layer) the cores share a channel tile's images and rows, so a core computes a band of rows and
+    loads only that band's input rows and their halo.
+    """
+    s = plan.shape
+    cores = min(cores, plan.cores)
+    if core >= cores:
+        return []
+    if cores == 1:
+        return [(n, o0, to, r0, th, c0, tw) for n in range(s.batch) for o0, to in plan.o_tiles
+                for r0, th in plan.h_tiles for c0, tw in plan.w_tiles]
+    every = [(n, o0, to, r0, th, c0, tw) for o0, to in plan.o_tiles for n in range(s.batch)
+             for r0, th in plan.h_tiles for c0, tw in plan.w_tiles]
+    lo, size = balanced_split(len(every), cores)[core]
+    return every[lo:lo + size]
+
+
 def _dma_cycles(cfg: HwConfig, rows: int, beats_per_row: int, pad_entries: int = 0) -> int:
     """LOAD/STORE EXEC estimate: bursts of at most MAX_BURST beats per row, each ``latency + n + 1``."""
     if rows * beats_per_row == 0:
@@ -344,14 +369,37 @@ def _estimate(p: ConvPlan, cfg: HwConfig) -> tuple[int, int]:
     insns_tile = (n_c * ((1 if p.whole_planes else tc) + 2) + s.alu_passes + 1 + (2 if s.bias else 0)
                   + (1 + stores if s.residual else 0) + stores)
     insns = tiles * insns_tile + 4
-    fetch = insns * (cfg.dram_read_latency + cfg.max_burst + 1) * cfg.beats_per_insn / cfg.max_burst
-    return round(tiles * per_tile + first + store + fetch), round(insns)
+    cores = p.cores
+    # several cores: the busiest core's tiles (core_tiles), and every core's DMA through the one port
+    per_core = ceil(tiles / cores)
+    fetch_cost = (cfg.dram_read_latency + cfg.max_burst + 1) * cfg.beats_per_insn / cfg.max_burst
+    fetch = (per_core * insns_tile + 4) * fetch_cost
+    cycles = per_core * per_tile + first + store + fetch
+    if cores > 1:
+        # each busy core loads the micro-op tables its tiles use (conv_engine.uop_span), then its tiles
+        uops = p.tw * s.taps * tc * min(per_core * n_c, p.acc_halves * p.in_halves)
+        uop_load = _dma_cycles(cfg, 1, round(uops * UOP_BYTES / cfg.bus_bytes))
+        # the cores run their tiles in rounds; in a round of c cores a tile takes its own time or c tiles'
+        # DMA through the one port, whichever is longer (the last, partial round has fewer cores). The
+        # cores start together: unless the port is the bound anyway, the last core's first loads and
+        # tables wait for the others' before its first GEMM
+        port_tile = n_c * load + store + bias
+        rounds, rest = divmod(tiles, cores)
+        body = rounds * max(per_tile, cores * port_tile) + (max(per_tile, rest * port_tile) if rest else 0)
+        queued = cores if per_tile > cores * port_tile else 1
+        cycles = body + queued * (first + uop_load) + store + fetch
+    return round(cycles), round(insns)
 
 
 # Estimates within this fraction of the best are taken as equal, and the plan with the fewest
 # instructions among them wins: the estimate is approximate, and every instruction costs fetch
 # bandwidth, unit handshakes, compile time and golden-path time.
 ESTIMATE_TOLERANCE = 0.03
+
+
+# Several cores: a layer is split among them only when the estimate gains at least this fraction over
+# running it on one core (the shared port's contention is modelled more roughly than one core's timing).
+SPLIT_MARGIN = 0.15
 
 
 @functools.lru_cache(maxsize=256)
@@ -380,8 +428,35 @@ def plan_conv(cfg: HwConfig, shape: ConvShape) -> ConvPlan:
                          balanced_split(s.ho, ceil(s.ho / th)), balanced_split(s.wo, ceil(s.wo / tw)))
             if _fits(p, cfg):
                 continue
-            p.estimate, p.insns = _estimate(p, cfg)
-            fitting.append(p)
+            tiles = s.batch * len(p.o_tiles) * len(p.h_tiles) * len(p.w_tiles)
+            for cores in range(1, min(cfg.num_cores, tiles) + 1):  # several cores: on how many to split
+                q = replace(p, cores=cores, cache={})
+                q.estimate, q.insns = _estimate(q, cfg)
+                fitting.append(q)
+    one = _choose([p for p in fitting if p.cores == 1], cfg, s)
+    if cfg.num_cores == 1:
+        return one
+    # several cores: the one-core choice shared among k cores wins on any estimated gain (same loads and
+    # GEMMs, only spread); another tiling's split must gain SPLIT_MARGIN, as the port's model is rough
+    tiles = s.batch * len(one.o_tiles) * len(one.h_tiles) * len(one.w_tiles)
+    best = one
+    for k in range(2, min(cfg.num_cores, tiles) + 1):
+        q = replace(one, cores=k, cache={})
+        q.estimate, q.insns = _estimate(q, cfg)
+        if q.estimate < best.estimate:
+            best = q
+    split = [p for p in fitting if p.cores > 1 and p.estimate < (1 - SPLIT_MARGIN) * one.estimate
+             and not _windows_ok(p)]
+    if split:  # the lowest estimate (no instruction-count tie-break: the gain must come from the split)
+        other = min(split, key=lambda p: (p.estimate, p.insns))
+        if other.estimate < best.estimate:
+            best = other
+    return best
+
+
+def _choose(fitting: list[ConvPlan], cfg: HwConfig, s: ConvShape) -> ConvPlan:
+    """The cheapest plan of ``fitting`` whose windows are valid, preferring fewer instructions within
+    ESTIMATE_TOLERANCE; PlanError (the reason of the smallest or the last plan) if there is none."""
     fitting.sort(key=lambda p: (p.estimate, p.insns))
     best = next((p for p in fitting if not _windows_ok(p)), None)
     if best is None:

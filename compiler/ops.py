@@ -112,13 +112,16 @@ def tiled(inputs: Sequence[Tensor], out: Tensor, body: Callable[[list[AccView], 
     tile = int(tile)
     acc = S.acc
     out_base = 2 * k * tile
+    n = out.nvec
+    tiles = range(0, n, tile)
+    mine = S.core_range(len(tiles))  # several cores: each its share of the tiles
+    if not mine:
+        return  # several cores, fewer tiles than cores: this core builds and runs nothing
     cviews = [acc[2 * (k + 1) * tile + j] for j in range(len(consts))]
     for view, value in zip(cviews, consts):
         const_vector(view, value)
-    n = out.nvec
     load, mov, store = S.load, S.mov, S.store
-    tiles = range(0, n, tile)
-    for i in S.core_range(len(tiles)):  # several cores: each its share of the tiles
+    for i in mine:
         v0 = tiles[i]
         t = min(tile, n - v0)
         h = i & 1

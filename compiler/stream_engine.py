@@ -121,14 +121,17 @@ def eltwise_layer(inputs: list[Tensor], Y: Tensor, epi: Epilogue, uop_base: int 
     n = len(inputs)
     wide = epi.rounding > IMM_MAX
     tile = eltwise_tile(cfg, n, wide)
+    tiles = range(0, Y.nvec, tile)
+    mine = S.core_range(len(tiles))  # several cores: each its share of the tiles
+    if not mine:
+        return  # several cores, fewer tiles than cores: this core loads and runs nothing of this layer
     ident = load_identity()
     table = [(h * tile, h * n * tile + k * tile, ident) for h in (0, 1) for k in range(n)]
     S.load(S.uop[uop_base:uop_base + len(table)], S.uops(table, "eltwise_uops"), cols=len(table))
     rnd_view = S.acc[2 * tile:2 * tile + 1] if wide else None
     if rnd_view is not None:
         const_vector(rnd_view, epi.rounding)
-    tiles = range(0, Y.nvec, tile)
-    for i in S.core_range(len(tiles)):  # several cores: each its share of the tiles
+    for i in mine:
         v0 = tiles[i]
         t = min(tile, Y.nvec - v0)
         h = i & 1
@@ -155,13 +158,16 @@ def _eltwise_scaled(inputs: list[Tensor], Y: Tensor, epi: Epilogue, uop_base: in
     consts = Constants(values, cfg.acc_depth)
     tile = eltwise_tile(cfg, n, False, Constants.count(values), separate)
     regions = n if separate else 1
+    tiles = range(0, Y.nvec, tile)
+    mine = S.core_range(len(tiles))  # several cores: each its share of the tiles
+    if not mine:
+        return  # several cores, fewer tiles than cores: this core loads and runs nothing of this layer
     ident = load_identity()
     table = [(h * regions * tile + (k * tile if separate else 0), h * n * tile + k * tile, ident)
              for h in (0, 1) for k in range(n)]
     S.load(S.uop[uop_base:uop_base + len(table)], S.uops(table, "eltwise_uops"), cols=len(table))
     consts.fill()
-    tiles = range(0, Y.nvec, tile)
-    for i in S.core_range(len(tiles)):  # several cores: each its share of the tiles
+    for i in mine:
         v0 = tiles[i]
         t = min(tile, Y.nvec - v0)
         h = i & 1
@@ -293,6 +299,10 @@ def pool_layer(X: Tensor, Y: Tensor, plan: PoolPlan, relu: bool = False, uop_bas
     then ReLU when ``relu``. With ``scaled`` (an average with a real scale), the window's sum starts at
     ``scaled.offset`` (``-input_zero_point * k*k``) and ``scaled``'s steps, zero point and clip follow."""
     p = plan
+    tiles = [(n, c0, r0) for n in range(p.batch) for c0 in range(0, p.cb, p.tc) for r0 in range(0, p.ho, p.th)]
+    mine = S.core_range(len(tiles))  # several cores: each its share of the tiles
+    if not mine:
+        return  # several cores, fewer tiles than cores: this core loads and runs nothing of this layer
     ident = load_identity()
     tables = []
     for h in range(p.halves):  # tile i uses accumulator half and input half i % halves: one table each
@@ -309,8 +319,7 @@ def pool_layer(X: Tensor, Y: Tensor, plan: PoolPlan, relu: bool = False, uop_bas
         values = stream_constants(scaled)
         consts = Constants(values, S.config().acc_depth)
         consts.fill()
-    tiles = [(n, c0, r0) for n in range(p.batch) for c0 in range(0, p.cb, p.tc) for r0 in range(0, p.ho, p.th)]
-    for i in S.core_range(len(tiles)):  # several cores: each its share of the tiles
+    for i in mine:
         n, c0, r0 = tiles[i]
         tc = min(p.tc, p.cb - c0)
         th = min(p.th, p.ho - r0)
@@ -380,10 +389,13 @@ def transpose_layer(X: Tensor, Y: Tensor, samples: int, fb: int, uop_base: int =
     cfg = S.config()
     t_max, f_max = transpose_tile(cfg, fb)
     half = t_max * f_max
+    tiles = [(n0, f0) for n0 in range(0, samples, t_max) for f0 in range(0, fb, f_max)]
+    mine = S.core_range(len(tiles))  # several cores: each its share of the tiles
+    if not mine:
+        return  # several cores, fewer tiles than cores: this core loads and runs nothing of this layer
     ident = load_identity()
     S.load(S.uop[uop_base:uop_base + 2], S.uops([(0, 0, ident), (half, half, ident)], "transpose_uops"), cols=2)
-    tiles = [(n0, f0) for n0 in range(0, samples, t_max) for f0 in range(0, fb, f_max)]
-    for i in S.core_range(len(tiles)):  # several cores: each its share of the tiles
+    for i in mine:
         n0, f0 = tiles[i]
         t, f = min(t_max, samples - n0), min(f_max, fb - f0)
         h = i & 1

@@ -149,6 +149,9 @@ def golden_vs_numpy(cfg: HwConfig, n: int = 1 << 20, reps: int = 5) -> dict[str,
 
     The golden path is the kernel called on numpy arrays through the intrinsics' Python
     halves (``Kernel.run_golden``, what ``Case.golden`` runs), without compiling a Program.
+    ``vadd`` keeps the example's 16-vector tiles (sized for its own 64 vectors: 4,096 tiles here, so
+    ``per_tile_us`` is the fixed cost of a tile's intrinsic calls); ``vadd_big_tiles`` lets the
+    operator tile as it does by default (the largest tile that fits the accumulator).
     """
     import numpy as np
 
@@ -158,13 +161,15 @@ def golden_vs_numpy(cfg: HwConfig, n: int = 1 << 20, reps: int = 5) -> dict[str,
 
     out: dict[str, Any] = {}
     rng = np.random.default_rng(0)
-    for ex_name in ("vadd", "fused", "requant"):
+    for row in ("vadd", "fused", "requant", "vadd_big_tiles"):
+        ex_name = row.split("_big")[0]
         ex = EXAMPLES[ex_name]
         op = OPERATORS[ex.operator]
         shape = (n,)
         inputs = {k: rng.integers(*ex.ranges.get(k, (-1000, 1000)), size=shape, dtype=np.int64).astype(np.int32)
                   for k in op.inputs}
-        consts = {**{k: v for k, v in ex.params_for(cfg).items() if k != "shape"}, **op.fixed}
+        drop = ("shape", "tile") if row.endswith("_big_tiles") else ("shape",)
+        consts = {**{k: v for k, v in ex.params_for(cfg).items() if k not in drop}, **op.fixed}
         args = {**inputs, op.output: tensor(shape, f"int{cfg.out_width}"), **consts}
         ref_consts = {k: v for k, v in consts.items() if k not in ("tile", "op")}
         out_dt = f"int{cfg.out_width}"
@@ -178,6 +183,34 @@ def golden_vs_numpy(cfg: HwConfig, n: int = 1 << 20, reps: int = 5) -> dict[str,
 
         (g, mg), (r, mn) = alternated(golden, numpy_ref, reps)
         same = np.array_equal(np.asarray(g).reshape(-1), np.asarray(r).reshape(-1))
-        out[ex_name] = {"operator": ex.operator, "elements": n, "golden_s": mg, "numpy_s": mn, "ratio": mg / mn,
-                        "outputs_equal": bool(same)}
+        out[row] = {"operator": ex.operator, "elements": n, "golden_s": mg, "numpy_s": mn, "ratio": mg / mn,
+                    "outputs_equal": bool(same)}
+        if consts.get("tile"):
+            vectors = -(-n // cfg.lanes)
+            tiles = -(-vectors // int(consts["tile"]))
+            out[row]["per_tile_us"] = (mg - mn) / tiles * 1e6
     return out
+
+
+def golden_small_matmul_cost(cfg: HwConfig, reps: int = 21) -> dict[str, Any]:
+    """The fixed cost of one golden ``matmul`` operator call (a 16x16 by 16x16 int8 product: one block,
+    so nearly all of it is the call's packing, kernel set-up and intrinsic calls), median over
+    ``reps`` calls, next to plain numpy's."""
+    import numpy as np
+
+    from compiler.gemm_ops import matmul
+
+    rng = np.random.default_rng(2)
+    a = rng.integers(-128, 128, (16, 16)).astype(np.int8)
+    b = rng.integers(-128, 128, (16, 16)).astype(np.int8)
+    matmul(a, b, config=cfg)  # plans and tables are cached after the first call
+    walls, plain = [], []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        matmul(a, b, config=cfg)
+        walls.append(time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        (a.astype(np.int64) @ b.astype(np.int64)).astype(np.int32).astype(np.int8)
+        plain.append(time.perf_counter() - t0)
+    return {"operator": "matmul", "shape": [16, 16, 16], "golden_call_s": statistics.median(walls),
+            "numpy_s": statistics.median(plain)}

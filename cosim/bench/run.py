@@ -104,6 +104,8 @@ def run_bench(configs: list[str], quick: bool = False, reps: int = 3, protocol_m
     gmm = measure.golden_matmul_vs_numpy(cfg0, reps=max(3, reps))
     gvn["matmul"] = gmm
     summary["golden_matmul_vs_numpy"] = gmm["ratio"]
+    small = measure.golden_small_matmul_cost(cfg0)
+    summary["golden_small_matmul_call_ms"] = small["golden_call_s"] * 1e3
     # The area last, after every speed measurement: its syntheses run as engine tasks, side by side.
     areas: dict[str, Any] = {}
     if synth:
@@ -113,6 +115,7 @@ def run_bench(configs: list[str], quick: bool = False, reps: int = 3, protocol_m
     res: dict[str, Any] = {
         **summary,
         "golden_vs_numpy_by_operator": gvn,
+        "golden_small_matmul": small,
         "targets": {**report.verdicts(summary), **resnet18.verdicts(r18)},
         "raw_memory_variants": variants,
         "growth": gr,
@@ -174,7 +177,12 @@ def print_report(res: dict[str, Any]) -> None:
     for k, g in res["golden_vs_numpy_by_operator"].items():
         size = f"{g['elements']} elements" if "elements" in g else "x".join(map(str, g["shape"]))
         print(f"golden vs numpy, {k} ({g['operator']}, {size}): golden {g['golden_s'] * 1e3:.1f} ms, "
-              f"numpy {g['numpy_s'] * 1e3:.1f} ms, ratio {g['ratio']:.2f}, equal {g['outputs_equal']}")
+              f"numpy {g['numpy_s'] * 1e3:.1f} ms, ratio {g['ratio']:.2f}, equal {g['outputs_equal']}"
+              + (f", {g['per_tile_us']:.1f} us per tile" if "per_tile_us" in g else ""))
+    small = res.get("golden_small_matmul")
+    if small:
+        print(f"golden fixed cost of one small matmul call (16x16x16): {small['golden_call_s'] * 1e3:.3f} ms "
+              f"(numpy {small['numpy_s'] * 1e6:.0f} us)")
     print(f"compile: {res['compile_s_total']:.2f} s for the suite's examples, "
           f"{res['compile_insns_per_s'] or 0:.0f} insns/s; TLM {res['tlm_insns_per_s']:.0f} insns/s")
     for side in ("tlm", "cocotb_fast"):
