@@ -114,9 +114,15 @@ def tiled(inputs: Sequence[Tensor], out: Tensor, body: Callable[[list[AccView], 
     out_base = 2 * k * tile
     n = out.nvec
     tiles = range(0, n, tile)
-    mine = S.core_range(len(tiles))  # several cores: each its share of the tiles
+    # several cores: each its share of the tiles; fewer tiles than cores all go to core 0, whose loads
+    # of one tile overlap the ALU passes of the one before (one tile per core cannot, and these
+    # port-bound tiles would only queue on the one DRAM port)
+    if len(tiles) >= S.num_cores():
+        mine = S.core_range(len(tiles))
+    else:
+        mine = range(len(tiles)) if S.core_id() == 0 else range(0)
     if not mine:
-        return  # several cores, fewer tiles than cores: this core builds and runs nothing
+        return  # this core builds and runs nothing
     cviews = [acc[2 * (k + 1) * tile + j] for j in range(len(consts))]
     for view, value in zip(cviews, consts):
         const_vector(view, value)
