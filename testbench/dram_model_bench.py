@@ -79,6 +79,34 @@ class Axi:
         d.s_axi_rready.value = 0
         return {"ar": ar_cycle, "r": r_cycles, "data": data, "resp": resp, "last": last}
 
+    async def read_bursts(self, bursts: list[tuple[int, int, int]]) -> dict[str, Any]:
+        """Offer the ARs ``(addr, beats, id)`` back to back (one a cycle while ARREADY), RREADY
+        always high; return the AR handshake cycles and every R beat as (cycle, rid, data, rlast)."""
+        d = self.dut
+        await self.step()
+        d.s_axi_rready.value = 1
+        total = sum(b for _, b, _ in bursts)
+        ars: list[int] = []
+        beats: list[tuple[int, int, int, int]] = []
+        k = 0
+        while len(beats) < total:
+            i = len(ars)
+            if i < len(bursts):
+                d.s_axi_araddr.value, d.s_axi_arlen.value, d.s_axi_arid.value = \
+                    bursts[i][0], bursts[i][1] - 1, bursts[i][2]
+            d.s_axi_arvalid.value = int(i < len(bursts))
+            s = await self.sample("arready", "rvalid", "rdata", "rlast", "rid")
+            if i < len(bursts) and s["arready"]:
+                ars.append(self.cycle)
+            if s["rvalid"]:
+                beats.append((self.cycle, s["rid"], s["rdata"], s["rlast"]))
+            await self.step()
+            k += 1
+            assert k < 4000, "pipelined reads never completed"
+        d.s_axi_arvalid.value = 0
+        d.s_axi_rready.value = 0
+        return {"ar": ars, "beats": beats}
+
     async def write_burst(self, addr: int, words: list[int], strb: int | None = None) -> dict[str, Any]:
         """AW and the first W offered together; return handshake cycles of AW, W beats and B."""
         d = self.dut
@@ -115,6 +143,44 @@ class Axi:
         d.s_axi_wvalid.value = 0
         d.s_axi_bready.value = 0
         return {"aw": aw_cycle, "w": w_cycles, "b": b_cycle, "bresp": bresp}
+
+    async def write_bursts(self, bursts: list[tuple[int, list[int], int]]) -> dict[str, Any]:
+        """Offer the AWs ``(addr, words, id)`` back to back and every W beat of them in order (WVALID
+        always high), BREADY always high; return the AW and W handshake cycles and the B handshakes
+        as (cycle, bid, bresp)."""
+        d = self.dut
+        await self.step()
+        d.s_axi_bready.value = 1
+        beats = [(w, int(j == len(ws) - 1)) for _, ws, _ in bursts for j, w in enumerate(ws)]
+        full = (1 << self.bb) - 1
+        aws: list[int] = []
+        ws_: list[int] = []
+        bs: list[tuple[int, int, int]] = []
+        k = 0
+        while len(bs) < len(bursts):
+            i, j = len(aws), len(ws_)
+            if i < len(bursts):
+                d.s_axi_awaddr.value, d.s_axi_awlen.value, d.s_axi_awid.value = \
+                    bursts[i][0], len(bursts[i][1]) - 1, bursts[i][2]
+            d.s_axi_awvalid.value = int(i < len(bursts))
+            if j < len(beats):
+                d.s_axi_wdata.value, d.s_axi_wlast.value = beats[j]
+                d.s_axi_wstrb.value = full
+            d.s_axi_wvalid.value = int(j < len(beats))
+            s = await self.sample("awready", "wready", "bvalid", "bid", "bresp")
+            if i < len(bursts) and s["awready"]:
+                aws.append(self.cycle)
+            if j < len(beats) and s["wready"]:
+                ws_.append(self.cycle)
+            if s["bvalid"]:
+                bs.append((self.cycle, s["bid"], s["bresp"]))
+            await self.step()
+            k += 1
+            assert k < 4000, "pipelined writes never completed"
+        d.s_axi_awvalid.value = 0
+        d.s_axi_wvalid.value = 0
+        d.s_axi_bready.value = 0
+        return {"aw": aws, "w": ws_, "b": bs}
 
     async def pulse(self, name: str, words: int = 0) -> None:
         await self.step()
@@ -157,6 +223,23 @@ async def dram_model_timing(dut: Any) -> None:
     assert r["data"] == [word(k) for k in range(4, 8)]
     assert r["last"] == [0, 0, 0, 1] and r["resp"] == [0] * 4
 
+    # bursts in flight: an AR every cycle while earlier bursts are outstanding; each burst's first
+    # beat RD_LAT after its AR or right after the previous burst's last beat; RID per burst
+    bursts = [(0, 3, 5), (8 * bb, 1, 2), (12 * bb, 2, 9), (20 * bb, 4, 5)]
+    # (with RD_QUEUE bursts outstanding, the next AR waits until the oldest one's last beat)
+    rq, wq = prm.get("RD_QUEUE", 8), prm.get("WR_QUEUE", 8)
+    p = await axi.read_bursts(bursts)
+    want, want_ar, free, ends = [], [], 0, []
+    for i, (addr, n, rid) in enumerate(bursts):
+        ar = p["ar"][0] + i if i < rq else max(want_ar[-1] + 1, ends[i - rq] + 1)
+        want_ar.append(ar)
+        first = max(ar + rd_lat, free)
+        want += [(first + j, rid, word(addr // bb + j), int(j == n - 1)) for j in range(n)]
+        free = first + n
+        ends.append(free - 1)
+    assert p["ar"] == want_ar, f"AR handshakes {p['ar']}, want {want_ar} (at most {rq} outstanding)"
+    assert p["beats"] == want, f"pipelined reads: {p['beats']} want {want}"
+
     # read with RREADY backpressure: data held, order kept
     n = min(5, prm["MAX_BURST"])
     r = await axi.read_burst(0, n, stall={rd_lat + 1, rd_lat + 2})
@@ -171,6 +254,26 @@ async def dram_model_timing(dut: Any) -> None:
     assert w["bresp"] == 0
     r = await axi.read_burst(8 * bb, 3)
     assert r["data"] == new
+
+    # writes in flight (beyond the words the dump below checks): AWs taken every cycle while earlier bursts await data or B, W beats every
+    # cycle in AW order, each B WR_LAT after its last W or right after the previous B; BID per burst
+    wb = [(70 * bb, [0xB000 + k for k in range(3)], 3), (74 * bb, [0xB100], 7), (76 * bb, [0xB200, 0xB201], 3)]
+    # (with WR_QUEUE bursts unanswered, the next AW, and its W beats, wait until the oldest one's B)
+    p = await axi.write_bursts(wb)
+    want_aw, want_w, want_b, prev = [], [], [], -1
+    for i, (_, words_, wid) in enumerate(wb):
+        aw = p["aw"][0] + i if i < wq else max(want_aw[-1] + 1, want_b[i - wq][0] + 1)
+        want_aw.append(aw)
+        w0 = max(aw, want_w[-1] + 1) if want_w else aw
+        want_w += list(range(w0, w0 + len(words_)))
+        prev = max(want_w[-1] + wr_lat, prev + 1)
+        want_b.append((prev, wid, 0))
+    assert p["aw"] == want_aw, f"AW handshakes {p['aw']}, want {want_aw} (at most {wq} outstanding)"
+    assert p["w"] == want_w, f"W handshakes {p['w']}, want {want_w}"
+    assert p["b"] == want_b, f"pipelined writes: B {p['b']} want {want_b}"
+    for addr, words_, _ in wb:
+        r = await axi.read_burst(addr, len(words_))
+        assert r["data"] == words_, f"pipelined write at {addr}: read back {r['data']}"
 
     # byte strobes: only byte 0 written
     w = await axi.write_burst(16 * bb, [0xFF], strb=0x1)

@@ -18,6 +18,9 @@ PARAMS = [
     {"DATA_W": 64, "ID_W": 4, "MEM_BYTES": 65536, "RD_LAT": 5, "WR_LAT": 3, "MAX_BURST": 16},
     {"DATA_W": 128, "ID_W": 4, "MEM_BYTES": 65536, "RD_LAT": 1, "WR_LAT": 1, "MAX_BURST": 32},
     {"DATA_W": 64, "ID_W": 4, "MEM_BYTES": 1 << 22, "RD_LAT": 2, "WR_LAT": 2, "MAX_BURST": 4},
+    # queues shorter than the bursts the bench keeps in flight: ARREADY / AWREADY drop when full
+    {"DATA_W": 64, "ID_W": 4, "MEM_BYTES": 65536, "RD_LAT": 3, "WR_LAT": 2, "MAX_BURST": 16, "RD_QUEUE": 2,
+     "WR_QUEUE": 1},
 ]
 SIMS = ["verilator", pytest.param("icarus", marks=pytest.mark.skipif(not icarus_available(),
                                                                      reason="Icarus Verilog is not installed"))]

@@ -2,15 +2,22 @@
 //
 // Not synthesizable and not part of hw/rtl: it exists so the cocotb testbench can run a
 // Program without waking Python on every cycle. Timing (the contract the TLM models):
-//   * ARREADY is 1 whenever no read burst is in progress; the first R beat is valid so
-//     that its handshake can happen exactly RD_LAT cycles after the AR handshake, then
-//     one beat per cycle (RREADY low holds the beat).
-//   * AWREADY is 1 whenever no write burst is in progress. WREADY is 1 during a write
-//     burst and, while idle, in the cycle an AW is offered (so AW and the first W can
-//     handshake together); a W offered before its AW waits. BVALID is set so the B
-//     handshake can happen exactly WR_LAT cycles after the last W handshake.
+//   * ARREADY is 1 while fewer than RD_QUEUE read bursts are accepted and unfinished, so a
+//     new AR may be taken every cycle, with earlier bursts still outstanding. Bursts answer
+//     in AR order, each with its ARID on RID; a burst's first R beat is valid so that its
+//     handshake can happen exactly RD_LAT cycles after its AR handshake, or in the cycle
+//     after the previous burst's last beat if that is later (beats of different bursts never
+//     overlap), then one beat per cycle (RREADY low holds the beat). With one burst at a
+//     time this is the plain "first beat RD_LAT cycles after AR".
+//   * AWREADY is 1 while fewer than WR_QUEUE write bursts are accepted and unanswered (B not
+//     handshaken), so a new AW may be taken while earlier bursts await data or B. W beats fill
+//     the bursts in AW order. WREADY is 1 while a burst awaits data and, when none does, in
+//     the cycle an AW is taken (so AW and the first W can handshake together); a W offered
+//     before its AW waits. B responses come in AW order, each with its AWID on BID; BVALID is
+//     set so a burst's B handshake can happen exactly WR_LAT cycles after its last W
+//     handshake, or in the cycle after the previous B handshake if that is later.
 //   * Beats whose address is at or beyond MEM_BYTES answer SLVERR (reads return 0,
-//     writes are dropped). One read and one write burst may be in flight together.
+//     writes are dropped). Reads and writes are independent.
 // Bulk access for the testbench (Python off the per-cycle path):
 //   * tb_load  (one cycle high): $readmemh(+DRAM_IN=<file>) into the array from word 0.
 //   * tb_dump  (one cycle high): $writememh(+DRAM_OUT=<file>) of words [0, tb_words).
@@ -28,7 +35,9 @@ module dram_model #(
     parameter MEM_BYTES = 65536,   // bytes the array holds (a power of two)
     parameter RD_LAT    = 16,      // 0: from plusarg +DRAM_READ_LATENCY=<n> (required then)
     parameter WR_LAT    = 8,       // 0: from plusarg +DRAM_WRITE_LATENCY=<n> (required then)
-    parameter MAX_BURST = 256      // longest burst the master may issue (checked)
+    parameter MAX_BURST = 256,     // longest burst the master may issue (checked)
+    parameter RD_QUEUE  = 8,       // read bursts accepted and not finished, at most
+    parameter WR_QUEUE  = 8        // write bursts accepted and not answered, at most
 ) (
     input  wire              clk,
     input  wire              rst,
@@ -76,7 +85,6 @@ module dram_model #(
     localparam [63:0] MEM_BYTES64 = 64'd1 * MEM_BYTES;
     localparam [1:0] RESP_OKAY = 2'b00, RESP_SLVERR = 2'b10;
     localparam [1:0] BURST_INCR = 2'b01;
-    localparam [1:0] W_IDLE = 2'd0, W_DATA = 2'd1, W_RESP = 2'd2;
 
     reg [DATA_W-1:0] mem [0:WORDS-1];
 
@@ -118,26 +126,52 @@ module dram_model #(
     /* verilator lint_on UNUSEDSIGNAL */
 
     // ---------------------------------------------------------------- read channel
-    reg        rd_active;     // an AR was accepted and its last beat has not handshaken
-    reg [10:0] rd_wait;       // latency cycles left before the first beat is presented
-    reg [31:0] rd_addr;       // byte address of the beat on (or next on) the R channel
-    reg [7:0]  rd_left;       // beats after the current one
-    assign s_axi_arready = !rd_active;
+    // Accepted read bursts in AR order (a ring): address, length, ID and the cycle from which
+    // the first beat may be presented. The head is the burst on (or next on) the R channel.
+    reg [31:0]   q_addr [0:RD_QUEUE-1];
+    reg [7:0]    q_len  [0:RD_QUEUE-1];
+    reg [ID_W-1:0] q_id [0:RD_QUEUE-1];
+    reg [63:0]   q_due  [0:RD_QUEUE-1];
+    integer      q_head;
+    integer      q_tail;
+    integer      q_cnt;       // bursts accepted and not finished
+    reg [63:0]   now;         // index of the current cycle (since reset)
+    reg [31:0]   rd_addr;     // byte address of the beat on the R channel
+    reg [7:0]    rd_left;     // beats after the current one
+    reg          rv;          // RVALID after this edge (blocking scratch)
+    reg          ar_take;     // an AR handshake at this edge (blocking scratch)
+    assign s_axi_arready = (q_cnt < RD_QUEUE);
 
     // ---------------------------------------------------------------- write channel
-    reg [1:0]  w_state;
-    reg [31:0] w_addr;        // byte address of the next W beat
-    reg [8:0]  w_left;        // beats expected including the next one
-    reg [10:0] w_wait;
-    reg        w_err;
-    assign s_axi_awready = (w_state == W_IDLE);
-    // Combinational awvalid -> wready only while idle, so AW and the first W can be
-    // accepted in the same cycle (WREADY never depends on WVALID: no loop).
-    assign s_axi_wready  = (w_state == W_DATA) || (w_state == W_IDLE && s_axi_awvalid);
+    // The burst taking W beats (w_busy), the accepted AWs after it (a ring), and the bursts
+    // whose last W arrived, awaiting B (a ring: the cycle from which B may be presented).
+    reg          w_busy;
+    reg [31:0]   w_addr;      // byte address of the next W beat
+    reg [8:0]    w_left;      // beats expected including the next one
+    reg          w_err;       // an earlier beat of this burst was beyond the array
+    reg [ID_W-1:0] w_id;
+    reg [31:0]   aw_addr [0:WR_QUEUE-1];
+    reg [8:0]    aw_beats[0:WR_QUEUE-1];
+    reg [ID_W-1:0] aw_id [0:WR_QUEUE-1];
+    integer      aw_head;
+    integer      aw_tail;
+    integer      aw_cnt;
+    reg [1:0]    b_resp [0:WR_QUEUE-1];
+    reg [ID_W-1:0] b_id [0:WR_QUEUE-1];
+    reg [63:0]   b_due  [0:WR_QUEUE-1];
+    integer      b_head;
+    integer      b_tail;
+    integer      b_cnt;
+    integer      wr_open;     // bursts accepted and B not handshaken
+    reg          bv;          // BVALID after this edge (blocking scratch)
+    reg          aw_take;     // an AW handshake at this edge (blocking scratch)
+    reg          w_take;      // a W handshake at this edge (blocking scratch)
+    assign s_axi_awready = (wr_open < WR_QUEUE);
+    // Combinational awvalid -> wready only while no burst awaits data, so AW and the first W
+    // can be accepted in the same cycle (WREADY never depends on WVALID: no loop).
+    assign s_axi_wready  = w_busy || (s_axi_awvalid && s_axi_awready);
 
     reg [DATA_W-1:0] wmask;
-    reg [31:0]       wa;
-    reg [8:0]        wl;
     integer b;
 
     task check_burst(input [31:0] addr, input [7:0] len, input [2:0] size, input [1:0] burst,
@@ -161,118 +195,139 @@ module dram_model #(
                 if (i < tb_words) mem[i] = {DATA_W{1'b0}};
 
         if (rst) begin
-            rd_active    <= 1'b0;
-            rd_wait      <= 11'd0;
-            rd_addr      <= 32'd0;
-            rd_left      <= 8'd0;
+            q_head        = 0;
+            q_tail        = 0;
+            q_cnt         = 0;
+            now           = 64'd0;
+            rd_addr       = 32'd0;
+            rd_left       = 8'd0;
             s_axi_rvalid <= 1'b0;
             s_axi_rlast  <= 1'b0;
             s_axi_rresp  <= RESP_OKAY;
             s_axi_rdata  <= {DATA_W{1'b0}};
             s_axi_rid    <= {ID_W{1'b0}};
-            w_state      <= W_IDLE;
-            w_addr       <= 32'd0;
-            w_left       <= 9'd0;
-            w_wait       <= 11'd0;
-            w_err        <= 1'b0;
+            w_busy        = 1'b0;
+            w_addr        = 32'd0;
+            w_left        = 9'd0;
+            w_err         = 1'b0;
+            w_id          = {ID_W{1'b0}};
+            aw_head       = 0;
+            aw_tail       = 0;
+            aw_cnt        = 0;
+            b_head        = 0;
+            b_tail        = 0;
+            b_cnt         = 0;
+            wr_open       = 0;
             s_axi_bvalid <= 1'b0;
             s_axi_bresp  <= RESP_OKAY;
             s_axi_bid    <= {ID_W{1'b0}};
         end else begin
-            // ---- read: AR handshake, latency count, beats
-            if (s_axi_arvalid && s_axi_arready) begin
-                check_burst(s_axi_araddr, s_axi_arlen, s_axi_arsize, s_axi_arburst, 1'b0);
-                rd_active <= 1'b1;
-                rd_addr   <= s_axi_araddr;
-                rd_left   <= s_axi_arlen;
-                s_axi_rid <= s_axi_arid;
-                if (rd_lat == 1) begin
-                    s_axi_rvalid <= 1'b1;
-                    s_axi_rlast  <= (s_axi_arlen == 8'd0);
-                    s_axi_rresp  <= in_range(s_axi_araddr) ? RESP_OKAY : RESP_SLVERR;
-                    s_axi_rdata  <= in_range(s_axi_araddr) ? mem[widx(s_axi_araddr)] : {DATA_W{1'b0}};
+            // ---- read: the R handshake (next beat or pop), the AR handshake (push), then the
+            // head's first beat once it is due and the channel is free
+            ar_take = s_axi_arvalid && s_axi_arready;  // before the pop changes q_cnt
+            rv = s_axi_rvalid;
+            if (rv && s_axi_rready) begin
+                if (s_axi_rlast) begin
+                    rv     = 1'b0;
+                    q_head = (q_head == RD_QUEUE - 1) ? 0 : q_head + 1;
+                    q_cnt  = q_cnt - 1;
                 end else begin
-                    rd_wait <= rd_lat[10:0] - 11'd1;
-                end
-            end else if (rd_active) begin
-                if (!s_axi_rvalid) begin
-                    if (rd_wait != 11'd0) begin
-                        rd_wait <= rd_wait - 11'd1;
-                        if (rd_wait == 11'd1) begin
-                            s_axi_rvalid <= 1'b1;
-                            s_axi_rlast  <= (rd_left == 8'd0);
-                            s_axi_rresp  <= in_range(rd_addr) ? RESP_OKAY : RESP_SLVERR;
-                            s_axi_rdata  <= in_range(rd_addr) ? mem[widx(rd_addr)] : {DATA_W{1'b0}};
-                        end
-                    end
-                end else if (s_axi_rready) begin
-                    if (s_axi_rlast) begin
-                        s_axi_rvalid <= 1'b0;
-                        s_axi_rlast  <= 1'b0;
-                        rd_active    <= 1'b0;
-                    end else begin
-                        rd_addr      <= rd_addr + STRB_W;
-                        rd_left      <= rd_left - 8'd1;
-                        s_axi_rlast  <= (rd_left == 8'd1);
-                        s_axi_rresp  <= in_range(rd_addr + STRB_W) ? RESP_OKAY : RESP_SLVERR;
-                        s_axi_rdata  <= in_range(rd_addr + STRB_W) ? mem[widx(rd_addr + STRB_W)]
-                                                                   : {DATA_W{1'b0}};
-                    end
+                    rd_addr = rd_addr + STRB_W;
+                    rd_left = rd_left - 8'd1;
+                    s_axi_rlast <= (rd_left == 8'd0);
+                    s_axi_rresp <= in_range(rd_addr) ? RESP_OKAY : RESP_SLVERR;
+                    s_axi_rdata <= in_range(rd_addr) ? mem[widx(rd_addr)] : {DATA_W{1'b0}};
                 end
             end
+            if (ar_take) begin
+                check_burst(s_axi_araddr, s_axi_arlen, s_axi_arsize, s_axi_arburst, 1'b0);
+                q_addr[q_tail] = s_axi_araddr;
+                q_len[q_tail]  = s_axi_arlen;
+                q_id[q_tail]   = s_axi_arid;
+                q_due[q_tail]  = now + {32'd0, rd_lat[31:0]};
+                q_tail = (q_tail == RD_QUEUE - 1) ? 0 : q_tail + 1;
+                q_cnt  = q_cnt + 1;
+            end
+            if (!rv && q_cnt != 0 && q_due[q_head] <= now + 64'd1) begin
+                rv      = 1'b1;
+                rd_addr = q_addr[q_head];
+                rd_left = q_len[q_head];
+                s_axi_rid   <= q_id[q_head];
+                s_axi_rlast <= (rd_left == 8'd0);
+                s_axi_rresp <= in_range(rd_addr) ? RESP_OKAY : RESP_SLVERR;
+                s_axi_rdata <= in_range(rd_addr) ? mem[widx(rd_addr)] : {DATA_W{1'b0}};
+            end
+            s_axi_rvalid <= rv;
 
-            // ---- write: AW (+ first W), W beats, latency, B
-            case (w_state)
-                W_IDLE, W_DATA: begin
-                    wa = w_addr;
-                    wl = w_left;
-                    if (w_state == W_IDLE && s_axi_awvalid) begin
-                        check_burst(s_axi_awaddr, s_axi_awlen, s_axi_awsize, s_axi_awburst, 1'b1);
-                        wa = s_axi_awaddr;
-                        wl = {1'b0, s_axi_awlen} + 9'd1;
-                        s_axi_bid <= s_axi_awid;
-                        w_err     <= 1'b0;
-                        w_state   <= W_DATA;
-                    end
-                    if (s_axi_wvalid && s_axi_wready) begin
-                        if (s_axi_wlast != (wl == 9'd1)) begin
-                            $display("dram_model: %0t: protocol violation: WLAST=%0d with %0d beats left",
-                                     $time, s_axi_wlast, wl);
-                            proto_err <= 1'b1;
-                        end
-                        if (in_range(wa)) begin
-                            for (b = 0; b < STRB_W; b = b + 1)
-                                wmask[b*8 +: 8] = {8{s_axi_wstrb[b]}};
-                            mem[widx(wa)] = (mem[widx(wa)] & ~wmask) | (s_axi_wdata & wmask);
-                        end else begin
-                            w_err <= 1'b1;
-                        end
-                        if (wl == 9'd1 || s_axi_wlast) begin
-                            s_axi_bresp <= (!in_range(wa) || (w_err && w_state == W_DATA)) ? RESP_SLVERR
-                                                                                          : RESP_OKAY;
-                            w_state <= W_RESP;
-                            if (wr_lat == 1) s_axi_bvalid <= 1'b1;
-                            else w_wait <= wr_lat[10:0] - 11'd1;
-                        end
-                        wa = wa + STRB_W;
-                        wl = wl - 9'd1;
-                    end
-                    w_addr <= wa;
-                    w_left <= wl;
+            // ---- write: B handshake (pop), AW (start or queue), W beat (last: queue its B, start
+            // the next queued AW), then the head's B once it is due and B is free
+            aw_take = s_axi_awvalid && s_axi_awready;  // before the counts change
+            w_take  = s_axi_wvalid && s_axi_wready;
+            bv = s_axi_bvalid;
+            if (bv && s_axi_bready) begin
+                bv      = 1'b0;
+                b_head  = (b_head == WR_QUEUE - 1) ? 0 : b_head + 1;
+                b_cnt   = b_cnt - 1;
+                wr_open = wr_open - 1;
+            end
+            if (aw_take) begin
+                check_burst(s_axi_awaddr, s_axi_awlen, s_axi_awsize, s_axi_awburst, 1'b1);
+                wr_open = wr_open + 1;
+                if (!w_busy) begin
+                    w_busy = 1'b1;
+                    w_addr = s_axi_awaddr;
+                    w_left = {1'b0, s_axi_awlen} + 9'd1;
+                    w_err  = 1'b0;
+                    w_id   = s_axi_awid;
+                end else begin
+                    aw_addr[aw_tail]  = s_axi_awaddr;
+                    aw_beats[aw_tail] = {1'b0, s_axi_awlen} + 9'd1;
+                    aw_id[aw_tail]    = s_axi_awid;
+                    aw_tail = (aw_tail == WR_QUEUE - 1) ? 0 : aw_tail + 1;
+                    aw_cnt  = aw_cnt + 1;
                 end
-                W_RESP: begin
-                    if (!s_axi_bvalid) begin
-                        if (w_wait != 11'd0) begin
-                            w_wait <= w_wait - 11'd1;
-                            if (w_wait == 11'd1) s_axi_bvalid <= 1'b1;
-                        end
-                    end else if (s_axi_bready) begin
-                        s_axi_bvalid <= 1'b0;
-                        w_state      <= W_IDLE;
-                    end
+            end
+            if (w_take) begin
+                if (s_axi_wlast != (w_left == 9'd1)) begin
+                    $display("dram_model: %0t: protocol violation: WLAST=%0d with %0d beats left",
+                             $time, s_axi_wlast, w_left);
+                    proto_err <= 1'b1;
                 end
-                default: w_state <= W_IDLE;
-            endcase
+                if (in_range(w_addr)) begin
+                    for (b = 0; b < STRB_W; b = b + 1)
+                        wmask[b*8 +: 8] = {8{s_axi_wstrb[b]}};
+                    mem[widx(w_addr)] = (mem[widx(w_addr)] & ~wmask) | (s_axi_wdata & wmask);
+                end else begin
+                    w_err = 1'b1;
+                end
+                if (w_left == 9'd1 || s_axi_wlast) begin
+                    b_resp[b_tail] = w_err ? RESP_SLVERR : RESP_OKAY;
+                    b_id[b_tail]   = w_id;
+                    b_due[b_tail]  = now + {32'd0, wr_lat[31:0]};
+                    b_tail = (b_tail == WR_QUEUE - 1) ? 0 : b_tail + 1;
+                    b_cnt  = b_cnt + 1;
+                    w_busy = 1'b0;
+                    if (aw_cnt != 0) begin
+                        w_busy = 1'b1;
+                        w_addr = aw_addr[aw_head];
+                        w_left = aw_beats[aw_head];
+                        w_err  = 1'b0;
+                        w_id   = aw_id[aw_head];
+                        aw_head = (aw_head == WR_QUEUE - 1) ? 0 : aw_head + 1;
+                        aw_cnt  = aw_cnt - 1;
+                    end
+                end else begin
+                    w_addr = w_addr + STRB_W;
+                    w_left = w_left - 9'd1;
+                end
+            end
+            if (!bv && b_cnt != 0 && b_due[b_head] <= now + 64'd1) begin
+                bv = 1'b1;
+                s_axi_bresp <= b_resp[b_head];
+                s_axi_bid   <= b_id[b_head];
+            end
+            s_axi_bvalid <= bv;
+            now = now + 64'd1;
         end
     end
 endmodule

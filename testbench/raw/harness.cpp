@@ -17,8 +17,9 @@
 //
 // Two memory variants, chosen at build time (testbench/raw/harness.py says which is faster):
 //   * without RAW_MEM_VERILOG: top accel_top; the DRAM is a C++ model of testbench/hdl/dram_model.v (the same
-//     cycle timing: ARREADY = !rd_active, first R beat RD_LAT cycles after the AR handshake,
-//     one beat per cycle, WREADY with AWVALID while idle, B WR_LAT cycles after the last W),
+//     cycle timing: ARREADY while fewer than RD_QUEUE reads are outstanding, bursts answered in AR
+//     order, a burst's first R beat RD_LAT cycles after its AR handshake or right after the previous
+//     burst's last beat, one beat per cycle, WREADY with AWVALID while idle, B WR_LAT cycles after the last W),
 //     evaluated each cycle with the AXI handshakes in C++.
 //   * RAW_MEM_VERILOG: top tb_fast (accel_top + dram_model.v); C++ only toggles the clock and
 //     plays AXI4-Lite; DRAM is loaded/dumped with the model's tb_load/tb_dump pulses.
@@ -81,166 +82,7 @@ template <typename T> static inline uint64_t as_u64(const T& sig) {
 
 #ifndef RAW_MEM_VERILOG
 // ------------------------------------------------------------------ C++ DRAM model
-// A line-by-line translation of dram_model.v's always block: `reg <=` assignments read the
-// values from before the edge (old_*), blocking ones (memory, wa/wl) act at once.
-struct Dram {
-    std::vector<uint8_t> mem;
-    uint32_t words;
-    // read channel
-    bool rd_active = false;
-    uint32_t rd_wait = 0, rd_addr = 0, rd_left = 0;
-    bool rvalid = false, rlast = false;
-    uint32_t rresp = 0, rid = 0;
-    uint8_t rdata[RAW_BUS_BYTES] = {0};
-    // write channel
-    enum { W_IDLE = 0, W_DATA = 1, W_RESP = 2 };
-    int w_state = W_IDLE;
-    uint32_t w_addr = 0, w_left = 0, w_wait = 0;
-    bool w_err = false;
-    bool bvalid = false;
-    uint32_t bresp = 0, bid = 0;
-    bool proto_err = false;
-    // Harness-only variations (job line `dram_mode STALL ERR_RESP ERR_READ ERR_WRITE`): with STALL
-    // non-zero, ARREADY, AWREADY and WREADY drop on cycles drawn from an LFSR seeded with it (each
-    // about one cycle in three: backpressure); with ERR_RESP (2 SLVERR, 3 DECERR) non-zero, read
-    // burst number ERR_READ and write burst number ERR_WRITE (0-based, counted from reset; -1: none)
-    // answer ERR_RESP on every beat / on B. `ids` is the OR of every ARID and AWID taken.
-    uint32_t lfsr = 0, err_resp = 0;
-    int64_t err_read = -1, err_write = -1, n_reads = 0, n_writes = 0;
-    bool stall_ar = false, stall_aw = false, stall_w = false, rd_err = false, wr_inject = false;
-    uint32_t ids = 0;
-
-    Dram() : mem(RAW_MEM_BYTES, 0), words(RAW_MEM_BYTES / RAW_BUS_BYTES) {}
-
-    // The next cycle's READY stalls (called once per cycle, after the edge).
-    void draw_stalls() {
-        if (lfsr == 0) return;
-        uint32_t r[3];
-        for (int k = 0; k < 3; k++) {
-            lfsr ^= lfsr << 13; lfsr ^= lfsr >> 17; lfsr ^= lfsr << 5;  // xorshift32
-            r[k] = lfsr % 3;
-        }
-        stall_ar = r[0] == 0; stall_aw = r[1] == 0; stall_w = r[2] == 0;
-    }
-
-    static bool in_range(uint32_t a) { return (uint64_t)a < (uint64_t)RAW_MEM_BYTES; }
-    uint8_t* word(uint32_t a) { return &mem[(size_t)((a / BB) & (words - 1)) * BB]; }
-
-    void check_burst(uint32_t addr, uint32_t len, uint32_t size, uint32_t burst, bool is_write) {
-        uint32_t off_bits = 0;
-        while ((1u << off_bits) < BB) off_bits++;
-        if (burst != 1 || size != (off_bits & 7) || (addr & (BB - 1)) != 0 || len + 1 > RAW_MAX_BURST ||
-            (addr & 0xFFF) + (len + 1) * BB > 4096) {
-            std::fprintf(stderr, "raw dram: cycle %llu: protocol violation on %s: addr=0x%08x len=%u size=%u burst=%u\n",
-                         (unsigned long long)g_cycle, is_write ? "AW" : "AR", addr, len, size, burst);
-            proto_err = true;
-        }
-    }
-
-    void reset() {
-        rd_active = false; rd_wait = 0; rd_addr = 0; rd_left = 0;
-        rvalid = false; rlast = false; rresp = 0; std::memset(rdata, 0, BB); rid = 0;
-        w_state = W_IDLE; w_addr = 0; w_left = 0; w_wait = 0; w_err = false;
-        bvalid = false; bresp = 0; bid = 0;
-    }
-
-    bool arready() const { return !rd_active && !stall_ar; }
-    bool awready() const { return w_state == W_IDLE && !stall_aw; }
-    bool wready(bool awvalid) const {
-        return !stall_w && (w_state == W_DATA || (w_state == W_IDLE && awvalid && !stall_aw));
-    }
-
-    void read_beat(uint32_t a) {
-        if (in_range(a)) { std::memcpy(rdata, word(a), BB); rresp = rd_err ? err_resp : 0; }
-        else { std::memset(rdata, 0, BB); rresp = 2; }
-    }
-
-    // One clock edge, given the master's outputs from before the edge.
-    void step(bool arvalid, uint32_t araddr, uint32_t arlen, uint32_t arsize, uint32_t arburst, uint32_t arid,
-              bool rready, bool awvalid, uint32_t awaddr, uint32_t awlen, uint32_t awsize, uint32_t awburst,
-              uint32_t awid, bool wvalid, const uint8_t* wdata, uint64_t wstrb, bool wlast, bool bready) {
-        // ---- read
-        const bool ar_rdy = arready();
-        if (arvalid && ar_rdy) {
-            check_burst(araddr, arlen, arsize, arburst, false);
-            rd_err = err_resp != 0 && n_reads == err_read;
-            n_reads++;
-            ids |= arid;
-            rd_active = true; rd_addr = araddr; rd_left = arlen; rid = arid;
-            if (RAW_RD_LAT == 1) {
-                rvalid = true; rlast = (arlen == 0); read_beat(araddr);
-            } else {
-                rd_wait = (RAW_RD_LAT - 1) & 0x7FF;
-            }
-        } else if (rd_active) {
-            if (!rvalid) {
-                if (rd_wait != 0) {
-                    const uint32_t old = rd_wait;
-                    rd_wait = (rd_wait - 1) & 0x7FF;
-                    if (old == 1) { rvalid = true; rlast = (rd_left == 0); read_beat(rd_addr); }
-                }
-            } else if (rready) {
-                if (rlast) {
-                    rvalid = false; rlast = false; rd_active = false;
-                } else {
-                    const uint32_t next = rd_addr + BB, old_left = rd_left;
-                    rd_addr = next; rd_left = (rd_left - 1) & 0xFF;
-                    rlast = (old_left == 1);
-                    read_beat(next);
-                }
-            }
-        }
-        // ---- write
-        const int old_state = w_state;
-        const bool old_err = w_err;
-        const bool w_rdy = wready(awvalid);
-        if (old_state == W_IDLE || old_state == W_DATA) {
-            uint32_t wa = w_addr, wl = w_left;
-            if (old_state == W_IDLE && awvalid && !stall_aw) {
-                check_burst(awaddr, awlen, awsize, awburst, true);
-                wr_inject = err_resp != 0 && n_writes == err_write;
-                n_writes++;
-                ids |= awid;
-                wa = awaddr; wl = (awlen + 1) & 0x1FF;
-                bid = awid; w_err = false; w_state = W_DATA;
-            }
-            if (wvalid && w_rdy) {
-                if (wlast != (wl == 1)) {
-                    std::fprintf(stderr, "raw dram: cycle %llu: protocol violation: WLAST=%d with %u beats left\n",
-                                 (unsigned long long)g_cycle, (int)wlast, wl);
-                    proto_err = true;
-                }
-                if (in_range(wa)) {
-                    uint8_t* w = word(wa);
-                    for (uint32_t b = 0; b < BB; b++)
-                        if ((wstrb >> b) & 1) w[b] = wdata[b];
-                } else {
-                    w_err = true;
-                }
-                if (wl == 1 || wlast) {
-                    bresp = (!in_range(wa) || (old_err && old_state == W_DATA)) ? 2 : wr_inject ? err_resp : 0;
-                    w_state = W_RESP;
-                    if (RAW_WR_LAT == 1) bvalid = true;
-                    else w_wait = (RAW_WR_LAT - 1) & 0x7FF;
-                }
-                wa += BB; wl = (wl - 1) & 0x1FF;
-            }
-            w_addr = wa; w_left = wl;
-        } else if (old_state == W_RESP) {
-            if (!bvalid) {
-                if (w_wait != 0) {
-                    const uint32_t old = w_wait;
-                    w_wait = (w_wait - 1) & 0x7FF;
-                    if (old == 1) bvalid = true;
-                }
-            } else if (bready) {
-                bvalid = false; w_state = W_IDLE;
-            }
-        } else {
-            w_state = W_IDLE;
-        }
-    }
-};
+#include "dram_model.h"
 
 static Dram* dram = nullptr;
 
@@ -259,7 +101,7 @@ static inline void drive_dram_regs() {
 
 // One clock cycle. On entry clk is low and the design has settled for this cycle.
 static inline void tick() {
-    // WREADY is the model's only combinational output (it follows AWVALID while idle). The
+    // WREADY is the model's only combinational output (it follows AWVALID while no burst awaits data). The
     // master's outputs are functions of its state (AXI: VALID never waits for READY), so they
     // need no re-evaluation after it changes; Verilator settles inputs before the edge.
     const bool awvalid = top->m_axi_awvalid;

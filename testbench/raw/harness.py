@@ -49,6 +49,7 @@ from testbench.rtl_model import (MAX_MODEL_BYTES, build_lock, build_root, covera
 
 RAW_DIR = Path(__file__).resolve().parent
 HARNESS_CPP = RAW_DIR / "harness.cpp"
+DRAM_MODEL_H = RAW_DIR / "dram_model.h"  # the C++ DRAM model, included by the harness
 MEMS = ("verilog", "cpp")
 DEFAULT_MEM = "verilog"
 EXE = "raw_sim"
@@ -117,7 +118,7 @@ def build(cfg: HwConfig | str | Path = "default", mem: str = DEFAULT_MEM, verbos
         if coverage:
             cmd_flags += list(coverage_flags())
         h = hashlib.sha256()
-        for p in srcs + [inc / "accel_params.vh", HARNESS_CPP]:
+        for p in srcs + [inc / "accel_params.vh", HARNESS_CPP, DRAM_MODEL_H]:
             h.update(str(p).encode() + b"\0" + p.read_bytes() + b"\0")
         h.update(json.dumps([top, cmd_flags, str(verilator_root())]).encode())
         stamp = bdir / "build.stamp"
