@@ -24,18 +24,15 @@ shift is ``e_in + e_w - e_out``.
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
-import time
-from pathlib import Path
-from typing import NoReturn
 
 import numpy as np
 
 from compiler.graph_reference import run_reference
 from compiler.graph import SHIFT_MAX
 from compiler.networks import digits
+from compiler.networks.script_cli import train_main
 
 SEED = 0
 EPOCHS = 60
@@ -237,37 +234,12 @@ def build_weights(seed: int = SEED, epochs: int = EPOCHS) -> dict[str, np.ndarra
     return weights
 
 
-class _OneLineParser(argparse.ArgumentParser):
-    """argparse whose errors are one line (``PROG: error: WHAT``), exit 2."""
-
-    def error(self, message: str) -> NoReturn:
-        self.exit(2, f"{self.prog}: error: {' '.join(message.split())}\n")
-
-
 def main(argv: list[str] | None = None) -> int:
     """The command line: train, write the weights file, print a summary. Exit 2 with one line on bad input."""
-    parser = _OneLineParser(prog="python -m compiler.networks.train_digits", description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, default=digits.WEIGHTS_PATH, help="the .npz to write (default: %(default)s)")
-    parser.add_argument("--epochs", type=int, default=EPOCHS, help="training epochs (default: %(default)s; the "
-                                                                    "committed file uses the default)")
-    args = parser.parse_args(argv)
-    if args.epochs < 1:
-        parser.error(f"--epochs {args.epochs} must be at least 1")
-    if not args.out.parent.is_dir():
-        parser.error(f"--out {args.out}: folder {args.out.parent} does not exist")
-    if args.out.is_dir():
-        parser.error(f"--out {args.out} is a folder")
-    t0 = time.perf_counter()
-    weights = build_weights(epochs=args.epochs)
-    try:
-        with open(args.out, "wb") as f:  # a file object: numpy would append .npz to a bare name
-            np.savez_compressed(f, **weights)
-    except OSError as exc:
-        parser.error(f"--out {args.out}: cannot write ({exc.strerror or exc})")
-    meta = json.loads(str(weights["meta"]))
-    print(f"wrote {args.out} in {time.perf_counter() - t0:.1f} s: shifts {meta['shifts']}, test accuracy "
-          f"float {meta['float_accuracy_test']:.4f}, int8 {meta['int8_accuracy_test']:.4f}")
-    return 0
+    return train_main(argv, "python -m compiler.networks.train_digits", __doc__.splitlines()[0], digits.WEIGHTS_PATH,
+                      EPOCHS, lambda epochs: build_weights(epochs=epochs),
+                      lambda meta: f"shifts {meta['shifts']}, test accuracy float {meta['float_accuracy_test']:.4f}, "
+                                   f"int8 {meta['int8_accuracy_test']:.4f}")
 
 
 if __name__ == "__main__":
