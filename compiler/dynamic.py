@@ -40,7 +40,7 @@ from compiler.symbolic import Expr, SymbolicError, Var, bind
 from compiler.tensor import TensorSpec
 from compiler.trace import CONST_REGION
 from hw.config import HwConfig
-from hw.dynamic_driver import DRIVER_FILE, FORMAT, MASK128, Driver, DriverError, piece_words
+from hw.dynamic_driver import DRIVER_FILE, FORMAT, MASK128, Driver, DriverError, DriverPiece, piece_words
 from hw.isa import BUFFERS, INSN_BYTES, Instruction, Load, Store
 from hw.program import Program, Region, isa_of, make_regs
 
@@ -50,18 +50,11 @@ INSN_SLACK = 1.25
 
 
 @dataclass(frozen=True)
-class Piece:
+class Piece(DriverPiece):
     """Values ``lo..hi`` share one stream length and relocations; entry i of value v is ``(base[i] + (v - lo)
     * delta[i]) mod 2^128``: the instructions (DRAM fields relative to their regions), the kernel's
-    constants, then one size per region."""
-
-    lo: int
-    hi: int
-    insns: int
-    consts: int
-    base: tuple[int, ...]
-    delta: tuple[int, ...]
-    relocs: tuple[tuple[int, int, int, int], ...]  # word, region, field_lo, elem_bytes
+    constants, then one size per region (the driver's :class:`hw.dynamic_driver.DriverPiece`, written by
+    the compiler)."""
 
     def to_json(self) -> dict[str, Any]:
         """The piece as ``dynamic.json`` holds it (entries as 32 hex digits)."""

@@ -53,12 +53,7 @@ class DynamicExample:
         :func:`compiler.dynamic.compile_dynamic`."""
         dp = compile_dynamic(self.kernel, self.args(cfg), self.var, cfg, name=self.name,
                              meta={"dynamic_example": self.name}, verify_all=verify_all)
-        inputs = self.inputs(cfg, self.var.max)
-        for n, a in inputs.items():
-            dp.program.set_input(n, a.reshape(dp.program.region(n).shape))
-        dp.program.expected = {n: a.reshape(dp.program.region(n).shape)
-                               for n, a in self.golden(cfg, self.var.max, inputs).items()}
-        return dp
+        return _with_maximum_data(dp, self, cfg)
 
     def static(self, cfg: HwConfig, v: int) -> Program:
         """The Program compiled statically for value ``v`` (no inputs attached)."""
@@ -84,6 +79,17 @@ class DynamicExample:
         tensors = self.kernel.run_golden(cfg, args)
         return {n: tensors[n].data.reshape(-1) for n, a in args.items()
                 if isinstance(a, TensorSpec)}
+
+
+def _with_maximum_data(dp: DynamicProgram, example: Any, cfg: HwConfig) -> DynamicProgram:
+    """``dp`` with ``example``'s inputs (seed 0) and expected outputs of the maximum attached: the folder is
+    also a complete Program of the maximum."""
+    inputs = example.inputs(cfg, example.var.max)
+    for n, a in inputs.items():
+        dp.program.set_input(n, a.reshape(dp.program.region(n).shape))
+    dp.program.expected = {n: a.reshape(dp.program.region(n).shape)
+                           for n, a in example.golden(cfg, example.var.max, inputs).items()}
+    return dp
 
 
 def compile_network_dynamic(graph: Graph, batch: Var, cfg: HwConfig, name: str | None = None,
@@ -115,12 +121,7 @@ class DynamicNetwork:
         """The one Program for every batch, with its driver; inputs and expected outputs are the maximum's."""
         dp = compile_network_dynamic(self.graph(), self.var, cfg, self.name, {"dynamic_example": self.name},
                                      verify_all)
-        inputs = self.inputs(cfg, self.var.max)
-        for n, a in inputs.items():
-            dp.program.set_input(n, a.reshape(dp.program.region(n).shape))
-        dp.program.expected = {n: a.reshape(dp.program.region(n).shape)
-                               for n, a in self.golden(cfg, self.var.max, inputs).items()}
-        return dp
+        return _with_maximum_data(dp, self, cfg)
 
     def static(self, cfg: HwConfig, v: int) -> Program:
         """The Program compiled statically for batch ``v`` (its weights attached, no images)."""
