@@ -171,6 +171,8 @@ TOKEN = var("token", max=2048)
 BATCH = var("batch", max=32)
 ROWS = var("rows", max=256)
 MVM_K, MVM_N, MVM_SHIFT = 64, 32, 8
+HEIGHT = var("height", max=48)
+CONV_C, CONV_W, CONV_SHIFT = 32, 14, 10  # channels (in and out), image width, requantization shift
 
 
 def _mvm_args(cfg: HwConfig) -> dict[str, Any]:
@@ -182,6 +184,16 @@ def _mvm_args(cfg: HwConfig) -> dict[str, Any]:
             "bias": tensor((MVM_N,), "int32"), "C": tensor((1, MVM_N // b, 1, 1, b), out),
             "shift": MVM_SHIFT, "relu": False} | {
         "A": TensorSpec((1, MVM_K // b, TOKEN, 1, b), "int8"), "C": TensorSpec((1, MVM_N // b, TOKEN, 1, b), out)}
+
+
+def _conv_args(cfg: HwConfig) -> dict[str, Any]:
+    b = cfg.block
+    if CONV_C % b:
+        raise CompileError(f"conv_rows: {CONV_C} channels must be a multiple of the block {b}")
+    cb, out = CONV_C // b, f"int{cfg.out_width}"
+    return {"X": TensorSpec((1, cb, HEIGHT, CONV_W, b), "int8"), "W": tensor((cb, cb, 3, 3, b, b), "int8"),
+            "bias": tensor((CONV_C,), "int32"), "Y": TensorSpec((1, cb, HEIGHT, CONV_W, b), out),
+            "stride": 1, "pad": 1, "shift": CONV_SHIFT, "relu": True}
 
 
 def _vadd_args(cfg: HwConfig) -> dict[str, Any]:
@@ -196,6 +208,9 @@ DYNAMIC_EXAMPLES: dict[str, DynamicExample | DynamicNetwork] = {e.name: e for e 
                    gemm_kernels.dense, TOKEN, _mvm_args, {"A": (-128, 127), "W": (-128, 127), "bias": (-2000, 2000)}),
     DynamicExample("vadd_rows", "C = int8(A + B) on (rows x lanes) int32, tiles of 16 vectors, a run-time row count",
                    ops.binary, ROWS, _vadd_args, {"A": (-1000, 1000), "B": (-1000, 1000)}),
+    DynamicExample("conv_rows", f"3x3 convolution, stride 1, padding 1, on an image of height x {CONV_W} x "
+                   f"{CONV_C} channels -> {CONV_C}: + int32 bias, requantized, ReLU; a run-time image height",
+                   gemm_kernels.conv2d, HEIGHT, _conv_args, {"X": (-128, 127), "W": (-128, 127), "bias": (-2000, 2000)}),
     DynamicNetwork("digits_batch", "the digits CNN (conv 3x3, pool, two dense layers; int8 logits) on a run-time "
                    "batch of 8x8 test images", _digits_graph, BATCH, _digits_images),
 ]}
