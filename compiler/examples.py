@@ -140,8 +140,9 @@ EXAMPLES: dict[str, Example] = {e.name: e for e in [
     _ex("vclz", "clz", "C = int8(CLZ(A)), the leading zeros of each 32-bit lane (32 for 0, 0 when negative), "
         "3x41 elements from 0 up to 2^24", {"A": (0, 1 << 24)}, shape=(3, 41)),
     Example("softmax", "integer softmax (I-BERT exp, 1/sum by CLZ and Newton steps) of Q8 logits along axis 0: "
-            "16 elements per row, one row per lane, int8 Q7 probabilities", {"n": 16, "shape": (16, 16)}, "softmax",
-            {"A": (-2000, 2000)}, per_config={"small": {"shape": (16, 8)}}),
+            "16 elements per row, one row per lane, int8 Q7 probabilities (normalize=search: without CLZ)",
+            {"n": 16, "shape": (16, 16), "normalize": "clz"}, "softmax", {"A": (-2000, 2000)},
+            per_config={"small": {"shape": (16, 8)}}),
     _ex("vmin", "min", "C = int8(min(A, B)) on a 4-D tensor with a tail",
         {"A": (-300, 300), "B": (-300, 300)}, shape=(2, 5, 7, 3)),
     _ex("vmax_imm", "max_imm", "C = int8(max(A, imm)) with an immediate operand",

@@ -30,7 +30,7 @@ import numpy as np
 
 from compiler import dsl as S
 from compiler.ops import Operator, const_vector
-from compiler.tensor import Tensor
+from compiler.tensor import AccView, Tensor
 
 IN_FRAC_BITS = 8           # logits in Q8
 OUT_SCALE = 128            # probabilities in Q7 (1.0 -> 128, clipped to 127)
@@ -49,15 +49,19 @@ MAX_ROW = 511              # 511 * 2**22 < 2**31: the Q22 sum cannot overflow
 CONSTS = (LN2_Q30, B_Q30, A_Q31, C_Q29, Y0_A, Y0_B, INT_MIN)
 
 
-def rows_needed(n: int) -> int:
+NORMALIZE = ("clz", "search")  # how step 5 finds k: the CLZ op, or a pure-ALU binary search (to compare)
+
+
+def rows_needed(n: int, normalize: str = "clz") -> int:
     """Accumulator vectors the kernel uses for a row of ``n`` elements (three row-long temporaries,
-    five one-vector ones and the constants)."""
-    return 3 * n + 5 + len(CONSTS)
+    five one-vector ones, the constants, and two more for the search)."""
+    return 3 * n + 5 + len(CONSTS) + (2 if normalize == "search" else 0)
 
 
 @S.kernel
-def softmax(A: Tensor, C: Tensor, n: int = 16) -> None:
-    """C = int8 Q7 softmax of the Q8 logits A along axis 0 (``n`` elements per lane-row)."""
+def softmax(A: Tensor, C: Tensor, n: int = 16, normalize: str = "clz") -> None:
+    """C = int8 Q7 softmax of the Q8 logits A along axis 0 (``n`` elements per lane-row); ``normalize``
+    "search" finds the sum's leading zeros without CLZ (same outputs, to measure what CLZ buys)."""
     cfg = S.config()
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or not 1 <= n <= MAX_ROW:
         raise S.error("n", f"{n!r} must be an integer 1..{MAX_ROW}")
@@ -65,14 +69,33 @@ def softmax(A: Tensor, C: Tensor, n: int = 16) -> None:
     for t in (A, C):
         if tuple(t.shape) != (n, cfg.lanes):
             raise S.error(t.name, f"shape {tuple(t.shape)} is not (n, lanes) = ({n}, {cfg.lanes})")
-    if rows_needed(n) > cfg.acc_depth:
-        raise S.error("n", f"a row of {n} needs {rows_needed(n)} accumulator vectors, the buffer has "
-                           f"{cfg.acc_depth} on config '{cfg.name}'")
+    if normalize not in NORMALIZE:
+        raise S.error("normalize", f"{normalize!r} is not one of {', '.join(NORMALIZE)}")
+    if rows_needed(n, normalize) > cfg.acc_depth:
+        raise S.error("n", f"a row of {n} needs {rows_needed(n, normalize)} accumulator vectors, the buffer "
+                           f"has {cfg.acc_depth} on config '{cfg.name}'")
     for _ in S.core_range(1):  # several cores: the first does the one row group
-        _rows(n, A, C)
+        _rows(n, A, C, normalize)
 
 
-def _rows(n: int, A: Tensor, C: Tensor) -> None:
+def _clz_by_search(k: AccView, s: AccView, v: AccView, t: AccView) -> None:
+    """k = the leading zeros of the positive s without CLZ: five rounds of 16/8/4/2/1 bits, each
+    testing the top bits of v (s shifted so far) and shifting them out when zero (9 instructions)."""
+    S.mov(v, s)
+    S.mov(k, 0)
+    for w in (16, 8, 4, 2, 1):
+        S.mov(t, v)
+        S.shr(t, 32 - w)   # the top w bits (negative once v's top bit is set)
+        S.mul(t, t)        # nonzero iff they are; |t| <= 2**15 keeps the square in range
+        S.min(t, 1)        # 1: some bit set, 0: all zero
+        S.mul(t, -w)
+        S.add(t, w)        # w when the top w bits are zero, else 0
+        S.add(k, t)
+        S.mul(t, -1)
+        S.shr(v, t)        # shift them out (a negative amount shifts left)
+
+
+def _rows(n: int, A: Tensor, C: Tensor, normalize: str) -> None:
     """The softmax of one (n, lanes) row group, from A's DRAM to C's (module docstring steps)."""
     acc = S.acc
     x, z, t = acc[0:n], acc[n:2 * n], acc[2 * n:3 * n]
@@ -109,7 +132,11 @@ def _rows(n: int, A: Tensor, C: Tensor) -> None:
     S.mov(sm, acc[0])
     if n > 1:
         S.add(sm, acc[1:n], iters=(1, n - 1), dst_factors=(0, 0), src_factors=(0, 1))
-    S.clz(y, sm)
+    if normalize == "clz":
+        S.clz(y, sm)
+    else:
+        base = 3 * n + 5 + len(CONSTS)
+        _clz_by_search(y, sm, acc[base], acc[base + 1])
     S.mov(p, y)
     S.mul(p, -1)
     S.add(p, 1)
@@ -142,9 +169,9 @@ def _mulhr(u: np.ndarray, v: np.ndarray | int) -> np.ndarray:
     return (u * v + (1 << 30)) >> 31
 
 
-def softmax_reference(A: np.ndarray, n: int = 16, **_: object) -> np.ndarray:
+def softmax_reference(A: np.ndarray, n: int = 16, normalize: str = "clz", **_: object) -> np.ndarray:
     """The integer softmax of the module docstring in plain int64 numpy (no ALU engine): ``A`` flat
-    or ``(n, lanes)``, the result ``(n * lanes,)`` int32 before the int8 cast."""
+    or ``(n, lanes)``, the result ``(n * lanes,)`` int32 before the int8 cast (either ``normalize``)."""
     x = np.asarray(A, dtype=np.int64).reshape(n, -1)
     x = np.maximum(x - x.max(axis=0), -CLAMP)
     z = (-x * ZMUL) >> 22

@@ -43,7 +43,7 @@ def _spec(w: dict) -> list[tuple[str, bool, int]]:
         ("STORE with pop_next/push_next", n == "STORE" and (w["pop_next"] or w["push_next"]), FLD),
         ("STORE buffer other than ACC", n == "STORE" and w["buf"] != 0, FLD),
         ("STORE padding", n == "STORE" and w["pad"], FLD),
-        ("ALU op above MULHR", n == "ALU" and w["alu_op"] > ALU_OPS["MULHR"], OPC),
+        ("ALU op above CLZ", n == "ALU" and w["alu_op"] > ALU_OPS["CLZ"], OPC),
     ]
 
 

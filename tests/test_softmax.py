@@ -71,6 +71,22 @@ def test_reciprocal_by_clz_and_newton_is_exact_to_a_lsb_of_r() -> None:
     assert np.all(np.abs(r - exact) <= 1), s[np.abs(r - exact) > 1][:4]
 
 
+@pytest.mark.parametrize("config", ["default", "small"])
+def test_clz_buys_cycles_over_a_pure_alu_search(config: str) -> None:
+    """The same softmax with the sum's leading zeros found by a five-round search of plain ALU ops:
+    the same outputs on the ISS and the TLM, 46 more instructions and more cycles."""
+    cfg = load_config(config)
+    runs = {}
+    for norm in ("clz", "search"):
+        case = make_case("softmax", cfg, {"normalize": norm})
+        tlm, iss = models.tlm(case.program), models.iss(case.program)
+        for r in (tlm, iss):
+            assert r.error is None and models.first_mismatch(case.program.expected, r.outputs) is None
+        runs[norm] = (case.golden()["C"], len(case.program.insns), tlm.cycles)
+    assert np.array_equal(runs["clz"][0], runs["search"][0])
+    assert runs["search"][1] - runs["clz"][1] == 46 and runs["search"][2] > runs["clz"][2] + 200, runs
+
+
 def test_bad_parameters_give_one_line() -> None:
     cfg = load_config("small")
     with pytest.raises(CompileError, match=r"param 'n'.*must be an integer 1\.\.511|n.*1\.\.511"):
@@ -79,4 +95,6 @@ def test_bad_parameters_give_one_line() -> None:
         make_case("softmax", cfg, {"shape": (16, 16)})
     with pytest.raises(CompileError, match=r"needs 63 accumulator vectors|needs .* accumulator vectors"):
         make_case("softmax", cfg, {"n": 20, "shape": (20, 8)})
+    with pytest.raises(CompileError, match=r"'fast' is not one of clz, search"):
+        make_case("softmax", cfg, {"normalize": "fast"})
     assert rows_needed(17) <= cfg.acc_depth < rows_needed(18) and MAX_ROW * (1 << 22) < 1 << 31
