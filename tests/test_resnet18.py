@@ -79,6 +79,9 @@ def test_layers_named_by_vta_workload_and_totals() -> None:
     assert s["vta_body"]["cycles"] == 20 and s["whole"]["cycles"] == 33 and s["vta_body"]["macs"] == 7
     assert [row["bound"] for row in s["rows"]] == ["compute", "load", "store"]
     assert s["vta_body"]["vta_cycles"]["pipelined_gemm"] == 7_729_601
+    four = r.summarize(layers, 4)  # a batch of 4: the ratio to VTA's one image is per image
+    assert four["vta_body"]["cycles"] == 20 and four["vta_body"]["cycles_per_image"] == 5
+    assert four["vta_body"]["ratio_to_pipelined"] == 5 / 7_729_601 and four["whole"]["cycles_per_image"] == 33 / 4
 
 
 def test_script_creates_its_out_folder(tmp_path: Any, capsys: Any) -> None:

@@ -25,7 +25,8 @@ class Network:
       output only once it is built), and ``output_name`` resolves it.
     * ``min_dram_bytes``: the DRAM the network needs (0: any config's); ``cosim net`` widens a smaller
       config's DRAM to it (:func:`with_dram`), which changes no cycle count.
-    * ``summarize(layers)``: extra figures from ``cosim net``'s per-layer rows (JSON objects), or None.
+    * ``summarize(layers, images)``: extra figures from ``cosim net``'s per-layer rows (JSON objects) of a
+      batch of ``images``, or None.
     """
 
     name: str
@@ -36,7 +37,7 @@ class Network:
     input_name: str
     output: str | Callable[[], str]
     min_dram_bytes: int = 0
-    summarize: Callable[[list[dict[str, Any]]], dict[str, Any]] | None = None
+    summarize: Callable[[list[dict[str, Any]], int], dict[str, Any]] | None = None
 
     @property
     def output_name(self) -> str:

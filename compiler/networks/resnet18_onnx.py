@@ -209,9 +209,10 @@ def _bound(row: dict[str, Any]) -> str:
     return max(busy, key=lambda u: busy[u])
 
 
-def summarize(layers: list[dict[str, Any]]) -> dict[str, Any]:
+def summarize(layers: list[dict[str, Any]], images: int = 1) -> dict[str, Any]:
     """Per-layer rows named by VTA workload with their bound, and two totals: VTA's offloaded body (the
-    ``layer1``..``layer4`` rows) against its published cycles, and the whole network."""
+    ``layer1``..``layer4`` rows) against its published cycles (one image: the rows of a batch of
+    ``images`` are divided by it for the ratio), and the whole network."""
     rows = [{"layer": r["name"], "vta": vta_workload(r["name"]), "cycles": r["cycles"], "macs": r.get("macs", 0),
              "macs_per_cycle": r.get("macs_per_cycle"), "peak_pct": r.get("peak_pct"),
              "dma_rd_bytes": r.get("dma_rd_bytes"), "dma_wr_bytes": r.get("dma_wr_bytes"), "bound": _bound(r)}
@@ -219,11 +220,12 @@ def summarize(layers: list[dict[str, Any]]) -> dict[str, Any]:
     body = [r for r in rows if r["layer"].startswith("layer")]
     body_cycles = sum(r["cycles"] for r in body)
     body_macs = sum(r["macs"] for r in body)
-    return {"rows": rows,
+    whole = sum(r["cycles"] for r in rows)
+    return {"rows": rows, "images": images,
             "vta_body": {"cycles": body_cycles, "macs": body_macs, "layers": len(body),
-                         "vta_cycles": VTA_BODY_CYCLES,
-                         "ratio_to_pipelined": body_cycles / VTA_BODY_CYCLES["pipelined_gemm"]},
-            "whole": {"cycles": sum(r["cycles"] for r in rows), "macs": sum(r["macs"] for r in rows)}}
+                         "cycles_per_image": body_cycles / images, "vta_cycles": VTA_BODY_CYCLES,
+                         "ratio_to_pipelined": body_cycles / images / VTA_BODY_CYCLES["pipelined_gemm"]},
+            "whole": {"cycles": whole, "cycles_per_image": whole / images, "macs": sum(r["macs"] for r in rows)}}
 
 
 # Samples of the shipped network: seeded random images (no labels), quantized by the model's input step.

@@ -43,7 +43,7 @@ def measure_resnet18(network: Any, base: str = "default", several: str | None = 
     cyc = rep["cycles"]
     if rtl and not cyc.get("tlm_equals_rtl"):
         problems.append(f"TLM {cyc.get('tlm')} cycles, RTL {cyc.get('rtl')}")
-    summary = network.summarize(rep.get("layers") or [])
+    summary = network.summarize(rep.get("layers") or [], 1)
     body, whole = summary["vta_body"]["cycles"], summary["whole"]["cycles"]
     out: dict[str, Any] = {
         "network": network.name, "config": rep["config"], "rows": summary["rows"],

@@ -77,7 +77,7 @@ def run(args: argparse.Namespace) -> int:
     rep, sections = run_network(case, chosen, trace=args.trace, mem=args.mem, simulator=args.sim)
     summarize = getattr(network, "summarize", None)
     if summarize is not None and rep.get("layers"):
-        rep["summary"] = summarize(rep["layers"])
+        rep["summary"] = summarize(rep["layers"], rep["images"])
     ok = rep["match"] and rep.get("layers_match_counters", True) and rep["cycles"].get("tlm_equals_rtl", True)
     if args.json:
         print(json.dumps(rep))
@@ -131,7 +131,9 @@ def _print(rep: dict[str, Any], sections: Any, network: Any) -> None:
                   f"{r['bound']}-bound")
         b, w = summ["vta_body"], summ["whole"]
         pct = f", {100 * b['macs'] / (b['cycles'] * peak):.1f} % of peak" if peak and b["cycles"] else ""
-        print(f"VTA's offloaded body ({b['layers']} layers): {b['cycles']:,} cycles{pct} (VTA tsim "
+        per = "" if summ["images"] == 1 else (f" ({b['cycles_per_image']:,.0f} per image; whole "
+                                               f"{w['cycles_per_image']:,.0f})")
+        print(f"VTA's offloaded body ({b['layers']} layers): {b['cycles']:,} cycles{pct}{per} (VTA tsim, one image: "
               f"{b['vta_cycles']['pipelined_gemm']:,} pipelined GEMM, {b['vta_cycles']['baseline']:,} baseline); "
               f"whole network: {w['cycles']:,} cycles")
     walls = ", ".join(f"{k} {v:.2f} s" for k, v in rep["wall_s"].items())
