@@ -217,7 +217,8 @@ def test_plan_runs_the_examples_on_an_fsm_build_per_config(tmp_path):
 
 
 def test_cosim_coverage_small_run(tmp_path, capsys):
-    """One real run: config small, fast back-end, one example, no units, no directed tests."""
+    """One real run: config small, fast back-end, one example, no units, no directed tests; and that
+    example on the FSM build of the raw harness: every state of the three units' FSM entered."""
     from cosim.cli import main
     from testbench.rtl_model import rtl_available
 
@@ -229,9 +230,11 @@ def test_cosim_coverage_small_run(tmp_path, capsys):
     doc = json.loads(capsys.readouterr().out)
     assert rc == 0, doc.get("failed_tasks")
     assert set(doc) >= {"total", "modules", "uncovered", "waived", "html", "lcov"}
-    for m in ("line", "branch", "toggle"):
+    for m in ("line", "branch", "toggle", "fsm_state"):
         f = doc["total"][m]
         assert 0 < f["hit"] <= f["total"] and f["pct"] == round(100 * f["hit"] / f["total"], 2)
+    assert doc["modules"]["unit_shell"]["fsm_state"] == {"hit": 12, "total": 12, "pct": 100.0, "waived": 0}
+    assert doc["uncovered_fsm"] == [] and doc["total"]["fsm_arc"]["total"] == 0  # no arc: see docs/verification.md
     assert "fetch" in doc["modules"] and "tb_fast" not in doc["modules"]  # the test bench's Verilog is left out
     assert all(":" in u and u.startswith("hw/rtl/") for u in doc["uncovered"])
     assert Path(doc["html"]).is_file() and (Path(doc["html"]).parent / "hw_rtl_fetch.v.html").is_file()

@@ -21,7 +21,8 @@ master's inputs at the top that region is most of accel_top's datapath, evaluate
 per cycle; with the memory inside the model, only the AXI4-Lite inputs are top inputs.
 
 Code coverage: ``build(cfg, coverage=True)`` adds ``testbench.rtl_model.coverage_flags()`` in
-its own folder (``...-cov``, or ``...-fsm`` for an FSM build: env ``COSIM_COVERAGE_KIND``); ``run(program, coverage_file=PATH)`` runs that build and writes
+its own folder (``...-cov``, or ``...-fsm`` for an FSM build: env ``COSIM_COVERAGE_KIND``);
+``run(program, coverage_file=PATH)`` runs that build and writes
 Verilator's ``coverage.dat`` to PATH (env ``COSIM_COVERAGE_DIR`` does it for every run, as in
 ``testbench.rtl_model``).
 """
