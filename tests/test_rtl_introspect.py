@@ -244,6 +244,20 @@ def test_lint_clean(config, capsys):
 
 
 @needs_rtl
+@pytest.mark.parametrize("field, old, new, guard", [
+    ("F_MEM_Y_PAD_0_W", "4", "5", "load_unit_field_widths_differ_from_its_arithmetic"),
+    ("F_ALU_IMM_W", "16", "15", "compute_unit_field_widths_differ_from_its_arithmetic"),
+])
+def test_lint_fails_when_a_field_width_differs_from_the_arithmetic(tmp_path, field, old, new, guard):
+    """A header whose field width the unit's literals do not assume stops elaboration at the guard."""
+    rtl = rtl_copy(tmp_path)
+    line = f"`define {field:<29}"
+    edit(rtl / "gen" / "small" / "accel_params.vh", line + old + "\n", line + new + "\n")
+    rep = lint("small", rtl)
+    assert not rep["ok"] and any("MODMISSING" in m and guard in m for m in rep["messages"]), rep["output"]
+
+
+@needs_rtl
 def test_lint_reports_warnings(tmp_path, capsys):
     rtl = rtl_copy(tmp_path)
     text = (rtl / "burst_calc.v").read_text()

@@ -109,17 +109,17 @@ module compute_unit (
     wire            is_bar    = (opcode == `OP_BARRIER);
     wire            is_gemm   = (opcode == `OP_GEMM);
     wire            is_alu    = !is_finish && !is_bar && !is_gemm;  // the queue holds ALU, GEMM, FINISH, BARRIER
-    wire [3:0]      alu_op    = insn[`F_ALU_ALU_OP_LO +: `F_ALU_ALU_OP_W];
+    wire [`F_ALU_ALU_OP_W-1:0] alu_op = insn[`F_ALU_ALU_OP_LO +: `F_ALU_ALU_OP_W];
     wire            use_imm   = insn[`F_ALU_USE_IMM_LO];
-    wire [13:0]     iter_out  = insn[`F_ALU_ITER_OUT_LO +: `F_ALU_ITER_OUT_W];
-    wire [13:0]     iter_in   = insn[`F_ALU_ITER_IN_LO +: `F_ALU_ITER_IN_W];
-    wire [SIB-1:0]  dst_base  = insn[`F_ALU_DST_BASE_LO +: `F_ALU_DST_BASE_W];
-    wire [SIB-1:0]  src_base  = insn[`F_ALU_SRC_BASE_LO +: `F_ALU_SRC_BASE_W];
-    wire [SIB-1:0]  dst_fo    = insn[`F_ALU_DST_FACTOR_OUT_LO +: `F_ALU_DST_FACTOR_OUT_W];
-    wire [SIB-1:0]  dst_fi    = insn[`F_ALU_DST_FACTOR_IN_LO +: `F_ALU_DST_FACTOR_IN_W];
-    wire [SIB-1:0]  src_fo    = insn[`F_ALU_SRC_FACTOR_OUT_LO +: `F_ALU_SRC_FACTOR_OUT_W];
-    wire [SIB-1:0]  src_fi    = insn[`F_ALU_SRC_FACTOR_IN_LO +: `F_ALU_SRC_FACTOR_IN_W];
-    wire [15:0]     imm       = insn[`F_ALU_IMM_LO +: `F_ALU_IMM_W];
+    wire [`F_ALU_ITER_OUT_W-1:0] iter_out = insn[`F_ALU_ITER_OUT_LO +: `F_ALU_ITER_OUT_W];
+    wire [`F_ALU_ITER_IN_W-1:0] iter_in  = insn[`F_ALU_ITER_IN_LO +: `F_ALU_ITER_IN_W];
+    wire [`F_ALU_DST_BASE_W-1:0] dst_base = insn[`F_ALU_DST_BASE_LO +: `F_ALU_DST_BASE_W];
+    wire [`F_ALU_SRC_BASE_W-1:0] src_base = insn[`F_ALU_SRC_BASE_LO +: `F_ALU_SRC_BASE_W];
+    wire [`F_ALU_DST_FACTOR_OUT_W-1:0] dst_fo = insn[`F_ALU_DST_FACTOR_OUT_LO +: `F_ALU_DST_FACTOR_OUT_W];
+    wire [`F_ALU_DST_FACTOR_IN_W-1:0] dst_fi = insn[`F_ALU_DST_FACTOR_IN_LO +: `F_ALU_DST_FACTOR_IN_W];
+    wire [`F_ALU_SRC_FACTOR_OUT_W-1:0] src_fo = insn[`F_ALU_SRC_FACTOR_OUT_LO +: `F_ALU_SRC_FACTOR_OUT_W];
+    wire [`F_ALU_SRC_FACTOR_IN_W-1:0] src_fi = insn[`F_ALU_SRC_FACTOR_IN_LO +: `F_ALU_SRC_FACTOR_IN_W];
+    wire [`F_ALU_IMM_W-1:0] imm = insn[`F_ALU_IMM_LO +: `F_ALU_IMM_W];
 
     // ---- range check: the largest index touched, when iter_out*iter_in > 0
     wire        no_iter = (iter_out == 14'd0) || (iter_in == 14'd0);
@@ -281,4 +281,18 @@ module compute_unit (
 
     // token flags (the shell's) and reserved bits
     wire unused_compute = ^{insn[`INSN_BITS-1:`ALU_USED_BITS], insn[`F_HDR_PUSH_NEXT_LO:`F_HDR_POP_PREV_LO]};
+    // The ALU's arithmetic is written for these field widths: 14-bit loop counts (i, j,
+    // {14'd0, iter_out - 14'd1} into the 28-bit largest index), bases and factors of SIB bits,
+    // a 4-bit op, a 1-bit use_imm and a 16-bit immediate (alu.v's ports). Verilog-2005 has no
+    // static assertion, so a header with other widths instantiates a module that does not
+    // exist: elaboration fails (Verilator, Icarus) instead of computing garbage.
+    generate
+        if (`F_ALU_ITER_OUT_W != 14 || `F_ALU_ITER_IN_W != 14 || `F_ALU_DST_BASE_W != SIB ||
+            `F_ALU_SRC_BASE_W != SIB || `F_ALU_DST_FACTOR_OUT_W != SIB ||
+            `F_ALU_DST_FACTOR_IN_W != SIB || `F_ALU_SRC_FACTOR_OUT_W != SIB ||
+            `F_ALU_SRC_FACTOR_IN_W != SIB || `F_ALU_ALU_OP_W != 4 || `F_ALU_USE_IMM_W != 1 ||
+            `F_ALU_IMM_W != 16) begin : width_guard
+            compute_unit_field_widths_differ_from_its_arithmetic u_width_guard ();
+        end
+    endgenerate
 endmodule

@@ -86,18 +86,18 @@ module load_unit (
     wire                  exec_stop;
 
     // ---- instruction fields
-    wire [SIB-1:0]  sram_base = insn[`F_MEM_SRAM_BASE_LO +: `F_MEM_SRAM_BASE_W];
-    wire [31:0]     dram_base = insn[`F_MEM_DRAM_BASE_LO +: `F_MEM_DRAM_BASE_W];
-    wire [15:0]     y_size    = insn[`F_MEM_Y_SIZE_LO +: `F_MEM_Y_SIZE_W];
-    wire [15:0]     x_size    = insn[`F_MEM_X_SIZE_LO +: `F_MEM_X_SIZE_W];
-    wire [15:0]     x_stride  = insn[`F_MEM_X_STRIDE_LO +: `F_MEM_X_STRIDE_W];
-    wire [3:0]      y_pad_0   = insn[`F_MEM_Y_PAD_0_LO +: `F_MEM_Y_PAD_0_W];
-    wire [3:0]      y_pad_1   = insn[`F_MEM_Y_PAD_1_LO +: `F_MEM_Y_PAD_1_W];
-    wire [3:0]      x_pad_0   = insn[`F_MEM_X_PAD_0_LO +: `F_MEM_X_PAD_0_W];
-    wire [3:0]      x_pad_1   = insn[`F_MEM_X_PAD_1_LO +: `F_MEM_X_PAD_1_W];
+    wire [`F_MEM_SRAM_BASE_W-1:0]  sram_base = insn[`F_MEM_SRAM_BASE_LO +: `F_MEM_SRAM_BASE_W];
+    wire [`F_MEM_DRAM_BASE_W-1:0]  dram_base = insn[`F_MEM_DRAM_BASE_LO +: `F_MEM_DRAM_BASE_W];
+    wire [`F_MEM_Y_SIZE_W-1:0]     y_size    = insn[`F_MEM_Y_SIZE_LO +: `F_MEM_Y_SIZE_W];
+    wire [`F_MEM_X_SIZE_W-1:0]     x_size    = insn[`F_MEM_X_SIZE_LO +: `F_MEM_X_SIZE_W];
+    wire [`F_MEM_X_STRIDE_W-1:0]   x_stride  = insn[`F_MEM_X_STRIDE_LO +: `F_MEM_X_STRIDE_W];
+    wire [`F_MEM_Y_PAD_0_W-1:0]    y_pad_0   = insn[`F_MEM_Y_PAD_0_LO +: `F_MEM_Y_PAD_0_W];
+    wire [`F_MEM_Y_PAD_1_W-1:0]    y_pad_1   = insn[`F_MEM_Y_PAD_1_LO +: `F_MEM_Y_PAD_1_W];
+    wire [`F_MEM_X_PAD_0_W-1:0]    x_pad_0   = insn[`F_MEM_X_PAD_0_LO +: `F_MEM_X_PAD_0_W];
+    wire [`F_MEM_X_PAD_1_W-1:0]    x_pad_1   = insn[`F_MEM_X_PAD_1_LO +: `F_MEM_X_PAD_1_W];
 
     // ---- the named buffer: its entry's DRAM bytes (log2), beats per entry (log2), depth
-    wire [1:0]  buf_id = insn[`F_MEM_BUF_LO +: `F_MEM_BUF_W];
+    wire [`F_MEM_BUF_W-1:0] buf_id = insn[`F_MEM_BUF_LO +: `F_MEM_BUF_W];
     wire        to_acc = (buf_id == `BUF_ACC);
     wire        to_inp = (buf_id == `BUF_INP);
     wire        to_wgt = (buf_id == `BUF_WGT);
@@ -271,4 +271,17 @@ module load_unit (
     // opcode and token flags (the shell's), reserved bits; the oldest beat shifted out of vbuf
     wire unused_load = ^{insn[`F_HDR_PUSH_NEXT_LO:0], no_prev_pop, no_prev_push,
                          insn[`INSN_BITS-1:`MEM_USED_BITS], dram_lo[63:32], cat[BUS-1:0], base_ext[31:SIB]};
+    // The walk's arithmetic is written for these field widths: 16-bit sizes and stride
+    // ({18'd0, y_size - 16'd1} into the 34-bit span, the 17-bit rows, cols, r and c, the 34-bit
+    // tile), 4-bit pads ({13'd0, y_pad_0}), a 32-bit DRAM base and an SRAM base of SIB bits.
+    // Verilog-2005 has no static assertion, so a header with other widths instantiates a module
+    // that does not exist: elaboration fails (Verilator, Icarus) instead of computing garbage.
+    generate
+        if (`F_MEM_Y_SIZE_W != 16 || `F_MEM_X_SIZE_W != 16 || `F_MEM_X_STRIDE_W != 16 ||
+            `F_MEM_Y_PAD_0_W != 4 || `F_MEM_Y_PAD_1_W != 4 || `F_MEM_X_PAD_0_W != 4 ||
+            `F_MEM_X_PAD_1_W != 4 || `F_MEM_DRAM_BASE_W != 32 || `F_MEM_SRAM_BASE_W != SIB ||
+            `F_MEM_BUF_W != 2) begin : width_guard
+            load_unit_field_widths_differ_from_its_arithmetic u_width_guard ();
+        end
+    endgenerate
 endmodule
