@@ -139,7 +139,7 @@ def test_bad_opcode_at_dispatch(cfg, T):
     for word, code in [(isa.encode_word(Finish()) | 1 << 100, csr.ERR_BAD_OPCODE),          # reserved bits
                        (isa.set_field(isa.encode_word(Load()), "LOAD", "pop_prev", 1), csr.ERR_BAD_FIELD),
                        (isa.set_field(isa.encode_word(Store()), "STORE", "push_next", 1), csr.ERR_BAD_FIELD),
-                       (isa.set_field(isa.encode_word(Alu()), "ALU", "alu_op", 9), csr.ERR_BAD_OPCODE),
+                       (isa.set_field(isa.encode_word(Alu()), "ALU", "alu_op", len(ALU_OPS)), csr.ERR_BAD_OPCODE),
                        (isa.encode_word(Store(x_pad_0=1)), csr.ERR_BAD_FIELD),
                        (isa.encode_word(Store(buf=1)), csr.ERR_BAD_FIELD),
                        (isa.encode_word(Store(buf=3)), csr.ERR_BAD_FIELD)]:  # buffer 3 is UOP, not STORE's
