@@ -78,13 +78,14 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
     return s
 
 
+def verdict(op: str, bound: float, value: float | None, what: str) -> dict[str, Any]:
+    """One target's row: ``value`` against ``op bound`` (``met`` None when there is no value)."""
+    met = None if value is None else (value >= bound if op == ">=" else value <= bound)
+    return {"value": value, "target": f"{op} {bound}", "met": met, "what": what}
+
+
 def verdicts(summary: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    out = {}
-    for key, (op, bound, text) in TARGETS.items():
-        v = summary.get(key)
-        met = None if v is None else (v >= bound if op == ">=" else v <= bound)
-        out[key] = {"value": v, "target": f"{op} {bound}", "met": met, "what": text}
-    return out
+    return {key: verdict(op, bound, summary.get(key), text) for key, (op, bound, text) in TARGETS.items()}
 
 
 def _f(v: Any, spec: str) -> str:

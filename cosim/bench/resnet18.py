@@ -13,6 +13,7 @@ from typing import Any
 
 from hw.config import load_config
 from hw.result import byte_size
+from cosim.bench.report import verdict
 
 # Targets of the benchmark (not of a test): the body 9 % under VTA's pipelined tsim, the whole network with
 # its real stem and head, and the speed-up of a several-core config over one core.
@@ -63,9 +64,7 @@ def measure_resnet18(network: Any, base: str = "default", several: str | None = 
         out["several"]["speedup"] = speedup
         targets["speedup_several_cores"] = (">=", SCALING_TARGET, speedup,
                                             f"ResNet-18 whole network on {rq['config']} vs one core")
-    out["targets"] = {k: {"value": v, "target": f"{op} {bound}",
-                          "met": None if v is None else (v <= bound if op == "<=" else v >= bound), "what": what}
-                      for k, (op, bound, v, what) in targets.items()}
+    out["targets"] = {k: verdict(op, bound, v, what) for k, (op, bound, v, what) in targets.items()}
     out["problems"] = problems
     out["agree"] = not problems and rep["match"]
     return out
