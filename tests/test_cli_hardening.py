@@ -366,7 +366,7 @@ def long_alu_program(cfg, iter_out: int, iter_in: int) -> Program:
 
 
 def test_watchdog_has_no_fixed_cap():
-    """The issue's Program (one ALU instruction of 8000 x 8000 iterations: 64,000,030 cycles on the TLM and
+    """A Program of one ALU instruction of 8000 x 8000 iterations (64,000,030 cycles on the TLM and
     the RTL) was stopped by a fixed 50 M-cycle watchdog; the bound now follows the Program, on every config."""
     from testbench.memimg import watchdog_cycles
 

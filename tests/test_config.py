@@ -20,7 +20,7 @@ def test_shipped_configs_load(cfg):
     assert 2 ** cfg.sram_index_bits >= cfg.acc_depth
 
 
-def test_default_matches_the_issue():
+def test_default_matches_the_documented_sizes():
     c = load_config("default")
     assert (c.block, c.batch, c.inp_width, c.out_width, c.acc_width, c.bus_width) == (16, 1, 8, 8, 32, 64)
     assert c.acc_depth >= 2048

@@ -72,7 +72,7 @@ def test_unboundable_shape_refused() -> None:
 
 
 def values_to_check(name: str) -> list[int]:
-    """1, every tile size +-1 up to the maximum (each unit's tails), the issue's values and the maximum."""
+    """1, every tile size +-1 up to the maximum (each unit's tails), 100 and the maximum."""
     hi = DYNAMIC_EXAMPLES[name].var.max
     tiles = {t + d for t in (16, 32, 64, 128, 256, 512, 1024) for d in (-1, 0, 1)}
     return sorted({v for v in {1, 2, 15, 16, 17, 100, hi - 1, hi} | tiles if 1 <= v <= hi})
@@ -199,7 +199,7 @@ def test_cli_run_all_models(folders: dict[str, Path], capsys: pytest.CaptureFixt
 
 @pytest.mark.parametrize("name", list(DYNAMIC_EXAMPLES))
 def test_rtl_runs_every_value_in_one_process(name: str, folders: dict[str, Path]) -> None:
-    """Every value of the issue's list (1, tile - 1, tile, tile + 1, 100, max) on the RTL in ONE simulator
+    """Every value of the list (1, tile - 1, tile, tile + 1, 100, max) on the RTL in ONE simulator
     process, separated by CTRL.SOFT_RESET only (no reset pin: the host writes each value's instruction words,
     constants, inputs and CSRs, as a driver would): outputs equal golden, cycles equal the TLM's."""
     why = models.rtl_available()

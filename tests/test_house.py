@@ -17,7 +17,9 @@
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
+from typing import Collection
 
 import pytest
 
@@ -51,7 +53,7 @@ def modules_of(root: Path) -> dict[str, Path]:
     return out
 
 
-def _resolve(modules: dict[str, Path], name: str) -> str | None:
+def _resolve(modules: Collection[str], name: str) -> str | None:
     """The project module an import names (longest known prefix), or None if external."""
     parts = name.split(".")
     for k in range(len(parts), 0, -1):
@@ -65,15 +67,25 @@ def _imports(modules: dict[str, Path], mod: str) -> list[tuple[str, int, list[st
     """(imported project module, line, imported names) for every import in ``mod``: import statements
     anywhere (inside functions too) and calls of importlib.import_module / __import__ with a string."""
     path = modules[mod]
-    tree = ast.parse(path.read_text(), str(path))
-    pkg = mod if path.name == "__init__.py" else mod.rpartition(".")[0]
+    known = frozenset(modules)
+    return [(dep, line, list(names)) for dep, line, names in
+            _imports_of_source(known, mod, path.name == "__init__.py", path.read_text())]
+
+
+# The planted-break tests rebuild the graph of a whole copy of the source in which one file differs:
+# a module's imports are a function of its text and of the set of module names, so each is parsed once.
+@functools.lru_cache(maxsize=None)
+def _imports_of_source(modules: frozenset[str], mod: str, is_package: bool,
+                       text: str) -> tuple[tuple[str, int, tuple[str, ...]], ...]:
+    tree = ast.parse(text, mod)
+    pkg = mod if is_package else mod.rpartition(".")[0]
     out = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             for a in node.names:
                 r = _resolve(modules, a.name)
                 if r:
-                    out.append((r, node.lineno, []))
+                    out.append((r, node.lineno, ()))
         elif isinstance(node, ast.ImportFrom):
             base = node.module or ""
             if node.level:
@@ -83,11 +95,11 @@ def _imports(modules: dict[str, Path], mod: str) -> list[tuple[str, int, list[st
             subs = [_resolve(modules, f"{base}.{n}") for n in names]
             hit = [s for s in subs if s and s != _resolve(modules, base)]
             if hit:
-                out += [(s, node.lineno, []) for s in hit]
+                out += [(s, node.lineno, ()) for s in hit]
             r = _resolve(modules, base)
             own = [n for n, s in zip(names, subs) if not s or s == r]  # names the package itself defines
             if r and (own or not hit):  # ``from pkg import submodule`` reaches the submodule, not pkg's names
-                out.append((r, node.lineno, own))
+                out.append((r, node.lineno, tuple(own)))
         elif isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant) \
                 and isinstance(node.args[0].value, str):
             f = node.func
@@ -95,8 +107,8 @@ def _imports(modules: dict[str, Path], mod: str) -> list[tuple[str, int, list[st
             if called in DYNAMIC_IMPORTS:
                 r = _resolve(modules, node.args[0].value)
                 if r:
-                    out.append((r, node.lineno, []))
-    return out
+                    out.append((r, node.lineno, ()))
+    return tuple(out)
 
 
 def import_graph(root: Path) -> Graph:

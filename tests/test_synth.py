@@ -301,8 +301,8 @@ def loaded_flag_bits(cfg: HwConfig) -> int:
 
 
 def flip_flop_bound(cfg: HwConfig) -> int:
-    """Flip-flops the whole design may have: 20% of the accumulator buffer's bits (issue
-    14's bound) for the control logic and pipelines (GEMM's included), plus the storage that
+    """Flip-flops the whole design may have: 20% of the accumulator buffer's bits (room
+    for the control logic, far below one copy of the buffer) for the control logic and pipelines (GEMM's included), plus the storage that
     is flip-flops by design (:func:`register_file_bits`, 528 bits, and
     :func:`loaded_flag_bits`). Measured on `small`: 3,807 flip-flops (192 of them loaded
     flags) against a bound of 3,996; one copy of the buffer in flip-flops, or any large part

@@ -4,7 +4,7 @@ Verilator run (fast DRAM model).
 
 Targets: per Program |TLM - RTL| / RTL <= 3 % and the mean over all <= 1 %. The TLM
 follows the RTL's documented costs (docs/microarch.md "RTL cycle costs (measured)"),
-so today every Program agrees exactly; the tolerances stay the issue's, and
+so today every Program agrees exactly; the tolerances stay as first set, and
 ``EXACT`` records the stronger property so a regression is seen at once. Counters
 (busy, stall, *_INSNS, DMA bytes) must be equal; ``COUNTER_EXCEPTIONS`` would list
 documented exceptions (none today).

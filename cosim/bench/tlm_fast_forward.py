@@ -23,7 +23,7 @@ from hw.program import Program
 
 
 def programs(cfg: Any) -> list[tuple[Program, bool]]:
-    """The long Programs of the issue, with whether the raw harness runs them (no GEMM)."""
+    """The long Programs fast-forward is for, with whether the raw harness runs them (no GEMM)."""
     from compiler.examples import make_case
 
     n_vecs = {"small": 60000}.get(cfg.name, 48000)  # about 1 M cycles
