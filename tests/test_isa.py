@@ -13,6 +13,9 @@ from hw.isa import (ALU_OPS, INSN_BYTES, INSN_CLASSES, OPCODES, Alu, Finish, Gem
 from hw.isa_semantics import DEP_FLAGS
 
 CONFIGS = [load_config(n) for n in list_configs()]
+# An Isa is a function of the buffer and micro-op index widths alone (the name only appears in its
+# errors): the property-based round trip runs once per distinct pair, on the first config that has it.
+ISA_CONFIGS = list({(c.sram_index_bits, Isa(c).uop_index_bits): c for c in reversed(CONFIGS)}.values())[::-1]
 FLAGS = DEP_FLAGS
 
 
@@ -40,7 +43,16 @@ def instructions(draw, isa: Isa, mnemonic: str):
     return cls(**kw)
 
 
-@pytest.mark.parametrize("cfg", CONFIGS, ids=[c.name for c in CONFIGS])
+def test_configs_of_one_index_width_pair_have_one_isa():
+    """What lets the round trip run on ISA_CONFIGS only: configs with the same index widths encode alike."""
+    for c in CONFIGS:
+        twin = next(t for t in ISA_CONFIGS if (t.sram_index_bits, Isa(t).uop_index_bits)
+                    == (c.sram_index_bits, Isa(c).uop_index_bits))
+        assert Isa(c).layouts == Isa(twin).layouts, (c.name, twin.name)
+    assert len(ISA_CONFIGS) >= 2  # the shipped configs have more than one ISA
+
+
+@pytest.mark.parametrize("cfg", ISA_CONFIGS, ids=[c.name for c in ISA_CONFIGS])
 @pytest.mark.parametrize("mnemonic", list(OPCODES))
 def test_round_trip(cfg, mnemonic):
     isa = Isa(cfg)
