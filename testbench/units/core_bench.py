@@ -91,6 +91,7 @@ class Port:
         self.burst: Burst | None = None
         self.waiting: dict[str, tuple[int, int]] = {}   # client -> (addr, len) requested, not yet granted
         self.bursts = 0
+        self.stretch = 0    # cycles of back-pressure: grants withheld and pauses inside bursts
 
     def busy(self) -> bool:
         return self.burst is not None
@@ -142,13 +143,16 @@ class Port:
         """The client granted this cycle (the port free, not halted), or None."""
         if self.burst is not None or halt or self.mode == "no_grant":
             return None
-        if self.mode == "backpressure" and self.rng.random() < 0.4:
+        if self.mode == "backpressure" and any(r is not None for r in req.values()) and self.rng.random() < 0.4:
+            self.stretch += 1
             return None
         for c in CLIENTS:
             if req[c] is not None:
                 addr, n = req[c]
                 rng = self.rng if self.mode == "backpressure" else None
                 self.burst = Burst(c, addr, n, burst_plan(c != "s", n, self.lr, self.lw, rng))
+                fast = (self.lr + n) if c != "s" else (n + self.lw)
+                self.stretch += len(self.burst.plan) - fast
                 self.waiting.pop(c, None)
                 self.bursts += 1
                 return c
@@ -267,9 +271,10 @@ async def run_job(dut: Any, job: dict[str, Any], first: bool) -> dict[str, Any]:
         cycle += 1
     if done_cycle is None:
         return {"name": program.name, "mode": mode, "watchdog": bound, "cycles": None, "error": None,
-                "bursts": port.bursts}
+                "bursts": port.bursts, "stretch": port.stretch}
     Path(job["dram"]).write_bytes(bytes(port.dram))
     return {"name": program.name, "mode": mode, "watchdog": None, "cycles": done_cycle, "bursts": port.bursts,
+            "stretch": port.stretch,
             "error": None if error is None else {"name": csr.ERROR_NAMES.get(error[0], str(error[0])),
                                                  "pc": error[1]}}
 

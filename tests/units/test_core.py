@@ -131,6 +131,7 @@ def test_core_alone_matches_tlm(core_runs, case):
 def test_backpressure_changes_only_time(core_runs, case, seed):
     """Grants withheld and bursts stretched: same outputs, error and bursts, more cycles."""
     res, fast = core_runs[job_key(case, "backpressure", seed)], core_runs[job_key(case, "fast", 0)]
+    assert res["stretch"] > 0 and fast["stretch"] == 0, (res["stretch"], fast["stretch"])
     bad = differences(case, res, cycles=False)
     assert not bad, f"{case.name} seed {seed}: " + "; ".join(bad)
     if case.error is None:  # a faulting run stops at the fault: its bursts depend on the timing
