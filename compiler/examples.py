@@ -56,6 +56,7 @@ from compiler.errors import CompileError
 from compiler.gemm_ops import GEMM_OPERATORS
 from compiler.kernel import Kernel, as_kernel, describe_failure, reporting_failures
 from compiler.ops import OPERATORS, Operator
+from compiler.layer_norm import LAYER_NORM
 from compiler.softmax import SOFTMAX
 from compiler.params import ParamError, TensorData, parse_items, parse_user_default
 from compiler.tensor import TensorSpec, pad_to_vectors, region_shape, tensor, unpad
@@ -116,7 +117,7 @@ def _same_core(cfg: HwConfig, name: str) -> bool:
 
 
 # Operators that reduce along axis 0 (not elementwise, so not in compiler.ops.OPERATORS).
-ROW_OPERATORS: dict[str, Operator] = {"softmax": SOFTMAX}
+ROW_OPERATORS: dict[str, Operator] = {"softmax": SOFTMAX, "layer_norm": LAYER_NORM}
 
 
 def _ex(name: str, op: str, description: str, ranges: dict[str, tuple[int, int]],
@@ -143,6 +144,11 @@ EXAMPLES: dict[str, Example] = {e.name: e for e in [
             "16 elements per row, one row per lane, int8 Q7 probabilities (normalize=search: without CLZ)",
             {"n": 16, "shape": (16, 16), "normalize": "clz"}, "softmax", {"A": (-2000, 2000)},
             per_config={"small": {"shape": (16, 8)}}),
+    Example("layer_norm", "integer layer norm (mean, variance, 1/sqrt by CLZ and Newton steps, scale G and shift "
+            "Bb) of 16 features per token, one token per lane, int8 out (8 features on small)",
+            {"n": 16, "shape": (16, 16), "eps": 1000, "eps_frac": 4, "shift": 18}, "layer_norm",
+            {"A": (-128, 128), "G": (1 << 20, 1 << 24), "Bb": (-(1 << 22), 1 << 22)},
+            per_config={"small": {"n": 8, "shape": (8, 8)}}),
     _ex("vmin", "min", "C = int8(min(A, B)) on a 4-D tensor with a tail",
         {"A": (-300, 300), "B": (-300, 300)}, shape=(2, 5, 7, 3)),
     _ex("vmax_imm", "max_imm", "C = int8(max(A, imm)) with an immediate operand",
