@@ -56,6 +56,7 @@ from compiler.errors import CompileError
 from compiler.gemm_ops import GEMM_OPERATORS
 from compiler.kernel import Kernel, as_kernel, describe_failure, reporting_failures
 from compiler.ops import OPERATORS, Operator
+from compiler.gelu import GELU
 from compiler.layer_norm import LAYER_NORM
 from compiler.softmax import SOFTMAX
 from compiler.params import ParamError, TensorData, parse_items, parse_user_default
@@ -116,8 +117,9 @@ def _same_core(cfg: HwConfig, name: str) -> bool:
     return _core_of(name) == tuple(getattr(cfg, f) for f in _CORE_FIELDS)
 
 
-# Operators that reduce along axis 0 (not elementwise, so not in compiler.ops.OPERATORS).
-ROW_OPERATORS: dict[str, Operator] = {"softmax": SOFTMAX, "layer_norm": LAYER_NORM}
+# The transformer's operators, not in compiler.ops.OPERATORS: softmax and layer norm reduce along axis 0
+# (not elementwise), GELU derives its constants from real scales.
+ROW_OPERATORS: dict[str, Operator] = {"softmax": SOFTMAX, "layer_norm": LAYER_NORM, "gelu": GELU}
 
 
 def _ex(name: str, op: str, description: str, ranges: dict[str, tuple[int, int]],
@@ -149,6 +151,9 @@ EXAMPLES: dict[str, Example] = {e.name: e for e in [
             {"n": 16, "shape": (16, 16), "eps": 1000, "eps_frac": 4, "shift": 18}, "layer_norm",
             {"A": (-128, 128), "G": (1 << 20, 1 << 24), "Bb": (-(1 << 22), 1 << 22)},
             per_config={"small": {"n": 8, "shape": (8, 8)}}),
+    Example("gelu", "integer GELU (I-BERT's polynomial erf) of int32 values in 1/64 steps up to +-64, int8 out "
+            "in 1/32 steps, 20x40 elements", {"shape": (20, 40), "in_scale": 1 / 64, "out_scale": 1 / 32,
+                                              "in_bound": 4096, "tile": None}, "gelu", {"A": (-4096, 4096)}),
     _ex("vmin", "min", "C = int8(min(A, B)) on a 4-D tensor with a tail",
         {"A": (-300, 300), "B": (-300, 300)}, shape=(2, 5, 7, 3)),
     _ex("vmax_imm", "max_imm", "C = int8(max(A, imm)) with an immediate operand",
