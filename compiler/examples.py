@@ -175,6 +175,10 @@ EXAMPLES: dict[str, Example] = {e.name: e for e in [
         {"A": (-1000, 1000), "B": (-1000, 1000)}, shape=(128, 1000)),
     _gx("matmul", "matmul", "C = int8(A @ B), 37x70 by 70x23 int8: no dimension a multiple of the block",
         M=37, K=70, N=23),
+    Example("matmul_nt", "C = requant(A @ X^T) of two int8 activations, 24x32 by (23x32)^T (12x16 by (11x16)^T "
+            "on small): X loaded as weight blocks as it lies (Q K^T's transpose for free), shift 6",
+            {"M": 24, "K": 32, "N": 23, "shift": 6}, None, {}, gemm="matmul_nt",
+            per_config={"small": {"M": 12, "K": 16, "N": 11}}),
     _gx("dense", "dense", "dense layer 10x300 -> 75: + int32 bias, requant (shift-round-clip to int8), ReLU",
         M=10, K=300, N=75, shift=11, relu=True),
     _gx("conv3x3", "conv2d", "3x3 convolution, stride 1, padding 1: 20x13x11 -> 24 channels, bias, requant, ReLU",
