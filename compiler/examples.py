@@ -179,6 +179,10 @@ EXAMPLES: dict[str, Example] = {e.name: e for e in [
             "on small): X loaded as weight blocks as it lies (Q K^T's transpose for free), shift 6",
             {"M": 24, "K": 32, "N": 23, "shift": 6}, None, {}, gemm="matmul_nt",
             per_config={"small": {"M": 12, "K": 16, "N": 11}}),
+    Example("attention", "multi-head self-attention of 8 int8 tokens of 32 features, 2 heads (16 features on "
+            "small): Q, K, V projections, K Q^T per head, integer softmax, P V by a transpose GEMM, output "
+            "projection, one kernel", {"tokens": 8, "D": 32, "heads": 2}, None, {}, gemm="attention",
+            per_config={"small": {"D": 16}}),
     _gx("dense", "dense", "dense layer 10x300 -> 75: + int32 bias, requant (shift-round-clip to int8), ReLU",
         M=10, K=300, N=75, shift=11, relu=True),
     _gx("conv3x3", "conv2d", "3x3 convolution, stride 1, padding 1: 20x13x11 -> 24 channels, bias, requant, ReLU",

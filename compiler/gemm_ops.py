@@ -21,6 +21,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from compiler import attention as ATT
 from compiler import gemm_kernels as K
 from compiler import gemm_reference as ref
 from compiler import packing as P
@@ -186,8 +187,23 @@ MATMUL_NT = GemmOperator(
     lambda c, y, p: P.unpack_matrix(y, p["N"]), lambda c, r, p: P.pack_matrix(r, c.block),
     lambda a, p: ref.matmul_nt_ref(a["A"], a["X"], p["shift"]), ("shift",))
 
+_ATT_MATS = ("wq", "wk", "wv", "wo")
+_ATT_BIASES = ("bq", "bk", "bv", "bo")
+
+ATTENTION = GemmOperator(
+    "attention", ATT.attention, "Y = multi-head self-attention of T int8 tokens (Q, K, V projections, K Q^T per "
+    "head, integer softmax, P V, output projection) at the kernel's default rescales",
+    ("x", *_ATT_MATS, *_ATT_BIASES), {"x": "int8", **{k: "int8" for k in _ATT_MATS}, **{k: "int32" for k in _ATT_BIASES}},
+    lambda p: {"x": (p["tokens"], p["D"]), **{k: (p["D"], p["D"]) for k in _ATT_MATS},
+               **{k: (p["D"],) for k in _ATT_BIASES}},
+    lambda c, a, p: ATT.attention_args(a["x"], a, c.block),
+    "Y", lambda c, p: (1, P.blocks(p["D"], c.block), p["tokens"], 1, c.block),
+    lambda c, y, p: P.unpack_matrix(y, p["D"]), lambda c, r, p: P.pack_matrix(r, c.block),
+    lambda a, p: ATT.attention_reference(a["x"], a, p["heads"], ATT.DEFAULT_SCALES),
+    ("tokens", "heads"), {"x": (-100, 100), **{k: (-60, 60) for k in _ATT_MATS}, **{k: (-3000, 3000) for k in _ATT_BIASES}})
+
 GEMM_OPERATORS: dict[str, GemmOperator] = {op.name: op for op in (MATMUL, DENSE, CONV2D, RESIDUAL_ADD, RESNET_BLOCK,
-                                                                  MATMUL_NT)}
+                                                                  MATMUL_NT, ATTENTION)}
 
 
 # ---- natural-array entry points -------------------------------------------------------------------
