@@ -16,12 +16,18 @@ kernels are bit-exact with these references (:mod:`compiler.layer_norm`, :mod:`c
     logits = (sum over the tokens of h3) Wh^T + bh  int32 (the argmax is the class)
 
 It is the model a Program of the whole network would run; this module measures what int8 costs in
-accuracy (:func:`evaluate`).
+accuracy (:func:`evaluate`). ``python -m compiler.networks.digits_transformer_int8 [--out PATH]``
+calibrates on the training split and writes the int8 model (``digits_transformer_int8.npz``: the
+integer arrays, the scales in ``meta``); tests/test_digits_transformer_int8.py re-runs it and requires
+the committed file bit for bit.
 """
 
 from __future__ import annotations
 
+import json
 import math
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -31,10 +37,14 @@ from compiler.attention import attention_reference
 from compiler.fixed_point import rescale
 from compiler.gelu import gelu_reference
 from compiler.layer_norm import layer_norm_constants, layer_norm_reference
+from compiler.networks import digits
 from compiler.networks import digits_transformer as T
+from compiler.networks.script_cli import OneLineParser
 
 INPUT_SCALE = 2.0 ** -7   # the digits' int8 pixels (pixel * 7, scale 2**-7)
 T_WEIGHTS_PATH = Path(__file__).with_name("digits_transformer.npz")   # the float model's weights
+WEIGHTS_PATH = Path(__file__).with_name("digits_transformer_int8.npz")  # the int8 model this module writes
+NORMS = ("norm1", "norm2", "norm3")
 B = "block."
 
 
@@ -127,3 +137,79 @@ def evaluate(params: dict[str, np.ndarray], calib_images: np.ndarray, images: np
     f = float(np.mean(np.argmax(T.float_logits(params, images), axis=1) == labels))
     i = float(np.mean(np.argmax(int8_logits(q, images), axis=1) == labels))
     return f, i
+
+
+# ---- the int8 model's file ------------------------------------------------------------------------
+def float_params(path: str | Path = T_WEIGHTS_PATH) -> dict[str, np.ndarray]:
+    """The float model's parameters from its weights file."""
+    with np.load(path, allow_pickle=False) as z:
+        return {k[:-len("_float")]: z[k] for k in z.files if k.endswith("_float")}
+
+
+def to_arrays(q: dict[str, Any]) -> dict[str, np.ndarray]:
+    """The int8 model as the arrays of its file: integer arrays (int8 weights, int32 biases and layer-norm
+    vectors) and ``meta``, a JSON string of every scale and integer constant."""
+    out: dict[str, np.ndarray] = {}
+    meta: dict[str, Any] = {"scales": q["scales"], "attn_scales": q["attn_scales"], "ffn1_bound": q["ffn1_bound"]}
+    for key, v in q.items():
+        if key.endswith(".s"):
+            meta[key] = v
+        elif key in NORMS:
+            meta[key] = {k: int(v[k]) for k in ("eps", "eps_frac", "shift")}
+            out[f"{key}.G"], out[f"{key}.Bb"] = (np.asarray(v[k], dtype=np.int32) for k in ("G", "Bb"))
+        elif isinstance(v, np.ndarray):
+            out[key] = v if v.dtype == np.int8 else v.astype(np.int32)
+    out["meta"] = np.array(json.dumps(meta, sort_keys=True))
+    return out
+
+
+def from_arrays(arrays: dict[str, np.ndarray]) -> dict[str, Any]:
+    """The int8 model (:func:`quantize`'s form) from its file's arrays."""
+    meta = json.loads(str(arrays["meta"]))
+    q: dict[str, Any] = {k: v for k, v in meta.items() if k not in NORMS}
+    for key, v in arrays.items():
+        if key == "meta" or key.startswith(NORMS):
+            continue
+        q[key] = v if v.dtype == np.int8 else v.astype(np.int64)
+    for norm in NORMS:
+        q[norm] = {**meta[norm], "G": arrays[f"{norm}.G"].astype(np.int64), "Bb": arrays[f"{norm}.Bb"].astype(np.int64)}
+    return q
+
+
+def build() -> dict[str, np.ndarray]:
+    """The committed int8 model's arrays: the float model quantized, calibrated on the training split."""
+    train, _ = digits.dataset("train")
+    return to_arrays(quantize(float_params(), train))
+
+
+def load(path: str | Path = WEIGHTS_PATH) -> dict[str, Any]:
+    """The int8 model from its file."""
+    with np.load(path, allow_pickle=False) as z:
+        return from_arrays({k: z[k] for k in z.files})
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The command line: quantize, write the file, print the test-split accuracies. Exit 2 with one line
+    on bad input."""
+    parser = OneLineParser(prog="python -m compiler.networks.digits_transformer_int8",
+                           description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=WEIGHTS_PATH, help="the .npz to write (default: %(default)s)")
+    args = parser.parse_args(argv)
+    if not args.out.parent.is_dir() or args.out.is_dir():
+        parser.error(f"--out {args.out}: not a file in an existing folder")
+    t0 = time.perf_counter()
+    arrays = build()
+    try:
+        with open(args.out, "wb") as f:  # a file object: numpy would append .npz to a bare name
+            np.savez_compressed(f, **arrays)
+    except OSError as exc:
+        parser.error(f"--out {args.out}: cannot write ({exc.strerror or exc})")
+    test, labels = digits.dataset("test")
+    acc_f = float(np.mean(np.argmax(T.float_logits(float_params(), test), axis=1) == labels))
+    acc_i = float(np.mean(np.argmax(int8_logits(from_arrays(arrays), test), axis=1) == labels))
+    print(f"wrote {args.out} in {time.perf_counter() - t0:.1f} s: test accuracy int8 {acc_i:.4f}, float {acc_f:.4f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
