@@ -56,6 +56,8 @@ from compiler.errors import CompileError
 from compiler.gemm_ops import GEMM_OPERATORS
 from compiler.kernel import Kernel, as_kernel, describe_failure, reporting_failures
 from compiler.ops import OPERATORS, Operator
+from compiler.gelu import GELU
+from compiler.layer_norm import LAYER_NORM
 from compiler.softmax import SOFTMAX
 from compiler.params import ParamError, TensorData, parse_items, parse_user_default
 from compiler.tensor import TensorSpec, pad_to_vectors, region_shape, tensor, unpad
@@ -115,8 +117,9 @@ def _same_core(cfg: HwConfig, name: str) -> bool:
     return _core_of(name) == tuple(getattr(cfg, f) for f in _CORE_FIELDS)
 
 
-# Operators that reduce along axis 0 (not elementwise, so not in compiler.ops.OPERATORS).
-ROW_OPERATORS: dict[str, Operator] = {"softmax": SOFTMAX}
+# The transformer's operators, not in compiler.ops.OPERATORS: softmax and layer norm reduce along axis 0
+# (not elementwise), GELU derives its constants from real scales.
+ROW_OPERATORS: dict[str, Operator] = {"softmax": SOFTMAX, "layer_norm": LAYER_NORM, "gelu": GELU}
 
 
 def _ex(name: str, op: str, description: str, ranges: dict[str, tuple[int, int]],
@@ -143,6 +146,14 @@ EXAMPLES: dict[str, Example] = {e.name: e for e in [
             "16 elements per row, one row per lane, int8 Q7 probabilities (normalize=search: without CLZ)",
             {"n": 16, "shape": (16, 16), "normalize": "clz"}, "softmax", {"A": (-2000, 2000)},
             per_config={"small": {"shape": (16, 8)}}),
+    Example("layer_norm", "integer layer norm (mean, variance, 1/sqrt by CLZ and Newton steps, scale G and shift "
+            "Bb) of 16 features per token, one token per lane, int8 out (8 features on small)",
+            {"n": 16, "shape": (16, 16), "eps": 1000, "eps_frac": 4, "shift": 18}, "layer_norm",
+            {"A": (-128, 128), "G": (1 << 20, 1 << 24), "Bb": (-(1 << 22), 1 << 22)},
+            per_config={"small": {"n": 8, "shape": (8, 8)}}),
+    Example("gelu", "integer GELU (I-BERT's polynomial erf) of int32 values in 1/64 steps up to +-64, int8 out "
+            "in 1/32 steps, 20x40 elements", {"shape": (20, 40), "in_scale": 1 / 64, "out_scale": 1 / 32,
+                                              "in_bound": 4096, "tile": None}, "gelu", {"A": (-4096, 4096)}),
     _ex("vmin", "min", "C = int8(min(A, B)) on a 4-D tensor with a tail",
         {"A": (-300, 300), "B": (-300, 300)}, shape=(2, 5, 7, 3)),
     _ex("vmax_imm", "max_imm", "C = int8(max(A, imm)) with an immediate operand",
@@ -164,6 +175,14 @@ EXAMPLES: dict[str, Example] = {e.name: e for e in [
         {"A": (-1000, 1000), "B": (-1000, 1000)}, shape=(128, 1000)),
     _gx("matmul", "matmul", "C = int8(A @ B), 37x70 by 70x23 int8: no dimension a multiple of the block",
         M=37, K=70, N=23),
+    Example("matmul_nt", "C = requant(A @ X^T) of two int8 activations, 24x32 by (23x32)^T (12x16 by (11x16)^T "
+            "on small): X loaded as weight blocks as it lies (Q K^T's transpose for free), shift 6",
+            {"M": 24, "K": 32, "N": 23, "shift": 6}, None, {}, gemm="matmul_nt",
+            per_config={"small": {"M": 12, "K": 16, "N": 11}}),
+    Example("attention", "multi-head self-attention of 8 int8 tokens of 32 features, 2 heads (16 features on "
+            "small): Q, K, V projections, K Q^T per head, integer softmax, P V by a transpose GEMM, output "
+            "projection, one kernel", {"tokens": 8, "D": 32, "heads": 2}, None, {}, gemm="attention",
+            per_config={"small": {"D": 16}}),
     _gx("dense", "dense", "dense layer 10x300 -> 75: + int32 bias, requant (shift-round-clip to int8), ReLU",
         M=10, K=300, N=75, shift=11, relu=True),
     _gx("conv3x3", "conv2d", "3x3 convolution, stride 1, padding 1: 20x13x11 -> 24 channels, bias, requant, ReLU",

@@ -19,7 +19,7 @@ import numpy as np
 from compiler import dsl as S
 from compiler.conv_engine import Epilogue, conv_layer
 from compiler.conv_plan import PAD_MAX, ConvPlan, ConvShape, PlanError, plan_conv
-from compiler.ops import IMM_MAX
+from compiler.ops import IMM_MAX, const_vector
 from compiler.stream_engine import eltwise_layer
 from compiler.tensor import Tensor
 
@@ -141,6 +141,60 @@ def dense(A: Tensor, W: Tensor, bias: Tensor | None, C: Tensor, shift: int = 0, 
     epi = _epilogue(shift, relu)
     shape = _matrix_shape(A, W, C, epi, bias is not None, "W")
     conv_layer(A, W, C, shape, _plan(shape), epi, bias=_bias(bias, shape.ob))
+
+
+@S.kernel
+def matmul_nt(A: Tensor, X: Tensor, C: Tensor, shift: int = 0) -> None:
+    """C = requant(A @ X^T) of two int8 activations (shift-round, clip): A (M x K) packed (1, K/B, M, 1, B),
+    X (N x K) packed the same way with N a multiple of B (rows padded), C (1, N/B, M, 1, B).
+
+    The transpose costs nothing: B consecutive rows of X in that layout are B x B bytes whose row o is
+    row ``nb*B + o`` of X over columns ``kb*B ..``: the weight block ``(nb, kb)`` of a dense layer with
+    weight X. So X is LOADed as it lies into the weight buffer (block ``kb*N/B + nb``), and the GEMM
+    walks it with that order. One tile: A, X and C must fit the buffers at once (attention's
+    products are small)."""
+    cfg = S.config()
+    block = cfg.block
+    _packed(A, "A", "int8", 5, "(1, K/B, M, 1, B)")
+    _packed(X, "X", "int8", 5, "(1, K/B, N, 1, B)")
+    _, kb, m, _, _ = A.shape
+    if A.shape[0] != 1 or A.shape[3] != 1:
+        raise S.error("A", f"must have the packed shape (1, K/B, M, 1, B), got {A.shape}")
+    if X.shape[0] != 1 or X.shape[3] != 1 or X.shape[1] != kb:
+        raise S.error("X", f"must have the packed shape (1, K/B, N, 1, B) with A's {kb} column blocks, got {X.shape}")
+    n = X.shape[2]
+    if n % block:
+        raise S.error("X", f"has {n} rows: X is loaded as weight blocks, its rows must be padded to a multiple "
+                           f"of {block}")
+    nb = n // block
+    _packed(C, "C", _out_dtype(), 5, "(1, N/B, M, 1, B)")
+    if C.shape != (1, nb, m, 1, block):
+        raise S.error("C", f"has shape {C.shape}, the product is {(1, nb, m, 1, block)} (1, N/B, M, 1, B)")
+    shift = _int_arg("shift", shift, 0, 31)
+    need = {"input buffer": (kb * m, cfg.inp_depth), "weight buffer": (kb * nb, cfg.wgt_depth),
+            "accumulator": (nb * m + (shift > 15), cfg.acc_depth), "micro-op buffer": (kb, cfg.uop_depth)}
+    for what, (used, depth) in need.items():
+        if used > depth:
+            raise S.error(None, f"the product needs {used} entries of the {what}, config '{cfg.name}' has {depth} "
+                                f"(matmul_nt runs one tile)")
+    for _ in S.core_range(1):  # several cores: the first does the one tile
+        S.load(S.inp[0:kb * m], A)
+        S.load(S.wgt[0:kb * nb], X)                       # block (nb, kb) lands at kb * N/B + nb
+        S.load(S.uop[0:kb], S.uops([(0, c * m, c * nb) for c in range(kb)], name="matmul_nt_uops"))
+        out = S.acc[0:nb * m]
+        loops = dict(iters=(nb, m), acc_factors=(m, 1), inp_factors=(0, 1), wgt_factors=(1, 0))
+        S.gemm(S.uop[0:1], reset=True, **loops)
+        S.gemm(S.uop[0:kb], **loops)
+        if shift:
+            if shift <= 15:
+                S.add(out, 1 << (shift - 1))
+            else:  # the rounding term is wider than the 16-bit immediate: a constant vector after the tile
+                const_vector(S.acc[nb * m:nb * m + 1], 1 << (shift - 1))
+                S.add(out, S.acc[nb * m:nb * m + 1])
+            S.shr(out, shift)
+        S.max(out, -128)
+        S.min(out, 127)
+        S.store(C, out)
 
 
 @S.kernel

@@ -21,6 +21,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from compiler import attention as ATT
 from compiler import gemm_kernels as K
 from compiler import gemm_reference as ref
 from compiler import packing as P
@@ -169,7 +170,40 @@ RESNET_BLOCK = GemmOperator(
     lambda a, p: ref.resnet_block_ref(a["X"], a["W1"], a["b1"], a["W2"], a["b2"], p["shift1"], p["shift2"]),
     ("shift1", "shift2"), {"b1": (-20000, 20000), "b2": (-20000, 20000)})
 
-GEMM_OPERATORS: dict[str, GemmOperator] = {op.name: op for op in (MATMUL, DENSE, CONV2D, RESIDUAL_ADD, RESNET_BLOCK)}
+def _pad_rows(x: np.ndarray, block: int) -> np.ndarray:
+    """``x`` with zero rows appended up to a multiple of ``block`` rows."""
+    out = np.zeros((P.blocks(x.shape[0], block) * block, x.shape[1]), dtype=x.dtype)
+    out[:x.shape[0]] = x
+    return out
+
+
+MATMUL_NT = GemmOperator(
+    "matmul_nt", K.matmul_nt, "C = requant(A @ X^T) of two int8 activations (Q K^T): X LOADed as it lies "
+    "into the weight buffer, shift-round, clip to int8",
+    ("A", "X"), {"A": "int8", "X": "int8"},
+    lambda p: {"A": (p["M"], p["K"]), "X": (p["N"], p["K"])},
+    lambda c, a, p: {"A": P.pack_matrix(a["A"], c.block), "X": P.pack_matrix(_pad_rows(a["X"], c.block), c.block)},
+    "C", lambda c, p: (1, P.blocks(p["N"], c.block), p["M"], 1, c.block),
+    lambda c, y, p: P.unpack_matrix(y, p["N"]), lambda c, r, p: P.pack_matrix(r, c.block),
+    lambda a, p: ref.matmul_nt_ref(a["A"], a["X"], p["shift"]), ("shift",))
+
+_ATT_MATS = ("wq", "wk", "wv", "wo")
+_ATT_BIASES = ("bq", "bk", "bv", "bo")
+
+ATTENTION = GemmOperator(
+    "attention", ATT.attention, "Y = multi-head self-attention of T int8 tokens (Q, K, V projections, K Q^T per "
+    "head, integer softmax, P V, output projection) at the kernel's default rescales",
+    ("x", *_ATT_MATS, *_ATT_BIASES), {"x": "int8", **{k: "int8" for k in _ATT_MATS}, **{k: "int32" for k in _ATT_BIASES}},
+    lambda p: {"x": (p["tokens"], p["D"]), **{k: (p["D"], p["D"]) for k in _ATT_MATS},
+               **{k: (p["D"],) for k in _ATT_BIASES}},
+    lambda c, a, p: ATT.attention_args(a["x"], a, c.block),
+    "Y", lambda c, p: (1, P.blocks(p["D"], c.block), p["tokens"], 1, c.block),
+    lambda c, y, p: P.unpack_matrix(y, p["D"]), lambda c, r, p: P.pack_matrix(r, c.block),
+    lambda a, p: ATT.attention_reference(a["x"], a, p["heads"], ATT.DEFAULT_SCALES),
+    ("tokens", "heads"), {"x": (-100, 100), **{k: (-60, 60) for k in _ATT_MATS}, **{k: (-3000, 3000) for k in _ATT_BIASES}})
+
+GEMM_OPERATORS: dict[str, GemmOperator] = {op.name: op for op in (MATMUL, DENSE, CONV2D, RESIDUAL_ADD, RESNET_BLOCK,
+                                                                  MATMUL_NT, ATTENTION)}
 
 
 # ---- natural-array entry points -------------------------------------------------------------------

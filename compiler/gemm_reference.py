@@ -91,3 +91,8 @@ def resnet_block_ref(x: np.ndarray, w1: np.ndarray, b1: np.ndarray, w2: np.ndarr
     y1 = conv2d_layer_ref(x, w1, b1, 1, pad, shift1, relu=True)
     y2 = conv2d_layer_ref(y1, w2, b2, 1, pad, shift2, relu=False)
     return residual_add_ref(y2, x, 0, relu=True)
+
+
+def matmul_nt_ref(a: np.ndarray, x: np.ndarray, shift: int = 0) -> np.ndarray:
+    """``requantize(A @ X^T, shift)`` of two int8 matrices (A ``(M, K)``, X ``(N, K)``), int32."""
+    return requantize(matmul_ref(a, np.asarray(x).T), shift)

@@ -25,6 +25,7 @@ CLZ is what makes step 5 one instruction: without it the normalizing shift of a 
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 
@@ -97,15 +98,26 @@ def _clz_by_search(k: AccView, s: AccView, v: AccView, t: AccView) -> None:
 
 def _rows(n: int, A: Tensor, C: Tensor, normalize: str) -> None:
     """The softmax of one (n, lanes) row group, from A's DRAM to C's (module docstring steps)."""
+    x = softmax_in_acc(0, n, normalize, lambda view: S.load(view, A))
+    S.store(C, x)
+
+
+def softmax_in_acc(base: int, n: int, normalize: str = "clz", fill: Any = None) -> AccView:
+    """The softmax steps on the ``n`` Q8 logit vectors at ``acc[base:base+n]`` (one row per lane), using
+    ``rows_needed(n, normalize)`` vectors from ``base``; ``fill(view)``, when given, puts the logits
+    there after the constants are built (a LOAD overlaps them). Returns the view holding the Q7
+    probabilities (int32, in ``[0, 127]``)."""
     acc = S.acc
-    x, z, t = acc[0:n], acc[n:2 * n], acc[2 * n:3 * n]
-    mx, sm, mm, y, p = (acc[3 * n + k] for k in range(5))
-    ln2, b, a, c, y0a, y0b, imin = (acc[3 * n + 5 + k] for k in range(len(CONSTS)))
+    x, z, t = acc[base:base + n], acc[base + n:base + 2 * n], acc[base + 2 * n:base + 3 * n]
+    top = base + 3 * n
+    mx, sm, mm, y, p = (acc[top + k] for k in range(5))
+    ln2, b, a, c, y0a, y0b, imin = (acc[top + 5 + k] for k in range(len(CONSTS)))
     for view, value in zip((ln2, b, a, c, y0a, y0b, imin), CONSTS):
         const_vector(view, value)
-    S.load(x, A)
+    if fill is not None:
+        fill(x)
     # 1. subtract the row maximum, clamp
-    S.mov(mx, acc[0])
+    S.mov(mx, acc[base])
     if n > 1:
         S.max(mx, x, iters=(1, n), dst_factors=(0, 0), src_factors=(0, 1))
     S.sub(x, mx)
@@ -129,14 +141,13 @@ def _rows(n: int, A: Tensor, C: Tensor, normalize: str) -> None:
     S.add(z, 7)
     S.shr(x, z)
     # 5. the sum and its normalization by CLZ
-    S.mov(sm, acc[0])
+    S.mov(sm, acc[base])
     if n > 1:
-        S.add(sm, acc[1:n], iters=(1, n - 1), dst_factors=(0, 0), src_factors=(0, 1))
+        S.add(sm, acc[base + 1:base + n], iters=(1, n - 1), dst_factors=(0, 0), src_factors=(0, 1))
     if normalize == "clz":
         S.clz(y, sm)
     else:
-        base = 3 * n + 5 + len(CONSTS)
-        _clz_by_search(y, sm, acc[base], acc[base + 1])
+        _clz_by_search(y, sm, acc[top + 5 + len(CONSTS)], acc[top + 6 + len(CONSTS)])
     S.mov(p, y)
     S.mul(p, -1)
     S.add(p, 1)
@@ -161,7 +172,7 @@ def _rows(n: int, A: Tensor, C: Tensor, normalize: str) -> None:
     S.shr(y, sm)
     S.mulhr(x, y)
     S.min(x, OUT_SCALE - 1)
-    S.store(C, x)
+    return x
 
 
 def _mulhr(u: np.ndarray, v: np.ndarray | int) -> np.ndarray:
