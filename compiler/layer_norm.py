@@ -90,14 +90,31 @@ def layer_norm(A: Tensor, G: Tensor, Bb: Tensor, C: Tensor, n: int = 16, eps: in
 def _tokens(n: int, eps: int, eps_frac: int, shift: int, A: Tensor, G: Tensor, Bb: Tensor, C: Tensor) -> None:
     """The layer norm of one (n, lanes) token group, from A's DRAM to C's (module docstring steps)."""
     acc = S.acc
-    x, t, g, b = acc[0:n], acc[n:2 * n], acc[2 * n:3 * n], acc[3 * n:4 * n]
+    norm_constants(n, eps)
+    S.load(acc[0:n], A)
+    S.load(acc[2 * n:3 * n], G)
+    S.load(acc[3 * n:4 * n], Bb)
+    norm_in_acc(n, eps_frac, shift)
+    S.store(C, acc[0:n])
+
+
+def norm_constants(n: int, eps: int) -> None:
+    """Fill the accumulator vectors of :func:`norm_in_acc`'s constants (after its ``4n + 8`` working
+    vectors)."""
+    acc = S.acc
+    for k, value in enumerate((*CONSTS, eps)):
+        const_vector(acc[4 * n + 8 + k], value)
+
+
+def norm_in_acc(n: int, eps_frac: int, shift: int) -> None:
+    """Steps 1 to 6 of the module docstring in the accumulator: the tokens' features in ``acc[0:n]``
+    (one token per lane), G in ``acc[2n:3n]``, Bb in ``acc[3n:4n]``, the constants set by
+    :func:`norm_constants`; the int8 result replaces ``acc[0:n]``. Uses ``acc[0:rows_needed(n)]``."""
+    acc = S.acc
+    x, t = acc[0:n], acc[n:2 * n]
+    g, b = acc[2 * n:3 * n], acc[3 * n:4 * n]
     s, v, i, m, y, p, r, e = (acc[4 * n + k] for k in range(8))
     y0a, y0b, three, epsv = (acc[4 * n + 8 + k] for k in range(4))
-    for view, value in zip((y0a, y0b, three, epsv), (*CONSTS, eps)):
-        const_vector(view, value)
-    S.load(x, A)
-    S.load(g, G)
-    S.load(b, Bb)
     # 1. d = n x - sum x
     S.mov(s, acc[0])
     if n > 1:
@@ -164,7 +181,6 @@ def _tokens(n: int, eps: int, eps_frac: int, shift: int, A: Tensor, G: Tensor, B
         S.shr(x, shift)
     S.max(x, -128)
     S.min(x, 127)
-    S.store(C, x)
 
 
 def _mulhr(u: np.ndarray, v: np.ndarray | int) -> np.ndarray:

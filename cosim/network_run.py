@@ -98,7 +98,8 @@ def load_inputs(text: str, network: Any) -> np.ndarray:
         a = load_tensor_file("@" + text, "--input").array
     except ParamError as e:
         raise UserError(str(e).replace("param '--input': ", "--input: ")) from None
-    shape = tuple(network.graph().inputs[0].shape)
+    shape = tuple(network.graph().inputs[0].shape) if network.graph is not None else \
+        tuple(network.dataset("test")[0].shape[1:])
     if tuple(a.shape) == shape:
         a = a[None]
     if a.dtype != np.int8 or tuple(a.shape[1:]) != shape:
@@ -116,7 +117,7 @@ class NetCase:
     net: Any                     # compiler.network.NetworkProgram (the Program is net.program)
     images: np.ndarray           # int8, the graph input's layout, (N, ...)
     labels: np.ndarray | None    # int64 (N,); None for samples without labels (no accuracy)
-    reference: np.ndarray        # int8 logits (N, classes) of compiler.graph_reference
+    reference: np.ndarray        # logits (N, classes) of compiler.graph_reference (int8) or the network's own
     compile_s: float
     reference_s: float
 
@@ -179,12 +180,15 @@ def make_net_case(network: Any, cfg: HwConfig, images: int, data: np.ndarray | N
                         f"(give 1..{len(data)})")
     x = np.asarray(data[:images])
     y = None if labels is None else np.asarray(labels[:images])
-    g = network.graph()
     t0 = time.perf_counter()
-    net = compile_network(g, cfg, batch=images, name=f"net_{network.name}")
+    if network.compile is not None:  # a model the graph cannot express compiles itself
+        net = network.compile(cfg, images, f"net_{network.name}")
+    else:
+        net = compile_network(network.graph(), cfg, batch=images, name=f"net_{network.name}")
     t1 = time.perf_counter()
     net.set_inputs({network.input_name: x})
-    ref = run_reference(g, {network.input_name: x})[network.output_name]
+    ref = network.reference(x) if network.compile is not None else \
+        run_reference(network.graph(), {network.input_name: x})[network.output_name]
     t2 = time.perf_counter()
     return NetCase(network, cfg, net, x, y, ref, t1 - t0, t2 - t1)
 

@@ -8,9 +8,9 @@ comparison). ``cosim net NAME`` looks networks up here.
 
 from __future__ import annotations
 
-from compiler.networks import digits, resnet18_onnx
+from compiler.networks import digits, digits_transformer_program, resnet18_onnx
 from compiler.networks.network import Network
 
-NETWORKS: dict[str, Network] = {net.name: net for net in (digits.NETWORK, resnet18_onnx.network())}
+NETWORKS: dict[str, Network] = {net.name: net for net in (digits.NETWORK, digits_transformer_program.NETWORK, resnet18_onnx.network())}
 
 __all__ = ["NETWORKS", "Network"]

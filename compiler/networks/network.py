@@ -27,17 +27,23 @@ class Network:
       config's DRAM to it (:func:`with_dram`), which changes no cycle count.
     * ``summarize(layers, images)``: extra figures from ``cosim net``'s per-layer rows (JSON objects) of a
       batch of ``images``, or None.
+    * ``compile(config, batch, name)``: the network's own compiler, for a model the graph cannot express
+      (``graph`` is then None): an object with ``program``, ``set_inputs``, ``outputs`` and ``run_golden``
+      as :class:`compiler.network.NetworkProgram` has them; with it, ``reference(images)`` gives the
+      reference logits ``(N, classes)``.
     """
 
     name: str
     description: str
-    graph: Callable[[], Graph]
+    graph: Callable[[], Graph] | None
     dataset: Callable[[str], tuple[np.ndarray, np.ndarray]]
     float_predict: Callable[[np.ndarray], np.ndarray] | None
     input_name: str
     output: str | Callable[[], str]
     min_dram_bytes: int = 0
     summarize: Callable[[list[dict[str, Any]], int], dict[str, Any]] | None = None
+    compile: Callable[[Any, int, str], Any] | None = None
+    reference: Callable[[np.ndarray], np.ndarray] | None = None
 
     @property
     def output_name(self) -> str:
