@@ -81,7 +81,7 @@ def test_net_text_report(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 @pytest.mark.parametrize("args, want", [
-    (["nope"], "unknown network 'nope' (networks: digits, resnet18; or your own as path.py:function)"),
+    (["nope"], "unknown network 'nope' (networks: digits, digits_transformer, resnet18; or your own as path.py:function)"),
     (["digits", "--images", "0"], "--images: expected a positive integer"),
     (["digits", "--images", "100000"], "--images 100000: network 'digits' has"),
     (["digits", "--model", "golden", "--trace", "t.json"], "--trace needs a TLM run"),
@@ -106,19 +106,19 @@ def test_sim_has_a_network_row() -> None:
     assert "RTL: 2 Programs on Verilator" in r.stderr  # the examples and the network in one simulator process
     r = cosim("sim", "--kernels", "net:nope", "--no-rtl")
     assert r.returncode == 2 and r.stderr.strip().splitlines() == [
-        "cosim sim: error: unknown network 'nope' (networks: digits, resnet18; or your own as path.py:function)"]
+        "cosim sim: error: unknown network 'nope' (networks: digits, digits_transformer, resnet18; or your own as path.py:function)"]
 
 
 def test_list_names_the_networks(capsys: pytest.CaptureFixture[str]) -> None:
     assert cosim_main(["list", "--json"]) == 0
-    assert [n["name"] for n in json.loads(capsys.readouterr().out)["networks"]] == ["digits", "resnet18"]
+    assert [n["name"] for n in json.loads(capsys.readouterr().out)["networks"]] == ["digits", "digits_transformer", "resnet18"]
 
 
 def test_bench_network_row_runs_the_whole_test_split() -> None:
     from cosim.bench.networks import measure_networks, table_lines
     from hw.config import load_config
 
-    rows = measure_networks(load_config("default"), reps=1)
+    rows = measure_networks(load_config("default"), reps=1, names=["digits"])  # the transformer: make networks
     row = next(r for r in rows if r["network"] == "digits")
     assert row["agree"] and row["problems"] == [] and row["tlm_cycles"] == row["rtl_cycles"] > 0
     assert row["images"] > 300 and row["images_per_s"] > 0

@@ -15,10 +15,10 @@ from cosim import models
 from cosim.network_run import count_test_images, get_network, make_net_case, network_names
 
 
-def measure_networks(cfg: HwConfig, reps: int) -> list[dict[str, Any]]:
-    """One row per shipped network on ``cfg`` (module docstring)."""
+def measure_networks(cfg: HwConfig, reps: int, names: list[str] | None = None) -> list[dict[str, Any]]:
+    """One row per shipped network on ``cfg`` (module docstring), or per network of ``names``."""
     rows = []
-    for name in network_names():
+    for name in network_names() if names is None else names:
         network = get_network(name)
         if network.dataset("test")[1] is None:
             continue
