@@ -24,8 +24,8 @@ from hw.config import load_config
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _case(images: int):  # noqa: ANN202 - a cosim.network_run.NetCase
-    return make_net_case(NETWORKS["digits_transformer"], load_config("default"), images)
+def _case(images: int, config: str = "default"):  # noqa: ANN202 - a cosim.network_run.NetCase
+    return make_net_case(NETWORKS["digits_transformer"], load_config(config), images)
 
 
 def test_golden_iss_tlm_equal_the_reference_with_one_row_per_layer() -> None:
@@ -38,6 +38,18 @@ def test_golden_iss_tlm_equal_the_reference_with_one_row_per_layer() -> None:
     assert rep["layers_match_counters"] and rep["layer_cycles_sum"] == rep["cycles"]["tlm"]
     for name in ("norm1", "softmax", "attention"):
         assert next(r for r in rep["layers"] if r["name"] == name)["cycles"] > 0
+
+
+def test_four_cores_split_the_images() -> None:
+    case = _case(6, "quad")
+    rep, _ = run_network(case, ["golden", "tlm"])
+    assert rep["match"] and not rep["errors"], rep["mismatch"]
+    assert case.program.num_cores == 4 and len(set(rep["program"]["cores"])) == 2  # 2, 2, 1, 1 images
+
+
+def test_a_block_too_small_is_one_line() -> None:
+    with pytest.raises(CompileError, match="config 'small' has a block of 8; the model needs a block"):
+        X.compile_transformer(X.model(), "small", 1)
 
 
 def test_rtl_bit_and_cycle_exact_on_two_images() -> None:

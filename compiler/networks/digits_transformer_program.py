@@ -24,7 +24,8 @@ leave as four int8 vectors per image, their bytes (``x``, ``x >> 8``, ``x >> 16`
 which the host reassembles exactly: the argmax (the first largest, as ``numpy.argmax``) is the
 reference's.
 
-Order: layer by layer, each layer one section (the per-layer table's row) running every image of the
+Several cores split the images (each core runs its share layer by layer; the images are
+independent, so no barrier). Order: layer by layer, each layer one section (the per-layer table's row) running every image of the
 batch: ``embed``, ``norm1``, ``attention`` (Q, K, V^T projections), ``softmax`` (scores and their
 integer softmax per head), ``attn_out`` (P V and the output projection), ``residual1``, ``norm2``,
 ``ffn1_gelu``, ``ffn2_res`` (with the second residual add), ``norm3``, ``pool_head``.
@@ -169,6 +170,9 @@ def _body(q: dict[str, Any], lay: _Layout, batch: int) -> Callable[..., None]:
         acc, inp, wgt = S.acc, S.inp, S.wgt
         ring = _UopRing(cfg.uop_depth)
         room = S.scratch((batch * lay.per_image * b,), "int8", "xf_scratch")
+        images = S.core_range(batch)  # several cores: each runs its share of the images, layer by layer
+        if not images:
+            return  # this core has no image: it builds and runs nothing
         wv = {k: W.view(k, off, shp) for k, (off, shp) in lay.w.items()}
         bv = {k: bias.view(k, off, shp) for k, (off, shp) in lay.b.items()}
         att_w, att_b = lay.w["att"][0], lay.b["att_b"][0]
@@ -183,7 +187,7 @@ def _body(q: dict[str, Any], lay: _Layout, batch: int) -> Callable[..., None]:
         def norm(name: str, src: str, dst: str, rows: int) -> None:
             S.section(name)
             norm_constants(d, int(q[name]["eps"]))
-            for i in range(batch):
+            for i in images:
                 S.load(inp[0:b], eye)
                 S.load(wgt[0:db], part(i, src))
                 _gemm(ring, "xf_t_uops", b, 1, db, 1, 1)       # acc[feature][token]
@@ -210,7 +214,7 @@ def _body(q: dict[str, Any], lay: _Layout, batch: int) -> Callable[..., None]:
 
         # embed: r0 = R(x We^T + be + pos), B token rows (the padding rows' inputs and bias are zero)
         S.section("embed")
-        for i in range(batch):
+        for i in images:
             S.load(inp[0:b], image, offset=i * b)
             S.load(wgt[0:db], wv["embed"])
             S.load(acc[db * b:2 * db * b], bv["embed_b"])
@@ -222,7 +226,7 @@ def _body(q: dict[str, Any], lay: _Layout, batch: int) -> Callable[..., None]:
         # attention, in three sections (the operator's steps, P^T kept per head)
         s_q, s_k, s_v, s_logit, s_ctx, s_out = sc["att"]
         S.section("attention")
-        for i in range(batch):
+        for i in images:
             x = part(i, "h1")
             for w, bb, scale, dst, name in ((ap["wq"], ap["bq"], s_q, "q", "q"), (ap["wk"], ap["bk"], s_k, "k", "k")):
                 S.load(inp[0:db * b], x)
@@ -240,7 +244,7 @@ def _body(q: dict[str, Any], lay: _Layout, batch: int) -> Callable[..., None]:
             _requant(out, s_v, 2 * d)
             S.store(part(i, "vt"), out)
         S.section("softmax")
-        for i in range(batch):
+        for i in images:
             for head in range(heads):
                 pt = part(i, f"pt{head}")
                 if t < b:  # P^T's padding rows zero: P's lanes beyond the keys multiply V^T's padding tokens
@@ -252,7 +256,7 @@ def _body(q: dict[str, Any], lay: _Layout, batch: int) -> Callable[..., None]:
                 _requant(scores, s_logit, softmax_rows(t), clip=False)
                 S.store(pt, softmax_in_acc(0, t))
         S.section("attn_out")
-        for i in range(batch):
+        for i in images:
             ctx = part(i, "ctx")
             for head in range(heads):
                 S.load(inp[0:t], eye, cols=t)
@@ -272,7 +276,7 @@ def _body(q: dict[str, Any], lay: _Layout, batch: int) -> Callable[..., None]:
             S.store(part(i, "y"), out)
         S.section("residual1")
         S.load(wgt[0:1], eye, cols=1)
-        for i in range(batch):
+        for i in images:
             S.load(inp[db * b:db * b + db * t], part(i, "y"))
             _gemm_at(ring, "xf_copy_y_uops", db * b, db * b, 0, db * t, 1, 1, 1, 1)
             residual(i, "r0", 0, db * b, sc["res1"], "r1")
@@ -285,7 +289,7 @@ def _body(q: dict[str, Any], lay: _Layout, batch: int) -> Callable[..., None]:
         consts = [acc[cb + j] for j in range(NCONSTS)]
         for view, value in zip(consts, (k["BC"], k["K"], ONE_Q28, k["M"], 1 << (k["N"] - 1))):
             const_vector(view, value)
-        for i in range(batch):
+        for i in images:
             S.load(inp[0:db * t], part(i, "h2"))
             S.load(wgt[0:fb * db], wv["ffn1"])
             S.load(acc[n1:n1 + fb], bv["ffn1_b"])
@@ -297,7 +301,7 @@ def _body(q: dict[str, Any], lay: _Layout, batch: int) -> Callable[..., None]:
         # ffn2 + the second residual add
         S.section("ffn2_res")
         fat = db * b
-        for i in range(batch):
+        for i in images:
             S.load(inp[0:fb * t], part(i, "g"))
             S.load(wgt[0:db * fb], wv["ffn2"])
             S.load(wgt[db * fb:db * fb + 1], eye, cols=1)
@@ -320,7 +324,7 @@ def _body(q: dict[str, Any], lay: _Layout, batch: int) -> Callable[..., None]:
         S.section("pool_head")
         S.load(wgt[0:db], wv["head"])
         base = ring.place([(0, c * t, c) for c in range(db)], "xf_head_uops")
-        for i in range(batch):
+        for i in images:
             S.load(inp[0:db * t], part(i, "h3"))
             loops = dict(iters=(1, t), acc_factors=(0, 0), inp_factors=(0, 1), wgt_factors=(0, 0))
             S.gemm(S.uop[base:base + 1], reset=True, **loops)
@@ -398,9 +402,10 @@ def compile_transformer(q: dict[str, Any], config: HwConfig | str = "default", b
         raise CompileError(f"network '{T.NAME}': batch {batch!r} must be an integer 1..4096")
     batch = int(batch)
     b = cfg.block
-    if T.DIM % (b * T.HEADS) or T.FFN % b or T.TOKENS > b or T.TOKEN_PIXELS > b:
+    if T.DIM % (b * T.HEADS) or T.FFN % b or max(T.TOKENS, T.TOKEN_PIXELS, T.CLASSES) > b:
         raise CompileError(f"network '{T.NAME}': config '{cfg.name}' has a block of {b}; the model needs a "
-                           f"block dividing {T.DIM // T.HEADS} and {T.FFN}, of at least {T.TOKENS}")
+                           f"block dividing {T.DIM // T.HEADS} and {T.FFN}, of at least "
+                           f"{max(T.TOKENS, T.TOKEN_PIXELS, T.CLASSES)}")
     lay = _params(q, b)
     consts = {"W": np.concatenate(lay.w_arrays), "bias": np.concatenate(lay.b_arrays)}
     body = _body(q, lay, batch)
