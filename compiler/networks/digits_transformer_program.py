@@ -96,6 +96,10 @@ def _params(q: dict[str, Any], block: int) -> _Layout:
     w_list: list[tuple[str, np.ndarray, tuple[int, ...]]] = []
     b_list: list[tuple[str, np.ndarray, tuple[int, ...]]] = []
     w_list.append(("eye", np.eye(b, dtype=np.int8), (b, b)))
+    for parity in (0, 1):  # row i picks lane i + 8 parity: the tokens of an image of that parity
+        sel = np.zeros((b, b), dtype=np.int8)
+        sel[np.arange(t), np.arange(t) + t * parity] = 1
+        w_list.append((f"sel{parity}", sel, (b, b)))
     w_list.append(("embed", P.pack_dense_weights(q["embed"], b), (db, 1, 1, 1, b, b)))
     att = {"wq": q[f"{B}attn.q"], "wk": q[f"{B}attn.k"], "wv": q[f"{B}attn.v"], "wo": q[f"{B}attn.o"],
            "bq": q[f"{B}attn.q.bias"], "bk": q[f"{B}attn.k.bias"], "bv": q[f"{B}attn.v.bias"],
@@ -107,9 +111,10 @@ def _params(q: dict[str, Any], block: int) -> _Layout:
     head = np.zeros((b, d), dtype=np.int8)
     head[:T.CLASSES] = q["head"]
     w_list.append(("head", P.pack_dense_weights(head, b), (1, db, 1, 1, b, b)))
-    emb = np.zeros((b, d), dtype=np.int64)
-    emb[:t] = np.broadcast_to(q["embed.bias"], (t, d))
-    b_list.append(("embed_b", emb.reshape(b, db, b).transpose(1, 0, 2).astype(np.int32), (db * b * b,)))
+    for parity in (0, 1):  # an odd image's tokens lie in rows 8..15 of its residual stream
+        emb = np.zeros((b, d), dtype=np.int64)
+        emb[t * parity:t * (parity + 1)] = np.broadcast_to(q["embed.bias"], (t, d))
+        b_list.append((f"embed_b{parity}", emb.reshape(b, db, b).transpose(1, 0, 2).astype(np.int32), (db * b * b,)))
     b_list.append(("att_b", packed["bias"], (packed["bias"].size,)))
     b_list.append(("ffn1_b", P.pack_bias(np.asarray(q[f"{B}ffn1.bias"], dtype=np.int32), b), (f,)))
     b_list.append(("ffn2_b", P.pack_bias(np.asarray(q[f"{B}ffn2.bias"], dtype=np.int32), b), (d,)))
@@ -119,7 +124,7 @@ def _params(q: dict[str, Any], block: int) -> _Layout:
     for norm in Q.NORMS:
         for key in ("G", "Bb"):
             v = np.zeros((d, b), dtype=np.int32)
-            v[:, :t] = np.asarray(q[norm][key], dtype=np.int64)[:, None]  # padding lanes 0: padding tokens 0
+            v[:, :2 * t] = np.asarray(q[norm][key], dtype=np.int64)[:, None]  # two images' tokens
             b_list.append((f"{norm}.{key}", v, (d, b)))
 
     def place(items: list[tuple[str, np.ndarray, tuple[int, ...]]], dtype: Any
@@ -187,19 +192,24 @@ def _body(q: dict[str, Any], lay: _Layout, batch: int) -> Callable[..., None]:
         def norm(name: str, src: str, dst: str, rows: int) -> None:
             S.section(name)
             norm_constants(d, int(q[name]["eps"]))
-            for i in images:
-                S.load(inp[0:b], eye)
-                S.load(wgt[0:db], part(i, src))
-                _gemm(ring, "xf_t_uops", b, 1, db, 1, 1)       # acc[feature][token]
+            for k in range(2):
+                S.load(inp[k * b:(k + 1) * b], eye)
+                S.load(inp[(2 + k) * b:(3 + k) * b], wv[f"sel{k}"])
+            mine = list(images)
+            for pair in (mine[j:j + 2] for j in range(0, len(mine), 2)):
+                # two consecutive images (one even, one odd) fill the lanes: their rows add up
+                for k, i in enumerate(pair):
+                    S.load(wgt[k * db:(k + 1) * db], part(i, src))
+                _gemm_at(ring, f"xf_t{len(pair)}_uops", 0, 0, 0, b, len(pair), db, 1, db)  # acc[feature][token]
                 S.load(acc[2 * d:3 * d], bv[f"{name}.G"])
                 S.load(acc[3 * d:4 * d], bv[f"{name}.Bb"])
                 norm_in_acc(d, int(q[name]["eps_frac"]), int(q[name]["shift"]))
-                fm = part(i, "fm" + name[-1])
+                fm = part(pair[0], "fm" + name[-1])
                 S.store(fm, acc[0:d])
-                S.load(inp[0:rows], eye, cols=rows)
                 S.load(wgt[0:db], fm)
-                _gemm(ring, f"xf_tb{rows}_uops", rows, 1, db, 1, 1)  # back to acc[token][feature]
-                S.store(part(i, dst), acc[0:db * rows])
+                for i in pair:  # back to acc[token][feature], the image's lanes picked by sel0 / sel1
+                    _gemm_at(ring, f"xf_tb{rows}_{i % 2}_uops", 0, (2 + i % 2) * b, 0, rows, 1, db, 1, 1)
+                    S.store(part(i, dst), acc[0:db * rows])
 
         def residual(i: int, wide: str, wide_in: int, narrow_at: int, scales: tuple[float, float], dst: str) -> None:
             # acc[0 : db*B] = R(wide) (B rows); the narrow operand (T rows) already at acc[narrow_at]
@@ -207,7 +217,9 @@ def _body(q: dict[str, Any], lay: _Layout, batch: int) -> Callable[..., None]:
             _gemm_at(ring, "xf_copy_uops", 0, wide_in, 0, db * b, 1, 1, 1, 1)
             _requant(acc[0:db * b], scales[0], narrow_at + db * t, clip=False)
             _requant(acc[narrow_at:narrow_at + db * t], scales[1], narrow_at + db * t, clip=False)
-            S.add(acc[0:db * b], acc[narrow_at:narrow_at + db * t], iters=(db, t), dst_factors=(b, 1), src_factors=(t, 1))
+            o = t * (i % 2)  # the image's rows in the residual stream
+            S.add(acc[o:db * b], acc[narrow_at:narrow_at + db * t], iters=(db, t), dst_factors=(b, 1),
+                  src_factors=(t, 1))
             S.max(acc[0:db * b], -128)
             S.min(acc[0:db * b], 127)
             S.store(part(i, dst), acc[0:db * b])
@@ -217,7 +229,7 @@ def _body(q: dict[str, Any], lay: _Layout, batch: int) -> Callable[..., None]:
         for i in images:
             S.load(inp[0:b], image, offset=i * b)
             S.load(wgt[0:db], wv["embed"])
-            S.load(acc[db * b:2 * db * b], bv["embed_b"])
+            S.load(acc[db * b:2 * db * b], bv[f"embed_b{i % 2}"])
             out = _gemm(ring, "xf_embed_uops", b, 1, db, 1, 1)
             S.add(out, acc[db * b:2 * db * b])
             _requant(out, sc["embed"], 2 * db * b)
@@ -315,7 +327,7 @@ def _body(q: dict[str, Any], lay: _Layout, batch: int) -> Callable[..., None]:
             _gemm_at(ring, "xf_copy2_uops", 0, fb * t, db * fb, db * b, 1, 1, 1, 1)
             _requant(acc[0:db * b], sc["res2"][0], fat + db * t + db, clip=False)
             _requant(f_view, sc["res2"][1], fat + db * t + db, clip=False)
-            S.add(acc[0:db * b], f_view, iters=(db, t), dst_factors=(b, 1), src_factors=(t, 1))
+            S.add(acc[t * (i % 2):db * b], f_view, iters=(db, t), dst_factors=(b, 1), src_factors=(t, 1))
             S.max(acc[0:db * b], -128)
             S.min(acc[0:db * b], 127)
             S.store(part(i, "r2"), acc[0:db * b])
@@ -341,10 +353,13 @@ def _body(q: dict[str, Any], lay: _Layout, batch: int) -> Callable[..., None]:
 
 def image_rows(images: np.ndarray, block: int) -> np.ndarray:
     """int8 images ``(N, 1, 8, 8)`` -> the input region: per image ``B`` token rows of ``B`` lanes (the
-    8 pixels of a row, then zeros; rows 8.. zero), ``(N * B, B)``."""
-    n = len(images)
+    8 pixels of a row, then zeros), the tokens in rows 0..7 of an even image and 8..15 of an odd one
+    (the other rows zero), ``(N * B, B)``."""
+    n, t = len(images), T.TOKENS
     out = np.zeros((n, block, block), dtype=np.int8)
-    out[:, :T.TOKENS, :T.TOKEN_PIXELS] = np.asarray(images).reshape(n, T.TOKENS, T.TOKEN_PIXELS)
+    x = np.asarray(images).reshape(n, t, T.TOKEN_PIXELS)
+    out[0::2, :t, :T.TOKEN_PIXELS] = x[0::2]
+    out[1::2, t:2 * t, :T.TOKEN_PIXELS] = x[1::2]
     return out.reshape(n * block, block)
 
 
@@ -402,10 +417,10 @@ def compile_transformer(q: dict[str, Any], config: HwConfig | str = "default", b
         raise CompileError(f"network '{T.NAME}': batch {batch!r} must be an integer 1..4096")
     batch = int(batch)
     b = cfg.block
-    if T.DIM % (b * T.HEADS) or T.FFN % b or max(T.TOKENS, T.TOKEN_PIXELS, T.CLASSES) > b:
+    if T.DIM % (b * T.HEADS) or T.FFN % b or max(2 * T.TOKENS, T.TOKEN_PIXELS, T.CLASSES) > b:
         raise CompileError(f"network '{T.NAME}': config '{cfg.name}' has a block of {b}; the model needs a "
                            f"block dividing {T.DIM // T.HEADS} and {T.FFN}, of at least "
-                           f"{max(T.TOKENS, T.TOKEN_PIXELS, T.CLASSES)}")
+                           f"{max(2 * T.TOKENS, T.TOKEN_PIXELS, T.CLASSES)}")
     lay = _params(q, b)
     consts = {"W": np.concatenate(lay.w_arrays), "bias": np.concatenate(lay.b_arrays)}
     body = _body(q, lay, batch)
