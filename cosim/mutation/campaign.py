@@ -22,7 +22,6 @@ import hashlib
 import json
 import os
 import pickle
-import random
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -67,37 +66,35 @@ def repo_rtl() -> Path:
 
 
 # ---- choosing mutants ---------------------------------------------------------------------------
+def draw_rank(m: Mutant, seed: int) -> str:
+    """Where mutant ``m`` comes in the draw with ``seed``: a hash of its stable key, so its place
+    depends on what it is, never on how many mutants come before it in the RTL."""
+    return hashlib.sha256(f"{seed}\0{m.key}".encode()).hexdigest()
+
+
 def sample(mutants: list[Mutant], count: int, seed: int) -> list[Mutant]:
-    """``count`` mutants spread over every module (each module its share of the candidates, at
-    least one), drawn with ``seed``; returned in source order (files as in sources.txt)."""
+    """``count`` mutants drawn with ``seed``: every module's first in the draw (so each module has at
+    least one), then the first in the draw over all modules; returned in source order (files as in
+    sources.txt).
+
+    The draw ranks each mutant by a hash of its stable key (:func:`draw_rank`), so an RTL edit only
+    changes the sample where it changes mutants: those of the edited lines leave or enter it, and
+    each one entering (leaving) pushes out (lets in) the last (next) one of the draw, since the count
+    is fixed. Nothing else moves."""
     if count >= len(mutants):
         return list(mutants)
-    order = {m.id: n for n, m in enumerate(mutants)}
-    by_mod: dict[str, list[Mutant]] = {}
-    for m in mutants:
-        by_mod.setdefault(m.module, []).append(m)
-    rng = random.Random(seed)
-    for name in sorted(by_mod):
-        rng.shuffle(by_mod[name])
-    total = len(mutants)
-    quota = {n: min(len(ms), max(1, count * len(ms) // total)) for n, ms in by_mod.items()}
-    # largest remainders first until the count is reached
-    rest = sorted(by_mod, key=lambda n: (-(count * len(by_mod[n]) % total), n))
-    while sum(quota.values()) < count:
-        grew = False
-        for n in rest:
-            if sum(quota.values()) >= count:
-                break
-            if quota[n] < len(by_mod[n]):
-                quota[n] += 1
-                grew = True
-        if not grew:
+    order = {m.key: n for n, m in enumerate(mutants)}
+    ranked = sorted(mutants, key=lambda m: draw_rank(m, seed))
+    firsts: dict[str, Mutant] = {}
+    for m in ranked:
+        firsts.setdefault(m.module, m)
+    # more modules than mutants asked for: the modules whose first comes earliest in the draw
+    chosen = {m.key for m in sorted(firsts.values(), key=lambda m: draw_rank(m, seed))[:count]}
+    for m in ranked:
+        if len(chosen) >= count:
             break
-    while sum(quota.values()) > count:  # more modules than mutants asked for: the smallest shares go
-        n = min((n for n in quota if quota[n] > 0), key=lambda n: (len(by_mod[n]), n))
-        quota[n] -= 1
-    chosen = [m for n in by_mod for m in by_mod[n][:quota[n]]]
-    return sorted(chosen, key=lambda m: order[m.id])
+        chosen.add(m.key)
+    return sorted((m for m in mutants if m.key in chosen), key=lambda m: order[m.key])
 
 
 # ---- the regression's Programs --------------------------------------------------------------------
@@ -665,6 +662,8 @@ def tasks(setup: Setup, chunk: int = DEFAULT_CHUNK, only: list[int] | None = Non
 def score(setup: Setup, verdicts: dict[int, dict[str, Any]], equivalents: dict[str, str]) -> dict[str, Any]:
     """The report: counts, score, by module and by kind, survivors (with a reason when listed equivalent).
 
+    ``equivalents`` maps a mutant's stable key to the reason it is equivalent (:func:`equivalents.reasons`).
+
     ``score`` is killed / (mutants - listed equivalent survivors); ``raw_score`` is killed / mutants.
     A mutant without a verdict (its task failed) counts as a survivor with ``why`` "not run".
     """
@@ -681,9 +680,9 @@ def score(setup: Setup, verdicts: dict[int, dict[str, Any]], equivalents: dict[s
         if dead:
             killed += 1
             continue
-        reason = equivalents.get(m.id)
+        reason = equivalents.get(m.key)
         equivalent += reason is not None
-        survivors.append({"k": k, "id": m.id, "file": m.file, "line": m.line, "module": m.module, "kind": m.kind,
+        survivors.append({"k": k, "id": m.id, "key": m.key, "file": m.file, "line": m.line, "module": m.module, "kind": m.kind,
                           "change": m.change, "equivalent": reason, "why": None if v else "not run"})
     n = len(setup.mutants)
     live = n - equivalent
