@@ -60,7 +60,7 @@ FAULTS = 3
 BARRIERS = 1
 OFFSETS = 1
 TWICE = 2
-EDGES = 11
+EDGES = 12
 
 
 @pytest.fixture(scope="module")
