@@ -222,6 +222,33 @@ def test_equivalents_file_is_current():
     assert equivalents.moved(repo_rtl()) == {}
 
 
+# Survivors of the accelerator-level campaign that a unit bench kills: a block alone can be driven in ways the
+# whole design reaches only by rare timing (key -> block, its bench, the test that runs it).
+UNIT_KILLS = {
+    # a push and a pop of one token queue in the same cycle must leave the count unchanged
+    "token_queue.v:e9bf2e4a44:and_term_dropped:drop1": ("token_queue", "testbench.units.token_queue_bench"),
+}
+
+
+@pytest.mark.parametrize("key", sorted(UNIT_KILLS))
+def test_unit_bench_kills_the_survivor(key, all_mutants, tmp_path, monkeypatch):
+    """The mutant written into a copy of the RTL (the real Verilator, cocotb) fails its block's bench."""
+    from testbench.block_bench import run_block_bench
+    from hw.config import load_config
+
+    m = next(m for m in all_mutants if m.key == key)
+    assert m.form == "expr"
+    rtl = tmp_path / "rtl"
+    shutil.copytree(repo_rtl(), rtl)
+    src = (repo_rtl() / m.file).read_text()
+    (rtl / m.file).write_text(src[:m.start] + f"({m.text})" + src[m.end:])
+    monkeypatch.setenv("COSIM_RTL_DIR", str(rtl))
+    monkeypatch.setenv("COSIM_BUILD_DIR", str(tmp_path / "build"))   # never the original's build
+    block, bench = UNIT_KILLS[key]
+    with pytest.raises(AssertionError):
+        run_block_bench(block, bench, load_config("small"))
+
+
 def test_cli_lists_the_sample_as_json():
     r = subprocess.run([sys.executable, "-m", "cosim.cli", "mutate", "--list", "--count", "30", "--seed", "3",
                         "--json"], capture_output=True, text=True, timeout=60)

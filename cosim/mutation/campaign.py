@@ -440,6 +440,7 @@ DRAM_ERRORS = (("err-r0", (0, 2, 0, -1)), ("err-r2", (0, 3, 2, -1)), ("err-r5", 
 STALLED = 10
 DRAM_VARIANT_MEM = "cpp"
 LATE_ERROR = (0, 2, 1, -1)        # SLVERR on read burst 1 (the fetch's second): after the edge Program's error
+ORPHAN_CSR_MODE = (0, 3, 0, True)  # the slow sweep's register writes: W 3 cycles late, split in two
 ORPHAN_ERROR = 1                  # the DRAM error of the restart sweep: DECERR on read burst 2 (DRAM_ERRORS)
 SWEEP_CYCLES = 1000               # the longest Program soft-reset at every write of its last third
 
@@ -562,7 +563,7 @@ def prepare(config: str, count: int, seed: int, fuzz: int = DEFAULT_FUZZ, faults
     build_s = time.perf_counter() - t0
 
     fs = seed if fuzz_seed is None else fuzz_seed
-    tag = f"f{fuzz}-e{faults}-b{barriers}-o{offsets}-t{twice}r{RESTART_POINTS}wsf3p1-c{len(DRAM_ERRORS)}d{STALLED}-c{len(CSR_MODES)}-a{aimed}-s{fs}-r2"
+    tag = f"f{fuzz}-e{faults}-b{barriers}-o{offsets}-t{twice}r{RESTART_POINTS}wsf3p1-c{len(DRAM_ERRORS)}d{STALLED}-c{len(CSR_MODES)}-a{aimed}-s{fs}-r3"
     if edges:  # the edge Programs change with their module: their names and instructions name the files
         sig = repr([(p.name, p.insns) for p in edge_programs(cfg)])
         tag += "-x" + hashlib.sha256(sig.encode()).hexdigest()[:8]
@@ -610,6 +611,9 @@ def prepare(config: str, count: int, seed: int, fuzz: int = DEFAULT_FUZZ, faults
         # error response is not the restarted run's error (and a reset on a cycle a unit requests the idle
         # port must grant it nothing)
         jobs += [(n, "orphan", w) for n in plain[:1] for w in range(1, expected[n][1] // 3 + 2)]
+        # and again with the register writes of another length (an AXI4-Lite bus pattern): the reset
+        # then lands on the other phases of the run's cycles (the burst timings are multiples of 3 too)
+        jobs += [(n, "orphan-slow", w) for n in plain[:1] for w in range(1, expected[n][1] // 4 + 2)]
         jobs += [(n, "late-error", None) for n, p in enumerate(programs) if p.name == "edge-error-before-fetch-ends"]
         stalled = [n for n, p in enumerate(programs) if is_plain(p) and p.name.startswith("fuzz-")][:STALLED]
         jobs += [(n, "stall", None) for n in plain + stalled]
@@ -619,11 +623,13 @@ def prepare(config: str, count: int, seed: int, fuzz: int = DEFAULT_FUZZ, faults
                 q = with_dram_mode(programs[n], (DRAM_STALL_SEED, 0, -1, -1), "stall")
             elif variant == "late-error":
                 q = with_dram_mode(programs[n], LATE_ERROR, "err-r1")
-            elif variant == "orphan":
+            elif variant in ("orphan", "orphan-slow"):
                 tag, mode = DRAM_ERRORS[ORPHAN_ERROR]
                 q = restart_midway(with_dram_mode(programs[n], mode, tag), expected[n][1], (at + 0.5) * 3 / expected[n][1])
                 if q is not None:
-                    q.name = f"{programs[n].name}-{tag}-restart-w{at}"
+                    q.name = f"{programs[n].name}-{tag}-restart-w{at}" + ("-slow" if variant == "orphan-slow" else "")
+                    if variant == "orphan-slow":
+                        q.csr_mode = ORPHAN_CSR_MODE  # type: ignore[attr-defined]
             elif isinstance(variant, int):
                 q = with_dram_mode(programs[n], DRAM_ERRORS[variant][1], DRAM_ERRORS[variant][0])
             else:
@@ -632,7 +638,15 @@ def prepare(config: str, count: int, seed: int, fuzz: int = DEFAULT_FUZZ, faults
                 continue
             programs.append(q)
             baseline(q)
-            if variant in ("stall", "orphan") or variant is restart_midway:
+            if variant in ("orphan", "orphan-slow"):
+                # burst 2 counts from reset: caught under way by the reset it is an orphan whose error must
+                # not reach the restarted run (the plain run's outputs, no error); when the first run made
+                # fewer bursts before the reset, it is the restarted run's own and ends it in AXI_RESP
+                e, g = expected[n][0], expected[-1][0]
+                why = (None if g["error"] is not None and g["error"][0] == "AXI_RESP" else
+                       f"error {g['error']} != {e['error']}" if g["error"] != e["error"] else
+                       "outputs differ" if g["outputs"] != e["outputs"] else None)
+            elif variant == "stall" or variant is restart_midway:
                 # outputs and error only: backpressure ends the same run later; see restart_midway
                 e, g = expected[n][0], expected[-1][0]
                 why = (f"error {g['error']} != {e['error']}" if g["error"] != e["error"] else
