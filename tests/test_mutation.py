@@ -164,7 +164,7 @@ def test_original_reproduces_golden_and_tlm_and_the_chosen_mutants_die(campaign)
     stalled = sum(n.endswith("-stall") for n in names)   # the plain fuzz Programs on the C++ DRAM model
     assert 0 < stalled <= FUZZ
     assert len(expected) == len(names) == \
-        len(EXAMPLES) + BARRIERS + OFFSETS + FUZZ + FAULTS + EDGES + 4 * TWICE + stalled + 1  # + 1 register probe
+        len(EXAMPLES) + BARRIERS + OFFSETS + FUZZ + FAULTS + EDGES + 4 * TWICE + stalled + 1 + 1  # + register probe, late error
     # prepare() also checked each run-twice and reset-midway Program against its single run (same
     # signature, a full last run; outputs and error for restart-midway and a stalled DRAM)
     for variant in ("-twice", "-reset-midway", "-restart-midway", "-reset-with-start"):
@@ -198,7 +198,13 @@ def test_original_reproduces_golden_and_tlm_and_the_chosen_mutants_die(campaign)
     assert arid["program"].endswith("-stall") and arid["why"].startswith("AXI IDs")
     # the AXI4-Lite responses are recorded (all OKAY), the IDs only on the C++ DRAM model
     assert all(sig["csr_resp"] == [0, 0] for sig, _ in expected)
-    assert all((sig["axi_ids"] == 0) == n.endswith("-stall") for (sig, _), n in zip(expected, names))
+    cpp = [n.endswith(("-stall", "-err-r1")) for n in names]   # the runs on the C++ DRAM model
+    assert sum(cpp) == stalled + 1
+    assert all((sig["axi_ids"] == 0) == c for (sig, _), c in zip(expected, cpp))
+    # and the AR/AW attributes it records: CACHE 0b0011 (bufferable, modifiable), PROT 0, no LOCK (AW only
+    # when the run wrote)
+    for (sig, _), c in zip(expected, cpp):
+        assert sig["axi_attrs"] is None if not c else (sig["axi_attrs"] & 0xFF == 0x18 and sig["axi_attrs"] >> 8 in (0, 0x18))
 
 
 def test_listed_equivalent_survives_and_is_reported(campaign):

@@ -440,7 +440,7 @@ DRAM_ERRORS = (("err-r0", (0, 2, 0, -1)), ("err-r2", (0, 3, 2, -1)), ("err-r5", 
 STALLED = 10
 DRAM_VARIANT_MEM = "cpp"
 LATE_ERROR = (0, 2, 1, -1)        # SLVERR on read burst 1 (the fetch's second): after the edge Program's error
-ORPHAN_CSR_MODE = (0, 3, 0, True)  # the slow sweep's register writes: W 3 cycles late, split in two
+ORPHAN_CSR_MODE = (0, 0, 1, False)  # the slow sweep's register writes: BREADY a cycle late (4 cycles a write)
 ORPHAN_ERROR = 1                  # the DRAM error of the restart sweep: DECERR on read burst 2 (DRAM_ERRORS)
 SWEEP_CYCLES = 1000               # the longest Program soft-reset at every write of its last third
 
@@ -563,7 +563,7 @@ def prepare(config: str, count: int, seed: int, fuzz: int = DEFAULT_FUZZ, faults
     build_s = time.perf_counter() - t0
 
     fs = seed if fuzz_seed is None else fuzz_seed
-    tag = f"f{fuzz}-e{faults}-b{barriers}-o{offsets}-t{twice}r{RESTART_POINTS}wsf3p1-c{len(DRAM_ERRORS)}d{STALLED}-c{len(CSR_MODES)}-a{aimed}-s{fs}-r3"
+    tag = f"f{fuzz}-e{faults}-b{barriers}-o{offsets}-t{twice}r{RESTART_POINTS}wsf3p1-c{len(DRAM_ERRORS)}d{STALLED}-c{len(CSR_MODES)}-a{aimed}-s{fs}-r4"
     if edges:  # the edge Programs change with their module: their names and instructions name the files
         sig = repr([(p.name, p.insns) for p in edge_programs(cfg)])
         tag += "-x" + hashlib.sha256(sig.encode()).hexdigest()[:8]
