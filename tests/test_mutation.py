@@ -195,7 +195,7 @@ def test_original_reproduces_golden_and_tlm_and_the_chosen_mutants_die(campaign)
         assert verdicts[KILLED.index(mid) + 1]["program"].endswith("-register-probe"), mid
     assert "by address" in verdicts[KILLED.index("csr_block.v:3d68934da6:constant:32'd0>32'd1") + 1]["why"]
     arid = verdicts[KILLED.index("axi_arbiter.v:bb7cdab241:constant:4'd0>4'd1") + 1]
-    assert arid["program"].endswith("-stall") and arid["why"].startswith("AXI IDs")
+    assert arid["program"].endswith(("-stall", "-err-r1")) and arid["why"].startswith("AXI IDs")   # a C++ DRAM run
     # the AXI4-Lite responses are recorded (all OKAY), the IDs only on the C++ DRAM model
     assert all(sig["csr_resp"] == [0, 0] for sig, _ in expected)
     cpp = [n.endswith(("-stall", "-err-r1")) for n in names]   # the runs on the C++ DRAM model
@@ -224,8 +224,8 @@ def test_listed_equivalent_survives_and_is_reported(campaign):
 def test_equivalents_file_is_current():
     assert EQUIVALENT in equivalents.reasons()
     assert equivalents.stale(repo_rtl()) == []
-    # every entry's id is where its mutant is now (after an edit above it, the ids are brought up to date)
-    assert equivalents.moved(repo_rtl()) == {}
+    # an entry whose lines moved stays valid; moved() names its current id (the report uses that one)
+    assert set(equivalents.moved(repo_rtl())) <= set(equivalents.load())
 
 
 # Survivors of the accelerator-level campaign that a unit bench kills: a block alone can be driven in ways the
