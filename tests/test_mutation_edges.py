@@ -17,7 +17,8 @@ PROGRAMS = {p.name: p for p in edge_programs(CFG)}
 EXPECTED_ERROR = {"edge-shr": None, "edge-gemm-acc": "SRAM_RANGE", "edge-gemm-inp": "SRAM_RANGE",
                   "edge-alu-src": "SRAM_RANGE", "edge-uop-unloaded": "UNLOADED",
                   "edge-finish-deadlock": "DEADLOCK", "edge-no-iterations": None,
-                  "edge-alu-back-to-back": None, "edge-clip-wide": None, "edge-no-finish": "DEADLOCK"}
+                  "edge-alu-back-to-back": None, "edge-clip-wide": None, "edge-no-finish": "DEADLOCK",
+                  "edge-error-before-fetch-ends": "SRAM_RANGE", "edge-two-stores-then-finish": None}
 
 
 def test_every_edge_program_is_listed():

@@ -22,7 +22,6 @@ import hashlib
 import json
 import os
 import pickle
-import random
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -67,37 +66,35 @@ def repo_rtl() -> Path:
 
 
 # ---- choosing mutants ---------------------------------------------------------------------------
+def draw_rank(m: Mutant, seed: int) -> str:
+    """Where mutant ``m`` comes in the draw with ``seed``: a hash of its stable key, so its place
+    depends on what it is, never on how many mutants come before it in the RTL."""
+    return hashlib.sha256(f"{seed}\0{m.key}".encode()).hexdigest()
+
+
 def sample(mutants: list[Mutant], count: int, seed: int) -> list[Mutant]:
-    """``count`` mutants spread over every module (each module its share of the candidates, at
-    least one), drawn with ``seed``; returned in source order (files as in sources.txt)."""
+    """``count`` mutants drawn with ``seed``: every module's first in the draw (so each module has at
+    least one), then the first in the draw over all modules; returned in source order (files as in
+    sources.txt).
+
+    The draw ranks each mutant by a hash of its stable key (:func:`draw_rank`), so an RTL edit only
+    changes the sample where it changes mutants: those of the edited lines leave or enter it, and
+    each one entering (leaving) pushes out (lets in) the last (next) one of the draw, since the count
+    is fixed. Nothing else moves."""
     if count >= len(mutants):
         return list(mutants)
-    order = {m.id: n for n, m in enumerate(mutants)}
-    by_mod: dict[str, list[Mutant]] = {}
-    for m in mutants:
-        by_mod.setdefault(m.module, []).append(m)
-    rng = random.Random(seed)
-    for name in sorted(by_mod):
-        rng.shuffle(by_mod[name])
-    total = len(mutants)
-    quota = {n: min(len(ms), max(1, count * len(ms) // total)) for n, ms in by_mod.items()}
-    # largest remainders first until the count is reached
-    rest = sorted(by_mod, key=lambda n: (-(count * len(by_mod[n]) % total), n))
-    while sum(quota.values()) < count:
-        grew = False
-        for n in rest:
-            if sum(quota.values()) >= count:
-                break
-            if quota[n] < len(by_mod[n]):
-                quota[n] += 1
-                grew = True
-        if not grew:
+    order = {m.key: n for n, m in enumerate(mutants)}
+    ranked = sorted(mutants, key=lambda m: draw_rank(m, seed))
+    firsts: dict[str, Mutant] = {}
+    for m in ranked:
+        firsts.setdefault(m.module, m)
+    # more modules than mutants asked for: the modules whose first comes earliest in the draw
+    chosen = {m.key for m in sorted(firsts.values(), key=lambda m: draw_rank(m, seed))[:count]}
+    for m in ranked:
+        if len(chosen) >= count:
             break
-    while sum(quota.values()) > count:  # more modules than mutants asked for: the smallest shares go
-        n = min((n for n in quota if quota[n] > 0), key=lambda n: (len(by_mod[n]), n))
-        quota[n] -= 1
-    chosen = [m for n in by_mod for m in by_mod[n][:quota[n]]]
-    return sorted(chosen, key=lambda m: order[m.id])
+        chosen.add(m.key)
+    return sorted((m for m in mutants if m.key in chosen), key=lambda m: order[m.key])
 
 
 # ---- the regression's Programs --------------------------------------------------------------------
@@ -293,15 +290,37 @@ def register_probe(p: Program, cycles: int) -> Program | None:
     return q
 
 
-def bank_reads(cfg: HwConfig) -> list[int]:
-    """CSR addresses read by address after every run: on a one-core config (whose map names no bank)
-    every word of core 0's bank and of the absent core 1's, so the bank read path (hit, miss, offsets
-    past the counters) is checked there too; none on several cores (the banks are in the map)."""
+def region0_writable(p: Program, cycles: int) -> Program | None:
+    """``p`` with REGION0_ATTR made writable (ATTR_WRITE added) just before START, for a plain Program
+    whose region 0 is not: nothing of a plain Program writes there, so the run must be its own in every
+    respect but REGION0_ATTR read back. Every Program puts its instruction region (read-only) first, so
+    without these region 0's write bit would always read 0. None when it is writable already."""
     from hw import csr
 
+    if not is_plain(p):
+        return None
+    setup, start = p.regs[:-1], p.regs[-1]
+    attr = next((v for n, v in reversed(setup) if n == "REGION0_ATTR"), None)
+    if attr is None or attr & csr.ATTR_WRITE:
+        return None
+    q = copy_program(p, f"{p.name}-region0-writable")
+    q.regs = setup + [("REGION0_ATTR", attr | csr.ATTR_WRITE), start]
+    return q
+
+
+def bank_reads(cfg: HwConfig) -> list[int]:
+    """CSR addresses read by address after every run: the three registers of the region slot one past
+    ``max_regions`` (outside the map: the decoder must read 0 there, not alias a slot), and on a
+    one-core config (whose map names no bank) every word of core 0's bank and of the absent core 1's,
+    so the bank read path (hit, miss, offsets past the counters) is checked there too (on several cores
+    the banks are in the map)."""
+    from hw import csr
+
+    past = csr.REGION_BASE_ADDR + csr.REGION_STRIDE * int(cfg.max_regions)
+    out = [past, past + 4, past + 8]
     if cfg.num_cores > 1:
-        return []
-    return [csr.CORE_BANK_BASE + a for a in range(0, 2 * csr.CORE_BANK_STRIDE, 4)]
+        return out
+    return out + [csr.CORE_BANK_BASE + a for a in range(0, 2 * csr.CORE_BANK_STRIDE, 4)]
 
 
 # AXI4-Lite bus patterns (AW delay, W delay, BREADY delay, split in two half-strobed writes) given in turn
@@ -420,6 +439,9 @@ DRAM_ERRORS = (("err-r0", (0, 2, 0, -1)), ("err-r2", (0, 3, 2, -1)), ("err-r5", 
                ("err-w0", (0, 2, -1, 0)), ("err-w1", (DRAM_STALL_SEED, 3, -1, 1)))
 STALLED = 10
 DRAM_VARIANT_MEM = "cpp"
+LATE_ERROR = (0, 2, 1, -1)        # SLVERR on read burst 1 (the fetch's second): after the edge Program's error
+ORPHAN_CSR_MODE = (0, 0, 1, False)  # the slow sweep's register writes: BREADY a cycle late (4 cycles a write)
+ORPHAN_ERROR = 1                  # the DRAM error of the restart sweep: DECERR on read burst 2 (DRAM_ERRORS)
 SWEEP_CYCLES = 1000               # the longest Program soft-reset at every write of its last third
 
 
@@ -440,7 +462,8 @@ def signature(r: RunResult) -> dict[str, Any]:
     err = None if r.error is None else [r.error.get("name"), r.error.get("code"), r.error.get("pc")]
     return {"outputs": outs, "error": err, "cycles": r.cycles, "counters": dict(sorted(r.counters.items())),
             "cores": r.extra.get("cores"), "csrs": r.extra.get("csrs"), "csrs_at": r.extra.get("csrs_at"), "csrs_before": r.extra.get("csrs_before"),
-            "csr_resp": r.extra.get("csr_resp"), "axi_ids": r.extra.get("axi_ids")}
+            "csr_resp": r.extra.get("csr_resp"), "axi_ids": r.extra.get("axi_ids"),
+            "axi_attrs": r.extra.get("axi_attrs")}
 
 
 def difference(expected: dict[str, Any], got: dict[str, Any]) -> str | None:
@@ -459,6 +482,8 @@ def difference(expected: dict[str, Any], got: dict[str, Any]) -> str | None:
         return "per-core counters differ"
     if got.get("axi_ids") != expected.get("axi_ids"):
         return f"AXI IDs (ARID | AWID) {got.get('axi_ids')} != {expected.get('axi_ids')}"
+    if got.get("axi_attrs") != expected.get("axi_attrs"):
+        return f"AXI attributes ({{LOCK, CACHE, PROT}} of AR | AW << 8) {got.get('axi_attrs')} != {expected.get('axi_attrs')}"
     if got.get("csr_resp") != expected.get("csr_resp"):
         return f"AXI4-Lite responses (BRESP, RRESP OR-ed) {got.get('csr_resp')} != {expected.get('csr_resp')}"
     for when in ("csrs_before", "csrs", "csrs_at"):
@@ -538,7 +563,7 @@ def prepare(config: str, count: int, seed: int, fuzz: int = DEFAULT_FUZZ, faults
     build_s = time.perf_counter() - t0
 
     fs = seed if fuzz_seed is None else fuzz_seed
-    tag = f"f{fuzz}-e{faults}-b{barriers}-o{offsets}-t{twice}r{RESTART_POINTS}wsf3p1-c{len(DRAM_ERRORS)}d{STALLED}-c{len(CSR_MODES)}-a{aimed}-s{fs}"
+    tag = f"f{fuzz}-e{faults}-b{barriers}-o{offsets}-t{twice}r{RESTART_POINTS}wsf3p1-c{len(DRAM_ERRORS)}d{STALLED}-c{len(CSR_MODES)}-a{aimed}-s{fs}-r4"
     if edges:  # the edge Programs change with their module: their names and instructions name the files
         sig = repr([(p.name, p.insns) for p in edge_programs(cfg)])
         tag += "-x" + hashlib.sha256(sig.encode()).hexdigest()[:8]
@@ -580,12 +605,31 @@ def prepare(config: str, count: int, seed: int, fuzz: int = DEFAULT_FUZZ, faults
         jobs += [(n, reset_then_finish, (w + 0.5) * 3 / expected[n][1]) for n in [n for n in plain if programs[n].name.count("-") == 1
                                                                     and expected[n][1] <= SWEEP_CYCLES][:2]
                  for w in range(expected[n][1] * 2 // 9, expected[n][1] // 3 + 3)]
+        jobs += [(n, region0_writable, None) for n in plain]
+        # the cheapest example with an error response on read burst 2, soft-reset and restarted at every
+        # write of its run: some reset catches that burst under way, which must go on as an orphan whose
+        # error response is not the restarted run's error (and a reset on a cycle a unit requests the idle
+        # port must grant it nothing)
+        jobs += [(n, "orphan", w) for n in plain[:1] for w in range(1, expected[n][1] // 3 + 2)]
+        # and again with the register writes of another length (an AXI4-Lite bus pattern): the reset
+        # then lands on the other phases of the run's cycles (the burst timings are multiples of 3 too)
+        jobs += [(n, "orphan-slow", w) for n in plain[:1] for w in range(1, expected[n][1] // 4 + 2)]
+        jobs += [(n, "late-error", None) for n, p in enumerate(programs) if p.name == "edge-error-before-fetch-ends"]
         stalled = [n for n, p in enumerate(programs) if is_plain(p) and p.name.startswith("fuzz-")][:STALLED]
         jobs += [(n, "stall", None) for n in plain + stalled]
         jobs += [(n, e, None) for n in plain for e in range(len(DRAM_ERRORS))]
         for n, variant, at in jobs:
             if variant == "stall":
                 q = with_dram_mode(programs[n], (DRAM_STALL_SEED, 0, -1, -1), "stall")
+            elif variant == "late-error":
+                q = with_dram_mode(programs[n], LATE_ERROR, "err-r1")
+            elif variant in ("orphan", "orphan-slow"):
+                tag, mode = DRAM_ERRORS[ORPHAN_ERROR]
+                q = restart_midway(with_dram_mode(programs[n], mode, tag), expected[n][1], (at + 0.5) * 3 / expected[n][1])
+                if q is not None:
+                    q.name = f"{programs[n].name}-{tag}-restart-w{at}" + ("-slow" if variant == "orphan-slow" else "")
+                    if variant == "orphan-slow":
+                        q.csr_mode = ORPHAN_CSR_MODE  # type: ignore[attr-defined]
             elif isinstance(variant, int):
                 q = with_dram_mode(programs[n], DRAM_ERRORS[variant][1], DRAM_ERRORS[variant][0])
             else:
@@ -594,18 +638,29 @@ def prepare(config: str, count: int, seed: int, fuzz: int = DEFAULT_FUZZ, faults
                 continue
             programs.append(q)
             baseline(q)
-            if variant == "stall" or variant is restart_midway:
+            if variant in ("orphan", "orphan-slow"):
+                # burst 2 counts from reset: caught under way by the reset it is an orphan whose error must
+                # not reach the restarted run (the plain run's outputs, no error); when the first run made
+                # fewer bursts before the reset, it is the restarted run's own and ends it in AXI_RESP
+                e, g = expected[n][0], expected[-1][0]
+                why = (None if g["error"] is not None and g["error"][0] == "AXI_RESP" else
+                       f"error {g['error']} != {e['error']}" if g["error"] != e["error"] else
+                       "outputs differ" if g["outputs"] != e["outputs"] else None)
+            elif variant == "stall" or variant is restart_midway:
                 # outputs and error only: backpressure ends the same run later; see restart_midway
                 e, g = expected[n][0], expected[-1][0]
                 why = (f"error {g['error']} != {e['error']}" if g["error"] != e["error"] else
                        "outputs differ" if g["outputs"] != e["outputs"] else None)
+            elif variant == "late-error":  # the first error stays the error: the whole run is the same
+                mem_only = dict(axi_ids=None, axi_attrs=None)   # recorded by the C++ DRAM model only
+                why = difference(dict(expected[n][0], **mem_only), dict(expected[-1][0], **mem_only))
             elif isinstance(variant, int):  # an injected error response: AXI_RESP, or no error without that burst
                 g = expected[-1][0]
                 why = None if g["error"] is None or g["error"][0] == "AXI_RESP" else f"error {g['error']}"
             elif variant is reset_then_finish:  # DRAM is what the reset left: only a clean end is checked
                 g = expected[-1][0]
                 why = None if g["error"] is None else f"error {g['error']}"
-            elif variant is window_rewritten_midway:  # all but the CSRs read after the run (INSN_ADDR_HI)
+            elif variant is window_rewritten_midway or variant is region0_writable:  # all but the CSRs read after the run
                 why = difference(dict(expected[n][0], csrs=None, csrs_at=None), dict(expected[-1][0], csrs=None, csrs_at=None))
             elif (why := difference(expected[n][0], expected[-1][0])) is None and \
                     expected[-1][1] < expected[n][1] - TWICE_SLACK:
@@ -665,6 +720,8 @@ def tasks(setup: Setup, chunk: int = DEFAULT_CHUNK, only: list[int] | None = Non
 def score(setup: Setup, verdicts: dict[int, dict[str, Any]], equivalents: dict[str, str]) -> dict[str, Any]:
     """The report: counts, score, by module and by kind, survivors (with a reason when listed equivalent).
 
+    ``equivalents`` maps a mutant's stable key to the reason it is equivalent (:func:`equivalents.reasons`).
+
     ``score`` is killed / (mutants - listed equivalent survivors); ``raw_score`` is killed / mutants.
     A mutant without a verdict (its task failed) counts as a survivor with ``why`` "not run".
     """
@@ -681,9 +738,9 @@ def score(setup: Setup, verdicts: dict[int, dict[str, Any]], equivalents: dict[s
         if dead:
             killed += 1
             continue
-        reason = equivalents.get(m.id)
+        reason = equivalents.get(m.key)
         equivalent += reason is not None
-        survivors.append({"k": k, "id": m.id, "file": m.file, "line": m.line, "module": m.module, "kind": m.kind,
+        survivors.append({"k": k, "id": m.id, "key": m.key, "file": m.file, "line": m.line, "module": m.module, "kind": m.kind,
                           "change": m.change, "equivalent": reason, "why": None if v else "not run"})
     n = len(setup.mutants)
     live = n - equivalent

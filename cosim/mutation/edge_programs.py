@@ -167,10 +167,42 @@ def no_finish(cfg: HwConfig) -> Program:
     return asm.program()
 
 
+def error_before_fetch_ends(cfg: HwConfig) -> Program:
+    """An ALU whose source index is past the accumulator (SRAM_RANGE in WAIT, pc 0), then more ALU
+    instructions and FINISH: the error comes while the fetch's second burst is still under way. Run
+    with an error response injected on that burst (the campaign's ``late-error`` variant), the later
+    AXI error must not replace the first error (only the first error cycle's sources are latched)."""
+    asm = Assembler(cfg, "edge-error-before-fetch-ends", meta={"fault": "sram_range"})
+    asm.alu("ADD", dst_base=0, src_base=cfg.acc_depth)
+    for k in range(5):
+        asm.alu("ADD", imm=k + 1, dst_base=k)
+    asm.finish()
+    return asm.program()
+
+
+def two_stores_then_finish(cfg: HwConfig) -> Program:
+    """Two STOREs back to back, the first waiting for COMPUTE's token, then FINISH: FINISH waits in EXEC
+    for the drain while the first STORE runs and the second sits in the store queue; the cycle the
+    first one ends, the store unit is idle with that queue not empty, which is not drained."""
+    n = 4
+    x = np.random.default_rng(13).integers(-100, 100, size=(n, cfg.lanes)).astype(np.int32)
+    asm = Assembler(cfg, "edge-two-stores-then-finish")
+    a = asm.input("a", x)
+    c1 = asm.output("c1", (n, cfg.lanes))
+    c2 = asm.output("c2", (n, cfg.lanes))
+    asm.load(a, x=n, push_next=True)
+    asm.alu("ADD", imm=0, iter_out=n, dst_factor_out=1, pop_prev=True, push_next=True)
+    asm.store(c1, x=n, pop_prev=True)
+    asm.store(c2, x=n)
+    asm.finish()
+    return asm.program(expected={"c1": _narrow(cfg, x), "c2": _narrow(cfg, x)})
+
+
 def edge_programs(cfg: HwConfig) -> list[Program]:
     """Every edge Program that fits ``cfg`` (one core)."""
     if cfg.num_cores != 1:
         return []
     return [shift_edges(cfg), gemm_range_edge(cfg, "acc"), gemm_range_edge(cfg, "inp"), alu_src_edge(cfg),
             uop_past_loaded(cfg), finish_waits_for_store(cfg), no_iterations(cfg), alu_back_to_back(cfg),
-            clip_wide_bound(cfg), no_finish(cfg)]
+            clip_wide_bound(cfg), no_finish(cfg), error_before_fetch_ends(cfg),
+            two_stores_then_finish(cfg)]

@@ -13,12 +13,20 @@ checks) or the debug probes (``dbg_*``).
 Each mutant is one change, written as the text the switched region has in the mutant: a mutated
 expression (``form == "expr"``, the site is the expression) or one statement run after the
 original statement (``form == "stmt"``, the site is the statement).
+
+Each mutant has two names. ``id`` (``file:line:col:kind:variant``) says where it is, for people;
+it changes when a line is added or removed above it. ``key`` (``file:digest:kind:variant``) says
+what it is: the digest is taken over the text of its line and of its site (whitespace
+normalised) and its occurrence among the file's mutants with the same line, site and change, so
+the key stays the same whatever happens to the rest of the file, and changes only when its own
+line or statement does. Sampling and the equivalents list go by ``key``.
 """
 
 from __future__ import annotations
 
+import hashlib
 import zlib
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 from cosim.mutation.verilog_tokens import (CLOSERS, OPENERS, Token, TokenError, line_of, matching, number_text,
@@ -59,6 +67,7 @@ class Mutant:
     start: int       # character span of the site in the file
     end: int
     text: str
+    key: str = ""    # stable name: file:digest:kind:variant (see the module's docstring)
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -351,8 +360,28 @@ def module_headers(tokens: list[Token]) -> list[tuple[str, int, int]]:
     return out
 
 
+def _norm(s: str) -> str:
+    return " ".join(s.split())
+
+
+def with_keys(text: str, mutants: list[Mutant]) -> list[Mutant]:
+    """``mutants`` (of one file whose source is ``text``, in source order) with their stable ``key``:
+    a digest of the mutant's line, its site and its occurrence among the same (line, site, change)."""
+    lines = text.splitlines()
+    seen: dict[tuple[str, ...], int] = {}
+    out = []
+    for m in mutants:
+        variant = m.id.split(":", 4)[4]
+        what = (_norm(lines[m.line - 1]), _norm(text[m.start:m.end]), m.kind, variant)
+        nth = seen.get(what, 0)
+        seen[what] = nth + 1
+        digest = hashlib.sha256("\0".join(what + (str(nth),)).encode()).hexdigest()[:10]
+        out.append(replace(m, key=f"{m.file}:{digest}:{m.kind}:{variant}"))
+    return out
+
+
 def scan_file(path: Path) -> list[Mutant]:
-    """Every mutant of one Verilog file, in source order."""
+    """Every mutant of one Verilog file, in source order, each with its stable key."""
     text = path.read_text()
     try:
         tokens = tokenize(text, path.name)
@@ -364,7 +393,7 @@ def scan_file(path: Path) -> list[Mutant]:
             out += sc.out
     except TokenError as e:
         raise MutationError(f"{path}: {e}") from None
-    return out
+    return with_keys(text, out)
 
 
 def _scan_body(sc: _Scanner, lo: int, hi: int) -> None:

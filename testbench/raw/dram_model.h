@@ -46,6 +46,12 @@ struct Dram {
     uint32_t lfsr = 0, err_resp = 0;
     int64_t err_read = -1, err_write = -1, n_reads = 0, n_writes = 0;
     bool stall_ar = false, stall_aw = false, stall_w = false, rd_err = false, wr_inject = false;
+    // With STALL non-zero the model also takes W beats before their AW handshake (AXI allows it): while
+    // AWVALID is up with AWREADY stalled and no burst takes W, the W beats go to AWADDR (held stable
+    // while AWVALID). `aw_early`: the burst taking W is the AW not yet taken; its B waits for that AW
+    // (`b_early`: the B of a burst whose last beat came first).
+    bool aw_early = false, b_early = false;
+    uint32_t b_early_resp = 0;
     uint32_t ids = 0;
 
     Dram() : mem(RAW_MEM_BYTES, 0), words(RAW_MEM_BYTES / RAW_BUS_BYTES) {}
@@ -80,12 +86,15 @@ struct Dram {
         rvalid = false; rlast = false; rresp = 0; std::memset(rdata, 0, BB); rid = 0;
         aw_head = aw_tail = aw_cnt = b_head = b_tail = b_cnt = wr_open = 0;
         w_busy = false; w_inject = false; w_addr = 0; w_left = 0; w_id = 0; w_err = false;
+        aw_early = false; b_early = false; b_early_resp = 0;
         bvalid = false; bresp = 0; bid = 0;
     }
 
     bool arready() const { return q_cnt < RD_QUEUE && !stall_ar; }
     bool awready() const { return wr_open < WR_QUEUE && !stall_aw; }
-    bool wready(bool awvalid) const { return !stall_w && (w_busy || (awvalid && awready())); }
+    bool wready(bool awvalid) const {
+        return !stall_w && (w_busy || (awvalid && (awready() || (lfsr != 0 && !b_early && wr_open < WR_QUEUE))));
+    }
 
     void read_beat(uint32_t a) {
         if (in_range(a)) { std::memcpy(rdata, word(a), BB); rresp = rd_err ? err_resp : 0; }
@@ -132,19 +141,32 @@ struct Dram {
         if (bv && bready) {
             bv = false; b_head = (b_head + 1) % WR_QUEUE; b_cnt--; wr_open--;
         }
+        const bool was_early = aw_early || b_early;  // this AW's W beats started before it was taken
         if (aw_take) {
             check_burst(awaddr, awlen, awsize, awburst, true);
             const bool inject = err_resp != 0 && n_writes == err_write;
             n_writes++;
             ids |= awid;
             wr_open++;
-            if (!w_busy) {
+            if (was_early) {
+                aw_early = false;
+                if (b_early) {  // its last W beat came first: its B is queued now
+                    b_q[b_tail] = WriteResp{b_early_resp, awid, now + RAW_WR_LAT};
+                    b_tail = (b_tail + 1) % WR_QUEUE; b_cnt++;
+                    b_early = false;
+                }
+            } else if (!w_busy) {
                 w_busy = true; w_addr = awaddr; w_left = (awlen + 1) & 0x1FF; w_err = false; w_id = awid;
                 w_inject = inject;
             } else {
                 aw_q[aw_tail] = WriteBurst{awaddr, (awlen + 1) & 0x1FF, awid, inject};
                 aw_tail = (aw_tail + 1) % WR_QUEUE; aw_cnt++;
             }
+        }
+        if (w_take && !w_busy) {  // a W beat before its AW handshake (stall mode only): the burst at AWADDR
+            w_busy = true; w_addr = awaddr; w_left = (awlen + 1) & 0x1FF; w_err = false; w_id = awid;
+            w_inject = err_resp != 0 && n_writes == err_write;
+            aw_early = true;
         }
         if (w_take) {
             if (wlast != (w_left == 1)) {
@@ -160,8 +182,13 @@ struct Dram {
                 w_err = true;
             }
             if (w_left == 1 || wlast) {
-                b_q[b_tail] = WriteResp{w_err ? 2u : w_inject ? err_resp : 0u, w_id, now + RAW_WR_LAT};
-                b_tail = (b_tail + 1) % WR_QUEUE; b_cnt++;
+                const uint32_t resp = w_err ? 2u : w_inject ? err_resp : 0u;
+                if (aw_early) {  // the AW is still to come: its B waits for it
+                    b_early = true; b_early_resp = resp; aw_early = false;
+                } else {
+                    b_q[b_tail] = WriteResp{resp, w_id, now + RAW_WR_LAT};
+                    b_tail = (b_tail + 1) % WR_QUEUE; b_cnt++;
+                }
                 w_busy = false;
                 if (aw_cnt != 0) {
                     const WriteBurst& n = aw_q[aw_head];

@@ -91,12 +91,31 @@ static inline void drive_dram_regs() {
     top->m_axi_awready = dram->awready();
     top->m_axi_rvalid = dram->rvalid;
     top->m_axi_rlast = dram->rlast;
-    top->m_axi_rresp = dram->rresp;
     top->m_axi_rid = dram->rid;
-    put_bytes(top->m_axi_rdata, dram->rdata);
     top->m_axi_bvalid = dram->bvalid;
-    top->m_axi_bresp = dram->bresp;
     top->m_axi_bid = dram->bid;
+    if (dram->lfsr != 0 && !dram->rvalid) {
+        // with backpressure, R's payload is junk while RVALID is low (AXI gives it no meaning then):
+        // a master that reads it without the handshake shows
+        uint8_t junk[RAW_BUS_BYTES];
+        for (uint32_t b = 0; b < BB; b++) junk[b] = (uint8_t)(dram->lfsr >> (8 * (b & 3))) ^ (uint8_t)(0x5A + b);
+        put_bytes(top->m_axi_rdata, junk);
+        top->m_axi_rresp = 2;  // SLVERR
+    } else {
+        put_bytes(top->m_axi_rdata, dram->rdata);
+        top->m_axi_rresp = dram->rresp;
+    }
+    top->m_axi_bresp = (dram->lfsr != 0 && !dram->bvalid) ? 2 : dram->bresp;  // the same for B
+}
+
+// The OR of the AR and AW attributes offered ({LOCK, CACHE, PROT} of each, AR in the low byte):
+// they are constants of the design, so a change shows.
+static uint32_t g_axi_attrs = 0;
+static inline void record_axi_attrs() {
+    if (top->m_axi_arvalid)
+        g_axi_attrs |= (uint32_t)top->m_axi_arprot | ((uint32_t)top->m_axi_arcache << 3) | ((uint32_t)top->m_axi_arlock << 7);
+    if (top->m_axi_awvalid)
+        g_axi_attrs |= ((uint32_t)top->m_axi_awprot | ((uint32_t)top->m_axi_awcache << 3) | ((uint32_t)top->m_axi_awlock << 7)) << 8;
 }
 
 // One clock cycle. On entry clk is low and the design has settled for this cycle.
@@ -106,6 +125,7 @@ static inline void tick() {
     // need no re-evaluation after it changes; Verilator settles inputs before the edge.
     const bool awvalid = top->m_axi_awvalid;
     top->m_axi_wready = dram->wready(awvalid);
+    record_axi_attrs();
     if (top->rst) {
         dram->reset();
     } else {
@@ -324,10 +344,11 @@ int main(int argc, char** argv) {
         got.push_back({r.first, v});
     }
     bool proto = false;
-    uint32_t axi_ids = 0;
+    uint32_t axi_ids = 0, axi_attrs = 0;
 #ifndef RAW_MEM_VERILOG
     proto = dram->proto_err;
     axi_ids = dram->ids;
+    axi_attrs = g_axi_attrs;
     if (!job.dram_out.empty()) {
         std::ofstream out(job.dram_out, std::ios::binary);
         const uint64_t n = job.dump_bytes < dram->mem.size() ? job.dump_bytes : dram->mem.size();
@@ -342,9 +363,9 @@ int main(int argc, char** argv) {
     const double run_wall = std::chrono::duration<double>(t1 - t0).count();
     const double proc_wall = std::chrono::duration<double>(t_end - t_proc).count();
     std::printf("RAW {\"timeout\": %s, \"proto_err\": %s, \"sim_cycles\": %llu, \"run_wall_s\": %.9f, "
-                "\"process_wall_s\": %.6f, \"csr_bresp\": %u, \"csr_rresp\": %u, \"axi_ids\": %u, \"regs\": {",
+                "\"process_wall_s\": %.6f, \"csr_bresp\": %u, \"csr_rresp\": %u, \"axi_ids\": %u, \"axi_attrs\": %u, \"regs\": {",
                 timeout ? "true" : "false", proto ? "true" : "false", (unsigned long long)sim_cycles, run_wall,
-                proc_wall, g_bresp, g_rresp, axi_ids);
+                proc_wall, g_bresp, g_rresp, axi_ids, axi_attrs);
     for (size_t i = 0; i < got.size(); i++)
         std::printf("%s\"%s\": %u", i ? ", " : "", got[i].first.c_str(), got[i].second);
     std::printf("}}\n");

@@ -206,7 +206,10 @@ def run(program: Program, cfg: HwConfig | str | Path | None = None, mem: str = D
     ``dram_mode`` = (stall seed, error response, read burst, write burst), ``mem="cpp"`` only: the C++
     DRAM model drops ARREADY/AWREADY/WREADY on cycles drawn from the seed (0: never), and answers the
     error response (2 SLVERR, 3 DECERR; 0: none) on that read burst's beats and that write burst's B
-    (0-based numbers from reset, -1: none). ``extra["axi_ids"]`` (``cpp``): the OR of every ARID/AWID.
+    (0-based numbers from reset, -1: none); with a stall seed it also drives junk on RDATA and SLVERR on
+    RRESP and BRESP while RVALID / BVALID is low (AXI gives them no meaning then). ``extra["axi_ids"]``
+    (``cpp``): the OR of every ARID/AWID; ``extra["axi_attrs"]``: the OR of the {LOCK, CACHE, PROT}
+    offered with ARVALID (bits 0-7) and AWVALID (bits 8-15).
     """
     from testbench.memimg import from_hex_words, to_hex_words, watchdog_cycles
 
@@ -283,6 +286,7 @@ def run(program: Program, cfg: HwConfig | str | Path | None = None, mem: str = D
              "csr_resp": [int(d.get("csr_bresp", 0)), int(d.get("csr_rresp", 0))]}
     if mem == "cpp":
         extra["axi_ids"] = int(d.get("axi_ids", 0))
+        extra["axi_attrs"] = int(d.get("axi_attrs", 0))
     if cov_path is not None:
         extra["coverage_file"] = str(cov_path)
     if per_core is not None:
