@@ -44,7 +44,7 @@ KILLED = [
     "core.v:120:9:stuck_bit:ld_bpc[26]=0",           # a deadlock with no unit blocked reports 0xfbffffff (edge-no-finish)
     # survived while the raw harness ignored the AXI4-Lite responses and had one DRAM model:
     "csr_block.v:118:29:constant:2'b00>2'd1",        # BRESP = EXOKAY on every register write
-    "axi_arbiter.v:229:28:constant:4'd0>4'd1",       # ARID = 1 (the C++ DRAM model records the IDs)
+    "axi_arbiter.v:271:41:constant:4'd0>4'd1",       # ARID = 1 (the C++ DRAM model records the IDs)
     # survived while no Program wrote outside the map or CTRL without START, or read a one-core bank:
     "csr_block.v:134:103:and_term_dropped:drop1",     # a write past max_regions aliases region 0
     "csr_block.v:146:36:and_term_dropped:drop1",     # CTRL without START starts a run
@@ -148,7 +148,7 @@ def test_original_reproduces_golden_and_tlm_and_the_chosen_mutants_die(campaign)
     for mid in ("csr_block.v:134:103:and_term_dropped:drop1", "csr_block.v:146:36:and_term_dropped:drop1"):
         assert verdicts[KILLED.index(mid) + 1]["program"].endswith("-register-probe"), mid
     assert "by address" in verdicts[KILLED.index("csr_block.v:427:85:constant:32'd0>32'd1") + 1]["why"]
-    arid = verdicts[KILLED.index("axi_arbiter.v:229:28:constant:4'd0>4'd1") + 1]
+    arid = verdicts[KILLED.index("axi_arbiter.v:271:41:constant:4'd0>4'd1") + 1]
     assert arid["program"].endswith("-stall") and arid["why"].startswith("AXI IDs")
     # the AXI4-Lite responses are recorded (all OKAY), the IDs only on the C++ DRAM model
     assert all(sig["csr_resp"] == [0, 0] for sig, _ in expected)

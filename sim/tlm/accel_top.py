@@ -28,6 +28,7 @@ from hw.isa import INSN_BYTES, Isa
 from hw.program import Program
 from hw.result import RunResult
 from sim.tlm.axi_arbiter import AxiArbiter
+from sim.tlm.axi_inflight import AxiArbiterInFlight
 from sim.tlm.barrier import Barrier
 from sim.tlm.core import Core
 from sim.tlm.csr_block import CsrBlock, RunStatus
@@ -58,8 +59,10 @@ class TlmModel:
         self.observe_ports = observe_ports
         # advance repeating steady states in bulk (``sim/tlm/fast_forward.py``; same results); never
         # while tracing, whose timeline would lose the skipped part, nor on several cores, whose
-        # steady states interleave through the shared port
-        self.fast_forward = (enabled_by_default() if fast_forward is None else fast_forward) and cfg.num_cores == 1
+        # steady states interleave through the shared port, nor with read bursts in flight (their port's
+        # state is not walked)
+        self.fast_forward = ((enabled_by_default() if fast_forward is None else fast_forward) and cfg.num_cores == 1
+                             and cfg.dram_reads_in_flight == 1)
         self.timing = timing or Timing.from_config(cfg)
         self.isa = Isa(cfg)
         self.dram_model = Dram(cfg.dram_bytes, cfg.lanes, cfg.out_width)
@@ -180,7 +183,11 @@ class TlmModel:
         self.tracer: Tracer | None = Tracer() if self.tracing else None
         # one core: its units record on the top's tracer (the VCD and Perfetto of one core as ever)
         self.core_tracers = [self.tracer] if n == 1 else [Tracer() if self.tracing else None for _ in range(n)]
-        self.port = AxiArbiter(self.sim, self.tracer, n)
+        self.port: AxiArbiter | AxiArbiterInFlight
+        if self.cfg.dram_reads_in_flight > 1:
+            self.port = AxiArbiterInFlight(self.sim, self.timing, self.cfg.dram_reads_in_flight, self.tracer, n)
+        else:
+            self.port = AxiArbiter(self.sim, self.tracer, n)
         self.port.on_free = self._port_free
         self.barrier = Barrier(self.sim, n, self._release, self._core_fault)
         for c, tr in zip(self.cores, self.core_tracers):
@@ -288,14 +295,13 @@ class TlmModel:
         ``max(e + halt_cycles, end of the burst under way)``."""
         e = err.cycle
         c1 = e + self.timing.halt_cycles
-        burst = self.port.inflight(e)
-        owner = self.port.cur.core if burst is not None and self.port.cur is not None else None
+        bursts = self.port.inflight_bursts(e)
         self.error = err
         self._halt_beats = self.port.beats_at_halt(e)
         for c in self.cores:
             for u in c.units.values():
-                u.partial_counts(e, c1, burst if owner == c.index else None)
-        self.cycles = max(c1, burst[1]) if burst is not None else c1
+                u.partial_counts(e, c1, bursts.get((c.index, u.name)))
+        self.cycles = max([c1] + [b[1] for b in bursts.values()])
         self.finished = True
         for tr in {id(x): x for x in [self.tracer, *self.core_tracers] if x is not None}.values():
             tr.done(self.cycles)
