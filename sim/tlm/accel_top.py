@@ -209,6 +209,7 @@ class TlmModel:
         self._faults: list[TlmError] = []
         self._finished: set[int] = set()
         self._halt_beats: list[dict[str, int]] | None = None
+        self.bursts_at_error = 0  # bursts in flight in the cycle of the error (DONE waits for them)
 
     def in_steady_run(self) -> bool:
         """The run is under way with nothing that only happens once pending: no trace recorded, no
@@ -296,6 +297,7 @@ class TlmModel:
         e = err.cycle
         c1 = e + self.timing.halt_cycles
         bursts = self.port.inflight_bursts(e)
+        self.bursts_at_error = len(bursts)
         self.error = err
         self._halt_beats = self.port.beats_at_halt(e)
         for c in self.cores:
@@ -370,6 +372,9 @@ def run_program(program: Program | str | Path, *, vcd: str | Path | None = None,
     on unless ``COSIM_TLM_FAST_FORWARD=0``; always off while tracing) jumps over repeating steady
     states with the very same results (``sim/tlm/fast_forward.py``). ``observe_ports`` adds
     ``extra["acc_ports"]`` (:meth:`TlmModel.port_holders`), an observation that changes nothing.
+    With read bursts in flight (``dram_reads_in_flight`` > 1) ``extra`` also has
+    ``reads_in_flight_max`` (the most reads in flight at once) and, after an error,
+    ``bursts_in_flight_at_error``.
     """
     prog = program if isinstance(program, Program) else Program.load(program, cfg)
     m, wall = simulate(prog, timing, trace=vcd is not None or trace is not None, fast_forward=fast_forward,
@@ -381,6 +386,10 @@ def run_program(program: Program | str | Path, *, vcd: str | Path | None = None,
     res = result_of(m, prog, wall)
     if observe_ports:
         res.extra["acc_ports"] = m.port_holders()
+    if isinstance(m.port, AxiArbiterInFlight):  # what the port did with read bursts in flight
+        res.extra["reads_in_flight_max"] = m.port.max_reads_seen
+        if m.error is not None:
+            res.extra["bursts_in_flight_at_error"] = m.bursts_at_error
     if m.error is not None and raise_on_error:
         raise m.error
     return res
