@@ -19,6 +19,7 @@ checks:
 Clients ask for random bursts with random gaps; the slave answers SLVERR in one address
 window; ``halt`` comes in stretches. The run must see RIF reads in flight at once, bursts
 completing out of AR order, beats of different bursts interleaved and reads waiting for a slot.
+A directed test checks ``abort`` (soft reset) with two reads in flight.
 """
 
 from __future__ import annotations
@@ -292,3 +293,57 @@ async def eager_clients_fill_every_slot(dut: Any) -> None:
     assert stats["slot_waits"] > 0 or 2 * prm["N"] <= prm["RIF"], stats
     assert stats["write_waits"] > 0, stats
 
+
+
+@cocotb.test()
+async def abort_orphans_every_read_in_flight(dut: Any) -> None:
+    """``abort`` with two reads in flight (core 0's FETCH and LOAD): their beats still come and are
+    dropped (no ``*_beat`` / ``*_done``), the port stays busy until both ended, and LOAD's ID is not
+    granted again while its orphaned burst is in flight."""
+    inputs = {n: 0 for n in ("halt", "abort", "f_req", "f_addr", "f_len", "l_req", "l_addr", "l_len", "s_req",
+                             "s_addr", "s_len", "s_wdata", "m_axi_awready", "m_axi_wready", "m_axi_bid",
+                             "m_axi_bresp", "m_axi_bvalid", "m_axi_arready", "m_axi_rid", "m_axi_rdata",
+                             "m_axi_rresp", "m_axi_rlast", "m_axi_rvalid")}
+    await clock_and_reset(dut, inputs)
+    dut.m_axi_arready.value = 1
+    dut.f_req.value, dut.f_addr.value, dut.f_len.value = 1, 0x1000, 2
+    dut.l_req.value, dut.l_addr.value, dut.l_len.value = 1, 0x2000, 3
+    await ReadOnly()
+    assert vec(dut, "f_gnt", 0) and not vec(dut, "l_gnt", 0), "FETCH first"
+    await FallingEdge(dut.clk)
+    dut.f_req.value = 0
+    await ReadOnly()
+    assert vec(dut, "l_gnt", 0), "LOAD granted the next cycle, FETCH's read in flight"
+    await FallingEdge(dut.clk)
+    dut.l_req.value = 0
+    await FallingEdge(dut.clk)          # both ARs handshaken
+    dut.abort.value = 1
+    await FallingEdge(dut.clk)
+    dut.abort.value = 0
+    # LOAD asks again at once: its ID still has the orphaned burst in flight
+    dut.l_req.value, dut.l_addr.value, dut.l_len.value = 1, 0x3000, 1
+    beats = [(1, 0), (0, 0), (1, 1), (0, 1), (1, 2)]  # (ID, beat): LOAD and FETCH interleaved, FETCH ends first
+    lens = {0: 2, 1: 3}
+    for rid, k in beats:
+        dut.m_axi_rvalid.value, dut.m_axi_rid.value = 1, rid
+        dut.m_axi_rlast.value = int(k == lens[rid] - 1)
+        dut.m_axi_rdata.value = 0x55
+        await ReadOnly()
+        assert sig(dut, "m_axi_rready"), "RREADY low with orphaned reads in flight"
+        for name in ("f_beat", "l_beat", "f_done", "l_done", "resp_err"):
+            assert not sig(dut, name), f"{name} for an orphaned burst"
+        assert not sig(dut, "idle") and not vec(dut, "l_gnt", 0), "LOAD granted while its ID is in flight"
+        await FallingEdge(dut.clk)
+    dut.m_axi_rvalid.value = dut.m_axi_rlast.value = 0
+    await ReadOnly()
+    assert vec(dut, "l_gnt", 0), "LOAD not granted once its orphaned burst ended"
+    await FallingEdge(dut.clk)
+    dut.l_req.value = 0
+    await FallingEdge(dut.clk)
+    dut.m_axi_rvalid.value, dut.m_axi_rid.value, dut.m_axi_rlast.value = 1, 1, 1
+    await ReadOnly()
+    assert vec(dut, "l_beat", 0) and vec(dut, "l_done", 0), "the new LOAD burst's beat is routed again"
+    await FallingEdge(dut.clk)
+    dut.m_axi_rvalid.value = dut.m_axi_rlast.value = 0
+    await ReadOnly()
+    assert sig(dut, "idle")

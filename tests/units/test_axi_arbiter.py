@@ -111,6 +111,7 @@ def test_block_bench():
 @pytest.mark.parametrize("cores, reads", [(1, 2), (2, 3)])
 def test_block_bench_reads_in_flight(cores, reads):
     """axi_arbiter.v with read bursts in flight: the grant rule, IDs, R beats answered in any order
-    across IDs (interleaved) routed by RID, writes alone on the port, error responses."""
+    across IDs (interleaved) routed by RID, writes alone on the port, error responses, abort orphaning
+    every read in flight."""
     run_block_bench("axi_arbiter", "testbench.units.axi_inflight_bench", load_config("small"),
                     parameters={"N": cores, "CB": 1, "RIF": reads}, build_args=["-Wno-SYMRSVDWORD"])
