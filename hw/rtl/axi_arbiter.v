@@ -8,9 +8,9 @@
 //           not yet seen), the AR register is free (or handshakes now) and the client's own ID
 //           has no burst in flight;
 //   a write when nothing at all is in flight (writes never overlap anything).
-// With RIF = 1 this is one burst at a time on the whole port (and ARID is 0). Else a read's ID
-// is its slot {core, client} (FETCH 0, LOAD 1); R beats go to the slot named by RID (with RIF = 1, to the one
-// read in flight), its RLAST ends the burst; data may come back in any order across IDs.
+// With RIF = 1: one burst at a time on the whole port, ARID 0, R beats to the one read in flight.
+// Else a read's ID is its slot {core, client} (FETCH 0, LOAD 1), R beats go to the slot RID names
+// and its RLAST ends the burst: data may come back in any order across IDs.
 //   read : grant -> AR (ARVALID until ARREADY) -> R beats (RREADY while reads are in flight)
 //   write: grant -> W (AWVALID until AWREADY, in parallel WVALID=1 for every beat) ->
 //          B (BREADY=1 until BVALID) -> idle
