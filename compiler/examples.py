@@ -99,8 +99,10 @@ class Example:
         return {**self.params, **extra}
 
 
-# what tells one core from another: every config field but its name, description and core count
-_CORE_FIELDS = tuple(f.name for f in fields(HwConfig) if f.name not in ("name", "description", "num_cores", "source"))
+# what tells one core from another: every config field but its name, description, core count and the
+# shared port's reads in flight
+_CORE_FIELDS = tuple(f.name for f in fields(HwConfig)
+                     if f.name not in ("name", "description", "num_cores", "dram_reads_in_flight", "source"))
 
 
 @lru_cache(maxsize=None)

@@ -76,6 +76,9 @@ class HwConfig:
     token_queue_depth: int
     max_regions: int
     num_cores: int
+    # read bursts the one AXI port may have in flight at once (AXI IDs per core and client); 1 is
+    # one burst at a time on the whole port. Optional in a config file (default 1).
+    dram_reads_in_flight: int = 1
     source: str = ""  # file it was read from; not part of the hardware identity
 
     # ---- derived sizes -------------------------------------------------------
@@ -183,7 +186,9 @@ class HwConfig:
 
     def hardware_dict(self) -> dict[str, int]:
         """The numeric keys that define the hardware."""
-        return {k: v for k, v in asdict(self).items() if k not in ("name", "description", "source")}
+        # an optional key at its default is left out, so the identity of a config without it is unchanged
+        return {k: v for k, v in asdict(self).items()
+                if k not in ("name", "description", "source") and not (k in OPTIONAL_KEYS and v == OPTIONAL_KEYS[k])}
 
     def rtl_dict(self) -> dict[str, int]:
         """The numeric keys that shape the RTL: :meth:`hardware_dict` without :data:`DRAM_MODEL_KEYS`
@@ -199,11 +204,19 @@ class HwConfig:
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d.pop("source")
+        for k, v in OPTIONAL_KEYS.items():
+            if d[k] == v:
+                del d[k]
         return d
 
 
 _KEYS = {f.name: f.type for f in fields(HwConfig) if f.name != "source"}
 _STR_KEYS = {"name", "description"}
+# keys a config file may leave out, with their default
+OPTIONAL_KEYS = {"dram_reads_in_flight": 1}
+# read bursts in flight: the port's read IDs are a core and a client (FETCH or LOAD) in 4 bits, and
+# the DRAM models answer up to 8 outstanding bursts
+MAX_READS_IN_FLIGHT = 8
 
 # key -> (rule text, predicate)
 _RULES: list[tuple[str, str, Any]] = [
@@ -238,6 +251,8 @@ _RULES: list[tuple[str, str, Any]] = [
     ("token_queue_depth", "must be between 1 and 255", lambda v: 1 <= v <= 255),
     ("max_regions", "must be a power of two between 2 and 16", lambda v: _is_pow2(v) and 2 <= v <= 16),
     ("num_cores", f"must be between 1 and {MAX_CORES}", lambda v: 1 <= v <= MAX_CORES),  # the CSR map's banks
+    ("dram_reads_in_flight", f"must be between 1 and {MAX_READS_IN_FLIGHT}",
+     lambda v: 1 <= v <= MAX_READS_IN_FLIGHT),
 ]
 
 
@@ -255,6 +270,9 @@ def _cross_rules(c: HwConfig) -> list[tuple[str, str]]:
         bad.append(("max_burst", f"{c.max_burst} beat(s) of {c.bus_bytes} bytes cannot carry one {INSN_BYTES}-byte "
                                  f"instruction: FETCH reads whole instructions in one burst (need at least "
                                  f"{INSN_BYTES // c.bus_bytes})"))
+    if c.dram_reads_in_flight > 1 and c.num_cores > 8:
+        bad.append(("dram_reads_in_flight", f"more than 1 needs at most 8 cores (a 4-bit AXI ID names a core and "
+                                            f"a read client), got {c.num_cores} cores"))
     if not c.name.replace("_", "").replace("-", "").isalnum():
         bad.append(("name", "must be letters, digits, '-' or '_' (it names files and build folders)"))
     return bad
@@ -267,7 +285,7 @@ def parse_config(data: Any, source: str = "<dict>") -> HwConfig:
     """
     if not isinstance(data, dict):
         raise ConfigError(f"{source}: the config must be a JSON object, got {type(data).__name__}")
-    missing = [k for k in _KEYS if k not in data]
+    missing = [k for k in _KEYS if k not in data and k not in OPTIONAL_KEYS]
     if missing:
         raise ConfigError(f"{source}: missing key '{missing[0]}'" +
                           (f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""))
@@ -278,6 +296,7 @@ def parse_config(data: Any, source: str = "<dict>") -> HwConfig:
         want = str if k in _STR_KEYS else int
         if type(v) is not want:  # bool is an int subclass; refuse it explicitly
             raise ConfigError(f"{source}: key '{k}' must be {want.__name__}, got {type(v).__name__} {v!r}")
+    data = {**OPTIONAL_KEYS, **data}
     for key, rule, ok in _RULES:
         if not ok(data[key]):
             raise ConfigError(f"{source}: key '{key}' {rule} (got {data[key]})")

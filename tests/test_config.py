@@ -77,6 +77,10 @@ def _write(tmp_path, data):
     (lambda d: d.update(max_burst=2, bus_width=32), "max_burst", "need at least 4"),
     (lambda d: d.update(load_queue_depth=3), "load_queue_depth", "power of two"),
     (lambda d: d.update(dram_read_latency=0), "dram_read_latency", "between"),
+    (lambda d: d.update(dram_reads_in_flight=0), "dram_reads_in_flight", "between 1 and 8"),
+    (lambda d: d.update(dram_reads_in_flight=9), "dram_reads_in_flight", "between 1 and 8"),
+    (lambda d: d.update(dram_reads_in_flight="2"), "dram_reads_in_flight", "must be int"),
+    (lambda d: d.update(dram_reads_in_flight=2, num_cores=16), "dram_reads_in_flight", "at most 8 cores"),
 ])
 def test_bad_config_one_line(tmp_path, mutate, key, words):
     d = _default_dict()
@@ -87,6 +91,20 @@ def test_bad_config_one_line(tmp_path, mutate, key, words):
     msg = str(e.value)
     assert "\n" not in msg
     assert str(p) in msg and f"'{key}'" in msg and words in msg
+
+
+def test_reads_in_flight_is_optional_and_shapes_the_rtl(tmp_path):
+    """``dram_reads_in_flight`` may be left out (1: one burst at a time, the identity of a config
+    without the key); above 1 it is part of the RTL's identity and of the generated header."""
+    from hw.gen_header import header_text
+    d = _default_dict()
+    assert "dram_reads_in_flight" not in d
+    one = parse_config(d)
+    assert one.dram_reads_in_flight == 1
+    assert parse_config({**d, "dram_reads_in_flight": 1}).config_id == one.config_id
+    four = parse_config({**d, "dram_reads_in_flight": 4})
+    assert four.rtl_id != one.rtl_id and four.to_dict()["dram_reads_in_flight"] == 4
+    assert "`define CFG_DRAM_READS_IN_FLIGHT 4" in " ".join(header_text(four).split())
 
 
 def test_missing_and_malformed_files(tmp_path):

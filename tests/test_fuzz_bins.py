@@ -375,3 +375,32 @@ def test_steered_campaign_beats_unsteered_and_every_reachable_bin_is_hit():
             hits = B.merge(hits, _observe(p))
     left = B.empty_bins(hits, ONE_CORE)
     assert not left, f"bins no Program hit: {left}"
+
+
+def test_dram_bins_count_reads_in_flight():
+    """The ``dram`` bins from real TLM runs: one read at a time on a one-core config, three or more on
+    ``quad`` (four cores, ``dram_reads_in_flight`` 4), and a LOAD range error of core 0 raised while
+    other cores' reads are in flight; which of them a campaign can reach follows its configs."""
+    import copy
+    import dataclasses
+
+    quad = load_config("quad")
+    assert quad.dram_reads_in_flight >= 3
+    one = _observe(_insn_program(), ("dram",))
+    assert one == {"dram.reads_in_flight.one": 1}
+    p = models.make_job("vadd_large", quad).program
+    assert _observe(p, ("dram",)) == {"dram.reads_in_flight.three_plus": 1}
+    k = next(k for k in range(p.windows[0][1]) if p.insns[k].MNEMONIC == "LOAD")
+    bad = copy.copy(p)
+    bad.insns = list(p.insns)
+    bad.insns[k] = dataclasses.replace(p.insns[k], dram_base=(1 << 20) - 1)  # past the input region
+    res = models.tlm(bad)
+    assert res.error is not None and res.error["code"] == csr.ERR_DRAM_RANGE
+    assert res.extra["bursts_in_flight_at_error"] >= 2
+    assert B.observe(bad, None, res, ("dram",))["dram.error.several_in_flight"] == 1
+    never = B.unreachable(ONE_CORE)
+    assert {"dram.reads_in_flight.two", "dram.reads_in_flight.three_plus", "dram.error.several_in_flight"} <= \
+        set(never) and "dram.reads_in_flight.one" not in never
+    two = B.unreachable([load_config("small2")])
+    assert "dram.reads_in_flight.two" not in two and "dram.reads_in_flight.three_plus" in two
+    assert not any(b.startswith("dram.") for b in B.unreachable([quad]))

@@ -47,7 +47,7 @@ KILLED = [
     "core.v:8d8ecfbd32:stuck_bit:ld_bpc[26]=0",        # core.v:120 a deadlock with no unit blocked reports 0xfbffffff
     # survived while the raw harness ignored the AXI4-Lite responses and had one DRAM model:
     "csr_block.v:6c3a2cd203:constant:2'b00>2'd1",      # csr_block.v:118 BRESP = EXOKAY on every register write
-    "axi_arbiter.v:bb7cdab241:constant:4'd0>4'd1",     # axi_arbiter.v:229 ARID = 1 (the C++ DRAM model records the IDs)
+    "axi_arbiter.v:2a01527ac6:constant:4'd0>4'd1",     # axi_arbiter.v:271 ARID = 1 (the C++ DRAM model records the IDs)
     # survived while no Program wrote outside the map or CTRL without START, or read a one-core bank:
     "csr_block.v:5bc391cbfb:and_term_dropped:drop1",   # csr_block.v:134 a write past max_regions aliases region 0
     "csr_block.v:0591585b20:and_term_dropped:drop1",   # csr_block.v:146 CTRL without START starts a run

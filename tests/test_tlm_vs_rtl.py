@@ -116,3 +116,29 @@ def test_calibration_fit_finds_the_defaults(runs):
     res = calibrate.fit(cfg, benches, [r for *_, r in rows])
     assert res.exact and not res.changed, (res.changed, res.residuals.nonzero())
     assert calibrate.write_timing(cfg, res) is None  # nothing restating the defaults is written
+
+
+def test_error_with_reads_in_flight():
+    """``quad`` has several read bursts in flight (``dram_reads_in_flight`` > 1): a LOAD range error
+    of core 0 raised while other cores' reads are in flight, and a clean run beside it; DONE waits for
+    every burst in flight in both models, cycles and counters equal."""
+    import copy
+    import dataclasses
+
+    from cosim import models
+    from testbench.rtl_model import run_programs
+
+    cfg = load_config("quad")
+    assert cfg.dram_reads_in_flight > 1
+    p = models.make_job("vadd_large", cfg).program
+    k = next(k for k in range(p.windows[0][1]) if p.insns[k].MNEMONIC == "LOAD")
+    bad = copy.copy(p)
+    bad.insns = list(p.insns)
+    bad.insns[k] = dataclasses.replace(p.insns[k], dram_base=(1 << 20) - 1)  # past the input region
+    T = Timing.from_config(cfg)
+    tlm = run_program(bad, timing=T, raise_on_error=False)
+    assert tlm.extra["bursts_in_flight_at_error"] >= 2
+    (rtl,) = run_programs([bad], cfg, mem="fast")
+    assert (tlm.error["code"], tlm.error["pc"]) == (rtl.error["code"], rtl.error["pc"])
+    assert tlm.cycles == rtl.cycles, (tlm.cycles, rtl.cycles)
+    assert {k: tlm.counters.get(k) for k in rtl.counters} == rtl.counters

@@ -85,7 +85,11 @@ def measure_scaling(cfg: HwConfig, rtl: bool = True) -> dict[str, Any]:
 def _traced_tlm(program: Any) -> tuple[RunResult, int]:
     """The TLM's result of ``program`` and the cycles its bursts held the port (from the trace)."""
     tl = models.tlm_traced(program)
-    return tl.result, sum(e - s for _, _, s, e, _ in tl.tracer.bursts())
+    busy, upto = 0, 0
+    for s, e in sorted((s, e) for _, _, s, e, _ in tl.tracer.bursts()):  # bursts in flight overlap: the union
+        busy += max(0, e - max(s, upto))
+        upto = max(upto, e)
+    return tl.result, busy
 
 
 def golden_threads(cfg: HwConfig, reps: int = 3) -> dict[str, Any]:

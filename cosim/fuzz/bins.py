@@ -22,7 +22,10 @@ Groups (:data:`GROUPS`):
   for STORE's reads under an immediate ALU or a GEMM the overlap the port plan allows for free;
 * ``error`` every error kind (``hw.csr.ERROR_NAMES``) on every unit that raises it, in its phase
   (START, dispatch, WAIT's checks, EXEC, a DMA burst), and whether the halt waited for a burst;
-* ``core``  faults and BARRIERs per core (they fill on a config of several cores).
+* ``core``  faults and BARRIERs per core (they fill on a config of several cores);
+* ``dram``  the most read bursts in flight at once on the port in a run (one, two, three or more:
+  ``dram_reads_in_flight`` > 1, three needs several cores) and an error raised while two or more
+  bursts are in flight (DONE waits for all of them).
 
 Hits count instructions (``insn``, ``alu``, ``loop``, ``dma``, ``pad``, ``gemm``, ``raw``), DMA rows
 (the row bins), cycles (``port``) or runs (``error``, ``core``). :func:`catalogue` lists every bin
@@ -53,7 +56,8 @@ from hw.isa_semantics import (DEP_FLAGS, DST_BLIND_OPS, LEGAL_FLAGS, POP_FLAGS, 
 from hw.program import Program
 from hw.result import RunResult
 
-GROUPS = ("insn", "alu", "loop", "dma", "pad", "gemm", "raw", "port", "error", "core")
+GROUPS = ("insn", "alu", "loop", "dma", "pad", "gemm", "raw", "port", "error", "core", "dram")
+IN_FLIGHT = "needs a config with dram_reads_in_flight > 1"
 PAGE = 4096            # no DMA burst crosses a 4 KiB boundary (docs/microarch.md "The DRAM port")
 RAW_MAX_ITERS = 1 << 16  # longer loops (only injected faults make them) are not searched for hazards
 SEVERAL_CORES = "needs a several-core config (the campaign's configs have one core)"
@@ -123,8 +127,8 @@ BY_DESIGN: dict[str, str] = {
     "loop.negative_factor": "loop factors are unsigned fields (hw/isa.py): an affine index only grows",
     "insn.FINISH.push": "a token FINISH pushes has no consumer: the stream is unbalanced, which the generator "
                         "and every Program loader refuse",
-    "port.load_data_and_store_read": "LOAD's data writes and STORE's reads belong to different bursts and the "
-                                     "port carries one burst at a time: they never share a cycle",
+    "port.load_data_and_store_read": "LOAD's data writes and STORE's reads belong to different bursts and a "
+                                     "write burst never overlaps another: they never share a cycle",
     "port.alu_and_gemm": "the ALU and GEMM are one compute unit: one instruction EXECUTEs at a time",
     "error.AXI_RESP.fetch.burst": "every address a burst reaches is range-checked before it (INSN_RANGE, "
                                   "DRAM_RANGE), and the models' DRAM answers OKAY inside the layout: only a "
@@ -205,6 +209,10 @@ def catalogue(cfgs: Sequence[HwConfig]) -> dict[str, Bin]:
     for k in range(_core_bins(cfgs)):
         add(f"core.c{k}.fault", f"a fault of core {k}")
         add(f"core.c{k}.barrier", f"a BARRIER of core {k}")
+    add("dram.reads_in_flight.one", "a run whose reads were never in flight together (at most one at a time)")
+    add("dram.reads_in_flight.two", "a run with at most two read bursts in flight at once, two reached")
+    add("dram.reads_in_flight.three_plus", "a run with three or more read bursts in flight at once")
+    add("dram.error.several_in_flight", "an error raised while two or more bursts are in flight")
     return {b.name: b for b in bins}
 
 
@@ -224,6 +232,13 @@ def unreachable(cfgs: Sequence[HwConfig]) -> dict[str, str]:
             out[f"core.c{k}.fault"] = SEVERAL_CORES if most == 1 else f"needs a config of {k + 1} cores or more"
         if most == 1 or k >= most:
             out[f"core.c{k}.barrier"] = SEVERAL_CORES if most == 1 else f"needs a config of {k + 1} cores or more"
+    rif = max(c.dram_reads_in_flight for c in cfgs)
+    if rif == 1:
+        for b in ("dram.reads_in_flight.two", "dram.reads_in_flight.three_plus", "dram.error.several_in_flight"):
+            out[b] = IN_FLIGHT
+    elif not any(c.dram_reads_in_flight >= 3 and c.num_cores > 1 for c in cfgs):
+        out["dram.reads_in_flight.three_plus"] = ("needs a config with dram_reads_in_flight >= 3 and several cores "
+                                                  "(one core has two read clients, FETCH and LOAD)")
     return out
 
 
@@ -241,6 +256,7 @@ class Run:
     tlm_cycles: int | None
     acc_ports: dict[str, int]
     full_streams: list[list[Instruction | None]]
+    tlm_extra: dict[str, Any] | None = None  # the TLM's observations (reads in flight)
 
     def insns(self) -> Iterator[Instruction]:
         """Every instruction that ran (decodable, up to the fault), core after core."""
@@ -278,7 +294,8 @@ def make_run(p: Program, ref: RunResult | None, tlm: RunResult | None) -> Run:
             streams[core] = streams[core][:max(0, int(err["pc"]) + 1)]
     return Run(p.config, streams, err, tlm.error if tlm is not None else None,
                tlm.cycles if tlm is not None else None,
-               dict((tlm.extra or {}).get("acc_ports", {})) if tlm is not None else {}, full)
+               dict((tlm.extra or {}).get("acc_ports", {})) if tlm is not None else {}, full,
+               dict(tlm.extra or {}) if tlm is not None else None)
 
 
 # ---- extractors, one per group -----------------------------------------------------------------------
@@ -526,9 +543,21 @@ def _core_bins_of(run: Run) -> Iterator[str]:
                 yield f"core.c{k}.barrier"
 
 
+def _dram_bins(run: Run) -> Iterator[str]:
+    extra = run.tlm_extra
+    if extra is None:  # no TLM run: nothing observed
+        return
+    # a config with one read at a time reports nothing: at most one read was in flight
+    most = int(extra.get("reads_in_flight_max", 1))
+    yield "dram.reads_in_flight." + ("one" if most <= 1 else "two" if most == 2 else "three_plus")
+    if int(extra.get("bursts_in_flight_at_error", 0)) >= 2:
+        yield "dram.error.several_in_flight"
+
+
 EXTRACTORS: dict[str, Callable[..., Iterator[str]]] = {
     "insn": _insn_bins, "alu": _alu_bins, "loop": _loop_bins, "dma": _dma_bins, "pad": _pad_bins,
     "gemm": _gemm_bins, "raw": _raw_bins, "port": _port_bins, "error": _error_bins, "core": _core_bins_of,
+    "dram": _dram_bins,
 }
 
 

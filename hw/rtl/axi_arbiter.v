@@ -1,20 +1,29 @@
 // axi_arbiter: the one AXI4 master port, shared by every core's FETCH (read), LOAD (read) and
-// STORE (write). When the port is free (state IDLE) it grants, in the same cycle, one requester:
-// the core is chosen round robin among the cores with a request, starting after the core granted
-// last (`last`: N-1 after reset and every START / soft reset, so core 0 goes first), and inside
-// that core the highest-priority client (FETCH > LOAD > STORE). It latches the address and length
-// and runs that one burst to completion before granting again; transactions never overlap.
-//   read : IDLE(grant) -> AR (ARVALID until ARREADY) -> R (RREADY=1 until the last beat) -> IDLE
-//   write: IDLE(grant) -> W (AWVALID until AWREADY, in parallel WVALID=1 for every beat) ->
-//          B (BREADY=1 until BVALID) -> IDLE
-// IDs are 0, bursts INCR of full bus width, WSTRB all ones. A non-OKAY RRESP/BRESP raises
-// resp_err (with the owner). No new grant while `halt`; `abort` (soft reset) orphans the burst
-// in flight: it still completes on the bus (reads are dropped, writes send WSTRB = 0).
+// STORE (write). Each cycle it picks one requester: the core round robin among the cores with a
+// request, starting after the core granted last (`last`: N-1 after reset and every START / soft
+// reset, so core 0 goes first), and inside that core the highest-priority client (FETCH > LOAD >
+// STORE). It grants that requester in the same cycle when the port can take its burst, else
+// nobody (so a waiting write is not starved by reads that keep coming):
+//   a read  when no write is under way, fewer than RIF reads are in flight (granted, last beat
+//           not yet seen), the AR register is free (or handshakes now) and the client's own ID
+//           has no burst in flight;
+//   a write when nothing at all is in flight (writes never overlap anything).
+// With RIF = 1: one burst at a time on the whole port, ARID 0, R beats to the one read in flight.
+// Else a read's ID is its slot {core, client} (FETCH 0, LOAD 1), R beats go to the slot RID names
+// and its RLAST ends the burst: data may come back in any order across IDs.
+//   read : grant -> AR (ARVALID until ARREADY) -> R beats (RREADY while reads are in flight)
+//   write: grant -> W (AWVALID until AWREADY, in parallel WVALID=1 for every beat) ->
+//          B (BREADY=1 until BVALID) -> idle
+// Write IDs are 0, bursts INCR of full bus width, WSTRB all ones. A non-OKAY RRESP/BRESP raises
+// resp_err (with the burst's owner and core). No new grant while `halt`; `abort` (soft reset)
+// orphans every burst in flight: each still completes on the bus (reads are dropped, writes send
+// WSTRB = 0), and its ID is not granted again before it has.
 `include "accel_params.vh"
 
 module axi_arbiter #(
     parameter N  = 1,  // cores
-    parameter CB = 1   // bits of a core index (>= 1)
+    parameter CB = 1,  // bits of a core index (>= 1)
+    parameter RIF = 1  // read bursts in flight at most (1..8; above 1 needs N <= 8: a 4-bit ID)
 ) (
     input  wire                        clk,
     input  wire                        rst,
@@ -90,24 +99,35 @@ module axi_arbiter #(
     input  wire                        m_axi_rvalid,
     output wire                        m_axi_rready
 );
-    localparam [2:0] S_IDLE = 3'd0, S_AR = 3'd1, S_R = 3'd2, S_W = 3'd3, S_B = 3'd4;
+    localparam [1:0] W_IDLE = 2'd0, W_W = 2'd1, W_B = 2'd2;
     localparam [1:0] O_NONE = 2'd0, O_FETCH = 2'd1, O_LOAD = 2'd2, O_STORE = 2'd3;
     localparam [2:0] AXSIZE = `CFG_BUS_BYTES_LOG2;
-
-    reg [2:0]  state;
-    reg [1:0]  owner;
-    reg [CB-1:0] ocore;  // the owner's core
-    reg [CB-1:0] last;   // the core granted last
-    localparam integer  LAST_I    = N - 1;
+    localparam integer SB = CB + 1;  // bits of a read slot: FETCH (even) and LOAD (odd) of each core
+    localparam integer NSP = 1 << SB; // slot flags, indexable by every SB-bit value (N may be below 2^CB)
+    localparam integer LAST_I    = N - 1;
     localparam [CB-1:0] LAST_CORE = LAST_I[CB-1:0];
-    reg [31:0] addr;
-    reg [7:0]  lenm1;    // beats - 1
-    reg [7:0]  cnt;      // beats done (R or W)
-    reg        aw_done;
-    reg        w_done;
+    localparam integer  RIF_I     = RIF;
+    localparam [5:0]    RIF_MAX   = RIF_I[5:0];
 
-    // ---- arbitration (combinational grant while IDLE): the first core with a request after
-    // `last`, scanned from the farthest (last itself) to the nearest so the nearest wins
+    reg [CB-1:0] last;     // the core granted last
+    reg [31:0]   addr;     // the granted burst's address and beats - 1 (AR or AW)
+    reg [7:0]    lenm1;
+    // read side
+    reg          ar_pend;  // an AR waits for its handshake
+    reg [SB-1:0] ar_slot;  // the slot of the last read granted (its AR ID)
+    reg [NSP-1:0] rbusy;    // the slot's read burst is in flight
+    reg [NSP-1:0] rorph;    // ... and was orphaned by abort
+    reg [5:0]    rcount;   // reads in flight
+    // write side
+    reg [1:0]    wstate;
+    reg          wown;     // the write burst still has its STORE (abort clears it)
+    reg [CB-1:0] wcore;    // the write burst's core
+    reg [7:0]    cnt;      // W beats done
+    reg          aw_done;
+    reg          w_done;
+
+    // ---- arbitration (combinational): the first core with a request after `last`, scanned from
+    // the farthest (last itself) to the nearest so the nearest wins
     wire [N-1:0] any_req = f_req | l_req | s_req;
     reg  [CB-1:0] sel;
     reg           sel_v;
@@ -125,10 +145,32 @@ module axi_arbiter #(
             end
         end
     end
-    wire can_grant = (state == S_IDLE) && !halt && !abort && sel_v;
     wire sf = f_req[sel];
     wire sl = l_req[sel];
     wire ss = s_req[sel];
+    wire [SB-1:0] sel_slot = {sel, !sf};  // the read slot of the chosen core's FETCH or LOAD
+    wire ar_free = !ar_pend || m_axi_arready;
+    wire rd_ok   = (wstate == W_IDLE) && (rcount < RIF_MAX) && ar_free && !rbusy[sel_slot];
+    wire wr_ok   = (wstate == W_IDLE) && (rcount == 6'd0);
+    wire can_grant = !halt && !abort && sel_v && ((sf || sl) ? rd_ok : wr_ok);
+    wire gnt_rd = can_grant && (sf || sl);
+    wire gnt_wr = can_grant && !sf && !sl;
+
+    // ---- handshakes; the slot of an R beat
+    wire ar_hs = m_axi_arvalid && m_axi_arready;
+    wire r_hs  = m_axi_rvalid && m_axi_rready;
+    wire aw_hs = m_axi_awvalid && m_axi_awready;
+    wire w_hs  = m_axi_wvalid && m_axi_wready;
+    wire b_hs  = m_axi_bvalid && m_axi_bready;
+    wire w_last = w_hs && (cnt == lenm1);
+    wire [31:0]   rid32   = {28'd0, m_axi_rid};
+    wire [SB-1:0] rs      = (RIF == 1) ? ar_slot : rid32[SB-1:0];
+    wire          r_end   = r_hs && m_axi_rlast && rbusy[rs];   // a burst in flight ends
+    wire          r_mine  = r_hs && rbusy[rs] && !rorph[rs];    // a beat for a client
+    wire [CB-1:0] rcore   = rs[SB-1:1];
+    wire [NSP-1:0] slot_oh = {{(NSP-1){1'b0}}, 1'b1} << sel_slot;
+    wire [NSP-1:0] end_oh  = {{(NSP-1){1'b0}}, r_end} << rs;
+
     genvar gc;
     generate
         for (gc = 0; gc < N; gc = gc + 1) begin : g_gnt
@@ -136,70 +178,69 @@ module axi_arbiter #(
             assign f_gnt[gc] = mine && sf;
             assign l_gnt[gc] = mine && sl && !sf;
             assign s_gnt[gc] = mine && ss && !sf && !sl;
-            assign f_beat[gc] = r_hs && (owner == O_FETCH) && (ocore == gc);
-            assign l_beat[gc] = r_hs && (owner == O_LOAD) && (ocore == gc);
-            assign s_beat[gc] = w_hs && (owner == O_STORE) && (ocore == gc);
-            assign f_done[gc] = r_last && (owner == O_FETCH) && (ocore == gc);
-            assign l_done[gc] = r_last && (owner == O_LOAD) && (ocore == gc);
-            assign s_done[gc] = b_hs && (owner == O_STORE) && (ocore == gc);
-            assign core_busy[gc] = (state != S_IDLE) && ((owner == O_NONE) || (ocore == gc));
+            assign f_beat[gc] = r_mine && (rcore == gc) && !rs[0];
+            assign l_beat[gc] = r_mine && (rcore == gc) && rs[0];
+            assign s_beat[gc] = w_hs && wown && (wcore == gc);
+            assign f_done[gc] = f_beat[gc] && m_axi_rlast;
+            assign l_done[gc] = l_beat[gc] && m_axi_rlast;
+            assign s_done[gc] = b_hs && wown && (wcore == gc);
+            assign core_busy[gc] = (|rbusy[2*gc +: 2]) || (|rorph) ||
+                                   ((wstate != W_IDLE) && (!wown || (wcore == gc)));
         end
     endgenerate
 
-    // ---- handshakes
-    wire ar_hs = m_axi_arvalid && m_axi_arready;
-    wire r_hs  = m_axi_rvalid && m_axi_rready;
-    wire aw_hs = m_axi_awvalid && m_axi_awready;
-    wire w_hs  = m_axi_wvalid && m_axi_wready;
-    wire b_hs  = m_axi_bvalid && m_axi_bready;
-    wire r_last = r_hs && (cnt == lenm1);
-    wire w_last = w_hs && (cnt == lenm1);
-
     always @(posedge clk) begin
         if (rst) begin
-            state   <= S_IDLE;
-            owner   <= O_NONE;
-            ocore   <= {CB{1'b0}};
             last    <= LAST_CORE;
             addr    <= 32'd0;
             lenm1   <= 8'd0;
+            ar_pend <= 1'b0;
+            ar_slot <= {SB{1'b0}};
+            rbusy   <= {NSP{1'b0}};
+            rorph   <= {NSP{1'b0}};
+            rcount  <= 6'd0;
+            wstate  <= W_IDLE;
+            wown    <= 1'b0;
+            wcore   <= {CB{1'b0}};
             cnt     <= 8'd0;
             aw_done <= 1'b0;
             w_done  <= 1'b0;
         end else begin
-            if (abort)
-                owner <= O_NONE;
             if (clr)
                 last <= LAST_CORE;
-            case (state)
-                S_IDLE: begin
+            else if (can_grant)
+                last <= sel;
+            if (gnt_rd) begin
+                addr  <= sf ? f_addr[sel*32 +: 32] : l_addr[sel*32 +: 32];
+                lenm1 <= (sf ? f_len[sel*9 +: 8] : l_len[sel*9 +: 8]) - 8'd1;
+            end else if (gnt_wr) begin
+                addr  <= s_addr[sel*32 +: 32];
+                lenm1 <= s_len[sel*9 +: 8] - 8'd1;
+            end
+            // reads: the AR register, the slots in flight and their count
+            if (gnt_rd) begin
+                ar_pend <= 1'b1;
+                ar_slot <= sel_slot;
+            end else if (ar_hs)
+                ar_pend <= 1'b0;
+            rbusy  <= (rbusy | (gnt_rd ? slot_oh : {NSP{1'b0}})) & ~end_oh;
+            rorph  <= (abort ? rbusy : rorph) & ~end_oh;
+            rcount <= rcount + {5'd0, gnt_rd} - {5'd0, r_end};
+            // writes
+            if (abort)
+                wown <= 1'b0;
+            case (wstate)
+                W_IDLE: begin
                     cnt     <= 8'd0;
                     aw_done <= 1'b0;
                     w_done  <= 1'b0;
-                    if (can_grant) begin
-                        ocore <= sel;
-                        if (!clr)
-                            last <= sel;
-                    end
-                    if (can_grant && sf) begin
-                        state <= S_AR; owner <= O_FETCH; addr <= f_addr[sel*32 +: 32];
-                        lenm1 <= f_len[sel*9 +: 8] - 8'd1;
-                    end else if (can_grant && sl) begin
-                        state <= S_AR; owner <= O_LOAD;  addr <= l_addr[sel*32 +: 32];
-                        lenm1 <= l_len[sel*9 +: 8] - 8'd1;
-                    end else if (can_grant && ss) begin
-                        state <= S_W;  owner <= O_STORE; addr <= s_addr[sel*32 +: 32];
-                        lenm1 <= s_len[sel*9 +: 8] - 8'd1;
+                    if (gnt_wr) begin
+                        wstate <= W_W;
+                        wown   <= 1'b1;
+                        wcore  <= sel;
                     end
                 end
-                S_AR: if (ar_hs) state <= S_R;
-                S_R: begin
-                    if (r_hs)
-                        cnt <= cnt + 8'd1;
-                    if (r_last)
-                        state <= S_IDLE;
-                end
-                S_W: begin
+                W_W: begin
                     if (aw_hs)
                         aw_done <= 1'b1;
                     if (w_hs)
@@ -207,26 +248,27 @@ module axi_arbiter #(
                     if (w_last)
                         w_done <= 1'b1;
                     if ((aw_done || aw_hs) && (w_done || w_last))
-                        state <= S_B;
+                        wstate <= W_B;
                 end
-                S_B: if (b_hs) state <= S_IDLE;
-                default: state <= S_IDLE;
+                W_B: if (b_hs) wstate <= W_IDLE;
+                default: wstate <= W_IDLE;
             endcase
         end
     end
 
     // ---- client side
+    wire rd_err = r_mine && (m_axi_rresp != 2'b00);
     assign rd_data   = m_axi_rdata;
-    assign resp_err  = (owner != O_NONE) &&
-                       ((r_hs && (m_axi_rresp != 2'b00)) || (b_hs && (m_axi_bresp != 2'b00)));
-    assign err_owner = owner;
-    assign err_core  = ocore;
-    assign idle      = (state == S_IDLE);
-    assign dbg_rd    = (state == S_AR) || (state == S_R);
-    assign dbg_wr    = (state == S_W) || (state == S_B);
+    assign resp_err  = rd_err || (b_hs && wown && (m_axi_bresp != 2'b00));
+    assign err_owner = r_mine ? (rs[0] ? O_LOAD : O_FETCH) : (wown ? O_STORE : O_NONE);
+    assign err_core  = r_mine ? rcore : wcore;
+    assign idle      = (rcount == 6'd0) && (wstate == W_IDLE);
+    assign dbg_rd    = (rcount != 6'd0);
+    assign dbg_wr    = (wstate != W_IDLE);
 
     // ---- AXI4 master outputs
-    assign m_axi_arid    = 4'd0;
+    wire [31:0] arid32 = {{(32-SB){1'b0}}, ar_slot};
+    assign m_axi_arid    = (RIF == 1) ? 4'd0 : arid32[3:0];  // one read at a time needs no ID
     assign m_axi_araddr  = addr;
     assign m_axi_arlen   = lenm1;
     assign m_axi_arsize  = AXSIZE;
@@ -234,8 +276,8 @@ module axi_arbiter #(
     assign m_axi_arlock  = 1'b0;
     assign m_axi_arcache = 4'b0011;
     assign m_axi_arprot  = 3'b000;
-    assign m_axi_arvalid = (state == S_AR);
-    assign m_axi_rready  = (state == S_R);
+    assign m_axi_arvalid = ar_pend;
+    assign m_axi_rready  = (rcount != 6'd0);
 
     assign m_axi_awid    = 4'd0;
     assign m_axi_awaddr  = addr;
@@ -245,14 +287,14 @@ module axi_arbiter #(
     assign m_axi_awlock  = 1'b0;
     assign m_axi_awcache = 4'b0011;
     assign m_axi_awprot  = 3'b000;
-    assign m_axi_awvalid = (state == S_W) && !aw_done;
-    assign m_axi_wvalid  = (state == S_W) && !w_done;
+    assign m_axi_awvalid = (wstate == W_W) && !aw_done;
+    assign m_axi_wvalid  = (wstate == W_W) && !w_done;
     assign m_axi_wlast   = (cnt == lenm1);
-    assign m_axi_wdata   = (owner == O_STORE) ? s_wdata[ocore*`CFG_BUS_WIDTH +: `CFG_BUS_WIDTH] : {`CFG_BUS_WIDTH{1'b0}};
-    assign m_axi_wstrb   = (owner == O_STORE) ? {`CFG_BUS_BYTES{1'b1}} : {`CFG_BUS_BYTES{1'b0}};
-    assign m_axi_bready  = (state == S_B);
+    assign m_axi_wdata   = wown ? s_wdata[wcore*`CFG_BUS_WIDTH +: `CFG_BUS_WIDTH] : {`CFG_BUS_WIDTH{1'b0}};
+    assign m_axi_wstrb   = wown ? {`CFG_BUS_BYTES{1'b1}} : {`CFG_BUS_BYTES{1'b0}};
+    assign m_axi_bready  = (wstate == W_B);
 
-    // IDs and RLAST are not needed: one transaction at a time, beats are counted.
-    // (the length's bit 8 is never set: MAX_BURST <= 256)
-    wire unused_axi = ^{m_axi_bid, m_axi_rid, m_axi_rlast, f_len, l_len, s_len};
+    // BID is not needed: one write at a time. (the length's bit 8 is never set: MAX_BURST <= 256;
+    // RID's bits above a slot index, and all of it with RIF = 1, are never looked at)
+    wire unused_axi = ^{m_axi_bid, f_len, l_len, s_len, rid32, arid32};
 endmodule

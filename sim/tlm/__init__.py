@@ -28,6 +28,7 @@ alu.v                   alu.py                       the vector ALU's arithmetic
 store_unit.v            store_unit.py                STORE's checks, EXECUTE, narrowing
 token_queue.v           token_queue.py               the four dependency-token queues
 axi_arbiter.v           axi_arbiter.py               port arbitration, DMA segments
+axi_arbiter.v (RIF > 1) axi_inflight.py              the port with read bursts in flight
 burst_calc.v            burst_calc.py                the burst plan (4 KiB, MAX_BURST)
 region_check.v          region_check.py              DRAM region windows and their check
 acc_buffer.v            acc_buffer.py                the accumulator buffer

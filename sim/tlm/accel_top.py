@@ -28,6 +28,7 @@ from hw.isa import INSN_BYTES, Isa
 from hw.program import Program
 from hw.result import RunResult
 from sim.tlm.axi_arbiter import AxiArbiter
+from sim.tlm.axi_inflight import AxiArbiterInFlight
 from sim.tlm.barrier import Barrier
 from sim.tlm.core import Core
 from sim.tlm.csr_block import CsrBlock, RunStatus
@@ -58,8 +59,10 @@ class TlmModel:
         self.observe_ports = observe_ports
         # advance repeating steady states in bulk (``sim/tlm/fast_forward.py``; same results); never
         # while tracing, whose timeline would lose the skipped part, nor on several cores, whose
-        # steady states interleave through the shared port
-        self.fast_forward = (enabled_by_default() if fast_forward is None else fast_forward) and cfg.num_cores == 1
+        # steady states interleave through the shared port, nor with read bursts in flight (their port's
+        # state is not walked)
+        self.fast_forward = ((enabled_by_default() if fast_forward is None else fast_forward) and cfg.num_cores == 1
+                             and cfg.dram_reads_in_flight == 1)
         self.timing = timing or Timing.from_config(cfg)
         self.isa = Isa(cfg)
         self.dram_model = Dram(cfg.dram_bytes, cfg.lanes, cfg.out_width)
@@ -180,7 +183,11 @@ class TlmModel:
         self.tracer: Tracer | None = Tracer() if self.tracing else None
         # one core: its units record on the top's tracer (the VCD and Perfetto of one core as ever)
         self.core_tracers = [self.tracer] if n == 1 else [Tracer() if self.tracing else None for _ in range(n)]
-        self.port = AxiArbiter(self.sim, self.tracer, n)
+        self.port: AxiArbiter | AxiArbiterInFlight
+        if self.cfg.dram_reads_in_flight > 1:
+            self.port = AxiArbiterInFlight(self.sim, self.timing, self.cfg.dram_reads_in_flight, self.tracer, n)
+        else:
+            self.port = AxiArbiter(self.sim, self.tracer, n)
         self.port.on_free = self._port_free
         self.barrier = Barrier(self.sim, n, self._release, self._core_fault)
         for c, tr in zip(self.cores, self.core_tracers):
@@ -202,6 +209,7 @@ class TlmModel:
         self._faults: list[TlmError] = []
         self._finished: set[int] = set()
         self._halt_beats: list[dict[str, int]] | None = None
+        self.bursts_at_error = 0  # bursts in flight in the cycle of the error (DONE waits for them)
 
     def in_steady_run(self) -> bool:
         """The run is under way with nothing that only happens once pending: no trace recorded, no
@@ -288,14 +296,14 @@ class TlmModel:
         ``max(e + halt_cycles, end of the burst under way)``."""
         e = err.cycle
         c1 = e + self.timing.halt_cycles
-        burst = self.port.inflight(e)
-        owner = self.port.cur.core if burst is not None and self.port.cur is not None else None
+        bursts = self.port.inflight_bursts(e)
+        self.bursts_at_error = len(bursts)
         self.error = err
         self._halt_beats = self.port.beats_at_halt(e)
         for c in self.cores:
             for u in c.units.values():
-                u.partial_counts(e, c1, burst if owner == c.index else None)
-        self.cycles = max(c1, burst[1]) if burst is not None else c1
+                u.partial_counts(e, c1, bursts.get((c.index, u.name)))
+        self.cycles = max([c1] + [b[1] for b in bursts.values()])
         self.finished = True
         for tr in {id(x): x for x in [self.tracer, *self.core_tracers] if x is not None}.values():
             tr.done(self.cycles)
@@ -364,6 +372,9 @@ def run_program(program: Program | str | Path, *, vcd: str | Path | None = None,
     on unless ``COSIM_TLM_FAST_FORWARD=0``; always off while tracing) jumps over repeating steady
     states with the very same results (``sim/tlm/fast_forward.py``). ``observe_ports`` adds
     ``extra["acc_ports"]`` (:meth:`TlmModel.port_holders`), an observation that changes nothing.
+    With read bursts in flight (``dram_reads_in_flight`` > 1) ``extra`` also has
+    ``reads_in_flight_max`` (the most reads in flight at once) and, after an error,
+    ``bursts_in_flight_at_error``.
     """
     prog = program if isinstance(program, Program) else Program.load(program, cfg)
     m, wall = simulate(prog, timing, trace=vcd is not None or trace is not None, fast_forward=fast_forward,
@@ -375,6 +386,10 @@ def run_program(program: Program | str | Path, *, vcd: str | Path | None = None,
     res = result_of(m, prog, wall)
     if observe_ports:
         res.extra["acc_ports"] = m.port_holders()
+    if isinstance(m.port, AxiArbiterInFlight):  # what the port did with read bursts in flight
+        res.extra["reads_in_flight_max"] = m.port.max_reads_seen
+        if m.error is not None:
+            res.extra["bursts_in_flight_at_error"] = m.bursts_at_error
     if m.error is not None and raise_on_error:
         raise m.error
     return res

@@ -224,6 +224,11 @@ class AxiArbiter:
             return None
         return seg.client, seg.t0 + int(seg.ends[k]), k == len(seg.dur) - 1, int(seg.beats[:k + 1].sum())
 
+    def inflight_bursts(self, t: int) -> dict[tuple[int, str], tuple[str, int, bool, int]]:
+        """:meth:`inflight` keyed by ``(core, client)`` (at most one burst here)."""
+        b = self.inflight(t)
+        return {} if b is None or self.cur is None else {(self.cur.core, b[0]): b}
+
     def beats_at_halt(self, t: int) -> list[dict[str, int]]:
         """Beats per core and client of every burst granted up to cycle ``t`` (all of them complete)."""
         out = [dict(b) for b in self.core_beats]

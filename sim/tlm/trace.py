@@ -107,12 +107,21 @@ class Tracer:
         return out
 
     def _dma_changes(self, write: bool) -> list[tuple[int, int]]:
+        # the RTL's dbg_dma_*: high while a burst is in flight, from the cycle after its grant to its
+        # last beat / B; bursts in flight together overlap, so count them
+        delta: dict[int, int] = {}
+        for client, w, s, e, _b in self.bursts():
+            if w == write:
+                delta[s + 1] = delta.get(s + 1, 0) + 1
+                delta[e] = delta.get(e, 0) - 1
         ch: list[tuple[int, int]] = []
-        for client, w, s, e, _b in sorted(self.bursts(), key=lambda b: b[2]):
-            if w == write:  # the RTL's dbg_dma_*: from the cycle after the grant to the last beat / B
-                ch += [(s + 1, 1), (e, 0)]
-        # at a shared boundary the later burst's 1 must win: sort stably by time, 0 first
-        return sorted(ch, key=lambda x: (x[0], x[1]))
+        level = 0
+        for t in sorted(delta):
+            high = level > 0
+            level += delta[t]
+            if (level > 0) != high:
+                ch.append((t, int(level > 0)))
+        return ch
 
     def section_spans(self, sections: list[dict[str, Any]] | None, end: int) -> list[tuple[str, int, int, int, int]]:
         """``(name, first, stop, start, end)`` per row of :func:`section_rows`: a partition of the run's

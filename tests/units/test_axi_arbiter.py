@@ -11,6 +11,7 @@ order of the bursts, so the ISS (no port at all) computes the same outputs.
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from hw.assembler import Assembler
 from hw.config import HwConfig, load_config
@@ -104,3 +105,13 @@ def test_block_bench():
     # The port 'abort' is a C++ word; Verilator warns when it becomes a port of the top model.
     run_block_bench("axi_arbiter", "testbench.units.axi_arbiter_bench", load_config("small"),
                     build_args=["-Wno-SYMRSVDWORD"])
+
+
+@needs_rtl
+@pytest.mark.parametrize("cores, reads", [(1, 2), (2, 3)])
+def test_block_bench_reads_in_flight(cores, reads):
+    """axi_arbiter.v with read bursts in flight: the grant rule, IDs, R beats answered in any order
+    across IDs (interleaved) routed by RID, writes alone on the port, error responses, abort orphaning
+    every read in flight."""
+    run_block_bench("axi_arbiter", "testbench.units.axi_inflight_bench", load_config("small"),
+                    parameters={"N": cores, "CB": 1, "RIF": reads}, build_args=["-Wno-SYMRSVDWORD"])

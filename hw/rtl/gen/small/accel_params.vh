@@ -67,6 +67,7 @@
 `define CFG_NUM_CORES                1  // cores sharing the AXI master (each with its own units and buffers)
 `define CFG_CORE_IDX_BITS            1  // width of a core index (at least 1)
 `define CFG_REGION_IDX_BITS          3
+`define CFG_DRAM_READS_IN_FLIGHT     1  // read bursts the AXI port may have outstanding
 
 // ---- ISA: opcodes, ALU ops, buffers
 `define INSN_BITS                    128
