@@ -194,7 +194,7 @@ def test_original_reproduces_golden_and_tlm_and_the_chosen_mutants_die(campaign)
     for mid in ("csr_block.v:5bc391cbfb:and_term_dropped:drop1", "csr_block.v:0591585b20:and_term_dropped:drop1"):
         assert verdicts[KILLED.index(mid) + 1]["program"].endswith("-register-probe"), mid
     assert "by address" in verdicts[KILLED.index("csr_block.v:3d68934da6:constant:32'd0>32'd1") + 1]["why"]
-    arid = verdicts[KILLED.index("axi_arbiter.v:bb7cdab241:constant:4'd0>4'd1") + 1]
+    arid = verdicts[KILLED.index("axi_arbiter.v:2a01527ac6:constant:4'd0>4'd1") + 1]
     assert arid["program"].endswith(("-stall", "-err-r1")) and arid["why"].startswith("AXI IDs")   # a C++ DRAM run
     # the AXI4-Lite responses are recorded (all OKAY), the IDs only on the C++ DRAM model
     assert all(sig["csr_resp"] == [0, 0] for sig, _ in expected)
