@@ -15,6 +15,10 @@ The waiver file is JSON (``hw/rtl/coverage_waivers.json``)::
   matching signals, both directions (without a range: every bit);
 * ``fsm``: a glob over ``MODULE:OBJECT`` of FSM state and arc points.
 
+A toggle waiver may add ``"movable": NAME`` (one of ``cosim.coverage.toggle_bounds.MOVABLE``): its reason
+is then a bound computed from the config, and the test suite checks that no bit of its range can move
+on any shipped config.
+
 A waived point counts apart: never in a metric's total, never as a hit, whatever its count. A
 waiver that matches no point of the merged data is an error (a stale waiver: the code moved).
 """
@@ -64,6 +68,7 @@ class Waiver:
     pattern: str
     reason: str
     index: int
+    movable: str | None = None   # the config bound that makes the waived bits unreachable (toggle only)
 
     def matches(self, p: Point) -> bool:
         k = p.kind
@@ -111,7 +116,10 @@ def load_waivers(path: str | Path) -> list[Waiver]:
         pat = e[kinds[0]]
         if not isinstance(pat, str) or (kinds[0] == "lines" and not LINES_RE.match(pat)):
             raise WaiverError(f"{path}: waiver {i}: bad {kinds[0]} pattern {pat!r}")
-        out.append(Waiver(kinds[0], pat, reason.strip(), i))
+        movable = e.get("movable")
+        if movable is not None and (kinds[0] != "toggle" or not isinstance(movable, str)):
+            raise WaiverError(f"{path}: waiver {i}: 'movable' names a bound of a toggle waiver")
+        out.append(Waiver(kinds[0], pat, reason.strip(), i, movable))
     return out
 
 
