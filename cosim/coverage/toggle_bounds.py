@@ -130,7 +130,8 @@ def check_waiver_bounds(waivers: Iterable[object], configs: Iterable[str] | None
             continue
         hi = int(m["hi"])
         lo = int(m["lo"]) if m["lo"] is not None else hi
-        waived = set(range(min(lo, hi), max(lo, hi) + 1))
+        lane = getattr(w, "lane_bits", None) or 1 << 30
+        waived = {b % lane for b in range(min(lo, hi), max(lo, hi) + 1)}
         for c in cfgs:
             moving = waived & MOVABLE[name](c)
             if moving:

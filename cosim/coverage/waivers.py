@@ -17,7 +17,8 @@ The waiver file is JSON (``hw/rtl/coverage_waivers.json``)::
 
 A toggle waiver may add ``"movable": NAME`` (one of ``cosim.coverage.toggle_bounds.MOVABLE``): its reason
 is then a bound computed from the config, and the test suite checks that no bit of its range can move
-on any shipped config.
+on any shipped config. ``"lane_bits": W`` says the signal is one W-bit lane per core (``{core k-1, ...,
+core 0}``): the bound then applies to each bit's index within its lane.
 
 A waived point counts apart: never in a metric's total, never as a hit, whatever its count. A
 waiver that matches no point of the merged data is an error (a stale waiver: the code moved).
@@ -69,6 +70,7 @@ class Waiver:
     reason: str
     index: int
     movable: str | None = None   # the config bound that makes the waived bits unreachable (toggle only)
+    lane_bits: int | None = None  # the signal is one lane of this many bits per core: bit b is b % lane_bits
 
     def matches(self, p: Point) -> bool:
         k = p.kind
@@ -119,7 +121,10 @@ def load_waivers(path: str | Path) -> list[Waiver]:
         movable = e.get("movable")
         if movable is not None and (kinds[0] != "toggle" or not isinstance(movable, str)):
             raise WaiverError(f"{path}: waiver {i}: 'movable' names a bound of a toggle waiver")
-        out.append(Waiver(kinds[0], pat, reason.strip(), i, movable))
+        lane = e.get("lane_bits")
+        if lane is not None and (movable is None or not isinstance(lane, int) or lane <= 0):
+            raise WaiverError(f"{path}: waiver {i}: 'lane_bits' is a positive lane width of a 'movable' waiver")
+        out.append(Waiver(kinds[0], pat, reason.strip(), i, movable, lane))
     return out
 
 
