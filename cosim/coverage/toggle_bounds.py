@@ -34,6 +34,13 @@ def pc(cfg: HwConfig) -> set[int]:
     return _bits_below(cfg.dram_bytes // INSN_BYTES)
 
 
+def error_code(cfg: HwConfig) -> set[int]:
+    """An 8-bit error code holds one of hw.csr's ERR_* codes (0 .. the largest)."""
+    from hw import csr
+
+    return _bits_below(max(v for k, v in vars(csr).items() if k.startswith("ERR_") and isinstance(v, int)))
+
+
 def burst_len(cfg: HwConfig) -> set[int]:
     """A burst's beat count, 1 .. MAX_BURST."""
     return _bits_below(cfg.max_burst)
@@ -100,7 +107,7 @@ def checked_hi(cfg: HwConfig) -> set[int]:
 
 
 MOVABLE: dict[str, Callable[[HwConfig], set[int]]] = {
-    "pc": pc, "burst_len": burst_len, "burst_len_minus_1": burst_len_minus_1,
+    "pc": pc, "error_code": error_code, "burst_len": burst_len, "burst_len_minus_1": burst_len_minus_1,
     "burst_beat_next": burst_beat_next,
     "bus_aligned_address": bus_aligned_address, "page_beats": page_beats, "buffer_depth": buffer_depth,
     "queue_count": queue_count, "load_dram_lo": load_dram_lo, "load_dram_hi": load_dram_hi,
