@@ -161,6 +161,13 @@ def test_waivers_count_apart_and_stale_is_an_error(tiny, tmp_path):
     w.write_text(json.dumps({"waivers": [{"lines": "tiny.v:500", "reason": "gone"}]}))
     with pytest.raises(WaiverError, match="stale"):
         apply_waivers(data, load_waivers(w))
+    # bits past a signal's width (another core's lane) are not stale while the signal is there; a signal
+    # that is gone is
+    w.write_text(json.dumps({"waivers": [{"toggle": "tiny:cnt[63:60]", "reason": "core 15's lane"}]}))
+    assert apply_waivers(data, load_waivers(w))[1][0]["points"] == 0
+    w.write_text(json.dumps({"waivers": [{"toggle": "tiny:gone[3:0]", "reason": "renamed"}]}))
+    with pytest.raises(WaiverError, match="stale"):
+        apply_waivers(data, load_waivers(w))
     w.write_text(json.dumps({"waivers": [{"lines": "tiny.v:1"}]}))
     with pytest.raises(WaiverError, match="reason"):
         load_waivers(w)
