@@ -7,7 +7,8 @@ Per Program:
 2. CSR readback: every word address of the fixed map, of each core's register bank (0x800 + 0x80 * k,
    on one core too) and two unmapped ones is read; every read-write register is written all ones,
    read, written zero, read, and written back with the value first read, through its own address
-   (the bank addresses included), and a read-only one is written (ignored by the RTL);
+   (the bank addresses included), each region's base and size are written all ones together (its
+   end reaches 2^32) and back, and a read-only one is written (ignored by the RTL);
 3. a soft clear during the fetch: reset, DRAM loaded, the register writes up to START, then
    CTRL.SOFT_RESET at once: STATUS must say not busy within a bound;
 4. the same with the clear in the middle of the run (half the cycles of run 1);
@@ -71,6 +72,15 @@ async def csr_readback(bench: Bench) -> dict[str, Any]:
                 await read_addr(bench, a)
             await write_addr(bench, a, int(values[a]))  # type: ignore[arg-type]
             rewritten += 1
+    # each region's base and size all ones at once: its end (base + size) reaches bit 32, which one
+    # register at a time never sets (the other holds its small first value, or 0 in an unused region)
+    for k in range(bench.cfg.max_regions):
+        base_addr, size_addr = regions[3 * k], regions[3 * k + 1]
+        if values.get(base_addr) is not None and values.get(size_addr) is not None:
+            await write_addr(bench, base_addr, 0xFFFFFFFF)
+            await write_addr(bench, size_addr, 0xFFFFFFFF)
+            await write_addr(bench, base_addr, int(values[base_addr]))  # type: ignore[arg-type]
+            await write_addr(bench, size_addr, int(values[size_addr]))  # type: ignore[arg-type]
     await write_addr(bench, csr.csrs_of(bench.cfg)["STATUS"].addr, 0xFFFFFFFF)  # read-only: ignored
     return {"read": len(addrs), "answered": sum(v is not None for v in values.values()), "rewritten": rewritten}
 

@@ -161,6 +161,13 @@ def test_waivers_count_apart_and_stale_is_an_error(tiny, tmp_path):
     w.write_text(json.dumps({"waivers": [{"lines": "tiny.v:500", "reason": "gone"}]}))
     with pytest.raises(WaiverError, match="stale"):
         apply_waivers(data, load_waivers(w))
+    # bits past a signal's width (another core's lane) are not stale while the signal is there; a signal
+    # that is gone is
+    w.write_text(json.dumps({"waivers": [{"toggle": "tiny:cnt[63:60]", "reason": "core 15's lane"}]}))
+    assert apply_waivers(data, load_waivers(w))[1][0]["points"] == 0
+    w.write_text(json.dumps({"waivers": [{"toggle": "tiny:gone[3:0]", "reason": "renamed"}]}))
+    with pytest.raises(WaiverError, match="stale"):
+        apply_waivers(data, load_waivers(w))
     w.write_text(json.dumps({"waivers": [{"lines": "tiny.v:1"}]}))
     with pytest.raises(WaiverError, match="reason"):
         load_waivers(w)
@@ -170,6 +177,41 @@ def test_shipped_waivers_load():
     from cosim.coverage.report import DEFAULT_WAIVERS
 
     assert all(w.reason for w in load_waivers(DEFAULT_WAIVERS))
+
+
+def test_config_bound_waivers_hold_on_every_shipped_config():
+    """Every waiver that names a ``movable`` bound waives only bits that no shipped config can move."""
+    from cosim.coverage.report import DEFAULT_WAIVERS
+    from cosim.coverage.toggle_bounds import check_waiver_bounds
+
+    waivers = load_waivers(DEFAULT_WAIVERS)
+    assert sum(1 for w in waivers if w.movable) >= 50
+    assert check_waiver_bounds(waivers) == []
+
+
+def test_config_bound_check_catches_a_reachable_bit(tmp_path):
+    """A bound waiver reaching into bits a config can move, an unknown bound and a bound without a bit
+    range are each reported; 'movable' on a line waiver is refused when loading."""
+    from cosim.coverage.toggle_bounds import check_waiver_bounds
+
+    w = tmp_path / "w.json"
+    w.write_text(json.dumps({"waivers": [
+        {"toggle": "fetch:pc[31:18]", "movable": "pc", "reason": "too low: 16 MiB holds 2^20 instructions"},
+        {"toggle": "fetch:pc[31:21]", "movable": "pcs", "reason": "no such bound"},
+        {"toggle": "fetch:pc", "movable": "pc", "reason": "no range"},
+        {"toggle": "fetch:pc[31:21]", "movable": "pc", "reason": "right"},
+        {"toggle": "accel_top:f_burst_pc[63:53]", "movable": "pc", "lane_bits": 32, "reason": "core 1, right"},
+        {"toggle": "accel_top:f_burst_pc[63:52]", "movable": "pc", "lane_bits": 32, "reason": "core 1: bit 20"}]}))
+    bad = check_waiver_bounds(load_waivers(w), ["small", "default"])
+    assert any(b.startswith("accel_top:f_burst_pc[63:52]: bits [20] can move on config default") for b in bad), bad
+    bad = [b for b in bad if not b.startswith("accel_top")]
+    assert any("bits [18, 19, 20] can move on config default" in b for b in bad), bad
+    assert any("bits [18] can move on config small" in b for b in bad), bad  # 4 MiB: pc <= 2^18
+    assert any("unknown movable bound 'pcs'" in b for b in bad) and any("needs a bit range" in b for b in bad)
+    assert len(bad) == 4
+    w.write_text(json.dumps({"waivers": [{"lines": "hw/rtl/fetch.v:1", "movable": "pc", "reason": "x"}]}))
+    with pytest.raises(WaiverError, match="'movable' names a bound of a toggle waiver"):
+        load_waivers(w)
 
 
 def test_whole_design_verilates_with_fsm_coverage(tmp_path):
@@ -246,15 +288,39 @@ def test_directed_cases_agree_on_iss_and_tlm():
     `cosim coverage`): a clean BARRIER on one core, and the errors the others are built to raise."""
     from cosim import models
     from cosim.coverage.directed import (abort_after_error, barrier_one_core, gemm_offset_saturates,
-                                         halt_while_pushing, window_ends_at_barrier)
+                                         halt_while_pushing, widest_fields, window_ends_at_barrier)
     from hw.config import load_config
 
     cfg = load_config("small")
     cases = [barrier_one_core(cfg), abort_after_error(cfg), halt_while_pushing(cfg), gemm_offset_saturates(cfg),
-             window_ends_at_barrier(cfg)]
-    assert [c.error and c.error[0] for c in cases] == [None, "UNLOADED", "UNLOADED", "SRAM_RANGE", "DEADLOCK"]
+             window_ends_at_barrier(cfg), *widest_fields(cfg)]
+    assert [c.error and c.error[0] for c in cases] == [None, "UNLOADED", "UNLOADED", "SRAM_RANGE", "DEADLOCK",
+                                                       *["DRAM_RANGE"] * 5, "INSN_RANGE"]
     for c in cases:
         for r in (models.iss(c.program), models.tlm(c.program)):
             assert (r.error and (r.error["name"], r.error["pc"])) == c.error, (c.name, r.model, r.error)
             for k, want in c.program.expected.items():
                 assert (r.outputs[k] == want).all(), (c.name, r.model, k)
+
+
+def test_top_of_address_space_is_a_slave_error_on_the_rtl():
+    """The directed Programs at the last 4 KiB of the 32-bit address space (a LOAD, a STORE, the fetch)
+    each end in ERR_AXI_RESP at pc 0 on the RTL with the Verilog DRAM model, and a clean Program after them
+    in the same simulator still runs right."""
+    from cosim import models
+    from cosim.coverage.directed import TOP_REGION, barrier_one_core, top_of_address_space
+    from hw.config import load_config
+    from testbench.rtl_model import rtl_available
+
+    if not rtl_available():
+        pytest.skip("no RTL")
+    cfg = load_config("small")
+    progs = top_of_address_space(cfg)
+    assert all(("REGION1_BASE", TOP_REGION) in p.regs for p in progs)
+    clean = barrier_one_core(cfg)
+    res = models.rtl([*progs, clean.program], cfg, mem="fast")
+    assert [(r.error or {}).get("name") for r in res[:-1]] == ["AXI_RESP"] * 3
+    assert [(r.error or {}).get("pc") for r in res[:-1]] == [0] * 3
+    assert res[-1].error is None
+    for k, want in clean.program.expected.items():
+        assert (res[-1].outputs[k] == want).all(), k

@@ -11,6 +11,13 @@
   wait to done; DEADLOCK on every model);
 * ``axi_error_at_barrier`` (RTL only, fast back-end: the Verilog DRAM model answers SLVERR past
   its end, cocotbext-axi's AxiRam does not): a DRAM slave error while FETCH waits at a BARRIER;
+* ``widest_fields`` (per buffer, LOAD; STORE; the instruction window): every field of the
+  instruction (or INSN_ADDR_LO and INSN_COUNT) at its largest, so every bit of the address, span,
+  tile and window arithmetic moves; DRAM_RANGE (or INSN_RANGE) at pc 0 on every model;
+* ``top_of_address_space`` (RTL only, fast back-end, as above): a region at the last 4 KiB of the
+  32-bit address space (its end is 2^32) with a LOAD, a STORE, or the instruction window in it: the
+  upper bits of every DRAM address (fetch, load and store ports, the arbiter, the AXI bus) move, and
+  the DRAM model answers SLVERR (ERR_AXI_RESP);
 * several cores (``tests/test_cores_hw.py``'s Programs): a core that FINISHes while the others wait
   at a BARRIER (ERR_BARRIER), and a core that faults while the others wait;
 * the directed cocotb job (``testbench.coverage_job``) on a few Programs: every CSR read back
@@ -166,6 +173,102 @@ def window_ends_at_barrier(cfg: Any) -> Any:
     return Case(prog, ("DEADLOCK", 2))
 
 
+def widest_fields(cfg: Any) -> list[Any]:
+    """Error cases whose instruction fields (or window registers) hold their largest values: a LOAD into
+    each buffer and a STORE with DRAM base, sizes, stride, SRAM base (and, for LOAD, paddings) all ones,
+    and the instruction window from 0xFFFFFFF0 for 2^32 - 1 instructions. The range checks compute
+    every bit of their 64-bit bounds before they fail (DRAM_RANGE, INSN_RANGE at pc 0)."""
+    from hw.assembler import Assembler
+
+    _repo_on_path()
+    from tests.units.every_level import Case
+
+    ones32, ones16, sram = (1 << 32) - 1, (1 << 16) - 1, (1 << cfg.sram_index_bits) - 1
+    cases = []
+    for buf in ("ACC", "INP", "WGT", "UOP"):
+        asm = Assembler(cfg, f"cov_widest_load_{buf.lower()}")
+        asm.load(ones32, x=ones16, y=ones16, stride=ones16, sram=sram, buf=buf,
+                 y_pad_0=15, y_pad_1=15, x_pad_0=15, x_pad_1=15)
+        asm.finish()
+        cases.append(Case(asm.program(), ("DRAM_RANGE", 0)))
+    asm = Assembler(cfg, "cov_widest_store")
+    asm.store(ones32, x=ones16, y=ones16, stride=ones16, sram=sram)
+    asm.finish()
+    cases.append(Case(asm.program(), ("DRAM_RANGE", 0)))
+    asm = Assembler(cfg, "cov_widest_window")
+    asm.finish()
+    prog = asm.program()
+    prog.regs = [(n, 0xFFFFFFF0 if n == "INSN_ADDR_LO" else ones32 if n == "INSN_COUNT" else v)
+                 for n, v in prog.regs]
+    cases.append(Case(prog, ("INSN_RANGE", 0)))
+    return cases
+
+
+TOP_REGION = 0xFFFFF000  # the last 4 KiB of the 32-bit address space: far past every DRAM model's end
+
+
+def _open_top_region(prog: Any, attr: int) -> Any:
+    """``prog`` with one more region, [TOP_REGION, 2^32) with ``attr``, opened before its START."""
+    slot = sum(1 for n, _ in prog.regs if n.endswith("_BASE") and n.startswith("REGION"))
+    ctrl = next(r for r in prog.regs if r[0] == "CTRL")
+    prog.regs = [r for r in prog.regs if r[0] != "CTRL"] + [
+        (f"REGION{slot}_BASE", TOP_REGION), (f"REGION{slot}_SIZE", 1 << 12), (f"REGION{slot}_ATTR", attr), ctrl]
+    return prog
+
+
+def top_of_address_space(cfg: Any) -> list[Any]:
+    """RTL only (slave errors): a LOAD, a STORE and the instruction fetch at the last 4 KiB of the 32-bit
+    address space (see the module docstring); each ends in ERR_AXI_RESP at pc 0."""
+    from hw import csr
+    from hw.assembler import Assembler
+
+    progs = []
+    asm = Assembler(cfg, "cov_top_load")
+    asm.load(TOP_REGION // cfg.elem_bytes("ACC"), x=min(cfg.acc_depth, (1 << 12) // cfg.elem_bytes("ACC")))
+    asm.finish()
+    progs.append(_open_top_region(asm.program(), csr.ATTR_READ))
+    asm = Assembler(cfg, "cov_top_store")
+    asm.store(TOP_REGION // cfg.out_vec_bytes, x=min(cfg.acc_depth, (1 << 12) // cfg.out_vec_bytes))
+    asm.finish()
+    progs.append(_open_top_region(asm.program(), csr.ATTR_WRITE))
+    asm = Assembler(cfg, "cov_top_fetch")
+    asm.finish()
+    prog = _open_top_region(asm.program(), csr.ATTR_READ)
+    prog.regs = [(n, TOP_REGION if n == "INSN_ADDR_LO" else v) for n, v in prog.regs]
+    progs.append(prog)
+    return progs
+
+
+def top_of_address_space_per_core(cfg: Any) -> list[Any]:
+    """RTL only (slave errors), several cores: for each core, a LOAD, a STORE and the fetch at the top of the
+    32-bit address space in that core alone (the others FINISH at once): every core's lane of the
+    arbiter's address buses moves. Each ends in ERR_AXI_RESP; the error's core is that core."""
+    from hw import csr
+    from hw.isa import Finish, Load, Store
+    from hw.program import Program, concat_streams, plan_layout
+
+    def program(name: str, core: int, insn: Any, attr: int, fetch_top: bool = False) -> Any:
+        streams = [[Finish()] for _ in range(cfg.num_cores)]
+        if insn is not None:
+            streams[core] = [insn, Finish()]
+        insns, windows = concat_streams(streams)
+        regions = plan_layout(cfg, [], len(insns))
+        prog = _open_top_region(Program.create(cfg, insns, regions, name=name, windows=windows, check_tokens=False),
+                                attr)
+        if fetch_top:
+            prog.regs = [(n, TOP_REGION if n == f"CORE{core}_INSN_ADDR_LO" else v) for n, v in prog.regs]
+        return prog
+
+    acc = TOP_REGION // cfg.elem_bytes("ACC")
+    out = TOP_REGION // cfg.out_vec_bytes
+    progs = []
+    for k in range(cfg.num_cores):
+        progs += [program(f"cov_top_load_core{k}", k, Load(dram_base=acc, x_size=1, x_stride=1), csr.ATTR_READ),
+                  program(f"cov_top_store_core{k}", k, Store(dram_base=out, x_size=1, x_stride=1), csr.ATTR_WRITE),
+                  program(f"cov_top_fetch_core{k}", k, None, csr.ATTR_READ, fetch_top=True)]
+    return progs
+
+
 def directed_tasks(configs: Sequence[str], mems: Sequence[str], base: dict[str, Any]) -> list[Task]:
     """One task per (config, back-end) of the cocotb back-ends."""
     return [Task(f"directed {c} {m}", "cosim.coverage.campaign:run_task",
@@ -186,8 +289,9 @@ def run_directed(args: dict[str, Any]) -> dict[str, Any]:
     bad: list[str] = []
     detail: dict[str, Any] = {}
     if cfg.num_cores == 1:
-        cases = [barrier_one_core(cfg), abort_after_error(cfg), halt_while_pushing(cfg), gemm_offset_saturates(cfg),
-                 window_ends_at_barrier(cfg)]
+        # the widest-field errors first: the clean runs after them move those bits back to 0
+        cases = [*widest_fields(cfg), barrier_one_core(cfg), abort_after_error(cfg), halt_while_pushing(cfg),
+                 gemm_offset_saturates(cfg), window_ends_at_barrier(cfg)]
         for case in cases:
             for name in ("iss", "tlm"):
                 r = getattr(models, name)(case.program)
@@ -203,11 +307,16 @@ def run_directed(args: dict[str, Any]) -> dict[str, Any]:
             bad.append(str(e))
         detail["unit_cases"] = [c.name for c in cases]
     if cfg.num_cores == 1 and mem == "fast":  # cocotbext-axi's AxiRam answers OKAY past its end: no error there
-        axi = axi_error_at_barrier(cfg)
-        r = models.rtl([axi], cfg, mem=mem)[0]
-        got = r.error and (r.error["name"], r.error["pc"])
-        if got != ("AXI_RESP", 0):
-            bad.append(f"{axi.name}: RTL error {got}, expected AXI_RESP at pc 0")
+        # every one a slave error at pc 0; a clean run last moves the address bits back to 0
+        slverr = [*top_of_address_space(cfg), axi_error_at_barrier(cfg)]
+        clean = barrier_one_core(cfg)
+        res = models.rtl([*slverr, clean.program], cfg, mem=mem)
+        for p, r in zip(slverr, res):
+            got = r.error and (r.error["name"], r.error["pc"])
+            if got != ("AXI_RESP", 0):
+                bad.append(f"{p.name}: RTL error {got}, expected AXI_RESP at pc 0")
+        if res[-1].error is not None:
+            bad.append(f"{clean.name} after the slave errors: RTL error {res[-1].error}")
     if cfg.num_cores > 1:
         # several cores: one core skips its BARRIER (ERR_BARRIER), one faults while the others wait at theirs
         from tests.test_cores_hw import program
@@ -218,6 +327,13 @@ def run_directed(args: dict[str, Any]) -> dict[str, Any]:
             if (r.error or {}).get("name") != (t.error or {}).get("name") or r.error is None:
                 bad.append(f"{p.name}: RTL error {r.error}, TLM {t.error}")
         detail["multi_core_cases"] = [p.name for p in progs]
+        if mem == "fast":  # the Verilog DRAM model's slave errors, as on one core; a clean run last
+            tops = top_of_address_space_per_core(cfg)
+            res = models.rtl([*tops, progs[0]], cfg, mem=mem)
+            for p, r in zip(tops, res):
+                if (r.error or {}).get("name") != "AXI_RESP":
+                    bad.append(f"{p.name}: RTL error {r.error}, expected AXI_RESP")
+            detail["multi_core_cases"] += [p.name for p in tops]
     cases = [examples.make_case(n, cfg, seed=0) for n in JOB_EXAMPLES]
     res = models.rtl([c.program for c in cases], cfg, mem=mem, job_module=DIRECTED_JOB)
     for c, r in zip(cases, res):

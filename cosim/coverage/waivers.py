@@ -15,8 +15,15 @@ The waiver file is JSON (``hw/rtl/coverage_waivers.json``)::
   matching signals, both directions (without a range: every bit);
 * ``fsm``: a glob over ``MODULE:OBJECT`` of FSM state and arc points.
 
+A toggle waiver may add ``"movable": NAME`` (one of ``cosim.coverage.toggle_bounds.MOVABLE``): its reason
+is then a bound computed from the config, and the test suite checks that no bit of its range can move
+on any shipped config. ``"lane_bits": W`` says the signal is one W-bit lane per core (``{core k-1, ...,
+core 0}``): the bound then applies to each bit's index within its lane.
+
 A waived point counts apart: never in a metric's total, never as a hit, whatever its count. A
-waiver that matches no point of the merged data is an error (a stale waiver: the code moved).
+waiver that matches no point of the merged data is an error (a stale waiver: the code moved), unless
+it is a toggle waiver whose signal is there but narrower (the lane of a core that the configs of the
+run do not have).
 """
 
 from __future__ import annotations
@@ -64,6 +71,8 @@ class Waiver:
     pattern: str
     reason: str
     index: int
+    movable: str | None = None   # the config bound that makes the waived bits unreachable (toggle only)
+    lane_bits: int | None = None  # the signal is one lane of this many bits per core: bit b is b % lane_bits
 
     def matches(self, p: Point) -> bool:
         k = p.kind
@@ -111,8 +120,23 @@ def load_waivers(path: str | Path) -> list[Waiver]:
         pat = e[kinds[0]]
         if not isinstance(pat, str) or (kinds[0] == "lines" and not LINES_RE.match(pat)):
             raise WaiverError(f"{path}: waiver {i}: bad {kinds[0]} pattern {pat!r}")
-        out.append(Waiver(kinds[0], pat, reason.strip(), i))
+        movable = e.get("movable")
+        if movable is not None and (kinds[0] != "toggle" or not isinstance(movable, str)):
+            raise WaiverError(f"{path}: waiver {i}: 'movable' names a bound of a toggle waiver")
+        lane = e.get("lane_bits")
+        if lane is not None and (movable is None or not isinstance(lane, int) or lane <= 0):
+            raise WaiverError(f"{path}: waiver {i}: 'lane_bits' is a positive lane width of a 'movable' waiver")
+        out.append(Waiver(kinds[0], pat, reason.strip(), i, movable, lane))
     return out
+
+
+def _signal_present(data: CoverageData, w: Waiver) -> bool:
+    """A toggle waiver whose bit range lies past the signal's width in this data (a lane of a core
+    that the configs run here do not have) is not stale while the signal itself is there."""
+    if w.kind != "toggle" or not RANGE_RE.match(w.pattern):
+        return False
+    whole = Waiver("toggle", RANGE_RE.match(w.pattern)["name"], w.reason, w.index)  # type: ignore[index]
+    return any(whole.matches(p) for p in data.points.values())
 
 
 def apply_waivers(data: CoverageData, waivers: list[Waiver], source: str = "waivers",
@@ -123,7 +147,7 @@ def apply_waivers(data: CoverageData, waivers: list[Waiver], source: str = "waiv
     report = []
     for w in waivers:
         hits = [p for p in data.points.values() if w.matches(p)]
-        if not hits and check_stale:
+        if not hits and check_stale and not _signal_present(data, w):
             raise WaiverError(f"{source}: waiver {w.index} ({w.describe()}) matches no coverage point: stale, "
                               f"remove or fix it")
         waived.update(p.fields for p in hits)

@@ -1,0 +1,146 @@
+"""Which bits of a signal family can move on a config: the reasons of the config-bound toggle waivers,
+computed.
+
+A toggle waiver in ``hw/rtl/coverage_waivers.json`` may name one of :data:`MOVABLE` (``"movable":
+NAME``): it then claims that no bit of its range can move on any shipped config, and
+``tests/test_coverage.py`` checks that claim against every config (``check_waiver_bounds``), so a new
+config or a changed width that makes a waived bit reachable fails the test instead of hiding a point.
+Each function gives, for one config, the set of bit indices that some run can set.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Iterable
+
+from hw.config import HwConfig, list_configs, load_config
+from hw.isa import INSN_BYTES
+
+BUFFERS = ("ACC", "INP", "WGT", "UOP")
+
+
+def _bits_below(v: int) -> set[int]:
+    """The bits a value in [0, v] can set: 0 .. bit_length(v) - 1."""
+    return set(range(max(int(v), 0).bit_length()))
+
+
+def _max_entry_log2(cfg: HwConfig) -> int:
+    """log2 of the largest DRAM entry a LOAD addresses (an accumulator vector, input, weight block or micro-op)."""
+    return max(cfg.elem_bytes(b) for b in BUFFERS).bit_length() - 1
+
+
+def pc(cfg: HwConfig) -> set[int]:
+    """A program counter (or a count of instructions fetched) is at most the instructions DRAM holds:
+    dram_bytes / 16 (the fetch of the next one past the DRAM's end is a slave error)."""
+    return _bits_below(cfg.dram_bytes // INSN_BYTES)
+
+
+def error_code(cfg: HwConfig) -> set[int]:
+    """An 8-bit error code holds one of hw.csr's ERR_* codes (0 .. the largest)."""
+    from hw import csr
+
+    return _bits_below(max(v for k, v in vars(csr).items() if k.startswith("ERR_") and isinstance(v, int)))
+
+
+def burst_len(cfg: HwConfig) -> set[int]:
+    """A burst's beat count, 1 .. MAX_BURST."""
+    return _bits_below(cfg.max_burst)
+
+
+def burst_beat_next(cfg: HwConfig) -> set[int]:
+    """A beat counter plus one (store_unit's ``bbeat_next``): 1 .. MAX_BURST + 1."""
+    return _bits_below(cfg.max_burst + 1)
+
+
+def burst_len_minus_1(cfg: HwConfig) -> set[int]:
+    """AXI's AxLEN (beats - 1) and a beat counter within a burst: 0 .. MAX_BURST - 1."""
+    return _bits_below(cfg.max_burst - 1)
+
+
+def bus_aligned_address(cfg: HwConfig) -> set[int]:
+    """A DRAM port's byte address is bus-aligned: bits below log2(bus bytes) are 0."""
+    return set(range(cfg.bus_bytes.bit_length() - 1, 32))
+
+
+def page_beats(cfg: HwConfig) -> set[int]:
+    """Beats to the next 4 KiB boundary: 1 .. 4096 / bus bytes."""
+    return _bits_below(4096 // cfg.bus_bytes)
+
+
+def buffer_depth(cfg: HwConfig) -> set[int]:
+    """load_unit's ``depth`` is one of the four buffer depths (powers of two): only their bits are ever 1."""
+    return {k for b in BUFFERS for k in range(36) if cfg.depth_of(b) >> k & 1}
+
+
+def queue_count(cfg: HwConfig) -> set[int]:
+    """An instruction queue's fill count (the debug port's), 0 .. its depth."""
+    return _bits_below(max(cfg.load_queue_depth, cfg.compute_queue_depth, cfg.store_queue_depth))
+
+
+def load_dram_lo(cfg: HwConfig) -> set[int]:
+    """A LOAD's first byte: a 32-bit entry index shifted by the entry's log2 bytes."""
+    return set(range(32 + _max_entry_log2(cfg)))
+
+
+def load_dram_hi(cfg: HwConfig) -> set[int]:
+    """A LOAD's end: first byte plus span (< 2^32 entries: (y - 1) * stride + x of 16-bit fields), shifted."""
+    return set(range(33 + _max_entry_log2(cfg)))
+
+
+def store_dram_lo(cfg: HwConfig) -> set[int]:
+    """A STORE's first byte: a 32-bit vector index shifted by the output vector's log2 bytes."""
+    return set(range(32 + cfg.out_vec_bytes.bit_length() - 1))
+
+
+def store_dram_hi(cfg: HwConfig) -> set[int]:
+    """A STORE's end: first byte plus a span below 2^32 vectors, shifted."""
+    return set(range(33 + cfg.out_vec_bytes.bit_length() - 1))
+
+
+def checked_lo(cfg: HwConfig) -> set[int]:
+    """region_check's ``lo``: a LOAD's or STORE's first byte, or the instruction window's (32 bits)."""
+    return load_dram_lo(cfg) | store_dram_lo(cfg) | set(range(32))
+
+
+def checked_hi(cfg: HwConfig) -> set[int]:
+    """region_check's ``hi``: a LOAD's or STORE's end, or the window's (below 2^32 + 16 * 2^32 < 2^37)."""
+    return load_dram_hi(cfg) | store_dram_hi(cfg) | set(range(37))
+
+
+MOVABLE: dict[str, Callable[[HwConfig], set[int]]] = {
+    "pc": pc, "error_code": error_code, "burst_len": burst_len, "burst_len_minus_1": burst_len_minus_1,
+    "burst_beat_next": burst_beat_next,
+    "bus_aligned_address": bus_aligned_address, "page_beats": page_beats, "buffer_depth": buffer_depth,
+    "queue_count": queue_count, "load_dram_lo": load_dram_lo, "load_dram_hi": load_dram_hi,
+    "store_dram_lo": store_dram_lo, "store_dram_hi": store_dram_hi, "checked_lo": checked_lo,
+    "checked_hi": checked_hi,
+}
+
+
+def check_waiver_bounds(waivers: Iterable[object], configs: Iterable[str] | None = None) -> list[str]:
+    """The problems of the config-bound waivers: a ``movable`` name that is not in :data:`MOVABLE`, a
+    bound waiver without a bit range, or a waived bit that can move on a config (empty: all hold)."""
+    from cosim.coverage.waivers import RANGE_RE
+
+    cfgs = [load_config(c) for c in (configs or list_configs())]
+    bad = []
+    for w in waivers:
+        name = getattr(w, "movable", None)
+        if not name:
+            continue
+        pattern = getattr(w, "pattern")
+        if name not in MOVABLE:
+            bad.append(f"{pattern}: unknown movable bound '{name}' (known: {', '.join(MOVABLE)})")
+            continue
+        m = RANGE_RE.match(pattern)
+        if not m:
+            bad.append(f"{pattern}: a '{name}' bound needs a bit range [HI:LO]")
+            continue
+        hi = int(m["hi"])
+        lo = int(m["lo"]) if m["lo"] is not None else hi
+        lane = getattr(w, "lane_bits", None) or 1 << 30
+        waived = {b % lane for b in range(min(lo, hi), max(lo, hi) + 1)}
+        for c in cfgs:
+            moving = waived & MOVABLE[name](c)
+            if moving:
+                bad.append(f"{pattern}: bits {sorted(moving)} can move on config {c.name} ({name})")
+    return bad
