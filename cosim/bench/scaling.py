@@ -37,11 +37,16 @@ WORKLOADS = [
 
 
 def with_cores(cfg: HwConfig, n: int) -> HwConfig:
-    """``cfg`` with ``n`` cores (named ``<name>x<n>``; ``cfg`` itself for its own core count)."""
+    """``cfg`` with ``n`` cores (named ``<name>x<n>``; ``cfg`` itself for its own core count).
+
+    Several cores get at least one read burst in flight per core on the one DRAM port (as the shipped
+    ``quad`` and ``small2`` do): with one burst at a time the port, not the cores, sets the scaling.
+    """
     if n == cfg.num_cores:
         return cfg
     data = {k: v for k, v in asdict(cfg).items() if k != "source"}
-    return parse_config({**data, "num_cores": n, "name": f"{cfg.name}x{n}",
+    reads = max(cfg.dram_reads_in_flight, n) if n > 1 else cfg.dram_reads_in_flight
+    return parse_config({**data, "num_cores": n, "dram_reads_in_flight": reads, "name": f"{cfg.name}x{n}",
                          "description": f"{cfg.name} with {n} cores"})
 
 

@@ -206,13 +206,12 @@ def _resnet_default(ctx: Context) -> str:
 
 
 def _multicore_cycles(ctx: Context) -> str:
-    one, four = ctx.scaling_point("resnet_layer", 1), ctx.scaling_point("resnet_layer", 4)
+    one = ctx.scaling_point("resnet_layer", 1)
     quad = ctx.tlm_example("conv2d_resnet", "quad")
     rif = load_config("quad").dram_reads_in_flight
     return (f"`cosim run vadd --config quad --model all` gives {_n(ctx.tlm_example('vadd', 'quad'))} cycles on the "
             f"TLM, the ResNet-18 layer (`conv2d_resnet`) {_n(quad)} on `quad` ({rif} read bursts in flight; "
-            f"{_n(one['cycles'])} on one core: {one['cycles'] / quad:.1f}x) and {_n(four['cycles'])} on 4 default "
-            f"cores, one burst at a time ({one['cycles'] / four['cycles']:.1f}x)")
+            f"{_n(one['cycles'])} on one core: {one['cycles'] / quad:.1f}x)")
 
 
 def _multicore_scaling(ctx: Context) -> str:
