@@ -57,14 +57,16 @@ class _UopRing:
         return base
 
 
-def _gemm(ring: _UopRing, name: str, m: int, kb: int, nb: int, n_stride: int, k_stride: int) -> AccView:
-    """acc[0 : nb*m] = the products of the m input vectors per block (inp[c*m + i]) against the weight
-    blocks (block (n, c) at ``n*n_stride + c*k_stride``): vector ``n*m + i``."""
-    base = ring.place([(0, c * m, c * k_stride) for c in range(kb)], name)
+def _gemm(ring: _UopRing, name: str, m: int, kb: int, nb: int, n_stride: int, k_stride: int,
+          acc_base: int = 0, inp_base: int = 0, wgt_base: int = 0) -> AccView:
+    """acc[acc_base : acc_base + nb*m] = the products of the m input vectors per block
+    (inp[inp_base + c*m + i]) against the weight blocks (block (n, c) at ``wgt_base + n*n_stride +
+    c*k_stride``): vector ``acc_base + n*m + i``."""
+    base = ring.place([(acc_base, inp_base + c * m, wgt_base + c * k_stride) for c in range(kb)], name)
     loops = dict(iters=(nb, m), acc_factors=(m, 1), inp_factors=(0, 1), wgt_factors=(n_stride, 0))
     S.gemm(S.uop[base:base + 1], reset=True, **loops)   # one micro-op visits every output vector
     S.gemm(S.uop[base:base + kb], **loops)
-    return S.acc[0:nb * m]
+    return S.acc[acc_base:acc_base + nb * m]
 
 
 def _requant(view: AccView, scale: float, cbase: int, clip: bool = True) -> None:

@@ -65,16 +65,6 @@ INPUT_NAME = "image"
 OUTPUT_NAME = "logits"
 
 
-def _gemm_at(ring: _UopRing, name: str, acc_base: int, inp_base: int, wgt_base: int, m: int, kb: int, nb: int,
-             n_stride: int, k_stride: int) -> None:
-    """acc[acc_base + n*m + i] = sum over c < kb of input vector ``inp_base + c*m + i`` against weight
-    block ``wgt_base + n*n_stride + c*k_stride`` (:func:`compiler.attention._gemm` at other bases)."""
-    base = ring.place([(acc_base, inp_base + c * m, wgt_base + c * k_stride) for c in range(kb)], name)
-    loops = dict(iters=(nb, m), acc_factors=(m, 1), inp_factors=(0, 1), wgt_factors=(n_stride, 0))
-    S.gemm(S.uop[base:base + 1], reset=True, **loops)
-    S.gemm(S.uop[base:base + kb], **loops)
-
-
 @dataclass
 class _Layout:
     """Where the parameters lie (vector offsets in the ``W`` and ``bias`` regions) and the per-image
@@ -200,7 +190,7 @@ def _body(q: dict[str, Any], lay: _Layout, batch: int) -> Callable[..., None]:
                 # two consecutive images (one even, one odd) fill the lanes: their rows add up
                 for k, i in enumerate(pair):
                     S.load(wgt[k * db:(k + 1) * db], part(i, src))
-                _gemm_at(ring, f"xf_t{len(pair)}_uops", 0, 0, 0, b, len(pair), db, 1, db)  # acc[feature][token]
+                _gemm(ring, f"xf_t{len(pair)}_uops", b, len(pair), db, 1, db)  # acc[feature][token]
                 S.load(acc[2 * d:3 * d], bv[f"{name}.G"])
                 S.load(acc[3 * d:4 * d], bv[f"{name}.Bb"])
                 norm_in_acc(d, int(q[name]["eps_frac"]), int(q[name]["shift"]))
@@ -208,13 +198,13 @@ def _body(q: dict[str, Any], lay: _Layout, batch: int) -> Callable[..., None]:
                 S.store(fm, acc[0:d])
                 S.load(wgt[0:db], fm)
                 for i in pair:  # back to acc[token][feature], the image's lanes picked by sel0 / sel1
-                    _gemm_at(ring, f"xf_tb{rows}_{i % 2}_uops", 0, (2 + i % 2) * b, 0, rows, 1, db, 1, 1)
+                    _gemm(ring, f"xf_tb{rows}_{i % 2}_uops", rows, 1, db, 1, 1, inp_base=(2 + i % 2) * b)
                     S.store(part(i, dst), acc[0:db * rows])
 
         def residual(i: int, wide: str, wide_in: int, narrow_at: int, scales: tuple[float, float], dst: str) -> None:
             # acc[0 : db*B] = R(wide) (B rows); the narrow operand (T rows) already at acc[narrow_at]
             S.load(inp[wide_in:wide_in + db * b], part(i, wide))
-            _gemm_at(ring, "xf_copy_uops", 0, wide_in, 0, db * b, 1, 1, 1, 1)
+            _gemm(ring, "xf_copy_uops", db * b, 1, 1, 1, 1, inp_base=wide_in)
             _requant(acc[0:db * b], scales[0], narrow_at + db * t, clip=False)
             _requant(acc[narrow_at:narrow_at + db * t], scales[1], narrow_at + db * t, clip=False)
             o = t * (i % 2)  # the image's rows in the residual stream
@@ -290,7 +280,7 @@ def _body(q: dict[str, Any], lay: _Layout, batch: int) -> Callable[..., None]:
         S.load(wgt[0:1], eye, cols=1)
         for i in images:
             S.load(inp[db * b:db * b + db * t], part(i, "y"))
-            _gemm_at(ring, "xf_copy_y_uops", db * b, db * b, 0, db * t, 1, 1, 1, 1)
+            _gemm(ring, "xf_copy_y_uops", db * t, 1, 1, 1, 1, acc_base=db * b, inp_base=db * b)
             residual(i, "r0", 0, db * b, sc["res1"], "r1")
         norm("norm2", "r1", "h2", t)
         # ffn1 + GELU in place on the int32 result
@@ -318,13 +308,13 @@ def _body(q: dict[str, Any], lay: _Layout, batch: int) -> Callable[..., None]:
             S.load(wgt[0:db * fb], wv["ffn2"])
             S.load(wgt[db * fb:db * fb + 1], eye, cols=1)
             S.load(acc[fat + db * t:fat + db * t + db], bv["ffn2_b"])
-            _gemm_at(ring, "xf_ffn2_uops", fat, 0, 0, t, fb, db, fb, 1)
+            _gemm(ring, "xf_ffn2_uops", t, fb, db, fb, 1, acc_base=fat)
             f_view = acc[fat:fat + db * t]
             S.add(f_view, acc[fat + db * t:fat + db * t + db], iters=(db, t), dst_factors=(t, 1), src_factors=(1, 0))
             _requant(f_view, sc["ffn2"], fat + db * t + db)
             # the identity for the residual copy is weight block db*fb here
             S.load(inp[fb * t:fb * t + db * b], part(i, "r1"))
-            _gemm_at(ring, "xf_copy2_uops", 0, fb * t, db * fb, db * b, 1, 1, 1, 1)
+            _gemm(ring, "xf_copy2_uops", db * b, 1, 1, 1, 1, inp_base=fb * t, wgt_base=db * fb)
             _requant(acc[0:db * b], sc["res2"][0], fat + db * t + db, clip=False)
             _requant(f_view, sc["res2"][1], fat + db * t + db, clip=False)
             S.add(acc[t * (i % 2):db * b], f_view, iters=(db, t), dst_factors=(b, 1), src_factors=(t, 1))
