@@ -1,0 +1,104 @@
+"""charlm's decode step as one dynamic Program: the driver specialises the one compile for every step,
+and golden, ISS, TLM and RTL give the int8 reference's logits bit for bit (TLM and RTL cycles equal)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from compiler.build import build
+from compiler.errors import CompileError
+from compiler.networks import charlm as C
+from compiler.networks import charlm_decode as D
+from compiler.networks import charlm_int8 as Q
+from cosim import models
+from hw.config import load_config
+
+
+@pytest.fixture(scope="module")
+def step() -> D.DecodeStep:
+    return D.decode_step_program("default")
+
+
+def _chain(step: D.DecodeStep, text: str) -> list[tuple[int, int, np.ndarray, np.ndarray]]:
+    """(t, token, cache image before, golden output) of the steps over ``text``."""
+    kv = step.empty_cache()
+    out = []
+    for p, tok in enumerate(C.encode(text)):
+        gold = step.run_golden(p + 1, int(tok), kv)
+        out.append((p + 1, int(tok), kv, gold))
+        kv = step.append(kv, p + 1, gold)
+    return out
+
+
+def test_one_compile_two_pieces_and_the_driver_equals_static_compiles(step: D.DecodeStep) -> None:
+    pieces = [(p.lo, p.hi) for p in step.dynamic.pieces]
+    assert pieces == [(1, 1), (2, C.CONTEXT)]   # t = 1 has no reduction over the values
+    for t in (1, 2, 16, 17, 77, C.CONTEXT):
+        prog = D.step_program(step, t, 3, step.empty_cache())
+        static = build(step.kernel, step.args(t), step.config, name=D.NAME)
+        assert [i for i in prog.insns] == [i for i in static.insns], t
+        assert [(r.name, r.addr, r.nbytes) for r in prog.regions] == \
+            [(r.name, r.addr, r.nbytes) for r in static.regions], t
+
+
+def test_golden_iss_tlm_equal_the_reference_step_by_step(step: D.DecodeStep) -> None:
+    text = "Beautiful is better than ugly.\nExplicit"
+    ref = Q.int8_forward(Q.load(), C.encode(text))
+    cycles = []
+    for t, tok, kv, gold in _chain(step, text):
+        assert np.array_equal(step.logits(gold), ref[t - 1]), t
+        prog = D.step_program(step, t, tok, kv)
+        if t in (1, 2, 16, 17, len(text)):
+            for res in (models.iss(prog), models.tlm(prog)):
+                assert res.error is None, (t, res.model, res.error)
+                assert np.array_equal(res.outputs["out"].reshape(gold.shape), gold), (t, res.model)
+                if res.model == "tlm":
+                    cycles.append(res.cycles)
+    assert cycles == sorted(cycles)   # more context, more cycles
+
+
+def test_the_cache_past_the_step_does_not_leak(step: D.DecodeStep) -> None:
+    """Rows past t - 1 (the rest of a partial block and beyond) hold garbage: same logits on the TLM."""
+    t, tok, kv, gold = _chain(step, "Beautiful is better")[16]          # t = 17: one row of the second block
+    dirty = kv.copy()
+    rng = np.random.default_rng(1)
+    for h in range(2 * C.HEADS):
+        dirty[h * C.CONTEXT + t:(h + 1) * C.CONTEXT] = rng.integers(-128, 128, size=(C.CONTEXT - t, 16))
+    res = models.tlm(D.step_program(step, t, tok, dirty))
+    assert np.array_equal(res.outputs["out"].reshape(gold.shape), gold)
+    assert np.array_equal(step.run_golden(t, tok, dirty), gold)
+
+
+def test_the_last_position_of_the_context(step: D.DecodeStep) -> None:
+    text = (C.split()[0] * 2)[:C.CONTEXT]
+    q = Q.load()
+    cache, _ = Q.prefill(q, C.encode(text[:-1]))
+    kv = step.empty_cache()
+    for h in range(C.HEADS):
+        kv[h * C.CONTEXT:(h + 1) * C.CONTEXT] = cache.k[:, h * 16:(h + 1) * 16]
+        kv[(C.HEADS + h) * C.CONTEXT:(C.HEADS + h + 1) * C.CONTEXT] = cache.v[:, h * 16:(h + 1) * 16]
+    tok = int(C.encode(text[-1])[0])
+    want = Q.decode_step(q, cache, tok)
+    res = models.tlm(D.step_program(step, C.CONTEXT, tok, kv))
+    assert res.error is None
+    assert np.array_equal(step.logits(res.outputs["out"]), want)
+
+
+def test_small_block_and_several_cores_are_one_line() -> None:
+    for name, words in (("small", "block of 8"), ("quad", "one core")):
+        with pytest.raises(CompileError, match=words):
+            D.layout_of(load_config(name))
+
+
+def test_rtl_two_steps_bit_and_cycle_exact(step: D.DecodeStep) -> None:
+    why = models.rtl_available()
+    if why:
+        pytest.skip(why)
+    chain = _chain(step, "Be")
+    progs = [D.step_program(step, t, tok, kv) for t, tok, kv, _ in chain]
+    results = models.rtl(progs, step.config, between="soft")
+    for (t, _, _, gold), prog, res in zip(chain, progs, results):
+        assert res.error is None, (t, res.error)
+        assert np.array_equal(res.outputs["out"].reshape(gold.shape), gold), t
+        assert res.cycles == models.tlm(prog).cycles, t
