@@ -22,7 +22,7 @@ import traceback
 from typing import Any, Callable, NoReturn
 
 # Subcommands in the order `cosim --help` lists them.
-COMMANDS = ["list", "compile", "import", "run", "disasm", "sim", "net", "waves", "rtl", "fuzz", "regress", "bench",
+COMMANDS = ["list", "compile", "import", "run", "disasm", "sim", "net", "generate", "waves", "rtl", "fuzz", "regress", "bench",
             "calibrate", "sweep", "coverage", "mutate", "report", "conformance", "docs", "clean"]
 # A command whose name is a Python keyword lives in a module named otherwise.
 MODULES = {"import": "import_"}

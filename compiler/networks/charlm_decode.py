@@ -43,6 +43,7 @@ import numpy as np
 from compiler import dsl as S
 from compiler import packing as P
 from compiler.attention import _gemm, _requant, _UopRing
+from compiler.build import build
 from compiler.dynamic import DynamicProgram, StaticTrace, compile_traces, static_trace
 from compiler.errors import CompileError
 from compiler.gelu import NCONSTS, ONE_Q28, _tile, gelu_constants
@@ -57,7 +58,7 @@ from compiler.softmax import softmax_in_acc
 from compiler.symbolic import Var, var
 from compiler.tensor import tensor
 from hw.config import HwConfig, load_config
-from hw.program import Program
+from hw.program import Program, Region, isa_of
 
 NAME = "charlm_decode"
 TOKENS = var("tokens", max=C.CONTEXT)   # t: the cache's length after the step (position t - 1)
@@ -303,6 +304,12 @@ class DecodeStep:
     kernel: Kernel
     consts: dict[str, np.ndarray]
     layout: StepLayout
+    sections: dict[int, list[dict[str, Any]]]  # each piece's first value -> its layers' instruction ranges
+
+    def sections_of(self, t: int) -> list[dict[str, Any]]:
+        """The layers of the step at ``t`` tokens (``{"name", "first", "count"}``; one list per piece: a
+        piece has one instruction stream shape)."""
+        return next(self.sections[p.lo] for p in self.dynamic.pieces if p.lo <= t <= p.hi)
 
     def args(self, t: int) -> dict[str, Any]:
         """The kernel's arguments for ``t`` tokens (TensorSpecs and the constant)."""
@@ -374,12 +381,15 @@ def compile_decode(config: HwConfig | str = "default", q: dict[str, Any] | None 
         return static_trace(kernel, _args(cfg, lay, consts, t), cfg, NAME)
 
     try:
-        dp = compile_traces(trace_of, TOKENS, cfg, NAME, {"network": C.NAME}, verify_all)
+        dp = compile_traces(trace_of, TOKENS, cfg, NAME, {"decode_network": C.NAME}, verify_all)
     except CompileError as e:
         raise CompileError(f"network '{C.NAME}': {e}") from None
     for k, arr in consts.items():
         dp.program.set_input(k, arr.reshape(dp.program.region(k).shape))
-    return DecodeStep(cfg, dp, kernel, consts, lay)
+    # the layers' instruction ranges, from one static compile per piece (the driver's words carry none)
+    secs = {p.lo: build(kernel, _args(cfg, lay, consts, p.lo), cfg, name=NAME).meta.get("sections", [])
+            for p in dp.pieces}
+    return DecodeStep(cfg, dp, kernel, consts, lay, secs)
 
 
 @functools.lru_cache(maxsize=4)
@@ -391,8 +401,6 @@ def decode_step_program(config: str = "default") -> DecodeStep:
 def step_program(step: DecodeStep, t: int, token: int, kv: np.ndarray) -> Program:
     """The Program of one step (``t`` tokens after it): the driver's words and layout for ``t`` (the
     one artifact specialised, no recompilation) with the step's inputs attached."""
-    from hw.program import Region, isa_of
-
     TOKENS.check(t)
     drv = step.dynamic.driver()
     lay = drv.layout(t)
@@ -413,4 +421,5 @@ def step_program(step: DecodeStep, t: int, token: int, kv: np.ndarray) -> Progra
     for n, arr in step.inputs(token, kv).items():
         inputs[n] = np.asarray(arr).reshape(by[n].shape).astype(by[n].dtype)
     return Program.create(cfg, insns, regions, name=f"{NAME}[tokens={t}]",
-                          meta={**base.meta, "dynamic_value": {TOKENS.name: t}}, inputs=inputs)
+                          meta={**base.meta, "dynamic_value": {TOKENS.name: t}, "sections": step.sections_of(t)},
+                          inputs=inputs)
