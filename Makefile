@@ -96,7 +96,7 @@ resnet18: $(STAMP)
 
 # Retrain every shipped network and require its committed weights bit for bit (a few minutes).
 networks: $(STAMP)
-	COSIM_NETWORKS=full $(RUN) $(VPY) -m pytest -q tests/test_networks.py tests/test_digits_transformer.py tests/test_digits_transformer_program.py tests/test_charlm.py
+	COSIM_NETWORKS=full $(RUN) $(VPY) -m pytest -q tests/test_networks.py tests/test_digits_transformer.py tests/test_digits_transformer_program.py tests/test_charlm.py tests/test_charlm_int8.py tests/test_charlm_decode.py
 
 onnx-conformance: $(STAMP)
 	mkdir -p build

@@ -3,6 +3,12 @@ and golden, ISS, TLM and RTL give the int8 reference's logits bit for bit (TLM a
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -12,7 +18,10 @@ from compiler.networks import charlm as C
 from compiler.networks import charlm_decode as D
 from compiler.networks import charlm_int8 as Q
 from cosim import models
+from cosim.generate_run import GenerateError, generate
 from hw.config import load_config
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="module")
@@ -102,3 +111,76 @@ def test_rtl_two_steps_bit_and_cycle_exact(step: D.DecodeStep) -> None:
         assert res.error is None, (t, res.error)
         assert np.array_equal(res.outputs["out"].reshape(gold.shape), gold), t
         assert res.cycles == models.tlm(prog).cycles, t
+
+
+def _cosim(*argv: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "cosim.cli", *argv], cwd=ROOT, capture_output=True, text=True,
+                          timeout=600)
+
+
+def test_generate_golden_iss_tlm_equal_the_reference_text() -> None:
+    rep = generate("Beautiful is", 6, ["golden", "iss", "tlm"])
+    assert rep["match"], rep["mismatch"]
+    assert rep["text"]["reference"] == Q.generate(Q.load(), "Beautiful is", 6)
+    assert rep["text"]["golden"] == rep["text"]["iss"] == rep["text"]["tlm"] == rep["text"]["reference"]
+    cyc = rep["cycles"]
+    assert len(cyc["per_token"]) == 5 and cyc["prefill"] + sum(cyc["per_token"]) == cyc["total"]
+    assert cyc["per_token"] == sorted(cyc["per_token"])      # one more cache row per token
+    steps = rep["steps"]
+    assert [s["t"] for s in steps] == list(range(1, 12 + 6))
+    for s in steps:
+        assert sum(ly["cycles"] for ly in s["layers"]) <= s["cycles"]
+        assert s["split"]["kv_bytes"] == 2 * C.HEADS * (s["t"] + 1) * 16   # t rows read, one written, per K/V head
+    assert rep["tokens_per_s"] == pytest.approx(200e6 / cyc["mean_per_token"])
+
+
+def test_generate_cli_json_and_trace(tmp_path: Path) -> None:
+    trace = tmp_path / "gen.json"
+    out = _cosim("generate", "charlm", "--prompt", "Beautiful is", "--max-new", "4", "--model", "tlm", "--json",
+                 "--trace", str(trace))
+    assert out.returncode == 0, out.stderr
+    rep = json.loads(out.stdout)
+    assert rep["match"] and len(rep["text"]["tlm"]) == 4
+    ev = json.loads(trace.read_text())["traceEvents"]
+    spans = [e for e in ev if e["ph"] == "X"]
+    steps = [e for e in spans if e["tid"] == 0]
+    layers = [e for e in spans if e["tid"] == 1]
+    assert len(steps) == 12 + 3 and {e["name"] for e in layers} == set(D.SECTIONS)
+    assert len(layers) == len(steps) * len(D.SECTIONS)
+    assert sum(e["dur"] for e in steps) == rep["cycles"]["total"]
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["--prompt", "Beautiful is ~"], "not in charlm's vocabulary"),
+    (["--prompt", "a" * 120, "--max-new", "9"], "do not fit the context"),
+    (["--prompt", ""], "the prompt is empty"),
+    (["--prompt", "Be", "--max-new", "0"], "positive integer"),
+])
+def test_generate_bad_input_is_one_line_exit_2(argv: list[str], words: str) -> None:
+    out = _cosim("generate", "charlm", *argv)
+    assert out.returncode == 2, out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1 and words in out.stderr, out.stderr
+    assert out.stdout == ""
+
+
+def test_generate_rejects_a_config_it_cannot_take() -> None:
+    with pytest.raises(GenerateError, match="block of 8"):
+        generate("Be", 2, ["tlm"], "small")
+
+
+def test_generate_on_the_rtl_short() -> None:
+    why = models.rtl_available()
+    if why:
+        pytest.skip(why)
+    rep = generate("Be", 3, ["rtl"])
+    assert rep["match"] and rep["tlm_equals_rtl"], rep["mismatch"]
+    assert rep["text"]["rtl"] == rep["text"]["reference"]
+    assert rep["cycles_rtl"] == [s["cycles"] for s in rep["steps"]]
+
+
+@pytest.mark.skipif(os.environ.get("COSIM_NETWORKS") != "full",
+                    reason="a whole generation on four models takes about 30 s; run with COSIM_NETWORKS=full")
+def test_generate_thirty_two_characters_on_every_model() -> None:
+    rep = generate("Beautiful is", 32, ["golden", "iss", "tlm", "rtl"])
+    assert rep["match"] and rep["tlm_equals_rtl"], rep["mismatch"]
+    assert len({rep["text"][m] for m in ("reference", "golden", "iss", "tlm", "rtl")}) == 1
