@@ -184,3 +184,16 @@ def test_generate_thirty_two_characters_on_every_model() -> None:
     rep = generate("Beautiful is", 32, ["golden", "iss", "tlm", "rtl"])
     assert rep["match"] and rep["tlm_equals_rtl"], rep["mismatch"]
     assert len({rep["text"][m] for m in ("reference", "golden", "iss", "tlm", "rtl")}) == 1
+
+
+def test_bench_decode_curve_quick() -> None:
+    from cosim.bench.decode import QUICK_CONTEXTS, measure_decode, table_lines
+
+    res = measure_decode(load_config("default"), quick=True)
+    assert res["agree"] and [r["t"] for r in res["rows"]] == list(QUICK_CONTEXTS)
+    cyc = [r["cycles"] for r in res["rows"]]
+    assert cyc == sorted(cyc) and cyc[-1] > cyc[0]
+    assert len({r["weights_bytes"] for r in res["rows"]}) == 1          # the parameters do not grow with t
+    for r in res["rows"]:
+        assert r["kv_bytes"] == 2 * C.HEADS * (r["t"] + 1) * 16
+    assert any("tokens/s" in line for line in table_lines(res))

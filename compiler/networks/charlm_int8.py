@@ -148,7 +148,8 @@ def _attend(q_h: np.ndarray, k_h: np.ndarray, v_h: np.ndarray, sc: dict[str, Any
 def _pre(q: dict[str, Any], r0: np.ndarray, sc: dict[str, Any]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """q, k, v (int8 ``(T, D)``) of the int8 tokens ``r0``."""
     h1 = _norm(r0, q["norm1"])
-    return tuple(_r8(_lin(h1, q[f"{B}attn.{x}"], q[f"{B}attn.{x}.bias"]), sc[f"s_{x}"]) for x in "qkv")  # type: ignore[return-value]
+    qq, kk, vv = (_r8(_lin(h1, q[f"{B}attn.{x}"], q[f"{B}attn.{x}.bias"]), sc[f"s_{x}"]) for x in "qkv")
+    return qq, kk, vv
 
 
 def _post(q: dict[str, Any], r0: np.ndarray, ctx: np.ndarray, sc: dict[str, Any]) -> np.ndarray:

@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from hw.config import load_config
-from cosim.bench import (area, correlate, dynamic, growth, measure, networks, profiler, report, resnet18, scaling,
-                         suite)
+from cosim.bench import (area, correlate, decode, dynamic, growth, measure, networks, profiler, report, resnet18,
+                         scaling, suite)
 
 REPO = Path(__file__).resolve().parents[2]
 OUT_DIR = REPO / "bench"
@@ -95,10 +95,13 @@ def run_bench(configs: list[str], quick: bool = False, reps: int = 3, protocol_m
                                         rtl=not quick)
     _log("dynamic shapes: compile against the maximum, driver cost per value")
     dyn = dynamic.measure_dynamic(cfg0, quick) if cfg0.num_cores == 1 else {}  # dynamic shapes: one core
+    _log("charlm decode step: cycles per token against context length")
+    dec = decode.measure_decode(cfg0, quick)
+    decode_png = decode.plot(dec, out_dir / "decode.png")
     scaling_png = scaling.plot(scal, out_dir / "scaling.png")
     summary = report.summarize(rows)
     summary["all_agree"] = summary["all_agree"] and all(n["agree"] for n in nets) and \
-        all(r["agree"] for r in scal["rows"]) and (r18 is None or r18["agree"])
+        all(r["agree"] for r in scal["rows"]) and (r18 is None or r18["agree"]) and dec.get("agree", True)
     summary["golden_vs_numpy"] = gvn["vadd"]["ratio"]
     _log("golden matmul vs numpy")
     gmm = measure.golden_matmul_vs_numpy(cfg0, reps=max(3, reps))
@@ -128,11 +131,12 @@ def run_bench(configs: list[str], quick: bool = False, reps: int = 3, protocol_m
         "scaling": scal,
         "resnet18": r18,
         "dynamic": dyn,
+        "decode": dec,
         "settings": {"configs": configs, "quick": quick, "reps": reps, "protocol_max_cycles": protocol_max_cycles,
                      "synth": synth, "fmax_timeout_s": fmax_timeout, "resnet18": resnet,
                      "python": platform.python_version(), "machine": platform.machine(),
                      "build_s": builds, "bench_wall_s": round(time.perf_counter() - t_start, 1)},
-        "plots": [str(growth_png), str(corr_png), str(scaling_png)],
+        "plots": [str(growth_png), str(corr_png), str(scaling_png)] + ([str(decode_png)] if decode_png else []),
     }
     (out_dir / "results.json").write_text(json.dumps(res, indent=1, default=float) + "\n")
     return res
@@ -161,6 +165,10 @@ def print_report(res: dict[str, Any]) -> None:
     dl = dynamic.table_lines(res.get("dynamic") or {})
     if dl:
         print("\n".join(dl))
+        print()
+    cl = decode.table_lines(res.get("decode") or {})
+    if cl:
+        print("\n".join(cl))
         print()
     print("\n".join(correlate.table_lines(rows)))
     w = correlate.worst(rows)

@@ -43,6 +43,9 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--dynamic", action="store_true",
                    help="only the dynamic-shape section: compile time against the maximum and the Python and C "
                         "drivers' microseconds per value, against a static compile (default config; about a minute)")
+    p.add_argument("--decode", action="store_true",
+                   help="only charlm's decode step: cycles per token against context length 1..128 on the traced "
+                        "TLM, split into weight streaming, KV traffic and compute (default config; about a minute)")
     p.add_argument("--out", default=None, metavar="DIR", help="output folder (default: <repo>/bench)")
     add_cluster_args(p)
     add_json_arg(p)
@@ -60,6 +63,17 @@ def run(args: argparse.Namespace) -> int:
         dyn = measure_dynamic(load_config((args.configs or ["default"])[0]), args.quick)
         print(json.dumps(dyn) if args.json else "\n".join(table_lines(dyn)))
         return 0
+    if args.decode:
+        from cosim.bench.decode import measure_decode
+        from cosim.bench.decode import table_lines as decode_lines
+        from hw.config import load_config
+
+        dec = measure_decode(load_config((args.configs or ["default"])[0]), args.quick)
+        if not dec:
+            raise UserError(f"config '{(args.configs or ['default'])[0]}': the decode step needs one core and a "
+                            f"block of 16")
+        print(json.dumps(dec) if args.json else "\n".join(decode_lines(dec)))
+        return 0 if dec["agree"] else 1
     configs = args.configs or (["default"] if args.quick else ["default", "small", "wide"])
     reps = args.reps if args.reps is not None else (1 if args.quick else 3)
     if reps < 1:
