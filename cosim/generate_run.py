@@ -29,7 +29,8 @@ from compiler.networks import charlm_int8 as Q
 from cosim import models
 from cosim.section_report import section_report
 from hw.config import load_config
-from hw.isa import Load, Store
+from compiler.errors import CompileError
+from hw.isa import BUFFERS, Load, Store
 from hw.program import Program
 
 CLOCK_MHZ = 200            # the clock tokens/s are quoted at (the RTL's target is 100 MHz or more)
@@ -58,14 +59,7 @@ def check_prompt(prompt: str, max_new: int) -> np.ndarray:
 
 
 def _region_of(prog: Program, insn: Load | Store) -> str | None:
-    cfg = prog.config
-    if isinstance(insn, Store):
-        eb = cfg.out_vec_bytes
-    else:
-        from hw.isa import BUFFERS
-
-        eb = cfg.elem_bytes(next(b for b, code in BUFFERS.items() if code == insn.buf))
-    addr = insn.dram_base * eb
+    addr = insn.dram_base * _elem_bytes(prog, insn)
     return next((r.name for r in prog.regions if r.addr <= addr < r.end and r.role != "insn"), None)
 
 
@@ -97,14 +91,16 @@ def step_split(prog: Program, timeline: models.TlmTimeline) -> dict[str, int]:
     return out
 
 
-def _bytes(prog: Program, insn: Load | Store) -> int:
+def _elem_bytes(prog: Program, insn: Load | Store) -> int:
+    """Bytes of one DRAM entry of a LOAD (its buffer's unit) or a STORE (an output vector)."""
     cfg = prog.config
     if isinstance(insn, Store):
-        return insn.y_size * insn.x_size * cfg.out_vec_bytes
-    from hw.isa import BUFFERS
+        return cfg.out_vec_bytes
+    return cfg.elem_bytes(next(b for b, code in BUFFERS.items() if code == insn.buf))
 
-    eb = cfg.elem_bytes(next(b for b, code in BUFFERS.items() if code == insn.buf))
-    return insn.y_size * insn.x_size * eb
+
+def _bytes(prog: Program, insn: Load | Store) -> int:
+    return insn.y_size * insn.x_size * _elem_bytes(prog, insn)
 
 
 class _Chain:
@@ -155,10 +151,8 @@ def generate(prompt: str, max_new: int, chosen: list[str], config: str = "defaul
     t0 = time.perf_counter()
     try:
         step = D.decode_step_program(cfg.name) if config == cfg.name else D.compile_decode(cfg)
-    except Exception as e:  # a config the step cannot take: one line
-        if type(e).__name__ == "CompileError":
-            raise GenerateError(str(e)) from None
-        raise
+    except CompileError as e:  # a config the step cannot take: one line
+        raise GenerateError(str(e)) from None
     rep: dict[str, Any] = {"network": C.NAME, "config": cfg.name, "prompt": prompt, "max_new": max_new,
                            "prompt_tokens": len(toks), "compile_wall_s": time.perf_counter() - t0,
                            "pieces": [[p.lo, p.hi] for p in step.dynamic.pieces], "clock_mhz": CLOCK_MHZ,

@@ -55,7 +55,7 @@ from compiler.networks import charlm_int8 as Q
 from compiler.ops import const_vector
 from compiler.softmax import rows_needed as softmax_rows
 from compiler.softmax import softmax_in_acc
-from compiler.symbolic import Var, var
+from compiler.symbolic import var
 from compiler.tensor import tensor
 from hw.config import HwConfig, load_config
 from hw.program import Program, Region, isa_of
