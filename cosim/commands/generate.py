@@ -75,6 +75,11 @@ def _print(rep: dict[str, Any]) -> None:
         print(f"cycles (TLM): prefill {cyc['prefill']:,} ({rep['prompt_tokens']} steps), decode "
               + (f"{per[0]:,} .. {per[-1]:,} per token, mean {cyc['mean_per_token']:,.0f}" if per else "none")
               + f"; total {cyc['total']:,}")
+        if per:
+            new = rep["text"].get("tlm") or rep["text"]["reference"]
+            items = [f"{c!r}:{n:,}" for c, n in zip(new[1:], per)]   # the first new character is the prefill's
+            for k in range(0, len(items), 8):
+                print(("  per token " if k == 0 else "            ") + "  ".join(items[k:k + 8]))
         if "tlm_equals_rtl" in rep:
             print(f"  RTL cycles {'equal the TLM' if rep['tlm_equals_rtl'] else 'DIFFER from the TLM'} at every step")
         if per:
