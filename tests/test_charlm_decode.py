@@ -200,3 +200,19 @@ def test_bench_decode_curve_quick() -> None:
     for r in res["rows"]:
         assert r["kv_bytes"] == 2 * C.HEADS * (r["t"] + 1) * 16
     assert any("tokens/s" in line for line in table_lines(res))
+
+
+def test_bench_decode_port_variant_moves_the_curve() -> None:
+    """The same step with quad's read bursts in flight on one core: same logits, no step slower, the
+    parameter streaming (a fixed cost per token) faster."""
+    from cosim.bench.decode import PORT_READS, measure_decode, port_variant, table_lines
+
+    cfg = port_variant(load_config("default"))
+    assert cfg.dram_reads_in_flight == PORT_READS and cfg.num_cores == 1
+    base = measure_decode(load_config("default"), quick=True)
+    res = measure_decode(cfg, quick=True)
+    assert res["agree"]
+    for a, b in zip(base["rows"], res["rows"]):
+        assert a["t"] == b["t"] and b["cycles"] <= a["cycles"]
+    assert res["rows"][0]["cycles"] < base["rows"][0]["cycles"]
+    assert any(f"on {cfg.name}:" in line for line in table_lines(base, [res]))

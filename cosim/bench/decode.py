@@ -21,10 +21,20 @@ from compiler.networks import charlm as C
 from compiler.networks import charlm_decode as D
 from compiler.networks import charlm_int8 as Q
 from cosim import models
+from cosim.bench.scaling import derived_config
 from cosim.generate_run import CLOCK_MHZ, step_split
 from hw.config import HwConfig
 
 QUICK_CONTEXTS = (1, 2, 16, 17, 32, 48, 64, 96, 112, 128)
+PORT_READS = 4   # read bursts in flight of the port variant (as ``quad``'s port)
+
+
+def port_variant(cfg: HwConfig) -> HwConfig:
+    """``cfg`` with :data:`PORT_READS` read bursts in flight on its one DRAM port (still one core): how
+    the curve moves with the port's bursts in flight. The step itself takes one core only."""
+    reads = max(cfg.dram_reads_in_flight, PORT_READS)
+    return derived_config(cfg, f"{cfg.name}_r{reads}", f"{cfg.name} with {reads} read bursts in flight",
+                          dram_reads_in_flight=reads)
 
 
 def measure_decode(cfg: HwConfig, quick: bool = False) -> dict[str, Any]:
@@ -61,8 +71,9 @@ def measure_decode(cfg: HwConfig, quick: bool = False) -> dict[str, Any]:
             "tokens_per_s_at_max": CLOCK_MHZ * 1e6 / cyc[-1]}
 
 
-def table_lines(res: dict[str, Any]) -> list[str]:
-    """The section as a printed table (every 16th context length and the ends, when all were run)."""
+def table_lines(res: dict[str, Any], variants: list[dict[str, Any]] = ()) -> list[str]:
+    """The section as a printed table (every 16th context length and the ends, when all were run), and a
+    line per ``variants`` result (the same step on a derived config) comparing its cycles."""
     if not res:
         return []
     rows = res["rows"]
@@ -77,11 +88,19 @@ def table_lines(res: dict[str, Any]) -> list[str]:
                    f"{r['dma_rd_bytes'] + r['dma_wr_bytes']:>9,}{'yes' if r['agree'] else 'NO':>7}")
     out.append(f"  {res['cycles_per_context_token']:.1f} more cycles per token of context; "
                f"{res['tokens_per_s_at_max']:,.0f} tokens/s at the full context of {C.CONTEXT}")
+    for v in variants:
+        by_t = {r["t"]: r["cycles"] for r in v["rows"]}
+        pairs = [(r["t"], r["cycles"], by_t[r["t"]]) for r in shown if r["t"] in by_t]
+        out.append(f"  on {v['config']}: " + ", ".join(f"{a:,} -> {b:,} ({a / b:.2f}x) at {t}" for t, a, b in pairs
+                                                   if t in (1, C.CONTEXT // 2, C.CONTEXT) or len(pairs) <= 3)
+                   + f"; {v['cycles_per_context_token']:.1f} more cycles per token of context"
+                   + ("" if v["agree"] else "; logits DIFFER from the reference"))
     return out
 
 
-def plot(res: dict[str, Any], path: Path) -> Path | None:
-    """Cycles per token against context length, with the three units' shares."""
+def plot(res: dict[str, Any], path: Path, variants: list[dict[str, Any]] = ()) -> Path | None:
+    """Cycles per token against context length, with the three units' shares, and the totals of
+    ``variants`` (the same step on derived configs)."""
     if not res:
         return None
     import matplotlib
@@ -96,6 +115,9 @@ def plot(res: dict[str, Any], path: Path) -> Path | None:
     for key, label in (("weights", "load unit: weights"), ("kv", "load + store: KV cache"),
                        ("compute", "compute unit: GEMM + ALU")):
         ax.plot(t, [r[key] for r in rows], "--", label=label)
+    for v in variants:
+        ax.plot([r["t"] for r in v["rows"]], [r["cycles"] for r in v["rows"]], "s-", ms=2,
+                label=f"cycles per token on {v['config']}")
     ax.set_xlabel("context length (tokens)")
     ax.set_ylabel("cycles")
     ax.set_ylim(bottom=0)

@@ -97,11 +97,13 @@ def run_bench(configs: list[str], quick: bool = False, reps: int = 3, protocol_m
     dyn = dynamic.measure_dynamic(cfg0, quick) if cfg0.num_cores == 1 else {}  # dynamic shapes: one core
     _log("charlm decode step: cycles per token against context length")
     dec = decode.measure_decode(cfg0, quick)
-    decode_png = decode.plot(dec, out_dir / "decode.png")
+    dec_port = [d for d in [decode.measure_decode(decode.port_variant(cfg0), quick)] if d] if dec else []
+    decode_png = decode.plot(dec, out_dir / "decode.png", dec_port)
     scaling_png = scaling.plot(scal, out_dir / "scaling.png")
     summary = report.summarize(rows)
     summary["all_agree"] = summary["all_agree"] and all(n["agree"] for n in nets) and \
-        all(r["agree"] for r in scal["rows"]) and (r18 is None or r18["agree"]) and dec.get("agree", True)
+        all(r["agree"] for r in scal["rows"]) and (r18 is None or r18["agree"]) and dec.get("agree", True) and \
+        all(d["agree"] for d in dec_port)
     summary["golden_vs_numpy"] = gvn["vadd"]["ratio"]
     _log("golden matmul vs numpy")
     gmm = measure.golden_matmul_vs_numpy(cfg0, reps=max(3, reps))
@@ -132,6 +134,7 @@ def run_bench(configs: list[str], quick: bool = False, reps: int = 3, protocol_m
         "resnet18": r18,
         "dynamic": dyn,
         "decode": dec,
+        "decode_port": dec_port,
         "settings": {"configs": configs, "quick": quick, "reps": reps, "protocol_max_cycles": protocol_max_cycles,
                      "synth": synth, "fmax_timeout_s": fmax_timeout, "resnet18": resnet,
                      "python": platform.python_version(), "machine": platform.machine(),
@@ -166,7 +169,7 @@ def print_report(res: dict[str, Any]) -> None:
     if dl:
         print("\n".join(dl))
         print()
-    cl = decode.table_lines(res.get("decode") or {})
+    cl = decode.table_lines(res.get("decode") or {}, res.get("decode_port") or [])
     if cl:
         print("\n".join(cl))
         print()

@@ -44,10 +44,15 @@ def with_cores(cfg: HwConfig, n: int) -> HwConfig:
     """
     if n == cfg.num_cores:
         return cfg
-    data = {k: v for k, v in asdict(cfg).items() if k != "source"}
     reads = max(cfg.dram_reads_in_flight, n) if n > 1 else cfg.dram_reads_in_flight
-    return parse_config({**data, "num_cores": n, "dram_reads_in_flight": reads, "name": f"{cfg.name}x{n}",
-                         "description": f"{cfg.name} with {n} cores"})
+    return derived_config(cfg, f"{cfg.name}x{n}", f"{cfg.name} with {n} cores", num_cores=n,
+                          dram_reads_in_flight=reads)
+
+
+def derived_config(cfg: HwConfig, name: str, description: str, **fields: Any) -> HwConfig:
+    """``cfg`` with ``fields`` changed, under a new name, checked as a config file is."""
+    data = {k: v for k, v in asdict(cfg).items() if k != "source"}
+    return parse_config({**data, **fields, "name": name, "description": description})
 
 
 def _log(msg: str) -> None:

@@ -64,16 +64,17 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(dyn) if args.json else "\n".join(table_lines(dyn)))
         return 0
     if args.decode:
-        from cosim.bench.decode import measure_decode
+        from cosim.bench.decode import measure_decode, port_variant
         from cosim.bench.decode import table_lines as decode_lines
         from hw.config import load_config
 
-        dec = measure_decode(load_config((args.configs or ["default"])[0]), args.quick)
+        cfg = load_config((args.configs or ["default"])[0])
+        dec = measure_decode(cfg, args.quick)
         if not dec:
-            raise UserError(f"config '{(args.configs or ['default'])[0]}': the decode step needs one core and a "
-                            f"block of 16")
-        print(json.dumps(dec) if args.json else "\n".join(decode_lines(dec)))
-        return 0 if dec["agree"] else 1
+            raise UserError(f"config '{cfg.name}': the decode step needs one core and a block of 16")
+        port = [measure_decode(port_variant(cfg), args.quick)]
+        print(json.dumps({**dec, "port_variants": port}) if args.json else "\n".join(decode_lines(dec, port)))
+        return 0 if dec["agree"] and all(p["agree"] for p in port) else 1
     configs = args.configs or (["default"] if args.quick else ["default", "small", "wide"])
     reps = args.reps if args.reps is not None else (1 if args.quick else 3)
     if reps < 1:
