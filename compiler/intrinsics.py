@@ -215,6 +215,9 @@ def _load_python(ctx: GoldenContext, op: LoadOp) -> None:
         ctx.cores.record(ctx.core_id, op.tensor, False, op.offset, rows, cols, op.stride, eb)
     if buf == "ACC":
         _tile_into(ctx.acc, op.tensor.data, op)
+        hi = op.sram_base + op.sram_vectors
+        if hi > ctx.acc_high:
+            ctx.acc_high = hi
         return
     g = ctx.gemm_buffers
     if buf == "INP":
@@ -348,8 +351,13 @@ def _alu_python(opname: str) -> Callable[[GoldenContext, AluOp], None]:
     """The Python half of an ALU op: the shared numpy engine (whole-tile unless a write feeds a later read)."""
 
     def run(ctx: GoldenContext, op: AluOp) -> None:
-        run_alu_loop(ctx.acc, opname, op.dst_base, op.src_base, op.iter_out, op.iter_in, op.dst_factor_out,
-                     op.dst_factor_in, op.src_factor_out, op.src_factor_in, op.imm, getattr(ctx, "filled", None))
+        io, ii, dfo, dfi = op.iter_out, op.iter_in, op.dst_factor_out, op.dst_factor_in
+        run_alu_loop(ctx.acc, opname, op.dst_base, op.src_base, io, ii, dfo, dfi, op.src_factor_out,
+                     op.src_factor_in, op.imm, getattr(ctx, "filled", None))
+        if io and ii:  # the last destination of a loop with non-negative factors is its last iteration's
+            hi = op.dst_base + (io - 1) * dfo + (ii - 1) * dfi + 1
+            if hi > ctx.acc_high:
+                ctx.acc_high = hi
 
     return run
 
