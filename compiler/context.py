@@ -153,7 +153,10 @@ def zeroed_int32(shape: tuple[int, ...]) -> np.ndarray:
     n = int(np.prod(shape)) * 4
     if n < _MAPPED_BYTES:
         return np.zeros(shape, dtype=np.int32)
-    return np.frombuffer(mmap.mmap(-1, n), dtype=np.int32).reshape(shape)
+    m = mmap.mmap(-1, n)
+    if hasattr(mmap, "MADV_HUGEPAGE"):  # fewer TLB misses over a footprint of several copies' tiles
+        m.madvise(mmap.MADV_HUGEPAGE)
+    return np.frombuffer(m, dtype=np.int32).reshape(shape)
 
 
 def current() -> Context:
