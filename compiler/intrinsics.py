@@ -464,6 +464,10 @@ def _gemm_lower(ctx: Context, op: GemmOp) -> None:
 
 
 # ---- constants and scratch DRAM ---------------------------------------------------------------
+# The element types of a constant, by dtype (``dtype.name`` builds a new string on every call).
+_CONST_DTYPES = {np.dtype(d): d for d in ("int8", "int16", "int32")}
+
+
 @dataclass(slots=True)
 class ConstRequest:
     """``S.const``'s record: the data of a constant DRAM tensor and its name."""
@@ -478,7 +482,7 @@ def const(ctx: Context, data: Any, name: str = "const") -> ConstRequest:
     micro-op tables, identity weights...). Returns a tensor to LOAD from; on a compiled Program every
     constant lives in one input region the compiler fills."""
     a = np.asarray(data)
-    if a.dtype.name not in ("int8", "int16", "int32"):
+    if a.dtype not in _CONST_DTYPES:
         raise ArgError(f"constant '{name}' must be an int8, int16 or int32 array, got {a.dtype}", "data")
     if a.size == 0:
         raise ArgError(f"constant '{name}' is empty", "data")
@@ -488,7 +492,8 @@ def const(ctx: Context, data: Any, name: str = "const") -> ConstRequest:
 @implements("const", "python")
 def _const_python(ctx: GoldenContext, req: ConstRequest) -> Tensor:
     a = req.data
-    return Tensor(req.name, a.shape, a.dtype.name, ctx.lanes, pad_to_vectors(a, ctx.lanes, a.dtype), kind="const")
+    return Tensor(req.name, a.shape, _CONST_DTYPES[a.dtype], ctx.lanes, pad_to_vectors(a, ctx.lanes, a.dtype),
+                  kind="const")
 
 
 @implements("const", "lower")

