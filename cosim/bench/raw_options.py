@@ -19,6 +19,13 @@ from hw.program import Program
 from testbench.raw.options import DEFAULT, LADDER, RawOptions, with_pgo
 
 
+# A step whose first runs take this many times the fastest step's wall time runs only once.
+SLOW_FACTOR = 3.0
+# A run is stopped after RUN_BOUND times the fastest run of its Program (at least MIN_BOUND_S seconds).
+RUN_BOUND = 20.0
+MIN_BOUND_S = 10.0
+
+
 def _log(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
 
@@ -41,20 +48,41 @@ def _signature(r: Any) -> tuple[Any, ...]:
 
 def _measure(steps: list[RawOptions], cfg: HwConfig, programs: list[Program], reps: int,
              rows: dict[str, dict[str, Any]]) -> None:
-    from testbench.raw.harness import run
+    from testbench.raw.harness import RawTimeout, run
 
     walls: dict[str, dict[str, list[float]]] = {o.name: {p.name: [] for p in programs} for o in steps}
+    slow: set[str] = set()
     for rep in range(reps):
         order = steps if rep % 2 == 0 else steps[::-1]
         for p in programs:
+            # a run may take at most RUN_BOUND times the fastest run of this Program so far (a thread build
+            # spinning on cores other processes share can take many minutes); beyond it the step is out
             for o in order:
-                r = run(p, cfg, options=o)
+                if o.name in slow:
+                    continue
+                done = [w[p.name][0] for w in walls.values() if w[p.name]]
+                bound = max(MIN_BOUND_S, RUN_BOUND * min(done)) if done else None
+                try:
+                    r = run(p, cfg, options=o, timeout_s=bound)
+                except RawTimeout:
+                    _log(f"[raw options] '{o.name}' on {p.name}: over {bound:.0f} s, left out")
+                    slow.add(o.name)
+                    rows[o.name]["timed_out_s"] = bound
+                    continue
                 walls[o.name][p.name].append(r.wall_s)
                 row = rows[o.name]
                 row["cycles"][p.name] = r.cycles
                 row["signature"][p.name] = _signature(r)
+        if rep == 0:  # a step several times slower than the fastest keeps its one run
+            speed = {o.name: _geo([walls[o.name][q.name][0] for q in programs]) for o in steps if o.name not in slow}
+            best = min(speed.values())
+            slow |= {n for n, w in speed.items() if w > SLOW_FACTOR * best}
     for o in steps:
         row = rows[o.name]
+        row["runs"] = len(walls[o.name][programs[0].name])
+        if rows[o.name].get("timed_out_s"):
+            row["wall_s"] = row["cycles_per_s"] = None
+            continue
         row["wall_s"] = {p.name: statistics.median(walls[o.name][p.name]) for p in programs}
         row["cycles_per_s"] = {p.name: row["cycles"][p.name] / row["wall_s"][p.name] for p in programs}
 
@@ -93,6 +121,9 @@ def measure_raw_options(cfg: HwConfig, programs: list[Program], reps: int = 3, p
     prev = None
     for o in steps:
         row = rows[o.name]
+        if row["cycles_per_s"] is None:  # timed out: no speed, no verdict on its results
+            row["same_results"] = row["speedup_vs_plain"] = row["speedup_vs_previous"] = None
+            continue
         row["same_results"] = row["signature"] == ref["signature"]
         row["speedup_vs_plain"] = _geo([row["cycles_per_s"][p.name] / ref["cycles_per_s"][p.name] for p in programs])
         base = rows[prev] if prev is not None else row
@@ -117,7 +148,8 @@ def _geo(xs: list[float]) -> float:
 
 def _fastest(rows: list[dict[str, Any]], programs: list[Program], ref: dict[str, Any] | None) -> str:
     """The step with the highest geometric-mean speed among those with the first step's results."""
-    ok = [r for r in rows if r.get("same_results", ref is None or r["signature"] == ref["signature"])]
+    ok = [r for r in rows if r["cycles_per_s"] is not None
+          and r.get("same_results", ref is None or r["signature"] == ref["signature"])]
     return max(ok, key=lambda r: _geo([r["cycles_per_s"][p.name] for p in programs]))["name"]
 
 
@@ -136,12 +168,17 @@ def table_lines(res: dict[str, Any]) -> list[str]:
     if not res:
         return []
     progs = res["programs"]
-    head = f"raw harness options on {res['config']} ({', '.join(progs)}; median of {res['reps']} runs):"
+    head = (f"raw harness options on {res['config']} ({', '.join(progs)}; median of {res['reps']} runs, one for a "
+            f"step {SLOW_FACTOR:g}x slower than the fastest):")
     cols = "  ".join(f"{p[:14]:>14}" for p in progs)
     out = [head, f"  {'build':<16} {'build s':>8}  {cols}  {'x plain':>8} {'x prev':>7}  same  what"]
     for r in res["rows"]:
-        speeds = "  ".join(f"{r['cycles_per_s'][p] / 1e6:>9.2f} Mc/s" for p in progs)
         bs = "-" if r["build_s"] is None else f"{r['build_s']:.0f}"
+        if r["cycles_per_s"] is None:
+            out.append(f"  {r['name']:<16} {bs:>8}  timed out: a run took over {r.get('timed_out_s') or 0:.0f} s  "
+                       f"{r['what']}")
+            continue
+        speeds = "  ".join(f"{r['cycles_per_s'][p] / 1e6:>9.2f} Mc/s" for p in progs)
         mark = " <- fastest" if r["name"] == res["fastest"] else ""
         out.append(f"  {r['name']:<16} {bs:>8}  {speeds}  {r['speedup_vs_plain']:>7.2f}x {r['speedup_vs_previous']:>6.2f}x"
                    f"  {'yes' if r['same_results'] else 'NO':<4}  {r['what']}{mark}")

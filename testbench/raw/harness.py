@@ -61,6 +61,10 @@ class RawError(RuntimeError):
     """The raw harness could not be built or did not produce a result."""
 
 
+class RawTimeout(RawError):
+    """A raw harness run took longer than its wall-time bound (the process was killed)."""
+
+
 def _cfg(cfg: HwConfig | str | Path) -> HwConfig:
     return cfg if isinstance(cfg, HwConfig) else load_config(cfg)
 
@@ -223,7 +227,7 @@ def run(program: Program, cfg: HwConfig | str | Path | None = None, mem: str = D
         pre_reads: Sequence[str] = (), addr_reads: Sequence[int] = (), coverage_file: str | Path | None = None,
         csr_mode: tuple[int, int, int, bool] | None = None,
         dram_mode: tuple[int, int, int, int] | None = None, options: RawOptions = DEFAULT,
-        _exe: Path | None = None) -> RunResult:
+        timeout_s: float | None = None, _exe: Path | None = None) -> RunResult:
     """Run one Program on the raw harness and return RunResult(model="raw").
 
     ``wall_s`` is the wall time of the register config plus the run to DONE (as the cocotb
@@ -250,6 +254,8 @@ def run(program: Program, cfg: HwConfig | str | Path | None = None, mem: str = D
     (``cpp``): the OR of every ARID/AWID; ``extra["axi_attrs"]``: the OR of the {LOCK, CACHE, PROT}
     offered with ARVALID (bits 0-7) and AWVALID (bits 8-15). ``options``: which build
     (:mod:`testbench.raw.options`; a PGO one must have been built already, with its training Programs).
+    ``timeout_s``: a wall-time bound on the process (:class:`RawTimeout` beyond it; default: none, the
+    cycle watchdog ends a run).
     """
     from testbench.memimg import from_hex_words, to_hex_words, watchdog_cycles
 
@@ -303,7 +309,11 @@ def run(program: Program, cfg: HwConfig | str | Path | None = None, mem: str = D
     lines += [f"r a_{a:x} {a}" for a in addr_reads]
     (rdir / "job.txt").write_text("\n".join(lines) + "\n")
     t0 = time.perf_counter()
-    p = subprocess.run(args, cwd=rdir, capture_output=True, text=True)
+    try:
+        p = subprocess.run(args, cwd=rdir, capture_output=True, text=True, timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        shutil.rmtree(rdir, ignore_errors=True)
+        raise RawTimeout(f"raw harness run of '{program.name}' ({options.name}) took over {timeout_s:g} s") from None
     proc_wall = time.perf_counter() - t0
     line = next((ln for ln in p.stdout.splitlines() if ln.startswith("RAW ")), None)
     if line is None:
