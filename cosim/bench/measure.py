@@ -100,10 +100,11 @@ def measure_config(cfg: HwConfig, items: list[Item], reps: int, protocol_max_cyc
 
 
 def alternated(first: Callable[[], Any], second: Callable[[], Any], reps: int) -> tuple[tuple[Any, float], ...]:
-    """Run two sides ``reps`` times each, alternating which goes first: ((result, median s), ...) per side."""
+    """Run two sides ``reps`` times each, alternating which goes first: ((result, median s), ...) per side.
+    Each side runs once untimed first (the steady state is measured: caches, buffers kept across runs)."""
     walls: list[list[float]] = [[], []]
-    out: list[Any] = [None, None]
     sides = (first, second)
+    out: list[Any] = [first(), second()]
     for rep in range(reps):
         for k in ((0, 1) if rep % 2 == 0 else (1, 0)):
             t0 = time.perf_counter()

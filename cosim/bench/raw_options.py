@@ -14,9 +14,13 @@ import statistics
 import sys
 from typing import Any
 
+from cosim.models import raw_build_options
 from hw.config import HwConfig
 from hw.program import Program
-from testbench.raw.options import DEFAULT, LADDER, RawOptions, with_pgo
+
+_OPTIONS = raw_build_options()
+DEFAULT, LADDER, with_pgo = _OPTIONS.DEFAULT, _OPTIONS.LADDER, _OPTIONS.with_pgo
+RawOptions = Any  # testbench.raw.options.RawOptions, reached through the model registry
 
 
 # A step whose first runs take this many times the fastest step's wall time runs only once.
@@ -48,7 +52,9 @@ def _signature(r: Any) -> tuple[Any, ...]:
 
 def _measure(steps: list[RawOptions], cfg: HwConfig, programs: list[Program], reps: int,
              rows: dict[str, dict[str, Any]]) -> None:
-    from testbench.raw.harness import RawTimeout, run
+    from cosim.models import raw as run, raw_timeout
+
+    RawTimeout = raw_timeout()
 
     walls: dict[str, dict[str, list[float]]] = {o.name: {p.name: [] for p in programs} for o in steps}
     slow: set[str] = set()
@@ -91,7 +97,7 @@ def measure_raw_options(cfg: HwConfig, programs: list[Program], reps: int = 3, p
     """Build every step (cached), run ``programs`` on each; returns the rows (one per step: flags, build
     seconds, cycles per second per Program, speed-up over the first step and over the step before,
     whether results equal the first step's) and ``fastest``, the options to measure the TLM against."""
-    from testbench.raw.harness import build, build_dir_for
+    from cosim.models import raw_build as build, raw_build_dir as build_dir_for
 
     rows: dict[str, dict[str, Any]] = {}
 

@@ -16,6 +16,8 @@ from cosim.bench import (area, correlate, dynamic, growth, measure, networks, pr
 
 REPO = Path(__file__).resolve().parents[2]
 OUT_DIR = REPO / "bench"
+# Repetitions of the golden-vs-numpy rows (milliseconds each: enough for a median on a busy machine).
+GOLDEN_REPS = 11
 
 
 def _log(msg: str) -> None:
@@ -84,7 +86,7 @@ def run_bench(configs: list[str], quick: bool = False, reps: int = 3, protocol_m
             variants = _raw_variants(cfg, long_item, reps)
     cfg0 = load_config(configs[0])
     _log("golden vs numpy (1 M elements)")
-    gvn = measure.golden_vs_numpy(cfg0, 1 << 20, reps=max(3, reps))
+    gvn = measure.golden_vs_numpy(cfg0, 1 << 20, reps=max(GOLDEN_REPS, reps))
     _log("TLM growth")
     gr = growth.run_growth(cfg0, reps=reps, quick=quick)
     growth_png = growth.plot(gr, out_dir / "tlm_growth.png")
@@ -111,7 +113,7 @@ def run_bench(configs: list[str], quick: bool = False, reps: int = 3, protocol_m
         all(r["agree"] for r in scal["rows"]) and (r18 is None or r18["agree"])
     summary["golden_vs_numpy"] = gvn["vadd"]["ratio"]
     _log("golden matmul vs numpy")
-    gmm = measure.golden_matmul_vs_numpy(cfg0, reps=max(3, reps))
+    gmm = measure.golden_matmul_vs_numpy(cfg0, reps=max(GOLDEN_REPS, reps))
     gvn["matmul"] = gmm
     summary["golden_matmul_vs_numpy"] = gmm["ratio"]
     small = measure.golden_small_matmul_cost(cfg0)
