@@ -14,7 +14,10 @@ copy sees a chunk-sized tensor and a run of vectors of every copy is one contigu
 block) and the kernel runs once, every intrinsic call processing all copies at once
 (:class:`compiler.context.GoldenContext` with ``batch``). Each call still runs its interface (argument and buffer range checks,
 identical for every chunk) and its numpy half, with the same 32-bit semantics; it
-only amortises the per-call overhead over ``batch`` tiles. Compiling is unaffected.
+only amortises the per-call overhead over ``batch`` tiles. Compiling is unaffected. The batch
+follows the kernel's footprint: the first vectors run on one copy (a probe) that records the highest
+accumulator vector written, and the rest on as many copies as keep all their footprints in about
+``LOCKSTEP_ACC_BYTES``.
 """
 
 from __future__ import annotations
@@ -166,7 +169,8 @@ class Kernel:
         return probe if nvec >= 4 * probe else 0
 
     @staticmethod
-    def lockstep_parts(tensors: dict[str, Tensor], cfg: HwConfig, start: int, footprint: int) -> list[tuple[int, int, int]]:
+    def lockstep_parts(tensors: dict[str, Tensor], cfg: HwConfig, start: int,
+                       footprint: int) -> list[tuple[int, int, int]]:
         """How a lockstep run covers the tensors' vectors from ``start`` on: ``(batch, first vector, chunk
         vectors)`` per kernel run. ``footprint`` is the accumulator vectors one copy touches (the probe's
         high-water mark; the whole buffer when unknown): the batch keeps all copies' footprints near

@@ -186,6 +186,6 @@ def table_lines(res: dict[str, Any]) -> list[str]:
             continue
         speeds = "  ".join(f"{r['cycles_per_s'][p] / 1e6:>9.2f} Mc/s" for p in progs)
         mark = " <- fastest" if r["name"] == res["fastest"] else ""
-        out.append(f"  {r['name']:<16} {bs:>8}  {speeds}  {r['speedup_vs_plain']:>7.2f}x {r['speedup_vs_previous']:>6.2f}x"
-                   f"  {'yes' if r['same_results'] else 'NO':<4}  {r['what']}{mark}")
+        out.append(f"  {r['name']:<16} {bs:>8}  {speeds}  {r['speedup_vs_plain']:>7.2f}x "
+                   f"{r['speedup_vs_previous']:>6.2f}x  {'yes' if r['same_results'] else 'NO':<4}  {r['what']}{mark}")
     return out
