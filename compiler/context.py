@@ -8,6 +8,7 @@ planned multi-core golden path can run one thread per core.
 
 from __future__ import annotations
 
+import mmap
 import os
 import sys
 import threading
@@ -88,21 +89,74 @@ class GoldenContext(Context):
         self.batch = batch
         self.core_id = core_id
         self.cores = cores  # compiler.cores.Cores of a multi-core run (footprints, barrier), else None
-        shape = (cfg.acc_depth, cfg.lanes) if batch == 1 else (cfg.acc_depth, batch, cfg.lanes)
-        self.acc = np.zeros(shape, dtype=np.int32)
-        self._filled: dict[tuple[tuple[int, ...], int], np.ndarray] = {}
+        if batch == 1:
+            self.acc = np.zeros((cfg.acc_depth, cfg.lanes), dtype=np.int32)
+        else:
+            n = cfg.acc_depth * batch * cfg.lanes
+            self._flat = _spare_acc(n)
+            self.acc = self._flat[:n].reshape(cfg.acc_depth, batch, cfg.lanes)
+        # One past the highest accumulator vector any intrinsic wrote: the footprint a lockstep run
+        # sizes its batch by (compiler.kernel), and what release() clears. Kept by the Python halves of
+        # LOAD and the ALU ops, the only ones that write the buffer of several copies (GEMM and LOAD
+        # into the other buffers refuse a lockstep context).
+        self.acc_high = 0
+
+    def release(self) -> None:
+        """After a lockstep run that ended normally: clear the vectors it wrote and keep the buffer for
+        the next run of this thread (fresh pages cost a fault each, far more than clearing them in
+        cache). The context must not be used afterwards."""
+        if self.batch > 1:
+            self.acc[:self.acc_high] = 0
+            _local.spare_acc = self._flat
+            self.acc = None  # type: ignore[assignment]
 
     def filled(self, shape: tuple[int, ...], value: int) -> np.ndarray:
-        """A read-only int32 array of ``shape`` full of ``value``, cached for this run (the Python
-        halves use it where numpy is slow with a scalar operand)."""
+        """A read-only int32 array of ``shape`` full of ``value``, cached for this thread's runs (the
+        Python halves use it where numpy is slow with a scalar operand; kept across runs, as fresh pages
+        cost a fault each)."""
+        cache = getattr(_local, "filled", None)
+        if cache is None:
+            cache = _local.filled = {}
         key = (shape, value)
-        a = self._filled.get(key)
+        a = cache.get(key)
         if a is None:
-            if len(self._filled) >= 16:
-                self._filled.clear()
-            a = self._filled[key] = np.full(shape, value, dtype=np.int32)
+            if len(cache) >= _FILLED_KEPT:
+                cache.clear()
+            a = cache[key] = np.full(shape, value, dtype=np.int32)
             a.flags.writeable = False
         return a
+
+
+# How many arrays GoldenContext.filled keeps per thread (each at most one tile of every copy).
+_FILLED_KEPT = 8
+
+# Above this size an accumulator is mapped from fresh zero pages: only the vectors a kernel touches cost
+# anything (an allocator's calloc may instead clear the whole block, most of which a lockstep run of
+# many copies never reads).
+_MAPPED_BYTES = 1 << 22
+
+
+def _spare_acc(n: int) -> np.ndarray:
+    """A flat zeroed int32 buffer of at least ``n`` elements for a lockstep context's accumulator: the one
+    the last lockstep run of this thread released when it is big enough (taken, so two contexts never
+    share it), else a new one."""
+    spare = getattr(_local, "spare_acc", None)
+    _local.spare_acc = None
+    if spare is None or spare.size < n:
+        spare = zeroed_int32((n,))
+    return spare
+
+
+def zeroed_int32(shape: tuple[int, ...]) -> np.ndarray:
+    """A writable int32 array of ``shape`` full of zeros; a large one is an anonymous memory map, so its
+    pages are made (zeroed by the kernel) on first touch and returned when the array is freed."""
+    n = int(np.prod(shape)) * 4
+    if n < _MAPPED_BYTES:
+        return np.zeros(shape, dtype=np.int32)
+    m = mmap.mmap(-1, n)
+    if hasattr(mmap, "MADV_HUGEPAGE"):  # fewer TLB misses over a footprint of several copies' tiles
+        m.madvise(mmap.MADV_HUGEPAGE)
+    return np.frombuffer(m, dtype=np.int32).reshape(shape)
 
 
 def current() -> Context:

@@ -215,6 +215,9 @@ def _load_python(ctx: GoldenContext, op: LoadOp) -> None:
         ctx.cores.record(ctx.core_id, op.tensor, False, op.offset, rows, cols, op.stride, eb)
     if buf == "ACC":
         _tile_into(ctx.acc, op.tensor.data, op)
+        hi = op.sram_base + op.sram_vectors
+        if hi > ctx.acc_high:
+            ctx.acc_high = hi
         return
     g = ctx.gemm_buffers
     if buf == "INP":
@@ -348,8 +351,13 @@ def _alu_python(opname: str) -> Callable[[GoldenContext, AluOp], None]:
     """The Python half of an ALU op: the shared numpy engine (whole-tile unless a write feeds a later read)."""
 
     def run(ctx: GoldenContext, op: AluOp) -> None:
-        run_alu_loop(ctx.acc, opname, op.dst_base, op.src_base, op.iter_out, op.iter_in, op.dst_factor_out,
-                     op.dst_factor_in, op.src_factor_out, op.src_factor_in, op.imm, getattr(ctx, "filled", None))
+        io, ii, dfo, dfi = op.iter_out, op.iter_in, op.dst_factor_out, op.dst_factor_in
+        run_alu_loop(ctx.acc, opname, op.dst_base, op.src_base, io, ii, dfo, dfi, op.src_factor_out,
+                     op.src_factor_in, op.imm, getattr(ctx, "filled", None))
+        if io and ii:  # the last destination of a loop with non-negative factors is its last iteration's
+            hi = op.dst_base + (io - 1) * dfo + (ii - 1) * dfi + 1
+            if hi > ctx.acc_high:
+                ctx.acc_high = hi
 
     return run
 
@@ -456,6 +464,10 @@ def _gemm_lower(ctx: Context, op: GemmOp) -> None:
 
 
 # ---- constants and scratch DRAM ---------------------------------------------------------------
+# The element types of a constant, by dtype (``dtype.name`` builds a new string on every call).
+_CONST_DTYPES = {np.dtype(d): d for d in ("int8", "int16", "int32")}
+
+
 @dataclass(slots=True)
 class ConstRequest:
     """``S.const``'s record: the data of a constant DRAM tensor and its name."""
@@ -470,7 +482,7 @@ def const(ctx: Context, data: Any, name: str = "const") -> ConstRequest:
     micro-op tables, identity weights...). Returns a tensor to LOAD from; on a compiled Program every
     constant lives in one input region the compiler fills."""
     a = np.asarray(data)
-    if a.dtype.name not in ("int8", "int16", "int32"):
+    if a.dtype not in _CONST_DTYPES:
         raise ArgError(f"constant '{name}' must be an int8, int16 or int32 array, got {a.dtype}", "data")
     if a.size == 0:
         raise ArgError(f"constant '{name}' is empty", "data")
@@ -480,7 +492,8 @@ def const(ctx: Context, data: Any, name: str = "const") -> ConstRequest:
 @implements("const", "python")
 def _const_python(ctx: GoldenContext, req: ConstRequest) -> Tensor:
     a = req.data
-    return Tensor(req.name, a.shape, a.dtype.name, ctx.lanes, pad_to_vectors(a, ctx.lanes, a.dtype), kind="const")
+    return Tensor(req.name, a.shape, _CONST_DTYPES[a.dtype], ctx.lanes, pad_to_vectors(a, ctx.lanes, a.dtype),
+                  kind="const")
 
 
 @implements("const", "lower")

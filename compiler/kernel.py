@@ -14,7 +14,10 @@ copy sees a chunk-sized tensor and a run of vectors of every copy is one contigu
 block) and the kernel runs once, every intrinsic call processing all copies at once
 (:class:`compiler.context.GoldenContext` with ``batch``). Each call still runs its interface (argument and buffer range checks,
 identical for every chunk) and its numpy half, with the same 32-bit semantics; it
-only amortises the per-call overhead over ``batch`` tiles. Compiling is unaffected.
+only amortises the per-call overhead over ``batch`` tiles. Compiling is unaffected. The batch
+follows the kernel's footprint: the first vectors run on one copy (a probe) that records the highest
+accumulator vector written, and the rest on as many copies as keep all their footprints in about
+``LOCKSTEP_ACC_BYTES``.
 """
 
 from __future__ import annotations
@@ -38,9 +41,12 @@ from hw.program import DTYPES, ProgramError
 
 _DTYPE_NAME = {np.dtype(d): d for d in DTYPES}  # str(dtype) is slow; this is the golden path's hot loop
 
-# Lockstep golden runs keep ``batch`` accumulator copies of about this many bytes in all (sized to
-# stay in a core's cache: the tiles of every copy are touched on every call).
-LOCKSTEP_ACC_BYTES = 2 << 20
+# Lockstep golden runs size their batch so that the accumulator vectors all copies touch come to about
+# this many bytes (to stay in a core's cache: the tiles of every copy are touched on every call).
+LOCKSTEP_ACC_BYTES = 3 << 19  # 1.5 MiB: measured a little faster than 1 or 2 MiB with 2 MiB of L2 per core
+# The first vectors of an elementwise kernel's tensors run on one copy first: that run measures the
+# accumulator footprint of one copy (the highest vector written) the lockstep batch is sized by.
+LOCKSTEP_PROBE_VECTORS = 64
 
 
 class Kernel:
@@ -119,40 +125,63 @@ class Kernel:
 
             run_cores(cfg, self.name, self.fn, bound)
             return tensors
-        parts = self.lockstep_parts(tensors, cfg) if lockstep and self.elementwise else []
-        if not parts:
+        probe = self.lockstep_probe(tensors, cfg) if lockstep and self.elementwise else 0
+        if not probe:
             with active(GoldenContext(cfg, self.name)):
                 self.fn(**bound)
             return tensors
-        lanes = cfg.lanes
-        for batch, first, chunk in parts:
-            sub = dict(bound)
-            views = {}
-            for name, t in tensors.items():
-                data = t.data[first:first + batch * chunk]
-                if batch > 1:  # chunk vector j of copy k is vector first + j*batch + k
-                    data = data.reshape(chunk, batch, lanes)
-                views[name] = sub[name] = Tensor(name, (chunk * lanes,), t.dtype, lanes, data)
-            with active(GoldenContext(cfg, self.name, batch)):
-                self.fn(**sub)
-            for name, v in views.items():
-                tensors[name].loaded |= v.loaded
-                tensors[name].stored |= v.stored
+        footprint = self._run_part(cfg, bound, tensors, 1, 0, probe)
+        for batch, first, chunk in self.lockstep_parts(tensors, cfg, probe, footprint):
+            self._run_part(cfg, bound, tensors, batch, first, chunk)
         return tensors
 
+    def _run_part(self, cfg: HwConfig, bound: dict[str, Any], tensors: dict[str, Tensor], batch: int, first: int,
+                  chunk: int) -> int:
+        """One lockstep run over vectors ``first .. first + batch*chunk`` of every tensor (vector
+        ``first + j*batch + k`` to copy k); returns the accumulator vectors one copy used (its high-water
+        mark)."""
+        lanes = cfg.lanes
+        sub = dict(bound)
+        views = {}
+        for name, t in tensors.items():
+            data = t.data[first:first + batch * chunk]
+            if batch > 1:  # chunk vector j of copy k is vector first + j*batch + k
+                data = data.reshape(chunk, batch, lanes)
+            views[name] = sub[name] = Tensor(name, (chunk * lanes,), t.dtype, lanes, data)
+        ctx = GoldenContext(cfg, self.name, batch)
+        with active(ctx):
+            self.fn(**sub)
+        high = ctx.acc_high
+        ctx.release()
+        for name, v in views.items():
+            tensors[name].loaded |= v.loaded
+            tensors[name].stored |= v.stored
+        return high
+
     @staticmethod
-    def lockstep_parts(tensors: dict[str, Tensor], cfg: HwConfig) -> list[tuple[int, int, int]]:
-        """How a lockstep run covers the tensors: ``(batch, first vector, chunk vectors)`` per kernel run
-        ([] for a plain run: tensors of different shapes, or too few vectors to gain anything)."""
+    def lockstep_probe(tensors: dict[str, Tensor], cfg: HwConfig) -> int:
+        """How many first vectors a lockstep run gives its one-copy probe run (0: a plain run instead, for
+        tensors of different shapes or too few vectors to gain anything)."""
         if not tensors or len({t.shape for t in tensors.values()}) != 1:
-            return []
+            return 0
         nvec = next(iter(tensors.values())).nvec
-        # each copy gets at least half a buffer of vectors (a couple of tiles), else it is not worth it
-        batch = min(nvec // max(1, cfg.acc_depth // 2), LOCKSTEP_ACC_BYTES // (cfg.acc_depth * cfg.lanes * 4))
-        if batch < 2:
+        probe = min(LOCKSTEP_PROBE_VECTORS, max(1, cfg.acc_depth // 2))
+        return probe if nvec >= 4 * probe else 0
+
+    @staticmethod
+    def lockstep_parts(tensors: dict[str, Tensor], cfg: HwConfig, start: int,
+                       footprint: int) -> list[tuple[int, int, int]]:
+        """How a lockstep run covers the tensors' vectors from ``start`` on: ``(batch, first vector, chunk
+        vectors)`` per kernel run. ``footprint`` is the accumulator vectors one copy touches (the probe's
+        high-water mark; the whole buffer when unknown): the batch keeps all copies' footprints near
+        ``LOCKSTEP_ACC_BYTES``. What the copies compute does not depend on it, only the speed."""
+        nvec = next(iter(tensors.values())).nvec - start
+        if nvec <= 0:
             return []
+        foot = min(max(footprint, 1), cfg.acc_depth) * cfg.lanes * 4
+        batch = min(nvec, max(1, LOCKSTEP_ACC_BYTES // foot))
         chunk, rest = divmod(nvec, batch)
-        return [(batch, 0, chunk)] + ([(rest, batch * chunk, 1)] if rest else [])
+        return [(batch, start, chunk)] + ([(rest, start + batch * chunk, 1)] if rest else [])
 
     def __call__(self, *args: Any, config: HwConfig | str | None = None, **kwargs: Any) -> None:
         """Golden path: run the kernel on numpy arrays; outputs land in the arrays passed.

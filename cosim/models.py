@@ -285,6 +285,27 @@ def raw_build(cfg: HwConfig, *args: Any, **kw: Any) -> Any:
     return build(cfg, *args, **kw)
 
 
+def raw_build_options() -> Any:
+    """The raw harness's build option sets (``testbench.raw.options``: ``LADDER``, ``DEFAULT``, ``with_pgo``)."""
+    from testbench.raw import options
+
+    return options
+
+
+def raw_build_dir(cfg: HwConfig, **kw: Any) -> Any:
+    """The folder of a raw harness build (``testbench.raw.harness.build_dir_for``)."""
+    from testbench.raw.harness import build_dir_for
+
+    return build_dir_for(cfg, **kw)
+
+
+def raw_timeout() -> type[Exception]:
+    """The exception of a raw harness run past its wall-time bound (``run(..., timeout_s=)``)."""
+    from testbench.raw.harness import RawTimeout
+
+    return RawTimeout
+
+
 def cached_builds() -> list[Any]:
     """The simulator builds under the build folder, most recently used first (``testbench.build_cache``)."""
     from testbench.build_cache import builds

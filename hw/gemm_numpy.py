@@ -111,11 +111,18 @@ def gemm_first_fault(insn: Any, cfg: Any, u: np.ndarray, a: np.ndarray, x: np.nd
     return best
 
 
+def _distinct(a: np.ndarray) -> bool:
+    """Whether the indices ``a`` are all different (a set for a few, where sorting costs more)."""
+    if a.size <= 64:
+        return len(set(a.tolist())) == a.size
+    return bool(np.unique(a).size == a.size)
+
+
 def _scatter_add(acc: np.ndarray, a: np.ndarray, sums: np.ndarray) -> None:
     """``acc[a[n]] += sums[n]`` for every n (repeated indices summed), wrapping at 32 bits; ``sums``
     exact integers in float64 (every partial sum of int8 products stays far below 2**53)."""
     lanes = acc.shape[1]
-    if a.size <= acc.shape[0] and np.unique(a).size == a.size:
+    if a.size <= acc.shape[0] and _distinct(a):
         total = acc[a].astype(np.int64) + sums.astype(np.int64)
     else:
         flat = (a[:, None] * lanes + np.arange(lanes)).ravel()

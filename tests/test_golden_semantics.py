@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
 
@@ -149,27 +151,42 @@ def test_bad_arguments_are_one_line_errors():
 
 # ---- lockstep golden runs (elementwise kernels) ---------------------------------------------------
 @pytest.mark.parametrize("config", ["small", "default"])
-def test_lockstep_run_equals_plain_run_for_every_operator(config):
-    """An elementwise kernel's golden run deals its vectors out to several accelerator copies run in
-    lockstep (with a remainder run); the outputs equal the plain one-copy run and the reference."""
+def test_lockstep_run_equals_plain_run_for_every_operator(config, monkeypatch):
+    """An elementwise kernel's golden run deals its vectors out to a one-copy probe run, then to several
+    accelerator copies run in lockstep (with a remainder run); the outputs equal the plain one-copy run
+    and the reference."""
+    from compiler.kernel import Kernel
     from compiler.ops import OPERATORS
     cfg = load_config(config)
     rng = np.random.default_rng(5)
-    n = (cfg.acc_depth // 2 * 9 + 5) * cfg.lanes - 3  # 9 copies + a 5-vector remainder; a lane tail
+    n = (cfg.acc_depth // 2 * 9 + 5) * cfg.lanes - 3  # several copies and a remainder; a lane tail
     params = {"shr_imm": {"imm": -3}, "clip": {"lo": -100000, "hi": 7}, "shr_round": {"shift": 18},
               "fused": {"shift": 2}, "min_imm": {"imm": 5000}, "max_imm": {"imm": -(1 << 20)},
               "clip_imm": {"imm": 77}, "mov_imm": {"imm": 123456}, "add_imm": {"imm": 9}}
+    run_part = Kernel._run_part
+    parts: list[tuple[int, int, int]] = []
+
+    def spy(self, cfg, bound, tensors, batch, first, chunk):
+        parts.append((batch, first, chunk))
+        return run_part(self, cfg, bound, tensors, batch, first, chunk)
+
+    monkeypatch.setattr(Kernel, "_run_part", spy)
+    nvec = -(-n // cfg.lanes)
     for name, op in OPERATORS.items():
         arrays = {k: rng.integers(-(1 << 31), 1 << 31, size=n, dtype=np.int64).astype(np.int32) for k in op.inputs}
         if name == "shift":
             arrays["B"] = rng.integers(-40, 40, size=n).astype(np.int32)
         p = params.get(name, {})
         args = {**arrays, op.output: S.tensor(n, "int8"), **op.fixed, **p}
-        bound = op.kernel.bind(args)
-        parts = op.kernel.lockstep_parts(op.kernel.make_tensors(dict(bound), cfg, golden=False), cfg)
-        assert len(parts) == 2 and parts[0][0] > 1, parts  # really several copies, and a remainder
+        parts.clear()
         lock = op.kernel.run_golden(cfg, args)[op.output].data.reshape(-1)
+        # a probe, several copies, a remainder, every vector once and in order
+        assert parts[0][0] == 1 and any(b > 1 for b, _, _ in parts) and len(parts) in (2, 3), (name, parts)
+        assert [f for _, f, _ in parts] == list(itertools.accumulate([0] + [b * c for b, _, c in parts[:-1]]))
+        assert sum(b * c for b, _, c in parts) == nvec, (name, parts)
+        parts.clear()
         plain = op.kernel.run_golden(cfg, args, lockstep=False)[op.output].data.reshape(-1)
+        assert parts == []
         assert np.array_equal(lock, plain), name
         assert np.array_equal(lock[:n], op.reference(**arrays, **p).astype(np.int8)), name
 

@@ -30,9 +30,13 @@ def _med(xs: list[float]) -> float | None:
     return statistics.median(xs) if xs else None
 
 
-def measure_config(cfg: HwConfig, items: list[Item], reps: int, protocol_max_cycles: int) -> list[dict[str, Any]]:
-    """One row per Program: cycles of each model, median wall times, speeds, agreement."""
+def measure_config(cfg: HwConfig, items: list[Item], reps: int, protocol_max_cycles: int,
+                   raw_options: Any = None) -> list[dict[str, Any]]:
+    """One row per Program: cycles of each model, median wall times, speeds, agreement. ``raw_options``:
+    the raw harness build to run (``testbench.raw.options``; None: the test suite's)."""
     from cosim.models import raw as raw_run, rtl as run_programs, tlm as tlm_run
+
+    raw_kw = {} if raw_options is None else {"options": raw_options}
 
     progs = [it.program for it in items]
     walls: dict[str, list[list[float]]] = {m: [[] for _ in items] for m in ("tlm", "raw", "fast", "protocol")}
@@ -46,7 +50,7 @@ def measure_config(cfg: HwConfig, items: list[Item], reps: int, protocol_max_cyc
         for k, p in enumerate(progs):
             order = ("tlm", "raw") if (rep + k) % 2 == 0 else ("raw", "tlm")
             for m in order:
-                r = tlm_run(p) if m == "tlm" else raw_run(p, cfg)
+                r = tlm_run(p) if m == "tlm" else raw_run(p, cfg, **raw_kw)
                 walls[m][k].append(r.wall_s)
                 last[m][k] = r
     small = [k for k, r in enumerate(last["raw"]) if r.cycles and r.cycles <= protocol_max_cycles]
@@ -96,10 +100,11 @@ def measure_config(cfg: HwConfig, items: list[Item], reps: int, protocol_max_cyc
 
 
 def alternated(first: Callable[[], Any], second: Callable[[], Any], reps: int) -> tuple[tuple[Any, float], ...]:
-    """Run two sides ``reps`` times each, alternating which goes first: ((result, median s), ...) per side."""
+    """Run two sides ``reps`` times each, alternating which goes first: ((result, median s), ...) per side.
+    Each side runs once untimed first (the steady state is measured: caches, buffers kept across runs)."""
     walls: list[list[float]] = [[], []]
-    out: list[Any] = [None, None]
     sides = (first, second)
+    out: list[Any] = [first(), second()]
     for rep in range(reps):
         for k in ((0, 1) if rep % 2 == 0 else (1, 0)):
             t0 = time.perf_counter()

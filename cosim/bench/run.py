@@ -11,11 +11,13 @@ from pathlib import Path
 from typing import Any
 
 from hw.config import load_config
-from cosim.bench import (area, correlate, decode, dynamic, growth, measure, networks, profiler, report, resnet18,
-                         scaling, suite)
+from cosim.bench import (area, correlate, decode, dynamic, growth, measure, networks, profiler, raw_options, report,
+                         resnet18, scaling, suite)
 
 REPO = Path(__file__).resolve().parents[2]
 OUT_DIR = REPO / "bench"
+# Repetitions of the golden-vs-numpy rows (milliseconds each: enough for a median on a busy machine).
+GOLDEN_REPS = 11
 
 
 def _log(msg: str) -> None:
@@ -43,8 +45,10 @@ def _raw_variants(cfg: Any, item: suite.Item, reps: int) -> dict[str, Any]:
 def run_bench(configs: list[str], quick: bool = False, reps: int = 3, protocol_max_cycles: int = 40_000,
               out_dir: Path = OUT_DIR, profile: bool = True, synth: bool = True,
               fmax_timeout: float = 900.0, cluster: dict[str, Any] | None = None,
-              resnet: bool = True) -> dict[str, Any]:
-    """``resnet``: the ResNet-18 section (:mod:`cosim.bench.resnet18`; with ``quick`` the TLM on one core
+              resnet: bool = True, raw_ladder: bool = True) -> dict[str, Any]:
+    """``raw_ladder``: first measure what each raw harness build option buys on the first config's two
+    >= 1 M-cycle Programs (:mod:`cosim.bench.raw_options`) and run every raw measurement on the fastest
+    build (else the test suite's build); ``resnet``: the ResNet-18 section (:mod:`cosim.bench.resnet18`; with ``quick`` the TLM on one core
     only); ``synth``: the area columns (:mod:`cosim.bench.area`; with ``quick`` only what is
     cached); ``fmax_timeout``: the place and route budget of the Fmax estimate. The speed
     measurements run here, one at a time (two never share a CPU); only the area's syntheses and
@@ -57,24 +61,32 @@ def run_bench(configs: list[str], quick: bool = False, reps: int = 3, protocol_m
     rows: list[dict[str, Any]] = []
     builds: dict[str, Any] = {}
     variants = None
+    ladder: dict[str, Any] = {}
+    raw_opts = raw_options.DEFAULT
+    if raw_ladder:
+        cfg0 = load_config(configs[0])
+        _log(f"[{cfg0.name}] raw harness build options: what each buys (cached builds)")
+        ladder = raw_options.measure_raw_options(cfg0, suite.long_programs(cfg0), reps)
+        raw_opts = raw_options.options_by_name(ladder["fastest"])
+        _log(f"[{cfg0.name}] the raw harness measurements run on the fastest build, '{raw_opts.name}'")
     for name in configs:
         cfg = load_config(name)
         _log(f"[{name}] building the raw harness and the cocotb back-ends (cached when unchanged)")
         t0 = time.perf_counter()
-        raw_build(cfg)
+        raw_build(cfg, options=raw_opts, train=raw_options.training_programs(cfg) if raw_opts.pgo else ())
         rtl_build(cfg, "fast")
         rtl_build(cfg, "protocol")
         builds[name] = round(time.perf_counter() - t0, 2)
         _log(f"[{name}] compiling the suite")
         items = suite.build_suite(cfg, quick)
-        rows += measure.measure_config(cfg, items, reps, protocol_max_cycles)
+        rows += measure.measure_config(cfg, items, reps, protocol_max_cycles, raw_opts)
         if variants is None:
             long_item = next((it for it in items if it.name == "alu_loop_1M"), items[-1])
             _log(f"[{name}] raw harness: Verilog vs C++ DRAM model on {long_item.name}")
             variants = _raw_variants(cfg, long_item, reps)
     cfg0 = load_config(configs[0])
     _log("golden vs numpy (1 M elements)")
-    gvn = measure.golden_vs_numpy(cfg0, 1 << 20, reps=max(3, reps))
+    gvn = measure.golden_vs_numpy(cfg0, 1 << 20, reps=max(GOLDEN_REPS, reps))
     _log("TLM growth")
     gr = growth.run_growth(cfg0, reps=reps, quick=quick)
     growth_png = growth.plot(gr, out_dir / "tlm_growth.png")
@@ -106,7 +118,7 @@ def run_bench(configs: list[str], quick: bool = False, reps: int = 3, protocol_m
         all(d["agree"] for d in dec_port)
     summary["golden_vs_numpy"] = gvn["vadd"]["ratio"]
     _log("golden matmul vs numpy")
-    gmm = measure.golden_matmul_vs_numpy(cfg0, reps=max(3, reps))
+    gmm = measure.golden_matmul_vs_numpy(cfg0, reps=max(GOLDEN_REPS, reps))
     gvn["matmul"] = gmm
     summary["golden_matmul_vs_numpy"] = gmm["ratio"]
     small = measure.golden_small_matmul_cost(cfg0)
@@ -123,6 +135,8 @@ def run_bench(configs: list[str], quick: bool = False, reps: int = 3, protocol_m
         "golden_small_matmul": small,
         "targets": {**report.verdicts(summary), **resnet18.verdicts(r18)},
         "raw_memory_variants": variants,
+        "raw_options": ladder,
+        "raw_build": raw_opts.name,
         "growth": gr,
         "profile": prof,
         "area": areas,
@@ -180,6 +194,10 @@ def print_report(res: dict[str, Any]) -> None:
         print("\n".join(correlate.breakdown_lines(w)))
     print()
     print("\n".join(growth.summary_lines(res["growth"])))
+    ol = raw_options.table_lines(res.get("raw_options") or {})
+    if ol:
+        print("\n".join(ol))
+        print()
     v = res.get("raw_memory_variants")
     if v:
         cps = v["cycles_per_s"]
@@ -210,7 +228,8 @@ def print_report(res: dict[str, Any]) -> None:
     by_cfg = res.get("tlm_vs_raw_speedup_by_config") or {}
     mins = res.get("tlm_vs_raw_speedup_min_by_config") or {}
     if by_cfg:
-        print("TLM / raw harness on >= 1 M-cycle Programs, median (min) per config: "
+        print(f"TLM / raw harness (build '{res.get('raw_build', raw_options.DEFAULT.name)}') on >= 1 M-cycle "
+              "Programs, median (min) per config: "
               + ", ".join(f"{c} {v:.1f}x ({mins.get(c) or 0:.1f}x)" for c, v in by_cfg.items() if v is not None))
     print("targets:")
     for k, t in res["targets"].items():

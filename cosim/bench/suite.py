@@ -139,6 +139,13 @@ def _dma_vecs_for(cfg: HwConfig, target_cycles: int) -> int:
     return max(16, min(n, cap))
 
 
+def long_programs(cfg: HwConfig) -> list[Program]:
+    """The two >= 1 M-cycle hand-built Programs of the suite: the ALU loop and the DMA stream."""
+    vecs = min(cfg.acc_depth, 1024)
+    return [alu_loop(cfg, max(1, 1_050_000 // (vecs + 3)), vecs, "alu_loop_1M"),
+            dma_stream(cfg, _dma_vecs_for(cfg, 1_200_000), name="dma_stream_1M")]
+
+
 def build_suite(cfg: HwConfig, quick: bool = False) -> list[Item]:
     """The Programs for one config, shortest first."""
     vecs = min(cfg.acc_depth, 1024)
@@ -152,9 +159,7 @@ def build_suite(cfg: HwConfig, quick: bool = False) -> list[Item]:
         items.append(Item("alu_loop_1M", alu_loop(cfg, max(1, 1_050_000 // (vecs + 3)), vecs, "alu_loop_1M"), "hand"))
         return items
     items.append(example("vadd_large", cfg))
-    items.append(Item("alu_loop_1M", alu_loop(cfg, max(1, 1_050_000 // (vecs + 3)), vecs, "alu_loop_1M"), "hand"))
-    items.append(Item("dma_stream_1M", dma_stream(cfg, _dma_vecs_for(cfg, 1_200_000), name="dma_stream_1M"),
-                      "hand"))
+    items += [Item(p.name, p, "hand") for p in long_programs(cfg)]
     items.append(_largest_example("vadd_large", cfg, [(512, 1000), (256, 1000), (192, 1000)], "vadd_large_big"))
     return items
 

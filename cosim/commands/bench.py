@@ -34,6 +34,10 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--no-resnet18", action="store_true",
                    help="skip the ResNet-18 section (one ImageNet-size image on the TLM and the RTL's fast "
                         "back-end on the first config, and on quad; --quick: the TLM on the first config only)")
+    p.add_argument("--no-raw-options", action="store_true",
+                   help="skip the raw harness option table (a Verilator/C++ build per option, PGO included, each "
+                        "run on the two >= 1 M-cycle Programs) and measure against the test suite's raw build "
+                        "instead of the fastest (--quick skips it too)")
     p.add_argument("--no-synth", action="store_true",
                    help="skip the area columns (ECP5 synthesis per config, Fmax of small; cached under build/synth; "
                         "--quick shows only cached results)")
@@ -82,7 +86,7 @@ def run(args: argparse.Namespace) -> int:
     res = run_bench(configs, quick=args.quick, reps=reps, protocol_max_cycles=args.protocol_max_cycles,
                     out_dir=Path(args.out) if args.out else OUT_DIR, profile=not args.no_profile,
                     synth=not args.no_synth, fmax_timeout=args.fmax_timeout, cluster=cluster,
-                    resnet=not args.no_resnet18)
+                    resnet=not args.no_resnet18, raw_ladder=not (args.no_raw_options or args.quick))
     if args.json:
         print(json.dumps(res, default=float))
     else:

