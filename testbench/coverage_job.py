@@ -8,7 +8,9 @@ Per Program:
    on one core too) and two unmapped ones is read; every read-write register is written all ones,
    read, written zero, read, and written back with the value first read, through its own address
    (the bank addresses included), each region's base and size are written all ones together (its
-   end reaches 2^32) and back, and a read-only one is written (ignored by the RTL);
+   end reaches 2^32) and back, and a read-only one is written (ignored by the RTL); on the fast back-end
+   also the bus bits word-wide accesses never set (:func:`bus_bits`: every write strobe, byte offsets,
+   AxPROT, an unmapped high word);
 3. a soft clear during the fetch: reset, DRAM loaded, the register writes up to START, then
    CTRL.SOFT_RESET at once: STATUS must say not busy within a bound;
 4. the same with the clear in the middle of the run (half the cycles of run 1);
@@ -82,7 +84,31 @@ async def csr_readback(bench: Bench) -> dict[str, Any]:
             await write_addr(bench, base_addr, int(values[base_addr]))  # type: ignore[arg-type]
             await write_addr(bench, size_addr, int(values[size_addr]))  # type: ignore[arg-type]
     await write_addr(bench, csr.csrs_of(bench.cfg)["STATUS"].addr, 0xFFFFFFFF)  # read-only: ignored
-    return {"read": len(addrs), "answered": sum(v is not None for v in values.values()), "rewritten": rewritten}
+    bus = await bus_bits(bench, min(a for a in rw if values.get(a) is not None), values) \
+        if bench.lite is not None and rw else None
+    return {"read": len(addrs), "answered": sum(v is not None for v in values.values()), "rewritten": rewritten,
+            "bus": bus}
+
+
+UNMAPPED_HIGH = 0x7FC  # a word address with bits 2-10 set that no register decodes (writes ignored, reads 0)
+
+
+async def bus_bits(bench: Bench, addr: int, values: dict[int, int | None]) -> dict[str, Any]:
+    """The AXI4-Lite bits that word-wide register accesses never set (the fast back-end's own driver):
+    register ``addr`` written with each of the 16 byte strobes (a byte offset 0-3 in the address, which
+    the word decoder ignores, and AWPROT cycling through 0-7), read back at each byte offset with ARPROT
+    set, then written back whole; an unmapped high word written and read. Returns what it read."""
+    lite = bench.lite
+    assert lite is not None
+    first = int(values[addr])  # type: ignore[arg-type]
+    seen = []
+    for strb in range(16):
+        await lite.write(addr | (strb & 3), 0xFFFFFFFF if strb & 1 else 0, strb=strb, prot=strb & 7)
+        seen.append(await lite.read(addr | (strb & 3), prot=7 - (strb & 7)))
+    await lite.write(addr, first)
+    await lite.write(UNMAPPED_HIGH, 0xFFFFFFFF, prot=7)
+    unmapped = await lite.read(UNMAPPED_HIGH, prot=7)
+    return {"addr": addr, "strobes": seen, "restored": await lite.read(addr) == first, "unmapped": unmapped}
 
 
 async def clear_during_run(bench: Bench, entry: dict[str, Any], after_cycles: int) -> dict[str, Any]:

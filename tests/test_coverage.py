@@ -324,3 +324,36 @@ def test_top_of_address_space_is_a_slave_error_on_the_rtl():
     assert res[-1].error is None
     for k, want in clean.program.expected.items():
         assert (res[-1].outputs[k] == want).all(), k
+
+
+@pytest.mark.parametrize("config", ["small", "quad"])
+def test_long_counter_program_short_on_every_model(config):
+    """The long-counter Program (run with a GEMM of 2^31 block operations by `cosim coverage` on the RTL), at
+    2^12: ISS and TLM agree it is clean, and the TLM's and the RTL's counters pass its check on every core
+    (GEMM_OPS exact, the busy and stall counters at least that long), the RTL's equal to the TLM's."""
+    from cosim import models
+    from cosim.coverage.directed import LONG_COUNTERS, check_long, long_counters
+    from hw.config import load_config
+    from testbench.rtl_model import rtl_available
+
+    cfg = load_config(config)
+    p = long_counters(cfg, 12)
+    assert p.meta["gemm_ops"] == 1 << 12 and models.iss(p).error is None
+    tlm = models.tlm(p)
+    assert check_long(p, tlm) == []
+    big = long_counters(cfg, 31)   # the campaign's: its loops reach 2^31 block operations per core
+    assert big.meta["gemm_ops"] == 1 << 31 and len(big.insns) == 7 * cfg.num_cores
+    if config == "small" and rtl_available():   # small's fast build is shared with the other RTL tests
+        rtl = models.rtl([p], cfg, mem="fast")[0]
+        assert check_long(p, rtl) == [] and rtl.cycles == tlm.cycles
+        assert all(rtl.counters[k] == tlm.counters[k] for k in LONG_COUNTERS + ("gemm_ops",))
+
+
+def test_byte_counter_bound():
+    """The byte counters' low bits are bound by the bus width (8 bytes or more on every shipped config)."""
+    from cosim.coverage.toggle_bounds import byte_counter
+    from hw.config import list_configs, load_config
+
+    for c in list_configs():
+        cfg = load_config(c)
+        assert min(byte_counter(cfg)) == cfg.bus_bytes.bit_length() - 1 >= 3

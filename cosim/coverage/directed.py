@@ -273,7 +273,7 @@ def top_of_address_space_per_core(cfg: Any) -> list[Any]:
     return progs
 
 
-LONG_LOG2_CYCLES = 31  # the long-counter Program's GEMM: 2^31 block operations (make coverage only)
+LONG_LOG2_CYCLES = 24  # the long-counter Program's GEMM: 2^24 block operations per core (make coverage only)
 
 
 def long_counters(cfg: Any, log2_cycles: int = LONG_LOG2_CYCLES) -> Any:
@@ -436,6 +436,9 @@ def run_directed(args: dict[str, Any]) -> dict[str, Any]:
         rb = d.get("readback") or {}
         if rb.get("answered") != rb.get("read"):
             bad.append(f"{c.name}: CSR readback: {rb}")
+        bus = rb.get("bus")
+        if bus is not None and (not bus["restored"] or bus["unmapped"] != 0 or None in bus["strobes"]):
+            bad.append(f"{c.name}: AXI4-Lite strobes and byte offsets: {bus}")
         for cl in d.get("clears", []):
             if cl.get("idle_after_reads") is None:
                 bad.append(f"{c.name}: a soft clear {cl['after_cycles']} cycles after START never reached idle")

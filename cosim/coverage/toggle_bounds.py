@@ -61,6 +61,12 @@ def bus_aligned_address(cfg: HwConfig) -> set[int]:
     return set(range(cfg.bus_bytes.bit_length() - 1, 32))
 
 
+def fetch_bytes(cfg: HwConfig) -> set[int]:
+    """FETCH_BYTES of one run: at most the instructions a DRAM holds (dram_bytes, 16 bytes each; the fetch
+    past the DRAM's end is a slave error), plus one burst of MAX_BURST beats past the window's end."""
+    return _bits_below(cfg.dram_bytes + cfg.max_burst * cfg.bus_bytes)
+
+
 def byte_counter(cfg: HwConfig) -> set[int]:
     """A byte counter that adds the bus's bytes per beat (DMA_RD/WR_BYTES, FETCH_BYTES, 32 bits) from 0:
     only bits log2(bus bytes) and up move."""
@@ -115,7 +121,7 @@ def checked_hi(cfg: HwConfig) -> set[int]:
 MOVABLE: dict[str, Callable[[HwConfig], set[int]]] = {
     "pc": pc, "error_code": error_code, "burst_len": burst_len, "burst_len_minus_1": burst_len_minus_1,
     "burst_beat_next": burst_beat_next,
-    "bus_aligned_address": bus_aligned_address, "byte_counter": byte_counter, "page_beats": page_beats, "buffer_depth": buffer_depth,
+    "bus_aligned_address": bus_aligned_address, "byte_counter": byte_counter, "fetch_bytes": fetch_bytes, "page_beats": page_beats, "buffer_depth": buffer_depth,
     "queue_count": queue_count, "load_dram_lo": load_dram_lo, "load_dram_hi": load_dram_hi,
     "store_dram_lo": store_dram_lo, "store_dram_hi": store_dram_hi, "checked_lo": checked_lo,
     "checked_hi": checked_hi,
