@@ -18,10 +18,10 @@
   32-bit address space (its end is 2^32) with a LOAD, a STORE, or the instruction window in it: the
   upper bits of every DRAM address (fetch, load and store ports, the arbiter, the AXI bus) move, and
   the DRAM model answers SLVERR (ERR_AXI_RESP);
-* ``long_counters`` (RTL only, fast back-end): on every core a GEMM of 2^31 block operations (``--long-log2``)
-  with a LOAD and a STORE waiting for its tokens meanwhile, so COMPUTE_BUSY, GEMM_BUSY, GEMM_OPS, the LOAD
-  and STORE stalls and CYCLES count past 2^31 (every bit of the 32-bit counters moves), then a short one
-  whose START clears them;
+* ``long_counters`` (RTL only, fast back-end): on every core a GEMM of 2^24 block operations (``--long-log2``;
+  2^31 moves every bit of the 32-bit counters, hours on a coverage build) with a LOAD and a STORE waiting for
+  its tokens meanwhile, so COMPUTE_BUSY, GEMM_BUSY, GEMM_OPS, the LOAD and STORE stalls and CYCLES count
+  past 2^24, then a short one whose START clears them;
 * several cores (``tests/test_cores_hw.py``'s Programs): a core that FINISHes while the others wait
   at a BARRIER (ERR_BARRIER), and a core that faults while the others wait;
 * the directed cocotb job (``testbench.coverage_job``) on a few Programs: every CSR read back
