@@ -349,11 +349,17 @@ def test_long_counter_program_short_on_every_model(config):
         assert all(rtl.counters[k] == tlm.counters[k] for k in LONG_COUNTERS + ("gemm_ops",))
 
 
-def test_byte_counter_bound():
-    """The byte counters' low bits are bound by the bus width (8 bytes or more on every shipped config)."""
-    from cosim.coverage.toggle_bounds import byte_counter
+def test_byte_counter_and_field_bounds():
+    """The byte counters' low bits are bound by the bus width (8 bytes or more on every shipped config); the
+    DMA row fields' bounds follow the 16-bit fields and the entry sizes."""
+    from cosim.coverage import toggle_bounds as tb
     from hw.config import list_configs, load_config
 
     for c in list_configs():
         cfg = load_config(c)
-        assert min(byte_counter(cfg)) == cfg.bus_bytes.bit_length() - 1 >= 3
+        assert min(tb.byte_counter(cfg)) == cfg.bus_bytes.bit_length() - 1 >= 3
+    small, default = load_config("small"), load_config("default")
+    assert tb.load_stride_bytes(small) == set(range(3, 22)) and tb.load_stride_bytes(default) == set(range(4, 24))
+    assert tb.store_stride_bytes(default) == set(range(4, 20)) and tb.store_x_beats(default) == set(range(17))
+    assert tb.load_x_beats(default) == set(range(21)) and tb.sram_index(default) == set(range(11))
+    assert max(tb.fetch_bytes(default)) == 24 and max(tb.fetch_bytes(small)) == 22
