@@ -158,13 +158,11 @@ class LiteDriver:
             getattr(dut, f"s_axil_{n}").value = 0
         dut.s_axil_wstrb.value = 0xF
 
-    async def write(self, addr: int, value: int, strb: int = 0xF, prot: int = 0) -> bool:
-        """One write of ``value`` (bytes ``strb``, AWPROT ``prot``); False when no B came."""
+    async def write(self, addr: int, value: int) -> bool:
         d = self.dut
         d.s_axil_awaddr.value = addr
-        d.s_axil_awprot.value = prot
         d.s_axil_wdata.value = value
-        d.s_axil_wstrb.value = strb
+        d.s_axil_wstrb.value = 0xF
         d.s_axil_awvalid.value = 1
         d.s_axil_wvalid.value = 1
         d.s_axil_bready.value = 1
@@ -183,17 +181,13 @@ class LiteDriver:
                 d.s_axil_wvalid.value = 0
             if b_hs:
                 d.s_axil_bready.value = 0
-                d.s_axil_awprot.value = 0
-                d.s_axil_wstrb.value = 0xF
                 return True
         d.s_axil_awvalid.value = d.s_axil_wvalid.value = d.s_axil_bready.value = 0
         return False
 
-    async def read(self, addr: int, prot: int = 0) -> int | None:
-        """One read (ARPROT ``prot``); None when no R came."""
+    async def read(self, addr: int) -> int | None:
         d = self.dut
         d.s_axil_araddr.value = addr
-        d.s_axil_arprot.value = prot
         d.s_axil_arvalid.value = 1
         d.s_axil_rready.value = 1
         ar = True
@@ -208,7 +202,6 @@ class LiteDriver:
                 d.s_axil_arvalid.value = 0
             if r_hs:
                 d.s_axil_rready.value = 0
-                d.s_axil_arprot.value = 0
                 return data
         d.s_axil_arvalid.value = d.s_axil_rready.value = 0
         return None

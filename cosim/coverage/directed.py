@@ -437,7 +437,8 @@ def run_directed(args: dict[str, Any]) -> dict[str, Any]:
         if rb.get("answered") != rb.get("read"):
             bad.append(f"{c.name}: CSR readback: {rb}")
         bus = rb.get("bus")
-        if bus is not None and (not bus["restored"] or bus["unmapped"] != 0 or None in bus["strobes"]):
+        if bus is not None and (not bus["restored"] or not bus["merged"] or bus["unmapped"] != 0
+                                or None in bus["strobes"]):
             bad.append(f"{c.name}: AXI4-Lite strobes and byte offsets: {bus}")
         for cl in d.get("clears", []):
             if cl.get("idle_after_reads") is None:
