@@ -8,7 +8,9 @@ Per Program:
    on one core too) and two unmapped ones is read; every read-write register is written all ones,
    read, written zero, read, and written back with the value first read, through its own address
    (the bank addresses included), each region's base and size are written all ones together (its
-   end reaches 2^32) and back, and a read-only one is written (ignored by the RTL);
+   end reaches 2^32) and back, and a read-only one is written (ignored by the RTL); on the fast back-end
+   also the bus bits word-wide accesses never set (:func:`bus_bits`: every write strobe, byte offsets,
+   AxPROT, an unmapped high word);
 3. a soft clear during the fetch: reset, DRAM loaded, the register writes up to START, then
    CTRL.SOFT_RESET at once: STATUS must say not busy within a bound;
 4. the same with the clear in the middle of the run (half the cycles of run 1);
@@ -23,10 +25,10 @@ from pathlib import Path
 from typing import Any
 
 import cocotb
-from cocotb.triggers import ClockCycles
+from cocotb.triggers import ClockCycles, ReadOnly, RisingEdge
 
 from hw import csr
-from testbench.cocotb_job import Bench, execute_job
+from testbench.cocotb_job import Bench, LiteDriver, execute_job
 
 CLEAR_BOUND_READS = 200  # STATUS reads (each several cycles) a soft clear may take to reach idle
 
@@ -82,7 +84,79 @@ async def csr_readback(bench: Bench) -> dict[str, Any]:
             await write_addr(bench, base_addr, int(values[base_addr]))  # type: ignore[arg-type]
             await write_addr(bench, size_addr, int(values[size_addr]))  # type: ignore[arg-type]
     await write_addr(bench, csr.csrs_of(bench.cfg)["STATUS"].addr, 0xFFFFFFFF)  # read-only: ignored
-    return {"read": len(addrs), "answered": sum(v is not None for v in values.values()), "rewritten": rewritten}
+    bus = await bus_bits(bench, min(a for a in rw if values.get(a) is not None), values) \
+        if bench.lite is not None and rw else None
+    return {"read": len(addrs), "answered": sum(v is not None for v in values.values()), "rewritten": rewritten,
+            "bus": bus}
+
+
+UNMAPPED_HIGH = 0x7FC  # a word address with bits 2-10 set that no register decodes (writes ignored, reads 0)
+
+
+async def lite_write(lite: LiteDriver, addr: int, value: int, strb: int, prot: int) -> bool:
+    """One write through the fast back-end's AXI4-Lite pins with byte strobes ``strb`` and AWPROT ``prot``
+    (the plain driver writes whole words with PROT 0); False when no B came."""
+    d = lite.dut
+    d.s_axil_awaddr.value = addr
+    d.s_axil_awprot.value = prot
+    d.s_axil_wdata.value = value
+    d.s_axil_wstrb.value = strb
+    d.s_axil_awvalid.value = d.s_axil_wvalid.value = d.s_axil_bready.value = 1
+    aw = w = True  # still offered
+    ok = False
+    for _ in range(lite.timeout):
+        await ReadOnly()
+        aw_hs = aw and bool(d.s_axil_awready.value)
+        w_hs = w and bool(d.s_axil_wready.value)
+        b_hs = bool(d.s_axil_bvalid.value)
+        await RisingEdge(lite.clk)
+        if aw_hs:
+            aw = False
+            d.s_axil_awvalid.value = 0
+        if w_hs:
+            w = False
+            d.s_axil_wvalid.value = 0
+        if b_hs:
+            ok = True
+            break
+    d.s_axil_awvalid.value = d.s_axil_wvalid.value = d.s_axil_bready.value = 0
+    d.s_axil_awprot.value = 0
+    d.s_axil_wstrb.value = 0xF
+    return ok
+
+
+async def lite_read(lite: LiteDriver, addr: int, prot: int) -> int | None:
+    """One read with ARPROT ``prot`` (the plain driver's read, PROT set around it)."""
+    lite.dut.s_axil_arprot.value = prot
+    try:
+        return await lite.read(addr)
+    finally:
+        lite.dut.s_axil_arprot.value = 0
+
+
+async def bus_bits(bench: Bench, addr: int, values: dict[int, int | None]) -> dict[str, Any]:
+    """The AXI4-Lite bits that word-wide register accesses never set (the fast back-end's pins): register
+    ``addr`` written with each of the 16 byte strobes (a byte offset 0-3 in the address, AWPROT cycling
+    through 0-7), read back at the same address with ARPROT set, then written back whole; an unmapped
+    high word written and read. Returns what it read."""
+    lite = bench.lite
+    assert lite is not None
+    first = int(values[addr])  # type: ignore[arg-type]
+    seen = []
+    for strb in range(16):  # byte offset strb // 4, so each offset sees four strobes, ones and zeros
+        await lite_write(lite, addr | (strb >> 2), 0xFFFFFFFF if strb & 1 else 0, strb, strb & 7)
+        seen.append(await lite_read(lite, addr | (strb >> 2), 7 - (strb & 7)))
+    await lite.write(addr, first)
+    await lite_write(lite, UNMAPPED_HIGH, 0xFFFFFFFF, 0xF, 7)
+    unmapped = await lite_read(lite, UNMAPPED_HIGH, 7)
+    # the four at offset 0 must merge their bytes into the register (a read-write word, 32 bits wide)
+    want, cur = [], first
+    for strb in range(4):
+        mask = sum(0xFF << (8 * b) for b in range(4) if strb >> b & 1)
+        cur = (cur & ~mask) | ((0xFFFFFFFF if strb & 1 else 0) & mask)
+        want.append(cur)
+    return {"addr": addr, "strobes": seen, "merged": seen[:4] == want, "restored": await lite.read(addr) == first,
+            "unmapped": unmapped}
 
 
 async def clear_during_run(bench: Bench, entry: dict[str, Any], after_cycles: int) -> dict[str, Any]:

@@ -324,3 +324,63 @@ def test_top_of_address_space_is_a_slave_error_on_the_rtl():
     assert res[-1].error is None
     for k, want in clean.program.expected.items():
         assert (res[-1].outputs[k] == want).all(), k
+
+
+@pytest.mark.parametrize("config", ["small", "quad"])
+def test_long_counter_program_short_on_every_model(config):
+    """The long-counter Program (run with a GEMM of 2^31 block operations by `cosim coverage` on the RTL), at
+    2^12: ISS and TLM agree it is clean, and the TLM's and the RTL's counters pass its check on every core
+    (GEMM_OPS exact, the busy and stall counters at least that long), the RTL's equal to the TLM's."""
+    from cosim import models
+    from cosim.coverage.directed import LONG_COUNTERS, check_long, long_counters
+    from hw.config import load_config
+    from testbench.rtl_model import rtl_available
+
+    cfg = load_config(config)
+    p = long_counters(cfg, 12)
+    assert p.meta["gemm_ops"] == 1 << 12 and models.iss(p).error is None
+    tlm = models.tlm(p)
+    assert check_long(p, tlm) == []
+    big = long_counters(cfg, 31)   # the campaign's: its loops reach 2^31 block operations per core
+    assert big.meta["gemm_ops"] == 1 << 31 and len(big.insns) == 7 * cfg.num_cores
+    if config == "small" and rtl_available():   # small's fast build is shared with the other RTL tests
+        rtl = models.rtl([p], cfg, mem="fast")[0]
+        assert check_long(p, rtl) == [] and rtl.cycles == tlm.cycles
+        assert all(rtl.counters[k] == tlm.counters[k] for k in LONG_COUNTERS + ("gemm_ops",))
+
+
+def test_byte_counter_and_field_bounds():
+    """The byte counters' low bits are bound by the bus width (8 bytes or more on every shipped config); the
+    DMA row fields' bounds follow the 16-bit fields and the entry sizes."""
+    from cosim.coverage import toggle_bounds as tb
+    from hw.config import list_configs, load_config
+
+    for c in list_configs():
+        cfg = load_config(c)
+        assert min(tb.byte_counter(cfg)) == cfg.bus_bytes.bit_length() - 1 >= 3
+    small, default = load_config("small"), load_config("default")
+    assert tb.load_stride_bytes(small) == set(range(3, 22)) and tb.load_stride_bytes(default) == set(range(4, 24))
+    assert tb.store_stride_bytes(default) == set(range(4, 20)) and tb.store_x_beats(default) == set(range(17))
+    assert tb.load_x_beats(default) == set(range(21)) and tb.sram_index(default) == set(range(11))
+    assert max(tb.fetch_bytes(default)) == 24 and max(tb.fetch_bytes(small)) == 22
+
+
+def test_directed_job_drives_the_lite_bus_bits():
+    """The directed cocotb job on the fast back-end writes a register with every byte strobe and byte offset
+    (PROT set): the aligned ones merge their bytes, the register is restored, an unmapped word reads 0, and
+    the Program's run after the job's steps is still right."""
+    from compiler.examples import make_case
+    from cosim import models
+    from hw.config import load_config
+    from testbench.rtl_model import rtl_available
+
+    if not rtl_available():
+        pytest.skip("no RTL")
+    cfg = load_config("small")
+    case = make_case("vadd", cfg, seed=0)
+    r = models.rtl([case.program], cfg, mem="fast", job_module="testbench.coverage_job")[0]
+    bus = r.extra["directed"]["readback"]["bus"]
+    assert r.error is None and len(bus["strobes"]) == 16 and None not in bus["strobes"]
+    assert bus["merged"] and bus["restored"] and bus["unmapped"] == 0
+    for k, want in case.expected.items():
+        assert (r.outputs[k] == want).all(), k

@@ -31,7 +31,8 @@ def vadd():
     return cfg, prog, run(prog, cfg, mem="verilog")
 
 
-@pytest.mark.parametrize("mode", [(0, 0, 0, False), (3, 0, 2, False), (0, 4, 1, True), (2, 2, 5, True)])
+@pytest.mark.parametrize("mode", [(0, 0, 0, False), (3, 0, 2, False), (0, 4, 1, True), (2, 2, 5, True), (3, 0, 0, 2),
+                                  (0, 2, 3, 2)])
 def test_write_patterns_change_nothing_of_the_run(vadd, mode):
     from testbench.raw.harness import run
 
@@ -74,3 +75,5 @@ def test_bad_variations_are_refused(vadd):
         run(prog, cfg, mem="cpp", dram_mode=(1, 1, 0, -1))
     with pytest.raises(ValueError, match="0..64"):
         run(prog, cfg, mem="verilog", csr_mode=(65, 0, 0, False))
+    with pytest.raises(ValueError, match="split must be 0, 1 or 2"):
+        run(prog, cfg, mem="verilog", csr_mode=(0, 0, 0, 3))

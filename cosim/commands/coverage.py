@@ -37,6 +37,10 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--no-fsm", action="store_true",
                    help="leave out the FSM coverage runs (every example on an FSM build of the raw harness, "
                         "per config)")
+    p.add_argument("--long-log2", type=int_arg(0), default=None, metavar="N",
+                   help="the directed long-counter Program's GEMM: 2^N block operations per core on the fast "
+                        "back-end (default 24: about a minute per core of a coverage build; 31 moves every bit of the 32-bit event "
+                        "counters; 0 leaves it out)")
     p.add_argument("--fuzz", type=int_arg(0), default=0, metavar="N", help="RTL fuzz Programs per config (default 0)")
     p.add_argument("--fuzz-seed", type=int_arg(0), default=1, metavar="S", help="fuzz campaign seed (default 1)")
     p.add_argument("--quick", action="store_true",
@@ -96,6 +100,7 @@ def run(args: argparse.Namespace) -> int:
                     examples_on=not args.no_examples,
                     units=not (args.no_units or args.quick), fuzz=args.fuzz, fuzz_seed=args.fuzz_seed,
                     directed=not (args.no_directed or args.quick), examples_per_task=args.examples_per_task,
+                    long_log2=args.long_log2,
                     fsm=not (args.no_fsm or args.quick))
         tasks = plan_tasks(plan, dat)
         if not tasks:

@@ -62,6 +62,7 @@ class Plan:
     directed: bool = True
     examples_per_task: int = 0
     fsm: bool = True                          # the examples on an FSM build of the raw harness
+    long_log2: int | None = None              # the directed long-counter GEMM's log2 length (None: its default)
 
 
 def plan_tasks(plan: Plan, dat_dir: Path) -> list[Task]:
@@ -100,7 +101,7 @@ def plan_tasks(plan: Plan, dat_dir: Path) -> list[Task]:
                                "mems": mems}))
     if plan.directed:
         from cosim.coverage.directed import directed_tasks
-        tasks += directed_tasks(plan.configs, mems, base)
+        tasks += directed_tasks(plan.configs, mems, base if plan.long_log2 is None else {**base, "long_log2": plan.long_log2})
     return tasks
 
 

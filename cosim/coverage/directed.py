@@ -18,6 +18,10 @@
   32-bit address space (its end is 2^32) with a LOAD, a STORE, or the instruction window in it: the
   upper bits of every DRAM address (fetch, load and store ports, the arbiter, the AXI bus) move, and
   the DRAM model answers SLVERR (ERR_AXI_RESP);
+* ``long_counters`` (RTL only, fast back-end): on every core a GEMM of 2^24 block operations (``--long-log2``;
+  2^31 moves every bit of the 32-bit counters, hours on a coverage build) with a LOAD and a STORE waiting for
+  its tokens meanwhile, so COMPUTE_BUSY, GEMM_BUSY, GEMM_OPS, the LOAD and STORE stalls and CYCLES count
+  past 2^24, then a short one whose START clears them;
 * several cores (``tests/test_cores_hw.py``'s Programs): a core that FINISHes while the others wait
   at a BARRIER (ERR_BARRIER), and a core that faults while the others wait;
 * the directed cocotb job (``testbench.coverage_job``) on a few Programs: every CSR read back
@@ -269,6 +273,81 @@ def top_of_address_space_per_core(cfg: Any) -> list[Any]:
     return progs
 
 
+LONG_LOG2_CYCLES = 24  # the long-counter Program's GEMM: 2^24 block operations per core (make coverage only)
+
+
+def long_counters(cfg: Any, log2_cycles: int = LONG_LOG2_CYCLES) -> Any:
+    """Every core: LOAD micro-ops, an input vector and a weight block (zeros), one GEMM of 2^``log2_cycles``
+    block operations at one per cycle, and behind it a LOAD and a STORE that wait for its tokens all that
+    time, then FINISH. The event counters the shipped Programs move for thousands of cycles only
+    (COMPUTE_BUSY, LOAD_STALL, STORE_STALL, GEMM_BUSY, GEMM_OPS) and CYCLES count to about
+    2^``log2_cycles`` on every core of the config, so their upper bits move (and back to 0 at the next
+    run's clear). The GEMM walks its micro-ops (all (0, 0, 0)) with every factor 0: acc[0] += 0 again
+    and again; the STORE writes that zero row to core k's row of ``o``. A Program for the RTL: the ISS and
+    the TLM walk every iteration, fine for a short one only (:func:`check_long` checks a run)."""
+    from hw.assembler import Assembler
+    from hw.isa import BUFFERS, Finish, Gemm, Load, Store, encode_uops
+    from hw.program import Program, concat_streams
+
+    n = cfg.num_cores
+    # the loop fields hold 14 bits each: up to 2^26 iterations from them, the rest from the micro-ops
+    uop_n = min(cfg.uop_depth, 1 << max(0, log2_cycles - 26))
+    per = (1 << log2_cycles) // uop_n
+    iter_in = min(per, 1 << 13)
+    iter_out = max(1, min(per // iter_in, (1 << 14) - 1))
+    asm = Assembler(cfg, f"cov_long_counters_{log2_cycles}")
+    data = {"u": np.frombuffer(encode_uops([(0, 0, 0)] * uop_n), dtype=np.int8).reshape(uop_n, -1),
+            "i": np.zeros((1, cfg.elem_bytes("INP")), dtype=np.int8),
+            "w": np.zeros((1, cfg.elem_bytes("WGT")), dtype=np.int8)}
+    for name, a in data.items():
+        asm.input(name, a)
+    asm.output("o", (n, cfg.lanes))
+    regions = asm.regions(insn_count=7 * n)
+    at = {r.name: r.addr for r in regions}
+
+    def load(buf: str, name: str, x: int = 1, **flags: bool) -> Any:
+        return Load(buf=BUFFERS[buf], dram_base=at[name] // cfg.elem_bytes(buf), x_size=x, x_stride=x, y_size=1,
+                    **flags)
+
+    def stream(k: int) -> list[Any]:
+        return [load("UOP", "u", uop_n), load("INP", "i"), load("WGT", "w", push_next=True),
+                Gemm(uop_begin=0, uop_end=uop_n, iter_out=iter_out, iter_in=iter_in,
+                     pop_prev=True, push_prev=True, push_next=True),
+                load("UOP", "u", pop_next=True),
+                Store(dram_base=at["o"] // cfg.out_vec_bytes + k, x_size=1, x_stride=1, y_size=1, pop_prev=True),
+                Finish()]
+
+    insns, windows = concat_streams([stream(k) for k in range(n)])
+    prog = Program.create(cfg, insns, regions, name=asm.name, windows=windows, inputs=data,
+                          expected={"o": np.zeros((n, cfg.lanes), dtype=f"int{cfg.out_width}")})
+    prog.meta = dict(prog.meta or {}, gemm_ops=iter_out * iter_in * uop_n)
+    return prog
+
+
+LONG_COUNTERS = ("compute_busy", "gemm_busy", "load_stall", "store_stall")
+
+
+def check_long(prog: Any, res: Any) -> list[str]:
+    """What the long-counter Program's run must show: no error, the zero rows, and on every core GEMM_OPS
+    equal to the GEMM's block operations and COMPUTE_BUSY, GEMM_BUSY and the LOAD and STORE stalls at
+    least that many cycles."""
+    bad = []
+    if res.error is not None:
+        bad.append(f"{prog.name}: error {res.error}")
+    for k, want in prog.expected.items():
+        if not np.array_equal(res.outputs.get(k), want):
+            bad.append(f"{prog.name}: output {k} wrong")
+    ops = prog.meta["gemm_ops"]
+    cores = res.extra.get("cores") or [res.counters]
+    for c, ctr in enumerate(cores):
+        if ctr.get("gemm_ops") != ops:
+            bad.append(f"{prog.name}: core {c} GEMM_OPS {ctr.get('gemm_ops')} != {ops}")
+        for name in LONG_COUNTERS:
+            if (ctr.get(name) or 0) < ops:
+                bad.append(f"{prog.name}: core {c} {name.upper()} {ctr.get(name)} < {ops}")
+    return bad
+
+
 def directed_tasks(configs: Sequence[str], mems: Sequence[str], base: dict[str, Any]) -> list[Task]:
     """One task per (config, back-end) of the cocotb back-ends."""
     return [Task(f"directed {c} {m}", "cosim.coverage.campaign:run_task",
@@ -334,6 +413,13 @@ def run_directed(args: dict[str, Any]) -> dict[str, Any]:
                 if (r.error or {}).get("name") != "AXI_RESP":
                     bad.append(f"{p.name}: RTL error {r.error}, expected AXI_RESP")
             detail["multi_core_cases"] += [p.name for p in tops]
+    long_log2 = int(args.get("long_log2", LONG_LOG2_CYCLES))
+    if mem == "fast" and long_log2 > 0:
+        # the event counters' upper bits on every core: the long GEMM, then a short one whose START clears them
+        progs = [long_counters(cfg, long_log2), long_counters(cfg, 4)]
+        for p, r in zip(progs, models.rtl(progs, cfg, mem=mem)):
+            bad += check_long(p, r)
+        detail["long_counters"] = [p.name for p in progs]
     cases = [examples.make_case(n, cfg, seed=0) for n in JOB_EXAMPLES]
     res = models.rtl([c.program for c in cases], cfg, mem=mem, job_module=DIRECTED_JOB)
     for c, r in zip(cases, res):
@@ -350,6 +436,10 @@ def run_directed(args: dict[str, Any]) -> dict[str, Any]:
         rb = d.get("readback") or {}
         if rb.get("answered") != rb.get("read"):
             bad.append(f"{c.name}: CSR readback: {rb}")
+        bus = rb.get("bus")
+        if bus is not None and (not bus["restored"] or not bus["merged"] or bus["unmapped"] != 0
+                                or None in bus["strobes"]):
+            bad.append(f"{c.name}: AXI4-Lite strobes and byte offsets: {bus}")
         for cl in d.get("clears", []):
             if cl.get("idle_after_reads") is None:
                 bad.append(f"{c.name}: a soft clear {cl['after_cycles']} cycles after START never reached idle")

@@ -61,6 +61,50 @@ def bus_aligned_address(cfg: HwConfig) -> set[int]:
     return set(range(cfg.bus_bytes.bit_length() - 1, 32))
 
 
+def sram_index(cfg: HwConfig) -> set[int]:
+    """An SRAM index field zero-extended (load_unit's ``base_ext``): only its CFG_SRAM_IDX_BITS low bits."""
+    return set(range(cfg.sram_index_bits))
+
+
+def _log2(v: int) -> int:
+    return int(v).bit_length() - 1
+
+
+def load_x_beats(cfg: HwConfig) -> set[int]:
+    """A LOAD row's beats (``x_beats``, and ``row_beats`` counting them down): a 16-bit x_size times the
+    beats of one entry, at most 256-byte entries over the bus width."""
+    most = max(cfg.elem_bytes(b) for b in BUFFERS) // cfg.bus_bytes
+    return _bits_below(((1 << 16) - 1) * most)
+
+
+def load_stride_bytes(cfg: HwConfig) -> set[int]:
+    """A LOAD's row stride in bytes: a 16-bit x_stride shifted by its entry's log2 bytes (3 to 8)."""
+    shifts = [_log2(cfg.elem_bytes(b)) for b in BUFFERS]
+    return set(range(min(shifts), 16 + max(shifts)))
+
+
+def store_x_beats(cfg: HwConfig) -> set[int]:
+    """A STORE row's beats (``x_beats``, ``row_beats``): a 16-bit x_size times the beats of an output vector."""
+    return _bits_below(((1 << 16) - 1) * cfg.beats_per_out_vec)
+
+
+def store_stride_bytes(cfg: HwConfig) -> set[int]:
+    """A STORE's row stride in bytes: a 16-bit x_stride shifted by the output vector's log2 bytes."""
+    return set(range(_log2(cfg.out_vec_bytes), 16 + _log2(cfg.out_vec_bytes)))
+
+
+def fetch_bytes(cfg: HwConfig) -> set[int]:
+    """FETCH_BYTES of one run: at most the instructions a DRAM holds (dram_bytes, 16 bytes each; the fetch
+    past the DRAM's end is a slave error), plus one burst of MAX_BURST beats past the window's end."""
+    return _bits_below(cfg.dram_bytes + cfg.max_burst * cfg.bus_bytes)
+
+
+def byte_counter(cfg: HwConfig) -> set[int]:
+    """A byte counter that adds the bus's bytes per beat (DMA_RD/WR_BYTES, FETCH_BYTES, 32 bits) from 0:
+    only bits log2(bus bytes) and up move."""
+    return set(range(cfg.bus_bytes.bit_length() - 1, 32))
+
+
 def page_beats(cfg: HwConfig) -> set[int]:
     """Beats to the next 4 KiB boundary: 1 .. 4096 / bus bytes."""
     return _bits_below(4096 // cfg.bus_bytes)
@@ -109,7 +153,9 @@ def checked_hi(cfg: HwConfig) -> set[int]:
 MOVABLE: dict[str, Callable[[HwConfig], set[int]]] = {
     "pc": pc, "error_code": error_code, "burst_len": burst_len, "burst_len_minus_1": burst_len_minus_1,
     "burst_beat_next": burst_beat_next,
-    "bus_aligned_address": bus_aligned_address, "page_beats": page_beats, "buffer_depth": buffer_depth,
+    "bus_aligned_address": bus_aligned_address, "byte_counter": byte_counter, "fetch_bytes": fetch_bytes, "sram_index": sram_index,
+    "load_x_beats": load_x_beats, "load_stride_bytes": load_stride_bytes, "store_x_beats": store_x_beats,
+    "store_stride_bytes": store_stride_bytes, "page_beats": page_beats, "buffer_depth": buffer_depth,
     "queue_count": queue_count, "load_dram_lo": load_dram_lo, "load_dram_hi": load_dram_hi,
     "store_dram_lo": store_dram_lo, "store_dram_hi": store_dram_hi, "checked_lo": checked_lo,
     "checked_hi": checked_hi,

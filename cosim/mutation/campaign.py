@@ -265,6 +265,34 @@ def reset_then_finish(p: Program, cycles: int, at: float) -> Program | None:
     return q
 
 
+def stalled_restart_sweep(p: Program, cycles: int) -> list[Program]:
+    """``p`` on the C++ DRAM model with READY backpressure (no error response), soft-reset and started
+    again (:func:`restart_midway`) after each of its first ``cycles * STALL_SWEEP // 3 + 1`` register
+    writes (an idle write is 3 cycles; the stalled run is longer than ``cycles``, the plain run's). Some
+    reset catches a STORE's W burst with beats left that WREADY stretches past the START written next:
+    those beats belong to no unit of the restarted run and must count nowhere (DMA_WR_BYTES). Outputs
+    and error must be the plain run's (see :func:`restart_midway`)."""
+    stalled = with_dram_mode(p, (DRAM_STALL_SEED, 0, -1, -1), "stall")
+    out = []
+    for w in range(1, cycles * STALL_SWEEP // 3 + 2):
+        q = restart_midway(stalled, cycles, (w + 0.5) * 3 / cycles)
+        if q is not None:
+            q.name = f"{p.name}-stall-restart-w{w}"
+            out.append(q)
+    return out
+
+
+def overlapped_writes(p: Program) -> Program | None:
+    """``p`` with every register write but CTRL's as two half-word writes outstanding together
+    (``PAIR_CSR_MODE``): the second's W is offered while the CSR block still holds the first's, so a
+    W taken without WREADY would overwrite it. The run from START is the same (every check applies)."""
+    if not is_plain(p):
+        return None
+    q = copy_program(p, f"{p.name}-csr-pair")
+    q.csr_mode = PAIR_CSR_MODE  # type: ignore[attr-defined]
+    return q
+
+
 def register_probe(p: Program, cycles: int) -> Program | None:
     """``p`` with register writes a driver never makes before its START: a write to each register of the
     region slot one past ``max_regions`` (outside the map: the decoder must ignore it, not alias a
@@ -325,7 +353,11 @@ def bank_reads(cfg: HwConfig) -> list[int]:
 
 # AXI4-Lite bus patterns (AW delay, W delay, BREADY delay, split in two half-strobed writes) given in turn
 # to every other plain fuzz Program: the register file must take a write however its channels come
-CSR_MODES = ((2, 0, 1, False), (0, 3, 0, True), (1, 1, 4, False), (0, 0, 2, True), (5, 2, 0, True))
+# the AXI4-Lite write patterns of every other plain fuzz Program (AW delay, W delay, BREADY delay, split;
+# testbench.raw.harness.run); PAIR_CSR_MODE keeps two writes outstanding, the second's W offered while
+# the slave still holds the first's (AW three cycles after W)
+PAIR_CSR_MODE = (3, 0, 0, 2)
+CSR_MODES = ((2, 0, 1, 0), (0, 3, 0, 1), (1, 1, 4, 0), (0, 0, 2, 1), (5, 2, 0, 1), PAIR_CSR_MODE)
 
 
 def copy_program(p: Program, name: str) -> Program:
@@ -443,6 +475,7 @@ LATE_ERROR = (0, 2, 1, -1)        # SLVERR on read burst 1 (the fetch's second):
 ORPHAN_CSR_MODE = (0, 0, 1, False)  # the slow sweep's register writes: BREADY a cycle late (4 cycles a write)
 ORPHAN_ERROR = 1                  # the DRAM error of the restart sweep: DECERR on read burst 2 (DRAM_ERRORS)
 SWEEP_CYCLES = 1000               # the longest Program soft-reset at every write of its last third
+STALL_SWEEP = 2                   # the backpressured restart sweep covers this many times the plain run
 
 
 def readable_csrs(cfg: HwConfig) -> list[str]:
@@ -563,7 +596,7 @@ def prepare(config: str, count: int, seed: int, fuzz: int = DEFAULT_FUZZ, faults
     build_s = time.perf_counter() - t0
 
     fs = seed if fuzz_seed is None else fuzz_seed
-    tag = f"f{fuzz}-e{faults}-b{barriers}-o{offsets}-t{twice}r{RESTART_POINTS}wsf3p1-c{len(DRAM_ERRORS)}d{STALLED}-c{len(CSR_MODES)}-a{aimed}-s{fs}-r4"
+    tag = f"f{fuzz}-e{faults}-b{barriers}-o{offsets}-t{twice}r{RESTART_POINTS}wsf3p1s{STALL_SWEEP}o-c{len(DRAM_ERRORS)}d{STALLED}-c{len(CSR_MODES)}-a{aimed}-s{fs}-r4"
     if edges:  # the edge Programs change with their module: their names and instructions name the files
         sig = repr([(p.name, p.insns) for p in edge_programs(cfg)])
         tag += "-x" + hashlib.sha256(sig.encode()).hexdigest()[:8]
@@ -614,6 +647,10 @@ def prepare(config: str, count: int, seed: int, fuzz: int = DEFAULT_FUZZ, faults
         # and again with the register writes of another length (an AXI4-Lite bus pattern): the reset
         # then lands on the other phases of the run's cycles (the burst timings are multiples of 3 too)
         jobs += [(n, "orphan-slow", w) for n in plain[:1] for w in range(1, expected[n][1] // 4 + 2)]
+        # and once more on the C++ DRAM model with backpressure, no error (:func:`stalled_restart_sweep`)
+        jobs += [(n, "orphan-stall", q) for n in plain[:1] for q in stalled_restart_sweep(programs[n], expected[n][1])]
+        # the plain examples with two register writes outstanding at a time (:func:`overlapped_writes`)
+        jobs += [(n, overlapped_writes, None) for n in plain]
         jobs += [(n, "late-error", None) for n, p in enumerate(programs) if p.name == "edge-error-before-fetch-ends"]
         stalled = [n for n, p in enumerate(programs) if is_plain(p) and p.name.startswith("fuzz-")][:STALLED]
         jobs += [(n, "stall", None) for n in plain + stalled]
@@ -623,6 +660,10 @@ def prepare(config: str, count: int, seed: int, fuzz: int = DEFAULT_FUZZ, faults
                 q = with_dram_mode(programs[n], (DRAM_STALL_SEED, 0, -1, -1), "stall")
             elif variant == "late-error":
                 q = with_dram_mode(programs[n], LATE_ERROR, "err-r1")
+            elif variant == "orphan-stall":
+                q = at
+            elif variant is overlapped_writes:
+                q = overlapped_writes(programs[n])
             elif variant in ("orphan", "orphan-slow"):
                 tag, mode = DRAM_ERRORS[ORPHAN_ERROR]
                 q = restart_midway(with_dram_mode(programs[n], mode, tag), expected[n][1], (at + 0.5) * 3 / expected[n][1])
@@ -646,7 +687,7 @@ def prepare(config: str, count: int, seed: int, fuzz: int = DEFAULT_FUZZ, faults
                 why = (None if g["error"] is not None and g["error"][0] == "AXI_RESP" else
                        f"error {g['error']} != {e['error']}" if g["error"] != e["error"] else
                        "outputs differ" if g["outputs"] != e["outputs"] else None)
-            elif variant == "stall" or variant is restart_midway:
+            elif variant in ("stall", "orphan-stall") or variant is restart_midway:
                 # outputs and error only: backpressure ends the same run later; see restart_midway
                 e, g = expected[n][0], expected[-1][0]
                 why = (f"error {g['error']} != {e['error']}" if g["error"] != e["error"] else

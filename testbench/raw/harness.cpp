@@ -166,7 +166,7 @@ static const int CSR_TIMEOUT = 2000;
 // cycles and W offered W cycles into the write (0 0: together), BREADY raised B cycles after BVALID
 // (0: held from the start); with SPLIT 1 every write but the one to address EXCEPT (CTRL, whose bits
 // act on the write) goes as two writes of the same value with WSTRB 0x3 then 0xC (the register must
-// merge the halves).
+// merge the halves), with SPLIT 2 as those two writes outstanding together (csr_write_pair).
 static uint32_t g_aw_delay = 0, g_w_delay = 0, g_b_delay = 0, g_split = 0, g_split_except = 0;
 static uint32_t g_bresp = 0, g_rresp = 0;  // OR of every BRESP / RRESP the slave answered
 
@@ -203,7 +203,51 @@ static bool csr_write_strb(uint32_t addr, uint32_t value, uint32_t strb) {
     return false;
 }
 
+// SPLIT 2: the two halves as two writes outstanding at once: the second's W is offered in the cycle
+// after the first's W handshake, before the first's AW (when AW comes later) and before its B; the
+// slave holds it off (WREADY low) until it has taken the first write. Legal AXI4-Lite that a master
+// with a write queue does, and the only pattern that offers a W while the slave still holds one.
+static bool csr_write_pair(uint32_t addr, uint32_t value) {
+    const uint32_t strb[2] = {0x3, 0xC};
+    uint32_t aws = 0, ws = 0, bs = 0, b_wait = 0;
+    top->s_axil_awaddr = addr;
+    top->s_axil_awprot = 0;
+    top->s_axil_awvalid = g_aw_delay == 0;
+    top->s_axil_wdata = value;
+    top->s_axil_wstrb = strb[0];
+    top->s_axil_wvalid = g_w_delay == 0;
+    top->s_axil_bready = g_b_delay == 0;
+    top->eval();
+    for (uint32_t n = 0; n < (uint32_t)CSR_TIMEOUT; n++) {
+        const bool aw = top->s_axil_awvalid && top->s_axil_awready;
+        const bool w = top->s_axil_wvalid && top->s_axil_wready;
+        const bool b = top->s_axil_bvalid && top->s_axil_bready;
+        if (b) g_bresp |= top->s_axil_bresp;
+        if (top->s_axil_bvalid && !top->s_axil_bready) b_wait++;
+        tick();
+        aws += aw;
+        ws += w;
+        bs += b;
+        if (bs == 2) {
+            top->s_axil_awvalid = 0;
+            top->s_axil_wvalid = 0;
+            top->s_axil_bready = 0;
+            top->eval();
+            return true;
+        }
+        if (b) b_wait = 0;
+        top->s_axil_awvalid = aws < 2 && n + 1 >= g_aw_delay;
+        top->s_axil_wvalid = ws < 2 && n + 1 >= g_w_delay;
+        top->s_axil_wstrb = strb[ws < 2 ? ws : 1];
+        top->s_axil_bready = g_b_delay == 0 || b_wait >= g_b_delay;
+        top->eval();
+    }
+    return false;
+}
+
 static bool csr_write(uint32_t addr, uint32_t value) {
+    if (g_split == 2 && addr != g_split_except)
+        return csr_write_pair(addr, value);
     if (g_split != 0 && addr != g_split_except)
         return csr_write_strb(addr, value, 0x3) && csr_write_strb(addr, value, 0xC);
     return csr_write_strb(addr, value, 0xF);

@@ -225,7 +225,7 @@ def _error_of(d: dict, regs: dict[str, int], cfg: HwConfig, limit: int) -> dict 
 def run(program: Program, cfg: HwConfig | str | Path | None = None, mem: str = DEFAULT_MEM, limit: int | None = None,
         keep: bool = False, rtl: Path | None = None, plusargs: Sequence[str] = (), reads: Sequence[str] = (),
         pre_reads: Sequence[str] = (), addr_reads: Sequence[int] = (), coverage_file: str | Path | None = None,
-        csr_mode: tuple[int, int, int, bool] | None = None,
+        csr_mode: tuple[int, int, int, int] | None = None,
         dram_mode: tuple[int, int, int, int] | None = None, options: RawOptions = DEFAULT,
         timeout_s: float | None = None, _exe: Path | None = None) -> RunResult:
     """Run one Program on the raw harness and return RunResult(model="raw").
@@ -243,8 +243,9 @@ def run(program: Program, cfg: HwConfig | str | Path | None = None, mem: str = D
     ``coverage_file``: run the coverage build and write its ``coverage.dat`` there (else env
     ``COSIM_COVERAGE_DIR``, if set). ``csr_mode`` = (AW delay, W delay, BREADY delay, split): the
     AXI4-Lite bus pattern of every write (cycles into the write before AWVALID / WVALID rise, cycles
-    BVALID waits for BREADY; ``split``: every write but CTRL's goes as two half-word-strobed writes of
-    its value); default: AW and W together, BREADY held, WSTRB 0xF. ``extra["csr_resp"]`` is the
+    BVALID waits for BREADY; ``split``: 1 (or True) every write but CTRL's goes as two half-word-strobed
+    writes of its value, 2 those two writes outstanding together: the second's W offered right after the
+    first's W handshake, before the first's B); default: AW and W together, BREADY held, WSTRB 0xF. ``extra["csr_resp"]`` is the
     OR of every BRESP and RRESP the slave answered ([write, read], 0 = always OKAY).
     ``dram_mode`` = (stall seed, error response, read burst, write burst), ``mem="cpp"`` only: the C++
     DRAM model drops ARREADY/AWREADY/WREADY on cycles drawn from the seed (0: never), and answers the
@@ -294,7 +295,9 @@ def run(program: Program, cfg: HwConfig | str | Path | None = None, mem: str = D
         aw, w, b, split = csr_mode
         if min(aw, w, b) < 0 or max(aw, w, b) > 64:
             raise ValueError(f"csr_mode delays must be 0..64 cycles, got {csr_mode}")
-        lines.append(f"csr_mode {aw} {w} {b} {int(bool(split))} {by['CTRL'].addr}")
+        if int(split) not in (0, 1, 2):
+            raise ValueError(f"csr_mode split must be 0, 1 or 2, got {csr_mode}")
+        lines.append(f"csr_mode {aw} {w} {b} {int(split)} {by['CTRL'].addr}")
     if dram_mode is not None:
         if mem != "cpp":
             raise ValueError("dram_mode needs the C++ DRAM model (mem='cpp')")
