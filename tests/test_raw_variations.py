@@ -3,7 +3,7 @@ patterns and responses, and the C++ DRAM model's backpressure, injected error re
 
 Each variation must leave what the design computes unchanged (a write pattern changes nothing of the
 run from START; backpressure only delays it) or give the documented error (an error response ends the
-run in AXI_RESP). Uses the `default` builds of tests/test_raw_harness.py (no build of its own).
+run in AXI_RESP). Uses the `small` builds of tests/test_raw_harness.py (no build of its own).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from testbench.rtl_model import rtl_available  # noqa: E402
 
 pytestmark = pytest.mark.skipif(not rtl_available(), reason="no RTL (hw/rtl/sources.txt) yet")
 
-CFG = "default"
+CFG = "small"
 
 
 @pytest.fixture(scope="module")

@@ -51,6 +51,7 @@ def test_small_golden_iss_tlm_bit_exact_and_close_to_onnxruntime(small: tuple[An
     assert np.mean(shares) >= 0.99, shares
 
 
+@pytest.mark.long("compiles the ImageNet-size network (make resnet18 also runs it on every model)")
 def test_full_size_compiles_to_one_program() -> None:
     net = NETWORKS["resnet18"]
     g = net.graph()

@@ -1,7 +1,7 @@
 """The cocotb regression: every example x config x memory back-end on the RTL.
 
-``make test`` runs a quick slice (the non-default configs, one seed, the protocol cells without the
-two longest streams; default is in test_rtl_smoke.py; the unit cases of tests/units/ on 'small' with the fast back-end,
+``make test`` runs a quick slice (the non-default configs, one seed, the protocol back-end on small2 without
+the two longest streams; default is in test_rtl_smoke.py; the unit cases of tests/units/ on 'small' with the fast back-end,
 cycle-exact to the TLM, and on 'default' with the protocol back-end).
 ``COSIM_REGRESS=full`` runs the full matrix here: every shipped config x {fast, protocol}
 x seeds 0-2 on Verilator, the unit cases on every config and back-end, and every config
@@ -48,9 +48,10 @@ def unit_matrix(configs: Sequence[str], mems: Sequence[str] = MEMS) -> list[tupl
 
 if FULL:
     MATRIX = example_matrix(list_configs())
-else:  # small2: every example compiled for two cores sharing the port
-    MATRIX = [("small", "fast", 0, "verilator"), ("small", "protocol", 0, "verilator"),
-              ("wide", "fast", 0, "verilator"), ("small2", "protocol", 0, "verilator")]
+else:  # small2: every example compiled for two cores sharing the port. No small-protocol cell: small2 runs
+    # the small core on the protocol back-end, default the one-core protocol back-end (test_rtl_smoke, UNITS)
+    MATRIX = [("small", "fast", 0, "verilator"), ("wide", "fast", 0, "verilator"),
+              ("small2", "protocol", 0, "verilator")]
 
 
 def _id(t: tuple) -> str:
