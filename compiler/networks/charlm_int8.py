@@ -10,14 +10,14 @@ at the same scale (an int8 one-hot row times the table plus a position row is on
 The **decode step** at position ``p`` (``t = p + 1`` tokens), :func:`decode_step`::
 
     r0 = clip(R(E[token] + P[p]))                   embed, int8
-    h1 = layer_norm(r0); q, k, v = clip(R(h1 W^T + b))
+    h1 = layerBQ.norm(r0); q, k, v = clip(R(h1 W^T + b))
     K[p], V[p] = k, v                               the step appends its own key and value to the cache
     per head: logits_j = R(k_j . q, s_logit) (j = 0..p: the causal mask of decode is the cache's length)
               P = softmax over the t logits (the operator's reference, Q7)
               ctx = clip(R(sum_j P_j v_j, s_ctx))
     y = clip(R(ctx Wo^T + bo))
-    r1 = clip(R(r0) + R(y)); h2 = layer_norm(r1); g = gelu(h2 W1^T + b1); f = clip(R(g W2^T + b2))
-    r2 = clip(R(r1) + R(f)); h3 = layer_norm(r2)
+    r1 = clip(R(r0) + R(y)); h2 = layerBQ.norm(r1); g = gelu(h2 W1^T + b1); f = clip(R(g W2^T + b2))
+    r2 = clip(R(r1) + R(f)); h3 = layerBQ.norm(r2)
     logits = h3 Wh^T + bh                           int32 (the argmax is the next character)
 
 ``R`` is :func:`compiler.fixed_point.rescale` (no bound: the ALU's ``R``), ``layer_norm``,
@@ -30,7 +30,6 @@ which the held-out evaluation uses. ``python -m compiler.networks.charlm_int8 [-
 
 from __future__ import annotations
 
-import json
 import math
 import sys
 import time
@@ -42,7 +41,7 @@ import numpy as np
 
 from compiler.fixed_point import rescale
 from compiler.gelu import gelu_reference
-from compiler.layer_norm import layer_norm_constants, layer_norm_reference
+from compiler.networks import block_int8 as BQ
 from compiler.networks import charlm as C
 from compiler.networks import transformer as tf
 from compiler.networks.script_cli import OneLineParser
@@ -50,18 +49,9 @@ from compiler.softmax import softmax_reference
 
 F_WEIGHTS_PATH = Path(__file__).with_name("charlm.npz")       # the float model's weights
 WEIGHTS_PATH = Path(__file__).with_name("charlm_int8.npz")    # the int8 model this module writes
-NORMS = ("norm1", "norm2", "norm3")
-B = C.BLOCK
-PROJ = ("q", "k", "v", "o")
-
-
-def _qmat(w: np.ndarray) -> tuple[np.ndarray, float]:
-    s = float(np.abs(w).max()) / 127
-    return np.clip(np.round(w / s), -127, 127).astype(np.int8), s
-
-
-def _scale(values: np.ndarray) -> float:
-    return max(float(np.abs(values).max()), 1e-6) / 127
+NORMS = BQ.NORMS
+B = BQ.B
+PROJ = BQ.PROJ
 
 
 def calibration_windows() -> np.ndarray:
@@ -75,39 +65,15 @@ def calibration_windows() -> np.ndarray:
 
 def calibrate(p: dict[str, np.ndarray], windows: np.ndarray) -> dict[str, float]:
     """The int8 activation scales from the float model's values on ``windows`` ``(N, T)``."""
-    a = C.forward(p, windows)
-    y = a["block.r1"] - a["e"]                       # the attention's output before the residual add
-    f = a["r2"] - a["block.r1"]
-    return {"r0": _scale(a["e"]), "h1": _scale(a["block.h1"]), "q": _scale(a["block.q"]),
-            "k": _scale(a["block.k"]), "v": _scale(a["block.v"]), "ctx": _scale(a["block.ctx"]),
-            "y": _scale(y), "r1": _scale(a["block.r1"]), "h2": _scale(a["block.h2"]), "g": _scale(a["block.g"]),
-            "f": _scale(f), "r2": _scale(a["r2"]), "h3": _scale(a["h3"])}
+    return BQ.activation_scales(C.forward(p, windows))
 
 
 def quantize(p: dict[str, np.ndarray], windows: np.ndarray) -> dict[str, Any]:
     """The int8 model: quantized parameters and every scale, calibrated on ``windows``."""
     s = calibrate(p, windows)
-    q: dict[str, Any] = {"scales": s}
-    q["embed"], q["embed.s"] = _qmat(p["embed.table"])
+    q = BQ.quantize_block(p, s, C.DIM, C.HEADS, s["h3"])
+    q["embed"], q["embed.s"] = BQ.qmat(p["embed.table"])
     q["pos"] = np.round(p["pos"] / q["embed.s"]).astype(np.int64)
-    for name in [f"{B}attn.{x}" for x in PROJ] + [f"{B}ffn1", f"{B}ffn2", "head"]:
-        q[name], q[f"{name}.s"] = _qmat(p[f"{name}.weight"])
-    acc = lambda s_in, name: s_in * q[f"{name}.s"]  # noqa: E731 - an accumulator's scale
-    for proj, s_in in (("q", s["h1"]), ("k", s["h1"]), ("v", s["h1"]), ("o", s["ctx"])):
-        q[f"{B}attn.{proj}.bias"] = np.round(p[f"{B}attn.{proj}.bias"] / acc(s_in, f"{B}attn.{proj}")).astype(np.int64)
-    q[f"{B}ffn1.bias"] = np.round(p[f"{B}ffn1.bias"] / acc(s["h2"], f"{B}ffn1")).astype(np.int64)
-    q[f"{B}ffn2.bias"] = np.round(p[f"{B}ffn2.bias"] / acc(s["g"], f"{B}ffn2")).astype(np.int64)
-    q["head.bias"] = np.round(p["head.bias"] / acc(s["h3"], "head")).astype(np.int64)
-    for norm, s_in, s_out in (("norm1", s["r0"], s["h1"]), ("norm2", s["r1"], s["h2"]), ("norm3", s["r2"], s["h3"])):
-        key = f"{B}{norm}" if norm != "norm3" else norm
-        q[norm] = layer_norm_constants(p[f"{key}.gamma"], p[f"{key}.beta"], s_in, s_out, 128)
-    dh = C.DIM // C.HEADS
-    q["attn_scales"] = {"s_q": s["h1"] * q[f"{B}attn.q.s"] / s["q"], "s_k": s["h1"] * q[f"{B}attn.k.s"] / s["k"],
-                        "s_v": s["h1"] * q[f"{B}attn.v.s"] / s["v"],
-                        "s_logit": s["q"] * s["k"] / math.sqrt(dh) * 256, "s_ctx": s["v"] / 128 / s["ctx"],
-                        "s_out": s["ctx"] * q[f"{B}attn.o.s"] / s["y"]}
-    w1 = q[f"{B}ffn1"].astype(np.int64)
-    q["ffn1_bound"] = int((np.abs(w1).sum(axis=1) * 128 + np.abs(q[f"{B}ffn1.bias"])).max())
     return q
 
 
@@ -120,18 +86,6 @@ def step_scales(q: dict[str, Any]) -> dict[str, Any]:
             "gelu": (s["h2"] * q[f"{B}ffn1.s"], s["g"], q["ffn1_bound"])}
 
 
-def _r8(x: np.ndarray, scale: float) -> np.ndarray:
-    return np.clip(rescale(np.asarray(x, dtype=np.int64), scale), -128, 127).astype(np.int64)
-
-
-def _norm(x: np.ndarray, k: dict[str, Any]) -> np.ndarray:
-    """Layer norm of int8 tokens ``(T, D)`` by the operator's reference (features along axis 0)."""
-    t = x.shape[0]
-    g, b = (np.repeat(np.asarray(k[n])[:, None], t, axis=1) for n in ("G", "Bb"))
-    out = layer_norm_reference(x.T, g, b, n=x.shape[1], eps=k["eps"], eps_frac=k["eps_frac"], shift=k["shift"])
-    return out.reshape(x.shape[1], t).T.astype(np.int64)
-
-
 def _lin(x: np.ndarray, w: np.ndarray, b: np.ndarray) -> np.ndarray:
     return x @ np.asarray(w, dtype=np.int64).T + np.asarray(b, dtype=np.int64)
 
@@ -142,32 +96,32 @@ def _attend(q_h: np.ndarray, k_h: np.ndarray, v_h: np.ndarray, sc: dict[str, Any
     t = len(k_h)
     logits = rescale(k_h @ q_h, sc["s_logit"])                 # (t,), Q8
     probs = softmax_reference(logits.reshape(t, 1), n=t).astype(np.int64)   # Q7, 0..127
-    return _r8(probs @ v_h, sc["s_ctx"])
+    return BQ.r8(probs @ v_h, sc["s_ctx"])
 
 
 def _pre(q: dict[str, Any], r0: np.ndarray, sc: dict[str, Any]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """q, k, v (int8 ``(T, D)``) of the int8 tokens ``r0``."""
-    h1 = _norm(r0, q["norm1"])
-    qq, kk, vv = (_r8(_lin(h1, q[f"{B}attn.{x}"], q[f"{B}attn.{x}.bias"]), sc[f"s_{x}"]) for x in "qkv")
+    h1 = BQ.norm(r0, q["norm1"])
+    qq, kk, vv = (BQ.r8(_lin(h1, q[f"{B}attn.{x}"], q[f"{B}attn.{x}.bias"]), sc[f"s_{x}"]) for x in "qkv")
     return qq, kk, vv
 
 
 def _post(q: dict[str, Any], r0: np.ndarray, ctx: np.ndarray, sc: dict[str, Any]) -> np.ndarray:
     """The int32 logits ``(T, V)`` from the int8 tokens ``r0`` and their attention contexts ``ctx``."""
-    y = _r8(_lin(ctx, q[f"{B}attn.o"], q[f"{B}attn.o.bias"]), sc["s_out"])
+    y = BQ.r8(_lin(ctx, q[f"{B}attn.o"], q[f"{B}attn.o.bias"]), sc["s_out"])
     r1 = np.clip(rescale(r0, sc["res1"][0]) + rescale(y, sc["res1"][1]), -128, 127)
-    h2 = _norm(r1, q["norm2"])
+    h2 = BQ.norm(r1, q["norm2"])
     g = gelu_reference(_lin(h2, q[f"{B}ffn1"], q[f"{B}ffn1.bias"]), *sc["gelu"]).astype(np.int64)
-    f = _r8(_lin(g, q[f"{B}ffn2"], q[f"{B}ffn2.bias"]), sc["ffn2"])
+    f = BQ.r8(_lin(g, q[f"{B}ffn2"], q[f"{B}ffn2.bias"]), sc["ffn2"])
     r2 = np.clip(rescale(r1, sc["res2"][0]) + rescale(f, sc["res2"][1]), -128, 127)
-    h3 = _norm(r2, q["norm3"])
+    h3 = BQ.norm(r2, q["norm3"])
     return _lin(h3, q["head"], q["head.bias"])
 
 
 def embed(q: dict[str, Any], tokens: np.ndarray, positions: np.ndarray) -> np.ndarray:
     """The int8 embedding rows ``r0`` ``(T, D)`` of ``tokens`` at ``positions``."""
     e = np.asarray(q["embed"], dtype=np.int64)[tokens] + q["pos"][positions]
-    return _r8(e, step_scales(q)["embed"])
+    return BQ.r8(e, step_scales(q)["embed"])
 
 
 @dataclass
@@ -267,33 +221,8 @@ def float_params(path: str | Path = F_WEIGHTS_PATH) -> dict[str, np.ndarray]:
         return {k: z[f"{k}_float"] for k in C.params()}
 
 
-def to_arrays(q: dict[str, Any]) -> dict[str, np.ndarray]:
-    """The int8 model as the arrays of its file: integer arrays and ``meta`` (JSON: scales, constants)."""
-    out: dict[str, np.ndarray] = {}
-    meta: dict[str, Any] = {"scales": q["scales"], "attn_scales": q["attn_scales"], "ffn1_bound": q["ffn1_bound"]}
-    for key, v in q.items():
-        if key.endswith(".s"):
-            meta[key] = v
-        elif key in NORMS:
-            meta[key] = {k: int(v[k]) for k in ("eps", "eps_frac", "shift")}
-            out[f"{key}.G"], out[f"{key}.Bb"] = (np.asarray(v[k], dtype=np.int32) for k in ("G", "Bb"))
-        elif isinstance(v, np.ndarray):
-            out[key] = v if v.dtype == np.int8 else v.astype(np.int32)
-    out["meta"] = np.array(json.dumps(meta, sort_keys=True))
-    return out
-
-
-def from_arrays(arrays: dict[str, np.ndarray]) -> dict[str, Any]:
-    """The int8 model (:func:`quantize`'s form) from its file's arrays."""
-    meta = json.loads(str(arrays["meta"]))
-    q: dict[str, Any] = {k: v for k, v in meta.items() if k not in NORMS}
-    for key, v in arrays.items():
-        if key == "meta" or key.startswith(NORMS):
-            continue
-        q[key] = v if v.dtype == np.int8 else v.astype(np.int64)
-    for norm in NORMS:
-        q[norm] = {**meta[norm], "G": arrays[f"{norm}.G"].astype(np.int64), "Bb": arrays[f"{norm}.Bb"].astype(np.int64)}
-    return q
+to_arrays = BQ.to_arrays
+from_arrays = BQ.from_arrays
 
 
 def build() -> dict[str, np.ndarray]:
@@ -303,8 +232,7 @@ def build() -> dict[str, np.ndarray]:
 
 def load(path: str | Path = WEIGHTS_PATH) -> dict[str, Any]:
     """The int8 model from its file."""
-    with np.load(path, allow_pickle=False) as z:
-        return from_arrays({k: z[k] for k in z.files})
+    return BQ.load(path)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -318,8 +246,7 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.perf_counter()
     arrays = build()
     try:
-        with open(args.out, "wb") as f:  # a file object: numpy would append .npz to a bare name
-            np.savez_compressed(f, **arrays)
+        BQ.save(args.out, arrays)
     except OSError as exc:
         parser.error(f"--out {args.out}: cannot write ({exc.strerror or exc})")
     acc_i, ppl_i = held_out_scores(from_arrays(arrays))
