@@ -158,15 +158,16 @@ class LiteDriver:
             getattr(dut, f"s_axil_{n}").value = 0
         dut.s_axil_wstrb.value = 0xF
 
-    async def write(self, addr: int, value: int) -> bool:
+    async def write(self, addr: int, value: int, strb: int = 0xF, prot: int = 0) -> bool:
+        """One write of ``value`` with byte strobes ``strb`` and AWPROT ``prot``; False when no B came."""
         d = self.dut
         d.s_axil_awaddr.value = addr
+        d.s_axil_awprot.value = prot
         d.s_axil_wdata.value = value
-        d.s_axil_wstrb.value = 0xF
-        d.s_axil_awvalid.value = 1
-        d.s_axil_wvalid.value = 1
-        d.s_axil_bready.value = 1
+        d.s_axil_wstrb.value = strb
+        d.s_axil_awvalid.value = d.s_axil_wvalid.value = d.s_axil_bready.value = 1
         aw = w = True  # still offered
+        ok = False
         for _ in range(self.timeout):
             await ReadOnly()
             aw_hs = aw and bool(d.s_axil_awready.value)
@@ -180,10 +181,11 @@ class LiteDriver:
                 w = False
                 d.s_axil_wvalid.value = 0
             if b_hs:
-                d.s_axil_bready.value = 0
-                return True
+                ok = True
+                break
         d.s_axil_awvalid.value = d.s_axil_wvalid.value = d.s_axil_bready.value = 0
-        return False
+        d.s_axil_awprot.value = 0
+        return ok
 
     async def read(self, addr: int) -> int | None:
         d = self.dut

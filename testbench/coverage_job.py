@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import cocotb
-from cocotb.triggers import ClockCycles, ReadOnly, RisingEdge
+from cocotb.triggers import ClockCycles
 
 from hw import csr
 from testbench.cocotb_job import Bench, LiteDriver, execute_job
@@ -93,38 +93,6 @@ async def csr_readback(bench: Bench) -> dict[str, Any]:
 UNMAPPED_HIGH = 0x7FC  # a word address with bits 2-10 set that no register decodes (writes ignored, reads 0)
 
 
-async def lite_write(lite: LiteDriver, addr: int, value: int, strb: int, prot: int) -> bool:
-    """One write through the fast back-end's AXI4-Lite pins with byte strobes ``strb`` and AWPROT ``prot``
-    (the plain driver writes whole words with PROT 0); False when no B came."""
-    d = lite.dut
-    d.s_axil_awaddr.value = addr
-    d.s_axil_awprot.value = prot
-    d.s_axil_wdata.value = value
-    d.s_axil_wstrb.value = strb
-    d.s_axil_awvalid.value = d.s_axil_wvalid.value = d.s_axil_bready.value = 1
-    aw = w = True  # still offered
-    ok = False
-    for _ in range(lite.timeout):
-        await ReadOnly()
-        aw_hs = aw and bool(d.s_axil_awready.value)
-        w_hs = w and bool(d.s_axil_wready.value)
-        b_hs = bool(d.s_axil_bvalid.value)
-        await RisingEdge(lite.clk)
-        if aw_hs:
-            aw = False
-            d.s_axil_awvalid.value = 0
-        if w_hs:
-            w = False
-            d.s_axil_wvalid.value = 0
-        if b_hs:
-            ok = True
-            break
-    d.s_axil_awvalid.value = d.s_axil_wvalid.value = d.s_axil_bready.value = 0
-    d.s_axil_awprot.value = 0
-    d.s_axil_wstrb.value = 0xF
-    return ok
-
-
 async def lite_read(lite: LiteDriver, addr: int, prot: int) -> int | None:
     """One read with ARPROT ``prot`` (the plain driver's read, PROT set around it)."""
     lite.dut.s_axil_arprot.value = prot
@@ -144,10 +112,10 @@ async def bus_bits(bench: Bench, addr: int, values: dict[int, int | None]) -> di
     first = int(values[addr])  # type: ignore[arg-type]
     seen = []
     for strb in range(16):  # byte offset strb // 4, so each offset sees four strobes, ones and zeros
-        await lite_write(lite, addr | (strb >> 2), 0xFFFFFFFF if strb & 1 else 0, strb, strb & 7)
+        await lite.write(addr | (strb >> 2), 0xFFFFFFFF if strb & 1 else 0, strb, strb & 7)
         seen.append(await lite_read(lite, addr | (strb >> 2), 7 - (strb & 7)))
     await lite.write(addr, first)
-    await lite_write(lite, UNMAPPED_HIGH, 0xFFFFFFFF, 0xF, 7)
+    await lite.write(UNMAPPED_HIGH, 0xFFFFFFFF, 0xF, 7)
     unmapped = await lite_read(lite, UNMAPPED_HIGH, 7)
     # the four at offset 0 must merge their bytes into the register (a read-write word, 32 bits wide)
     want, cur = [], first
