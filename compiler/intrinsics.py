@@ -354,8 +354,8 @@ def _alu_python(opname: str) -> Callable[[GoldenContext, AluOp], None]:
         io, ii, dfo, dfi = op.iter_out, op.iter_in, op.dst_factor_out, op.dst_factor_in
         run_alu_loop(ctx.acc, opname, op.dst_base, op.src_base, io, ii, dfo, dfi, op.src_factor_out,
                      op.src_factor_in, op.imm, getattr(ctx, "filled", None))
-        if io and ii:  # the last destination of a loop with non-negative factors is its last iteration's
-            hi = op.dst_base + (io - 1) * dfo + (ii - 1) * dfi + 1
+        if io and ii:  # the highest destination: each loop at its last iteration if its factor is positive
+            hi = op.dst_base + ((io - 1) * dfo if dfo > 0 else 0) + ((ii - 1) * dfi if dfi > 0 else 0) + 1
             if hi > ctx.acc_high:
                 ctx.acc_high = hi
 
