@@ -14,9 +14,13 @@ Per Program:
 3. a soft clear during the fetch: reset, DRAM loaded, the register writes up to START, then
    CTRL.SOFT_RESET at once: STATUS must say not busy within a bound;
 4. the same with the clear in the middle of the run (half the cycles of run 1);
-5. the Program once more from reset: this run's results are reported (so the caller's checks of the
-   outputs, cycles and counters also say that the clears left nothing behind); what 2-4 saw is in
-   the result's ``directed`` entry.
+5. on the protocol back-end (every signal public to VPI), the counters' carry walk: the Program from
+   reset while :func:`counter_walk` presets every event counter of every core and the 64-bit CYCLES
+   just below each power of two, from the top bit down (see there); the upper bits that a Program of
+   thousands of cycles never reaches carry and wrap for real, and are read back through the CSRs;
+6. the Program once more from reset: this run's results are reported (so the caller's checks of the
+   outputs, cycles and counters also say that the clears and presets left nothing behind); what 2-5
+   saw is in the result's ``directed`` entry.
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 import cocotb
-from cocotb.triggers import ClockCycles
+from cocotb.triggers import ClockCycles, Event, FallingEdge
 
 from hw import csr
 from testbench.cocotb_job import Bench, LiteDriver, execute_job
@@ -151,12 +155,86 @@ async def clear_during_run(bench: Bench, entry: dict[str, Any], after_cycles: in
     return {"after_cycles": after_cycles, "busy_at_clear": busy_at_clear, "idle_after_reads": None, "status": st}
 
 
+WALK_LOW_BIT = 8  # the lowest bit the walk carries into (every run of some thousand cycles moves those below)
+
+
+def counter_registers(bench: Bench) -> list[tuple[str, Any, int, int]]:
+    """(CSR name, handle, width, step) of CYCLES and of every core's event counters, in the CSR block
+    (``u_csr``: ``cycles``, and ``g_ctr[core].g_one[k].n`` in COUNTERS order); a ``*_BYTES`` counter adds
+    a bus beat's bytes per event, the others one."""
+    u = bench.dut.u_csr
+    names = csr.counter_reads(bench.cfg.num_cores)
+    out: list[tuple[str, Any, int, int]] = [("CYCLES", u.cycles, 64, 1)]
+    for k in range(bench.cfg.num_cores):
+        for i, name in enumerate(csr.COUNTERS):
+            step = bench.cfg.bus_bytes if name.endswith("_BYTES") else 1
+            out.append((names[k * len(csr.COUNTERS) + i], u.g_ctr[k].g_one[i].n, 32, step))
+    return out
+
+
+async def counter_walk(bench: Bench, stop: Event) -> dict[str, Any]:
+    """Step 5 of the module docstring, while a Program runs: from the first cycle after its START cleared
+    the counters until ``stop``, every counter is preset to 2^W - step (W its width, step what one event
+    adds) and, after each event that moves it, to 2^b - step for b = W-1, W-2, ..., WALK_LOW_BIT. Each
+    such event carries into bit b (the first wraps to 0), so every bit from WALK_LOW_BIT up rises and
+    falls by the counter's own adder; a counter with few events gets its top bits first. Presets are
+    written at a falling edge (the counters change at rising edges only). Checked: the event after a
+    preset gives exactly 2^b mod 2^W. Returns per counter the carries done (``carries``), the
+    ``mismatches`` and the values when ``stop`` was set (``final``)."""
+    regs = counter_registers(bench)
+    todo = [[(1 << b) - step for b in range(width, WALK_LOW_BIT - 1, -1)] for _, _, width, step in regs]
+    pending: list[int | None] = [None] * len(regs)
+    carries = [0] * len(regs)
+    bad: list[str] = []
+    busy, clk = bench.dut.u_csr.busy, bench.dut.clk
+    while not int(busy.value) and not stop.is_set():
+        await FallingEdge(clk)
+    active = list(range(len(regs)))
+    while active and not stop.is_set():
+        await FallingEdge(clk)
+        for j in list(active):
+            name, h, width, step = regs[j]
+            v, p = int(h.value), pending[j]
+            if p is not None:
+                if v == p:
+                    continue  # no event since the preset
+                want = (p + step) % (1 << width)
+                if v != want:
+                    bad.append(f"{name}: preset 0x{p:x}, then 0x{v:x}, expected 0x{want:x}")
+                carries[j] += 1
+            if todo[j]:
+                pending[j] = todo[j].pop(0)
+                h.value = pending[j]
+            else:
+                active.remove(j)
+    await stop.wait()
+    return {"low_bit": WALK_LOW_BIT, "carries": {regs[j][0]: carries[j] for j in range(len(regs))}, "mismatches": bad,
+            "final": {name: int(h.value) for name, h, _, _ in regs}}
+
+
+async def carry_walk_run(bench: Bench, entry: dict[str, Any]) -> dict[str, Any]:
+    """The Program from reset with :func:`counter_walk` beside it; the CSR reads after DONE must equal the
+    counters' values (the read path of their upper bits)."""
+    stop = Event()
+    walk = cocotb.start_soon(counter_walk(bench, stop))
+    res = await bench.run(entry, True)
+    stop.set()
+    info = await walk
+    reads = {**res["counters"], "CYCLES": res["cycles"]}
+    info["read_back"] = [f"{n}: CSR 0x{reads.get(n, -1):x}, counter 0x{v:x}" for n, v in info["final"].items()
+                         if reads.get(n) != v]
+    info["status"] = res["status"]
+    return info
+
+
 async def run_directed(bench: Bench, entry: dict[str, Any], first: bool) -> dict[str, Any]:
-    """One Program with steps 1-5 of the module docstring; the last run's result, ``directed`` added."""
+    """One Program with steps 1-6 of the module docstring; the last run's result, ``directed`` added."""
     plain = await bench.run(entry, first)
     info: dict[str, Any] = {"readback": await csr_readback(bench), "clears": []}
     for after in (0, max(1, int(plain.get("run_sim_cycles", 2)) // 2)):
         info["clears"].append(await clear_during_run(bench, entry, after))
+    if not bench.fast:
+        info["walk"] = await carry_walk_run(bench, entry)
     res = await bench.run(entry, True)
     res["directed"] = info
     return res

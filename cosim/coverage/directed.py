@@ -28,7 +28,12 @@
   (region registers and each core's bank, by address), the read-write ones written back through
   their own (bank) addresses, a soft clear during the fetch and one mid-run; the Program's final
   run from reset must still give the expected outputs (and, on the fast DRAM model, the TLM's
-  cycles and counters).
+  cycles and counters);
+* on the protocol back-end, the same job's counter carry walk (``testbench.coverage_job.counter_walk``)
+  on those Programs and on ``busy_cores`` (every counter of every core moving): each event counter and
+  CYCLES preset below each power of two from its top bit down, so the upper bits that only 2^31 events
+  (or 2^64 cycles) would reach carry and wrap by the counters' own adders, checked after each carry and
+  read back through the CSRs (:func:`check_walk`).
 
 Backpressure (ARREADY/WREADY waits) comes from the protocol back-end's random pauses, which every
 coverage run on that back-end has.
@@ -324,6 +329,62 @@ def long_counters(cfg: Any, log2_cycles: int = LONG_LOG2_CYCLES) -> Any:
     return prog
 
 
+AHEAD = 3  # busy_cores: LOADs ahead of the ALU
+BUSY_REPS = 32  # tiles per core of busy_cores: each counter of each core moves at least this often
+
+
+def busy_cores(cfg: Any, reps: int = BUSY_REPS, tile: int = 2, passes: int = 128) -> Any:
+    """Every core: a GEMM of 64 block operations (on zeros, as in :func:`long_counters`), then ``reps``
+    times LOAD a tile of ``tile`` accumulator vectors into a slot of its own, ALU ADD k+1 over it ``passes``
+    times, STORE it, the three linked by tokens: the LOADs run up to AHEAD tiles ahead of the ALU (then wait
+    for its token), into its write port; the STOREs wait for the ALU. So every event counter of every core
+    (instructions, bytes, busy, stall and wait cycles, GEMM operations) moves at least about ``reps`` times:
+    the raw material of the directed job's counter walk on several cores, where the shipped examples leave
+    cores idle. The Program has its expected outputs."""
+    from hw.assembler import Assembler
+    from hw.isa import ALU_OPS, BUFFERS, Alu, Finish, Gemm, Load, Store, encode_uops
+    from hw.program import Program, concat_streams
+
+    _repo_on_path()
+    from tests.units.programs import narrow, random_vectors
+
+    n, L, uop_n = cfg.num_cores, cfg.lanes, 1
+    reps = min(reps, (cfg.acc_depth - 1) // tile)
+    rows = n * reps * tile
+    a = random_vectors(cfg, rows, 81, -1000, 1000)
+    asm = Assembler(cfg, "cov_busy_cores")
+    data = {"u": np.frombuffer(encode_uops([(0, 0, 0)] * uop_n), dtype=np.int8).reshape(uop_n, -1),
+            "i": np.zeros((1, cfg.elem_bytes("INP")), dtype=np.int8),
+            "w": np.zeros((1, cfg.elem_bytes("WGT")), dtype=np.int8), "a": a}
+    for name, arr in data.items():
+        asm.input(name, arr)
+    asm.output("o", (rows, L))
+    count = n * (5 + 3 * reps)
+    at = {r.name: r.addr for r in asm.regions(insn_count=count)}
+
+    def stream(k: int) -> list[Any]:
+        s: list[Any] = [Load(buf=BUFFERS["UOP"], dram_base=at["u"] // cfg.elem_bytes("UOP")),
+                        Load(buf=BUFFERS["INP"], dram_base=at["i"] // cfg.elem_bytes("INP")),
+                        Load(buf=BUFFERS["WGT"], dram_base=at["w"] // cfg.elem_bytes("WGT"), push_next=True),
+                        Gemm(uop_begin=0, uop_end=uop_n, iter_out=8, iter_in=8, pop_prev=True)]
+        for r in range(reps):
+            row, slot = (k * reps + r) * tile, 1 + r * tile  # slot 0 is the GEMM's
+            s += [Load(sram_base=slot, dram_base=at["a"] // cfg.acc_vec_bytes + row, x_size=tile, x_stride=tile,
+                       push_next=True, pop_next=r >= AHEAD),
+                  Alu(alu_op=ALU_OPS["ADD"], use_imm=True, imm=k + 1, iter_out=tile, iter_in=passes, dst_base=slot, src_base=slot,
+                      dst_factor_out=1, src_factor_out=1, pop_prev=True, push_next=True,
+                      push_prev=r + AHEAD < reps),
+                  Store(sram_base=slot, dram_base=at["o"] // cfg.out_vec_bytes + row, x_size=tile, x_stride=tile,
+                        pop_prev=True)]
+        return s + [Finish()]
+
+    insns, windows = concat_streams([stream(k) for k in range(n)])
+    assert len(insns) == count
+    add = np.repeat(np.arange(1, n + 1) * passes, reps * tile)[:, None]
+    return Program.create(cfg, insns, asm.regions(insn_count=count), name=asm.name, windows=windows, inputs=data,
+                          expected={"o": narrow(cfg, a.astype(np.int64) + add)})
+
+
 LONG_COUNTERS = ("compute_busy", "gemm_busy", "load_stall", "store_stall")
 
 
@@ -345,6 +406,19 @@ def check_long(prog: Any, res: Any) -> list[str]:
         for name in LONG_COUNTERS:
             if (ctr.get(name) or 0) < ops:
                 bad.append(f"{prog.name}: core {c} {name.upper()} {ctr.get(name)} < {ops}")
+    return bad
+
+
+def check_walk(walk: dict[str, Any] | None) -> list[str]:
+    """What the directed job's counter carry walk (``testbench.coverage_job.counter_walk``) must show: no
+    mismatch after a preset, every CSR read equal to its counter, and CYCLES (one event per busy cycle)
+    carried into every bit from the walk's lowest (``low_bit``) up to the 64th."""
+    if not walk:
+        return ["no walk result"]
+    bad = list(walk["mismatches"]) + list(walk["read_back"])
+    done, want = walk["carries"].get("CYCLES"), 64 - walk["low_bit"] + 1
+    if done != want:
+        bad.append(f"CYCLES carried {done} times, expected {want}")
     return bad
 
 
@@ -420,9 +494,11 @@ def run_directed(args: dict[str, Any]) -> dict[str, Any]:
         for p, r in zip(progs, models.rtl(progs, cfg, mem=mem)):
             bad += check_long(p, r)
         detail["long_counters"] = [p.name for p in progs]
-    cases = [examples.make_case(n, cfg, seed=0) for n in JOB_EXAMPLES]
-    res = models.rtl([c.program for c in cases], cfg, mem=mem, job_module=DIRECTED_JOB)
-    for c, r in zip(cases, res):
+    progs = [examples.make_case(n, cfg, seed=0).program for n in JOB_EXAMPLES]
+    if mem != "fast":  # the counter walk's Program: every counter of every core busy
+        progs.append(busy_cores(cfg))
+    res = models.rtl(progs, cfg, mem=mem, job_module=DIRECTED_JOB)
+    for c, r in zip(progs, res):
         d = r.extra.get("directed") or {}
         if r.error is not None:
             bad.append(f"{c.name}: error {r.error}")
@@ -430,7 +506,7 @@ def run_directed(args: dict[str, Any]) -> dict[str, Any]:
             if not np.array_equal(r.outputs.get(k), want):
                 bad.append(f"{c.name}: output {k} differs after the soft clears")
         if mem == "fast":
-            t = models.tlm(c.program)
+            t = models.tlm(c)
             if t.cycles != r.cycles:
                 bad.append(f"{c.name}: TLM {t.cycles} cycles, RTL {r.cycles} after the soft clears")
         rb = d.get("readback") or {}
@@ -443,6 +519,8 @@ def run_directed(args: dict[str, Any]) -> dict[str, Any]:
         for cl in d.get("clears", []):
             if cl.get("idle_after_reads") is None:
                 bad.append(f"{c.name}: a soft clear {cl['after_cycles']} cycles after START never reached idle")
+        if mem != "fast":
+            bad += [f"{c.name}: counter walk: {m}" for m in check_walk(d.get("walk"))]
         detail[c.name] = d
     assert not bad, "\n".join(bad)
     return detail
