@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from hw.config import load_config
-from cosim.bench import (area, correlate, decode, dynamic, growth, measure, networks, profiler, raw_options, report,
-                         resnet18, scaling, suite)
+from cosim.bench import (area, correlate, decode, dynamic, growth, measure, networks, profiler, quad_vs_one,
+                         raw_options, report, resnet18, scaling, suite)
 
 REPO = Path(__file__).resolve().parents[2]
 OUT_DIR = REPO / "bench"
@@ -99,6 +99,8 @@ def run_bench(configs: list[str], quick: bool = False, reps: int = 3, protocol_m
         prof["cocotb_fast"] = profiler.profile_cocotb_fast(p, out_dir)
     nets = networks.measure_networks(cfg0, reps)
     scal = scaling.measure_scaling(cfg0)
+    _log("several cores: every example on quad against one core, the digits small batch")
+    qvo = quad_vs_one.measure_quad_vs_one()
     r18 = None
     if resnet:
         from compiler.networks.resnet18_onnx import network as resnet18_network
@@ -114,7 +116,7 @@ def run_bench(configs: list[str], quick: bool = False, reps: int = 3, protocol_m
     scaling_png = scaling.plot(scal, out_dir / "scaling.png")
     summary = report.summarize(rows)
     summary["all_agree"] = summary["all_agree"] and all(n["agree"] for n in nets) and \
-        all(r["agree"] for r in scal["rows"]) and (r18 is None or r18["agree"]) and dec.get("agree", True) and \
+        all(r["agree"] for r in scal["rows"]) and qvo["agree"] and (r18 is None or r18["agree"]) and dec.get("agree", True) and \
         all(d["agree"] for d in dec_port)
     summary["golden_vs_numpy"] = gvn["vadd"]["ratio"]
     _log("golden matmul vs numpy")
@@ -133,7 +135,7 @@ def run_bench(configs: list[str], quick: bool = False, reps: int = 3, protocol_m
         **summary,
         "golden_vs_numpy_by_operator": gvn,
         "golden_small_matmul": small,
-        "targets": {**report.verdicts(summary), **resnet18.verdicts(r18)},
+        "targets": {**report.verdicts(summary), **resnet18.verdicts(r18), **quad_vs_one.verdicts(qvo)},
         "raw_memory_variants": variants,
         "raw_options": ladder,
         "raw_build": raw_opts.name,
@@ -145,6 +147,7 @@ def run_bench(configs: list[str], quick: bool = False, reps: int = 3, protocol_m
         "programs": rows,
         "networks": nets,
         "scaling": scal,
+        "quad_vs_one": qvo,
         "resnet18": r18,
         "dynamic": dyn,
         "decode": dec,
@@ -178,6 +181,10 @@ def print_report(res: dict[str, Any]) -> None:
     sl = scaling.table_lines(res.get("scaling") or {})
     if sl:
         print("\n".join(sl))
+        print()
+    ql = quad_vs_one.table_lines(res.get("quad_vs_one"))
+    if ql:
+        print("\n".join(ql))
         print()
     dl = dynamic.table_lines(res.get("dynamic") or {})
     if dl:
