@@ -44,7 +44,7 @@ import numpy as np
 from hw.isa import INSN_BYTES, OPCODE_BITS, OPCODES
 from hw.isa_semantics import buffer_of, dram_span
 from sim.tlm.bulk_data import apply_periods
-from sim.tlm.burst_calc import PAGE
+from sim.tlm.burst_calc import row_cut_marks
 from sim.tlm.steady_state import Unsupported, event_mark
 from sim.tlm.unit_shell import EXEC
 
@@ -96,13 +96,13 @@ class _Sign:
         return x
 
     def insn(self, i: Any) -> Any:
-        """An instruction: a LOAD's or STORE's DRAM address goes to the side vector (its page
-        offset, which decides its bursts, stays in the key)."""
+        """An instruction: a LOAD's or STORE's DRAM address goes to the side vector (where 4 KiB
+        boundaries cut its rows, which decides its bursts, stays in the key)."""
         eb = self.dma.elem_bytes(i)
         if eb is None:
             self.key.append(i)
         else:
-            self.key.append((dataclasses.replace(i, dram_base=0), i.dram_base * eb % PAGE))
+            self.key.append((dataclasses.replace(i, dram_base=0), self.dma.cuts(i)))
             self.vec.append((("d", eb), i.dram_base))
         return i
 
@@ -113,7 +113,7 @@ class _Sign:
         if eb is None:
             self.key.append(word)
         else:
-            self.key.append((self.dma.with_base(word, i, 0), i.dram_base * eb % PAGE))
+            self.key.append((self.dma.with_base(word, i, 0), self.dma.cuts(i)))
             self.vec.append((("d", eb), i.dram_base))
         return word
 
@@ -191,6 +191,15 @@ class _DmaFields:
             return self.T.out_vec_bytes
         return None
 
+    def cuts(self, i: Any) -> tuple[int, ...]:
+        """Where 4 KiB boundaries cut the rows of a LOAD or STORE (``row_cut_marks``): with the
+        other fields, all of the address that decides its bursts."""
+        if i.y_size * i.x_size == 0:
+            return ()
+        eb = self.elem_bytes(i)
+        addrs = (i.dram_base + np.arange(i.y_size, dtype=np.int64) * i.x_stride) * eb
+        return tuple(row_cut_marks(addrs, i.x_size * eb, self.T.bus_bytes, self.T.max_burst).tolist())
+
     def decode(self, word: int) -> Any:
         """The instruction of a word FETCH will dispatch (a word that faults: not covered)."""
         insn, code, _ = self.decoder.decode(word)
@@ -229,6 +238,10 @@ class FastForward:
         self.ways: dict[str, int] = {}  # how the skipped data was applied (bulk_data), per jump
         self.skipped_cycles = 0
         self.skipped_insns = 0
+        # no sampling before FETCH reaches this pc: the periods up to a DMA whose 4 KiB cuts change
+        # (the last jump ended before it) cannot repeat the ones before; the sampling resumes after
+        self.quiet_until = 0
+        self.cut_pc: int | None = None  # where the last jump's periods ended: a DMA with other cuts
         # the version steps a versioned event's argument moves by in a jump, by its owner's id
         self.version_steps: dict[int, int] = {}
         for u in model.units.values():
@@ -242,7 +255,7 @@ class FastForward:
         if self.skip:
             self.skip -= 1
             return
-        if self.m.sim.events < self.warmup_events:
+        if self.m.sim.events < self.warmup_events or self.m.fetch.next_pc < self.quiet_until:
             return
         self.skip = self.every
         try:
@@ -268,9 +281,19 @@ class FastForward:
         if a is not None and self.holdoff:
             self.holdoff -= 1
         elif a is not None:
-            if self._jump(a, b, snap):
+            self.cut_pc = None
+            jumped = self._jump(a, b, snap)
+            if self.cut_pc is not None:
+                # sample again when the oldest instruction of the state two periods back is a
+                # period past the changed cuts (the observed periods must not hold them)
+                span = snap.ref - min((v for kind, v in snap.vec if kind == "p"), default=snap.ref)
+                self.quiet_until = self.cut_pc + 3 * (snap.ref - b.ref) + span + 1
+            if jumped:
                 self._restart()
                 self.every = self.skip = self.misses = self.refusals = 0
+                return
+            if self.cut_pc is not None:
+                self._miss()  # not a refusal: the jump was fine up to the changed cuts
                 return
             # a refused jump costs a scan of the period: back off exponentially
             self.refusals += 1
@@ -371,13 +394,11 @@ class FastForward:
                 return False
             if kind == "t" and d not in (0, T) or kind == "p" and d not in (0, P):
                 return False
-            if kind not in ("t", "p") and d * kind[1] % PAGE:  # a DMA's bursts would change
-                return False
             deltas.append(d)
         ops = self.log[b.log_len:c.log_len]
         op_deltas = self._op_deltas(self.log[a.log_len:b.log_len], ops)
-        if op_deltas is None or any(d and d * self.dma.elem_bytes(i) % PAGE for (_, i), d in zip(ops, op_deltas)):
-            return False  # a DMA's bursts would change
+        if op_deltas is None:
+            return False
         lo_pc = min((v for kind, v in a.vec if kind == "p"), default=a.ref)
         try:
             R = self._periods(c.ref, P, ops, op_deltas, lo_pc)
@@ -445,15 +466,14 @@ class FastForward:
             if R < (end - ref) // P or end == full_end:
                 break
             end = min(full_end, ref + 8 * (end - ref))
+        if R >= 1:
+            R = self._uncut_repeats(ref, P, s, R)
         if R < 1:
             return 0
         w = m.dram[f.addr:f.addr + INSN_BYTES * (ref + R * P)].reshape(-1, INSN_BYTES)
-        opc = w[:, 0] & ((1 << OPCODE_BITS) - 1)
-        dma = (opc == OPCODES["LOAD"]) | (opc == OPCODES["STORE"])
         lo_w = max(s - P, ref - P)
-        for j in np.flatnonzero(dma[lo_w:ref]) + lo_w:
-            step = self._base(int(j)) - self._base(int(j) - P)
-            if step * self._unit_of_word(int(j)) % PAGE or not self._regions_ok(int(j), int(j) + R * P):
+        for j in np.flatnonzero(_dma_rows(w[lo_w:ref])) + lo_w:
+            if not self._regions_ok(int(j), int(j) + R * P):
                 return 0
         lo, hi = f.addr, f.addr + INSN_BYTES * f.count
         for (kind, i), dd in zip(ops, op_deltas):
@@ -464,8 +484,38 @@ class FastForward:
                         return 0
         return R
 
-    def _base(self, pc: int) -> int:
-        return self.dma.decode(self._word(pc)).dram_base
+    def _uncut_repeats(self, ref: int, P: int, s: int, R: int) -> int:
+        """Of the ``R`` periods from ``ref`` whose words repeat, how many in a row have every LOAD
+        and STORE cut by 4 KiB boundaries exactly where the same instruction a period before is
+        (``row_cut_marks``), from pc ``s`` on: those DMAs have the observed bursts, so the observed
+        timing, whatever step their addresses move by. A period whose cuts change (a row that
+        straddles a boundary at another offset) ends the jump before it; it runs event by event."""
+        m, f, T = self.m, self.m.fetch, self.m.timing
+        o, end = s - P, ref + R * P
+        w = m.dram[f.addr + INSN_BYTES * o:f.addr + INSN_BYTES * end].reshape(-1, INSN_BYTES)
+        base = self._dram_bases(w)
+        bad = end
+        for j in np.flatnonzero(_dma_rows(w[ref - P - o:ref - o])) + (ref - P):
+            i = self.dma.decode(self._word(int(j)))
+            if i.y_size * i.x_size == 0:
+                continue
+            eb = self.dma.elem_bytes(i)
+            q = np.arange(j - (j - o) // P * P, end, P)  # the pcs of this position of the period, from o on
+            rows = (base[q - o][:, None] + np.arange(i.y_size, dtype=np.int64)[None, :] * i.x_stride) * eb
+            marks = row_cut_marks(rows, i.x_size * eb, T.bus_bytes, T.max_burst)
+            diff = np.flatnonzero((marks[1:] != marks[:-1]).any(axis=1))
+            if len(diff):
+                bad = min(bad, int(q[diff[0] + 1]))
+        self.cut_pc = bad if bad < end else None
+        return max(0, (bad - ref) // P) if bad >= ref else 0
+
+    def _dram_bases(self, w: np.ndarray) -> np.ndarray:
+        """The ``dram_base`` field of each instruction word (rows of ``w``; meaningful for LOAD and STORE)."""
+        fld = self.m.isa.field("LOAD", "dram_base")
+        base = np.zeros(len(w), dtype=np.int64)
+        for k in range(fld.lo // 8, (fld.lo + fld.width - 1) // 8 + 1):
+            base |= w[:, k].astype(np.int64) << (8 * k)
+        return (base >> fld.lo) & ((1 << fld.width) - 1)
 
     def _repeats(self, ref: int, P: int, s: int, end: int) -> int:
         """Whole periods from ``ref`` up to pc ``end`` whose words repeat (see :meth:`_periods`)."""
@@ -481,19 +531,13 @@ class FastForward:
         keep = np.where(dma[:, None], ~mask, np.uint8(0xFF))
         q = np.arange(P, end - o)  # pcs s - P .. end - 1
         ok = ((w[q] & keep[q]) == (w[q - P] & keep[q - P])).all(axis=1) & (opc[q] == opc[q - P])
-        base = np.zeros(len(w), dtype=np.int64)
-        for k in range(fld.lo // 8, (fld.lo + fld.width - 1) // 8 + 1):
-            base |= w[:, k].astype(np.int64) << (8 * k)
-        base = (base >> fld.lo) & ((1 << fld.width) - 1)
+        base = self._dram_bases(w)
         r = q[P:]  # pcs s .. end - 1: the DRAM address moves by the same step as a period before
         step_ok = ~dma[r] | ((base[r] - base[r - P] == base[r - P] - base[r - 2 * P]) & (opc[r - 2 * P] == opc[r]))
         ok[P:] &= step_ok
         bad = np.flatnonzero(~ok)
         first_bad = int(q[bad[0]]) + o if len(bad) else end
         return (first_bad - ref) // P if first_bad >= ref else 0
-
-    def _unit_of_word(self, pc: int) -> int:
-        return self.dma.elem_bytes(self.dma.decode(self._word(pc))) or 1
 
     def _word(self, pc: int) -> int:
         a = self.m.fetch.addr + INSN_BYTES * pc
@@ -516,6 +560,12 @@ class FastForward:
         LOAD's or STORE's address moved by its step each period): ``sim/tlm/bulk_data.py``."""
         way = apply_periods(ops, op_deltas, R, self.m.load, self.m.store, self.m.compute, self.m.timing)
         self.ways[way] = self.ways.get(way, 0) + 1
+
+
+def _dma_rows(w: np.ndarray) -> np.ndarray:
+    """Which instruction words (rows of ``w``) are LOADs or STOREs."""
+    opc = w[:, 0] & ((1 << OPCODE_BITS) - 1)
+    return (opc == OPCODES["LOAD"]) | (opc == OPCODES["STORE"])
 
 
 _FIELDS: dict[type, tuple[str, ...]] = {}
