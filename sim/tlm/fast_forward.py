@@ -53,6 +53,7 @@ _HISTORY_CAP = 4096     # signatures kept before starting over
 _LOG_CAP = 200_000      # data movements recorded before starting over
 _PATIENCE = 64          # samples without a repeat before sampling less often
 _MAX_SKIP = 63
+_TEMPLATES = 16         # signatures whose periods are kept for jumping again
 
 
 def enabled_by_default() -> bool:
@@ -220,6 +221,27 @@ class _Snap:
         self.port_version, self.plan_version, self.log_len = port_version, plan_version, log_len
 
 
+@dataclasses.dataclass
+class _Template:
+    """What the periods of one signature showed at a jump, to jump again from the same signature
+    later (:meth:`FastForward._jump_again`): the period (``T`` cycles, ``P`` instructions, the
+    boundary's ``ref`` pc), the words scanned (periodic from pc ``start`` to ``words_end``, with
+    the pcs of the DMAs whose 4 KiB cuts differ from the period's), the changes per period
+    (counters, side vector, event versions) and the period's data movements."""
+
+    T: int
+    P: int
+    ref: int
+    start: int
+    words_end: int
+    anomalies: np.ndarray
+    d2: list[int]
+    deltas: list[int]
+    steps: tuple[int, int]
+    ops: list[tuple[str, Any]]
+    op_deltas: list[int]
+
+
 class FastForward:
     """The fast-forward of one run of ``model`` (a ``TlmModel`` with its run wired: fetch set)."""
 
@@ -242,6 +264,9 @@ class FastForward:
         # (the last jump ended before it) cannot repeat the ones before; the sampling resumes after
         self.quiet_until = 0
         self.cut_pc: int | None = None  # where the last jump's periods ended: a DMA with other cuts
+        self._scan: tuple[int, int, np.ndarray] | None = None  # the last scan of the words ahead
+        self.templates: dict[tuple[Any, ...], _Template] = {}  # periods seen, by signature
+        self.jumps_again = 0  # jumps made from a template
         # the version steps a versioned event's argument moves by in a jump, by its owner's id
         self.version_steps: dict[int, int] = {}
         for u in model.units.values():
@@ -278,11 +303,25 @@ class FastForward:
             return
         b = seen[-2]
         a = next((s for s in seen[-3::-1] if s.t == 2 * b.t - t and s.ref == 2 * b.ref - snap.ref), None)
+        tpl = self.templates.get(key) if a is None else None
+        if tpl is not None:
+            b2 = next((x for x in seen[-2::-1] if x.t == t - tpl.T and x.ref == snap.ref - tpl.P), None)
+            if b2 is not None:
+                self.cut_pc = None
+                if self._jump_again(tpl, b2, snap):
+                    self._restart()
+                    self.every = self.skip = self.misses = self.refusals = 0
+                    self.jumps_again += 1
+                    if self.cut_pc is not None:  # a period past the changed cuts before sampling again
+                        span = snap.ref - min((v for kind, v in snap.vec if kind == "p"), default=snap.ref)
+                        self.quiet_until = self.cut_pc + tpl.P + span + 1
+                    return
         if a is not None and self.holdoff:
             self.holdoff -= 1
         elif a is not None:
             self.cut_pc = None
-            jumped = self._jump(a, b, snap)
+            self._scan = None
+            jumped = self._jump(a, b, snap, key)
             if self.cut_pc is not None:
                 # sample again when the oldest instruction of the state two periods back is a
                 # period past the changed cuts (the observed periods must not hold them)
@@ -377,8 +416,9 @@ class FastForward:
             m.sim.replace_pending(events)
 
     # ---- the jump -------------------------------------------------------------------------
-    def _jump(self, a: _Snap, b: _Snap, c: _Snap) -> bool:
-        """Three equal signatures at equal spacing: jump as many whole periods as provably repeat."""
+    def _jump(self, a: _Snap, b: _Snap, c: _Snap, key: tuple[Any, ...]) -> bool:
+        """Three equal signatures at equal spacing: jump as many whole periods as provably repeat
+        (and keep what the periods showed, for :meth:`_jump_again`)."""
         T, P = c.t - b.t, c.ref - b.ref
         if T <= 0 or P <= 0:
             return False
@@ -404,13 +444,67 @@ class FastForward:
             R = self._periods(c.ref, P, ops, op_deltas, lo_pc)
         except Unsupported:
             return False
+        steps = (c.port_version - b.port_version, c.plan_version - b.plan_version)
+        if self._scan is not None and len(self.templates) < _TEMPLATES:
+            s, words_end, anomalies = self._scan
+            self.templates[key] = _Template(T, P, c.ref, s, words_end, anomalies, d2, deltas, steps, list(ops),
+                                            op_deltas)
         if R < 1:
             return False
+        self._advance(c, T, P, R, deltas, d2, steps, ops, op_deltas)
+        return True
+
+    def _jump_again(self, tpl: "_Template", b: _Snap, c: _Snap) -> bool:
+        """A signature whose periods were seen before (``tpl``, kept at an earlier jump from it) seen
+        again a period apart after the run went on event by event (a DMA whose 4 KiB cuts differ
+        from the period's came in between): when this period moved time, counters, side vector and
+        data exactly as the template's did, jump from here without three fresh observations."""
+        T, P = tpl.T, tpl.P
+        n = (c.ref - tpl.ref) // P
+        if n < 1 or (c.ref - tpl.ref) % P or c.t - b.t != T or c.ref - b.ref != P:
+            return False
+        if [y - x for x, y in zip(b.counters, c.counters)] != tpl.d2 \
+                or (c.port_version - b.port_version, c.plan_version - b.plan_version) != tpl.steps \
+                or len(c.vec) != len(tpl.deltas) \
+                or any(vc - vb != d for (_, vb), (_, vc), d in zip(b.vec, c.vec, tpl.deltas)):
+            return False
+        ops = self.log[b.log_len:c.log_len]
+        if len(ops) != len(tpl.ops):
+            return False
+        for (k1, i1), (k0, i0), d in zip(ops, tpl.ops, tpl.op_deltas):
+            if k1 != k0:
+                return False
+            if d == 0:
+                if i1 != i0:
+                    return False
+            elif _without_base(i1) != _without_base(i0) or i1.dram_base != i0.dram_base + n * d:
+                return False
+        lo_b = min((v for kind, v in b.vec if kind == "p"), default=b.ref)
+        if lo_b < tpl.start:
+            return False
+        m, f = self.m, self.m.fetch
+        R = min((f.count - c.ref - m.timing.insns_per_fetch_burst) // P, (tpl.words_end - c.ref) // P)
+        k = int(np.searchsorted(tpl.anomalies, lo_b))
+        if k < len(tpl.anomalies):
+            cut = int(tpl.anomalies[k])
+            if cut < c.ref:
+                return False
+            if (cut - c.ref) // P < R:
+                R = (cut - c.ref) // P
+                self.cut_pc = cut
+        if R < 1 or not self._dma_checks(c.ref, P, R, ops, tpl.op_deltas):
+            return False
+        self._advance(c, T, P, R, tpl.deltas, tpl.d2, tpl.steps, ops, tpl.op_deltas)
+        return True
+
+    def _advance(self, c: _Snap, T: int, P: int, R: int, deltas: list[int], d2: list[int],
+                 steps: tuple[int, int], ops: list[tuple[str, Any]], op_deltas: list[int]) -> None:
+        """Move the model from the boundary ``c`` on by ``R`` periods of ``T`` cycles and ``P``
+        instructions: times, pcs, addresses, counters, event versions, and the skipped data."""
         m = self.m
         dt, dp = R * T, R * P
         # the version an event carries moves with its owner's
-        self.version_steps = {id(m.port): R * (c.port_version - b.port_version),
-                              id(m.compute): R * (c.plan_version - b.plan_version)}
+        self.version_steps = {id(m.port): R * steps[0], id(m.compute): R * steps[1]}
         self._walk(_Shift(c.t, dt, R, deltas, self.dma), c.t)
         for block, step in ((m.port, self.version_steps[id(m.port)]), (m.compute, self.version_steps[id(m.compute)])):
             block.advance_event_version(step)
@@ -421,7 +515,6 @@ class FastForward:
         self.jumps += 1
         self.skipped_cycles += dt
         self.skipped_insns += dp
-        return True
 
     @staticmethod
     def _op_deltas(before: list[tuple[str, Any]], ops: list[tuple[str, Any]]) -> list[int] | None:
@@ -468,21 +561,26 @@ class FastForward:
             end = min(full_end, ref + 8 * (end - ref))
         if R >= 1:
             R = self._uncut_repeats(ref, P, s, R)
-        if R < 1:
+        if R < 1 or not self._dma_checks(ref, P, R, ops, op_deltas):
             return 0
-        w = m.dram[f.addr:f.addr + INSN_BYTES * (ref + R * P)].reshape(-1, INSN_BYTES)
-        lo_w = max(s - P, ref - P)
-        for j in np.flatnonzero(_dma_rows(w[lo_w:ref])) + lo_w:
+        return R
+
+    def _dma_checks(self, ref: int, P: int, R: int, ops: list[tuple[str, Any]], op_deltas: list[int]) -> bool:
+        """Every LOAD and STORE of the ``R`` periods from ``ref`` passes its region check, and no
+        STORE writes the instruction window."""
+        m, f = self.m, self.m.fetch
+        w = m.dram[f.addr + INSN_BYTES * (ref - P):f.addr + INSN_BYTES * ref].reshape(-1, INSN_BYTES)
+        for j in np.flatnonzero(_dma_rows(w)) + (ref - P):
             if not self._regions_ok(int(j), int(j) + R * P):
-                return 0
+                return False
         lo, hi = f.addr, f.addr + INSN_BYTES * f.count
         for (kind, i), dd in zip(ops, op_deltas):
             if kind == "store":
                 for k in (1, R):
                     span = dram_span(dataclasses.replace(i, dram_base=i.dram_base + k * dd), m.timing)
                     if span is not None and span[0] < hi and lo < span[1]:
-                        return 0
-        return R
+                        return False
+        return True
 
     def _uncut_repeats(self, ref: int, P: int, s: int, R: int) -> int:
         """Of the ``R`` periods from ``ref`` whose words repeat, how many in a row have every LOAD
@@ -494,7 +592,7 @@ class FastForward:
         o, end = s - P, ref + R * P
         w = m.dram[f.addr + INSN_BYTES * o:f.addr + INSN_BYTES * end].reshape(-1, INSN_BYTES)
         base = self._dram_bases(w)
-        bad = end
+        odd: list[np.ndarray] = []  # pcs whose cuts are not those of the observed period's instance
         for j in np.flatnonzero(_dma_rows(w[ref - P - o:ref - o])) + (ref - P):
             i = self.dma.decode(self._word(int(j)))
             if i.y_size * i.x_size == 0:
@@ -503,9 +601,11 @@ class FastForward:
             q = np.arange(j - (j - o) // P * P, end, P)  # the pcs of this position of the period, from o on
             rows = (base[q - o][:, None] + np.arange(i.y_size, dtype=np.int64)[None, :] * i.x_stride) * eb
             marks = row_cut_marks(rows, i.x_size * eb, T.bus_bytes, T.max_burst)
-            diff = np.flatnonzero((marks[1:] != marks[:-1]).any(axis=1))
-            if len(diff):
-                bad = min(bad, int(q[diff[0] + 1]))
+            seen = marks[np.searchsorted(q, j)]
+            odd.append(q[(marks != seen[None, :]).any(axis=1)])
+        anomalies = np.sort(np.concatenate(odd)) if odd else np.zeros(0, dtype=np.int64)
+        self._scan = (s, end, anomalies)
+        bad = int(anomalies[0]) if len(anomalies) else end
         self.cut_pc = bad if bad < end else None
         return max(0, (bad - ref) // P) if bad >= ref else 0
 
