@@ -53,6 +53,7 @@ _HISTORY_CAP = 4096     # signatures kept before starting over
 _LOG_CAP = 200_000      # data movements recorded before starting over
 _PATIENCE = 64          # samples without a repeat before sampling less often
 _MAX_SKIP = 63
+_KEY_CACHE = 4096       # instructions whose part of the signature is remembered
 _TEMPLATES = 16         # signatures whose periods are kept for jumping again
 
 
@@ -103,7 +104,7 @@ class _Sign:
         if eb is None:
             self.key.append(i)
         else:
-            self.key.append((dataclasses.replace(i, dram_base=0), self.dma.cuts(i)))
+            self.key.append(self.dma.insn_key(i))
             self.vec.append((("d", eb), i.dram_base))
         return i
 
@@ -114,7 +115,7 @@ class _Sign:
         if eb is None:
             self.key.append(word)
         else:
-            self.key.append((self.dma.with_base(word, i, 0), self.dma.cuts(i)))
+            self.key.append(self.dma.word_key(word, i))
             self.vec.append((("d", eb), i.dram_base))
         return word
 
@@ -181,6 +182,9 @@ class _DmaFields:
         self.T = model.timing
         self.isa = model.isa
         self.decoder = model.fetch.decoder
+        self._insn_keys: dict[int, tuple[Any, tuple[Any, tuple[int, ...]]]] = {}
+        self._word_keys: dict[int, tuple[int, tuple[int, ...]]] = {}
+        self._decoded: dict[int, Any] = {}
 
     def elem_bytes(self, i: Any) -> int | None:
         """The DRAM unit of a LOAD or STORE (None for any other instruction)."""
@@ -191,6 +195,27 @@ class _DmaFields:
         if i.MNEMONIC == "STORE":
             return self.T.out_vec_bytes
         return None
+
+    def insn_key(self, i: Any) -> tuple[Any, tuple[int, ...]]:
+        """A LOAD's or STORE's part of the signature: its fields but the DRAM address, and where
+        4 KiB boundaries cut its rows (remembered: the same instructions come back every period)."""
+        hit = self._insn_keys.get(id(i))  # by identity (the entry holds the object, so its id stays its own)
+        if hit is not None and hit[0] is i:
+            return hit[1]
+        if len(self._insn_keys) >= _KEY_CACHE:
+            self._insn_keys.clear()
+        k = (dataclasses.replace(i, dram_base=0), self.cuts(i))
+        self._insn_keys[id(i)] = (i, k)
+        return k
+
+    def word_key(self, word: int, i: Any) -> tuple[int, tuple[int, ...]]:
+        """The same for an instruction word not yet dispatched (``i``: its instruction)."""
+        k = self._word_keys.get(word)
+        if k is None:
+            if len(self._word_keys) >= _KEY_CACHE:
+                self._word_keys.clear()
+            k = self._word_keys[word] = (self.with_base(word, i, 0), self.cuts(i))
+        return k
 
     def cuts(self, i: Any) -> tuple[int, ...]:
         """Where 4 KiB boundaries cut the rows of a LOAD or STORE (``row_cut_marks``): with the
@@ -203,9 +228,14 @@ class _DmaFields:
 
     def decode(self, word: int) -> Any:
         """The instruction of a word FETCH will dispatch (a word that faults: not covered)."""
-        insn, code, _ = self.decoder.decode(word)
-        if code:
-            raise Unsupported
+        insn = self._decoded.get(word)
+        if insn is None:
+            insn, code, _ = self.decoder.decode(word)
+            if code:
+                raise Unsupported
+            if len(self._decoded) >= _KEY_CACHE:
+                self._decoded.clear()
+            self._decoded[word] = insn
         return insn
 
     def with_base(self, word: int, i: Any, base: int) -> int:
