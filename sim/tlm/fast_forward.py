@@ -14,23 +14,39 @@ name of a block. Timing never depends on data here (GEMM, whose fault depends on
 micro-op contents, is excluded), so equal signatures mean equal futures as long as the instruction
 words FETCH will read repeat.
 
+A LOAD or STORE enters the signature with its fields but the DRAM address, and with where the 4 KiB
+boundaries cut its rows (``row_cut_marks``: a cut a whole number of full bursts into a row changes
+nothing), which with the fields decides its bursts; the address itself goes to the side vector.
+
 When one signature is seen three times at equal spacing (``T`` cycles, ``P`` instructions
 fetched), with equal counter deltas and the same data movements in both periods, and every past
 value of the side vector either constant or advancing by ``T`` (a pc: by ``P``; a DMA address: by
-one step per period, a multiple of 4 KiB so that its bursts repeat), the run jumps ``R`` periods
-at once: every future time and advancing value moves by ``R`` times its step, every counter by
-``R`` times its delta, and the data movements of the skipped instructions are applied in bulk
-(``sim/tlm/bulk_data.py``). ``R`` is the largest number of periods whose instruction words repeat
-the observed ones (a LOAD's or STORE's address moving by its step) and that FETCH reads with the
-same bursts (a burst short of INSN_COUNT at least). The skipped part cannot fault: the checks are
-per instruction word, the words are the observed ones, and every skipped DMA's region is checked.
+one step per period, any step), the run jumps ``R`` periods at once: every future time and
+advancing value moves by ``R`` times its step, every counter by ``R`` times its delta, and the data
+movements of the skipped instructions are applied in bulk (``sim/tlm/bulk_data.py``). ``R`` is the
+largest number of periods whose instruction words repeat the observed ones (a LOAD's or STORE's
+address moving by its step), whose LOADs and STOREs are cut by 4 KiB boundaries exactly where
+their instances in the observed period are (so their bursts, hence the timing, are the observed
+ones), and that FETCH reads with the same bursts (a burst short of INSN_COUNT at least). The
+skipped part cannot fault: the checks are per instruction word, the words are the observed ones,
+and every skipped DMA's region is checked.
 
-Not covered (the run simply proceeds event by event): GEMM in a period (its fault depends on
-micro-op contents), FINISH, faults, a STORE into the instruction window, DMA steps that are not
-a multiple of 4 KiB per period of the signature, and tracing (the fast-forward is off while a VCD or
-Perfetto trace is recorded, so the trace is the plain run's). Switch: ``TlmModel(fast_forward=...)``
-/ ``run_program(fast_forward=...)``; the default comes from ``COSIM_TLM_FAST_FORWARD`` (``0`` turns
-it off). ``RunResult.extra["events"]`` counts the skipped events too, so it stays the same.
+A step that is no multiple of 4 KiB moves the cuts from period to period: every so many periods a
+row straddles a boundary at another offset. The jump then ends before that DMA, which runs event
+by event with whatever follows from it, and what the periods showed is kept (a *template*: the
+period, the changes per period, the data movements, the words scanned ahead and which of their
+DMAs are cut otherwise). When the same signature comes back at the same phase of the loop and one
+period from there moves time, counters, side vector and data exactly as the template's did, the
+run jumps again from there (two observations in all, as the three-fold repeat gives), up to the
+next DMA cut otherwise. The sampling rests until the DMA cut otherwise has left the state.
+
+Not covered (the run simply proceeds event by event): GEMM's micro-ops reloaded in a period (its
+faults depend on micro-op contents), FINISH, faults, a STORE into the instruction window, several
+cores (the walk covers core 0's blocks only and refuses when another core has an event pending),
+and tracing (the fast-forward is off while a VCD or Perfetto trace is recorded, so the trace is the
+plain run's). Switch: ``TlmModel(fast_forward=...)`` / ``run_program(fast_forward=...)``; the
+default comes from ``COSIM_TLM_FAST_FORWARD`` (``0`` turns it off). ``RunResult.extra["events"]``
+counts the skipped events too, so it stays the same.
 """
 
 from __future__ import annotations
