@@ -18,6 +18,7 @@ from hw.config import HwConfig, load_config
 from hw.program import Program
 from sim.tlm import TlmModel, run_program, simulate
 from sim.tlm.fast_forward import FastForward
+from sim.tlm.burst_calc import row_burst_beats, row_cut_marks
 from sim.tlm.steady_state import undeclared_state
 
 CONFIGS = ("default", "small", "wide")
@@ -118,6 +119,25 @@ def test_dma_tile_loop_jumps_and_faults_agree() -> None:
         got = inject(p, kind, rng)
         if got is not None:
             _same(got[0])
+
+
+@pytest.mark.parametrize("name", CONFIGS)
+def test_cut_marks_decide_the_bursts(name: str) -> None:
+    """The signature holds a DMA row's cut mark instead of its address: two rows get the same
+    bursts exactly when their marks are equal (every start on the bus grid of two pages)."""
+    cfg = load_config(name)
+    bb, mb = cfg.bus_bytes, cfg.max_burst
+    starts = np.arange(0, 2 * 4096, bb, dtype=np.int64)
+    for row_bytes in sorted({cfg.out_vec_bytes, cfg.acc_vec_bytes, 3 * cfg.out_vec_bytes, 10 * cfg.out_vec_bytes,
+                             130 * cfg.acc_vec_bytes}):
+        marks = row_cut_marks(starts, row_bytes, bb, mb)
+        by_mark: dict[int, tuple[int, ...]] = {}
+        by_bursts: dict[tuple[int, ...], int] = {}
+        for a, mk in zip(starts.tolist(), marks.tolist()):
+            bursts = tuple(row_burst_beats(np.array([a]), row_bytes, bb, mb)[0].tolist())
+            assert by_mark.setdefault(mk, bursts) == bursts, (row_bytes, a)
+            assert by_bursts.setdefault(bursts, mk) == mk, (row_bytes, a)
+        assert len(by_mark) > 1 or row_bytes <= bb * mb  # a long row is cut in several ways
 
 
 @pytest.mark.parametrize("name", CONFIGS)
