@@ -197,7 +197,7 @@ def _gemm_tile_loop(cfg: HwConfig, reps: int) -> Program:
 @pytest.mark.parametrize("name", CONFIGS)
 def test_conv_tile_loop_agrees(name: str) -> None:
     cfg = load_config(name)
-    p = _gemm_tile_loop(cfg, 400)
+    p = _gemm_tile_loop(cfg, 300)
     m = _same(p)
     assert m.ff is not None and m.ff.jumps >= 1, p.name
     rng = np.random.default_rng(13)
