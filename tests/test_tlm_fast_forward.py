@@ -162,6 +162,14 @@ def test_dma_steps_off_the_page_jump_and_agree(name: str) -> None:
             _same(got[0])
 
 
+@pytest.mark.parametrize("tile", [3, 7, 13, 22])
+def test_tile_sizes_off_the_burst_grid_agree(tile: int) -> None:
+    """Tiles of a few odd sizes on small: LOAD and STORE rows start off the burst grid at offsets
+    that shift from tile to tile, so cuts change at irregular periods."""
+    m = _same(dma_stream(load_config("small"), 1500, tile))
+    assert m.ff is not None and m.ff.jumps >= 1
+
+
 def test_pipelined_tiles_are_applied_side_by_side() -> None:
     """vadd on small: a tile's LOADs, ADD, MOV and STORE spread over up to three periods of the
     loop (the STORE of a tile among the next tile's LOADs); the skipped data is still applied block
