@@ -17,6 +17,7 @@ from typing import Any, Iterator
 
 import numpy as np
 
+from compiler.deferred_acc import DeferredAcc
 from compiler.errors import CompileError
 from hw.config import HwConfig
 
@@ -84,31 +85,46 @@ class GoldenContext(Context):
 
     mode = "python"
 
-    def __init__(self, cfg: HwConfig, kernel_name: str, batch: int = 1, core_id: int = 0, cores: Any = None):
+    def __init__(self, cfg: HwConfig, kernel_name: str, batch: int = 1, core_id: int = 0, cores: Any = None,
+                 defer: bool = True):
         super().__init__(cfg, kernel_name)
         self.batch = batch
         self.core_id = core_id
         self.cores = cores  # compiler.cores.Cores of a multi-core run (footprints, barrier), else None
         if batch == 1:
-            self.acc = np.zeros((cfg.acc_depth, cfg.lanes), dtype=np.int32)
+            self._acc = np.zeros((cfg.acc_depth, cfg.lanes), dtype=np.int32)
         else:
             n = cfg.acc_depth * batch * cfg.lanes
             self._flat = _spare_acc(n)
-            self.acc = self._flat[:n].reshape(cfg.acc_depth, batch, cfg.lanes)
+            self._acc = self._flat[:n].reshape(cfg.acc_depth, batch, cfg.lanes)
+        # The pending accumulator writes of the fusable intrinsic calls (compiler.deferred_acc), or None
+        # for a run that executes every call as it comes (``defer=False``, and a core of a multi-core run,
+        # whose DRAM other cores write between its calls).
+        self.deferred = DeferredAcc(self._acc, self.filled) if defer and cores is None else None
         # One past the highest accumulator vector any intrinsic wrote: the footprint a lockstep run
         # sizes its batch by (compiler.kernel), and what release() clears. Kept by the Python halves of
         # LOAD and the ALU ops, the only ones that write the buffer of several copies (GEMM and LOAD
         # into the other buffers refuse a lockstep context).
         self.acc_high = 0
 
+    @property
+    def acc(self) -> np.ndarray:
+        """The accumulator buffer, every deferred write done (the plain Python halves and any reader of the
+        state use this; the deferred calls work on the buffer behind it)."""
+        d = self.deferred
+        if d is not None and d.pending:
+            d.flush()
+        return self._acc
+
     def release(self) -> None:
         """After a lockstep run that ended normally: clear the vectors it wrote and keep the buffer for
         the next run of this thread (fresh pages cost a fault each, far more than clearing them in
         cache). The context must not be used afterwards."""
         if self.batch > 1:
-            self.acc[:self.acc_high] = 0
+            self._acc[:self.acc_high] = 0  # pending writes are dropped: nobody reads this run's buffer again
             _local.spare_acc = self._flat
-            self.acc = None  # type: ignore[assignment]
+            self._acc = None  # type: ignore[assignment]
+            self.deferred = None
 
     def filled(self, shape: tuple[int, ...], value: int) -> np.ndarray:
         """A read-only int32 array of ``shape`` full of ``value``, cached for this thread's runs (the
