@@ -84,9 +84,12 @@ class GoldenContext(Context):
     """
 
     mode = "python"
+    # Whether contexts defer the fusable intrinsic calls when not told (``defer=None``): the switch that
+    # runs a whole golden path call by call, to compare the two or measure what deferring buys.
+    DEFER = True
 
     def __init__(self, cfg: HwConfig, kernel_name: str, batch: int = 1, core_id: int = 0, cores: Any = None,
-                 defer: bool = True):
+                 defer: bool | None = None):
         super().__init__(cfg, kernel_name)
         self.batch = batch
         self.core_id = core_id
@@ -100,6 +103,8 @@ class GoldenContext(Context):
         # The pending accumulator writes of the fusable intrinsic calls (compiler.deferred_acc), or None
         # for a run that executes every call as it comes (``defer=False``, and a core of a multi-core run,
         # whose DRAM other cores write between its calls).
+        if defer is None:
+            defer = self.DEFER
         self.deferred = DeferredAcc(self._acc, self.filled) if defer and cores is None else None
         # One past the highest accumulator vector any intrinsic wrote: the footprint a lockstep run
         # sizes its batch by (compiler.kernel), and what release() clears. Kept by the Python halves of
