@@ -106,6 +106,7 @@ class GoldenContext(Context):
         if defer is None:
             defer = self.DEFER
         self.deferred = DeferredAcc(self._acc, self.filled) if defer and cores is None else None
+        self._acc_read = False  # whether ``acc`` was handed out (then anything up to acc_high may be written)
         # One past the highest accumulator vector any intrinsic wrote: the footprint a lockstep run
         # sizes its batch by (compiler.kernel), and what release() clears. Kept by the Python halves of
         # LOAD and the ALU ops, the only ones that write the buffer of several copies (GEMM and LOAD
@@ -119,6 +120,7 @@ class GoldenContext(Context):
         d = self.deferred
         if d is not None and d.pending:
             d.flush()
+        self._acc_read = True
         return self._acc
 
     def release(self) -> None:
@@ -126,7 +128,11 @@ class GoldenContext(Context):
         the next run of this thread (fresh pages cost a fault each, far more than clearing them in
         cache). The context must not be used afterwards."""
         if self.batch > 1:
-            self._acc[:self.acc_high] = 0  # pending writes are dropped: nobody reads this run's buffer again
+            d = self.deferred
+            # pending writes are dropped (nobody reads this run's buffer again); a run whose every call was
+            # deferred wrote only what the deferral wrote early
+            high = self.acc_high if d is None or self._acc_read else d.written_high
+            self._acc[:high] = 0
             _local.spare_acc = self._flat
             self._acc = None  # type: ignore[assignment]
             self.deferred = None

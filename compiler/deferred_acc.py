@@ -139,14 +139,14 @@ class DeferredAcc:
         self.dram_read: dict[int, np.ndarray] = {}
         # accumulator leaves made since the last flush (none: writing one interval early is always safe)
         self.acc_leaves = 0
+        # one past the highest accumulator vector written so far (what a kept buffer must clear)
+        self.written_high = 0
 
     # ---- the recorded calls ---------------------------------------------------------------------------
     def load(self, tensor_data: np.ndarray, offset: int, base: int, n: int) -> None:
         """LOAD of DRAM vectors ``offset .. offset+n`` into ``acc[base:base+n]`` (contiguous, no padding)."""
-        if len(self.pending) >= MAX_PENDING:
+        if len(self.pending) > MAX_PENDING - 2:  # a write inside an interval splits it in two
             self.flush()
-        elif not self._writable(base, n):
-            self._settle(base, n, keep_contained=True)
         self._write(base, n, _Leaf(tensor_data[offset:offset + n]))
         self.dram_read[id(tensor_data)] = tensor_data
 
@@ -186,8 +186,7 @@ class DeferredAcc:
         for attempt in (0, 1):
             x = self._read(dst, n) if reads_dst else None
             y: Any = imm if imm is not None else self._read(src, sn)
-            if (y is not None and (x is not None or not reads_dst) and self._writable(dst, n)
-                    and len(self.pending) < MAX_PENDING):
+            if y is not None and (x is not None or not reads_dst) and len(self.pending) <= MAX_PENDING - 2:
                 if opname == "MOV":
                     node = _Fill(y) if type(y) is int else y
                 else:
@@ -197,9 +196,10 @@ class DeferredAcc:
                     return True
                 self.flush()
             elif attempt == 0:  # write the intervals in the way early; then the runs read as materialised
-                if len(self.pending) >= MAX_PENDING:
+                if len(self.pending) > MAX_PENDING - 2:
                     self.flush()
-                self._settle(dst, n, keep_contained=not reads_dst)
+                if x is None and reads_dst:
+                    self._settle(dst, n)
                 if y is None:
                     self._settle(src, sn)
         return False
@@ -219,40 +219,39 @@ class DeferredAcc:
 
     # ---- the interval map -----------------------------------------------------------------------------
     def _read(self, base: int, n: int) -> Node | None:
-        """The expression of what ``acc[base:base+n]`` holds, or None when the run is part of a pending
-        interval (or spans several)."""
+        """The expression of what ``acc[base:base+n]`` holds, or None when the run covers a pending
+        interval only in part (or several)."""
         hit = self.pending.get(base)
         if hit is not None and hit[0] == n:
             return hit[1]
         end = base + n
         for b, (m, node) in self.pending.items():
             if b < end and base < b + m:
-                return node if n == 1 and node.rows == 1 else None  # one vector of a uniform interval
+                if b <= base and end <= b + m:  # inside one interval: its rows base-b ..
+                    return _slice(node, base - b, end - b)
+                return None
         self.acc_leaves += 1
         return _Leaf(self.acc[base:end], base)
 
-    def _writable(self, base: int, n: int) -> bool:
-        """Whether writing ``acc[base:base+n]`` replaces every pending interval it touches whole."""
-        end = base + n
-        for b, (m, _) in self.pending.items():
-            if b < end and base < b + m and not (base <= b and b + m <= end):
-                return False
-        return True
-
     def _write(self, base: int, n: int, node: Node) -> None:
+        """``acc[base:base+n]`` now holds ``node``: the intervals it covers are dropped (their values dead
+        unless an expression holds them), those it covers in part keep the rows outside it."""
         end = base + n
         p = self.pending
         for b in [b for b, (m, _) in p.items() if b < end and base < b + m]:
-            del p[b]  # wholly overwritten (checked by _writable): its value is dead unless an expression holds it
+            m, old = p.pop(b)
+            if b < base:
+                p[b] = (base - b, _slice(old, 0, base - b))
+            if b + m > end:
+                p[end] = (b + m - end, _slice(old, end - b, m))
         p[base] = (n, node)
 
-    def _settle(self, base: int, n: int, keep_contained: bool = False) -> None:
-        """Write the pending intervals that overlap ``acc[base:base+n]`` (with ``keep_contained``, only those
-        partly outside it) into the accumulator now. When another pending expression reads materialised
-        vectors they cover, everything is written (that expression must see the old values)."""
+    def _settle(self, base: int, n: int) -> None:
+        """Write the pending intervals that overlap ``acc[base:base+n]`` into the accumulator now. When
+        another pending expression reads materialised vectors they cover, everything is written (that
+        expression must see the old values)."""
         end = base + n
-        hit = [b for b, (m, _) in self.pending.items() if b < end and base < b + m
-               and not (keep_contained and base <= b and b + m <= end)]
+        hit = [b for b, (m, _) in self.pending.items() if b < end and base < b + m]
         if not hit:
             return
         if self.acc_leaves:
@@ -289,6 +288,8 @@ class DeferredAcc:
             values.append((b, n, v))
         for b, n, v in values:
             self.acc[b:b + n] = v
+            if b + n > self.written_high:
+                self.written_high = b + n
 
     def _evaluate_into(self, node: Node, out: np.ndarray) -> None:
         """``out[...] = node`` narrowed like a C cast; a ufunc at the root writes ``out`` itself."""
@@ -355,6 +356,19 @@ class DeferredAcc:
         if x.shape != shape:
             x = np.broadcast_to(x, shape)
         return np.asarray(ALU_NUMPY[name](x, s), dtype=np.int32), True
+
+
+def _slice(node: Node, lo: int, hi: int) -> Node:
+    """The expression of rows ``lo .. hi`` of ``node``'s value. Every recorded op is row-wise (row k of a
+    result reads row k of each operand, or the one row of a uniform operand), so a slice of the tree is
+    the tree of its leaves' slices."""
+    if node.rows == 1:
+        return node  # uniform: every row is the one row
+    t = type(node)
+    if t is _Leaf:
+        return _Leaf(node.value[lo:hi], None if node.acc_base is None else node.acc_base + lo)
+    x = None if node.x is None else _slice(node.x, lo, hi)
+    return _Op(node.name, x, node.y if type(node.y) is int else _slice(node.y, lo, hi))
 
 
 def _count_uses(node: Node, uses: dict[int, int]) -> None:
