@@ -137,10 +137,12 @@ class GoldenContext(Context):
             self._acc = None  # type: ignore[assignment]
             self.deferred = None
 
-    def filled(self, shape: tuple[int, ...], value: int) -> np.ndarray:
+    @staticmethod
+    def filled(shape: tuple[int, ...], value: int) -> np.ndarray:
         """A read-only int32 array of ``shape`` full of ``value``, cached for this thread's runs (the
         Python halves use it where numpy is slow with a scalar operand; kept across runs, as fresh pages
-        cost a fault each)."""
+        cost a fault each). A static method: the deferred calls hold it without holding the context (a
+        cycle would keep a run's tensors alive until the cyclic collector runs)."""
         cache = getattr(_local, "filled", None)
         if cache is None:
             cache = _local.filled = {}

@@ -137,6 +137,9 @@ class DeferredAcc:
         # the DRAM tensors' arrays pending expressions have read since the last flush, by id (a STORE into
         # one of them looks for a pending tile it overlaps)
         self.dram_read: dict[int, np.ndarray] = {}
+        self.dram_version = 0  # counts the arrays added to dram_read
+        # DRAM tensors found sharing no memory with any of dram_read: id -> (array, dram_version then)
+        self._store_clear: dict[int, tuple[np.ndarray, int]] = {}
         # accumulator leaves made since the last flush (none: writing one interval early is always safe)
         self.acc_leaves = 0
         # one past the highest accumulator vector written so far (what a kept buffer must clear)
@@ -148,7 +151,9 @@ class DeferredAcc:
         if len(self.pending) > MAX_PENDING - 2:  # a write inside an interval splits it in two
             self.flush()
         self._write(base, n, _Leaf(tensor_data[offset:offset + n]))
-        self.dram_read[id(tensor_data)] = tensor_data
+        if id(tensor_data) not in self.dram_read:
+            self.dram_read[id(tensor_data)] = tensor_data
+            self.dram_version += 1
 
     def alu_loop(self, opname: str, dst_base: int, src_base: int, iter_out: int, iter_in: int, dst_factor_out: int,
                  dst_factor_in: int, src_factor_out: int, src_factor_in: int, imm: int | None) -> bool:
@@ -204,13 +209,18 @@ class DeferredAcc:
                     self._settle(src, sn)
         return False
 
-    def store(self, out: np.ndarray, base: int, n: int) -> None:
-        """STORE of ``acc[base:base+n]`` into ``out`` (the DRAM tensor's ``n`` vectors), narrowing like a
-        C cast: what the interval holds is evaluated straight into ``out``. When ``out`` may share memory
-        with a DRAM tile a pending expression reads, everything pending is written first."""
-        if any(np.may_share_memory(a, out) for a in self.dram_read.values()) and \
-                any(np.may_share_memory(leaf.value, out) for leaf in _leaves([e for _, e in self.pending.values()])):
-            self.flush()
+    def store(self, tensor_data: np.ndarray, offset: int, base: int, n: int) -> None:
+        """STORE of ``acc[base:base+n]`` into DRAM vectors ``offset .. offset+n`` of ``tensor_data``,
+        narrowing like a C cast: what the interval holds is evaluated straight into DRAM. When the vectors
+        may share memory with a DRAM tile a pending expression reads, everything pending is written first."""
+        out = tensor_data[offset:offset + n]
+        clear = self._store_clear.get(id(tensor_data))
+        if clear is None or clear[1] != self.dram_version:
+            if any(np.may_share_memory(a, tensor_data) for a in self.dram_read.values()):
+                if any(np.may_share_memory(leaf.value, out) for leaf in _leaves([e for _, e in self.pending.values()])):
+                    self.flush()
+            else:
+                self._store_clear[id(tensor_data)] = (tensor_data, self.dram_version)
         node = self._read(base, n)
         if node is None:
             self._settle(base, n)
@@ -236,8 +246,12 @@ class DeferredAcc:
     def _write(self, base: int, n: int, node: Node) -> None:
         """``acc[base:base+n]`` now holds ``node``: the intervals it covers are dropped (their values dead
         unless an expression holds them), those it covers in part keep the rows outside it."""
-        end = base + n
         p = self.pending
+        hit = p.get(base)
+        if hit is not None and hit[0] == n:  # the same interval again (intervals are disjoint: nothing else)
+            p[base] = (n, node)
+            return
+        end = base + n
         for b in [b for b, (m, _) in p.items() if b < end and base < b + m]:
             m, old = p.pop(b)
             if b < base:
@@ -293,6 +307,11 @@ class DeferredAcc:
 
     def _evaluate_into(self, node: Node, out: np.ndarray) -> None:
         """``out[...] = node`` narrowed like a C cast; a ufunc at the root writes ``out`` itself."""
+        if type(node) is _Op and type(node.x) is _Leaf and node.name in _UFUNCS:
+            y = node.y
+            if type(y) is _Leaf or (type(y) is int and node.name not in ("MIN", "MAX")):  # the tile's usual chain
+                _UFUNCS[node.name](node.x.value, y if type(y) is int else y.value, out=out, casting="unsafe")
+                return
         uses: dict[int, int] = {}
         _count_uses(node, uses)
         memo: dict[int, np.ndarray] = {}

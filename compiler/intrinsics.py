@@ -279,7 +279,7 @@ def _store_python(ctx: GoldenContext, op: StoreOp) -> None:
     contiguous = rows == 1 or op.stride == cols
     d = ctx.deferred
     if d is not None and contiguous:
-        d.store(data[o:o + n], b, n)  # what the vectors hold, evaluated straight into DRAM (compiler.deferred_acc)
+        d.store(data, o, b, n)  # what the vectors hold, evaluated straight into DRAM (compiler.deferred_acc)
         return
     acc = ctx.acc
     if contiguous:
