@@ -123,6 +123,12 @@ class GoldenContext(Context):
         self._acc_read = True
         return self._acc
 
+    @property
+    def acc_written(self) -> bool:
+        """Whether the accumulator buffer itself may have been written (not only deferred writes)."""
+        d = self.deferred
+        return d is None or self._acc_read or d.written_high > 0
+
     def release(self) -> None:
         """After a lockstep run that ended normally: clear the vectors it wrote and keep the buffer for
         the next run of this thread (fresh pages cost a fault each, far more than clearing them in

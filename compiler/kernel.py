@@ -17,7 +17,7 @@ identical for every chunk) and its numpy half, with the same 32-bit semantics; i
 only amortises the per-call overhead over ``batch`` tiles. Compiling is unaffected. The batch
 follows the kernel's footprint: the first vectors run on one copy (a probe) that records the highest
 accumulator vector written, and the rest on as many copies as keep all their footprints in about
-``LOCKSTEP_ACC_BYTES``.
+``LOCKSTEP_ACC_BYTES`` (``LOCKSTEP_DEFERRED_BYTES`` when the probe never wrote the buffer itself).
 """
 
 from __future__ import annotations
@@ -44,6 +44,10 @@ _DTYPE_NAME = {np.dtype(d): d for d in DTYPES}  # str(dtype) is slow; this is th
 # Lockstep golden runs size their batch so that the accumulator vectors all copies touch come to about
 # this many bytes (to stay in a core's cache: the tiles of every copy are touched on every call).
 LOCKSTEP_ACC_BYTES = 3 << 19  # 1.5 MiB: measured a little faster than 1 or 2 MiB with 2 MiB of L2 per core
+# The same for a kernel whose probe never wrote the accumulator itself (every call deferred,
+# compiler.deferred_acc): a tile of all copies is then read from DRAM and evaluated once, not kept in the
+# buffer between calls, so bigger batches (fewer calls) pay; measured a little faster than 1.5 or 24 MiB.
+LOCKSTEP_DEFERRED_BYTES = 6 << 20
 # The first vectors of an elementwise kernel's tensors run on one copy first: that run measures the
 # accumulator footprint of one copy (the highest vector written) the lockstep batch is sized by.
 LOCKSTEP_PROBE_VECTORS = 64
@@ -130,16 +134,17 @@ class Kernel:
             with active(GoldenContext(cfg, self.name)):
                 self.fn(**bound)
             return tensors
-        footprint = self._run_part(cfg, bound, tensors, 1, 0, probe)
-        for batch, first, chunk in self.lockstep_parts(tensors, cfg, probe, footprint):
+        footprint, touched = self._run_part(cfg, bound, tensors, 1, 0, probe)
+        budget = LOCKSTEP_ACC_BYTES if touched else LOCKSTEP_DEFERRED_BYTES
+        for batch, first, chunk in self.lockstep_parts(tensors, cfg, probe, footprint, budget):
             self._run_part(cfg, bound, tensors, batch, first, chunk)
         return tensors
 
     def _run_part(self, cfg: HwConfig, bound: dict[str, Any], tensors: dict[str, Tensor], batch: int, first: int,
-                  chunk: int) -> int:
+                  chunk: int) -> tuple[int, bool]:
         """One lockstep run over vectors ``first .. first + batch*chunk`` of every tensor (vector
         ``first + j*batch + k`` to copy k); returns the accumulator vectors one copy used (its high-water
-        mark)."""
+        mark) and whether the buffer itself was written (False: every call deferred)."""
         lanes = cfg.lanes
         sub = dict(bound)
         views = {}
@@ -151,12 +156,12 @@ class Kernel:
         ctx = GoldenContext(cfg, self.name, batch)
         with active(ctx):
             self.fn(**sub)
-        high = ctx.acc_high
+        high, touched = ctx.acc_high, ctx.acc_written
         ctx.release()
         for name, v in views.items():
             tensors[name].loaded |= v.loaded
             tensors[name].stored |= v.stored
-        return high
+        return high, touched
 
     @staticmethod
     def lockstep_probe(tensors: dict[str, Tensor], cfg: HwConfig) -> int:
@@ -169,17 +174,17 @@ class Kernel:
         return probe if nvec >= 4 * probe else 0
 
     @staticmethod
-    def lockstep_parts(tensors: dict[str, Tensor], cfg: HwConfig, start: int,
-                       footprint: int) -> list[tuple[int, int, int]]:
+    def lockstep_parts(tensors: dict[str, Tensor], cfg: HwConfig, start: int, footprint: int,
+                       budget: int = LOCKSTEP_ACC_BYTES) -> list[tuple[int, int, int]]:
         """How a lockstep run covers the tensors' vectors from ``start`` on: ``(batch, first vector, chunk
         vectors)`` per kernel run. ``footprint`` is the accumulator vectors one copy touches (the probe's
         high-water mark; the whole buffer when unknown): the batch keeps all copies' footprints near
-        ``LOCKSTEP_ACC_BYTES``. What the copies compute does not depend on it, only the speed."""
+        ``budget`` bytes. What the copies compute does not depend on it, only the speed."""
         nvec = next(iter(tensors.values())).nvec - start
         if nvec <= 0:
             return []
         foot = min(max(footprint, 1), cfg.acc_depth) * cfg.lanes * 4
-        batch = min(nvec, max(1, LOCKSTEP_ACC_BYTES // foot))
+        batch = min(nvec, max(1, budget // foot))
         chunk, rest = divmod(nvec, batch)
         return [(batch, start, chunk)] + ([(rest, start + batch * chunk, 1)] if rest else [])
 
