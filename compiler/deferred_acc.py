@@ -21,19 +21,24 @@ whole contiguous tiles (so recording the function is the same as running it):
   with a source slice);
 * STORE of one contiguous run of vectors.
 
-Everything else flushes, then runs the plain Python half. The invariants that make the results the
-plain path's, bit for bit:
+Everything else writes every pending interval (:meth:`DeferredAcc.flush`, through ``ctx.acc``), then
+runs the plain Python half. The invariants that make the results the plain path's, bit for bit:
 
 * the accumulator's state is the materialised array overlaid with the pending intervals (disjoint);
+* every recorded op is row-wise: row k of its result reads row k of each operand (or the one row of a
+  uniform operand, a broadcast vector). So rows of a pending interval are the same expression over its
+  leaves' rows: a call that writes part of an interval keeps the rest as that slice, and a call that
+  reads a run inside one interval reads the slice (:func:`_slice`);
 * a pending expression reads only DRAM tiles and materialised vectors outside every interval pending
-  when it was made. The materialised array changes only in :meth:`flush`, which evaluates every
-  pending expression before writing any (and the plain path runs only after a flush); DRAM changes
-  only by STORE, which flushes first when its destination may share memory with a tile a pending
-  expression reads. (Kernel code that writes a tensor's ``data`` directly, outside STORE, is outside
-  the DSL; the plain path would see its writes, a deferred LOAD would not.)
-* a call that reads part of a pending interval, or writes part of one, flushes first (then every read
-  is of materialised vectors); an expression grows to at most ``MAX_NODES`` nodes and at most
-  ``MAX_PENDING`` intervals wait, else a flush, so evaluation cost and recursion stay bounded;
+  when it was made. The materialised array changes only when pending intervals are written: all of
+  them (a flush), or those a read spans in part (``_settle``; everything when another pending
+  expression reads the vectors they cover), every value evaluated before any is written; the plain
+  path runs only after a flush. DRAM changes only by STORE, which flushes first when its destination
+  may share memory with a tile a pending expression reads. (Kernel code that writes a tensor's
+  ``data`` directly, outside STORE, is outside the DSL; the plain path would see its writes, a
+  deferred LOAD would not.)
+* an expression grows to at most ``MAX_NODES`` nodes and at most ``MAX_PENDING`` intervals wait, else
+  a flush, so evaluation cost and recursion stay bounded;
 * each op is evaluated with the shared engine's lane functions (:data:`hw.alu_numpy.ALU_NUMPY`,
   :data:`hw.alu_numpy.ALU_INPLACE`, :func:`hw.alu_numpy.apply_imm`), 32-bit as on the plain path; a
   temporary is updated in place only when the expression uses it once.

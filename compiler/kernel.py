@@ -48,6 +48,9 @@ LOCKSTEP_ACC_BYTES = 3 << 19  # 1.5 MiB: measured a little faster than 1 or 2 Mi
 # compiler.deferred_acc): a tile of all copies is then read from DRAM and evaluated once, not kept in the
 # buffer between calls, so bigger batches (fewer calls) pay; measured a little faster than 1.5 or 24 MiB.
 LOCKSTEP_DEFERRED_BYTES = 6 << 20
+# Every copy has a whole accumulator (a part may reach vectors the probe did not): the batch stays small
+# enough that the buffer of all copies, a lazily touched map, is at most this many bytes of address space.
+LOCKSTEP_MAX_BUFFER_BYTES = 1 << 30
 # The first vectors of an elementwise kernel's tensors run on one copy first: that run measures the
 # accumulator footprint of one copy (the highest vector written) the lockstep batch is sized by.
 LOCKSTEP_PROBE_VECTORS = 64
@@ -184,7 +187,7 @@ class Kernel:
         if nvec <= 0:
             return []
         foot = min(max(footprint, 1), cfg.acc_depth) * cfg.lanes * 4
-        batch = min(nvec, max(1, budget // foot))
+        batch = min(nvec, max(1, budget // foot), max(1, LOCKSTEP_MAX_BUFFER_BYTES // (cfg.acc_depth * cfg.lanes * 4)))
         chunk, rest = divmod(nvec, batch)
         return [(batch, start, chunk)] + ([(rest, start + batch * chunk, 1)] if rest else [])
 

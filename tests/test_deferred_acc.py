@@ -273,3 +273,29 @@ def test_uniform_interval_broadcast_against_a_run():
     c, acc, _ = _chain_result(body, True)
     c0, acc0, _ = _chain_result(body, False)
     assert np.array_equal(c, c0) and np.array_equal(acc, acc0)
+
+
+def test_bench_golden_rows_agree_on_a_small_input():
+    """The bench's golden-vs-numpy rows (deferred, numpy, call by call) run and agree on a small input."""
+    from cosim.bench.measure import golden_vs_numpy
+    rows = golden_vs_numpy(load_config("small"), 3000, reps=1)
+    assert set(rows) == {"vadd", "fused", "requant", "vadd_big_tiles"}
+    for row in rows.values():
+        assert row["outputs_equal"] and row["golden_s"] > 0 and row["call_by_call_s"] > 0 and row["cpu_ratio"] > 0
+    assert GoldenContext.DEFER
+
+
+def test_lockstep_batch_of_a_fully_deferred_probe_is_bigger_but_bounded():
+    """A probe that never wrote the buffer sizes the batch by the deferred budget; the copies' buffers
+    stay within the address-space bound; the parts cover every vector once."""
+    from compiler.kernel import LOCKSTEP_ACC_BYTES, LOCKSTEP_DEFERRED_BYTES, LOCKSTEP_MAX_BUFFER_BYTES, Kernel
+    cfg = load_config("default")
+    nvec = 1 << 22
+    t = {"A": Tensor("A", (nvec * cfg.lanes,), "int32", cfg.lanes, None)}
+    plain = Kernel.lockstep_parts(t, cfg, 64, 96)
+    deferred = Kernel.lockstep_parts(t, cfg, 64, 96, LOCKSTEP_DEFERRED_BYTES)
+    assert deferred[0][0] == LOCKSTEP_DEFERRED_BYTES // LOCKSTEP_ACC_BYTES * plain[0][0]
+    tiny = Kernel.lockstep_parts(t, cfg, 64, 1, LOCKSTEP_DEFERRED_BYTES)
+    assert tiny[0][0] * cfg.acc_depth * cfg.lanes * 4 <= LOCKSTEP_MAX_BUFFER_BYTES
+    for parts in (plain, deferred, tiny):
+        assert sum(b * c for b, _, c in parts) == nvec - 64
