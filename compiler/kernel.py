@@ -182,13 +182,20 @@ class Kernel:
         """How a lockstep run covers the tensors' vectors from ``start`` on: ``(batch, first vector, chunk
         vectors)`` per kernel run. ``footprint`` is the accumulator vectors one copy touches (the probe's
         high-water mark; the whole buffer when unknown): the batch keeps all copies' footprints near
-        ``budget`` bytes. What the copies compute does not depend on it, only the speed."""
+        ``budget`` bytes. The vectors left over by the batch run as a last part of one vector per copy,
+        unless a batch down to half as big divides them evenly (one kernel run fewer). What the copies
+        compute does not depend on any of it, only the speed."""
         nvec = next(iter(tensors.values())).nvec - start
         if nvec <= 0:
             return []
         foot = min(max(footprint, 1), cfg.acc_depth) * cfg.lanes * 4
         batch = min(nvec, max(1, budget // foot), max(1, LOCKSTEP_MAX_BUFFER_BYTES // (cfg.acc_depth * cfg.lanes * 4)))
         chunk, rest = divmod(nvec, batch)
+        if rest:
+            least = -(-nvec // batch)
+            for c in range(least, min(2 * least, least + 64) + 1):  # batch nvec // c: at least half as big
+                if nvec % c == 0:
+                    return [(nvec // c, start, c)]
         return [(batch, start, chunk)] + ([(rest, start + batch * chunk, 1)] if rest else [])
 
     def __call__(self, *args: Any, config: HwConfig | str | None = None, **kwargs: Any) -> None:
