@@ -60,9 +60,15 @@ MAX_NODES = 24
 # At most this many intervals wait; one more flushes (a call scans them all).
 MAX_PENDING = 32
 
-# Ops numpy evaluates as one ufunc call (which can also write the narrowed STORE output itself).
-_UFUNCS: dict[str, np.ufunc] = {"ADD": np.add, "SUB": np.subtract, "MUL": np.multiply, "MIN": np.minimum,
-                                "MAX": np.maximum}
+
+def _ufunc(name: str) -> np.ufunc | None:
+    """The op's lane function when it is one numpy ufunc (ADD .. MAX: evaluated in one call, which can
+    also write the narrowed STORE output itself), else None. Looked up in the shared table on every use,
+    so the golden path runs whatever the engine's table holds."""
+    f = ALU_NUMPY.get(name)
+    return f if isinstance(f, np.ufunc) else None
+
+
 # numpy's int32 minimum/maximum with a scalar take a slow loop: big tiles compare against a full array.
 _FILL_MIN = 4096
 
@@ -312,15 +318,16 @@ class DeferredAcc:
 
     def _evaluate_into(self, node: Node, out: np.ndarray) -> None:
         """``out[...] = node`` narrowed like a C cast; a ufunc at the root writes ``out`` itself."""
-        if type(node) is _Op and type(node.x) is _Leaf and node.name in _UFUNCS:
+        f = _ufunc(node.name) if type(node) is _Op else None
+        if f is not None and type(node.x) is _Leaf:
             y = node.y
             if type(y) is _Leaf or (type(y) is int and node.name not in ("MIN", "MAX")):  # the tile's usual chain
-                _UFUNCS[node.name](node.x.value, y if type(y) is int else y.value, out=out, casting="unsafe")
+                f(node.x.value, y if type(y) is int else y.value, out=out, casting="unsafe")
                 return
         uses: dict[int, int] = {}
         _count_uses(node, uses)
         memo: dict[int, np.ndarray] = {}
-        if type(node) is _Op and node.name in _UFUNCS and node.x is not None:
+        if f is not None and node.x is not None:
             x, _ = self._eval(node.x, memo, uses)
             y = node.y
             if type(y) is int:
@@ -328,7 +335,7 @@ class DeferredAcc:
                     y = self.filled(x.shape, y)
             else:
                 y, _ = self._eval(y, memo, uses)
-            _UFUNCS[node.name](x, y, out=out, casting="unsafe")  # the int32 loop, then the cast
+            f(x, y, out=out, casting="unsafe")  # the int32 loop, then the cast
             return
         v, _ = self._eval(node, memo, uses)
         np.copyto(out, v, casting="unsafe")
@@ -358,7 +365,7 @@ class DeferredAcc:
             if node.x is None:  # CLZ of an immediate: the same in every lane
                 return np.array(ALU_NUMPY[name](np.zeros((1,) + self.row_shape, np.int32), y)), True
             x, mine = self._eval(node.x, memo, uses)
-            f = _UFUNCS.get(name)
+            f = _ufunc(name)
             if f is not None and not mine:  # one pass into a new temporary
                 return f(x, self.filled(x.shape, y) if name in ("MIN", "MAX") and x.size >= _FILL_MIN else y), True
             if not mine:
@@ -370,7 +377,7 @@ class DeferredAcc:
             return np.array(ALU_NUMPY[name](s, s)), True
         x, mine = self._eval(node.x, memo, uses)
         shape = x.shape if x.shape == s.shape else np.broadcast_shapes(x.shape, s.shape)
-        f = _UFUNCS.get(name)
+        f = _ufunc(name)
         if f is not None:
             out = x if mine and x.shape == shape else (s if smine and s.shape == shape else None)
             return f(x, s, out=out), True
