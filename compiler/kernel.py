@@ -134,7 +134,9 @@ class Kernel:
             return tensors
         probe = self.lockstep_probe(tensors, cfg) if lockstep and self.elementwise else 0
         if not probe:
-            with active(GoldenContext(cfg, self.name)):
+            # call by call: deferring (compiler.deferred_acc) pays on the big tiles of all lockstep copies,
+            # not here (measured slower on the small examples and a GEMM reads the accumulator anyway)
+            with active(GoldenContext(cfg, self.name, defer=False)):
                 self.fn(**bound)
             return tensors
         footprint, touched = self._run_part(cfg, bound, tensors, 1, 0, probe)

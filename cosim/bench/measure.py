@@ -224,26 +224,16 @@ def golden_vs_numpy(cfg: HwConfig, n: int = 1 << 20, reps: int = 5) -> dict[str,
 def golden_small_matmul_cost(cfg: HwConfig, reps: int = 21) -> dict[str, Any]:
     """The fixed cost of one golden ``matmul`` operator call (a 16x16 by 16x16 int8 product: one block,
     so nearly all of it is the call's packing, kernel set-up and intrinsic calls), median over
-    ``reps`` calls (wall and thread CPU), next to plain numpy's and to the golden path run call by call
-    (``GoldenContext.DEFER`` off)."""
+    ``reps`` calls (wall and thread CPU), next to plain numpy's."""
     import numpy as np
 
-    from compiler.context import GoldenContext
     from compiler.gemm_ops import matmul
 
     rng = np.random.default_rng(2)
     a = rng.integers(-128, 128, (16, 16)).astype(np.int8)
     b = rng.integers(-128, 128, (16, 16)).astype(np.int8)
-
-    def golden_calls() -> Any:
-        GoldenContext.DEFER = False
-        try:
-            return matmul(a, b, config=cfg)
-        finally:
-            GoldenContext.DEFER = True
-
     sides = [lambda: matmul(a, b, config=cfg),  # plans and tables are cached after the first call
-             lambda: (a.astype(np.int64) @ b.astype(np.int64)).astype(np.int32).astype(np.int8), golden_calls]
-    (_, g, gc), (_, nw, _), (_, cw, cc) = alternated_sides(sides, reps)
+             lambda: (a.astype(np.int64) @ b.astype(np.int64)).astype(np.int32).astype(np.int8)]
+    (_, g, gc), (_, nw, _) = alternated_sides(sides, reps)
     return {"operator": "matmul", "shape": [16, 16, 16], "golden_call_s": g, "golden_call_cpu_s": gc,
-            "numpy_s": nw, "call_by_call_s": cw, "call_by_call_cpu_s": cc}
+            "numpy_s": nw}
