@@ -14,7 +14,8 @@ copy sees a chunk-sized tensor and a run of vectors of every copy is one contigu
 block) and the kernel runs once, every intrinsic call processing all copies at once
 (:class:`compiler.context.GoldenContext` with ``batch``). Each call still runs its interface (argument and buffer range checks,
 identical for every chunk) and its numpy half, with the same 32-bit semantics; it
-only amortises the per-call overhead over ``batch`` tiles. Compiling is unaffected. The batch
+only amortises the per-call overhead over ``batch`` tiles. A lockstep run also defers the calls of a
+tile into one numpy expression (:mod:`compiler.deferred_acc`); a run on one context does not. Compiling is unaffected. The batch
 follows the kernel's footprint: the first vectors run on one copy (a probe) that records the highest
 accumulator vector written, and the rest on as many copies as keep all their footprints in about
 ``LOCKSTEP_ACC_BYTES`` (``LOCKSTEP_DEFERRED_BYTES`` when the probe never wrote the buffer itself).
