@@ -63,7 +63,7 @@ def _random_call(rng: np.random.Generator) -> Call:
         if form == 0:  # rows packed: stride == cols
             r = ri(1, 4)
             c = max(1, n // r)
-            return lambda T, ctx, log: S.load(S.acc(base), T[src], offset=ri_off(off, r * c), rows=r, cols=c,
+            return lambda T, ctx, log: S.load(S.acc(base), T[src], offset=_near_offset(off, r * c), rows=r, cols=c,
                                               stride=c)
         if form == 1:  # strided rows (the plain path)
             return lambda T, ctx, log: S.load(S.acc(base), T[src], offset=off % 8, rows=2, cols=3, stride=5)
@@ -105,7 +105,7 @@ def _random_call(rng: np.random.Generator) -> Call:
     return lambda T, ctx, log: log.append(ctx.acc[lo:hi + 1].copy())
 
 
-def ri_off(off: int, n: int) -> int:
+def _near_offset(off: int, n: int) -> int:
     """A LOAD offset for ``n`` vectors near ``off`` (now and then past the end: an error)."""
     return max(0, min(off, NVEC - n + 1))
 
