@@ -214,10 +214,14 @@ def _load_python(ctx: GoldenContext, op: LoadOp) -> None:
         eb = ctx.cfg.elem_bytes(buf) if buf != "ACC" else op.tensor.lanes * op.tensor.bits // 8
         ctx.cores.record(ctx.core_id, op.tensor, False, op.offset, rows, cols, op.stride, eb)
     if buf == "ACC":
-        _tile_into(ctx.acc, op.tensor.data, op)
         hi = op.sram_base + op.sram_vectors
         if hi > ctx.acc_high:
             ctx.acc_high = hi
+        d = ctx.deferred
+        if d is not None and op.pad == _NO_PAD and (rows == 1 or op.stride == cols):
+            d.load(op.tensor.data, op.offset, op.sram_base, rows * cols)  # recorded (compiler.deferred_acc)
+            return
+        _tile_into(ctx.acc, op.tensor.data, op)
         return
     g = ctx.gemm_buffers
     if buf == "INP":
@@ -269,10 +273,16 @@ def _store_python(ctx: GoldenContext, op: StoreOp) -> None:
     n = rows * cols
     if n == 0:
         return
-    acc, data, b, o = ctx.acc, op.tensor.data, op.sram_base, op.offset
+    data, b, o = op.tensor.data, op.sram_base, op.offset
     if ctx.cores is not None:
         ctx.cores.record(ctx.core_id, op.tensor, True, o, rows, cols, op.stride, op.tensor.lanes * op.tensor.bits // 8)
-    if rows == 1 or op.stride == cols:
+    contiguous = rows == 1 or op.stride == cols
+    d = ctx.deferred
+    if d is not None and contiguous:
+        d.store(data, o, b, n)  # what the vectors hold, evaluated straight into DRAM (compiler.deferred_acc)
+        return
+    acc = ctx.acc
+    if contiguous:
         np.copyto(data[o:o + n], acc[b:b + n], casting="unsafe")  # int32 -> intN wraps like a C cast
         return
     idx = o + np.arange(rows)[:, None] * op.stride + np.arange(cols)[None, :]
@@ -352,12 +362,17 @@ def _alu_python(opname: str) -> Callable[[GoldenContext, AluOp], None]:
 
     def run(ctx: GoldenContext, op: AluOp) -> None:
         io, ii, dfo, dfi = op.iter_out, op.iter_in, op.dst_factor_out, op.dst_factor_in
-        run_alu_loop(ctx.acc, opname, op.dst_base, op.src_base, io, ii, dfo, dfi, op.src_factor_out,
-                     op.src_factor_in, op.imm, getattr(ctx, "filled", None))
-        if io and ii:  # the highest destination: each loop at its last iteration if its factor is positive
-            hi = op.dst_base + ((io - 1) * dfo if dfo > 0 else 0) + ((ii - 1) * dfi if dfi > 0 else 0) + 1
-            if hi > ctx.acc_high:
-                ctx.acc_high = hi
+        if not (io and ii):
+            return
+        d = ctx.deferred
+        if d is None or not d.alu_loop(opname, op.dst_base, op.src_base, io, ii, dfo, dfi, op.src_factor_out,
+                                       op.src_factor_in, op.imm):
+            run_alu_loop(ctx.acc, opname, op.dst_base, op.src_base, io, ii, dfo, dfi, op.src_factor_out,
+                         op.src_factor_in, op.imm, ctx.filled)
+        # the highest destination: each loop at its last iteration if its factor is positive
+        hi = op.dst_base + ((io - 1) * dfo if dfo > 0 else 0) + ((ii - 1) * dfi if dfi > 0 else 0) + 1
+        if hi > ctx.acc_high:
+            ctx.acc_high = hi
 
     return run
 

@@ -17,7 +17,7 @@ from cosim.bench import (area, correlate, decode, dynamic, growth, measure, netw
 REPO = Path(__file__).resolve().parents[2]
 OUT_DIR = REPO / "bench"
 # Repetitions of the golden-vs-numpy rows (milliseconds each: enough for a median on a busy machine).
-GOLDEN_REPS = 11
+GOLDEN_REPS = 21
 
 
 def _log(msg: str) -> None:
@@ -213,12 +213,16 @@ def print_report(res: dict[str, Any]) -> None:
     for k, g in res["golden_vs_numpy_by_operator"].items():
         size = f"{g['elements']} elements" if "elements" in g else "x".join(map(str, g["shape"]))
         print(f"golden vs numpy, {k} ({g['operator']}, {size}): golden {g['golden_s'] * 1e3:.1f} ms, "
-              f"numpy {g['numpy_s'] * 1e3:.1f} ms, ratio {g['ratio']:.2f}, equal {g['outputs_equal']}"
+              f"numpy {g['numpy_s'] * 1e3:.1f} ms, ratio {g['ratio']:.2f}"
+              + (f" (CPU {g['cpu_ratio']:.2f}; call by call {g['call_by_call_ratio']:.2f}, CPU "
+                 f"{g['call_by_call_cpu_ratio']:.2f})" if "cpu_ratio" in g else "")
+              + f", equal {g['outputs_equal']}"
               + (f", {g['per_tile_us']:.1f} us per tile" if "per_tile_us" in g else ""))
     small = res.get("golden_small_matmul")
     if small:
         print(f"golden fixed cost of one small matmul call (16x16x16): {small['golden_call_s'] * 1e3:.3f} ms "
-              f"(numpy {small['numpy_s'] * 1e6:.0f} us)")
+              + (f"(CPU {small['golden_call_cpu_s'] * 1e3:.3f} ms) " if "golden_call_cpu_s" in small else "")
+              + f"(numpy {small['numpy_s'] * 1e6:.0f} us)")
     print(f"compile: {res['compile_s_total']:.2f} s for the suite's examples, "
           f"{res['compile_insns_per_s'] or 0:.0f} insns/s; TLM {res['tlm_insns_per_s']:.0f} insns/s")
     for side in ("tlm", "cocotb_fast"):
