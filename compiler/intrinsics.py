@@ -504,11 +504,25 @@ def const(ctx: Context, data: Any, name: str = "const") -> ConstRequest:
     return ConstRequest(np.ascontiguousarray(a), str(name))
 
 
+def _per_copy(ctx: GoldenContext, data: np.ndarray) -> np.ndarray:
+    """A kernel-made DRAM tensor's ``(nvec, lanes)`` data as a lockstep context's tensors are laid out:
+    ``(nvec, batch, lanes)`` vectors (each copy its own, as a run on one copy would see them); unchanged
+    on a one-copy context."""
+    batch = getattr(ctx, "batch", 1)
+    if batch == 1:
+        return data
+    return np.ascontiguousarray(np.broadcast_to(data[:, None, :], (data.shape[0], batch, data.shape[1])))
+
+
 @implements("const", "python")
 def _const_python(ctx: GoldenContext, req: ConstRequest) -> Tensor:
     a = req.data
-    return Tensor(req.name, a.shape, _CONST_DTYPES[a.dtype], ctx.lanes, pad_to_vectors(a, ctx.lanes, a.dtype),
-                  kind="const")
+    data = pad_to_vectors(a, ctx.lanes, a.dtype)
+    if np.may_share_memory(data, a):
+        # the values at S.const, as the compiled program's constant region holds them: the kernel may
+        # change its array afterwards (a deferred LOAD reads the tensor after its call)
+        data = data.copy()
+    return Tensor(req.name, a.shape, _CONST_DTYPES[a.dtype], ctx.lanes, _per_copy(ctx, data), kind="const")
 
 
 @implements("const", "lower")
@@ -552,8 +566,8 @@ def scratch(ctx: Context, shape: Any, dtype: str = "int8", name: str = "scratch"
 def _scratch_python(ctx: GoldenContext, req: ScratchRequest) -> Tensor:
     def make() -> Tensor:
         nvec = -(-int(np.prod(req.shape)) // ctx.lanes)
-        return Tensor(req.name, req.shape, req.dtype, ctx.lanes, np.zeros((nvec, ctx.lanes), dtype=req.dtype),
-                      kind="scratch")
+        return Tensor(req.name, req.shape, req.dtype, ctx.lanes,
+                      _per_copy(ctx, np.zeros((nvec, ctx.lanes), dtype=req.dtype)), kind="scratch")
 
     # several cores share DRAM: the k-th scratch tensor a core asks for is every core's k-th one
     return make() if ctx.cores is None else ctx.cores.shared_scratch(ctx.core_id, req, make)

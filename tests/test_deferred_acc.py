@@ -303,3 +303,78 @@ def test_lockstep_batch_of_a_fully_deferred_probe_is_bigger_but_bounded():
     # a batch a little smaller that divides the vectors evenly saves the last part
     assert len(Kernel.lockstep_parts({"A": Tensor("A", (65536 * 16,), "int32", 16, None)}, cfg, 64, 96,
                                      LOCKSTEP_DEFERRED_BYTES)) == 1
+
+
+def test_const_changed_after_its_load_keeps_the_values_it_had():
+    """A kernel that changes its own array after S.const and the LOAD of it: the tile holds the values at
+    S.const (the compiled program's constant region), deferred or not."""
+    def body(T):
+        table = np.arange(8 * L, dtype=np.int32) * 3
+        t = S.const(table)
+        S.load(S.acc[0:8], t)
+        table[:] = 5  # after the LOAD: a deferred LOAD must not see it
+        S.add(S.acc[0:8], S.acc[0:8])
+        S.store(T["C"], S.acc[0:8])
+
+    c, acc, _ = _chain_result(body, True)
+    c0, acc0, _ = _chain_result(body, False)
+    want = (np.arange(8 * L, dtype=np.int32) * 6).reshape(8, L)
+    assert np.array_equal(acc0[:8], want) and np.array_equal(c0[:8], want.astype(np.int8))
+    assert np.array_equal(c, c0) and np.array_equal(acc, acc0)
+
+
+@pytest.mark.parametrize("n", [3, 4])  # 3: as many vectors as copies (a wrong broadcast would not fail)
+@pytest.mark.parametrize("defer", [False, True])
+def test_const_and_scratch_on_a_lockstep_context_are_each_copys_own(n, defer):
+    """S.const loaded and S.scratch stored on a batched context: every copy sees what a one-copy run sees
+    (no error, the same accumulator and scratch values)."""
+    batch = 3
+    a = _values(np.random.default_rng(5), (8, batch, L))
+    table = _values(np.random.default_rng(6), (8 * L,))
+
+    def body(A):
+        S.load(S.acc[0:n], S.const(table), offset=1)
+        S.load(S.acc[8:8 + n], A, offset=2)
+        S.sub(S.acc[0:n], S.acc[8:8 + n])
+        sc = S.scratch(8 * L, "int8")
+        S.store(sc, S.acc[0:n], offset=3)
+        return sc
+
+    ctx = GoldenContext(CFG, "t", batch, defer=defer)
+    with active(ctx):
+        sc = body(Tensor("A", (8 * L,), "int32", L, a))
+    for k in range(batch):
+        one = GoldenContext(CFG, "t", defer=False)
+        with active(one):
+            sc1 = body(Tensor("A", (8 * L,), "int32", L, a[:, k].copy()))
+        assert np.array_equal(sc.data[:, k], sc1.data), k
+        assert np.array_equal(ctx.acc[:, k], one.acc), k
+
+
+def test_elementwise_kernel_with_a_const_runs_in_lockstep_like_one_copy():
+    """A user's elementwise kernel adding a constant vector (per lane) to every vector: lockstep (deferred
+    or not) gives the one-run result."""
+    cfg = CFG
+
+    @S.kernel(elementwise=True)
+    def add_lanes(A, C):
+        S.load(S.acc[0:4], S.const(np.tile(np.arange(L, dtype=np.int32) * 1000 - 3000, 4)))  # 4 equal vectors
+        for t in range(0, A.nvec, 4):
+            k = min(4, A.nvec - t)
+            S.load(S.acc[8:8 + k], A, offset=t)
+            S.add(S.acc[8:8 + k], S.acc[0:k])
+            S.store(C, S.acc[8:8 + k], offset=t)
+
+    n = 300 * L
+    a = _values(np.random.default_rng(9), (n,))
+    args = {"A": a, "C": S.tensor(n, "int8")}
+    plain = add_lanes.run_golden(cfg, args, lockstep=False)["C"].data.copy()
+    want = (a.reshape(-1, L) + (np.arange(L, dtype=np.int32) * 1000 - 3000)).astype(np.int8)
+    assert np.array_equal(plain, want)
+    for defer in (True, False):
+        GoldenContext.DEFER = defer
+        try:
+            lock = add_lanes.run_golden(cfg, args)["C"].data
+        finally:
+            GoldenContext.DEFER = True
+        assert np.array_equal(lock, plain), defer
