@@ -248,7 +248,7 @@ def store(ctx: Context, dst: Tensor, src: AccView, offset: int = 0, rows: int = 
     """Copy ``rows`` x ``cols`` accumulator vectors from ``src`` (contiguous) to DRAM tensor
     ``dst`` (row r at vector ``offset + r*stride``), narrowing each lane like a C cast."""
     if (type(dst) is Tensor and type(src) is AccView and rows == 1 and cols is None and stride is None
-            and dst.bits == ctx.out_width):
+            and dst.bits == ctx.out_width and dst.kind != "const"):
         # the common whole-view form (one row): the checks below, inlined
         n, b = src.length, src.base
         if type(n) is int and type(b) is int and type(offset) is int and 0 <= n <= _SIZE_MAX and b >= 0 \
@@ -256,6 +256,8 @@ def store(ctx: Context, dst: Tensor, src: AccView, offset: int = 0, rows: int = 
             dst.stored = True
             return StoreOp(dst, offset, b, 1, n, n)
     dst, src = _tensor(dst, "dst"), _view(src, "src")
+    if dst.kind == "const":
+        raise ArgError(f"tensor '{dst.name}' is a constant (S.const): STORE cannot write it", dst.name)
     if dst.bits != ctx.out_width:
         raise ArgError(f"tensor '{dst.name}' is {dst.dtype}, but STORE writes {ctx.cfg.out_width}-bit lanes "
                        f"(outputs must be int{ctx.cfg.out_width})", dst.name)
@@ -504,14 +506,16 @@ def const(ctx: Context, data: Any, name: str = "const") -> ConstRequest:
     return ConstRequest(np.ascontiguousarray(a), str(name))
 
 
-def _per_copy(ctx: GoldenContext, data: np.ndarray) -> np.ndarray:
-    """A kernel-made DRAM tensor's ``(nvec, lanes)`` data as a lockstep context's tensors are laid out:
-    ``(nvec, batch, lanes)`` vectors (each copy its own, as a run on one copy would see them); unchanged
+def _per_copy(ctx: GoldenContext, data: np.ndarray, shared: bool = False) -> np.ndarray:
+    """A kernel-made DRAM tensor's ``(nvec, lanes)`` data as a lockstep context's tensors are laid out,
+    ``(nvec, batch, lanes)`` (every copy sees what a run on one copy would): each copy its own vectors, or
+    with ``shared`` (a constant, never written) one read-only view of the same vectors for all; unchanged
     on a one-copy context."""
     batch = getattr(ctx, "batch", 1)
     if batch == 1:
         return data
-    return np.ascontiguousarray(np.broadcast_to(data[:, None, :], (data.shape[0], batch, data.shape[1])))
+    every = np.broadcast_to(data[:, None, :], (data.shape[0], batch, data.shape[1]))
+    return every if shared else np.ascontiguousarray(every)
 
 
 @implements("const", "python")
@@ -522,7 +526,8 @@ def _const_python(ctx: GoldenContext, req: ConstRequest) -> Tensor:
         # the values at S.const, as the compiled program's constant region holds them: the kernel may
         # change its array afterwards (a deferred LOAD reads the tensor after its call)
         data = data.copy()
-    return Tensor(req.name, a.shape, _CONST_DTYPES[a.dtype], ctx.lanes, _per_copy(ctx, data), kind="const")
+    return Tensor(req.name, a.shape, _CONST_DTYPES[a.dtype], ctx.lanes, _per_copy(ctx, data, shared=True),
+                  kind="const")
 
 
 @implements("const", "lower")

@@ -378,3 +378,15 @@ def test_elementwise_kernel_with_a_const_runs_in_lockstep_like_one_copy():
         finally:
             GoldenContext.DEFER = True
         assert np.array_equal(lock, plain), defer
+
+
+@pytest.mark.parametrize("batch", [1, 3])
+def test_store_into_a_const_is_one_clear_error(batch):
+    """A constant is read-only DRAM (its lockstep copies share one array): STORE into it is refused in the
+    interface, the same error deferred or not, on one copy or several."""
+    for defer in (True, False):
+        with active(GoldenContext(CFG, "t", batch, defer=defer)):
+            t = S.const(np.zeros(4 * L, np.int8), "table")
+            S.mov(S.acc[0:4], 1)
+            with pytest.raises(CompileError, match="'table' is a constant .*STORE cannot write it"):
+                S.store(t, S.acc[0:4])
