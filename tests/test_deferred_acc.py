@@ -351,7 +351,7 @@ def test_const_and_scratch_on_a_lockstep_context_are_each_copys_own(n, defer):
         assert np.array_equal(ctx.acc[:, k], one.acc), k
 
 
-def test_elementwise_kernel_with_a_const_runs_in_lockstep_like_one_copy():
+def test_elementwise_kernel_with_a_const_runs_in_lockstep_like_one_copy(monkeypatch):
     """A user's elementwise kernel adding a constant vector (per lane) to every vector: lockstep (deferred
     or not) gives the one-run result."""
     cfg = CFG
@@ -372,11 +372,8 @@ def test_elementwise_kernel_with_a_const_runs_in_lockstep_like_one_copy():
     want = (a.reshape(-1, L) + (np.arange(L, dtype=np.int32) * 1000 - 3000)).astype(np.int8)
     assert np.array_equal(plain, want)
     for defer in (True, False):
-        GoldenContext.DEFER = defer
-        try:
-            lock = add_lanes.run_golden(cfg, args)["C"].data
-        finally:
-            GoldenContext.DEFER = True
+        monkeypatch.setattr(GoldenContext, "DEFER", defer)
+        lock = add_lanes.run_golden(cfg, args)["C"].data
         assert np.array_equal(lock, plain), defer
 
 
