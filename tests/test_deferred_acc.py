@@ -387,3 +387,57 @@ def test_store_into_a_const_is_one_clear_error(batch):
             S.mov(S.acc[0:4], 1)
             with pytest.raises(CompileError, match="'table' is a constant .*STORE cannot write it"):
                 S.store(t, S.acc[0:4])
+
+
+def _random_tile_body(rng: np.random.Generator, tile: int) -> list[Callable[..., Any]]:
+    """The steps of a random elementwise kernel's tile (``step(t, n, A, B, C)`` for the tile of ``n`` vectors at
+    vector ``t``): LOADs of A, B or a constant, ALU ops of every form, STOREs into C, on random slots."""
+    ri = lambda lo, hi: int(rng.integers(lo, hi))  # noqa: E731
+    steps: list[Callable[..., Any]] = []
+    for _ in range(ri(1, 25)):
+        kind = str(rng.choice(["load", "const", "alu", "alu", "alu", "store"]))
+        b, s = ri(0, 48), ri(0, 48)
+        if kind == "load":
+            src = str(rng.choice(["A", "B"]))
+            steps.append(lambda t, n, T, b=b, src=src: S.load(S.acc[b:b + n], T[src], offset=t))
+        elif kind == "const":
+            v = int(rng.integers(-(1 << 31), 1 << 31))
+            steps.append(lambda t, n, T, b=b, v=v: S.load(S.acc[b:b + n], S.const(np.full(tile * L, v, np.int32))))
+        elif kind == "store":
+            steps.append(lambda t, n, T, b=b: S.store(T["C"], S.acc[b:b + n], offset=t))
+        else:
+            op = getattr(S, str(rng.choice(OPS)))
+            imm = int(rng.choice([-32768, 32767, -1, 0, 3, 31, 33, -16, -40]))
+            form = ri(0, 4)
+            if form == 0:
+                steps.append(lambda t, n, T, op=op, b=b, imm=imm: op(S.acc[b:b + n], imm))
+            elif form == 1:
+                steps.append(lambda t, n, T, op=op, b=b, s=s: op(S.acc[b:b + n], S.acc[s:s + n]))
+            elif form == 2:
+                steps.append(lambda t, n, T, op=op, b=b, s=s: op(S.acc[b:b + n], S.acc[s:s + 1]))
+            else:  # a source overlapping the destination, after it
+                steps.append(lambda t, n, T, op=op, b=b: op(S.acc[b:b + n], S.acc[b + 2:b + 2 + n]))
+    return steps
+
+
+def test_random_elementwise_kernels_in_lockstep_equal_the_call_by_call_run(monkeypatch):
+    """Random elementwise kernels (random tile, steps and sizes: a probe, big batches, a remainder part, kept
+    buffers between runs) run in lockstep deferred and call by call: the same outputs."""
+    rng = np.random.default_rng(31)
+    for trial in range(12):
+        tile = int(rng.integers(1, 9))
+        steps = _random_tile_body(rng, tile)
+
+        def body(A, B, C):
+            for t in range(0, A.nvec, tile):
+                for step in steps:
+                    step(t, min(tile, A.nvec - t), {"A": A, "B": B, "C": C})
+
+        k = S.kernel(body, elementwise=True)
+        n = int(rng.integers(300, 6000)) * L - int(rng.integers(0, L))
+        args = {"A": _values(rng, (n,)), "B": _values(rng, (n,)), "C": S.tensor(n, "int8")}
+        outs = []
+        for defer in (True, False):
+            monkeypatch.setattr(GoldenContext, "DEFER", defer)
+            outs.append(k.run_golden(CFG, args)["C"].data.copy())
+        assert np.array_equal(outs[0], outs[1]), trial
