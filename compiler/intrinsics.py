@@ -506,16 +506,14 @@ def const(ctx: Context, data: Any, name: str = "const") -> ConstRequest:
     return ConstRequest(np.ascontiguousarray(a), str(name))
 
 
-def _per_copy(ctx: GoldenContext, data: np.ndarray, shared: bool = False) -> np.ndarray:
-    """A kernel-made DRAM tensor's ``(nvec, lanes)`` data as a lockstep context's tensors are laid out,
-    ``(nvec, batch, lanes)`` (every copy sees what a run on one copy would): each copy its own vectors, or
-    with ``shared`` (a constant, never written) one read-only view of the same vectors for all; unchanged
-    on a one-copy context."""
+def _every_copy(ctx: GoldenContext, data: np.ndarray) -> np.ndarray:
+    """A constant's ``(nvec, lanes)`` data as a lockstep context's tensors are laid out, ``(nvec, batch,
+    lanes)``: one read-only view of the same vectors for every copy (each sees what a run on one copy
+    would); unchanged on a one-copy context."""
     batch = getattr(ctx, "batch", 1)
     if batch == 1:
         return data
-    every = np.broadcast_to(data[:, None, :], (data.shape[0], batch, data.shape[1]))
-    return every if shared else np.ascontiguousarray(every)
+    return np.broadcast_to(data[:, None, :], (data.shape[0], batch, data.shape[1]))
 
 
 @implements("const", "python")
@@ -526,8 +524,7 @@ def _const_python(ctx: GoldenContext, req: ConstRequest) -> Tensor:
         # the values at S.const, as the compiled program's constant region holds them: the kernel may
         # change its array afterwards (a deferred LOAD reads the tensor after its call)
         data = data.copy()
-    return Tensor(req.name, a.shape, _CONST_DTYPES[a.dtype], ctx.lanes, _per_copy(ctx, data, shared=True),
-                  kind="const")
+    return Tensor(req.name, a.shape, _CONST_DTYPES[a.dtype], ctx.lanes, _every_copy(ctx, data), kind="const")
 
 
 @implements("const", "lower")
@@ -571,8 +568,9 @@ def scratch(ctx: Context, shape: Any, dtype: str = "int8", name: str = "scratch"
 def _scratch_python(ctx: GoldenContext, req: ScratchRequest) -> Tensor:
     def make() -> Tensor:
         nvec = -(-int(np.prod(req.shape)) // ctx.lanes)
-        return Tensor(req.name, req.shape, req.dtype, ctx.lanes,
-                      _per_copy(ctx, np.zeros((nvec, ctx.lanes), dtype=req.dtype)), kind="scratch")
+        batch = getattr(ctx, "batch", 1)  # a lockstep context: every copy its own scratch, as on one copy
+        shape = (nvec, ctx.lanes) if batch == 1 else (nvec, batch, ctx.lanes)
+        return Tensor(req.name, req.shape, req.dtype, ctx.lanes, np.zeros(shape, dtype=req.dtype), kind="scratch")
 
     # several cores share DRAM: the k-th scratch tensor a core asks for is every core's k-th one
     return make() if ctx.cores is None else ctx.cores.shared_scratch(ctx.core_id, req, make)
