@@ -36,7 +36,8 @@ runs the plain Python half. The invariants that make the results the plain path'
   path runs only after a flush. DRAM changes only by STORE, which flushes first when its destination
   may share memory with a tile a pending expression reads. (Kernel code that writes a tensor's
   ``data`` directly, outside STORE, is outside the DSL; the plain path would see its writes, a
-  deferred LOAD would not.)
+  deferred LOAD would not. ``S.const`` copies the array it is given for that reason: the kernel may
+  change its own array after the LOAD.)
 * an expression grows to at most ``MAX_NODES`` nodes and at most ``MAX_PENDING`` intervals wait, else
   a flush, so evaluation cost and recursion stay bounded;
 * each op is evaluated with the shared engine's lane functions (:data:`hw.alu_numpy.ALU_NUMPY`,

@@ -303,3 +303,141 @@ def test_lockstep_batch_of_a_fully_deferred_probe_is_bigger_but_bounded():
     # a batch a little smaller that divides the vectors evenly saves the last part
     assert len(Kernel.lockstep_parts({"A": Tensor("A", (65536 * 16,), "int32", 16, None)}, cfg, 64, 96,
                                      LOCKSTEP_DEFERRED_BYTES)) == 1
+
+
+def test_const_changed_after_its_load_keeps_the_values_it_had():
+    """A kernel that changes its own array after S.const and the LOAD of it: the tile holds the values at
+    S.const (the compiled program's constant region), deferred or not."""
+    def body(T):
+        table = np.arange(8 * L, dtype=np.int32) * 3
+        t = S.const(table)
+        S.load(S.acc[0:8], t)
+        table[:] = 5  # after the LOAD: a deferred LOAD must not see it
+        S.add(S.acc[0:8], S.acc[0:8])
+        S.store(T["C"], S.acc[0:8])
+
+    c, acc, _ = _chain_result(body, True)
+    c0, acc0, _ = _chain_result(body, False)
+    want = (np.arange(8 * L, dtype=np.int32) * 6).reshape(8, L)
+    assert np.array_equal(acc0[:8], want) and np.array_equal(c0[:8], want.astype(np.int8))
+    assert np.array_equal(c, c0) and np.array_equal(acc, acc0)
+
+
+@pytest.mark.parametrize("n", [3, 4])  # 3: as many vectors as copies (a wrong broadcast would not fail)
+@pytest.mark.parametrize("defer", [False, True])
+def test_const_and_scratch_on_a_lockstep_context_are_each_copys_own(n, defer):
+    """S.const loaded and S.scratch stored on a batched context: every copy sees what a one-copy run sees
+    (no error, the same accumulator and scratch values)."""
+    batch = 3
+    a = _values(np.random.default_rng(5), (8, batch, L))
+    table = _values(np.random.default_rng(6), (8 * L,))
+
+    def body(A):
+        S.load(S.acc[0:n], S.const(table), offset=1)
+        S.load(S.acc[8:8 + n], A, offset=2)
+        S.sub(S.acc[0:n], S.acc[8:8 + n])
+        sc = S.scratch(8 * L, "int8")
+        S.store(sc, S.acc[0:n], offset=3)
+        return sc
+
+    ctx = GoldenContext(CFG, "t", batch, defer=defer)
+    with active(ctx):
+        sc = body(Tensor("A", (8 * L,), "int32", L, a))
+    for k in range(batch):
+        one = GoldenContext(CFG, "t", defer=False)
+        with active(one):
+            sc1 = body(Tensor("A", (8 * L,), "int32", L, a[:, k].copy()))
+        assert np.array_equal(sc.data[:, k], sc1.data), k
+        assert np.array_equal(ctx.acc[:, k], one.acc), k
+
+
+def test_elementwise_kernel_with_a_const_runs_in_lockstep_like_one_copy(monkeypatch):
+    """A user's elementwise kernel adding a constant vector (per lane) to every vector: lockstep (deferred
+    or not) gives the one-run result."""
+    cfg = CFG
+
+    @S.kernel(elementwise=True)
+    def add_lanes(A, C):
+        S.load(S.acc[0:4], S.const(np.tile(np.arange(L, dtype=np.int32) * 1000 - 3000, 4)))  # 4 equal vectors
+        for t in range(0, A.nvec, 4):
+            k = min(4, A.nvec - t)
+            S.load(S.acc[8:8 + k], A, offset=t)
+            S.add(S.acc[8:8 + k], S.acc[0:k])
+            S.store(C, S.acc[8:8 + k], offset=t)
+
+    n = 300 * L
+    a = _values(np.random.default_rng(9), (n,))
+    args = {"A": a, "C": S.tensor(n, "int8")}
+    plain = add_lanes.run_golden(cfg, args, lockstep=False)["C"].data.copy()
+    want = (a.reshape(-1, L) + (np.arange(L, dtype=np.int32) * 1000 - 3000)).astype(np.int8)
+    assert np.array_equal(plain, want)
+    for defer in (True, False):
+        monkeypatch.setattr(GoldenContext, "DEFER", defer)
+        lock = add_lanes.run_golden(cfg, args)["C"].data
+        assert np.array_equal(lock, plain), defer
+
+
+@pytest.mark.parametrize("batch", [1, 3])
+def test_store_into_a_const_is_one_clear_error(batch):
+    """A constant is read-only DRAM (its lockstep copies share one array): STORE into it is refused in the
+    interface, the same error deferred or not, on one copy or several."""
+    for defer in (True, False):
+        with active(GoldenContext(CFG, "t", batch, defer=defer)):
+            t = S.const(np.zeros(4 * L, np.int8), "table")
+            S.mov(S.acc[0:4], 1)
+            with pytest.raises(CompileError, match="'table' is a constant .*STORE cannot write it"):
+                S.store(t, S.acc[0:4])
+
+
+def _random_tile_body(rng: np.random.Generator, tile: int) -> list[Callable[..., Any]]:
+    """The steps of a random elementwise kernel's tile (``step(t, n, A, B, C)`` for the tile of ``n`` vectors at
+    vector ``t``): LOADs of A, B or a constant, ALU ops of every form, STOREs into C, on random slots."""
+    ri = lambda lo, hi: int(rng.integers(lo, hi))  # noqa: E731
+    steps: list[Callable[..., Any]] = []
+    for _ in range(ri(1, 25)):
+        kind = str(rng.choice(["load", "const", "alu", "alu", "alu", "store"]))
+        b, s = ri(0, 48), ri(0, 48)
+        if kind == "load":
+            src = str(rng.choice(["A", "B"]))
+            steps.append(lambda t, n, T, b=b, src=src: S.load(S.acc[b:b + n], T[src], offset=t))
+        elif kind == "const":
+            v = int(rng.integers(-(1 << 31), 1 << 31))
+            steps.append(lambda t, n, T, b=b, v=v: S.load(S.acc[b:b + n], S.const(np.full(tile * L, v, np.int32))))
+        elif kind == "store":
+            steps.append(lambda t, n, T, b=b: S.store(T["C"], S.acc[b:b + n], offset=t))
+        else:
+            op = getattr(S, str(rng.choice(OPS)))
+            imm = int(rng.choice([-32768, 32767, -1, 0, 3, 31, 33, -16, -40]))
+            form = ri(0, 4)
+            if form == 0:
+                steps.append(lambda t, n, T, op=op, b=b, imm=imm: op(S.acc[b:b + n], imm))
+            elif form == 1:
+                steps.append(lambda t, n, T, op=op, b=b, s=s: op(S.acc[b:b + n], S.acc[s:s + n]))
+            elif form == 2:
+                steps.append(lambda t, n, T, op=op, b=b, s=s: op(S.acc[b:b + n], S.acc[s:s + 1]))
+            else:  # a source overlapping the destination, after it
+                steps.append(lambda t, n, T, op=op, b=b: op(S.acc[b:b + n], S.acc[b + 2:b + 2 + n]))
+    return steps
+
+
+def test_random_elementwise_kernels_in_lockstep_equal_the_call_by_call_run(monkeypatch):
+    """Random elementwise kernels (random tile, steps and sizes: a probe, big batches, a remainder part, kept
+    buffers between runs) run in lockstep deferred and call by call: the same outputs."""
+    rng = np.random.default_rng(31)
+    for trial in range(12):
+        tile = int(rng.integers(1, 9))
+        steps = _random_tile_body(rng, tile)
+
+        def body(A, B, C):
+            for t in range(0, A.nvec, tile):
+                for step in steps:
+                    step(t, min(tile, A.nvec - t), {"A": A, "B": B, "C": C})
+
+        k = S.kernel(body, elementwise=True)
+        n = int(rng.integers(300, 6000)) * L - int(rng.integers(0, L))
+        args = {"A": _values(rng, (n,)), "B": _values(rng, (n,)), "C": S.tensor(n, "int8")}
+        outs = []
+        for defer in (True, False):
+            monkeypatch.setattr(GoldenContext, "DEFER", defer)
+            outs.append(k.run_golden(CFG, args)["C"].data.copy())
+        assert np.array_equal(outs[0], outs[1]), trial

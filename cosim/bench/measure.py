@@ -198,11 +198,12 @@ def golden_vs_numpy(cfg: HwConfig, n: int = 1 << 20, reps: int = 5) -> dict[str,
             return op.kernel.run_golden(cfg, args)[op.output].data
 
         def golden_calls() -> Any:
+            was = GoldenContext.DEFER  # put back as found (a caller may have switched it off itself)
             GoldenContext.DEFER = False
             try:
                 return op.kernel.run_golden(cfg, args)[op.output].data
             finally:
-                GoldenContext.DEFER = True
+                GoldenContext.DEFER = was
 
         def numpy_ref() -> Any:
             padded = {k: pad_to_vectors(a, cfg.lanes, np.int32).reshape(-1) for k, a in inputs.items()}
