@@ -33,6 +33,9 @@ from pathlib import Path
 from typing import Sequence
 
 MAX_ENTRIES = 64
+# the bound on one compile (and on preprocessing one source), far above any here: a whole design with
+# coverage compiles in minutes
+COMPILE_TIMEOUT_S = 7200
 SOURCE_SUFFIXES = (".c", ".cc", ".cpp", ".cxx", ".C")
 # flags whose compile reads or writes files the key does not cover, or records the working folder
 UNCACHED_PREFIXES = ("-fprofile", "--coverage", "-ftest-coverage", "-fprofile-arcs", "-g", "-save-temps",
@@ -100,7 +103,7 @@ def _key(argv: Sequence[str], pre: list[str], cwd: Path) -> str | None:
         return None
     real = os.path.realpath(cxx)
     st = os.stat(real)
-    r = subprocess.run(pre, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, timeout=600)
+    r = subprocess.run(pre, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, timeout=COMPILE_TIMEOUT_S)
     if r.returncode != 0:
         return None
     h = hashlib.sha256()
@@ -136,6 +139,15 @@ def _prune(cache: Path, keep: int) -> None:
         o.with_suffix(".d").unlink(missing_ok=True)
 
 
+def _run(argv: Sequence[str], cwd: Path) -> int:
+    """Run the compile itself (its output goes where make sends ours); its exit code, 124 past the bound."""
+    try:
+        return subprocess.run(list(argv), cwd=cwd, timeout=COMPILE_TIMEOUT_S).returncode
+    except subprocess.TimeoutExpired:
+        print(f"object_cache: {argv[0]} ran past {COMPILE_TIMEOUT_S} s and was stopped", file=sys.stderr)
+        return 124
+
+
 def compile_cached(argv: Sequence[str], cache: Path, cwd: Path | None = None,
                    keep: int = MAX_ENTRIES) -> tuple[int, str]:
     """Run the compile ``argv`` in ``cwd`` through the cache in ``cache``: (exit code, "hit" | "miss" |
@@ -149,7 +161,7 @@ def compile_cached(argv: Sequence[str], cache: Path, cwd: Path | None = None,
         except (OSError, subprocess.SubprocessError):
             key = None
     if plan is None or key is None:
-        return subprocess.run(list(argv), cwd=where).returncode, "uncached"
+        return _run(argv, where), "uncached"
     _src, out, dep, _pre = plan
     obj_entry, dep_entry = cache / f"{key}.o", cache / f"{key}.d"
     try:
@@ -161,7 +173,7 @@ def compile_cached(argv: Sequence[str], cache: Path, cwd: Path | None = None,
             return 0, "hit"
     except OSError:
         pass  # a pruned or unreadable entry: compile instead
-    rc = subprocess.run(list(argv), cwd=where).returncode
+    rc = _run(argv, where)
     if rc == 0 and out.is_file() and (dep is None or dep.is_file()):
         try:
             cache.mkdir(parents=True, exist_ok=True)
