@@ -48,12 +48,14 @@ $(STAMP): pyproject.toml
 sim: $(STAMP)
 	$(RUN) $(VENV)/bin/cosim sim --config $(CFG)
 
+# worksteal: an idle worker takes half of the busiest one's queue, so no long chunk of tests is left on one
+# worker at the end (tests/conftest.py also starts the longest tests first)
 test: $(STAMP)
-	$(RUN) $(VPY) -m pytest -n $(JOBS) -q tests
+	$(RUN) $(VPY) -m pytest -n $(JOBS) --dist worksteal -q tests
 
 # The tests marked long (tests/conftest.py), skipped with their reason by make test.
 test-long: $(STAMP)
-	COSIM_LONG=1 $(RUN) $(VPY) -m pytest -n $(JOBS) -q -m long tests
+	COSIM_LONG=1 $(RUN) $(VPY) -m pytest -n $(JOBS) --dist worksteal -q -m long tests
 
 # The full matrix as tasks on this machine's cores, or on a Dask cluster with COSIM_SCHEDULER=tcp://HOST:8786;
 # REGRESS_ARGS adds options (e.g. --configs small --seeds 1, --results build/regress.jsonl to resume).

@@ -17,6 +17,7 @@ from typing import Any, Iterator
 
 import numpy as np
 
+from compiler.deferred_acc import DeferredAcc
 from compiler.errors import CompileError
 from hw.config import HwConfig
 
@@ -83,37 +84,71 @@ class GoldenContext(Context):
     """
 
     mode = "python"
+    # Whether contexts defer the fusable intrinsic calls when not told (``defer=None``): the switch that
+    # runs a whole golden path call by call, to compare the two or measure what deferring buys.
+    DEFER = True
 
-    def __init__(self, cfg: HwConfig, kernel_name: str, batch: int = 1, core_id: int = 0, cores: Any = None):
+    def __init__(self, cfg: HwConfig, kernel_name: str, batch: int = 1, core_id: int = 0, cores: Any = None,
+                 defer: bool | None = None):
         super().__init__(cfg, kernel_name)
         self.batch = batch
         self.core_id = core_id
         self.cores = cores  # compiler.cores.Cores of a multi-core run (footprints, barrier), else None
         if batch == 1:
-            self.acc = np.zeros((cfg.acc_depth, cfg.lanes), dtype=np.int32)
+            self._acc = np.zeros((cfg.acc_depth, cfg.lanes), dtype=np.int32)
         else:
             n = cfg.acc_depth * batch * cfg.lanes
             self._flat = _spare_acc(n)
-            self.acc = self._flat[:n].reshape(cfg.acc_depth, batch, cfg.lanes)
+            self._acc = self._flat[:n].reshape(cfg.acc_depth, batch, cfg.lanes)
+        # The pending accumulator writes of the fusable intrinsic calls (compiler.deferred_acc), or None
+        # for a run that executes every call as it comes (``defer=False``, and a core of a multi-core run,
+        # whose DRAM other cores write between its calls).
+        if defer is None:
+            defer = self.DEFER
+        self.deferred = DeferredAcc(self._acc, self.filled) if defer and cores is None else None
+        self._acc_read = False  # whether ``acc`` was handed out (then anything up to acc_high may be written)
         # One past the highest accumulator vector any intrinsic wrote: the footprint a lockstep run
         # sizes its batch by (compiler.kernel), and what release() clears. Kept by the Python halves of
         # LOAD and the ALU ops, the only ones that write the buffer of several copies (GEMM and LOAD
         # into the other buffers refuse a lockstep context).
         self.acc_high = 0
 
+    @property
+    def acc(self) -> np.ndarray:
+        """The accumulator buffer, every deferred write done (the plain Python halves and any reader of the
+        state use this; the deferred calls work on the buffer behind it)."""
+        d = self.deferred
+        if d is not None and d.pending:
+            d.flush()
+        self._acc_read = True
+        return self._acc
+
+    @property
+    def acc_written(self) -> bool:
+        """Whether the accumulator buffer itself may have been written (not only deferred writes)."""
+        d = self.deferred
+        return d is None or self._acc_read or d.written_high > 0
+
     def release(self) -> None:
         """After a lockstep run that ended normally: clear the vectors it wrote and keep the buffer for
         the next run of this thread (fresh pages cost a fault each, far more than clearing them in
         cache). The context must not be used afterwards."""
         if self.batch > 1:
-            self.acc[:self.acc_high] = 0
+            d = self.deferred
+            # pending writes are dropped (nobody reads this run's buffer again); a run whose every call was
+            # deferred wrote only what the deferral wrote early
+            high = self.acc_high if d is None or self._acc_read else d.written_high
+            self._acc[:high] = 0
             _local.spare_acc = self._flat
-            self.acc = None  # type: ignore[assignment]
+            self._acc = None  # type: ignore[assignment]
+            self.deferred = None
 
-    def filled(self, shape: tuple[int, ...], value: int) -> np.ndarray:
+    @staticmethod
+    def filled(shape: tuple[int, ...], value: int) -> np.ndarray:
         """A read-only int32 array of ``shape`` full of ``value``, cached for this thread's runs (the
         Python halves use it where numpy is slow with a scalar operand; kept across runs, as fresh pages
-        cost a fault each)."""
+        cost a fault each). A static method: the deferred calls hold it without holding the context (a
+        cycle would keep a run's tensors alive until the cyclic collector runs)."""
         cache = getattr(_local, "filled", None)
         if cache is None:
             cache = _local.filled = {}

@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from compiler import dsl as S
-from compiler.ops import Operator, const_vector
+from compiler.ops import Operator, const_vector, my_tiles, spread_tile
 from compiler.tensor import Tensor
 
 GELU_A, GELU_B = -0.2888, -1.769   # I-BERT's polynomial erf (compiler.networks.transformer's)
@@ -76,7 +76,7 @@ def gelu(A: Tensor, C: Tensor, in_scale: float = 1 / 64, out_scale: float = 1 / 
         raise S.error("C", f"shape {tuple(C.shape)} differs from A's {tuple(A.shape)}")
     fit = (cfg.acc_depth - NCONSTS) // 6
     if tile is None:
-        tile = fit
+        tile = spread_tile(cfg, A.nvec, fit)
     if isinstance(tile, bool) or not isinstance(tile, (int, np.integer)) or not 1 <= tile <= fit:
         raise S.error("tile", f"{tile!r} must be an integer 1..{fit} (two halves of three slots fit the "
                               f"{cfg.acc_depth}-vector accumulator on config '{cfg.name}')")
@@ -84,8 +84,7 @@ def gelu(A: Tensor, C: Tensor, in_scale: float = 1 / 64, out_scale: float = 1 / 
     acc = S.acc
     bc, kk, one, mm, rnd = (acc[6 * tile + j] for j in range(NCONSTS))
     tiles = range(0, A.nvec, tile)
-    mine = S.core_range(len(tiles)) if len(tiles) >= S.num_cores() else \
-        (range(len(tiles)) if S.core_id() == 0 else range(0))
+    mine = my_tiles(cfg, len(tiles))
     if not mine:
         return  # this core builds and runs nothing
     for view, value in zip((bc, kk, one, mm, rnd), (k["BC"], k["K"], ONE_Q28, k["M"], 1 << (k["N"] - 1))):

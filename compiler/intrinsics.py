@@ -214,10 +214,14 @@ def _load_python(ctx: GoldenContext, op: LoadOp) -> None:
         eb = ctx.cfg.elem_bytes(buf) if buf != "ACC" else op.tensor.lanes * op.tensor.bits // 8
         ctx.cores.record(ctx.core_id, op.tensor, False, op.offset, rows, cols, op.stride, eb)
     if buf == "ACC":
-        _tile_into(ctx.acc, op.tensor.data, op)
         hi = op.sram_base + op.sram_vectors
         if hi > ctx.acc_high:
             ctx.acc_high = hi
+        d = ctx.deferred
+        if d is not None and op.pad == _NO_PAD and (rows == 1 or op.stride == cols):
+            d.load(op.tensor.data, op.offset, op.sram_base, rows * cols)  # recorded (compiler.deferred_acc)
+            return
+        _tile_into(ctx.acc, op.tensor.data, op)
         return
     g = ctx.gemm_buffers
     if buf == "INP":
@@ -244,7 +248,7 @@ def store(ctx: Context, dst: Tensor, src: AccView, offset: int = 0, rows: int = 
     """Copy ``rows`` x ``cols`` accumulator vectors from ``src`` (contiguous) to DRAM tensor
     ``dst`` (row r at vector ``offset + r*stride``), narrowing each lane like a C cast."""
     if (type(dst) is Tensor and type(src) is AccView and rows == 1 and cols is None and stride is None
-            and dst.bits == ctx.out_width):
+            and dst.bits == ctx.out_width and dst.kind != "const"):
         # the common whole-view form (one row): the checks below, inlined
         n, b = src.length, src.base
         if type(n) is int and type(b) is int and type(offset) is int and 0 <= n <= _SIZE_MAX and b >= 0 \
@@ -252,6 +256,8 @@ def store(ctx: Context, dst: Tensor, src: AccView, offset: int = 0, rows: int = 
             dst.stored = True
             return StoreOp(dst, offset, b, 1, n, n)
     dst, src = _tensor(dst, "dst"), _view(src, "src")
+    if dst.kind == "const":
+        raise ArgError(f"tensor '{dst.name}' is a constant (S.const): STORE cannot write it", dst.name)
     if dst.bits != ctx.out_width:
         raise ArgError(f"tensor '{dst.name}' is {dst.dtype}, but STORE writes {ctx.cfg.out_width}-bit lanes "
                        f"(outputs must be int{ctx.cfg.out_width})", dst.name)
@@ -269,10 +275,16 @@ def _store_python(ctx: GoldenContext, op: StoreOp) -> None:
     n = rows * cols
     if n == 0:
         return
-    acc, data, b, o = ctx.acc, op.tensor.data, op.sram_base, op.offset
+    data, b, o = op.tensor.data, op.sram_base, op.offset
     if ctx.cores is not None:
         ctx.cores.record(ctx.core_id, op.tensor, True, o, rows, cols, op.stride, op.tensor.lanes * op.tensor.bits // 8)
-    if rows == 1 or op.stride == cols:
+    contiguous = rows == 1 or op.stride == cols
+    d = ctx.deferred
+    if d is not None and contiguous:
+        d.store(data, o, b, n)  # what the vectors hold, evaluated straight into DRAM (compiler.deferred_acc)
+        return
+    acc = ctx.acc
+    if contiguous:
         np.copyto(data[o:o + n], acc[b:b + n], casting="unsafe")  # int32 -> intN wraps like a C cast
         return
     idx = o + np.arange(rows)[:, None] * op.stride + np.arange(cols)[None, :]
@@ -352,12 +364,17 @@ def _alu_python(opname: str) -> Callable[[GoldenContext, AluOp], None]:
 
     def run(ctx: GoldenContext, op: AluOp) -> None:
         io, ii, dfo, dfi = op.iter_out, op.iter_in, op.dst_factor_out, op.dst_factor_in
-        run_alu_loop(ctx.acc, opname, op.dst_base, op.src_base, io, ii, dfo, dfi, op.src_factor_out,
-                     op.src_factor_in, op.imm, getattr(ctx, "filled", None))
-        if io and ii:  # the highest destination: each loop at its last iteration if its factor is positive
-            hi = op.dst_base + ((io - 1) * dfo if dfo > 0 else 0) + ((ii - 1) * dfi if dfi > 0 else 0) + 1
-            if hi > ctx.acc_high:
-                ctx.acc_high = hi
+        if not (io and ii):
+            return
+        d = ctx.deferred
+        if d is None or not d.alu_loop(opname, op.dst_base, op.src_base, io, ii, dfo, dfi, op.src_factor_out,
+                                       op.src_factor_in, op.imm):
+            run_alu_loop(ctx.acc, opname, op.dst_base, op.src_base, io, ii, dfo, dfi, op.src_factor_out,
+                         op.src_factor_in, op.imm, ctx.filled)
+        # the highest destination: each loop at its last iteration if its factor is positive
+        hi = op.dst_base + ((io - 1) * dfo if dfo > 0 else 0) + ((ii - 1) * dfi if dfi > 0 else 0) + 1
+        if hi > ctx.acc_high:
+            ctx.acc_high = hi
 
     return run
 
@@ -489,11 +506,25 @@ def const(ctx: Context, data: Any, name: str = "const") -> ConstRequest:
     return ConstRequest(np.ascontiguousarray(a), str(name))
 
 
+def _every_copy(ctx: GoldenContext, data: np.ndarray) -> np.ndarray:
+    """A constant's ``(nvec, lanes)`` data as a lockstep context's tensors are laid out, ``(nvec, batch,
+    lanes)``: one read-only view of the same vectors for every copy (each sees what a run on one copy
+    would); unchanged on a one-copy context."""
+    batch = getattr(ctx, "batch", 1)
+    if batch == 1:
+        return data
+    return np.broadcast_to(data[:, None, :], (data.shape[0], batch, data.shape[1]))
+
+
 @implements("const", "python")
 def _const_python(ctx: GoldenContext, req: ConstRequest) -> Tensor:
     a = req.data
-    return Tensor(req.name, a.shape, _CONST_DTYPES[a.dtype], ctx.lanes, pad_to_vectors(a, ctx.lanes, a.dtype),
-                  kind="const")
+    data = pad_to_vectors(a, ctx.lanes, a.dtype)
+    if np.may_share_memory(data, a):
+        # the values at S.const, as the compiled program's constant region holds them: the kernel may
+        # change its array afterwards (a deferred LOAD reads the tensor after its call)
+        data = data.copy()
+    return Tensor(req.name, a.shape, _CONST_DTYPES[a.dtype], ctx.lanes, _every_copy(ctx, data), kind="const")
 
 
 @implements("const", "lower")
@@ -537,8 +568,9 @@ def scratch(ctx: Context, shape: Any, dtype: str = "int8", name: str = "scratch"
 def _scratch_python(ctx: GoldenContext, req: ScratchRequest) -> Tensor:
     def make() -> Tensor:
         nvec = -(-int(np.prod(req.shape)) // ctx.lanes)
-        return Tensor(req.name, req.shape, req.dtype, ctx.lanes, np.zeros((nvec, ctx.lanes), dtype=req.dtype),
-                      kind="scratch")
+        batch = getattr(ctx, "batch", 1)  # a lockstep context: every copy its own scratch, as on one copy
+        shape = (nvec, ctx.lanes) if batch == 1 else (nvec, batch, ctx.lanes)
+        return Tensor(req.name, req.shape, req.dtype, ctx.lanes, np.zeros(shape, dtype=req.dtype), kind="scratch")
 
     # several cores share DRAM: the k-th scratch tensor a core asks for is every core's k-th one
     return make() if ctx.cores is None else ctx.cores.shared_scratch(ctx.core_id, req, make)

@@ -14,10 +14,11 @@ copy sees a chunk-sized tensor and a run of vectors of every copy is one contigu
 block) and the kernel runs once, every intrinsic call processing all copies at once
 (:class:`compiler.context.GoldenContext` with ``batch``). Each call still runs its interface (argument and buffer range checks,
 identical for every chunk) and its numpy half, with the same 32-bit semantics; it
-only amortises the per-call overhead over ``batch`` tiles. Compiling is unaffected. The batch
+only amortises the per-call overhead over ``batch`` tiles. A lockstep run also defers the calls of a
+tile into one numpy expression (:mod:`compiler.deferred_acc`); a run on one context does not. Compiling is unaffected. The batch
 follows the kernel's footprint: the first vectors run on one copy (a probe) that records the highest
 accumulator vector written, and the rest on as many copies as keep all their footprints in about
-``LOCKSTEP_ACC_BYTES``.
+``LOCKSTEP_ACC_BYTES`` (``LOCKSTEP_DEFERRED_BYTES`` when the probe never wrote the buffer itself).
 """
 
 from __future__ import annotations
@@ -44,6 +45,13 @@ _DTYPE_NAME = {np.dtype(d): d for d in DTYPES}  # str(dtype) is slow; this is th
 # Lockstep golden runs size their batch so that the accumulator vectors all copies touch come to about
 # this many bytes (to stay in a core's cache: the tiles of every copy are touched on every call).
 LOCKSTEP_ACC_BYTES = 3 << 19  # 1.5 MiB: measured a little faster than 1 or 2 MiB with 2 MiB of L2 per core
+# The same for a kernel whose probe never wrote the accumulator itself (every call deferred,
+# compiler.deferred_acc): a tile of all copies is then read from DRAM and evaluated once, not kept in the
+# buffer between calls, so bigger batches (fewer calls) pay; measured a little faster than 1.5 or 24 MiB.
+LOCKSTEP_DEFERRED_BYTES = 6 << 20
+# Every copy has a whole accumulator (a part may reach vectors the probe did not): the batch stays small
+# enough that the buffer of all copies, a lazily touched map, is at most this many bytes of address space.
+LOCKSTEP_MAX_BUFFER_BYTES = 1 << 30
 # The first vectors of an elementwise kernel's tensors run on one copy first: that run measures the
 # accumulator footprint of one copy (the highest vector written) the lockstep batch is sized by.
 LOCKSTEP_PROBE_VECTORS = 64
@@ -127,19 +135,22 @@ class Kernel:
             return tensors
         probe = self.lockstep_probe(tensors, cfg) if lockstep and self.elementwise else 0
         if not probe:
-            with active(GoldenContext(cfg, self.name)):
+            # call by call: deferring (compiler.deferred_acc) pays on the big tiles of all lockstep copies,
+            # not here (measured slower on the small examples and a GEMM reads the accumulator anyway)
+            with active(GoldenContext(cfg, self.name, defer=False)):
                 self.fn(**bound)
             return tensors
-        footprint = self._run_part(cfg, bound, tensors, 1, 0, probe)
-        for batch, first, chunk in self.lockstep_parts(tensors, cfg, probe, footprint):
+        footprint, touched = self._run_part(cfg, bound, tensors, 1, 0, probe)
+        budget = LOCKSTEP_ACC_BYTES if touched else LOCKSTEP_DEFERRED_BYTES
+        for batch, first, chunk in self.lockstep_parts(tensors, cfg, probe, footprint, budget):
             self._run_part(cfg, bound, tensors, batch, first, chunk)
         return tensors
 
     def _run_part(self, cfg: HwConfig, bound: dict[str, Any], tensors: dict[str, Tensor], batch: int, first: int,
-                  chunk: int) -> int:
+                  chunk: int) -> tuple[int, bool]:
         """One lockstep run over vectors ``first .. first + batch*chunk`` of every tensor (vector
         ``first + j*batch + k`` to copy k); returns the accumulator vectors one copy used (its high-water
-        mark)."""
+        mark) and whether the buffer itself was written (False: every call deferred)."""
         lanes = cfg.lanes
         sub = dict(bound)
         views = {}
@@ -151,12 +162,12 @@ class Kernel:
         ctx = GoldenContext(cfg, self.name, batch)
         with active(ctx):
             self.fn(**sub)
-        high = ctx.acc_high
+        high, touched = ctx.acc_high, ctx.acc_written
         ctx.release()
         for name, v in views.items():
             tensors[name].loaded |= v.loaded
             tensors[name].stored |= v.stored
-        return high
+        return high, touched
 
     @staticmethod
     def lockstep_probe(tensors: dict[str, Tensor], cfg: HwConfig) -> int:
@@ -169,18 +180,25 @@ class Kernel:
         return probe if nvec >= 4 * probe else 0
 
     @staticmethod
-    def lockstep_parts(tensors: dict[str, Tensor], cfg: HwConfig, start: int,
-                       footprint: int) -> list[tuple[int, int, int]]:
+    def lockstep_parts(tensors: dict[str, Tensor], cfg: HwConfig, start: int, footprint: int,
+                       budget: int = LOCKSTEP_ACC_BYTES) -> list[tuple[int, int, int]]:
         """How a lockstep run covers the tensors' vectors from ``start`` on: ``(batch, first vector, chunk
         vectors)`` per kernel run. ``footprint`` is the accumulator vectors one copy touches (the probe's
         high-water mark; the whole buffer when unknown): the batch keeps all copies' footprints near
-        ``LOCKSTEP_ACC_BYTES``. What the copies compute does not depend on it, only the speed."""
+        ``budget`` bytes. The vectors left over by the batch run as a last part of one vector per copy,
+        unless a batch down to half as big divides them evenly (one kernel run fewer). What the copies
+        compute does not depend on any of it, only the speed."""
         nvec = next(iter(tensors.values())).nvec - start
         if nvec <= 0:
             return []
         foot = min(max(footprint, 1), cfg.acc_depth) * cfg.lanes * 4
-        batch = min(nvec, max(1, LOCKSTEP_ACC_BYTES // foot))
+        batch = min(nvec, max(1, budget // foot), max(1, LOCKSTEP_MAX_BUFFER_BYTES // (cfg.acc_depth * cfg.lanes * 4)))
         chunk, rest = divmod(nvec, batch)
+        if rest:
+            least = -(-nvec // batch)
+            for c in range(least, min(2 * least, least + 64) + 1):  # batch nvec // c: at least half as big
+                if nvec % c == 0:
+                    return [(nvec // c, start, c)]
         return [(batch, start, chunk)] + ([(rest, start + batch * chunk, 1)] if rest else [])
 
     def __call__(self, *args: Any, config: HwConfig | str | None = None, **kwargs: Any) -> None:

@@ -80,6 +80,27 @@ def tile_fit(cfg: Any, operands: int, consts: int = 0) -> int:
     return (cfg.acc_depth - consts) // (2 * (operands + 1))
 
 
+def spread_tile(cfg: Any, nvec: int, fit: int) -> int:
+    """The default tile (vectors) of an elementwise pass over ``nvec`` vectors whose largest tile is ``fit``:
+    ``fit``, or, on several cores whose port has read bursts in flight, a smaller tile that gives every
+    core one when ``fit`` would give fewer tiles than cores (their loads then overlap on the port)."""
+    cores = cfg.num_cores
+    if cores > 1 and cfg.dram_reads_in_flight > 1 and -(-nvec // fit) < cores:
+        return max(1, -(-nvec // cores))
+    return fit
+
+
+def my_tiles(cfg: Any, count: int) -> range:
+    """This core's tiles of ``count`` independent elementwise tiles: its :func:`compiler.dsl.core_range`
+    share. With one read burst at a time on the port and fewer tiles than cores, every tile goes to core 0
+    instead, whose loads of one tile overlap the ALU passes of the one before (one tile per core cannot,
+    and these port-bound tiles would only queue on the port); with reads in flight the cores' loads overlap
+    each other, so the tiles are shared even when some cores get none."""
+    if count >= cfg.num_cores or cfg.dram_reads_in_flight > 1:
+        return S.core_range(count)
+    return range(count) if S.core_id() == 0 else range(0)
+
+
 def tiled(inputs: Sequence[Tensor], out: Tensor, body: Callable[[list[AccView], list[AccView]], None],
           tile: int | None = None, consts: Sequence[int] = ()) -> None:
     """Run ``body(slots, const_views)`` over every tile of the elementwise operands.
@@ -104,7 +125,7 @@ def tiled(inputs: Sequence[Tensor], out: Tensor, body: Callable[[list[AccView], 
         raise S.error("tile", f"{k} operands and {len(consts)} constants do not fit the "
                               f"{cfg.acc_depth}-vector accumulator buffer")
     if tile is None:
-        tile = fit
+        tile = spread_tile(cfg, out.nvec, fit)
     if isinstance(tile, bool) or not isinstance(tile, (int, np.integer)) or not 1 <= tile <= fit:
         raise S.error("tile", f"{tile!r} vectors per tile do not fit: the {cfg.acc_depth}-vector accumulator "
                               f"holds two input halves of {k} x {fit} vectors and two output halves of {fit} "
@@ -114,13 +135,7 @@ def tiled(inputs: Sequence[Tensor], out: Tensor, body: Callable[[list[AccView], 
     out_base = 2 * k * tile
     n = out.nvec
     tiles = range(0, n, tile)
-    # several cores: each its share of the tiles; fewer tiles than cores all go to core 0, whose loads
-    # of one tile overlap the ALU passes of the one before (one tile per core cannot, and these
-    # port-bound tiles would only queue on the one DRAM port)
-    if len(tiles) >= S.num_cores():
-        mine = S.core_range(len(tiles))
-    else:
-        mine = range(len(tiles)) if S.core_id() == 0 else range(0)
+    mine = my_tiles(cfg, len(tiles))  # several cores: each its share of the tiles
     if not mine:
         return  # this core builds and runs nothing
     cviews = [acc[2 * (k + 1) * tile + j] for j in range(len(consts))]

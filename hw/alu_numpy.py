@@ -16,7 +16,8 @@ arithmetic for the usual progressions, by index bookkeeping otherwise), else run
 order one vector at a time.
 
 API: ``ALU_NUMPY`` (op name -> ``f(x, s)`` returning the result), ``ALU_INPLACE`` (op name ->
-``f(x, s)`` writing ``x``), :func:`alu_op` (by code or name), :func:`run_alu_loop` (the engine,
+``f(x, s)`` writing ``x``), :func:`alu_op` (by code or name), :func:`apply_imm` (an immediate over a
+whole tile, in place), :func:`run_alu_loop` (the engine,
 loop given field by field, ``imm`` None for a buffer operand) and :func:`run_alu` (an ISA
 ``Alu`` instruction).
 """
@@ -156,7 +157,8 @@ def _minmax_imm(filled: Filled, opname: str, x: np.ndarray, imm: int) -> None:
         np.minimum(x, filled(x.shape, imm), out=x)
 
 
-def _apply_imm(x: np.ndarray, opname: str, imm: int, filled: Filled | None) -> None:
+def apply_imm(x: np.ndarray, opname: str, imm: int, filled: Filled | None = None) -> None:
+    """``x = op(x, imm)`` in place, every destination vector distinct (a whole tile)."""
     if filled is not None and x.size >= _FILL_MIN and opname in ("MIN", "MAX", "CLIP"):
         _minmax_imm(filled, opname, x, imm)
     else:
@@ -190,7 +192,7 @@ def run_alu_loop(acc: np.ndarray, opname: str, dst_base: int, src_base: int, ite
         step = dp[1] if n > 1 else 1
         view = acc[dst_base: dst_base + (n - 1) * step + 1: step]  # a view: written in place
         if imm is not None:
-            _apply_imm(view, opname, imm, filled)
+            apply_imm(view, opname, imm, filled)
             return
         src = _source_slice(acc, iter_out, iter_in, src_base, src_factor_out, src_factor_in, dst_base, step, n)
         if src is not None:

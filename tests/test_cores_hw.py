@@ -13,6 +13,7 @@ import pytest
 
 from hw import csr
 from hw.config import _KEYS, HwConfig, load_config, parse_config
+from hw.assembler import with_regs
 from hw.isa import ALU_OPS, Alu, Barrier, Finish, Instruction, Load, Store
 from hw.program import Program, concat_streams, plan_layout
 
@@ -96,14 +97,15 @@ CONFIGS = {"small x2": "small2", "default x4": "quad"}
 
 @pytest.fixture(scope="module")
 def runs() -> dict[str, tuple[HwConfig, list[Program], list]]:
-    """Per config: the Programs (clean, a core skipping its barrier, a fault in core 1) and their
-    (TLM, RTL) results, the RTL ones from one simulator process."""
+    """Per config: the Programs (clean, a core skipping its barrier, a fault in core 1, core 1 given an
+    empty window) and their (TLM, RTL) results, the RTL ones from one simulator process."""
     from sim.tlm import run_program
 
     out = {}
     for label, name in CONFIGS.items():
         cfg = load_config(name)
-        progs = [program(cfg, "phases"), program(cfg, "skip", skip=1), program(cfg, "fault", bad_core=1)]
+        progs = [program(cfg, "phases"), program(cfg, "skip", skip=1), program(cfg, "fault", bad_core=1),
+                 with_regs(program(cfg, "phases"), "empty", CORE1_INSN_COUNT=0)]
         tlm = [run_program(p, raise_on_error=False) for p in progs]
         rtl = None
         if HAVE_RTL:
@@ -153,6 +155,21 @@ def test_a_fault_in_core_1_stops_every_core(runs, label: str) -> None:
         assert e["pc"] == 5, (res.model, e)  # core 1's phase-2 LOAD (after its barrier)
     if rtl:
         assert rtl[2].cycles == tlm[2].cycles
+
+
+@pytest.mark.parametrize("label", list(CONFIGS))
+def test_an_empty_window_is_insn_range_on_every_model(runs, label: str) -> None:
+    """A core given no instructions (its INSN_COUNT 0, which the Program format refuses) is not an idle
+    core: START's window check fails on that core, ERR_INSN_RANGE at pc 0, on the ISS, TLM and RTL alike
+    (a core with nothing to do runs a window holding only its FINISH)."""
+    from sim.iss import run_reference
+
+    cfg, progs, tlm, rtl = runs[label]
+    for res in [run_reference(progs[3]), tlm[3]] + ([rtl[3]] if rtl else []):
+        e = res.error
+        assert e is not None and (e["code"], e["core"], e["pc"]) == (csr.ERR_INSN_RANGE, 1, 0), (res.model, e)
+    if rtl:
+        assert rtl[3].cycles == tlm[3].cycles
 
 
 def test_one_core_barrier_only_drains() -> None:

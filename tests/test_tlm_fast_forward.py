@@ -18,6 +18,7 @@ from hw.config import HwConfig, load_config
 from hw.program import Program
 from sim.tlm import TlmModel, run_program, simulate
 from sim.tlm.fast_forward import FastForward
+from sim.tlm.burst_calc import row_burst_beats, row_cut_marks
 from sim.tlm.steady_state import undeclared_state
 
 CONFIGS = ("default", "small", "wide")
@@ -118,6 +119,106 @@ def test_dma_tile_loop_jumps_and_faults_agree() -> None:
         got = inject(p, kind, rng)
         if got is not None:
             _same(got[0])
+
+
+@pytest.mark.parametrize("name", CONFIGS)
+def test_cut_marks_decide_the_bursts(name: str) -> None:
+    """The signature holds a DMA row's cut mark instead of its address: two rows get the same
+    bursts exactly when their marks are equal (every start on the bus grid of two pages)."""
+    cfg = load_config(name)
+    bb, mb = cfg.bus_bytes, cfg.max_burst
+    starts = np.arange(0, 2 * 4096, bb, dtype=np.int64)
+    for row_bytes in sorted({cfg.out_vec_bytes, cfg.acc_vec_bytes, 3 * cfg.out_vec_bytes, 10 * cfg.out_vec_bytes,
+                             130 * cfg.acc_vec_bytes}):
+        marks = row_cut_marks(starts, row_bytes, bb, mb)
+        by_mark: dict[int, tuple[int, ...]] = {}
+        by_bursts: dict[tuple[int, ...], int] = {}
+        for a, mk in zip(starts.tolist(), marks.tolist()):
+            bursts = tuple(row_burst_beats(np.array([a]), row_bytes, bb, mb)[0].tolist())
+            assert by_mark.setdefault(mk, bursts) == bursts, (row_bytes, a)
+            assert by_bursts.setdefault(bursts, mk) == mk, (row_bytes, a)
+        assert len(by_mark) > 1 or row_bytes <= bb * mb  # a long row is cut in several ways
+
+
+@pytest.mark.parametrize("name", CONFIGS)
+def test_dma_steps_off_the_page_jump_and_agree(name: str) -> None:
+    """Tiles of 10 vectors: the DRAM addresses move by steps that are no multiple of 4 KiB, so the
+    4 KiB boundaries cut the rows at offsets that shift from period to period. The loop jumps up
+    to the DMA whose cuts change, runs it event by event, and jumps again from the periods it saw
+    (small: the STOREs' 80-byte rows straddle pages off the burst grid; wide's period, many tiles
+    long, leaves no room to jump in a Program this short)."""
+    cfg = load_config(name)
+    p = dma_stream(cfg, 3000, 10)
+    m = _same(p)
+    assert m.ff is not None
+    if name == "small":
+        assert m.ff.jumps_again >= 1 and m.ff.skipped_insns > 300 and m.ff.ways.get("batched")
+    elif name == "default":  # 160-byte STORE rows: a cut off the burst grid every few periods
+        assert m.ff.jumps >= 1
+    rng = np.random.default_rng(7)
+    for kind in FAULT_KINDS[:3]:
+        got = inject(p, kind, rng)
+        if got is not None:
+            _same(got[0])
+
+
+@pytest.mark.parametrize("tile", [3, 7, 13, 22])
+def test_tile_sizes_off_the_burst_grid_agree(tile: int) -> None:
+    """Tiles of a few odd sizes on small: LOAD and STORE rows start off the burst grid at offsets
+    that shift from tile to tile, so cuts change at irregular periods."""
+    m = _same(dma_stream(load_config("small"), 1500, tile))
+    assert m.ff is not None and m.ff.jumps >= 1
+
+
+def test_pipelined_tiles_are_applied_side_by_side() -> None:
+    """vadd on small: a tile's LOADs, ADD, MOV and STORE spread over up to three periods of the
+    loop (the STORE of a tile among the next tile's LOADs); the skipped data is still applied block
+    by block, side by side, with the plain run's buffers and DRAM."""
+    cfg = load_config("small")
+    m = _same(make_case("vadd_large", cfg, {"shape": (24, 1000)}).program)
+    assert m.ff is not None and m.ff.jumps >= 1
+    assert set(m.ff.ways) == {"batched"}
+
+
+def _gemm_tile_loop(cfg: HwConfig, reps: int) -> Program:
+    """A convolution's tile loop in miniature: per iteration an input tile of 3 rows (one padding
+    row first) and a weight block, both moving through their tensors by steps that are no multiple
+    of 4 KiB, then a GEMM accumulating into the same output; requant and STORE at the end."""
+    rng = np.random.default_rng(9)
+    L = cfg.lanes
+    asm = Assembler(cfg, f"gemm-tile-loop-{cfg.name}-{reps}")
+    u = asm.uops("uops", [(0, 0, 0), (1, 1, 0), (2, 2, 0)])
+    inp = asm.input("inp", rng.integers(-128, 128, (reps * 5 + 3, L)).astype(np.int8))
+    wgt = asm.input("wgt", rng.integers(-128, 128, (reps * 3 + 1, cfg.block, cfg.block)).astype(np.int8))
+    out = asm.output("out", (3, L))
+    asm.load(u, x=3, buf="UOP")
+    for k in range(reps):
+        asm.load(inp, x=1, y=2, offset=5 * k, stride=2, buf="INP", y_pad_0=1, pop_next=k > 0)
+        asm.load(wgt, x=1, offset=3 * k, buf="WGT", push_next=True)
+        asm.gemm(reset=k == 0, uop_begin=0, uop_end=3, pop_prev=True, push_prev=k < reps - 1)
+    asm.alu("SHR", imm=4, iter_out=3, dst_base=0, dst_factor_out=1, push_next=True)
+    asm.store(out, x=3, pop_prev=True)
+    asm.finish()
+    return asm.program()
+
+
+@pytest.mark.parametrize("name", CONFIGS)
+def test_conv_tile_loop_agrees(name: str) -> None:
+    cfg = load_config(name)
+    p = _gemm_tile_loop(cfg, 300)
+    m = _same(p)
+    assert m.ff is not None and m.ff.jumps >= 1, p.name
+    rng = np.random.default_rng(13)
+    for kind in FAULT_KINDS[:3]:
+        got = inject(p, kind, rng)
+        if got is not None:
+            _same(got[0])
+
+
+def test_several_cores_agree() -> None:
+    """On several cores the walk covers core 0 only, so it refuses: the runs agree (no jump)."""
+    cfg = load_config("quad")
+    _same(make_case("vadd", cfg).program)
 
 
 @pytest.mark.parametrize("name", CONFIGS)

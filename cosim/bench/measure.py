@@ -102,15 +102,26 @@ def measure_config(cfg: HwConfig, items: list[Item], reps: int, protocol_max_cyc
 def alternated(first: Callable[[], Any], second: Callable[[], Any], reps: int) -> tuple[tuple[Any, float], ...]:
     """Run two sides ``reps`` times each, alternating which goes first: ((result, median s), ...) per side.
     Each side runs once untimed first (the steady state is measured: caches, buffers kept across runs)."""
-    walls: list[list[float]] = [[], []]
-    sides = (first, second)
-    out: list[Any] = [first(), second()]
+    return tuple((out, wall) for out, wall, _ in alternated_sides([first, second], reps))
+
+
+def alternated_sides(sides: list[Callable[[], Any]], reps: int) -> list[tuple[Any, float, float]]:
+    """Run every side ``reps`` times, the order rotating each repetition: ``(result, median wall s, median
+    CPU s)`` per side. The CPU time is the thread's (``time.thread_time``): on a loaded machine the wall
+    time also counts the waits for a core, which grow with a run's length (a run longer than the
+    scheduler's slice waits more often), so the CPU ratio is the steadier one. Each side runs once
+    untimed first (the steady state: caches, buffers kept across runs)."""
+    walls: list[list[float]] = [[] for _ in sides]
+    cpus: list[list[float]] = [[] for _ in sides]
+    out: list[Any] = [side() for side in sides]
     for rep in range(reps):
-        for k in ((0, 1) if rep % 2 == 0 else (1, 0)):
-            t0 = time.perf_counter()
+        for j in range(len(sides)):
+            k = (rep + j) % len(sides)
+            t0, c0 = time.perf_counter(), time.thread_time()
             out[k] = sides[k]()
+            cpus[k].append(time.thread_time() - c0)
             walls[k].append(time.perf_counter() - t0)
-    return tuple((out[k], statistics.median(walls[k])) for k in (0, 1))
+    return [(out[k], statistics.median(walls[k]), statistics.median(cpus[k])) for k in range(len(sides))]
 
 
 def mac_utilization(cfg: HwConfig, rtl_counters: dict[str, int], rtl_cycles: int | None,
@@ -156,10 +167,14 @@ def golden_vs_numpy(cfg: HwConfig, n: int = 1 << 20, reps: int = 5) -> dict[str,
     halves (``Kernel.run_golden``, what ``Case.golden`` runs), without compiling a Program.
     ``vadd`` keeps the example's 16-vector tiles (sized for its own 64 vectors: 4,096 tiles here, so
     ``per_tile_us`` is the fixed cost of a tile's intrinsic calls); ``vadd_big_tiles`` lets the
-    operator tile as it does by default (the largest tile that fits the accumulator).
+    operator tile as it does by default (the largest tile that fits the accumulator). A third side runs
+    the golden path call by call (``GoldenContext.DEFER`` off: no fused tile expressions,
+    ``compiler/deferred_acc.py``), so the row shows what deferring buys in the same run; each side has
+    its wall and CPU medians (``ratio`` is the wall one).
     """
     import numpy as np
 
+    from compiler.context import GoldenContext
     from compiler.examples import EXAMPLES
     from compiler.ops import OPERATORS
     from compiler.tensor import pad_to_vectors, tensor
@@ -182,13 +197,23 @@ def golden_vs_numpy(cfg: HwConfig, n: int = 1 << 20, reps: int = 5) -> dict[str,
         def golden() -> Any:
             return op.kernel.run_golden(cfg, args)[op.output].data
 
+        def golden_calls() -> Any:
+            was = GoldenContext.DEFER  # put back as found (a caller may have switched it off itself)
+            GoldenContext.DEFER = False
+            try:
+                return op.kernel.run_golden(cfg, args)[op.output].data
+            finally:
+                GoldenContext.DEFER = was
+
         def numpy_ref() -> Any:
             padded = {k: pad_to_vectors(a, cfg.lanes, np.int32).reshape(-1) for k, a in inputs.items()}
             return op.reference(**padded, **ref_consts).astype(out_dt)
 
-        (g, mg), (r, mn) = alternated(golden, numpy_ref, reps)
-        same = np.array_equal(np.asarray(g).reshape(-1), np.asarray(r).reshape(-1))
+        (g, mg, cg), (r, mn, cn), (gc, mc, cc) = alternated_sides([golden, numpy_ref, golden_calls], reps)
+        same = all(np.array_equal(np.asarray(x).reshape(-1), np.asarray(r).reshape(-1)) for x in (g, gc))
         out[row] = {"operator": ex.operator, "elements": n, "golden_s": mg, "numpy_s": mn, "ratio": mg / mn,
+                    "golden_cpu_s": cg, "numpy_cpu_s": cn, "cpu_ratio": cg / cn,
+                    "call_by_call_s": mc, "call_by_call_ratio": mc / mn, "call_by_call_cpu_ratio": cc / cn,
                     "outputs_equal": bool(same)}
         if consts.get("tile"):
             vectors = -(-n // cfg.lanes)
@@ -200,7 +225,7 @@ def golden_vs_numpy(cfg: HwConfig, n: int = 1 << 20, reps: int = 5) -> dict[str,
 def golden_small_matmul_cost(cfg: HwConfig, reps: int = 21) -> dict[str, Any]:
     """The fixed cost of one golden ``matmul`` operator call (a 16x16 by 16x16 int8 product: one block,
     so nearly all of it is the call's packing, kernel set-up and intrinsic calls), median over
-    ``reps`` calls, next to plain numpy's."""
+    ``reps`` calls (wall and thread CPU), next to plain numpy's."""
     import numpy as np
 
     from compiler.gemm_ops import matmul
@@ -208,14 +233,8 @@ def golden_small_matmul_cost(cfg: HwConfig, reps: int = 21) -> dict[str, Any]:
     rng = np.random.default_rng(2)
     a = rng.integers(-128, 128, (16, 16)).astype(np.int8)
     b = rng.integers(-128, 128, (16, 16)).astype(np.int8)
-    matmul(a, b, config=cfg)  # plans and tables are cached after the first call
-    walls, plain = [], []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        matmul(a, b, config=cfg)
-        walls.append(time.perf_counter() - t0)
-        t0 = time.perf_counter()
-        (a.astype(np.int64) @ b.astype(np.int64)).astype(np.int32).astype(np.int8)
-        plain.append(time.perf_counter() - t0)
-    return {"operator": "matmul", "shape": [16, 16, 16], "golden_call_s": statistics.median(walls),
-            "numpy_s": statistics.median(plain)}
+    sides = [lambda: matmul(a, b, config=cfg),  # plans and tables are cached after the first call
+             lambda: (a.astype(np.int64) @ b.astype(np.int64)).astype(np.int32).astype(np.int8)]
+    (_, g, gc), (_, nw, _) = alternated_sides(sides, reps)
+    return {"operator": "matmul", "shape": [16, 16, 16], "golden_call_s": g, "golden_call_cpu_s": gc,
+            "numpy_s": nw}

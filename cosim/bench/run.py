@@ -11,13 +11,13 @@ from pathlib import Path
 from typing import Any
 
 from hw.config import load_config
-from cosim.bench import (area, correlate, decode, dynamic, growth, measure, networks, profiler, raw_options, report,
-                         resnet18, scaling, suite)
+from cosim.bench import (area, correlate, decode, dynamic, growth, measure, networks, profiler, quad_vs_one,
+                         raw_options, report, resnet18, scaling, suite)
 
 REPO = Path(__file__).resolve().parents[2]
 OUT_DIR = REPO / "bench"
 # Repetitions of the golden-vs-numpy rows (milliseconds each: enough for a median on a busy machine).
-GOLDEN_REPS = 11
+GOLDEN_REPS = 21
 
 
 def _log(msg: str) -> None:
@@ -99,6 +99,8 @@ def run_bench(configs: list[str], quick: bool = False, reps: int = 3, protocol_m
         prof["cocotb_fast"] = profiler.profile_cocotb_fast(p, out_dir)
     nets = networks.measure_networks(cfg0, reps)
     scal = scaling.measure_scaling(cfg0)
+    _log("several cores: every example on quad against one core, the digits small batch")
+    qvo = quad_vs_one.measure_quad_vs_one()
     r18 = None
     if resnet:
         from compiler.networks.resnet18_onnx import network as resnet18_network
@@ -114,7 +116,7 @@ def run_bench(configs: list[str], quick: bool = False, reps: int = 3, protocol_m
     scaling_png = scaling.plot(scal, out_dir / "scaling.png")
     summary = report.summarize(rows)
     summary["all_agree"] = summary["all_agree"] and all(n["agree"] for n in nets) and \
-        all(r["agree"] for r in scal["rows"]) and (r18 is None or r18["agree"]) and dec.get("agree", True) and \
+        all(r["agree"] for r in scal["rows"]) and qvo["agree"] and (r18 is None or r18["agree"]) and dec.get("agree", True) and \
         all(d["agree"] for d in dec_port)
     summary["golden_vs_numpy"] = gvn["vadd"]["ratio"]
     _log("golden matmul vs numpy")
@@ -133,7 +135,7 @@ def run_bench(configs: list[str], quick: bool = False, reps: int = 3, protocol_m
         **summary,
         "golden_vs_numpy_by_operator": gvn,
         "golden_small_matmul": small,
-        "targets": {**report.verdicts(summary), **resnet18.verdicts(r18)},
+        "targets": {**report.verdicts(summary), **resnet18.verdicts(r18), **quad_vs_one.verdicts(qvo)},
         "raw_memory_variants": variants,
         "raw_options": ladder,
         "raw_build": raw_opts.name,
@@ -145,6 +147,7 @@ def run_bench(configs: list[str], quick: bool = False, reps: int = 3, protocol_m
         "programs": rows,
         "networks": nets,
         "scaling": scal,
+        "quad_vs_one": qvo,
         "resnet18": r18,
         "dynamic": dyn,
         "decode": dec,
@@ -179,6 +182,10 @@ def print_report(res: dict[str, Any]) -> None:
     if sl:
         print("\n".join(sl))
         print()
+    ql = quad_vs_one.table_lines(res.get("quad_vs_one"))
+    if ql:
+        print("\n".join(ql))
+        print()
     dl = dynamic.table_lines(res.get("dynamic") or {})
     if dl:
         print("\n".join(dl))
@@ -206,12 +213,16 @@ def print_report(res: dict[str, Any]) -> None:
     for k, g in res["golden_vs_numpy_by_operator"].items():
         size = f"{g['elements']} elements" if "elements" in g else "x".join(map(str, g["shape"]))
         print(f"golden vs numpy, {k} ({g['operator']}, {size}): golden {g['golden_s'] * 1e3:.1f} ms, "
-              f"numpy {g['numpy_s'] * 1e3:.1f} ms, ratio {g['ratio']:.2f}, equal {g['outputs_equal']}"
+              f"numpy {g['numpy_s'] * 1e3:.1f} ms, ratio {g['ratio']:.2f}"
+              + (f" (CPU {g['cpu_ratio']:.2f}; call by call {g['call_by_call_ratio']:.2f}, CPU "
+                 f"{g['call_by_call_cpu_ratio']:.2f})" if "cpu_ratio" in g else "")
+              + f", equal {g['outputs_equal']}"
               + (f", {g['per_tile_us']:.1f} us per tile" if "per_tile_us" in g else ""))
     small = res.get("golden_small_matmul")
     if small:
         print(f"golden fixed cost of one small matmul call (16x16x16): {small['golden_call_s'] * 1e3:.3f} ms "
-              f"(numpy {small['numpy_s'] * 1e6:.0f} us)")
+              + (f"(CPU {small['golden_call_cpu_s'] * 1e3:.3f} ms) " if "golden_call_cpu_s" in small else "")
+              + f"(numpy {small['numpy_s'] * 1e6:.0f} us)")
     print(f"compile: {res['compile_s_total']:.2f} s for the suite's examples, "
           f"{res['compile_insns_per_s'] or 0:.0f} insns/s; TLM {res['tlm_insns_per_s']:.0f} insns/s")
     for side in ("tlm", "cocotb_fast"):

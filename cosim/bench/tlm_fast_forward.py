@@ -17,18 +17,21 @@ from typing import Any
 import numpy as np
 
 from cosim import models
-from cosim.bench.suite import alu_loop, dma_stream
+from cosim.bench.suite import alu_loop, dma_stream, long_programs, vadd_large_big
 from hw.config import load_config
 from hw.program import Program
 
 
 def programs(cfg: Any) -> list[tuple[Program, bool]]:
-    """The long Programs fast-forward is for, with whether the raw harness runs them (no GEMM)."""
+    """The long Programs fast-forward is for, with whether the raw harness runs them (no GEMM):
+    the bench's own long ones (``make bench``'s >= 1 M-cycle rows on small and default), then
+    more."""
     from compiler.examples import make_case
 
     n_vecs = {"small": 60000}.get(cfg.name, 48000)  # about 1 M cycles
-    return [(alu_loop(cfg, 1_050_000 // (64 + 3), 64), True), (dma_stream(cfg, n_vecs), True),
-            (make_case("vadd_large", cfg).program, True), (make_case("conv2d_resnet", cfg).program, False)]
+    return [(p, True) for p in long_programs(cfg)] + [(vadd_large_big(cfg).program, True)] + [
+        (alu_loop(cfg, 1_050_000 // (64 + 3), 64), True), (dma_stream(cfg, n_vecs), True),
+        (make_case("vadd_large", cfg).program, True), (make_case("conv2d_resnet", cfg).program, False)]
 
 
 def _tlm(p: Program, ff: bool) -> Any:

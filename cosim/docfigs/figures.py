@@ -84,6 +84,20 @@ class Context:
             return rep
         return self.once(("net", "digits"), make)
 
+    def digits_batch(self, config: str, images: int) -> dict[str, Any]:
+        """``cosim net digits --images IMAGES --config CONFIG --json`` on golden and the TLM (both checked
+        against the reference): one Program for the first ``images`` test images."""
+        def make() -> dict[str, Any]:
+            from cosim.network_run import get_network, make_net_case, run_network
+            network = get_network("digits")
+            case = make_net_case(network, load_config(config), images)
+            rep, _sections = run_network(case, ["golden", "tlm"])
+            if not rep["match"]:
+                raise RuntimeError(f"digits ({images} images, {config}): a model disagrees with the reference: "
+                                   f"{rep['mismatch']}")
+            return rep
+        return self.once(("net", "digits", config, images), make)
+
     # ---- expensive: synthesis, the example sweep ----------------------------------------------------
     def area(self, config: str, target: str) -> dict[str, Any]:
         """``cosim rtl synth --config CONFIG --target TARGET``'s totals, through the sweep's area cache."""
@@ -233,6 +247,39 @@ def _digits(ctx: Context) -> str:
             f"({_n(int(d['cycles']['per_image']))} per image)")
 
 
+# The small batch of the digits network the several-core figures quote (fewer images than the
+# whole split, so the cores' barriers between layers weigh more).
+DIGITS_SMALL_BATCH = 8
+
+
+def _examples() -> list[str]:
+    from compiler.examples import list_examples
+    return [e if isinstance(e, str) else e.name for e in list_examples()]
+
+
+def _quad_examples(ctx: Context) -> str:
+    """Every example's TLM cycles on one core (``default``) and on ``quad`` (the same core four times)."""
+    rows = ["| example | one core | `quad` | `quad` ÷ one core |", "|---|---:|---:|---:|"]
+    for name in _examples():
+        one, quad = ctx.tlm_example(name, "default"), ctx.tlm_example(name, "quad")
+        rows.append(f"| {name} | {_n(one)} | {_n(quad)} | {quad / one:.2f} |")
+    return "\n" + "\n".join(rows) + "\n"
+
+
+def _quad_summary(ctx: Context) -> str:
+    """How many examples are faster, equal and slower on ``quad``, and the digits small batch per image."""
+    pairs = [(ctx.tlm_example(n, "default"), ctx.tlm_example(n, "quad")) for n in _examples()]
+    faster = sum(q < o for o, q in pairs)
+    equal = sum(q == o for o, q in pairs)
+    slower = len(pairs) - faster - equal
+    one = ctx.digits_batch("default", DIGITS_SMALL_BATCH)["cycles"]["per_image"]
+    quad = ctx.digits_batch("quad", DIGITS_SMALL_BATCH)["cycles"]["per_image"]
+    return (f"of the {len(pairs)} examples {faster} take fewer cycles on `quad` than on one core, {equal} as many "
+            f"and {slower} more (worst `quad` ÷ one core {max(q / o for o, q in pairs):.2f}); the digits CNN on "
+            f"{DIGITS_SMALL_BATCH} images {_n(round(quad))} cycles per image on `quad` against {_n(round(one))} on "
+            f"one core")
+
+
 def _synth_readme(ctx: Context) -> str:
     parts = []
     for c in SYNTH_CONFIGS:
@@ -306,6 +353,8 @@ FIGURES: dict[str, Figure] = {f.name: f for f in [
     Figure("multicore-cycles", _multicore_cycles),
     Figure("multicore-scaling", _multicore_scaling),
     Figure("digits", _digits),
+    Figure("quad-examples", _quad_examples),
+    Figure("quad-summary", _quad_summary),
     Figure("synth-readme", _synth_readme, synth_inputs, "cosim docs --expensive"),
     Figure("synth-table", _synth_table, synth_inputs, "cosim docs --expensive"),
     Figure("synth-ff-bound", _ff_bound, synth_inputs, "cosim docs --expensive"),

@@ -8,7 +8,8 @@ period. Three ways, cheapest first:
 * **affine**: a period of ALU immediates ADD/SUB/MUL/MOV only is one affine map per accumulator
   vector, ``x -> A*x + B`` mod 2**32 (lanes alike), raised to the ``R``-th power by squaring;
 * **batched**: when the periods are independent of one another (every accumulator vector the
-  period writes is first written in it by a LOAD, before any read; no DRAM a LOAD reads is
+  period writes is first written in it, by a LOAD or by an ALU from vectors already written in
+  it (or never written in a period), before any read; no DRAM a LOAD reads is
   written by a STORE of any period; STOREs of different periods and instructions never write
   the same bytes), all ``R`` periods run side by side, one numpy operation per instruction on a
   ``(depth, periods, lanes)`` copy of the buffer, in chunks of bounded memory;
@@ -29,6 +30,7 @@ from sim.tlm.gemm import start_gemm
 _MASK = 0xFFFFFFFF
 _AFFINE_OPS = ("ADD", "SUB", "MUL", "MOV")
 _CHUNK_BYTES = 32 << 20  # the batched copy of the buffer stays below this
+_MAX_DEPTH = 3  # the most periods a pipelined tile spans, less one
 _ROTATIONS = 4  # LOADs tried as the start of an independent block (the first ones of the period)
 
 
@@ -63,9 +65,110 @@ def apply_periods(ops: list[tuple[str, Any]], deltas: list[int], R: int, load: A
             _batched(rot, rd, offs, blocks, load, store, timing)
             _replay(ops[r:] if r else [], deltas[r:] if r else [], R, load, store, compute)
             return "batched"
+    # else the tiles of a pipeline several periods deep (a STORE of the tile an earlier period
+    # computed, interleaved with this period's LOADs): each op gets the offset that puts it in the
+    # block of its producers (:func:`_pipeline_offsets`), op j of block k runs in period k + off[j]
+    offs = _pipeline_offsets(ops, acc.shape[0])
+    M = max(offs) if offs is not None else 0
+    if offs is not None and M >= 1 and R > M:
+        order = sorted(range(n), key=lambda j: (offs[j], j))
+        rot, rd, ro = [ops[j] for j in order], [deltas[j] for j in order], [offs[j] for j in order]
+        if _independent(rot, rd, [0] * n, R, acc.shape[0], timing):  # every op over periods 1..R
+            # blocks 1-M..0 end in periods 1..M (begun before the jump), blocks 1..R-M side by side,
+            # blocks R-M+1..R begin in periods R-M+1..R (ended after the jump)
+            for k in range(1 - M, 1):
+                part = [j for j in order if offs[j] >= 1 - k]
+                _replay_at([ops[j] for j in part], [deltas[j] for j in part], [k + offs[j] for j in part],
+                           load, store, compute)
+            _batched(rot, rd, ro, R - M, load, store, timing)
+            for k in range(R - M + 1, R + 1):
+                part = [j for j in order if offs[j] <= R - k]
+                _replay_at([ops[j] for j in part], [deltas[j] for j in part], [k + offs[j] for j in part],
+                           load, store, compute)
+            return "batched"
     for k in range(1, R + 1):
         _replay(ops, deltas, k, load, store, compute)
     return "replay"
+
+
+def _acc_reads_writes(kind: str, i: Any) -> tuple[np.ndarray, np.ndarray]:
+    """The accumulator vectors a data movement reads and writes."""
+    none = np.zeros(0, dtype=np.int64)
+    if kind == "alu":
+        dst = affine_indices(i.dst_base, i.iter_out, i.iter_in, i.dst_factor_out, i.dst_factor_in)
+        reads = [] if ALU_OP_NAMES[i.alu_op] == "MOV" else [dst]
+        if not i.use_imm:
+            reads.append(affine_indices(i.src_base, i.iter_out, i.iter_in, i.src_factor_out, i.src_factor_in))
+        return (np.concatenate(reads) if reads else none), dst
+    if kind == "load":
+        return none, (_load_rows(i) if buffer_of(i) == "ACC" else none)
+    if kind == "store":
+        return np.arange(i.sram_base, i.sram_base + i.y_size * i.x_size), none
+    return none, none
+
+
+def _pipeline_offsets(ops: list[tuple[str, Any]], depth: int) -> list[int] | None:
+    """Offsets from 0 per op such that every accumulator vector an op reads was last written by an
+    op of its own block (op j of block k runs in period ``k + offset[j]``: a producer earlier in the
+    period has the reader's offset, one in the previous period an offset one less); None when no
+    such offsets exist (a value carried from period to period, a pipeline deeper than
+    ``_MAX_DEPTH`` + 1 periods) or when a vector's last write would not be the plain run's."""
+    n = len(ops)
+    rw = [_acc_reads_writes(k, i) for k, i in ops]
+    last = np.full(depth, -1, dtype=np.int64)  # the period's last writer of each vector
+    for j, (_, w) in enumerate(rw):
+        last[w] = j
+    edges: list[tuple[int, int, int]] = []  # (j, j2, c): offset[j] = offset[j2] + c
+    cur = np.full(depth, -1, dtype=np.int64)
+    for j, (r, w) in enumerate(rw):
+        for p in np.unique(cur[r]).tolist():
+            if p >= 0:
+                edges.append((j, p, 0))
+        for p in np.unique(last[r][cur[r] < 0]).tolist():
+            if p >= 0:
+                edges.append((j, p, 1))
+        cur[w] = j
+    off: list[int | None] = [None] * n
+    adj: list[list[tuple[int, int]]] = [[] for _ in range(n)]
+    for j, p, c in edges:
+        adj[j].append((p, -c))  # offset[p] = offset[j] - c
+        adj[p].append((j, c))
+    for root in range(n):
+        if off[root] is not None:
+            continue
+        off[root] = 0
+        comp, stack = [root], [root]
+        while stack:
+            j = stack.pop()
+            for p, c in adj[j]:
+                want = off[j] + c  # type: ignore[operator]
+                if off[p] is None:
+                    off[p] = want
+                    comp.append(p)
+                    stack.append(p)
+                elif off[p] != want:
+                    return None
+        lo = min(off[j] for j in comp)  # type: ignore[type-var]
+        for j in comp:
+            off[j] -= lo  # type: ignore[operator]
+    if max(off) > _MAX_DEPTH:  # type: ignore[type-var]
+        return None
+    # the last blocks run one after the other: a vector's last writer in a period must have the
+    # lowest offset of its writers (its block is the last to write it, as in the plain run)
+    lowest = np.full(depth, _MAX_DEPTH + 1, dtype=np.int64)
+    for (_, w), o in zip(rw, off):
+        lowest[w] = np.minimum(lowest[w], o)
+    has = last >= 0
+    if (np.array(off)[last[has]] != lowest[has]).any():
+        return None
+    return off  # type: ignore[return-value]
+
+
+def _replay_at(ops: list[tuple[str, Any]], deltas: list[int], periods: list[int], load: Any, store: Any,
+               compute: Any) -> None:
+    """The data movements ``ops``, each of its own period, one by one."""
+    for op, d, k in zip(ops, deltas, periods):
+        _replay([op], [d], k, load, store, compute)
 
 
 def _replay(ops: list[tuple[str, Any]], deltas: list[int], k: int, load: Any, store: Any, compute: Any) -> None:
@@ -145,10 +248,11 @@ def _independent(ops: list[tuple[str, Any]], deltas: list[int], offs: list[int],
     for (kind, i), d, off in zip(ops, deltas, offs):
         if kind == "alu":
             dst = affine_indices(i.dst_base, i.iter_out, i.iter_in, i.dst_factor_out, i.dst_factor_in)
-            src = dst if i.use_imm else np.concatenate(
-                [dst, affine_indices(i.src_base, i.iter_out, i.iter_in, i.src_factor_out, i.src_factor_in)])
+            src = _acc_reads_writes(kind, i)[0]  # MOV only writes its destination
             if (written[src] & ~defined[src]).any():
                 return False
+            # what it writes from values of this period (or never written in it) is of this period too
+            defined[dst] = True
             continue
         s1 = dram_span(_at(i, d, 1 + off), timing)
         sR = dram_span(_at(i, d, R + off), timing)

