@@ -278,6 +278,16 @@ def top_of_address_space_per_core(cfg: Any) -> list[Any]:
     return progs
 
 
+def zero_gemm_inputs(cfg: Any, uop_n: int) -> dict[str, np.ndarray]:
+    """The DRAM inputs of a GEMM on zeros: ``u`` (``uop_n`` micro-ops, all (0, 0, 0)), ``i`` (one input
+    vector) and ``w`` (one weight block), all zeros, as :func:`long_counters` and :func:`busy_cores` load them."""
+    from hw.isa import encode_uops
+
+    return {"u": np.frombuffer(encode_uops([(0, 0, 0)] * uop_n), dtype=np.int8).reshape(uop_n, -1),
+            "i": np.zeros((1, cfg.elem_bytes("INP")), dtype=np.int8),
+            "w": np.zeros((1, cfg.elem_bytes("WGT")), dtype=np.int8)}
+
+
 LONG_LOG2_CYCLES = 24  # the long-counter Program's GEMM: 2^24 block operations per core (make coverage only)
 
 
@@ -291,7 +301,7 @@ def long_counters(cfg: Any, log2_cycles: int = LONG_LOG2_CYCLES) -> Any:
     and again; the STORE writes that zero row to core k's row of ``o``. A Program for the RTL: the ISS and
     the TLM walk every iteration, fine for a short one only (:func:`check_long` checks a run)."""
     from hw.assembler import Assembler
-    from hw.isa import BUFFERS, Finish, Gemm, Load, Store, encode_uops
+    from hw.isa import BUFFERS, Finish, Gemm, Load, Store
     from hw.program import Program, concat_streams
 
     n = cfg.num_cores
@@ -301,9 +311,7 @@ def long_counters(cfg: Any, log2_cycles: int = LONG_LOG2_CYCLES) -> Any:
     iter_in = min(per, 1 << 13)
     iter_out = max(1, min(per // iter_in, (1 << 14) - 1))
     asm = Assembler(cfg, f"cov_long_counters_{log2_cycles}")
-    data = {"u": np.frombuffer(encode_uops([(0, 0, 0)] * uop_n), dtype=np.int8).reshape(uop_n, -1),
-            "i": np.zeros((1, cfg.elem_bytes("INP")), dtype=np.int8),
-            "w": np.zeros((1, cfg.elem_bytes("WGT")), dtype=np.int8)}
+    data = zero_gemm_inputs(cfg, uop_n)
     for name, a in data.items():
         asm.input(name, a)
     asm.output("o", (n, cfg.lanes))
@@ -342,7 +350,7 @@ def busy_cores(cfg: Any, reps: int = BUSY_REPS, tile: int = 2, passes: int = 128
     the raw material of the directed job's counter walk on several cores, where the shipped examples leave
     cores idle. The Program has its expected outputs."""
     from hw.assembler import Assembler
-    from hw.isa import ALU_OPS, BUFFERS, Alu, Finish, Gemm, Load, Store, encode_uops
+    from hw.isa import ALU_OPS, BUFFERS, Alu, Finish, Gemm, Load, Store
     from hw.program import Program, concat_streams
 
     _repo_on_path()
@@ -353,9 +361,7 @@ def busy_cores(cfg: Any, reps: int = BUSY_REPS, tile: int = 2, passes: int = 128
     rows = n * reps * tile
     a = random_vectors(cfg, rows, 81, -1000, 1000)
     asm = Assembler(cfg, "cov_busy_cores")
-    data = {"u": np.frombuffer(encode_uops([(0, 0, 0)] * uop_n), dtype=np.int8).reshape(uop_n, -1),
-            "i": np.zeros((1, cfg.elem_bytes("INP")), dtype=np.int8),
-            "w": np.zeros((1, cfg.elem_bytes("WGT")), dtype=np.int8), "a": a}
+    data = {**zero_gemm_inputs(cfg, uop_n), "a": a}
     for name, arr in data.items():
         asm.input(name, arr)
     asm.output("o", (rows, L))
