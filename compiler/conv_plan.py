@@ -336,6 +336,16 @@ def _dma_cycles(cfg: HwConfig, rows: int, beats_per_row: int, pad_entries: int =
     return rows * (bursts * (cfg.dram_read_latency + 1) + beats_per_row) + pad_entries + INSN_HANDSHAKE
 
 
+def _port_read_cycles(cfg: HwConfig, rows: int, beats_per_row: int) -> float:
+    """The shared port's cycles for a LOAD's read bursts when several cores read at once: with
+    ``dram_reads_in_flight`` = RIF the latencies of up to RIF bursts overlap, so a burst holds the
+    port for about ``(latency + 1) / RIF + n`` cycles (``_dma_cycles`` with RIF = 1)."""
+    if rows * beats_per_row == 0:
+        return 1
+    bursts = -(-beats_per_row // cfg.max_burst)
+    return rows * (bursts * (cfg.dram_read_latency + 1) / cfg.dram_reads_in_flight + beats_per_row)
+
+
 def _estimate(p: ConvPlan, cfg: HwConfig) -> tuple[int, int]:
     """(cycles, instructions) of the plan, from full-size average tiles (tails change it little)."""
     s = p.shape
@@ -347,9 +357,12 @@ def _estimate(p: ConvPlan, cfg: HwConfig) -> tuple[int, int]:
     cols_in = min(p.tw_in, s.w)
     if p.whole_planes:  # one LOAD of the step's channel planes, back to back
         load = _dma_cycles(cfg, 1, round(tc * s.h * s.w * bpi))
+        port_load = _port_read_cycles(cfg, 1, round(tc * s.h * s.w * bpi))
     else:
         load = tc * _dma_cycles(cfg, round(rows_in), round(cols_in * bpi), round(rows_in * p.tw_in - rows_in * cols_in))
+        port_load = tc * _port_read_cycles(cfg, round(rows_in), round(cols_in * bpi))
     load += _dma_cycles(cfg, round(to), round(tc * s.taps * bpw))
+    port_load += _port_read_cycles(cfg, round(to), round(tc * s.taps * bpw))
     step = max(gemm, load) if p.in_halves == 2 else gemm + load
     tile_vecs = to * th * tw
     alu = (s.alu_passes + 1) * (tile_vecs + 1 + INSN_HANDSHAKE)
@@ -383,7 +396,8 @@ def _estimate(p: ConvPlan, cfg: HwConfig) -> tuple[int, int]:
         # DMA through the one port, whichever is longer (the last, partial round has fewer cores). The
         # cores start together: unless the port is the bound anyway, the last core's first loads and
         # tables wait for the others' before its first GEMM
-        port_tile = n_c * load + store + bias
+        # (a core's own LOAD waits each burst's whole latency; the port overlaps the cores' reads)
+        port_tile = n_c * port_load + store + bias
         rounds, rest = divmod(tiles, cores)
         body = rounds * max(per_tile, cores * port_tile) + (max(per_tile, rest * port_tile) if rest else 0)
         queued = cores if per_tile > cores * port_tile else 1

@@ -90,7 +90,8 @@ def test_the_odd_row_split_takes_as_many_cycles_on_the_rtl_as_on_the_tlm(monkeyp
     assert r_rtl.cycles == r_tlm.cycles
 
 
-def test_the_resnet_layer_more_than_halves_on_quad() -> None:
+def test_the_resnet_layer_runs_at_least_3_5_times_faster_on_quad() -> None:
+    # the plan counts the port's overlapped read latencies, so all four cores take output-channel tiles
     c1 = run_program(make_case("conv2d_resnet", load_config("default")).program).cycles
     c4 = run_program(make_case("conv2d_resnet", load_config("quad")).program).cycles
-    assert c4 * 2 < c1, (c4, c1)
+    assert c4 * 3.5 <= c1, (c4, c1)
