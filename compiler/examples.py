@@ -100,9 +100,10 @@ class Example:
 
 
 # what tells one core from another: every config field but its name, description, core count and the
-# shared port's reads in flight
+# shared port's bursts in flight
 _CORE_FIELDS = tuple(f.name for f in fields(HwConfig)
-                     if f.name not in ("name", "description", "num_cores", "dram_reads_in_flight", "source"))
+                     if f.name not in ("name", "description", "num_cores", "dram_reads_in_flight", "dram_writes_in_flight",
+                                       "source"))
 
 
 @lru_cache(maxsize=None)

@@ -79,6 +79,9 @@ class HwConfig:
     # read bursts the one AXI port may have in flight at once (AXI IDs per core and client); 1 is
     # one burst at a time on the whole port. Optional in a config file (default 1).
     dram_reads_in_flight: int = 1
+    # write bursts the port may have outstanding (B responses pending; AXI IDs per core's STORE); 1
+    # is one write at a time, alone on the port. Optional in a config file (default 1).
+    dram_writes_in_flight: int = 1
     source: str = ""  # file it was read from; not part of the hardware identity
 
     # ---- derived sizes -------------------------------------------------------
@@ -213,10 +216,12 @@ class HwConfig:
 _KEYS = {f.name: f.type for f in fields(HwConfig) if f.name != "source"}
 _STR_KEYS = {"name", "description"}
 # keys a config file may leave out, with their default
-OPTIONAL_KEYS = {"dram_reads_in_flight": 1}
+OPTIONAL_KEYS = {"dram_reads_in_flight": 1, "dram_writes_in_flight": 1}
 # read bursts in flight: the port's read IDs are a core and a client (FETCH or LOAD) in 4 bits, and
 # the DRAM models answer up to 8 outstanding bursts
 MAX_READS_IN_FLIGHT = 8
+# write bursts in flight: the DRAM models take up to 8 outstanding write bursts
+MAX_WRITES_IN_FLIGHT = 8
 
 # key -> (rule text, predicate)
 _RULES: list[tuple[str, str, Any]] = [
@@ -253,6 +258,8 @@ _RULES: list[tuple[str, str, Any]] = [
     ("num_cores", f"must be between 1 and {MAX_CORES}", lambda v: 1 <= v <= MAX_CORES),  # the CSR map's banks
     ("dram_reads_in_flight", f"must be between 1 and {MAX_READS_IN_FLIGHT}",
      lambda v: 1 <= v <= MAX_READS_IN_FLIGHT),
+    ("dram_writes_in_flight", f"must be between 1 and {MAX_WRITES_IN_FLIGHT}",
+     lambda v: 1 <= v <= MAX_WRITES_IN_FLIGHT),
 ]
 
 
@@ -273,6 +280,9 @@ def _cross_rules(c: HwConfig) -> list[tuple[str, str]]:
     if c.dram_reads_in_flight > 1 and c.num_cores > 8:
         bad.append(("dram_reads_in_flight", f"more than 1 needs at most 8 cores (a 4-bit AXI ID names a core and "
                                             f"a read client), got {c.num_cores} cores"))
+    if c.dram_writes_in_flight > 1 and c.num_cores > 8:
+        bad.append(("dram_writes_in_flight", f"more than 1 needs at most 8 cores (the AXI write ID names a core's "
+                                             f"STORE), got {c.num_cores} cores"))
     if not c.name.replace("_", "").replace("-", "").isalnum():
         bad.append(("name", "must be letters, digits, '-' or '_' (it names files and build folders)"))
     return bad

@@ -103,6 +103,7 @@ def header_text(cfg: HwConfig, runtime_config: bool = False) -> str:
     d("CFG_CORE_IDX_BITS", max(1, clog2(cfg.num_cores)), "width of a core index (at least 1)")
     d("CFG_REGION_IDX_BITS", clog2(cfg.max_regions))
     d("CFG_DRAM_READS_IN_FLIGHT", cfg.dram_reads_in_flight, "read bursts the AXI port may have outstanding")
+    d("CFG_DRAM_WRITES_IN_FLIGHT", cfg.dram_writes_in_flight, "write bursts the AXI port may have outstanding")
 
     out += ["", "// ---- ISA: opcodes, ALU ops, buffers"]
     d("INSN_BITS", INSN_BITS)

@@ -81,6 +81,10 @@ def _write(tmp_path, data):
     (lambda d: d.update(dram_reads_in_flight=9), "dram_reads_in_flight", "between 1 and 8"),
     (lambda d: d.update(dram_reads_in_flight="2"), "dram_reads_in_flight", "must be int"),
     (lambda d: d.update(dram_reads_in_flight=2, num_cores=16), "dram_reads_in_flight", "at most 8 cores"),
+    (lambda d: d.update(dram_writes_in_flight=0), "dram_writes_in_flight", "between 1 and 8"),
+    (lambda d: d.update(dram_writes_in_flight=9), "dram_writes_in_flight", "between 1 and 8"),
+    (lambda d: d.update(dram_writes_in_flight=2.0), "dram_writes_in_flight", "must be int"),
+    (lambda d: d.update(dram_writes_in_flight=2, num_cores=16), "dram_writes_in_flight", "at most 8 cores"),
 ])
 def test_bad_config_one_line(tmp_path, mutate, key, words):
     d = _default_dict()
@@ -105,6 +109,20 @@ def test_reads_in_flight_is_optional_and_shapes_the_rtl(tmp_path):
     four = parse_config({**d, "dram_reads_in_flight": 4})
     assert four.rtl_id != one.rtl_id and four.to_dict()["dram_reads_in_flight"] == 4
     assert "`define CFG_DRAM_READS_IN_FLIGHT 4" in " ".join(header_text(four).split())
+
+
+def test_writes_in_flight_is_optional_and_shapes_the_rtl():
+    """``dram_writes_in_flight`` may be left out (1: one write at a time, the identity of a config
+    without the key); above 1 it is part of the RTL's identity and of the generated header."""
+    from hw.gen_header import header_text
+    d = _default_dict()
+    one = parse_config(d)
+    assert one.dram_writes_in_flight == 1
+    assert parse_config({**d, "dram_writes_in_flight": 1}).config_id == one.config_id
+    three = parse_config({**d, "dram_writes_in_flight": 3})
+    assert three.rtl_id != one.rtl_id and three.to_dict()["dram_writes_in_flight"] == 3
+    assert "`define CFG_DRAM_WRITES_IN_FLIGHT 3" in " ".join(header_text(three).split())
+    assert "`define CFG_DRAM_WRITES_IN_FLIGHT 1" in " ".join(header_text(one).split())
 
 
 def test_missing_and_malformed_files(tmp_path):

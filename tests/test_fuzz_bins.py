@@ -389,7 +389,7 @@ def test_dram_bins_count_reads_in_flight():
     one = _observe(_insn_program(), ("dram",))
     assert one == {"dram.reads_in_flight.one": 1}
     p = models.make_job("vadd_large", quad).program
-    assert _observe(p, ("dram",)) == {"dram.reads_in_flight.three_plus": 1}
+    assert _observe(p, ("dram",))["dram.reads_in_flight.three_plus"] == 1
     k = next(k for k in range(p.windows[0][1]) if p.insns[k].MNEMONIC == "LOAD")
     bad = copy.copy(p)
     bad.insns = list(p.insns)
@@ -403,4 +403,35 @@ def test_dram_bins_count_reads_in_flight():
         set(never) and "dram.reads_in_flight.one" not in never
     two = B.unreachable([load_config("small2")])
     assert "dram.reads_in_flight.two" not in two and "dram.reads_in_flight.three_plus" in two
-    assert not any(b.startswith("dram.") for b in B.unreachable([quad]))
+    assert not any(b.startswith("dram.") for b in B.unreachable([quad]) if b != "dram.writes_in_flight.three_plus")
+
+
+def test_dram_bins_count_writes_in_flight():
+    """The write side of the ``dram`` bins from real TLM runs on ``quad`` (``dram_writes_in_flight``
+    2, posted STOREs): two writes in flight at once, reads granted beside them, and a STORE range
+    error of core 0 raised while another core's write awaits its B; a config with one write at a time
+    reports none of them, and the campaign's reachable bins follow the configs."""
+    import copy
+    import dataclasses
+
+    quad = load_config("quad")
+    assert quad.dram_writes_in_flight == 2
+    p = models.make_job("vadd_large", quad).program
+    seen = _observe(p, ("dram",))
+    assert seen == {"dram.reads_in_flight.three_plus": 1, "dram.writes_in_flight.two": 1,
+                    "dram.read_beside_write": 1}, seen
+    assert "dram.writes_in_flight.one" not in _observe(_insn_program(), ("dram",))
+    stores = [k for k in range(p.windows[0][1]) if p.insns[k].MNEMONIC == "STORE"]
+    hit = 0
+    for k in stores[1:8]:
+        bad = copy.copy(p)
+        bad.insns = list(p.insns)
+        bad.insns[k] = dataclasses.replace(p.insns[k], dram_base=(1 << 20) - 1)  # past the output region
+        res = models.tlm(bad)
+        assert res.error is not None and res.error["code"] == csr.ERR_DRAM_RANGE
+        hit += B.observe(bad, None, res, ("dram",)).get("dram.error.write_in_flight", 0)
+    assert hit
+    gone = B.unreachable([load_config("default")])
+    assert {"dram.read_beside_write", "dram.error.write_in_flight", "dram.writes_in_flight.two"} <= set(gone)
+    assert "dram.writes_in_flight.three_plus" in B.unreachable([quad])
+    assert "dram.writes_in_flight.two" not in B.unreachable([quad])

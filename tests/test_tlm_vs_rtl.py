@@ -142,3 +142,37 @@ def test_error_with_reads_in_flight():
     assert (tlm.error["code"], tlm.error["pc"]) == (rtl.error["code"], rtl.error["pc"])
     assert tlm.cycles == rtl.cycles, (tlm.cycles, rtl.cycles)
     assert {k: tlm.counters.get(k) for k in rtl.counters} == rtl.counters
+
+
+def test_errors_with_writes_in_flight():
+    """``quad`` has write bursts in flight (``dram_writes_in_flight`` > 1, posted STOREs): range
+    errors of core 0's STOREs and LOADs at several points of a run, raised while other writes await
+    their B (or a STORE is in its W beats); DONE waits for every burst in flight and each unit stops
+    as the contract says, cycles, errors and counters equal in both models."""
+    import copy
+    import dataclasses
+
+    from cosim import models
+    from testbench.rtl_model import run_programs
+
+    cfg = load_config("quad")
+    assert cfg.dram_writes_in_flight > 1
+    p = models.make_job("vadd_large", cfg).program
+    window = range(p.windows[0][1])
+    picks = [k for k in window if p.insns[k].MNEMONIC == "STORE"][1:12:2]
+    picks += [k for k in window if p.insns[k].MNEMONIC == "LOAD"][3:14:3]
+    bad = []
+    for k in picks:
+        b = copy.copy(p)
+        b.insns = list(p.insns)
+        b.insns[k] = dataclasses.replace(p.insns[k], dram_base=(1 << 20) - 1)  # past every region
+        bad.append(b)
+    T = Timing.from_config(cfg)
+    tlm = [run_program(b, timing=T, raise_on_error=False) for b in bad]
+    rtl = run_programs(bad, cfg, mem="fast")
+    assert any(t.extra["bursts_in_flight_at_error"] >= 2 for t in tlm)
+    for k, t, r in zip(picks, tlm, rtl):
+        assert (t.error["code"], t.error["pc"]) == (r.error["code"], r.error["pc"]), k
+        assert t.cycles == r.cycles, (k, t.cycles, r.cycles)
+        assert {c: t.counters.get(c) for c in r.counters} == r.counters, k
+        assert t.extra["cores"] == r.extra["cores"], k

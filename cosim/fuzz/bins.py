@@ -25,7 +25,9 @@ Groups (:data:`GROUPS`):
 * ``core``  faults and BARRIERs per core (they fill on a config of several cores);
 * ``dram``  the most read bursts in flight at once on the port in a run (one, two, three or more:
   ``dram_reads_in_flight`` > 1, three needs several cores) and an error raised while two or more
-  bursts are in flight (DONE waits for all of them).
+  bursts are in flight (DONE waits for all of them); with ``dram_writes_in_flight`` > 1 the most
+  write bursts in flight (one, two, three or more), a read granted while a write was in flight and
+  an error raised while a write awaits its B with another burst in flight.
 
 Hits count instructions (``insn``, ``alu``, ``loop``, ``dma``, ``pad``, ``gemm``, ``raw``), DMA rows
 (the row bins), cycles (``port``) or runs (``error``, ``core``). :func:`catalogue` lists every bin
@@ -58,6 +60,7 @@ from hw.result import RunResult
 
 GROUPS = ("insn", "alu", "loop", "dma", "pad", "gemm", "raw", "port", "error", "core", "dram")
 IN_FLIGHT = "needs a config with dram_reads_in_flight > 1"
+WRITES_IN_FLIGHT = "needs a config with dram_writes_in_flight > 1"
 PAGE = 4096            # no DMA burst crosses a 4 KiB boundary (docs/microarch.md "The DRAM port")
 RAW_MAX_ITERS = 1 << 16  # longer loops (only injected faults make them) are not searched for hazards
 SEVERAL_CORES = "needs a several-core config (the campaign's configs have one core)"
@@ -213,6 +216,11 @@ def catalogue(cfgs: Sequence[HwConfig]) -> dict[str, Bin]:
     add("dram.reads_in_flight.two", "a run with at most two read bursts in flight at once, two reached")
     add("dram.reads_in_flight.three_plus", "a run with three or more read bursts in flight at once")
     add("dram.error.several_in_flight", "an error raised while two or more bursts are in flight")
+    add("dram.writes_in_flight.one", "a run with writes in flight allowed whose writes never overlapped")
+    add("dram.writes_in_flight.two", "a run with at most two write bursts in flight at once, two reached")
+    add("dram.writes_in_flight.three_plus", "a run with three or more write bursts in flight at once")
+    add("dram.read_beside_write", "a read granted while a write burst was in flight")
+    add("dram.error.write_in_flight", "an error raised while a write awaits its B and another burst is in flight")
     return {b.name: b for b in bins}
 
 
@@ -239,6 +247,13 @@ def unreachable(cfgs: Sequence[HwConfig]) -> dict[str, str]:
     elif not any(c.dram_reads_in_flight >= 3 and c.num_cores > 1 for c in cfgs):
         out["dram.reads_in_flight.three_plus"] = ("needs a config with dram_reads_in_flight >= 3 and several cores "
                                                   "(one core has two read clients, FETCH and LOAD)")
+    wif = max(c.dram_writes_in_flight for c in cfgs)
+    if wif == 1:
+        for b in ("one", "two", "three_plus"):
+            out[f"dram.writes_in_flight.{b}"] = WRITES_IN_FLIGHT
+        out["dram.read_beside_write"] = out["dram.error.write_in_flight"] = WRITES_IN_FLIGHT
+    elif wif == 2:
+        out["dram.writes_in_flight.three_plus"] = "needs a config with dram_writes_in_flight >= 3"
     return out
 
 
@@ -552,6 +567,13 @@ def _dram_bins(run: Run) -> Iterator[str]:
     yield "dram.reads_in_flight." + ("one" if most <= 1 else "two" if most == 2 else "three_plus")
     if int(extra.get("bursts_in_flight_at_error", 0)) >= 2:
         yield "dram.error.several_in_flight"
+        if int(extra.get("writes_in_flight_at_error", 0)) >= 1:
+            yield "dram.error.write_in_flight"
+    if "writes_in_flight_max" in extra:  # a config with writes in flight
+        most = int(extra["writes_in_flight_max"])
+        yield "dram.writes_in_flight." + ("one" if most <= 1 else "two" if most == 2 else "three_plus")
+        if int(extra.get("reads_beside_writes", 0)):
+            yield "dram.read_beside_write"
 
 
 EXTRACTORS: dict[str, Callable[..., Iterator[str]]] = {

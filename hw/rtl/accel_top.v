@@ -201,7 +201,7 @@ module accel_top (
     );
 
     // ------------------------------------------------------------------ AXI4 master
-    axi_arbiter #(.N(N), .CB(CB), .RIF(`CFG_DRAM_READS_IN_FLIGHT)) u_arb (
+    axi_arbiter #(.N(N), .CB(CB), .RIF(`CFG_DRAM_READS_IN_FLIGHT), .WIF(`CFG_DRAM_WRITES_IN_FLIGHT)) u_arb (
         .clk(clk), .rst(rst), .clr(core_clr), .halt(halt), .abort(soft_reset),
         .f_req(f_req), .f_addr(f_addr), .f_len(f_len), .f_gnt(f_gnt),
         .l_req(l_req), .l_addr(l_addr), .l_len(l_len), .l_gnt(l_gnt),

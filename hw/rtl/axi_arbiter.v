@@ -8,13 +8,18 @@
 //           not yet seen), the AR register is free (or handshakes now) and the client's own ID
 //           has no burst in flight;
 //   a write when nothing at all is in flight (writes never overlap anything).
+// With WIF > 1 (write bursts in flight) the read and write channels are independent: a read needs
+// no idle write side, and a write is granted when no write is in its AW/W phase, fewer than WIF
+// writes await their B and its core has no orphaned write. W data follow the AW order (one write
+// in its W phase at a time, no interleaving); a write's ID is its core, and B goes to the core BID
+// names, in any order across IDs.
 // With RIF = 1: one burst at a time on the whole port, ARID 0, R beats to the one read in flight.
 // Else a read's ID is its slot {core, client} (FETCH 0, LOAD 1), R beats go to the slot RID names
 // and its RLAST ends the burst: data may come back in any order across IDs.
 //   read : grant -> AR (ARVALID until ARREADY) -> R beats (RREADY while reads are in flight)
 //   write: grant -> W (AWVALID until AWREADY, in parallel WVALID=1 for every beat) ->
 //          B (BREADY=1 until BVALID) -> idle
-// Write IDs are 0, bursts INCR of full bus width, WSTRB all ones. A non-OKAY RRESP/BRESP raises
+// Write IDs are 0 with WIF = 1, bursts INCR of full bus width, WSTRB all ones. A non-OKAY RRESP/BRESP raises
 // resp_err (with the burst's owner and core). No new grant while `halt`; `abort` (soft reset)
 // orphans every burst in flight: each still completes on the bus (reads are dropped, writes send
 // WSTRB = 0), and its ID is not granted again before it has.
@@ -23,7 +28,8 @@
 module axi_arbiter #(
     parameter N  = 1,  // cores
     parameter CB = 1,  // bits of a core index (>= 1)
-    parameter RIF = 1  // read bursts in flight at most (1..8; above 1 needs N <= 8: a 4-bit ID)
+    parameter RIF = 1, // read bursts in flight at most (1..8; above 1 needs N <= 8: a 4-bit ID)
+    parameter WIF = 1  // write bursts in flight at most (1..8; above 1 needs N <= 8)
 ) (
     input  wire                        clk,
     input  wire                        rst,
@@ -108,6 +114,9 @@ module axi_arbiter #(
     localparam [CB-1:0] LAST_CORE = LAST_I[CB-1:0];
     localparam integer  RIF_I     = RIF;
     localparam [5:0]    RIF_MAX   = RIF_I[5:0];
+    localparam          MW        = (WIF > 1);  // writes in flight
+    localparam integer  WIF_I     = WIF;
+    localparam [3:0]    WIF_MAX   = WIF_I[3:0];
 
     reg [CB-1:0] last;     // the core granted last
     reg [31:0]   addr;     // the granted burst's address and beats - 1 (AR or AW)
@@ -123,6 +132,11 @@ module axi_arbiter #(
     reg          wown;     // the write burst still has its STORE (abort clears it)
     reg [CB-1:0] wcore;    // the write burst's core
     reg [7:0]    cnt;      // W beats done
+    reg [31:0]   waddr;    // the write burst's address and beats - 1 (AW)
+    reg [7:0]    wlenm1;
+    reg [3:0]    wout;     // writes granted and not yet answered by B (WIF > 1)
+    reg [N*4-1:0] wpc;     // ... of each core
+    reg [N-1:0]  worph;    // the core's writes in flight were orphaned by abort (WIF > 1)
     reg          aw_done;
     reg          w_done;
 
@@ -150,8 +164,8 @@ module axi_arbiter #(
     wire ss = s_req[sel];
     wire [SB-1:0] sel_slot = {sel, !sf};  // the read slot of the chosen core's FETCH or LOAD
     wire ar_free = !ar_pend || m_axi_arready;
-    wire rd_ok   = (wstate == W_IDLE) && (rcount < RIF_MAX) && ar_free && !rbusy[sel_slot];
-    wire wr_ok   = (wstate == W_IDLE) && (rcount == 6'd0);
+    wire rd_ok   = (MW || (wstate == W_IDLE)) && (rcount < RIF_MAX) && ar_free && !rbusy[sel_slot];
+    wire wr_ok   = (wstate == W_IDLE) && (MW ? ((wout < WIF_MAX) && !worph[sel]) : (rcount == 6'd0));
     wire can_grant = !halt && !abort && sel_v && ((sf || sl) ? rd_ok : wr_ok);
     wire gnt_rd = can_grant && (sf || sl);
     wire gnt_wr = can_grant && !sf && !sl;
@@ -162,7 +176,11 @@ module axi_arbiter #(
     wire aw_hs = m_axi_awvalid && m_axi_awready;
     wire w_hs  = m_axi_wvalid && m_axi_wready;
     wire b_hs  = m_axi_bvalid && m_axi_bready;
-    wire w_last = w_hs && (cnt == lenm1);
+    wire w_last = w_hs && (cnt == wlenm1);
+    // the core a B answers (its ID with writes in flight, else the one write's) and whether it has a client
+    wire [31:0]   bid32  = {28'd0, m_axi_bid};
+    wire [CB-1:0] bcore  = MW ? bid32[CB-1:0] : wcore;
+    wire          b_own  = MW ? !worph[bcore] : wown;
     wire [31:0]   rid32   = {28'd0, m_axi_rid};
     wire [SB-1:0] rs      = (RIF == 1) ? ar_slot : rid32[SB-1:0];
     wire          r_end   = r_hs && m_axi_rlast && rbusy[rs];   // a burst in flight ends
@@ -170,6 +188,15 @@ module axi_arbiter #(
     wire [CB-1:0] rcore   = rs[SB-1:1];
     wire [NSP-1:0] slot_oh = {{(NSP-1){1'b0}}, 1'b1} << sel_slot;
     wire [NSP-1:0] end_oh  = {{(NSP-1){1'b0}}, r_end} << rs;
+
+    // writes in flight per core after this edge
+    reg [N*4-1:0] wpc_next;
+    integer j, m;
+    always @(*) begin
+        for (j = 0; j < N; j = j + 1)
+            wpc_next[j*4 +: 4] = wpc[j*4 +: 4] + {3'd0, gnt_wr && (sel == j[CB-1:0])}
+                                 - {3'd0, b_hs && (bcore == j[CB-1:0])};
+    end
 
     genvar gc;
     generate
@@ -183,9 +210,10 @@ module axi_arbiter #(
             assign s_beat[gc] = w_hs && wown && (wcore == gc);
             assign f_done[gc] = f_beat[gc] && m_axi_rlast;
             assign l_done[gc] = l_beat[gc] && m_axi_rlast;
-            assign s_done[gc] = b_hs && wown && (wcore == gc);
+            assign s_done[gc] = b_hs && b_own && (bcore == gc);
             assign core_busy[gc] = (|rbusy[2*gc +: 2]) || (|rorph) ||
-                                   ((wstate != W_IDLE) && (!wown || (wcore == gc)));
+                                   ((wstate != W_IDLE) && (!wown || (wcore == gc))) ||
+                                   (MW && ((wpc[gc*4 +: 4] != 4'd0) || (|worph)));
         end
     endgenerate
 
@@ -205,6 +233,11 @@ module axi_arbiter #(
             cnt     <= 8'd0;
             aw_done <= 1'b0;
             w_done  <= 1'b0;
+            waddr   <= 32'd0;
+            wlenm1  <= 8'd0;
+            wout    <= 4'd0;
+            wpc     <= {(N*4){1'b0}};
+            worph   <= {N{1'b0}};
         end else begin
             if (clr)
                 last <= LAST_CORE;
@@ -213,9 +246,10 @@ module axi_arbiter #(
             if (gnt_rd) begin
                 addr  <= sf ? f_addr[sel*32 +: 32] : l_addr[sel*32 +: 32];
                 lenm1 <= (sf ? f_len[sel*9 +: 8] : l_len[sel*9 +: 8]) - 8'd1;
-            end else if (gnt_wr) begin
-                addr  <= s_addr[sel*32 +: 32];
-                lenm1 <= s_len[sel*9 +: 8] - 8'd1;
+            end
+            if (gnt_wr) begin
+                waddr  <= s_addr[sel*32 +: 32];
+                wlenm1 <= s_len[sel*9 +: 8] - 8'd1;
             end
             // reads: the AR register, the slots in flight and their count
             if (gnt_rd) begin
@@ -229,6 +263,18 @@ module axi_arbiter #(
             // writes
             if (abort)
                 wown <= 1'b0;
+            if (MW) begin
+                wout <= wout + {3'd0, gnt_wr} - {3'd0, b_hs};
+                for (m = 0; m < N; m = m + 1) begin
+                    wpc[m*4 +: 4] <= wpc_next[m*4 +: 4];
+                    // abort orphans every write in flight (no grant then); the flag clears with the
+                    // core's last B
+                    if (abort)
+                        worph[m] <= (wpc_next[m*4 +: 4] != 4'd0);
+                    else if (wpc_next[m*4 +: 4] == 4'd0)
+                        worph[m] <= 1'b0;
+                end
+            end
             case (wstate)
                 W_IDLE: begin
                     cnt     <= 8'd0;
@@ -248,7 +294,7 @@ module axi_arbiter #(
                     if (w_last)
                         w_done <= 1'b1;
                     if ((aw_done || aw_hs) && (w_done || w_last))
-                        wstate <= W_B;
+                        wstate <= MW ? W_IDLE : W_B;  // with writes in flight B is counted apart
                 end
                 W_B: if (b_hs) wstate <= W_IDLE;
                 default: wstate <= W_IDLE;
@@ -259,12 +305,13 @@ module axi_arbiter #(
     // ---- client side
     wire rd_err = r_mine && (m_axi_rresp != 2'b00);
     assign rd_data   = m_axi_rdata;
-    assign resp_err  = rd_err || (b_hs && wown && (m_axi_bresp != 2'b00));
-    assign err_owner = r_mine ? (rs[0] ? O_LOAD : O_FETCH) : (wown ? O_STORE : O_NONE);
-    assign err_core  = r_mine ? rcore : wcore;
-    assign idle      = (rcount == 6'd0) && (wstate == W_IDLE);
+    // an R and a B error in one cycle (writes in flight): the read's is reported
+    assign resp_err  = rd_err || (b_hs && b_own && (m_axi_bresp != 2'b00));
+    assign err_owner = rd_err ? (rs[0] ? O_LOAD : O_FETCH) : (b_own ? O_STORE : O_NONE);
+    assign err_core  = rd_err ? rcore : bcore;
+    assign idle      = (rcount == 6'd0) && (wstate == W_IDLE) && (wout == 4'd0);
     assign dbg_rd    = (rcount != 6'd0);
-    assign dbg_wr    = (wstate != W_IDLE);
+    assign dbg_wr    = (wstate != W_IDLE) || (wout != 4'd0);
 
     // ---- AXI4 master outputs
     wire [31:0] arid32 = {{(32-SB){1'b0}}, ar_slot};
@@ -279,9 +326,10 @@ module axi_arbiter #(
     assign m_axi_arvalid = ar_pend;
     assign m_axi_rready  = (rcount != 6'd0);
 
-    assign m_axi_awid    = 4'd0;
-    assign m_axi_awaddr  = addr;
-    assign m_axi_awlen   = lenm1;
+    wire [31:0] awid32 = {{(32-CB){1'b0}}, wcore};
+    assign m_axi_awid    = MW ? awid32[3:0] : 4'd0;  // with writes in flight: the core
+    assign m_axi_awaddr  = waddr;
+    assign m_axi_awlen   = wlenm1;
     assign m_axi_awsize  = AXSIZE;
     assign m_axi_awburst = 2'b01;  // INCR
     assign m_axi_awlock  = 1'b0;
@@ -289,12 +337,12 @@ module axi_arbiter #(
     assign m_axi_awprot  = 3'b000;
     assign m_axi_awvalid = (wstate == W_W) && !aw_done;
     assign m_axi_wvalid  = (wstate == W_W) && !w_done;
-    assign m_axi_wlast   = (cnt == lenm1);
+    assign m_axi_wlast   = (cnt == wlenm1);
     assign m_axi_wdata   = wown ? s_wdata[wcore*`CFG_BUS_WIDTH +: `CFG_BUS_WIDTH] : {`CFG_BUS_WIDTH{1'b0}};
     assign m_axi_wstrb   = wown ? {`CFG_BUS_BYTES{1'b1}} : {`CFG_BUS_BYTES{1'b0}};
-    assign m_axi_bready  = (wstate == W_B);
+    assign m_axi_bready  = MW ? (wout != 4'd0) : (wstate == W_B);
 
-    // BID is not needed: one write at a time. (the length's bit 8 is never set: MAX_BURST <= 256;
-    // RID's bits above a slot index, and all of it with RIF = 1, are never looked at)
-    wire unused_axi = ^{m_axi_bid, f_len, l_len, s_len, rid32, arid32};
+    // (the length's bit 8 is never set: MAX_BURST <= 256; RID's and BID's bits above a slot index
+    // or a core, all of RID with RIF = 1 and of BID with WIF = 1, are never looked at)
+    wire unused_axi = ^{f_len, l_len, s_len, rid32, arid32, bid32, awid32};
 endmodule

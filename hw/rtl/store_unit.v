@@ -9,6 +9,9 @@
 //          grant when the burst starts with a new vector, and at the last beat of a vector
 //          when the next one starts within the same burst; the narrowed vector is used
 //          straight from the SRAM's output and kept in `oshift` for its later beats.
+//          With write bursts in flight (WIF > 1) the unit posts its writes: it asks for the next
+//          burst the cycle after a burst's last W beat, without waiting for its B, and EXEC ends
+//          with the B of its last burst (so the s2c token of PUSH still follows every B).
 `include "accel_params.vh"
 
 module store_unit (
@@ -57,6 +60,7 @@ module store_unit (
     localparam OVB = `CFG_OUT_VEC_BITS;
     localparam OW  = `CFG_OUT_WIDTH;
     localparam [33:0] DEPTH = `CFG_ACC_DEPTH;
+    localparam        POST  = (`CFG_DRAM_WRITES_IN_FLIGHT > 1);  // posted writes
 
     wire [`INSN_BITS-1:0] insn;
     wire                  start;
@@ -111,13 +115,20 @@ module store_unit (
     reg [15:0]    obeat;       // beat within the output vector
     reg [OVB-1:0] oshift;      // the current output vector from its next beat on
     reg           fresh;       // the current vector is on the SRAM's output (read last cycle)
+    reg           sent;        // posted: every burst's W data are sent
+    reg [3:0]     bpend;       // posted: bursts granted and not yet answered by B
 
     wire [31:0] x_beats      = {16'd0, x_size} * `CFG_BEATS_PER_OUT_VEC;
     wire [31:0] stride_bytes = {16'd0, x_stride} << `CFG_OUT_VEC_BYTES_LOG2;
-    wire        row_end      = in_burst && burst_done && ({23'd0, blen} == row_beats);
+    wire [9:0]  bbeat_next   = {1'b0, bbeat} + 10'd1;
+    wire        burst_last   = (bbeat_next == {1'b0, blen});
+    // the unit's burst ends: at its B, or (posted) at its last W beat
+    wire        seg_end      = in_burst && (POST ? (wr_beat && burst_last) : burst_done);
+    wire        row_end      = seg_end && ({23'd0, blen} == row_beats);
     wire        fin          = row_end && (r + 16'd1 == y_size);
     // EXEC ends with the last row's last B, or at once (no data); a halt stops it between bursts
-    assign exec_done = fin || (!in_burst && !halt && !has_data);
+    wire        posted_done  = sent && burst_done && (bpend == 4'd1);
+    assign exec_done = (POST ? posted_done : fin) || (!in_burst && !halt && !has_data);
     assign exec_stop = !in_burst && halt;
 
     // narrowing: each lane keeps its low OUT_WIDTH bits
@@ -131,13 +142,11 @@ module store_unit (
     wire [OVB-1:0] cur        = fresh ? narrow : oshift;
     wire           first_beat = (obeat == 16'd0);
     wire           vec_last   = (obeat == `CFG_BEATS_PER_OUT_VEC - 1);
-    wire [9:0]     bbeat_next = {1'b0, bbeat} + 10'd1;
-    wire           burst_last = (bbeat_next == {1'b0, blen});
     wire           granted    = exec && !in_burst && !halt && has_data && gnt;
     wire           next_in    = in_burst && wr_beat && vec_last && !burst_last;
 
     burst_calc u_len (.page_off(cur_addr[11:0]), .beats_left(row_beats), .len(req_len));
-    assign req       = exec && !in_burst && !halt && has_data;
+    assign req       = exec && !in_burst && !halt && has_data && !sent;  // posted: none after the last
     assign req_addr  = cur_addr;
     assign acc_re    = (granted && first_beat) || next_in;
     assign acc_raddr = next_in ? a + 1'b1 : a;
@@ -156,6 +165,8 @@ module store_unit (
             obeat     <= 16'd0;
             oshift    <= {OVB{1'b0}};
             fresh     <= 1'b0;
+            sent      <= 1'b0;
+            bpend     <= 4'd0;
         end else if (start) begin
             r         <= 16'd0;
             a         <= sram_base[IDX-1:0];
@@ -165,7 +176,14 @@ module store_unit (
             in_burst  <= 1'b0;
             obeat     <= 16'd0;
             fresh     <= 1'b0;
+            sent      <= 1'b0;
+            bpend     <= 4'd0;
         end else if (exec) begin
+            if (POST) begin
+                bpend <= bpend + {3'd0, granted} - {3'd0, burst_done};
+                if (fin)
+                    sent <= 1'b1;
+            end
             fresh <= acc_re;
             if (wr_beat)
                 oshift <= cur >> BUS;
@@ -178,7 +196,7 @@ module store_unit (
                     if (vec_last)
                         a <= a + 1'b1;
                 end
-                if (burst_done) begin
+                if (seg_end) begin
                     in_burst <= 1'b0;
                     if (row_end) begin
                         r         <= r + 16'd1;

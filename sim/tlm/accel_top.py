@@ -62,7 +62,7 @@ class TlmModel:
         # steady states interleave through the shared port, nor with read bursts in flight (their port's
         # state is not walked)
         self.fast_forward = ((enabled_by_default() if fast_forward is None else fast_forward) and cfg.num_cores == 1
-                             and cfg.dram_reads_in_flight == 1)
+                             and cfg.dram_reads_in_flight == 1 and cfg.dram_writes_in_flight == 1)
         self.timing = timing or Timing.from_config(cfg)
         self.isa = Isa(cfg)
         self.dram_model = Dram(cfg.dram_bytes, cfg.lanes, cfg.out_width)
@@ -184,8 +184,9 @@ class TlmModel:
         # one core: its units record on the top's tracer (the VCD and Perfetto of one core as ever)
         self.core_tracers = [self.tracer] if n == 1 else [Tracer() if self.tracing else None for _ in range(n)]
         self.port: AxiArbiter | AxiArbiterInFlight
-        if self.cfg.dram_reads_in_flight > 1:
-            self.port = AxiArbiterInFlight(self.sim, self.timing, self.cfg.dram_reads_in_flight, self.tracer, n)
+        if self.cfg.dram_reads_in_flight > 1 or self.cfg.dram_writes_in_flight > 1:
+            self.port = AxiArbiterInFlight(self.sim, self.timing, self.cfg.dram_reads_in_flight, self.tracer, n,
+                                           self.cfg.dram_writes_in_flight)
         else:
             self.port = AxiArbiter(self.sim, self.tracer, n)
         self.port.on_free = self._port_free
@@ -210,6 +211,7 @@ class TlmModel:
         self._finished: set[int] = set()
         self._halt_beats: list[dict[str, int]] | None = None
         self.bursts_at_error = 0  # bursts in flight in the cycle of the error (DONE waits for them)
+        self.writes_at_error = 0  # write bursts among them (granted, B not yet)
 
     def in_steady_run(self) -> bool:
         """The run is under way with nothing that only happens once pending: no trace recorded, no
@@ -298,12 +300,13 @@ class TlmModel:
         c1 = e + self.timing.halt_cycles
         bursts = self.port.inflight_bursts(e)
         self.bursts_at_error = len(bursts)
+        self.writes_at_error = self.port.writes_at(e) if isinstance(self.port, AxiArbiterInFlight) else 0
         self.error = err
         self._halt_beats = self.port.beats_at_halt(e)
         for c in self.cores:
             for u in c.units.values():
                 u.partial_counts(e, c1, bursts.get((c.index, u.name)))
-        self.cycles = max([c1] + [b[1] for b in bursts.values()])
+        self.cycles = max([c1, self.port.drain_end(e)] + [b[1] for b in bursts.values()])
         self.finished = True
         for tr in {id(x): x for x in [self.tracer, *self.core_tracers] if x is not None}.values():
             tr.done(self.cycles)
@@ -374,7 +377,9 @@ def run_program(program: Program | str | Path, *, vcd: str | Path | None = None,
     ``extra["acc_ports"]`` (:meth:`TlmModel.port_holders`), an observation that changes nothing.
     With read bursts in flight (``dram_reads_in_flight`` > 1) ``extra`` also has
     ``reads_in_flight_max`` (the most reads in flight at once) and, after an error,
-    ``bursts_in_flight_at_error``.
+    ``bursts_in_flight_at_error`` and ``writes_in_flight_at_error``; with write bursts in flight
+    (``dram_writes_in_flight`` > 1) also ``writes_in_flight_max`` and ``reads_beside_writes`` (reads
+    granted while a write was in flight).
     """
     prog = program if isinstance(program, Program) else Program.load(program, cfg)
     m, wall = simulate(prog, timing, trace=vcd is not None or trace is not None, fast_forward=fast_forward,
@@ -388,8 +393,12 @@ def run_program(program: Program | str | Path, *, vcd: str | Path | None = None,
         res.extra["acc_ports"] = m.port_holders()
     if isinstance(m.port, AxiArbiterInFlight):  # what the port did with read bursts in flight
         res.extra["reads_in_flight_max"] = m.port.max_reads_seen
+        if m.cfg.dram_writes_in_flight > 1:
+            res.extra["writes_in_flight_max"] = m.port.max_writes_seen
+            res.extra["reads_beside_writes"] = m.port.reads_beside_writes
         if m.error is not None:
             res.extra["bursts_in_flight_at_error"] = m.bursts_at_error
+            res.extra["writes_in_flight_at_error"] = m.writes_at_error
     if m.error is not None and raise_on_error:
         raise m.error
     return res

@@ -224,6 +224,11 @@ class AxiArbiter:
             return None
         return seg.client, seg.t0 + int(seg.ends[k]), k == len(seg.dur) - 1, int(seg.beats[:k + 1].sum())
 
+    def drain_end(self, t: int) -> int:
+        """The cycle after the burst under way in cycle ``t`` ends (0 when the port is free)."""
+        b = self.inflight(t)
+        return 0 if b is None else b[1]
+
     def inflight_bursts(self, t: int) -> dict[tuple[int, str], tuple[str, int, bool, int]]:
         """:meth:`inflight` keyed by ``(core, client)`` (at most one burst here)."""
         b = self.inflight(t)

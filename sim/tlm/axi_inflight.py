@@ -1,5 +1,6 @@
 """The AXI arbiter with several read bursts in flight (``hw/rtl/axi_arbiter.v`` with
-``dram_reads_in_flight`` = RIF > 1), burst by burst.
+``dram_reads_in_flight`` = RIF > 1) or several write bursts in flight (``dram_writes_in_flight`` =
+WIF > 1), burst by burst.
 
 Each cycle in which a client requests, the arbiter picks one requester as with one burst at a
 time (the core round robin after the core granted last, inside it FETCH > LOAD > STORE) and
@@ -8,6 +9,13 @@ grants it in that cycle when the port can take its burst, else nobody:
 * a read when no write is under way and fewer than RIF reads are in flight (a read is in flight
   from its grant to its last R beat; its client sees it done, and may ask again, the cycle after);
 * a write when nothing is in flight at all (a write holds the port as with one burst at a time).
+
+With WIF > 1 the read and write sides are independent: a read needs fewer than RIF reads in flight
+(whatever the writes do); a write needs the W channel free (no write granted at ``g`` is still in
+its W beats: it is free again at ``g + 1 + n``) and fewer than WIF writes in flight (a write is in
+flight from its grant to its B at ``g + n + Lw``). The STORE posts its bursts: it asks for its next
+burst at ``g + 1 + n``, without waiting for the B, and its segment is done at the cycle after the B
+of its last burst (the DRAM answers B in AW order, and every B of a core's bursts comes in order).
 
 A read granted at ``g`` has its AR at ``g+1`` (the fast DRAM model is always ready) and its
 ``n`` beats back to back from ``max(g + 1 + Lr, the previous read's last beat + 1)``: the DRAM
@@ -42,13 +50,18 @@ class _Burst:
     g: int        # grant cycle
     end: int      # the cycle after its last R beat (read) or B (write): the client sees it done
     beats: int
+    w_end: int = 0  # a posted write: the cycle after its last W beat (the W channel is free again)
 
 
 class AxiArbiterInFlight:
     """The port with up to ``reads`` read bursts in flight (``cores`` cores, clients keyed ``(core, client)``)."""
 
-    def __init__(self, sim: Scheduler, timing: Timing, reads: int, tracer: Tracer | None = None, cores: int = 1):
+    def __init__(self, sim: Scheduler, timing: Timing, reads: int, tracer: Tracer | None = None, cores: int = 1,
+                 writes: int = 1):
         self.sim = sim
+        self.writes = writes             # write bursts in flight at most (WIF)
+        self.wr_overhead = timing.wr_burst_overhead
+        self.w_next = 0                  # WIF > 1: the first cycle the W channel is free
         self.tracer = tracer
         self.cores = cores
         self.reads = reads
@@ -64,6 +77,8 @@ class AxiArbiterInFlight:
         self.free_since = 0
         self.cur = None                  # no single owner: the one-at-a-time arbiter's field, always None here
         self.max_reads_seen = 0          # the most reads in flight at once in this run
+        self.max_writes_seen = 0         # the most writes in flight at once (granted, B not yet)
+        self.reads_beside_writes = 0     # reads granted while a write was in flight
 
     @property
     def beats(self) -> dict[str, int]:
@@ -99,26 +114,34 @@ class AxiArbiterInFlight:
         client = min((c for k, c in self.pending if k == core), key=PRIORITY.__getitem__)
         seg = self.pending[(core, client)]
         live = [b for b in self.out if b.end > t]
-        if seg.write:
+        n_wr = sum(1 for b in live if b.seg.write)
+        if self.writes > 1:  # the read and write sides are independent
+            ok = (self.w_next <= t and n_wr < self.writes) if seg.write else len(live) - n_wr < self.reads
+        elif seg.write:
             ok = not live
         else:
-            ok = not any(b.seg.write for b in live) and len(live) < self.reads
+            ok = not n_wr and len(live) < self.reads
         if not ok:
             return  # retried when a burst ends (the next request retries too)
         del self.pending[(core, client)]
         self.last = core
         n_beats = int(seg.beats[0])
+        w_end = 0
         if seg.write:
             end = t + int(seg.dur[0])
             shift = 0
+            if self.writes > 1:  # posted: the W channel (and the STORE) are free after the last W beat
+                w_end = self.w_next = t + self.wr_overhead + n_beats
         else:
             first = max(t + self.rd_overhead + self.read_latency, self.r_next)
             self.r_next = first + n_beats
             end = self.r_next
             shift = first - (t + self.rd_overhead + self.read_latency)  # the R channel's delay
-        b = _Burst(seg, 0, t, end, n_beats)
+        b = _Burst(seg, 0, t, end, n_beats, w_end)
         self.out.append(b)
         self.max_reads_seen = max(self.max_reads_seen, sum(1 for x in self.out if not x.seg.write))
+        self.max_writes_seen = max(self.max_writes_seen, n_wr + seg.write)
+        self.reads_beside_writes += not seg.write and n_wr > 0
         self.core_beats[seg.core][seg.client] += n_beats
         if seg.on_grant is not None:
             # the hook places the unit's accumulator-port cycles from the grant: a delayed read's
@@ -133,19 +156,35 @@ class AxiArbiterInFlight:
             name = seg.client if self.cores == 1 else f"core{seg.core}.{seg.client}"
             self.tracer.dma(name, seg.write, t, np.array([end - t]), np.array([n_beats]))
         self.sim.at(end, self._end, b)
+        if w_end:  # the W channel is free again then: a write waiting for it may be granted
+            self.sim.at(w_end, self._w_end, b)
         if self.pending:
             self._arbitrate_at(t + 1)  # one grant per cycle
+
+    def _rest(self, seg: Segment) -> None:
+        """The client asks again for the rest of its segment."""
+        self.pending[(seg.core, seg.client)] = Segment(seg.client, seg.write, seg.beats[1:], seg.dur[1:],
+                                                       seg.on_done, seg.base + 1, seg.on_grant, seg.on_cut,
+                                                       seg.core)
+
+    def _w_end(self, t: int, b: _Burst) -> None:
+        """A posted write's last W beat was at ``t - 1``: its STORE asks for its next burst (if it has
+        one), and the W channel is free for any waiting write."""
+        if len(b.seg.dur) > 1:
+            self._rest(b.seg)
+        if self.pending:
+            self._arbitrate_at(t)
 
     def _end(self, t: int, b: _Burst) -> None:
         self.out.remove(b)
         seg = b.seg
         if not self.out:
             self.free_since = t
-        if len(seg.dur) > 1:
-            # the client asks again for the rest of its segment
-            self.pending[(seg.core, seg.client)] = Segment(seg.client, seg.write, seg.beats[1:], seg.dur[1:],
-                                                           seg.on_done, seg.base + 1, seg.on_grant, seg.on_cut,
-                                                           seg.core)
+        if b.w_end:  # a posted write: its segment's rest was asked for at its W end
+            if len(seg.dur) == 1:
+                seg.on_done(t)
+        elif len(seg.dur) > 1:
+            self._rest(seg)
         else:
             seg.on_done(t)
         if self.pending:
@@ -171,9 +210,23 @@ class AxiArbiterInFlight:
         ``(core, client)``: ``(client, end, last, beats)`` (``last``: the segment's last burst)."""
         out = {}
         for b in self.out:
-            if b.g <= t < b.end:
+            if not b.g <= t < b.end:
+                continue
+            if not b.w_end:
                 out[(b.seg.core, b.seg.client)] = (b.seg.client, b.end, len(b.seg.dur) == 1, b.beats)
+            elif t < b.w_end:  # a posted write in its W beats: the STORE stops after them
+                out[(b.seg.core, b.seg.client)] = (b.seg.client, b.w_end, False, b.beats)
+            elif len(b.seg.dur) == 1 and b.end == t + 1:  # the STORE's last B is at t: it ends its EXEC
+                out[(b.seg.core, b.seg.client)] = (b.seg.client, b.end, True, b.beats)
         return out
+
+    def writes_at(self, t: int) -> int:
+        """Write bursts in flight in cycle ``t`` (granted at ``<= t``, B not before ``t``)."""
+        return sum(1 for b in self.out if b.seg.write and b.g <= t < b.end)
+
+    def drain_end(self, t: int) -> int:
+        """The cycle after the last burst granted up to ``t`` ends (R beat or B): the port is idle then."""
+        return max((b.end for b in self.out if b.g <= t), default=0)
 
     def beats_at_halt(self, t: int) -> list[dict[str, int]]:
         """Beats per core and client of every burst granted up to cycle ``t`` (all of them complete)."""

@@ -1,4 +1,5 @@
-"""cocotb bench of hw/rtl/axi_arbiter.v with read bursts in flight (parameter RIF > 1, N cores):
+"""cocotb bench of hw/rtl/axi_arbiter.v with read bursts in flight (parameter RIF > 1, N cores)
+and, with parameter WIF > 1, write bursts in flight:
 every core's FETCH and LOAD read and STORE writes, against a Python model of the arbitration
 and an AXI4 slave that answers the reads in flight in random order, interleaving their beats
 across IDs, with random pauses on every channel.
@@ -15,6 +16,13 @@ checks:
   that client's ``*_done``; W beats carry the store's data; B gives the store's ``s_done``;
 * error responses: a SLVERR beat or B raises ``resp_err`` with that burst's owner and core;
 * never more than RIF reads in flight, and a write never overlaps another burst.
+
+With WIF > 1 the read and write sides are independent: a read is granted whatever the writes do,
+a write when no write is in its AW/W phase and fewer than WIF writes await their B; the STORE
+clients post (they may ask again after their last W beat, before the B); AWID is the core, the
+slave answers B's in any order across IDs (in order within one) and ``s_done`` goes to the core
+BID names; an R and a B error in one cycle report the read's. The run must see WIF writes in
+flight, B's out of AW order and a read granted while a write is in flight.
 
 Clients ask for random bursts with random gaps; the slave answers SLVERR in one address
 window; ``halt`` comes in stretches. The run must see RIF reads in flight at once, bursts
@@ -73,7 +81,8 @@ class Bench:
     def __init__(self, dut: Any, rng: random.Random, n_bursts: int, pause: float, p_halt: float):
         cfg, prm = bench_config(), bench_params()
         self.dut, self.rng, self.bus = dut, rng, cfg.bus_bytes
-        self.n, self.rif = prm["N"], prm["RIF"]
+        self.n, self.rif, self.wif = prm["N"], prm["RIF"], prm.get("WIF", 1)
+        self.wq: list[list[Any]] = []              # WIF > 1: writes granted, B not yet: [client, burst, b_due]
         self.clients = {(c, k): Client(c, k, make_bursts(rng, n_bursts, self.bus, cfg.max_burst, k == "s"))
                         for c in range(self.n) for k in PRIO}
         self.pause, self.p_halt, self.halt = pause, p_halt, 0
@@ -88,6 +97,8 @@ class Bench:
         self.cycle, self.seq = 0, 0
         self.stats = {"grants": 0, "max_reads": 0, "out_of_order": 0, "interleaved": 0, "slot_waits": 0,
                       "write_waits": 0, "resp_err": 0, "w_beats": 0}
+        if self.wif > 1:
+            self.stats.update(max_writes=0, b_out_of_order=0, read_beside_write=0)
         self.last_rid = -1
 
     def go(self) -> bool:
@@ -120,8 +131,8 @@ class Bench:
             getattr(d, f"{name}_addr").value = addr
             getattr(d, f"{name}_len").value = length
         wdata = 0
-        if self.write is not None and self.w_sent < self.write.busy.beats:
-            wdata = self.write.busy.data[self.w_sent] << (8 * self.bus * self.write.core)
+        if self.write is not None and self.w_sent < self.wburst.beats:
+            wdata = self.wburst.data[self.w_sent] << (8 * self.bus * self.write.core)
         d.s_wdata.value = wdata
         # slave: ready signals and at most one R beat, from any read in flight that is due
         arready = int(sig(d, "m_axi_arvalid") and self.go())
@@ -137,9 +148,18 @@ class Bench:
             d.m_axi_rresp.value = self.resp(beat.addr)
             d.m_axi_rlast.value = int(beat.sent == beat.beats - 1)
         d.m_axi_rvalid.value = int(beat is not None)
-        bv = self.b_due >= 0 and self.b_due <= self.cycle and self.go()
+        self.bw = None
+        if self.wif > 1:  # any core's oldest write whose B is due (in order within an ID)
+            heads = [w for i, w in enumerate(self.wq)
+                     if 0 <= w[2] <= self.cycle and not any(v[0].core == w[0].core for v in self.wq[:i])]
+            self.bw = self.rng.choice(heads) if heads and self.go() else None
+            bv = self.bw is not None
+            d.m_axi_bid.value = self.bw[0].core if bv else 0
+            d.m_axi_bresp.value = self.resp(self.bw[1].addr) if bv else 0
+        else:
+            bv = self.b_due >= 0 and self.b_due <= self.cycle and self.go()
+            d.m_axi_bresp.value = self.resp(self.write.busy.addr) if bv and self.write else 0
         d.m_axi_bvalid.value = int(bv)
-        d.m_axi_bresp.value = self.resp(self.write.busy.addr) if bv and self.write else 0
         await ReadOnly()
         self.check_grant(reqs, arready)
         self.check_bus(beat)
@@ -153,14 +173,20 @@ class Bench:
         if waiting and not self.halt:
             core = next((self.last + i) % self.n for i in range(1, self.n + 1) if (self.last + i) % self.n in waiting)
             kind = next(k for k in PRIO if reqs[(core, k)])
-            if kind == "s":
+            if kind == "s" and self.wif > 1:
+                ok = self.write is None and len(self.wq) < self.wif
+                self.stats["write_waits"] += not ok
+            elif kind == "s":
                 ok = not self.reads and self.write is None
                 self.stats["write_waits"] += not ok
             else:
                 rid = 2 * core + (kind == "l")
                 ar_free = not sig(d, "m_axi_arvalid") or arready
-                ok = self.write is None and len(self.reads) < self.rif and ar_free and rid not in self.reads
-                self.stats["slot_waits"] += self.write is None and len(self.reads) >= self.rif
+                free = self.wif > 1 or self.write is None  # with writes in flight the sides are independent
+                ok = free and len(self.reads) < self.rif and ar_free and rid not in self.reads
+                self.stats["slot_waits"] += free and len(self.reads) >= self.rif
+                if ok and self.wif > 1 and self.wq:
+                    self.stats["read_beside_write"] += 1
             want = (core, kind) if ok else None
         got = [(c, k) for k in PRIO for c in range(self.n) if vec(d, f"{k}_gnt", c)]
         assert got == ([want] if want else []), f"cycle {cyc}: granted {got}, want {want} " \
@@ -173,6 +199,10 @@ class Bench:
         cl.busy, cl.beats = cl.todo.pop(0), 0
         if want[1] == "s":
             self.write, self.w_sent, self.aw_seen, self.aw_pending = cl, 0, False, True
+            self.wburst = cl.busy
+            if self.wif > 1:
+                self.wq.append([cl, cl.busy, -1])
+                self.stats["max_writes"] = max(self.stats["max_writes"], len(self.wq))
         else:
             rid = 2 * want[0] + (want[1] == "l")
             self.reads[rid] = cl
@@ -192,6 +222,8 @@ class Bench:
                 self.slave_reads.append(Read(rid, b.addr, b.beats, self.seq, due=cyc + 1 + self.rng.randrange(6)))
                 self.seq += 1
         err = sig(d, "resp_err")
+        b_hs = bool(sig(d, "m_axi_bvalid") and sig(d, "m_axi_bready"))
+        b_err = b_hs and bool(self.resp(self.bw[1].addr if self.wif > 1 else self.wburst.addr))
         routed = {(c, k) for k in PRIO for c in range(self.n) if vec(d, f"{k}_beat", c)}
         dones = {(c, k) for k in PRIO for c in range(self.n) if vec(d, f"{k}_done", c)}
         if beat is not None:  # RREADY is 1 while reads are in flight
@@ -207,8 +239,8 @@ class Bench:
             cl.beats += 1
             last = beat.sent == beat.beats
             assert (key in dones) == last, f"cycle {cyc}: {key} done={key in dones} at beat {beat.sent}/{beat.beats}"
-            assert err == bool(self.resp(beat.addr)), f"cycle {cyc}: resp_err {err} for a read at 0x{beat.addr:x}"
-            if err:
+            assert err == bool(self.resp(beat.addr) or b_err), f"cycle {cyc}: resp_err {err} for a read at 0x{beat.addr:x}"
+            if self.resp(beat.addr):  # an R and a B error in one cycle: the read's is reported
                 self.stats["resp_err"] += 1
                 assert (sig(d, "err_owner"), sig(d, "err_core")) == (OWNER[cl.kind], cl.core), \
                     f"cycle {cyc}: error reported for {sig(d, 'err_owner')}/{sig(d, 'err_core')}, not {key}"
@@ -220,18 +252,23 @@ class Bench:
                 self.finish(cl)
         w = self.write
         if sig(d, "m_axi_awvalid") or sig(d, "m_axi_wvalid"):
-            assert w is not None and not self.reads, f"cycle {cyc}: AW/W with no write alone on the port"
+            assert w is not None and (self.wif > 1 or not self.reads), \
+                f"cycle {cyc}: AW/W with no write (alone) on the port"
         if sig(d, "m_axi_awvalid") and sig(d, "m_axi_awready"):
-            assert (sig(d, "m_axi_awaddr"), sig(d, "m_axi_awlen") + 1) == (w.busy.addr, w.busy.beats)
+            assert (sig(d, "m_axi_awaddr"), sig(d, "m_axi_awlen") + 1) == (self.wburst.addr, self.wburst.beats)
+            assert sig(d, "m_axi_awid") == (w.core if self.wif > 1 else 0), f"cycle {cyc}: AWID {sig(d, 'm_axi_awid')}"
             self.aw_seen = True
         if sig(d, "m_axi_wvalid") and sig(d, "m_axi_wready"):
-            k = self.w_sent
+            k, wb = self.w_sent, self.wburst
             assert (w.core, "s") in routed, f"cycle {cyc}: W handshake not routed to core {w.core}'s store"
-            assert sig(d, "m_axi_wdata") == w.busy.data[k] and sig(d, "m_axi_wlast") == (k == w.busy.beats - 1)
-            if not self.resp(w.busy.addr):
-                self.mem[w.busy.addr + k * bus] = w.busy.data[k]
+            assert sig(d, "m_axi_wdata") == wb.data[k] and sig(d, "m_axi_wlast") == (k == wb.beats - 1)
+            if not self.resp(wb.addr):
+                self.mem[wb.addr + k * bus] = wb.data[k]
             self.w_sent += 1
             self.stats["w_beats"] += 1
+        if self.wif > 1:
+            self.check_writes_in_flight(routed, dones, err, b_hs, beat)
+            return
         if w is not None and self.w_sent == w.busy.beats and self.aw_seen and self.b_due < 0:
             self.b_due = cyc + 1 + self.rng.randrange(4)
         if sig(d, "m_axi_bvalid") and sig(d, "m_axi_bready"):
@@ -244,6 +281,35 @@ class Bench:
             self.write, self.b_due = None, -1
             self.finish(w)
         if beat is None and not (sig(d, "m_axi_bvalid") and sig(d, "m_axi_bready")):
+            assert not dones and not err, f"cycle {cyc}: done/resp_err without R or B"
+
+    def check_writes_in_flight(self, routed: set[tuple[int, str]], dones: set[tuple[int, str]], err: int,
+                               b_hs: bool, beat: Read | None) -> None:
+        """WIF > 1: the W phase ends with its last beat (the STORE may ask again), B's come in any
+        order across IDs and reach the core BID names."""
+        d, cyc, w = self.dut, self.cycle, self.write
+        if w is not None and self.w_sent == self.wburst.beats and self.aw_seen:
+            entry = next(e for e in self.wq if e[1] is self.wburst)
+            entry[2] = cyc + 1 + self.rng.randrange(4)
+            w.beats, w.busy, w.wait = 0, None, self.rng.choice([0, 0, 1, 3])  # posted: free to ask again
+            self.write = None
+        stores = {c for c, k in dones if k == "s"}
+        if b_hs:
+            cl, b, _ = self.bw
+            assert sig(d, "m_axi_bready") and stores == {cl.core}, \
+                f"cycle {cyc}: B of core {cl.core} gave s_done to {stores}"
+            if any(e[0].core != cl.core for e in self.wq[:self.wq.index(self.bw)]):
+                self.stats["b_out_of_order"] += 1
+            if beat is None or not self.resp(beat.addr):
+                assert err == bool(self.resp(b.addr)), f"cycle {cyc}: resp_err {err} for a write at 0x{b.addr:x}"
+                if err:
+                    self.stats["resp_err"] += 1
+                    assert (sig(d, "err_owner"), sig(d, "err_core")) == (3, cl.core)
+            self.wq.remove(self.bw)
+            cl.done += 1
+        else:
+            assert not stores, f"cycle {cyc}: s_done without a B"
+        if beat is None and not b_hs:
             assert not dones and not err, f"cycle {cyc}: done/resp_err without R or B"
 
     def finish(self, cl: Client) -> None:
@@ -265,10 +331,10 @@ async def run_random(dut: Any, test: str, n_bursts: int, pause: float, p_halt: f
     await clock_and_reset(dut, inputs)
     tb = Bench(dut, rng, n_bursts, pause, p_halt)
     limit = 300 * n_bursts * tb.n
-    while not tb.all_done():
+    while not tb.all_done() or tb.wq:
         await tb.cycle_step()
         assert tb.cycle < limit, f"no progress after {limit} cycles: {tb.stats}"
-    assert not tb.reads and tb.write is None and not tb.slave_reads
+    assert not tb.reads and tb.write is None and not tb.slave_reads and not tb.wq
     return tb.stats
 
 
@@ -279,6 +345,10 @@ async def reads_in_flight_out_of_order(dut: Any) -> None:
     stats = await run_random(dut, "reads_in_flight_out_of_order", 50, pause=0.2, p_halt=0.02)
     prm = bench_params()
     assert stats["max_reads"] == prm["RIF"], stats
+    if prm.get("WIF", 1) > 1:
+        assert stats["max_writes"] == prm["WIF"], stats
+        if prm["N"] == 1:  # one ID: B's come in order
+            del stats["b_out_of_order"]
     if 2 * prm["N"] <= prm["RIF"]:  # a slot for every read client: none ever waits for one
         del stats["slot_waits"]
     missing = [k for k, v in stats.items() if not v]

@@ -4,7 +4,7 @@
 `define ACCEL_PARAMS_VH
 
 // ---- hardware config 'quad'
-`define CFG_CONFIG_ID                32'hc05fe892  // CRC32 of the config's sizes
+`define CFG_CONFIG_ID                32'h22830dbb  // CRC32 of the config's sizes
 `define CFG_VERSION                  32'hacc00300
 `define CFG_BLOCK                    16
 `define CFG_BATCH                    1
@@ -68,6 +68,7 @@
 `define CFG_CORE_IDX_BITS            2  // width of a core index (at least 1)
 `define CFG_REGION_IDX_BITS          3
 `define CFG_DRAM_READS_IN_FLIGHT     4  // read bursts the AXI port may have outstanding
+`define CFG_DRAM_WRITES_IN_FLIGHT    2  // write bursts the AXI port may have outstanding
 
 // ---- ISA: opcodes, ALU ops, buffers
 `define INSN_BITS                    128

@@ -68,6 +68,7 @@
 `define CFG_CORE_IDX_BITS            1  // width of a core index (at least 1)
 `define CFG_REGION_IDX_BITS          3
 `define CFG_DRAM_READS_IN_FLIGHT     1  // read bursts the AXI port may have outstanding
+`define CFG_DRAM_WRITES_IN_FLIGHT    1  // write bursts the AXI port may have outstanding
 
 // ---- ISA: opcodes, ALU ops, buffers
 `define INSN_BITS                    128
