@@ -463,7 +463,9 @@ def plan_conv(cfg: HwConfig, shape: ConvShape) -> ConvPlan:
              and not _windows_ok(p)]
     if split:  # the lowest estimate (no instruction-count tie-break: the gain must come from the split)
         other = min(split, key=lambda p: (p.estimate, p.insns))
-        if other.estimate < best.estimate:
+        # estimates within ESTIMATE_TOLERANCE are equal: then the one-core choice's split stays (a
+        # double-buffered tiling's overlap is what the rough port model misses most)
+        if other.estimate < best.estimate * (1 - ESTIMATE_TOLERANCE):
             best = other
     return best
 

@@ -222,9 +222,11 @@ def _resnet_default(ctx: Context) -> str:
 def _multicore_cycles(ctx: Context) -> str:
     one = ctx.scaling_point("resnet_layer", 1)
     quad = ctx.tlm_example("conv2d_resnet", "quad")
-    rif = load_config("quad").dram_reads_in_flight
+    q = load_config("quad")
+    rif, wif = q.dram_reads_in_flight, q.dram_writes_in_flight
     return (f"`cosim run vadd --config quad --model all` gives {_n(ctx.tlm_example('vadd', 'quad'))} cycles on the "
-            f"TLM, the ResNet-18 layer (`conv2d_resnet`) {_n(quad)} on `quad` ({rif} read bursts in flight; "
+            f"TLM, the ResNet-18 layer (`conv2d_resnet`) {_n(quad)} on `quad` ({rif} read and {wif} write bursts "
+            f"in flight; "
             f"{_n(one['cycles'])} on one core: {one['cycles'] / quad:.1f}x)")
 
 

@@ -68,18 +68,20 @@ def one_core(cfg: HwConfig) -> HwConfig:
 
 def derived_config(base: HwConfig, n: int) -> HwConfig:
     """``base`` with ``n`` cores, named ``<base>-x<n>``, or the shipped config of that hardware (whose RTL
-    build is then reused, as ``cosim sweep`` does). The port's reads in flight are not part of the core:
-    a shipped config with the same cores is taken whatever its ``dram_reads_in_flight``; else one core
-    gets 1 and several keep the base's (1 above 8 cores)."""
+    build is then reused, as ``cosim sweep`` does). The port's bursts in flight are not part of the core:
+    a shipped config with the same cores is taken whatever its ``dram_reads_in_flight`` and
+    ``dram_writes_in_flight``; else one core gets 1 and several keep the base's (1 above 8 cores)."""
     data = base.to_dict()
     data["num_cores"] = n
     data["dram_reads_in_flight"] = 1 if n == 1 or n > 8 else base.dram_reads_in_flight
+    data["dram_writes_in_flight"] = 1 if n == 1 or n > 8 else base.dram_writes_in_flight
     root = base.name.split("-x")[0]
     cfg = parse_config({**data, "name": f"{root}-x{n}", "description": f"{root} with {n} cores (fuzz)"},
                        f"{root}-x{n}")
 
     def cores(c: HwConfig) -> dict[str, int]:
-        return {k: v for k, v in c.hardware_dict().items() if k != "dram_reads_in_flight"}
+        return {k: v for k, v in c.hardware_dict().items()
+                if k not in ("dram_reads_in_flight", "dram_writes_in_flight")}
     for name in list_configs():
         shipped = load_config(name)
         if cores(shipped) == cores(cfg):
@@ -145,8 +147,9 @@ def generate_multicore(cfg: HwConfig, seed: int, name: str | None = None, phases
     """A random valid, race-free Program for ``cfg`` (several cores): the same seed gives the same Program.
     ``phases`` (default random 1..3) is the number of segments per core: ``phases - 1`` BARRIERs each."""
     n = cfg.num_cores
-    # seeded by the cores' hardware, not the port's reads in flight (they change no Program)
-    r = np.random.default_rng([seed, dataclasses.replace(cfg, dram_reads_in_flight=1).config_id, 5])
+    # seeded by the cores' hardware, not the port's bursts in flight (they change no Program)
+    r = np.random.default_rng([seed, dataclasses.replace(cfg, dram_reads_in_flight=1,
+                                                     dram_writes_in_flight=1).config_id, 5])
     nph = int(phases if phases is not None else r.choice([1, 2, 2, 3, 3]))
     if not 1 <= nph <= 15:
         raise ValueError(f"phases must be 1..15, got {nph}")
