@@ -132,7 +132,7 @@ module axi_arbiter #(
     reg          wown;     // the write burst still has its STORE (abort clears it)
     reg [CB-1:0] wcore;    // the write burst's core
     reg [7:0]    cnt;      // W beats done
-    reg [31:0]   waddr;    // the write burst's address and beats - 1 (AW)
+    reg [31:0]   waddr;    // WIF > 1: the write burst's address and beats - 1 (AW)
     reg [7:0]    wlenm1;
     reg [3:0]    wout;     // writes granted and not yet answered by B (WIF > 1)
     reg [N*4-1:0] wpc;     // ... of each core
@@ -176,7 +176,9 @@ module axi_arbiter #(
     wire aw_hs = m_axi_awvalid && m_axi_awready;
     wire w_hs  = m_axi_wvalid && m_axi_wready;
     wire b_hs  = m_axi_bvalid && m_axi_bready;
-    wire w_last = w_hs && (cnt == wlenm1);
+    wire [31:0] aw_addr  = MW ? waddr : addr;
+    wire [7:0]  aw_lenm1 = MW ? wlenm1 : lenm1;
+    wire w_last = w_hs && (cnt == aw_lenm1);
     // the core a B answers (its ID with writes in flight, else the one write's) and whether it has a client
     wire [31:0]   bid32  = {28'd0, m_axi_bid};
     wire [CB-1:0] bcore  = MW ? bid32[CB-1:0] : wcore;
@@ -243,11 +245,15 @@ module axi_arbiter #(
                 last <= LAST_CORE;
             else if (can_grant)
                 last <= sel;
+            // one address register for AR and AW, unless a read may be granted while an AW waits
             if (gnt_rd) begin
                 addr  <= sf ? f_addr[sel*32 +: 32] : l_addr[sel*32 +: 32];
                 lenm1 <= (sf ? f_len[sel*9 +: 8] : l_len[sel*9 +: 8]) - 8'd1;
+            end else if (gnt_wr && !MW) begin
+                addr  <= s_addr[sel*32 +: 32];
+                lenm1 <= s_len[sel*9 +: 8] - 8'd1;
             end
-            if (gnt_wr) begin
+            if (gnt_wr && MW) begin
                 waddr  <= s_addr[sel*32 +: 32];
                 wlenm1 <= s_len[sel*9 +: 8] - 8'd1;
             end
@@ -328,8 +334,8 @@ module axi_arbiter #(
 
     wire [31:0] awid32 = {{(32-CB){1'b0}}, wcore};
     assign m_axi_awid    = MW ? awid32[3:0] : 4'd0;  // with writes in flight: the core
-    assign m_axi_awaddr  = waddr;
-    assign m_axi_awlen   = wlenm1;
+    assign m_axi_awaddr  = aw_addr;
+    assign m_axi_awlen   = aw_lenm1;
     assign m_axi_awsize  = AXSIZE;
     assign m_axi_awburst = 2'b01;  // INCR
     assign m_axi_awlock  = 1'b0;
@@ -337,7 +343,7 @@ module axi_arbiter #(
     assign m_axi_awprot  = 3'b000;
     assign m_axi_awvalid = (wstate == W_W) && !aw_done;
     assign m_axi_wvalid  = (wstate == W_W) && !w_done;
-    assign m_axi_wlast   = (cnt == wlenm1);
+    assign m_axi_wlast   = (cnt == aw_lenm1);
     assign m_axi_wdata   = wown ? s_wdata[wcore*`CFG_BUS_WIDTH +: `CFG_BUS_WIDTH] : {`CFG_BUS_WIDTH{1'b0}};
     assign m_axi_wstrb   = wown ? {`CFG_BUS_BYTES{1'b1}} : {`CFG_BUS_BYTES{1'b0}};
     assign m_axi_bready  = MW ? (wout != 4'd0) : (wstate == W_B);

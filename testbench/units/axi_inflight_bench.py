@@ -27,7 +27,7 @@ flight, B's out of AW order and a read granted while a write is in flight.
 Clients ask for random bursts with random gaps; the slave answers SLVERR in one address
 window; ``halt`` comes in stretches. The run must see RIF reads in flight at once, bursts
 completing out of AR order, beats of different bursts interleaved and reads waiting for a slot.
-A directed test checks ``abort`` (soft reset) with two reads in flight.
+Directed tests check ``abort`` (soft reset) with two reads in flight and, with WIF > 1, two writes.
 """
 
 from __future__ import annotations
@@ -415,5 +415,54 @@ async def abort_orphans_every_read_in_flight(dut: Any) -> None:
     assert vec(dut, "l_beat", 0) and vec(dut, "l_done", 0), "the new LOAD burst's beat is routed again"
     await FallingEdge(dut.clk)
     dut.m_axi_rvalid.value = dut.m_axi_rlast.value = 0
+    await ReadOnly()
+    assert sig(dut, "idle")
+
+
+@cocotb.test(skip=bench_params().get("WIF", 1) == 1)
+async def abort_orphans_every_write_in_flight(dut: Any) -> None:
+    """WIF > 1: core 0's STORE posts two writes, ``abort`` comes while both await their B: the B's
+    still come and are dropped (no ``s_done``, no ``resp_err``), the port stays busy, and the STORE is
+    not granted again before the last orphaned B; then a new write is granted and answered as usual."""
+    inputs = {n: 0 for n in ("halt", "abort", "f_req", "f_addr", "f_len", "l_req", "l_addr", "l_len", "s_req",
+                             "s_addr", "s_len", "s_wdata", "m_axi_awready", "m_axi_wready", "m_axi_bid",
+                             "m_axi_bresp", "m_axi_bvalid", "m_axi_arready", "m_axi_rid", "m_axi_rdata",
+                             "m_axi_rresp", "m_axi_rlast", "m_axi_rvalid")}
+    await clock_and_reset(dut, inputs)
+    dut.m_axi_awready.value = dut.m_axi_wready.value = 1
+    for addr, beats in ((0x1000, 2), (0x2000, 1)):
+        dut.s_req.value, dut.s_addr.value, dut.s_len.value = 1, addr, beats
+        await ReadOnly()
+        assert vec(dut, "s_gnt", 0), f"write 0x{addr:x} not granted (fewer than WIF in flight)"
+        await FallingEdge(dut.clk)
+        dut.s_req.value = 0
+        for _ in range(beats):  # its W beats, the last one ending the W phase
+            await ReadOnly()
+            assert sig(dut, "m_axi_wvalid") and sig(dut, "m_axi_wstrb"), "W beat of a granted write"
+            await FallingEdge(dut.clk)
+    dut.abort.value = 1
+    await FallingEdge(dut.clk)
+    dut.abort.value = 0
+    dut.s_req.value, dut.s_addr.value, dut.s_len.value = 1, 0x3000, 1
+    for _ in range(2):  # the two orphaned B's
+        dut.m_axi_bvalid.value, dut.m_axi_bid.value, dut.m_axi_bresp.value = 1, 0, 2
+        await ReadOnly()
+        assert sig(dut, "m_axi_bready"), "BREADY low with orphaned writes in flight"
+        assert not sig(dut, "s_done") and not sig(dut, "resp_err"), "s_done/resp_err for an orphaned write"
+        assert not sig(dut, "idle") and not vec(dut, "s_gnt", 0), "STORE granted while its writes are orphaned"
+        await FallingEdge(dut.clk)
+    dut.m_axi_bvalid.value = dut.m_axi_bresp.value = 0
+    await ReadOnly()
+    assert vec(dut, "s_gnt", 0), "STORE not granted once its orphaned writes ended"
+    await FallingEdge(dut.clk)
+    dut.s_req.value = 0
+    await ReadOnly()
+    assert sig(dut, "m_axi_awvalid") and sig(dut, "m_axi_awid") == 0 and sig(dut, "m_axi_wstrb")
+    await FallingEdge(dut.clk)
+    dut.m_axi_bvalid.value = 1
+    await ReadOnly()
+    assert vec(dut, "s_done", 0) and not sig(dut, "resp_err"), "the new write's B is routed again"
+    await FallingEdge(dut.clk)
+    dut.m_axi_bvalid.value = 0
     await ReadOnly()
     assert sig(dut, "idle")
