@@ -176,3 +176,25 @@ def test_errors_with_writes_in_flight():
         assert t.cycles == r.cycles, (k, t.cycles, r.cycles)
         assert {c: t.counters.get(c) for c in r.counters} == r.counters, k
         assert t.extra["cores"] == r.extra["cores"], k
+
+
+def test_one_core_with_posted_writes():
+    """One core with 2 read and 3 write bursts in flight (a config derived from ``small``): its STOREs
+    post their bursts and its LOADs and FETCH read beside them; cycles and every counter equal."""
+    from compiler.examples import make_case
+    from hw.config import parse_config
+    from testbench.rtl_model import run_programs
+
+    base = load_config("small")
+    data = {k: v for k, v in base.to_dict().items() if k != "source"}
+    cfg = parse_config({**data, "name": "small-w3", "description": "small with writes in flight",
+                        "dram_reads_in_flight": 2, "dram_writes_in_flight": 3})
+    progs = [make_case(n, cfg).program for n in ("vadd", "vsub_tail", "conv3x3", "matmul", "softmax")]
+    tlm = [run_program(p, raise_on_error=False) for p in progs]
+    assert max(t.extra["writes_in_flight_max"] for t in tlm) >= 3
+    assert sum(t.extra["reads_beside_writes"] > 0 for t in tlm) >= 4
+    for p, t, r in zip(progs, tlm, run_programs(progs, cfg, mem="fast")):
+        assert t.error is None and r.error is None
+        assert t.cycles == r.cycles, (p.name, t.cycles, r.cycles)
+        assert {c: t.counters.get(c) for c in r.counters} == r.counters, p.name
+        assert all((t.outputs[k] == r.outputs[k]).all() for k in r.outputs), p.name
