@@ -77,3 +77,32 @@ def test_bad_variations_are_refused(vadd):
         run(prog, cfg, mem="verilog", csr_mode=(65, 0, 0, False))
     with pytest.raises(ValueError, match="split must be 0, 1 or 2"):
         run(prog, cfg, mem="verilog", csr_mode=(0, 0, 0, 3))
+
+
+@pytest.fixture(scope="module")
+def quad_add():
+    from compiler.examples import make_case
+    from testbench.raw.harness import run
+
+    cfg = load_config("quad")
+    prog = make_case("vadd_large", cfg).program  # 1,600 STOREs: writes in flight beside the reads
+    return cfg, prog, run(prog, cfg, mem="cpp")
+
+
+@pytest.mark.parametrize("mode", [(0x2468ACE, 0, -1, -1), (0, 2, -1, 3), (0x13579B, 3, -1, 600)])
+def test_writes_in_flight_under_backpressure_and_write_errors(quad_add, mode):
+    """``quad`` posts its STOREs (2 writes in flight, reads beside them): random AR/AW/W backpressure
+    only delays the run; an error response on a B while other bursts are outstanding ends the run in
+    AXI_RESP at a STORE's pc, after every burst in flight has drained (the harness gets DONE)."""
+    from testbench.raw.harness import run
+
+    cfg, prog, plain = quad_add
+    assert cfg.dram_writes_in_flight > 1 and plain.error is None and plain.extra["axi_ids"]
+    res = run(prog, cfg, mem="cpp", dram_mode=mode)
+    if mode[1] == 0:
+        assert res.error is None and first_mismatch(prog.expected, res.outputs) is None
+        assert res.cycles > plain.cycles
+        return
+    assert res.error is not None and res.error["name"] == "AXI_RESP", res.error
+    insns = prog.core_insns(res.error["core"])
+    assert insns[res.error["pc"]].MNEMONIC == "STORE", (res.error, insns[res.error["pc"]])
