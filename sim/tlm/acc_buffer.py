@@ -126,6 +126,14 @@ class Timeline:
         n = before[kk] + np.minimum(count[kk], (x - first[kk]) // step + 1)
         return np.where(k >= 0, n, 0)
 
+    def cycles(self, lo: int, hi: int) -> np.ndarray:
+        """The kind's cycles in ``[lo, hi]``, in order."""
+        first, _count, last, _before, step = self.arrays()
+        inside = (last >= lo) & (first <= hi)
+        runs = [np.arange(f, e + 1, step) for f, e in zip(first[inside], last[inside])]
+        c = np.concatenate(runs) if runs else np.zeros(0, dtype=np.int64)
+        return c[(c >= lo) & (c <= hi)]
+
     def overlaps(self, lo: int, hi: int) -> bool:
         """Some use of the kind may fall in ``[lo, hi]`` (a cheap test before counting)."""
         return any(u.last >= lo and u.start <= hi for u in reversed(self.uses))
@@ -144,10 +152,12 @@ class AccPorts:
     is added or withdrawn whose cycles start at ``t`` or later."""
 
     STEADY_STATE = ("writes", "pads", "reads")
-    STEADY_FIXED = ("on_change",)
+    STEADY_FIXED = ("on_change", "writes_meet_reads")
 
-    def __init__(self) -> None:
-        self.writes = Timeline()  # LOAD's data vectors (never in a cycle of STORE's reads)
+    def __init__(self, writes_meet_reads: bool = False) -> None:
+        # with write bursts in flight LOAD's data writes may fall in a cycle of STORE's reads
+        self.writes_meet_reads = writes_meet_reads
+        self.writes = Timeline()  # LOAD's data vectors (with one write at a time never on STORE's reads)
         self.pads = Timeline()    # LOAD's padding runs (step 1; may fall on STORE's reads)
         self.reads = Timeline()   # STORE's vector reads
         self.on_change: Callable[[int], None] | None = None
@@ -190,6 +200,9 @@ class AccPorts:
         n = self.writes.count(lo, hi) + self.pads.count(lo, hi)
         if use_src and self.reads.overlaps(lo, hi):
             n += self.reads.count(lo, hi)
+            if self.writes_meet_reads and self.writes.overlaps(lo, hi):
+                # a data write's cycle that is also a read cycle was counted twice
+                n -= int(np.intersect1d(self.writes.cycles(lo, hi), self.reads.cycles(lo, hi)).size)
             if not self.pads.overlaps(lo, hi):
                 return n
             # a padding cycle that is also a read cycle was counted twice
@@ -251,13 +264,14 @@ class AccBuffer:
     """The buffer's contents, ``mem`` (``(depth, lanes)`` int32, written in place by the units),
     and its ports (:class:`AccPorts`)."""
 
-    def __init__(self, depth: int, lanes: int):
+    def __init__(self, depth: int, lanes: int, writes_meet_reads: bool = False):
         self.mem = np.zeros((depth, lanes), dtype=np.int32)
-        self.ports = AccPorts()
+        self.writes_meet_reads = writes_meet_reads  # write bursts in flight (the port rule of AccPorts)
+        self.ports = AccPorts(writes_meet_reads)
 
     def new_run(self) -> None:
         """A run starts (START): the contents stay, no port use is known."""
-        self.ports = AccPorts()
+        self.ports = AccPorts(self.writes_meet_reads)
 
     @property
     def depth(self) -> int:

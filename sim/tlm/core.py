@@ -46,7 +46,7 @@ class Core:
         self.isa = isa
         self.dram = dram
         self.regions = regions
-        self.acc_buffer = AccBuffer(cfg.acc_depth, cfg.lanes)
+        self.acc_buffer = AccBuffer(cfg.acc_depth, cfg.lanes, cfg.dram_writes_in_flight > 1)
         self.gemm_buffers = GemmBuffers(cfg)
 
     def new_run(self, sim: Scheduler, arbiter: AxiArbiter, tracer: Tracer | None, fault: CoreFault,

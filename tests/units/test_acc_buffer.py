@@ -149,3 +149,17 @@ def test_ports_are_contended(case: Case, monkeypatch) -> None:
     assert free["compute_wait"] == 0
     if case.error is None:
         assert free["compute_busy"] < real["compute_busy"]
+
+
+def test_a_data_write_in_a_read_cycle_counts_once() -> None:
+    """With write bursts in flight LOAD's data writes (every BPA cycles) and STORE's vector reads
+    (every BPO cycles) can fall in one cycle: the ALU (with a vector operand) waits once for it."""
+    from sim.tlm.acc_buffer import AccPorts, PortUse
+
+    ports = AccPorts(writes_meet_reads=True)
+    ports.add("write", PortUse(np.array([10]), 8, np.array([2])))   # cycles 10, 18
+    ports.add("read", PortUse(np.array([10]), 2, np.array([5])))    # cycles 10, 12, 14, 16, 18
+    assert ports.blocked(0, 30, use_src=True) == 5                   # the union
+    assert ports.blocked(0, 30, use_src=False) == 2                  # an immediate ALU waits for writes only
+    assert ports.blocked(11, 17, use_src=True) == 3
+    assert ports.nth_free(10, 3, use_src=True) == 15                 # free: 11, 13, 15
