@@ -60,7 +60,8 @@ import numpy as np
 from hw.isa import INSN_BYTES, OPCODE_BITS, OPCODES
 from hw.isa_semantics import buffer_of, dram_span
 from sim.tlm.bulk_data import apply_periods
-from sim.tlm.burst_calc import row_cut_marks
+from sim.tlm.burst_calc import PAGE, row_cut_marks
+from sim.tlm.crossing_replay import Segment, new_vector, op_rows, shift_of
 from sim.tlm.steady_state import Unsupported, event_mark
 from sim.tlm.unit_shell import EXEC
 
@@ -71,6 +72,7 @@ _PATIENCE = 64          # samples without a repeat before sampling less often
 _MAX_SKIP = 63
 _KEY_CACHE = 4096       # instructions whose part of the signature is remembered
 _TEMPLATES = 16         # signatures whose periods are kept for jumping again
+_SEGMENTS = 64          # crossings kept for replay
 
 
 def enabled_by_default() -> bool:
@@ -313,6 +315,13 @@ class FastForward:
         self._scan: tuple[int, int, np.ndarray] | None = None  # the last scan of the words ahead
         self.templates: dict[tuple[Any, ...], _Template] = {}  # periods seen, by signature
         self.jumps_again = 0  # jumps made from a template
+        self.replays = 0      # crossings replayed (``sim/tlm/crossing_replay.py``)
+        self.segments: dict[tuple[Any, ...], list[Segment]] = {}  # crossings recorded, by signature
+        self.n_segments = 0
+        self.restarts = 0
+        self._end_t = 0  # the boundary the last jump ended at
+        # where the last jump ended before a DMA cut otherwise: (signature, boundary, restarts then)
+        self._seg_start: tuple[tuple[Any, ...], _Snap, int] | None = None
         # the version steps a versioned event's argument moves by in a jump, by its owner's id
         self.version_steps: dict[int, int] = {}
         for u in model.units.values():
@@ -329,16 +338,11 @@ class FastForward:
         if self.m.sim.events < self.warmup_events or self.m.fetch.next_pc < self.quiet_until:
             return
         self.skip = self.every
-        try:
-            sign = _Sign(t, self.dma, self._owners())
-            self._walk(sign, t)
-        except Unsupported:
+        signed = self._sign(t)
+        if signed is None:
             self._miss()
             return
-        m = self.m
-        key = tuple(sign.key)
-        snap = _Snap(t, m.fetch.next_pc, sign.vec, self._counters(), m.port.event_version,
-                     m.compute.event_version, len(self.log))
+        key, snap = signed
         if len(self.history) > _HISTORY_CAP or len(self.log) > _LOG_CAP:
             self._restart()  # memory stays bounded; the snapshots kept name log positions
             snap.log_len = 0
@@ -354,13 +358,17 @@ class FastForward:
             b2 = next((x for x in seen[-2::-1] if x.t == t - tpl.T and x.ref == snap.ref - tpl.P), None)
             if b2 is not None:
                 self.cut_pc = None
+                seg = self._segment(key, b2, snap)
                 if self._jump_again(tpl, b2, snap):
                     self._restart()
                     self.every = self.skip = self.misses = self.refusals = 0
                     self.jumps_again += 1
+                    if seg is not None and self.n_segments < _SEGMENTS:
+                        self.segments.setdefault(key, []).append(seg)
+                        self.n_segments += 1
                     if self.cut_pc is not None:  # a period past the changed cuts before sampling again
-                        span = snap.ref - min((v for kind, v in snap.vec if kind == "p"), default=snap.ref)
-                        self.quiet_until = self.cut_pc + tpl.P + span + 1
+                        self.quiet_until = self.cut_pc + tpl.P + _span(snap) + 1
+                        self._after_cut(self._end_t)
                     return
         if a is not None and self.holdoff:
             self.holdoff -= 1
@@ -371,11 +379,12 @@ class FastForward:
             if self.cut_pc is not None:
                 # sample again when the oldest instruction of the state two periods back is a
                 # period past the changed cuts (the observed periods must not hold them)
-                span = snap.ref - min((v for kind, v in snap.vec if kind == "p"), default=snap.ref)
-                self.quiet_until = self.cut_pc + 3 * (snap.ref - b.ref) + span + 1
+                self.quiet_until = self.cut_pc + 3 * (snap.ref - b.ref) + _span(snap) + 1
             if jumped:
                 self._restart()
                 self.every = self.skip = self.misses = self.refusals = 0
+                if self.cut_pc is not None:
+                    self._after_cut(self._end_t)
                 return
             if self.cut_pc is not None:
                 self._miss()  # not a refusal: the jump was fine up to the changed cuts
@@ -396,6 +405,18 @@ class FastForward:
     def _restart(self) -> None:
         self.history.clear()
         self.log.clear()
+        self.restarts += 1
+
+    def _sign(self, t: int) -> tuple[tuple[Any, ...], _Snap] | None:
+        """The signature and snapshot of the boundary at cycle ``t`` (None: not covered)."""
+        try:
+            sign = _Sign(t, self.dma, self._owners())
+            self._walk(sign, t)
+        except Unsupported:
+            return None
+        m = self.m
+        return tuple(sign.key), _Snap(t, m.fetch.next_pc, sign.vec, self._counters(), m.port.event_version,
+                                      m.compute.event_version, len(self.log))
 
     def _counters(self) -> tuple[int, ...]:
         m = self.m
@@ -526,7 +547,14 @@ class FastForward:
             elif _without_base(i1) != _without_base(i0) or i1.dram_base != i0.dram_base + n * d:
                 return False
         lo_b = min((v for kind, v in b.vec if kind == "p"), default=b.ref)
-        if lo_b < tpl.start:
+        return self._template_jump(tpl, c, lo_b, ops)
+
+    def _template_jump(self, tpl: "_Template", c: _Snap, lo_b: int, ops: list[tuple[str, Any]]) -> bool:
+        """Jump from the boundary ``c`` by the periods of ``tpl`` (its last period checked equal to
+        the template's, its oldest instruction a period before at pc ``lo_b``, ``ops`` its data
+        movements), up to the next DMA cut otherwise."""
+        T, P = tpl.T, tpl.P
+        if lo_b < tpl.start or c.ref <= tpl.ref or (c.ref - tpl.ref) % P:
             return False
         m, f = self.m, self.m.fetch
         R = min((f.count - c.ref - m.timing.insns_per_fetch_burst) // P, (tpl.words_end - c.ref) // P)
@@ -542,6 +570,136 @@ class FastForward:
             return False
         self._advance(c, T, P, R, tpl.deltas, tpl.d2, tpl.steps, ops, tpl.op_deltas)
         return True
+
+    # ---- crossings: recorded once, replayed (sim/tlm/crossing_replay.py) -----------------
+    def _after_cut(self, t: int) -> None:
+        """A jump ended at the boundary of cycle ``t`` before a DMA cut otherwise: while a recorded
+        crossing matches from here, replay it and jump again from its end; else keep this boundary
+        as the start of the crossing to record when the run jumps again from the same signature."""
+        self._seg_start = None
+        while True:
+            signed = self._sign(t)
+            if signed is None:
+                return
+            key, s1 = signed
+            replayed = None
+            for seg in self.segments.get(key, ()):
+                c3 = self._replay(seg, s1)
+                if c3 is not None:
+                    replayed = seg, c3
+                    break
+            if replayed is None:
+                self._seg_start = (key, s1, self.restarts)
+                return
+            seg, c3 = replayed
+            self.replays += 1
+            self.quiet_until = 0
+            tpl = self.templates.get(key)
+            if tpl is None:
+                return
+            n = (c3.ref - tpl.ref) // tpl.P
+            ops = [(k, dataclasses.replace(i, dram_base=i.dram_base + n * d)) if d else (k, i)
+                   for (k, i), d in zip(tpl.ops, tpl.op_deltas)]
+            self.cut_pc = None
+            if not self._template_jump(tpl, c3, c3.ref + seg.lo_end, ops):
+                return
+            self._restart()
+            self.jumps_again += 1
+            if self.cut_pc is None:
+                return
+            self.quiet_until = self.cut_pc + tpl.P + _span(c3) + 1
+            t = self._end_t
+
+    def _window(self, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """The instruction words of pcs ``lo`` .. ``hi``: the rows, the rows with the DMA address
+        masked out, which are LOADs or STOREs, and their DRAM addresses."""
+        f = self.m.fetch
+        w = self.m.dram[f.addr + INSN_BYTES * lo:f.addr + INSN_BYTES * hi].reshape(-1, INSN_BYTES)
+        dma = _dma_rows(w)
+        masked = np.where(dma[:, None], w & ~self._base_mask(), w)
+        return w, masked, dma, np.where(dma, self._dram_bases(w), 0)
+
+    def _base_mask(self) -> np.ndarray:
+        fld = self.m.isa.field("LOAD", "dram_base")
+        mask = np.zeros(INSN_BYTES, dtype=np.uint8)
+        for bit in range(fld.lo, fld.lo + fld.width):
+            mask[bit // 8] |= 1 << (bit % 8)
+        return mask
+
+    def _row_word(self, w: np.ndarray, r: int) -> int:
+        return int.from_bytes(w[r].tobytes(), "little")
+
+    def _segment(self, key: tuple[Any, ...], b: _Snap, c: _Snap) -> Segment | None:
+        """The crossing from the boundary the last jump ended at (same signature ``key``, no
+        restart since) to ``c`` (``b``: a period before ``c``), to record; None if there is none
+        or it cannot be replayed (GEMM's micro-ops loaded, a DMA not found in the words)."""
+        start = self._seg_start
+        if start is None or start[0] != key or start[2] != self.restarts or c.ref <= start[1].ref:
+            return None
+        s1 = start[1]
+        m, f = self.m, self.m.fetch
+        if c.ref + m.timing.insns_per_fetch_burst > f.count or self.m.error is not None:
+            return None
+        lo = min((v for kind, v in s1.vec if kind == "p"), default=s1.ref)
+        w, masked, dma, bases = self._window(lo, c.ref)
+        insns: dict[int, Any] = {}
+        cuts: dict[int, tuple[int, ...]] = {}
+        for r in np.flatnonzero(dma).tolist():
+            word = self._row_word(w, r)
+            i = self.dma.decode(word)
+            insns[r] = i
+            cuts[r] = self.dma.word_key(word, i)[1]
+        ops = self.log[s1.log_len:c.log_len]
+        rows = op_rows(ops, insns)
+        if rows is None:
+            return None
+        lo_b = min((v for kind, v in b.vec if kind == "p"), default=b.ref)
+        return Segment(s1.t, s1.ref, c.t - s1.t, c.ref - s1.ref, lo - s1.ref, c.ref - s1.ref, masked, dma, bases,
+                       cuts, list(s1.vec), list(c.vec), [y - x for x, y in zip(s1.counters, c.counters)],
+                       (c.port_version - s1.port_version, c.plan_version - s1.plan_version), list(ops), rows,
+                       lo_b - c.ref)
+
+    def _replay(self, seg: Segment, c: _Snap) -> _Snap | None:
+        """Replay the crossing ``seg`` from the boundary ``c`` (its signature is the segment's) when
+        the words ahead match the recorded ones: the boundary at its end, else None (nothing moved)."""
+        m, f = self.m, self.m.fetch
+        dt, dref = c.t - seg.t0, c.ref - seg.ref0
+        lo, hi = c.ref + seg.lo, c.ref + seg.hi
+        burst = m.timing.insns_per_fetch_burst
+        if dref <= 0 or lo < 0 or hi + burst > f.count:
+            return None
+        # FETCH's bursts stop at 4 KiB boundaries: they must fall where they did
+        if (INSN_BYTES * dref) % PAGE and (PAGE % (burst * INSN_BYTES) or f.addr % (burst * INSN_BYTES)):
+            return None
+        w, masked, dma, bases = self._window(lo, hi)
+        if not np.array_equal(masked, seg.masked):
+            return None
+        shifts = bases - seg.bases
+        for r, cut in seg.cuts.items():
+            word = self._row_word(w, r)
+            if self.dma.word_key(word, self.dma.decode(word))[1] != cut or not self._regions_ok(lo + r, lo + r):
+                return None
+        vec1 = new_vector(seg, c.vec, dt, dref, shifts)
+        if vec1 is None:
+            return None
+        op_deltas = []
+        for (kind, i), rows in zip(seg.ops, seg.op_rows):
+            d = shift_of(rows, shifts) if rows else 0
+            if d is None:
+                return None
+            op_deltas.append(d)
+        win_lo, win_hi = f.addr, f.addr + INSN_BYTES * f.count
+        for (kind, i), d in zip(seg.ops, op_deltas):  # the recorded movements, moved by their shifts
+            if kind == "store":
+                span = dram_span(dataclasses.replace(i, dram_base=i.dram_base + d), m.timing)
+                if span is not None and span[0] < win_hi and win_lo < span[1]:
+                    return None
+        deltas = [v1 - v for (_, v), v1 in zip(c.vec, vec1)]
+        counters = tuple(x + d for x, d in zip(c.counters, seg.counters))
+        self._advance(c, seg.T, seg.P, 1, deltas, seg.counters, seg.steps, seg.ops, op_deltas)
+        self.jumps -= 1  # a replay, not a jump
+        return _Snap(c.t + seg.T, c.ref + seg.P, [(k, v) for (k, _), v in zip(seg.vec1, vec1)], counters,
+                     m.port.event_version, m.compute.event_version, 0)
 
     def _advance(self, c: _Snap, T: int, P: int, R: int, deltas: list[int], d2: list[int],
                  steps: tuple[int, int], ops: list[tuple[str, Any]], op_deltas: list[int]) -> None:
@@ -559,6 +717,7 @@ class FastForward:
         m.sim.advance_clock(dt)
         self._apply_data(ops, op_deltas, R)
         self.jumps += 1
+        self._end_t = c.t + dt
         self.skipped_cycles += dt
         self.skipped_insns += dp
 
@@ -706,6 +865,11 @@ class FastForward:
         LOAD's or STORE's address moved by its step each period): ``sim/tlm/bulk_data.py``."""
         way = apply_periods(ops, op_deltas, R, self.m.load, self.m.store, self.m.compute, self.m.timing)
         self.ways[way] = self.ways.get(way, 0) + 1
+
+
+def _span(c: _Snap) -> int:
+    """How many instructions before FETCH's pc the oldest instruction of the state at ``c`` is."""
+    return c.ref - min((v for kind, v in c.vec if kind == "p"), default=c.ref)
 
 
 def _dma_rows(w: np.ndarray) -> np.ndarray:

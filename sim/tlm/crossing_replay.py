@@ -1,0 +1,126 @@
+"""Crossings replayed by the TLM's fast-forward (``sim/tlm/fast_forward.py``): the event-by-event
+stretch between a jump that ended before a DMA cut otherwise by a 4 KiB boundary and the jump
+from the same signature after it, recorded once and applied again wherever the same stretch
+comes back.
+
+A *segment* goes from a boundary with signature ``K`` (just after a jump) to the next boundary
+with the same signature ``K`` (where the run jumped again, from the template of ``K``). Its
+future is decided by the signature and the instruction words FETCH reads in between (each DMA's
+fields but its address, and where 4 KiB boundaries cut its rows); the DRAM addresses, past times
+and pcs only enter arithmetic. So from a later boundary with signature ``K`` whose window of words
+matches the segment's (the same words but for DMA addresses, every DMA cut where its counterpart
+was), the run ends exactly as the segment did, moved: ``T`` cycles and ``P`` instructions later,
+every counter moved by the segment's change, each DMA address by its word's shift from the
+recorded window, and the segment's data movements applied with those shifts.
+
+This module holds what a segment keeps and the matching of a window; the fast-forward makes the
+move (its walk in shift mode, by one "period" that is the segment).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import numpy as np
+
+from hw.isa_semantics import buffer_of
+
+
+@dataclasses.dataclass
+class Segment:
+    """One recorded crossing: from a boundary (cycle ``t0``, FETCH's pc ``ref0``, side vector
+    ``vec0``) to the boundary of the same signature ``T`` cycles and ``P`` instructions later
+    (side vector ``vec1``); the words read in between (pcs ``ref0 + lo`` .. ``ref0 + hi``, DMA
+    addresses masked, with the addresses and cut marks of the DMAs); the counters' change, the
+    event versions' steps, the data movements with the window row of each LOAD and STORE, and
+    where the oldest instruction was a period before the end (``lo_end``, relative to the end)."""
+
+    t0: int
+    ref0: int
+    T: int
+    P: int
+    lo: int
+    hi: int
+    masked: np.ndarray
+    dma: np.ndarray
+    bases: np.ndarray
+    cuts: dict[int, tuple[int, ...]]
+    vec0: list[tuple[Any, int]]
+    vec1: list[tuple[Any, int]]
+    counters: list[int]
+    steps: tuple[int, int]
+    ops: list[tuple[str, Any]]
+    op_rows: list[list[int]]
+    lo_end: int
+
+
+def op_rows(ops: list[tuple[str, Any]], rows_insns: dict[int, Any]) -> list[list[int]] | None:
+    """For each data movement, the window rows whose instruction it may be (a LOAD's or STORE's:
+    the DMA rows with its fields and address; none for the others); None when a LOAD or STORE
+    has no row or a LOAD of micro-ops is among them (GEMM's faults depend on their contents)."""
+    out: list[list[int]] = []
+    for kind, i in ops:
+        if kind not in ("load", "store"):
+            out.append([])
+            continue
+        if kind == "load" and buffer_of(i) == "UOP":
+            return None
+        rows = [r for r, j in rows_insns.items() if j == i]
+        if not rows:
+            return None
+        out.append(rows)
+    return out
+
+
+def shift_of(rows: list[int], shifts: np.ndarray) -> int | None:
+    """The address shift of one DMA given the rows it may be: theirs if they agree, else None."""
+    s = {int(shifts[r]) for r in rows}
+    return s.pop() if len(s) == 1 else None
+
+
+def new_vector(seg: Segment, vec: list[tuple[Any, int]], dt: int, dref: int, shifts: np.ndarray) -> list[int] | None:
+    """The side vector at the segment's end, replayed from a boundary with side vector ``vec``
+    (``dt`` cycles and ``dref`` instructions after the recorded start; ``shifts``: each window
+    row's DRAM address shift). A time or pc of the start stays (a constant) or moves by ``dt`` or
+    ``dref``; at the end, one made in the segment moves by ``dt`` or ``dref``, one carried through
+    it as its value did at the start; a DMA address moves by its row's shift. None when a value
+    cannot be placed (a past value not seen at the start, or seen moving both ways)."""
+    if len(vec) != len(seg.vec0):
+        return None
+    moves: dict[tuple[str, int], set[int]] = {}
+    for (kind, v0), (_, v) in zip(seg.vec0, vec):
+        if kind in ("t", "p"):
+            if v - v0 not in (0, dt if kind == "t" else dref):
+                return None
+            moves.setdefault((kind, v0), set()).add(v - v0)
+        else:
+            s = _addr_shift(seg, v0, shifts)
+            if s is None or v - v0 != s:
+                return None
+    out = []
+    for kind, v1 in seg.vec1:
+        if kind == "t" and v1 > seg.t0 or kind == "p" and v1 >= seg.ref0:
+            out.append(v1 + (dt if kind == "t" else dref))  # made in the segment
+        elif kind in ("t", "p"):
+            m = moves.get((kind, v1))
+            if m is None or len(m) != 1:
+                return None
+            out.append(v1 + next(iter(m)))
+        else:
+            s = _addr_shift(seg, v1, shifts)
+            if s is None:
+                return None
+            out.append(v1 + s)
+    return out
+
+
+def _addr_shift(seg: Segment, v: int, shifts: np.ndarray) -> int | None:
+    """The shift of a DMA address of the side vector: that of the window rows with that address."""
+    rows = np.flatnonzero(seg.dma & (seg.bases == v))
+    if len(rows) == 0:
+        return None
+    return shift_of(rows.tolist(), shifts)
+
+
+__all__ = ["Segment", "new_vector", "op_rows", "shift_of"]
