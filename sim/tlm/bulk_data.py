@@ -41,6 +41,9 @@ def apply_periods(ops: list[tuple[str, Any]], deltas: list[int], R: int, load: A
     taken (``affine``, ``batched``, ``replay``; ``none`` for no data)."""
     if not ops or R < 1:
         return "none"
+    if R == 1:  # one period (a crossing replayed): in order, as cheap as any batching and no analysis
+        _replay(ops, deltas, 1, load, store, compute)
+        return "replay"
     acc = load.acc.mem
     if all(k == "alu" and i.use_imm and ALU_OP_NAMES[i.alu_op] in _AFFINE_OPS for k, i in ops):
         A, B = _power(*_affine(ops, acc.shape[0]), R)

@@ -34,7 +34,9 @@ class Segment:
     (side vector ``vec1``); the words read in between (pcs ``ref0 + lo`` .. ``ref0 + hi``, DMA
     addresses masked, with the addresses and cut marks of the DMAs); the counters' change, the
     event versions' steps, the data movements with the window row of each LOAD and STORE, and
-    where the oldest instruction was a period before the end (``lo_end``, relative to the end)."""
+    where the oldest instruction was a period before the end (``lo_end``, relative to the end),
+    how many of the movements were the last period's (``last_ops``), and the template the run
+    jumped with from the end (``tpl``)."""
 
     t0: int
     ref0: int
@@ -53,6 +55,8 @@ class Segment:
     ops: list[tuple[str, Any]]
     op_rows: list[list[int]]
     lo_end: int
+    last_ops: int
+    tpl: Any = None
 
 
 def op_rows(ops: list[tuple[str, Any]], rows_insns: dict[int, Any]) -> list[list[int]] | None:

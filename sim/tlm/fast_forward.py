@@ -320,6 +320,8 @@ class FastForward:
         self.n_segments = 0
         self.restarts = 0
         self._end_t = 0  # the boundary the last jump ended at
+        self._last_tpl: _Template | None = None  # the template the last first jump made
+        self._replayed_deltas: list[int] = []  # the address shifts of the last replay's data movements
         # where the last jump ended before a DMA cut otherwise: (signature, boundary, restarts then)
         self._seg_start: tuple[tuple[Any, ...], _Snap, int] | None = None
         # the version steps a versioned event's argument moves by in a jump, by its owner's id
@@ -363,9 +365,7 @@ class FastForward:
                     self._restart()
                     self.every = self.skip = self.misses = self.refusals = 0
                     self.jumps_again += 1
-                    if seg is not None and self.n_segments < _SEGMENTS:
-                        self.segments.setdefault(key, []).append(seg)
-                        self.n_segments += 1
+                    self._record(key, seg, tpl)
                     if self.cut_pc is not None:  # a period past the changed cuts before sampling again
                         self.quiet_until = self.cut_pc + tpl.P + _span(snap) + 1
                         self._after_cut(self._end_t)
@@ -375,7 +375,11 @@ class FastForward:
         elif a is not None:
             self.cut_pc = None
             self._scan = None
+            seg = self._segment(key, b, snap)
+            self._last_tpl = None
             jumped = self._jump(a, b, snap, key)
+            if jumped and self._last_tpl is not None:
+                self._record(key, seg, self._last_tpl)
             if self.cut_pc is not None:
                 # sample again when the oldest instruction of the state two periods back is a
                 # period past the changed cuts (the observed periods must not hold them)
@@ -512,10 +516,11 @@ class FastForward:
         except Unsupported:
             return False
         steps = (c.port_version - b.port_version, c.plan_version - b.plan_version)
-        if self._scan is not None and len(self.templates) < _TEMPLATES:
+        if self._scan is not None:
             s, words_end, anomalies = self._scan
-            self.templates[key] = _Template(T, P, c.ref, s, words_end, anomalies, d2, deltas, steps, list(ops),
-                                            op_deltas)
+            self._last_tpl = _Template(T, P, c.ref, s, words_end, anomalies, d2, deltas, steps, list(ops), op_deltas)
+            if len(self.templates) < _TEMPLATES:
+                self.templates[key] = self._last_tpl
         if R < 1:
             return False
         self._advance(c, T, P, R, deltas, d2, steps, ops, op_deltas)
@@ -594,14 +599,16 @@ class FastForward:
             seg, c3 = replayed
             self.replays += 1
             self.quiet_until = 0
-            tpl = self.templates.get(key)
-            if tpl is None:
-                return
+            # the recorded run jumped from the segment's end with the template ``seg.tpl``, its last
+            # period equal to the template's: the replayed one is that period moved
+            tpl = seg.tpl
             n = (c3.ref - tpl.ref) // tpl.P
             ops = [(k, dataclasses.replace(i, dram_base=i.dram_base + n * d)) if d else (k, i)
                    for (k, i), d in zip(tpl.ops, tpl.op_deltas)]
+            last = [(k, dataclasses.replace(i, dram_base=i.dram_base + d)) if d else (k, i)
+                    for (k, i), d in zip(seg.ops[len(seg.ops) - seg.last_ops:], self._replayed_deltas[len(seg.ops) - seg.last_ops:])]
             self.cut_pc = None
-            if not self._template_jump(tpl, c3, c3.ref + seg.lo_end, ops):
+            if (c3.ref - tpl.ref) % tpl.P or last != ops or not self._template_jump(tpl, c3, c3.ref + seg.lo_end, ops):
                 return
             self._restart()
             self.jumps_again += 1
@@ -657,7 +664,14 @@ class FastForward:
         return Segment(s1.t, s1.ref, c.t - s1.t, c.ref - s1.ref, lo - s1.ref, c.ref - s1.ref, masked, dma, bases,
                        cuts, list(s1.vec), list(c.vec), [y - x for x, y in zip(s1.counters, c.counters)],
                        (c.port_version - s1.port_version, c.plan_version - s1.plan_version), list(ops), rows,
-                       lo_b - c.ref)
+                       lo_b - c.ref, c.log_len - b.log_len)
+
+    def _record(self, key: tuple[Any, ...], seg: Segment | None, tpl: _Template) -> None:
+        """Keep the crossing ``seg`` (None: nothing to keep), which the run ended by a jump with ``tpl``."""
+        if seg is not None and self.n_segments < _SEGMENTS and seg.last_ops <= len(seg.ops):
+            seg.tpl = tpl
+            self.segments.setdefault(key, []).append(seg)
+            self.n_segments += 1
 
     def _replay(self, seg: Segment, c: _Snap) -> _Snap | None:
         """Replay the crossing ``seg`` from the boundary ``c`` (its signature is the segment's) when
@@ -694,6 +708,7 @@ class FastForward:
                 span = dram_span(dataclasses.replace(i, dram_base=i.dram_base + d), m.timing)
                 if span is not None and span[0] < win_hi and win_lo < span[1]:
                     return None
+        self._replayed_deltas = op_deltas
         deltas = [v1 - v for (_, v), v1 in zip(c.vec, vec1)]
         counters = tuple(x + d for x, d in zip(c.counters, seg.counters))
         self._advance(c, seg.T, seg.P, 1, deltas, seg.counters, seg.steps, seg.ops, op_deltas)
