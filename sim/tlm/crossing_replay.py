@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from hw.isa_semantics import buffer_of
+from sim.tlm.burst_calc import row_cut_marks
 
 
 @dataclasses.dataclass
@@ -32,7 +33,8 @@ class Segment:
     """One recorded crossing: from a boundary (cycle ``t0``, FETCH's pc ``ref0``, side vector
     ``vec0``) to the boundary of the same signature ``T`` cycles and ``P`` instructions later
     (side vector ``vec1``); the words read in between (pcs ``ref0 + lo`` .. ``ref0 + hi``, DMA
-    addresses masked, with the addresses and cut marks of the DMAs); the counters' change, the
+    addresses masked, with the addresses of the DMAs, and their cut marks by group of equal
+    fields); the counters' change, the
     event versions' steps, the data movements with the window row of each LOAD and STORE, and
     where the oldest instruction was a period before the end (``lo_end``, relative to the end),
     how many of the movements were the last period's (``last_ops``), and the template the run
@@ -47,7 +49,7 @@ class Segment:
     masked: np.ndarray
     dma: np.ndarray
     bases: np.ndarray
-    cuts: dict[int, tuple[int, ...]]
+    groups: list["DmaGroup"]
     vec0: list[tuple[Any, int]]
     vec1: list[tuple[Any, int]]
     counters: list[int]
@@ -59,10 +61,46 @@ class Segment:
     tpl: Any = None
 
 
+@dataclasses.dataclass
+class DmaGroup:
+    """The LOADs or STOREs of a window with the same fields but the DRAM address: their ``rows``,
+    their shape (``y_size`` rows of ``row_bytes`` bytes, ``stride_bytes`` apart, the address unit
+    ``unit`` bytes, ``write``: a STORE) and the cut marks the recorded window had (one row each)."""
+
+    rows: np.ndarray
+    y_size: int
+    row_bytes: int
+    stride_bytes: int
+    unit: int
+    write: bool
+    marks: np.ndarray
+
+
+def group_dmas(rows_insns: dict[int, Any]) -> list[tuple[list[int], Any]]:
+    """The DMA rows of a window grouped by their fields but the address: ``(rows, one instruction)``."""
+    by: dict[Any, tuple[list[int], Any]] = {}
+    for r, i in rows_insns.items():
+        k = dataclasses.replace(i, dram_base=0)
+        by.setdefault(k, ([], i))[0].append(r)
+    return list(by.values())
+
+
+def group_marks(g: DmaGroup, bases: np.ndarray, bus_bytes: int, max_burst: int) -> np.ndarray:
+    """Where 4 KiB boundaries cut the rows of the group's DMAs at DRAM addresses ``bases``
+    (``row_cut_marks``, one line per DMA)."""
+    if g.y_size == 0 or g.row_bytes == 0:
+        return np.zeros((len(bases), 0), dtype=np.int64)
+    addrs = bases[:, None] * g.unit + np.arange(g.y_size, dtype=np.int64)[None, :] * g.stride_bytes
+    return row_cut_marks(addrs, g.row_bytes, bus_bytes, max_burst)
+
+
 def op_rows(ops: list[tuple[str, Any]], rows_insns: dict[int, Any]) -> list[list[int]] | None:
     """For each data movement, the window rows whose instruction it may be (a LOAD's or STORE's:
     the DMA rows with its fields and address; none for the others); None when a LOAD or STORE
     has no row or a LOAD of micro-ops is among them (GEMM's faults depend on their contents)."""
+    where: dict[Any, list[int]] = {}
+    for r, j in rows_insns.items():
+        where.setdefault(j, []).append(r)
     out: list[list[int]] = []
     for kind, i in ops:
         if kind not in ("load", "store"):
@@ -70,7 +108,7 @@ def op_rows(ops: list[tuple[str, Any]], rows_insns: dict[int, Any]) -> list[list
             continue
         if kind == "load" and buffer_of(i) == "UOP":
             return None
-        rows = [r for r, j in rows_insns.items() if j == i]
+        rows = where.get(i, [])
         if not rows:
             return None
         out.append(rows)
@@ -127,4 +165,4 @@ def _addr_shift(seg: Segment, v: int, shifts: np.ndarray) -> int | None:
     return shift_of(rows.tolist(), shifts)
 
 
-__all__ = ["Segment", "new_vector", "op_rows", "shift_of"]
+__all__ = ["DmaGroup", "Segment", "group_dmas", "group_marks", "new_vector", "op_rows", "shift_of"]

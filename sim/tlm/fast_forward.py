@@ -57,11 +57,12 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 
+from hw import csr
 from hw.isa import INSN_BYTES, OPCODE_BITS, OPCODES
 from hw.isa_semantics import buffer_of, dram_span
 from sim.tlm.bulk_data import apply_periods
 from sim.tlm.burst_calc import PAGE, row_cut_marks
-from sim.tlm.crossing_replay import Segment, new_vector, op_rows, shift_of
+from sim.tlm.crossing_replay import DmaGroup, Segment, group_dmas, group_marks, new_vector, op_rows, shift_of
 from sim.tlm.steady_state import Unsupported, event_mark
 from sim.tlm.unit_shell import EXEC
 
@@ -649,20 +650,22 @@ class FastForward:
             return None
         lo = min((v for kind, v in s1.vec if kind == "p"), default=s1.ref)
         w, masked, dma, bases = self._window(lo, c.ref)
-        insns: dict[int, Any] = {}
-        cuts: dict[int, tuple[int, ...]] = {}
-        for r in np.flatnonzero(dma).tolist():
-            word = self._row_word(w, r)
-            i = self.dma.decode(word)
-            insns[r] = i
-            cuts[r] = self.dma.word_key(word, i)[1]
+        insns = {r: self.dma.decode(self._row_word(w, r)) for r in np.flatnonzero(dma).tolist()}
+        T = m.timing
+        groups = []
+        for rows, i in group_dmas(insns):
+            unit = self.dma.elem_bytes(i)
+            g = DmaGroup(np.array(rows, dtype=np.int64), i.y_size if i.x_size else 0, i.x_size * unit,
+                         i.x_stride * unit, unit, i.MNEMONIC == "STORE", np.zeros(0))
+            g.marks = group_marks(g, bases[g.rows], T.bus_bytes, T.max_burst)
+            groups.append(g)
         ops = self.log[s1.log_len:c.log_len]
         rows = op_rows(ops, insns)
         if rows is None:
             return None
         lo_b = min((v for kind, v in b.vec if kind == "p"), default=b.ref)
         return Segment(s1.t, s1.ref, c.t - s1.t, c.ref - s1.ref, lo - s1.ref, c.ref - s1.ref, masked, dma, bases,
-                       cuts, list(s1.vec), list(c.vec), [y - x for x, y in zip(s1.counters, c.counters)],
+                       groups, list(s1.vec), list(c.vec), [y - x for x, y in zip(s1.counters, c.counters)],
                        (c.port_version - s1.port_version, c.plan_version - s1.plan_version), list(ops), rows,
                        lo_b - c.ref, c.log_len - b.log_len)
 
@@ -689,9 +692,13 @@ class FastForward:
         if not np.array_equal(masked, seg.masked):
             return None
         shifts = bases - seg.bases
-        for r, cut in seg.cuts.items():
-            word = self._row_word(w, r)
-            if self.dma.word_key(word, self.dma.decode(word))[1] != cut or not self._regions_ok(lo + r, lo + r):
+        T = m.timing
+        for g in seg.groups:  # every DMA cut as its counterpart was, inside a region that allows it
+            b = bases[g.rows]
+            if not np.array_equal(group_marks(g, b, T.bus_bytes, T.max_burst), g.marks):
+                return None
+            if g.y_size and not m.regions.ok(int(b.min()) * g.unit, int(b.max()) * g.unit + (g.y_size - 1) * g.stride_bytes
+                                             + g.row_bytes, csr.ATTR_WRITE if g.write else csr.ATTR_READ):
                 return None
         vec1 = new_vector(seg, c.vec, dt, dref, shifts)
         if vec1 is None:
@@ -866,8 +873,6 @@ class FastForward:
     def _regions_ok(self, first: int, last: int) -> bool:
         """The DMA words at ``first`` and ``last`` (one position of the period, addresses moving
         by equal steps in between) and every instance between them pass the region check."""
-        from hw import csr
-
         i0, i1 = self.dma.decode(self._word(first)), self.dma.decode(self._word(last))
         s0, s1 = dram_span(i0, self.m.timing), dram_span(i1, self.m.timing)
         if s0 is None or s1 is None:
