@@ -323,6 +323,7 @@ class FastForward:
         self._end_t = 0  # the boundary the last jump ended at
         self._last_tpl: _Template | None = None  # the template the last first jump made
         self._replayed_deltas: list[int] = []  # the address shifts of the last replay's data movements
+        self._pending: tuple[_Template, int, int] | None = None  # data deferred in a chain of replays
         # where the last jump ended before a DMA cut otherwise: (signature, boundary, restarts then)
         self._seg_start: tuple[tuple[Any, ...], _Snap, int] | None = None
         # the version steps a versioned event's argument moves by in a jump, by its owner's id
@@ -574,7 +575,10 @@ class FastForward:
                 self.cut_pc = cut
         if R < 1 or not self._dma_checks(c.ref, P, R, ops, tpl.op_deltas):
             return False
-        self._advance(c, T, P, R, tpl.deltas, tpl.d2, tpl.steps, ops, tpl.op_deltas)
+        chained = self._pending is not None and self._pending[0] is tpl
+        self._advance(c, T, P, R, tpl.deltas, tpl.d2, tpl.steps, ops, tpl.op_deltas, data=not chained)
+        if chained:
+            self._defer(tpl, (c.ref - tpl.ref) // P, R)
         return True
 
     # ---- crossings: recorded once, replayed (sim/tlm/crossing_replay.py) -----------------
@@ -583,6 +587,12 @@ class FastForward:
         crossing matches from here, replay it and jump again from its end; else keep this boundary
         as the start of the crossing to record when the run jumps again from the same signature."""
         self._seg_start = None
+        try:
+            self._replay_chain(t)
+        finally:
+            self._flush_data()
+
+    def _replay_chain(self, t: int) -> None:
         while True:
             signed = self._sign(t)
             if signed is None:
@@ -604,12 +614,11 @@ class FastForward:
             # period equal to the template's: the replayed one is that period moved
             tpl = seg.tpl
             n = (c3.ref - tpl.ref) // tpl.P
-            ops = [(k, dataclasses.replace(i, dram_base=i.dram_base + n * d)) if d else (k, i)
-                   for (k, i), d in zip(tpl.ops, tpl.op_deltas)]
-            last = [(k, dataclasses.replace(i, dram_base=i.dram_base + d)) if d else (k, i)
-                    for (k, i), d in zip(seg.ops[len(seg.ops) - seg.last_ops:], self._replayed_deltas[len(seg.ops) - seg.last_ops:])]
+            whole = self._defer_segment(tpl, n, seg, self._replayed_deltas)
             self.cut_pc = None
-            if (c3.ref - tpl.ref) % tpl.P or last != ops or not self._template_jump(tpl, c3, c3.ref + seg.lo_end, ops):
+            if (c3.ref - tpl.ref) % tpl.P or not (whole or _periods_of(tpl, seg.ops[len(seg.ops) - seg.last_ops:],
+                                                                      self._replayed_deltas[len(seg.ops) - seg.last_ops:], n)) \
+                    or not self._template_jump(tpl, c3, c3.ref + seg.lo_end, _instance(tpl, n)):
                 return
             self._restart()
             self.jumps_again += 1
@@ -617,6 +626,38 @@ class FastForward:
                 return
             self.quiet_until = self.cut_pc + tpl.P + _span(c3) + 1
             t = self._end_t
+
+    # the data of a chain of replays and jumps, applied at once where the segments' movements are
+    # whole periods of one template in its order: (template, last instance applied, instances to apply)
+    def _defer_segment(self, tpl: "_Template", n: int, seg: Segment, shifts: list[int]) -> bool:
+        """The data movements of the replayed crossing ``seg`` (addresses moved by ``shifts``), which
+        ends at instance ``n`` of ``tpl``: deferred when they are the template's periods up to ``n``
+        in its order (True), else applied now."""
+        k = seg.P // tpl.P
+        if seg.P % tpl.P == 0 and k >= 1 and _periods_of(tpl, seg.ops, shifts, n - k + 1):
+            self._defer(tpl, n - k, k)
+            return True
+        self._flush_data()
+        moved = [(kd, dataclasses.replace(i, dram_base=i.dram_base + d)) if d else (kd, i)
+                 for (kd, i), d in zip(seg.ops, shifts)]
+        way = apply_periods(moved, [0] * len(moved), 1, self.m.load, self.m.store, self.m.compute, self.m.timing)
+        self.ways[way] = self.ways.get(way, 0) + 1
+        return False
+
+    def _defer(self, tpl: "_Template", base: int, R: int) -> None:
+        """Instances ``base + 1`` .. ``base + R`` of ``tpl``'s period: deferred (after those already)."""
+        p = self._pending
+        if p is not None and p[0] is tpl and p[1] + p[2] == base:
+            self._pending = (tpl, p[1], p[2] + R)
+            return
+        self._flush_data()
+        self._pending = (tpl, base, R)
+
+    def _flush_data(self) -> None:
+        p, self._pending = self._pending, None
+        if p is not None:
+            tpl, base, R = p
+            self._apply_data(_instance(tpl, base), tpl.op_deltas, R)
 
     def _window(self, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """The instruction words of pcs ``lo`` .. ``hi``: the rows, the rows with the DMA address
@@ -718,15 +759,16 @@ class FastForward:
         self._replayed_deltas = op_deltas
         deltas = [v1 - v for (_, v), v1 in zip(c.vec, vec1)]
         counters = tuple(x + d for x, d in zip(c.counters, seg.counters))
-        self._advance(c, seg.T, seg.P, 1, deltas, seg.counters, seg.steps, seg.ops, op_deltas)
-        self.jumps -= 1  # a replay, not a jump
+        self._advance(c, seg.T, seg.P, 1, deltas, seg.counters, seg.steps, seg.ops, op_deltas, data=False)
+        self.jumps -= 1  # a replay, not a jump (its data: the caller's)
         return _Snap(c.t + seg.T, c.ref + seg.P, [(k, v) for (k, _), v in zip(seg.vec1, vec1)], counters,
                      m.port.event_version, m.compute.event_version, 0)
 
     def _advance(self, c: _Snap, T: int, P: int, R: int, deltas: list[int], d2: list[int],
-                 steps: tuple[int, int], ops: list[tuple[str, Any]], op_deltas: list[int]) -> None:
+                 steps: tuple[int, int], ops: list[tuple[str, Any]], op_deltas: list[int], data: bool = True) -> None:
         """Move the model from the boundary ``c`` on by ``R`` periods of ``T`` cycles and ``P``
-        instructions: times, pcs, addresses, counters, event versions, and the skipped data."""
+        instructions: times, pcs, addresses, counters, event versions, and the skipped data (unless
+        ``data`` is False: the caller applies it)."""
         m = self.m
         dt, dp = R * T, R * P
         # the version an event carries moves with its owner's
@@ -737,7 +779,8 @@ class FastForward:
         m.fetch.next_pc += dp
         self._set_counters(tuple(x + R * d for x, d in zip(c.counters, d2)))
         m.sim.advance_clock(dt)
-        self._apply_data(ops, op_deltas, R)
+        if data:
+            self._apply_data(ops, op_deltas, R)
         self.jumps += 1
         self._end_t = c.t + dt
         self.skipped_cycles += dt
@@ -885,6 +928,31 @@ class FastForward:
         LOAD's or STORE's address moved by its step each period): ``sim/tlm/bulk_data.py``."""
         way = apply_periods(ops, op_deltas, R, self.m.load, self.m.store, self.m.compute, self.m.timing)
         self.ways[way] = self.ways.get(way, 0) + 1
+
+
+def _instance(tpl: _Template, n: int) -> list[tuple[str, Any]]:
+    """The data movements of the ``n``-th period after the one ``tpl`` observed (DMA addresses moved)."""
+    return [(k, dataclasses.replace(i, dram_base=i.dram_base + n * d)) if d else (k, i)
+            for (k, i), d in zip(tpl.ops, tpl.op_deltas)]
+
+
+def _periods_of(tpl: _Template, ops: list[tuple[str, Any]], shifts: list[int], first: int) -> bool:
+    """``ops`` (DMA addresses moved by ``shifts``) are whole periods of ``tpl``, instances ``first``
+    on, in the template's order."""
+    L = len(tpl.ops)
+    if not L or len(ops) % L or len(shifts) != len(ops):
+        return False
+    for x, ((k, i), d) in enumerate(zip(ops, shifts)):
+        kt, it = tpl.ops[x % L]
+        if k != kt:
+            return False
+        dt = tpl.op_deltas[x % L]
+        if k in ("load", "store"):
+            if i.dram_base + d != it.dram_base + (first + x // L) * dt or _without_base(i) != _without_base(it):
+                return False
+        elif d or dt or i != it:
+            return False
+    return True
 
 
 def _span(c: _Snap) -> int:
