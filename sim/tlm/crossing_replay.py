@@ -37,8 +37,9 @@ class Segment:
     fields); the counters' change, the
     event versions' steps, the data movements with the window row of each LOAD and STORE, and
     where the oldest instruction was a period before the end (``lo_end``, relative to the end),
-    how many of the movements were the last period's (``last_ops``), and the template the run
-    jumped with from the end (``tpl``)."""
+    how many of the movements were the last period's (``last_ops``), how many micro-op LOADs had
+    run before it (``uop_loads``: it is replayed only with the same micro-ops), and the template
+    the run jumped with from the end (``tpl``)."""
 
     t0: int
     ref0: int
@@ -58,6 +59,7 @@ class Segment:
     op_rows: list[list[int]]
     lo_end: int
     last_ops: int
+    uop_loads: int
     tpl: Any = None
 
 

@@ -40,6 +40,16 @@ period from there moves time, counters, side vector and data exactly as the temp
 run jumps again from there (two observations in all, as the three-fold repeat gives), up to the
 next DMA cut otherwise. The sampling rests until the DMA cut otherwise has left the state.
 
+The event-by-event stretch of such a crossing (from the boundary where the jump ended to the
+boundary of the same signature where the run jumped again) is recorded once
+(``sim/tlm/crossing_replay.py``): its change of time, pcs, counters and side vector, its data
+movements, and the words it read (DMA addresses aside, with every DMA's cut marks). When a later
+jump ends at the same signature with the same words ahead (each DMA cut as its counterpart was,
+inside a region that allows it), the crossing is replayed in one move (the walk in shift mode,
+the segment as one period) and the run jumps at once from its end with the template the recorded
+run used there; a chain of jumps and replays whose crossings move whole periods of the template
+in its order applies its data in one bulk step at the end of the chain.
+
 Not covered (the run simply proceeds event by event): GEMM's micro-ops reloaded in a period (its
 faults depend on micro-op contents), FINISH, faults, a STORE into the instruction window, several
 cores (the walk covers core 0's blocks only and refuses when another core has an event pending),
@@ -320,6 +330,9 @@ class FastForward:
         self.segments: dict[tuple[Any, ...], list[Segment]] = {}  # crossings recorded, by signature
         self.n_segments = 0
         self.restarts = 0
+        # micro-op LOADs run so far (GEMM's faults depend on the micro-ops: a crossing is replayed
+        # only with the micro-ops it was recorded with)
+        self.uop_loads = 0
         self._end_t = 0  # the boundary the last jump ended at
         self._last_tpl: _Template | None = None  # the template the last first jump made
         self._replayed_deltas: list[int] = []  # the address shifts of the last replay's data movements
@@ -409,6 +422,7 @@ class FastForward:
             self.every = min(2 * self.every + 1, _MAX_SKIP)
 
     def _restart(self) -> None:
+        self.uop_loads += _uop_loads(self.log)
         self.history.clear()
         self.log.clear()
         self.restarts += 1
@@ -705,10 +719,11 @@ class FastForward:
         if rows is None:
             return None
         lo_b = min((v for kind, v in b.vec if kind == "p"), default=b.ref)
+        seg_uops = self.uop_loads + _uop_loads(self.log[:s1.log_len])
         return Segment(s1.t, s1.ref, c.t - s1.t, c.ref - s1.ref, lo - s1.ref, c.ref - s1.ref, masked, dma, bases,
                        groups, list(s1.vec), list(c.vec), [y - x for x, y in zip(s1.counters, c.counters)],
                        (c.port_version - s1.port_version, c.plan_version - s1.plan_version), list(ops), rows,
-                       lo_b - c.ref, c.log_len - b.log_len)
+                       lo_b - c.ref, c.log_len - b.log_len, seg_uops)
 
     def _record(self, key: tuple[Any, ...], seg: Segment | None, tpl: _Template) -> None:
         """Keep the crossing ``seg`` (None: nothing to keep), which the run ended by a jump with ``tpl``."""
@@ -721,6 +736,8 @@ class FastForward:
         """Replay the crossing ``seg`` from the boundary ``c`` (its signature is the segment's) when
         the words ahead match the recorded ones: the boundary at its end, else None (nothing moved)."""
         m, f = self.m, self.m.fetch
+        if self.uop_loads + _uop_loads(self.log[:c.log_len]) != seg.uop_loads:
+            return None
         dt, dref = c.t - seg.t0, c.ref - seg.ref0
         lo, hi = c.ref + seg.lo, c.ref + seg.hi
         burst = m.timing.insns_per_fetch_burst
@@ -953,6 +970,11 @@ def _periods_of(tpl: _Template, ops: list[tuple[str, Any]], shifts: list[int], f
         elif d or dt or i != it:
             return False
     return True
+
+
+def _uop_loads(log: list[tuple[str, Any]]) -> int:
+    """How many of the data movements ``log`` are LOADs of micro-ops."""
+    return sum(1 for k, i in log if k == "load" and buffer_of(i) == "UOP")
 
 
 def _span(c: _Snap) -> int:
