@@ -248,6 +248,44 @@ def test_conv_tile_loop_agrees(name: str) -> None:
             _same(got[0])
 
 
+def _nested_gemm_loop(cfg: HwConfig, outer: int, inner: int) -> Program:
+    """Nested loops in miniature: the tile loop of :func:`_gemm_tile_loop` (input tile, weights,
+    GEMM) run ``outer`` times, each pass on input moved by 3 vectors and ended by a requant and a
+    STORE of its output rows (the next pass's first GEMM waits for that STORE)."""
+    rng = np.random.default_rng(9)
+    L = cfg.lanes
+    asm = Assembler(cfg, f"nested-gemm-loop-{cfg.name}-{outer}x{inner}")
+    u = asm.uops("uops", [(0, 0, 0), (1, 1, 0), (2, 2, 0)])
+    inp = asm.input("inp", rng.integers(-128, 128, (3 * outer + 5 * inner + 3, L)).astype(np.int8))
+    wgt = asm.input("wgt", rng.integers(-128, 128, (inner * 3 + 1, cfg.block, cfg.block)).astype(np.int8))
+    out = asm.output("out", (3 * outer, L))
+    asm.load(u, x=3, buf="UOP")
+    for o in range(outer):
+        for k in range(inner):
+            asm.load(inp, x=1, y=2, offset=3 * o + 5 * k, stride=2, buf="INP", y_pad_0=1, pop_next=o + k > 0)
+            asm.load(wgt, x=1, offset=3 * k, buf="WGT", push_next=True)
+            asm.gemm(reset=k == 0, uop_begin=0, uop_end=3, pop_prev=True, pop_next=k == 0 and o > 0,
+                     push_prev=not (o == outer - 1 and k == inner - 1))
+        asm.alu("SHR", imm=4, iter_out=3, dst_base=0, dst_factor_out=1, push_next=True)
+        asm.store(out, x=3, offset=3 * o, pop_prev=True, push_prev=o < outer - 1)
+    asm.finish()
+    return asm.program()
+
+
+def test_nested_loops_replay_the_outer_pass_and_agree() -> None:
+    """Nested loops: each pass of the inner loop jumps up to its end; the stretch between (the outer
+    loop's requant and STORE, the next pass's start) is recorded once and replayed in the later
+    passes, with the very results of the plain run; so are the Program with a fault injected."""
+    p = _nested_gemm_loop(load_config("small"), 8, 40)
+    m = _same(p)
+    assert m.ff is not None and m.ff.jumps >= 4 and m.ff.replays >= 2
+    rng = np.random.default_rng(17)
+    for kind in FAULT_KINDS[:3]:
+        got = inject(p, kind, rng)
+        if got is not None:
+            _same(got[0])
+
+
 def test_several_cores_agree() -> None:
     """On several cores the walk covers core 0 only, so it refuses: the runs agree (no jump)."""
     cfg = load_config("quad")

@@ -40,14 +40,16 @@ period from there moves time, counters, side vector and data exactly as the temp
 run jumps again from there (two observations in all, as the three-fold repeat gives), up to the
 next DMA cut otherwise. The sampling rests until the DMA cut otherwise has left the state.
 
-The event-by-event stretch of such a crossing (from the boundary where the jump ended to the
+The event-by-event stretch after a jump (a crossing: from the boundary where the jump ended,
+before a DMA cut otherwise or where the words stop repeating at the end of an inner loop, to the
 boundary of the same signature where the run jumped again) is recorded once
 (``sim/tlm/crossing_replay.py``): its change of time, pcs, counters and side vector, its data
 movements, and the words it read (DMA addresses aside, with every DMA's cut marks). When a later
 jump ends at the same signature with the same words ahead (each DMA cut as its counterpart was,
-inside a region that allows it), the crossing is replayed in one move (the walk in shift mode,
-the segment as one period) and the run jumps at once from its end with the template the recorded
-run used there; a chain of jumps and replays whose crossings move whole periods of the template
+inside a region that allows it, with the same micro-ops), the crossing is replayed in one move
+(the walk in shift mode, the segment as one period) and the run jumps at once from its end with
+the template the recorded run used there (in another pass of an outer loop, whose words the
+template's scan does not reach, it goes on event by event from there and jumps afresh); a chain of jumps and replays whose crossings move whole periods of the template
 in its order applies its data in one bulk step at the end of the chain.
 
 Not covered (the run simply proceeds event by event): GEMM's micro-ops reloaded in a period (its
@@ -378,12 +380,12 @@ class FastForward:
                 seg = self._segment(key, b2, snap)
                 if self._jump_again(tpl, b2, snap):
                     self._restart()
-                    self.every = self.skip = self.misses = self.refusals = 0
+                    self._succeeded()
                     self.jumps_again += 1
                     self._record(key, seg, tpl)
                     if self.cut_pc is not None:  # a period past the changed cuts before sampling again
                         self.quiet_until = self.cut_pc + tpl.P + _span(snap) + 1
-                        self._after_cut(self._end_t)
+                    self._after_jump(self._end_t)
                     return
         if a is not None and self.holdoff:
             self.holdoff -= 1
@@ -401,9 +403,8 @@ class FastForward:
                 self.quiet_until = self.cut_pc + 3 * (snap.ref - b.ref) + _span(snap) + 1
             if jumped:
                 self._restart()
-                self.every = self.skip = self.misses = self.refusals = 0
-                if self.cut_pc is not None:
-                    self._after_cut(self._end_t)
+                self._succeeded()
+                self._after_jump(self._end_t)
                 return
             if self.cut_pc is not None:
                 self._miss()  # not a refusal: the jump was fine up to the changed cuts
@@ -414,6 +415,10 @@ class FastForward:
         self._miss()  # a repeat that proves nothing yet costs like a miss (else sampling never thins out)
         if len(seen) > 8:
             del seen[:-8]
+
+    def _succeeded(self) -> None:
+        """A jump was made: sample densely again, with no back-off left from refusals before it."""
+        self.every = self.skip = self.misses = self.refusals = self.holdoff = 0
 
     def _miss(self) -> None:
         self.misses += 1
@@ -596,10 +601,11 @@ class FastForward:
         return True
 
     # ---- crossings: recorded once, replayed (sim/tlm/crossing_replay.py) -----------------
-    def _after_cut(self, t: int) -> None:
-        """A jump ended at the boundary of cycle ``t`` before a DMA cut otherwise: while a recorded
-        crossing matches from here, replay it and jump again from its end; else keep this boundary
-        as the start of the crossing to record when the run jumps again from the same signature."""
+    def _after_jump(self, t: int) -> None:
+        """A jump ended at the boundary of cycle ``t`` (before a DMA cut otherwise, or where the
+        words stop repeating: the end of an inner loop): while a recorded crossing matches from
+        here, replay it and jump again from its end; else keep this boundary as the start of the
+        crossing to record when the run jumps again from the same signature."""
         self._seg_start = None
         try:
             self._replay_chain(t)
@@ -627,14 +633,20 @@ class FastForward:
             # the recorded run jumped from the segment's end with the template ``seg.tpl``, its last
             # period equal to the template's: the replayed one is that period moved
             tpl = seg.tpl
-            n = (c3.ref - tpl.ref) // tpl.P
-            whole = self._defer_segment(tpl, n, seg, self._replayed_deltas)
+            shifts = self._replayed_deltas
+            n, phase = divmod(c3.ref - tpl.ref, tpl.P)
+            if phase or not self._defer_segment(tpl, n, seg, shifts):
+                self._apply_now(seg.ops, shifts)
+            first = len(seg.ops) - seg.last_ops
+            last = [(k, dataclasses.replace(i, dram_base=i.dram_base + d)) if d else (k, i)
+                    for (k, i), d in zip(seg.ops[first:], shifts[first:])]  # the period before the end
             self.cut_pc = None
-            if (c3.ref - tpl.ref) % tpl.P or not (whole or _periods_of(tpl, seg.ops[len(seg.ops) - seg.last_ops:],
-                                                                      self._replayed_deltas[len(seg.ops) - seg.last_ops:], n)) \
-                    or not self._template_jump(tpl, c3, c3.ref + seg.lo_end, _instance(tpl, n)):
+            # (in another pass of an outer loop the template's scan does not reach: the run goes on
+            # event by event from the replayed end and jumps afresh)
+            if phase or last != _instance(tpl, n) or not self._template_jump(tpl, c3, c3.ref + seg.lo_end, last):
                 return
             self._restart()
+            self._succeeded()
             self.jumps_again += 1
             if self.cut_pc is None:
                 return
@@ -646,17 +658,18 @@ class FastForward:
     def _defer_segment(self, tpl: "_Template", n: int, seg: Segment, shifts: list[int]) -> bool:
         """The data movements of the replayed crossing ``seg`` (addresses moved by ``shifts``), which
         ends at instance ``n`` of ``tpl``: deferred when they are the template's periods up to ``n``
-        in its order (True), else applied now."""
+        in its order (True; else the caller applies them)."""
         k = seg.P // tpl.P
         if seg.P % tpl.P == 0 and k >= 1 and _periods_of(tpl, seg.ops, shifts, n - k + 1):
             self._defer(tpl, n - k, k)
             return True
-        self._flush_data()
-        moved = [(kd, dataclasses.replace(i, dram_base=i.dram_base + d)) if d else (kd, i)
-                 for (kd, i), d in zip(seg.ops, shifts)]
-        way = apply_periods(moved, [0] * len(moved), 1, self.m.load, self.m.store, self.m.compute, self.m.timing)
-        self.ways[way] = self.ways.get(way, 0) + 1
         return False
+
+    def _apply_now(self, ops: list[tuple[str, Any]], shifts: list[int]) -> None:
+        """Apply data movements (DMA addresses moved by ``shifts``) now, after those deferred."""
+        self._flush_data()
+        way = apply_periods(ops, shifts, 1, self.m.load, self.m.store, self.m.compute, self.m.timing)
+        self.ways[way] = self.ways.get(way, 0) + 1
 
     def _defer(self, tpl: "_Template", base: int, R: int) -> None:
         """Instances ``base + 1`` .. ``base + R`` of ``tpl``'s period: deferred (after those already)."""
