@@ -630,6 +630,9 @@ class FastForward:
             seg, c3 = replayed
             self.replays += 1
             self.quiet_until = 0
+            # the snapshots kept and the data log are from before the replay: start over
+            self._restart()
+            self._succeeded()
             # the recorded run jumped from the segment's end with the template ``seg.tpl``, its last
             # period equal to the template's: the replayed one is that period moved
             tpl = seg.tpl
@@ -646,7 +649,6 @@ class FastForward:
             if phase or last != _instance(tpl, n) or not self._template_jump(tpl, c3, c3.ref + seg.lo_end, last):
                 return
             self._restart()
-            self._succeeded()
             self.jumps_again += 1
             if self.cut_pc is None:
                 return
