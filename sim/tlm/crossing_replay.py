@@ -4,7 +4,7 @@ from the same signature after it, recorded once and applied again wherever the s
 comes back.
 
 A *segment* goes from a boundary with signature ``K`` (just after a jump) to the next boundary
-with the same signature ``K`` (where the run jumped again, from the template of ``K``). Its
+with the same signature ``K`` (where the run jumped again, with a template of ``K``). Its
 future is decided by the signature and the instruction words FETCH reads in between (each DMA's
 fields but its address, and where 4 KiB boundaries cut its rows); the DRAM addresses, past times
 and pcs only enter arithmetic. So from a later boundary with signature ``K`` whose window of words
@@ -34,12 +34,11 @@ class Segment:
     ``vec0``) to the boundary of the same signature ``T`` cycles and ``P`` instructions later
     (side vector ``vec1``); the words read in between (pcs ``ref0 + lo`` .. ``ref0 + hi``, DMA
     addresses masked, with the addresses of the DMAs, and their cut marks by group of equal
-    fields); the counters' change, the
-    event versions' steps, the data movements with the window row of each LOAD and STORE, and
-    where the oldest instruction was a period before the end (``lo_end``, relative to the end),
-    how many of the movements were the last period's (``last_ops``), how many micro-op LOADs had
-    run before it (``uop_loads``: it is replayed only with the same micro-ops), and the template
-    the run jumped with from the end (``tpl``)."""
+    fields); the counters' change, the event versions' steps, the data movements with the window
+    rows each LOAD and STORE may be, where the oldest instruction was a period before the end
+    (``lo_end``, relative to the end), how many of the movements were the last period's
+    (``last_ops``), how many micro-op LOADs had run before it (``uop_loads``: it is replayed only
+    with the same micro-ops), and the template the run jumped with from the end (``tpl``)."""
 
     t0: int
     ref0: int
