@@ -72,7 +72,7 @@ import numpy as np
 from hw import csr
 from hw.isa import INSN_BYTES, OPCODE_BITS, OPCODES
 from hw.isa_semantics import buffer_of, dram_span
-from sim.tlm.bulk_data import apply_periods
+from sim.tlm.bulk_data import apply_periods, at_base
 from sim.tlm.burst_calc import PAGE, row_cut_marks
 from sim.tlm.crossing_replay import DmaGroup, Segment, group_dmas, group_marks, new_vector, op_rows, shift_of
 from sim.tlm.steady_state import Unsupported, event_mark
@@ -185,7 +185,7 @@ class _Shift:
         if self.dma.elem_bytes(i) is None:
             return i
         d = next(self.deltas)
-        return dataclasses.replace(i, dram_base=i.dram_base + self.R * d) if d else i
+        return at_base(i, i.dram_base + self.R * d) if d else i
 
     def word(self, word: int) -> int:
         i = self.dma.decode(word)
@@ -306,7 +306,11 @@ class _Template:
 class FastForward:
     """The fast-forward of one run of ``model`` (a ``TlmModel`` with its run wired: fetch set)."""
 
-    warmup_events = 1000  # a run this short is fast anyway: no sampling before (no cost on it)
+    # a run this short is fast anyway: no sampling before (no cost on it) ...
+    warmup_events = 1000
+    # ... unless the words FETCH has read already repeat (a loop has begun): then from this many on
+    warmup_floor = 200
+    _REPEAT_MIN = 16  # instructions the words' two repeated periods must cover to end the warm-up
 
     def __init__(self, model: Any):
         self.m = model
@@ -347,6 +351,8 @@ class FastForward:
             u.data_log = self.log
         model.sim.probe = self.probe
         self.dma = _DmaFields(model)
+        self.warm = False        # the warm-up is over (sampling may start)
+        self._warm_checked = -1  # FETCH's pc at the last look at its words during the warm-up
 
     # ---- sampling ------------------------------------------------------------------------
     def probe(self, t: int) -> None:
@@ -354,7 +360,9 @@ class FastForward:
         if self.skip:
             self.skip -= 1
             return
-        if self.m.sim.events < self.warmup_events or self.m.fetch.next_pc < self.quiet_until:
+        if self.m.fetch.next_pc < self.quiet_until:
+            return
+        if not self.warm and not self._warmed_up():
             return
         self.skip = self.every
         signed = self._sign(t)
@@ -415,6 +423,21 @@ class FastForward:
         self._miss()  # a repeat that proves nothing yet costs like a miss (else sampling never thins out)
         if len(seen) > 8:
             del seen[:-8]
+
+    def _warmed_up(self) -> bool:
+        """Whether the warm-up is over: ``warmup_events`` events ran, or ``warmup_floor`` did and
+        the words FETCH read end in two equal periods (DMA addresses aside) covering at least
+        ``_REPEAT_MIN`` instructions. A short run that loops from early on is then sampled from
+        early on, while a prologue or straight-line code costs no sampling."""
+        events = self.m.sim.events
+        if events >= self.warmup_events:
+            self.warm = True
+        elif events >= self.warmup_floor:
+            n = self.m.fetch.next_pc
+            if n != self._warm_checked:  # the words seen change only when FETCH moves on
+                self._warm_checked = n
+                self.warm = _tail_repeats(self._window(0, n)[1], self._REPEAT_MIN)
+        return self.warm
 
     def _succeeded(self) -> None:
         """A jump was made: sample densely again, with no back-off left from refusals before it."""
@@ -641,7 +664,7 @@ class FastForward:
             if phase or not self._defer_segment(tpl, n, seg, shifts):
                 self._apply_now(seg.ops, shifts)
             first = len(seg.ops) - seg.last_ops
-            last = [(k, dataclasses.replace(i, dram_base=i.dram_base + d)) if d else (k, i)
+            last = [(k, at_base(i, i.dram_base + d)) if d else (k, i)
                     for (k, i), d in zip(seg.ops[first:], shifts[first:])]  # the period before the end
             self.cut_pc = None
             # (in another pass of an outer loop the template's scan does not reach: the run goes on
@@ -785,7 +808,7 @@ class FastForward:
         win_lo, win_hi = f.addr, f.addr + INSN_BYTES * f.count
         for (kind, i), d in zip(seg.ops, op_deltas):  # the recorded movements, moved by their shifts
             if kind == "store":
-                span = dram_span(dataclasses.replace(i, dram_base=i.dram_base + d), m.timing)
+                span = dram_span(at_base(i, i.dram_base + d), m.timing)
                 if span is not None and span[0] < win_hi and win_lo < span[1]:
                     return None
         self._replayed_deltas = op_deltas
@@ -879,7 +902,7 @@ class FastForward:
         for (kind, i), dd in zip(ops, op_deltas):
             if kind == "store":
                 for k in (1, R):
-                    span = dram_span(dataclasses.replace(i, dram_base=i.dram_base + k * dd), m.timing)
+                    span = dram_span(at_base(i, i.dram_base + k * dd), m.timing)
                     if span is not None and span[0] < hi and lo < span[1]:
                         return False
         return True
@@ -964,7 +987,7 @@ class FastForward:
 
 def _instance(tpl: _Template, n: int) -> list[tuple[str, Any]]:
     """The data movements of the ``n``-th period after the one ``tpl`` observed (DMA addresses moved)."""
-    return [(k, dataclasses.replace(i, dram_base=i.dram_base + n * d)) if d else (k, i)
+    return [(k, at_base(i, i.dram_base + n * d)) if d else (k, i)
             for (k, i), d in zip(tpl.ops, tpl.op_deltas)]
 
 
@@ -987,6 +1010,22 @@ def _periods_of(tpl: _Template, ops: list[tuple[str, Any]], shifts: list[int], f
     return True
 
 
+def _tail_repeats(masked: np.ndarray, min_span: int) -> bool:
+    """Whether the rows of ``masked`` (instruction words, DMA addresses masked) end in two equal
+    periods of ``P`` rows, ``2 * P >= min_span``."""
+    n = len(masked)
+    if n < min_span:
+        return False
+    words = np.ascontiguousarray(masked).view(np.dtype((np.void, masked.shape[1]))).ravel()
+    for j in np.flatnonzero(words[:-1] == words[-1])[::-1].tolist():  # shortest period first
+        P = n - 1 - j
+        if 2 * P > n:
+            break
+        if 2 * P >= min_span and np.array_equal(words[n - P:], words[n - 2 * P:n - P]):
+            return True
+    return False
+
+
 def _uop_loads(log: list[tuple[str, Any]]) -> int:
     """How many of the data movements ``log`` are LOADs of micro-ops."""
     return sum(1 for k, i in log if k == "load" and buffer_of(i) == "UOP")
@@ -1004,14 +1043,23 @@ def _dma_rows(w: np.ndarray) -> np.ndarray:
 
 
 _FIELDS: dict[type, tuple[str, ...]] = {}
+_WITHOUT_BASE: dict[int, tuple[Any, tuple[Any, ...]]] = {}  # by identity: the same objects come back
 
 
 def _without_base(i: Any) -> tuple[Any, ...]:
-    """A LOAD's or STORE's fields but its DRAM address."""
+    """A LOAD's or STORE's fields but its DRAM address (remembered per object: the recorded
+    movements of templates and crossings are compared again at every jump and replay)."""
+    hit = _WITHOUT_BASE.get(id(i))
+    if hit is not None and hit[0] is i:  # the entry holds the object, so its id stays its own
+        return hit[1]
     names = _FIELDS.get(type(i))
     if names is None:
         names = _FIELDS[type(i)] = tuple(f.name for f in dataclasses.fields(i) if f.name != "dram_base")
-    return tuple(getattr(i, n) for n in names)
+    out = (type(i), *(getattr(i, n) for n in names))
+    if len(_WITHOUT_BASE) >= _KEY_CACHE:
+        _WITHOUT_BASE.clear()
+    _WITHOUT_BASE[id(i)] = (i, out)
+    return out
 
 
 __all__ = ["ENV_SWITCH", "FastForward", "enabled_by_default"]
