@@ -17,6 +17,7 @@ the cost stays per transaction, never per cycle.
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from typing import Callable
 
 import numpy as np
@@ -42,9 +43,10 @@ class PortUse:
         self._bounds()
 
     def _bounds(self) -> None:
-        n = len(self.first)
-        self.start = int(self.first.min()) if n else -1
-        self.last = int((self.first + (self.count - 1) * self.step).max()) if n else -1
+        # plain ints: a use has a few entries, for which numpy's reductions cost more than a loop
+        first, count, step = self.first.tolist(), self.count.tolist(), self.step
+        self.start = min(first) if first else -1
+        self.last = max(f + (c - 1) * step for f, c in zip(first, count)) if first else -1
 
     def walk_state(self, w: StateWalk) -> None:
         """Visit the use's cycles (its shape, its first cycles)."""
@@ -67,24 +69,26 @@ class Timeline:
     to ``x`` are counted with one binary search (:meth:`upto`), whatever their number."""
 
     STEADY_STATE = ("uses",)
-    STEADY_FIXED = ("_arrays",)  # a cache of the uses
+    STEADY_FIXED = ("_arrays", "_lists")  # caches of the uses
 
     def __init__(self) -> None:
         self.uses: list[PortUse] = []
         self._arrays: tuple[np.ndarray, ...] | None = None
+        self._lists: tuple[list[int], list[int], list[int], int] | None = None
 
     def add(self, use: PortUse) -> None:
         self.uses.append(use)
-        self._arrays = None
+        self.changed()
 
     def changed(self) -> None:
         self._arrays = None
+        self._lists = None
 
     def forget_before(self, t: int) -> None:
         keep = [u for u in self.uses if u.last >= t]
         if len(keep) != len(self.uses):
             self.uses = keep
-            self._arrays = None
+            self.changed()
 
     def walk_state(self, w: StateWalk, horizon: int) -> None:
         """Visit the uses that can still matter from cycle ``horizon`` on (the others are dropped
@@ -126,6 +130,19 @@ class Timeline:
         n = before[kk] + np.minimum(count[kk], (x - first[kk]) // step + 1)
         return np.where(k >= 0, n, 0)
 
+    def upto_one(self, x: int) -> int:
+        """:meth:`upto` of one cycle, in plain ints (the ALU's port checks ask for one or two
+        cycles at a time, far below numpy's cost per call)."""
+        lists = self._lists
+        if lists is None:
+            first, count, _last, before, step = self.arrays()
+            lists = self._lists = (first.tolist(), count.tolist(), before.tolist(), int(step))
+        first_l, count_l, before_l, step_i = lists
+        k = bisect_right(first_l, x) - 1
+        if k < 0:
+            return 0
+        return before_l[k] + min(count_l[k], (x - first_l[k]) // step_i + 1)
+
     def overlaps(self, lo: int, hi: int) -> bool:
         """Some use of the kind may fall in ``[lo, hi]`` (a cheap test before counting)."""
         return any(u.last >= lo and u.start <= hi for u in reversed(self.uses))
@@ -134,8 +151,7 @@ class Timeline:
         """The kind's cycles in ``[lo, hi]``."""
         if hi < lo or not self.overlaps(lo, hi):
             return 0
-        u = self.upto(np.array([lo - 1, hi]))
-        return int(u[1] - u[0])
+        return self.upto_one(hi) - self.upto_one(lo - 1)
 
 
 class AccPorts:
