@@ -19,7 +19,7 @@ from hw.assembler import Assembler, patched
 from hw.config import HwConfig, load_config
 from hw.program import Program
 from sim.tlm import TlmModel, run_program, simulate
-from sim.tlm.fast_forward import FastForward
+from sim.tlm.fast_forward import FastForward, _tail_repeats
 from sim.tlm.burst_calc import row_burst_beats, row_cut_marks
 from sim.tlm.steady_state import undeclared_state
 
@@ -284,6 +284,41 @@ def test_nested_loops_replay_the_outer_pass_and_agree() -> None:
         got = inject(p, kind, rng)
         if got is not None:
             _same(got[0])
+
+
+def test_tail_repeats_finds_two_equal_periods_at_the_end() -> None:
+    """The warm-up's look at the words: two equal periods at the end, covering enough rows."""
+    rows = lambda xs: np.array([[x, 0] for x in xs], dtype=np.uint8)  # noqa: E731
+    assert _tail_repeats(rows([9, 1, 2, 3, 1, 2, 3]), 6)
+    assert not _tail_repeats(rows([9, 1, 2, 3, 1, 2, 3]), 7)     # the periods cover too few rows
+    assert not _tail_repeats(rows([9, 1, 2, 3, 1, 2, 4]), 2)     # the last word breaks the repeat
+    assert _tail_repeats(rows([5, 6, 5, 6, 7, 7]), 2)            # the shortest period: 1
+    assert not _tail_repeats(rows([1, 2, 3]), 2)
+
+
+def test_warm_up_ends_early_on_a_loop_and_runs_agree(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With the warm-up thresholds this module lowers put back: a loop of short tiles starts
+    sampling once its words repeat, well before ``warmup_events``, jumps and agrees; so does a
+    run whose words do not repeat at first (the warm-up then lasts its events)."""
+    monkeypatch.setattr(FastForward, "warmup_events", 1000)
+    cfg = load_config("small")
+    p = dma_stream(cfg, 3000, 10)
+    warm_at: list[int] = []
+    ended = FastForward._warmed_up
+
+    def spy(self: FastForward) -> bool:
+        if ended(self) and not warm_at:
+            warm_at.append(self.m.sim.events)
+        return self.warm
+
+    monkeypatch.setattr(FastForward, "_warmed_up", spy)
+    m = _same(p)
+    assert warm_at and FastForward.warmup_floor <= warm_at[0] < 1000
+    assert m.ff is not None and m.ff.jumps >= 1
+    warm_at.clear()
+    monkeypatch.setattr(FastForward, "_REPEAT_MIN", 1 << 20)  # no repeat counts: the events end it
+    m = _same(p)
+    assert warm_at and 1000 <= warm_at[0] < 1100 and m.ff is not None and m.ff.jumps >= 1  # at a boundary
 
 
 def test_several_cores_agree() -> None:

@@ -407,11 +407,8 @@ class FastForward:
                 self._record(key, seg, self._last_tpl)
             if self.cut_pc is not None:
                 # sample again when the oldest instruction of the state two periods back is a
-                # period past the changed cuts (the observed periods must not hold them); with the
-                # periods kept as a template, one period past them is enough (_jump_again checks
-                # that the period it sees holds no changed cut)
-                periods = 1 if self.templates.get(key) is self._last_tpl is not None else 3
-                self.quiet_until = self.cut_pc + periods * (snap.ref - b.ref) + _span(snap) + 1
+                # period past the changed cuts (the observed periods must not hold them)
+                self.quiet_until = self.cut_pc + 3 * (snap.ref - b.ref) + _span(snap) + 1
             if jumped:
                 self._restart()
                 self._succeeded()
