@@ -298,11 +298,13 @@ def test_tail_repeats_finds_two_equal_periods_at_the_end() -> None:
 
 def test_warm_up_ends_early_on_a_loop_and_runs_agree(monkeypatch: pytest.MonkeyPatch) -> None:
     """With the warm-up thresholds this module lowers put back: a loop of short tiles starts
-    sampling once its words repeat, well before ``warmup_events``, jumps and agrees; so does a
-    run whose words do not repeat at first (the warm-up then lasts its events)."""
+    sampling once its words repeat, well before ``warmup_events``, jumps and agrees (here with
+    fewer instructions ahead required, to stay short); with the default requirement this Program
+    is too short for it, and its warm-up lasts its events."""
     monkeypatch.setattr(FastForward, "warmup_events", 1000)
     cfg = load_config("small")
     p = dma_stream(cfg, 3000, 10)
+    assert len(p.insns) < FastForward._AHEAD_MIN
     warm_at: list[int] = []
     ended = FastForward._warmed_up
 
@@ -312,11 +314,12 @@ def test_warm_up_ends_early_on_a_loop_and_runs_agree(monkeypatch: pytest.MonkeyP
         return self.warm
 
     monkeypatch.setattr(FastForward, "_warmed_up", spy)
-    m = _same(p)
+    with monkeypatch.context() as mp:
+        mp.setattr(FastForward, "_AHEAD_MIN", 100)
+        m = _same(p)
     assert warm_at and FastForward.warmup_floor <= warm_at[0] < 1000
     assert m.ff is not None and m.ff.jumps >= 1
     warm_at.clear()
-    monkeypatch.setattr(FastForward, "_REPEAT_MIN", 1 << 20)  # no repeat counts: the events end it
     m = _same(p)
     assert warm_at and 1000 <= warm_at[0] < 1100 and m.ff is not None and m.ff.jumps >= 1  # at a boundary
 

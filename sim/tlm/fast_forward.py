@@ -311,6 +311,7 @@ class FastForward:
     # ... unless the words FETCH has read already repeat (a loop has begun): then from this many on
     warmup_floor = 200
     _REPEAT_MIN = 16  # instructions the words' two repeated periods must cover to end the warm-up
+    _AHEAD_MIN = 1000  # ... and instructions still ahead of FETCH (else a jump could save little)
 
     def __init__(self, model: Any):
         self.m = model
@@ -427,12 +428,13 @@ class FastForward:
     def _warmed_up(self) -> bool:
         """Whether the warm-up is over: ``warmup_events`` events ran, or ``warmup_floor`` did and
         the words FETCH read end in two equal periods (DMA addresses aside) covering at least
-        ``_REPEAT_MIN`` instructions. A short run that loops from early on is then sampled from
-        early on, while a prologue or straight-line code costs no sampling."""
+        ``_REPEAT_MIN`` instructions with at least ``_AHEAD_MIN`` instructions still to fetch. A
+        long run that loops from early on is then sampled from early on, while a prologue,
+        straight-line code or a short Program costs no sampling."""
         events = self.m.sim.events
         if events >= self.warmup_events:
             self.warm = True
-        elif events >= self.warmup_floor:
+        elif events >= self.warmup_floor and self.m.fetch.count - self.m.fetch.next_pc >= self._AHEAD_MIN:
             n = self.m.fetch.next_pc
             if n != self._warm_checked:  # the words seen change only when FETCH moves on
                 self._warm_checked = n
