@@ -25,6 +25,8 @@ import numpy as np
 from hw import csr
 from sim.tlm.steady_state import StateWalk
 
+_FEW = 32  # entries up to which plain ints beat numpy in the port plan's counts and bounds
+
 
 class PortUse:
     """Cycles ``first[k] + m*step`` for ``m < count[k]``, for every k: one port taken by a
@@ -43,10 +45,15 @@ class PortUse:
         self._bounds()
 
     def _bounds(self) -> None:
-        # plain ints: a use has a few entries, for which numpy's reductions cost more than a loop
+        n = len(self.first)
+        if n > _FEW:
+            self.start = int(self.first.min())
+            self.last = int((self.first + (self.count - 1) * self.step).max())
+            return
+        # plain ints: for a few entries numpy's reductions cost more than a loop
         first, count, step = self.first.tolist(), self.count.tolist(), self.step
-        self.start = min(first) if first else -1
-        self.last = max(f + (c - 1) * step for f, c in zip(first, count)) if first else -1
+        self.start = min(first) if n else -1
+        self.last = max(f + (c - 1) * step for f, c in zip(first, count)) if n else -1
 
     def walk_state(self, w: StateWalk) -> None:
         """Visit the use's cycles (its shape, its first cycles)."""
@@ -151,6 +158,9 @@ class Timeline:
         """The kind's cycles in ``[lo, hi]``."""
         if hi < lo or not self.overlaps(lo, hi):
             return 0
+        if len(self.arrays()[0]) > _FEW:  # many entries: numpy's search beats lists made of them
+            u = self.upto(np.array([lo - 1, hi]))
+            return int(u[1] - u[0])
         return self.upto_one(hi) - self.upto_one(lo - 1)
 
 

@@ -52,6 +52,11 @@ the template the recorded run used there (in another pass of an outer loop, whos
 template's scan does not reach, it goes on event by event from there and jumps afresh); a chain of jumps and replays whose crossings move whole periods of the template
 in its order applies its data in one bulk step at the end of the chain.
 
+Sampling (a walk of the state at each retirement, less often while nothing repeats) starts after
+a warm-up: 1,000 events, or from 200 on once the words FETCH has read end in two equal periods
+(DMA addresses aside) with at least 1,000 instructions still ahead, so a long loop is sampled from
+its first periods while a short Program costs no sampling.
+
 Not covered (the run simply proceeds event by event): GEMM's micro-ops reloaded in a period (its
 faults depend on micro-op contents), FINISH, faults, a STORE into the instruction window, several
 cores (the walk covers core 0's blocks only and refuses when another core has an event pending),
