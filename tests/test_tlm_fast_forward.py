@@ -5,6 +5,8 @@ the long repetitive Programs it is for."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -13,11 +15,11 @@ from cosim.fuzz.campaign import make_case as fuzz_case
 from cosim.fuzz.faults import FAULT_KINDS, inject
 from cosim.fuzz.generator import generate
 from compiler.examples import list_examples, make_case
-from hw.assembler import Assembler
+from hw.assembler import Assembler, patched
 from hw.config import HwConfig, load_config
 from hw.program import Program
 from sim.tlm import TlmModel, run_program, simulate
-from sim.tlm.fast_forward import FastForward
+from sim.tlm.fast_forward import FastForward, _tail_repeats
 from sim.tlm.burst_calc import row_burst_beats, row_cut_marks
 from sim.tlm.steady_state import undeclared_state
 
@@ -162,6 +164,37 @@ def test_dma_steps_off_the_page_jump_and_agree(name: str) -> None:
             _same(got[0])
 
 
+@pytest.mark.parametrize("name", ["small", "default"])
+def test_crossings_are_replayed_and_agree(name: str) -> None:
+    """Tiles of 10 vectors, long enough for the same DMA cut otherwise to come back: the
+    event-by-event stretch of the first such crossing is recorded, and the later ones are replayed
+    from it (then the loop jumps again at once), with the very results of the plain run; so are
+    the same Program with a fault injected."""
+    cfg = load_config(name)
+    p = dma_stream(cfg, 6000, 10)
+    m = _same(p)
+    assert m.ff is not None and m.ff.n_segments >= 1 and m.ff.replays >= 2
+    rng = np.random.default_rng(11)
+    for kind in FAULT_KINDS[:3]:
+        got = inject(p, kind, rng)
+        if got is not None:
+            _same(got[0])
+
+
+def test_a_crossing_whose_words_differ_is_not_replayed() -> None:
+    """A recorded crossing is replayed only where the words ahead are the recorded ones (but for
+    DMA addresses) with every DMA cut alike: a STORE of another size in the loop, past the first
+    crossings, makes the run go event by event there and still agree."""
+    cfg = load_config("small")
+    p = dma_stream(cfg, 6000, 10)
+    insns = list(p.insns)
+    stores = [k for k, i in enumerate(insns) if i.MNEMONIC == "STORE" and k > len(insns) // 2]
+    k = stores[len(stores) // 2]
+    insns[k] = dataclasses.replace(insns[k], x_size=insns[k].x_size - 1)
+    m = _same(patched(p, insns=insns))
+    assert m.ff is not None and m.ff.replays >= 1  # the crossings before the change are replayed
+
+
 @pytest.mark.parametrize("tile", [3, 7, 13, 22])
 def test_tile_sizes_off_the_burst_grid_agree(tile: int) -> None:
     """Tiles of a few odd sizes on small: LOAD and STORE rows start off the burst grid at offsets
@@ -213,6 +246,82 @@ def test_conv_tile_loop_agrees(name: str) -> None:
         got = inject(p, kind, rng)
         if got is not None:
             _same(got[0])
+
+
+def _nested_gemm_loop(cfg: HwConfig, outer: int, inner: int) -> Program:
+    """Nested loops in miniature: the tile loop of :func:`_gemm_tile_loop` (input tile, weights,
+    GEMM) run ``outer`` times, each pass on input moved by 3 vectors and ended by a requant and a
+    STORE of its output rows (the next pass's first GEMM waits for that STORE)."""
+    rng = np.random.default_rng(9)
+    L = cfg.lanes
+    asm = Assembler(cfg, f"nested-gemm-loop-{cfg.name}-{outer}x{inner}")
+    u = asm.uops("uops", [(0, 0, 0), (1, 1, 0), (2, 2, 0)])
+    inp = asm.input("inp", rng.integers(-128, 128, (3 * outer + 5 * inner + 3, L)).astype(np.int8))
+    wgt = asm.input("wgt", rng.integers(-128, 128, (inner * 3 + 1, cfg.block, cfg.block)).astype(np.int8))
+    out = asm.output("out", (3 * outer, L))
+    asm.load(u, x=3, buf="UOP")
+    for o in range(outer):
+        for k in range(inner):
+            asm.load(inp, x=1, y=2, offset=3 * o + 5 * k, stride=2, buf="INP", y_pad_0=1, pop_next=o + k > 0)
+            asm.load(wgt, x=1, offset=3 * k, buf="WGT", push_next=True)
+            asm.gemm(reset=k == 0, uop_begin=0, uop_end=3, pop_prev=True, pop_next=k == 0 and o > 0,
+                     push_prev=not (o == outer - 1 and k == inner - 1))
+        asm.alu("SHR", imm=4, iter_out=3, dst_base=0, dst_factor_out=1, push_next=True)
+        asm.store(out, x=3, offset=3 * o, pop_prev=True, push_prev=o < outer - 1)
+    asm.finish()
+    return asm.program()
+
+
+def test_nested_loops_replay_the_outer_pass_and_agree() -> None:
+    """Nested loops: each pass of the inner loop jumps up to its end; the stretch between (the outer
+    loop's requant and STORE, the next pass's start) is recorded once and replayed in the later
+    passes, with the very results of the plain run; so are the Program with a fault injected."""
+    p = _nested_gemm_loop(load_config("small"), 8, 40)
+    m = _same(p)
+    assert m.ff is not None and m.ff.jumps >= 4 and m.ff.replays >= 2
+    rng = np.random.default_rng(17)
+    for kind in FAULT_KINDS[:3]:
+        got = inject(p, kind, rng)
+        if got is not None:
+            _same(got[0])
+
+
+def test_tail_repeats_finds_two_equal_periods_at_the_end() -> None:
+    """The warm-up's look at the words: two equal periods at the end, covering enough rows."""
+    rows = lambda xs: np.array([[x, 0] for x in xs], dtype=np.uint8)  # noqa: E731
+    assert _tail_repeats(rows([9, 1, 2, 3, 1, 2, 3]), 6)
+    assert not _tail_repeats(rows([9, 1, 2, 3, 1, 2, 3]), 7)     # the periods cover too few rows
+    assert not _tail_repeats(rows([9, 1, 2, 3, 1, 2, 4]), 2)     # the last word breaks the repeat
+    assert _tail_repeats(rows([5, 6, 5, 6, 7, 7]), 2)            # the shortest period: 1
+    assert not _tail_repeats(rows([1, 2, 3]), 2)
+
+
+def test_warm_up_ends_early_on_a_loop_and_runs_agree(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With the warm-up thresholds this module lowers put back: a loop of short tiles starts
+    sampling once its words repeat, well before ``warmup_events``, jumps and agrees (here with
+    fewer instructions ahead required, to stay short); with the default requirement this Program
+    is too short for it, and its warm-up lasts its events."""
+    monkeypatch.setattr(FastForward, "warmup_events", 1000)
+    cfg = load_config("small")
+    p = dma_stream(cfg, 3000, 10)
+    assert len(p.insns) < FastForward._AHEAD_MIN
+    warm_at: list[int] = []
+    ended = FastForward._warmed_up
+
+    def spy(self: FastForward) -> bool:
+        if ended(self) and not warm_at:
+            warm_at.append(self.m.sim.events)
+        return self.warm
+
+    monkeypatch.setattr(FastForward, "_warmed_up", spy)
+    with monkeypatch.context() as mp:
+        mp.setattr(FastForward, "_AHEAD_MIN", 100)
+        m = _same(p)
+    assert warm_at and FastForward.warmup_floor <= warm_at[0] < 1000
+    assert m.ff is not None and m.ff.jumps >= 1
+    warm_at.clear()
+    m = _same(p)
+    assert warm_at and 1000 <= warm_at[0] < 1100 and m.ff is not None and m.ff.jumps >= 1  # at a boundary
 
 
 def test_several_cores_agree() -> None:

@@ -17,12 +17,15 @@ the cost stays per transaction, never per cycle.
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from typing import Callable
 
 import numpy as np
 
 from hw import csr
 from sim.tlm.steady_state import StateWalk
+
+_FEW = 32  # entries up to which plain ints beat numpy in the port plan's counts and bounds
 
 
 class PortUse:
@@ -43,8 +46,14 @@ class PortUse:
 
     def _bounds(self) -> None:
         n = len(self.first)
-        self.start = int(self.first.min()) if n else -1
-        self.last = int((self.first + (self.count - 1) * self.step).max()) if n else -1
+        if n > _FEW:
+            self.start = int(self.first.min())
+            self.last = int((self.first + (self.count - 1) * self.step).max())
+            return
+        # plain ints: for a few entries numpy's reductions cost more than a loop
+        first, count, step = self.first.tolist(), self.count.tolist(), self.step
+        self.start = min(first) if n else -1
+        self.last = max(f + (c - 1) * step for f, c in zip(first, count)) if n else -1
 
     def walk_state(self, w: StateWalk) -> None:
         """Visit the use's cycles (its shape, its first cycles)."""
@@ -67,24 +76,26 @@ class Timeline:
     to ``x`` are counted with one binary search (:meth:`upto`), whatever their number."""
 
     STEADY_STATE = ("uses",)
-    STEADY_FIXED = ("_arrays",)  # a cache of the uses
+    STEADY_FIXED = ("_arrays", "_lists")  # caches of the uses
 
     def __init__(self) -> None:
         self.uses: list[PortUse] = []
         self._arrays: tuple[np.ndarray, ...] | None = None
+        self._lists: tuple[list[int], list[int], list[int], int] | None = None
 
     def add(self, use: PortUse) -> None:
         self.uses.append(use)
-        self._arrays = None
+        self.changed()
 
     def changed(self) -> None:
         self._arrays = None
+        self._lists = None
 
     def forget_before(self, t: int) -> None:
         keep = [u for u in self.uses if u.last >= t]
         if len(keep) != len(self.uses):
             self.uses = keep
-            self._arrays = None
+            self.changed()
 
     def walk_state(self, w: StateWalk, horizon: int) -> None:
         """Visit the uses that can still matter from cycle ``horizon`` on (the others are dropped
@@ -134,6 +145,19 @@ class Timeline:
         c = np.concatenate(runs) if runs else np.zeros(0, dtype=np.int64)
         return c[(c >= lo) & (c <= hi)]
 
+    def upto_one(self, x: int) -> int:
+        """:meth:`upto` of one cycle, in plain ints (the ALU's port checks ask for one or two
+        cycles at a time, far below numpy's cost per call)."""
+        lists = self._lists
+        if lists is None:
+            first, count, _last, before, step = self.arrays()
+            lists = self._lists = (first.tolist(), count.tolist(), before.tolist(), int(step))
+        first_l, count_l, before_l, step_i = lists
+        k = bisect_right(first_l, x) - 1
+        if k < 0:
+            return 0
+        return before_l[k] + min(count_l[k], (x - first_l[k]) // step_i + 1)
+
     def overlaps(self, lo: int, hi: int) -> bool:
         """Some use of the kind may fall in ``[lo, hi]`` (a cheap test before counting)."""
         return any(u.last >= lo and u.start <= hi for u in reversed(self.uses))
@@ -142,8 +166,10 @@ class Timeline:
         """The kind's cycles in ``[lo, hi]``."""
         if hi < lo or not self.overlaps(lo, hi):
             return 0
-        u = self.upto(np.array([lo - 1, hi]))
-        return int(u[1] - u[0])
+        if len(self.arrays()[0]) > _FEW:  # many entries: numpy's search beats lists made of them
+            u = self.upto(np.array([lo - 1, hi]))
+            return int(u[1] - u[0])
+        return self.upto_one(hi) - self.upto_one(lo - 1)
 
 
 class AccPorts:

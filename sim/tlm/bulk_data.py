@@ -41,6 +41,9 @@ def apply_periods(ops: list[tuple[str, Any]], deltas: list[int], R: int, load: A
     taken (``affine``, ``batched``, ``replay``; ``none`` for no data)."""
     if not ops or R < 1:
         return "none"
+    if R == 1:  # one period (a crossing replayed): in order, as cheap as any batching and no analysis
+        _replay(ops, deltas, 1, load, store, compute)
+        return "replay"
     acc = load.acc.mem
     if all(k == "alu" and i.use_imm and ALU_OP_NAMES[i.alu_op] in _AFFINE_OPS for k, i in ops):
         A, B = _power(*_affine(ops, acc.shape[0]), R)
@@ -292,9 +295,18 @@ def _circle_overlap(a: int, n: int, b: int, m: int, D: int) -> bool:
 
 
 def _at(i: Any, d: int, k: int) -> Any:
-    import dataclasses
+    return at_base(i, i.dram_base + k * d) if d else i
 
-    return dataclasses.replace(i, dram_base=i.dram_base + k * d) if d else i
+
+def at_base(i: Any, base: int) -> Any:
+    """The LOAD or STORE ``i`` with DRAM address ``base``: ``dataclasses.replace(i, dram_base=base)``
+    without its cost (instructions are plain frozen dataclasses: no ``__post_init__``, every field in
+    ``__dict__``), paid for every moved instruction of a jump or replay."""
+    j = object.__new__(type(i))
+    d = j.__dict__
+    d.update(i.__dict__)
+    d["dram_base"] = base
+    return j
 
 
 def _entries(base: np.ndarray, y: int, x: int, stride: int) -> np.ndarray:

@@ -40,6 +40,23 @@ period from there moves time, counters, side vector and data exactly as the temp
 run jumps again from there (two observations in all, as the three-fold repeat gives), up to the
 next DMA cut otherwise. The sampling rests until the DMA cut otherwise has left the state.
 
+The event-by-event stretch after a jump (a crossing: from the boundary where the jump ended,
+before a DMA cut otherwise or where the words stop repeating at the end of an inner loop, to the
+boundary of the same signature where the run jumped again) is recorded once
+(``sim/tlm/crossing_replay.py``): its change of time, pcs, counters and side vector, its data
+movements, and the words it read (DMA addresses aside, with every DMA's cut marks). When a later
+jump ends at the same signature with the same words ahead (each DMA cut as its counterpart was,
+inside a region that allows it, with the same micro-ops), the crossing is replayed in one move
+(the walk in shift mode, the segment as one period) and the run jumps at once from its end with
+the template the recorded run used there (in another pass of an outer loop, whose words the
+template's scan does not reach, it goes on event by event from there and jumps afresh); a chain of jumps and replays whose crossings move whole periods of the template
+in its order applies its data in one bulk step at the end of the chain.
+
+Sampling (a walk of the state at each retirement, less often while nothing repeats) starts after
+a warm-up: 1,000 events, or from 200 on once the words FETCH has read end in two equal periods
+(DMA addresses aside) with at least 1,000 instructions still ahead, so a long loop is sampled from
+its first periods while a short Program costs no sampling.
+
 Not covered (the run simply proceeds event by event): GEMM's micro-ops reloaded in a period (its
 faults depend on micro-op contents), FINISH, faults, a STORE into the instruction window, several
 cores (the walk covers core 0's blocks only and refuses when another core has an event pending),
@@ -57,10 +74,12 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 
+from hw import csr
 from hw.isa import INSN_BYTES, OPCODE_BITS, OPCODES
 from hw.isa_semantics import buffer_of, dram_span
-from sim.tlm.bulk_data import apply_periods
-from sim.tlm.burst_calc import row_cut_marks
+from sim.tlm.bulk_data import apply_periods, at_base
+from sim.tlm.burst_calc import PAGE, row_cut_marks
+from sim.tlm.crossing_replay import DmaGroup, Segment, group_dmas, group_marks, new_vector, op_rows, shift_of
 from sim.tlm.steady_state import Unsupported, event_mark
 from sim.tlm.unit_shell import EXEC
 
@@ -71,6 +90,7 @@ _PATIENCE = 64          # samples without a repeat before sampling less often
 _MAX_SKIP = 63
 _KEY_CACHE = 4096       # instructions whose part of the signature is remembered
 _TEMPLATES = 16         # signatures whose periods are kept for jumping again
+_SEGMENTS = 64          # crossings kept for replay
 
 
 def enabled_by_default() -> bool:
@@ -170,7 +190,7 @@ class _Shift:
         if self.dma.elem_bytes(i) is None:
             return i
         d = next(self.deltas)
-        return dataclasses.replace(i, dram_base=i.dram_base + self.R * d) if d else i
+        return at_base(i, i.dram_base + self.R * d) if d else i
 
     def word(self, word: int) -> int:
         i = self.dma.decode(word)
@@ -291,7 +311,12 @@ class _Template:
 class FastForward:
     """The fast-forward of one run of ``model`` (a ``TlmModel`` with its run wired: fetch set)."""
 
-    warmup_events = 1000  # a run this short is fast anyway: no sampling before (no cost on it)
+    # a run this short is fast anyway: no sampling before (no cost on it) ...
+    warmup_events = 1000
+    # ... unless the words FETCH has read already repeat (a loop has begun): then from this many on
+    warmup_floor = 200
+    _REPEAT_MIN = 16  # instructions the words' two repeated periods must cover to end the warm-up
+    _AHEAD_MIN = 1000  # ... and instructions still ahead of FETCH (else a jump could save little)
 
     def __init__(self, model: Any):
         self.m = model
@@ -313,12 +338,27 @@ class FastForward:
         self._scan: tuple[int, int, np.ndarray] | None = None  # the last scan of the words ahead
         self.templates: dict[tuple[Any, ...], _Template] = {}  # periods seen, by signature
         self.jumps_again = 0  # jumps made from a template
+        self.replays = 0      # crossings replayed (``sim/tlm/crossing_replay.py``)
+        self.segments: dict[tuple[Any, ...], list[Segment]] = {}  # crossings recorded, by signature
+        self.n_segments = 0
+        self.restarts = 0
+        # micro-op LOADs run so far (GEMM's faults depend on the micro-ops: a crossing is replayed
+        # only with the micro-ops it was recorded with)
+        self.uop_loads = 0
+        self._end_t = 0  # the boundary the last jump ended at
+        self._last_tpl: _Template | None = None  # the template the last first jump made
+        self._replayed_deltas: list[int] = []  # the address shifts of the last replay's data movements
+        self._pending: tuple[_Template, int, int] | None = None  # data deferred in a chain of replays
+        # where the last jump ended before a DMA cut otherwise: (signature, boundary, restarts then)
+        self._seg_start: tuple[tuple[Any, ...], _Snap, int] | None = None
         # the version steps a versioned event's argument moves by in a jump, by its owner's id
         self.version_steps: dict[int, int] = {}
         for u in model.units.values():
             u.data_log = self.log
         model.sim.probe = self.probe
         self.dma = _DmaFields(model)
+        self.warm = False        # the warm-up is over (sampling may start)
+        self._warm_checked = -1  # FETCH's pc at the last look at its words during the warm-up
 
     # ---- sampling ------------------------------------------------------------------------
     def probe(self, t: int) -> None:
@@ -326,19 +366,16 @@ class FastForward:
         if self.skip:
             self.skip -= 1
             return
-        if self.m.sim.events < self.warmup_events or self.m.fetch.next_pc < self.quiet_until:
+        if self.m.fetch.next_pc < self.quiet_until:
+            return
+        if not self.warm and not self._warmed_up():
             return
         self.skip = self.every
-        try:
-            sign = _Sign(t, self.dma, self._owners())
-            self._walk(sign, t)
-        except Unsupported:
+        signed = self._sign(t)
+        if signed is None:
             self._miss()
             return
-        m = self.m
-        key = tuple(sign.key)
-        snap = _Snap(t, m.fetch.next_pc, sign.vec, self._counters(), m.port.event_version,
-                     m.compute.event_version, len(self.log))
+        key, snap = signed
         if len(self.history) > _HISTORY_CAP or len(self.log) > _LOG_CAP:
             self._restart()  # memory stays bounded; the snapshots kept name log positions
             snap.log_len = 0
@@ -354,28 +391,34 @@ class FastForward:
             b2 = next((x for x in seen[-2::-1] if x.t == t - tpl.T and x.ref == snap.ref - tpl.P), None)
             if b2 is not None:
                 self.cut_pc = None
+                seg = self._segment(key, b2, snap)
                 if self._jump_again(tpl, b2, snap):
                     self._restart()
-                    self.every = self.skip = self.misses = self.refusals = 0
+                    self._succeeded()
                     self.jumps_again += 1
+                    self._record(key, seg, tpl)
                     if self.cut_pc is not None:  # a period past the changed cuts before sampling again
-                        span = snap.ref - min((v for kind, v in snap.vec if kind == "p"), default=snap.ref)
-                        self.quiet_until = self.cut_pc + tpl.P + span + 1
+                        self.quiet_until = self.cut_pc + tpl.P + _span(snap) + 1
+                    self._after_jump(self._end_t)
                     return
         if a is not None and self.holdoff:
             self.holdoff -= 1
         elif a is not None:
             self.cut_pc = None
             self._scan = None
+            seg = self._segment(key, b, snap)
+            self._last_tpl = None
             jumped = self._jump(a, b, snap, key)
+            if jumped and self._last_tpl is not None:
+                self._record(key, seg, self._last_tpl)
             if self.cut_pc is not None:
                 # sample again when the oldest instruction of the state two periods back is a
                 # period past the changed cuts (the observed periods must not hold them)
-                span = snap.ref - min((v for kind, v in snap.vec if kind == "p"), default=snap.ref)
-                self.quiet_until = self.cut_pc + 3 * (snap.ref - b.ref) + span + 1
+                self.quiet_until = self.cut_pc + 3 * (snap.ref - b.ref) + _span(snap) + 1
             if jumped:
                 self._restart()
-                self.every = self.skip = self.misses = self.refusals = 0
+                self._succeeded()
+                self._after_jump(self._end_t)
                 return
             if self.cut_pc is not None:
                 self._miss()  # not a refusal: the jump was fine up to the changed cuts
@@ -387,6 +430,26 @@ class FastForward:
         if len(seen) > 8:
             del seen[:-8]
 
+    def _warmed_up(self) -> bool:
+        """Whether the warm-up is over: ``warmup_events`` events ran, or ``warmup_floor`` did and
+        the words FETCH read end in two equal periods (DMA addresses aside) covering at least
+        ``_REPEAT_MIN`` instructions with at least ``_AHEAD_MIN`` instructions still to fetch. A
+        long run that loops from early on is then sampled from early on, while a prologue,
+        straight-line code or a short Program costs no sampling."""
+        events = self.m.sim.events
+        if events >= self.warmup_events:
+            self.warm = True
+        elif events >= self.warmup_floor and self.m.fetch.count - self.m.fetch.next_pc >= self._AHEAD_MIN:
+            n = self.m.fetch.next_pc
+            if n != self._warm_checked:  # the words seen change only when FETCH moves on
+                self._warm_checked = n
+                self.warm = _tail_repeats(self._window(0, n)[1], self._REPEAT_MIN)
+        return self.warm
+
+    def _succeeded(self) -> None:
+        """A jump was made: sample densely again, with no back-off left from refusals before it."""
+        self.every = self.skip = self.misses = self.refusals = self.holdoff = 0
+
     def _miss(self) -> None:
         self.misses += 1
         if self.misses >= _PATIENCE:
@@ -394,8 +457,21 @@ class FastForward:
             self.every = min(2 * self.every + 1, _MAX_SKIP)
 
     def _restart(self) -> None:
+        self.uop_loads += _uop_loads(self.log)
         self.history.clear()
         self.log.clear()
+        self.restarts += 1
+
+    def _sign(self, t: int) -> tuple[tuple[Any, ...], _Snap] | None:
+        """The signature and snapshot of the boundary at cycle ``t`` (None: not covered)."""
+        try:
+            sign = _Sign(t, self.dma, self._owners())
+            self._walk(sign, t)
+        except Unsupported:
+            return None
+        m = self.m
+        return tuple(sign.key), _Snap(t, m.fetch.next_pc, sign.vec, self._counters(), m.port.event_version,
+                                      m.compute.event_version, len(self.log))
 
     def _counters(self) -> tuple[int, ...]:
         m = self.m
@@ -491,10 +567,11 @@ class FastForward:
         except Unsupported:
             return False
         steps = (c.port_version - b.port_version, c.plan_version - b.plan_version)
-        if self._scan is not None and len(self.templates) < _TEMPLATES:
+        if self._scan is not None:
             s, words_end, anomalies = self._scan
-            self.templates[key] = _Template(T, P, c.ref, s, words_end, anomalies, d2, deltas, steps, list(ops),
-                                            op_deltas)
+            self._last_tpl = _Template(T, P, c.ref, s, words_end, anomalies, d2, deltas, steps, list(ops), op_deltas)
+            if len(self.templates) < _TEMPLATES:
+                self.templates[key] = self._last_tpl
         if R < 1:
             return False
         self._advance(c, T, P, R, deltas, d2, steps, ops, op_deltas)
@@ -526,7 +603,14 @@ class FastForward:
             elif _without_base(i1) != _without_base(i0) or i1.dram_base != i0.dram_base + n * d:
                 return False
         lo_b = min((v for kind, v in b.vec if kind == "p"), default=b.ref)
-        if lo_b < tpl.start:
+        return self._template_jump(tpl, c, lo_b, ops)
+
+    def _template_jump(self, tpl: "_Template", c: _Snap, lo_b: int, ops: list[tuple[str, Any]]) -> bool:
+        """Jump from the boundary ``c`` by the periods of ``tpl`` (its last period checked equal to
+        the template's, its oldest instruction a period before at pc ``lo_b``, ``ops`` its data
+        movements), up to the next DMA cut otherwise."""
+        T, P = tpl.T, tpl.P
+        if lo_b < tpl.start or c.ref <= tpl.ref or (c.ref - tpl.ref) % P:
             return False
         m, f = self.m, self.m.fetch
         R = min((f.count - c.ref - m.timing.insns_per_fetch_burst) // P, (tpl.words_end - c.ref) // P)
@@ -540,13 +624,213 @@ class FastForward:
                 self.cut_pc = cut
         if R < 1 or not self._dma_checks(c.ref, P, R, ops, tpl.op_deltas):
             return False
-        self._advance(c, T, P, R, tpl.deltas, tpl.d2, tpl.steps, ops, tpl.op_deltas)
+        chained = self._pending is not None and self._pending[0] is tpl
+        self._advance(c, T, P, R, tpl.deltas, tpl.d2, tpl.steps, ops, tpl.op_deltas, data=not chained)
+        if chained:
+            self._defer(tpl, (c.ref - tpl.ref) // P, R)
         return True
 
+    # ---- crossings: recorded once, replayed (sim/tlm/crossing_replay.py) -----------------
+    def _after_jump(self, t: int) -> None:
+        """A jump ended at the boundary of cycle ``t`` (before a DMA cut otherwise, or where the
+        words stop repeating: the end of an inner loop): while a recorded crossing matches from
+        here, replay it and jump again from its end; else keep this boundary as the start of the
+        crossing to record when the run jumps again from the same signature."""
+        self._seg_start = None
+        try:
+            self._replay_chain(t)
+        finally:
+            self._flush_data()
+
+    def _replay_chain(self, t: int) -> None:
+        while True:
+            signed = self._sign(t)
+            if signed is None:
+                return
+            key, s1 = signed
+            replayed = None
+            for seg in self.segments.get(key, ()):
+                c3 = self._replay(seg, s1)
+                if c3 is not None:
+                    replayed = seg, c3
+                    break
+            if replayed is None:
+                self._seg_start = (key, s1, self.restarts)
+                return
+            seg, c3 = replayed
+            self.replays += 1
+            self.quiet_until = 0
+            # the snapshots kept and the data log are from before the replay: start over
+            self._restart()
+            self._succeeded()
+            # the recorded run jumped from the segment's end with the template ``seg.tpl``, its last
+            # period equal to the template's: the replayed one is that period moved
+            tpl = seg.tpl
+            shifts = self._replayed_deltas
+            n, phase = divmod(c3.ref - tpl.ref, tpl.P)
+            if phase or not self._defer_segment(tpl, n, seg, shifts):
+                self._apply_now(seg.ops, shifts)
+            first = len(seg.ops) - seg.last_ops
+            last = [(k, at_base(i, i.dram_base + d)) if d else (k, i)
+                    for (k, i), d in zip(seg.ops[first:], shifts[first:])]  # the period before the end
+            self.cut_pc = None
+            # (in another pass of an outer loop the template's scan does not reach: the run goes on
+            # event by event from the replayed end and jumps afresh)
+            if phase or last != _instance(tpl, n) or not self._template_jump(tpl, c3, c3.ref + seg.lo_end, last):
+                return
+            self._restart()
+            self.jumps_again += 1
+            if self.cut_pc is None:
+                return
+            self.quiet_until = self.cut_pc + tpl.P + _span(c3) + 1
+            t = self._end_t
+
+    # the data of a chain of replays and jumps, applied at once where the segments' movements are
+    # whole periods of one template in its order: (template, last instance applied, instances to apply)
+    def _defer_segment(self, tpl: "_Template", n: int, seg: Segment, shifts: list[int]) -> bool:
+        """The data movements of the replayed crossing ``seg`` (addresses moved by ``shifts``), which
+        ends at instance ``n`` of ``tpl``: deferred when they are the template's periods up to ``n``
+        in its order (True; else the caller applies them)."""
+        k = seg.P // tpl.P
+        if seg.P % tpl.P == 0 and k >= 1 and _periods_of(tpl, seg.ops, shifts, n - k + 1):
+            self._defer(tpl, n - k, k)
+            return True
+        return False
+
+    def _apply_now(self, ops: list[tuple[str, Any]], shifts: list[int]) -> None:
+        """Apply data movements (DMA addresses moved by ``shifts``) now, after those deferred."""
+        self._flush_data()
+        way = apply_periods(ops, shifts, 1, self.m.load, self.m.store, self.m.compute, self.m.timing)
+        self.ways[way] = self.ways.get(way, 0) + 1
+
+    def _defer(self, tpl: "_Template", base: int, R: int) -> None:
+        """Instances ``base + 1`` .. ``base + R`` of ``tpl``'s period: deferred (after those already)."""
+        p = self._pending
+        if p is not None and p[0] is tpl and p[1] + p[2] == base:
+            self._pending = (tpl, p[1], p[2] + R)
+            return
+        self._flush_data()
+        self._pending = (tpl, base, R)
+
+    def _flush_data(self) -> None:
+        p, self._pending = self._pending, None
+        if p is not None:
+            tpl, base, R = p
+            self._apply_data(_instance(tpl, base), tpl.op_deltas, R)
+
+    def _window(self, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """The instruction words of pcs ``lo`` .. ``hi``: the rows, the rows with the DMA address
+        masked out, which are LOADs or STOREs, and their DRAM addresses."""
+        f = self.m.fetch
+        w = self.m.dram[f.addr + INSN_BYTES * lo:f.addr + INSN_BYTES * hi].reshape(-1, INSN_BYTES)
+        dma = _dma_rows(w)
+        masked = np.where(dma[:, None], w & ~self._base_mask(), w)
+        return w, masked, dma, np.where(dma, self._dram_bases(w), 0)
+
+    def _base_mask(self) -> np.ndarray:
+        fld = self.m.isa.field("LOAD", "dram_base")
+        mask = np.zeros(INSN_BYTES, dtype=np.uint8)
+        for bit in range(fld.lo, fld.lo + fld.width):
+            mask[bit // 8] |= 1 << (bit % 8)
+        return mask
+
+    def _row_word(self, w: np.ndarray, r: int) -> int:
+        return int.from_bytes(w[r].tobytes(), "little")
+
+    def _segment(self, key: tuple[Any, ...], b: _Snap, c: _Snap) -> Segment | None:
+        """The crossing from the boundary the last jump ended at (same signature ``key``, no
+        restart since) to ``c`` (``b``: a period before ``c``), to record; None if there is none
+        or it cannot be replayed (GEMM's micro-ops loaded, a DMA not found in the words)."""
+        start = self._seg_start
+        if start is None or start[0] != key or start[2] != self.restarts or c.ref <= start[1].ref:
+            return None
+        s1 = start[1]
+        m, f = self.m, self.m.fetch
+        if c.ref + m.timing.insns_per_fetch_burst > f.count or self.m.error is not None:
+            return None
+        lo = min((v for kind, v in s1.vec if kind == "p"), default=s1.ref)
+        w, masked, dma, bases = self._window(lo, c.ref)
+        insns = {r: self.dma.decode(self._row_word(w, r)) for r in np.flatnonzero(dma).tolist()}
+        T = m.timing
+        groups = []
+        for rows, i in group_dmas(insns):
+            unit = self.dma.elem_bytes(i)
+            g = DmaGroup(np.array(rows, dtype=np.int64), i.y_size if i.x_size else 0, i.x_size * unit,
+                         i.x_stride * unit, unit, i.MNEMONIC == "STORE", np.zeros(0))
+            g.marks = group_marks(g, bases[g.rows], T.bus_bytes, T.max_burst)
+            groups.append(g)
+        ops = self.log[s1.log_len:c.log_len]
+        rows = op_rows(ops, insns)
+        if rows is None:
+            return None
+        lo_b = min((v for kind, v in b.vec if kind == "p"), default=b.ref)
+        seg_uops = self.uop_loads + _uop_loads(self.log[:s1.log_len])
+        return Segment(s1.t, s1.ref, c.t - s1.t, c.ref - s1.ref, lo - s1.ref, c.ref - s1.ref, masked, dma, bases,
+                       groups, list(s1.vec), list(c.vec), [y - x for x, y in zip(s1.counters, c.counters)],
+                       (c.port_version - s1.port_version, c.plan_version - s1.plan_version), list(ops), rows,
+                       lo_b - c.ref, c.log_len - b.log_len, seg_uops)
+
+    def _record(self, key: tuple[Any, ...], seg: Segment | None, tpl: _Template) -> None:
+        """Keep the crossing ``seg`` (None: nothing to keep), which the run ended by a jump with ``tpl``."""
+        if seg is not None and self.n_segments < _SEGMENTS and seg.last_ops <= len(seg.ops):
+            seg.tpl = tpl
+            self.segments.setdefault(key, []).append(seg)
+            self.n_segments += 1
+
+    def _replay(self, seg: Segment, c: _Snap) -> _Snap | None:
+        """Replay the crossing ``seg`` from the boundary ``c`` (its signature is the segment's) when
+        the words ahead match the recorded ones: the boundary at its end, else None (nothing moved)."""
+        m, f = self.m, self.m.fetch
+        if self.uop_loads + _uop_loads(self.log[:c.log_len]) != seg.uop_loads:
+            return None
+        dt, dref = c.t - seg.t0, c.ref - seg.ref0
+        lo, hi = c.ref + seg.lo, c.ref + seg.hi
+        burst = m.timing.insns_per_fetch_burst
+        if dref <= 0 or lo < 0 or hi + burst > f.count:
+            return None
+        # FETCH's bursts stop at 4 KiB boundaries: they must fall where they did
+        if (INSN_BYTES * dref) % PAGE and (PAGE % (burst * INSN_BYTES) or f.addr % (burst * INSN_BYTES)):
+            return None
+        w, masked, dma, bases = self._window(lo, hi)
+        if not np.array_equal(masked, seg.masked):
+            return None
+        shifts = bases - seg.bases
+        T = m.timing
+        for g in seg.groups:  # every DMA cut as its counterpart was, inside a region that allows it
+            b = bases[g.rows]
+            if not np.array_equal(group_marks(g, b, T.bus_bytes, T.max_burst), g.marks):
+                return None
+            if g.y_size and not m.regions.ok(int(b.min()) * g.unit, int(b.max()) * g.unit + (g.y_size - 1) * g.stride_bytes
+                                             + g.row_bytes, csr.ATTR_WRITE if g.write else csr.ATTR_READ):
+                return None
+        vec1 = new_vector(seg, c.vec, dt, dref, shifts)
+        if vec1 is None:
+            return None
+        op_deltas = []
+        for (kind, i), rows in zip(seg.ops, seg.op_rows):
+            d = shift_of(rows, shifts) if rows else 0
+            if d is None:
+                return None
+            op_deltas.append(d)
+        win_lo, win_hi = f.addr, f.addr + INSN_BYTES * f.count
+        for (kind, i), d in zip(seg.ops, op_deltas):  # the recorded movements, moved by their shifts
+            if kind == "store":
+                span = dram_span(at_base(i, i.dram_base + d), m.timing)
+                if span is not None and span[0] < win_hi and win_lo < span[1]:
+                    return None
+        self._replayed_deltas = op_deltas
+        deltas = [v1 - v for (_, v), v1 in zip(c.vec, vec1)]
+        counters = tuple(x + d for x, d in zip(c.counters, seg.counters))
+        self._advance(c, seg.T, seg.P, 1, deltas, seg.counters, seg.steps, seg.ops, op_deltas, data=False)
+        self.jumps -= 1  # a replay, not a jump (its data: the caller's)
+        return _Snap(c.t + seg.T, c.ref + seg.P, [(k, v) for (k, _), v in zip(seg.vec1, vec1)], counters,
+                     m.port.event_version, m.compute.event_version, 0)
+
     def _advance(self, c: _Snap, T: int, P: int, R: int, deltas: list[int], d2: list[int],
-                 steps: tuple[int, int], ops: list[tuple[str, Any]], op_deltas: list[int]) -> None:
+                 steps: tuple[int, int], ops: list[tuple[str, Any]], op_deltas: list[int], data: bool = True) -> None:
         """Move the model from the boundary ``c`` on by ``R`` periods of ``T`` cycles and ``P``
-        instructions: times, pcs, addresses, counters, event versions, and the skipped data."""
+        instructions: times, pcs, addresses, counters, event versions, and the skipped data (unless
+        ``data`` is False: the caller applies it)."""
         m = self.m
         dt, dp = R * T, R * P
         # the version an event carries moves with its owner's
@@ -557,8 +841,10 @@ class FastForward:
         m.fetch.next_pc += dp
         self._set_counters(tuple(x + R * d for x, d in zip(c.counters, d2)))
         m.sim.advance_clock(dt)
-        self._apply_data(ops, op_deltas, R)
+        if data:
+            self._apply_data(ops, op_deltas, R)
         self.jumps += 1
+        self._end_t = c.t + dt
         self.skipped_cycles += dt
         self.skipped_insns += dp
 
@@ -623,7 +909,7 @@ class FastForward:
         for (kind, i), dd in zip(ops, op_deltas):
             if kind == "store":
                 for k in (1, R):
-                    span = dram_span(dataclasses.replace(i, dram_base=i.dram_base + k * dd), m.timing)
+                    span = dram_span(at_base(i, i.dram_base + k * dd), m.timing)
                     if span is not None and span[0] < hi and lo < span[1]:
                         return False
         return True
@@ -692,8 +978,6 @@ class FastForward:
     def _regions_ok(self, first: int, last: int) -> bool:
         """The DMA words at ``first`` and ``last`` (one position of the period, addresses moving
         by equal steps in between) and every instance between them pass the region check."""
-        from hw import csr
-
         i0, i1 = self.dma.decode(self._word(first)), self.dma.decode(self._word(last))
         s0, s1 = dram_span(i0, self.m.timing), dram_span(i1, self.m.timing)
         if s0 is None or s1 is None:
@@ -708,6 +992,57 @@ class FastForward:
         self.ways[way] = self.ways.get(way, 0) + 1
 
 
+def _instance(tpl: _Template, n: int) -> list[tuple[str, Any]]:
+    """The data movements of the ``n``-th period after the one ``tpl`` observed (DMA addresses moved)."""
+    return [(k, at_base(i, i.dram_base + n * d)) if d else (k, i)
+            for (k, i), d in zip(tpl.ops, tpl.op_deltas)]
+
+
+def _periods_of(tpl: _Template, ops: list[tuple[str, Any]], shifts: list[int], first: int) -> bool:
+    """``ops`` (DMA addresses moved by ``shifts``) are whole periods of ``tpl``, instances ``first``
+    on, in the template's order."""
+    L = len(tpl.ops)
+    if not L or len(ops) % L or len(shifts) != len(ops):
+        return False
+    for x, ((k, i), d) in enumerate(zip(ops, shifts)):
+        kt, it = tpl.ops[x % L]
+        if k != kt:
+            return False
+        dt = tpl.op_deltas[x % L]
+        if k in ("load", "store"):
+            if i.dram_base + d != it.dram_base + (first + x // L) * dt or _without_base(i) != _without_base(it):
+                return False
+        elif d or dt or i != it:
+            return False
+    return True
+
+
+def _tail_repeats(masked: np.ndarray, min_span: int) -> bool:
+    """Whether the rows of ``masked`` (instruction words, DMA addresses masked) end in two equal
+    periods of ``P`` rows, ``2 * P >= min_span``."""
+    n = len(masked)
+    if n < min_span:
+        return False
+    words = np.ascontiguousarray(masked).view(np.dtype((np.void, masked.shape[1]))).ravel()
+    for j in np.flatnonzero(words[:-1] == words[-1])[::-1].tolist():  # shortest period first
+        P = n - 1 - j
+        if 2 * P > n:
+            break
+        if 2 * P >= min_span and np.array_equal(words[n - P:], words[n - 2 * P:n - P]):
+            return True
+    return False
+
+
+def _uop_loads(log: list[tuple[str, Any]]) -> int:
+    """How many of the data movements ``log`` are LOADs of micro-ops."""
+    return sum(1 for k, i in log if k == "load" and buffer_of(i) == "UOP")
+
+
+def _span(c: _Snap) -> int:
+    """How many instructions before FETCH's pc the oldest instruction of the state at ``c`` is."""
+    return c.ref - min((v for kind, v in c.vec if kind == "p"), default=c.ref)
+
+
 def _dma_rows(w: np.ndarray) -> np.ndarray:
     """Which instruction words (rows of ``w``) are LOADs or STOREs."""
     opc = w[:, 0] & ((1 << OPCODE_BITS) - 1)
@@ -715,14 +1050,23 @@ def _dma_rows(w: np.ndarray) -> np.ndarray:
 
 
 _FIELDS: dict[type, tuple[str, ...]] = {}
+_WITHOUT_BASE: dict[int, tuple[Any, tuple[Any, ...]]] = {}  # by identity: the same objects come back
 
 
 def _without_base(i: Any) -> tuple[Any, ...]:
-    """A LOAD's or STORE's fields but its DRAM address."""
+    """A LOAD's or STORE's fields but its DRAM address (remembered per object: the recorded
+    movements of templates and crossings are compared again at every jump and replay)."""
+    hit = _WITHOUT_BASE.get(id(i))
+    if hit is not None and hit[0] is i:  # the entry holds the object, so its id stays its own
+        return hit[1]
     names = _FIELDS.get(type(i))
     if names is None:
         names = _FIELDS[type(i)] = tuple(f.name for f in dataclasses.fields(i) if f.name != "dram_base")
-    return tuple(getattr(i, n) for n in names)
+    out = (type(i), *(getattr(i, n) for n in names))
+    if len(_WITHOUT_BASE) >= _KEY_CACHE:
+        _WITHOUT_BASE.clear()
+    _WITHOUT_BASE[id(i)] = (i, out)
+    return out
 
 
 __all__ = ["ENV_SWITCH", "FastForward", "enabled_by_default"]
