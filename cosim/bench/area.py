@@ -113,7 +113,8 @@ def fmax(cfg: HwConfig, quick: bool = False, timeout: float = 900.0) -> dict[str
     t0 = time.perf_counter()
     est = fmax_ecp5(cfg, timeout=timeout, device=DEVICE)
     data = {"mhz": est.mhz, "status": est.status, "device": f"LFE5U-{DEVICE.upper()[:-1]}F",
-            "seconds": round(time.perf_counter() - t0, 1), "utilization": est.utilization}
+            "seconds": round(time.perf_counter() - t0, 1), "utilization": est.utilization,
+            "critical_path": None if est.critical_path is None else est.critical_path.to_dict()}
     if est.mhz is not None:
         _store(path, data)
     return {**data, "source": "fresh"}
@@ -205,4 +206,8 @@ def table_lines(area: dict[str, Any]) -> list[str]:
         f = r.get("fmax")
         if f is not None and f.get("mhz") is None and not f["status"].startswith("skipped"):
             out.append(f"  {name} Fmax {f['status']}")
+        cp = (f or {}).get("critical_path")
+        if cp:  # what limits the clock: the RTL lines its critical path runs through
+            out.append(f"  {name} critical path {cp['ns']:.1f} ns (logic {cp['logic_ns']:.1f}, routing "
+                       f"{cp['routing_ns']:.1f}): {' > '.join(cp['sources']) or cp['start'] + ' > ' + cp['end']}")
     return out
