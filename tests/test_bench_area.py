@@ -58,6 +58,21 @@ def test_fmax_that_does_not_finish_is_absent_and_not_cached(build_dir: Path) -> 
     assert any("absent" in ln for ln in lines) and not any("MHz" in ln for ln in lines)
 
 
+def test_fmax_row_names_its_critical_path() -> None:
+    est = {"mhz": 31.25, "status": "ok", "source": "cached",
+           "critical_path": {"ns": 32.0, "logic_ns": 20.5, "routing_ns": 11.5, "start": "a", "end": "b",
+                             "sources": ["alu_lane.v:31", "compute_unit.v:204"]}}
+    lines = area.table_lines({"small": {"status": "skipped", "fmax": est}})
+    assert any(ln.startswith("small") and "31.2 MHz (cached)" in ln for ln in lines), lines
+    assert "  small critical path 32.0 ns (logic 20.5, routing 11.5): alu_lane.v:31 > compute_unit.v:204" in lines
+    # routing that did not finish in time: absent, with the placement's estimate named as such
+    est = {"mhz": None, "status": "absent: routing did not finish within 900 s in all (placement's estimate "
+           "19.89 MHz)", "placed_mhz": 19.89, "source": "fresh", "critical_path": None}
+    lines = area.table_lines({"small": {"status": "skipped", "fmax": est}})
+    row = next(ln for ln in lines if ln.startswith("small"))
+    assert "absent (placed 19.9 MHz)" in row and not any("critical path" in ln for ln in lines), lines
+
+
 @pytest.mark.parametrize("value", ["0", "-3", "nan", "x"])
 def test_bad_fmax_timeout_is_one_line(value: str, capsys: pytest.CaptureFixture) -> None:
     assert cosim_main(["bench", "--fmax-timeout", value]) == 2

@@ -113,7 +113,9 @@ def fmax(cfg: HwConfig, quick: bool = False, timeout: float = 900.0) -> dict[str
     t0 = time.perf_counter()
     est = fmax_ecp5(cfg, timeout=timeout, device=DEVICE)
     data = {"mhz": est.mhz, "status": est.status, "device": f"LFE5U-{DEVICE.upper()[:-1]}F",
-            "seconds": round(time.perf_counter() - t0, 1), "utilization": est.utilization}
+            "seconds": round(time.perf_counter() - t0, 1), "utilization": est.utilization,
+            "critical_path": None if est.critical_path is None else est.critical_path.to_dict(),
+            "placed_mhz": est.placed_mhz}
     if est.mhz is not None:
         _store(path, data)
     return {**data, "source": "fresh"}
@@ -194,8 +196,10 @@ def table_lines(area: dict[str, Any]) -> list[str]:
             fm = "-"
         elif f.get("mhz") is not None:
             fm = f"{f['mhz']:.1f} MHz ({f.get('source')})"
-        else:
-            fm = "skipped" if f["status"].startswith("skipped") else "absent"
+        elif f["status"].startswith("skipped"):
+            fm = "skipped"
+        else:  # not routed in time: nextpnr's estimate after placement, when it got that far
+            fm = "absent" + (f" (placed {f['placed_mhz']:.1f} MHz)" if f.get("placed_mhz") else "")
         if r.get("status") != "ok":
             out.append(f"{name:<9}{'':>60}  {fm:<28}{r.get('status')}")
             continue
@@ -205,4 +209,8 @@ def table_lines(area: dict[str, Any]) -> list[str]:
         f = r.get("fmax")
         if f is not None and f.get("mhz") is None and not f["status"].startswith("skipped"):
             out.append(f"  {name} Fmax {f['status']}")
+        cp = (f or {}).get("critical_path")
+        if cp:  # what limits the clock: the RTL lines its critical path runs through
+            out.append(f"  {name} critical path {cp['ns']:.1f} ns (logic {cp['logic_ns']:.1f}, routing "
+                       f"{cp['routing_ns']:.1f}): {' > '.join(cp['sources']) or cp['start'] + ' > ' + cp['end']}")
     return out
