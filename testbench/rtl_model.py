@@ -365,6 +365,11 @@ def _build(cfg: HwConfig, mem: str, sim: str, waves: bool, root: Path | None, ve
         compiled = not (stamp.is_file() and stamp.read_text() == h.hexdigest() and exe.exists())
         if compiled:
             stamp.unlink(missing_ok=True)
+            # objects and make's dependency lists of an earlier build may name sources of another
+            # checkout (a shared COSIM_BUILD_DIR, a moved tree): make would stop on a missing file,
+            # or keep an object whose source it no longer sees change
+            for stale in [*bdir.glob("*.d"), *bdir.glob("*.o")]:
+                stale.unlink(missing_ok=True)
             runner = cocotb_runner(sim, use_fast_main, keep_public=mem != "fast")
             log = bdir / "build.log"
             try:
