@@ -52,6 +52,15 @@ def _same(p: Program) -> TlmModel:
     return fast
 
 
+def _same_with_faults(p: Program, seed: int) -> None:
+    """:func:`_same` on ``p`` with each of the first three fault kinds injected (where one applies)."""
+    rng = np.random.default_rng(seed)
+    for kind in FAULT_KINDS[:3]:
+        got = inject(p, kind, rng)
+        if got is not None:
+            _same(got[0])
+
+
 def _periodic(cfg: HwConfig, seed: int, dma: bool = False, tail: str = "finish") -> Program:
     """A long loop of one random body of ALU instructions (every op, immediates and buffer operands,
     overlapping loops), optionally with a LOAD and a STORE of fixed addresses in the body."""
@@ -157,11 +166,7 @@ def test_dma_steps_off_the_page_jump_and_agree(name: str) -> None:
         assert m.ff.jumps_again >= 1 and m.ff.skipped_insns > 300 and m.ff.ways.get("batched")
     elif name == "default":  # 160-byte STORE rows: a cut off the burst grid every few periods
         assert m.ff.jumps >= 1
-    rng = np.random.default_rng(7)
-    for kind in FAULT_KINDS[:3]:
-        got = inject(p, kind, rng)
-        if got is not None:
-            _same(got[0])
+    _same_with_faults(p, 7)
 
 
 @pytest.mark.parametrize("name", ["small", "default"])
@@ -174,11 +179,7 @@ def test_crossings_are_replayed_and_agree(name: str) -> None:
     p = dma_stream(cfg, 6000, 10)
     m = _same(p)
     assert m.ff is not None and m.ff.n_segments >= 1 and m.ff.replays >= 2
-    rng = np.random.default_rng(11)
-    for kind in FAULT_KINDS[:3]:
-        got = inject(p, kind, rng)
-        if got is not None:
-            _same(got[0])
+    _same_with_faults(p, 11)
 
 
 def test_a_crossing_whose_words_differ_is_not_replayed() -> None:
@@ -241,11 +242,7 @@ def test_conv_tile_loop_agrees(name: str) -> None:
     p = _gemm_tile_loop(cfg, 300)
     m = _same(p)
     assert m.ff is not None and m.ff.jumps >= 1, p.name
-    rng = np.random.default_rng(13)
-    for kind in FAULT_KINDS[:3]:
-        got = inject(p, kind, rng)
-        if got is not None:
-            _same(got[0])
+    _same_with_faults(p, 13)
 
 
 def _nested_gemm_loop(cfg: HwConfig, outer: int, inner: int) -> Program:
@@ -279,11 +276,7 @@ def test_nested_loops_replay_the_outer_pass_and_agree() -> None:
     p = _nested_gemm_loop(load_config("small"), 8, 40)
     m = _same(p)
     assert m.ff is not None and m.ff.jumps >= 4 and m.ff.replays >= 2
-    rng = np.random.default_rng(17)
-    for kind in FAULT_KINDS[:3]:
-        got = inject(p, kind, rng)
-        if got is not None:
-            _same(got[0])
+    _same_with_faults(p, 17)
 
 
 def test_tail_repeats_finds_two_equal_periods_at_the_end() -> None:
