@@ -140,13 +140,15 @@ def table_lines(res: dict[str, Any]) -> list[str]:
     if not rows:
         return []
     head = (f"{'workload':<13}{'bound':<9}{'cores':>6}{'TLM cycles':>12}{'RTL cycles':>12}{'speedup':>9}"
-            f"{'DRAM beats':>12}{'port busy':>11}{'port %':>8}{'ok':>4}")
-    out = ["several cores: cycles on 1, 2, 4 cores (DRAM bound = cycles the one port is busy with the bursts)",
+            f"{'DRAM beats':>12}{'beats/cyc':>10}{'port busy':>11}{'port %':>8}{'ok':>4}")
+    out = ["several cores: cycles on 1, 2, 4 cores (DRAM bound = cycles the one port is busy with the bursts; "
+           "beats/cyc = the port's data beats per cycle)",
            head, "-" * len(head)]
     for r in rows:
         rtl = "-" if r["rtl_cycles"] is None else str(r["rtl_cycles"])
         out.append(f"{r['workload']:<13}{r['bound']:<9}{r['cores']:>6}{r['tlm_cycles'] or 0:>12}{rtl:>12}"
-                   f"{r['speedup'] or 0:>8.2f}x{r['dram_beats']:>12}{r['port_busy']:>11}"
+                   f"{r['speedup'] or 0:>8.2f}x{r['dram_beats']:>12}{r['dram_beats'] / (r['tlm_cycles'] or 1):>10.3f}"
+                   f"{r['port_busy']:>11}"
                    f"{100 * r['port_busy'] / (r['tlm_cycles'] or 1):>7.1f}%{'yes' if r['agree'] else 'NO':>4}")
         out += [f"  {p}" for p in r["problems"]]
     g = res.get("golden_threads")
