@@ -304,3 +304,18 @@ def test_cli_lists_the_sample_as_json():
     ms = json.loads(r.stdout)
     assert len(ms) == 30 and {"id", "file", "line", "module", "kind", "change"} <= set(ms[0])
     assert Path(repo_rtl() / ms[0]["file"]).is_file()
+
+
+def test_task_args_name_a_config_given_by_path(tmp_path: Path) -> None:
+    """The cluster tasks load the campaign's config again: one given as a file outside hw/configs must reach
+    them as that file (by name they would not find it), a shipped one by its name."""
+    from cosim.mutation.campaign import Setup
+    from hw.config import load_config
+
+    data = json.loads(Path(load_config("small").source).read_text())
+    data["name"] = "small_elsewhere"
+    path = tmp_path / "small_elsewhere.json"
+    path.write_text(json.dumps(data))
+    for cfg in (load_config(path), load_config("small")):
+        setup = Setup(cfg, [], tmp_path, tmp_path, tmp_path / "p.pkl", tmp_path / "e.json", 0.0, 0.0)
+        assert load_config(setup.task_args([1])["config"]) == cfg

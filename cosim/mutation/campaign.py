@@ -559,7 +559,9 @@ class Setup:
     baseline_s: float
 
     def task_args(self, ks: list[int]) -> dict[str, Any]:
-        return {"config": self.config.name, "rtl": str(self.rtl), "programs": str(self.programs),
+        # the file the config came from: a config given by path loads on the workers too
+        cfg = self.config.source if Path(self.config.source).is_file() else self.config.name
+        return {"config": cfg, "rtl": str(self.rtl), "programs": str(self.programs),
                 "expected": str(self.expected), "mutants": ks}
 
 
