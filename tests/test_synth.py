@@ -401,7 +401,7 @@ NEXTPNR_REPORT = {"critical_paths": [
         {"type": "routing", "delay": 1.0, "sources": ["src/alu_lane.v:31.20-31.80"], "from": {"cell": "a_reg"},
          "to": {"cell": "mul"}},
         {"type": "logic", "delay": 4.0, "from": {"cell": "mul"}, "to": {"cell": "mul"}},
-        {"type": "routing", "delay": 2.0, "sources": ["/share/lattice/arith_map_ccu2c.v:74.7-80.4",
+        {"type": "routing", "delay": 2.0, "sources": ["techlibs/ecp5/arith_map.v:74.7-80.4",
                                                        "src/alu_lane.v:31.20-31.80", "src/compute_unit.v:204.1-204.9"],
          "from": {"cell": "mul"}, "to": {"cell": "sram"}},
         {"type": "setup", "delay": 0.25, "from": {"cell": "sram"}, "to": {"cell": "sram"}}]},
