@@ -145,7 +145,7 @@ def test_waivers_count_apart_and_stale_is_an_error(tiny, tmp_path):
     data = read(tiny["idle"], tiny["dir"])
     w = tmp_path / "w.json"
     w.write_text(json.dumps({"waivers": [
-        {"lines": "tiny.v:10-12", "reason": "the run never raises go"},
+        {"lines": "tiny.v:10-12", "text": "S_RUN: begin", "reason": "the run never raises go"},
         {"toggle": "tiny:c?t[3:2]", "reason": "never counts that far"},
         {"toggle": "tiny:rst", "reason": "covered, still waived: never a hit"}]}))
     waived, report = apply_waivers(data, load_waivers(w))
@@ -158,7 +158,7 @@ def test_waivers_count_apart_and_stale_is_an_error(tiny, tmp_path):
     assert "tiny.v:11" not in s.uncovered and "tiny.v:11" in plain.uncovered
     assert s.total["line"].waived >= 2 and s.total["line"].total == plain.total["line"].total - s.total["line"].waived
     assert s.total["branch"].waived == sum(1 for p in data.of_kind("branch") if 10 <= p.line <= 12)
-    w.write_text(json.dumps({"waivers": [{"lines": "tiny.v:500", "reason": "gone"}]}))
+    w.write_text(json.dumps({"waivers": [{"lines": "tiny.v:500", "text": "x", "reason": "gone"}]}))
     with pytest.raises(WaiverError, match="stale"):
         apply_waivers(data, load_waivers(w))
     # bits past a signal's width (another core's lane) are not stale while the signal is there; a signal
@@ -174,9 +174,32 @@ def test_waivers_count_apart_and_stale_is_an_error(tiny, tmp_path):
 
 
 def test_shipped_waivers_load():
-    from cosim.coverage.report import DEFAULT_WAIVERS
+    """The shipped waivers load, and every line waiver's text is still at its line (no coverage run needed)."""
+    from cosim.coverage.report import DEFAULT_WAIVERS, REPO
 
-    assert all(w.reason for w in load_waivers(DEFAULT_WAIVERS))
+    assert all(w.reason for w in load_waivers(DEFAULT_WAIVERS, REPO))
+
+
+def test_line_waiver_text_is_checked_against_the_source(tiny, tmp_path):
+    """A line waiver names what its line holds: a line that moved is refused when the file is loaded,
+    naming the line it now holds and where the text went; 'text' is required on line waivers only."""
+    w = tmp_path / "w.json"
+    w.write_text(json.dumps({"waivers": [{"lines": "tiny.v:10-12", "text": "  S_RUN: begin ", "reason": "r"}]}))
+    assert load_waivers(w, tiny["dir"])[0].pattern == "tiny.v:10-12"
+    w.write_text(json.dumps({"waivers": [{"lines": "tiny.v:9", "text": "S_RUN: begin", "reason": "r"}]}))
+    with pytest.raises(WaiverError, match=r"waiver 0 \(tiny.v:9\): line 9 holds 'S_IDLE: if \(go\) st <= S_RUN;'.*"
+                                          r"stale; that text is at line 10"):
+        load_waivers(w, tiny["dir"])
+    assert load_waivers(w)[0].kind == "lines"  # without the sources' folder nothing is read
+    w.write_text(json.dumps({"waivers": [{"lines": "gone.v:1", "text": "x", "reason": "r"}]}))
+    with pytest.raises(WaiverError, match="no such source file gone.v"):
+        load_waivers(w, tiny["dir"])
+    w.write_text(json.dumps({"waivers": [{"lines": "tiny.v:10", "reason": "r"}]}))
+    with pytest.raises(WaiverError, match="'text'"):
+        load_waivers(w)
+    w.write_text(json.dumps({"waivers": [{"toggle": "tiny:cnt", "text": "x", "reason": "r"}]}))
+    with pytest.raises(WaiverError, match="'text'"):
+        load_waivers(w)
 
 
 def test_config_bound_waivers_hold_on_every_shipped_config():

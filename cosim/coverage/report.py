@@ -42,7 +42,7 @@ def build_report(dat_files: Iterable[str | Path], out_dir: str | Path, waivers: 
     if not data.points:
         raise ValueError(f"no coverage points in {len(files)} coverage file(s): nothing ran on a coverage build")
     keep = keep or rtl_files_only(repo)
-    wv = load_waivers(waivers) if waivers is not None else []
+    wv = load_waivers(waivers, REPO) if waivers is not None else []
     kept = CoverageData()
     kept.points = {k: p for k, p in data.points.items() if keep(p)}
     waived, wreport = apply_waivers(kept, wv, str(waivers), check_stale)

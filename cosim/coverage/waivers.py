@@ -3,13 +3,16 @@
 The waiver file is JSON (``hw/rtl/coverage_waivers.json``)::
 
     {"waivers": [
-      {"lines": "hw/rtl/store_unit.v:171-172", "reason": "..."},
+      {"lines": "hw/rtl/store_unit.v:171-172", "text": "default: state <= S_IDLE;", "reason": "..."},
       {"toggle": "csr_block:region_base*[24:31]", "reason": "..."},
       {"fsm": "fetch:state::*->S_X", "reason": "..."}
     ]}
 
 * ``lines``: ``FILE:LINE`` or ``FILE:FIRST-LAST`` (FILE relative to the repository): every line and
-  branch point whose line (``l``) lies in the range;
+  branch point whose line (``l``) lies in the range. Line numbers move with every edit above them, so a
+  line waiver must also carry ``text``: what its first line holds (leading and trailing blanks aside),
+  checked against the source when the file is loaded (a mismatch names the waiver and the line found),
+  before any coverage run;
 * ``toggle``: ``MODULE:SIGNAL`` with ``*`` and ``?`` as wildcards (nothing else is special), and an
   optional bit range ``[HI:LO]`` (or ``[BIT]``) at the end: the toggle points of those bits of the
   matching signals, both directions (without a range: every bit);
@@ -97,8 +100,9 @@ class Waiver:
         return f"{self.kind} {self.pattern}"
 
 
-def load_waivers(path: str | Path) -> list[Waiver]:
-    """Read and check a waiver file; a missing file is no waivers."""
+def load_waivers(path: str | Path, repo: str | Path | None = None) -> list[Waiver]:
+    """Read and check a waiver file; a missing file is no waivers. With ``repo`` (the folder the
+    ``lines`` files are relative to), each line waiver's ``text`` is checked against its source."""
     path = Path(path)
     if not path.is_file():
         return []
@@ -126,8 +130,32 @@ def load_waivers(path: str | Path) -> list[Waiver]:
         lane = e.get("lane_bits")
         if lane is not None and (movable is None or not isinstance(lane, int) or lane <= 0):
             raise WaiverError(f"{path}: waiver {i}: 'lane_bits' is a positive lane width of a 'movable' waiver")
+        text = e.get("text")
+        if (text is None) != (kinds[0] != "lines") or (text is not None and (not isinstance(text, str)
+                                                                            or not text.strip())):
+            raise WaiverError(f"{path}: waiver {i}: 'text' (the first line's source) goes with a 'lines' "
+                              f"waiver, and only there")
+        if repo is not None and text is not None:
+            _check_line_text(path, i, pat, text, Path(repo))
         out.append(Waiver(kinds[0], pat, reason.strip(), i, movable, lane))
     return out
+
+
+def _check_line_text(path: Path, index: int, pattern: str, text: str, repo: Path) -> None:
+    """A line waiver's first line must still hold its ``text``: the code above it moves line numbers."""
+    m = LINES_RE.match(pattern)
+    assert m is not None
+    src = repo / m["file"]
+    if not src.is_file():
+        raise WaiverError(f"{path}: waiver {index} ({pattern}): no such source file {m['file']}")
+    lines = src.read_text(errors="replace").splitlines()
+    line = int(m["a"])
+    found = lines[line - 1].strip() if 1 <= line <= len(lines) else None
+    if found != text.strip():
+        where = [k + 1 for k, ln in enumerate(lines) if ln.strip() == text.strip()]
+        hint = f"; that text is at line {', '.join(map(str, where))}" if where else ""
+        raise WaiverError(f"{path}: waiver {index} ({pattern}): line {line} holds {found!r}, not {text.strip()!r}: "
+                          f"stale{hint}")
 
 
 def _signal_present(data: CoverageData, w: Waiver) -> bool:
