@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from hw.config import load_config
-from cosim.bench import (area, correlate, decode, dynamic, growth, measure, networks, profiler, quad_vs_one,
+from cosim.bench import (area, clock, correlate, decode, dynamic, growth, measure, networks, profiler, quad_vs_one,
                          raw_options, report, resnet18, scaling, suite)
 
 REPO = Path(__file__).resolve().parents[2]
@@ -135,13 +135,15 @@ def run_bench(configs: list[str], quick: bool = False, reps: int = 3, protocol_m
         **summary,
         "golden_vs_numpy_by_operator": gvn,
         "golden_small_matmul": small,
-        "targets": {**report.verdicts(summary), **resnet18.verdicts(r18), **quad_vs_one.verdicts(qvo)},
+        "targets": {**report.verdicts(summary), **resnet18.verdicts(r18), **quad_vs_one.verdicts(qvo),
+                    **clock.verdicts(areas)},
         "raw_memory_variants": variants,
         "raw_options": ladder,
         "raw_build": raw_opts.name,
         "growth": gr,
         "profile": prof,
         "area": areas,
+        "resnet_layer_clock": clock.resnet_layer_rates(rows, areas),
         "worst_error": None if worst is None else {"config": worst["config"], "program": worst["name"],
                                                    "error_pct": worst["error_pct"], "counters": worst["counters"]},
         "programs": rows,
@@ -251,6 +253,7 @@ def print_report(res: dict[str, Any]) -> None:
     if res.get("area"):
         print()
         print("\n".join(area.table_lines(res["area"])))
+        print("\n".join(clock.table_lines(res.get("resnet_layer_clock") or {})))
     print(f"all models agree: {'yes' if res['all_agree'] else 'NO'}; results: bench/results.json, "
           f"plots: {', '.join(Path(p).name for p in res['plots'])}; {res['settings']['bench_wall_s']} s")
     for r in rows:
