@@ -11,6 +11,7 @@ environment (see :func:`bench_env`).
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 from typing import Any
@@ -55,10 +56,13 @@ def run_module_bench(source: Path | list[Path], toplevel: str, test_module: str,
         bdir.mkdir(parents=True, exist_ok=True)
         includes = [str(include_dir(cfg, bdir))] if cfg is not None else []
         sources = [str(p) for p in (source if isinstance(source, list) else [source])]
+        stamped = sources + [str(Path(i) / "accel_params.vh") for i in includes]
+        changed = _sources_changed(bdir, stamped)
         with verilator_makeflags(sim):  # a block as big as a core uses a precompiled header
             runner.build(sources=sources, hdl_toplevel=toplevel, build_dir=str(bdir), includes=includes,
                          parameters=prm, build_args=list(build_args or []) if sim == "verilator" else [],
-                         timescale=("1ns", "1ps"), log_file=str(bdir / "build.log"))
+                         timescale=("1ns", "1ps"), log_file=str(bdir / "build.log"), always=changed)
+        (bdir / "sources.stamp").write_text(_sources_key(stamped))
         results = bdir / "results.xml"
         results.unlink(missing_ok=True)
         log = bdir / "sim.log"
@@ -75,6 +79,27 @@ def run_module_bench(source: Path | list[Path], toplevel: str, test_module: str,
         total, failed = get_results(Path(results)) if results.is_file() else (0, 1)
     assert failure is None and total >= min_tests and failed == 0, \
         f"{toplevel} bench ({tag}, {sim}): {failed} of {total} cocotb test(s) failed\n{tail}"
+
+
+def _sources_key(paths: list[str]) -> str:
+    """The paths and contents of a build's sources."""
+    h = hashlib.sha256()
+    for p in paths:
+        f = Path(p)
+        h.update(p.encode() + b"\0" + (f.read_bytes() if f.is_file() else b"") + b"\0")
+    return h.hexdigest()
+
+
+def _sources_changed(bdir: Path, paths: list[str]) -> bool:
+    """Whether ``bdir`` was last built from other sources (another checkout sharing the build folder, a
+    moved tree, an edit). The runner's own check compares times only, and make's dependency lists would
+    name the other checkout's files, so the objects and dependency lists are dropped and the build forced."""
+    stamp = bdir / "sources.stamp"
+    if stamp.is_file() and stamp.read_text() == _sources_key(paths):
+        return False
+    for stale in [*bdir.glob("*.d"), *bdir.glob("*.o")]:
+        stale.unlink(missing_ok=True)
+    return True
 
 
 def run_planted_bench(block: str, good: str, bad: str, test_module: str, cfg: HwConfig, work: Path,

@@ -125,3 +125,28 @@ def test_block_bench():
     """token_queue.v alone against a Python counter: push/pop protocol, full, empty, clear ('small':
     a queue of 4 tokens fills and drains often)."""
     run_block_bench("token_queue", "testbench.units.token_queue_bench", load_config("small"))
+
+
+@needs_rtl
+def test_block_bench_rebuilds_a_folder_built_from_other_sources(tmp_path, monkeypatch):
+    """A block bench's build folder left by another checkout (a shared build folder, a moved tree) is
+    rebuilt: its objects and make's dependency lists, which name the other checkout's files, are dropped
+    (else make stops on a missing source); a folder built from these sources is reused as it is."""
+    from testbench.rtl_model import build_root
+
+    monkeypatch.setenv("COSIM_BUILD_DIR", str(tmp_path / "build"))
+    cfg = load_config("small")
+    run_block_bench("token_queue", "testbench.units.token_queue_bench", cfg)
+    bdir = next((build_root() / "rtl" / "units").glob("token_queue-small-*-verilator"))
+    objs = sorted(bdir.glob("*.o"))
+    assert objs and (bdir / "sources.stamp").is_file()
+    before = {o: o.stat().st_mtime_ns for o in objs}
+    run_block_bench("token_queue", "testbench.units.token_queue_bench", cfg)
+    assert {o: o.stat().st_mtime_ns for o in objs} == before  # nothing rebuilt
+    # what another checkout leaves: a dependency list naming a file that is not here, another stamp
+    gone = tmp_path / "elsewhere" / "hw" / "rtl" / "token_queue.v"
+    for d in bdir.glob("*.d"):
+        d.write_text(d.read_text().replace(":", f": {gone}", 1))
+    (bdir / "sources.stamp").write_text("another checkout")
+    run_block_bench("token_queue", "testbench.units.token_queue_bench", cfg)
+    assert all(gone.as_posix() not in d.read_text() for d in bdir.glob("*.d"))
