@@ -532,7 +532,7 @@ def _run_batch(b: Build, programs: Sequence[Program], seed: int, vcd: Path | Non
                  "build": {"dir": b.dir.name, "compiled": b.compiled}}
         if coverage_file is not None:
             extra["coverage_file"] = str(coverage_file)
-        for k in ("status", "run_sim_cycles", "run_wall_s", "x_words", "after_soft_reset", "directed"):
+        for k in ("status", "run_sim_cycles", "run_wall_s", "x_words", "after_soft_reset", "directed", "port"):
             if k in r:
                 extra[k] = r[k]
         if vcd is not None:
@@ -560,7 +560,7 @@ def run_programs(programs: Sequence[Program], cfg: HwConfig | str | Path | None 
                  soft_reset_check: bool = False, watchdog: int | None = None,
                  profile_out: str | Path | None = None, waves_window: tuple[int, int] | None = None,
                  waves_max_bytes: int | None = None, coverage_file: str | Path | None = None,
-                 job_module: str | None = None) -> list[RunResult]:
+                 job_module: str | None = None, port_monitor: bool = False) -> list[RunResult]:
     """Run Programs of one config on the RTL; one RunResult(model="rtl") per Program, in order.
 
     Without waves all Programs run in one simulator process (startup is paid once).
@@ -585,6 +585,8 @@ def run_programs(programs: Sequence[Program], cfg: HwConfig | str | Path | None 
     without it, env ``COSIM_COVERAGE_DIR`` does the same with a fresh file per process in that
     folder (``extra["coverage_file"]`` says where). ``job_module``: another cocotb test module that
     runs the job (``testbench.coverage_job``: the directed coverage actions); default the plain job.
+    ``port_monitor`` (protocol back-end only) records the most read and write bursts outstanding at once
+    on the DRAM port in each run (``extra["port"]``).
     """
     if between not in ("rst", "soft"):
         raise ValueError(f"between must be 'rst' or 'soft', not {between!r}")
@@ -596,7 +598,10 @@ def run_programs(programs: Sequence[Program], cfg: HwConfig | str | Path | None 
     if cap <= 0:
         raise ValueError(f"the waves cap must be a positive number of bytes, not {cap}")
     waves_opts = {"max_bytes": cap, "window": list(waves_window) if waves_window is not None else None}
-    options: dict[str, Any] = {"between": between, "soft_reset_check": soft_reset_check, "watchdog": watchdog}
+    if port_monitor and mem != "protocol":
+        raise ValueError("port_monitor watches the AXI memory model's port: it needs mem='protocol'")
+    options: dict[str, Any] = {"between": between, "soft_reset_check": soft_reset_check, "watchdog": watchdog,
+                               "port_monitor": port_monitor}
     if job_module is not None and profile_out is not None:
         raise ValueError("profile_out runs its own job module; it cannot go with job_module")
     job_module = job_module or (JOB_MODULE if profile_out is None else PROFILED_JOB_MODULE)
