@@ -38,9 +38,13 @@ class PortUse:
     STEADY_FIXED = ("start", "last")
 
     def __init__(self, first: np.ndarray, step: int, count: np.ndarray):
-        keep = count > 0
-        self.first = first[keep].astype(np.int64)
-        self.count = count[keep].astype(np.int64)
+        first = first.astype(np.int64, copy=False)
+        count = count.astype(np.int64, copy=False)
+        if not count.all():  # the common case, every burst taking the port, skips the masks
+            keep = count > 0
+            first, count = first[keep], count[keep]
+        self.first = first  # never written in place (a cut or a jump makes new arrays)
+        self.count = count
         self.step = step
         self._bounds()
 
@@ -160,15 +164,15 @@ class Timeline:
 
     def overlaps(self, lo: int, hi: int) -> bool:
         """Some use of the kind may fall in ``[lo, hi]`` (a cheap test before counting)."""
-        return any(u.last >= lo and u.start <= hi for u in reversed(self.uses))
+        for u in reversed(self.uses):  # a plain loop: a generator costs more than the few uses
+            if u.last >= lo and u.start <= hi:
+                return True
+        return False
 
     def count(self, lo: int, hi: int) -> int:
         """The kind's cycles in ``[lo, hi]``."""
         if hi < lo or not self.overlaps(lo, hi):
             return 0
-        if len(self.arrays()[0]) > _FEW:  # many entries: numpy's search beats lists made of them
-            u = self.upto(np.array([lo - 1, hi]))
-            return int(u[1] - u[0])
         return self.upto_one(hi) - self.upto_one(lo - 1)
 
 
