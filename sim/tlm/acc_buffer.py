@@ -18,6 +18,7 @@ the cost stays per transaction, never per cycle.
 from __future__ import annotations
 
 from bisect import bisect_right
+from itertools import accumulate
 from typing import Callable
 
 import numpy as np
@@ -25,17 +26,17 @@ import numpy as np
 from hw import csr
 from sim.tlm.steady_state import StateWalk
 
-_FEW = 32  # entries up to which plain ints beat numpy in the port plan's counts and bounds
+_FEW = 32  # entries up to which plain ints beat numpy in a use's bounds
 
 
 class PortUse:
     """Cycles ``first[k] + m*step`` for ``m < count[k]``, for every k: one port taken by a
     unit (one entry per burst, or one for a padding run)."""
 
-    __slots__ = ("first", "step", "count", "start", "last")
-    # the fast-forward's view (``sim/tlm/steady_state.py``): start and last follow from the rest
+    __slots__ = ("first", "step", "count", "start", "last", "_lists")
+    # the fast-forward's view (``sim/tlm/steady_state.py``): start, last and the lists follow from the rest
     STEADY_STATE = ("first", "step", "count")
-    STEADY_FIXED = ("start", "last")
+    STEADY_FIXED = ("start", "last", "_lists")
 
     def __init__(self, first: np.ndarray, step: int, count: np.ndarray):
         first = first.astype(np.int64, copy=False)
@@ -49,6 +50,7 @@ class PortUse:
         self._bounds()
 
     def _bounds(self) -> None:
+        self._lists: tuple[list[int], list[int]] | None = None
         n = len(self.first)
         if n > _FEW:
             self.start = int(self.first.min())
@@ -58,6 +60,12 @@ class PortUse:
         first, count, step = self.first.tolist(), self.count.tolist(), self.step
         self.start = min(first) if n else -1
         self.last = max(f + (c - 1) * step for f, c in zip(first, count)) if n else -1
+
+    def lists(self) -> tuple[list[int], list[int]]:
+        """``(first, count)`` as lists of ints (made once per change of the use)."""
+        if self._lists is None:
+            self._lists = (self.first.tolist(), self.count.tolist())
+        return self._lists
 
     def walk_state(self, w: StateWalk) -> None:
         """Visit the use's cycles (its shape, its first cycles)."""
@@ -154,8 +162,19 @@ class Timeline:
         cycles at a time, far below numpy's cost per call)."""
         lists = self._lists
         if lists is None:
-            first, count, _last, before, step = self.arrays()
-            lists = self._lists = (first.tolist(), count.tolist(), before.tolist(), int(step))
+            # from the uses' own lists: concatenating numpy arrays first costs more than this
+            first_l: list[int] = []
+            count_l: list[int] = []
+            step = 1
+            for u in self.uses:
+                f, c = u.lists()
+                if f:
+                    if not first_l:
+                        step = u.step
+                    first_l += f
+                    count_l += c
+            before_l = [0, *accumulate(count_l)]
+            lists = self._lists = (first_l, count_l, before_l, step)
         first_l, count_l, before_l, step_i = lists
         k = bisect_right(first_l, x) - 1
         if k < 0:
