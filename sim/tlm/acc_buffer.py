@@ -58,8 +58,9 @@ class PortUse:
             return
         # plain ints: for a few entries numpy's reductions cost more than a loop
         first, count, step = self.first.tolist(), self.count.tolist(), self.step
+        self._lists = (first, count)
         self.start = min(first) if n else -1
-        self.last = max(f + (c - 1) * step for f, c in zip(first, count)) if n else -1
+        self.last = max([f + (c - 1) * step for f, c in zip(first, count)]) if n else -1
 
     def lists(self) -> tuple[list[int], list[int]]:
         """``(first, count)`` as lists of ints (made once per change of the use)."""
@@ -286,27 +287,26 @@ class AccPorts:
         base = lo + k - 1
         # e = base + blocked(lo, e) has its smallest solution as the answer; iterating it from
         # below never overshoots and settles in a step or two when the ports are seldom taken
-        e = base
-        for _ in range(4):
+        e = step = base
+        for _ in range(5):
             nxt = base + self.blocked(lo, e, use_src)
             if nxt == e:
                 return e
-            e = nxt
-        # dense uses: free(lo..x) = x - lo + 1 - blocked(lo, x) is non-decreasing in x, so
-        # binary search between e (a lower bound) and base + every blocked cycle after lo
-        hi = base + self.blocked(lo, max(self._horizon(), e), use_src)
-        lo_e = e
+            e, step = nxt, nxt - e
+        # dense uses: free(lo..x) = x - lo + 1 - blocked(lo, x) is non-decreasing in x (and grows
+        # by one a cycle past the last use), so gallop from e (a lower bound) in steps doubling
+        # from the iteration's last one until enough cycles are free, then binary search between
+        lo_e, hi = e, e + step
+        while hi - self.blocked(lo, hi, use_src) < base:
+            lo_e, step = hi + 1, 2 * step
+            hi = e + step
         while lo_e < hi:
             mid = (lo_e + hi) // 2
-            if mid - lo + 1 - self.blocked(lo, mid, use_src) >= k:
+            if mid - self.blocked(lo, mid, use_src) >= base:
                 hi = mid
             else:
                 lo_e = mid + 1
         return hi
-
-    def _horizon(self) -> int:
-        lasts = [int(tl.arrays()[2].max()) for tl in (self.writes, self.pads, self.reads) if len(tl.arrays()[2])]
-        return max(lasts, default=-1)
 
 
 class AccBuffer:
