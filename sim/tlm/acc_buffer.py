@@ -71,7 +71,7 @@ class PortUse:
     def walk_state(self, w: StateWalk) -> None:
         """Visit the use's cycles (its shape, its first cycles)."""
         w.val((self.step, tuple(self.count.tolist())))
-        firsts = [w.time(int(x)) for x in self.first]
+        firsts = [w.time(x) for x in self.lists()[0]]
         if w.shifting:
             self.first = np.array(firsts, dtype=np.int64)
             self._bounds()

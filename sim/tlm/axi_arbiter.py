@@ -70,7 +70,12 @@ class Segment:
 
     def grants(self) -> np.ndarray:
         """The grant cycle of each burst of the tenure."""
-        return self.t0 + np.concatenate(([0], self.ends[:-1])).astype(np.int64)
+        ends = self.ends
+        g = np.empty(len(ends), dtype=np.int64)
+        g[:1] = 0
+        g[1:] = ends[:-1]
+        g += self.t0
+        return g
 
     def walk_state(self, w: StateWalk, granted: bool) -> None:
         """Visit the segment's timing state (``granted``: it holds the port, from ``t0``); a LOAD's
