@@ -18,6 +18,7 @@ the cost stays per transaction, never per cycle.
 from __future__ import annotations
 
 from bisect import bisect_right
+from itertools import accumulate
 from typing import Callable
 
 import numpy as np
@@ -25,26 +26,31 @@ import numpy as np
 from hw import csr
 from sim.tlm.steady_state import StateWalk
 
-_FEW = 32  # entries up to which plain ints beat numpy in the port plan's counts and bounds
+_FEW = 32  # entries up to which plain ints beat numpy in a use's bounds
 
 
 class PortUse:
     """Cycles ``first[k] + m*step`` for ``m < count[k]``, for every k: one port taken by a
     unit (one entry per burst, or one for a padding run)."""
 
-    __slots__ = ("first", "step", "count", "start", "last")
-    # the fast-forward's view (``sim/tlm/steady_state.py``): start and last follow from the rest
+    __slots__ = ("first", "step", "count", "start", "last", "_lists")
+    # the fast-forward's view (``sim/tlm/steady_state.py``): start, last and the lists follow from the rest
     STEADY_STATE = ("first", "step", "count")
-    STEADY_FIXED = ("start", "last")
+    STEADY_FIXED = ("start", "last", "_lists")
 
     def __init__(self, first: np.ndarray, step: int, count: np.ndarray):
-        keep = count > 0
-        self.first = first[keep].astype(np.int64)
-        self.count = count[keep].astype(np.int64)
+        first = first.astype(np.int64, copy=False)
+        count = count.astype(np.int64, copy=False)
+        if not count.all():  # the common case, every burst taking the port, skips the masks
+            keep = count > 0
+            first, count = first[keep], count[keep]
+        self.first = first  # never written in place (a cut or a jump makes new arrays)
+        self.count = count
         self.step = step
         self._bounds()
 
     def _bounds(self) -> None:
+        self._lists: tuple[list[int], list[int]] | None = None
         n = len(self.first)
         if n > _FEW:
             self.start = int(self.first.min())
@@ -52,13 +58,20 @@ class PortUse:
             return
         # plain ints: for a few entries numpy's reductions cost more than a loop
         first, count, step = self.first.tolist(), self.count.tolist(), self.step
+        self._lists = (first, count)
         self.start = min(first) if n else -1
-        self.last = max(f + (c - 1) * step for f, c in zip(first, count)) if n else -1
+        self.last = max([f + (c - 1) * step for f, c in zip(first, count)]) if n else -1
+
+    def lists(self) -> tuple[list[int], list[int]]:
+        """``(first, count)`` as lists of ints (made once per change of the use)."""
+        if self._lists is None:
+            self._lists = (self.first.tolist(), self.count.tolist())
+        return self._lists
 
     def walk_state(self, w: StateWalk) -> None:
         """Visit the use's cycles (its shape, its first cycles)."""
         w.val((self.step, tuple(self.count.tolist())))
-        firsts = [w.time(int(x)) for x in self.first]
+        firsts = [w.time(x) for x in self.lists()[0]]
         if w.shifting:
             self.first = np.array(firsts, dtype=np.int64)
             self._bounds()
@@ -150,8 +163,19 @@ class Timeline:
         cycles at a time, far below numpy's cost per call)."""
         lists = self._lists
         if lists is None:
-            first, count, _last, before, step = self.arrays()
-            lists = self._lists = (first.tolist(), count.tolist(), before.tolist(), int(step))
+            # from the uses' own lists: concatenating numpy arrays first costs more than this
+            first_l: list[int] = []
+            count_l: list[int] = []
+            step = 1
+            for u in self.uses:
+                f, c = u.lists()
+                if f:
+                    if not first_l:
+                        step = u.step
+                    first_l += f
+                    count_l += c
+            before_l = [0, *accumulate(count_l)]
+            lists = self._lists = (first_l, count_l, before_l, step)
         first_l, count_l, before_l, step_i = lists
         k = bisect_right(first_l, x) - 1
         if k < 0:
@@ -160,15 +184,15 @@ class Timeline:
 
     def overlaps(self, lo: int, hi: int) -> bool:
         """Some use of the kind may fall in ``[lo, hi]`` (a cheap test before counting)."""
-        return any(u.last >= lo and u.start <= hi for u in reversed(self.uses))
+        for u in reversed(self.uses):  # a plain loop: a generator costs more than the few uses
+            if u.last >= lo and u.start <= hi:
+                return True
+        return False
 
     def count(self, lo: int, hi: int) -> int:
         """The kind's cycles in ``[lo, hi]``."""
         if hi < lo or not self.overlaps(lo, hi):
             return 0
-        if len(self.arrays()[0]) > _FEW:  # many entries: numpy's search beats lists made of them
-            u = self.upto(np.array([lo - 1, hi]))
-            return int(u[1] - u[0])
         return self.upto_one(hi) - self.upto_one(lo - 1)
 
 
@@ -263,27 +287,26 @@ class AccPorts:
         base = lo + k - 1
         # e = base + blocked(lo, e) has its smallest solution as the answer; iterating it from
         # below never overshoots and settles in a step or two when the ports are seldom taken
-        e = base
-        for _ in range(4):
+        e = step = base
+        for _ in range(5):
             nxt = base + self.blocked(lo, e, use_src)
             if nxt == e:
                 return e
-            e = nxt
-        # dense uses: free(lo..x) = x - lo + 1 - blocked(lo, x) is non-decreasing in x, so
-        # binary search between e (a lower bound) and base + every blocked cycle after lo
-        hi = base + self.blocked(lo, max(self._horizon(), e), use_src)
-        lo_e = e
+            e, step = nxt, nxt - e
+        # dense uses: free(lo..x) = x - lo + 1 - blocked(lo, x) is non-decreasing in x (and grows
+        # by one a cycle past the last use), so gallop from e (a lower bound) in steps doubling
+        # from the iteration's last one until enough cycles are free, then binary search between
+        lo_e, hi = e, e + step
+        while hi - self.blocked(lo, hi, use_src) < base:
+            lo_e, step = hi + 1, 2 * step
+            hi = e + step
         while lo_e < hi:
             mid = (lo_e + hi) // 2
-            if mid - lo + 1 - self.blocked(lo, mid, use_src) >= k:
+            if mid - self.blocked(lo, mid, use_src) >= base:
                 hi = mid
             else:
                 lo_e = mid + 1
         return hi
-
-    def _horizon(self) -> int:
-        lasts = [int(tl.arrays()[2].max()) for tl in (self.writes, self.pads, self.reads) if len(tl.arrays()[2])]
-        return max(lasts, default=-1)
 
 
 class AccBuffer:

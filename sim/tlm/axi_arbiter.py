@@ -70,7 +70,12 @@ class Segment:
 
     def grants(self) -> np.ndarray:
         """The grant cycle of each burst of the tenure."""
-        return self.t0 + np.concatenate(([0], self.ends[:-1])).astype(np.int64)
+        ends = self.ends
+        g = np.empty(len(ends), dtype=np.int64)
+        g[:1] = 0
+        g[1:] = ends[:-1]
+        g += self.t0
+        return g
 
     def walk_state(self, w: StateWalk, granted: bool) -> None:
         """Visit the segment's timing state (``granted``: it holds the port, from ``t0``); a LOAD's
@@ -148,9 +153,15 @@ class AxiArbiter:
         if self.cur is not None or not self.pending:
             return False
         n = self.cores
-        waiting = {c for c, _ in self.pending}
-        core = next((self.last + i) % n for i in range(1, n + 1) if (self.last + i) % n in waiting)
-        client = min((c for k, c in self.pending if k == core), key=PRIORITY.__getitem__)
+        if n == 1:  # one core: the round robin has nothing to choose
+            waiting = None
+            core = 0
+            client = min((c for _k, c in self.pending), key=PRIORITY.__getitem__) if len(self.pending) > 1 \
+                else next(iter(self.pending))[1]
+        else:
+            waiting = {c for c, _ in self.pending}
+            core = next((self.last + i) % n for i in range(1, n + 1) if (self.last + i) % n in waiting)
+            client = min((c for k, c in self.pending if k == core), key=PRIORITY.__getitem__)
         seg = self.pending.pop((core, client))
         self.last = core
         seg.t0 = t
@@ -161,7 +172,7 @@ class AxiArbiter:
             seg.mark = seg.on_grant(seg)
         self._version += 1
         self.sim.at(t + int(seg.ends[-1]), self._end, self._version)
-        if len(waiting) > 1:  # another core waits: it wins the first boundary
+        if waiting is not None and len(waiting) > 1:  # another core waits: it wins the first boundary
             self._cut(t)
         return True
 

@@ -63,6 +63,9 @@ def vector_beats(beats: np.ndarray, per_row: np.ndarray, beats_per_vec: int,
     """Per burst of a 2-D transfer (``beats`` per burst, ``per_row`` bursts per row, rows made
     of whole vectors): the first beat that is the last (``last``) or the first beat of a
     vector, and how many such beats the burst has (one every ``beats_per_vec``)."""
+    if not (beats % beats_per_vec).any():
+        # every burst holds whole vectors, so each starts on a vector's first beat
+        return np.full(len(beats), beats_per_vec - 1 if last else 0, dtype=np.int64), beats // beats_per_vec
     before = np.cumsum(beats) - beats                        # beats of earlier bursts
     row_first = np.cumsum(per_row) - per_row
     into_row = before - np.repeat(before[row_first], per_row)  # beats of the row before the burst

@@ -36,8 +36,11 @@ class Dram:
 
     def read_tile(self, dram_base: int, y: int, x: int, stride: int, elem_bytes: int) -> np.ndarray:
         """``(y, x, elem_bytes)`` uint8: the raw bytes of ``y`` rows of ``x`` entries of
-        ``elem_bytes`` each, rows ``stride`` entries apart (range already checked)."""
+        ``elem_bytes`` each, rows ``stride`` entries apart (range already checked); a view of the
+        DRAM when the rows are contiguous, so the caller copies it before the DRAM changes."""
         hi = ((y - 1) * stride + x + dram_base) * elem_bytes
+        if y == 1 or stride == x:  # the rows are one run of bytes: a view, no index arrays
+            return self.mem[dram_base * elem_bytes:hi].reshape(y, x, elem_bytes)
         entries = self.mem[:hi].reshape(-1, elem_bytes)
         return entries[self._row_index(dram_base, y, x, stride)]
 
@@ -46,4 +49,7 @@ class Dram:
         y, x = tile.shape[:2]
         hi = ((y - 1) * stride + x + dram_base) * self.out_vec_bytes
         vecs = self.mem[:hi].view(self.out_dtype).reshape(-1, self.lanes)
+        if y == 1 or stride == x:  # the rows are one run of vectors: a slice, no index arrays
+            vecs[dram_base:dram_base + y * x] = tile.reshape(y * x, self.lanes)
+            return
         vecs[self._row_index(dram_base, y, x, stride)] = tile

@@ -119,6 +119,13 @@ class LoadUnit(DmaUnitShell):
         rows, cols = load_tile_shape(i)
         if rows * cols == 0:
             return
+        if rows * cols == i.y_size * i.x_size:  # no padding: the tile is the DRAM's entries as they are
+            entries = self.dram.read_tile(base, i.y_size, i.x_size, i.x_stride, eb).reshape(rows * cols, eb)
+            if buf == "ACC":
+                self.acc.mem[i.sram_base:i.sram_base + rows * cols] = entries.view("<i4")
+            else:
+                self.gemm_bufs.write(buf, i.sram_base, entries)
+            return
         full = np.zeros((rows, cols, eb), dtype=np.uint8)
         if i.y_size * i.x_size:
             full[i.y_pad_0:i.y_pad_0 + i.y_size, i.x_pad_0:i.x_pad_0 + i.x_size] = \

@@ -12,7 +12,7 @@ the ALU freezes, nothing is lost, and the TLM counts the RTL's cycles.
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
 import pytest
@@ -163,3 +163,56 @@ def test_a_data_write_in_a_read_cycle_counts_once() -> None:
     assert ports.blocked(0, 30, use_src=False) == 2                  # an immediate ALU waits for writes only
     assert ports.blocked(11, 17, use_src=True) == 3
     assert ports.nth_free(10, 3, use_src=True) == 15                 # free: 11, 13, 15
+
+
+def _random_ports(rng: np.random.Generator) -> tuple[Any, set[int], set[int], set[int]]:
+    """An AccPorts with LOAD data writes and STORE reads in separate windows (one burst at a time,
+    one step per kind) and padding runs outside the writes, registered in time order; and the
+    cycles of each kind."""
+    from sim.tlm.acc_buffer import AccPorts, PortUse
+
+    ports = AccPorts()
+    cycles: dict[str, set[int]] = {"write": set(), "pad": set(), "read": set()}
+    steps = {"write": int(rng.integers(2, 9)), "read": int(rng.integers(1, 5))}  # one per kind, as a config's
+    t = int(rng.integers(0, 20))
+    for _ in range(int(rng.integers(1, 9))):
+        kind = "write" if rng.random() < 0.5 else "read"
+        step = steps[kind]
+        firsts, counts = [], []
+        for _ in range(int(rng.integers(1, 40))):
+            c = int(rng.integers(0, 4))
+            firsts.append(t)
+            counts.append(c)
+            cycles[kind].update(t + m * step for m in range(c))
+            t += max(c, 1) * step + int(rng.integers(0, 6))
+        ports.add(kind, PortUse(np.array(firsts), step, np.array(counts)))
+        if rng.random() < 0.4:  # padding after the window, or over the reads just made
+            n = int(rng.integers(1, 12))
+            p0 = t if kind == "write" else int(rng.integers(firsts[0], t + 1))
+            ports.add("pad", PortUse(np.array([p0]), 1, np.array([n])))
+            cycles["pad"].update(range(p0, p0 + n))
+            t = max(t, p0 + n) + int(rng.integers(0, 5))
+        t += int(rng.integers(0, 30))
+    return ports, cycles["write"], cycles["pad"], cycles["read"]
+
+
+def test_port_plan_counts_and_nth_free_match_the_cycles_one_by_one() -> None:
+    """The port plan's counts (``blocked``) and the ALU's end (``nth_free``: the fixed-point steps,
+    then the gallop and the bisection) equal a walk over the cycles one by one, on random plans
+    sparse and dense, with and without a source operand."""
+    rng = np.random.default_rng(5)
+    for _ in range(150):
+        ports, writes, pads, reads = _random_ports(rng)
+        end = max(writes | pads | reads | {0}) + 5
+        for use_src in (False, True):
+            taken = writes | pads | (reads if use_src else set())
+            for _ in range(6):
+                lo = int(rng.integers(0, end))
+                hi = int(rng.integers(lo - 1, end + 3))
+                assert ports.blocked(lo, hi, use_src) == sum(lo <= c <= hi for c in taken)
+                k = int(rng.integers(1, 200))
+                e, free = lo - 1, 0
+                while free < k:
+                    e += 1
+                    free += e not in taken
+                assert ports.nth_free(lo, k, use_src) == e, (lo, k, use_src)
