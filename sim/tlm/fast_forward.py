@@ -561,7 +561,8 @@ class FastForward:
         op_deltas = self._op_deltas(self.log[a.log_len:b.log_len], ops)
         if op_deltas is None:
             return False
-        lo_pc = min((v for kind, v in a.vec if kind == "p"), default=a.ref)
+        # the oldest instruction the state holds now: what ran before it moves no future time or data
+        lo_pc = min((v for kind, v in c.vec if kind == "p"), default=c.ref)
         try:
             R = self._periods(c.ref, P, ops, op_deltas, lo_pc)
         except Unsupported:
@@ -873,7 +874,7 @@ class FastForward:
     def _periods(self, ref: int, P: int, ops: list[tuple[str, Any]], op_deltas: list[int],
                  lo_pc: int) -> int:
         """How many whole periods of ``P`` instructions from ``ref`` repeat the observed ones: every
-        word from ``lo_pc`` (the oldest instruction the state held a period ago) on equals the word
+        word from ``lo_pc`` (the oldest instruction the state holds at ``ref``) on equals the word
         ``P`` before it, but for the DRAM address of a LOAD or STORE, which moves by the same step
         every period, a multiple of 4 KiB (so its bursts are the same); every DMA of the skipped
         periods passes its region check and no STORE writes the instruction window."""
