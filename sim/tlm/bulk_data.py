@@ -183,17 +183,44 @@ def _replay_at(ops: list[tuple[str, Any]], deltas: list[int], periods: list[int]
 
 
 def _replay(ops: list[tuple[str, Any]], deltas: list[int], k: int, load: Any, store: Any, compute: Any) -> None:
-    """The data movements ``ops`` of period ``k``, one by one."""
+    """The data movements ``ops`` of period ``k``, one by one; but the accumulating GEMMs of a stretch
+    of them with only LOADs into INP and WGT in between add their products at the stretch's end,
+    one :func:`hw.gemm_numpy.run_gemm_sum` per distinct GEMM on the INP and WGT each one found
+    (the additions commute, and nothing else in the stretch touches the accumulator)."""
     acc = load.acc.mem
+    bufs = compute.gemm_bufs
+    pending: dict[Any, list[tuple[np.ndarray, np.ndarray]]] = {}
+    held = 0
     for (kind, insn), d in zip(ops, deltas):
+        if kind == "gemm" and gemm_sum_ready(insn, compute.cfg, bufs.uops, bufs.uop_valid, bufs.wgt_valid):
+            pending.setdefault(insn, []).append((bufs.inp.copy(), bufs.wgt.copy()))
+            held += bufs.inp.nbytes + bufs.wgt.nbytes
+            if held > _CHUNK_BYTES:
+                _add_gemms(pending, acc, bufs.uops)
+                held = 0
+            continue
+        if kind == "load" and buffer_of(insn) in ("INP", "WGT"):
+            load.move_data(insn, insn.dram_base + k * d)
+            continue
+        _add_gemms(pending, acc, bufs.uops)
+        held = 0
         if kind == "alu":
             run_alu(acc, insn)
         elif kind == "gemm":
-            start_gemm(insn, acc, compute.gemm_bufs, compute.cfg)
+            start_gemm(insn, acc, bufs, compute.cfg)
         elif kind == "load":
             load.move_data(insn, insn.dram_base + k * d)
         else:
             store.move_data(insn, insn.dram_base + k * d)
+    _add_gemms(pending, acc, bufs.uops)
+
+
+def _add_gemms(pending: dict[Any, list[tuple[np.ndarray, np.ndarray]]], acc: np.ndarray, uops: np.ndarray) -> None:
+    """Add the held GEMMs' products to the accumulator (each GEMM once, on the INP and WGT copies
+    its instances found) and forget them."""
+    for insn, copies in pending.items():
+        run_gemm_sum(acc, np.stack([c[0] for c in copies]), np.stack([c[1] for c in copies]), uops, insn)
+    pending.clear()
 
 
 # ---- gemm ------------------------------------------------------------------------------------
