@@ -38,7 +38,10 @@ period, the changes per period, the data movements, the words scanned ahead and 
 DMAs are cut otherwise). When the same signature comes back at the same phase of the loop and one
 period from there moves time, counters, side vector and data exactly as the template's did, the
 run jumps again from there (two observations in all, as the three-fold repeat gives), up to the
-next DMA cut otherwise. The sampling rests until the DMA cut otherwise has left the state.
+next DMA cut otherwise; in another pass of an outer loop, where the template's scan does not
+reach, it does so after scanning the words ahead afresh, each DMA of the period stepping to its
+instance a period later as the template's did. The sampling rests until the DMA cut otherwise
+has left the state.
 
 The event-by-event stretch after a jump (a crossing: from the boundary where the jump ended,
 before a DMA cut otherwise or where the words stop repeating at the end of an inner loop, to the
@@ -357,6 +360,7 @@ class FastForward:
         # the last replay's window: its first pc and each word's DMA address shift from the recorded one
         self._replayed_rows: tuple[int, np.ndarray] = (0, np.zeros(0, dtype=np.int64))
         self.jumps_after_replay = 0  # jumps from a replayed crossing's end in another pass (a fresh scan)
+        self.jumps_other_pass = 0    # jumps from a template kept in another pass (a fresh scan)
         self._align_waits = 0  # jumps let pass to jump at the signature a crossing started at
         self._pending: tuple[_Template, int, int] | None = None  # data deferred in a chain of replays
         # where the last jump ended before a DMA cut otherwise: (signature, boundary, restarts then)
@@ -404,7 +408,8 @@ class FastForward:
             if b2 is not None:
                 self.cut_pc = None
                 seg = self._segment(key, b2, snap)
-                if self._jump_again(tpl, b2, snap):
+                if self._jump_again(tpl, b2, snap) or self._jump_in_another_pass(key, tpl, b2, snap):
+                    tpl = self.templates.get(key, tpl)
                     self._restart()
                     self._succeeded()
                     self.jumps_again += 1
@@ -631,6 +636,54 @@ class FastForward:
                 return False
         lo_b = min((v for kind, v in b.vec if kind == "p"), default=b.ref)
         return self._template_jump(tpl, c, lo_b, ops)
+
+    def _jump_in_another_pass(self, key: tuple[Any, ...], tpl: "_Template", b: _Snap, c: _Snap) -> bool:
+        """:meth:`_jump_again` where the template's scan does not reach (another pass of an outer
+        loop): the period ``b`` to ``c`` moved time, counters, side vector and event versions as the
+        template's did, and its data movements are the template's but for DMA addresses; each of
+        those DMAs' words steps to its instance a period later as the template's movement did (read
+        from the words); the words ahead are scanned afresh (:meth:`_periods`). The template is
+        kept for this pass."""
+        T, P = tpl.T, tpl.P
+        if c.ref - tpl.ref >= P and not (c.ref - tpl.ref) % P and c.ref <= tpl.words_end:
+            return False  # the template's own scan covers it (refused there for a reason)
+        if c.t - b.t != T or c.ref - b.ref != P \
+                or [y - x for x, y in zip(b.counters, c.counters)] != tpl.d2 \
+                or (c.port_version - b.port_version, c.plan_version - b.plan_version) != tpl.steps \
+                or len(c.vec) != len(tpl.deltas) \
+                or any(vc - vb != d for (_, vb), (_, vc), d in zip(b.vec, c.vec, tpl.deltas)):
+            return False
+        ops = self.log[b.log_len:c.log_len]
+        if len(ops) != len(tpl.ops) or c.ref + P + self.m.timing.insns_per_fetch_burst > self.m.fetch.count:
+            return False
+        for (k1, i1), (k0, i0), d in zip(ops, tpl.ops, tpl.op_deltas):
+            if k1 != k0 or (i1 != i0 if k1 not in ("load", "store") else _without_base(i1) != _without_base(i0)):
+                return False
+        lo_b = min((v for kind, v in b.vec if kind == "p"), default=b.ref)
+        lo_c = min((v for kind, v in c.vec if kind == "p"), default=c.ref)
+        w, _, dma, bases = self._window(lo_b, c.ref + P)
+        insns = {r: self.dma.decode(self._row_word(w, r)) for r in np.flatnonzero(dma[:c.ref - lo_b]).tolist()}
+        rows = op_rows(ops, insns)
+        if rows is None:
+            return False
+        for r, d in zip(rows, tpl.op_deltas):
+            for x in r:  # the word a period later: the same DMA, its address moved by the template's step
+                if not dma[x + P] or bases[x + P] - bases[x] != d:
+                    return False
+        self._scan = None
+        try:
+            R = self._periods(c.ref, P, ops, tpl.op_deltas, lo_c)
+        except Unsupported:
+            return False
+        if R < 1 or self._scan is None:
+            return False
+        self._flush_data()
+        self._advance(c, T, P, R, tpl.deltas, tpl.d2, tpl.steps, ops, tpl.op_deltas)
+        s, words_end, anomalies = self._scan
+        self.templates[key] = _Template(T, P, c.ref, s, words_end, anomalies, tpl.d2, tpl.deltas, tpl.steps,
+                                        list(ops), tpl.op_deltas)
+        self.jumps_other_pass += 1
+        return True
 
     def _template_jump(self, tpl: "_Template", c: _Snap, lo_b: int, ops: list[tuple[str, Any]]) -> bool:
         """Jump from the boundary ``c`` by the periods of ``tpl`` (its last period checked equal to
