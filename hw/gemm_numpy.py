@@ -155,6 +155,37 @@ def _apply_structured(acc: np.ndarray, inp: np.ndarray, wgt: np.ndarray, insn: A
     _scatter_add(acc, ag.ravel(), sums.reshape(-1, bo))
 
 
+def gemm_sum_ready(insn: Any, cfg: Any, uops: np.ndarray, uop_loaded: np.ndarray, wgt_loaded: np.ndarray) -> bool:
+    """Whether GEMM ``insn`` is what :func:`run_gemm_sum` takes: a non-empty accumulating (no reset)
+    tile whose weight index does not depend on i and that cannot fault on these valid bits."""
+    if gemm_iterations(insn) == 0 or insn.reset or insn.wgt_factor_out:
+        return False
+    return _cannot_fault(insn, cfg, uops[insn.uop_begin:insn.uop_end], uop_loaded, wgt_loaded)
+
+
+def run_gemm_sum(acc: np.ndarray, inps: np.ndarray, wgts: np.ndarray, uops: np.ndarray, insn: Any) -> None:
+    """Add to ``acc`` (in place, wrapping at 32 bits) GEMM ``insn`` computed on each of K copies of
+    the operand buffers, ``inps`` (K, INP_DEPTH, LANES) and ``wgts`` (K, WGT_DEPTH, BLOCK, BLOCK):
+    the result of K :func:`run_gemm` calls, one per copy, when :func:`gemm_sum_ready` holds (the
+    additions mod 2**32 commute, so the K copies' products are summed first, exactly in float64)."""
+    table = uops[insn.uop_begin:insn.uop_end]
+    io, ii = insn.iter_out, insn.iter_in
+    i = np.arange(io, dtype=np.int64)
+    j = np.arange(ii, dtype=np.int64)
+    xg = table[:, 1, None, None] + insn.inp_factor_out * i[None, :, None] + insn.inp_factor_in * j[None, None, :]
+    wg = table[:, 2, None] + insn.wgt_factor_in * j[None, :]                      # (U, II)
+    xf = inps[:, xg].astype(np.float64)                                            # (K, U, IO, II, BK)
+    wf = wgts[:, wg].astype(np.float64).transpose(0, 1, 2, 4, 3)                   # (K, U, II, BK, BO)
+    K, n_u, bk, bo = inps.shape[0], table.shape[0], wgts.shape[3], wgts.shape[2]
+    if insn.acc_factor_in == 0:
+        sums = (xf.reshape(K, n_u, io, ii * bk) @ wf.reshape(K, n_u, ii * bk, bo)).sum(axis=0)  # (U, IO, BO)
+        ag = table[:, 0, None] + insn.acc_factor_out * i[None, :]
+    else:
+        sums = (xf.transpose(0, 1, 3, 2, 4) @ wf).sum(axis=0)                     # (U, II, IO, BO)
+        ag = table[:, 0, None, None] + insn.acc_factor_in * j[None, :, None] + insn.acc_factor_out * i[None, None, :]
+    _scatter_add(acc, ag.ravel(), sums.reshape(-1, bo))
+
+
 def gemm_products(inp: np.ndarray, wgt: np.ndarray, x: np.ndarray, w: np.ndarray) -> np.ndarray:
     """``(N, BLOCK_OUT)`` float64 products ``inp[x[n]] . wgt[w[n]]^T`` of the iterations given flat."""
     return np.einsum("nk,nok->no", inp[x].astype(np.int32), wgt[w].astype(np.int32)).astype(np.float64)

@@ -7,7 +7,7 @@ import pytest
 
 from hw import csr
 from hw.config import load_config
-from hw.gemm_numpy import gemm_iterations, gemm_uop_range_bad, run_gemm
+from hw.gemm_numpy import gemm_iterations, gemm_sum_ready, gemm_uop_range_bad, run_gemm, run_gemm_sum
 from hw.isa import Gemm, decode_uops, encode_uops
 
 CFG = load_config("small")
@@ -71,6 +71,42 @@ def test_random_gemms_match_the_loop(seed):
         assert np.array_equal(got, want.astype(np.int32)), g
         faults += fault is not None
     assert 5 < faults < 140  # both kinds of outcome were exercised
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_gemm_sum_equals_one_gemm_per_copy(seed):
+    """``run_gemm_sum`` on K copies of INP and WGT (the fast-forward's skipped periods) leaves the
+    accumulator ``run_gemm`` leaves when run on each copy in turn, 32-bit wrap included; what it
+    does not take (reset, weights moving with i, a possible fault) ``gemm_sum_ready`` refuses."""
+    rng = np.random.default_rng(40 + seed)
+    acc, _, _, uops = _buffers(rng)
+    uop_loaded = np.ones(CFG.uop_depth, dtype=bool)
+    wgt_loaded = rng.random(CFG.wgt_depth) < 0.98
+    taken = refused = 0
+    for _ in range(120):
+        K = int(rng.integers(1, 6))
+        inps = rng.integers(-128, 128, (K, CFG.inp_depth, CFG.lanes)).astype(np.int8)
+        wgts = rng.integers(-128, 128, (K, CFG.wgt_depth, CFG.block, CFG.block)).astype(np.int8)
+        b = int(rng.integers(0, 12))
+
+        def f() -> int:
+            return int(rng.choice([0, 0, 1, int(rng.integers(0, 9)), 40]))
+        g = Gemm(reset=bool(rng.random() < 0.1), uop_begin=b, uop_end=b + int(rng.integers(0, 6)),
+                 iter_out=int(rng.integers(0, 5)), iter_in=int(rng.integers(0, 5)), acc_factor_out=f(),
+                 acc_factor_in=f(), inp_factor_out=f(), inp_factor_in=f(), wgt_factor_out=int(rng.choice([0, 0, 0, 1])),
+                 wgt_factor_in=f())
+        if not gemm_sum_ready(g, CFG, uops, uop_loaded, wgt_loaded):
+            refused += 1
+            continue
+        want = acc.copy()
+        for k in range(K):
+            n, fault = run_gemm(want, inps[k], wgts[k], uops, g, CFG, uop_loaded, wgt_loaded)
+            assert fault is None and n == gemm_iterations(g), g
+        got = acc.copy()
+        run_gemm_sum(got, inps, wgts, uops, g)
+        assert np.array_equal(got, want), g
+        taken += 1
+    assert taken > 10 and refused > 10  # both outcomes exercised
 
 
 def test_counts_and_static_range():

@@ -3,7 +3,7 @@ with exactly the buffers and DRAM the instruction-by-instruction run leaves.
 
 A period's data movements are a list of ``(kind, insn)`` (``alu``, ``load``, ``store``) in the
 order the model made them, each LOAD's or STORE's DRAM address moving by its own step per
-period. Three ways, cheapest first:
+period. Four ways, cheapest first:
 
 * **affine**: a period of ALU immediates ADD/SUB/MUL/MOV only is one affine map per accumulator
   vector, ``x -> A*x + B`` mod 2**32 (lanes alike), raised to the ``R``-th power by squaring;
@@ -13,6 +13,11 @@ period. Three ways, cheapest first:
   written by a STORE of any period; STOREs of different periods and instructions never write
   the same bytes), all ``R`` periods run side by side, one numpy operation per instruction on a
   ``(depth, periods, lanes)`` copy of the buffer, in chunks of bounded memory;
+* **gemm**: a period of LOADs into INP and WGT and accumulating GEMMs only (a convolution's or a
+  matmul's reduction loop): the GEMMs only add into the accumulator and nothing else in the
+  period touches it, so each GEMM of the period runs once for all ``R`` periods, on ``R`` copies
+  of INP and WGT as that period's GEMM finds them, its products summed over the periods
+  (``hw.gemm_numpy.run_gemm_sum``); the buffers end as the last period's LOADs leave them;
 * **replay**: otherwise each skipped instruction's movement in order.
 """
 
@@ -23,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from hw.alu_numpy import run_alu
+from hw.gemm_numpy import gemm_sum_ready, run_gemm_sum
 from hw.isa import ALU_OP_NAMES
 from hw.isa_semantics import affine_indices, buffer_of, dram_span, load_tile_shape
 from sim.tlm.gemm import start_gemm
@@ -52,6 +58,8 @@ def apply_periods(ops: list[tuple[str, Any]], deltas: list[int], R: int, load: A
         with np.errstate(over="ignore"):
             u[touched] = u[touched] * A[touched, None] + B[touched, None]
         return "affine"
+    if _gemm_periods(ops, deltas, R, load, compute, timing):
+        return "gemm"
     n = len(ops)
     # the period seen from the boundary may start inside a tile's pipeline (an ALU on vectors the
     # previous period loaded): rotated to start at a LOAD, periods 1..R are a prefix, R - 1
@@ -175,17 +183,102 @@ def _replay_at(ops: list[tuple[str, Any]], deltas: list[int], periods: list[int]
 
 
 def _replay(ops: list[tuple[str, Any]], deltas: list[int], k: int, load: Any, store: Any, compute: Any) -> None:
-    """The data movements ``ops`` of period ``k``, one by one."""
+    """The data movements ``ops`` of period ``k``, one by one; but the accumulating GEMMs of a stretch
+    of them with only LOADs into INP and WGT in between add their products at the stretch's end,
+    one :func:`hw.gemm_numpy.run_gemm_sum` per distinct GEMM on the INP and WGT each one found
+    (the additions commute, and nothing else in the stretch touches the accumulator)."""
     acc = load.acc.mem
+    bufs = compute.gemm_bufs
+    pending: dict[Any, list[tuple[np.ndarray, np.ndarray]]] = {}
+    held = 0
     for (kind, insn), d in zip(ops, deltas):
+        if kind == "gemm" and gemm_sum_ready(insn, compute.cfg, bufs.uops, bufs.uop_valid, bufs.wgt_valid):
+            pending.setdefault(insn, []).append((bufs.inp.copy(), bufs.wgt.copy()))
+            held += bufs.inp.nbytes + bufs.wgt.nbytes
+            if held > _CHUNK_BYTES:
+                _add_gemms(pending, acc, bufs.uops)
+                held = 0
+            continue
+        if kind == "load" and buffer_of(insn) in ("INP", "WGT"):
+            load.move_data(insn, insn.dram_base + k * d)
+            continue
+        _add_gemms(pending, acc, bufs.uops)
+        held = 0
         if kind == "alu":
             run_alu(acc, insn)
         elif kind == "gemm":
-            start_gemm(insn, acc, compute.gemm_bufs, compute.cfg)
+            start_gemm(insn, acc, bufs, compute.cfg)
         elif kind == "load":
             load.move_data(insn, insn.dram_base + k * d)
         else:
             store.move_data(insn, insn.dram_base + k * d)
+    _add_gemms(pending, acc, bufs.uops)
+
+
+def _add_gemms(pending: dict[Any, list[tuple[np.ndarray, np.ndarray]]], acc: np.ndarray, uops: np.ndarray) -> None:
+    """Add the held GEMMs' products to the accumulator (each GEMM once, on the INP and WGT copies
+    its instances found) and forget them."""
+    for insn, copies in pending.items():
+        run_gemm_sum(acc, np.stack([c[0] for c in copies]), np.stack([c[1] for c in copies]), uops, insn)
+    pending.clear()
+
+
+# ---- gemm ------------------------------------------------------------------------------------
+def _gemm_periods(ops: list[tuple[str, Any]], deltas: list[int], R: int, load: Any, compute: Any,
+                  timing: Any) -> bool:
+    """Apply ``R`` periods of LOADs into INP and WGT and accumulating GEMMs (see the module's
+    docstring); False (nothing applied) for any other period, or a GEMM that could fault."""
+    bufs = compute.gemm_bufs
+    if not any(k == "gemm" for k, _ in ops):
+        return False
+    for kind, i in ops:
+        if kind == "gemm":
+            # the valid bits only grow in such a period: a GEMM that cannot fault now cannot later
+            if not gemm_sum_ready(i, compute.cfg, bufs.uops, bufs.uop_valid, bufs.wgt_valid):
+                return False
+        elif kind != "load" or buffer_of(i) not in ("INP", "WGT"):
+            return False
+    loads = [(i, d) for (kind, i), d in zip(ops, deltas) if kind == "load"]
+    acc = load.acc.mem
+    per_period = bufs.inp.nbytes + bufs.wgt.nbytes + max(
+        8 * (i.uop_end - i.uop_begin) * i.iter_out * i.iter_in * (bufs.inp.shape[1] + bufs.wgt[0].size)
+        for k, i in ops if k == "gemm")
+    chunk = max(1, _CHUNK_BYTES // per_period)
+    for k0 in range(1, R + 1, chunk):
+        ks = np.arange(k0, min(R, k0 + chunk - 1) + 1, dtype=np.int64)
+        inps = np.repeat(bufs.inp[None], len(ks), axis=0)
+        wgts = np.repeat(bufs.wgt[None], len(ks), axis=0)
+        # each period starts with what the period before left (the first: the buffers as they are)
+        later = ks >= 2
+        if later.any():
+            for i, d in loads:
+                _load_periods(i, i.dram_base + (ks[later] - 1) * d, inps, wgts, later, load.dram, timing)
+        for (kind, i), d in zip(ops, deltas):
+            if kind == "load":
+                _load_periods(i, i.dram_base + ks * d, inps, wgts, slice(None), load.dram, timing)
+            else:
+                run_gemm_sum(acc, inps, wgts, bufs.uops, i)
+    for i, d in loads:  # the buffers and their valid bits as the last period leaves them
+        load.move_data(i, i.dram_base + R * d)
+    return True
+
+
+def _load_periods(i: Any, bases: np.ndarray, inps: np.ndarray, wgts: np.ndarray, at: Any, dram: Any,
+                  timing: Any) -> None:
+    """LOAD ``i`` into INP or WGT of the copies ``at`` (one per entry of ``bases``, its DRAM address)."""
+    buf = buffer_of(i)
+    rows, cols = load_tile_shape(i)
+    n = rows * cols
+    if n == 0:
+        return
+    eb = timing.elem_bytes(buf)
+    full = np.zeros((len(bases), rows, cols, eb), dtype=np.uint8)
+    if i.y_size * i.x_size:
+        idx = _entries(bases, i.y_size, i.x_size, i.x_stride)
+        entries = dram.mem[:(int(idx.max()) + 1) * eb].reshape(-1, eb)
+        full[:, i.y_pad_0:i.y_pad_0 + i.y_size, i.x_pad_0:i.x_pad_0 + i.x_size] = entries[idx]
+    target = inps if buf == "INP" else wgts
+    target[at, i.sram_base:i.sram_base + n] = full.view(np.int8).reshape((len(bases), n) + target.shape[2:])
 
 
 # ---- affine ------------------------------------------------------------------------------

@@ -38,7 +38,10 @@ period, the changes per period, the data movements, the words scanned ahead and 
 DMAs are cut otherwise). When the same signature comes back at the same phase of the loop and one
 period from there moves time, counters, side vector and data exactly as the template's did, the
 run jumps again from there (two observations in all, as the three-fold repeat gives), up to the
-next DMA cut otherwise. The sampling rests until the DMA cut otherwise has left the state.
+next DMA cut otherwise; in another pass of an outer loop, where the template's scan does not
+reach, it does so after scanning the words ahead afresh, each DMA of the period stepping to its
+instance a period later as the template's did. The sampling rests until the DMA cut otherwise
+has left the state.
 
 The event-by-event stretch after a jump (a crossing: from the boundary where the jump ended,
 before a DMA cut otherwise or where the words stop repeating at the end of an inner loop, to the
@@ -48,9 +51,14 @@ movements, and the words it read (DMA addresses aside, with every DMA's cut mark
 jump ends at the same signature with the same words ahead (each DMA cut as its counterpart was,
 inside a region that allows it, with the same micro-ops), the crossing is replayed in one move
 (the walk in shift mode, the segment as one period) and the run jumps at once from its end with
-the template the recorded run used there (in another pass of an outer loop, whose words the
-template's scan does not reach, it goes on event by event from there and jumps afresh); a chain of jumps and replays whose crossings move whole periods of the template
-in its order applies its data in one bulk step at the end of the chain.
+the template the recorded run used there; in another pass of an outer loop, whose words the
+template's scan does not reach, the words ahead are scanned afresh (the state at the end is the
+recorded one moved, whose periods the recorded run saw repeat, and the window's last periods
+moved their DMA addresses alike, so each steps as it did there). A chain of jumps and replays
+whose crossings move whole periods of the template in its order applies its data in one bulk step
+at the end of the chain. So that an inner loop's passes jump at one phase (and the stretch between
+two passes is recorded and replayed), a jump at another signature waits a few samples while the
+signature the last jump ended at has come back.
 
 Sampling (a walk of the state at each retirement, less often while nothing repeats) starts after
 a warm-up: 1,000 events, or from 200 on once the words FETCH has read end in two equal periods
@@ -91,6 +99,7 @@ _MAX_SKIP = 63
 _KEY_CACHE = 4096       # instructions whose part of the signature is remembered
 _TEMPLATES = 16         # signatures whose periods are kept for jumping again
 _SEGMENTS = 64          # crossings kept for replay
+_ALIGN_WAIT = 24        # samples a jump may wait for the signature the last jump ended at
 
 
 def enabled_by_default() -> bool:
@@ -348,6 +357,11 @@ class FastForward:
         self._end_t = 0  # the boundary the last jump ended at
         self._last_tpl: _Template | None = None  # the template the last first jump made
         self._replayed_deltas: list[int] = []  # the address shifts of the last replay's data movements
+        # the last replay's window: its first pc and each word's DMA address shift from the recorded one
+        self._replayed_rows: tuple[int, np.ndarray] = (0, np.zeros(0, dtype=np.int64))
+        self.jumps_after_replay = 0  # jumps from a replayed crossing's end in another pass (a fresh scan)
+        self.jumps_other_pass = 0    # jumps from a template kept in another pass (a fresh scan)
+        self._align_waits = 0  # jumps let pass to jump at the signature a crossing started at
         self._pending: tuple[_Template, int, int] | None = None  # data deferred in a chain of replays
         # where the last jump ended before a DMA cut otherwise: (signature, boundary, restarts then)
         self._seg_start: tuple[tuple[Any, ...], _Snap, int] | None = None
@@ -387,12 +401,15 @@ class FastForward:
         b = seen[-2]
         a = next((s for s in seen[-3::-1] if s.t == 2 * b.t - t and s.ref == 2 * b.ref - snap.ref), None)
         tpl = self.templates.get(key) if a is None else None
+        if (a is not None or tpl is not None) and self._wait_for_crossing(key):
+            a = tpl = None
         if tpl is not None:
             b2 = next((x for x in seen[-2::-1] if x.t == t - tpl.T and x.ref == snap.ref - tpl.P), None)
             if b2 is not None:
                 self.cut_pc = None
                 seg = self._segment(key, b2, snap)
-                if self._jump_again(tpl, b2, snap):
+                if self._jump_again(tpl, b2, snap) or self._jump_in_another_pass(key, tpl, b2, snap):
+                    tpl = self.templates.get(key, tpl)
                     self._restart()
                     self._succeeded()
                     self.jumps_again += 1
@@ -429,6 +446,20 @@ class FastForward:
         self._miss()  # a repeat that proves nothing yet costs like a miss (else sampling never thins out)
         if len(seen) > 8:
             del seen[:-8]
+
+    def _wait_for_crossing(self, key: tuple[Any, ...]) -> bool:
+        """Whether to let a jump at signature ``key`` pass: the signature the last jump ended at has
+        come back since (the run is in the same loop again) and is not ``key``. The jump then
+        comes at that signature, a few samples later, and the stretch from the last jump's end is
+        recorded as a crossing, to be replayed where it comes back (a loop's passes jump at one
+        phase). At most ``_ALIGN_WAIT`` samples are let pass so."""
+        start = self._seg_start
+        if start is None or start[0] == key or start[2] != self.restarts or start[0] not in self.history:
+            return False
+        if self._align_waits >= _ALIGN_WAIT:
+            return False
+        self._align_waits += 1
+        return True
 
     def _warmed_up(self) -> bool:
         """Whether the warm-up is over: ``warmup_events`` events ran, or ``warmup_floor`` did and
@@ -561,7 +592,8 @@ class FastForward:
         op_deltas = self._op_deltas(self.log[a.log_len:b.log_len], ops)
         if op_deltas is None:
             return False
-        lo_pc = min((v for kind, v in a.vec if kind == "p"), default=a.ref)
+        # the oldest instruction the state holds now: what ran before it moves no future time or data
+        lo_pc = min((v for kind, v in c.vec if kind == "p"), default=c.ref)
         try:
             R = self._periods(c.ref, P, ops, op_deltas, lo_pc)
         except Unsupported:
@@ -604,6 +636,54 @@ class FastForward:
                 return False
         lo_b = min((v for kind, v in b.vec if kind == "p"), default=b.ref)
         return self._template_jump(tpl, c, lo_b, ops)
+
+    def _jump_in_another_pass(self, key: tuple[Any, ...], tpl: "_Template", b: _Snap, c: _Snap) -> bool:
+        """:meth:`_jump_again` where the template's scan does not reach (another pass of an outer
+        loop): the period ``b`` to ``c`` moved time, counters, side vector and event versions as the
+        template's did, and its data movements are the template's but for DMA addresses; each of
+        those DMAs' words steps to its instance a period later as the template's movement did (read
+        from the words); the words ahead are scanned afresh (:meth:`_periods`). The template is
+        kept for this pass."""
+        T, P = tpl.T, tpl.P
+        if c.ref - tpl.ref >= P and not (c.ref - tpl.ref) % P and c.ref <= tpl.words_end:
+            return False  # the template's own scan covers it (refused there for a reason)
+        if c.t - b.t != T or c.ref - b.ref != P \
+                or [y - x for x, y in zip(b.counters, c.counters)] != tpl.d2 \
+                or (c.port_version - b.port_version, c.plan_version - b.plan_version) != tpl.steps \
+                or len(c.vec) != len(tpl.deltas) \
+                or any(vc - vb != d for (_, vb), (_, vc), d in zip(b.vec, c.vec, tpl.deltas)):
+            return False
+        ops = self.log[b.log_len:c.log_len]
+        if len(ops) != len(tpl.ops) or c.ref + P + self.m.timing.insns_per_fetch_burst > self.m.fetch.count:
+            return False
+        for (k1, i1), (k0, i0), d in zip(ops, tpl.ops, tpl.op_deltas):
+            if k1 != k0 or (i1 != i0 if k1 not in ("load", "store") else _without_base(i1) != _without_base(i0)):
+                return False
+        lo_b = min((v for kind, v in b.vec if kind == "p"), default=b.ref)
+        lo_c = min((v for kind, v in c.vec if kind == "p"), default=c.ref)
+        w, _, dma, bases = self._window(lo_b, c.ref + P)
+        insns = {r: self.dma.decode(self._row_word(w, r)) for r in np.flatnonzero(dma[:c.ref - lo_b]).tolist()}
+        rows = op_rows(ops, insns)
+        if rows is None:
+            return False
+        for r, d in zip(rows, tpl.op_deltas):
+            for x in r:  # the word a period later: the same DMA, its address moved by the template's step
+                if not dma[x + P] or bases[x + P] - bases[x] != d:
+                    return False
+        self._scan = None
+        try:
+            R = self._periods(c.ref, P, ops, tpl.op_deltas, lo_c)
+        except Unsupported:
+            return False
+        if R < 1 or self._scan is None:
+            return False
+        self._flush_data()
+        self._advance(c, T, P, R, tpl.deltas, tpl.d2, tpl.steps, ops, tpl.op_deltas)
+        s, words_end, anomalies = self._scan
+        self.templates[key] = _Template(T, P, c.ref, s, words_end, anomalies, tpl.d2, tpl.deltas, tpl.steps,
+                                        list(ops), tpl.op_deltas)
+        self.jumps_other_pass += 1
+        return True
 
     def _template_jump(self, tpl: "_Template", c: _Snap, lo_b: int, ops: list[tuple[str, Any]]) -> bool:
         """Jump from the boundary ``c`` by the periods of ``tpl`` (its last period checked equal to
@@ -656,6 +736,7 @@ class FastForward:
                     break
             if replayed is None:
                 self._seg_start = (key, s1, self.restarts)
+                self._align_waits = 0
                 return
             seg, c3 = replayed
             self.replays += 1
@@ -674,16 +755,48 @@ class FastForward:
             last = [(k, at_base(i, i.dram_base + d)) if d else (k, i)
                     for (k, i), d in zip(seg.ops[first:], shifts[first:])]  # the period before the end
             self.cut_pc = None
-            # (in another pass of an outer loop the template's scan does not reach: the run goes on
-            # event by event from the replayed end and jumps afresh)
-            if phase or last != _instance(tpl, n) or not self._template_jump(tpl, c3, c3.ref + seg.lo_end, last):
+            if not phase and last == _instance(tpl, n) and self._template_jump(tpl, c3, c3.ref + seg.lo_end, last):
+                self.jumps_again += 1
+            elif self._jump_after_replay(key, seg, c3, last):  # another pass: the words scanned afresh
+                self.jumps_after_replay += 1
+            else:
                 return
             self._restart()
-            self.jumps_again += 1
-            if self.cut_pc is None:
-                return
-            self.quiet_until = self.cut_pc + tpl.P + _span(c3) + 1
+            if self.cut_pc is not None:
+                self.quiet_until = self.cut_pc + tpl.P + _span(c3) + 1
             t = self._end_t
+
+    def _jump_after_replay(self, key: tuple[Any, ...], seg: Segment, c3: _Snap, last: list[tuple[str, Any]]) -> bool:
+        """Jump from the end ``c3`` of the replayed crossing ``seg`` with the template its recorded
+        run jumped with there, where that template's scan does not reach (another pass of an outer
+        loop): the state at ``c3`` is the recorded one moved, whose periods the recorded run saw
+        repeat; the DMA addresses of the window's last periods moved alike (so each steps per
+        period as it did there, and as the template's changes per period say); the words ahead are
+        scanned as for a first jump (:meth:`_periods`). The template is kept for this pass."""
+        tpl = seg.tpl
+        P = tpl.P
+        lo_c = min((v for kind, v in c3.vec if kind == "p"), default=c3.ref)
+        first = min(lo_c, c3.ref + seg.lo_end)  # the oldest instruction now or a period before
+        win_lo, shifts = self._replayed_rows
+        if first - P < win_lo or c3.ref - win_lo != len(shifts):
+            return False
+        r = np.arange(first, c3.ref) - win_lo
+        if not np.array_equal(shifts[r], shifts[r - P]):
+            return False
+        self._scan = None
+        try:
+            R = self._periods(c3.ref, P, last, tpl.op_deltas, lo_c)
+        except Unsupported:
+            return False
+        if R < 1 or self._scan is None:
+            return False
+        self._flush_data()  # the replayed data first
+        self._advance(c3, tpl.T, P, R, tpl.deltas, tpl.d2, tpl.steps, last, tpl.op_deltas)
+        s, words_end, anomalies = self._scan
+        if key in self.templates or len(self.templates) < _TEMPLATES:
+            self.templates[key] = _Template(tpl.T, P, c3.ref, s, words_end, anomalies, tpl.d2, tpl.deltas, tpl.steps,
+                                            list(last), tpl.op_deltas)
+        return True
 
     # the data of a chain of replays and jumps, applied at once where the segments' movements are
     # whole periods of one template in its order: (template, last instance applied, instances to apply)
@@ -795,6 +908,7 @@ class FastForward:
         if not np.array_equal(masked, seg.masked):
             return None
         shifts = bases - seg.bases
+        self._replayed_rows = (lo, shifts)
         T = m.timing
         for g in seg.groups:  # every DMA cut as its counterpart was, inside a region that allows it
             b = bases[g.rows]
@@ -873,7 +987,7 @@ class FastForward:
     def _periods(self, ref: int, P: int, ops: list[tuple[str, Any]], op_deltas: list[int],
                  lo_pc: int) -> int:
         """How many whole periods of ``P`` instructions from ``ref`` repeat the observed ones: every
-        word from ``lo_pc`` (the oldest instruction the state held a period ago) on equals the word
+        word from ``lo_pc`` (the oldest instruction the state holds at ``ref``) on equals the word
         ``P`` before it, but for the DRAM address of a LOAD or STORE, which moves by the same step
         every period, a multiple of 4 KiB (so its bursts are the same); every DMA of the skipped
         periods passes its region check and no STORE writes the instruction window."""
