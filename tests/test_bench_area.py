@@ -1,6 +1,7 @@
 """The benchmark's area columns (cosim/bench/area.py): the cache key follows the config and
 the RTL, --quick synthesizes nothing and shows only cached results, an Fmax that did not
-finish is absent (never a number) and is not cached, bad options fail in one line."""
+finish is absent (never a number) and cached with its budget, which only a larger budget
+retries, bad options fail in one line."""
 
 from __future__ import annotations
 
@@ -49,13 +50,35 @@ def test_quick_shows_only_cached_results(build_dir: Path) -> None:
     assert row.split()[1:4] == ["4550", "13581", "16"] and row.endswith("cached")
 
 
-def test_fmax_that_does_not_finish_is_absent_and_not_cached(build_dir: Path) -> None:
+def test_fmax_that_does_not_finish_is_absent_and_cached_with_its_budget(build_dir: Path) -> None:
     cfg = load_config("small")
     est = area.fmax(cfg, timeout=0.01)
     assert est["mhz"] is None and est["status"].startswith("absent: yosys did not finish"), est
-    assert not build_dir.exists() or not list(build_dir.glob("*-fmax.json"))
+    assert est["source"] == "fresh" and not list(build_dir.glob("*-fmax.json"))  # no figure
     lines = area.table_lines({"small": {"status": "skipped", "fmax": est}})
     assert any("absent" in ln for ln in lines) and not any("MHz" in ln for ln in lines)
+    # the absence answers the same or a smaller budget from the cache, without running anything ...
+    for budget in (0.01, 0.005):
+        again = area.fmax(cfg, quick=True, timeout=budget)
+        assert again["source"] == "cached" and again["status"] == est["status"], again
+    assert area.measure_area([cfg], quick=True, fmax_timeout=0.01)["small"]["fmax"]["source"] == "cached"
+    # ... while a larger budget tries again (--quick: it would, so nothing is cached for it)
+    larger = area.fmax(cfg, quick=True, timeout=900.0)
+    assert larger["source"] == "none" and larger["status"].startswith("skipped"), larger
+    assert area._load(area.fmax_cache_path(cfg, absent=True))["budget_s"] == 0.01
+    # a larger budget that does not finish either replaces the absence (a figure would take its place)
+    area._store_fmax(cfg, {**{k: v for k, v in est.items() if k != "source"}, "status": "absent: routing did "
+                           "not finish within 900 s in all"}, 900.0)
+    assert area.fmax(cfg, quick=True, timeout=900.0)["source"] == "cached"
+
+
+def test_failed_fmax_is_not_cached(build_dir: Path) -> None:
+    """An absence that is no timeout (a tool that failed, a task that was lost) is not the
+    design's: it is not cached and the next run tries again."""
+    cfg = load_config("small")
+    area._store_fmax(cfg, {"mhz": None, "status": "absent: nextpnr failed: out of memory"}, 900.0)
+    assert not build_dir.exists() or not list(build_dir.glob("*-fmax*.json"))
+    assert area.fmax(cfg, quick=True, timeout=900.0)["source"] == "none"
 
 
 def test_fmax_row_names_its_critical_path() -> None:

@@ -353,6 +353,88 @@ def test_design_is_buildable_hardware(name: str) -> None:
     assert "core" in js["submodules"]["accel_top"] and "acc_buffer" in js["submodules"]["core"]
 
 
+def test_soft_multipliers_leave_the_dsp_blocks(tmp_path: Path) -> None:
+    """On ECP5 a multiplication is a MULT18X18D; a module named as soft has its products in LUT
+    logic (what fmax_ecp5 does with GEMM's lane), the other modules keep their blocks."""
+    (tmp_path / "d.v").write_text(DOT)
+    hard = synthesize_files([tmp_path / "d.v"], "dot4", "ecp5", timeout=120)
+    soft = synthesize_files([tmp_path / "d.v"], "dot4", "ecp5", timeout=120, soft_multipliers=["dot4"])
+    assert hard.total.multipliers == 5 and soft.total.multipliers == 0, (hard.total, soft.total)
+    assert soft.total.luts > hard.total.luts
+    elsewhere = synthesize_files([tmp_path / "d.v"], "dot4", "ecp5", timeout=120, soft_multipliers=["gemm_lane"])
+    assert elsewhere.total.multipliers == 5
+    with pytest.raises(SynthError, match="ecp5 mapping"):
+        synthesize_files([tmp_path / "d.v"], "dot4", "generic", timeout=60, soft_multipliers=["dot4"])
+    with pytest.raises(SynthError, match="not a Verilog module name"):
+        synthesize_files([tmp_path / "d.v"], "dot4", "ecp5", timeout=60, soft_multipliers=["dot4; shell"])
+
+
+# yosys' fine gate cells as functions of bit-parallel operands (one bit per test vector)
+GATES = {"$_NOT_": lambda a, m: ~a & m, "$_AND_": lambda a, b, m: a & b, "$_OR_": lambda a, b, m: a | b,
+         "$_XOR_": lambda a, b, m: a ^ b, "$_XNOR_": lambda a, b, m: ~(a ^ b) & m,
+         "$_NAND_": lambda a, b, m: ~(a & b) & m, "$_NOR_": lambda a, b, m: ~(a | b) & m,
+         "$_ANDNOT_": lambda a, b, m: a & ~b & m, "$_ORNOT_": lambda a, b, m: (a | ~b) & m,
+         "$_MUX_": lambda a, b, s, m: (a & ~s | b & s) & m, "$_BUF_": lambda a, m: a}
+
+
+def eval_gates(module: dict, inputs: dict[str, list[int]], n: int) -> dict[str, list[int]]:
+    """Evaluate a gate-level module of a yosys JSON netlist on ``n`` vectors at once: each input
+    bit is an int whose bit k is its value in vector k; returns the output ports' bits alike."""
+    mask = (1 << n) - 1
+    val: dict[object, int] = {"0": 0, "1": mask}
+    for name, port in module["ports"].items():
+        if port["direction"] == "input":
+            val.update(zip(port["bits"], inputs[name]))
+    cells = list(module["cells"].values())
+    assert {c["type"] for c in cells} <= set(GATES), {c["type"] for c in cells} - set(GATES)
+    while cells:  # in dependency order: a cell whose inputs are known, until none is left
+        rest = []
+        for c in cells:
+            ins = [c["connections"][p][0] for p in ("A", "B", "S") if p in c["connections"]]
+            if all(i in val for i in ins):
+                val[c["connections"]["Y"][0]] = GATES[c["type"]](*(val[i] for i in ins), mask)
+            else:
+                rest.append(c)
+        assert len(rest) < len(cells), "a combinational loop"
+        cells = rest
+    return {name: [val[b] for b in port["bits"]] for name, port in module["ports"].items()
+            if port["direction"] == "output"}
+
+
+def test_soft_multipliers_compute_what_the_rtl_does(tmp_path: Path) -> None:
+    """GEMM's lane with its products in Booth logic (fmax_ecp5's mapping), taken down to yosys'
+    gates, computes the lane's sum: on vectors that put every int8 x int8 pair into some product
+    (65,536 pairs, BLOCK per vector) with random accumulators, against Python's sum."""
+    import random
+    import shutil
+
+    from hw.gen_header import write_header
+    from hw.synth import FMAX_SOFT_MULTIPLIERS, _soft_multipliers, run_yosys
+
+    cfg = load_config("small")
+    blk = cfg.block
+    write_header(cfg, tmp_path)
+    shutil.copyfile(RTL_DIR / "gemm_lane.v", tmp_path / "gemm_lane.v")
+    script = ["read_verilog -I. gemm_lane.v", "hierarchy -top gemm_lane", *_soft_multipliers(FMAX_SOFT_MULTIPLIERS),
+              "select -assert-none t:$mul", "proc", "opt", "techmap", "opt -fast", "select -assert-none t:$mul",
+              "write_json gates.json"]
+    run_yosys("\n".join(script) + "\n", tmp_path, 300, "gemm_lane with soft multipliers")
+    module = json.loads((tmp_path / "gates.json").read_text())["modules"]["gemm_lane"]
+    rng = random.Random(7)
+    pairs = [(a, b) for a in range(-128, 128) for b in range(-128, 128)]
+    vecs = [(pairs[v:v + blk], rng.getrandbits(32)) for v in range(0, len(pairs), blk)]
+
+    def bits(values: list[int], width: int) -> list[int]:  # bit i of every vector, as one int each
+        return [sum(((v >> i) & 1) << k for k, v in enumerate(values)) for i in range(width)]
+
+    xs = [sum((a & 0xFF) << (8 * k) for k, (a, _) in enumerate(ps)) for ps, _ in vecs]
+    ws = [sum((b & 0xFF) << (8 * k) for k, (_, b) in enumerate(ps)) for ps, _ in vecs]
+    accs = [acc for _, acc in vecs]
+    out = eval_gates(module, {"x": bits(xs, 8 * blk), "w": bits(ws, 8 * blk), "acc": bits(accs, 32)}, len(vecs))
+    got = [sum(((out["y"][i] >> k) & 1) << i for i in range(32)) for k in range(len(vecs))]
+    assert got == [(acc + sum(a * b for a, b in ps)) % 2**32 for ps, acc in vecs]
+
+
 def test_bound_catches_a_buffer_in_flip_flops() -> None:
     """The flip-flop bound is below one copy of the buffer on every shipped config."""
     for name in ("small", "default", "wide"):
@@ -418,11 +500,12 @@ def test_critical_path_names_the_rtl_lines() -> None:
     assert critical_path({"critical_paths": []}) is None and critical_path({}) is None
 
 
-@pytest.mark.skipif(not FULL, reason="place and route of small, about 20 minutes; run with COSIM_SYNTH=full")
+@pytest.mark.skipif(not FULL, reason="place and route of small, 10 to 20 minutes; run with COSIM_SYNTH=full")
 def test_fmax_of_small_is_measured() -> None:
     """Placement of small finishes within the bound and gives nextpnr's estimate; routing gives the
-    Fmax with its critical path, or, when it does not finish in time (docs/synthesis.md: it did not
-    converge in 40 minutes on the loaded 2-core machine), an absent Fmax that names the estimate."""
+    Fmax with its critical path (docs/synthesis.md: about 10 minutes in all on the 2-core machine),
+    or, when a loaded machine does not finish it in time, an absent Fmax that names the estimate.
+    GEMM's BLOCK x BLOCK int8 products are LUT logic, not MULT18X18D blocks (FMAX_SOFT_MULTIPLIERS)."""
     est = fmax_ecp5("small", timeout=1200)
     assert est.placed_mhz is not None and est.placed_mhz > 5, est
     if est.mhz is None:
@@ -430,3 +513,4 @@ def test_fmax_of_small_is_measured() -> None:
                               f"{est.placed_mhz:.2f} MHz)"), est
     else:
         assert est.status == "ok" and est.critical_path is not None and est.critical_path.sources, est
+        assert est.utilization["MULT18X18D"]["used"] < load_config("small").block ** 2, est.utilization

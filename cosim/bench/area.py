@@ -6,8 +6,10 @@ Results are cached per config and RTL under ``build/synth/`` (the key hashes the
 config's hardware numbers, every RTL source, ``hw/synth.py``, the YoWASP tools'
 versions and the ECP5 device), so a
 rerun of ``make bench`` synthesizes nothing that did not change. An Fmax run that did
-not finish within its budget is reported as absent (``mhz`` None, and why) and is not
-cached, so a later run with a larger budget tries again; a number is never made up.
+not finish within its budget is reported as absent (``mhz`` None, and why), never as a
+made-up number; that absence is cached too, with its budget, and answers every later run
+with the same key and a budget no larger (which would not finish either), while a larger
+budget tries again.
 """
 
 from __future__ import annotations
@@ -98,13 +100,41 @@ def synth_area(cfg: HwConfig, quick: bool = False, timeout: float = 300.0) -> di
     return {**data, "source": "fresh"}
 
 
+def fmax_cache_path(cfg: HwConfig, absent: bool = False) -> Path:
+    """The cache file of ``cfg``'s Fmax: the routed figure, or (``absent``) the absence of one
+    within a budget, which the file records (``budget_s``)."""
+    return cache_dir() / f"{cfg.name}-{cache_key(cfg)}-fmax{'-absent' if absent else ''}.json"
+
+
+def _cached_fmax(cfg: HwConfig, timeout: float) -> dict[str, Any] | None:
+    """The cached Fmax of ``cfg``: the routed figure, else an absence found within a budget of
+    at least ``timeout`` s (a run within ``timeout`` would not finish either); None otherwise."""
+    hit = _load(fmax_cache_path(cfg))
+    if hit is not None:
+        return hit
+    hit = _load(fmax_cache_path(cfg, absent=True))
+    if hit is not None and isinstance(hit.get("budget_s"), (int, float)) and timeout <= hit["budget_s"]:
+        return hit
+    return None
+
+
+def _store_fmax(cfg: HwConfig, data: dict[str, Any], timeout: float) -> None:
+    """Cache an Fmax result: a routed figure, or an absence because a step did not finish in
+    ``timeout`` s (kept with that budget). Other absences (a tool that failed, a task that
+    was lost) are not the design's and are not cached."""
+    if data.get("mhz") is not None:
+        _store(fmax_cache_path(cfg), data)
+    elif " did not finish " in str(data.get("status", "")):
+        _store(fmax_cache_path(cfg, absent=True), {**data, "budget_s": timeout})
+
+
 def fmax(cfg: HwConfig, quick: bool = False, timeout: float = 900.0) -> dict[str, Any]:
-    """The ECP5 Fmax estimate of ``cfg`` (place and route within ``timeout`` s), cached
-    when it finished; ``mhz`` None and why otherwise. ``quick``: the cache or nothing."""
+    """The ECP5 Fmax estimate of ``cfg`` (place and route within ``timeout`` s); ``mhz`` None
+    and why when there is none. Both are cached (:func:`_store_fmax`): an absence answers a
+    later call only when its budget was at least ``timeout``. ``quick``: the cache or nothing."""
     from hw.synth import fmax_ecp5
 
-    path = cache_dir() / f"{cfg.name}-{cache_key(cfg)}-fmax.json"
-    hit = _load(path)
+    hit = _cached_fmax(cfg, timeout)
     if hit is not None:
         return {**hit, "source": "cached"}
     if quick:
@@ -116,8 +146,7 @@ def fmax(cfg: HwConfig, quick: bool = False, timeout: float = 900.0) -> dict[str
             "seconds": round(time.perf_counter() - t0, 1), "utilization": est.utilization,
             "critical_path": None if est.critical_path is None else est.critical_path.to_dict(),
             "placed_mhz": est.placed_mhz}
-    if est.mhz is not None:
-        _store(path, data)
+    _store_fmax(cfg, data, timeout)
     return {**data, "source": "fresh"}
 
 
@@ -154,7 +183,7 @@ def measure_area(configs: list[HwConfig], quick: bool = False, fmax_timeout: flo
             tasks.append(Task(f"area/{cfg.name}", "cosim.bench.area:area_task",
                               {"config": cfg.to_dict(), "timeout": AREA_TIMEOUT_S}))
         if cfg.name in FMAX_CONFIGS:
-            out[cfg.name]["fmax"] = fmax(cfg, quick=True)
+            out[cfg.name]["fmax"] = fmax(cfg, quick=True, timeout=fmax_timeout)
             if out[cfg.name]["fmax"]["source"] == "none" and not quick:
                 tasks.append(Task(f"fmax/{cfg.name}", "cosim.bench.area:fmax_task",
                                   {"config": cfg.to_dict(), "timeout": fmax_timeout}))
@@ -170,10 +199,12 @@ def measure_area(configs: list[HwConfig], quick: bool = False, fmax_timeout: flo
         cfg = by_name[name]
         if rec["ok"]:
             res = rec["result"]
-            done = res.get("status") == "ok" if what == "area" else res.get("mhz") is not None
-            if res.get("source") == "fresh" and done:  # cached here too when a remote worker made it
-                _store(cache_dir() / f"{cfg.name}-{cache_key(cfg)}-{what}.json",
-                       {k: v for k, v in res.items() if k != "source"})
+            if res.get("source") == "fresh":  # cached here too when a remote worker made it
+                data = {k: v for k, v in res.items() if k not in ("source", "budget_s")}
+                if what == "fmax":
+                    _store_fmax(cfg, data, fmax_timeout)
+                elif res.get("status") == "ok":
+                    _store(cache_dir() / f"{cfg.name}-{cache_key(cfg)}-area.json", data)
         else:
             res = ({"status": f"absent: the synthesis task failed: {rec['error']}", "source": "none"} if what == "area"
                    else {"mhz": None, "status": f"absent: the place-and-route task failed: {rec['error']}",

@@ -113,23 +113,54 @@ module compute_unit (
     wire            use_imm   = insn[`F_ALU_USE_IMM_LO];
     wire [`F_ALU_ITER_OUT_W-1:0] iter_out = insn[`F_ALU_ITER_OUT_LO +: `F_ALU_ITER_OUT_W];
     wire [`F_ALU_ITER_IN_W-1:0] iter_in  = insn[`F_ALU_ITER_IN_LO +: `F_ALU_ITER_IN_W];
+    // bases and factors have SIB bits; those above an accumulator index matter to the range
+    // check only, which reads them from the queue's head (below)
+    /* verilator lint_off UNUSEDSIGNAL */
     wire [`F_ALU_DST_BASE_W-1:0] dst_base = insn[`F_ALU_DST_BASE_LO +: `F_ALU_DST_BASE_W];
     wire [`F_ALU_SRC_BASE_W-1:0] src_base = insn[`F_ALU_SRC_BASE_LO +: `F_ALU_SRC_BASE_W];
     wire [`F_ALU_DST_FACTOR_OUT_W-1:0] dst_fo = insn[`F_ALU_DST_FACTOR_OUT_LO +: `F_ALU_DST_FACTOR_OUT_W];
     wire [`F_ALU_DST_FACTOR_IN_W-1:0] dst_fi = insn[`F_ALU_DST_FACTOR_IN_LO +: `F_ALU_DST_FACTOR_IN_W];
     wire [`F_ALU_SRC_FACTOR_OUT_W-1:0] src_fo = insn[`F_ALU_SRC_FACTOR_OUT_LO +: `F_ALU_SRC_FACTOR_OUT_W];
     wire [`F_ALU_SRC_FACTOR_IN_W-1:0] src_fi = insn[`F_ALU_SRC_FACTOR_IN_LO +: `F_ALU_SRC_FACTOR_IN_W];
+    /* verilator lint_on UNUSEDSIGNAL */
     wire [`F_ALU_IMM_W-1:0] imm = insn[`F_ALU_IMM_LO +: `F_ALU_IMM_W];
 
-    // ---- range check: the largest index touched, when iter_out*iter_in > 0
+    // ---- range check: the largest index touched, when iter_out*iter_in > 0. It depends on the
+    // instruction alone: computed from the queue's head in the IDLE cycle that pops it, into a
+    // register loaded at the edge at which unit_shell loads `insn` (it always holds this function
+    // of `insn`), so WAIT starts from a register instead of two multiplies (timing).
     wire        no_iter = (iter_out == 14'd0) || (iter_in == 14'd0);
-    wire [27:0] dst_max = {{(28-SIB){1'b0}}, dst_base}
-                        + {14'd0, iter_out - 14'd1} * {{(28-SIB){1'b0}}, dst_fo}
-                        + {14'd0, iter_in - 14'd1} * {{(28-SIB){1'b0}}, dst_fi};
-    wire [27:0] src_max = {{(28-SIB){1'b0}}, src_base}
-                        + {14'd0, iter_out - 14'd1} * {{(28-SIB){1'b0}}, src_fo}
-                        + {14'd0, iter_in - 14'd1} * {{(28-SIB){1'b0}}, src_fi};
-    wire alu_range_bad = is_alu && !no_iter && ((dst_max >= DEPTH) || (!use_imm && (src_max >= DEPTH)));
+    function alu_range_bad_of;
+        /* verilator lint_off UNUSEDSIGNAL */
+        input [`INSN_BITS-1:0] w;  // an instruction: the fields named here are used
+        /* verilator lint_on UNUSEDSIGNAL */
+        reg   [`F_HDR_OPCODE_W-1:0] opc;
+        reg   [13:0]                n_out;
+        reg   [13:0]                n_in;
+        reg   [27:0]                dmax;
+        reg   [27:0]                smax;
+        begin
+            opc   = w[`F_HDR_OPCODE_LO +: `F_HDR_OPCODE_W];
+            n_out = w[`F_ALU_ITER_OUT_LO +: 14];
+            n_in  = w[`F_ALU_ITER_IN_LO +: 14];
+            dmax  = {{(28-SIB){1'b0}}, w[`F_ALU_DST_BASE_LO +: SIB]}
+                  + {14'd0, n_out - 14'd1} * {{(28-SIB){1'b0}}, w[`F_ALU_DST_FACTOR_OUT_LO +: SIB]}
+                  + {14'd0, n_in - 14'd1} * {{(28-SIB){1'b0}}, w[`F_ALU_DST_FACTOR_IN_LO +: SIB]};
+            smax  = {{(28-SIB){1'b0}}, w[`F_ALU_SRC_BASE_LO +: SIB]}
+                  + {14'd0, n_out - 14'd1} * {{(28-SIB){1'b0}}, w[`F_ALU_SRC_FACTOR_OUT_LO +: SIB]}
+                  + {14'd0, n_in - 14'd1} * {{(28-SIB){1'b0}}, w[`F_ALU_SRC_FACTOR_IN_LO +: SIB]};
+            alu_range_bad_of = (opc != `OP_FINISH) && (opc != `OP_BARRIER) && (opc != `OP_GEMM)
+                             && (n_out != 14'd0) && (n_in != 14'd0)
+                             && ((dmax >= DEPTH) || (!w[`F_ALU_USE_IMM_LO] && (smax >= DEPTH)));
+        end
+    endfunction
+    reg alu_range_bad;
+    always @(posedge clk) begin
+        if (rst || clr)
+            alu_range_bad <= alu_range_bad_of({`INSN_BITS{1'b0}});  // insn's reset value
+        else if (q_pop)
+            alu_range_bad <= alu_range_bad_of(q_dout[`INSN_BITS-1:0]);
+    end
     wire gemm_range_bad;
     wire range_bad = alu_range_bad || (is_gemm && gemm_range_bad);
 

@@ -106,34 +106,93 @@ module load_unit (
                       EL_WGT = `CFG_WGT_ELEM_BYTES_LOG2, EL_UOP = `CFG_UOP_ELEM_BYTES_LOG2;
     localparam [34:0] D_ACC = `CFG_ACC_DEPTH, D_INP = `CFG_INP_DEPTH, D_WGT = `CFG_WGT_DEPTH,
                       D_UOP = `CFG_UOP_DEPTH;
-    reg  [4:0]  elog2;
-    reg  [34:0] depth;
-    always @(*) begin
-        case (buf_id)
-            `BUF_ACC: begin elog2 = EL_ACC; depth = D_ACC; end
-            `BUF_INP: begin elog2 = EL_INP; depth = D_INP; end
-            `BUF_WGT: begin elog2 = EL_WGT; depth = D_WGT; end
-            default:  begin elog2 = EL_UOP; depth = D_UOP; end
+    function [4:0] elog2_of;  // the DRAM bytes (log2) of an entry of buffer b
+        input [`F_MEM_BUF_W-1:0] b;
+        case (b)
+            `BUF_ACC: elog2_of = EL_ACC;
+            `BUF_INP: elog2_of = EL_INP;
+            `BUF_WGT: elog2_of = EL_WGT;
+            default:  elog2_of = EL_UOP;
         endcase
-    end
+    endfunction
+    function [34:0] depth_of;  // the entries of buffer b
+        input [`F_MEM_BUF_W-1:0] b;
+        case (b)
+            `BUF_ACC: depth_of = D_ACC;
+            `BUF_INP: depth_of = D_INP;
+            `BUF_WGT: depth_of = D_WGT;
+            default:  depth_of = D_UOP;
+        endcase
+    endfunction
+    wire [4:0]  elog2 = elog2_of(buf_id);
     localparam [4:0] BL5 = BL;
     wire [4:0]  blog2 = elog2 - BL5;  // entries are whole beats (a config rule)
 
-    // ---- range checks
+    // ---- range checks. What they compute from the instruction alone (the span and tile products
+    // and the sums after them) is computed from the queue's head in the IDLE cycle that pops it,
+    // into registers loaded at the edge at which unit_shell loads `insn`: they always hold these
+    // functions of `insn`, so WAIT's checks and EXEC's tile_empty start from registers (timing).
+    function [63:0] dram_hi_of;  // the end of the DRAM bytes read (exclusive)
+        /* verilator lint_off UNUSEDSIGNAL */
+        input [`INSN_BITS-1:0] w;  // an instruction: the fields named here are used
+        /* verilator lint_on UNUSEDSIGNAL */
+        reg   [33:0]           span;
+        reg   [4:0]            el;
+        begin
+            span = {18'd0, w[`F_MEM_Y_SIZE_LO +: 16] - 16'd1} * {18'd0, w[`F_MEM_X_STRIDE_LO +: 16]}
+                 + {18'd0, w[`F_MEM_X_SIZE_LO +: 16]};
+            el   = elog2_of(w[`F_MEM_BUF_LO +: `F_MEM_BUF_W]);
+            dram_hi_of = ({32'd0, w[`F_MEM_DRAM_BASE_LO +: 32]} << el) + ({30'd0, span} << el);
+        end
+    endfunction
+    function [33:0] tile_of;  // the entries written: (pads + rows) * (pads + columns)
+        /* verilator lint_off UNUSEDSIGNAL */
+        input [`INSN_BITS-1:0] w;  // an instruction: the fields named here are used
+        /* verilator lint_on UNUSEDSIGNAL */
+        reg   [16:0]           nr;
+        reg   [16:0]           nc;
+        begin
+            nr = {13'd0, w[`F_MEM_Y_PAD_0_LO +: 4]} + {1'b0, w[`F_MEM_Y_SIZE_LO +: 16]}
+               + {13'd0, w[`F_MEM_Y_PAD_1_LO +: 4]};
+            nc = {13'd0, w[`F_MEM_X_PAD_0_LO +: 4]} + {1'b0, w[`F_MEM_X_SIZE_LO +: 16]}
+               + {13'd0, w[`F_MEM_X_PAD_1_LO +: 4]};
+            tile_of = {17'd0, nr} * {17'd0, nc};
+        end
+    endfunction
+    function sram_bad_of;  // the tile does not fit in the buffer from sram_base
+        /* verilator lint_off UNUSEDSIGNAL */
+        input [`INSN_BITS-1:0] w;  // an instruction: the fields named here are used
+        /* verilator lint_on UNUSEDSIGNAL */
+        reg   [33:0]           t;
+        begin
+            t = tile_of(w);
+            sram_bad_of = (t != 34'd0) && ({{(35-SIB){1'b0}}, w[`F_MEM_SRAM_BASE_LO +: SIB]} + {1'b0, t}
+                                           > depth_of(w[`F_MEM_BUF_LO +: `F_MEM_BUF_W]));
+        end
+    endfunction
+    wire [`INSN_BITS-1:0] q_insn = q_dout[`INSN_BITS-1:0];
+    reg  [63:0] dram_hi;
+    reg         tile_empty;
+    reg         sram_bad;
+    always @(posedge clk) begin
+        if (rst || clr) begin  // the values of insn's reset value (all zeros)
+            dram_hi    <= dram_hi_of({`INSN_BITS{1'b0}});
+            tile_empty <= (tile_of({`INSN_BITS{1'b0}}) == 34'd0);
+            sram_bad   <= sram_bad_of({`INSN_BITS{1'b0}});
+        end else if (q_pop) begin
+            dram_hi    <= dram_hi_of(q_insn);
+            tile_empty <= (tile_of(q_insn) == 34'd0);
+            sram_bad   <= sram_bad_of(q_insn);
+        end
+    end
     wire        has_data = (y_size != 16'd0) && (x_size != 16'd0);
-    wire [33:0] span     = {18'd0, y_size - 16'd1} * {18'd0, x_stride} + {18'd0, x_size};
     wire [63:0] dram_lo  = {32'd0, dram_base} << elog2;
-    wire [63:0] dram_hi  = dram_lo + ({30'd0, span} << elog2);
     wire        dram_ok;
     region_check u_rc (.lo(dram_lo), .hi(dram_hi), .need_write(1'b0), .rbase(rbase), .rsize(rsize),
                        .rattr(rattr), .ok(dram_ok));
     wire [16:0] rows     = {13'd0, y_pad_0} + {1'b0, y_size} + {13'd0, y_pad_1};
     wire [16:0] cols     = {13'd0, x_pad_0} + {1'b0, x_size} + {13'd0, x_pad_1};
-    wire [33:0] tile     = {17'd0, rows} * {17'd0, cols};
-    wire [34:0] sram_end = {{(35-SIB){1'b0}}, sram_base} + {1'b0, tile};
-    wire        tile_empty = (tile == 34'd0);
     wire        dram_bad = has_data && !dram_ok;
-    wire        sram_bad = !tile_empty && (sram_end > depth);
     wire        range_bad = dram_bad || sram_bad;
 
     assign err_code = dram_bad ? `ERR_DRAM_RANGE : `ERR_SRAM_RANGE;

@@ -68,24 +68,60 @@ module store_unit (
     wire                  exec_stop;
 
     // ---- fields
+    // its bits above an accumulator index matter to the range check only, which reads them
+    // from the queue's head (below)
+    /* verilator lint_off UNUSEDSIGNAL */
     wire [SIB-1:0]  sram_base = insn[`F_MEM_SRAM_BASE_LO +: `F_MEM_SRAM_BASE_W];
+    /* verilator lint_on UNUSEDSIGNAL */
     wire [31:0]     dram_base = insn[`F_MEM_DRAM_BASE_LO +: `F_MEM_DRAM_BASE_W];
     wire [15:0]     y_size    = insn[`F_MEM_Y_SIZE_LO +: `F_MEM_Y_SIZE_W];
     wire [15:0]     x_size    = insn[`F_MEM_X_SIZE_LO +: `F_MEM_X_SIZE_W];
     wire [15:0]     x_stride  = insn[`F_MEM_X_STRIDE_LO +: `F_MEM_X_STRIDE_W];
 
-    // ---- range checks
+    // ---- range checks. What they compute from the instruction alone (the span and vector-count
+    // products and the sums after them) is computed from the queue's head in the IDLE cycle that
+    // pops it, into registers loaded at the edge at which unit_shell loads `insn`: they always
+    // hold these functions of `insn`, so WAIT starts from registers (timing).
+    function [63:0] dram_hi_of;  // the end of the DRAM bytes written (exclusive)
+        /* verilator lint_off UNUSEDSIGNAL */
+        input [`INSN_BITS-1:0] w;  // an instruction: the fields named here are used
+        /* verilator lint_on UNUSEDSIGNAL */
+        reg   [33:0]           span;
+        begin
+            span = {18'd0, w[`F_MEM_Y_SIZE_LO +: 16] - 16'd1} * {18'd0, w[`F_MEM_X_STRIDE_LO +: 16]}
+                 + {18'd0, w[`F_MEM_X_SIZE_LO +: 16]};
+            dram_hi_of = ({32'd0, w[`F_MEM_DRAM_BASE_LO +: 32]} << `CFG_OUT_VEC_BYTES_LOG2)
+                       + ({30'd0, span} << `CFG_OUT_VEC_BYTES_LOG2);
+        end
+    endfunction
+    function sram_bad_of;  // the vectors read do not fit in the accumulator from sram_base
+        /* verilator lint_off UNUSEDSIGNAL */
+        input [`INSN_BITS-1:0] w;  // an instruction: the fields named here are used
+        /* verilator lint_on UNUSEDSIGNAL */
+        reg   [31:0]           vecs;
+        begin
+            vecs = {16'd0, w[`F_MEM_Y_SIZE_LO +: 16]} * {16'd0, w[`F_MEM_X_SIZE_LO +: 16]};
+            sram_bad_of = (w[`F_MEM_Y_SIZE_LO +: 16] != 16'd0) && (w[`F_MEM_X_SIZE_LO +: 16] != 16'd0)
+                        && ({{(34-SIB){1'b0}}, w[`F_MEM_SRAM_BASE_LO +: SIB]} + {2'd0, vecs} > DEPTH);
+        end
+    endfunction
+    reg  [63:0] dram_hi;
+    reg         sram_bad;
+    always @(posedge clk) begin
+        if (rst || clr) begin  // the values of insn's reset value (all zeros)
+            dram_hi  <= dram_hi_of({`INSN_BITS{1'b0}});
+            sram_bad <= sram_bad_of({`INSN_BITS{1'b0}});
+        end else if (q_pop) begin
+            dram_hi  <= dram_hi_of(q_dout[`INSN_BITS-1:0]);
+            sram_bad <= sram_bad_of(q_dout[`INSN_BITS-1:0]);
+        end
+    end
     wire        has_data = (y_size != 16'd0) && (x_size != 16'd0);
-    wire [33:0] span     = {18'd0, y_size - 16'd1} * {18'd0, x_stride} + {18'd0, x_size};
     wire [63:0] dram_lo  = {32'd0, dram_base} << `CFG_OUT_VEC_BYTES_LOG2;
-    wire [63:0] dram_hi  = dram_lo + ({30'd0, span} << `CFG_OUT_VEC_BYTES_LOG2);
     wire        dram_ok;
     region_check u_rc (.lo(dram_lo), .hi(dram_hi), .need_write(1'b1), .rbase(rbase), .rsize(rsize),
                        .rattr(rattr), .ok(dram_ok));
-    wire [31:0] vecs     = {16'd0, y_size} * {16'd0, x_size};
-    wire [33:0] sram_end = {{(34-SIB){1'b0}}, sram_base} + {2'd0, vecs};
     wire        dram_bad = has_data && !dram_ok;
-    wire        sram_bad = has_data && (sram_end > DEPTH);
     wire        range_bad = dram_bad || sram_bad;
 
     assign err_code = dram_bad ? `ERR_DRAM_RANGE : `ERR_SRAM_RANGE;
