@@ -670,20 +670,31 @@ class FastForward:
             for x in r:  # the word a period later: the same DMA, its address moved by the template's step
                 if not dma[x + P] or bases[x + P] - bases[x] != d:
                     return False
+        kept = self._jump_afresh(tpl, c, ops, lo_c)
+        if kept is None:
+            return False
+        self.templates[key] = kept
+        self.jumps_other_pass += 1
+        return True
+
+    def _jump_afresh(self, tpl: "_Template", c: _Snap, ops: list[tuple[str, Any]], lo_c: int) -> "_Template | None":
+        """Jump from the boundary ``c`` by ``tpl``'s periods (``ops`` the last period's data movements,
+        ``lo_c`` the oldest instruction the state holds), as far as a fresh scan of the words ahead
+        allows (:meth:`_periods`), the data deferred before applied first; the template of this pass
+        (the fresh scan), or None when not one period can be jumped."""
+        P = tpl.P
         self._scan = None
         try:
             R = self._periods(c.ref, P, ops, tpl.op_deltas, lo_c)
         except Unsupported:
-            return False
+            return None
         if R < 1 or self._scan is None:
-            return False
+            return None
         self._flush_data()
-        self._advance(c, T, P, R, tpl.deltas, tpl.d2, tpl.steps, ops, tpl.op_deltas)
+        self._advance(c, tpl.T, P, R, tpl.deltas, tpl.d2, tpl.steps, ops, tpl.op_deltas)
         s, words_end, anomalies = self._scan
-        self.templates[key] = _Template(T, P, c.ref, s, words_end, anomalies, tpl.d2, tpl.deltas, tpl.steps,
-                                        list(ops), tpl.op_deltas)
-        self.jumps_other_pass += 1
-        return True
+        return _Template(tpl.T, P, c.ref, s, words_end, anomalies, tpl.d2, tpl.deltas, tpl.steps, list(ops),
+                         tpl.op_deltas)
 
     def _template_jump(self, tpl: "_Template", c: _Snap, lo_b: int, ops: list[tuple[str, Any]]) -> bool:
         """Jump from the boundary ``c`` by the periods of ``tpl`` (its last period checked equal to
@@ -783,19 +794,11 @@ class FastForward:
         r = np.arange(first, c3.ref) - win_lo
         if not np.array_equal(shifts[r], shifts[r - P]):
             return False
-        self._scan = None
-        try:
-            R = self._periods(c3.ref, P, last, tpl.op_deltas, lo_c)
-        except Unsupported:
+        kept = self._jump_afresh(tpl, c3, last, lo_c)  # the replayed data applied first
+        if kept is None:
             return False
-        if R < 1 or self._scan is None:
-            return False
-        self._flush_data()  # the replayed data first
-        self._advance(c3, tpl.T, P, R, tpl.deltas, tpl.d2, tpl.steps, last, tpl.op_deltas)
-        s, words_end, anomalies = self._scan
         if key in self.templates or len(self.templates) < _TEMPLATES:
-            self.templates[key] = _Template(tpl.T, P, c3.ref, s, words_end, anomalies, tpl.d2, tpl.deltas, tpl.steps,
-                                            list(last), tpl.op_deltas)
+            self.templates[key] = kept
         return True
 
     # the data of a chain of replays and jumps, applied at once where the segments' movements are
