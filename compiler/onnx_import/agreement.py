@@ -8,14 +8,29 @@ from typing import Any
 import numpy as np
 
 
-def onnxruntime_outputs(model: Any, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """The model's outputs on onnxruntime's CPU provider, by ONNX name."""
+def onnxruntime_outputs(model: Any, inputs: dict[str, np.ndarray], quiet: bool = False) -> dict[str, np.ndarray]:
+    """The model's outputs on onnxruntime's CPU provider, by ONNX name (``quiet``: no log lines, e.g.
+    for a kernel onnxruntime lacks, which the caller reports)."""
     import onnxruntime as ort
 
     opts = ort.SessionOptions()
     opts.intra_op_num_threads = 1  # a shared machine: one thread is enough for the small models imported here
     opts.inter_op_num_threads = 1
-    sess = ort.InferenceSession(model.SerializeToString(), opts, providers=["CPUExecutionProvider"])
+    if quiet:
+        opts.log_severity_level = 4
+    # On x86-64 with AVX2 but no VNNI, onnxruntime's uint8 x int8 kernels (QLinearConv, QLinearMatMul and
+    # the int8 kernels QDQ graphs are fused into) sum pairs of products in 16 bits with saturation
+    # (VPMADDUBSW): up to tens of output steps off the exact int8 arithmetic on such machines only. Its
+    # precise mode keeps the reference exact on every CPU; it has no kernel for some operand types
+    # (QGemm on int8 activations), which the default mode then runs (they do not saturate).
+    precise = ort.SessionOptions()
+    precise.intra_op_num_threads, precise.inter_op_num_threads = 1, 1
+    precise.log_severity_level = 4  # a refused kernel is not an error here
+    precise.add_session_config_entry("session.x64quantprecision", "1")
+    try:
+        sess = ort.InferenceSession(model.SerializeToString(), precise, providers=["CPUExecutionProvider"])
+    except Exception:  # onnxruntime raises its own exception types (NotImplemented, Fail) at creation
+        sess = ort.InferenceSession(model.SerializeToString(), opts, providers=["CPUExecutionProvider"])
     names = [o.name for o in sess.get_outputs()]
     return dict(zip(names, sess.run(names, inputs)))
 

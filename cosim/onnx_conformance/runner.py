@@ -82,16 +82,11 @@ def reference(model: Any, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray
 
 
 def onnxruntime_outputs(model: Any, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """onnxruntime's outputs by name (CPU provider, one thread)."""
-    import onnxruntime as ort
+    """onnxruntime's outputs by name (CPU provider, one thread, its precise int8 mode); a kernel
+    onnxruntime lacks is reported in the table, not logged."""
+    from compiler.onnx_import.agreement import onnxruntime_outputs as ort_outputs
 
-    opts = ort.SessionOptions()
-    opts.intra_op_num_threads = 1
-    opts.inter_op_num_threads = 1
-    opts.log_severity_level = 4  # a kernel onnxruntime lacks is reported in the table, not logged
-    sess = ort.InferenceSession(model.SerializeToString(), opts, providers=["CPUExecutionProvider"])
-    names = [o.name for o in sess.get_outputs()]
-    return dict(zip(names, sess.run(names, inputs)))
+    return ort_outputs(model, inputs, quiet=True)
 
 
 def _one_line(e: BaseException) -> str:
