@@ -296,6 +296,16 @@ class _Snap:
         self.port_version, self.plan_version, self.log_len = port_version, plan_version, log_len
 
 
+def _moved_as(tpl: "_Template", b: _Snap, c: _Snap) -> bool:
+    """Whether the period from ``b`` to ``c`` moved time, pcs, counters, event versions and the side
+    vector exactly as ``tpl``'s period did."""
+    return (c.t - b.t == tpl.T and c.ref - b.ref == tpl.P
+            and [y - x for x, y in zip(b.counters, c.counters)] == tpl.d2
+            and (c.port_version - b.port_version, c.plan_version - b.plan_version) == tpl.steps
+            and len(c.vec) == len(tpl.deltas)
+            and all(vc - vb == d for (_, vb), (_, vc), d in zip(b.vec, c.vec, tpl.deltas)))
+
+
 @dataclasses.dataclass
 class _Template:
     """What the periods of one signature showed at a jump, to jump again from the same signature
@@ -614,14 +624,9 @@ class FastForward:
         again a period apart after the run went on event by event (a DMA whose 4 KiB cuts differ
         from the period's came in between): when this period moved time, counters, side vector and
         data exactly as the template's did, jump from here without three fresh observations."""
-        T, P = tpl.T, tpl.P
+        P = tpl.P
         n = (c.ref - tpl.ref) // P
-        if n < 1 or (c.ref - tpl.ref) % P or c.t - b.t != T or c.ref - b.ref != P:
-            return False
-        if [y - x for x, y in zip(b.counters, c.counters)] != tpl.d2 \
-                or (c.port_version - b.port_version, c.plan_version - b.plan_version) != tpl.steps \
-                or len(c.vec) != len(tpl.deltas) \
-                or any(vc - vb != d for (_, vb), (_, vc), d in zip(b.vec, c.vec, tpl.deltas)):
+        if n < 1 or (c.ref - tpl.ref) % P or not _moved_as(tpl, b, c):
             return False
         ops = self.log[b.log_len:c.log_len]
         if len(ops) != len(tpl.ops):
@@ -644,14 +649,10 @@ class FastForward:
         those DMAs' words steps to its instance a period later as the template's movement did (read
         from the words); the words ahead are scanned afresh (:meth:`_periods`). The template is
         kept for this pass."""
-        T, P = tpl.T, tpl.P
+        P = tpl.P
         if c.ref - tpl.ref >= P and not (c.ref - tpl.ref) % P and c.ref <= tpl.words_end:
             return False  # the template's own scan covers it (refused there for a reason)
-        if c.t - b.t != T or c.ref - b.ref != P \
-                or [y - x for x, y in zip(b.counters, c.counters)] != tpl.d2 \
-                or (c.port_version - b.port_version, c.plan_version - b.plan_version) != tpl.steps \
-                or len(c.vec) != len(tpl.deltas) \
-                or any(vc - vb != d for (_, vb), (_, vc), d in zip(b.vec, c.vec, tpl.deltas)):
+        if not _moved_as(tpl, b, c):
             return False
         ops = self.log[b.log_len:c.log_len]
         if len(ops) != len(tpl.ops) or c.ref + P + self.m.timing.insns_per_fetch_burst > self.m.fetch.count:
