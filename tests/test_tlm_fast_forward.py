@@ -214,22 +214,29 @@ def test_pipelined_tiles_are_applied_side_by_side() -> None:
     assert set(m.ff.ways) == {"batched"}
 
 
-def _gemm_tile_loop(cfg: HwConfig, reps: int) -> Program:
+def _gemm_tile_loop(cfg: HwConfig, reps: int, double_buffered: bool = False) -> Program:
     """A convolution's tile loop in miniature: per iteration an input tile of 3 rows (one padding
     row first) and a weight block, both moving through their tensors by steps that are no multiple
-    of 4 KiB, then a GEMM accumulating into the same output; requant and STORE at the end."""
-    rng = np.random.default_rng(9)
+    of 4 KiB, then a GEMM accumulating into the same output; requant and STORE at the end.
+    ``double_buffered``: INP and WGT double-buffered (iteration k loads into half ``k % 2`` and its
+    GEMM reads that half through its own micro-ops), so a period holds two iterations and each GEMM
+    reads what a LOAD of its period or of the period before left."""
+    rng = np.random.default_rng(21 if double_buffered else 9)
     L = cfg.lanes
-    asm = Assembler(cfg, f"gemm-tile-loop-{cfg.name}-{reps}")
-    u = asm.uops("uops", [(0, 0, 0), (1, 1, 0), (2, 2, 0)])
+    kind = "double-buffered-gemm-loop" if double_buffered else "gemm-tile-loop"
+    asm = Assembler(cfg, f"{kind}-{cfg.name}-{reps}")
+    table = [(0, 0, 0), (1, 1, 0), (2, 2, 0)] + ([(0, 3, 1), (1, 4, 1), (2, 5, 1)] if double_buffered else [])
+    u = asm.uops("uops", table)
     inp = asm.input("inp", rng.integers(-128, 128, (reps * 5 + 3, L)).astype(np.int8))
     wgt = asm.input("wgt", rng.integers(-128, 128, (reps * 3 + 1, cfg.block, cfg.block)).astype(np.int8))
     out = asm.output("out", (3, L))
-    asm.load(u, x=3, buf="UOP")
+    asm.load(u, x=len(table), buf="UOP")
     for k in range(reps):
-        asm.load(inp, x=1, y=2, offset=5 * k, stride=2, buf="INP", y_pad_0=1, pop_next=k > 0)
-        asm.load(wgt, x=1, offset=3 * k, buf="WGT", push_next=True)
-        asm.gemm(reset=k == 0, uop_begin=0, uop_end=3, pop_prev=True, push_prev=k < reps - 1)
+        h = k % 2 if double_buffered else 0
+        asm.load(inp, x=1, y=2, offset=5 * k, stride=2, sram=3 * h, buf="INP", y_pad_0=1, pop_next=k > 0)
+        asm.load(wgt, x=1, offset=3 * k, sram=h, buf="WGT", push_next=True)
+        asm.gemm(reset=k == 0 and not double_buffered, uop_begin=3 * h, uop_end=3 * h + 3, pop_prev=True,
+                 push_prev=k < reps - 1)
     asm.alu("SHR", imm=4, iter_out=3, dst_base=0, dst_factor_out=1, push_next=True)
     asm.store(out, x=3, pop_prev=True)
     asm.finish()
@@ -245,36 +252,13 @@ def test_conv_tile_loop_agrees(name: str) -> None:
     _same_with_faults(p, 13)
 
 
-def _double_buffered_gemm_loop(cfg: HwConfig, reps: int) -> Program:
-    """The tile loop of :func:`_gemm_tile_loop` with INP and WGT double-buffered (iteration k loads
-    into half ``k % 2`` and its GEMM reads that half through its own micro-ops), so a period holds
-    two iterations and each GEMM reads what a LOAD of its period or of the period before left."""
-    rng = np.random.default_rng(21)
-    L = cfg.lanes
-    asm = Assembler(cfg, f"double-buffered-gemm-loop-{cfg.name}-{reps}")
-    u = asm.uops("uops", [(0, 0, 0), (1, 1, 0), (2, 2, 0), (0, 3, 1), (1, 4, 1), (2, 5, 1)])
-    inp = asm.input("inp", rng.integers(-128, 128, (reps * 5 + 3, L)).astype(np.int8))
-    wgt = asm.input("wgt", rng.integers(-128, 128, (reps * 3 + 1, cfg.block, cfg.block)).astype(np.int8))
-    out = asm.output("out", (3, L))
-    asm.load(u, x=6, buf="UOP")
-    for k in range(reps):
-        h = k % 2
-        asm.load(inp, x=1, y=2, offset=5 * k, stride=2, sram=3 * h, buf="INP", y_pad_0=1, pop_next=k > 0)
-        asm.load(wgt, x=1, offset=3 * k, sram=h, buf="WGT", push_next=True)
-        asm.gemm(reset=False, uop_begin=3 * h, uop_end=3 * h + 3, pop_prev=True, push_prev=k < reps - 1)
-    asm.alu("SHR", imm=4, iter_out=3, dst_base=0, dst_factor_out=1, push_next=True)
-    asm.store(out, x=3, pop_prev=True)
-    asm.finish()
-    return asm.program()
-
-
 @pytest.mark.parametrize("name", CONFIGS)
 def test_skipped_gemm_periods_are_summed_and_agree(name: str) -> None:
     """A reduction loop (LOADs into INP and WGT, accumulating GEMMs, nothing else): each GEMM of the
     skipped periods runs once for all of them on per-period copies of INP and WGT, with the plain
     run's accumulator, buffers and results; a fault injected changes nothing to that."""
     cfg = load_config(name)
-    for p in (_gemm_tile_loop(cfg, 300), _double_buffered_gemm_loop(cfg, 300)):
+    for p in (_gemm_tile_loop(cfg, 300), _gemm_tile_loop(cfg, 300, double_buffered=True)):
         m = _same(p)
         assert m.ff is not None and m.ff.ways.get("gemm"), (p.name, m.ff and m.ff.ways)
         plain = _run(p, False)
