@@ -267,18 +267,26 @@ def _load_periods(i: Any, bases: np.ndarray, inps: np.ndarray, wgts: np.ndarray,
                   timing: Any) -> None:
     """LOAD ``i`` into INP or WGT of the copies ``at`` (one per entry of ``bases``, its DRAM address)."""
     buf = buffer_of(i)
-    rows, cols = load_tile_shape(i)
-    n = rows * cols
-    if n == 0:
+    full = _padded_tiles(i, bases, dram, timing.elem_bytes(buf))
+    if full is None:
         return
-    eb = timing.elem_bytes(buf)
+    n = full.shape[1] * full.shape[2]
+    target = inps if buf == "INP" else wgts
+    target[at, i.sram_base:i.sram_base + n] = full.view(np.int8).reshape((len(bases), n) + target.shape[2:])
+
+
+def _padded_tiles(i: Any, bases: np.ndarray, dram: Any, eb: int) -> np.ndarray | None:
+    """The tiles LOAD ``i`` writes from each DRAM entry address of ``bases``, padding included:
+    ``(K, rows, cols, eb)`` bytes; None for an empty tile."""
+    rows, cols = load_tile_shape(i)
+    if rows * cols == 0:
+        return None
     full = np.zeros((len(bases), rows, cols, eb), dtype=np.uint8)
     if i.y_size * i.x_size:
         idx = _entries(bases, i.y_size, i.x_size, i.x_stride)
         entries = dram.mem[:(int(idx.max()) + 1) * eb].reshape(-1, eb)
         full[:, i.y_pad_0:i.y_pad_0 + i.y_size, i.x_pad_0:i.x_pad_0 + i.x_size] = entries[idx]
-    target = inps if buf == "INP" else wgts
-    target[at, i.sram_base:i.sram_base + n] = full.view(np.int8).reshape((len(bases), n) + target.shape[2:])
+    return full
 
 
 # ---- affine ------------------------------------------------------------------------------
@@ -429,17 +437,13 @@ def _batched(ops: list[tuple[str, Any]], deltas: list[int], offs: list[int], R: 
                 if buf != "ACC":  # nothing in the period reads it: the last period's write stays
                     load.move_data(i, int(base[-1]))
                     continue
-                rows, cols = load_tile_shape(i)
-                if rows * cols == 0:
-                    continue
                 eb = timing.elem_bytes(buf)
-                full = np.zeros((K, rows, cols, eb), dtype=np.uint8)
-                if i.y_size * i.x_size:
-                    idx = _entries(base, i.y_size, i.x_size, i.x_stride)
-                    entries = dram.mem[:(int(idx.max()) + 1) * eb].reshape(-1, eb)
-                    full[:, i.y_pad_0:i.y_pad_0 + i.y_size, i.x_pad_0:i.x_pad_0 + i.x_size] = entries[idx]
-                vec = full.reshape(K, rows * cols, eb).view("<i4")  # (K, n, lanes)
-                b[i.sram_base:i.sram_base + rows * cols] = vec.transpose(1, 0, 2)
+                full = _padded_tiles(i, base, dram, eb)
+                if full is None:
+                    continue
+                n = full.shape[1] * full.shape[2]
+                vec = full.reshape(K, n, eb).view("<i4")  # (K, n, lanes)
+                b[i.sram_base:i.sram_base + n] = vec.transpose(1, 0, 2)
             else:
                 n = i.y_size * i.x_size
                 if n == 0:
