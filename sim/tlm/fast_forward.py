@@ -295,6 +295,10 @@ class _Snap:
         self.t, self.ref, self.vec, self.counters = t, ref, vec, counters
         self.port_version, self.plan_version, self.log_len = port_version, plan_version, log_len
 
+    def oldest_pc(self) -> int:
+        """The oldest instruction the state holds (the smallest pc of its side vector), else ``ref``."""
+        return min((v for kind, v in self.vec if kind == "p"), default=self.ref)
+
 
 def _moved_as(tpl: "_Template", b: _Snap, c: _Snap) -> bool:
     """Whether the period from ``b`` to ``c`` moved time, pcs, counters, event versions and the side
@@ -603,7 +607,7 @@ class FastForward:
         if op_deltas is None:
             return False
         # the oldest instruction the state holds now: what ran before it moves no future time or data
-        lo_pc = min((v for kind, v in c.vec if kind == "p"), default=c.ref)
+        lo_pc = c.oldest_pc()
         try:
             R = self._periods(c.ref, P, ops, op_deltas, lo_pc)
         except Unsupported:
@@ -639,7 +643,7 @@ class FastForward:
                     return False
             elif _without_base(i1) != _without_base(i0) or i1.dram_base != i0.dram_base + n * d:
                 return False
-        lo_b = min((v for kind, v in b.vec if kind == "p"), default=b.ref)
+        lo_b = b.oldest_pc()
         return self._template_jump(tpl, c, lo_b, ops)
 
     def _jump_in_another_pass(self, key: tuple[Any, ...], tpl: "_Template", b: _Snap, c: _Snap) -> bool:
@@ -660,8 +664,8 @@ class FastForward:
         for (k1, i1), (k0, i0), d in zip(ops, tpl.ops, tpl.op_deltas):
             if k1 != k0 or (i1 != i0 if k1 not in ("load", "store") else _without_base(i1) != _without_base(i0)):
                 return False
-        lo_b = min((v for kind, v in b.vec if kind == "p"), default=b.ref)
-        lo_c = min((v for kind, v in c.vec if kind == "p"), default=c.ref)
+        lo_b = b.oldest_pc()
+        lo_c = c.oldest_pc()
         w, _, dma, bases = self._window(lo_b, c.ref + P)
         insns = {r: self.dma.decode(self._row_word(w, r)) for r in np.flatnonzero(dma[:c.ref - lo_b]).tolist()}
         rows = op_rows(ops, insns)
@@ -787,7 +791,7 @@ class FastForward:
         scanned as for a first jump (:meth:`_periods`). The template is kept for this pass."""
         tpl = seg.tpl
         P = tpl.P
-        lo_c = min((v for kind, v in c3.vec if kind == "p"), default=c3.ref)
+        lo_c = c3.oldest_pc()
         first = min(lo_c, c3.ref + seg.lo_end)  # the oldest instruction now or a period before
         win_lo, shifts = self._replayed_rows
         if first - P < win_lo or c3.ref - win_lo != len(shifts):
@@ -865,7 +869,7 @@ class FastForward:
         m, f = self.m, self.m.fetch
         if c.ref + m.timing.insns_per_fetch_burst > f.count or self.m.error is not None:
             return None
-        lo = min((v for kind, v in s1.vec if kind == "p"), default=s1.ref)
+        lo = s1.oldest_pc()
         w, masked, dma, bases = self._window(lo, c.ref)
         insns = {r: self.dma.decode(self._row_word(w, r)) for r in np.flatnonzero(dma).tolist()}
         T = m.timing
@@ -880,7 +884,7 @@ class FastForward:
         rows = op_rows(ops, insns)
         if rows is None:
             return None
-        lo_b = min((v for kind, v in b.vec if kind == "p"), default=b.ref)
+        lo_b = b.oldest_pc()
         seg_uops = self.uop_loads + _uop_loads(self.log[:s1.log_len])
         return Segment(s1.t, s1.ref, c.t - s1.t, c.ref - s1.ref, lo - s1.ref, c.ref - s1.ref, masked, dma, bases,
                        groups, list(s1.vec), list(c.vec), [y - x for x, y in zip(s1.counters, c.counters)],
@@ -1158,7 +1162,7 @@ def _uop_loads(log: list[tuple[str, Any]]) -> int:
 
 def _span(c: _Snap) -> int:
     """How many instructions before FETCH's pc the oldest instruction of the state at ``c`` is."""
-    return c.ref - min((v for kind, v in c.vec if kind == "p"), default=c.ref)
+    return c.ref - c.oldest_pc()
 
 
 def _dma_rows(w: np.ndarray) -> np.ndarray:
