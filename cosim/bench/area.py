@@ -29,6 +29,9 @@ REPO = Path(__file__).resolve().parents[2]
 TARGET = "ecp5"
 DEVICE = "85k"
 FMAX_CONFIGS = ("small",)  # place and route takes minutes: the smallest config only
+# the default place and route budget: small routes in about 13 minutes on an idle 2-core machine, and an
+# absence is cached (a tighter budget on a busy machine would pin "absent" until a larger one is given)
+FMAX_TIMEOUT_S = 1800.0
 
 
 def cache_dir() -> Path:
@@ -128,7 +131,7 @@ def _store_fmax(cfg: HwConfig, data: dict[str, Any], timeout: float) -> None:
         _store(fmax_cache_path(cfg, absent=True), {**data, "budget_s": timeout})
 
 
-def fmax(cfg: HwConfig, quick: bool = False, timeout: float = 900.0) -> dict[str, Any]:
+def fmax(cfg: HwConfig, quick: bool = False, timeout: float = FMAX_TIMEOUT_S) -> dict[str, Any]:
     """The ECP5 Fmax estimate of ``cfg`` (place and route within ``timeout`` s); ``mhz`` None
     and why when there is none. Both are cached (:func:`_store_fmax`): an absence answers a
     later call only when its budget was at least ``timeout``. ``quick``: the cache or nothing."""
@@ -166,7 +169,7 @@ AREA_TIMEOUT_S = 300.0
 TASK_MARGIN_S = 120.0
 
 
-def measure_area(configs: list[HwConfig], quick: bool = False, fmax_timeout: float = 900.0,
+def measure_area(configs: list[HwConfig], quick: bool = False, fmax_timeout: float = FMAX_TIMEOUT_S,
                  cluster: dict[str, Any] | None = None) -> dict[str, Any]:
     """Per config name: its area (:func:`synth_area`) and, for :data:`FMAX_CONFIGS`, its
     Fmax (:func:`fmax`). What the cache does not hold runs as engine tasks

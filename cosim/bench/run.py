@@ -44,7 +44,7 @@ def _raw_variants(cfg: Any, item: suite.Item, reps: int) -> dict[str, Any]:
 
 def run_bench(configs: list[str], quick: bool = False, reps: int = 3, protocol_max_cycles: int = 40_000,
               out_dir: Path = OUT_DIR, profile: bool = True, synth: bool = True,
-              fmax_timeout: float = 900.0, cluster: dict[str, Any] | None = None,
+              fmax_timeout: float = area.FMAX_TIMEOUT_S, cluster: dict[str, Any] | None = None,
               resnet: bool = True, raw_ladder: bool = True) -> dict[str, Any]:
     """``raw_ladder``: first measure what each raw harness build option buys on the first config's two
     >= 1 M-cycle Programs (:mod:`cosim.bench.raw_options`) and run every raw measurement on the fastest

@@ -6,6 +6,7 @@ import argparse
 import json
 from pathlib import Path
 
+from cosim.bench.area import FMAX_TIMEOUT_S
 from cosim.cli import MAX_CYCLES, UserError, add_json_arg, float_arg, int_arg
 from cosim.cluster.options import add_cluster_args, cluster_kwargs
 
@@ -41,9 +42,9 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--no-synth", action="store_true",
                    help="skip the area columns (ECP5 synthesis per config, Fmax of small; cached under build/synth; "
                         "--quick shows only cached results)")
-    p.add_argument("--fmax-timeout", type=float_arg(1.0, 1e6, "a positive number of seconds"), default=900.0,
-                   metavar="S", help="place and route budget of the Fmax estimate (default 900); beyond it the "
-                                     "Fmax is reported as absent")
+    p.add_argument("--fmax-timeout", type=float_arg(1.0, 1e6, "a positive number of seconds"), default=FMAX_TIMEOUT_S,
+                   metavar="S", help=f"place and route budget of the Fmax estimate (default {FMAX_TIMEOUT_S:.0f}); "
+                                     "beyond it the Fmax is reported as absent")
     p.add_argument("--dynamic", action="store_true",
                    help="only the dynamic-shape section: compile time against the maximum and the Python and C "
                         "drivers' microseconds per value, against a static compile (default config; about a minute)")
