@@ -82,6 +82,16 @@ class Point:
     def obj(self) -> str:
         return self.get("o")
 
+    def toggle_signal(self) -> tuple[str, int | None]:
+        """A toggle point's ``module:signal`` and bit, its direction dropped: ``g_core[0].pc[12]:0->1`` of
+        module ``core`` -> (``core:g_core[0].pc``, 12); a scalar's ``busy:1->0`` -> (``core:busy``, None)."""
+        name, bit = self.obj.rsplit(":", 1)[0], None
+        if name.endswith("]"):
+            head, sep, idx = name[:-1].rpartition("[")
+            if sep and idx.isdecimal():
+                name, bit = head, int(idx)
+        return f"{self.module}:{name}", bit
+
     def lines(self) -> list[int]:
         """The source lines of the point: its span ``S`` when it has one, else its line ``l``."""
         span = self.get("S")

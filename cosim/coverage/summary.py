@@ -109,7 +109,7 @@ def summarize(data: CoverageData, waived: set[tuple] = frozenset(),  # type: ign
             if kind == "branch":
                 missed_arms.append((p.file, p.line, p.obj))
             elif kind == "toggle":
-                missed_toggles[f"{p.module}:{toggle_signal(p.obj)}"] += 1
+                missed_toggles[p.toggle_signal()[0]] += 1
             else:
                 missed_fsm.add(f"{p.module}:{p.obj}")
     bad = []
@@ -128,17 +128,6 @@ def summarize(data: CoverageData, waived: set[tuple] = frozenset(),  # type: ign
     s.uncovered_toggles = dict(sorted(missed_toggles.items(), key=lambda kv: (-kv[1], kv[0])))
     s.uncovered_fsm = sorted(missed_fsm)
     return s
-
-
-def toggle_signal(obj: str) -> str:
-    """The signal of a toggle point's object: ``g_core[0].pc[12]:0->1`` -> ``g_core[0].pc`` (the bit and
-    the direction dropped; a scalar's ``busy:1->0`` -> ``busy``)."""
-    name = obj.rsplit(":", 1)[0] if ":" in obj else obj
-    if name.endswith("]") and "[" in name:
-        head, _, idx = name.rpartition("[")
-        if idx[:-1].isdigit():
-            return head
-    return name
 
 
 def format_table(s: Summary) -> str:

@@ -165,7 +165,7 @@ MOVABLE: dict[str, Callable[[HwConfig], set[int]]] = {
 def check_waiver_bounds(waivers: Iterable[object], configs: Iterable[str] | None = None) -> list[str]:
     """The problems of the config-bound waivers: a ``movable`` name that is not in :data:`MOVABLE`, a
     bound waiver without a bit range, or a waived bit that can move on a config (empty: all hold)."""
-    from cosim.coverage.waivers import RANGE_RE
+    from cosim.coverage.waivers import toggle_pattern
 
     cfgs = [load_config(c) for c in (configs or list_configs())]
     bad = []
@@ -177,14 +177,12 @@ def check_waiver_bounds(waivers: Iterable[object], configs: Iterable[str] | None
         if name not in MOVABLE:
             bad.append(f"{pattern}: unknown movable bound '{name}' (known: {', '.join(MOVABLE)})")
             continue
-        m = RANGE_RE.match(pattern)
-        if not m:
+        bits = toggle_pattern(pattern)[1]
+        if bits is None:
             bad.append(f"{pattern}: a '{name}' bound needs a bit range [HI:LO]")
             continue
-        hi = int(m["hi"])
-        lo = int(m["lo"]) if m["lo"] is not None else hi
         lane = getattr(w, "lane_bits", None) or 1 << 30
-        waived = {b % lane for b in range(min(lo, hi), max(lo, hi) + 1)}
+        waived = {b % lane for b in range(bits[0], bits[1] + 1)}
         for c in cfgs:
             moving = waived & MOVABLE[name](c)
             if moving:

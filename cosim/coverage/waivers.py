@@ -43,7 +43,6 @@ from cosim.coverage.coverage_data import CoverageData, Point
 
 LINES_RE = re.compile(r"^(?P<file>[^:]+):(?P<a>\d+)(?:-(?P<b>\d+))?$")
 RANGE_RE = re.compile(r"^(?P<name>.*?)\[(?P<hi>\d+)(?::(?P<lo>\d+))?\]$")
-BIT_RE = re.compile(r"^(?P<name>.*)\[(?P<bit>\d+)\]$")
 
 
 def _glob(pattern: str) -> re.Pattern[str]:
@@ -64,14 +63,6 @@ def toggle_pattern(pattern: str) -> tuple[re.Pattern[str], tuple[int, int] | Non
 
 def _in_bits(bits: tuple[int, int] | None, bit: int | None) -> bool:
     return bits is None or (bit is not None and bits[0] <= bit <= bits[1])
-
-
-def toggle_signal(p: Point) -> tuple[str, int | None]:
-    """A toggle point's ``module:signal`` and its bit (None for a signal the point names without one)."""
-    sig = p.obj.rsplit(":", 1)[0]  # "name[bit]:0->1"
-    b = BIT_RE.match(sig)
-    name, bit = (b["name"], int(b["bit"])) if b else (sig, None)
-    return f"{p.module}:{name}", bit
 
 
 class WaiverError(ValueError):
@@ -110,7 +101,7 @@ class Waiver:
         if self.kind == "toggle":
             if k != "toggle":
                 return False
-            name, bit = toggle_signal(p)
+            name, bit = p.toggle_signal()
             name_re, bits = self.toggle
             return _in_bits(bits, bit) and bool(name_re.match(name))
         return k in ("fsm_state", "fsm_arc") and fnmatch.fnmatchcase(f"{p.module}:{p.obj}", self.pattern)
@@ -191,7 +182,7 @@ class PointIndex:
             if k in ("line", "branch"):
                 self.by_file.setdefault(p.file, []).append(p)
             elif k == "toggle":
-                name, bit = toggle_signal(p)
+                name, bit = p.toggle_signal()
                 self.by_signal.setdefault(name, []).append((bit, p))
             elif k in ("fsm_state", "fsm_arc"):
                 self.fsm.append((f"{p.module}:{p.obj}", p))
