@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import numpy as np
@@ -361,6 +362,23 @@ def test_store_waits_for_load_chain():
     assert [b[0] for b in m.tracer.bursts()] == ["fetch"] + ["load"] * len(lb) + ["store"] * len(sb)
     assert m.cycles == finish_done(T, e + 2 * T.dispatch_cycles, 0, store_end + T.token_push_cycles)
     assert m.store.busy == store_end - exec_start(T, e + T.dispatch_cycles)
+
+
+@pytest.mark.parametrize("writes", [1, 2])
+def test_b_resp_cycles_pause_the_store_after_each_b(writes):
+    """A calibrated ``b_resp_cycles`` = k: the STORE waits k cycles after each burst's B before its next
+    burst or the end of EXECUTE, with one write at a time and with write bursts in flight (where k > 0
+    also ends the posting: each burst waits for its B)."""
+    cfg = dataclasses.replace(load_config("default"), dram_writes_in_flight=writes)
+    prog, _, sa = _contention_prog(cfg, True, 32, 0)
+    sb = ref_bursts(sa, 32 * cfg.out_vec_bytes, cfg.bus_bytes, cfg.max_burst)
+    assert len(sb) > 1
+    busy = {k: traced(prog, timing_of(cfg, b_resp_cycles=k)).store.busy for k in (0, 3)}
+    assert busy[3] == sum(timing_of(cfg).write_burst_cycles(b) + 3 for b in sb)
+    if writes == 1:
+        assert busy[3] - busy[0] == 3 * len(sb)
+    else:  # posted: W beats back to back, then the last burst's B
+        assert busy[0] < busy[3] - 3 * len(sb)
 
 
 def test_fetch_cuts_load_chain():

@@ -159,8 +159,10 @@ class Timing:
     """Cycles a write burst holds the port beyond ``beats + write_latency``. RTL: grant at g,
     AW + W beats g+1..g+n, B at g+n+Lw, IDLE at g+n+Lw+1: occupancy Lw+n+1."""
     b_resp_cycles: int = 0
-    """Cycles the store unit spends after a burst's end (port already free) before it
-    issues its next burst or leaves EXECUTE. RTL: 0 (it requests in the free cycle)."""
+    """Cycles the store unit spends after each write burst's B (the cycle after it: the burst's end,
+    the port already free) before it issues its next burst or leaves EXECUTE. With write bursts in
+    flight (``dram_writes_in_flight`` > 1) a nonzero value also ends the posting: each burst then
+    waits for its B. RTL: 0 (it requests in the free cycle, or after the last W beat when posting)."""
     dispatch_cycles: int = 1
     """Cycles FETCH spends dispatching one instruction. RTL: one per cycle from the cycle
     after the last beat (= the burst's end); the next burst is requested the cycle after
