@@ -336,6 +336,19 @@ def _dma_cycles(cfg: HwConfig, rows: int, beats_per_row: int, pad_entries: int =
     return rows * (bursts * (cfg.dram_read_latency + 1) + beats_per_row) + pad_entries + INSN_HANDSHAKE
 
 
+def _store_cycles(cfg: HwConfig, rows: int, beats_per_row: int) -> float:
+    """STORE EXEC estimate. One write at a time: as ``_dma_cycles``. With ``dram_writes_in_flight`` = WIF
+    > 1 the STORE posts its bursts: each holds the W channel for its ``n`` beats + 1, up to WIF wait for
+    their B together (``n + Lw + 1`` cycles each from the grant), and EXEC ends after the last B."""
+    wif = cfg.dram_writes_in_flight
+    if wif == 1 or rows * beats_per_row == 0:
+        return _dma_cycles(cfg, rows, beats_per_row)
+    bursts = -(-beats_per_row // cfg.max_burst)
+    n = beats_per_row / bursts
+    per_burst = max(n + 1, (n + cfg.dram_write_latency + 1) / wif)
+    return (rows * bursts - 1) * per_burst + n + cfg.dram_write_latency + 1 + INSN_HANDSHAKE
+
+
 def _port_read_cycles(cfg: HwConfig, rows: int, beats_per_row: int) -> float:
     """The shared port's cycles for a LOAD's read bursts when several cores read at once: with
     ``dram_reads_in_flight`` = RIF the latencies of up to RIF bursts overlap, so a burst holds the
@@ -373,8 +386,8 @@ def _estimate(p: ConvPlan, cfg: HwConfig) -> tuple[int, int]:
         alu += 4 * (to + 2 + INSN_HANDSHAKE) + s.border * (th + tw)
     if s.bias_map:  # the tile's start values come from DRAM
         bias += _dma_cycles(cfg, round(to), round(th * tw * cfg.beats_per_acc_vec))
-    store = (_dma_cycles(cfg, round(to), round(th * tw * cfg.beats_per_out_vec)) if p.tw == s.wo
-             else to * _dma_cycles(cfg, round(th), round(tw * cfg.beats_per_out_vec)))
+    store = (_store_cycles(cfg, round(to), round(th * tw * cfg.beats_per_out_vec)) if p.tw == s.wo
+             else to * _store_cycles(cfg, round(th), round(tw * cfg.beats_per_out_vec)))
     per_tile = n_c * step + alu + (bias if p.acc_halves == 1 else 0) + (store if p.acc_halves == 1 else 0)
     tiles = s.batch * n_o * n_h * n_w
     first = load  # the first step's loads are never hidden
@@ -397,11 +410,15 @@ def _estimate(p: ConvPlan, cfg: HwConfig) -> tuple[int, int]:
         # cores start together: unless the port is the bound anyway, the last core's first loads and
         # tables wait for the others' before its first GEMM
         # (a core's own LOAD waits each burst's whole latency; the port overlaps the cores' reads)
-        port_tile = n_c * port_load + store + bias
+        # (with writes in flight the stores take the write channels, beside the reads)
+        reads = n_c * port_load + bias
+        port_tile = reads + store if cfg.dram_writes_in_flight == 1 else max(reads, store)
         rounds, rest = divmod(tiles, cores)
         body = rounds * max(per_tile, cores * port_tile) + (max(per_tile, rest * port_tile) if rest else 0)
         queued = cores if per_tile > cores * port_tile else 1
-        cycles = body + queued * (first + uop_load) + store + fetch
+        # the others' first loads and tables hold the port for their port time (reads in flight overlap)
+        uop_port = _port_read_cycles(cfg, 1, round(uops * UOP_BYTES / cfg.bus_bytes))
+        cycles = body + first + uop_load + (queued - 1) * (port_load + uop_port) + store + fetch
     return round(cycles), round(insns)
 
 

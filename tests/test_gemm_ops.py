@@ -8,6 +8,8 @@ Tests marked ``models`` run compiled GEMM Programs on the ISS and the TLM (they 
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -345,6 +347,33 @@ def test_resnet_layer_one_gemm_per_step_and_utilization_estimate():
     assert len(insns) < 600
     plan = plan_conv(cfg, ConvShape(1, 16, 14, 14, 16, 3, 3, 1, 1, bias=True, alu_passes=3))
     assert plan.estimate <= macs / cfg.macs_per_cycle / 0.8, plan.estimate
+
+
+@pytest.mark.parametrize("writes,rows,x", [(2, 1, 32), (3, 2, 24), (2, 6, 1), (4, 6, 1)])
+def test_store_estimate_with_writes_in_flight(writes, rows, x):
+    """The planner's STORE estimate with posted writes against the TLM's STORE EXEC of one STORE
+    (plus the unit's handshakes): exact while the W channel is the limit (long bursts), within a
+    tenth while the writes in flight are (one short burst a row, each waiting for its B)."""
+    from compiler.conv_plan import INSN_HANDSHAKE, _store_cycles
+    from hw.assembler import Assembler, assemble
+    from hw.isa import Finish, Store
+    from sim.tlm import run_program
+    cfg = replace(load_config("default"), dram_writes_in_flight=writes)
+    vb = cfg.out_vec_bytes
+    stride = 4096 // vb  # each row at the start of a 4 KiB page: no row is cut
+    data = np.zeros(((rows + 1) * stride, cfg.lanes), np.int32)
+    asm = Assembler(cfg)
+    asm.input("a", data)
+    asm.output("out", data.shape, "int8")
+    page = -(-asm.regions(2)[2].addr // 4096)  # the output region's first whole page
+    prog = assemble(cfg, [Store(sram_base=0, dram_base=page * stride, y_size=rows, x_size=x, x_stride=stride), Finish()],
+                    [("a", "input", data.shape, "int32"), ("out", "output", data.shape, "int8")], {"a": data})
+    busy = run_program(prog).counters["store_busy"]
+    est = _store_cycles(cfg, rows, x * vb // cfg.bus_bytes) - INSN_HANDSHAKE
+    if x * vb // cfg.bus_bytes >= cfg.max_burst:
+        assert est == busy
+    else:
+        assert abs(est - busy) <= busy / 10, (est, busy)
 
 
 # ---- errors -------------------------------------------------------------------------------------
