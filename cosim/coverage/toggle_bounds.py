@@ -120,6 +120,18 @@ def queue_count(cfg: HwConfig) -> set[int]:
     return _bits_below(max(cfg.load_queue_depth, cfg.compute_queue_depth, cfg.store_queue_depth))
 
 
+def write_core(cfg: HwConfig) -> set[int]:
+    """The core of a write burst (the arbiter's write owner, AWID and BID with write bursts in flight):
+    0 .. num_cores - 1."""
+    return _bits_below(cfg.num_cores - 1)
+
+
+def writes_in_flight(cfg: HwConfig) -> set[int]:
+    """A count of write bursts granted and not yet answered by B (the port's, a core's, a STORE's):
+    0 .. dram_writes_in_flight."""
+    return _bits_below(cfg.dram_writes_in_flight)
+
+
 def load_dram_lo(cfg: HwConfig) -> set[int]:
     """A LOAD's first byte: a 32-bit entry index shifted by the entry's log2 bytes."""
     return set(range(32 + _max_entry_log2(cfg)))
@@ -158,7 +170,7 @@ MOVABLE: dict[str, Callable[[HwConfig], set[int]]] = {
     "store_stride_bytes": store_stride_bytes, "page_beats": page_beats, "buffer_depth": buffer_depth,
     "queue_count": queue_count, "load_dram_lo": load_dram_lo, "load_dram_hi": load_dram_hi,
     "store_dram_lo": store_dram_lo, "store_dram_hi": store_dram_hi, "checked_lo": checked_lo,
-    "checked_hi": checked_hi,
+    "checked_hi": checked_hi, "write_core": write_core, "writes_in_flight": writes_in_flight,
 }
 
 
