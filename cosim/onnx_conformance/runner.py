@@ -78,7 +78,10 @@ def reference(model: Any, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray
 
     ev = ReferenceEvaluator(model)
     names = [o.name for o in model.graph.output]
-    return dict(zip(names, ev.run(names, inputs)))
+    # its MaxPool pads an integer input with NaN, which the cast makes 0 (a warning per case): right for
+    # uint8, whose minimum it is; a wrong pad elsewhere would show as a failed case, not be hidden
+    with np.errstate(invalid="ignore"):
+        return dict(zip(names, ev.run(names, inputs)))
 
 
 def onnxruntime_outputs(model: Any, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
