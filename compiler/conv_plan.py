@@ -404,7 +404,8 @@ def _estimate(p: ConvPlan, cfg: HwConfig) -> tuple[int, int]:
     if cores > 1:
         # each busy core loads the micro-op tables its tiles use (conv_engine.uop_span), then its tiles
         uops = p.tw * s.taps * tc * min(per_core * n_c, p.acc_halves * p.in_halves)
-        uop_load = _dma_cycles(cfg, 1, round(uops * UOP_BYTES / cfg.bus_bytes))
+        uop_beats = round(uops * UOP_BYTES / cfg.bus_bytes)
+        uop_load = _dma_cycles(cfg, 1, uop_beats)
         # the cores run their tiles in rounds; in a round of c cores a tile takes its own time or c tiles'
         # DMA through the one port, whichever is longer (the last, partial round has fewer cores). The
         # cores start together: unless the port is the bound anyway, the last core's first loads and
@@ -417,8 +418,8 @@ def _estimate(p: ConvPlan, cfg: HwConfig) -> tuple[int, int]:
         body = rounds * max(per_tile, cores * port_tile) + (max(per_tile, rest * port_tile) if rest else 0)
         queued = cores if per_tile > cores * port_tile else 1
         # the others' first loads and tables hold the port for their port time (reads in flight overlap)
-        uop_port = _port_read_cycles(cfg, 1, round(uops * UOP_BYTES / cfg.bus_bytes))
-        cycles = body + first + uop_load + (queued - 1) * (port_load + uop_port) + store + fetch
+        cycles = body + first + uop_load + (queued - 1) * (port_load + _port_read_cycles(cfg, 1, uop_beats)) \
+            + store + fetch
     return round(cycles), round(insns)
 
 

@@ -17,13 +17,14 @@ from compiler import S, build
 from compiler import gemm_ops as G
 from compiler import gemm_reference as R
 from compiler import packing as P
-from compiler.conv_plan import ConvShape, plan_conv
+from compiler.conv_plan import INSN_HANDSHAKE, ConvShape, _store_cycles, plan_conv
 from compiler.errors import BufferRangeError, CompileError
 from compiler.examples import get_example, list_examples, make_case
 from compiler.intrinsics import decode_uop_bytes, encode_uop_table
 from hw import analysis
+from hw.assembler import Assembler, assemble
 from hw.config import load_config
-from hw.isa import BUFFER_NAMES, encode_uops
+from hw.isa import BUFFER_NAMES, Finish, Store, encode_uops
 from hw.isa_semantics import dram_span, footprint, unit_of
 
 GEMM_EXAMPLES = [n for n in list_examples() if get_example(n).gemm]
@@ -354,9 +355,6 @@ def test_store_estimate_with_writes_in_flight(writes, rows, x):
     """The planner's STORE estimate with posted writes against the TLM's STORE EXEC of one STORE
     (plus the unit's handshakes): exact while the W channel is the limit (long bursts), within a
     tenth while the writes in flight are (one short burst a row, each waiting for its B)."""
-    from compiler.conv_plan import INSN_HANDSHAKE, _store_cycles
-    from hw.assembler import Assembler, assemble
-    from hw.isa import Finish, Store
     from sim.tlm import run_program
     cfg = replace(load_config("default"), dram_writes_in_flight=writes)
     vb = cfg.out_vec_bytes
