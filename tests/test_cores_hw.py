@@ -14,7 +14,7 @@ import pytest
 from hw import csr
 from hw.config import _KEYS, HwConfig, load_config, parse_config
 from hw.assembler import with_regs
-from hw.isa import ALU_OPS, Alu, Barrier, Finish, Instruction, Load, Store
+from hw.isa import ALU_OPS, Alu, Barrier, Finish, Gemm, Instruction, Load, Store
 from hw.program import Program, concat_streams, plan_layout
 
 try:
@@ -90,6 +90,45 @@ def expected(cfg: HwConfig) -> dict[str, np.ndarray]:
     return {"o2": o2}
 
 
+POSTED_STORES = 4  # STOREs of the storing core in posted_stores
+
+
+def posted_stores(cfg: HwConfig, storing: int, fault: bool) -> Program:
+    """Core ``storing`` writes ``POSTED_STORES`` STOREs of ``rows`` x ``x`` accumulator vectors back to back
+    (each row one full write burst, posted up to ``dram_writes_in_flight``); the other cores only FINISH.
+    ``fault``: another core (0, or 1 when ``storing`` is 0) runs an ALU of about half the STOREs' time,
+    then a GEMM whose micro-ops no LOAD wrote: ERR_UNLOADED (at that core's pc 1) while the STOREs' writes
+    await their B, which still come (the halt grants nothing new; DONE waits for them). Without a fault,
+    a soft reset in the middle of the run orphans the storing core's writes in flight."""
+    n, out = cfg.num_cores, cfg.out_vec_bytes
+    bad = (1 if storing == 0 else 0) if fault else None
+    x = max(1, cfg.max_burst * cfg.bus_bytes // out)  # vectors of one full burst
+    rows = max(1, min(16, cfg.acc_depth // x))
+    # the STOREs start after the storing core's ALU (rows * x cycles) and take about n + 1 cycles a burst
+    delay = rows * x + POSTED_STORES * rows * (x * out // cfg.bus_bytes + 1) // 2
+
+    def streams(o: int) -> list[list[Instruction]]:
+        s: list[list[Instruction]] = []
+        for k in range(n):
+            if k == storing:
+                st: list[Instruction] = [Alu(alu_op=ALU_OPS["ADD"], use_imm=True, imm=k + 1, iter_out=1,
+                                             iter_in=rows * x, dst_factor_in=1, push_next=True)]
+                st += [Store(pop_prev=j == 0, sram_base=0, dram_base=o // out + j * rows * x, y_size=rows,
+                             x_size=x, x_stride=x) for j in range(POSTED_STORES)]
+            elif k == bad:  # an ALU on one entry for `delay` cycles, then the GEMM's fault
+                st = [Alu(alu_op=ALU_OPS["ADD"], use_imm=True, imm=1, iter_out=1, iter_in=delay), Gemm(reset=True)]
+            else:
+                st = []
+            s.append(st + [Finish()])
+        return s
+
+    count = sum(len(s) for s in streams(0))
+    regions = plan_layout(cfg, [("o", "scratch", (POSTED_STORES * rows * x, cfg.lanes), "int8")], count)
+    insns, windows = concat_streams(streams(regions[1].addr))
+    return Program.create(cfg, insns, regions, windows=windows,
+                          name=f"posted_stores_core{storing}" + ("_fault" if fault else ""))
+
+
 # The shipped configs of several cores (read bursts in flight): their RTL builds are the ones the
 # examples' TLM-vs-RTL rows and the regression already make, so these runs add no build of their own.
 CONFIGS = {"small x2": "small2", "default x4": "quad"}
@@ -106,6 +145,7 @@ def runs() -> dict[str, tuple[HwConfig, list[Program], list]]:
         cfg = load_config(name)
         progs = [program(cfg, "phases"), program(cfg, "skip", skip=1), program(cfg, "fault", bad_core=1),
                  with_regs(program(cfg, "phases"), "empty", CORE1_INSN_COUNT=0)]
+        progs += [posted_stores(cfg, k, fault=True) for k in range(cfg.num_cores)] + [program(cfg, "phases_after")]
         tlm = [run_program(p, raise_on_error=False) for p in progs]
         rtl = None
         if HAVE_RTL:
@@ -170,6 +210,58 @@ def test_an_empty_window_is_insn_range_on_every_model(runs, label: str) -> None:
         assert e is not None and (e["code"], e["core"], e["pc"]) == (csr.ERR_INSN_RANGE, 1, 0), (res.model, e)
     if rtl:
         assert rtl[3].cycles == tlm[3].cycles
+
+
+@pytest.mark.parametrize("label", list(CONFIGS))
+def test_a_fault_while_any_core_has_writes_in_flight(runs, label: str) -> None:
+    """An error while core k's STOREs have posted writes awaiting B, for every core k: the halt grants
+    nothing new and DONE waits for those B's; the RTL gives the TLM's error, CYCLES and per-core counters,
+    and a clean Program after them its outputs."""
+    cfg, progs, tlm, rtl = runs[label]
+    n = cfg.num_cores
+    for k in range(n):
+        e = tlm[4 + k].error
+        assert e is not None and (e["code"], e["core"], e["pc"]) == (csr.ERR_UNLOADED, int(k == 0), 1), e
+        per = tlm[4 + k].extra["writes_in_flight_at_error_per_core"]
+        assert per[k] > 0 and sum(per) == per[k], (k, per)  # only the storing core's writes are in flight
+    assert tlm[4 + n].error is None
+    if rtl is None:
+        pytest.skip("no RTL")
+    for p, t, r in zip(progs[4:], tlm[4:], rtl[4:]):
+        where = [None if x.error is None else (x.error["code"], x.error["core"], x.error["pc"]) for x in (r, t)]
+        assert where[0] == where[1], (p.name, where)
+        assert r.cycles == t.cycles, (p.name, t.cycles, r.cycles)
+        assert r.counters == t.counters, p.name
+        assert r.extra.get("cores") == t.extra.get("cores"), p.name
+    want = expected(cfg)
+    assert all(np.array_equal(rtl[4 + n].outputs[k], want[k]) for k in want)
+
+
+def test_a_soft_reset_orphans_the_writes_in_flight_of_any_core() -> None:
+    """CTRL.SOFT_RESET halfway through a run while core k's posted writes await their B, for every core
+    k of quad (the directed coverage job's clear in the middle of the run, fast back-end): the TLM has
+    core k's writes in flight all around that cycle; the RTL is busy at the clear and reaches idle within
+    the job's bound (the orphaned B's still come and are dropped), and the run from reset after it gives
+    the TLM's cycles and counters."""
+    from cosim import models
+    from sim.tlm import simulate
+
+    if not HAVE_RTL:
+        pytest.skip("no RTL")
+    cfg = load_config("quad")
+    progs = [posted_stores(cfg, k, fault=False) for k in range(cfg.num_cores)]
+    tlm = []
+    for k, p in enumerate(progs):
+        m, _ = simulate(p, trace=True)
+        assert m.tracer is not None and m.error is None
+        half = (m.cycles or 0) // 2
+        writes = [(s, e) for c, w, s, e, _ in m.tracer.bursts() if w and c == f"core{k}.store"]
+        assert all(any(s < t <= e for s, e in writes) for t in range(half, half + 64)), (p.name, half)
+        tlm.append(models.tlm(p))
+    for p, t, r in zip(progs, tlm, models.rtl(progs, cfg, mem="fast", job_module="testbench.coverage_job")):
+        clear = r.extra["directed"]["clears"][1]
+        assert clear["busy_at_clear"] and clear["idle_after_reads"] is not None, (p.name, clear)
+        assert r.error is None and (r.cycles, r.counters) == (t.cycles, t.counters), p.name
 
 
 def test_one_core_barrier_only_drains() -> None:

@@ -23,10 +23,12 @@
   its tokens meanwhile, so COMPUTE_BUSY, GEMM_BUSY, GEMM_OPS, the LOAD and STORE stalls and CYCLES count
   past 2^24, then a short one whose START clears them;
 * several cores (``tests/test_cores_hw.py``'s Programs): a core that FINISHes while the others wait
-  at a BARRIER (ERR_BARRIER), and a core that faults while the others wait;
-* the directed cocotb job (``testbench.coverage_job``) on a few Programs: every CSR read back
-  (region registers and each core's bank, by address), the read-write ones written back through
-  their own (bank) addresses, a soft clear during the fetch and one mid-run; the Program's final
+  at a BARRIER (ERR_BARRIER), a core that faults while the others wait, and (writes in flight) a
+  fault while each core's posted writes await their B;
+* the directed cocotb job (``testbench.coverage_job``) on a few Programs (with writes in flight on
+  several cores also one per core whose STOREs' posted writes await their B halfway through the run):
+  every CSR read back (region registers and each core's bank, by address), the read-write ones written
+  back through their own (bank) addresses, a soft clear during the fetch and one mid-run; the Program's final
   run from reset must still give the expected outputs (and, on the fast DRAM model, the TLM's
   cycles and counters);
 * on the protocol back-end, the same job's counter carry walk (``testbench.coverage_job.counter_walk``)
@@ -478,13 +480,18 @@ def run_directed(args: dict[str, Any]) -> dict[str, Any]:
             bad.append(f"{clean.name} after the slave errors: RTL error {res[-1].error}")
     if cfg.num_cores > 1:
         # several cores: one core skips its BARRIER (ERR_BARRIER), one faults while the others wait at theirs
-        from tests.test_cores_hw import program
+        from tests.test_cores_hw import posted_stores, program
 
         progs = [program(cfg, "cov_skip_barrier", skip=1), program(cfg, "cov_fault_at_barrier", bad_core=1)]
+        # an error while each core's posted writes await their B
+        progs += [posted_stores(cfg, k, fault=True) for k in range(cfg.num_cores) if cfg.dram_writes_in_flight > 1]
         for p, r in zip(progs, models.rtl(progs, cfg, mem=mem)):
             t = models.tlm(p)
-            if (r.error or {}).get("name") != (t.error or {}).get("name") or r.error is None:
+            where = [x.error and (x.error["name"], x.error["core"], x.error["pc"]) for x in (r, t)]
+            if where[0] != where[1] or r.error is None:
                 bad.append(f"{p.name}: RTL error {r.error}, TLM {t.error}")
+            elif mem == "fast" and r.cycles != t.cycles:
+                bad.append(f"{p.name}: RTL {r.cycles} cycles, TLM {t.cycles}")
         detail["multi_core_cases"] = [p.name for p in progs]
         if mem == "fast":  # the Verilog DRAM model's slave errors, as on one core; a clean run last
             tops = top_of_address_space_per_core(cfg)
@@ -501,6 +508,11 @@ def run_directed(args: dict[str, Any]) -> dict[str, Any]:
             bad += check_long(p, r)
         detail["long_counters"] = [p.name for p in progs]
     progs = [examples.make_case(n, cfg, seed=0).program for n in JOB_EXAMPLES]
+    if cfg.num_cores > 1 and cfg.dram_writes_in_flight > 1:
+        # the clear halfway through comes while core k's posted writes await their B: it orphans them
+        from tests.test_cores_hw import posted_stores
+
+        progs += [posted_stores(cfg, k, fault=False) for k in range(cfg.num_cores)]
     if mem != "fast":  # the counter walk's Program: every counter of every core busy
         progs.append(busy_cores(cfg))
     res = models.rtl(progs, cfg, mem=mem, job_module=DIRECTED_JOB)

@@ -212,6 +212,7 @@ class TlmModel:
         self._halt_beats: list[dict[str, int]] | None = None
         self.bursts_at_error = 0  # bursts in flight in the cycle of the error (DONE waits for them)
         self.writes_at_error = 0  # write bursts among them (granted, B not yet)
+        self.writes_at_error_per_core: list[int] = []  # ... of each core (writes in flight only)
 
     def in_steady_run(self) -> bool:
         """The run is under way with nothing that only happens once pending: no trace recorded, no
@@ -300,7 +301,9 @@ class TlmModel:
         c1 = e + self.timing.halt_cycles
         bursts = self.port.inflight_bursts(e)
         self.bursts_at_error = len(bursts)
-        self.writes_at_error = self.port.writes_at(e) if isinstance(self.port, AxiArbiterInFlight) else 0
+        if isinstance(self.port, AxiArbiterInFlight):
+            self.writes_at_error_per_core = [self.port.writes_at(e, c) for c in range(len(self.cores))]
+        self.writes_at_error = sum(self.writes_at_error_per_core)
         self.error = err
         self._halt_beats = self.port.beats_at_halt(e)
         for c in self.cores:
@@ -379,7 +382,8 @@ def run_program(program: Program | str | Path, *, vcd: str | Path | None = None,
     ``reads_in_flight_max`` (the most reads in flight at once) and, after an error,
     ``bursts_in_flight_at_error`` and ``writes_in_flight_at_error``; with write bursts in flight
     (``dram_writes_in_flight`` > 1) also ``writes_in_flight_max`` and ``reads_beside_writes`` (reads
-    granted while a write was in flight).
+    granted while a write was in flight) and, after an error on several cores,
+    ``writes_in_flight_at_error_per_core`` (the writes the error's abort orphans, by core).
     """
     prog = program if isinstance(program, Program) else Program.load(program, cfg)
     m, wall = simulate(prog, timing, trace=vcd is not None or trace is not None, fast_forward=fast_forward,
@@ -399,6 +403,8 @@ def run_program(program: Program | str | Path, *, vcd: str | Path | None = None,
         if m.error is not None:
             res.extra["bursts_in_flight_at_error"] = m.bursts_at_error
             res.extra["writes_in_flight_at_error"] = m.writes_at_error
+            if len(m.cores) > 1 and m.cfg.dram_writes_in_flight > 1:
+                res.extra["writes_in_flight_at_error_per_core"] = m.writes_at_error_per_core
     if m.error is not None and raise_on_error:
         raise m.error
     return res

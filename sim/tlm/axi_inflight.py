@@ -220,9 +220,10 @@ class AxiArbiterInFlight:
                 out[(b.seg.core, b.seg.client)] = (b.seg.client, b.end, True, b.beats)
         return out
 
-    def writes_at(self, t: int) -> int:
-        """Write bursts in flight in cycle ``t`` (granted at ``<= t``, B not before ``t``)."""
-        return sum(1 for b in self.out if b.seg.write and b.g <= t < b.end)
+    def writes_at(self, t: int, core: int | None = None) -> int:
+        """Write bursts in flight in cycle ``t`` (granted at ``<= t``, B not before ``t``), of every
+        core or of ``core``."""
+        return sum(1 for b in self.out if b.seg.write and b.g <= t < b.end and core in (None, b.seg.core))
 
     def drain_end(self, t: int) -> int:
         """The cycle after the last burst granted up to ``t`` ends (R beat or B): the port is idle then."""
