@@ -470,3 +470,26 @@ def test_counter_walk_on_every_core():
     assert check_walk(walk) == []
     want = {n: 32 - walk["low_bit"] + 1 for n in csr.counter_reads(cfg.num_cores)}
     assert {n: walk["carries"][n] for n in want} == want
+
+
+@pytest.mark.parametrize("config, count, pc", [("small", (1 << 15) + 2, (1 << 15) + 1), ("small2", (1 << 15) + 4, 1 << 14)])
+def test_long_window_error_pcs_past_2_to_the_14(config, count, pc):
+    """The directed long window, short enough for the suite: ``count`` instructions, the error at ``pc``
+    (one core: the malformed last word; two: core 0's BARRIER, which core 1 never reaches); the RTL
+    (fast back-end) reports it at that pc, with the TLM's error and CYCLES: the error pc registers carry
+    bit 14 or 15 (the directed coverage run takes windows as long as the DRAM holds)."""
+    from cosim import models
+    from cosim.coverage.directed import long_window
+    from hw.config import load_config
+    from testbench.rtl_model import rtl_available
+
+    cfg = load_config(config)
+    p = long_window(cfg, count)
+    t = models.tlm(p)
+    assert t.error is not None and t.error["pc"] == pc and t.error.get("core", 0) == 0, t.error
+    assert t.error["name"] == ("BAD_OPCODE" if cfg.num_cores == 1 else "BARRIER")
+    if not rtl_available():
+        pytest.skip("no RTL")
+    r = models.rtl([p], cfg, mem="fast")[0]
+    assert r.error is not None and (r.error["name"], r.error["pc"]) == (t.error["name"], pc), r.error
+    assert r.cycles == t.cycles

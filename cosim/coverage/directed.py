@@ -18,6 +18,10 @@
   32-bit address space (its end is 2^32) with a LOAD, a STORE, or the instruction window in it: the
   upper bits of every DRAM address (fetch, load and store ports, the arbiter, the AXI bus) move, and
   the DRAM model answers SLVERR (ERR_AXI_RESP);
+* ``long_window`` (fast back-end): instruction windows as long as the DRAM holds (2^20 instructions on
+  16 MiB, shared by the cores), no-op ALUs ending in a malformed word (one core, ERR_BAD_OPCODE at the
+  last pc) or a BARRIER one core never reaches (ERR_BARRIER): every bit of the pcs, the instruction
+  counts and the error pcs a DRAM's instructions can set moves; the RTL's error and CYCLES are the TLM's;
 * ``long_counters`` (RTL only, fast back-end): on every core a GEMM of 2^24 block operations (``--long-log2``;
   2^31 moves every bit of the 32-bit counters, hours on a coverage build) with a LOAD and a STORE waiting for
   its tokens meanwhile, so COMPUTE_BUSY, GEMM_BUSY, GEMM_OPS, the LOAD and STORE stalls and CYCLES count
@@ -48,6 +52,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from cosim.cluster import Task
+from hw.isa import INSN_BYTES
 
 DIRECTED_JOB = "testbench.coverage_job"
 JOB_EXAMPLES = ("vadd", "matmul")
@@ -290,6 +295,51 @@ def zero_gemm_inputs(cfg: Any, uop_n: int) -> dict[str, np.ndarray]:
             "w": np.zeros((1, cfg.elem_bytes("WGT")), dtype=np.int8)}
 
 
+def long_window(cfg: Any, count: int | None = None, fault: bool = True) -> Any:
+    """Instruction windows as long as the DRAM holds (``count`` instructions in all, default dram_bytes /
+    16) of no-op ALUs (``iter_out`` 0), so FETCH's pc, the counts of instructions fetched and dispatched
+    and the error pcs reach the DRAM's instruction capacity.
+
+    ``fault``: one core's window ends in a malformed word (opcode 7), ERR_BAD_OPCODE at pc ``count - 1``;
+    on several cores the windows share the stream equally and each ends in a BARRIER and FINISH but the
+    last core's in FINISH alone, so ERR_BARRIER comes at core 0's BARRIER. Without: the window ends in
+    FINISH (FETCH's pc reaches ``count``), on several cores in a BARRIER and FINISH that every core runs
+    (each core's window registers point at core 0's, the whole stream but a BARRIER and FINISH per other
+    core), so every core's pcs reach the capacity."""
+    from hw import csr
+    from hw.assembler import Assembler, with_regs
+    from hw.isa import Alu, Barrier, Finish
+    from hw.program import Program, concat_streams, plan_layout
+
+    n = cfg.num_cores
+    count = cfg.dram_bytes // INSN_BYTES if count is None else count
+    nop = Alu(iter_out=0)
+    name = "cov_long_window" + ("" if fault else "_clean")
+    if n == 1:
+        asm = Assembler(cfg, name)
+        for _ in range(count - 1):
+            asm.add(nop)
+        if fault:
+            asm.raw(7)
+        else:
+            asm.finish()
+        return asm.program()
+    if fault:
+        per = count // n
+        streams = [[nop] * (per - 2) + [Barrier(), Finish()] for _ in range(n - 1)]
+        streams.append([nop] * (per - 1) + [Finish()])
+    else:
+        streams = [[nop] * (count - 2 * n) + [Barrier(), Finish()]] + [[Barrier(), Finish()]] * (n - 1)
+    insns, windows = concat_streams(streams)
+    prog = Program.create(cfg, insns, plan_layout(cfg, [], len(insns)), windows=windows, name=name)
+    if fault:
+        return prog
+    regs = dict(prog.regs)
+    lo, cnt = (csr.core_reg(r, 0, n) for r in ("INSN_ADDR_LO", "INSN_COUNT"))
+    return with_regs(prog, name, **{csr.core_reg(r, k, n): regs[first] for k in range(1, n)
+                                    for r, first in (("INSN_ADDR_LO", lo), ("INSN_COUNT", cnt))})
+
+
 LONG_LOG2_CYCLES = 24  # the long-counter Program's GEMM: 2^24 block operations per core (make coverage only)
 
 
@@ -500,6 +550,19 @@ def run_directed(args: dict[str, Any]) -> dict[str, Any]:
                 if (r.error or {}).get("name") != "AXI_RESP":
                     bad.append(f"{p.name}: RTL error {r.error}, expected AXI_RESP")
             detail["multi_core_cases"] += [p.name for p in tops]
+    if mem == "fast":
+        # windows as long as the DRAM holds: the upper bits of every pc (the error's checked); a clean run
+        # after it moves them back to 0
+        progs = [long_window(cfg), long_window(cfg, fault=False), examples.make_case(JOB_EXAMPLES[0], cfg, seed=0).program]
+        res = models.rtl(progs, cfg, mem=mem)
+        for p, r in zip(progs[:2], res):
+            t = models.tlm(p)
+            where = [x.error and (x.error["name"], x.error.get("core", 0), x.error["pc"]) for x in (r, t)]
+            if where[0] != where[1] or r.cycles != t.cycles:
+                bad.append(f"{p.name}: RTL error {r.error} in {r.cycles} cycles, TLM {t.error} in {t.cycles}")
+        if res[0].error is None or res[1].error is not None or res[2].error is not None:
+            bad.append(f"long windows: RTL errors {[r.error for r in res]}, expected one, then none")
+        detail["long_window"] = len(progs[0].insns)
     long_log2 = int(args.get("long_log2", LONG_LOG2_CYCLES))
     if mem == "fast" and long_log2 > 0:
         # the event counters' upper bits on every core: the long GEMM, then a short one whose START clears them
