@@ -34,6 +34,11 @@ def pc(cfg: HwConfig) -> set[int]:
     return _bits_below(cfg.dram_bytes // INSN_BYTES)
 
 
+def insn_index(cfg: HwConfig) -> set[int]:
+    """An instruction's own pc (a BARRIER's, a unit's instruction's): below the instructions DRAM holds."""
+    return _bits_below(cfg.dram_bytes // INSN_BYTES - 1)
+
+
 def error_code(cfg: HwConfig) -> set[int]:
     """An 8-bit error code holds one of hw.csr's ERR_* codes (0 .. the largest)."""
     from hw import csr
@@ -132,6 +137,17 @@ def writes_in_flight(cfg: HwConfig) -> set[int]:
     return _bits_below(cfg.dram_writes_in_flight)
 
 
+def out_vec_beat(cfg: HwConfig) -> set[int]:
+    """The beat within an output vector a STORE is sending: 0 .. its beats - 1."""
+    return _bits_below(cfg.beats_per_out_vec - 1)
+
+
+def entry_beat(cfg: HwConfig) -> set[int]:
+    """The beat within the entry a LOAD is writing (the weight buffer's bank): 0 .. the largest entry's
+    beats - 1 (an accumulator vector, input, weight block or micro-op over the bus)."""
+    return _bits_below(max(cfg.elem_bytes(b) for b in BUFFERS) // cfg.bus_bytes - 1)
+
+
 def load_dram_lo(cfg: HwConfig) -> set[int]:
     """A LOAD's first byte: a 32-bit entry index shifted by the entry's log2 bytes."""
     return set(range(32 + _max_entry_log2(cfg)))
@@ -163,7 +179,7 @@ def checked_hi(cfg: HwConfig) -> set[int]:
 
 
 MOVABLE: dict[str, Callable[[HwConfig], set[int]]] = {
-    "pc": pc, "error_code": error_code, "burst_len": burst_len, "burst_len_minus_1": burst_len_minus_1,
+    "pc": pc, "insn_index": insn_index, "error_code": error_code, "burst_len": burst_len, "burst_len_minus_1": burst_len_minus_1,
     "burst_beat_next": burst_beat_next,
     "bus_aligned_address": bus_aligned_address, "byte_counter": byte_counter, "fetch_bytes": fetch_bytes, "sram_index": sram_index,
     "load_x_beats": load_x_beats, "load_stride_bytes": load_stride_bytes, "store_x_beats": store_x_beats,
@@ -171,6 +187,7 @@ MOVABLE: dict[str, Callable[[HwConfig], set[int]]] = {
     "queue_count": queue_count, "load_dram_lo": load_dram_lo, "load_dram_hi": load_dram_hi,
     "store_dram_lo": store_dram_lo, "store_dram_hi": store_dram_hi, "checked_lo": checked_lo,
     "checked_hi": checked_hi, "write_core": write_core, "writes_in_flight": writes_in_flight,
+    "out_vec_beat": out_vec_beat, "entry_beat": entry_beat,
 }
 
 
