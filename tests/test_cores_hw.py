@@ -13,7 +13,7 @@ import pytest
 
 from hw import csr
 from hw.config import _KEYS, HwConfig, load_config, parse_config
-from hw.assembler import with_regs
+from hw.assembler import patched, with_regs
 from hw.isa import ALU_OPS, Alu, Barrier, Finish, Gemm, Instruction, Load, Store
 from hw.program import Program, concat_streams, plan_layout
 
@@ -129,6 +129,53 @@ def posted_stores(cfg: HwConfig, storing: int, fault: bool) -> Program:
                           name=f"posted_stores_core{storing}" + ("_fault" if fault else ""))
 
 
+# core k's faulting instruction (the other cores only FINISH), what it raises, and the unit that reports it
+FAULTS = {
+    "fetch_bad_opcode": ("BAD_OPCODE", "fetch"),       # the word's opcode made 7 (unused)
+    "fetch_bad_field": ("BAD_FIELD", "fetch"),         # a LOAD popping from a stage before it (none)
+    "load_dram_range": ("DRAM_RANGE", "load"),
+    "load_sram_range": ("SRAM_RANGE", "load"),
+    "compute_sram_range": ("SRAM_RANGE", "compute"),
+    "compute_unloaded": ("UNLOADED", "compute"),
+    "compute_deadlock": ("DEADLOCK", "compute"),      # pops a LOAD token nobody pushes
+    "store_dram_range": ("DRAM_RANGE", "store"),
+}
+
+
+def fault_on_core(cfg: HwConfig, core: int, kind: str) -> Program:
+    """Core ``core`` runs one instruction that faults as ``FAULTS[kind]`` says, then FINISH; the other
+    cores only FINISH: the error's code, core and pc (0) must come through that core's lane of every
+    error register."""
+    vec, out, n = cfg.acc_vec_bytes, cfg.out_vec_bytes, cfg.num_cores
+
+    def insn(a: int) -> Instruction:
+        past = cfg.dram_bytes // vec
+        return {"fetch_bad_opcode": Alu(iter_out=0),
+                "fetch_bad_field": Load(dram_base=a // vec, x_size=1, x_stride=1),  # pop_prev patched in
+                "load_dram_range": Load(dram_base=past, x_size=1, x_stride=1),
+                "load_sram_range": Load(sram_base=cfg.acc_depth - 1, dram_base=a // vec, x_size=2, x_stride=2),
+                "compute_sram_range": Alu(alu_op=ALU_OPS["ADD"], use_imm=True, imm=1, iter_out=2,
+                                          dst_base=cfg.acc_depth - 1, dst_factor_out=1),
+                "compute_unloaded": Gemm(),
+                "compute_deadlock": Alu(pop_prev=True),
+                "store_dram_range": Store(dram_base=cfg.dram_bytes // out, x_size=1, x_stride=1)}[kind]
+
+    def streams(a: int) -> list[list[Instruction]]:
+        return [[insn(a), Finish()] if k == core else [Finish()] for k in range(n)]
+
+    count = sum(len(x) for x in streams(0))
+    regions = plan_layout(cfg, [("a", "input", (2, cfg.lanes), "int32")], count)
+    insns, windows = concat_streams(streams(regions[1].addr))
+    p = Program.create(cfg, insns, regions, windows=windows, name=f"fault_{kind}_core{core}", check_tokens=False)
+    p.set_input("a", np.zeros((2, cfg.lanes), np.int32))
+    first = windows[core][0]
+    if kind == "fetch_bad_opcode":
+        return patched(p, {first: (p.isa.encode_word(insns[first]) & ~0x7) | 0x7})
+    if kind == "fetch_bad_field":  # a word the ISA's check refuses to build
+        return patched(p, {first: p.isa.encode_word(dataclasses.replace(insns[first], pop_prev=True))})
+    return p
+
+
 # The shipped configs of several cores (read bursts in flight): their RTL builds are the ones the
 # examples' TLM-vs-RTL rows and the regression already make, so these runs add no build of their own.
 CONFIGS = {"small x2": "small2", "default x4": "quad"}
@@ -146,6 +193,7 @@ def runs() -> dict[str, tuple[HwConfig, list[Program], list]]:
         progs = [program(cfg, "phases"), program(cfg, "skip", skip=1), program(cfg, "fault", bad_core=1),
                  with_regs(program(cfg, "phases"), "empty", CORE1_INSN_COUNT=0)]
         progs += [posted_stores(cfg, k, fault=True) for k in range(cfg.num_cores)] + [program(cfg, "phases_after")]
+        progs += [fault_on_core(cfg, k, kind) for k in range(cfg.num_cores) for kind in FAULTS]
         tlm = [run_program(p, raise_on_error=False) for p in progs]
         rtl = None
         if HAVE_RTL:
@@ -235,6 +283,27 @@ def test_a_fault_while_any_core_has_writes_in_flight(runs, label: str) -> None:
         assert r.extra.get("cores") == t.extra.get("cores"), p.name
     want = expected(cfg)
     assert all(np.array_equal(rtl[4 + n].outputs[k], want[k]) for k in want)
+
+
+@pytest.mark.parametrize("label", list(CONFIGS))
+def test_every_unit_s_fault_on_every_core(runs, label: str) -> None:
+    """Each kind of fault of FETCH, LOAD, compute and STORE raised on each core alone: STATUS and ERR_PC
+    name that fault, that core and pc 0 on the TLM and the RTL, in the same cycles."""
+    cfg, progs, tlm, rtl = runs[label]
+    first = 4 + cfg.num_cores + 1
+    for i, (p, t) in enumerate(zip(progs[first:], tlm[first:])):
+        core, kind = divmod(i, len(FAULTS))
+        name, unit = FAULTS[list(FAULTS)[kind]]
+        e = t.error
+        assert e is not None and (e["name"], e["core"], e["pc"]) == (name, core, 0), (p.name, e)
+        assert e["unit"] == unit, (p.name, e)
+        if rtl is not None:
+            r = rtl[first + i]
+            assert r.error is not None and (r.error["name"], r.error["core"], r.error["pc"]) == (name, core, 0), \
+                (p.name, r.error)
+            assert r.cycles == t.cycles, (p.name, t.cycles, r.cycles)
+    if rtl is None:
+        pytest.skip("no RTL")
 
 
 def test_a_soft_reset_orphans_the_writes_in_flight_of_any_core() -> None:

@@ -27,8 +27,9 @@
   its tokens meanwhile, so COMPUTE_BUSY, GEMM_BUSY, GEMM_OPS, the LOAD and STORE stalls and CYCLES count
   past 2^24, then a short one whose START clears them;
 * several cores (``tests/test_cores_hw.py``'s Programs): a core that FINISHes while the others wait
-  at a BARRIER (ERR_BARRIER), a core that faults while the others wait, and (writes in flight) a
-  fault while each core's posted writes await their B;
+  at a BARRIER (ERR_BARRIER), a core that faults while the others wait, each kind of fault of FETCH,
+  LOAD, compute and STORE on each core alone, and (writes in flight) a fault while each core's posted
+  writes await their B;
 * the directed cocotb job (``testbench.coverage_job``) on a few Programs (with writes in flight on
   several cores also one per core whose STOREs' posted writes await their B halfway through the run):
   every CSR read back (region registers and each core's bank, by address), the read-write ones written
@@ -530,9 +531,11 @@ def run_directed(args: dict[str, Any]) -> dict[str, Any]:
             bad.append(f"{clean.name} after the slave errors: RTL error {res[-1].error}")
     if cfg.num_cores > 1:
         # several cores: one core skips its BARRIER (ERR_BARRIER), one faults while the others wait at theirs
-        from tests.test_cores_hw import posted_stores, program
+        from tests.test_cores_hw import FAULTS, fault_on_core, posted_stores, program
 
         progs = [program(cfg, "cov_skip_barrier", skip=1), program(cfg, "cov_fault_at_barrier", bad_core=1)]
+        # each unit's faults on each core alone: every core's lane of the error codes and pcs
+        progs += [fault_on_core(cfg, k, kind) for k in range(cfg.num_cores) for kind in FAULTS]
         # an error while each core's posted writes await their B
         progs += [posted_stores(cfg, k, fault=True) for k in range(cfg.num_cores) if cfg.dram_writes_in_flight > 1]
         for p, r in zip(progs, models.rtl(progs, cfg, mem=mem)):
