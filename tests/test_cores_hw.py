@@ -1,8 +1,9 @@
 """Several cores on the TLM and the RTL: hand-made Programs of 2 and 4 cores (DRAM traffic of every
 core through the one port, barriers between phases) give the same outputs, cycles and per-core
 counters on both; a core that skips a barrier ends the run with ERR_BARRIER on that barrier's waiting
-core; a fault in one core stops every core with STATUS naming the core. All RTL runs of a config in
-one simulator process."""
+core; a fault in one core stops every core with STATUS naming the core; each unit's faults on each core
+alone; a fault, or a soft reset, while a core's posted writes await their B. All RTL runs of a config
+in one simulator process (the soft reset's in the directed coverage job's)."""
 
 from __future__ import annotations
 

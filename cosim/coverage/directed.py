@@ -19,9 +19,11 @@
   upper bits of every DRAM address (fetch, load and store ports, the arbiter, the AXI bus) move, and
   the DRAM model answers SLVERR (ERR_AXI_RESP);
 * ``long_window`` (fast back-end): instruction windows as long as the DRAM holds (2^20 instructions on
-  16 MiB, shared by the cores), no-op ALUs ending in a malformed word (one core, ERR_BAD_OPCODE at the
-  last pc) or a BARRIER one core never reaches (ERR_BARRIER): every bit of the pcs, the instruction
-  counts and the error pcs a DRAM's instructions can set moves; the RTL's error and CYCLES are the TLM's;
+  16 MiB), no-op ALUs ending in a malformed word (one core, ERR_BAD_OPCODE at the last pc) or a BARRIER
+  one core never reaches (several, the stream shared, ERR_BARRIER), then ending in FINISH (several: one
+  stream every core runs to a shared BARRIER), then a clean Program: every bit of the pcs, the
+  instruction counts and the error pcs a DRAM's instructions can set rises and falls; the RTL's error
+  and CYCLES are the TLM's;
 * ``long_counters`` (RTL only, fast back-end): on every core a GEMM of 2^24 block operations (``--long-log2``;
   2^31 moves every bit of the 32-bit counters, hours on a coverage build) with a LOAD and a STORE waiting for
   its tokens meanwhile, so COMPUTE_BUSY, GEMM_BUSY, GEMM_OPS, the LOAD and STORE stalls and CYCLES count

@@ -383,7 +383,8 @@ def run_program(program: Program | str | Path, *, vcd: str | Path | None = None,
     ``bursts_in_flight_at_error`` and ``writes_in_flight_at_error``; with write bursts in flight
     (``dram_writes_in_flight`` > 1) also ``writes_in_flight_max`` and ``reads_beside_writes`` (reads
     granted while a write was in flight) and, after an error on several cores,
-    ``writes_in_flight_at_error_per_core`` (the writes the error's abort orphans, by core).
+    ``writes_in_flight_at_error_per_core`` (the writes in flight at the error, by core: DONE waits for
+    their B's).
     """
     prog = program if isinstance(program, Program) else Program.load(program, cfg)
     m, wall = simulate(prog, timing, trace=vcd is not None or trace is not None, fast_forward=fast_forward,
