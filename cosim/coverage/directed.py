@@ -96,6 +96,40 @@ def barrier_one_core(cfg: Any) -> Any:
     return Case(asm.program(expected={"out": narrow(cfg, d + 3), "out2": narrow(cfg, d + 4)}))
 
 
+def widest_tiles(cfg: Any) -> list[Any]:
+    """Tiles as tall and as wide as the accumulator buffer holds, with the most padding (a one-core
+    config; tests.units Cases): a LOAD of ``depth - 2 * P`` rows of one vector between ``P`` pad
+    rows (P the largest padding, 15), then one row of that many vectors between ``PAD_MAX`` pad columns, each
+    STOREd back as ``depth`` rows of one vector: the LOAD's row and column walk and the STORE's row
+    count reach the buffer's depth, where the Programs' tiles stop at a few rows."""
+    from hw.assembler import Assembler
+    from hw.isa import PAD_BITS
+
+    _repo_on_path()
+    from tests.units.every_level import Case
+    from tests.units.programs import narrow, random_vectors
+
+    depth, p = cfg.acc_depth, (1 << PAD_BITS) - 1
+    n = depth - 2 * p
+    cases = []
+    for shape, pads in (("tall", {"y_pad_0": p, "y_pad_1": p}), ("wide", {"x_pad_0": p, "x_pad_1": p})):
+        data = random_vectors(cfg, n, 79, -1000, 1000)
+        asm = Assembler(cfg, f"cov_widest_tile_{shape}")
+        a = asm.input("a", data)
+        out = asm.output("out", (depth, cfg.lanes))
+        if shape == "tall":
+            asm.load(a, x=1, y=n, push_next=True, **pads)
+        else:
+            asm.load(a, x=n, push_next=True, **pads)
+        asm.alu("ADD", imm=0, iter_out=0, pop_prev=True, push_next=True)
+        asm.store(out, x=1, y=depth, pop_prev=True)
+        asm.finish()
+        zeros = np.zeros((p, cfg.lanes), dtype=np.int64)
+        tile = np.concatenate([zeros, data.astype(np.int64), zeros])
+        cases.append(Case(asm.program(expected={"out": narrow(cfg, tile)})))
+    return cases
+
+
 def abort_after_error(cfg: Any) -> Any:
     """A long LOAD (several bursts) and, in parallel on the compute queue, a GEMM reading micro-ops no
     LOAD wrote: ERR_UNLOADED while the LOAD's bursts are in flight, which the AXI arbiter aborts."""
@@ -505,7 +539,7 @@ def run_directed(args: dict[str, Any]) -> dict[str, Any]:
     if cfg.num_cores == 1:
         # the widest-field errors first: the clean runs after them move those bits back to 0
         cases = [*widest_fields(cfg), barrier_one_core(cfg), abort_after_error(cfg), halt_while_pushing(cfg),
-                 gemm_offset_saturates(cfg), window_ends_at_barrier(cfg)]
+                 gemm_offset_saturates(cfg), window_ends_at_barrier(cfg), *widest_tiles(cfg)]
         for case in cases:
             for name in ("iss", "tlm"):
                 r = getattr(models, name)(case.program)
