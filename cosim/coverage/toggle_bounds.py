@@ -137,6 +137,12 @@ def writes_in_flight(cfg: HwConfig) -> set[int]:
     return _bits_below(cfg.dram_writes_in_flight)
 
 
+def tile_walk(cfg: HwConfig) -> set[int]:
+    """A LOAD's or STORE's row and column index in its tile, and their next values: a tile walks only
+    when it fits its buffer (else SRAM_RANGE before EXEC), so at most the largest buffer's depth."""
+    return _bits_below(max(cfg.acc_depth, cfg.inp_depth, cfg.wgt_depth, cfg.uop_depth))
+
+
 def out_vec_beat(cfg: HwConfig) -> set[int]:
     """The beat within an output vector a STORE is sending: 0 .. its beats - 1."""
     return _bits_below(cfg.beats_per_out_vec - 1)
@@ -187,7 +193,7 @@ MOVABLE: dict[str, Callable[[HwConfig], set[int]]] = {
     "queue_count": queue_count, "load_dram_lo": load_dram_lo, "load_dram_hi": load_dram_hi,
     "store_dram_lo": store_dram_lo, "store_dram_hi": store_dram_hi, "checked_lo": checked_lo,
     "checked_hi": checked_hi, "write_core": write_core, "writes_in_flight": writes_in_flight,
-    "out_vec_beat": out_vec_beat, "entry_beat": entry_beat,
+    "out_vec_beat": out_vec_beat, "entry_beat": entry_beat, "tile_walk": tile_walk,
 }
 
 
