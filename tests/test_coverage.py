@@ -493,3 +493,28 @@ def test_long_window_error_pcs_past_2_to_the_14(config, count, pc):
     r = models.rtl([p], cfg, mem="fast")[0]
     assert r.error is not None and (r.error["name"], r.error["pc"]) == (t.error["name"], pc), r.error
     assert r.cycles == t.cycles
+
+
+def test_widest_tiles_on_every_model():
+    """The directed widest tiles on `small` (its 64-entry buffers): a LOAD as tall and one as wide as the
+    accumulator holds with 15 pad rows or columns each side, stored back whole, give the padded tile on
+    the ISS, the TLM and the RTL (fast back-end), the TLM in the RTL's cycles."""
+    from cosim import models
+    from cosim.coverage.directed import widest_tiles
+    from hw.config import load_config
+    from testbench.rtl_model import rtl_available
+
+    cfg = load_config("small")
+    cases = widest_tiles(cfg)
+    progs = [c.program for c in cases]
+    tlm = [models.tlm(p) for p in progs]
+    for p, t in zip(progs, tlm):
+        want = p.expected["out"]
+        assert (want[:15] == 0).all() and (want[-15:] == 0).all() and want[15:-15].any()
+        for r in (models.iss(p), t):
+            assert r.error is None and (r.outputs["out"] == want).all(), (p.name, r.model)
+    if not rtl_available():
+        pytest.skip("no RTL")
+    for p, t, r in zip(progs, tlm, models.rtl(progs, cfg, mem="fast")):
+        assert r.error is None and (r.outputs["out"] == p.expected["out"]).all(), p.name
+        assert r.cycles == t.cycles, p.name
