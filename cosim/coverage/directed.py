@@ -98,8 +98,8 @@ def barrier_one_core(cfg: Any) -> Any:
 
 def widest_tiles(cfg: Any) -> list[Any]:
     """Tiles as tall and as wide as the accumulator buffer holds, with the most padding (a one-core
-    config; tests.units Cases): a LOAD of ``depth - 2 * P`` rows of one vector between ``P`` pad
-    rows (P the largest padding, 15), then one row of that many vectors between ``PAD_MAX`` pad columns, each
+    config; tests.units Cases): a LOAD of ``depth - 2 * P`` rows of one vector between ``P`` pad rows
+    (P the largest padding, 15), then one row of that many vectors between ``P`` pad columns, each
     STOREd back as ``depth`` rows of one vector: the LOAD's row and column walk and the STORE's row
     count reach the buffer's depth, where the Programs' tiles stop at a few rows."""
     from hw.assembler import Assembler
@@ -117,10 +117,7 @@ def widest_tiles(cfg: Any) -> list[Any]:
         asm = Assembler(cfg, f"cov_widest_tile_{shape}")
         a = asm.input("a", data)
         out = asm.output("out", (depth, cfg.lanes))
-        if shape == "tall":
-            asm.load(a, x=1, y=n, push_next=True, **pads)
-        else:
-            asm.load(a, x=n, push_next=True, **pads)
+        asm.load(a, x=1 if shape == "tall" else n, y=n if shape == "tall" else 1, push_next=True, **pads)
         asm.alu("ADD", imm=0, iter_out=0, pop_prev=True, push_next=True)
         asm.store(out, x=1, y=depth, pop_prev=True)
         asm.finish()
