@@ -495,26 +495,28 @@ def test_long_window_error_pcs_past_2_to_the_14(config, count, pc):
     assert r.cycles == t.cycles
 
 
-def test_widest_tiles_on_every_model():
-    """The directed widest tiles on `small` (its 64-entry buffers): a LOAD as tall and one as wide as the
-    accumulator holds with 15 pad rows or columns each side, stored back whole, give the padded tile on
-    the ISS, the TLM and the RTL (fast back-end), the TLM in the RTL's cycles."""
+def test_widest_tiles_and_uop_fields_on_every_model():
+    """Directed cases on `small` (its 64-entry buffers): a LOAD as tall and one as wide as the accumulator
+    holds, 15 pad rows or columns each side, stored back whole (the padded tile), and a GEMM on a micro-op
+    whose fields are all ones (SRAM_RANGE at the GEMM): the ISS, the TLM and the RTL (fast back-end) give
+    the same error and outputs, the TLM in the RTL's cycles."""
     from cosim import models
-    from cosim.coverage.directed import widest_tiles
+    from cosim.coverage.directed import uop_fields_all_ones, widest_tiles
     from hw.config import load_config
     from testbench.rtl_model import rtl_available
 
     cfg = load_config("small")
-    cases = widest_tiles(cfg)
-    progs = [c.program for c in cases]
-    tlm = [models.tlm(p) for p in progs]
-    for p, t in zip(progs, tlm):
-        want = p.expected["out"]
+    cases = [*widest_tiles(cfg), uop_fields_all_ones(cfg)]
+    for c in cases[:2]:
+        want = c.program.expected["out"]
         assert (want[:15] == 0).all() and (want[-15:] == 0).all() and want[15:-15].any()
-        for r in (models.iss(p), t):
-            assert r.error is None and (r.outputs["out"] == want).all(), (p.name, r.model)
-    if not rtl_available():
+    tlm = [models.tlm(c.program) for c in cases]
+    rtl = models.rtl([c.program for c in cases], cfg, mem="fast") if rtl_available() else None
+    for k, c in enumerate(cases):
+        for r in [models.iss(c.program), tlm[k]] + ([rtl[k]] if rtl else []):
+            assert (r.error and (r.error["name"], r.error["pc"])) == c.error, (c.program.name, r.model, r.error)
+            assert all((r.outputs[n] == v).all() for n, v in c.program.expected.items()), (c.program.name, r.model)
+        if rtl:
+            assert rtl[k].cycles == tlm[k].cycles, c.program.name
+    if rtl is None:
         pytest.skip("no RTL")
-    for p, t, r in zip(progs, tlm, models.rtl(progs, cfg, mem="fast")):
-        assert r.error is None and (r.outputs["out"] == p.expected["out"]).all(), p.name
-        assert r.cycles == t.cycles, p.name

@@ -7,6 +7,9 @@
 * ``halt_while_pushing``: that error while the load unit waits to push on a full token queue;
 * ``gemm_offset_saturates``: a GEMM loop offset stepping by the largest factor, which saturates
   one iteration ahead of the SRAM_RANGE fault;
+* ``uop_fields_all_ones``: a GEMM on a micro-op whose fields are all ones (SRAM_RANGE);
+* ``widest_tiles``: a LOAD as tall and one as wide as the accumulator holds, with the most padding,
+  stored back whole;
 * ``window_ends_at_barrier``: INSN_COUNT ends the window at a BARRIER (FETCH goes from its barrier
   wait to done; DEADLOCK on every model);
 * ``axi_error_at_barrier`` (RTL only, fast back-end: the Verilog DRAM model answers SLVERR past
@@ -178,6 +181,22 @@ def gemm_offset_saturates(cfg: Any) -> Any:
     asm = Assembler(cfg, "cov_gemm_offset_saturates")
     asm.load(asm.uops("uops", [(0, 0, 0)]), buf="UOP", push_next=True)
     pc = asm.gemm(reset=True, iter_in=6, acc_factor_in=(1 << cfg.sram_index_bits) - 1, pop_prev=True)
+    asm.finish()
+    return Case(asm.program(), ("SRAM_RANGE", pc))
+
+
+def uop_fields_all_ones(cfg: Any) -> Any:
+    """A GEMM on a micro-op whose three 16-bit fields are all ones (indices far past every buffer): the
+    micro-op's read data and the GEMM's index arithmetic carry their upper bits, then SRAM_RANGE at
+    the GEMM (the Programs' micro-ops stay below the buffers' depths, 2^11)."""
+    from hw.assembler import Assembler
+
+    _repo_on_path()
+    from tests.units.every_level import Case
+
+    asm = Assembler(cfg, "cov_uop_fields_all_ones")
+    asm.load(asm.uops("uops", [(0xFFFF, 0xFFFF, 0xFFFF)]), buf="UOP", push_next=True)
+    pc = asm.gemm(pop_prev=True)
     asm.finish()
     return Case(asm.program(), ("SRAM_RANGE", pc))
 
@@ -536,7 +555,8 @@ def run_directed(args: dict[str, Any]) -> dict[str, Any]:
     if cfg.num_cores == 1:
         # the widest-field errors first: the clean runs after them move those bits back to 0
         cases = [*widest_fields(cfg), barrier_one_core(cfg), abort_after_error(cfg), halt_while_pushing(cfg),
-                 gemm_offset_saturates(cfg), window_ends_at_barrier(cfg), *widest_tiles(cfg)]
+                 gemm_offset_saturates(cfg), uop_fields_all_ones(cfg), window_ends_at_barrier(cfg),
+                 *widest_tiles(cfg)]
         for case in cases:
             for name in ("iss", "tlm"):
                 r = getattr(models, name)(case.program)
