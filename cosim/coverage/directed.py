@@ -553,9 +553,10 @@ def run_directed(args: dict[str, Any]) -> dict[str, Any]:
     bad: list[str] = []
     detail: dict[str, Any] = {}
     if cfg.num_cores == 1:
-        # the widest-field errors first: the clean runs after them move those bits back to 0
+        # the widest-field errors first: the clean runs after them move those bits back to 0 (the
+        # all-ones micro-op's bits too: gemm_offset_saturates reads micro-op (0, 0, 0) after it)
         cases = [*widest_fields(cfg), barrier_one_core(cfg), abort_after_error(cfg), halt_while_pushing(cfg),
-                 gemm_offset_saturates(cfg), uop_fields_all_ones(cfg), window_ends_at_barrier(cfg),
+                 uop_fields_all_ones(cfg), gemm_offset_saturates(cfg), window_ends_at_barrier(cfg),
                  *widest_tiles(cfg)]
         for case in cases:
             for name in ("iss", "tlm"):
