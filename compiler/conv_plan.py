@@ -328,11 +328,16 @@ def core_tiles(plan: ConvPlan, cores: int, core: int) -> list[tuple[int, int, in
     return every[lo:lo + size]
 
 
+def _row_bursts(cfg: HwConfig, beats_per_row: int) -> int:
+    """Bursts of at most MAX_BURST beats that carry one row."""
+    return -(-beats_per_row // cfg.max_burst)
+
+
 def _dma_cycles(cfg: HwConfig, rows: int, beats_per_row: int, pad_entries: int = 0) -> int:
     """LOAD/STORE EXEC estimate: bursts of at most MAX_BURST beats per row, each ``latency + n + 1``."""
     if rows * beats_per_row == 0:
         return 1
-    bursts = -(-beats_per_row // cfg.max_burst)
+    bursts = _row_bursts(cfg, beats_per_row)
     return rows * (bursts * (cfg.dram_read_latency + 1) + beats_per_row) + pad_entries + INSN_HANDSHAKE
 
 
@@ -343,7 +348,7 @@ def _store_cycles(cfg: HwConfig, rows: int, beats_per_row: int) -> float:
     wif = cfg.dram_writes_in_flight
     if wif == 1 or rows * beats_per_row == 0:
         return _dma_cycles(cfg, rows, beats_per_row)
-    bursts = -(-beats_per_row // cfg.max_burst)
+    bursts = _row_bursts(cfg, beats_per_row)
     n = beats_per_row / bursts
     per_burst = max(n + 1, (n + cfg.dram_write_latency + 1) / wif)
     return (rows * bursts - 1) * per_burst + n + cfg.dram_write_latency + 1 + INSN_HANDSHAKE
@@ -355,7 +360,7 @@ def _port_read_cycles(cfg: HwConfig, rows: int, beats_per_row: int) -> float:
     port for about ``(latency + 1) / RIF + n`` cycles (``_dma_cycles`` with RIF = 1)."""
     if rows * beats_per_row == 0:
         return 1
-    bursts = -(-beats_per_row // cfg.max_burst)
+    bursts = _row_bursts(cfg, beats_per_row)
     return rows * (bursts * (cfg.dram_read_latency + 1) / cfg.dram_reads_in_flight + beats_per_row)
 
 

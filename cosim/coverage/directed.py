@@ -539,6 +539,11 @@ def directed_tasks(configs: Sequence[str], mems: Sequence[str], base: dict[str, 
                  {**base, "kind": "directed", "config": c, "mem": m}) for c in configs for m in mems]
 
 
+def _error_at(r: Any) -> tuple[str, int, int] | None:
+    """A result's error as (name, core, pc), None for a clean run."""
+    return r.error and (r.error["name"], r.error.get("core", 0), r.error["pc"])
+
+
 def run_directed(args: dict[str, Any]) -> dict[str, Any]:
     """Engine task body: the directed tests of one (config, back-end); AssertionError naming every problem."""
     from compiler import examples
@@ -594,8 +599,7 @@ def run_directed(args: dict[str, Any]) -> dict[str, Any]:
         progs += [posted_stores(cfg, k, fault=True) for k in range(cfg.num_cores) if cfg.dram_writes_in_flight > 1]
         for p, r in zip(progs, models.rtl(progs, cfg, mem=mem)):
             t = models.tlm(p)
-            where = [x.error and (x.error["name"], x.error["core"], x.error["pc"]) for x in (r, t)]
-            if where[0] != where[1] or r.error is None:
+            if _error_at(r) != _error_at(t) or r.error is None:
                 bad.append(f"{p.name}: RTL error {r.error}, TLM {t.error}")
             elif mem == "fast" and r.cycles != t.cycles:
                 bad.append(f"{p.name}: RTL {r.cycles} cycles, TLM {t.cycles}")
@@ -614,8 +618,7 @@ def run_directed(args: dict[str, Any]) -> dict[str, Any]:
         res = models.rtl(progs, cfg, mem=mem)
         for p, r in zip(progs[:2], res):
             t = models.tlm(p)
-            where = [x.error and (x.error["name"], x.error.get("core", 0), x.error["pc"]) for x in (r, t)]
-            if where[0] != where[1] or r.cycles != t.cycles:
+            if _error_at(r) != _error_at(t) or r.cycles != t.cycles:
                 bad.append(f"{p.name}: RTL error {r.error} in {r.cycles} cycles, TLM {t.error} in {t.cycles}")
         if res[0].error is None or res[1].error is not None or res[2].error is not None:
             bad.append(f"long windows: RTL errors {[r.error for r in res]}, expected one, then none")

@@ -185,15 +185,16 @@ def checked_hi(cfg: HwConfig) -> set[int]:
 
 
 MOVABLE: dict[str, Callable[[HwConfig], set[int]]] = {
-    "pc": pc, "insn_index": insn_index, "error_code": error_code, "burst_len": burst_len, "burst_len_minus_1": burst_len_minus_1,
-    "burst_beat_next": burst_beat_next,
-    "bus_aligned_address": bus_aligned_address, "byte_counter": byte_counter, "fetch_bytes": fetch_bytes, "sram_index": sram_index,
-    "load_x_beats": load_x_beats, "load_stride_bytes": load_stride_bytes, "store_x_beats": store_x_beats,
-    "store_stride_bytes": store_stride_bytes, "page_beats": page_beats, "buffer_depth": buffer_depth,
-    "queue_count": queue_count, "load_dram_lo": load_dram_lo, "load_dram_hi": load_dram_hi,
-    "store_dram_lo": store_dram_lo, "store_dram_hi": store_dram_hi, "checked_lo": checked_lo,
-    "checked_hi": checked_hi, "write_core": write_core, "writes_in_flight": writes_in_flight,
-    "out_vec_beat": out_vec_beat, "entry_beat": entry_beat, "tile_walk": tile_walk,
+    "pc": pc, "insn_index": insn_index, "error_code": error_code, "burst_len": burst_len,
+    "burst_len_minus_1": burst_len_minus_1, "burst_beat_next": burst_beat_next,
+    "bus_aligned_address": bus_aligned_address, "byte_counter": byte_counter, "fetch_bytes": fetch_bytes,
+    "sram_index": sram_index, "load_x_beats": load_x_beats, "load_stride_bytes": load_stride_bytes,
+    "store_x_beats": store_x_beats, "store_stride_bytes": store_stride_bytes, "page_beats": page_beats,
+    "buffer_depth": buffer_depth, "queue_count": queue_count, "load_dram_lo": load_dram_lo,
+    "load_dram_hi": load_dram_hi, "store_dram_lo": store_dram_lo, "store_dram_hi": store_dram_hi,
+    "checked_lo": checked_lo, "checked_hi": checked_hi, "write_core": write_core,
+    "writes_in_flight": writes_in_flight, "out_vec_beat": out_vec_beat, "entry_beat": entry_beat,
+    "tile_walk": tile_walk,
 }
 
 
