@@ -46,6 +46,20 @@ ERROR_NAMES = {
     ERR_UNLOADED: "UNLOADED", ERR_BARRIER: "BARRIER",
 }
 
+# The codes each unit raises on its error lane (its ``err_code`` output, hw/rtl/<unit>.v; the TLM's
+# ``TlmError.unit``): FETCH's window check and decoder, the DMA units' and the compute unit's range
+# checks and GEMM's valid bits. The top adds TOP_ERRORS itself (a DRAM slave error, whichever unit's
+# burst; a deadlock, reported at a blocked unit's pc; a BARRIER never reached). A bit that no code of a
+# lane sets is constant on that lane (the coverage's error-code bounds).
+DECODE_ERRORS = (ERR_BAD_OPCODE, ERR_BAD_FIELD)
+UNIT_ERRORS: dict[str, tuple[int, ...]] = {
+    "fetch": (ERR_INSN_RANGE, *DECODE_ERRORS),
+    "load": (ERR_DRAM_RANGE, ERR_SRAM_RANGE),
+    "compute": (ERR_SRAM_RANGE, ERR_UNLOADED),
+    "store": (ERR_DRAM_RANGE, ERR_SRAM_RANGE),
+}
+TOP_ERRORS = (ERR_AXI_RESP, ERR_DEADLOCK, ERR_BARRIER)
+
 REGION_BASE_ADDR = 0x100  # REGIONn_{BASE,SIZE,ATTR} at 0x100 + 16*n + {0,4,8}
 REGION_STRIDE = 0x10
 # Several cores: core k's own registers (its instruction window, ERR_PC, counters) in a bank at

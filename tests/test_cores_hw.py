@@ -140,6 +140,7 @@ FAULTS = {
     "compute_unloaded": ("UNLOADED", "compute"),
     "compute_deadlock": ("DEADLOCK", "compute"),      # pops a LOAD token nobody pushes
     "store_dram_range": ("DRAM_RANGE", "store"),
+    "fetch_insn_range": ("INSN_RANGE", "fetch"),       # the core's window starts at the DRAM's end
 }
 
 
@@ -159,7 +160,8 @@ def fault_on_core(cfg: HwConfig, core: int, kind: str) -> Program:
                                           dst_base=cfg.acc_depth - 1, dst_factor_out=1),
                 "compute_unloaded": Gemm(),
                 "compute_deadlock": Alu(pop_prev=True),
-                "store_dram_range": Store(dram_base=cfg.dram_bytes // out, x_size=1, x_stride=1)}[kind]
+                "store_dram_range": Store(dram_base=cfg.dram_bytes // out, x_size=1, x_stride=1),
+                "fetch_insn_range": Finish()}[kind]
 
     def streams(a: int) -> list[list[Instruction]]:
         return [[insn(a), Finish()] if k == core else [Finish()] for k in range(n)]
@@ -174,6 +176,8 @@ def fault_on_core(cfg: HwConfig, core: int, kind: str) -> Program:
         return patched(p, {first: (p.isa.encode_word(insns[first]) & ~0x7) | 0x7})
     if kind == "fetch_bad_field":  # a word the ISA's check refuses to build
         return patched(p, {first: p.isa.encode_word(dataclasses.replace(insns[first], pop_prev=True))})
+    if kind == "fetch_insn_range":
+        return with_regs(p, p.name, **{csr.core_reg("INSN_ADDR_LO", core, n): cfg.dram_bytes})
     return p
 
 

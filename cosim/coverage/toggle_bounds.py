@@ -46,6 +46,26 @@ def error_code(cfg: HwConfig) -> set[int]:
     return _bits_below(max(v for k, v in vars(csr).items() if k.startswith("ERR_") and isinstance(v, int)))
 
 
+def _code_bits(codes: Iterable[int]) -> set[int]:
+    return {b for c in codes for b in range(c.bit_length()) if c >> b & 1}
+
+
+def _lane_error_code(unit: str) -> Callable[[HwConfig], set[int]]:
+    def bound(cfg: HwConfig) -> set[int]:
+        from hw import csr
+
+        return _code_bits(csr.UNIT_ERRORS[unit])
+    bound.__doc__ = f"The {unit} unit's error lane holds one of the codes it raises (hw.csr.UNIT_ERRORS)."
+    return bound
+
+
+def decode_error_code(cfg: HwConfig) -> set[int]:
+    """FETCH's decoder's code: BAD_OPCODE or BAD_FIELD (hw.csr.DECODE_ERRORS)."""
+    from hw import csr
+
+    return _code_bits(csr.DECODE_ERRORS)
+
+
 def burst_len(cfg: HwConfig) -> set[int]:
     """A burst's beat count, 1 .. MAX_BURST."""
     return _bits_below(cfg.max_burst)
@@ -194,7 +214,8 @@ MOVABLE: dict[str, Callable[[HwConfig], set[int]]] = {
     "load_dram_hi": load_dram_hi, "store_dram_lo": store_dram_lo, "store_dram_hi": store_dram_hi,
     "checked_lo": checked_lo, "checked_hi": checked_hi, "write_core": write_core,
     "writes_in_flight": writes_in_flight, "out_vec_beat": out_vec_beat, "entry_beat": entry_beat,
-    "tile_walk": tile_walk,
+    "tile_walk": tile_walk, "decode_error_code": decode_error_code,
+    **{f"{unit}_error_code": _lane_error_code(unit) for unit in ("fetch", "load", "compute", "store")},
 }
 
 
