@@ -475,24 +475,29 @@ def test_counter_walk_on_every_core():
 @pytest.mark.parametrize("config, count, pc", [("small", (1 << 15) + 2, (1 << 15) + 1), ("small2", (1 << 15) + 4, 1 << 14)])
 def test_long_window_error_pcs_past_2_to_the_14(config, count, pc):
     """The directed long window, short enough for the suite: ``count`` instructions, the error at ``pc``
-    (one core: the malformed last word; two: core 0's BARRIER, which core 1 never reaches); the RTL
-    (fast back-end) reports it at that pc, with the TLM's error and CYCLES: the error pc registers carry
-    bit 14 or 15 (the directed coverage run takes windows as long as the DRAM holds)."""
+    (one core: the malformed last word, and without FINISH a DEADLOCK at ``count``; two: core 0's BARRIER,
+    which core 1 never reaches); the RTL (fast back-end) reports it at that pc, with the TLM's error and
+    CYCLES: the error pc registers carry bit 14 or 15 (the directed coverage run takes windows as long as
+    the DRAM holds)."""
     from cosim import models
     from cosim.coverage.directed import long_window
     from hw.config import load_config
     from testbench.rtl_model import rtl_available
 
     cfg = load_config(config)
-    p = long_window(cfg, count)
-    t = models.tlm(p)
-    assert t.error is not None and t.error["pc"] == pc and t.error.get("core", 0) == 0, t.error
-    assert t.error["name"] == ("BAD_OPCODE" if cfg.num_cores == 1 else "BARRIER")
+    progs = [long_window(cfg, count)]
+    want = [("BAD_OPCODE" if cfg.num_cores == 1 else "BARRIER", pc)]
+    if cfg.num_cores == 1:  # no FINISH: every instruction retires, DEADLOCK at INSN_COUNT
+        progs.append(long_window(cfg, count, end="none"))
+        want.append(("DEADLOCK", count))
+    tlm = [models.tlm(p) for p in progs]
+    for t, w in zip(tlm, want):
+        assert t.error is not None and (t.error["name"], t.error["pc"]) == w and t.error.get("core", 0) == 0, t.error
     if not rtl_available():
         pytest.skip("no RTL")
-    r = models.rtl([p], cfg, mem="fast")[0]
-    assert r.error is not None and (r.error["name"], r.error["pc"]) == (t.error["name"], pc), r.error
-    assert r.cycles == t.cycles
+    for r, t, w in zip(models.rtl(progs, cfg, mem="fast"), tlm, want):
+        assert r.error is not None and (r.error["name"], r.error["pc"]) == w, r.error
+        assert r.cycles == t.cycles
 
 
 def test_widest_tiles_and_uop_fields_on_every_model():

@@ -24,7 +24,8 @@
 * ``long_window`` (fast back-end): instruction windows as long as the DRAM holds (2^20 instructions on
   16 MiB), no-op ALUs ending in a malformed word (one core, ERR_BAD_OPCODE at the last pc) or a BARRIER
   one core never reaches (several, the stream shared, ERR_BARRIER), then ending in FINISH (several: one
-  stream every core runs to a shared BARRIER), then a clean Program: every bit of the pcs, the
+  stream every core runs to a shared BARRIER), on one core also without FINISH (ERR_DEADLOCK at pc 2^20),
+  then a clean Program: every bit of the pcs, the
   instruction counts and the error pcs a DRAM's instructions can set rises and falls; the RTL's error
   and CYCLES are the TLM's;
 * ``long_counters`` (RTL only, fast back-end): on every core a GEMM of 2^24 block operations (``--long-log2``;
@@ -348,17 +349,24 @@ def zero_gemm_inputs(cfg: Any, uop_n: int) -> dict[str, np.ndarray]:
             "w": np.zeros((1, cfg.elem_bytes("WGT")), dtype=np.int8)}
 
 
-def long_window(cfg: Any, count: int | None = None, fault: bool = True) -> Any:
+LONG_WINDOW_ENDS = ("malformed", "finish", "none")
+
+
+def long_window(cfg: Any, count: int | None = None, end: str = "malformed") -> Any:
     """Instruction windows as long as the DRAM holds (``count`` instructions in all, default dram_bytes /
     16) of no-op ALUs (``iter_out`` 0), so FETCH's pc, the counts of instructions fetched and dispatched
-    and the error pcs reach the DRAM's instruction capacity.
+    and the error pcs reach the DRAM's instruction capacity. ``end`` (:data:`LONG_WINDOW_ENDS`):
 
-    ``fault``: one core's window ends in a malformed word (opcode 7), ERR_BAD_OPCODE at pc ``count - 1``;
-    on several cores the windows share the stream equally and each ends in a BARRIER and FINISH but the
-    last core's in FINISH alone, so ERR_BARRIER comes at core 0's BARRIER. Without: the window ends in
-    FINISH (FETCH's pc reaches ``count``), on several cores in a BARRIER and FINISH that every core runs
-    (each core's window registers point at core 0's, the whole stream but a BARRIER and FINISH per other
-    core), so every core's pcs reach the capacity."""
+    * ``malformed``: one core's window ends in a malformed word (opcode 7), ERR_BAD_OPCODE at pc
+      ``count - 1``; on several cores the windows share the stream equally and each ends in a BARRIER and
+      FINISH but the last core's in FINISH alone, so ERR_BARRIER comes at core 0's BARRIER;
+    * ``finish``: the window ends in FINISH (FETCH's pc reaches ``count``), on several cores in a BARRIER
+      and FINISH that every core runs (each core's window registers point at core 0's, the whole stream
+      but a BARRIER and FINISH per other core), so every core's pcs reach the capacity;
+    * ``none`` (one core): no FINISH at all, every instruction retires and ERR_DEADLOCK comes at pc
+      ``count`` (INSN_COUNT: no unit holds an instruction), so the latched error pc reaches it too."""
+    if end not in LONG_WINDOW_ENDS or (end == "none" and cfg.num_cores > 1):
+        raise ValueError(f"long_window: end '{end}' is not one of {LONG_WINDOW_ENDS} (none: one core only)")
     from hw import csr
     from hw.assembler import Assembler, with_regs
     from hw.isa import Alu, Barrier, Finish
@@ -367,14 +375,15 @@ def long_window(cfg: Any, count: int | None = None, fault: bool = True) -> Any:
     n = cfg.num_cores
     count = cfg.dram_bytes // INSN_BYTES if count is None else count
     nop = Alu(iter_out=0)
-    name = "cov_long_window" + ("" if fault else "_clean")
+    fault = end == "malformed"
+    name = "cov_long_window" + {"malformed": "", "finish": "_clean", "none": "_no_finish"}[end]
     if n == 1:
         asm = Assembler(cfg, name)
-        for _ in range(count - 1):
+        for _ in range(count - (end != "none")):
             asm.add(nop)
-        if fault:
+        if end == "malformed":
             asm.raw(7)
-        else:
+        elif end == "finish":
             asm.finish()
         return asm.program()
     if fault:
@@ -614,14 +623,16 @@ def run_directed(args: dict[str, Any]) -> dict[str, Any]:
     if mem == "fast":
         # windows as long as the DRAM holds: the upper bits of every pc (the error's checked); a clean run
         # after it moves them back to 0
-        progs = [long_window(cfg), long_window(cfg, fault=False), examples.make_case(JOB_EXAMPLES[0], cfg, seed=0).program]
+        # (one core: also a window without FINISH, whose DEADLOCK's pc is the DRAM's whole capacity)
+        ends = LONG_WINDOW_ENDS if cfg.num_cores == 1 else LONG_WINDOW_ENDS[:2]
+        progs = [long_window(cfg, end=e) for e in ends] + [examples.make_case(JOB_EXAMPLES[0], cfg, seed=0).program]
         res = models.rtl(progs, cfg, mem=mem)
-        for p, r in zip(progs[:2], res):
+        for p, r in zip(progs[:-1], res):
             t = models.tlm(p)
             if _error_at(r) != _error_at(t) or r.cycles != t.cycles:
                 bad.append(f"{p.name}: RTL error {r.error} in {r.cycles} cycles, TLM {t.error} in {t.cycles}")
-        if res[0].error is None or res[1].error is not None or res[2].error is not None:
-            bad.append(f"long windows: RTL errors {[r.error for r in res]}, expected one, then none")
+        if [r.error is None for r in res] != [e == "finish" for e in ends] + [True]:
+            bad.append(f"long windows ({', '.join(ends)}, then a clean run): RTL errors {[r.error for r in res]}")
         detail["long_window"] = len(progs[0].insns)
     long_log2 = int(args.get("long_log2", LONG_LOG2_CYCLES))
     if mem == "fast" and long_log2 > 0:
