@@ -476,9 +476,9 @@ def test_counter_walk_on_every_core():
 def test_long_window_error_pcs_past_2_to_the_14(config, count, pc):
     """The directed long window, short enough for the suite: ``count`` instructions, the error at ``pc``
     (one core: the malformed last word, and without FINISH a DEADLOCK at ``count``; two: core 0's BARRIER,
-    which core 1 never reaches); the RTL (fast back-end) reports it at that pc, with the TLM's error and
-    CYCLES: the error pc registers carry bit 14 or 15 (the directed coverage run takes windows as long as
-    the DRAM holds)."""
+    which core 1 never reaches, and a clean run of the whole stream on every core); the RTL (fast
+    back-end) reports it at that pc, with the TLM's error, CYCLES and counters: the pcs carry bit 14 or 15
+    (the directed coverage run takes windows as long as the DRAM holds)."""
     from cosim import models
     from cosim.coverage.directed import long_window
     from hw.config import load_config
@@ -490,14 +490,19 @@ def test_long_window_error_pcs_past_2_to_the_14(config, count, pc):
     if cfg.num_cores == 1:  # no FINISH: every instruction retires, DEADLOCK at INSN_COUNT
         progs.append(long_window(cfg, count, end="none"))
         want.append(("DEADLOCK", count))
+    else:  # every core runs the whole stream to one BARRIER and FINISH
+        progs.append(long_window(cfg, count, end="finish"))
+        want.append(None)
     tlm = [models.tlm(p) for p in progs]
     for t, w in zip(tlm, want):
-        assert t.error is not None and (t.error["name"], t.error["pc"]) == w and t.error.get("core", 0) == 0, t.error
+        assert (t.error and (t.error["name"], t.error["pc"], t.error.get("core", 0))) == (w and (*w, 0)), t.error
+    if cfg.num_cores > 1:
+        assert [c["compute_insns"] for c in tlm[1].extra["cores"]] == [count] * cfg.num_cores
     if not rtl_available():
         pytest.skip("no RTL")
     for r, t, w in zip(models.rtl(progs, cfg, mem="fast"), tlm, want):
-        assert r.error is not None and (r.error["name"], r.error["pc"]) == w, r.error
-        assert r.cycles == t.cycles
+        assert (r.error and (r.error["name"], r.error["pc"])) == w, r.error
+        assert r.cycles == t.cycles and r.counters == t.counters
 
 
 def test_widest_tiles_and_uop_fields_on_every_model():

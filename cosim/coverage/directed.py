@@ -361,8 +361,8 @@ def long_window(cfg: Any, count: int | None = None, end: str = "malformed") -> A
       ``count - 1``; on several cores the windows share the stream equally and each ends in a BARRIER and
       FINISH but the last core's in FINISH alone, so ERR_BARRIER comes at core 0's BARRIER;
     * ``finish``: the window ends in FINISH (FETCH's pc reaches ``count``), on several cores in a BARRIER
-      and FINISH that every core runs (each core's window registers point at core 0's, the whole stream
-      but a BARRIER and FINISH per other core), so every core's pcs reach the capacity;
+      and FINISH that every core runs (every core's window registers name the whole stream), so every
+      core's pcs reach the capacity;
     * ``none`` (one core): no FINISH at all, every instruction retires and ERR_DEADLOCK comes at pc
       ``count`` (INSN_COUNT: no unit holds an instruction), so the latched error pc reaches it too."""
     if end not in LONG_WINDOW_ENDS or (end == "none" and cfg.num_cores > 1):
@@ -390,16 +390,18 @@ def long_window(cfg: Any, count: int | None = None, end: str = "malformed") -> A
         per = count // n
         streams = [[nop] * (per - 2) + [Barrier(), Finish()] for _ in range(n - 1)]
         streams.append([nop] * (per - 1) + [Finish()])
-    else:
-        streams = [[nop] * (count - 2 * n) + [Barrier(), Finish()]] + [[Barrier(), Finish()]] * (n - 1)
+    else:  # one stream of ``count`` instructions, cut into n windows only to lay it out
+        body = [nop] * (count - 2) + [Barrier(), Finish()]
+        cuts = [0] + [count - 2 * (n - k) for k in range(1, n)] + [count]
+        streams = [body[a:b] for a, b in zip(cuts, cuts[1:])]
     insns, windows = concat_streams(streams)
     prog = Program.create(cfg, insns, plan_layout(cfg, [], len(insns)), windows=windows, name=name)
     if fault:
         return prog
-    regs = dict(prog.regs)
-    lo, cnt = (csr.core_reg(r, 0, n) for r in ("INSN_ADDR_LO", "INSN_COUNT"))
-    return with_regs(prog, name, **{csr.core_reg(r, k, n): regs[first] for k in range(1, n)
-                                    for r, first in (("INSN_ADDR_LO", lo), ("INSN_COUNT", cnt))})
+    # every core's window registers name the whole stream
+    lo = dict(prog.regs)[csr.core_reg("INSN_ADDR_LO", 0, n)]
+    return with_regs(prog, name, **{csr.core_reg(r, k, n): v for k in range(n)
+                                    for r, v in (("INSN_ADDR_LO", lo), ("INSN_COUNT", count))})
 
 
 LONG_LOG2_CYCLES = 24  # the long-counter Program's GEMM: 2^24 block operations per core (make coverage only)
