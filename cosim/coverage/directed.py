@@ -8,6 +8,8 @@
 * ``gemm_offset_saturates``: a GEMM loop offset stepping by the largest factor, which saturates
   one iteration ahead of the SRAM_RANGE fault;
 * ``uop_fields_all_ones``: a GEMM on a micro-op whose fields are all ones (SRAM_RANGE);
+* ``widest_loops``: GEMM and ALU loops of 2^14 - 1 outer, then inner, iterations (the GEMMs reset, their
+  input and weight offsets stepping by the largest factor), stored back;
 * ``widest_tiles``: a LOAD as tall and one as wide as the accumulator holds, with the most padding,
   stored back whole;
 * ``window_ends_at_barrier``: INSN_COUNT ends the window at a BARRIER (FETCH goes from its barrier
@@ -184,6 +186,34 @@ def gemm_offset_saturates(cfg: Any) -> Any:
     pc = asm.gemm(reset=True, iter_in=6, acc_factor_in=(1 << cfg.sram_index_bits) - 1, pop_prev=True)
     asm.finish()
     return Case(asm.program(), ("SRAM_RANGE", pc))
+
+
+def widest_loops(cfg: Any) -> Any:
+    """GEMM and ALU loops of the most iterations their fields hold (2^14 - 1 outer, then inner): the
+    compute unit's and GEMM's loop counters walk every bit, where the Programs' loops stop at a few
+    hundred. The GEMMs reset (only their accumulator index is checked) with the input and weight
+    factors at the largest value the field holds, so those offsets walk to saturation and the indices,
+    micro-op fields 0xFFFF plus an offset, carry bit 16; the ALUs add 0 to accumulator vector 0. Then a
+    STORE of that vector (zeros), the same on every model."""
+    from hw.assembler import Assembler
+    from hw.isa import ALU_ITER_BITS, GEMM_ITER_BITS
+
+    _repo_on_path()
+    from tests.units.every_level import Case
+    from tests.units.programs import narrow
+
+    f = (1 << cfg.sram_index_bits) - 1
+    gemm_max, alu_max = (1 << GEMM_ITER_BITS) - 1, (1 << ALU_ITER_BITS) - 1
+    asm = Assembler(cfg, "cov_widest_loops")
+    out = asm.output("out", (1, cfg.lanes))
+    asm.load(asm.uops("uops", [(0, 0xFFFF, 0xFFFF)]), buf="UOP", push_next=True)
+    asm.gemm(reset=True, iter_out=gemm_max, inp_factor_out=f, wgt_factor_out=f, pop_prev=True)
+    asm.gemm(reset=True, iter_in=gemm_max, inp_factor_in=f, wgt_factor_in=f)
+    asm.alu("ADD", imm=0, iter_out=alu_max)
+    asm.alu("ADD", imm=0, iter_in=alu_max, push_next=True)
+    asm.store(out, pop_prev=True)
+    asm.finish()
+    return Case(asm.program(expected={"out": narrow(cfg, np.zeros((1, cfg.lanes), dtype=np.int64))}))
 
 
 def uop_fields_all_ones(cfg: Any) -> Any:
@@ -573,7 +603,7 @@ def run_directed(args: dict[str, Any]) -> dict[str, Any]:
         # all-ones micro-op's bits too: gemm_offset_saturates reads micro-op (0, 0, 0) after it)
         cases = [*widest_fields(cfg), barrier_one_core(cfg), abort_after_error(cfg), halt_while_pushing(cfg),
                  uop_fields_all_ones(cfg), gemm_offset_saturates(cfg), window_ends_at_barrier(cfg),
-                 *widest_tiles(cfg)]
+                 *widest_tiles(cfg), widest_loops(cfg)]
         for case in cases:
             for name in ("iss", "tlm"):
                 r = getattr(models, name)(case.program)
