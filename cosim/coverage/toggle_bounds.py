@@ -66,6 +66,16 @@ def decode_error_code(cfg: HwConfig) -> set[int]:
     return _code_bits(csr.DECODE_ERRORS)
 
 
+def gemm_acc_index(cfg: HwConfig) -> set[int]:
+    """GEMM's accumulator index (gemm.v's ``a_idx``, micro-op field + loop offset): each micro-op is first
+    read at offset 0 (i = j = 0), where a field at or past ACC_DEPTH faults, so an index with an offset
+    is a field below ACC_DEPTH plus an offset below 2^(SRAM_IDX_BITS + 1) (it saturates there); at offset
+    0 it is the 16-bit field itself."""
+    from hw.isa import UOP_FIELD_BITS
+
+    return _bits_below(max((1 << UOP_FIELD_BITS) - 1, cfg.acc_depth - 1 + (1 << (cfg.sram_index_bits + 1)) - 1))
+
+
 def burst_len(cfg: HwConfig) -> set[int]:
     """A burst's beat count, 1 .. MAX_BURST."""
     return _bits_below(cfg.max_burst)
@@ -214,7 +224,7 @@ MOVABLE: dict[str, Callable[[HwConfig], set[int]]] = {
     "load_dram_hi": load_dram_hi, "store_dram_lo": store_dram_lo, "store_dram_hi": store_dram_hi,
     "checked_lo": checked_lo, "checked_hi": checked_hi, "write_core": write_core,
     "writes_in_flight": writes_in_flight, "out_vec_beat": out_vec_beat, "entry_beat": entry_beat,
-    "tile_walk": tile_walk, "decode_error_code": decode_error_code,
+    "tile_walk": tile_walk, "decode_error_code": decode_error_code, "gemm_acc_index": gemm_acc_index,
     **{f"{unit}_error_code": _lane_error_code(unit) for unit in ("fetch", "load", "compute", "store")},
 }
 
