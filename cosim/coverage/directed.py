@@ -10,6 +10,7 @@
 * ``uop_fields_all_ones``: a GEMM on a micro-op whose fields are all ones (SRAM_RANGE);
 * ``widest_loops``: GEMM and ALU loops of 2^14 - 1 outer, then inner, iterations (the GEMMs reset, their
   input and weight offsets stepping by the largest factor), stored back;
+* ``store_tokens_fill_queue``: STOREs pushing tokens back to compute until their queue is full;
 * ``widest_tiles``: a LOAD as tall and one as wide as the accumulator holds, with the most padding,
   stored back whole;
 * ``window_ends_at_barrier``: INSN_COUNT ends the window at a BARRIER (FETCH goes from its barrier
@@ -214,6 +215,30 @@ def widest_loops(cfg: Any) -> Any:
     asm.store(out, pop_prev=True)
     asm.finish()
     return Case(asm.program(expected={"out": narrow(cfg, np.zeros((1, cfg.lanes), dtype=np.int64))}))
+
+
+def store_tokens_fill_queue(cfg: Any) -> Any:
+    """As many STOREs pushing a token back to compute as its queue holds (TOKEN_QUEUE_DEPTH) while the
+    compute unit runs a long ALU (adding 0), then as many ALUs popping them: the store-to-compute token
+    queue fills, which no Program's double buffering does (a STORE frees its accumulator half and the
+    compute unit takes it at once)."""
+    from hw.assembler import Assembler
+    from hw.isa import ALU_ITER_BITS
+
+    _repo_on_path()
+    from tests.units.every_level import Case
+    from tests.units.programs import narrow
+
+    n = cfg.token_queue_depth
+    asm = Assembler(cfg, "cov_store_tokens_fill_queue")
+    out = asm.output("out", (n, cfg.lanes))
+    asm.alu("ADD", imm=0, iter_out=(1 << ALU_ITER_BITS) - 1)
+    for k in range(n):
+        asm.store(out, x=1, offset=k, push_prev=True)
+    for _ in range(n):
+        asm.alu("ADD", imm=0, iter_out=0, pop_next=True)
+    asm.finish()
+    return Case(asm.program(expected={"out": narrow(cfg, np.zeros((n, cfg.lanes), dtype=np.int64))}))
 
 
 def uop_fields_all_ones(cfg: Any) -> Any:
@@ -603,7 +628,7 @@ def run_directed(args: dict[str, Any]) -> dict[str, Any]:
         # all-ones micro-op's bits too: gemm_offset_saturates reads micro-op (0, 0, 0) after it)
         cases = [*widest_fields(cfg), barrier_one_core(cfg), abort_after_error(cfg), halt_while_pushing(cfg),
                  uop_fields_all_ones(cfg), gemm_offset_saturates(cfg), window_ends_at_barrier(cfg),
-                 *widest_tiles(cfg), widest_loops(cfg)]
+                 *widest_tiles(cfg), widest_loops(cfg), store_tokens_fill_queue(cfg)]
         for case in cases:
             for name in ("iss", "tlm"):
                 r = getattr(models, name)(case.program)

@@ -76,6 +76,24 @@ def gemm_acc_index(cfg: HwConfig) -> set[int]:
     return _bits_below(max((1 << UOP_FIELD_BITS) - 1, cfg.acc_depth - 1 + (1 << (cfg.sram_index_bits + 1)) - 1))
 
 
+def _queue_word(mnemonic: str) -> Callable[[HwConfig], set[int]]:
+    def bound(cfg: HwConfig) -> set[int]:
+        from hw import csr
+        from hw.isa import INSN_BITS, INSN_CLASSES, OPCODE_BITS, OPCODES, Isa
+        from hw.isa_semantics import dispatch_fault
+
+        fixed = {b for b in range(OPCODE_BITS) if not OPCODES[mnemonic] >> b & 1}
+        for f in Isa(cfg).layouts[mnemonic]:
+            if f.name in ("pop_prev", "pop_next", "push_prev", "push_next", "buf"):
+                fixed |= {f.lo + b for b in range(f.width)
+                          if dispatch_fault(INSN_CLASSES[mnemonic](**{f.name: 1 << b}))[0] != csr.ERR_NONE}
+        return set(range(INSN_BITS)) - fixed
+    bound.__doc__ = (f"A word in the {mnemonic} queue: FETCH dispatches only {mnemonic}s there, and refuses the "
+                     f"dependency flags and buffer codes hw.isa_semantics.dispatch_fault rejects, so those bits "
+                     f"and the opcode's zeros are 0.")
+    return bound
+
+
 def burst_len(cfg: HwConfig) -> set[int]:
     """A burst's beat count, 1 .. MAX_BURST."""
     return _bits_below(cfg.max_burst)
@@ -226,6 +244,7 @@ MOVABLE: dict[str, Callable[[HwConfig], set[int]]] = {
     "writes_in_flight": writes_in_flight, "out_vec_beat": out_vec_beat, "entry_beat": entry_beat,
     "tile_walk": tile_walk, "decode_error_code": decode_error_code, "gemm_acc_index": gemm_acc_index,
     **{f"{unit}_error_code": _lane_error_code(unit) for unit in ("fetch", "load", "compute", "store")},
+    "load_queue_word": _queue_word("LOAD"), "store_queue_word": _queue_word("STORE"),
 }
 
 
