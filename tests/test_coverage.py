@@ -344,7 +344,7 @@ def test_directed_cases_agree_on_iss_and_tlm():
     cases = [barrier_one_core(cfg), abort_after_error(cfg), halt_while_pushing(cfg), gemm_offset_saturates(cfg),
              window_ends_at_barrier(cfg), *widest_fields(cfg)]
     assert [c.error and c.error[0] for c in cases] == [None, "UNLOADED", "UNLOADED", "SRAM_RANGE", "DEADLOCK",
-                                                       *["DRAM_RANGE"] * 5, "INSN_RANGE"]
+                                                       *["DRAM_RANGE"] * 6, "INSN_RANGE"]
     for c in cases:
         for r in (models.iss(c.program), models.tlm(c.program)):
             assert (r.error and (r.error["name"], r.error["pc"])) == c.error, (c.name, r.model, r.error)

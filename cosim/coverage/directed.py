@@ -300,7 +300,8 @@ def window_ends_at_barrier(cfg: Any) -> Any:
 
 def widest_fields(cfg: Any) -> list[Any]:
     """Error cases whose instruction fields (or window registers) hold their largest values: a LOAD into
-    each buffer and a STORE with DRAM base, sizes, stride, SRAM base (and, for LOAD, paddings) all ones,
+    each buffer and a STORE with DRAM base, sizes, stride, SRAM base (and, for LOAD, paddings) all ones, a
+    LOAD whose padded tile is 0xFFFF by 0xFFFF entries,
     and the instruction window from 0xFFFFFFF0 for 2^32 - 1 instructions. The range checks compute
     every bit of their 64-bit bounds before they fail (DRAM_RANGE, INSN_RANGE at pc 0)."""
     from hw.assembler import Assembler
@@ -316,6 +317,12 @@ def widest_fields(cfg: Any) -> list[Any]:
                  y_pad_0=15, y_pad_1=15, x_pad_0=15, x_pad_1=15)
         asm.finish()
         cases.append(Case(asm.program(), ("DRAM_RANGE", 0)))
+    # sizes that with the most padding make the padded tile 0xFFFF rows by 0xFFFF columns
+    asm = Assembler(cfg, "cov_widest_padded_tile")
+    asm.load(ones32, x=ones16 - 30, y=ones16 - 30, stride=ones16, sram=sram, y_pad_0=15, y_pad_1=15, x_pad_0=15,
+             x_pad_1=15)
+    asm.finish()
+    cases.append(Case(asm.program(), ("DRAM_RANGE", 0)))
     asm = Assembler(cfg, "cov_widest_store")
     asm.store(ones32, x=ones16, y=ones16, stride=ones16, sram=sram)
     asm.finish()
