@@ -94,6 +94,21 @@ def _queue_word(mnemonic: str) -> Callable[[HwConfig], set[int]]:
     return bound
 
 
+def entry_log2(cfg: HwConfig) -> set[int]:
+    """load_unit's ``elog2``: log2 of the DRAM bytes of a buffer's entry (at most a 256-byte weight block)."""
+    return _bits_below(max(_log2(cfg.elem_bytes(b)) for b in BUFFERS))
+
+
+def entry_beats_log2(cfg: HwConfig) -> set[int]:
+    """load_unit's ``blog2``: log2 of the bus beats of a buffer's entry (entries are whole beats)."""
+    return _bits_below(max(_log2(cfg.elem_bytes(b) // cfg.bus_bytes) for b in BUFFERS))
+
+
+def insn_beat(cfg: HwConfig) -> set[int]:
+    """FETCH's ``bcnt``: the beat within a 16-byte instruction, 0 .. its beats - 1."""
+    return _bits_below(cfg.beats_per_insn - 1)
+
+
 def burst_len(cfg: HwConfig) -> set[int]:
     """A burst's beat count, 1 .. MAX_BURST."""
     return _bits_below(cfg.max_burst)
@@ -244,7 +259,8 @@ MOVABLE: dict[str, Callable[[HwConfig], set[int]]] = {
     "writes_in_flight": writes_in_flight, "out_vec_beat": out_vec_beat, "entry_beat": entry_beat,
     "tile_walk": tile_walk, "decode_error_code": decode_error_code, "gemm_acc_index": gemm_acc_index,
     **{f"{unit}_error_code": _lane_error_code(unit) for unit in ("fetch", "load", "compute", "store")},
-    "load_queue_word": _queue_word("LOAD"), "store_queue_word": _queue_word("STORE"),
+    "load_queue_word": _queue_word("LOAD"), "store_queue_word": _queue_word("STORE"), "entry_log2": entry_log2,
+    "entry_beats_log2": entry_beats_log2, "insn_beat": insn_beat,
 }
 
 
