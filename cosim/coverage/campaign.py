@@ -86,7 +86,7 @@ def plan_tasks(plan: Plan, dat_dir: Path) -> list[Task]:
             names = [n for n in list_examples() if plan.examples is None or n in plan.examples]
             if names:
                 tasks.append(Task(f"raw {cfg} {'+'.join(names)}", FN,
-                                  {**base, "kind": "raw", "config": cfg, "names": names}))
+                                  {**base, "kind": "raw", "config": cfg, "names": names, "directed": plan.directed}))
         if plan.fsm and plan.examples_on:
             names = [n for n in list_examples() if plan.examples is None or n in plan.examples]
             if names:
@@ -150,7 +150,7 @@ def _run(args: dict[str, Any]) -> Any:
     if kind == "units":
         return regression_module().check_unit_cases(args["config"], args["mem"])
     if kind in ("raw", "fsm"):  # the same runs; "fsm" on the FSM build (see run_task)
-        return _run_raw(args["config"], args["names"])
+        return _run_raw(args["config"], args["names"], directed=kind == "raw" and args.get("directed", False))
     if kind == "fuzz":
         return _run_fuzz(args["config"], args["count"], args["seed"], args["mems"])
     if kind == "directed":
@@ -159,10 +159,12 @@ def _run(args: dict[str, Any]) -> Any:
     raise ValueError(f"unknown coverage task kind {kind!r}")
 
 
-def _run_raw(cfg_name: str, names: Sequence[str]) -> dict[str, Any]:
-    """Every example on the raw C++ harness (one process each), outputs checked against golden."""
+def _run_raw(cfg_name: str, names: Sequence[str], directed: bool = False) -> dict[str, Any]:
+    """Every example on the raw C++ harness (one process each), outputs checked against golden; with
+    ``directed`` also the directed raw-harness cases (``directed.raw_harness_cases``)."""
     from compiler import examples
     from cosim import models
+    from cosim.coverage.directed import raw_harness_cases
     from hw.config import load_config
 
     cfg = load_config(cfg_name)
@@ -178,6 +180,8 @@ def _run_raw(cfg_name: str, names: Sequence[str]) -> dict[str, Any]:
             got = r.outputs.get(k)
             if got is None or got.shape != want.shape or (got != want).any():
                 bad.append(f"{n}: output {k} differs from golden")
+    if directed:
+        bad += raw_harness_cases(cfg)
     assert not bad, "\n".join(bad)
     return cycles
 

@@ -24,6 +24,8 @@
   32-bit address space (its end is 2^32) with a LOAD, a STORE, or the instruction window in it: the
   upper bits of every DRAM address (fetch, load and store ports, the arbiter, the AXI bus) move, and
   the DRAM model answers SLVERR (ERR_AXI_RESP);
+* ``raw_harness_cases`` (the raw back-end's task): DECERR from the C++ DRAM model on a read and on a
+  write, and a register write to the bank of a core the config lacks;
 * ``long_window`` (fast back-end): instruction windows as long as the DRAM holds (2^20 instructions on
   16 MiB), no-op ALUs ending in a malformed word (one core, ERR_BAD_OPCODE at the last pc) or a BARRIER
   one core never reaches (several, the stream shared, ERR_BARRIER), then ending in FINISH (several: one
@@ -409,6 +411,32 @@ def zero_gemm_inputs(cfg: Any, uop_n: int) -> dict[str, np.ndarray]:
     return {"u": np.frombuffer(encode_uops([(0, 0, 0)] * uop_n), dtype=np.int8).reshape(uop_n, -1),
             "i": np.zeros((1, cfg.elem_bytes("INP")), dtype=np.int8),
             "w": np.zeros((1, cfg.elem_bytes("WGT")), dtype=np.int8)}
+
+
+def raw_harness_cases(cfg: Any) -> list[str]:
+    """RTL only, on the raw harness (the raw back-end's coverage task): the C++ DRAM model answering
+    DECERR to the first read burst (the fetch's), then to the first write burst's B (ERR_AXI_RESP; the
+    Verilog DRAM model and cocotbext-axi answer SLVERR only, so RRESP's and BRESP's bit 0 move only
+    here), and a register write to the bank of core 15, which no shipped config has (the CSR block
+    ignores it: the run is clean). The problems found (empty: all held)."""
+    import copy
+
+    from compiler import examples
+    from cosim import models
+    from hw import csr
+
+    case = examples.make_case("vadd", cfg, seed=0)
+    bad = []
+    for what, mode in (("read", (0, 3, 0, -1)), ("write", (0, 3, -1, 0))):
+        r = models.raw(case.program, cfg, mem="cpp", dram_mode=mode)
+        if (r.error or {}).get("name") != "AXI_RESP":
+            bad.append(f"DECERR on the first {what} burst: error {r.error}, expected AXI_RESP")
+    far = copy.copy(case.program)
+    far.regs = [(csr.CORE_BANK_BASE + 15 * csr.CORE_BANK_STRIDE + 0x08, 1)] + list(far.regs)
+    r = models.raw(far, cfg)
+    if r.error is not None or models.first_mismatch(case.expected, r.outputs) is not None:
+        bad.append(f"a write to core 15's bank: error {r.error} or wrong outputs")
+    return bad
 
 
 LONG_WINDOW_ENDS = ("malformed", "finish", "none")
