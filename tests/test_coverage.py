@@ -239,8 +239,9 @@ def test_config_bound_waivers_hold_on_every_shipped_config():
 
 
 def test_config_bound_check_catches_a_reachable_bit(tmp_path):
-    """A bound waiver reaching into bits a config can move, an unknown bound and a bound without a bit
-    range are each reported; 'movable' on a line waiver is refused when loading."""
+    """A bound waiver reaching into bits a config can move (a core's lane only on configs with that core),
+    an unknown bound and a bound without a bit range are each reported; 'movable' on a line waiver is
+    refused when loading."""
     from cosim.coverage.toggle_bounds import check_waiver_bounds
 
     w = tmp_path / "w.json"
@@ -251,13 +252,16 @@ def test_config_bound_check_catches_a_reachable_bit(tmp_path):
         {"toggle": "fetch:pc[31:21]", "movable": "pc", "reason": "right"},
         {"toggle": "accel_top:f_burst_pc[63:53]", "movable": "pc", "lane_bits": 32, "reason": "core 1, right"},
         {"toggle": "accel_top:f_burst_pc[63:52]", "movable": "pc", "lane_bits": 32, "reason": "core 1: bit 20"}]}))
-    bad = check_waiver_bounds(load_waivers(w), ["small", "default"])
-    assert any(b.startswith("accel_top:f_burst_pc[63:52]: bits [20] can move on config default") for b in bad), bad
+    bad = check_waiver_bounds(load_waivers(w), ["small", "default", "quad"])
+    # core 1's lane exists on quad only (default has one core)
+    lanes = [b for b in bad if b.startswith("accel_top")]
+    assert lanes == ["accel_top:f_burst_pc[63:52]: bits [20] can move on config quad (pc)"], lanes
     bad = [b for b in bad if not b.startswith("accel_top")]
     assert any("bits [18, 19, 20] can move on config default" in b for b in bad), bad
+    assert any("bits [18, 19, 20] can move on config quad" in b for b in bad), bad
     assert any("bits [18] can move on config small" in b for b in bad), bad  # 4 MiB: pc <= 2^18
     assert any("unknown movable bound 'pcs'" in b for b in bad) and any("needs a bit range" in b for b in bad)
-    assert len(bad) == 4
+    assert len(bad) == 5
     w.write_text(json.dumps({"waivers": [{"lines": "hw/rtl/fetch.v:1", "movable": "pc", "reason": "x"}]}))
     with pytest.raises(WaiverError, match="'movable' names a bound of a toggle waiver"):
         load_waivers(w)

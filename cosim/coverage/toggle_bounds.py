@@ -283,9 +283,10 @@ def check_waiver_bounds(waivers: Iterable[object], configs: Iterable[str] | None
         if bits is None:
             bad.append(f"{pattern}: a '{name}' bound needs a bit range [HI:LO]")
             continue
+        # a lane (``lane_bits`` wide) is one core's: lane k exists only on configs of more than k cores
         lane = getattr(w, "lane_bits", None) or 1 << 30
-        waived = {b % lane for b in range(bits[0], bits[1] + 1)}
         for c in cfgs:
+            waived = {b % lane for b in range(bits[0], bits[1] + 1) if b // lane < c.num_cores}
             moving = waived & MOVABLE[name](c)
             if moving:
                 bad.append(f"{pattern}: bits {sorted(moving)} can move on config {c.name} ({name})")
