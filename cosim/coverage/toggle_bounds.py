@@ -194,6 +194,16 @@ def write_core(cfg: HwConfig) -> set[int]:
     return _bits_below(cfg.num_cores - 1)
 
 
+def read_slot(cfg: HwConfig) -> set[int]:
+    """A read's slot, {core, client} (the arbiter's ARID, echoed on RID): 0 .. 2 * num_cores - 1."""
+    return _bits_below(2 * cfg.num_cores - 1)
+
+
+def reads_in_flight(cfg: HwConfig) -> set[int]:
+    """The port's count of read bursts granted and not yet finished: 0 .. dram_reads_in_flight."""
+    return _bits_below(cfg.dram_reads_in_flight)
+
+
 def writes_in_flight(cfg: HwConfig) -> set[int]:
     """A count of write bursts granted and not yet answered by B (the port's, a core's, a STORE's):
     0 .. dram_writes_in_flight."""
@@ -260,7 +270,8 @@ MOVABLE: dict[str, Callable[[HwConfig], set[int]]] = {
     "tile_walk": tile_walk, "decode_error_code": decode_error_code, "gemm_acc_index": gemm_acc_index,
     **{f"{unit}_error_code": _lane_error_code(unit) for unit in ("fetch", "load", "compute", "store")},
     "load_queue_word": _queue_word("LOAD"), "store_queue_word": _queue_word("STORE"), "entry_log2": entry_log2,
-    "entry_beats_log2": entry_beats_log2, "insn_beat": insn_beat,
+    "entry_beats_log2": entry_beats_log2, "insn_beat": insn_beat, "read_slot": read_slot,
+    "reads_in_flight": reads_in_flight,
 }
 
 
