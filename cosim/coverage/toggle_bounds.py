@@ -216,6 +216,12 @@ def tile_walk(cfg: HwConfig) -> set[int]:
     return _bits_below(max(cfg.acc_depth, cfg.inp_depth, cfg.wgt_depth, cfg.uop_depth))
 
 
+def tile_column(cfg: HwConfig) -> set[int]:
+    """A LOAD's column in its tile and the next one after a wrap (load_unit's ``c``, ``c_new``): below
+    the tile's columns, so below the largest buffer's depth."""
+    return _bits_below(max(cfg.acc_depth, cfg.inp_depth, cfg.wgt_depth, cfg.uop_depth) - 1)
+
+
 def out_vec_beat(cfg: HwConfig) -> set[int]:
     """The beat within an output vector a STORE is sending: 0 .. its beats - 1."""
     return _bits_below(cfg.beats_per_out_vec - 1)
@@ -271,7 +277,7 @@ MOVABLE: dict[str, Callable[[HwConfig], set[int]]] = {
     **{f"{unit}_error_code": _lane_error_code(unit) for unit in ("fetch", "load", "compute", "store")},
     "load_queue_word": _queue_word("LOAD"), "store_queue_word": _queue_word("STORE"), "entry_log2": entry_log2,
     "entry_beats_log2": entry_beats_log2, "insn_beat": insn_beat, "read_slot": read_slot,
-    "reads_in_flight": reads_in_flight,
+    "reads_in_flight": reads_in_flight, "tile_column": tile_column,
 }
 
 
