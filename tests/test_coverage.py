@@ -512,16 +512,19 @@ def test_long_window_error_pcs_past_2_to_the_14(config, count, pc):
 def test_widest_tiles_uop_fields_and_loops_on_every_model():
     """Directed cases on `small` (its 64-entry buffers): a LOAD as tall and one as wide as the accumulator
     holds, 15 pad rows or columns each side, stored back whole (the padded tile), a GEMM on a micro-op
-    whose fields are all ones (SRAM_RANGE at the GEMM), GEMM and ALU loops of 2^14 - 1 iterations, and
-    STOREs filling the store-to-compute token queue: the ISS, the TLM and the RTL (fast back-end) give the
+    whose fields are all ones (SRAM_RANGE at the GEMM), GEMM and ALU loops of 2^14 - 1 iterations,
+    STOREs filling the store-to-compute token queue, and rows as long as the weight and accumulator buffers
+    hold, loaded and stored back: the ISS, the TLM and the RTL (fast back-end) give the
     same error and outputs, the TLM in the RTL's cycles."""
     from cosim import models
-    from cosim.coverage.directed import store_tokens_fill_queue, uop_fields_all_ones, widest_loops, widest_tiles
+    from cosim.coverage.directed import (store_tokens_fill_queue, uop_fields_all_ones, widest_loops, widest_rows,
+                                         widest_tiles)
     from hw.config import load_config
     from testbench.rtl_model import rtl_available
 
     cfg = load_config("small")
-    cases = [*widest_tiles(cfg), uop_fields_all_ones(cfg), widest_loops(cfg), store_tokens_fill_queue(cfg)]
+    cases = [*widest_tiles(cfg), uop_fields_all_ones(cfg), widest_loops(cfg), store_tokens_fill_queue(cfg),
+             widest_rows(cfg)]
     for c in cases[:2]:
         want = c.program.expected["out"]
         assert (want[:15] == 0).all() and (want[-15:] == 0).all() and want[15:-15].any()

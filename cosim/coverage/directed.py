@@ -8,6 +8,8 @@
 * ``gemm_offset_saturates``: a GEMM loop offset stepping by the largest factor, which saturates
   one iteration ahead of the SRAM_RANGE fault;
 * ``uop_fields_all_ones``: a GEMM on a micro-op whose fields are all ones (SRAM_RANGE);
+* ``widest_rows``: a LOAD of the whole weight buffer and one of the whole accumulator as one row each,
+  and a STORE of that row back;
 * ``widest_loops``: GEMM and ALU loops of 2^14 - 1 outer, then inner, iterations (the GEMMs reset, their
   input and weight offsets stepping by the largest factor), stored back;
 * ``store_tokens_fill_queue``: STOREs pushing tokens back to compute until their queue is full;
@@ -134,6 +136,32 @@ def widest_tiles(cfg: Any) -> list[Any]:
         tile = np.concatenate([zeros, data.astype(np.int64), zeros])
         cases.append(Case(asm.program(expected={"out": narrow(cfg, tile)})))
     return cases
+
+
+def widest_rows(cfg: Any) -> Any:
+    """DMA rows as long as a buffer holds (a one-core config; a tests.units Case): a LOAD of the whole
+    weight buffer as one row, one of the whole accumulator as one row, and a STORE of that row back:
+    the units' beats left in a row start from the most a row that fits can have (the weight buffer's
+    depth times a block's beats; the accumulator's depth times an output vector's)."""
+    from hw.assembler import Assembler
+
+    _repo_on_path()
+    from tests.units.every_level import Case
+    from tests.units.programs import narrow, random_vectors
+
+    depth = cfg.acc_depth
+    rng = np.random.default_rng(80)
+    data = random_vectors(cfg, depth, 80, -1000, 1000)
+    asm = Assembler(cfg, "cov_widest_rows")
+    w = asm.input("w", rng.integers(-128, 128, size=(cfg.wgt_depth, cfg.elem_bytes("WGT")), dtype=np.int8))
+    a = asm.input("a", data)
+    out = asm.output("out", (depth, cfg.lanes))
+    asm.load(w, x=cfg.wgt_depth, buf="WGT")
+    asm.load(a, x=depth, push_next=True)
+    asm.alu("ADD", imm=0, iter_out=0, pop_prev=True, push_next=True)
+    asm.store(out, x=depth, pop_prev=True)
+    asm.finish()
+    return Case(asm.program(expected={"out": narrow(cfg, data.astype(np.int64))}))
 
 
 def abort_after_error(cfg: Any) -> Any:
@@ -427,7 +455,8 @@ def raw_harness_cases(cfg: Any) -> list[str]:
 
     case = examples.make_case("vadd", cfg, seed=0)
     bad = []
-    for what, mode in (("read", (0, 3, 0, -1)), ("write", (0, 3, -1, 0))):
+    # a stall seed: between beats the model drives SLVERR on RRESP and BRESP, so the DECERR's bit 0 falls
+    for what, mode in (("read", (0x5151, 3, 0, -1)), ("write", (0x5151, 3, -1, 0))):
         r = models.raw(case.program, cfg, mem="cpp", dram_mode=mode)
         if (r.error or {}).get("name") != "AXI_RESP":
             bad.append(f"DECERR on the first {what} burst: error {r.error}, expected AXI_RESP")
@@ -663,7 +692,7 @@ def run_directed(args: dict[str, Any]) -> dict[str, Any]:
         # all-ones micro-op's bits too: gemm_offset_saturates reads micro-op (0, 0, 0) after it)
         cases = [*widest_fields(cfg), barrier_one_core(cfg), abort_after_error(cfg), halt_while_pushing(cfg),
                  uop_fields_all_ones(cfg), gemm_offset_saturates(cfg), window_ends_at_barrier(cfg),
-                 *widest_tiles(cfg), widest_loops(cfg), store_tokens_fill_queue(cfg)]
+                 *widest_tiles(cfg), widest_rows(cfg), widest_loops(cfg), store_tokens_fill_queue(cfg)]
         for case in cases:
             for name in ("iss", "tlm"):
                 r = getattr(models, name)(case.program)

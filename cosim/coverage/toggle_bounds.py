@@ -145,6 +145,18 @@ def load_x_beats(cfg: HwConfig) -> set[int]:
     return _bits_below(((1 << 16) - 1) * most)
 
 
+def load_row_beats(cfg: HwConfig) -> set[int]:
+    """The beats left in a LOAD's row (load_unit's ``row_beats``), loaded from ``x_beats`` only when the
+    instruction passed its checks: a row that fits its buffer, at most depth x an entry's beats."""
+    return _bits_below(max(cfg.depth_of(b) * (cfg.elem_bytes(b) // cfg.bus_bytes) for b in BUFFERS))
+
+
+def store_row_beats(cfg: HwConfig) -> set[int]:
+    """The beats left in a STORE's row (store_unit's ``row_beats``), loaded when the instruction passed its
+    checks: at most the accumulator's depth x an output vector's beats."""
+    return _bits_below(cfg.acc_depth * cfg.beats_per_out_vec)
+
+
 def load_stride_bytes(cfg: HwConfig) -> set[int]:
     """A LOAD's row stride in bytes: a 16-bit x_stride shifted by its entry's log2 bytes (3 to 8)."""
     shifts = [_log2(cfg.elem_bytes(b)) for b in BUFFERS]
@@ -277,7 +289,8 @@ MOVABLE: dict[str, Callable[[HwConfig], set[int]]] = {
     **{f"{unit}_error_code": _lane_error_code(unit) for unit in ("fetch", "load", "compute", "store")},
     "load_queue_word": _queue_word("LOAD"), "store_queue_word": _queue_word("STORE"), "entry_log2": entry_log2,
     "entry_beats_log2": entry_beats_log2, "insn_beat": insn_beat, "read_slot": read_slot,
-    "reads_in_flight": reads_in_flight, "tile_column": tile_column,
+    "reads_in_flight": reads_in_flight, "tile_column": tile_column, "load_row_beats": load_row_beats,
+    "store_row_beats": store_row_beats,
 }
 
 
