@@ -114,6 +114,37 @@ def burst_len(cfg: HwConfig) -> set[int]:
     return _bits_below(cfg.max_burst)
 
 
+def _multiples_bits(step: int, top: int) -> set[int]:
+    return {b for n in range(step, top + 1, step) for b in range(n.bit_length()) if n >> b & 1}
+
+
+def load_burst_len(cfg: HwConfig) -> set[int]:
+    """A LOAD burst's beat count: rows start on an entry and bursts are cut at MAX_BURST beats and at 4 KiB
+    pages (entry-aligned), so a multiple of the fewest beats an entry has, up to MAX_BURST."""
+    return _multiples_bits(max(1, min(cfg.elem_bytes(b) for b in BUFFERS) // cfg.bus_bytes), cfg.max_burst)
+
+
+def store_burst_len(cfg: HwConfig) -> set[int]:
+    """A STORE burst's beat count: a multiple of an output vector's beats, up to MAX_BURST."""
+    return _multiples_bits(cfg.beats_per_out_vec, cfg.max_burst)
+
+
+def posted_write_len(cfg: HwConfig) -> set[int]:
+    """The arbiter's ``wlenm1`` (a posted write's AWLEN, written only with writes in flight): 0 .. MAX_BURST - 1."""
+    return _bits_below(cfg.max_burst - 1) if cfg.dram_writes_in_flight > 1 else set()
+
+
+def load_address(cfg: HwConfig) -> set[int]:
+    """A LOAD burst's byte address: entry-aligned (rows start on an entry; cuts fall on MAX_BURST beats of
+    whole entries or on 4 KiB pages), so its bits below the smallest entry's log2 bytes are 0."""
+    return set(range(_log2(min(cfg.elem_bytes(b) for b in BUFFERS)), 32))
+
+
+def store_address(cfg: HwConfig) -> set[int]:
+    """A STORE burst's byte address: aligned to an output vector."""
+    return set(range(_log2(cfg.out_vec_bytes), 32))
+
+
 def burst_beat_next(cfg: HwConfig) -> set[int]:
     """A beat counter plus one (store_unit's ``bbeat_next``): 1 .. MAX_BURST + 1."""
     return _bits_below(cfg.max_burst + 1)
@@ -290,7 +321,8 @@ MOVABLE: dict[str, Callable[[HwConfig], set[int]]] = {
     "load_queue_word": _queue_word("LOAD"), "store_queue_word": _queue_word("STORE"), "entry_log2": entry_log2,
     "entry_beats_log2": entry_beats_log2, "insn_beat": insn_beat, "read_slot": read_slot,
     "reads_in_flight": reads_in_flight, "tile_column": tile_column, "load_row_beats": load_row_beats,
-    "store_row_beats": store_row_beats,
+    "store_row_beats": store_row_beats, "load_burst_len": load_burst_len, "store_burst_len": store_burst_len,
+    "posted_write_len": posted_write_len, "load_address": load_address, "store_address": store_address,
 }
 
 
