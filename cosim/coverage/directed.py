@@ -151,7 +151,7 @@ def widest_rows(cfg: Any) -> Any:
 
     depth = cfg.acc_depth
     rng = np.random.default_rng(80)
-    data = random_vectors(cfg, depth, 80, -1000, 1000)
+    data = random_vectors(cfg, depth, 81, -1000, 1000)
     asm = Assembler(cfg, "cov_widest_rows")
     w = asm.input("w", rng.integers(-128, 128, size=(cfg.wgt_depth, cfg.elem_bytes("WGT")), dtype=np.int8))
     a = asm.input("a", data)
@@ -461,7 +461,8 @@ def raw_harness_cases(cfg: Any) -> list[str]:
         if (r.error or {}).get("name") != "AXI_RESP":
             bad.append(f"DECERR on the first {what} burst: error {r.error}, expected AXI_RESP")
     far = copy.copy(case.program)
-    far.regs = [(csr.CORE_BANK_BASE + 15 * csr.CORE_BANK_STRIDE + 0x08, 1)] + list(far.regs)
+    insn_count = next(a for n, a, _ in csr.BANK_FIXED if n == "INSN_COUNT")
+    far.regs = [(csr.CORE_BANK_BASE + 15 * csr.CORE_BANK_STRIDE + insn_count, 1)] + list(far.regs)
     r = models.raw(far, cfg)
     if r.error is not None or models.first_mismatch(case.expected, r.outputs) is not None:
         bad.append(f"a write to core 15's bank: error {r.error} or wrong outputs")

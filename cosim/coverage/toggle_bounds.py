@@ -23,6 +23,11 @@ def _bits_below(v: int) -> set[int]:
     return set(range(max(int(v), 0).bit_length()))
 
 
+def _max_depth(cfg: HwConfig) -> int:
+    """The largest buffer's depth."""
+    return max(cfg.depth_of(b) for b in BUFFERS)
+
+
 def _max_entry_log2(cfg: HwConfig) -> int:
     """log2 of the largest DRAM entry a LOAD addresses (an accumulator vector, input, weight block or micro-op)."""
     return max(cfg.elem_bytes(b) for b in BUFFERS).bit_length() - 1
@@ -46,15 +51,16 @@ def error_code(cfg: HwConfig) -> set[int]:
     return _bits_below(max(v for k, v in vars(csr).items() if k.startswith("ERR_") and isinstance(v, int)))
 
 
-def _code_bits(codes: Iterable[int]) -> set[int]:
-    return {b for c in codes for b in range(c.bit_length()) if c >> b & 1}
+def _bits_of(values: Iterable[int]) -> set[int]:
+    """The bits some value of ``values`` sets."""
+    return {b for v in values for b in range(int(v).bit_length()) if v >> b & 1}
 
 
 def _lane_error_code(unit: str) -> Callable[[HwConfig], set[int]]:
     def bound(cfg: HwConfig) -> set[int]:
         from hw import csr
 
-        return _code_bits(csr.UNIT_ERRORS[unit])
+        return _bits_of(csr.UNIT_ERRORS[unit])
     bound.__doc__ = f"The {unit} unit's error lane holds one of the codes it raises (hw.csr.UNIT_ERRORS)."
     return bound
 
@@ -63,7 +69,7 @@ def decode_error_code(cfg: HwConfig) -> set[int]:
     """FETCH's decoder's code: BAD_OPCODE or BAD_FIELD (hw.csr.DECODE_ERRORS)."""
     from hw import csr
 
-    return _code_bits(csr.DECODE_ERRORS)
+    return _bits_of(csr.DECODE_ERRORS)
 
 
 def gemm_acc_index(cfg: HwConfig) -> set[int]:
@@ -114,19 +120,16 @@ def burst_len(cfg: HwConfig) -> set[int]:
     return _bits_below(cfg.max_burst)
 
 
-def _multiples_bits(step: int, top: int) -> set[int]:
-    return {b for n in range(step, top + 1, step) for b in range(n.bit_length()) if n >> b & 1}
-
-
 def load_burst_len(cfg: HwConfig) -> set[int]:
     """A LOAD burst's beat count: rows start on an entry and bursts are cut at MAX_BURST beats and at 4 KiB
     pages (entry-aligned), so a multiple of the fewest beats an entry has, up to MAX_BURST."""
-    return _multiples_bits(max(1, min(cfg.elem_bytes(b) for b in BUFFERS) // cfg.bus_bytes), cfg.max_burst)
+    step = max(1, min(cfg.elem_bytes(b) for b in BUFFERS) // cfg.bus_bytes)
+    return _bits_of(range(step, cfg.max_burst + 1, step))
 
 
 def store_burst_len(cfg: HwConfig) -> set[int]:
     """A STORE burst's beat count: a multiple of an output vector's beats, up to MAX_BURST."""
-    return _multiples_bits(cfg.beats_per_out_vec, cfg.max_burst)
+    return _bits_of(range(cfg.beats_per_out_vec, cfg.max_burst + 1, cfg.beats_per_out_vec))
 
 
 def posted_write_len(cfg: HwConfig) -> set[int]:
@@ -256,13 +259,13 @@ def writes_in_flight(cfg: HwConfig) -> set[int]:
 def tile_walk(cfg: HwConfig) -> set[int]:
     """A LOAD's or STORE's row and column index in its tile, and their next values: a tile walks only
     when it fits its buffer (else SRAM_RANGE before EXEC), so at most the largest buffer's depth."""
-    return _bits_below(max(cfg.acc_depth, cfg.inp_depth, cfg.wgt_depth, cfg.uop_depth))
+    return _bits_below(_max_depth(cfg))
 
 
 def tile_column(cfg: HwConfig) -> set[int]:
     """A LOAD's column in its tile and the next one after a wrap (load_unit's ``c``, ``c_new``): below
     the tile's columns, so below the largest buffer's depth."""
-    return _bits_below(max(cfg.acc_depth, cfg.inp_depth, cfg.wgt_depth, cfg.uop_depth) - 1)
+    return _bits_below(_max_depth(cfg) - 1)
 
 
 def out_vec_beat(cfg: HwConfig) -> set[int]:
