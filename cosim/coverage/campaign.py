@@ -164,7 +164,6 @@ def _run_raw(cfg_name: str, names: Sequence[str], directed: bool = False) -> dic
     ``directed`` also the directed raw-harness cases (``directed.raw_harness_cases``)."""
     from compiler import examples
     from cosim import models
-    from cosim.coverage.directed import raw_harness_cases
     from hw.config import load_config
 
     cfg = load_config(cfg_name)
@@ -181,6 +180,8 @@ def _run_raw(cfg_name: str, names: Sequence[str], directed: bool = False) -> dic
             if got is None or got.shape != want.shape or (got != want).any():
                 bad.append(f"{n}: output {k} differs from golden")
     if directed:
+        from cosim.coverage.directed import raw_harness_cases
+
         bad += raw_harness_cases(cfg)
     assert not bad, "\n".join(bad)
     return cycles

@@ -72,11 +72,16 @@ DIRECTED_JOB = "testbench.coverage_job"
 JOB_EXAMPLES = ("vadd", "matmul")
 
 
-def _repo_on_path() -> None:
-    """The unit-case helpers live in the repository's tests/units (imported by name, as cosim.regress does)."""
+def _unit_helpers() -> tuple[Any, Any, Any]:
+    """tests/units' ``Case``, ``narrow`` and ``random_vectors``: the unit-case helpers live in the
+    repository's tests/units (imported by name, the repository on ``sys.path`` as cosim.regress does)."""
     from cosim.regress.cells import regression_module
 
     regression_module()
+    from tests.units.every_level import Case
+    from tests.units.programs import narrow, random_vectors
+
+    return Case, narrow, random_vectors
 
 
 def barrier_one_core(cfg: Any) -> Any:
@@ -86,9 +91,7 @@ def barrier_one_core(cfg: Any) -> Any:
     from hw.assembler import Assembler
     from hw.isa import Barrier
 
-    _repo_on_path()
-    from tests.units.every_level import Case
-    from tests.units.programs import narrow, random_vectors
+    Case, narrow, random_vectors = _unit_helpers()
 
     data = random_vectors(cfg, 2, 77, -1000, 1000)
     asm = Assembler(cfg, "cov_barrier_one_core")
@@ -116,9 +119,7 @@ def widest_tiles(cfg: Any) -> list[Any]:
     from hw.assembler import Assembler
     from hw.isa import PAD_BITS
 
-    _repo_on_path()
-    from tests.units.every_level import Case
-    from tests.units.programs import narrow, random_vectors
+    Case, narrow, random_vectors = _unit_helpers()
 
     depth, p = cfg.acc_depth, (1 << PAD_BITS) - 1
     n = depth - 2 * p
@@ -145,9 +146,7 @@ def widest_rows(cfg: Any) -> Any:
     depth times a block's beats; the accumulator's depth times an output vector's)."""
     from hw.assembler import Assembler
 
-    _repo_on_path()
-    from tests.units.every_level import Case
-    from tests.units.programs import narrow, random_vectors
+    Case, narrow, random_vectors = _unit_helpers()
 
     depth = cfg.acc_depth
     rng = np.random.default_rng(80)
@@ -169,9 +168,7 @@ def abort_after_error(cfg: Any) -> Any:
     LOAD wrote: ERR_UNLOADED while the LOAD's bursts are in flight, which the AXI arbiter aborts."""
     from hw.assembler import Assembler
 
-    _repo_on_path()
-    from tests.units.every_level import Case
-    from tests.units.programs import random_vectors
+    Case, _, random_vectors = _unit_helpers()
 
     x = min(cfg.acc_depth, 8 * max(1, cfg.max_burst // cfg.beats_per_acc_vec))
     asm = Assembler(cfg, "cov_abort_after_error")
@@ -188,9 +185,7 @@ def halt_while_pushing(cfg: Any) -> Any:
     queue when the GEMM's error halts it."""
     from hw.assembler import Assembler
 
-    _repo_on_path()
-    from tests.units.every_level import Case
-    from tests.units.programs import random_vectors
+    Case, _, random_vectors = _unit_helpers()
 
     n = cfg.token_queue_depth + 2
     asm = Assembler(cfg, "cov_halt_while_pushing")
@@ -209,8 +204,7 @@ def gemm_offset_saturates(cfg: Any) -> Any:
     index stage faults with SRAM_RANGE on the first index past the buffer."""
     from hw.assembler import Assembler
 
-    _repo_on_path()
-    from tests.units.every_level import Case
+    Case = _unit_helpers()[0]
 
     asm = Assembler(cfg, "cov_gemm_offset_saturates")
     asm.load(asm.uops("uops", [(0, 0, 0)]), buf="UOP", push_next=True)
@@ -229,9 +223,7 @@ def widest_loops(cfg: Any) -> Any:
     from hw.assembler import Assembler
     from hw.isa import ALU_ITER_BITS, GEMM_ITER_BITS
 
-    _repo_on_path()
-    from tests.units.every_level import Case
-    from tests.units.programs import narrow
+    Case, narrow, _ = _unit_helpers()
 
     f = (1 << cfg.sram_index_bits) - 1
     gemm_max, alu_max = (1 << GEMM_ITER_BITS) - 1, (1 << ALU_ITER_BITS) - 1
@@ -255,9 +247,7 @@ def store_tokens_fill_queue(cfg: Any) -> Any:
     from hw.assembler import Assembler
     from hw.isa import ALU_ITER_BITS
 
-    _repo_on_path()
-    from tests.units.every_level import Case
-    from tests.units.programs import narrow
+    Case, narrow, _ = _unit_helpers()
 
     n = cfg.token_queue_depth
     asm = Assembler(cfg, "cov_store_tokens_fill_queue")
@@ -277,8 +267,7 @@ def uop_fields_all_ones(cfg: Any) -> Any:
     the GEMM (the Programs' micro-ops stay below the buffers' depths, 2^11)."""
     from hw.assembler import Assembler
 
-    _repo_on_path()
-    from tests.units.every_level import Case
+    Case = _unit_helpers()[0]
 
     asm = Assembler(cfg, "cov_uop_fields_all_ones")
     asm.load(asm.uops("uops", [(0xFFFF, 0xFFFF, 0xFFFF)]), buf="UOP", push_next=True)
@@ -316,8 +305,7 @@ def window_ends_at_barrier(cfg: Any) -> Any:
     from hw.assembler import Assembler
     from hw.isa import Barrier
 
-    _repo_on_path()
-    from tests.units.every_level import Case
+    Case = _unit_helpers()[0]
 
     asm = Assembler(cfg, "cov_window_ends_at_barrier")
     asm.alu("ADD", imm=1)
@@ -336,8 +324,7 @@ def widest_fields(cfg: Any) -> list[Any]:
     every bit of their 64-bit bounds before they fail (DRAM_RANGE, INSN_RANGE at pc 0)."""
     from hw.assembler import Assembler
 
-    _repo_on_path()
-    from tests.units.every_level import Case
+    Case = _unit_helpers()[0]
 
     ones32, ones16, sram = (1 << 32) - 1, (1 << 16) - 1, (1 << cfg.sram_index_bits) - 1
     cases = []
@@ -589,8 +576,7 @@ def busy_cores(cfg: Any, reps: int = BUSY_REPS, tile: int = 2, passes: int = 128
     from hw.isa import ALU_OPS, BUFFERS, Alu, Finish, Gemm, Load, Store
     from hw.program import Program, concat_streams
 
-    _repo_on_path()
-    from tests.units.programs import narrow, random_vectors
+    _, narrow, random_vectors = _unit_helpers()
 
     n, L, uop_n = cfg.num_cores, cfg.lanes, 1
     reps = min(reps, (cfg.acc_depth - 1) // tile)
@@ -681,7 +667,7 @@ def run_directed(args: dict[str, Any]) -> dict[str, Any]:
     from cosim import models
     from hw.config import load_config
 
-    _repo_on_path()
+    _unit_helpers()  # the repository on sys.path
     from tests.units.every_level import check_rtl, run_rtl
 
     cfg = load_config(args["config"])

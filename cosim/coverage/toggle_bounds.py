@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Callable, Iterable
 
+from hw import csr
 from hw.config import HwConfig, list_configs, load_config
 from hw.isa import INSN_BYTES
 
@@ -45,10 +46,8 @@ def insn_index(cfg: HwConfig) -> set[int]:
 
 
 def error_code(cfg: HwConfig) -> set[int]:
-    """An 8-bit error code holds one of hw.csr's ERR_* codes (0 .. the largest)."""
-    from hw import csr
-
-    return _bits_below(max(v for k, v in vars(csr).items() if k.startswith("ERR_") and isinstance(v, int)))
+    """An 8-bit error code holds one of hw.csr's codes (0 .. the largest of ERROR_NAMES)."""
+    return _bits_below(max(csr.ERROR_NAMES))
 
 
 def _bits_of(values: Iterable[int]) -> set[int]:
@@ -56,20 +55,16 @@ def _bits_of(values: Iterable[int]) -> set[int]:
     return {b for v in values for b in range(int(v).bit_length()) if v >> b & 1}
 
 
-def _lane_error_code(unit: str) -> Callable[[HwConfig], set[int]]:
+def _codes_bound(codes: tuple[int, ...], doc: str) -> Callable[[HwConfig], set[int]]:
+    """The bound of an error lane that holds only ``codes``: the bits they set."""
     def bound(cfg: HwConfig) -> set[int]:
-        from hw import csr
-
-        return _bits_of(csr.UNIT_ERRORS[unit])
-    bound.__doc__ = f"The {unit} unit's error lane holds one of the codes it raises (hw.csr.UNIT_ERRORS)."
+        return _bits_of(codes)
+    bound.__doc__ = doc
     return bound
 
 
-def decode_error_code(cfg: HwConfig) -> set[int]:
-    """FETCH's decoder's code: BAD_OPCODE or BAD_FIELD (hw.csr.DECODE_ERRORS)."""
-    from hw import csr
-
-    return _bits_of(csr.DECODE_ERRORS)
+decode_error_code = _codes_bound(
+    csr.DECODE_ERRORS, "FETCH's decoder's code: BAD_OPCODE or BAD_FIELD (hw.csr.DECODE_ERRORS).")
 
 
 def gemm_acc_index(cfg: HwConfig) -> set[int]:
@@ -84,7 +79,6 @@ def gemm_acc_index(cfg: HwConfig) -> set[int]:
 
 def _queue_word(mnemonic: str) -> Callable[[HwConfig], set[int]]:
     def bound(cfg: HwConfig) -> set[int]:
-        from hw import csr
         from hw.isa import INSN_BITS, INSN_CLASSES, OPCODE_BITS, OPCODES, Isa
         from hw.isa_semantics import dispatch_fault
 
@@ -320,7 +314,9 @@ MOVABLE: dict[str, Callable[[HwConfig], set[int]]] = {
     "checked_lo": checked_lo, "checked_hi": checked_hi, "write_core": write_core,
     "writes_in_flight": writes_in_flight, "out_vec_beat": out_vec_beat, "entry_beat": entry_beat,
     "tile_walk": tile_walk, "decode_error_code": decode_error_code, "gemm_acc_index": gemm_acc_index,
-    **{f"{unit}_error_code": _lane_error_code(unit) for unit in ("fetch", "load", "compute", "store")},
+    **{f"{unit}_error_code": _codes_bound(
+        csr.UNIT_ERRORS[unit], f"The {unit} unit's error lane holds one of the codes it raises (hw.csr.UNIT_ERRORS).")
+        for unit in ("fetch", "load", "compute", "store")},
     "load_queue_word": _queue_word("LOAD"), "store_queue_word": _queue_word("STORE"), "entry_log2": entry_log2,
     "entry_beats_log2": entry_beats_log2, "insn_beat": insn_beat, "read_slot": read_slot,
     "reads_in_flight": reads_in_flight, "tile_column": tile_column, "load_row_beats": load_row_beats,
