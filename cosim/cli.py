@@ -170,7 +170,11 @@ def error_line(e: BaseException) -> str:
     except Exception:  # an exception whose message cannot be made
         text = ""
     msg = text.splitlines()[0] if text else type(e).__name__
-    if isinstance(e, OSError) and e.filename and str(e.filename) not in msg:
+    if isinstance(e, OSError) and e.filename and e.strerror and text.startswith(f"[Errno {e.errno}] "):
+        # the system's own message ("[Errno 2] No such file or directory: 'x'") as "x: No such file or directory"
+        names = f"{e.filename} -> {e.filename2}" if e.filename2 else f"{e.filename}"
+        msg = f"{names}: {e.strerror}"
+    elif isinstance(e, OSError) and e.filename and str(e.filename) not in msg:
         msg = f"{e.filename}: {msg}"
     if isinstance(e, KeyError) and msg == text:  # a bare KeyError's text is only the quoted key
         msg = f"KeyError: {msg}"

@@ -317,6 +317,18 @@ def test_missing_folder_is_not_an_unknown_example(capsys, tmp_path):
     one_line(rc, err, "unknown example 'vad'", "vadd")
 
 
+def test_system_errors_name_the_path_without_errno(capsys, tmp_path):
+    """An OSError from the system reads "PATH: reason", not Python's "[Errno N] reason: 'PATH'"."""
+    existing = tmp_path / "a_file"
+    existing.write_text("")
+    rc, _, err = cosim(capsys, "compile", "vadd", "-o", existing)
+    one_line(rc, err, f"{existing}: File exists")
+    under_a_file = existing / "prog"
+    rc, _, err = cosim(capsys, "compile", "vadd", "-o", under_a_file)
+    one_line(rc, err, f"{under_a_file}: Not a directory")
+    assert "Errno" not in err
+
+
 # ---- 11: argparse errors ---------------------------------------------------------------------------
 @pytest.mark.parametrize("args, words", [
     (["run", "vadd", "--model", "bogus"], ["cosim run", "invalid choice: 'bogus'", "--help"]),
