@@ -662,7 +662,7 @@ def _read_regs(path: Path, cfg: HwConfig, layout_cfg: str, layout_id: int) -> li
             raise ProgramError(f"{path}: write {i} to {name}: 'addr' must be a JSON integer, not "
                                f"{_json_kind(w['addr'])} {w['addr']!r}"[:300])
         if "addr" in w and w["addr"] != reg.addr:
-            raise ProgramError(f"{path}: write {i} to {name} gives address 0x{w['addr']:x}, the map says 0x{reg.addr:x}")
+            raise ProgramError(f"{path}: write {i} to {name} gives address {w['addr']:#x}, the map says {reg.addr:#x}")
         if reg.access == "ro":
             raise ProgramError(f"{path}: write {i} targets read-only CSR {name}")
         if type(value) is not int or not 0 <= value <= 0xFFFFFFFF:

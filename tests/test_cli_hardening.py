@@ -523,6 +523,7 @@ def _set_write(key: str, value):
     ("regs.json", _set_write("csr", [1]), ["regs.json", "write 0", "'csr' must be a CSR name", "[1]"]),
     ("regs.json", _set_write("addr", "x"), ["regs.json", "write 0", "'addr' must be a JSON integer", "'x'"]),
     ("regs.json", _set_write("addr", [1]), ["regs.json", "'addr' must be a JSON integer"]),
+    ("regs.json", _set_write("addr", -4), ["regs.json", "write 0", "gives address -0x4", "the map says 0x"]),
 ])
 def test_folder_json_field_types(capsys, folder, file, edit, words):
     edit_json(folder / file, edit)
