@@ -75,6 +75,11 @@ def test_user_errors_exit_2(rtl, tmp_path, capsys):
     bad = write(tmp_path / "bad.vcd", "hello\n")
     rc, _, err = cosim(capsys, "list", bad)
     assert rc == 2 and "no signals" in err
+    # a timestamp that is not a number: the line that holds it (a $comment's '#' is text, not time)
+    bad = write(tmp_path / "bad_time.vcd", "$comment\n# not a time\n$end\n$var wire 1 ! clk $end\n"
+                                           "$enddefinitions $end\n#0\n1!\n#1x\n0!\n")
+    rc, _, err = cosim(capsys, "show", bad, "clk")
+    assert rc == 2 and err.count("\n") == 1 and "line 8: timestamp '#1x' is not a whole number" in err, err
 
 
 def test_show_table_in_cycles(rtl, tlm, capsys):

@@ -144,6 +144,22 @@ def _last_timestamp(path: Path) -> int | None:
     return int(found[-1]) if found else None
 
 
+def _bad_timestamp(path: Path) -> str | None:
+    """Where a VCD's first timestamp that is not a whole number is ("line N: timestamp '#x' ..."),
+    or None: the reader's own message then says what it could not read."""
+    in_comment = False  # a $comment's text may start a line with '#'
+    with open(path, "rb") as f:
+        for n, line in enumerate(f, 1):
+            if b"$comment" in line:
+                in_comment = True
+            if in_comment:
+                in_comment = b"$end" not in line
+            elif line.startswith(b"#") and not line[1:].strip().isdigit():
+                text = line.strip()[:40].decode("utf-8", "replace")
+                return f"line {n}: timestamp {text!r} is not a whole number"
+    return None
+
+
 class VcdFile:
     """A VCD file's header (signals, timescale) and selective value streaming."""
 
@@ -155,7 +171,7 @@ class VcdFile:
         try:
             head = VCDVCD(str(self.path), only_sigs=True)
         except (ValueError, IndexError, KeyError) as e:
-            raise WavesError(f"{self.path}: not a readable VCD file ({e})") from None
+            raise WavesError(f"{self.path}: not a readable VCD file ({_bad_timestamp(self.path) or e})") from None
         self.timescale = {k: str(v) for k, v in head.timescale.items()}
         self.signals: list[SignalInfo] = self._signals(head)
         if not self.signals:
@@ -259,7 +275,7 @@ class VcdFile:
         except _Stop:
             pass
         except (ValueError, IndexError) as e:
-            raise WavesError(f"{self.path}: malformed value change ({e})") from None
+            raise WavesError(f"{self.path}: malformed value change ({_bad_timestamp(self.path) or e})") from None
         finally:
             prog.close()
         initial = {sg.name: v for c, v in col.initial.items() for sg in codes[c]}
