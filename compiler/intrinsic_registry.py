@@ -13,6 +13,7 @@ selects (``context.mode``).
 
 from __future__ import annotations
 
+import inspect
 from typing import Any, Callable
 
 from compiler.context import _local, current, source_line
@@ -49,12 +50,28 @@ class Intrinsic:
         except ArgError as e:
             raise kernel_error(ctx.kernel_name, e.arg, f"S.{self.name} at {source_line()}: {e}", e.cls) from None
         except TypeError as e:  # wrong arguments to the intrinsic itself
-            raise kernel_error(ctx.kernel_name, None, f"S.{self.name} at {source_line()}: {e}") from None
+            raise kernel_error(ctx.kernel_name, None,
+                               f"S.{self.name} at {source_line()}: {self._call_error(e, args, kwargs)}") from None
         try:
             half = self.halves[ctx.mode]
         except KeyError:
             raise IntrinsicError(f"intrinsic '{self.name}' has no {ctx.mode!r} half") from None
         return half(ctx, op)
+
+    def _call_error(self, e: TypeError, args: tuple[Any, ...], kwargs: dict[str, Any]) -> str:
+        """What is wrong with the call, in the kernel author's terms: a call that does not fit the
+        intrinsic's parameters is named against its signature (without the context the registry
+        passes first, which Python's own message would count); another TypeError is as raised."""
+        if e.__traceback__ is not None and e.__traceback__.tb_next is not None:
+            return str(e)  # raised inside the interface, not by the call's binding
+        params = [q.replace(annotation=inspect.Parameter.empty)
+                  for q in list(inspect.signature(self.interface).parameters.values())[1:]]
+        sig = inspect.Signature(params)
+        try:
+            sig.bind(*args, **kwargs)
+        except TypeError as bind_error:
+            return f"{bind_error} (S.{self.name}{sig})"
+        return str(e)
 
     def __repr__(self) -> str:
         return f"<intrinsic S.{self.name} halves={sorted(self.halves)}>"

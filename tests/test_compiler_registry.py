@@ -57,3 +57,26 @@ def test_new_intrinsic_needs_one_place_per_half():
 def test_intrinsic_outside_a_kernel_is_an_error():
     with pytest.raises(CompileError, match="outside a kernel"):
         S.add(S.acc[0:1], 1)
+
+
+@pytest.mark.parametrize("call, words", [
+    (lambda: S.clz(S.acc[0:1]), ["S.clz", "missing a required argument: 'src'", "S.clz(dst, src, iters=None"]),
+    (lambda: S.load(S.acc[0:1], None, bogus=3), ["S.load", "unexpected keyword argument 'bogus'", "S.load(dst, src,"]),
+    (lambda: S.add(S.acc[0:1], 1, None, None, None, 7), ["S.add", "too many positional arguments"]),
+    (lambda: S.sync(1), ["S.sync", "too many positional arguments", "(S.sync())"]),
+])
+def test_a_call_that_does_not_fit_names_the_signature(call, words):
+    """A wrong call is named against the intrinsic's own parameters (not the registry's context argument
+    or the interface's Python name), on golden and compiled alike."""
+    @S.kernel
+    def k(A, C):
+        call()
+
+    for run in (lambda: k(np.zeros(16, np.int32), np.zeros(16, np.int8)),
+                lambda: build(k, [S.tensor(16), S.tensor(16, "int8")], "default")):
+        with pytest.raises(CompileError) as e:
+            run()
+        text = str(e.value)
+        assert "interface" not in text and "ctx" not in text, text
+        for w in words:
+            assert w in text, (w, text)
