@@ -19,11 +19,11 @@ import numpy as np
 
 from compiler.context import Context, source_line
 from compiler.errors import kernel_error
-from compiler.ir import GemmOp, Index, LoadOp, Op, SpaceAccess, accesses, op_name
+from compiler.ir import AluOp, GemmOp, Index, LoadOp, Op, SpaceAccess, StoreOp, accesses, op_name
 from compiler.tensor import Tensor, pad_to_vectors
 from hw.config import HwConfig
 from hw.gemm_numpy import gemm_first_fault, gemm_indices
-from hw.isa import UOP_BYTES
+from hw.isa import INSN_BYTES, UOP_BYTES
 from hw.program import align_up
 
 CONST_REGION = "_const"  # the Program region holding every constant of a kernel
@@ -120,6 +120,10 @@ class TraceContext(Context):
             trace.pool = ConstPool(cfg.region_align)
         # GEMM instruction fields -> its (reads, writes), valid while the micro-op buffer is unchanged
         self._gemm_seen: dict[tuple, tuple[SpaceAccess, SpaceAccess]] = {}
+        # each LOAD, STORE, ALU and GEMM becomes one instruction: past this many (FINISH after them) the
+        # Program cannot fit the DRAM, so the trace stops there rather than grow without a bound
+        self._insn_ops = 0
+        self._insn_cap = cfg.dram_bytes // INSN_BYTES - 1
 
     def _check_reads(self, op: Op, reads: SpaceAccess, line: str) -> None:
         for space, r in reads:
@@ -130,6 +134,13 @@ class TraceContext(Context):
                                    f"{_PREFIX[space]}[{i}], which the kernel never wrote")
 
     def _append(self, op: Op, reads: SpaceAccess, writes: SpaceAccess, line: str) -> None:
+        if isinstance(op, (LoadOp, StoreOp, AluOp, GemmOp)):
+            self._insn_ops += 1
+            if self._insn_ops > self._insn_cap:
+                cfg = self.cfg
+                raise kernel_error(self.kernel_name, None, f"S.{op_name(op)} at {line}: the kernel's instructions "
+                                   f"outgrow the {cfg.dram_bytes}-byte DRAM of config '{cfg.name}' (at most "
+                                   f"{self._insn_cap + 1:,} instructions of {INSN_BYTES} bytes, FINISH included)")
         for space, w in writes:
             self.written[space][w] = True
         self.trace.ops.append(Traced(op, reads, writes, line))
