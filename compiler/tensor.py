@@ -10,13 +10,14 @@ whole padded region; runners cut the first ``n`` elements, see
 
 from __future__ import annotations
 
+import operator
 from dataclasses import dataclass
 from math import prod
 from typing import Any
 
 import numpy as np
 
-from compiler.errors import CompileError
+from compiler.errors import CompileError, kernel_error
 from compiler.symbolic import Expr, check_dimension
 
 
@@ -210,24 +211,43 @@ class BufferView:
         what = _BUFFER_WORDS.get(self.BUF, self.BUF)
         if isinstance(k, slice):
             if k.step not in (None, 1):
-                raise CompileError(f"{what} views take contiguous slices only (use the loop factors for strides)")
-            start = 0 if k.start is None else int(k.start)
+                raise self._error(f"{what} views take contiguous slices only (use the loop factors for strides)")
+            start = 0 if k.start is None else self._index(k.start, f"{what} slice start")
             if k.stop is None:
                 if self.length is None:
-                    raise CompileError(f"slice of an unsized {what} view needs an end")
+                    raise self._error(f"slice of an unsized {what} view needs an end")
                 stop = self.length
             else:
-                stop = int(k.stop)
+                stop = self._index(k.stop, f"{what} slice end")
             if start < 0 or stop < start:
-                raise CompileError(f"bad {what} slice [{start}:{stop}]")
+                raise self._error(f"bad {what} slice [{start}:{stop}]")
             return cls(self.base + start, stop - start)
-        i = int(k)
+        i = self._index(k, f"{what} index")
         if i < 0:
-            raise CompileError(f"negative {what} index {i}")
+            raise self._error(f"negative {what} index {i}")
         return cls(self.base + i, 1)
 
     def __add__(self, k: int) -> "BufferView":
-        return self.PLAIN(self.base + int(k), self.length)
+        return self.PLAIN(self.base + self._index(k, f"{_BUFFER_WORDS.get(self.BUF, self.BUF)} view offset"),
+                          self.length)
+
+    def _index(self, v: Any, what: str) -> int:
+        """``v`` as an index: an integer (numpy's too; a symbolic dimension says it is not bound yet),
+        never a float, bool or string cut to one."""
+        if isinstance(v, bool):
+            raise self._error(f"{what} must be an integer, got bool {v!r}")
+        try:
+            return operator.index(v)
+        except TypeError:
+            raise self._error(f"{what} must be an integer, got {type(v).__name__} {v!r}") from None
+
+    def _error(self, reason: str) -> CompileError:
+        """``reason`` as one line naming the kernel and its line when a kernel is running."""
+        from compiler.context import current, in_kernel, source_line  # (context imports the DSL's users)
+
+        if not in_kernel():
+            return CompileError(reason)
+        return kernel_error(current().kernel_name, None, f"S.{self.BUF.lower()}[...] at {source_line()}: {reason}")
 
 
 _BUFFER_WORDS = {"ACC": "accumulator", "INP": "input buffer", "WGT": "weight buffer", "UOP": "micro-op buffer"}

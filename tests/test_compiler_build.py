@@ -104,6 +104,59 @@ def test_tile_that_cannot_fit():
         build(copy, [S.tensor(65 * 8), S.tensor(65 * 8, "int8")], "small")
 
 
+def test_a_kernel_outgrowing_the_dram_stops_where_it_does():
+    """The trace stops at the first instruction past what the DRAM can hold (not after the whole loop,
+    whose trace would grow without a bound), naming the line; a kernel below the bound compiles."""
+    from hw.config import parse_config
+
+    tiny = parse_config(dict(load_config("default").to_dict(), name="tiny", dram_bytes=1 << 16))
+
+    def kernel(n: int):
+        @S.kernel
+        def many(A, C):
+            S.load(S.acc[0:1], A)
+            for _ in range(n):
+                S.add(S.acc[0:1], 1)
+            S.store(C, S.acc[0:1])
+        return many
+
+    cap = tiny.dram_bytes // 16   # instructions, FINISH included
+    with pytest.raises(CompileError, match=rf"kernel 'many': S\.add at test_compiler_build\.py:\d+: the kernel's "
+                                           rf"instructions outgrow the 65536-byte DRAM of config 'tiny' \(at most "
+                                           rf"{cap:,} instructions"):
+        build(kernel(cap), [S.tensor(16), S.tensor(16, "int8")], tiny)
+    p = build(kernel(100), [S.tensor(16), S.tensor(16, "int8")], tiny)
+    assert len(p.insns) == 103
+
+
+@pytest.mark.parametrize("view, words", [
+    (lambda: S.acc[0:2.5], ["accumulator slice end must be an integer, got float 2.5"]),
+    (lambda: S.inp[True], ["input buffer index must be an integer, got bool True"]),
+    (lambda: S.acc["1":"3"], ["accumulator slice start must be an integer, got str '1'"]),
+    (lambda: S.acc[3:1], ["bad accumulator slice [3:1]"]),
+    (lambda: S.wgt[-1], ["negative weight buffer index -1"]),
+    (lambda: S.acc[0:4] + 1.5, ["accumulator view offset must be an integer, got float 1.5"]),
+])
+def test_a_bad_view_is_refused_at_the_kernel_line(view, words):
+    """A view's bounds are integers (numpy's too), never cut from a float or parsed from text; inside a
+    kernel the error names the kernel and the line, outside one it is the reason alone."""
+    @S.kernel
+    def viewer(A, C):
+        S.load(S.acc[0:1], A)
+        view()
+        S.store(C, S.acc[0:1])
+
+    with pytest.raises(CompileError) as e:
+        build(viewer, [S.tensor(16), S.tensor(16, "int8")], "default")
+    assert str(e.value).startswith("kernel 'viewer': S.") and "test_compiler_build.py:" in str(e.value), e.value
+    for w in words:
+        assert w in str(e.value)
+    with pytest.raises(CompileError) as e:
+        view()
+    assert str(e.value) == words[0]
+    assert S.acc[np.int64(2):np.int32(5)] == S.acc[2:5]
+
+
 def test_read_of_never_written_buffer():
     @S.kernel
     def bad(A, C):
