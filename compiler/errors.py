@@ -15,6 +15,10 @@ class BufferRangeError(CompileError, IndexError):
     """An on-chip buffer index out of range; the message names the intrinsic and the source line."""
 
 
+class ConfigFitError(CompileError):
+    """A kernel or network that is right as written but has no tiling that fits a config's buffers."""
+
+
 class DeadlockError(CompileError):
     """An instruction stream whose tokens, queues and fetch order can stop every unit."""
 

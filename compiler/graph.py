@@ -133,9 +133,9 @@ class Graph:
         self._counts: dict[str, int] = {}
 
     # ---- errors and bookkeeping ---------------------------------------------------------------
-    def error(self, layer: str, reason: str) -> CompileError:
-        """The one-line error of this graph naming ``layer``."""
-        return CompileError(f"graph '{self.name}': layer '{layer}': {reason}")
+    def error(self, layer: str, reason: str, cls: type[CompileError] = CompileError) -> CompileError:
+        """The one-line error of this graph naming ``layer`` (of class ``cls``)."""
+        return cls(f"graph '{self.name}': layer '{layer}': {reason}")
 
     def _name(self, op: str, name: str | None) -> str:
         if name is None:

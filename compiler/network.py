@@ -52,7 +52,7 @@ from compiler import packing as P
 from compiler.build import build
 from compiler.conv_engine import BorderFix, Epilogue, ScaledResidual, conv_layer
 from compiler.conv_plan import ConvPlan, ConvShape, PlanError, plan_conv
-from compiler.errors import CompileError
+from compiler.errors import CompileError, ConfigFitError
 from compiler.fixed_point import alu_steps
 from compiler.gemm_reference import wrap32
 from compiler.graph import Graph, Layer, Value, rescale_bound
@@ -606,7 +606,7 @@ def _plan_stage(st: Stage, cfg: HwConfig, batch: int, g: Graph, layouts: dict[Va
             st.uops = eltwise_uops(len(st.inputs))
             layouts[st.output] = found.pop()  # elementwise: stored as its operands are
     except PlanError as e:
-        raise g.error(main.name, f"cannot be tiled on config '{cfg.name}': {e}") from None
+        raise g.error(main.name, f"cannot be tiled on config '{cfg.name}': {e}", ConfigFitError) from None
 
 
 def _first_fit(intervals: list[tuple[int, int, int, Any]]) -> tuple[dict[Any, int], int]:

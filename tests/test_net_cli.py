@@ -96,6 +96,42 @@ def test_net_bad_input_is_one_line(args: list[str], want: str, capsys: pytest.Ca
     assert "Traceback" not in cap.err and cap.out == ""
 
 
+def test_sim_widens_a_networks_dram_and_says_which_network_a_config_cannot_tile(tmp_path: Path) -> None:
+    """`cosim sim` runs a network as `cosim net` does: on the config with its DRAM widened to what the
+    network needs (ResNet-18's 64 MiB; `make sim` failed on default's 16 MiB before), on the network's own
+    number of images (one for ResNet-18); a network with no tiling on a config's buffers is a row that
+    says so, not a failed run."""
+    f = tmp_path / "mine.py"
+    f.write_text("from compiler.networks import resnet18_onnx as r\n\n\n"
+                 "def small():\n    return r.network(r.Shape(size=64, width=16, classes=100))\n")
+    label = f"net:{f}:small"
+    r = cosim("sim", "--kernels", "vsub_tail", label, "--no-rtl", "--json")
+    assert r.returncode == 0, r.stdout + r.stderr
+    d = json.loads(r.stdout)
+    rows = {k["kernel"]: k for k in d["kernels"]}
+    assert rows["vsub_tail"]["config"] == "default" and rows[label]["config"] == "default-dram64m"
+    assert rows[label]["match"] is True and rows[label]["tlm"]["cycles"] > 0 and d["skipped"] == []
+    assert "compile 1 test image(s)" in r.stderr
+    r = cosim("sim", "--config", "small", "--kernels", "vsub_tail", label, "--no-rtl")
+    assert r.returncode == 0, r.stdout + r.stderr
+    line = next(x for x in r.stdout.splitlines() if x.startswith(label))
+    assert "skipped on config small-dram64m" in line and "layer 'maxpool': cannot be tiled" in line, line
+    assert r.stdout.rstrip().endswith("all models agree")
+
+
+@pytest.mark.long("the main job itself: every example and network on golden, TLM and RTL (a few minutes, "
+                  "ResNet-18's own RTL build included)")
+def test_make_sim_main_job_agrees() -> None:
+    """What `make sim` runs, whole: every row agrees and ResNet-18 runs on its widened DRAM."""
+    r = cosim("sim", "--json", timeout=3600)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    d = json.loads(r.stdout)
+    assert d["match"] is True and d["skipped"] == []
+    rows = {k["kernel"]: k for k in d["kernels"]}
+    assert rows["net:resnet18"]["config"] == "default-dram64m"
+    assert all(k["tlm"]["cycles"] == k["rtl"]["cycles"] for k in d["kernels"])
+
+
 def test_sim_has_a_network_row() -> None:
     r = cosim("sim", "--kernels", "vsub_tail", "net:digits", "--net-images", "2", "--json")
     assert r.returncode == 0, r.stdout + r.stderr

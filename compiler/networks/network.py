@@ -27,6 +27,8 @@ class Network:
       config's DRAM to it (:func:`with_dram`), which changes no cycle count.
     * ``summarize(layers, images)``: extra figures from ``cosim net``'s per-layer rows (JSON objects) of a
       batch of ``images``, or None.
+    * ``sim_images``: the test images ``cosim sim`` (``make sim``) runs the network on unless told
+      otherwise (a network of millions of cycles an image runs on one).
     * ``compile(config, batch, name)``: the network's own compiler, for a model the graph cannot express
       (``graph`` is then None): an object with ``program``, ``set_inputs``, ``outputs`` and ``run_golden``
       as :class:`compiler.network.NetworkProgram` has them; with it, ``reference(images)`` gives the
@@ -41,6 +43,7 @@ class Network:
     input_name: str
     output: str | Callable[[], str]
     min_dram_bytes: int = 0
+    sim_images: int = 4
     summarize: Callable[[list[dict[str, Any]], int], dict[str, Any]] | None = None
     compile: Callable[[Any, int, str], Any] | None = None
     reference: Callable[[np.ndarray], np.ndarray] | None = None

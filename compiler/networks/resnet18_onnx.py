@@ -267,7 +267,7 @@ def network(shape: Shape = FULL) -> Any:
                    f"classes, width {shape.width}: seeded random weights quantized by onnxruntime (QDQ), seeded "
                    f"random images (no labels)", graph=lambda: imported().graph, dataset=dataset,
                    float_predict=None, input_name=INPUT, output=lambda: graph_output(imported()),
-                   min_dram_bytes=DRAM_BYTES, summarize=summarize)
+                   min_dram_bytes=DRAM_BYTES, sim_images=1, summarize=summarize)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -7,8 +7,13 @@ import argparse
 import json
 import sys
 import time
+from typing import Callable
 
+from compiler.errors import ConfigFitError
+from compiler.networks.network import with_dram
 from hw.config import load_config
+from hw.program import Program
+from hw.result import RunResult
 from cosim import models
 from cosim.cli import add_config_arg, add_json_arg, int_arg
 from cosim.commands.run import PROTOCOL_NOTE
@@ -21,13 +26,16 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p = sub.add_parser("sim", help="run every example on golden, TLM and RTL and print one table",
                        description="Compile the example kernels, run each on the golden path, the TLM and the "
                                    "RTL (Verilator, fast memory back-end), and print one table. Each shipped "
-                                   "network (row net:NAME) runs as one Program for the first --net-images test "
-                                   "images, its logits checked against the numpy reference.")
+                                   "network (row net:NAME) runs as one Program for its first test images (--net-images), "
+                                   "its logits checked against the numpy reference, on the config with its DRAM "
+                                   "widened to what the network needs (as cosim net does; the core's timing is "
+                                   "the config's).")
     add_config_arg(p)
     p.add_argument("--kernels", nargs="*", metavar="NAME",
                    help="only these examples, and networks given as net:NAME (default: all of both)")
-    p.add_argument("--net-images", type=int_arg(1), default=4, metavar="N",
-                   help="test images per network row (default 4)")
+    p.add_argument("--net-images", type=int_arg(1), default=None, metavar="N",
+                   help="test images per network row, at most its test split (default: each network's own: 4, "
+                        "and 1 for resnet18, about 10 M cycles an image)")
     p.add_argument("--mem", choices=["fast", "protocol"], default="fast", help="RTL memory back-end")
     p.add_argument("--no-rtl", action="store_true", help="skip the RTL column (quick check)")
     add_json_arg(p)
@@ -54,6 +62,7 @@ def run(args: argparse.Namespace) -> int:
     for name in nets:
         get_network(name)
     jobs, rows, cases = [], [], []
+    skipped: list[dict[str, str]] = []
     total = len(names) + len(nets)
     for i, name in enumerate(names, 1):
         print(f"[{i}/{total}] {name}: compile + golden + TLM", file=sys.stderr, flush=True)
@@ -64,24 +73,36 @@ def run(args: argparse.Namespace) -> int:
         rows.append({"kernel": name, "config": cfg.name, "golden": g, "tlm": t, "rtl": None})
     for i, name in enumerate(nets, len(names) + 1):
         label = NET_PREFIX + name
-        print(f"[{i}/{total}] {label}: compile {args.net_images} test image(s) + reference + golden + TLM",
-              file=sys.stderr, flush=True)
-        case = make_net_case(get_network(name), cfg, args.net_images)
+        network = get_network(name)
+        images = min(args.net_images or network.sim_images, len(network.dataset("test")[0]))
+        net_cfg = with_dram(cfg, network.min_dram_bytes)
+        print(f"[{i}/{total}] {label}: compile {images} test image(s) + reference + golden + TLM"
+              + (f" (config {net_cfg.name})" if net_cfg is not cfg else ""), file=sys.stderr, flush=True)
+        try:
+            case = make_net_case(network, net_cfg, images)
+        except ConfigFitError as e:  # a network too big for this config's buffers: said, not a disagreement
+            skipped.append({"kernel": label, "config": net_cfg.name, "reason": str(e)})
+            continue
         cases.append(case)
         g = judge_net(case, golden_result(case), label)
         t = judge_net(case, models.tlm(case.program), label)
-        rows.append({"kernel": label, "config": cfg.name, "golden": g, "tlm": t, "rtl": None})
+        rows.append({"kernel": label, "config": net_cfg.name, "golden": g, "tlm": t, "rtl": None})
     if not args.no_rtl:
-        progs = [j.program for j in jobs] + [c.program for c in cases]
-        print(f"RTL: {len(progs)} Programs on Verilator ({args.mem} memory), one simulator process",
-              file=sys.stderr, flush=True)
-        t0 = time.perf_counter()
-        results = models.rtl(progs, cfg, mem=args.mem) if progs else []
-        for row, job, res in zip(rows, jobs, results):
-            row["rtl"] = models.judge(job, res)
-        for row, case, res in zip(rows[len(jobs):], cases, results[len(jobs):]):
-            row["rtl"] = judge_net(case, res, row["kernel"])
-        print(f"RTL done in {time.perf_counter() - t0:.1f} s", file=sys.stderr, flush=True)
+        # one simulator process per config: a network whose DRAM was widened has an RTL build of its own
+        judges = [(row, job.program, lambda res, job=job: models.judge(job, res)) for row, job in zip(rows, jobs)]
+        judges += [(row, case.program, lambda res, case=case, label=row["kernel"]: judge_net(case, res, label))
+                   for row, case in zip(rows[len(jobs):], cases)]
+        by_config: dict[str, list[tuple[dict, Program, Callable[[RunResult], dict]]]] = {}
+        for item in judges:
+            by_config.setdefault(item[1].config.name, []).append(item)
+        for group in by_config.values():
+            group_cfg = group[0][1].config
+            print(f"RTL: {len(group)} Programs on Verilator ({args.mem} memory, config {group_cfg.name}), one "
+                  f"simulator process", file=sys.stderr, flush=True)
+            t0 = time.perf_counter()
+            for (row, _, judge), res in zip(group, models.rtl([p for _, p, _ in group], group_cfg, mem=args.mem)):
+                row["rtl"] = judge(res)
+            print(f"RTL done in {time.perf_counter() - t0:.1f} s", file=sys.stderr, flush=True)
     ok = True
     for row in rows:
         parts = [row["golden"], row["tlm"]] + ([row["rtl"]] if row["rtl"] else [])
@@ -92,15 +113,16 @@ def run(args: argparse.Namespace) -> int:
     comparable = args.mem == "fast" or not any(row["rtl"] for row in rows)
     if args.json:
         extra = {} if comparable else {"cycles_comparable": False, "timing_note": PROTOCOL_NOTE}
-        print(json.dumps({"config": cfg.name, "match": ok, "kernels": rows, **extra}))
+        print(json.dumps({"config": cfg.name, "match": ok, "kernels": rows, "skipped": skipped, **extra}))
         return 0 if ok else 1
-    head = f"{'kernel':<18}{'agree':<7}{'TLM cycles':>11}{'RTL cycles':>11}{'error %':>9}" \
+    w = max([17, *(len(r["kernel"]) for r in rows + skipped)]) + 1  # the kernel column, a space after the longest
+    head = f"{'kernel':<{w}}{'agree':<7}{'TLM cycles':>11}{'RTL cycles':>11}{'error %':>9}" \
            f"{'golden ms':>11}{'TLM ms':>9}{'RTL ms':>9}"
     print(head)
     print("-" * len(head))
     for row in rows:
         rtl = row["rtl"] or {}
-        print(f"{row['kernel']:<18}{'yes' if row['match'] else 'NO':<7}{_fmt(row['tlm']['cycles']):>11}"
+        print(f"{row['kernel']:<{w}}{'yes' if row['match'] else 'NO':<7}{_fmt(row['tlm']['cycles']):>11}"
               f"{_fmt(rtl.get('cycles')):>11}{_fmt(row['error_pct'], '+.2f'):>9}"
               f"{_ms(row['golden']['wall_s']):>11}{_ms(row['tlm']['wall_s']):>9}{_ms(rtl.get('wall_s')):>9}")
         for m in ("golden", "tlm", "rtl"):
@@ -108,6 +130,8 @@ def run(args: argparse.Namespace) -> int:
             if r and not r["match"]:
                 why = r.get("mismatch") or r.get("error")
                 print(f"    {m}: {why}")
+    for row in skipped:
+        print(f"{row['kernel']:<{w}}skipped on config {row['config']}: {row['reason']}")
     errs = [abs(r["error_pct"]) for r in rows if r["error_pct"] is not None]
     if not comparable:
         print(f"note: {PROTOCOL_NOTE}")
