@@ -157,7 +157,8 @@ def run_bench(configs: list[str], quick: bool = False, reps: int = 3, protocol_m
         "settings": {"configs": configs, "quick": quick, "reps": reps, "protocol_max_cycles": protocol_max_cycles,
                      "synth": synth, "fmax_timeout_s": fmax_timeout, "resnet18": resnet,
                      "python": platform.python_version(), "machine": platform.machine(),
-                     "build_s": builds, "bench_wall_s": round(time.perf_counter() - t_start, 1)},
+                     "build_s": builds, "bench_wall_s": round(time.perf_counter() - t_start, 1),
+                     "out_dir": str(out_dir)},
         "plots": [str(growth_png), str(corr_png), str(scaling_png)] + ([str(decode_png)] if decode_png else []),
     }
     (out_dir / "results.json").write_text(json.dumps(res, indent=1, default=float) + "\n")
@@ -254,7 +255,8 @@ def print_report(res: dict[str, Any]) -> None:
         print()
         print("\n".join(area.table_lines(res["area"])))
         print("\n".join(clock.table_lines(res.get("resnet_layer_clock") or {})))
-    print(f"all models agree: {'yes' if res['all_agree'] else 'NO'}; results: bench/results.json, "
+    results = Path(res["settings"].get("out_dir", "bench")) / "results.json"
+    print(f"all models agree: {'yes' if res['all_agree'] else 'NO'}; results: {results}, "
           f"plots: {', '.join(Path(p).name for p in res['plots'])}; {res['settings']['bench_wall_s']} s")
     for r in rows:
         for pr in r["problems"]:
