@@ -16,7 +16,8 @@ class BufferRangeError(CompileError, IndexError):
 
 
 class ConfigFitError(CompileError):
-    """A kernel or network that is right as written but has no tiling that fits a config's buffers."""
+    """A kernel or network that is right as written but does not fit a config: no tiling fits its buffers,
+    or its block size (or number of cores) is not one the model can use."""
 
 
 class DeadlockError(CompileError):

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from compiler.build import build
-from compiler.errors import CompileError
+from compiler.errors import CompileError, ConfigFitError
 from compiler.networks import charlm as C
 from compiler.networks import charlm_decode as D
 from compiler.networks import charlm_int8 as Q
@@ -96,7 +96,7 @@ def test_the_last_position_of_the_context(step: D.DecodeStep) -> None:
 
 def test_small_block_and_several_cores_are_one_line() -> None:
     for name, words in (("small", "block of 8"), ("quad", "one core")):
-        with pytest.raises(CompileError, match=words):
+        with pytest.raises(ConfigFitError, match=words):
             D.layout_of(load_config(name))
 
 

@@ -45,7 +45,7 @@ from compiler import packing as P
 from compiler.attention import _gemm, _requant, _UopRing
 from compiler.build import build
 from compiler.dynamic import DynamicProgram, StaticTrace, compile_traces, static_trace
-from compiler.errors import CompileError
+from compiler.errors import CompileError, ConfigFitError
 from compiler.gelu import NCONSTS, ONE_Q28, _tile, gelu_constants
 from compiler.kernel import Kernel
 from compiler.layer_norm import norm_constants, norm_in_acc
@@ -95,10 +95,10 @@ def layout_of(cfg: HwConfig) -> StepLayout:
     """The step's layout on ``cfg``; one CompileError line when the block does not fit the model."""
     b = cfg.block
     if C.DIM // C.HEADS != b or C.FFN % b:
-        raise CompileError(f"network '{C.NAME}': config '{cfg.name}' has a block of {b}; the decode step needs "
+        raise ConfigFitError(f"network '{C.NAME}': config '{cfg.name}' has a block of {b}; the decode step needs "
                            f"a head of one block ({C.DIM // C.HEADS}) and a feed-forward width divisible by it")
     if cfg.num_cores != 1:
-        raise CompileError(f"network '{C.NAME}': the decode step runs on one core; config '{cfg.name}' has "
+        raise ConfigFitError(f"network '{C.NAME}': the decode step runs on one core; config '{cfg.name}' has "
                            f"{cfg.num_cores}")
     return StepLayout(b, -(-len(C.vocabulary()) // b))
 

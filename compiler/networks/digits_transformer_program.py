@@ -43,7 +43,7 @@ from compiler import dsl as S
 from compiler import packing as P
 from compiler.attention import _gemm, _requant, _UopRing, attention_args, param_layout
 from compiler.build import build
-from compiler.errors import CompileError
+from compiler.errors import CompileError, ConfigFitError
 from compiler.gelu import NCONSTS, ONE_Q28, _tile, gelu_constants
 from compiler.kernel import Kernel
 from compiler.layer_norm import norm_constants, norm_in_acc
@@ -408,7 +408,7 @@ def compile_transformer(q: dict[str, Any], config: HwConfig | str = "default", b
     batch = int(batch)
     b = cfg.block
     if T.DIM % (b * T.HEADS) or T.FFN % b or max(2 * T.TOKENS, T.TOKEN_PIXELS, T.CLASSES) > b:
-        raise CompileError(f"network '{T.NAME}': config '{cfg.name}' has a block of {b}; the model needs a "
+        raise ConfigFitError(f"network '{T.NAME}': config '{cfg.name}' has a block of {b}; the model needs a "
                            f"block dividing {T.DIM // T.HEADS} and {T.FFN}, of at least "
                            f"{max(2 * T.TOKENS, T.TOKEN_PIXELS, T.CLASSES)}")
     lay = _params(q, b)
