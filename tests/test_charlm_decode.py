@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from compiler.build import build
-from compiler.errors import CompileError, ConfigFitError
+from compiler.errors import ConfigFitError
 from compiler.networks import charlm as C
 from compiler.networks import charlm_decode as D
 from compiler.networks import charlm_int8 as Q
