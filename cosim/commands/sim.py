@@ -61,16 +61,18 @@ def run(args: argparse.Namespace) -> int:
         get_example(name)
     for name in nets:
         get_network(name)
-    jobs, rows, cases = [], [], []
+    rows: list[dict] = []
+    # each row's Program and how to judge its RTL result, for the RTL column
+    pending: list[tuple[dict, Program, Callable[[RunResult], dict]]] = []
     skipped: list[dict[str, str]] = []
     total = len(names) + len(nets)
     for i, name in enumerate(names, 1):
         print(f"[{i}/{total}] {name}: compile + golden + TLM", file=sys.stderr, flush=True)
         job = models.make_job(name, cfg)
-        jobs.append(job)
         g = models.judge(job, models.run_golden(job))
         t = models.judge(job, models.run_tlm(job))
         rows.append({"kernel": name, "config": cfg.name, "golden": g, "tlm": t, "rtl": None})
+        pending.append((rows[-1], job.program, lambda res, job=job: models.judge(job, res)))
     for i, name in enumerate(nets, len(names) + 1):
         label = NET_PREFIX + name
         network = get_network(name)
@@ -83,17 +85,14 @@ def run(args: argparse.Namespace) -> int:
         except ConfigFitError as e:  # a network this config cannot hold (buffers, block size): said, not a failure
             skipped.append({"kernel": label, "config": net_cfg.name, "reason": str(e)})
             continue
-        cases.append(case)
         g = judge_net(case, golden_result(case), label)
         t = judge_net(case, models.tlm(case.program), label)
         rows.append({"kernel": label, "config": net_cfg.name, "golden": g, "tlm": t, "rtl": None})
+        pending.append((rows[-1], case.program, lambda res, case=case, label=label: judge_net(case, res, label)))
     if not args.no_rtl:
         # one simulator process per config: a network whose DRAM was widened has an RTL build of its own
-        judges = [(row, job.program, lambda res, job=job: models.judge(job, res)) for row, job in zip(rows, jobs)]
-        judges += [(row, case.program, lambda res, case=case, label=row["kernel"]: judge_net(case, res, label))
-                   for row, case in zip(rows[len(jobs):], cases)]
         by_config: dict[str, list[tuple[dict, Program, Callable[[RunResult], dict]]]] = {}
-        for item in judges:
+        for item in pending:
             by_config.setdefault(item[1].config.name, []).append(item)
         for group in by_config.values():
             group_cfg = group[0][1].config
