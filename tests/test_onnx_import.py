@@ -290,3 +290,116 @@ def test_arbitrary_onnx_names_are_kept() -> None:
     x = imported.random_inputs(seed=7)
     assert list(x) == ["weights"] and list(imported.run_golden(x)) == ["out:0/y"]
     check_agreement(imported, x)
+
+
+# ---- what onnx itself forbids: one line, before any handler -----------------------------------------
+def _retyped(m: Any, node: str, **what: Any) -> Any:
+    n = next(n for n in m.graph.node if n.name == node)
+    for k, v in what.items():
+        setattr(n, k, v)
+    return m
+
+
+@pytest.mark.parametrize("version", [9, 99])
+def test_opset_outside_what_quantized_models_use_is_refused(version: int) -> None:
+    m = _conv_model()
+    m.opset_import[0].version = version
+    with pytest.raises(UnsupportedModel, match=rf"^model: opset {version} of the standard ops is not supported "
+                                               rf"\(10\.\.\d+"):
+        import_onnx(m)
+
+
+def test_op_absent_from_the_opset_and_a_wrong_input_count_are_refused() -> None:
+    m = _conv_model()
+    m.opset_import[0].version = 13
+    m.graph.node.append(h.make_node("Gelu", ["y"], ["g"], name="gelu"))  # Gelu came with opset 20
+    m.graph.output[0].name = "g"
+    with pytest.raises(UnsupportedModel, match=r"^node 'gelu' \(Gelu\): op Gelu does not exist in opset 13"):
+        import_onnx(m)
+    m = _conv_model()
+    n = next(n for n in m.graph.node if n.name == "/blocks.0/conv:0")
+    del n.input[1:]
+    with pytest.raises(UnsupportedModel, match=r"^node '/blocks.0/conv:0' \(Conv\): has 1 inputs; Conv \(opset 19\) "
+                                               r"takes 2\.\.3$"):
+        import_onnx(m)
+
+
+def test_duplicate_node_names_and_producers_are_refused() -> None:
+    m = _conv_model()
+    m.graph.node[1].name = "q"  # the input's QuantizeLinear and DequantizeLinear share a name
+    with pytest.raises(UnsupportedModel, match=r"^node 'q' \(DequantizeLinear\): another node has the same name"):
+        import_onnx(m)
+    m = _conv_model()
+    m.graph.node[3].output[0] = "xd"  # the weight's DequantizeLinear writes the input's tensor again
+    with pytest.raises(UnsupportedModel, match=r"^node 'dqw' \(DequantizeLinear\): output 'xd' is already produced"):
+        import_onnx(m)
+
+
+@pytest.mark.parametrize("dtype", [np.int64, np.float16])
+def test_operands_of_mismatched_element_types_are_refused(dtype: Any) -> None:
+    """onnxruntime refuses to load an Add of a float tensor and an int64 (or float16) constant: so does the
+    importer, naming the node, instead of folding the constant in as a float bias."""
+    m = _conv_model()
+    conv = next(n for n in m.graph.node if n.op_type == "Conv")
+    conv.output[0] = "c0"
+    m.graph.node.insert(5, h.make_node("Add", ["c0", "k"], ["c"], name="k_add"))
+    m.graph.initializer.append(onnx.numpy_helper.from_array(np.ones((1, 4, 1, 1), dtype), "k"))
+    with pytest.raises(UnsupportedModel, match=r"^node 'k_add' \(Add\): .*inconsistent type"):
+        import_onnx(m)
+
+
+@pytest.mark.parametrize("value", [0.0, -0.01, float("nan"), float("inf")])
+@pytest.mark.parametrize("which,node", [("ws", "qw"), ("s", "q")])
+def test_a_scale_that_is_not_positive_and_finite_names_its_node(value: float, which: str, node: str) -> None:
+    m = _conv_model()
+    init = next(t for t in m.graph.initializer if t.name == which)
+    init.CopyFrom(onnx.numpy_helper.from_array(np.array(value, np.float32), which))
+    with pytest.raises(UnsupportedModel, match=rf"^node '{node}' \(QuantizeLinear\): the scale is {value:g}: a scale "
+                                               rf"must be a positive finite number$"):
+        import_onnx(m)
+
+
+def test_a_weight_dequantization_scale_of_zero_names_it() -> None:
+    m = _conv_model()
+    ws = onnx.numpy_helper.from_array(np.array([0.01, 0.0, 0.01, 0.01], np.float32), "wsd")
+    m.graph.initializer.append(ws)
+    q = np.random.default_rng(1).integers(-100, 100, (4, 4, 3, 3)).astype(np.int8)
+    m.graph.initializer.append(onnx.numpy_helper.from_array(q, "wq8"))
+    dqw = next(n for n in m.graph.node if n.name == "dqw")
+    dqw.input[:] = ["wq8", "wsd"]
+    dqw.attribute.append(h.make_attribute("axis", 0))
+    with pytest.raises(UnsupportedModel, match=r"^node 'dqw' \(DequantizeLinear\): the scale is 0: "):
+        import_onnx(m)
+
+
+@pytest.mark.parametrize("fmt", ["QDQ", "QOperator"])
+def test_gemm_with_a_negative_alpha_agrees_with_onnxruntime(qdir: Path, fmt: str) -> None:
+    """alpha * x @ W with alpha < 0 is |alpha| * x @ (-W): the weights are negated (a bias keeps its sign)."""
+    rng = np.random.default_rng(8)
+    f = np.float32
+    nodes = [h.make_node("Gemm", ["x", "w", "b"], ["y"], name="gemm", alpha=-0.75, beta=0.5, transB=1)]
+    m = M.model(nodes, [("x", T.FLOAT, [3, 20])], [("y", T.FLOAT, [3, 6])],
+                {"w": rng.normal(0, .3, (6, 20)).astype(f), "b": rng.normal(0, .5, 6).astype(f)}, "neg_alpha")
+    imported = import_onnx(M.quantize(m, qdir, fmt, "QInt8"))
+    x = imported.random_inputs(seed=3)
+    check_agreement(imported, x)
+
+
+def test_non_finite_float_inputs_quantize_as_onnxruntime_does() -> None:
+    """NaN becomes the low end of the range, +-inf saturate; no numpy warning."""
+    imported = import_onnx(_conv_model())
+    x = imported.random_inputs(seed=4)
+    x["x"][0, 0, :3, :] = np.array([np.nan, np.inf, -np.inf], np.float32)[:, None]
+    with np.errstate(all="raise"):
+        ours = imported.run_golden(x)
+    theirs = onnxruntime_outputs(imported.model, x)
+    np.testing.assert_array_equal(ours["y"], theirs["y"])
+
+
+def test_an_empty_file_is_not_an_onnx_model(tmp_path: Path) -> None:
+    p = tmp_path / "empty.onnx"
+    p.write_bytes(b"")
+    with pytest.raises(UnsupportedModel, match=rf"^{p}: not an ONNX model \(no graph"):
+        import_onnx(p)
+    with pytest.raises(UnsupportedModel, match=r"^model: not an ONNX model \(no graph"):
+        import_onnx(b"")

@@ -264,9 +264,14 @@ class Builder:
         weight = ints if trans_b else ints.T
         if weight.ndim != 2 or weight.shape[1] != x.shape[1]:
             raise node_error(node, f"weight of shape {list(ints.shape)} does not take {x.shape[1]} features")
-        if not alpha > 0:
-            raise node_error(node, f"alpha {alpha} must be positive")
-        scale = x.scale * ws * alpha
+        if alpha == 0 or not math.isfinite(alpha):
+            raise node_error(node, f"alpha {alpha} must be a non-zero finite number")
+        if alpha < 0:  # alpha * x @ W = |alpha| * x @ (-W)
+            if np.any(weight == INT8_MIN):
+                raise node_error(node, f"alpha {alpha} is negative and the weights hold -128 (its negation does "
+                                       f"not fit int8)")
+            weight = -weight
+        scale = x.scale * ws * abs(alpha)
         return Pending("dense", node, (x.shape[0], weight.shape[0]),
                        {"x": x.q.value, "weight": np.ascontiguousarray(weight), "x_zero_point": x.zero_point},
                        scale=scale, bias=self.bias(node, b, scale), integer=integer)

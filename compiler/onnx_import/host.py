@@ -15,6 +15,16 @@ from compiler.onnx_import.values import shift
 RANGES = {"int8": (-128, 127), "uint8": (0, 255)}
 
 
+def quantize_values(x: np.ndarray, scale: float, zero_point: int, dtype: str) -> np.ndarray:
+    """ONNX QuantizeLinear of float values to ``dtype`` (int64 result): ``saturate(round(x / scale) +
+    zero_point)``, rounding half to even in float32; a NaN gives the low end of the range, as
+    onnxruntime does."""
+    lo, hi = RANGES[dtype]
+    with np.errstate(invalid="ignore", over="ignore"):
+        q = np.rint(np.asarray(x, np.float32) / np.float32(scale)).astype(np.float64) + zero_point
+    return np.clip(np.where(np.isnan(q), lo, q), lo, hi).astype(np.int64)
+
+
 @dataclass
 class HostOp:
     """An ONNX node the host runs (not the accelerator)."""
@@ -45,9 +55,7 @@ class InputStep:
         """The int8 graph input (batch first) for the ONNX input array ``a`` (of any batch)."""
         x = np.asarray(a).reshape((-1, *(self.graph_shape or self.shape[1:])))
         if self.scale is not None:
-            lo, hi = RANGES[self.dtype]
-            q = np.rint(x.astype(np.float32) / np.float32(self.scale)).astype(np.float64) + self.zero_point
-            x = np.clip(q, lo, hi).astype(np.int64)
+            x = quantize_values(x, self.scale, self.zero_point, self.dtype)
         return (x.astype(np.int64) - shift(self.dtype)).astype(np.int8)
 
 

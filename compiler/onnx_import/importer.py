@@ -140,6 +140,7 @@ def import_onnx(model: Any, config: Any = "default", batch: int | None = None) -
             dom = f"{node.domain}." if node.domain else ""
             raise node_error(node, f"op {dom}{node.op_type} is not supported (cosim import --help lists the "
                                    f"supported ops)")
+        info.check_types(node)
         try:
             outs = handler(b, node, ins, attrs(node))
         except UnsupportedModel:

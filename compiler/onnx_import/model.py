@@ -17,6 +17,7 @@ from compiler.onnx_import.errors import UnsupportedModel, model_error, node_erro
 
 # The opset domains whose ops are understood (com.microsoft: what onnxruntime's quantizer writes).
 DOMAINS = ("", "ai.onnx", "com.microsoft")
+NO_GRAPH = "not an ONNX model (no graph: an empty or foreign file)"
 
 
 def with_batch(model: Any, batch: int) -> Any:
@@ -51,10 +52,13 @@ def load_model(model: Any) -> Any:
         if not p.is_file():
             raise UnsupportedModel(f"{p}: no such ONNX file")
         try:
-            return onnx.load(str(p))
+            proto = onnx.load(str(p))
         except Exception as e:  # noqa: BLE001
             first = str(e).splitlines()[0] if str(e) else type(e).__name__
             raise UnsupportedModel(f"{p}: not a readable ONNX model ({first})") from None
+        if not proto.HasField("graph"):  # protobuf reads an empty file as an empty message
+            raise UnsupportedModel(f"{p}: {NO_GRAPH}")
+        return proto
     raise model_error(f"expected an onnx.ModelProto, a path or bytes, got {type(model).__name__}")
 
 
@@ -74,6 +78,14 @@ class ModelInfo:
     shapes: dict[str, tuple[int, ...]] = field(default_factory=dict)
     dtypes: dict[str, Any] = field(default_factory=dict)  # tensor name -> numpy dtype
     nodes: list[Any] = field(default_factory=list)       # the nodes the outputs need, in order
+    # (node name, line) of an element type onnx's type inference refuses: raised when the importer
+    # reaches that node, after the node's own op is known to be supported
+    type_error: tuple[str, str] | None = None
+
+    def check_types(self, node: Any) -> None:
+        """Raise the model's type error if it is ``node``'s (or names no node)."""
+        if self.type_error is not None and self.type_error[0] in ("", node.name):
+            raise UnsupportedModel(self.type_error[1])
 
     @property
     def graph(self) -> Any:
@@ -98,10 +110,13 @@ def check_model(model: Any) -> ModelInfo:
     import onnx
     from onnx import helper, shape_inference
 
+    if not model.HasField("graph"):
+        raise model_error(NO_GRAPH)
     for op in model.opset_import:
         if op.domain not in DOMAINS:
             raise model_error(f"opset domain '{op.domain}' is not supported (only the standard ops and "
                               f"com.microsoft)")
+    opset = _standard_opset(model)
     g = model.graph
     info = ModelInfo(model)
     for t in g.initializer:
@@ -120,11 +135,25 @@ def check_model(model: Any) -> ModelInfo:
             hint = "import with --batch N" if bad[0] is shape[0] and len(bad) == 1 else \
                 "fix it (e.g. onnxruntime.tools.make_dynamic_shape_fixed)"
             raise model_error(f"input '{i.name}' has a dynamic dimension {bad[0]!r} (shape {list(shape)}); {hint}")
+    named: set[str] = set()
+    made: set[str] = set(info.consts) | {i.name for i in g.input}
+    for n in g.node:
+        _check_schema(n, opset)
+        if n.name and n.name in named:  # the names the error lines use must say which node
+            raise node_error(n, "another node has the same name (node names must be unique in a graph)")
+        named.add(n.name)
+        for o in n.output:
+            if o and o in made:
+                raise node_error(n, f"output '{o}' is already produced elsewhere in the graph (each tensor has "
+                                    f"one producer)")
+            made.add(o)
     try:
-        inferred = shape_inference.infer_shapes(model, strict_mode=False)
-    except Exception as e:  # noqa: BLE001 - inference of an odd model: shapes come from the nodes instead
-        inferred = model
-        del e
+        inferred = shape_inference.infer_shapes(model, check_type=True, strict_mode=True)
+    except shape_inference.InferenceError as e:
+        info.type_error = _type_error(str(e))
+        inferred = _lenient_inference(model)
+    except Exception:  # noqa: BLE001 - inference of an odd model: shapes come from the nodes instead
+        inferred = _lenient_inference(model)
     for vi in [*inferred.graph.input, *inferred.graph.value_info, *inferred.graph.output]:
         shape = _value_shape(vi)
         if shape is not None and all(isinstance(d, int) and d > 0 for d in shape):
@@ -161,6 +190,66 @@ def check_model(model: Any) -> ModelInfo:
             continue
         info.nodes.append(n)
     return info
+
+
+# Quantized ops (QuantizeLinear, QLinearConv, ConvInteger, ...) came with opset 10.
+MIN_OPSET = 10
+
+
+def _standard_opset(model: Any) -> int:
+    """The model's opset of the standard ops, checked against what the importer and onnx know."""
+    from onnx.defs import onnx_opset_version
+
+    versions = [op.version for op in model.opset_import if op.domain in ("", "ai.onnx")]
+    if not versions:
+        raise model_error("the model imports no opset of the standard ops")
+    v, newest = versions[0], onnx_opset_version()
+    if not MIN_OPSET <= v <= newest:
+        raise model_error(f"opset {v} of the standard ops is not supported ({MIN_OPSET}..{newest}: quantized "
+                          f"ops need {MIN_OPSET} or later; convert it with onnx.version_converter)")
+    return v
+
+
+def _check_schema(n: Any, opset: int) -> None:
+    """A standard node must exist at the model's opset and have an input and output count its schema allows
+    (nodes of com.microsoft are not known to onnx and are checked by their handlers)."""
+    from onnx import defs
+
+    if n.domain not in ("", "ai.onnx"):
+        return
+    try:
+        schema = defs.get_schema(n.op_type, opset, "")
+    except defs.SchemaError:
+        raise node_error(n, f"op {n.op_type} does not exist in opset {opset} of the standard ops") from None
+    if schema.deprecated:
+        raise node_error(n, f"op {n.op_type} is deprecated in opset {opset}")
+    for what, have, lo, hi in (("inputs", len(n.input), schema.min_input, schema.max_input),
+                               ("outputs", len(n.output), schema.min_output, schema.max_output)):
+        if not lo <= have <= hi:
+            span = f"{lo}" if lo == hi else f"{lo}..{hi}" if hi < 2**31 - 1 else f"at least {lo}"
+            raise node_error(n, f"has {have} {what}; {n.op_type} (opset {opset}) takes {span}")
+
+
+def _type_error(message: str) -> tuple[str, str] | None:
+    """(node name, error line) of a strict type inference that found operands of mismatched element types
+    (onnxruntime would refuse to load the model too); None for other inference failures, whose node
+    handlers say more (an integer tensor where a float one belongs, a float output declared int8)."""
+    import re
+
+    first = message.strip().splitlines()[0] if message.strip() else message
+    m = re.search(r"\(op_type:(\w+), node name: ([^)]*)\): (.*)", first)
+    if m and "inconsistent type" in m.group(3):
+        return m.group(2), f"node '{m.group(2) or '?'}' ({m.group(1)}): {m.group(3).strip()}"
+    return None
+
+
+def _lenient_inference(model: Any) -> Any:
+    from onnx import shape_inference
+
+    try:
+        return shape_inference.infer_shapes(model, strict_mode=False)
+    except Exception:  # noqa: BLE001 - inference of an odd model: shapes come from the nodes instead
+        return model
 
 
 def _constant_value(n: Any) -> np.ndarray:

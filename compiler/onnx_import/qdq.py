@@ -14,6 +14,7 @@ import numpy as np
 from compiler.onnx_import.builder import Builder
 from compiler.onnx_import.errors import node_error
 from compiler.onnx_import.geometry import pool_geometry
+from compiler.onnx_import.host import quantize_values
 from compiler.onnx_import.values import Const, HostFloat, IntTensor, Pending, QuantInfo, RealTensor
 
 Handler = Callable[[Builder, Any, list[Any], dict[str, Any]], list[Any]]
@@ -29,6 +30,20 @@ def scalar(node: Any, v: Any, what: str) -> float:
         raise node_error(node, f"{what} has {a.size} values; one per tensor only (per-channel activation "
                                f"quantization is not supported)")
     return float(a.reshape(-1)[0])
+
+
+def check_scales(node: Any, scales: Any, what: str = "the scale") -> None:
+    """Refuse a quantization scale that is zero, negative or not finite (one line naming the value)."""
+    bad = [float(v) for v in np.asarray(scales, np.float64).reshape(-1) if not (math.isfinite(v) and v > 0)]
+    if bad:
+        raise node_error(node, f"{what} is {bad[0]:g}: a scale must be a positive finite number")
+
+
+def quant_scale(node: Any, v: Any, what: str = "the scale") -> float:
+    """A constant per-tensor quantization scale (positive and finite)."""
+    s = scalar(node, v, what)
+    check_scales(node, s, what)
+    return s
 
 
 def zero_point(node: Any, v: Any, default: str = "uint8") -> tuple[int, str]:
@@ -70,7 +85,7 @@ def quantize_linear(b: Builder, node: Any, ins: list[Any], at: dict[str, Any]) -
     x, s, z = ins[0], ins[1], _opt(ins, 2)
     if int(at.get("block_size", 0)):
         raise node_error(node, "blocked quantization is not supported")
-    scale = scalar(node, s, "the scale")
+    factor = quant_scale(node, s)
     default = "uint8"
     if "output_dtype" in at and at["output_dtype"]:
         from onnx import helper
@@ -81,16 +96,14 @@ def quantize_linear(b: Builder, node: Any, ins: list[Any], at: dict[str, Any]) -
         default = QUANT_DTYPES[dt]
     zp, dtype = zero_point(node, z, default)
     if isinstance(x, Const):  # a constant quantized at import time (e.g. float weights)
-        lo, hi = (-128, 127) if dtype == "int8" else (0, 255)
-        q = np.clip(np.rint(np.asarray(x.value, np.float32) / np.float32(scale)) + zp, lo, hi).astype(dtype)
-        return [Const(q)]
+        return [Const(quantize_values(x.value, factor, zp, dtype).astype(dtype))]
     if isinstance(x, HostFloat):
-        return [b.host_quantize(node, x, scale, zp, dtype)]
+        return [b.host_quantize(node, x, factor, zp, dtype)]
     if isinstance(x, IntTensor):
         raise node_error(node, "quantizes an integer tensor")
     if not isinstance(x, (RealTensor, Pending)):
         raise node_error(node, "quantizes a tensor that is not computed on the accelerator")
-    return [b.quantize(node, x, scale, zp, dtype)]
+    return [b.quantize(node, x, factor, zp, dtype)]
 
 
 def dequantize_linear(b: Builder, node: Any, ins: list[Any], at: dict[str, Any]) -> list[Any]:
@@ -100,28 +113,29 @@ def dequantize_linear(b: Builder, node: Any, ins: list[Any], at: dict[str, Any])
         q = np.asarray(x.value)
         if not isinstance(s, Const) or (z is not None and not isinstance(z, Const)):
             raise node_error(node, "the scale or zero point is not a constant")
-        scale = np.asarray(s.value, np.float32)
+        factors = np.asarray(s.value, np.float32)
+        check_scales(node, factors)
         zp = np.zeros((), q.dtype) if z is None else np.asarray(z.value)
         axis = int(at.get("axis", 1))
         axis = axis % max(q.ndim, 1)
-        if scale.size > 1:
+        if factors.size > 1:
             shape = [1] * q.ndim
             shape[axis] = -1
-            sb, zb = scale.reshape(shape), zp.reshape(shape) if zp.size > 1 else zp
+            sb, zb = factors.reshape(shape), zp.reshape(shape) if zp.size > 1 else zp
         else:
-            sb, zb = scale.reshape(()), zp.reshape(()) if zp.size == 1 else zp
+            sb, zb = factors.reshape(()), zp.reshape(()) if zp.size == 1 else zp
         value = (q.astype(np.int64) - zb.astype(np.int64)).astype(np.float32) * sb
-        return [Const(value, QuantInfo(q, scale.reshape(-1), zp.reshape(-1), axis))]
+        return [Const(value, QuantInfo(q, factors.reshape(-1), zp.reshape(-1), axis))]
     if isinstance(x, Pending) and x.integer:  # the int32 accumulator of a ConvInteger/MatMulInteger
         if z is not None and (not isinstance(z, Const) or np.any(np.asarray(z.value))):
             raise node_error(node, "dequantizes an int32 accumulator with a non-zero zero point")
-        return [_scaled(node, x, scalar(node, s, "the scale"))]
+        return [_scaled(node, x, quant_scale(node, s))]
     if not isinstance(x, IntTensor):
         raise node_error(node, "dequantizes a tensor that is not a quantized result of the accelerator")
     zp, dtype = zero_point(node, z, x.dtype)
     if dtype != x.dtype:
         raise node_error(node, f"the zero point is {dtype}, the tensor {x.dtype}")
-    return [b.dequantize(node, x, scalar(node, s, "the scale"), zp)]
+    return [b.dequantize(node, x, quant_scale(node, s), zp)]
 
 
 def _scaled(node: Any, p: Pending, c: Any) -> Pending:

@@ -14,7 +14,7 @@ from compiler.onnx_import.builder import Builder
 from compiler.onnx_import.errors import node_error
 from compiler.onnx_import.geometry import pool_geometry
 from compiler.onnx_import.qdq import HANDLERS as QDQ_HANDLERS
-from compiler.onnx_import.qdq import Handler, _global, _opt, dequantize_linear, scalar, zero_point
+from compiler.onnx_import.qdq import Handler, _global, _opt, dequantize_linear, quant_scale, zero_point
 from compiler.onnx_import.qdq import add as qdq_add
 from compiler.onnx_import.qdq import mul as qdq_mul
 from compiler.onnx_import.values import Const, IntTensor, RealTensor
@@ -31,7 +31,7 @@ def _deq(b: Builder, node: Any, x: Any, s: Any, z: Any, what: str = "input") -> 
     zp, dtype = zero_point(node, z, q.dtype)
     if dtype != q.dtype:
         raise node_error(node, f"the {what}'s zero point is {dtype}, the tensor {q.dtype}")
-    return b.dequantize(node, q, scalar(node, s, f"the {what}'s scale"), zp)
+    return b.dequantize(node, q, quant_scale(node, s, f"the {what}'s scale"), zp)
 
 
 def _weight(b: Builder, node: Any, w: Any, s: Any, z: Any, axis: int) -> Const:
@@ -62,7 +62,7 @@ def _scales(w: Const) -> np.ndarray:
 
 def _out(b: Builder, node: Any, p: Any, s: Any, z: Any) -> IntTensor:
     zp, dtype = zero_point(node, z, "uint8")
-    return b.quantize(node, p, scalar(node, s, "the output scale"), zp, dtype)
+    return b.quantize(node, p, quant_scale(node, s, "the output scale"), zp, dtype)
 
 
 def qlinear_conv(b: Builder, node: Any, ins: list[Any], at: dict[str, Any]) -> list[Any]:

@@ -77,8 +77,12 @@ def run(args: argparse.Namespace) -> int:
         from compiler.onnx_import.agreement import agreement, onnxruntime_outputs
 
         ours = imported.run_golden(inputs)
-        theirs = onnxruntime_outputs(imported.model, {k: imported.inputs[i].check(inputs[k]) for i, k in
-                                                      enumerate(imported.input_names)})
+        try:
+            theirs = onnxruntime_outputs(imported.model, {k: imported.inputs[i].check(inputs[k]) for i, k in
+                                                          enumerate(imported.input_names)})
+        except Exception as e:  # noqa: BLE001 - onnxruntime raises its own exception types
+            why = (str(e).strip().splitlines() or [type(e).__name__])[0]
+            raise UserError(f"--check: onnxruntime cannot run {args.model} ({why})") from None
         agr = agreement(ours, theirs, {n: imported.output_lsb(n) for n in ours})
         rep["check"] = [a.to_json() for a in agr]
         ok = all(a.within_one >= CHECK_WITHIN_ONE for a in agr)
