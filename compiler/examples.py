@@ -252,7 +252,11 @@ def get_example(name: str) -> Example:
     if _is_user(name):
         k, mod, fn = _load_user(name)
         doc = (k.fn.__doc__ or "user kernel").strip().splitlines()[0]
-        return Example(fn, doc, dict(getattr(mod, f"{fn}_params", {}) or {}), None, {}, tuple(name.rsplit(":", 1)))
+        defaults = getattr(mod, f"{fn}_params", None) or {}
+        if not isinstance(defaults, dict):
+            raise ExampleError(f"{name.rsplit(':', 1)[0]}: '{fn}_params' must be a dict of the kernel's default "
+                               f"parameters, not {type(defaults).__name__}")
+        return Example(fn, doc, dict(defaults), None, {}, tuple(name.rsplit(":", 1)))
     if name not in EXAMPLES:
         if "/" in name or "\\" in name:  # a path, not an example name: listing examples would not help
             raise ExampleError(f"{name}: no such Program folder, and not a kernel given as path.py:function")
@@ -434,11 +438,18 @@ def _gemm_case(ex: Example, cfg: HwConfig, params: dict[str, Any], seed: int) ->
     return case
 
 
-def _constant_hint(message: str, consts: dict[str, Any]) -> str:
-    """What to write instead when a kernel refused a bare number that was meant as a tensor: the error names
-    the argument, and ``-p NAME=64`` made it the constant 64."""
+def _constant_hint(message: str, consts: dict[str, Any], fn: Callable[..., Any]) -> str:
+    """What to write instead when a kernel refused a bare number that was meant as a tensor: ``-p NAME=64``
+    made NAME the constant 64, and the error names NAME or NAME is a parameter without a default (a
+    kernel's tensors have none)."""
+    try:
+        params = inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        params = {}  # type: ignore[assignment]
     for n, v in consts.items():
-        if isinstance(v, int) and not isinstance(v, bool) and f"'{n}'" in message and v > 0:
+        p = params.get(n)
+        bare = p is not None and p.default is inspect.Parameter.empty
+        if isinstance(v, int) and not isinstance(v, bool) and v > 0 and (f"'{n}'" in message or bare):
             return (f"-p {n}={v} made '{n}' the constant {v}; for a tensor write its shape and dtype, e.g. "
                     f"-p {n}={v}:int32 or -p {n}=1x{v}:int8, or its data as -p {n}=@file.npy")
     return ""
@@ -511,7 +522,7 @@ def _user_case(name: str, ex: Example, cfg: HwConfig, params: dict[str, Any], se
         with reporting_failures(k.fn, f"kernel '{fn}'"):
             program = build(k, {**specs, **consts}, cfg, name=fn)
     except CompileError as e:
-        hint = _constant_hint(str(e), consts)
+        hint = _constant_hint(str(e), consts, k.fn)
         if not hint:
             raise
         raise type(e)(f"{e}; {hint}") from e
@@ -543,6 +554,37 @@ def _user_case(name: str, ex: Example, cfg: HwConfig, params: dict[str, Any], se
 
 
 # ---- golden outputs of a saved Program ---------------------------------------------------------------
+# The project's own top-level packages: kernels recorded as ``package.module:function`` may come from them
+# wherever they are installed.
+_OWN_PACKAGES = ("compiler", "cosim", "hw", "sim", "tests")
+
+
+def _kernel_of_module(source: str) -> Kernel:
+    """The kernel a saved Program records as ``package.module:function``. A module of the Python
+    installation (the standard library, site-packages) is refused before it is imported: importing and
+    calling whatever a layout.json names would run code that is no kernel."""
+    import sysconfig
+
+    mod, _, fn = source.rpartition(":")
+    top = mod.split(".")[0]
+    if top not in _OWN_PACKAGES:
+        try:
+            spec = importlib.util.find_spec(top)
+        except (ImportError, ValueError):
+            spec = None
+        places = [spec.origin] if spec is not None and spec.origin else \
+            list(spec.submodule_search_locations or []) if spec is not None else []
+        installed = {Path(sysconfig.get_paths()[k]).resolve() for k in ("stdlib", "platstdlib", "purelib", "platlib")}
+        files = [Path(p).resolve() for p in places if p not in ("built-in", "frozen")]
+        if not files or any(f.is_relative_to(d) for f in files for d in installed):
+            raise ExampleError(f"kernel source '{source}': '{top}' is not a module of kernels (a module of the "
+                               f"Python installation, or none)")
+    obj = getattr(importlib.import_module(mod), fn, None)
+    if not isinstance(obj, Kernel) and not inspect.isfunction(obj):
+        raise ExampleError(f"kernel source '{source}': not a kernel function")
+    return as_kernel(obj)
+
+
 def rederive_golden(program: Program) -> tuple[dict[str, np.ndarray] | None, str]:
     """Run the golden path again for a saved Program: its kernel (a shipped one by name, or the user file its
     ``meta["source"]`` names) on its ``inputs.npz`` with the constants it was compiled with. Returns the
@@ -558,8 +600,7 @@ def rederive_golden(program: Program) -> tuple[dict[str, np.ndarray] | None, str
         if _is_user(source):
             k = _load_user(source)[0]
         else:
-            mod, _, fn = source.rpartition(":")
-            k = as_kernel(getattr(importlib.import_module(mod), fn))
+            k = _kernel_of_module(source)
         roles = {r.name: r.role for r in program.regions}
         call: dict[str, Any] = dict(consts)
         for n, spec in args.items():

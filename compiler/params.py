@@ -22,6 +22,7 @@ import numpy as np
 
 from compiler.errors import CompileError
 from compiler.tensor import TensorSpec
+from hw.npz_file import NpzError, read_npz
 from hw.program import DTYPES
 
 
@@ -79,35 +80,42 @@ class TensorData:
     source: str
 
 
-def load_tensor_file(text: str, key: str) -> TensorData:
+def load_tensor_file(text: str, key: str, mark: str = "@") -> TensorData:
     """``"@x.npy"`` or ``"@w.npz:name"`` (a ``.npz`` with one array needs no name) -> its array, which must
-    be of a DRAM dtype (int8, int16, int32)."""
-    ref = text.strip()[1:]
+    be of a DRAM dtype (int8, int16, int32). ``mark`` is what comes before the file name (an option that
+    takes only files has none), as the error lines quote it."""
+    ref = text.strip()[len(mark):]
     path, member = ref, ""
     if ".npz:" in ref:
         path, member = ref.split(".npz:", 1)
         path += ".npz"
     if not path.endswith((".npy", ".npz")):
-        raise ParamError(f"param '{key}': '{text.strip()}' is not @FILE.npy or @FILE.npz[:NAME]")
+        raise ParamError(f"param '{key}': '{text.strip()}' is not {mark}FILE.npy or {mark}FILE.npz[:NAME]")
     p = Path(path)
     if not p.is_file():
         raise ParamError(f"param '{key}': no such file {path}")
     try:
         if path.endswith(".npy"):
             a = np.load(p, allow_pickle=False)
+            if not isinstance(a, np.ndarray):  # np.load reads an .npz archive whatever its name
+                a.close()
+                raise ParamError(f"param '{key}': {path} is an .npz archive, not a single .npy array (rename "
+                                 f"it .npz)")
         else:
-            with np.load(p, allow_pickle=False) as z:
-                names = list(z.files)
-                if not member and len(names) != 1:
-                    raise ParamError(f"param '{key}': {path} holds {len(names)} arrays "
-                                     f"({', '.join(names) or 'none'}): write @{path}:NAME")
-                name = member or names[0]
-                if name not in names:
-                    raise ParamError(f"param '{key}': {path} has no array '{name}' (it has {', '.join(names)})")
-                a = z[name]
+            arrays = read_npz(p)
+            names = list(arrays)
+            if not member and len(names) != 1:
+                raise ParamError(f"param '{key}': {path} holds {len(names)} arrays "
+                                 f"({', '.join(names) or 'none'}): write {mark}{path}:NAME")
+            name = member or names[0]
+            if name not in names:
+                raise ParamError(f"param '{key}': {path} has no array '{name}' (it has {', '.join(names)})")
+            a = arrays[name]
     except ParamError:
         raise
-    except (OSError, ValueError, zipfile.BadZipFile) as e:
+    except NpzError as e:
+        raise ParamError(f"param '{key}': {e}") from None
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as e:
         raise ParamError(f"param '{key}': cannot read {path} as numpy data ({type(e).__name__}: {e})") from None
     dt = str(a.dtype)
     if dt not in DTYPES:
@@ -209,6 +217,8 @@ def parse_items(items: list[str] | None, defaults: Mapping[str, Any] | None, ker
     out: dict[str, Any] = {}
     for it in items or []:
         k, v = split_item(it)
+        if k in out:  # the last one would silently win
+            raise ParamError(f"param '{k}' is given twice (-p {k}=...)")
         if defaults is None:
             out[k] = parse_user_value(k, v)
             continue

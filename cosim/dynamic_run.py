@@ -60,9 +60,13 @@ def _load(kernel: str, cfg: HwConfig | None) -> tuple[Program, Driver, DynamicEx
         raise DynamicRunError(f"{kernel}: not a dynamic Program (no {DRIVER_FILE}); --set needs one")
     base = Program.load(folder, cfg)
     name = (base.meta or {}).get("dynamic_example")
-    if name not in DYNAMIC_EXAMPLES:
+    if not isinstance(name, str) or name not in DYNAMIC_EXAMPLES:
         raise DynamicRunError(f"{kernel}: the folder does not name a dynamic example (meta.dynamic_example)")
-    return base, Driver.load(folder), DYNAMIC_EXAMPLES[name]
+    driver, ex = Driver.load(folder), DYNAMIC_EXAMPLES[name]
+    if driver.name != ex.var.name:
+        raise DynamicRunError(f"{folder / 'layout.json'}: names dynamic example '{name}' (variable "
+                              f"'{ex.var.name}'), but {folder / DRIVER_FILE} drives variable '{driver.name}'")
+    return base, driver, ex
 
 
 def _into_region(a: np.ndarray, r: Region) -> np.ndarray:
@@ -93,6 +97,10 @@ def specialize(base: Program, driver: Driver, ex: DynamicExample | DynamicNetwor
     by_name = {r.name: r for r in regions}
     inputs = ex.inputs(cfg, v, seed)
     golden = ex.golden(cfg, v, inputs)
+    unknown = sorted((set(inputs) | set(golden)) - set(by_name))
+    if unknown:
+        raise DynamicRunError(f"{base.name}: dynamic example '{ex.name}' has tensor(s) {', '.join(unknown)} that "
+                              f"the Program has no region for")
     meta = {**base.meta, "dynamic_value": {driver.name: v}}
     const = {}
     if driver.const_region is not None:  # the kernel's constants of this value, from the driver

@@ -95,7 +95,7 @@ def load_inputs(text: str, network: Any) -> np.ndarray:
     from compiler.params import ParamError, load_tensor_file
 
     try:
-        a = load_tensor_file("@" + text, "--input").array
+        a = load_tensor_file(text, "--input", mark="").array
     except ParamError as e:
         raise UserError(str(e).replace("param '--input': ", "--input: ")) from None
     shape = tuple(network.graph().inputs[0].shape) if network.graph is not None else \

@@ -102,6 +102,8 @@ class Driver:
     @classmethod
     def from_json(cls, d: dict[str, Any], where: str = DRIVER_FILE) -> "Driver":
         """Read and check ``dynamic.json``'s content: pieces in order, covering lo..hi, consistent sizes."""
+        if not isinstance(d, dict):
+            raise DriverError(f"{where}: not a dynamic driver (a JSON {type(d).__name__}, not an object)")
         try:
             if d.get("format") != FORMAT:
                 raise ValueError(f"format {d.get('format')!r}, this driver reads format {FORMAT}")
@@ -114,7 +116,7 @@ class Driver:
                       tuple((str(n), int(v)) for n, v in d["regs"]), int(d["regions"]), int(d["insn_base"]),
                       int(d["align"]), int(d["dram_end"]),
                       None if d["const_region"] is None else int(d["const_region"]), int(d["const_bytes"]), pieces)
-        except (KeyError, TypeError, ValueError) as e:
+        except (KeyError, TypeError, ValueError, AttributeError) as e:
             raise DriverError(f"{where}: not a dynamic driver ({type(e).__name__}: {e})") from None
         nxt = drv.lo
         for p in pieces:

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import functools
 import json
-import zipfile
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
@@ -37,6 +37,7 @@ from hw import csr
 from hw.analysis import balance_problem
 from hw.config import ConfigError, HwConfig, load_config
 from hw.isa import INSN_BYTES, Instruction, Isa, IsaError
+from hw.npz_file import NpzError, read_npz
 
 ROLES = ("insn", "input", "output", "scratch")
 DTYPES = ("int8", "int16", "int32")
@@ -64,7 +65,7 @@ class Region:
 
     @property
     def nbytes(self) -> int:
-        return int(np.prod(self.shape, dtype=np.int64)) * np.dtype(self.dtype).itemsize
+        return math.prod(self.shape) * np.dtype(self.dtype).itemsize  # Python ints: no int64 wrap-around
 
     @property
     def end(self) -> int:
@@ -367,7 +368,8 @@ class Program:
             raise ProgramError(f"{d}: no such Program folder")
         for f in ("insn.bin", "regs.json", "layout.json"):
             if not (d / f).is_file():
-                raise ProgramError(f"{d / f}: missing (a Program folder needs insn.bin, regs.json, layout.json)")
+                what = "not a regular file" if (d / f).exists() else "missing"
+                raise ProgramError(f"{d / f}: {what} (a Program folder needs insn.bin, regs.json, layout.json)")
         lpath = d / "layout.json"
         layout = _read_json(lpath)
         if not isinstance(layout, dict):
@@ -556,11 +558,9 @@ def check_windows(cfg: HwConfig, regs: list[tuple[str, int]], regions: list[Regi
 def _read_npz(path: Path) -> dict[str, np.ndarray]:
     """The integer arrays of an .npz file; one ProgramError line naming the file for anything else."""
     try:
-        with np.load(path, allow_pickle=False) as z:
-            out = {k: z[k] for k in z.files}
-    except (ValueError, OSError, EOFError, KeyError, zipfile.BadZipFile) as e:
-        msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise ProgramError(f"{path}: not a readable .npz of integer arrays ({msg})") from None
+        out = read_npz(path)
+    except NpzError as e:
+        raise ProgramError(str(e)) from None
     for k, a in out.items():
         if a.dtype.kind not in "iu":
             raise ProgramError(f"{path}: array '{k}' has dtype {a.dtype}, not an integer type")

@@ -777,3 +777,126 @@ def test_fuzz_replay_of_a_bad_fuzz_json(capsys, tmp_path, edit, words):
     d = _saved_fault_case(tmp_path)
     edit_json(d / "fuzz.json", edit)
     one_line(*cosim(capsys, "fuzz", "--replay", d)[::2], *words)
+
+
+# ---- folders and files that are not what they claim ---------------------------------------------------
+@pytest.mark.parametrize("source", ["shutil:rmtree", "os:abort", "this:s", "no_such_module_x:f"])
+def test_layout_cannot_name_a_module_of_the_installation_as_the_kernel(capsys, tmp_path, source):
+    """The golden re-run imports the kernel a layout.json records: a module of the standard library or
+    site-packages is refused before it is imported (nothing is deleted, nothing aborts)."""
+    d = tmp_path / "vadd"
+    assert cosim(capsys, "compile", "vadd", "-o", d)[0] == 0
+    victim = tmp_path / "victim"
+    victim.mkdir()
+
+    def retarget(j):
+        j["meta"].update(source=source, args={}, consts={"path": str(victim)})
+        return j
+    edit_json(d / "layout.json", retarget)
+    rc, out, err = cosim(capsys, "run", d, "--model", "golden")
+    assert rc == 0 and victim.is_dir(), err
+    assert "not re-run" in out and "is not a module of kernels" in out and "Zen of Python" not in out, out
+
+
+def test_a_region_whose_size_overflows_int64_is_off_the_dram(capsys, folder):
+    def huge(j):
+        j["regions"][2]["shape"] = [2 ** 62 + 256, 4]
+        j["regions"][2].pop("bytes", None)
+        return j
+    edit_json(folder / "layout.json", huge)
+    for args in (["run", folder, "--model", "iss"], ["disasm", folder]):
+        one_line(*cosim(capsys, *args)[::2], "layout.json", "region 'C'", "outside the")
+
+
+@pytest.mark.parametrize("how", ["fifo", "devzero"])
+def test_layout_json_that_is_not_a_regular_file(capsys, folder, how):
+    """A FIFO would block the read forever and /dev/zero never ends: both are refused, not read."""
+    import os
+
+    (folder / "layout.json").unlink()
+    if how == "fifo":
+        os.mkfifo(folder / "layout.json")
+    else:
+        os.symlink("/dev/zero", folder / "layout.json")
+    for args in (["run", folder, "--model", "iss"], ["disasm", folder]):
+        one_line(*cosim(capsys, *args)[::2], "layout.json", "not a regular file")
+
+
+def test_an_npy_named_npz_is_one_line(capsys, tmp_path, folder, kernels):
+    fake = tmp_path / "fake.npz"
+    with open(fake, "wb") as f:
+        np.save(f, np.zeros((37, 16), np.int8))
+    (folder / "inputs.npz").write_bytes(fake.read_bytes())
+    (folder / "dram.bin").unlink(missing_ok=True)
+    words = ["fake.npz", "not an .npz archive but a single .npy array"]
+    one_line(*cosim(capsys, "run", folder, "--model", "iss")[::2], "inputs.npz", words[1])
+    one_line(*cosim(capsys, "run", f"{kernels}:copy", "-p", f"X=@{fake}", "-p", "Y=37x16:int8",
+                    "--model", "golden")[::2], "param 'X'", *words)
+    one_line(*cosim(capsys, "net", "digits", "--model", "golden", "--input", fake)[::2], "--input", *words)
+
+
+def test_net_input_advice_is_what_the_option_takes(capsys, tmp_path):
+    two = tmp_path / "two.npz"
+    np.savez(two, a=np.zeros((1, 64), np.int8), b=np.zeros((1, 64), np.int8))
+    rc, _, err = cosim(capsys, "net", "digits", "--model", "golden", "--input", two)
+    one_line(rc, err, f"write {two}:NAME")
+    assert "@" not in err, err
+
+
+def test_user_params_must_be_a_dict(capsys, tmp_path):
+    f = tmp_path / "k.py"
+    f.write_text("from compiler import S\n\n@S.kernel\ndef k(X, Y):\n    S.copy(Y, X)\n\nk_params = [1, 2]\n")
+    one_line(*cosim(capsys, "run", f"{f}:k", "--model", "golden")[::2], "'k_params' must be a dict", "list")
+
+
+def test_bare_number_for_a_tensor_gets_the_hint(capsys):
+    """The documented hint, whatever the kernel's own error says (here an AttributeError of A.shape)."""
+    kern = ROOT / "docs" / "kernels" / "int8_dense.py"
+    for p in ("A=64", "bias=48"):
+        name, v = p.split("=")
+        one_line(*cosim(capsys, "run", f"{kern}:int8_dense", "--model", "iss", "-p", p)[::2],
+                 f"-p {p} made '{name}' the constant {v}", f"-p {name}={v}:int32")
+
+
+@pytest.mark.parametrize("args, words", [
+    (["--model", "iss", "--vcd", "x.vcd"], ["--vcd", "TLM", "--model iss"]),
+    (["--model", "golden", "--trace", "t.json"], ["--trace", "TLM"]),
+    (["--model", "iss", "--sections"], ["--sections", "TLM"]),
+    (["--model", "tlm", "--waves"], ["--waves", "RTL"]),
+    (["--model", "tlm", "--watchdog", "100"], ["--watchdog", "RTL"]),
+    (["-p", "shape=17", "-p", "shape=3", "--model", "tlm"], ["param 'shape' is given twice"]),
+])
+def test_options_that_would_be_ignored_are_refused(capsys, tmp_path, monkeypatch, args, words):
+    monkeypatch.chdir(tmp_path)
+    one_line(*cosim(capsys, "run", "vadd", *args)[::2], *words)
+    assert not list(tmp_path.iterdir())  # nothing written
+
+
+def test_disasm_names_layout_json_for_bad_sections(capsys, folder):
+    def bad(j):
+        j.setdefault("meta", {})["sections"] = "abc"
+        return j
+    edit_json(folder / "layout.json", bad)
+    one_line(*cosim(capsys, "disasm", folder)[::2], "layout.json", "'sections' must be a list")
+
+
+@pytest.fixture(scope="module")
+def dynamic_folder(tmp_path_factory) -> Path:
+    d = tmp_path_factory.mktemp("dyn") / "vadd_rows"
+    assert cosim_main(["compile", "vadd_rows", "-o", str(d)]) == 0
+    return d
+
+
+@pytest.mark.parametrize("edit, words", [
+    (lambda d: (d / "dynamic.json").write_text("[]"), ["dynamic.json", "not a dynamic driver", "list"]),
+    (lambda d: edit_json(d / "layout.json", lambda j: {**j, "meta": {**j["meta"], "dynamic_example": "conv_rows"}}),
+     ["layout.json", "'conv_rows'", "variable 'height'", "dynamic.json drives variable 'rows'"]),
+])
+def test_dynamic_folder_whose_files_disagree(capsys, tmp_path, dynamic_folder, edit, words):
+    import shutil
+
+    d = tmp_path / "dyn"
+    shutil.copytree(dynamic_folder, d)
+    edit(d)
+    for value in ("5", "200"):
+        one_line(*cosim(capsys, "run", d, "--model", "tlm", "--set", f"rows={value}")[::2], *words)

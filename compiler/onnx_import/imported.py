@@ -13,6 +13,7 @@ import numpy as np
 from compiler.onnx_import.errors import UnsupportedModel
 from compiler.onnx_import.host import HostOp, ModelInput, OutputStep
 from compiler.onnx_import.names import NameTable
+from hw.npz_file import NpzError, read_npz
 
 MODEL_FILE = "model.onnx"  # the model's copy in a Program folder (the golden re-run and host steps read it)
 META_KEY = "onnx"          # layout.json's meta key that marks an imported Program folder
@@ -162,15 +163,16 @@ def save_npz(path: Path, arrays: dict[str, np.ndarray]) -> None:
 def load_npz(path: Path) -> dict[str, np.ndarray]:
     """The arrays of an .npz by name; one line if it cannot be read."""
     try:
-        with np.load(path, allow_pickle=False) as z:
-            return {k: z[k] for k in z.files}
-    except Exception as e:  # noqa: BLE001 - a broken file of any kind is one line
-        raise UnsupportedModel(f"{path}: not a readable .npz ({type(e).__name__}: {e})") from None
+        return read_npz(path)
+    except NpzError as e:
+        raise UnsupportedModel(str(e)) from None
 
 
 def read_meta(folder: str | Path) -> dict[str, Any] | None:
     """The import record of a Program folder's layout.json (None: not an imported folder)."""
     p = Path(folder) / "layout.json"
+    if not p.is_file():  # a FIFO would block: Program.load names what is wrong
+        return None
     try:
         meta = json.loads(p.read_text()).get("meta", {})
     except (OSError, ValueError, AttributeError):

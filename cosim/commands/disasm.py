@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import argparse
 import json
+from pathlib import Path
 
 from hw.config import load_config
 from hw.isa import insn_fields
 from hw.program import Program
-from cosim.cli import add_json_arg
+from cosim.cli import UserError, add_json_arg
 from cosim.section_report import program_core_sections, program_sections
 
 
@@ -31,8 +32,11 @@ def run(args: argparse.Namespace) -> int:
 
     # a folder of `cosim import` keeps ONNX-named data files: its Program files alone are read
     prog = load_program(args.dir, cfg) if is_imported_folder(args.dir) else Program.load(args.dir, cfg)
-    sections = program_sections(prog)
-    per_core = program_core_sections(prog)
+    try:
+        sections = program_sections(prog)
+        per_core = program_core_sections(prog)
+    except ValueError as e:  # the sections are layout.json's meta: name the file
+        raise UserError(f"{Path(args.dir) / 'layout.json'}: {e}") from None
     if args.json:
         d = {"program": prog.name, "config": prog.config.name, "sections": sections,
              "insns": [insn_fields(i) for i in prog.insns]}

@@ -18,7 +18,7 @@ from typing import Any
 from hw.config import load_config
 from hw.result import byte_size
 from cosim import dynamic_run, models
-from cosim.cli import MAX_CYCLES, add_json_arg, int_arg
+from cosim.cli import MAX_CYCLES, UserError, add_json_arg, int_arg
 from cosim.section_report import section_report
 from cosim.waves.gtkw import write_gtkw
 from cosim.waves.vcd_reader import WavesError
@@ -93,7 +93,21 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     return p
 
 
+def _options_of_absent_models(args: argparse.Namespace) -> None:
+    """Refuse an option of a model that this run does not include (it would be silently ignored)."""
+    if args.model == "all":
+        return
+    for model, given in (("tlm", [("--vcd", args.vcd), ("--trace", args.trace), ("--sections", args.sections)]),
+                         ("rtl", [("--waves", args.waves), ("--waves-window", args.waves_window),
+                                  ("--watchdog", args.watchdog)])):
+        used = [name for name, v in given if v]
+        if used and args.model != model:
+            raise UserError(f"{used[0]} is an option of the {model.upper()} model, and this run is --model "
+                            f"{args.model} (add --model {model} or all)")
+
+
 def run(args: argparse.Namespace) -> int:
+    _options_of_absent_models(args)
     cfg = load_config(args.config) if args.config else None
     if args.set_values or dynamic_run.is_dynamic(args.kernel):
         if args.param:
