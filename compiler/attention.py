@@ -29,6 +29,7 @@ import numpy as np
 
 from compiler import dsl as S
 from compiler import packing as P
+from compiler.errors import CompileError
 from compiler.fixed_point import alu_steps, rescale, scale_ok
 from compiler.ops import const_vector
 from compiler.softmax import rows_needed as softmax_rows
@@ -217,6 +218,9 @@ def attention_args(x: np.ndarray, weights: dict[str, np.ndarray], block: int) ->
     """The kernel's packed tensors from natural ones: ``x`` ``(T, D)`` int8, ``weights`` wq, wk, wv, wo
     ``(D, D)`` int8 (out x in) and bq, bk, bv, bo ``(D,)`` int32."""
     t, d = x.shape
+    if d % block or not 1 <= t <= block:  # the packed kernel takes whole lane blocks, one block of tokens
+        raise CompileError(f"attention: D={d} features and {t} tokens: D must be a whole number of {block}-lane "
+                           f"blocks and the tokens 1..{block}")
     xp = np.zeros((block, d), dtype=np.int8)
     xp[:t] = x
     w = np.concatenate([P.pack_dense_weights(weights[k], block).reshape(-1) for k in ("wq", "wk", "wo")]

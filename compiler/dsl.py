@@ -16,7 +16,7 @@ Dynamic shapes: ``S.var(name, max=N)`` (a run-time dimension) and ``S.ceil_div``
 
 from __future__ import annotations
 
-from compiler.context import current
+from compiler.context import current, source_line
 from compiler.errors import CompileError, kernel_error
 from compiler.ir import BarrierOp
 from compiler.intrinsics import (add, clip, clz, const, gemm, load, max, min, mov, mul, mulhr,  # noqa: A004
@@ -37,7 +37,8 @@ def section(name: str) -> None:
     Program's ``meta["sections"]`` lists each section's first instruction and count, and the tools
     report cycles and traffic per section. Nothing on the golden path."""
     if not isinstance(name, str) or not name:
-        raise kernel_error(current().kernel_name, None, f"S.section: name {name!r} must be a non-empty string")
+        raise kernel_error(current().kernel_name, None, f"S.section at {source_line()}: name {name!r} must be a "
+                                                        f"non-empty string")
     ctx = current()
     if ctx.mode == "lower":
         ctx.trace.sections.append((name, len(ctx.trace.ops)))  # type: ignore[attr-defined]

@@ -14,7 +14,8 @@ is the static compile of ``v``, address for address and cycle for cycle. What ma
   at the previous end rounded up to the config's alignment) and adds each relocation's base.
 
 Pieces are found by galloping then bisecting on where the affine prediction stops matching a real trace,
-so the number of traces grows with the number of pieces (tile-count changes), not with the maximum. Each
+so the number of traces grows with the number of pieces (tile-count changes), not with the maximum (more
+than ``MAX_PIECES`` pieces are refused: such a driver is a table of static compiles). Each
 piece is then checked against real static compiles at both ends, its middle and one value in from each end
 (``verify_all``: every value); the tests check more. DRAM is planned at the maximum (with room for
 ``INSN_SLACK`` more instructions): a value whose layout would end past it is refused. The driver's data
@@ -33,7 +34,7 @@ from typing import Any, Callable
 import numpy as np
 
 from compiler.build import check_dependences, insert_tokens, layout, to_insn, trace_cores, verify_program
-from compiler.errors import CompileError
+from compiler.errors import CompileError, ConfigFitError
 from compiler.ir import LoadOp, StoreOp
 from compiler.kernel import Kernel, as_kernel
 from compiler.symbolic import Expr, SymbolicError, Var, bind
@@ -47,6 +48,10 @@ from hw.program import Program, Region, isa_of, make_regs
 # DRAM is planned for the maximum's layout with this many times its instruction count (a smaller value
 # may take more instructions, e.g. an extra tail tile); a value whose layout ends past it is refused.
 INSN_SLACK = 1.25
+# A driver of more pieces than this is a table of static compiles (a kernel whose tiling changes at almost
+# every value, e.g. a small config's buffers): refused as the search passes it, before a long compile and a
+# dynamic.json of hundreds of megabytes.
+MAX_PIECES = 256
 
 
 @dataclass(frozen=True)
@@ -236,11 +241,17 @@ def compile_traces(trace_of: Callable[[int], StaticTrace], var: Var, cfg: HwConf
     dram_end = top.regions[-1].end + (-(-(insn.addr + room * INSN_BYTES) // a) - -(-insn.end // a)) * a
     pieces: list[Piece] = []
     lo = var.min
+    span = 0  # the length of the last piece of several values
 
     def same_shape(a: StaticTrace, b: StaticTrace) -> bool:
         return (a.insns, a.consts, a.relocs) == (b.insns, b.consts, b.relocs)
 
     while lo <= var.max:
+        if len(pieces) >= MAX_PIECES:
+            raise ConfigFitError(f"kernel '{name}': its instruction stream changes shape at more than {MAX_PIECES} "
+                                 f"values of '{var.name}' on config '{cfg.name}' ({MAX_PIECES} pieces cover "
+                                 f"{var.min}..{lo - 1} of {var.min}..{var.max}): lower the variable's maximum or "
+                                 f"use a config whose buffers hold larger tiles")
         first = real(lo)
         if lo == var.max or not same_shape(real(lo + 1), first):
             pieces.append(Piece(lo, lo, first.insns, first.consts, tuple(first.entries),
@@ -255,7 +266,12 @@ def compile_traces(trace_of: Callable[[int], StaticTrace], var: Var, cfg: HwConf
 
         good, step = lo + 1, 1
         bad = None
-        while good < var.max:  # gallop: good is the last value known to fit
+        guess = lo + span - 1  # pieces of a tiled kernel repeat: first try the last piece's length
+        if span > 2 and guess < var.max and fits(guess):
+            good, step = guess, span
+            if not fits(guess + 1):
+                bad = guess + 1
+        while bad is None and good < var.max:  # gallop: good is the last value known to fit
             nxt = min(var.max, good + step)
             if fits(nxt):
                 good, step = nxt, step * 2
@@ -269,6 +285,7 @@ def compile_traces(trace_of: Callable[[int], StaticTrace], var: Var, cfg: HwConf
             else:
                 bad = mid
         pieces.append(Piece(lo, good, first.insns, first.consts, tuple(first.entries), delta, first.relocs))
+        span = good - lo + 1
         lo = good + 1
     program = Program.create(cfg, [isa_of(cfg).decode_word(w, i) for i, w in enumerate(top.words)], top.regions,
                              name=name, meta={**(meta or {}), "dynamic": {"var": var.name, **var.to_json()}},

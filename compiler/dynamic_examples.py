@@ -199,14 +199,15 @@ def _conv_args(cfg: HwConfig) -> dict[str, Any]:
 def _vadd_args(cfg: HwConfig) -> dict[str, Any]:
     out = f"int{cfg.out_width}"
     return {"A": TensorSpec((ROWS, cfg.lanes), "int32"), "B": TensorSpec((ROWS, cfg.lanes), "int32"),
-            "C": TensorSpec((ROWS, cfg.lanes), out), "op": "add", "tile": 16}
+            "C": TensorSpec((ROWS, cfg.lanes), out), "op": "add", "tile": min(16, ops.tile_fit(cfg, 2, 0))}
 
 
 DYNAMIC_EXAMPLES: dict[str, DynamicExample | DynamicNetwork] = {e.name: e for e in [
     DynamicExample("mvm_token", f"(token x {MVM_K}) @ ({MVM_K} x {MVM_N}) int8 + int32 bias, requantized (>> "
                    f"{MVM_SHIFT}, round, clip to int8): the dense kernel with a run-time token count",
                    gemm_kernels.dense, TOKEN, _mvm_args, {"A": (-128, 127), "W": (-128, 127), "bias": (-2000, 2000)}),
-    DynamicExample("vadd_rows", "C = int8(A + B) on (rows x lanes) int32, tiles of 16 vectors, a run-time row count",
+    DynamicExample("vadd_rows", "C = int8(A + B) on (rows x lanes) int32, tiles of 16 vectors (fewer where the "
+                   "accumulator is smaller), a run-time row count",
                    ops.binary, ROWS, _vadd_args, {"A": (-1000, 1000), "B": (-1000, 1000)}),
     DynamicExample("conv_rows", f"3x3 convolution, stride 1, padding 1, on an image of height x {CONV_W} x "
                    f"{CONV_C} channels -> {CONV_C}: + int32 bias, requantized, ReLU; a run-time image height",

@@ -84,6 +84,9 @@ class Example:
     operator: str | None = None
     ranges: dict[str, tuple[int, int]] = field(default_factory=dict)
     user: tuple[str, str] | None = None  # (file, function) of a user kernel
+    # a user kernel's parameters whose default (in its signature or ``<fn>_params``) is True or False:
+    # ``-p NAME=VALUE`` of these reads true/false/1/0
+    user_flags: frozenset[str] = frozenset()
     # config name -> params that replace the defaults on that config (e.g. a smaller tile where the
     # accumulator buffer is smaller); explicit params still win
     per_config: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -256,7 +259,13 @@ def get_example(name: str) -> Example:
         if not isinstance(defaults, dict):
             raise ExampleError(f"{name.rsplit(':', 1)[0]}: '{fn}_params' must be a dict of the kernel's default "
                                f"parameters, not {type(defaults).__name__}")
-        return Example(fn, doc, dict(defaults), None, {}, tuple(name.rsplit(":", 1)))
+        try:
+            signature = inspect.signature(k.fn).parameters.values()
+        except (TypeError, ValueError):
+            signature = []  # type: ignore[assignment]
+        flags = {p.name for p in signature if isinstance(p.default, bool)} | \
+            {n for n, v in defaults.items() if isinstance(v, bool)}
+        return Example(fn, doc, dict(defaults), None, {}, tuple(name.rsplit(":", 1)), user_flags=frozenset(flags))
     if name not in EXAMPLES:
         if "/" in name or "\\" in name:  # a path, not an example name: listing examples would not help
             raise ExampleError(f"{name}: no such Program folder, and not a kernel given as path.py:function")
@@ -269,7 +278,7 @@ def get_example(name: str) -> Example:
 def parse_params(name: str, items: list[str] | None) -> dict[str, Any]:
     """Parse ``KEY=VALUE`` strings for kernel ``name`` (:mod:`compiler.params`), typed like its defaults."""
     ex = get_example(name)
-    return parse_items(items, None if ex.user is not None else ex.params, name)
+    return parse_items(items, None if ex.user is not None else ex.params, name, ex.user_flags)
 
 
 # ---- cases -------------------------------------------------------------------------------

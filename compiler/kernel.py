@@ -26,6 +26,8 @@ from __future__ import annotations
 import contextlib
 import functools
 import inspect
+import os
+import sys
 import traceback
 from math import prod
 from collections.abc import Iterator, Mapping, Sequence
@@ -211,7 +213,13 @@ class Kernel:
             if config is not None:
                 raise CompileError(f"kernel '{self.name}': config= cannot be given to a kernel called inside "
                                    f"another kernel (it runs on the caller's accelerator)")
-            self.fn(*args, **kwargs)
+            caller = sys._getframe(1)
+            try:
+                self.fn(*args, **kwargs)
+            except CompileError as e:
+                if not caller.f_code.co_filename.startswith(_COMPILER_DIR):  # a call in the user's code
+                    _add_call_site(e, self.name, f"{os.path.basename(caller.f_code.co_filename)}:{caller.f_lineno}")
+                raise
             return
         cfg = config if isinstance(config, HwConfig) else load_config(config or "default")
         bound = self.bind(args, kwargs)
@@ -223,6 +231,22 @@ class Kernel:
 
     def __repr__(self) -> str:
         return f"<kernel {self.name}{self.signature}>"
+
+
+# The compiler's own kernels compose each other: only a call from outside it is named in an error.
+_COMPILER_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+def _add_call_site(e: CompileError, callee: str, where: str) -> None:
+    """Append ``(in CALLEE called at FILE:LINE, ...)`` to the error's one line: a shipped kernel called
+    inside a user's names its own arguments, so the line says which call of the user's code refused them."""
+    calls = getattr(e, "_call_sites", None)
+    if calls is None:
+        calls = []
+        e._call_sites = calls  # type: ignore[attr-defined]
+        e._base_text = str(e)  # type: ignore[attr-defined]
+    calls.append(f"in {callee} called at {where}")
+    e.args = (f"{e._base_text} ({', '.join(calls)})",)  # type: ignore[attr-defined]
 
 
 def kernel(fn: Callable[..., Any] | None = None, *, elementwise: bool = False) -> Any:

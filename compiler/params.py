@@ -16,7 +16,7 @@ import re
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Collection, Mapping
 
 import numpy as np
 
@@ -211,16 +211,18 @@ def split_item(item: str) -> tuple[str, str]:
     return k, v
 
 
-def parse_items(items: list[str] | None, defaults: Mapping[str, Any] | None, kernel: str) -> dict[str, Any]:
+def parse_items(items: list[str] | None, defaults: Mapping[str, Any] | None, kernel: str,
+                flags: Collection[str] = ()) -> dict[str, Any]:
     """Parse ``KEY=VALUE`` strings. With ``defaults`` (an example's params) only those keys exist and
-    each value is typed like its default; without (a user kernel) see :func:`parse_user_value`."""
+    each value is typed like its default; without (a user kernel) see :func:`parse_user_value`, except
+    the ``flags`` (parameters whose default is True or False), which read true/false/1/0."""
     out: dict[str, Any] = {}
     for it in items or []:
         k, v = split_item(it)
         if k in out:  # the last one would silently win
             raise ParamError(f"param '{k}' is given twice (-p {k}=...)")
         if defaults is None:
-            out[k] = parse_user_value(k, v)
+            out[k] = parse_value(k, v, False) if k in flags else parse_user_value(k, v)
             continue
         if k not in defaults:
             raise ParamError(f"example '{kernel}' has no param '{k}' (params: {', '.join(defaults)})")

@@ -900,3 +900,47 @@ def test_dynamic_folder_whose_files_disagree(capsys, tmp_path, dynamic_folder, e
     edit(d)
     for value in ("5", "200"):
         one_line(*cosim(capsys, "run", d, "--model", "tlm", "--set", f"rows={value}")[::2], *words)
+
+
+NESTED = '''\
+from compiler import S
+from compiler import gemm_kernels as G
+
+
+@S.kernel
+def layer(X, Wts, Out, relu=False):
+    G.dense(X, Wts, None, Out, shift=3, relu=relu)
+
+
+@S.kernel
+def named(A, C):
+    S.section(42)
+'''
+
+
+def test_a_flag_of_a_user_kernel_reads_true_and_false(tmp_path):
+    from compiler.examples import parse_params
+    from compiler.params import ParamError
+
+    f = tmp_path / "nested.py"
+    f.write_text(NESTED)
+    for text, value in (("true", True), ("True", True), ("1", True), ("false", False), ("0", False)):
+        assert parse_params(f"{f}:layer", [f"relu={text}"]) == {"relu": value}
+    with pytest.raises(ParamError, match="'maybe' is not true or false"):
+        parse_params(f"{f}:layer", ["relu=maybe"])
+
+
+def test_an_operator_refusing_a_user_kernels_call_names_the_call(capsys, tmp_path):
+    f = tmp_path / "nested.py"
+    f.write_text(NESTED)
+    shapes = ["-p", "X=1x1x2x1x16:int8", "-p", "Wts=1x2x1x1x16x16:int8", "-p", "Out=1x1x2x1x16:int8"]
+    one_line(*cosim(capsys, "run", f"{f}:layer", "--model", "iss", *shapes)[::2], "kernel 'layer'",
+             "(in dense called at nested.py:7)")
+    one_line(*cosim(capsys, "run", f"{f}:named", "--model", "iss", "-p", "A=16:int32", "-p", "C=16:int8")[::2],
+             "S.section at nested.py:12", "name 42")
+
+
+@pytest.mark.parametrize("params", [["-p", "D=24"], ["-p", "D=8", "-p", "heads=1"], ["-p", "tokens=17"]])
+def test_attention_example_names_its_own_parameters(capsys, params):
+    one_line(*cosim(capsys, "run", "attention", "--model", "iss", *params)[::2], "attention: D=",
+             "whole number of 16-lane blocks", "tokens 1..16")

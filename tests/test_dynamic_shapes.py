@@ -317,3 +317,26 @@ def test_driver_refuses_other_formats_and_broken_pieces(folders: dict[str, Path]
         Driver.from_json({**d, "pieces": d["pieces"][:-1]})
     with pytest.raises(DriverError, match="needs DRAM up to"):
         Driver.from_json({**d, "dram_end": 64}).layout(1)
+
+
+def test_vadd_rows_takes_the_tile_the_config_holds() -> None:
+    """small's accumulator holds tiles of 10 vectors for two operands: the example's tile follows the config."""
+    from cosim.dynamic_run import dynamic_job
+
+    for rows in (1, 11, 256):
+        job = dynamic_job("vadd_rows", load_config("small"), [f"rows={rows}"])
+        r = models.run_tlm(job)
+        assert r.error is None and models.first_mismatch(job.golden, r.outputs) is None, rows
+
+
+def test_a_driver_of_too_many_pieces_is_refused_early(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A kernel whose stream changes shape at most values (vadd_rows has 16 pieces on default) is refused
+    once the pieces pass the cap, naming the variable and how far they reached."""
+    import compiler.dynamic as dyn
+    from compiler.errors import ConfigFitError
+
+    monkeypatch.setattr(dyn, "MAX_PIECES", 4)
+    with pytest.raises(ConfigFitError, match=r"kernel 'vadd_rows': its instruction stream changes shape at more "
+                                             r"than 4 values of 'rows' on config 'default' \(4 pieces cover 1\.\.\d+ "
+                                             r"of 1\.\.256\)"):
+        DYNAMIC_EXAMPLES["vadd_rows"].compile(CFG)
