@@ -398,6 +398,8 @@ class Graph:
         if not self.outputs:
             raise CompileError(f"graph '{self.name}' has no output (call graph.output(value))")
         for layer in self.layers:
+            if layer.op not in OPS:  # a Layer made by hand, not by the graph's methods
+                raise self.error(layer.name, f"unknown op {layer.op!r} (the graph's ops: {', '.join(OPS[1:])})")
             v = layer.output
             if v not in self.outputs and not self.consumers(v):
                 raise self.error(layer.name, "its result is never used (make it an output or remove it)")

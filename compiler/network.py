@@ -557,6 +557,7 @@ def _plan_stage(st: Stage, cfg: HwConfig, batch: int, g: Graph, layouts: dict[Va
                                       **flags)
                     st.weight = P.pack_conv_weights(wt.reshape(o, c * k * k, 1, 1), block)
                 else:
+                    _check_windows(g, main.name, (h, w), k, s, pads, (ho, wo))
                     sym = isinstance(pad, int)
                     shape = ConvShape(batch, P.blocks(c, block), h, w, P.blocks(o, block), k, k, s,
                                       pad if sym else pads[0], pads=None if sym else tuple(pads), **flags)
@@ -607,6 +608,25 @@ def _plan_stage(st: Stage, cfg: HwConfig, batch: int, g: Graph, layouts: dict[Va
             layouts[st.output] = found.pop()  # elementwise: stored as its operands are
     except PlanError as e:
         raise g.error(main.name, f"cannot be tiled on config '{cfg.name}': {e}", ConfigFitError) from None
+
+
+def _check_windows(g: Graph, layer: str, hw: tuple[int, int], k: int, stride: int, pads: tuple[int, ...],
+                   out_hw: tuple[int, int]) -> None:
+    """Refuse a convolution with an output row or column whose window lies in the padding only (a padding
+    or stride larger than the kernel): the engine loads each tile's window from the input. Only the first
+    and the last window can miss the input."""
+    top, left = pads[0], pads[1]
+    for axis, size, before, n in (("row", hw[0], top, out_hw[0]), ("column", hw[1], left, out_hw[1])):
+        if before >= k or (n - 1) * stride - before >= size:
+            raise g.error(layer, f"an output {axis} reads only padding ({k}x{k} kernel, stride {stride}, pads "
+                                 f"{list(pads)} on a {hw[0]}x{hw[1]} input): the accelerator's convolutions need "
+                                 f"every window to overlap the input")
+
+
+def _largest(sizes: list[tuple[str, int]], count: int = 3) -> str:
+    """``'a' 1,024 bytes, 'b' 512 bytes`` for the ``count`` largest (name, bytes)."""
+    top = sorted(sizes, key=lambda t: -t[1])[:count]
+    return ", ".join(f"'{n}' {b:,} bytes" for n, b in top)
 
 
 def _first_fit(intervals: list[tuple[int, int, int, Any]]) -> tuple[dict[Any, int], int]:
@@ -764,9 +784,12 @@ def compile_network(graph: Graph, config: HwConfig | str = "default", batch: int
         assert parent is not None
         return parent.view(f"{v.name}@{s.offset}", s.offset, (s.nvec, block)) if s.region == "act" else parent
 
+    tracing: list[str] = []  # the stage being traced, for an error raised inside it
+
     def body(**t: Tensor) -> None:
         act = S.scratch((act_vectors * block,), "int8", "act") if act_vectors else None
         for k, st in enumerate(stages):
+            tracing[:] = [st.name]
             if k and S.num_cores() > 1:  # several cores: a stage reads what every core stored before it
                 S.barrier()
             S.section(st.name)
@@ -805,7 +828,15 @@ def compile_network(graph: Graph, config: HwConfig | str = "default", batch: int
     try:
         prog = build(kernel, specs, cfg, name=pname)
     except CompileError as e:
-        raise CompileError(f"network '{g.name}': {e}") from None
+        msg = str(e)
+        if "argument 'weights'" in msg:  # name what fills a region that does not fit
+            sizes = [(st.name, st.weight.size) for st in stages if st.weight is not None]
+            msg += f" (the largest weights: {_largest(sizes)})"
+        elif "argument 'act'" in msg:
+            msg += f" (the largest activations: {_largest([(v.name, n * block) for _, _, n, v in intervals])})"
+        elif tracing:
+            msg += f" (in layer '{tracing[0]}')"
+        raise CompileError(f"network '{g.name}': {msg}") from None
     for k, a in consts.items():
         prog.set_input(k, a)
     prog.meta["network"] = {

@@ -277,9 +277,13 @@ def plan_pool(cfg: HwConfig, batch: int, cb: int, h: int, w: int, k: int, stride
                     break  # smaller th for this tc only shrinks the tile
         if best is not None:
             return best
-    raise PlanError(f"no tiling fits config '{cfg.name}': one output row of the {k}x{k} pooling needs {k * w} "
-                    f"input vectors and {(k * k if maximum else 1) * ((w + pads[1] + pads[3] - k) // stride + 1)} "
-                    f"accumulator vectors")
+    one = PoolPlan(batch, cb, h, w, k, stride, maximum, 1, 1, 1, pads)  # the smallest tile: one output row
+    short = [f"{need} {what} (the config has {have})" for need, have, what in (
+        (one.cb_pitch, cfg.inp_depth, "input vectors"), (one.acc_tile, cfg.acc_depth - consts, "accumulator vectors"),
+        (one.uops_per_table, cfg.uop_depth, "micro-ops"), (one.acc_tile, ITER_MAX, "loop iterations"),
+        (max(one.cb_pitch, stride * w, one.wo, one.out_tile), fmax, "as the largest buffer index")) if need > have]
+    raise PlanError(f"no tiling fits config '{cfg.name}': one output row of the {k}x{k} pooling needs "
+                    f"{', '.join(short) or 'more than the buffers hold'}")
 
 
 def pool_uops(p: PoolPlan, acc_half: int, in_half: int) -> np.ndarray:

@@ -84,9 +84,23 @@ def user_network(spec: str, seed: int = 0) -> Any:
     rng = np.random.default_rng(seed)
     samples = rng.integers(-128, 128, size=(RANDOM_SAMPLES, *inp.shape)).astype(np.int8)
     samples.flags.writeable = False
-    return Network(name=g.name, description=f"graph '{g.name}' from {spec} (seeded random int8 inputs)",
+    return Network(name=g.name, description=f"graph '{g.name}' from {spec} ({RANDOM_SAMPLES_TEXT[0]})",
                    graph=lambda: g, dataset=lambda split: (samples, None), float_predict=None,
                    input_name=inp.name, output=out.name)
+
+
+# What a user graph's or ONNX model's description says of its samples (seeded random, without --input).
+RANDOM_SAMPLES_TEXT = ("seeded random int8 inputs", "seeded random inputs")
+
+
+def with_samples_from(network: Any, source: str) -> Any:
+    """``network`` whose description names ``source`` (``--input``) instead of seeded random samples."""
+    import dataclasses
+
+    text = network.description
+    for phrase in RANDOM_SAMPLES_TEXT:
+        text = text.replace(phrase, f"samples from {source}")
+    return dataclasses.replace(network, description=text)
 
 
 def load_inputs(text: str, network: Any) -> np.ndarray:

@@ -73,3 +73,11 @@ def test_user_network_errors_are_one_line(capsys, tmp_path):
         rc, out, err = cosim(capsys, "net", spec)
         assert rc == 2 and len(err.strip().splitlines()) == 1 and "Traceback" not in err, (spec, err)
         assert all(w in err for w in words), (spec, err)
+
+
+def test_user_graph_samples_from_a_file_are_named_so(capsys, tmp_path):
+    x = np.random.default_rng(2).integers(-128, 128, size=(2, 3, 8, 8)).astype(np.int8)
+    np.save(tmp_path / "x.npy", x)
+    rc, out, err = cosim(capsys, "net", TINY, "--model", "iss", "--input", tmp_path / "x.npy")
+    first = out.splitlines()[0]
+    assert rc == 0 and f"samples from {tmp_path / 'x.npy'}" in first and "random" not in first, out

@@ -296,3 +296,54 @@ def test_max_pool_padding_must_leave_every_window_an_input_pixel() -> None:
     x = g.input("x", (8, 6, 6))
     with pytest.raises(CompileError, match="each pad must be below 3"):
         g.max_pool(x, 3, 2, pad=(0, 3, 0, 0))
+
+
+def test_graph_errors_name_the_layer_and_the_resource() -> None:
+    """A hand-made layer of an unknown op, a convolution with a window of padding only, a graph too big for
+    DRAM (naming what fills it) or a pooling row too big for a buffer (naming that buffer)."""
+    from compiler.graph import Layer
+
+    def unknown_op():
+        g = Graph("g")
+        x = g.input("x", (3, 2, 2))
+        layer = Layer("mysoftmax", "softmax", (x,))
+        layer.output = Value(layer, (3, 2, 2), "int8")
+        g.layers.append(layer)
+        g.output(layer.output)
+        compile_network(g)
+    assert "layer 'mysoftmax': unknown op 'softmax'" in _err(unknown_op)
+
+    for pad, stride, shape in (((0, 1, 0, 0), 2, (3, 4, 1)), ((0, 0, 3, 0), 2, (3, 4, 4))):
+        def padding_only():  # the graph (and its reference) takes it; the accelerator's engine does not
+            g = Graph("g")
+            y = g.conv2d(g.input("x", shape), np.ones((4, 3, 1, 1), np.int8), stride=stride, pad=pad, name="padconv")
+            g.output(g.requantize(y, 2))
+            compile_network(g)
+        assert "layer 'padconv': an output" in _err(padding_only) and "reads only padding" in _err(padding_only)
+
+    def big_weights():
+        g = Graph("big")
+        a = g.input("a", (4096,))
+        g.output(g.requantize(g.dense(a, np.ones((4096, 4096), np.int8), name="huge_fc"), 8))
+        compile_network(g, "small")
+    assert "argument 'weights'" in _err(big_weights) and "largest weights: 'huge_fc' 16,777,216 bytes" in \
+        _err(big_weights)
+
+    def long_stream():  # small's core with a 64 KiB DRAM: at most 4,096 instructions
+        import dataclasses
+
+        from hw.config import load_config
+        cfg = dataclasses.replace(load_config("small"), name="small-64k", dram_bytes=1 << 16)
+        g = Graph("insns")
+        x = g.input("x", (1, 16, 16))
+        y = g.requantize(g.conv2d(x, np.ones((256, 1, 1, 1), np.int8), name="expand"), 3)
+        g.output(g.requantize(g.conv2d(y, np.ones((1, 256, 1, 1), np.int8), name="squeeze"), 8))
+        compile_network(g, cfg, batch=8)
+    assert "instructions outgrow" in _err(long_stream) and "(in layer 'expand')" in _err(long_stream)
+
+    def wide_pool():
+        g = Graph("gap")
+        x = g.input("x", (16, 33, 33))
+        g.output(g.avg_pool(x, 33, scale=0.01, name="gap33"))
+        compile_network(g)
+    assert "needs 1089 micro-ops (the config has 1024)" in _err(wide_pool) and "input vectors" not in _err(wide_pool)

@@ -12,7 +12,7 @@ from hw.config import load_config
 from hw.result import byte_size
 from cosim.cli import UserError, add_config_arg, add_json_arg, folder_arg, int_arg
 from cosim.network_run import (NET_MODELS, count_test_images, get_network, load_inputs, make_net_case, network_names,
-                               run_network)
+                               run_network, with_samples_from)
 
 
 def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -66,6 +66,8 @@ def run(args: argparse.Namespace) -> int:
     if args.trace and not {"tlm", "rtl"} & set(chosen):
         raise UserError("--trace needs a TLM run: use --model tlm, rtl or all")
     data = load_inputs(args.input, network) if args.input else None
+    if args.input:
+        network = with_samples_from(network, args.input)
     split = count_test_images(network, data)
     images = args.images if args.images is not None else split
     if images > split:  # before any progress line: a bad argument is one line
