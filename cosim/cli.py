@@ -69,9 +69,18 @@ def int_arg(low: int, high: int = MAX_INT, what: str = "") -> Any:
 
 
 def folder_arg(text: str) -> str:
-    """An argparse ``type``: a file or folder name that is not empty (``-o ''`` would write into the CWD)."""
+    """An argparse ``type``: a file or folder name that is not empty (``-o ''`` would write into the CWD)
+    nor a FIFO or socket (opening one blocks until another process comes; /dev/null is fine)."""
+    import stat
+
     if not text.strip():
         raise argparse.ArgumentTypeError("expected a file or folder name, not an empty string")
+    try:
+        mode = os.stat(text).st_mode
+    except (OSError, ValueError):
+        return text
+    if stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode):
+        raise argparse.ArgumentTypeError(f"{text}: a FIFO or socket, not a file or folder")
     return text
 
 

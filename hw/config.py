@@ -336,7 +336,12 @@ def load_config(name_or_path: str | Path = "default") -> HwConfig:
         known = ", ".join(list_configs())
         raise ConfigError(f"{path}: no such config file (shipped configs: {known})")
     try:
-        data = json.loads(path.read_text())
+        data = json.loads(path.read_bytes().decode("utf-8"))
+    except UnicodeDecodeError as e:
+        raise ConfigError(f"{path}: not a config file (not UTF-8 text: byte 0x{e.object[e.start]:02x} at offset "
+                          f"{e.start})") from None
     except json.JSONDecodeError as e:
         raise ConfigError(f"{path}: not valid JSON: {e.msg} at line {e.lineno} column {e.colno}") from None
+    except RecursionError:
+        raise ConfigError(f"{path}: not a config file (JSON nested too deep)") from None
     return parse_config(data, str(path))

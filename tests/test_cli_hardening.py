@@ -944,3 +944,56 @@ def test_an_operator_refusing_a_user_kernels_call_names_the_call(capsys, tmp_pat
 def test_attention_example_names_its_own_parameters(capsys, params):
     one_line(*cosim(capsys, "run", "attention", "--model", "iss", *params)[::2], "attention: D=",
              "whole number of 16-lane blocks", "tokens 1..16")
+
+
+# ---- the campaign and tool commands: bounded, and files that are not theirs left alone -------------
+@pytest.mark.parametrize("args, words", [
+    (["fuzz", "--count", "1", "--workers", "100000"], ["--workers", "at most 256"]),
+    (["fuzz", "--count", "100000000", "--workers", "0"], ["--count", "at most 1,000,000"]),
+    (["regress", "--seeds", "99999999"], ["--seeds", "at most 100,000"]),
+    (["bench", "--dynamic", "--decode"], ["--dynamic and --decode"]),
+    (["bench", "--decode", "--out", "x"], ["--decode prints its section", "drop --out"]),
+    (["coverage", "--quick", "--long-log2", "99", "--out", "cv"], ["--long-log2 99", "at most 2^33"]),
+    (["mutate", "--list", "--count", "3", "--only", "99"], ["--only", "1..3"]),
+])
+def test_campaign_sizes_are_bounded(capsys, tmp_path, monkeypatch, args, words):
+    monkeypatch.chdir(tmp_path)
+    one_line(*cosim(capsys, *args)[::2], *words)
+
+
+def test_a_config_file_that_is_not_utf8_names_itself(capsys, tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_bytes(b"\xb8\x00garbage")
+    one_line(*cosim(capsys, "run", "vadd", "--model", "tlm", "--config", bad)[::2], str(bad), "not UTF-8")
+
+
+def test_an_output_that_is_a_fifo_is_refused(capsys, tmp_path):
+    import os
+
+    fifo = tmp_path / "out.html"
+    os.mkfifo(fifo)
+    one_line(*cosim(capsys, "report", "-o", fifo)[::2], "a FIFO or socket")
+
+
+def test_report_of_a_json_nested_too_deep_is_unreadable_not_a_crash(capsys, tmp_path):
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 200000 + "]" * 200000)
+    rc, out, err = cosim(capsys, "report", "--fuzz", deep, "-o", tmp_path / "r.html")
+    assert rc == 0 and "internal error" not in err, err
+    assert "nested too deep" in (tmp_path / "r.html").read_text()
+
+
+@pytest.mark.parametrize("text", ["my precious notes\n", "no newline at the end"])
+def test_a_results_file_that_is_not_one_is_neither_truncated_nor_deleted(capsys, tmp_path, text):
+    from cosim.cluster.results_file import ResultsFile
+
+    notes = tmp_path / "notes.txt"
+    notes.write_text(text)
+    with pytest.raises(ValueError, match="not a JSON record"):
+        ResultsFile(notes).load()
+    spec = tmp_path / "s.yaml"
+    spec.write_text("name: s\nbase: small\nparameters:\n  dram_read_latency: [8]\nworkloads:\n  - example: vadd\n"
+                    "rtl: none\narea: none\n")
+    rc, _, err = cosim(capsys, "sweep", spec, "--out", tmp_path / "o", "--results", notes, "--fresh", "--workers",
+                       "0", "--area", "none")
+    assert rc == 2 and "not a JSON record" in err and notes.read_text() == text, err

@@ -153,3 +153,44 @@ def test_waves_without_subcommand(capsys):
     assert rc == 2 and out == "" and err == "cosim waves: error: a command is required (see cosim waves --help)\n"
     rc, out, _ = cosim(capsys, "--help")
     assert rc == 0 and "timeline" in out
+
+
+HEAD = "$timescale 1ns $end\n$scope module accel $end\n"
+
+
+@pytest.mark.parametrize("decls, body, words", [
+    ("$var wire 1 ! dbg_load_busy $end\n$var wire 32 ! dbg_load_pc $end\n", "#0\nb0 !\n",
+     ["line 4", "identifier code '!'", "declared again with width 32 (it was 1)"]),
+    ("$var wire 32 \" dbg_load_pc $end\n$var wire 8 # dbg_load_pc $end\n", "#0\nb0 \"\n",
+     ["line 4", "'accel.dbg_load_pc' is declared twice"]),
+    ("$var wire 0 ! zero $end\n", "#0\n0!\n", ["line 3", "width '0'"]),
+])
+def test_declarations_the_readers_would_misread(tmp_path, capsys, decls, body, words):
+    f = write(tmp_path / "d.vcd", HEAD + decls + "$upscope $end\n$enddefinitions $end\n" + body)
+    rc, _, err = cosim(capsys, "list", f)
+    assert rc == 2 and err.count("\n") == 1 and all(w in err for w in words), err
+
+
+def test_time_going_back_is_refused_naming_the_line(tmp_path, capsys):
+    f = write(tmp_path / "back.vcd", HEAD + "$var wire 1 ! dbg_load_busy $end\n$var wire 32 \" dbg_load_pc $end\n"
+              "$upscope $end\n$enddefinitions $end\n#10\n0!\nb0 \"\n#5\n1!\n")
+    rc, _, err = cosim(capsys, "timeline", f)
+    assert rc == 2 and err.count("\n") == 1 and "line 10: time 5 goes back from 10" in err, err
+
+
+def test_show_window_stops_at_the_trace_and_is_bounded(rtl, tmp_path, capsys):
+    rc, out, _ = cosim(capsys, "show", rtl, "dbg_load_pc", "--from", "0", "--to", "99999999999", "--changes")
+    assert rc == 0 and len(out.splitlines()) < 100  # the changes up to the trace's end, not rows to 1e11
+    rc, _, err = cosim(capsys, "show", rtl, "dbg_load_pc", "--from", "99999999999")
+    assert rc == 2 and "past the trace's last cycle" in err
+    rc, _, err = cosim(capsys, "show", rtl, "")
+    assert rc == 2 and "an empty signal name" in err
+    rc, _, err = cosim(capsys, "list", tmp_path)
+    assert rc == 2 and "not a regular file" in err
+
+
+def test_diff_window_zero_draws_nothing(rtl, tlm, capsys):
+    rc, out, err = cosim(capsys, "diff", tlm, rtl, "--window", "0")
+    assert rc in (0, 1) and "Traceback" not in err, err
+    rc, _, err = cosim(capsys, "diff", tlm, rtl, "--window", "10001")
+    assert rc == 2 and "at most 10,000" in err

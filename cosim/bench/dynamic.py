@@ -19,6 +19,7 @@ from typing import Any
 from compiler.build import build
 from compiler.dynamic import bind_args, compile_dynamic, save_dynamic
 from compiler.dynamic_examples import DYNAMIC_EXAMPLES, DynamicExample
+from compiler.errors import ConfigFitError
 from compiler.symbolic import var
 from compiler.tensor import TensorSpec
 from hw.config import HwConfig
@@ -70,7 +71,11 @@ def compile_vs_max(cfg: HwConfig, name: str, maxima: tuple[int, ...]) -> list[di
     for m in maxima:
         args = _with_max(ex, cfg, m)
         t0 = time.perf_counter()
-        dp = compile_dynamic(ex.kernel, args, var(ex.var.name, max=m), cfg, name=name)
+        try:
+            dp = compile_dynamic(ex.kernel, args, var(ex.var.name, max=m), cfg, name=name)
+        except ConfigFitError as e:  # e.g. more pieces than a driver takes on a config of small buffers
+            rows.append({"example": name, "max": m, "skipped": str(e)})
+            continue
         t1 = time.perf_counter()
         build(ex.kernel, bind_args(args, {ex.var.name: m}), cfg, name=name)
         rows.append({"example": name, "max": m, "dynamic_compile_s": round(t1 - t0, 3),
@@ -97,7 +102,10 @@ def driver_cost(cfg: HwConfig, name: str, reps: int = 200) -> dict[str, Any]:
     """Microseconds per value of the Python and C drivers of example ``name`` (median over values 1, a
     middle one and the maximum) against a static compile of the same values."""
     ex = DYNAMIC_EXAMPLES[name]
-    dp = ex.compile(cfg)
+    try:
+        dp = ex.compile(cfg)
+    except ConfigFitError as e:
+        return {"example": name, "skipped": str(e)}
     with tempfile.TemporaryDirectory(prefix="cosim_dyn_bench_") as tmp:
         folder = save_dynamic(dp, Path(tmp) / name)
         drv = Driver.load(folder)
@@ -136,11 +144,17 @@ def table_lines(res: dict[str, Any]) -> list[str]:
     out = [f"dynamic shapes ({res['config']}): one compile for every value, against a static compile",
            f"{'example':<14}{'max':>6}{'pieces':>8}{'traces':>8}{'dynamic s':>11}{'static@max s':>14}"]
     for r in res["compile_vs_max"]:
+        if "skipped" in r:
+            out.append(f"{r['example']:<14}{r['max']:>6}  skipped: {r['skipped']}")
+            continue
         out.append(f"{r['example']:<14}{r['max']:>6}{r['pieces']:>8}{r['traces']:>8}{r['dynamic_compile_s']:>11.2f}"
                    f"{r['static_compile_at_max_s']:>14.2f}")
     out += ["", f"{'example':<14}{'variable':>12}{'pieces':>8}{'python us/value':>17}{'C us/value':>12}"
                 f"{'static compile us':>19}"]
     for r in res["driver"]:
+        if "skipped" in r:
+            out.append(f"{r['example']:<14}  skipped: {r['skipped']}")
+            continue
         c = "-" if r["c_us"] is None else f"{r['c_us']:.2f}"
         out.append(f"{r['example']:<14}{r['var'] + '<=' + str(r['max']):>12}{r['pieces']:>8}{r['python_us']:>17.1f}"
                    f"{c:>12}{r['static_compile_us']:>19.0f}")

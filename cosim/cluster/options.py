@@ -15,6 +15,8 @@ from typing import Any
 from cosim.cli import float_arg, folder_arg, int_arg
 from cosim.cluster.engine import scheduler_address
 
+MAX_WORKERS = 256  # processes of an embedded cluster on one machine (a larger one goes to --scheduler)
+
 
 def add_cluster_args(p: argparse.ArgumentParser) -> None:
     """Add the scale-out options to a command's parser."""
@@ -22,9 +24,9 @@ def add_cluster_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--scheduler", metavar="ADDRESS", default=None,
                    help="run on the Dask cluster of this scheduler, e.g. tcp://HOST:8786 (default: env "
                         "COSIM_SCHEDULER, else an embedded cluster of this machine's cores)")
-    g.add_argument("--workers", type=int_arg(0), default=None, metavar="N",
+    g.add_argument("--workers", type=int_arg(0, MAX_WORKERS), default=None, metavar="N",
                    help="worker processes of the embedded cluster (default: one per core; 0: no Dask, one task "
-                        "after the other in this machine)")
+                        f"after the other in this machine; at most {MAX_WORKERS})")
     g.add_argument("--results", type=folder_arg, default=None, metavar="FILE.jsonl",
                    help="append one JSON record per task as it finishes; run again with the same file to resume "
                         "(tasks already in it are not run again)")

@@ -32,12 +32,11 @@ class ResultsFile:
             raise IsADirectoryError(f"{self.path}: is a folder, not a results file")
         data = self.path.read_bytes()
         end = data.rfind(b"\n") + 1
-        if end < len(data):  # a record cut short by a crash mid-write: not a result
-            with open(self.path, "r+b") as f:
-                f.truncate(end)
-            data = data[:end]
         out: dict[str, dict[str, Any]] = {}
-        for n, line in enumerate(data.decode("utf-8", errors="replace").splitlines(), 1):
+        lines = data[:end].decode("utf-8", errors="replace").splitlines()
+        if end < len(data) and not data[end:].lstrip().startswith(b"{"):  # not a record cut short: not ours
+            raise ValueError(f"{self.path}:{len(lines) + 1}: not a JSON record (is this a results file?)")
+        for n, line in enumerate(lines, 1):
             if not line.strip():
                 continue
             try:
@@ -47,6 +46,9 @@ class ResultsFile:
             if not isinstance(rec, dict) or not isinstance(rec.get("key"), str):
                 raise ValueError(f"{self.path}:{n}: a record needs a string 'key' (is this a results file?)")
             out[rec["key"]] = rec
+        if end < len(data):  # a record cut short by a crash mid-write: not a result (checked the file first)
+            with open(self.path, "r+b") as f:
+                f.truncate(end)
         return out
 
     def open(self) -> None:

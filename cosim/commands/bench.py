@@ -47,10 +47,12 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                                      "beyond it the Fmax is reported as absent")
     p.add_argument("--dynamic", action="store_true",
                    help="only the dynamic-shape section: compile time against the maximum and the Python and C "
-                        "drivers' microseconds per value, against a static compile (default config; about a minute)")
+                        "drivers' microseconds per value, against a static compile (the first --configs, default: "
+                        "default; about a minute)")
     p.add_argument("--decode", action="store_true",
                    help="only charlm's decode step: cycles per token against context length 1..128 on the traced "
-                        "TLM, split into weight streaming, KV traffic and compute (default config; about a minute)")
+                        "TLM, split into weight streaming, KV traffic and compute (the first --configs, default: "
+                        "default; about a minute)")
     p.add_argument("--out", default=None, metavar="DIR", help="output folder (default: <repo>/bench)")
     add_cluster_args(p)
     add_json_arg(p)
@@ -61,6 +63,11 @@ def run(args: argparse.Namespace) -> int:
     from cosim.bench.run import OUT_DIR, print_report, run_bench
 
     cluster = cluster_kwargs(args)  # a bad --scheduler or --results is one line before anything runs
+    if args.dynamic and args.decode:
+        raise UserError("--dynamic and --decode each run only their own section: give one of them")
+    if (args.dynamic or args.decode) and args.out:
+        raise UserError(f"--{'dynamic' if args.dynamic else 'decode'} prints its section and writes no files: "
+                        f"drop --out")
     if args.dynamic:
         from cosim.bench.dynamic import measure_dynamic, table_lines
         from hw.config import load_config

@@ -77,7 +77,12 @@ def run(args: argparse.Namespace) -> int:
 
     configs = args.configs or (["small"] if args.quick else list_configs())
     for c in configs:
-        load_config(c)  # a bad name fails here, in one line
+        cfg = load_config(c)  # a bad name fails here, in one line
+        # the long GEMM's length: 2^26 iterations from the loop fields, times the micro-op buffer
+        most = 26 + cfg.uop_depth.bit_length() - 1
+        if args.long_log2 is not None and args.long_log2 > most:
+            raise ValueError(f"--long-log2 {args.long_log2}: config '{cfg.name}' runs at most 2^{most} block "
+                             f"operations in one GEMM")
     backends = list(dict.fromkeys(args.backends if not (args.quick and args.backends == list(BACKENDS))
                                   else ["fast"]))
     examples = args.examples or (["vadd", "matmul"] if args.quick else None)

@@ -20,7 +20,8 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                                    "The cases run as tasks (chunks of --chunk cases) on an embedded Dask cluster "
                                    "of this machine's cores, or on a running cluster with --scheduler; the counts "
                                    "are the same either way.")
-    p.add_argument("--count", type=int_arg(1), default=200, help="number of Programs (default 200)")
+    p.add_argument("--count", type=int_arg(1, 1_000_000), default=200,
+                   help="number of Programs (default 200, at most 1,000,000: each is a task made up front)")
     p.add_argument("--seed", type=int_arg(0), default=1, help="campaign seed (default 1)")
     p.add_argument("--rtl", action="store_true", help="also run every Program on the RTL (Verilator) and compare")
     p.add_argument("--config", default=None, metavar="NAME|PATH",

@@ -64,14 +64,6 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(str(e)) from None
     if not 0.0 <= args.target <= 1.0:
         raise UserError(f"--target must be between 0 and 1, got {args.target}")
-    if args.list:
-        ms = sample(scan_rtl(repo_rtl()), args.count, args.seed)
-        if args.json:
-            print(json.dumps([m.to_json() for m in ms]))
-        else:
-            for k, m in enumerate(ms, 1):
-                print(f"{k:4d} {m.file}:{m.line} [{m.kind}] {m.change}")
-        return 0
     only = None
     if args.only is not None:
         try:
@@ -80,6 +72,15 @@ def run(args: argparse.Namespace) -> int:
             raise UserError(f"--only takes mutant numbers separated by commas, got '{args.only}'") from None
         if not only or min(only) < 1 or max(only) > args.count:
             raise UserError(f"--only: mutant numbers must be 1..{args.count}, got '{args.only}'")
+    if args.list:
+        listed = [(k, m) for k, m in enumerate(sample(scan_rtl(repo_rtl()), args.count, args.seed), 1)
+                  if only is None or k in only]
+        if args.json:
+            print(json.dumps([m.to_json() for _, m in listed]))
+        else:
+            for k, m in listed:
+                print(f"{k:4d} {m.file}:{m.line} [{m.kind}] {m.change}")
+        return 0
     engine = cluster_kwargs(args)
     t0 = time.perf_counter()
     setup = prepare(args.config, args.count, args.seed, fuzz=args.fuzz, faults=args.faults)

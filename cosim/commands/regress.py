@@ -28,7 +28,8 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--configs", nargs="+", metavar="NAME|PATH", default=None,
                    help="hardware configs (default: every shipped config)")
     p.add_argument("--backends", nargs="+", choices=MEMS, default=list(MEMS), help="memory back-ends (default: both)")
-    p.add_argument("--seeds", type=int_arg(1), default=3, metavar="N", help="seeds 0..N-1 per cell (default 3)")
+    p.add_argument("--seeds", type=int_arg(1, 100_000), default=3, metavar="N",
+                   help="seeds 0..N-1 per cell (default 3, at most 100,000)")
     p.add_argument("--simulators", nargs="+", choices=SIMULATORS, default=list(SIMULATORS),
                    help="simulators (default: both; Icarus cells are skipped when it is not installed)")
     p.add_argument("--examples", nargs="+", metavar="NAME", default=None, help="only these examples (default: all)")

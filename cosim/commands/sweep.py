@@ -67,6 +67,9 @@ def run(args: argparse.Namespace) -> int:
     out = Path(args.out) if args.out else default_out_dir(spec)
     results = Path(cluster["results"]) if cluster["results"] else out / "results.jsonl"
     if args.fresh and results.exists():
+        from cosim.cluster.results_file import ResultsFile
+
+        ResultsFile(results).load()  # a file that is not a results file is refused, not deleted
         results.unlink()
     rtl = None
     if args.rtl is not None:

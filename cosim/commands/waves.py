@@ -19,6 +19,7 @@ from cosim.waves import VcdFile, WavesError, ascii_waves, detect_clock, extract_
 from cosim.waves.timeline import Clock
 
 DEFAULT_WINDOW = 64  # cycles shown by `show` when --to is not given
+MAX_SHOWN = 1_000_000  # cycles `show` renders at most (a row per cycle, or a column per cycle of --ascii)
 
 
 def _add_common(p: argparse.ArgumentParser, period: bool = True) -> None:
@@ -81,15 +82,23 @@ def add_show(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
 
 def _window(vcd: VcdFile, clock: Clock, c0: int, c1: int | None) -> tuple[int, int]:
+    """The cycles ``c0..c1`` to show: ``--to`` defaults to a window of :data:`DEFAULT_WINDOW` and stops at
+    the trace's last cycle; a window past the trace or of more than :data:`MAX_SHOWN` cycles is refused
+    (one row per cycle: the output would have no bound)."""
     if c0 < 0:
         raise WavesError(f"--from must be >= 0, not {c0}")
     end = clock.cycle(vcd.end_time) if vcd.end_time is not None else None
+    if end is not None and c0 > end:
+        raise WavesError(f"--from {c0} is past the trace's last cycle {end}")
     if c1 is None:
         c1 = c0 + DEFAULT_WINDOW - 1
-        if end is not None:
-            c1 = max(c0, min(c1, end))
+    if end is not None:
+        c1 = min(c1, end)
     if c1 < c0:
         raise WavesError(f"empty cycle window: --from {c0} is after --to {c1}")
+    if c1 - c0 + 1 > MAX_SHOWN:
+        raise WavesError(f"the window {c0}..{c1} is {c1 - c0 + 1:,} cycles; at most {MAX_SHOWN:,} are shown "
+                         f"(narrow --from/--to)")
     return c0, c1
 
 

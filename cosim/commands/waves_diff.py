@@ -15,6 +15,8 @@ from cosim.waves import Trace, VcdFile, ascii_waves, detect_clock, diff_text, di
 from cosim.waves.timeline import Clock, value_at
 from cosim.waves.vcd_reader import fmt_value
 
+MAX_DRAWN = 10_000  # cycles drawn each side of a divergence at most (the drawing is a column per cycle)
+
 
 def read_traces(vcd: VcdFile, names: list[str], clock: Clock, c0: int, c1: int) -> list[Trace]:
     """The signals ``names`` (resolved, duplicates dropped) of ``vcd`` over cycles ``[c0, c1]``."""
@@ -41,8 +43,8 @@ def add_diff(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                         "(auto: start when both have dbg_cycles, else first)")
     p.add_argument("--values", nargs="+", default=[], metavar="SIG",
                    help="also compare these signals' values cycle by cycle (e.g. dbg_load_q)")
-    p.add_argument("--window", type=int_arg(1, MAX_CYCLES), default=12, metavar="N",
-                   help="cycles drawn each side of the divergence (0: no waveform)")
+    p.add_argument("--window", type=int_arg(0, MAX_DRAWN), default=12, metavar="N",
+                   help=f"cycles drawn each side of the divergence (0: no waveform; at most {MAX_DRAWN:,})")
     add_json_arg(p)
     p.add_argument("--progress", action="store_true",
                    help="show a progress bar on stderr (default: only when stderr is a terminal)")

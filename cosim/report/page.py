@@ -58,10 +58,14 @@ def read_tables(inp: Input, path: Path, base: Path) -> list[Table]:
             return junit_tables(path)
         except ET.ParseError as e:
             raise ValueError(f"not JUnit XML ({e})") from None
+    if not path.is_file():  # a FIFO would block the read
+        raise ValueError("not a regular file")
     try:
         doc = json.loads(path.read_text())
     except json.JSONDecodeError as e:
         raise ValueError(f"not JSON ({e})") from None
+    except RecursionError:  # nested deeper than the decoder goes: no report's JSON is
+        raise ValueError("not a report's JSON (nested too deep)") from None
     return json_tables(doc, base)
 
 

@@ -69,6 +69,10 @@ class _Stop(Exception):
     """Raised from a callback to end a pass early."""
 
 
+class _Backwards(Exception):
+    """Raised from a callback when the time goes back."""
+
+
 class Progress:
     """A one-line text progress bar on stderr, driven by VCD time; silent unless enabled."""
 
@@ -118,8 +122,12 @@ class _Collector(StreamParserCallbacks):
         self.progress = progress
         self.initial: dict[str, str] = {}
         self.changes: dict[str, list[tuple[int, str]]] = {c: [] for c in codes}
+        self.last_time = -1 << 62
 
     def time(self, vcd, time, cur_sig_vals):  # noqa: D102 (vcdvcd callback)
+        if time < self.last_time:  # every reader of the changes assumes them in time order
+            raise _Backwards()
+        self.last_time = time
         if self.progress is not None:
             self.progress.update(time)
 
@@ -160,13 +168,71 @@ def _bad_timestamp(path: Path) -> str | None:
     return None
 
 
+def _declaration_problem(path: Path) -> str | None:
+    """The first ``$var`` of the header that the readers would misread ("line N: ..."), or None: a width
+    that is not a positive number, an identifier code declared again with another width (the values of
+    one would be read at the other's width), or one name declared under two codes."""
+    widths: dict[str, int] = {}
+    codes: dict[str, str] = {}
+    scopes: list[str] = []
+    words: list[tuple[int, str]] = []
+    with open(path, "rb") as f:
+        for n, raw in enumerate(f, 1):
+            words += [(n, w) for w in raw.decode("utf-8", "replace").split()]
+            if any(w == "$enddefinitions" for _, w in words):
+                break
+    k = 0
+    while k < len(words):
+        n, w = words[k]
+        if w == "$scope" and k + 2 < len(words):
+            scopes.append(words[k + 2][1])
+        elif w == "$upscope" and scopes:
+            scopes.pop()
+        elif w == "$var" and k + 4 < len(words):
+            size, code, ref = words[k + 2][1], words[k + 3][1], words[k + 4][1]
+            name = ".".join([*scopes, ref])
+            if not size.isdigit() or int(size) < 1:
+                return f"line {n}: signal '{name}' has width {size!r} (a positive number of bits)"
+            if widths.setdefault(code, int(size)) != int(size):
+                return (f"line {n}: identifier code {code!r} of '{name}' is declared again with width {size} "
+                        f"(it was {widths[code]})")
+            if codes.setdefault(name, code) != code:
+                return f"line {n}: signal '{name}' is declared twice (codes {codes[name]!r} and {code!r})"
+        elif w == "$enddefinitions":
+            break
+        k += 1
+    return None
+
+
+def _backwards_timestamp(path: Path) -> str | None:
+    """Where a VCD's time first goes back ("line N: time 5 goes back from 10"), or None."""
+    last = None
+    in_comment = False
+    with open(path, "rb") as f:
+        for n, line in enumerate(f, 1):
+            if b"$comment" in line:
+                in_comment = True
+            if in_comment:
+                in_comment = b"$end" not in line
+            elif line.startswith(b"#") and line[1:].strip().isdigit():
+                t = int(line[1:])
+                if last is not None and t < last:
+                    return f"line {n}: time {t} goes back from {last} (a VCD's timestamps increase)"
+                last = t
+    return None
+
+
 class VcdFile:
     """A VCD file's header (signals, timescale) and selective value streaming."""
 
     def __init__(self, path: str | os.PathLike, progress: bool = False):
         self.path = Path(path)
         if not self.path.is_file():
-            raise WavesError(f"{self.path}: no such VCD file")
+            what = "not a regular file" if self.path.exists() else "no such VCD file"
+            raise WavesError(f"{self.path}: {what}")
+        problem = _declaration_problem(self.path)
+        if problem is not None:
+            raise WavesError(f"{self.path}: {problem}")
         self.show_progress = progress
         try:
             head = VCDVCD(str(self.path), only_sigs=True)
@@ -216,6 +282,8 @@ class VcdFile:
         """The one signal a user means by ``query``: an exact dotted name (range optional),
         else a unique suffix (whole path components first, then any suffix)."""
         q = strip_range(query.strip())
+        if not q:
+            raise WavesError(f"an empty signal name (see `cosim waves list {self.path.name}`)")
         if q in self._by_name:
             return self._by_name[q]
         for s in self.signals:
@@ -274,6 +342,8 @@ class VcdFile:
                    callbacks=col, to_time=t_to)
         except _Stop:
             pass
+        except _Backwards:
+            raise WavesError(f"{self.path}: {_backwards_timestamp(self.path) or 'a timestamp goes back'}") from None
         except (ValueError, IndexError) as e:
             raise WavesError(f"{self.path}: malformed value change ({_bad_timestamp(self.path) or e})") from None
         finally:
