@@ -24,7 +24,7 @@ import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable, TextIO
+from typing import Callable, Iterable, Iterator, TextIO
 
 from vcdvcd import VCDVCD, StreamParserCallbacks
 
@@ -152,19 +152,27 @@ def _last_timestamp(path: Path) -> int | None:
     return int(found[-1]) if found else None
 
 
-def _bad_timestamp(path: Path) -> str | None:
-    """Where a VCD's first timestamp that is not a whole number is ("line N: timestamp '#x' ..."),
-    or None: the reader's own message then says what it could not read."""
-    in_comment = False  # a $comment's text may start a line with '#'
+def _timestamp_lines(path: Path) -> Iterator[tuple[int, bytes]]:
+    """(line number, line) of every line of a VCD that starts with ``#`` outside a ``$comment`` (whose
+    text may start a line with '#'): the timestamps, well formed or not."""
+    in_comment = False
     with open(path, "rb") as f:
         for n, line in enumerate(f, 1):
             if b"$comment" in line:
                 in_comment = True
             if in_comment:
                 in_comment = b"$end" not in line
-            elif line.startswith(b"#") and not line[1:].strip().isdigit():
-                text = line.strip()[:40].decode("utf-8", "replace")
-                return f"line {n}: timestamp {text!r} is not a whole number"
+            elif line.startswith(b"#"):
+                yield n, line
+
+
+def _bad_timestamp(path: Path) -> str | None:
+    """Where a VCD's first timestamp that is not a whole number is ("line N: timestamp '#x' ..."),
+    or None: the reader's own message then says what it could not read."""
+    for n, line in _timestamp_lines(path):
+        if not line[1:].strip().isdigit():
+            text = line.strip()[:40].decode("utf-8", "replace")
+            return f"line {n}: timestamp {text!r} is not a whole number"
     return None
 
 
@@ -178,8 +186,11 @@ def _declaration_problem(path: Path) -> str | None:
     words: list[tuple[int, str]] = []
     with open(path, "rb") as f:
         for n, raw in enumerate(f, 1):
-            words += [(n, w) for w in raw.decode("utf-8", "replace").split()]
-            if any(w == "$enddefinitions" for _, w in words):
+            line = raw.decode("utf-8", "replace").split()
+            if line and line[0].startswith("#"):  # the value changes: past the header (or it has no end)
+                break
+            words += [(n, w) for w in line]
+            if "$enddefinitions" in line:
                 break
     k = 0
     while k < len(words):
@@ -207,18 +218,12 @@ def _declaration_problem(path: Path) -> str | None:
 def _backwards_timestamp(path: Path) -> str | None:
     """Where a VCD's time first goes back ("line N: time 5 goes back from 10"), or None."""
     last = None
-    in_comment = False
-    with open(path, "rb") as f:
-        for n, line in enumerate(f, 1):
-            if b"$comment" in line:
-                in_comment = True
-            if in_comment:
-                in_comment = b"$end" not in line
-            elif line.startswith(b"#") and line[1:].strip().isdigit():
-                t = int(line[1:])
-                if last is not None and t < last:
-                    return f"line {n}: time {t} goes back from {last} (a VCD's timestamps increase)"
-                last = t
+    for n, line in _timestamp_lines(path):
+        if line[1:].strip().isdigit():
+            t = int(line[1:])
+            if last is not None and t < last:
+                return f"line {n}: time {t} goes back from {last} (a VCD's timestamps increase)"
+            last = t
     return None
 
 
