@@ -319,7 +319,14 @@ class Isa:
         return self.encode_word(insn).to_bytes(INSN_BYTES, "little")
 
     def encode_stream(self, insns: Iterable[Instruction]) -> bytes:
-        return b"".join(self.encode(i) for i in insns)
+        """The little-endian words of ``insns``; a field out of range is an IsaError naming the instruction."""
+        out = []
+        for k, insn in enumerate(insns):
+            try:
+                out.append(self.encode(insn))
+            except IsaError as e:
+                raise IsaError(f"instruction {k}: {e}") from None
+        return b"".join(out)
 
     # ---- decoding ------------------------------------------------------------
     def decode_word(self, word: int, index: int = 0) -> Instruction:

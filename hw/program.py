@@ -210,7 +210,10 @@ class Program:
         check_layout(cfg, regions, name)
         isa = Isa(cfg)
         for k, i in enumerate(insns):
-            isa.encode(i)  # raises naming the field that does not fit
+            try:
+                isa.encode(i)  # raises naming the field that does not fit
+            except IsaError as e:
+                raise IsaError(f"{name}: instruction {k}: {e}") from None
             isa.check(i, k)
         for k, (first, count) in enumerate(windows if check_tokens else []):
             check_token_balance(insns[first:first + count], name + (f" (core {k})" if len(windows) > 1 else ""))

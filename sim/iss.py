@@ -562,10 +562,11 @@ def run_reference(program: Program, check_tokens: bool = True) -> RunResult:
     for k in range(n):
         addr = regs.get(csr.core_reg("INSN_ADDR_LO", k, n), 0)
         count = regs.get(csr.core_reg("INSN_COUNT", k, n), 0)
-        if (regs.get(csr.core_reg("INSN_ADDR_HI", k, n), 0) or count == 0
+        if (regs.get(csr.core_reg("INSN_ADDR_HI", k, n), 0) or count == 0 or addr % INSN_BYTES
                 or not m.allows(addr, addr + INSN_BYTES * count, csr.ATTR_READ)):
-            return result(RefFault(csr.ERR_INSN_RANGE, 0, "instruction window outside every readable region",
-                                   k if n > 1 else None))
+            why = f"INSN_ADDR_LO 0x{addr:x} is not a multiple of {INSN_BYTES}" if addr % INSN_BYTES else \
+                "instruction window outside every readable region"
+            return result(RefFault(csr.ERR_INSN_RANGE, 0, why, k if n > 1 else None))
         words = [int.from_bytes(m.dram[addr + INSN_BYTES * j: addr + INSN_BYTES * (j + 1)], "little")
                  for j in range(count)]
         insns: list[Instruction] = []

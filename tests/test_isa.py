@@ -139,3 +139,19 @@ def test_every_field_of_each_class_is_in_its_layout():
     for cls, name in ((Load, "LOAD"), (Store, "STORE"), (Alu, "ALU"), (Gemm, "GEMM"), (Finish, "FINISH")):
         layout_names = {f.name for f in isa.layouts[name]} - {"opcode"}
         assert layout_names == {f.name for f in fields(cls)}
+
+
+def test_a_field_out_of_range_names_its_instruction():
+    from hw.assembler import Assembler
+    from hw.config import load_config
+    from hw.isa import IsaError
+
+    asm = Assembler(load_config("small"), "wide_loop")
+    asm.output("c", (1, 16))
+    for _ in range(5):
+        asm.alu("ADD", imm=1)
+    asm.alu("ADD", imm=1, iter_out=16384)
+    asm.finish()
+    with pytest.raises(IsaError, match=r"^wide_loop: instruction 5: ALU.iter_out: value 16384 does not fit the "
+                                       r"14-bit unsigned field"):
+        asm.program()

@@ -231,3 +231,21 @@ def test_burst_under_way_completes_after_fault(cfg, T):
     # the store stays in EXECUTE through its burst and, more bursts pending, the end cycle too
     assert r.counters["store_busy"] == end - store_start + 1
     assert r.counters["dma_wr_bytes"] == first * cfg.bus_bytes
+
+
+def test_iss_refuses_a_misaligned_insn_addr_as_the_tlm_does(cfg):
+    """The plain oracle applies the same START check (it decoded the misaligned words before)."""
+    import dataclasses
+
+    from cosim import models
+
+    prog, _ = _prog(cfg, [Finish()] * 4)
+    regs = [(n, v + 16 if n == "INSN_ADDR_LO" else v) for n, v in prog.regs]  # aligned: still inside
+    bad = [(n, v + 8 if n == "INSN_ADDR_LO" else v) for n, v in prog.regs]
+    for r, ok in ((regs, True), (bad, False)):
+        p = dataclasses.replace(prog, regs=[(n, v - 1 if n == "INSN_COUNT" else v) for n, v in r])
+        iss, tlm = models.iss(p, check_tokens=False), models.tlm(p)
+        assert (iss.error is None) == ok and (tlm.error is None) == ok, (iss.error, tlm.error)
+        if not ok:
+            assert iss.error["name"] == tlm.error["name"] == "INSN_RANGE" and iss.error["pc"] == tlm.error["pc"] == 0
+            assert "multiple of 16" in iss.error["message"]
