@@ -69,18 +69,24 @@ def int_arg(low: int, high: int = MAX_INT, what: str = "") -> Any:
 
 
 def folder_arg(text: str) -> str:
-    """An argparse ``type``: a file or folder name that is not empty (``-o ''`` would write into the CWD)
-    nor a FIFO or socket (opening one blocks until another process comes; /dev/null is fine)."""
-    import stat
-
+    """An argparse ``type``: a file or folder name that is not empty (``-o ''`` would write into the CWD)."""
     if not text.strip():
         raise argparse.ArgumentTypeError("expected a file or folder name, not an empty string")
+    return text
+
+
+def output_arg(text: str) -> str:
+    """An argparse ``type`` for a file to write: :func:`folder_arg`, and not a FIFO or socket (opening one
+    blocks until a reader comes; /dev/null is fine)."""
+    import stat
+
+    folder_arg(text)
     try:
         mode = os.stat(text).st_mode
     except (OSError, ValueError):
         return text
     if stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode):
-        raise argparse.ArgumentTypeError(f"{text}: a FIFO or socket, not a file or folder")
+        raise argparse.ArgumentTypeError(f"{text}: a FIFO or socket, not a file to write")
     return text
 
 

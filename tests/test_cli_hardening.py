@@ -972,7 +972,7 @@ def test_an_output_that_is_a_fifo_is_refused(capsys, tmp_path):
 
     fifo = tmp_path / "out.html"
     os.mkfifo(fifo)
-    one_line(*cosim(capsys, "report", "-o", fifo)[::2], "a FIFO or socket")
+    one_line(*cosim(capsys, "report", "-o", fifo)[::2], "a FIFO or socket, not a file to write")
 
 
 def test_report_of_a_json_nested_too_deep_is_unreadable_not_a_crash(capsys, tmp_path):

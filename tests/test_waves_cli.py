@@ -194,3 +194,10 @@ def test_diff_window_zero_draws_nothing(rtl, tlm, capsys):
     assert rc in (0, 1) and "Traceback" not in err, err
     rc, _, err = cosim(capsys, "diff", tlm, rtl, "--window", "10001")
     assert rc == 2 and "at most 10,000" in err
+
+
+def test_a_vector_dumped_bit_by_bit_is_not_a_name_declared_twice(tmp_path):
+    """Gate-level and VHDL dumps declare ``q [0]`` and ``q [1]`` under their own codes."""
+    f = write(tmp_path / "blast.vcd", HEAD + "$var wire 1 ! clk $end\n$var wire 1 \" q [0] $end\n"
+              "$var wire 1 # q [1] $end\n$upscope $end\n$enddefinitions $end\n#0\n0!\n")
+    assert {"accel.q[0]", "accel.q[1]"} <= {s.name for s in VcdFile(f).signals}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from cosim.cli import folder_arg
+from cosim.cli import folder_arg, output_arg
 
 
 def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -21,7 +21,7 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     for inp in INPUTS:
         p.add_argument(f"--{inp.name}", type=folder_arg, default=inp.default, metavar="FILE",
                        help=f"{inp.title} (default {inp.default}; made by `{inp.how}`)")
-    p.add_argument("-o", "--out", type=folder_arg, default="build/report.html", metavar="FILE.html",
+    p.add_argument("-o", "--out", type=output_arg, default="build/report.html", metavar="FILE.html",
                    help="the page to write (default build/report.html)")
     return p
 

@@ -201,7 +201,12 @@ def _declaration_problem(path: Path) -> str | None:
             scopes.pop()
         elif w == "$var" and k + 4 < len(words):
             size, code, ref = words[k + 2][1], words[k + 3][1], words[k + 4][1]
-            name = ".".join([*scopes, ref])
+            rest = []  # a bit range written as its own word ("q [0]") is part of the name, as vcdvcd reads it
+            for _, extra in words[k + 5:]:
+                if extra == "$end":
+                    break
+                rest.append(extra)
+            name = ".".join([*scopes, ref]) + "".join(rest)
             if not size.isdigit() or int(size) < 1:
                 return f"line {n}: signal '{name}' has width {size!r} (a positive number of bits)"
             if widths.setdefault(code, int(size)) != int(size):
