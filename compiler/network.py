@@ -557,7 +557,6 @@ def _plan_stage(st: Stage, cfg: HwConfig, batch: int, g: Graph, layouts: dict[Va
                                       **flags)
                     st.weight = P.pack_conv_weights(wt.reshape(o, c * k * k, 1, 1), block)
                 else:
-                    _check_windows(g, main.name, (h, w), k, s, pads, (ho, wo))
                     sym = isinstance(pad, int)
                     shape = ConvShape(batch, P.blocks(c, block), h, w, P.blocks(o, block), k, k, s,
                                       pad if sym else pads[0], pads=None if sym else tuple(pads), **flags)
@@ -607,20 +606,9 @@ def _plan_stage(st: Stage, cfg: HwConfig, batch: int, g: Graph, layouts: dict[Va
             st.uops = eltwise_uops(len(st.inputs))
             layouts[st.output] = found.pop()  # elementwise: stored as its operands are
     except PlanError as e:
-        raise g.error(main.name, f"cannot be tiled on config '{cfg.name}': {e}", ConfigFitError) from None
-
-
-def _check_windows(g: Graph, layer: str, hw: tuple[int, int], k: int, stride: int, pads: tuple[int, ...],
-                   out_hw: tuple[int, int]) -> None:
-    """Refuse a convolution with an output row or column whose window lies in the padding only (a padding
-    or stride larger than the kernel): the engine loads each tile's window from the input. Only the first
-    and the last window can miss the input."""
-    top, left = pads[0], pads[1]
-    for axis, size, before, n in (("row", hw[0], top, out_hw[0]), ("column", hw[1], left, out_hw[1])):
-        if before >= k or (n - 1) * stride - before >= size:
-            raise g.error(layer, f"an output {axis} reads only padding ({k}x{k} kernel, stride {stride}, pads "
-                                 f"{list(pads)} on a {hw[0]}x{hw[1]} input): the accelerator's convolutions need "
-                                 f"every window to overlap the input")
+        # a window of padding only is the layer's geometry, not the config's size: no config would hold it
+        kind = CompileError if "are all padding" in str(e) else ConfigFitError
+        raise g.error(main.name, f"cannot be tiled on config '{cfg.name}': {e}", kind) from None
 
 
 def _largest(sizes: list[tuple[str, int]], count: int = 3) -> str:

@@ -89,7 +89,7 @@ def user_network(spec: str, seed: int = 0) -> Any:
                    input_name=inp.name, output=out.name)
 
 
-# What a user graph's or ONNX model's description says of its samples (seeded random, without --input).
+# What a user graph's or ONNX model's (cosim.onnx_run) description says of its samples without --input.
 RANDOM_SAMPLES_TEXT = ("seeded random int8 inputs", "seeded random inputs")
 
 

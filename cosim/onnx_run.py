@@ -50,7 +50,6 @@ def onnx_network(path: str, seed: int = 0) -> Any:
     from compiler.networks.network import Network
     from compiler.onnx_import import import_onnx
     from cosim.cli import UserError
-    from cosim.network_run import RANDOM_SAMPLES_TEXT
 
     from compiler.onnx_import.model import load_model
 
@@ -66,6 +65,6 @@ def onnx_network(path: str, seed: int = 0) -> Any:
     samples = mi.steps[0].apply(mi.random(np.random.default_rng(seed), NET_SAMPLES))
     samples.flags.writeable = False
     host = "; ".join(str(op) for op in imported.host_ops) or "none"
-    return Network(name=g.name, description=f"ONNX model {path} ({RANDOM_SAMPLES_TEXT[1]}; host ops: {host})",
+    return Network(name=g.name, description=f"ONNX model {path} (seeded random inputs; host ops: {host})",
                    graph=lambda: g, dataset=lambda split: (samples, None), float_predict=None,
                    input_name=g.inputs[0].name, output=g.outputs[0].name)

@@ -313,13 +313,15 @@ def test_graph_errors_name_the_layer_and_the_resource() -> None:
         compile_network(g)
     assert "layer 'mysoftmax': unknown op 'softmax'" in _err(unknown_op)
 
-    for pad, stride, shape in (((0, 1, 0, 0), 2, (3, 4, 1)), ((0, 0, 3, 0), 2, (3, 4, 4))):
+    for pad, stride, shape in (((0, 1, 0, 0), 2, (3, 4, 1)),):  # its one output column is in the padding
         def padding_only():  # the graph (and its reference) takes it; the accelerator's engine does not
             g = Graph("g")
             y = g.conv2d(g.input("x", shape), np.ones((4, 3, 1, 1), np.int8), stride=stride, pad=pad, name="padconv")
             g.output(g.requantize(y, 2))
             compile_network(g)
-        assert "layer 'padconv': an output" in _err(padding_only) and "reads only padding" in _err(padding_only)
+        with pytest.raises(CompileError) as e:
+            padding_only()
+        assert type(e.value) is CompileError and "layer 'padconv'" in str(e.value) and "all padding" in str(e.value)
 
     def big_weights():
         g = Graph("big")
