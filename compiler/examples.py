@@ -259,11 +259,7 @@ def get_example(name: str) -> Example:
         if not isinstance(defaults, dict):
             raise ExampleError(f"{name.rsplit(':', 1)[0]}: '{fn}_params' must be a dict of the kernel's default "
                                f"parameters, not {type(defaults).__name__}")
-        try:
-            signature = inspect.signature(k.fn).parameters.values()
-        except (TypeError, ValueError):
-            signature = []  # type: ignore[assignment]
-        flags = {p.name for p in signature if isinstance(p.default, bool)} | \
+        flags = {p.name for p in k.signature.parameters.values() if isinstance(p.default, bool)} | \
             {n for n, v in defaults.items() if isinstance(v, bool)}
         return Example(fn, doc, dict(defaults), None, {}, tuple(name.rsplit(":", 1)), user_flags=frozenset(flags))
     if name not in EXAMPLES:
@@ -447,14 +443,11 @@ def _gemm_case(ex: Example, cfg: HwConfig, params: dict[str, Any], seed: int) ->
     return case
 
 
-def _constant_hint(message: str, consts: dict[str, Any], fn: Callable[..., Any]) -> str:
+def _constant_hint(message: str, consts: dict[str, Any], k: Kernel) -> str:
     """What to write instead when a kernel refused a bare number that was meant as a tensor: ``-p NAME=64``
     made NAME the constant 64, and the error names NAME or NAME is a parameter without a default (a
     kernel's tensors have none)."""
-    try:
-        params = inspect.signature(fn).parameters
-    except (TypeError, ValueError):
-        params = {}  # type: ignore[assignment]
+    params = k.signature.parameters
     for n, v in consts.items():
         p = params.get(n)
         bare = p is not None and p.default is inspect.Parameter.empty
@@ -531,7 +524,7 @@ def _user_case(name: str, ex: Example, cfg: HwConfig, params: dict[str, Any], se
         with reporting_failures(k.fn, f"kernel '{fn}'"):
             program = build(k, {**specs, **consts}, cfg, name=fn)
     except CompileError as e:
-        hint = _constant_hint(str(e), consts, k.fn)
+        hint = _constant_hint(str(e), consts, k)
         if not hint:
             raise
         raise type(e)(f"{e}; {hint}") from e
@@ -581,8 +574,7 @@ def _kernel_of_module(source: str) -> Kernel:
             spec = importlib.util.find_spec(top)
         except (ImportError, ValueError):
             spec = None
-        places = [spec.origin] if spec is not None and spec.origin else \
-            list(spec.submodule_search_locations or []) if spec is not None else []
+        places = [] if spec is None else [spec.origin] if spec.origin else list(spec.submodule_search_locations or [])
         installed = {Path(sysconfig.get_paths()[k]).resolve() for k in ("stdlib", "platstdlib", "purelib", "platlib")}
         files = [Path(p).resolve() for p in places if p not in ("built-in", "frozen")]
         if not files or any(f.is_relative_to(d) for f in files for d in installed):

@@ -35,6 +35,8 @@ def network_names() -> list[str]:
     return list(NETWORKS)
 
 
+# What a user graph's or ONNX model's (cosim.onnx_run) description says of its samples without --input.
+RANDOM_SAMPLES_TEXT = ("seeded random int8 inputs", "seeded random inputs")
 # Samples a user graph without a data set is run on (seeded random int8 of its input shape).
 RANDOM_SAMPLES = 64
 
@@ -87,10 +89,6 @@ def user_network(spec: str, seed: int = 0) -> Any:
     return Network(name=g.name, description=f"graph '{g.name}' from {spec} ({RANDOM_SAMPLES_TEXT[0]})",
                    graph=lambda: g, dataset=lambda split: (samples, None), float_predict=None,
                    input_name=inp.name, output=out.name)
-
-
-# What a user graph's or ONNX model's (cosim.onnx_run) description says of its samples without --input.
-RANDOM_SAMPLES_TEXT = ("seeded random int8 inputs", "seeded random inputs")
 
 
 def with_samples_from(network: Any, source: str) -> Any:

@@ -85,7 +85,7 @@ def quantize_linear(b: Builder, node: Any, ins: list[Any], at: dict[str, Any]) -
     x, s, z = ins[0], ins[1], _opt(ins, 2)
     if int(at.get("block_size", 0)):
         raise node_error(node, "blocked quantization is not supported")
-    factor = quant_scale(node, s)
+    scale = quant_scale(node, s)
     default = "uint8"
     if "output_dtype" in at and at["output_dtype"]:
         from onnx import helper
@@ -96,14 +96,14 @@ def quantize_linear(b: Builder, node: Any, ins: list[Any], at: dict[str, Any]) -
         default = QUANT_DTYPES[dt]
     zp, dtype = zero_point(node, z, default)
     if isinstance(x, Const):  # a constant quantized at import time (e.g. float weights)
-        return [Const(quantize_values(x.value, factor, zp, dtype).astype(dtype))]
+        return [Const(quantize_values(x.value, scale, zp, dtype).astype(dtype))]
     if isinstance(x, HostFloat):
-        return [b.host_quantize(node, x, factor, zp, dtype)]
+        return [b.host_quantize(node, x, scale, zp, dtype)]
     if isinstance(x, IntTensor):
         raise node_error(node, "quantizes an integer tensor")
     if not isinstance(x, (RealTensor, Pending)):
         raise node_error(node, "quantizes a tensor that is not computed on the accelerator")
-    return [b.quantize(node, x, factor, zp, dtype)]
+    return [b.quantize(node, x, scale, zp, dtype)]
 
 
 def dequantize_linear(b: Builder, node: Any, ins: list[Any], at: dict[str, Any]) -> list[Any]:
@@ -113,19 +113,19 @@ def dequantize_linear(b: Builder, node: Any, ins: list[Any], at: dict[str, Any])
         q = np.asarray(x.value)
         if not isinstance(s, Const) or (z is not None and not isinstance(z, Const)):
             raise node_error(node, "the scale or zero point is not a constant")
-        factors = np.asarray(s.value, np.float32)
-        check_scales(node, factors)
+        scale = np.asarray(s.value, np.float32)
+        check_scales(node, scale)
         zp = np.zeros((), q.dtype) if z is None else np.asarray(z.value)
         axis = int(at.get("axis", 1))
         axis = axis % max(q.ndim, 1)
-        if factors.size > 1:
+        if scale.size > 1:
             shape = [1] * q.ndim
             shape[axis] = -1
-            sb, zb = factors.reshape(shape), zp.reshape(shape) if zp.size > 1 else zp
+            sb, zb = scale.reshape(shape), zp.reshape(shape) if zp.size > 1 else zp
         else:
-            sb, zb = factors.reshape(()), zp.reshape(()) if zp.size == 1 else zp
+            sb, zb = scale.reshape(()), zp.reshape(()) if zp.size == 1 else zp
         value = (q.astype(np.int64) - zb.astype(np.int64)).astype(np.float32) * sb
-        return [Const(value, QuantInfo(q, factors.reshape(-1), zp.reshape(-1), axis))]
+        return [Const(value, QuantInfo(q, scale.reshape(-1), zp.reshape(-1), axis))]
     if isinstance(x, Pending) and x.integer:  # the int32 accumulator of a ConvInteger/MatMulInteger
         if z is not None and (not isinstance(z, Const) or np.any(np.asarray(z.value))):
             raise node_error(node, "dequantizes an int32 accumulator with a non-zero zero point")

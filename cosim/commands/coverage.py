@@ -72,14 +72,14 @@ def run(args: argparse.Namespace) -> int:
     from compiler.examples import list_examples
     from cosim.cluster import run_tasks
     from cosim.coverage.campaign import Plan, plan_tasks
+    from cosim.coverage.directed import long_log2_max
     from cosim.coverage.report import DEFAULT_WAIVERS, build_report
     from cosim.coverage.summary import format_table
 
     configs = args.configs or (["small"] if args.quick else list_configs())
     for c in configs:
         cfg = load_config(c)  # a bad name fails here, in one line
-        # the long GEMM's length: 2^26 iterations from the loop fields, times the micro-op buffer
-        most = 26 + cfg.uop_depth.bit_length() - 1
+        most = long_log2_max(cfg)
         if args.long_log2 is not None and args.long_log2 > most:
             raise ValueError(f"--long-log2 {args.long_log2}: config '{cfg.name}' runs at most 2^{most} block "
                              f"operations in one GEMM")

@@ -514,6 +514,12 @@ def long_window(cfg: Any, count: int | None = None, end: str = "malformed") -> A
 LONG_LOG2_CYCLES = 24  # the long-counter Program's GEMM: 2^24 block operations per core (make coverage only)
 
 
+def long_log2_max(cfg: Any) -> int:
+    """The largest ``log2_cycles`` :func:`long_counters` reaches on ``cfg``: 2^26 iterations from the loop
+    fields, times the micro-op buffer."""
+    return 26 + cfg.uop_depth.bit_length() - 1
+
+
 def long_counters(cfg: Any, log2_cycles: int = LONG_LOG2_CYCLES) -> Any:
     """Every core: LOAD micro-ops, an input vector and a weight block (zeros), one GEMM of 2^``log2_cycles``
     block operations at one per cycle, and behind it a LOAD and a STORE that wait for its tokens all that
