@@ -7,6 +7,8 @@ loader's ProgramError, the TLM's ERR_DEADLOCK); the ISS has its own untimed toke
 
 * :func:`token_counts`, :func:`balance_problem` - pushes and pops per token queue.
 * :func:`finish_problem` - exactly one FINISH, as the last instruction.
+* :func:`after_finish_problem` - no LOAD or STORE after the first FINISH (the Program loader's rule:
+  a stream may lack its FINISH, but what follows one must not race with the drain).
 * :func:`token_matches` - which push each pop consumes (the k-th push of a queue is
   consumed by its k-th pop).
 * :func:`program_order_problem` - the program-order token rule (every pop matches an
@@ -78,6 +80,23 @@ def finish_problem(insns: Sequence[Instruction]) -> str | None:
         return (f"needs exactly one FINISH as the last instruction "
                 f"(found {len(fin)} at {fin[:4]}, {len(insns)} instructions)")
     return None
+
+
+def after_finish_problem(insns: Sequence[Instruction]) -> str | None:
+    """None unless a LOAD or STORE follows the stream's first FINISH, else one line naming both.
+
+    Fetch goes on dispatching after a FINISH until the drain completes, so whether such a LOAD or
+    STORE runs depends on timing (how far the FINISH's fetch burst reaches); the compute unit never
+    runs what follows its FINISH, so later ALU, GEMM, BARRIER and FINISH words are dead but harmless.
+    """
+    fin = next((k for k, i in enumerate(insns) if i.MNEMONIC == "FINISH"), None)
+    if fin is None:
+        return None
+    late = next((k for k in range(fin + 1, len(insns)) if insns[k].MNEMONIC in ("LOAD", "STORE")), None)
+    if late is None:
+        return None
+    return (f"instruction {late} ({insns[late].MNEMONIC}) follows the FINISH at instruction {fin}: whether it "
+            f"runs would depend on timing (end the stream with its FINISH)")
 
 
 def token_matches(insns: Sequence[Instruction]) -> list[tuple[str, int, int]]:

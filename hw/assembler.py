@@ -293,7 +293,8 @@ class Assembler:
         tensors' data as inputs (plus ``inputs``) and ``expected`` outputs. A Program with raw
         words is a :class:`PatchedProgram`. Token balance is not checked: the assembler is the tool
         for hand-made edge cases, deadlocks on purpose included (:meth:`Program.load` still refuses
-        an unbalanced folder, and compiled and generated Programs are checked when created)."""
+        an unbalanced folder, and compiled and generated Programs are checked when created); a LOAD
+        or STORE after the FINISH is refused (it races the drain: no model could say what it does)."""
         regions = self.regions()
         insns = self.instructions(regions)
         data = dict(self._data)

@@ -34,7 +34,7 @@ from typing import Any, Iterable
 import numpy as np
 
 from hw import csr
-from hw.analysis import balance_problem
+from hw.analysis import after_finish_problem, balance_problem
 from hw.config import ConfigError, HwConfig, load_config
 from hw.isa import INSN_BYTES, Instruction, Isa, IsaError
 from hw.npz_file import NpzError, read_npz
@@ -202,8 +202,9 @@ class Program:
                meta: dict[str, Any] | None = None, inputs: dict[str, np.ndarray] | None = None,
                expected: dict[str, np.ndarray] | None = None,
                windows: list[tuple[int, int]] | None = None, check_tokens: bool = True) -> "Program":
-        """Check the layout and instructions (token balance too, as :meth:`load` does, unless
-        ``check_tokens`` is False: a deliberately broken Program), derive the register config.
+        """Check the layout and instructions (nothing racing the FINISH, and token balance too unless
+        ``check_tokens`` is False: a deliberately broken Program; :meth:`load` checks both), derive the
+        register config.
         ``windows`` (one per core, see :func:`concat_streams`) is needed on a config of several cores."""
         windows = list(windows) if windows is not None else [(0, len(insns))]
         check_windows_cover(cfg, windows, len(insns), name)
@@ -215,8 +216,9 @@ class Program:
             except IsaError as e:
                 raise IsaError(f"{name}: instruction {k}: {e}") from None
             isa.check(i, k)
-        for k, (first, count) in enumerate(windows if check_tokens else []):
-            check_token_balance(insns[first:first + count], name + (f" (core {k})" if len(windows) > 1 else ""))
+        for k, (first, count) in enumerate(windows):
+            check_stream(insns[first:first + count], name + (f" (core {k})" if len(windows) > 1 else ""),
+                         tokens=check_tokens)
         insn_region = next(r for r in regions if r.role == "insn")  # check_layout: exactly one
         if insn_region.nbytes != len(insns) * INSN_BYTES:
             raise ProgramError(f"{name}: instruction region holds {insn_region.nbytes} bytes, "
@@ -410,7 +412,7 @@ class Program:
         windows = _windows_of(layout, cfg, len(insns), lpath)
         for k, (first, count) in enumerate(windows):
             where = str(d / "insn.bin") + (f" (core {k})" if len(windows) > 1 else "")
-            check_token_balance(insns[first:first + count], where)
+            check_stream(insns[first:first + count], where)
         insn_region = next(r for r in regions if r.role == "insn")
         if insn_region.nbytes != len(data):
             raise ProgramError(f"{d / 'insn.bin'}: {len(data)} bytes, but the layout's instruction region holds "
@@ -496,14 +498,16 @@ def check_expected(p: "Program", where: str) -> None:
                                f"'{name}' is {r.dtype} {list(r.shape)}")
 
 
-def check_token_balance(insns: Iterable[Instruction], where: str) -> None:
-    """Raise ProgramError unless every dependency-token queue gets as many pushes as pops.
+def check_stream(insns: Iterable[Instruction], where: str, tokens: bool = True) -> None:
+    """Raise ProgramError unless every dependency-token queue gets as many pushes as pops (skipped
+    with ``tokens`` False) and no LOAD or STORE follows a FINISH.
 
-    A Program with unbalanced tokens is rejected before it runs (a surplus
-    push would otherwise run silently, a surplus pop deadlocks). Program.load applies it;
-    the count is :func:`hw.analysis.balance_problem`.
+    Such a Program is rejected before it runs: a surplus push would run silently, a surplus pop
+    deadlocks (:func:`hw.analysis.balance_problem`), and a LOAD or STORE after the FINISH runs or
+    not depending on timing (:func:`hw.analysis.after_finish_problem`). Program.load applies it.
     """
-    problem = balance_problem(list(insns))
+    stream = list(insns)
+    problem = (balance_problem(stream) if tokens else None) or after_finish_problem(stream)
     if problem:
         raise ProgramError(f"{where}: {problem}")
 

@@ -19,12 +19,12 @@ loop by loop:
 * GEMM: the micro-op walk iteration by iteration, each iteration's checks in their order, the
   BLOCK x BLOCK product of one block, 32-bit wrap (:func:`_gemm`);
 * the dependency tokens: an untimed run of fetch, the three unit queues, the units and the
-  token queues that says whether a stream's FINISH completes and, if not, which pc hangs
-  (:func:`token_deadlock_pc`);
+  token queues that says which instructions run, whether a stream's FINISH completes and, if
+  not, which pc hangs (:func:`token_run`), and the order the run executes them in (:func:`run_order`);
 * several cores: phases separated by BARRIERs (:func:`run_reference`).
 
-It executes instructions strictly in program order (tokens only decide whether the program
-can finish) and returns a :class:`hw.result.RunResult` with outputs, the count-type counters
+It executes instructions one at a time, in program order as far as the tokens allow (a STORE
+waiting for a later ALU's token runs after it) and only those the tokens let run, and returns a :class:`hw.result.RunResult` with outputs, the count-type counters
 and, for a faulting program, ``error`` = {code, name, pc}. It has no notion of time, so
 ``cycles`` is None and busy/stall counters are absent.
 
@@ -33,7 +33,7 @@ BLOCK x BLOCK blocks) and micro-op ((acc, inp, wgt) triples) buffers, which LOAD
 DRAM entries of their own size (``HwConfig.elem_bytes``); a micro-op and a weight block are
 valid once a LOAD wrote them (data or padding) in this run, and GEMM faults on an invalid one.
 
-Faults are reported in program order; for a program with one faulting instruction
+Faults are reported in the order instructions run; for a program with one faulting instruction
 (what the fuzzer injects) that is the pc every model must report.
 
 Several cores (``num_cores > 1``, one instruction window per core, :attr:`hw.program.Program.windows`)
@@ -44,6 +44,7 @@ BARRIERs (:func:`run_reference`): a core that FINISHes while another waits at a 
 
 from __future__ import annotations
 
+import heapq
 import time
 from collections import deque
 from dataclasses import dataclass
@@ -245,16 +246,25 @@ def _tokens(insn: Instruction) -> tuple[list[str], list[str]]:
     return pops, pushes
 
 
-def token_deadlock_pc(insns: list[Instruction], cfg: Any) -> int | None:
-    """None when the stream's FINISH completes, else the ERR_PC of ``ERR_DEADLOCK``.
+@dataclass
+class TokenRun:
+    """What the untimed run of one core's tokens (:func:`token_run`) decides.
 
-    An untimed run of one core (docs/microarch.md "Control", "Errors and deadlock"): fetch
+    ``started[pc]``: the instruction took its tokens and executed (the hardware's units run it);
+    ``deadlock``: None when the stream's FINISH completes, else the ERR_PC of ``ERR_DEADLOCK``
+    (the smallest pc a unit holds, or the stream's length when none holds one)."""
+
+    started: list[bool]
+    deadlock: int | None
+
+
+def token_run(insns: list[Instruction], cfg: Any) -> TokenRun:
+    """An untimed run of one core (docs/microarch.md "Control", "Errors and deadlock"): fetch
     dispatches in order into the unit queues (bounded by the queue depths; after a BARRIER it
     waits until that BARRIER has drained); each unit takes its queue head, waits until every token
     it pops is there (taken together), executes (FINISH and BARRIER wait until load and store are
     idle with empty queues), then pushes its tokens together once none of their queues is full.
-    The run goes one step at a time, fetch first, until FINISH has pushed (None) or nothing can
-    move: then the smallest pc a unit holds, or the stream's length when none holds one."""
+    The run goes one step at a time, fetch first, until FINISH has pushed or nothing can move."""
     n = len(insns)
     units = [_unit(i) for i in insns]
     flows = [_tokens(i) for i in insns]
@@ -264,6 +274,7 @@ def token_deadlock_pc(insns: list[Instruction], cfg: Any) -> int | None:
     holds: dict[str, int | None] = dict.fromkeys(depth)     # the pc a unit works on
     step: dict[str, str] = dict.fromkeys(depth, "idle")     # idle, wait, exec, push
     tokens = {"l2c": 0, "c2l": 0, "c2s": 0, "s2c": 0}
+    started = [False] * n
     next_pc = 0
     barrier_open = False  # a dispatched BARRIER has not drained yet: fetch waits
 
@@ -289,6 +300,7 @@ def token_deadlock_pc(insns: list[Instruction], cfg: Any) -> int | None:
                     for q in need:
                         tokens[q] -= 1
                     step[u] = "exec"
+                    started[pc] = True
                     moved = True
             elif step[u] == "exec":
                 if insns[pc].MNEMONIC not in ("FINISH", "BARRIER"):
@@ -305,7 +317,7 @@ def token_deadlock_pc(insns: list[Instruction], cfg: Any) -> int | None:
                     for q in give:
                         tokens[q] += 1
                     if insns[pc].MNEMONIC == "FINISH":
-                        return None
+                        return TokenRun(started, None)
                     step[u] = "idle"
                     holds[u] = None
                     moved = True
@@ -313,7 +325,64 @@ def token_deadlock_pc(insns: list[Instruction], cfg: Any) -> int | None:
                 break  # fetch goes first again: what it can dispatch now counts for the drain
         if not moved:
             held = [pc for pc in holds.values() if pc is not None]
-            return min(held) if held else n
+            return TokenRun(started, min(held) if held else n)
+
+
+def run_order(insns: list[Instruction], started: list[bool]) -> list[int]:
+    """The order the ISS executes the ``started`` instructions in: program order as far as the tokens
+    allow, i.e. always the smallest pc whose predecessors are done. An instruction's predecessors: the
+    previous instruction of its unit, the instruction whose push each of its pops takes (the k-th push
+    of a queue goes to its k-th pop), for FINISH and BARRIER every earlier instruction (they wait for
+    the drain), and every earlier BARRIER (fetch holds behind it). A stream whose pops all take
+    earlier pushes runs in program order; one whose store waits for a later ALU's token runs that ALU
+    first, as the hardware does."""
+    n = len(insns)
+    preds: list[list[int]] = [[] for _ in range(n)]
+    last_of: dict[str, int] = {}
+    pushers: dict[str, list[int]] = {"l2c": [], "c2l": [], "c2s": [], "s2c": []}
+    pops_seen = dict.fromkeys(pushers, 0)
+    waiting_pops: list[tuple[int, str, int]] = []   # (pc, queue, k): the k-th pop of the queue
+    barrier = -1
+    for pc, insn in enumerate(insns):
+        u = _unit(insn)
+        if insn.MNEMONIC in ("FINISH", "BARRIER"):
+            preds[pc].extend(last_of.values())   # each unit's last: its unit order covers the rest
+        elif u in last_of:
+            preds[pc].append(last_of[u])
+        last_of[u] = pc
+        if barrier >= 0:
+            preds[pc].append(barrier)
+        if insn.MNEMONIC == "BARRIER":
+            barrier = pc
+        pops, pushes = _tokens(insn)
+        for q in pops:
+            waiting_pops.append((pc, q, pops_seen[q]))
+            pops_seen[q] += 1
+        for q in pushes:
+            pushers[q].append(pc)
+    for pc, q, k in waiting_pops:
+        if k < len(pushers[q]):
+            preds[pc].append(pushers[q][k])
+    # a started instruction waited for its predecessors, so the walk below places it; all but a FINISH
+    # or BARRIER whose drain never came (it took its tokens, but a load or store before it is stuck)
+    succs: list[list[int]] = [[] for _ in range(n)]
+    missing = [0] * n
+    for pc in range(n):
+        if started[pc]:
+            for d in set(preds[pc]):
+                succs[d].append(pc)
+                missing[pc] += 1
+    ready = [pc for pc in range(n) if started[pc] and not missing[pc]]
+    heapq.heapify(ready)
+    order: list[int] = []
+    while ready:
+        pc = heapq.heappop(ready)
+        order.append(pc)
+        for s in succs[pc]:
+            missing[s] -= 1
+            if not missing[s]:
+                heapq.heappush(ready, s)
+    return order
 
 
 # ---- buffers -----------------------------------------------------------------------------------
@@ -509,9 +578,10 @@ class CoreRun:
 
     ``insns`` are the words decoded in order up to the first one the hardware refuses (``bad``: that
     word's fault, None when every word decodes); ``deadlock`` the pc where its tokens deadlock (None:
-    its FINISH completes; :func:`token_deadlock_pc`, a BARRIER counted as complete once drained);
-    ``pc`` the next instruction to run; ``state`` "run", "barrier" (arrived at the BARRIER before
-    ``pc``) or "finished"."""
+    its FINISH completes; :func:`token_run`, a BARRIER counted as complete once drained); ``order``
+    the instructions that run, in the order they run (:func:`run_order`), ``at`` how many of them
+    ran; ``pc`` the start of the next phase; ``state`` "run", "barrier" (arrived at the BARRIER before
+    ``pc``), "stuck" (deadlocked) or "finished"."""
 
     core: int
     words: list[int]
@@ -519,7 +589,9 @@ class CoreRun:
     bad: RefFault | None
     bufs: Buffers
     counters: dict[str, int]
+    order: list[int]
     deadlock: int | None = None
+    at: int = 0
     pc: int = 0
     state: str = "run"
 
@@ -527,13 +599,16 @@ class CoreRun:
 def run_reference(program: Program, check_tokens: bool = True) -> RunResult:
     """Execute ``program`` and return outputs, counters and the first fault.
 
-    One core: the stream in program order. Several cores (one window each, on the same DRAM): in
+    One core: the stream in the order of :func:`run_order`. Several cores (one window each, on the same DRAM): in
     *phases*: in phase p every core in core order runs its stream up to its next BARRIER (arriving
     there) or its FINISH (finishing); the phase ends with every core arrived or finished. Some arrived
     and some finished is ERR_BARRIER (the lowest arrived core, at its BARRIER's pc); all arrived: the
     next phase. Within a core's part of a phase, faults come in this order: a word the hardware refuses
-    (dispatch checks, as fetch reaches it), then the instructions' own faults in program order, then a
-    token deadlock. The result's ``error`` carries ``core`` and ``extra["cores"]`` the per-core counters
+    (dispatch checks, as fetch reaches it), then the instructions' own faults in the order they run;
+    a core whose tokens deadlock in the phase is stuck, and the other cores go on (their faults come
+    first: the hardware sees a deadlock only once nothing moves anywhere). A deadlock is reported as
+    the hardware does: on the lowest core with a unit holding an instruction (its smallest such pc; a
+    core at a BARRIER holds it), else on core 0 at its INSN_COUNT. The result's ``error`` carries ``core`` and ``extra["cores"]`` the per-core counters
     (``counters`` is their sum) when the config has several cores."""
     t0 = time.perf_counter()
     cfg = program.config
@@ -579,25 +654,19 @@ def run_reference(program: Program, check_tokens: bool = True) -> RunResult:
             insns.append(insn)
         counters = dict.fromkeys(COUNTS, 0)
         counters["fetch_bytes"] = INSN_BYTES * count
-        c = CoreRun(k, words, insns, bad, Buffers(cfg), counters)
+        c = CoreRun(k, words, insns, bad, Buffers(cfg), counters, list(range(len(insns))))
         if check_tokens and (bad is None or insns):
-            c.deadlock = token_deadlock_pc(insns, cfg)
+            run = token_run(insns, cfg)
+            c.deadlock, c.order = run.deadlock, run_order(insns, run.started)
         cores.append(c)
     try:
         while True:
             for c in cores:
-                if c.state != "finished":
-                    try:
-                        _run_phase(m, c, check_tokens, n > 1)
-                    except RefFault as f:
-                        # A deadlock stops every core; the hardware reports the lowest core with a unit
-                        # waiting, and a core at a BARRIER waits in its EXEC (microarch "Several cores"):
-                        # a lower core that arrived at its BARRIER in this phase is the one named.
-                        waiting = [x for x in cores if x.core < c.core and x.state == "barrier"]
-                        if f.code != csr.ERR_DEADLOCK or not waiting:
-                            raise
-                        raise RefFault(csr.ERR_DEADLOCK, waiting[0].pc - 1, f"core {c.core}: {f.message}; core "
-                                       f"{waiting[0].core} waits at its BARRIER", waiting[0].core) from None
+                if c.state == "run":
+                    _run_phase(m, c, n > 1)
+            stuck = [c for c in cores if c.state == "stuck"]
+            if stuck:
+                raise _deadlock(cores, stuck, n > 1)
             arrived = [c for c in cores if c.state == "barrier"]
             if not arrived:
                 return result(None)
@@ -614,9 +683,24 @@ def run_reference(program: Program, check_tokens: bool = True) -> RunResult:
         return result(f)
 
 
-def _run_phase(m: Machine, c: CoreRun, check_tokens: bool, many: bool) -> None:
+def _deadlock(cores: list[CoreRun], stuck: list[CoreRun], many: bool) -> RefFault:
+    """The ERR_DEADLOCK of a phase in which ``stuck`` cores deadlocked (docs/microarch.md "Several
+    cores"): on the lowest core with a unit holding an instruction, else core 0 at its INSN_COUNT."""
+    held = [(c.core, c.deadlock) for c in stuck if c.deadlock is not None and c.deadlock < len(c.insns)]
+    held += [(c.core, c.pc - 1) for c in cores if c.state == "barrier"]
+    core, pc = min(held) if held else (0, len(cores[0].words))
+    why = "every unit waits for a token that cannot arrive"
+    if many:
+        why = (f"core(s) {', '.join(str(c.core) for c in stuck)} deadlocked ({why})"
+               + (f"; core {core} waits at its BARRIER" if any(c.core == core for c in cores if c.state == "barrier")
+                  else ""))
+    return RefFault(csr.ERR_DEADLOCK, pc, why, core if many else None)
+
+
+def _run_phase(m: Machine, c: CoreRun, many: bool) -> None:
     """Core ``c``'s part of one phase: from its pc up to and including its next BARRIER or FINISH (or the
-    end of its stream); faults in the order of :func:`run_reference`."""
+    end of its stream); faults in the order of :func:`run_reference`; a deadlock in it leaves the core
+    "stuck" for the caller to report."""
     core = c.core if many else None
     end = c.pc
     while end < len(c.insns) and c.insns[end].MNEMONIC not in ("BARRIER", "FINISH"):
@@ -627,13 +711,16 @@ def _run_phase(m: Machine, c: CoreRun, check_tokens: bool, many: bool) -> None:
     if last and c.bad is not None:  # the refused word is dispatched in this part
         raise RefFault(c.bad.code, c.bad.pc, c.bad.message, core)
     stop = min(end + 1, len(c.insns))
-    for pc in range(c.pc, stop):
+    while c.at < len(c.order) and c.order[c.at] < stop:
+        pc = c.order[c.at]
         insn = c.insns[pc]
         try:
             EXECUTE[insn.MNEMONIC](m, c.bufs, insn, pc, c.counters)
         except RefFault as f:
             raise RefFault(f.code, f.pc, f.message, core) from None
-    if check_tokens and c.deadlock is not None and (last or c.deadlock < stop):
-        raise RefFault(csr.ERR_DEADLOCK, c.deadlock, "every unit waits for a token that cannot arrive", core)
+        c.at += 1
     c.pc = stop
-    c.state = "finished" if last else "barrier"
+    if c.deadlock is not None and (last or c.deadlock < stop):
+        c.state = "stuck"
+    else:
+        c.state = "finished" if last else "barrier"
