@@ -191,6 +191,8 @@ def error_line(e: BaseException) -> str:
         msg = f"{names}: {e.strerror}"
     elif isinstance(e, OSError) and e.filename and str(e.filename) not in msg:
         msg = f"{e.filename}: {msg}"
+    if isinstance(e, FileExistsError) and e.filename and os.path.lexists(e.filename) and not os.path.isdir(e.filename):
+        msg = f"{e.filename}: a file, where a folder is needed"  # making a folder under (or as) a file
     if isinstance(e, KeyError) and msg == text:  # a bare KeyError's text is only the quoted key
         msg = f"KeyError: {msg}"
     return msg

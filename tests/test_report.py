@@ -194,14 +194,18 @@ def test_tables_are_the_files(tmp_path, capsys):
     assert "cosim fuzz --coverage --json" in page.missing["bins"]
 
 
-def test_unreadable_and_missing_inputs(tmp_path):
-    """A file that is not JSON is one line in its section; with no file at all, every section says not run."""
+def test_unreadable_and_missing_inputs(tmp_path, capsys):
+    """A file that is not JSON is one line in its section (and in the summary line, not among those
+    shown); with no file at all, every section says not run."""
     bad = tmp_path / "fuzz.json"
     bad.write_text("{not json")
     out = tmp_path / "r.html"
     assert main(["report", "-o", str(out), "--fuzz", str(bad), "--junit", str(tmp_path / "none.xml"),
                  "--coverage", str(tmp_path / "none.json"), "--bins", str(tmp_path / "none.json"),
                  "--mutation", str(tmp_path / "none.json")]) == 0
+    summary = capsys.readouterr().out
+    assert summary.startswith(f"{out}: no results; not run: junit, coverage, bins, mutation; unreadable: fuzz ({bad}: "
+                              f"not JSON"), summary
     text = out.read_text()
     assert 'class="bad" data-input="fuzz">unreadable: not JSON' in text
     page = Tables()
@@ -251,3 +255,13 @@ def test_nested_groups_get_a_table_each(tmp_path):
     assert _texts(t[("bins", "coverage.empty")]) == [["loop.gemm.inner.zero"]]
     assert dict(_texts(t[("bins", "coverage.unreachable")])) == doc["coverage"]["unreachable"]
 
+
+
+def test_an_unwritable_page_is_one_line_naming_it(tmp_path, capsys):
+    """A folder path through a file, and a full device: one line naming the path, nothing else."""
+    (tmp_path / "afile").write_text("")
+    assert main(["report", "-o", str(tmp_path / "afile" / "r.html")]) == 2
+    assert capsys.readouterr().err.strip() == f"cosim report: error: {tmp_path / 'afile'}: a file, where a folder is needed"
+    if Path("/dev/full").exists():
+        assert main(["report", "-o", "/dev/full"]) == 2
+        assert capsys.readouterr().err.strip() == "cosim report: error: /dev/full: No space left on device"

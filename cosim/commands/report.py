@@ -28,10 +28,20 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
 def run(args: argparse.Namespace) -> int:
     from cosim.report import INPUTS, write_report
+    from cosim.report.page import read_tables
 
     paths = {i.name: Path(getattr(args, i.name)) for i in INPUTS}
     out = write_report(paths, Path(args.out))
-    shown = [i.name for i in INPUTS if paths[i.name].is_file()]
-    missing = [i.name for i in INPUTS if not paths[i.name].is_file()]
-    print(f"{out}: {', '.join(shown) or 'no results'}{'; not run: ' + ', '.join(missing) if missing else ''}")
+    shown, missing, bad = [], [], []
+    for i in INPUTS:
+        if not paths[i.name].is_file():
+            missing.append(i.name)
+            continue
+        try:
+            read_tables(i, paths[i.name], out.parent.resolve())
+            shown.append(i.name)
+        except (ValueError, OSError) as e:  # the page says so too; the summary must not call it shown
+            bad.append(f"{i.name} ({paths[i.name]}: {str(e).splitlines()[0] if str(e) else type(e).__name__})")
+    print(f"{out}: {', '.join(shown) or 'no results'}{'; not run: ' + ', '.join(missing) if missing else ''}"
+          f"{'; unreadable: ' + ', '.join(bad) if bad else ''}")
     return 0

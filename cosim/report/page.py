@@ -124,5 +124,9 @@ def write_report(paths: dict[str, Path | None], out: Path) -> Path:
     if unknown:
         raise ValueError(f"no report input named {', '.join(sorted(unknown))}")
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(render(paths, out.parent.resolve()))
+    page = render(paths, out.parent.resolve())
+    try:
+        out.write_text(page)
+    except OSError as e:  # a full disk's error carries no file name
+        raise OSError(e.errno, e.strerror, str(out)) from None
     return out
