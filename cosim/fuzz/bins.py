@@ -50,15 +50,16 @@ import numpy as np
 
 from hw import csr
 from hw.config import HwConfig
+from hw.analysis import token_matches
 from hw.gemm_numpy import gemm_indices, gemm_uop_range_bad
 from hw.isa import (ALU_OP_NAMES, ALU_OPS, BUFFER_NAMES, BUFFERS, INSN_BYTES, UOP_BYTES, Instruction, Isa,
                     decode_uops, unit_of)
-from hw.isa_semantics import (DEP_FLAGS, DST_BLIND_OPS, LEGAL_FLAGS, POP_FLAGS, affine_indices, classify_word,
-                              load_tile_shape)
+from hw.isa_semantics import (DEP_FLAGS, DST_BLIND_OPS, LEGAL_FLAGS, POP_FLAGS, TOKEN_QUEUES, affine_indices,
+                              classify_word, load_tile_shape)
 from hw.program import Program
 from hw.result import RunResult
 
-GROUPS = ("insn", "alu", "loop", "dma", "pad", "gemm", "raw", "port", "error", "core", "dram")
+GROUPS = ("insn", "token", "alu", "loop", "dma", "pad", "gemm", "raw", "port", "error", "core", "dram")
 IN_FLIGHT = "needs a config with dram_reads_in_flight > 1"
 WRITES_IN_FLIGHT = "needs a config with dram_writes_in_flight > 1"
 PAGE = 4096            # no DMA burst crosses a 4 KiB boundary (docs/microarch.md "The DRAM port")
@@ -123,7 +124,8 @@ ERROR_SITES: list[tuple[str, str, str, str]] = [
 
 _PUSH_DEADLOCK = ("a push blocked on a full token queue is the lowest blocked pc only in a stream that breaks the "
                   "program-order depth rule (more tokens outstanding than the queue holds); every generated "
-                  "stream keeps the rule and an injected deadlock only adds a pop whose token never comes")
+                  "stream keeps the rule (a re-interleaved one may break it, but never deadlocks) and an "
+                  "injected deadlock only adds a pop whose token never comes")
 
 # Bins no Program of a campaign can hit, whatever the config: the reason is the ISA's or the microarchitecture's.
 BY_DESIGN: dict[str, str] = {
@@ -162,6 +164,9 @@ def catalogue(cfgs: Sequence[HwConfig]) -> dict[str, Bin]:
         add(f"insn.FINISH.{fl}", f"FINISH with flags {fl}")
     add("insn.FINISH.push", "FINISH pushing a token")
     add("insn.BARRIER", "a BARRIER instruction")
+    for q in TOKEN_QUEUES:
+        add(f"token.{q}.pop_first", f"a pop of {q} fetched before the push it takes (tokens, not program "
+                                    f"order, order the units)")
     for op in ALU_OPS:
         add(f"alu.{op}.imm", f"ALU {op} with an immediate")
         add(f"alu.{op}.vec", f"ALU {op} with a buffer operand")
@@ -332,6 +337,13 @@ def _insn_bins(run: Run) -> Iterator[str]:
             yield "insn.FINISH.push" if (i.push_prev or i.push_next) else f"insn.FINISH.{flags}"
         elif name == "BARRIER":
             yield "insn.BARRIER"
+
+
+def _token_bins(run: Run) -> Iterator[str]:
+    for s in run.streams:
+        insns = [i for i in s if i is not None]
+        if len(insns) == len(s):  # a refused word stops the dispatch: its stream's pairs are not all there
+            yield from (f"token.{q}.pop_first" for q, a, b in token_matches(insns) if b < a)
 
 
 def _alu_bins(run: Run) -> Iterator[str]:
@@ -579,7 +591,7 @@ def _dram_bins(run: Run) -> Iterator[str]:
 EXTRACTORS: dict[str, Callable[..., Iterator[str]]] = {
     "insn": _insn_bins, "alu": _alu_bins, "loop": _loop_bins, "dma": _dma_bins, "pad": _pad_bins,
     "gemm": _gemm_bins, "raw": _raw_bins, "port": _port_bins, "error": _error_bins, "core": _core_bins_of,
-    "dram": _dram_bins,
+    "dram": _dram_bins, "token": _token_bins,
 }
 
 

@@ -3,7 +3,10 @@
 One campaign case = one generated Program (``cosim.fuzz.generator``; on a config of several
 cores one stream per core with BARRIER phases, ``cosim.fuzz.multicore``) for one config,
 valid or (for ``fault_rate`` of the cases) with one injected fault
-(``cosim.fuzz.faults``; on several cores in one core, or a skipped BARRIER). Oracles:
+(``cosim.fuzz.faults``; on several cores in one core, or a skipped BARRIER). A share
+(``REINTERLEAVE_RATE``) of the valid one-core cases has its units' instructions re-interleaved
+(``cosim.fuzz.interleave``): the same tokens, so the same results, in another fetch order, pops
+often fetched before the pushes they take. Oracles:
 
 * valid Programs: the reference interpreter (``sim.iss``) vs the TLM, and
   with ``rtl`` the TLM vs the RTL: outputs bit-exact, no error, and equal count-type
@@ -16,7 +19,8 @@ valid or (for ``fault_rate`` of the cases) with one injected fault
 A failing case is shrunk (instructions deleted with their token partners, fields
 simplified, on several cores one core's stream at a time, each candidate re-validated by
 ``check_program`` (and the DRAM race check on several cores) and the reference) while
-it fails the same way, then saved as Program folders ``orig/`` and ``min/`` (with the
+it fails the same way (a re-interleaved case is kept whole: the check judges program-order
+streams), then saved as Program folders ``orig/`` and ``min/`` (with the
 reference outputs as ``expected.npz``, so ``cosim run DIR --model tlm --config CFG``
 re-runs it) plus ``fuzz.json`` describing the failure.
 """
@@ -43,6 +47,7 @@ from cosim.cluster.progress import ProgressBar
 from cosim.fuzz import bins as coverage_bins
 from cosim.fuzz.faults import FAULT_KINDS, inject
 from cosim.fuzz.generator import Steer, check_program, generate
+from cosim.fuzz.interleave import reinterleave
 from cosim.fuzz.multicore import (MULTICORE_FAULT_KINDS, check_multicore, expand_configs, fuzz_config,
                                   generate_multicore, inject_multicore, per_core)
 from cosim import models
@@ -50,6 +55,7 @@ from cosim.models import first_mismatch, iss as run_reference
 
 COMPARED_COUNTERS = ("load_insns", "compute_insns", "store_insns", "dma_rd_bytes", "dma_wr_bytes", "fetch_bytes")
 PROTOCOL_EVERY = 5  # one RTL Program in this many runs on the protocol (backpressure) back-end
+REINTERLEAVE_RATE = 0.25  # valid one-core cases fetched in another order (swaps: 3 per instruction)
 
 
 @dataclass
@@ -103,6 +109,9 @@ def make_case(cfg: HwConfig, seed: int, index: int, fault_rate: float = 0.2,
             if many:
                 fp.meta["fault_core"] = got[2]
             return Case(index, s, cfg, fp, kind, mem)
+    mix = np.random.default_rng([s, 11])  # its own stream: the other choices stay those of the seed
+    if not many and mix.random() < REINTERLEAVE_RATE:
+        prog = reinterleave(prog, mix, 3 * len(prog.insns))
     return Case(index, s, cfg, prog, "valid", mem)
 
 
@@ -320,6 +329,8 @@ def shrink(case: Case, fails: Callable[[list[Program]], list[bool]], chunk: int 
     best = case.program
     if case.kind == "insn_range":
         return best  # the fault is in the register config; instructions do not matter
+    if best.meta.get("reinterleaved"):
+        return best  # check_program judges program-order streams: its candidates would all be refused
     ref = case.results.get("ref")
     code = ref.error["code"] if ref is not None and ref.error else None
     evals = 0
