@@ -7,7 +7,7 @@ loader's ProgramError, the TLM's ERR_DEADLOCK); the ISS has its own untimed toke
 
 * :func:`token_counts`, :func:`balance_problem` - pushes and pops per token queue.
 * :func:`finish_problem` - exactly one FINISH, as the last instruction.
-* :func:`after_finish_problem` - no LOAD or STORE after the first FINISH (the Program loader's rule:
+* :func:`after_finish_problem` - only FINISHes after the first FINISH (the Program loader's rule:
   a stream may lack its FINISH, but what follows one must not race with the drain).
 * :func:`token_matches` - which push each pop consumes (the k-th push of a queue is
   consumed by its k-th pop).
@@ -83,16 +83,17 @@ def finish_problem(insns: Sequence[Instruction]) -> str | None:
 
 
 def after_finish_problem(insns: Sequence[Instruction]) -> str | None:
-    """None unless a LOAD or STORE follows the stream's first FINISH, else one line naming both.
+    """None unless an instruction other than FINISH follows the stream's first FINISH, else one line.
 
-    Fetch goes on dispatching after a FINISH until the drain completes, so whether such a LOAD or
-    STORE runs depends on timing (how far the FINISH's fetch burst reaches); the compute unit never
-    runs what follows its FINISH, so later ALU, GEMM, BARRIER and FINISH words are dead but harmless.
+    Fetch goes on dispatching after a FINISH until the drain completes, so whether a LOAD or STORE
+    there runs depends on timing (how far the FINISH's fetch burst reaches), and so does how many of
+    the words after it are fetched at all. The compute unit never runs what follows its FINISH: more
+    FINISHes (padding) are dead but harmless, apart from FETCH_BYTES.
     """
     fin = next((k for k, i in enumerate(insns) if i.MNEMONIC == "FINISH"), None)
     if fin is None:
         return None
-    late = next((k for k in range(fin + 1, len(insns)) if insns[k].MNEMONIC in ("LOAD", "STORE")), None)
+    late = next((k for k in range(fin + 1, len(insns)) if insns[k].MNEMONIC != "FINISH"), None)
     if late is None:
         return None
     return (f"instruction {late} ({insns[late].MNEMONIC}) follows the FINISH at instruction {fin}: whether it "

@@ -293,8 +293,9 @@ class Assembler:
         tensors' data as inputs (plus ``inputs``) and ``expected`` outputs. A Program with raw
         words is a :class:`PatchedProgram`. Token balance is not checked: the assembler is the tool
         for hand-made edge cases, deadlocks on purpose included (:meth:`Program.load` still refuses
-        an unbalanced folder, and compiled and generated Programs are checked when created); a LOAD
-        or STORE after the FINISH is refused (it races the drain: no model could say what it does)."""
+        an unbalanced folder, and compiled and generated Programs are checked when created); an
+        instruction after the FINISH, other than a FINISH, is refused (it races the drain: no model
+        could say what it does). Raw words are not checked: they are what stands for malformed words."""
         regions = self.regions()
         insns = self.instructions(regions)
         data = dict(self._data)

@@ -500,7 +500,7 @@ def check_expected(p: "Program", where: str) -> None:
 
 def check_stream(insns: Iterable[Instruction], where: str, tokens: bool = True) -> None:
     """Raise ProgramError unless every dependency-token queue gets as many pushes as pops (skipped
-    with ``tokens`` False) and no LOAD or STORE follows a FINISH.
+    with ``tokens`` False) and only FINISHes follow a FINISH.
 
     Such a Program is rejected before it runs: a surplus push would run silently, a surplus pop
     deadlocks (:func:`hw.analysis.balance_problem`), and a LOAD or STORE after the FINISH runs or
@@ -595,6 +595,8 @@ def _read_json(path: Path) -> Any:
         raise ProgramError(f"{path}: not UTF-8 text (byte 0x{e.object[e.start]:02x} at offset {e.start})") from None
     except json.JSONDecodeError as e:
         raise ProgramError(f"{path}: not valid JSON: {e.msg} at line {e.lineno}") from None
+    except RecursionError:  # nested deeper than the decoder goes: no Program file is
+        raise ProgramError(f"{path}: not a Program file (JSON nested too deep)") from None
 
 
 _KINDS = {dict: "object", list: "list", str: "string", int: "integer", float: "number", bool: "true/false",

@@ -47,7 +47,7 @@ from __future__ import annotations
 import heapq
 import time
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import numpy as np
@@ -251,10 +251,14 @@ class TokenRun:
     """What the untimed run of one core's tokens (:func:`token_run`) decides.
 
     ``started[pc]``: the instruction took its tokens and executed (the hardware's units run it);
-    ``deadlock``: None when the stream's FINISH completes, else the ERR_PC of ``ERR_DEADLOCK``
-    (the smallest pc a unit holds, or the stream's length when none holds one)."""
+    ``waited[pc]``: its unit took it off its queue (into WAIT, where its range checks are made);
+    ``dispatched``: how many instructions fetch dispatched; ``deadlock``: None when the stream's
+    FINISH completes, else the ERR_PC of ``ERR_DEADLOCK`` (the smallest pc a unit holds, or the
+    stream's length when none holds one)."""
 
     started: list[bool]
+    waited: list[bool]
+    dispatched: int
     deadlock: int | None
 
 
@@ -275,6 +279,7 @@ def token_run(insns: list[Instruction], cfg: Any) -> TokenRun:
     step: dict[str, str] = dict.fromkeys(depth, "idle")     # idle, wait, exec, push
     tokens = {"l2c": 0, "c2l": 0, "c2s": 0, "s2c": 0}
     started = [False] * n
+    waited = [False] * n
     next_pc = 0
     barrier_open = False  # a dispatched BARRIER has not drained yet: fetch waits
 
@@ -292,6 +297,7 @@ def token_run(insns: list[Instruction], cfg: Any) -> TokenRun:
             if step[u] == "idle":
                 if queue[u]:
                     holds[u] = queue[u].popleft()
+                    waited[holds[u]] = True
                     step[u] = "wait"
                     moved = True
             elif step[u] == "wait":
@@ -317,7 +323,7 @@ def token_run(insns: list[Instruction], cfg: Any) -> TokenRun:
                     for q in give:
                         tokens[q] += 1
                     if insns[pc].MNEMONIC == "FINISH":
-                        return TokenRun(started, None)
+                        return TokenRun(started, waited, next_pc, None)
                     step[u] = "idle"
                     holds[u] = None
                     moved = True
@@ -325,7 +331,7 @@ def token_run(insns: list[Instruction], cfg: Any) -> TokenRun:
                 break  # fetch goes first again: what it can dispatch now counts for the drain
         if not moved:
             held = [pc for pc in holds.values() if pc is not None]
-            return TokenRun(started, min(held) if held else n)
+            return TokenRun(started, waited, next_pc, min(held) if held else n)
 
 
 def run_order(insns: list[Instruction], started: list[bool]) -> list[int]:
@@ -437,11 +443,8 @@ class Machine:
 
 
 # ---- LOAD, STORE -------------------------------------------------------------------------------
-def _load(m: Machine, bufs: Buffers, insn: Any, pc: int, counters: dict[str, int]) -> None:
-    """LOAD: the DRAM bytes it reads must lie in a readable region, its padded tile
-    (``rows x cols`` entries from ``sram_base``) inside the buffer it names; then the tile is
-    written row by row, padding entries zero, data entries from DRAM row ``r`` starting
-    ``r * x_stride`` entries after ``dram_base``."""
+def _load_checks(m: Machine, insn: Any, pc: int) -> None:
+    """LOAD's checks in its first WAIT cycle: the DRAM bytes, then the padded tile in the buffer."""
     cfg = m.cfg
     buf = BUFFER_NAMES[insn.buf]
     eb = cfg.elem_bytes(buf)
@@ -455,6 +458,18 @@ def _load(m: Machine, bufs: Buffers, insn: Any, pc: int, counters: dict[str, int
     depth = cfg.depth_of(buf)
     if rows and cols and insn.sram_base + rows * cols - 1 >= depth:
         raise RefFault(csr.ERR_SRAM_RANGE, pc, f"{buf} index {insn.sram_base + rows * cols - 1} >= {depth}")
+
+
+def _load(m: Machine, bufs: Buffers, insn: Any, pc: int, counters: dict[str, int]) -> None:
+    """LOAD: the DRAM bytes it reads must lie in a readable region, its padded tile
+    (``rows x cols`` entries from ``sram_base``) inside the buffer it names; then the tile is
+    written row by row, padding entries zero, data entries from DRAM row ``r`` starting
+    ``r * x_stride`` entries after ``dram_base``."""
+    _load_checks(m, insn, pc)
+    buf = BUFFER_NAMES[insn.buf]
+    eb = m.cfg.elem_bytes(buf)
+    rows = insn.y_pad_0 + insn.y_size + insn.y_pad_1
+    cols = insn.x_pad_0 + insn.x_size + insn.x_pad_1
     zero = bytes(eb)
     for r in range(rows):
         for c in range(cols):
@@ -469,11 +484,8 @@ def _load(m: Machine, bufs: Buffers, insn: Any, pc: int, counters: dict[str, int
     counters["dma_rd_bytes"] += insn.y_size * insn.x_size * eb
 
 
-def _store(m: Machine, bufs: Buffers, insn: Any, pc: int, counters: dict[str, int]) -> None:
-    """STORE: the DRAM bytes it writes must lie in a writable region, the ``y_size * x_size``
-    accumulator vectors it reads (contiguous from ``sram_base``) inside the buffer; then each
-    lane is cut to its low OUT_WIDTH bits (a C cast) and written little-endian, DRAM row ``r``
-    starting ``r * x_stride`` output vectors after ``dram_base``."""
+def _store_checks(m: Machine, insn: Any, pc: int) -> None:
+    """STORE's checks in its first WAIT cycle: the DRAM bytes, then the accumulator vectors it reads."""
     cfg = m.cfg
     vb = cfg.out_vec_bytes
     if insn.y_size and insn.x_size:
@@ -484,6 +496,16 @@ def _store(m: Machine, bufs: Buffers, insn: Any, pc: int, counters: dict[str, in
         last = insn.sram_base + insn.y_size * insn.x_size - 1
         if last >= cfg.acc_depth:
             raise RefFault(csr.ERR_SRAM_RANGE, pc, f"ACC index {last} >= {cfg.acc_depth}")
+
+
+def _store(m: Machine, bufs: Buffers, insn: Any, pc: int, counters: dict[str, int]) -> None:
+    """STORE: the DRAM bytes it writes must lie in a writable region, the ``y_size * x_size``
+    accumulator vectors it reads (contiguous from ``sram_base``) inside the buffer; then each
+    lane is cut to its low OUT_WIDTH bits (a C cast) and written little-endian, DRAM row ``r``
+    starting ``r * x_stride`` output vectors after ``dram_base``."""
+    _store_checks(m, insn, pc)
+    cfg = m.cfg
+    vb = cfg.out_vec_bytes
     lane_bytes = cfg.out_width // 8
     mask = (1 << cfg.out_width) - 1
     for r in range(insn.y_size):
@@ -501,6 +523,13 @@ def _alu(m: Machine, bufs: Buffers, insn: Any, pc: int, counters: dict[str, int]
     """ALU: with iterations, the last destination index (and the last source index, without the
     immediate) must be inside the accumulator (factors are unsigned, so the last iteration's index
     is the highest); then :func:`execute_alu`."""
+    _alu_checks(m, insn, pc)
+    counters["compute_insns"] += 1
+    execute_alu(bufs.acc, insn)
+
+
+def _alu_checks(m: Machine, insn: Any, pc: int) -> None:
+    """The ALU's check in its first WAIT cycle: the highest accumulator index it touches."""
     if insn.iter_out and insn.iter_in:
         top = insn.dst_base + (insn.iter_out - 1) * insn.dst_factor_out + (insn.iter_in - 1) * insn.dst_factor_in
         if not insn.use_imm:
@@ -508,11 +537,15 @@ def _alu(m: Machine, bufs: Buffers, insn: Any, pc: int, counters: dict[str, int]
             top = max(top, src)
         if top >= m.cfg.acc_depth:
             raise RefFault(csr.ERR_SRAM_RANGE, pc, f"ACC index {top} >= {m.cfg.acc_depth}")
-    counters["compute_insns"] += 1
-    execute_alu(bufs.acc, insn)
 
 
 # ---- GEMM --------------------------------------------------------------------------------------
+def _gemm_checks(m: Machine, insn: Any, pc: int) -> None:
+    """GEMM's check in its first WAIT cycle: a non-empty walk past the micro-op buffer."""
+    if insn.iter_out and insn.iter_in and insn.uop_begin < insn.uop_end > m.cfg.uop_depth:
+        raise RefFault(csr.ERR_SRAM_RANGE, pc, f"micro-op {insn.uop_end - 1} >= UOP_DEPTH {m.cfg.uop_depth}")
+
+
 def _gemm(m: Machine, bufs: Buffers, insn: Any, pc: int, counters: dict[str, int]) -> None:
     """GEMM (docs/microarch.md "GEMM"): ``for i < iter_out: for j < iter_in: for u in [uop_begin,
     uop_end)``. Before anything, a non-empty walk past the micro-op buffer is ERR_SRAM_RANGE. Then
@@ -524,8 +557,7 @@ def _gemm(m: Machine, bufs: Buffers, insn: Any, pc: int, counters: dict[str, int
     if insn.iter_out == 0 or insn.iter_in == 0 or insn.uop_end <= insn.uop_begin:
         counters["compute_insns"] += 1
         return
-    if insn.uop_end > cfg.uop_depth:
-        raise RefFault(csr.ERR_SRAM_RANGE, pc, f"micro-op {insn.uop_end - 1} >= UOP_DEPTH {cfg.uop_depth}")
+    _gemm_checks(m, insn, pc)
     acc, inp, wgt = bufs.acc, bufs.inp, bufs.wgt
     k = 0  # iteration number in loop order
     for i in range(insn.iter_out):
@@ -569,6 +601,11 @@ def _other(m: Machine, bufs: Buffers, insn: Any, pc: int, counters: dict[str, in
 EXECUTE: dict[str, Callable[[Machine, Buffers, Any, int, dict[str, int]], None]] = {
     "LOAD": _load, "STORE": _store, "ALU": _alu, "GEMM": _gemm, "FINISH": _other, "BARRIER": _other,
 }
+# the checks made in an instruction's first WAIT cycle, before its tokens (docs/microarch.md "Range
+# errors"): an instruction that waits forever for a token still raises them
+WAIT_CHECKS: dict[str, Callable[[Machine, Any, int], None]] = {
+    "LOAD": _load_checks, "STORE": _store_checks, "ALU": _alu_checks, "GEMM": _gemm_checks,
+}
 
 
 # ---- a run ---------------------------------------------------------------------------------------
@@ -580,7 +617,8 @@ class CoreRun:
     word's fault, None when every word decodes); ``deadlock`` the pc where its tokens deadlock (None:
     its FINISH completes; :func:`token_run`, a BARRIER counted as complete once drained); ``order``
     the instructions that run, in the order they run (:func:`run_order`), ``at`` how many of them
-    ran; ``pc`` the start of the next phase; ``state`` "run", "barrier" (arrived at the BARRIER before
+    ran; ``blocked`` those that reach WAIT but never get their tokens; ``dispatched`` how many
+    instructions fetch dispatches; ``pc`` the start of the next phase; ``state`` "run", "barrier" (arrived at the BARRIER before
     ``pc``), "stuck" (deadlocked) or "finished"."""
 
     core: int
@@ -590,6 +628,8 @@ class CoreRun:
     bufs: Buffers
     counters: dict[str, int]
     order: list[int]
+    blocked: list[int] = field(default_factory=list)
+    dispatched: int | None = None
     deadlock: int | None = None
     at: int = 0
     pc: int = 0
@@ -657,7 +697,8 @@ def run_reference(program: Program, check_tokens: bool = True) -> RunResult:
         c = CoreRun(k, words, insns, bad, Buffers(cfg), counters, list(range(len(insns))))
         if check_tokens and (bad is None or insns):
             run = token_run(insns, cfg)
-            c.deadlock, c.order = run.deadlock, run_order(insns, run.started)
+            c.deadlock, c.order, c.dispatched = run.deadlock, run_order(insns, run.started), run.dispatched
+            c.blocked = [pc for pc in range(len(insns)) if run.waited[pc] and not run.started[pc]]
         cores.append(c)
     try:
         while True:
@@ -708,7 +749,8 @@ def _run_phase(m: Machine, c: CoreRun, many: bool) -> None:
     # the core's last part: its FINISH, or the end of what decodes (fetch goes on dispatching after a
     # FINISH, but nothing after a BARRIER until it completes)
     last = end >= len(c.insns) or c.insns[end].MNEMONIC == "FINISH"
-    if last and c.bad is not None:  # the refused word is dispatched in this part
+    # the refused word is dispatched in this part, unless a deadlock stalls fetch before it
+    if last and c.bad is not None and (c.dispatched is None or c.dispatched >= len(c.insns)):
         raise RefFault(c.bad.code, c.bad.pc, c.bad.message, core)
     stop = min(end + 1, len(c.insns))
     while c.at < len(c.order) and c.order[c.at] < stop:
@@ -721,6 +763,12 @@ def _run_phase(m: Machine, c: CoreRun, many: bool) -> None:
         c.at += 1
     c.pc = stop
     if c.deadlock is not None and (last or c.deadlock < stop):
+        for pc in c.blocked:  # waiting forever for a token, but checked on entering WAIT
+            if pc < stop:
+                try:
+                    WAIT_CHECKS.get(c.insns[pc].MNEMONIC, lambda *_: None)(m, c.insns[pc], pc)
+                except RefFault as f:
+                    raise RefFault(f.code, f.pc, f.message, core) from None
         c.state = "stuck"
     else:
         c.state = "finished" if last else "barrier"

@@ -1,8 +1,8 @@
 """What the dependency tokens decide, on the ISS, the TLM and the RTL alike: an instruction that waits
 for a later instruction's token runs after it (program order is not the order of execution), an
 instruction stuck behind a deadlock never runs (its fault never happens), a deadlock on several cores
-is reported where the hardware reports it, and a LOAD or STORE after the FINISH (whose running would
-depend on timing) is refused before any model sees it. All RTL runs of a config in one simulator
+is reported where the hardware reports it, and anything but a FINISH after the FINISH (whose running
+would depend on timing) is refused before any model sees it. All RTL runs of a config in one simulator
 process."""
 
 from __future__ import annotations
@@ -45,6 +45,20 @@ def alu_before_its_load(cfg: HwConfig) -> tuple[Program, dict]:
     asm.store(c, x=4, pop_prev=True)
     asm.finish()
     return asm.program(), {"c": (a + 7).astype(np.int8)}
+
+
+def fault_while_waiting(cfg: HwConfig) -> tuple[Program, tuple]:
+    """As below, but LOAD 0 itself reads outside DRAM: its range check comes on entering WAIT, before the
+    token it waits for forever, so the fault is the error, not the deadlock."""
+    asm = Assembler(cfg, "fault_while_waiting")
+    ta = asm.input("a", np.zeros((4, cfg.lanes), np.int32))
+    c = asm.output("c", (4, cfg.lanes))
+    asm.load(ta, x=4, offset=1 << 20, pop_next=True)
+    asm.alu("ADD", imm=1, iter_out=4, dst_factor_out=1, pop_prev=True, push_prev=True)
+    asm.load(ta, x=4, push_next=True)
+    asm.store(c, x=4)
+    asm.finish()
+    return asm.program(), ("DRAM_RANGE", 0, None)
 
 
 def fault_behind_a_deadlock(cfg: HwConfig) -> tuple[Program, tuple]:
@@ -113,7 +127,7 @@ def _key(r) -> tuple | None:
 
 
 ONE_CORE = {"store_before_its_alu": store_before_its_alu, "alu_before_its_load": alu_before_its_load,
-            "fault_behind_a_deadlock": fault_behind_a_deadlock}
+            "fault_behind_a_deadlock": fault_behind_a_deadlock, "fault_while_waiting": fault_while_waiting}
 SEVERAL = {"core_without_finish": core_without_finish, "fault_beside_a_deadlock": fault_beside_a_deadlock}
 CASES = [(c, "small", f) for c, f in ONE_CORE.items()] + [(c, "small2", f) for c, f in SEVERAL.items()] + \
     [(c, "quad", f) for c, f in SEVERAL.items()]
@@ -159,13 +173,18 @@ def test_a_load_or_store_after_the_finish_is_refused(tmp_path) -> None:
     asm.store(c, x=4, pop_prev=True)
     with pytest.raises(ProgramError, match=r"late_store: instruction 2 \(STORE\) follows the FINISH at instruction 1"):
         asm.program()
-    # what the compute unit never reaches after its FINISH is dead but harmless: accepted
-    ok = Assembler(cfg, "late_alu")
+    # an ALU there too (how many words after the FINISH are fetched depends on timing)
+    late = Assembler(cfg, "late_alu")
+    late.finish()
+    late.alu("ADD", imm=5, iter_out=4, dst_factor_out=1)
+    with pytest.raises(ProgramError, match=r"instruction 1 \(ALU\) follows the FINISH at instruction 0"):
+        late.program()
+    # FINISHes as padding are never run: accepted
+    ok = Assembler(cfg, "padded")
     c = ok.output("c", (4, cfg.lanes))
     ok.alu("ADD", imm=1, iter_out=4, dst_factor_out=1, push_next=True)
     ok.store(c, x=4, pop_prev=True)
     ok.finish()
-    ok.alu("ADD", imm=5, iter_out=4, dst_factor_out=1)
     ok.finish()
     p = ok.program()
     assert all(np.array_equal(r.outputs["c"], np.ones((4, cfg.lanes), np.int8)) for r in (models.iss(p), models.tlm(p)))
