@@ -20,7 +20,8 @@ from compiler.dynamic_examples import DYNAMIC_EXAMPLES, DynamicExample, DynamicN
 from compiler.symbolic import SymbolicError
 from cosim.models import Job
 from hw.config import HwConfig, load_config
-from hw.dynamic_driver import DRIVER_FILE, Driver, DriverError
+from hw.dynamic_driver import DRIVER_FILE, Driver, DriverError, piece_words
+from hw.isa import OPCODE_NAMES, opcode_of
 from hw.program import Program, Region, isa_of
 
 
@@ -66,7 +67,26 @@ def _load(kernel: str, cfg: HwConfig | None) -> tuple[Program, Driver, DynamicEx
     if driver.name != ex.var.name:
         raise DynamicRunError(f"{folder / 'layout.json'}: names dynamic example '{name}' (variable "
                               f"'{ex.var.name}'), but {folder / DRIVER_FILE} drives variable '{driver.name}'")
+    _check_driver_fits(driver, base, folder / DRIVER_FILE)
     return base, driver, ex
+
+
+def _check_driver_fits(driver: Driver, base: Program, where: Path) -> None:
+    """What dynamic.json says against the folder's Program: its regions, and every relocation on the
+    ``dram_base`` field of a LOAD or STORE (anything else would turn a region's address into noise)."""
+    if driver.n_regions != len(base.regions):
+        raise DynamicRunError(f"{where}: {driver.n_regions} regions, but layout.json has {len(base.regions)}")
+    if driver.const_region is not None and base.regions[driver.const_region].role not in ("input", "scratch"):
+        r = base.regions[driver.const_region]
+        raise DynamicRunError(f"{where}: const_region {driver.const_region} is region '{r.name}', an {r.role} region")
+    isa = base.isa
+    for p in driver.pieces:
+        for w, r, f, _ in p.relocs:
+            word = piece_words(p.base, p.delta, 0)[w]
+            mnemonic = OPCODE_NAMES.get(opcode_of(word), "?")
+            if mnemonic not in ("LOAD", "STORE") or f != isa.field(mnemonic, "dram_base").lo:
+                raise DynamicRunError(f"{where}: piece {p.lo}..{p.hi}: relocation [{w}, {r}, {f}, ...] is not on the "
+                                      f"dram_base field of a LOAD or STORE (word {w} is {mnemonic})")
 
 
 def _into_region(a: np.ndarray, r: Region) -> np.ndarray:

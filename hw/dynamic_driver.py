@@ -118,14 +118,41 @@ class Driver:
                       None if d["const_region"] is None else int(d["const_region"]), int(d["const_bytes"]), pieces)
         except (KeyError, TypeError, ValueError, AttributeError) as e:
             raise DriverError(f"{where}: not a dynamic driver ({type(e).__name__}: {e})") from None
+        if drv.align < 1 or drv.n_regions < 1 or drv.insn_base < 0 or drv.dram_end <= drv.insn_base \
+                or drv.const_bytes < 0 or drv.hi < drv.lo:
+            raise DriverError(f"{where}: align {drv.align}, regions {drv.n_regions}, insn_base {drv.insn_base}, "
+                              f"dram_end {drv.dram_end}, const_bytes {drv.const_bytes}, variable {drv.lo}..{drv.hi}: "
+                              f"need align >= 1, regions >= 1, 0 <= insn_base < dram_end, const_bytes >= 0, "
+                              f"min <= max")
+        if drv.const_region is not None and not 1 <= drv.const_region < drv.n_regions:
+            raise DriverError(f"{where}: const_region {drv.const_region} is not a data region (1..{drv.n_regions - 1}; "
+                              f"region 0 holds the instructions)")
         nxt = drv.lo
         for p in pieces:
-            bad_reloc = any(not (0 <= w < p.insns and 0 <= r < drv.n_regions and 0 <= f < 128 and e > 0)
-                            for w, r, f, e in p.relocs)
-            if p.lo != nxt or p.hi < p.lo or len(p.base) != len(p.delta) or p.insns < 1 or p.consts < 0 \
-                    or len(p.base) != p.insns + p.consts + drv.n_regions or p.consts * INSN_BYTES > drv.const_bytes \
-                    or bad_reloc or drv.align < 1:
-                raise DriverError(f"{where}: piece {p.lo}..{p.hi} does not continue the pieces at {nxt}")
+            at = f"{where}: piece {p.lo}..{p.hi}"
+            if p.lo != nxt or p.hi < p.lo:
+                raise DriverError(f"{at} does not continue the pieces at {nxt}")
+            if p.insns < 1 or p.consts < 0 or p.consts * INSN_BYTES > drv.const_bytes:
+                raise DriverError(f"{at}: {p.insns} instruction(s) and {p.consts} constant word(s) (need >= 1 "
+                                  f"instruction, constants within const_bytes {drv.const_bytes})")
+            want = p.insns + p.consts + drv.n_regions
+            if len(p.base) != want or len(p.delta) != want:
+                raise DriverError(f"{at}: {len(p.base)} base and {len(p.delta)} delta entries, {want} expected "
+                                  f"({p.insns} instructions + {p.consts} constants + {drv.n_regions} region sizes)")
+            wide = next((k for k, w in enumerate(p.base + p.delta) if not 0 <= w <= MASK128), None)
+            if wide is not None:
+                raise DriverError(f"{at}: entry {wide % want} of {'base' if wide < want else 'delta'} is not a "
+                                  f"128-bit word")
+            for w, r, f, e in p.relocs:
+                if not (0 <= w < p.insns and 0 <= r < drv.n_regions and 0 <= f < 128 and e > 0):
+                    raise DriverError(f"{at}: relocation [{w}, {r}, {f}, {e}] (word 0..{p.insns - 1}, region "
+                                      f"0..{drv.n_regions - 1}, bit 0..127, element bytes >= 1)")
+            for v in (p.lo, p.hi):  # entries are affine in v: a piece's extremes are at its ends
+                sizes = piece_words(p.base, p.delta, v - p.lo)[p.insns + p.consts:]
+                end = place(sizes, drv.align, drv.insn_base)[-1] + sizes[-1]
+                if end > drv.dram_end:
+                    raise DriverError(f"{at}: at {drv.name}={v} the regions end at 0x{end:x}, past dram_end "
+                                      f"0x{drv.dram_end:x}")
             nxt = p.hi + 1
         if nxt != drv.hi + 1:
             raise DriverError(f"{where}: the pieces end at {nxt - 1}, the variable at {drv.hi}")
@@ -136,9 +163,12 @@ class Driver:
         """The driver of a Program folder (its ``dynamic.json``)."""
         path = Path(folder) / DRIVER_FILE
         try:
-            return cls.from_json(json.loads(path.read_text()), str(path))
-        except (OSError, json.JSONDecodeError) as e:
+            doc = json.loads(path.read_bytes().decode("utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
             raise DriverError(f"{path}: cannot read ({e})") from None
+        except RecursionError:  # nested deeper than the decoder goes: no driver file is
+            raise DriverError(f"{path}: not a driver file (JSON nested too deep)") from None
+        return cls.from_json(doc, str(path))
 
     def range_text(self) -> str:
         """``name in lo..hi``, as errors and listings show the variable."""

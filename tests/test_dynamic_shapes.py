@@ -315,8 +315,22 @@ def test_driver_refuses_other_formats_and_broken_pieces(folders: dict[str, Path]
         Driver.from_json({**d, "format": 1})
     with pytest.raises(DriverError, match="the pieces end at"):
         Driver.from_json({**d, "pieces": d["pieces"][:-1]})
-    with pytest.raises(DriverError, match="needs DRAM up to"):
-        Driver.from_json({**d, "dram_end": 64}).layout(1)
+    with pytest.raises(DriverError, match=r"x.json: piece 1\.\.\d+: at rows=1 the regions end at 0x[0-9a-f]+, past dram_end 0x40"):
+        Driver.from_json({**d, "dram_end": 64}, "x.json")
+    # each broken field its own line, naming what is wrong
+    p0 = d["pieces"][0]
+    n = len(p0["base"])
+    for change, want in (({"align": 0}, "need align >= 1"),
+                         ({"const_region": 0}, "const_region 0 is not a data region"),
+                         ({"regions": d["regions"] + 1}, f"{n} base and {n} delta entries, {n + 1} expected"),
+                         ({"pieces": [{**p0, "delta": p0["delta"][:-1]}] + d["pieces"][1:]},
+                          f"{n} base and {n - 1} delta entries"),
+                         ({"pieces": [{**p0, "base": ["1" * 40] + p0["base"][1:]}] + d["pieces"][1:]},
+                          "entry 0 of base is not a 128-bit word"),
+                         ({"pieces": [{**p0, "relocs": [[10 ** 6, 1, 0, 1]]}] + d["pieces"][1:]},
+                          r"relocation \[1000000, 1, 0, 1\]")):
+        with pytest.raises(DriverError, match=want):
+            Driver.from_json({**d, **change}, "x.json")
 
 
 def test_vadd_rows_takes_the_tile_the_config_holds() -> None:
@@ -340,3 +354,21 @@ def test_a_driver_of_too_many_pieces_is_refused_early(monkeypatch: pytest.Monkey
                                              r"than 4 values of 'rows' on config 'default' \(4 pieces cover 1\.\.\d+ "
                                              r"of 1\.\.256\)"):
         DYNAMIC_EXAMPLES["vadd_rows"].compile(CFG)
+
+
+def test_a_relocation_off_the_dram_base_field_is_one_line(folders: dict[str, Path], tmp_path: Path) -> None:
+    """dynamic.json against the folder's Program: a relocation off a LOAD's or STORE's dram_base field is
+    refused naming the file (the run would otherwise add a region's address into another field)."""
+    from cosim.dynamic_run import DynamicRunError, dynamic_job
+
+    name = next(n for n in folders if any(p["relocs"] for p in
+                                          json.loads((folders[n] / "dynamic.json").read_text())["pieces"]))
+    d = tmp_path / "field"
+    shutil.copytree(folders[name], d)
+    doc = json.loads((d / "dynamic.json").read_text())
+    doc["pieces"][0]["relocs"][0][2] = 127
+    (d / "dynamic.json").write_text(json.dumps(doc))
+    var = DYNAMIC_EXAMPLES[name].var
+    with pytest.raises(DynamicRunError, match=r"field/dynamic.json: piece \d+\.\.\d+: relocation \[\d+, \d+, 127, "
+                                              r"\.\.\.\] is not on the dram_base field of a LOAD or STORE"):
+        dynamic_job(str(d), CFG, [f"{var.name}={var.lo}"])

@@ -175,7 +175,7 @@ def read_meta(folder: str | Path) -> dict[str, Any] | None:
         return None
     try:
         meta = json.loads(p.read_text()).get("meta", {})
-    except (OSError, ValueError, AttributeError):
-        return None
+    except (OSError, ValueError, AttributeError, RecursionError):
+        return None  # Program.load names what is wrong
     rec = meta.get(META_KEY) if isinstance(meta, dict) else None
     return rec if isinstance(rec, dict) else None
