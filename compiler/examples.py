@@ -54,7 +54,7 @@ import numpy as np
 from compiler.build import build
 from compiler.errors import CompileError
 from compiler.gemm_ops import GEMM_OPERATORS
-from compiler.kernel import Kernel, as_kernel, describe_failure, reporting_failures
+from compiler.kernel import Kernel, KernelFailure, as_kernel, describe_failure, reporting_failures
 from compiler.ops import OPERATORS, Operator
 from compiler.gelu import GELU
 from compiler.layer_norm import LAYER_NORM
@@ -539,20 +539,47 @@ def _user_case(name: str, ex: Example, cfg: HwConfig, params: dict[str, Any], se
     ref_fn = getattr(mod, f"{fn}_reference", None)
 
     def reference() -> dict[str, np.ndarray]:
-        # what the user's function returns is checked by the reshapes below: report those too
         with reporting_failures(ref_fn, f"reference '{fn}_reference'"):  # type: ignore[arg-type]
             r = ref_fn(**user_inputs, **_reference_consts(ref_fn, k, consts))  # type: ignore[misc]
-            r = r if isinstance(r, dict) else {next(iter(out_specs)): r}
-            out = {}
-            for n, a in r.items():
-                full = pad_to_vectors(np.asarray(a).astype(out_specs[n].dtype), cfg.lanes, out_specs[n].dtype)
-                out[n] = full.reshape(program.region(n).shape)
-        return out
+        return _reference_outputs(r, ref_fn, f"reference '{fn}_reference'", out_specs, program, cfg)
 
     case = Case(fn, cfg, p, program, k, user_inputs, consts, {n: s.shape for n, s in specs.items()}, out_specs,
                 reference if callable(ref_fn) else None)
     _attach(case)
     return case
+
+
+def _reference_outputs(r: Any, ref_fn: Callable[..., Any], label: str, out_specs: dict[str, TensorSpec],
+                       program: Program, cfg: HwConfig) -> dict[str, np.ndarray]:
+    """What a user's reference returned, checked (one line naming the function: an output it does not
+    have, another shape, values that are not integers) and packed like the Program's output regions; the narrowing to
+    the output dtype wraps like the hardware's STORE."""
+    code = getattr(inspect.unwrap(ref_fn), "__code__", None)
+    where = f"{label} ({code.co_filename}:{code.co_firstlineno})" if code is not None else label
+    if not isinstance(r, dict):
+        if len(out_specs) != 1:
+            raise KernelFailure(f"{where} returned {type(r).__name__}: with several outputs it must return "
+                                f"{{output: array}} ({', '.join(out_specs)})")
+        r = {next(iter(out_specs)): r}
+    out = {}
+    for n, a in r.items():
+        if n not in out_specs:
+            raise KernelFailure(f"{where} returned {n!r}, not an output of the kernel (outputs: {', '.join(out_specs)})")
+        try:
+            arr = np.asarray(a)
+        except Exception:  # noqa: BLE001 - a user's object: report what it is
+            arr = np.asarray(None)
+        if arr.dtype.kind == "f" and np.all(np.isfinite(arr)) and np.array_equal(arr, np.round(arr)):
+            arr = arr.astype(np.int64)  # integers computed in floating point
+        if arr.dtype.kind not in "iub":
+            what = f"an array of {arr.dtype}" if isinstance(a, np.ndarray) else type(a).__name__
+            raise KernelFailure(f"{where} returned {what} for '{n}', not an integer array")
+        if tuple(arr.shape) != tuple(out_specs[n].shape):
+            raise KernelFailure(f"{where} returned shape {tuple(arr.shape)} for '{n}', the kernel's '{n}' is "
+                                f"{tuple(out_specs[n].shape)}")
+        full = pad_to_vectors(arr.astype(out_specs[n].dtype), cfg.lanes, out_specs[n].dtype)
+        out[n] = full.reshape(program.region(n).shape)
+    return out
 
 
 # ---- golden outputs of a saved Program ---------------------------------------------------------------

@@ -205,3 +205,29 @@ def test_inputs_hook_errors_are_one_line(capsys, tmp_path):
         f.write_text(src.replace("BAD", bad))
         rc, out, err = cosim(capsys, "run", f"{f}:int8_dense", "--model", "golden")
         _one_line(rc, err, *words)
+
+
+def test_reference_results_are_checked_in_one_line(capsys, tmp_path):
+    """A reference returning an output the kernel does not have, another shape (even with as many
+    elements), None or non-integers is refused naming the reference; integers computed in floating point
+    are fine, and a reference that disagrees is a mismatch that blames the reference, not expected.npz."""
+    doc = Path(DOC_KERNEL.split(":")[0]).read_text()
+    src = doc.replace("def int8_dense_reference(", "def _true_reference(") + (
+        "\n\ndef int8_dense_reference(A, W, bias, shift):\n"
+        "    c = _true_reference(A, W, bias, shift)\n"
+        "    c = c['C'] if isinstance(c, dict) else c\n"
+        "    return BAD\n")
+    for bad, words in (("{'D': c}", ["int8_dense_reference", "returned 'D', not an output", "outputs: C"]),
+                       ("c.reshape(-1)", ["returned shape (", "for 'C', the kernel's 'C' is ("]),
+                       ("None", ["returned NoneType for 'C', not an integer array"]),
+                       ("c + 0.5", ["returned an array of float64 for 'C', not an integer array"])):
+        f = tmp_path / "k.py"
+        f.write_text(src.replace("BAD", bad))
+        rc, out, err = cosim(capsys, "run", f"{f}:int8_dense", "--model", "golden")
+        _one_line(rc, err, *words)
+    f.write_text(src.replace("BAD", "c.astype(np.float64)"))
+    rc, out, err = cosim(capsys, "run", f"{f}:int8_dense", "--model", "golden")
+    assert rc == 0, err
+    f.write_text(src.replace("BAD", "c + 1"))
+    rc, out, err = cosim(capsys, "run", f"{f}:int8_dense", "--model", "golden")
+    assert rc == 1 and "the reference does not agree with the golden run of the kernel" in err, err

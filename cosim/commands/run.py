@@ -194,8 +194,10 @@ def run(args: argparse.Namespace) -> int:
             print(f"cosim run: {job.kernel}: TIMEOUT on the {timeouts[0]['model'].upper()} ({msg}); raise the bound "
                   f"with --watchdog CYCLES", file=sys.stderr)
         elif all(r["match"] is not False for r in reports if r["model"] != "golden"):
-            print(f"cosim run: {job.kernel}: expected.npz does not agree with the golden re-run (the other models "
-                  f"were checked against the re-run)", file=sys.stderr)
+            what = ("expected.npz does not agree with the golden re-run" if models.is_program_folder(job.kernel)
+                    else "the reference does not agree with the golden run of the kernel")
+            print(f"cosim run: {job.kernel}: {what} (the other models were checked against the golden run)",
+                  file=sys.stderr)
         else:
             print(f"cosim run: {job.kernel} does not agree with golden", file=sys.stderr)
     return 1 if ok is False else 0
