@@ -403,3 +403,31 @@ def test_an_empty_file_is_not_an_onnx_model(tmp_path: Path) -> None:
         import_onnx(p)
     with pytest.raises(UnsupportedModel, match=r"^model: not an ONNX model \(no graph"):
         import_onnx(b"")
+
+
+def test_per_axis_scales_of_the_wrong_count_name_the_node() -> None:
+    """A per-axis DequantizeLinear with 3 scales for an axis of 4 (onnx forbids it): one line naming the
+    node and the counts, not numpy's broadcasting error."""
+    m = _conv_model()
+    m.graph.initializer.append(onnx.numpy_helper.from_array(np.array([0.01, 0.02, 0.01], np.float32), "ws3"))
+    q = np.random.default_rng(1).integers(-100, 100, (4, 4, 3, 3)).astype(np.int8)
+    m.graph.initializer.append(onnx.numpy_helper.from_array(q, "wq8"))
+    dqw = next(n for n in m.graph.node if n.name == "dqw")
+    dqw.input[:] = ["wq8", "ws3"]
+    dqw.attribute.append(h.make_attribute("axis", 0))
+    with pytest.raises(UnsupportedModel, match=r"^node 'dqw' \(DequantizeLinear\): 3 scales for axis 0 of a "
+                                               r"\[4, 4, 3, 3\] constant: per-axis needs one per entry"):
+        import_onnx(m)
+
+
+def test_a_scalar_input_and_unprintable_names_are_one_line() -> None:
+    m = _conv_model()
+    m.graph.input.append(h.make_tensor_value_info("sy", T.FLOAT, []))
+    with pytest.raises(UnsupportedModel, match=r"^model: input 'sy' is a scalar: a model input is a tensor"):
+        import_onnx(m)
+    m = _conv_model(dilations=[2, 2])
+    conv = next(n for n in m.graph.node if n.op_type == "Conv")
+    conv.name = "bad\nline\x1b[31m"
+    with pytest.raises(UnsupportedModel) as e:
+        import_onnx(m)
+    assert str(e.value).startswith("node 'bad?line?[31m' (Conv): dilations [2, 2] are not supported")

@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 import numpy as np
+import onnx
 import pytest
 
 from compiler.onnx_import.imported import load_npz, save_npz
@@ -129,3 +130,27 @@ def test_symbolic_batch_is_fixed_by_batch(qmodel: Path, tmp_path: Path, capsys: 
     assert code == 2 and "--batch" in err
     code, out, err = run_cli(capsys, "net", str(path), "--model", "tlm")
     assert code == 0, err
+
+
+def test_bad_inputs_and_folder_files_name_the_file(qmodel: Path, tmp_path: Path,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """An --input file with a name the model does not have, an imported folder whose inputs.npz does, or
+    whose model.onnx is one the importer refuses: one line starting with that file."""
+    save_npz(tmp_path / "two.npz", {"a": np.zeros((2, 3, 8, 8), np.float32)})
+    code, out, err = run_cli(capsys, "import", str(qmodel), "-o", str(tmp_path / "m"), "--input",
+                             str(tmp_path / "two.npz"))
+    assert code == 2 and err.strip() == (f"cosim import: error: {tmp_path / 'two.npz'}: 'a' is not an input of the "
+                                         f"model (its inputs: x)"), err
+    d = tmp_path / "ok"
+    assert run_cli(capsys, "import", str(qmodel), "-o", str(d))[0] == 0
+    x = load_npz(d / "inputs.npz")
+    save_npz(d / "inputs.npz", {**x, "zz": x["x"]})
+    code, out, err = run_cli(capsys, "run", str(d), "--model", "iss")
+    assert code == 2 and err.strip().startswith(f"cosim run: error: {d / 'inputs.npz'}: 'zz' is not an input"), err
+    save_npz(d / "inputs.npz", x)
+    m = onnx.load(str(d / "model.onnx"))
+    m.graph.node.append(onnx.helper.make_node("Sigmoid", [m.graph.output[0].name], ["s2"], name="sig"))
+    m.graph.output[0].name = "s2"
+    onnx.save(m, str(d / "model.onnx"))
+    code, out, err = run_cli(capsys, "run", str(d), "--model", "iss")
+    assert code == 2 and err.strip().startswith(f"cosim run: error: {d / 'model.onnx'}: node 'sig' (Sigmoid)"), err

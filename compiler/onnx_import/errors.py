@@ -9,7 +9,11 @@ from compiler.errors import CompileError
 
 class UnsupportedModel(CompileError):
     """An ONNX model that cannot be mapped; the message is one line,
-    ``node '<name>' (<OpType>): <reason>`` (or ``model: <reason>`` for the model as a whole)."""
+    ``node '<name>' (<OpType>): <reason>`` (or ``model: <reason>`` for the model as a whole): an ONNX
+    name may hold a newline or a terminal escape, so what is not printable shows as ``?``."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__("".join(c if c.isprintable() else "?" for c in str(message)))
 
 
 def node_label(node: Any) -> str:

@@ -66,7 +66,10 @@ def load_folder(folder: str | Path, cfg: Any = None) -> ImportedFolder:
                                f"steps)")
     from compiler.onnx_import.importer import import_onnx
 
-    imported = import_onnx(model, prog.config)
+    try:
+        imported = import_onnx(model, prog.config)
+    except UnsupportedModel as e:  # the folder's own model: say which file
+        raise UnsupportedModel(f"{model}: {e}") from None
     want = [(r.name, r.role, r.shape, r.dtype) for r in imported.network.program.regions]
     got = [(r.name, r.role, r.shape, r.dtype) for r in prog.regions]
     if want != got:
@@ -75,7 +78,11 @@ def load_folder(folder: str | Path, cfg: Any = None) -> ImportedFolder:
     if not (d / "inputs.npz").is_file():
         raise UnsupportedModel(f"{d / 'inputs.npz'}: missing, so the Program cannot be run")
     inputs = load_npz(d / "inputs.npz")
-    imported.network.set_inputs(imported.graph_inputs(inputs))
+    try:
+        gin = imported.graph_inputs(inputs)
+    except UnsupportedModel as e:
+        raise UnsupportedModel(f"{d / 'inputs.npz'}: {e}") from None
+    imported.network.set_inputs(gin)
     for name, a in imported.network.program.inputs.items():  # the packed inputs and the constants
         prog.set_input(name, a)
     image = d / "dram.bin"

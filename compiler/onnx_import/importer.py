@@ -122,6 +122,9 @@ def import_onnx(model: Any, config: Any = "default", batch: int | None = None) -
         if dtype is None:
             raise model_error(f"input '{vi.name}' is {np.dtype(info.dtypes.get(vi.name, np.float64))}: float32, int8 "
                               f"or uint8 inputs only")
+        if not shape:
+            raise model_error(f"input '{vi.name}' is a scalar: a model input is a tensor whose first axis is "
+                              f"the batch (a constant, e.g. a scale, belongs in an initializer)")
         if batch is not None and shape[0] != batch:
             raise model_error(f"input '{vi.name}' has batch {shape[0]}, another input {batch}")
         batch = shape[0]

@@ -118,6 +118,10 @@ def dequantize_linear(b: Builder, node: Any, ins: list[Any], at: dict[str, Any])
         zp = np.zeros((), q.dtype) if z is None else np.asarray(z.value)
         axis = int(at.get("axis", 1))
         axis = axis % max(q.ndim, 1)
+        for what, v in (("scale", scale), ("zero point", zp)):
+            if v.size > 1 and (q.ndim == 0 or v.ndim != 1 or v.size != q.shape[axis]):
+                raise node_error(node, f"{v.size} {what}s for axis {at.get('axis', 1)} of a {list(q.shape)} "
+                                       f"constant: per-axis needs one per entry of that axis (a 1-D list)")
         if scale.size > 1:
             shape = [1] * q.ndim
             shape[axis] = -1

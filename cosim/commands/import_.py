@@ -67,6 +67,11 @@ def run(args: argparse.Namespace) -> int:
     cfg = load_config(args.config)
     imported = import_onnx(args.model, cfg, batch=args.batch)
     inputs = load_npz(_existing(args.input)) if args.input else imported.random_inputs(args.seed)
+    if args.input:
+        try:
+            imported.graph_inputs(inputs)
+        except ValueError as e:  # an input the model does not have, a shape or range it does not take
+            raise UserError(f"{args.input}: {e}") from None
     d = imported.write_folder(args.out, inputs)
     rep: dict[str, Any] = {"model": args.model, "dir": str(d), "config": cfg.name, "batch": imported.batch,
                            "layers": len(imported.graph.layers), "insns": len(imported.network.program.insns),
