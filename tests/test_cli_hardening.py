@@ -322,7 +322,7 @@ def test_system_errors_name_the_path_without_errno(capsys, tmp_path):
     existing = tmp_path / "a_file"
     existing.write_text("")
     rc, _, err = cosim(capsys, "compile", "vadd", "-o", existing)
-    one_line(rc, err, f"{existing}: File exists")
+    one_line(rc, err, f"{existing}: a file, where a folder is needed")
     under_a_file = existing / "prog"
     rc, _, err = cosim(capsys, "compile", "vadd", "-o", under_a_file)
     one_line(rc, err, f"{under_a_file}: Not a directory")
