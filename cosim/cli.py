@@ -192,7 +192,7 @@ def error_line(e: BaseException) -> str:
     elif isinstance(e, OSError) and e.filename and str(e.filename) not in msg:
         msg = f"{e.filename}: {msg}"
     if isinstance(e, FileExistsError) and e.filename and os.path.lexists(e.filename) and not os.path.isdir(e.filename):
-        msg = f"{e.filename}: a file, where a folder is needed"  # making a folder under (or as) a file
+        msg = f"{e.filename}: a file, where a folder is needed"  # making a folder where a file is
     if isinstance(e, KeyError) and msg == text:  # a bare KeyError's text is only the quoted key
         msg = f"KeyError: {msg}"
     return msg

@@ -82,18 +82,19 @@ def finish_problem(insns: Sequence[Instruction]) -> str | None:
     return None
 
 
-def after_finish_problem(insns: Sequence[Instruction]) -> str | None:
-    """None unless an instruction other than FINISH follows the stream's first FINISH, else one line.
+def after_finish_problem(insns: Sequence[Instruction], skip: frozenset[int] = frozenset()) -> str | None:
+    """None unless an instruction other than FINISH follows the stream's first FINISH, else one line;
+    the indices in ``skip`` count as neither (raw words, whose stand-in instruction means nothing).
 
     Fetch goes on dispatching after a FINISH until the drain completes, so whether a LOAD or STORE
     there runs depends on timing (how far the FINISH's fetch burst reaches), and so does how many of
     the words after it are fetched at all. The compute unit never runs what follows its FINISH: more
     FINISHes (padding) are dead but harmless, apart from FETCH_BYTES.
     """
-    fin = next((k for k, i in enumerate(insns) if i.MNEMONIC == "FINISH"), None)
+    fin = next((k for k, i in enumerate(insns) if i.MNEMONIC == "FINISH" and k not in skip), None)
     if fin is None:
         return None
-    late = next((k for k in range(fin + 1, len(insns)) if insns[k].MNEMONIC != "FINISH"), None)
+    late = next((k for k in range(fin + 1, len(insns)) if insns[k].MNEMONIC != "FINISH" and k not in skip), None)
     if late is None:
         return None
     return (f"instruction {late} ({insns[late].MNEMONIC}) follows the FINISH at instruction {fin}: whether it "

@@ -37,6 +37,7 @@ from typing import Any, Callable, Union
 
 import numpy as np
 
+from hw.analysis import after_finish_problem
 from hw.config import HwConfig
 from hw.isa import (ALU_OPS, BUFFER_NAMES, BUFFERS, INSN_BYTES, Alu, Finish, Gemm, Instruction, Isa, Load, Store,
                     encode_uops)
@@ -298,6 +299,9 @@ class Assembler:
         could say what it does). Raw words are not checked: they are what stands for malformed words."""
         regions = self.regions()
         insns = self.instructions(regions)
+        late = after_finish_problem(insns, frozenset(k for k, e in enumerate(self._entries) if e.patch is not None))
+        if late:
+            raise ProgramError(f"{self.name}: {late}")
         data = dict(self._data)
         data.update(inputs or {})
         p = Program.create(self.cfg, insns, regions, name=self.name, meta=self.meta, inputs=data,

@@ -147,7 +147,7 @@ class Driver:
                 if not (0 <= w < p.insns and 0 <= r < drv.n_regions and 0 <= f < 128 and e > 0):
                     raise DriverError(f"{at}: relocation [{w}, {r}, {f}, {e}] (word 0..{p.insns - 1}, region "
                                       f"0..{drv.n_regions - 1}, bit 0..127, element bytes >= 1)")
-            for v in (p.lo, p.hi):  # entries are affine in v: a piece's extremes are at its ends
+            for v in (p.lo, p.hi):  # an early check at the piece's ends (layout() checks each value)
                 sizes = piece_words(p.base, p.delta, v - p.lo)[p.insns + p.consts:]
                 end = place(sizes, drv.align, drv.insn_base)[-1] + sizes[-1]
                 if end > drv.dram_end:

@@ -202,8 +202,8 @@ class Program:
                meta: dict[str, Any] | None = None, inputs: dict[str, np.ndarray] | None = None,
                expected: dict[str, np.ndarray] | None = None,
                windows: list[tuple[int, int]] | None = None, check_tokens: bool = True) -> "Program":
-        """Check the layout and instructions (nothing racing the FINISH, and token balance too unless
-        ``check_tokens`` is False: a deliberately broken Program; :meth:`load` checks both), derive the
+        """Check the layout and instructions (token balance and nothing racing the FINISH too, as
+        :meth:`load` does, unless ``check_tokens`` is False: a deliberately broken Program), derive the
         register config.
         ``windows`` (one per core, see :func:`concat_streams`) is needed on a config of several cores."""
         windows = list(windows) if windows is not None else [(0, len(insns))]
@@ -216,9 +216,8 @@ class Program:
             except IsaError as e:
                 raise IsaError(f"{name}: instruction {k}: {e}") from None
             isa.check(i, k)
-        for k, (first, count) in enumerate(windows):
-            check_stream(insns[first:first + count], name + (f" (core {k})" if len(windows) > 1 else ""),
-                         tokens=check_tokens)
+        for k, (first, count) in enumerate(windows if check_tokens else []):
+            check_stream(insns[first:first + count], name + (f" (core {k})" if len(windows) > 1 else ""))
         insn_region = next(r for r in regions if r.role == "insn")  # check_layout: exactly one
         if insn_region.nbytes != len(insns) * INSN_BYTES:
             raise ProgramError(f"{name}: instruction region holds {insn_region.nbytes} bytes, "
@@ -498,16 +497,16 @@ def check_expected(p: "Program", where: str) -> None:
                                f"'{name}' is {r.dtype} {list(r.shape)}")
 
 
-def check_stream(insns: Iterable[Instruction], where: str, tokens: bool = True) -> None:
-    """Raise ProgramError unless every dependency-token queue gets as many pushes as pops (skipped
-    with ``tokens`` False) and only FINISHes follow a FINISH.
+def check_stream(insns: Iterable[Instruction], where: str) -> None:
+    """Raise ProgramError unless every dependency-token queue gets as many pushes as pops and only
+    FINISHes follow a FINISH.
 
     Such a Program is rejected before it runs: a surplus push would run silently, a surplus pop
     deadlocks (:func:`hw.analysis.balance_problem`), and a LOAD or STORE after the FINISH runs or
     not depending on timing (:func:`hw.analysis.after_finish_problem`). Program.load applies it.
     """
     stream = list(insns)
-    problem = (balance_problem(stream) if tokens else None) or after_finish_problem(stream)
+    problem = balance_problem(stream) or after_finish_problem(stream)
     if problem:
         raise ProgramError(f"{where}: {problem}")
 

@@ -24,8 +24,9 @@ loop by loop:
 * several cores: phases separated by BARRIERs (:func:`run_reference`).
 
 It executes instructions one at a time, in program order as far as the tokens allow (a STORE
-waiting for a later ALU's token runs after it) and only those the tokens let run, and returns a :class:`hw.result.RunResult` with outputs, the count-type counters
-and, for a faulting program, ``error`` = {code, name, pc}. It has no notion of time, so
+waiting for a later ALU's token runs after it) and only those the tokens let run (one that waits
+forever only makes its range checks, where it enters WAIT), and returns a
+:class:`hw.result.RunResult` with outputs, the count-type counters and, for a faulting program, ``error`` = {code, name, pc}. It has no notion of time, so
 ``cycles`` is None and busy/stall counters are absent.
 
 Buffers: the accumulator (int32), and the GEMM core's input (int8 vectors), weight (int8
@@ -334,14 +335,15 @@ def token_run(insns: list[Instruction], cfg: Any) -> TokenRun:
             return TokenRun(started, waited, next_pc, min(held) if held else n)
 
 
-def run_order(insns: list[Instruction], started: list[bool]) -> list[int]:
+def run_order(insns: list[Instruction], started: list[bool], waited: list[bool] | None = None) -> list[int]:
     """The order the ISS executes the ``started`` instructions in: program order as far as the tokens
     allow, i.e. always the smallest pc whose predecessors are done. An instruction's predecessors: the
     previous instruction of its unit, the instruction whose push each of its pops takes (the k-th push
     of a queue goes to its k-th pop), for FINISH and BARRIER every earlier instruction (they wait for
     the drain), and every earlier BARRIER (fetch holds behind it). A stream whose pops all take
     earlier pushes runs in program order; one whose store waits for a later ALU's token runs that ALU
-    first, as the hardware does."""
+    first, as the hardware does. An instruction that ``waited`` but never started is placed where it
+    enters WAIT (after its unit's previous instruction and the last BARRIER: not its tokens)."""
     n = len(insns)
     preds: list[list[int]] = [[] for _ in range(n)]
     last_of: dict[str, int] = {}
@@ -366,19 +368,20 @@ def run_order(insns: list[Instruction], started: list[bool]) -> list[int]:
             pops_seen[q] += 1
         for q in pushes:
             pushers[q].append(pc)
+    blocked = [bool(waited and waited[pc] and not started[pc]) for pc in range(n)]
     for pc, q, k in waiting_pops:
-        if k < len(pushers[q]):
+        if k < len(pushers[q]) and not blocked[pc]:
             preds[pc].append(pushers[q][k])
     # a started instruction waited for its predecessors, so the walk below places it; all but a FINISH
     # or BARRIER whose drain never came (it took its tokens, but a load or store before it is stuck)
     succs: list[list[int]] = [[] for _ in range(n)]
     missing = [0] * n
     for pc in range(n):
-        if started[pc]:
+        if started[pc] or blocked[pc]:
             for d in set(preds[pc]):
                 succs[d].append(pc)
                 missing[pc] += 1
-    ready = [pc for pc in range(n) if started[pc] and not missing[pc]]
+    ready = [pc for pc in range(n) if (started[pc] or blocked[pc]) and not missing[pc]]
     heapq.heapify(ready)
     order: list[int] = []
     while ready:
@@ -616,10 +619,10 @@ class CoreRun:
     ``insns`` are the words decoded in order up to the first one the hardware refuses (``bad``: that
     word's fault, None when every word decodes); ``deadlock`` the pc where its tokens deadlock (None:
     its FINISH completes; :func:`token_run`, a BARRIER counted as complete once drained); ``order``
-    the instructions that run, in the order they run (:func:`run_order`), ``at`` how many of them
-    ran; ``blocked`` those that reach WAIT but never get their tokens; ``dispatched`` how many
-    instructions fetch dispatches; ``pc`` the start of the next phase; ``state`` "run", "barrier" (arrived at the BARRIER before
-    ``pc``), "stuck" (deadlocked) or "finished"."""
+    the instructions that run or only enter WAIT (``blocked``: they never get their tokens), in the
+    order they do (:func:`run_order`), ``at`` how many of them went; ``dispatched`` how many
+    instructions fetch dispatches; ``pc`` the start of the next phase; ``state`` "run", "barrier"
+    (arrived at the BARRIER before ``pc``), "stuck" (deadlocked) or "finished"."""
 
     core: int
     words: list[int]
@@ -628,7 +631,7 @@ class CoreRun:
     bufs: Buffers
     counters: dict[str, int]
     order: list[int]
-    blocked: list[int] = field(default_factory=list)
+    blocked: set[int] = field(default_factory=set)
     dispatched: int | None = None
     deadlock: int | None = None
     at: int = 0
@@ -648,8 +651,10 @@ def run_reference(program: Program, check_tokens: bool = True) -> RunResult:
     a core whose tokens deadlock in the phase is stuck, and the other cores go on (their faults come
     first: the hardware sees a deadlock only once nothing moves anywhere). A deadlock is reported as
     the hardware does: on the lowest core with a unit holding an instruction (its smallest such pc; a
-    core at a BARRIER holds it), else on core 0 at its INSN_COUNT. The result's ``error`` carries ``core`` and ``extra["cores"]`` the per-core counters
-    (``counters`` is their sum) when the config has several cores."""
+    core at a BARRIER holds it), else on core 0 at its INSN_COUNT. The result's ``error`` carries
+    ``core`` and ``extra["cores"]`` the per-core counters (``counters`` is their sum) when the config
+    has several cores. With ``check_tokens`` False the tokens are ignored: every instruction runs, in
+    program order (a sequential reading, not the hardware's)."""
     t0 = time.perf_counter()
     cfg = program.config
     n = cfg.num_cores
@@ -697,8 +702,9 @@ def run_reference(program: Program, check_tokens: bool = True) -> RunResult:
         c = CoreRun(k, words, insns, bad, Buffers(cfg), counters, list(range(len(insns))))
         if check_tokens and (bad is None or insns):
             run = token_run(insns, cfg)
-            c.deadlock, c.order, c.dispatched = run.deadlock, run_order(insns, run.started), run.dispatched
-            c.blocked = [pc for pc in range(len(insns)) if run.waited[pc] and not run.started[pc]]
+            c.deadlock, c.dispatched = run.deadlock, run.dispatched
+            c.order = run_order(insns, run.started, run.waited)
+            c.blocked = {pc for pc in range(len(insns)) if run.waited[pc] and not run.started[pc]}
         cores.append(c)
     try:
         while True:
@@ -757,18 +763,15 @@ def _run_phase(m: Machine, c: CoreRun, many: bool) -> None:
         pc = c.order[c.at]
         insn = c.insns[pc]
         try:
-            EXECUTE[insn.MNEMONIC](m, c.bufs, insn, pc, c.counters)
+            if pc in c.blocked:  # it waits forever for a token, but was checked on entering WAIT
+                WAIT_CHECKS.get(insn.MNEMONIC, lambda *_: None)(m, insn, pc)
+            else:
+                EXECUTE[insn.MNEMONIC](m, c.bufs, insn, pc, c.counters)
         except RefFault as f:
             raise RefFault(f.code, f.pc, f.message, core) from None
         c.at += 1
     c.pc = stop
     if c.deadlock is not None and (last or c.deadlock < stop):
-        for pc in c.blocked:  # waiting forever for a token, but checked on entering WAIT
-            if pc < stop:
-                try:
-                    WAIT_CHECKS.get(c.insns[pc].MNEMONIC, lambda *_: None)(m, c.insns[pc], pc)
-                except RefFault as f:
-                    raise RefFault(f.code, f.pc, f.message, core) from None
         c.state = "stuck"
     else:
         c.state = "finished" if last else "barrier"

@@ -5,6 +5,8 @@ in the fuzz sample (``cosim fuzz --rtl``: a share of its valid cases is re-inter
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -70,3 +72,17 @@ def test_one_core_only() -> None:
     p = Program.create(cfg, insns, plan_layout(cfg, [], len(insns)), windows=windows, name="two")
     with pytest.raises(ValueError, match="two: re-interleaving is for one core's stream"):
         reinterleave(p, np.random.default_rng(0), 4)
+
+
+def test_token_bins_count_valid_runs_and_need_a_one_core_config() -> None:
+    from cosim.fuzz.bins import observe, unreachable
+
+    cfg = load_config("small")
+    p = next(q for q in (reinterleave(generate(cfg, s), np.random.default_rng([s, 11]), 60) for s in range(20))
+             if program_order_problem(q.insns, cfg.token_queue_depth) is not None)
+    ref = models.iss(p)
+    assert any(b.startswith("token.") for b in observe(p, ref, groups=["token"]))
+    faulty = dataclasses.replace(ref, error={"code": 5, "name": "DEADLOCK", "pc": 0})
+    assert not observe(p, faulty, groups=["token"])
+    assert "token.l2c.pop_first" in unreachable([load_config("small2")])
+    assert "token.l2c.pop_first" not in unreachable([load_config("small2"), cfg])

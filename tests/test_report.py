@@ -194,19 +194,25 @@ def test_tables_are_the_files(tmp_path, capsys):
     assert "cosim fuzz --coverage --json" in page.missing["bins"]
 
 
-def test_unreadable_and_missing_inputs(tmp_path, capsys):
-    """A file that is not JSON is one line in its section (and in the summary line, not among those
-    shown); with no file at all, every section says not run."""
-    bad = tmp_path / "fuzz.json"
+def test_unreadable_and_missing_inputs(tmp_path, capsys, monkeypatch):
+    """At its default path, a file that is not JSON is one line in its section (and in the summary line,
+    not among those shown) and a missing one says not run; named by its option, an unreadable file or a
+    folder is an error that writes nothing (an existing page stays)."""
+    monkeypatch.chdir(tmp_path)
+    bad = Path("build/fuzz.json")
+    bad.parent.mkdir()
     bad.write_text("{not json")
     out = tmp_path / "r.html"
-    assert main(["report", "-o", str(out), "--fuzz", str(bad), "--junit", str(tmp_path / "none.xml"),
-                 "--coverage", str(tmp_path / "none.json"), "--bins", str(tmp_path / "none.json"),
-                 "--mutation", str(tmp_path / "none.json")]) == 0
+    assert main(["report", "-o", str(out)]) == 0
     summary = capsys.readouterr().out
     assert summary.startswith(f"{out}: no results; not run: junit, coverage, bins, mutation; unreadable: fuzz ({bad}: "
                               f"not JSON"), summary
     text = out.read_text()
+    for given in (tmp_path / bad, tmp_path):
+        assert main(["report", "-o", str(out), "--fuzz", str(given)]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith(f"cosim report: error: --fuzz {given}: not ") and len(err.splitlines()) == 1, err
+        assert out.read_text() == text
     assert 'class="bad" data-input="fuzz">unreadable: not JSON' in text
     page = Tables()
     page.feed(text)

@@ -194,3 +194,27 @@ def test_a_load_or_store_after_the_finish_is_refused(tmp_path) -> None:
     (tmp_path / "late" / "insn.bin").write_bytes(words)
     with pytest.raises(ProgramError, match=r"insn.bin: instruction 3 \(LOAD\) follows the FINISH at instruction 2"):
         Program.load(tmp_path / "late")
+
+
+def test_a_waiting_instruction_s_range_fault_comes_where_it_enters_wait() -> None:
+    """LOAD 0 waits forever for its token and reads outside DRAM; the ALU after it is out of the
+    accumulator: the LOAD's check comes first (on entering WAIT), on the ISS as on the TLM."""
+    cfg = load_config("small")
+    asm = Assembler(cfg, "two_faults")
+    ta = asm.input("a", np.zeros((4, cfg.lanes), np.int32))
+    asm.load(ta, x=4, offset=1 << 20, pop_next=True)
+    asm.alu("ADD", imm=1, iter_out=4, dst_base=cfg.acc_depth - 2, dst_factor_out=1)
+    asm.finish()
+    p = asm.program()
+    assert _key(models.iss(p)) == _key(models.tlm(p)) == ("DRAM_RANGE", 0, None)
+
+
+def test_raw_words_do_not_count_as_a_finish() -> None:
+    """A raw word lists as FINISH (its stand-in) but is no FINISH: instructions after it are accepted."""
+    cfg = load_config("small")
+    asm = Assembler(cfg, "raw_first")
+    asm.raw(0x7)
+    asm.alu("ADD", imm=1, iter_out=1, dst_factor_out=1)
+    asm.finish()
+    p = asm.program()
+    assert _key(models.iss(p)) == _key(models.tlm(p)) == ("BAD_OPCODE", 0, None)

@@ -68,8 +68,8 @@ def load_folder(folder: str | Path, cfg: Any = None) -> ImportedFolder:
 
     try:
         imported = import_onnx(model, prog.config)
-    except UnsupportedModel as e:  # the folder's own model: say which file
-        raise UnsupportedModel(f"{model}: {e}") from None
+    except UnsupportedModel as e:  # the folder's own model: say which file (once)
+        raise (e if str(e).startswith(str(model)) else UnsupportedModel(f"{model}: {e}")) from None
     want = [(r.name, r.role, r.shape, r.dtype) for r in imported.network.program.regions]
     got = [(r.name, r.role, r.shape, r.dtype) for r in prog.regions]
     if want != got:

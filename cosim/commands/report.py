@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from cosim.cli import folder_arg, output_arg
+from cosim.cli import UserError, folder_arg, output_arg
 
 
 def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -28,20 +28,18 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
 def run(args: argparse.Namespace) -> int:
     from cosim.report import INPUTS, write_report
-    from cosim.report.page import read_tables
+    from cosim.report.page import read_inputs
 
     paths = {i.name: Path(getattr(args, i.name)) for i in INPUTS}
-    out = write_report(paths, Path(args.out))
-    shown, missing, bad = [], [], []
-    for i in INPUTS:
-        if not paths[i.name].is_file():
-            missing.append(i.name)
-            continue
-        try:
-            read_tables(i, paths[i.name], out.parent.resolve())
-            shown.append(i.name)
-        except (ValueError, OSError) as e:  # the page says so too; the summary must not call it shown
-            bad.append(f"{i.name} ({paths[i.name]}: {str(e).splitlines()[0] if str(e) else type(e).__name__})")
+    out = Path(args.out)
+    read = read_inputs(paths, out.parent.resolve())
+    for i in INPUTS:  # a file named on the command line that is there must be readable: nothing is written
+        if getattr(args, i.name) != i.default and isinstance(read[i.name], str):
+            raise UserError(f"--{i.name} {paths[i.name]}: {read[i.name]}")
+    write_report(paths, out, read)
+    shown = [i.name for i in INPUTS if isinstance(read[i.name], list)]
+    missing = [i.name for i in INPUTS if read[i.name] is None]
+    bad = [f"{i.name} ({paths[i.name]}: {read[i.name]})" for i in INPUTS if isinstance(read[i.name], str)]
     print(f"{out}: {', '.join(shown) or 'no results'}{'; not run: ' + ', '.join(missing) if missing else ''}"
           f"{'; unreadable: ' + ', '.join(bad) if bad else ''}")
     return 0

@@ -240,6 +240,10 @@ def unreachable(cfgs: Sequence[HwConfig]) -> dict[str, str]:
     if most == 1:
         out["insn.BARRIER"] = SEVERAL_CORES
         out["error.BARRIER.compute.wait"] = SEVERAL_CORES
+    if min(c.num_cores for c in cfgs) > 1:
+        for q in TOKEN_QUEUES:
+            out[f"token.{q}.pop_first"] = ("needs a one-core config (the campaign re-interleaves one-core "
+                                           "streams only)")
     for k in range(_core_bins(cfgs)):
         if k >= most:
             out[f"core.c{k}.fault"] = SEVERAL_CORES if most == 1 else f"needs a config of {k + 1} cores or more"
@@ -340,6 +344,8 @@ def _insn_bins(run: Run) -> Iterator[str]:
 
 
 def _token_bins(run: Run) -> Iterator[str]:
+    if run.error is not None:  # an injected fault (a deadlock's extra pop) shifts which push a pop takes
+        return
     for s in run.streams:
         insns = [i for i in s if i is not None]
         if len(insns) == len(s):  # a refused word stops the dispatch: its stream's pairs are not all there

@@ -53,13 +53,13 @@ code { background: #f4f4f4; padding: 0 0.3em; }
 
 def read_tables(inp: Input, path: Path, base: Path) -> list[Table]:
     """The tables of one input file (ValueError/OSError when it cannot be read)."""
+    if not path.is_file():  # a folder, or a FIFO whose read would block
+        raise ValueError("not a regular file")
     if inp.kind == "junit":
         try:
             return junit_tables(path)
         except ET.ParseError as e:
             raise ValueError(f"not JUnit XML ({e})") from None
-    if not path.is_file():  # a FIFO would block the read
-        raise ValueError("not a regular file")
     try:
         doc = json.loads(path.read_text())
     except json.JSONDecodeError as e:
@@ -67,6 +67,24 @@ def read_tables(inp: Input, path: Path, base: Path) -> list[Table]:
     except RecursionError:  # nested deeper than the decoder goes: no report's JSON is
         raise ValueError("not a report's JSON (nested too deep)") from None
     return json_tables(doc, base)
+
+
+Read = dict[str, "list[Table] | str | None"]  # per input: its tables, why it is unreadable, or None (missing)
+
+
+def read_inputs(paths: dict[str, Path | None], base: Path) -> Read:
+    """Every input's tables (:func:`read_tables`), the reason it cannot be read, or None when it is missing."""
+    out: Read = {}
+    for inp in INPUTS:
+        path = paths.get(inp.name)
+        if path is None or not path.exists():
+            out[inp.name] = None
+            continue
+        try:
+            out[inp.name] = read_tables(inp, path, base)
+        except (ValueError, OSError) as err:
+            out[inp.name] = str(err).splitlines()[0] if str(err).strip() else type(err).__name__
+    return out
 
 
 def _table_html(inp: Input, t: Table) -> str:
@@ -87,9 +105,10 @@ def _table_html(inp: Input, t: Table) -> str:
     return "\n".join(out)
 
 
-def render(paths: dict[str, Path | None], base: Path) -> str:
+def render(paths: dict[str, Path | None], base: Path, read: Read | None = None) -> str:
     """The page for the inputs at ``paths`` (name -> path; None or a missing file: not run). Links are
-    made relative to ``base``, the page's folder."""
+    made relative to ``base``, the page's folder; ``read`` is :func:`read_inputs`'s (made here if None)."""
+    read = read_inputs(paths, base) if read is None else read
     e = html.escape
     parts = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
              "<title>Verification report</title>", f"<style>{STYLE}</style></head><body>",
@@ -99,17 +118,17 @@ def render(paths: dict[str, Path | None], base: Path) -> str:
     for inp in INPUTS:
         path = paths.get(inp.name)
         parts.append(f'<section id="{e(inp.name)}"><h2>{e(inp.title)}</h2>')
-        if path is None or not path.is_file():
+        got = read.get(inp.name)
+        if path is None or got is None:
             where = f" (no <code>{e(str(path))}</code>)" if path is not None else ""
             parts.append(f'<p class="missing" data-input="{e(inp.name)}">not run{where}: make it with '
                          f"<code>{e(inp.how)}</code></p></section>")
             continue
         parts.append(f"<p>from <code>{e(str(path))}</code></p>")
-        try:
-            tables = read_tables(inp, path, base)
-        except (ValueError, OSError) as err:
-            parts.append(f'<p class="bad" data-input="{e(inp.name)}">unreadable: {e(str(err))}</p></section>')
+        if isinstance(got, str):
+            parts.append(f'<p class="bad" data-input="{e(inp.name)}">unreadable: {e(got)}</p></section>')
             continue
+        tables = got
         if not tables:
             parts.append("<p>no numbers or items in this file</p>")
         parts += [_table_html(inp, t) for t in tables]
@@ -118,13 +137,14 @@ def render(paths: dict[str, Path | None], base: Path) -> str:
     return "\n".join(parts) + "\n"
 
 
-def write_report(paths: dict[str, Path | None], out: Path) -> Path:
-    """Write the page for ``paths`` to ``out`` (its folder made if missing); returns ``out``."""
+def write_report(paths: dict[str, Path | None], out: Path, read: Read | None = None) -> Path:
+    """Write the page for ``paths`` to ``out`` (its folder made if missing); returns ``out``. ``read``:
+    :func:`read_inputs`'s for ``out``'s folder, when the caller has it already."""
     unknown = set(paths) - {i.name for i in INPUTS}
     if unknown:
         raise ValueError(f"no report input named {', '.join(sorted(unknown))}")
     out.parent.mkdir(parents=True, exist_ok=True)
-    page = render(paths, out.parent.resolve())
+    page = render(paths, out.parent.resolve(), read)
     try:
         out.write_text(page)
     except OSError as e:  # a full disk's error carries no file name
