@@ -161,7 +161,7 @@ def load(ctx: Context, dst: BufferView, src: Tensor, offset: int = 0, rows: int 
     else:
         _check_dram(src, offset, rows, cols, stride, "reads", ctx.cfg.elem_bytes(buf), _BUF_WORDS[buf][1])
     op = LoadOp(src, offset, dst.base, rows, cols, stride, pad4, buf)  # type: ignore[arg-type]
-    if rows * cols:
+    if op.sram_vectors:  # the padded tile: padding alone (no data rows or columns) is still written
         _check_sram(ctx, dst, dst.base, dst.base + op.sram_vectors - 1, "dst")
     src.loaded = True
     return op
@@ -207,10 +207,10 @@ def encode_uop_table(table: Any) -> np.ndarray:
 @implements("load", "python")
 def _load_python(ctx: GoldenContext, op: LoadOp) -> None:
     rows, cols = op.rows, op.cols
-    if rows * cols == 0:
+    if op.sram_vectors == 0:  # padding alone (no data rows or columns) is still written: not this
         return
     buf = op.buf
-    if ctx.cores is not None:  # a multi-core run: the race check wants every core's DRAM footprint
+    if ctx.cores is not None and rows * cols:  # several cores: the race check wants every core's DRAM reads
         eb = ctx.cfg.elem_bytes(buf) if buf != "ACC" else op.tensor.lanes * op.tensor.bits // 8
         ctx.cores.record(ctx.core_id, op.tensor, False, op.offset, rows, cols, op.stride, eb)
     if buf == "ACC":
@@ -323,20 +323,14 @@ def _alu_interface(opname: str) -> Callable[..., AluOp]:
         if iters is None:
             if dst.length is None:
                 raise ArgError("iters is required when dst is an unsized view", "iters")
-            io, ii = 1, dst.length
+            io, ii = 1, _int(dst.length, "iters", 0, _ITER_MAX, "iters")
         else:
-            io, ii = iters
-        io = _int(io, "iters", 0, _ITER_MAX, "iters")
-        ii = _int(ii, "iters", 0, _ITER_MAX, "iters")
-        dfo, dfi = dst_factors or (0, 1)
-        dfo = _int(dfo, "dst_factors", 0, fmax, "dst_factors")
-        dfi = _int(dfi, "dst_factors", 0, fmax, "dst_factors")
+            io, ii = _pair(iters, "iters", 0, _ITER_MAX)
+        dfo, dfi = _pair(dst_factors, "dst_factors", 0, fmax) if dst_factors is not None else (0, 1)
         if isinstance(src, AccView):
             if src_factors is None:
                 src_factors = (0, 0) if (src.length == 1 and io * ii > 1) else (dfo, dfi)
-            sfo, sfi = src_factors
-            sfo = _int(sfo, "src_factors", 0, fmax, "src_factors")
-            sfi = _int(sfi, "src_factors", 0, fmax, "src_factors")
+            sfo, sfi = _pair(src_factors, "src_factors", 0, fmax)
             imm, sbase = None, src.base
         elif isinstance(src, (int, np.integer)) and not isinstance(src, bool):
             if not _IMM_MIN <= int(src) <= _IMM_MAX:

@@ -150,7 +150,7 @@ class TraceContext(Context):
         reads, writes = accesses(op)
         line = source_line()
         self._check_reads(op, reads, line)
-        if isinstance(op, LoadOp) and op.buf in ("UOP", "WGT") and op.rows * op.cols:
+        if isinstance(op, LoadOp) and op.buf in ("UOP", "WGT") and op.sram_vectors:
             self._load_state(op)
         self._append(op, reads, writes, line)
 

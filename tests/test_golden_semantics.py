@@ -148,6 +148,16 @@ def test_bad_arguments_are_one_line_errors():
     with pytest.raises(CompileError, match="immediate 65536 does not fit"):
         k3(np.zeros(64, np.int32), np.zeros(64, np.int8), config=CFG)
 
+    for kw, what in (({"iters": 5}, "iters"), ({"iters": (2, 2, 2)}, "iters"), ({"dst_factors": 1}, "dst_factors"),
+                     ({"src_factors": (1,)}, "src_factors")):
+        @S.kernel
+        def k4(A, C):
+            S.load(S.acc[0:8], A)
+            S.add(S.acc[0:8], S.acc[0:8], **kw)
+
+        with pytest.raises(CompileError, match=rf"argument '{what}'.*{what} must be a pair \(outer, inner\)"):
+            k4(np.zeros(64, np.int32), np.zeros(64, np.int8), config=CFG)
+
 
 # ---- lockstep golden runs (elementwise kernels) ---------------------------------------------------
 @pytest.mark.parametrize("config", ["small", "default"])
@@ -213,3 +223,40 @@ def test_batched_context_runs_strided_padded_tiles_like_each_copy():
         with active(ctx1):
             body(Tensor("A", (10 * L,), "int32", L, data[:, k].copy()), c1)
         assert np.array_equal(ctx.acc[:, k], ctx1.acc) and np.array_equal(c.data[:, k], c1.data)
+
+
+def test_a_load_of_padding_only_writes_its_zeros_on_every_model():
+    """A LOAD with no data rows (or columns) but padding writes its padded tile with zeros, as the ISS,
+    the TLM and the RTL do (docs/microarch.md); one past the buffer is refused when compiled."""
+    from compiler.build import build
+    from compiler.tensor import tensor
+    from cosim import models
+
+    @S.kernel
+    def pad_only(A, C, rows=0, cols=3):
+        S.load(S.acc[0:12], A)
+        S.load(S.acc[0:12], A, rows=rows, cols=cols, stride=3, pad=(1, 1, 1, 1))
+        S.add(S.acc[0:12], 1)
+        S.store(C, S.acc[0:12])
+
+    a = np.arange(12 * L, dtype=np.int32).reshape(12, L) % 50 + 1
+    for rows, cols in ((0, 3), (2, 0)):
+        p = build(pad_only, {"A": tensor((12, L), "int32"), "C": tensor((12, L), "int8"), "rows": rows,
+                             "cols": cols}, CFG, name="pad_only")
+        p.set_input("A", a)
+        golden = pad_only.run_golden(CFG, {"A": a, "C": tensor((12, L), "int8"), "rows": rows, "cols": cols})
+        iss, tlm = models.iss(p), models.tlm(p)
+        r, c = 1 + rows + 1, 1 + cols + 1
+        want = (a + 1).astype(np.int8)
+        want[:r * c] = 1  # the padded tile's zeros, plus one
+        assert np.array_equal(golden["C"].data.reshape(12, L), want), (rows, cols)
+        assert np.array_equal(iss.outputs["C"].reshape(12, L), want), (rows, cols)
+        assert np.array_equal(tlm.outputs["C"], iss.outputs["C"]), (rows, cols)
+
+    @S.kernel
+    def pad_past_the_end(A, C):
+        S.load(S.acc[CFG.acc_depth - 1:CFG.acc_depth], A, rows=0, cols=3, stride=3, pad=(2, 2, 2, 2))
+        S.store(C, S.acc[0:1])
+
+    with pytest.raises(BufferRangeError, match="out of range"):
+        build(pad_past_the_end, {"A": tensor((12, L), "int32"), "C": tensor((1, L), "int8")}, CFG, name="x")
