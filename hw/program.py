@@ -355,7 +355,8 @@ class Program:
         (d / "regs.h").write_text(self.regs_header())
         (d / "layout.json").write_text(json.dumps(self.layout_json(), indent=1) + "\n")
         (d / "program.lst").write_text(self.listing() + "\n")
-        for stale in ("inputs.npz", "expected.npz", "dram.bin"):
+        # what an earlier Program in this folder may have left: its data, and a dynamic Program's driver
+        for stale in ("inputs.npz", "expected.npz", "dram.bin", "dynamic.json", "driver.h", "driver.c"):
             (d / stale).unlink(missing_ok=True)
         if self.inputs:
             np.savez(d / "inputs.npz", **self.inputs)

@@ -372,3 +372,14 @@ def test_a_relocation_off_the_dram_base_field_is_one_line(folders: dict[str, Pat
     with pytest.raises(DynamicRunError, match=r"field/dynamic.json: piece \d+\.\.\d+: relocation \[\d+, \d+, 127, "
                                               r"\.\.\.\] is not on the dram_base field of a LOAD or STORE"):
         dynamic_job(str(d), CFG, [f"{var.name}={var.lo}"])
+
+
+def test_a_static_program_saved_over_a_dynamic_folder_leaves_no_driver(folders: dict[str, Path], tmp_path: Path,
+                                                                      capsys) -> None:
+    """The old dynamic.json, driver.h and driver.c go: the folder is the static Program's and runs as it."""
+    d = tmp_path / "f"
+    shutil.copytree(next(iter(folders.values())), d)
+    assert main(["compile", "vadd", "-o", str(d)]) == 0
+    assert not any((d / f).exists() for f in ("dynamic.json", "driver.h", "driver.c"))
+    capsys.readouterr()
+    assert main(["run", str(d), "--model", "tlm"]) == 0, capsys.readouterr().err

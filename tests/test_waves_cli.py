@@ -164,6 +164,8 @@ HEAD = "$timescale 1ns $end\n$scope module accel $end\n"
     ("$var wire 32 \" dbg_load_pc $end\n$var wire 8 # dbg_load_pc $end\n", "#0\nb0 \"\n",
      ["line 4", "'accel.dbg_load_pc' is declared twice"]),
     ("$var wire 0 ! zero $end\n", "#0\n0!\n", ["line 3", "width '0'"]),
+    ("$var wire 2000000000 ! huge $end\n", "#0\n0!\n", ["line 3", "width 2,000,000,000, more than the 1,048,576"]),
+    ("$var wire 1 ! $end\n", "#0\n0!\n", ["line 3", "a $var of code '!' has no name"]),
 ])
 def test_declarations_the_readers_would_misread(tmp_path, capsys, decls, body, words):
     f = write(tmp_path / "d.vcd", HEAD + decls + "$upscope $end\n$enddefinitions $end\n" + body)
@@ -201,3 +203,23 @@ def test_a_vector_dumped_bit_by_bit_is_not_a_name_declared_twice(tmp_path):
     f = write(tmp_path / "blast.vcd", HEAD + "$var wire 1 ! clk $end\n$var wire 1 \" q [0] $end\n"
               "$var wire 1 # q [1] $end\n$upscope $end\n$enddefinitions $end\n#0\n0!\n")
     assert {"accel.q[0]", "accel.q[1]"} <= {s.name for s in VcdFile(f).signals}
+
+
+@pytest.mark.parametrize("scale", ["ns", "", "7furlongs", "1 "])
+def test_a_timescale_without_its_number_is_one_line(tmp_path, capsys, scale):
+    f = write(tmp_path / "t.vcd", f"$timescale {scale} $end\n$scope module accel $end\n$var wire 1 ! a $end\n"
+              "$upscope $end\n$enddefinitions $end\n#0\n0!\n")
+    rc, _, err = cosim(capsys, "list", f)
+    assert rc == 2 and err.count("\n") == 1 and "line 1: $timescale" in err and "is not 1, 10 or 100" in err, err
+
+
+def test_diff_of_an_instruction_that_never_ends(tmp_path, capsys):
+    """A deadlock's trace leaves an instruction open: the diff says so (it raised on the missing end)."""
+    head = ("$timescale 1ns $end\n$scope module accel $end\n$var wire 1 ! dbg_store_busy $end\n"
+            "$var wire 32 % dbg_store_pc $end\n$upscope $end\n$enddefinitions $end\n"
+            "#0\nb11111111111111111111111111111111 %\n0!\n#1\nb0 %\n1!\n")
+    a = write(tmp_path / "a.vcd", head + "#3\n0!\n#5\nb11111111111111111111111111111111 %\n#6\n")
+    b = write(tmp_path / "b.vcd", head + "#6\n")
+    rc, out, err = cosim(capsys, "diff", a, b)
+    assert rc == 1 and "Traceback" not in err and "internal error" not in err, err
+    assert "B: store   start 0  end never (still open at the trace's end)  (held 0..the end)" in out, out

@@ -149,9 +149,10 @@ def diff_text(rep: dict[str, object]) -> str:
         if e is None:
             lines.append(f"  {tag}: -")
         else:
-            lines.append(f"  {tag}: {e['unit']:<7} start {e['start']}  end {e['end']}  "
-                         f"(held {e['held_start']}..{e['held_end']})")
-    if d["a"] and d["b"] and d["kind"] in ("start", "end"):
+            end = "never (still open at the trace's end)" if e["end"] is None else e["end"]
+            lines.append(f"  {tag}: {e['unit']:<7} start {e['start']}  end {end}  "
+                         f"(held {e['held_start']}..{'the end' if e['held_end'] is None else e['held_end']})")
+    if d["a"] and d["b"] and d["kind"] in ("start", "end") and None not in (d["a"][d["kind"]], d["b"][d["kind"]]):
         k = d["kind"]
         lines.append(f"  {k} differs by {int(d['b'][k]) - int(d['a'][k]):+d} cycles (B - A)")
     return "\n".join(lines)

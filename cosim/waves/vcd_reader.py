@@ -19,6 +19,7 @@ signals, each listed under its own name.
 from __future__ import annotations
 
 import difflib
+import itertools
 import os
 import re
 import sys
@@ -30,6 +31,7 @@ from vcdvcd import VCDVCD, StreamParserCallbacks
 
 # Scopes that only repeat the top module's ports (Verilator: $rootio; older versions: TOP).
 ROOT_ALIAS_SCOPES = ("$rootio", "TOP")
+MAX_WIDTH = 1 << 20  # bits of one signal: a value of 2**20 bits is 128 KiB as text, per change
 _RANGE_RE = re.compile(r"\[\d+:\d+\]$")
 
 
@@ -177,9 +179,11 @@ def _bad_timestamp(path: Path) -> str | None:
 
 
 def _declaration_problem(path: Path) -> str | None:
-    """The first ``$var`` of the header that the readers would misread ("line N: ..."), or None: a width
-    that is not a positive number, an identifier code declared again with another width (the values of
-    one would be read at the other's width), or one name declared under two codes."""
+    """The first declaration of the header that the readers would misread ("line N: ..."), or None: a
+    ``$timescale`` that is not 1, 10 or 100 of a unit, a ``$var`` without a name, a width that is not
+    a positive number (or more than :data:`MAX_WIDTH` bits: a row of it would not fit in memory), an
+    identifier code declared again with another width (the values of one would be read at the
+    other's width), or one name declared under two codes."""
     widths: dict[str, int] = {}
     codes: dict[str, str] = {}
     scopes: list[str] = []
@@ -195,6 +199,10 @@ def _declaration_problem(path: Path) -> str | None:
     k = 0
     while k < len(words):
         n, w = words[k]
+        if w == "$timescale":
+            text = "".join(x for _, x in itertools.takewhile(lambda nw: nw[1] != "$end", words[k + 1:]))
+            if not re.fullmatch(r"(1|10|100)(s|ms|us|ns|ps|fs)", text):
+                return f"line {n}: $timescale {text!r} is not 1, 10 or 100 of s, ms, us, ns, ps or fs"
         if w == "$scope" and k + 2 < len(words):
             scopes.append(words[k + 2][1])
         elif w == "$upscope" and scopes:
@@ -207,8 +215,12 @@ def _declaration_problem(path: Path) -> str | None:
                     break
                 rest.append(extra)
             name = ".".join([*scopes, ref]) + "".join(rest)
+            if ref == "$end":
+                return f"line {n}: a $var of code {code!r} has no name"
             if not size.isdigit() or int(size) < 1:
                 return f"line {n}: signal '{name}' has width {size!r} (a positive number of bits)"
+            if int(size) > MAX_WIDTH:
+                return f"line {n}: signal '{name}' has width {int(size):,}, more than the {MAX_WIDTH:,} bits read here"
             if widths.setdefault(code, int(size)) != int(size):
                 return (f"line {n}: identifier code {code!r} of '{name}' is declared again with width {size} "
                         f"(it was {widths[code]})")
