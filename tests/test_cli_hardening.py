@@ -772,7 +772,11 @@ def test_fuzz_case_replays_and_checks_its_expectation(capsys, tmp_path):
 
 @pytest.mark.parametrize("edit, words", [(lambda j: [j], ["fuzz.json", "JSON object"]),
                                          (lambda j: {**j, "index": "3"}, ["fuzz.json", "'index'"]),
-                                         (lambda j: {**j, "generator_seed": 5}, ["fuzz.json", "different case"])])
+                                         (lambda j: {**j, "generator_seed": 5}, ["fuzz.json", "different case"]),
+                                         (lambda j: {**j, "index": -5}, ["fuzz.json", "'index'", "non-negative"]),
+                                         (lambda j: {**j, "steer": {"empty": [1, "x", None]}},
+                                          ["fuzz.json", "'steer'", "bin names"]),
+                                         (lambda j: {**j, "orig": 5}, ["fuzz.json", "'orig' must be an object"])])
 def test_fuzz_replay_of_a_bad_fuzz_json(capsys, tmp_path, edit, words):
     d = _saved_fault_case(tmp_path)
     edit_json(d / "fuzz.json", edit)

@@ -128,6 +128,10 @@ def test_bad_spec_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture, tex
 
 def test_bad_files_and_arguments_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     assert "no such sweep spec file" in _one_line_error(capsys, ["sweep", str(tmp_path / "none.yaml")])
+    assert "not a regular file" in _one_line_error(capsys, ["sweep", str(tmp_path)])
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 100_000 + "]" * 100_000)
+    assert "nested too deep" in _one_line_error(capsys, ["sweep", str(deep)])
     j = tmp_path / "s.json"
     j.write_text("{\"workloads\": [}")
     assert "not valid JSON" in _one_line_error(capsys, ["sweep", str(j)])
@@ -246,6 +250,17 @@ def test_sweep_text_report_and_no_area(tmp_path: Path, capsys: pytest.CaptureFix
                      str(tmp_path / "o" / "configs" / f"{row['config']}.json")]) == 0
         got = json.loads(capsys.readouterr().out)["cycles"]
         assert got == row["tlm_cycles"] if not tile else got > 0
+    # a resumed record that is not a point's result (edited, or from another tool) is refused, naming it
+    lines = (tmp_path / "o" / "results.jsonl").read_text().splitlines()
+    for change, why in ((lambda r: r.__setitem__("tlm_cycles", -5), "tlm_cycles -5 is not a count"),
+                        (lambda r: r.__setitem__("status", "weird"), "status 'weird'"),
+                        (lambda r: r.pop("counters"), "its counters are not a map of counts")):
+        rec = json.loads(lines[0])
+        change(rec["result"])
+        (tmp_path / "o" / "results.jsonl").write_text("\n".join([json.dumps(rec)] + lines[1:]) + "\n")
+        assert main(["sweep", str(spec), "--out", str(tmp_path / "o")]) == 2
+        err = capsys.readouterr().err.strip().splitlines()[-1]  # after the progress lines
+        assert "results.jsonl: the record of tlm/" in err and why in err, err
 
 
 def test_rtl_points_of_one_rtl_share_one_build(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:

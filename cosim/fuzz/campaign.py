@@ -416,6 +416,8 @@ def replay_failure(folder: str | Path) -> dict[str, Any]:
     naming fuzz.json) for a folder it cannot replay."""
     d = Path(folder)
     f = d / "fuzz.json"
+    if d.exists() and not d.is_dir():
+        raise ValueError(f"{d}: not a folder (give the folder `cosim fuzz --save-dir` wrote)")
     if not f.is_file():
         raise ValueError(f"{f}: missing (not a folder saved by `cosim fuzz --save-dir`)")
     try:
@@ -426,15 +428,19 @@ def replay_failure(folder: str | Path) -> dict[str, Any]:
         raise ValueError(f"{f}: must be a JSON object")
     want = {"config": str, "campaign_seed": int, "index": int, "generator_seed": int, "kind": str}
     for k, t in want.items():
-        if type(info.get(k)) is not t:
-            raise ValueError(f"{f}: needs '{k}' ({t.__name__})")
+        if type(info.get(k)) is not t or (t is int and info[k] < 0):
+            raise ValueError(f"{f}: needs '{k}' ({'a non-negative integer' if t is int else 'a string'})")
     rate = info.get("fault_rate", 0.2)
     if type(rate) not in (int, float) or not 0 <= rate <= 1:
         raise ValueError(f"{f}: 'fault_rate' must be a number in [0, 1]")
     cfg = fuzz_config(info["config"])
     steer = info.get("steer")
-    if steer is not None and not (isinstance(steer, dict) and isinstance(steer.get("empty"), list)):
-        raise ValueError(f"{f}: 'steer' must be an object with an 'empty' list")
+    if steer is not None and not (isinstance(steer, dict) and isinstance(steer.get("empty"), list)
+                                  and all(isinstance(b, str) for b in steer["empty"])):
+        raise ValueError(f"{f}: 'steer' must be an object with an 'empty' list of bin names")
+    if not isinstance(info.get("orig", {}), dict) or not isinstance((info.get("orig") or {}).get("expect"),
+                                                                       (dict, type(None))):
+        raise ValueError(f"{f}: 'orig' must be an object whose 'expect' is an object or null")
     case = make_case(cfg, info["campaign_seed"], info["index"], float(rate), steer)
     if case.seed != info["generator_seed"] or case.kind != info["kind"]:
         raise ValueError(f"{f}: regenerates a different case (generator seed {case.seed}, {case.kind}; saved "

@@ -22,7 +22,8 @@ from typing import Any
 from cosim.sweep import area as area_mod
 from cosim.cluster import Task, run_tasks
 from cosim.sweep.plots import plot_fronts
-from cosim.sweep.spec import ConfigPoint, RtlChoice, SweepSpec
+from cosim.sweep.spec import ConfigPoint, RtlChoice, SpecError, SweepSpec
+from cosim.sweep.tasks import point_result_problem
 from cosim.sweep.table import best_points, make_row, mark_fronts, point_key, text_lines, write_csv, write_json
 
 REPO = Path(__file__).resolve().parents[2]
@@ -102,6 +103,10 @@ def run_sweep(spec: SweepSpec, out_dir: Path, results: Path | None = None, sched
                          desc=f"sweep {spec.name}", timeout_s=timeout):
         key = rec["key"]
         if key in tlm_keys:
+            bad = point_result_problem(rec.get("result")) if rec.get("ok") else None
+            if bad:  # a record resumed from the file: the sweep would publish (or trip over) it
+                raise SpecError(f"{results}: the record of {key} is not a sweep point's result ({bad}): delete its "
+                                f"line (or the file) to run the point again")
             tlm_recs[tlm_keys[key]] = rec
         elif key.startswith("area/"):
             ak = key.rsplit("/", 1)[1]

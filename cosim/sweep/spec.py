@@ -174,7 +174,7 @@ def load_spec(path: str | Path) -> SweepSpec:
     """Read and validate the sweep spec at ``path`` (YAML, or JSON by its ``.json`` suffix)."""
     p = Path(path)
     if not p.is_file():
-        raise SpecError(f"{p}: no such sweep spec file")
+        raise SpecError(f"{p}: {'not a regular file' if p.exists() else 'no such sweep spec file'}")
     try:
         text = p.read_text()
     except (OSError, UnicodeDecodeError) as e:
@@ -189,10 +189,14 @@ def _decode(p: Path, text: str) -> Any:
             return json.loads(text)
         except json.JSONDecodeError as e:
             raise SpecError(f"{p}: not valid JSON: {e.msg} at line {e.lineno} column {e.colno}") from None
+        except RecursionError:  # nested deeper than the decoder goes: no spec is
+            raise SpecError(f"{p}: not a sweep spec (nested too deep)") from None
     import yaml
 
     try:
         return yaml.safe_load(text)
+    except RecursionError:
+        raise SpecError(f"{p}: not a sweep spec (nested too deep)") from None
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f" at line {mark.line + 1} column {mark.column + 1}" if mark is not None else ""

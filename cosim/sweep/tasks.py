@@ -63,6 +63,33 @@ def point_task(args: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _count(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and v >= 0
+
+
+def point_result_problem(res: Any) -> str | None:
+    """None when ``res`` has the shape :func:`point_task` returns (a record read back from a results file
+    to resume a sweep), else what is wrong with it, in a few words."""
+    if not isinstance(res, dict):
+        return f"the result is a {type(res).__name__}, not an object"
+    if res.get("status") not in ("ok", "invalid", "failed"):
+        return f"status {res.get('status')!r} (ok, invalid or failed)"
+    if not isinstance(res.get("reason"), (str, type(None))):
+        return "its reason is not a string"
+    if "tlm_cycles" in res:
+        if not _count(res["tlm_cycles"]):
+            return f"tlm_cycles {res['tlm_cycles']!r} is not a count"
+        c = res.get("counters")
+        if not isinstance(c, dict) or not all(isinstance(k, str) and _count(v) for k, v in c.items()):
+            return "its counters are not a map of counts"
+        for k in ("macs", "insns", "peak_macs_per_cycle"):
+            if res.get(k) is not None and not _count(res[k]):
+                return f"{k} {res[k]!r} is not a count"
+    elif res["status"] == "ok":
+        return "status ok without tlm_cycles"
+    return None
+
+
 def rtl_task(args: dict[str, Any]) -> dict[str, Any]:
     """The RTL runs of the configs of one RTL (``args``: ``runs`` [{``key``, ``config``,
     ``workloads`` [dict]}], ``seed``): per config key and workload label, cycles, counters and the
