@@ -223,3 +223,14 @@ def test_diff_of_an_instruction_that_never_ends(tmp_path, capsys):
     rc, out, err = cosim(capsys, "diff", a, b)
     assert rc == 1 and "Traceback" not in err and "internal error" not in err, err
     assert "B: store   start 0  end never (still open at the trace's end)  (held 0..the end)" in out, out
+
+
+@pytest.mark.parametrize("value, cmd", [("b102 \"", "show"), ("r1.5 \"", "timeline"), ("b" + "1" * 40 + " \"", "show")])
+def test_a_value_that_is_not_its_signal_s_bits_is_one_line(tmp_path, capsys, value, cmd):
+    """Not binary digits, or wider than the signal: named with its time and signal (show and timeline read
+    the same changes; the timeline read a 40-bit pc on a 32-bit probe as a huge instruction index)."""
+    f = write(tmp_path / "v.vcd", HEAD + "$var wire 1 ! dbg_load_busy $end\n$var wire 32 \" dbg_load_pc $end\n"
+              "$upscope $end\n$enddefinitions $end\n#0\n0!\nb0 \"\n#40\n1!\n" + value + "\n#50\n0!\n")
+    rc, _, err = cosim(capsys, cmd, f, *(["dbg_load_pc"] if cmd == "show" else []))
+    assert rc == 2 and err.count("\n") == 1 and "time 40: value '" in err and "of 'accel.dbg_load_pc' is not 32 " \
+        "binary digit(s)" in err, err

@@ -112,12 +112,21 @@ def progress_wanted(flag: bool) -> bool:
     return flag or sys.stderr.isatty()
 
 
+_BITS = re.compile(r"[01xzXZ]+")
+
+
+class _BadValue(ValueError):
+    """A value change the readers would misread (not binary, or wider than its signal)."""
+
+
 class _Collector(StreamParserCallbacks):
     """Keeps, per selected identifier code, the last value before ``t_from`` and the
-    changes in ``[t_from, t_to]``; an optional hook may raise _Stop to end the pass."""
+    changes in ``[t_from, t_to]``; an optional hook may raise _Stop to end the pass. A vector's
+    value must be binary digits (0, 1, x, z) no wider than its signal: else :class:`_BadValue`."""
 
-    def __init__(self, codes: Iterable[str], t_from: int | None, keep: bool,
+    def __init__(self, codes: dict[str, list[SignalInfo]], t_from: int | None, keep: bool,
                  hook: Callable[[str, int, str], None] | None, progress: Progress | None):
+        self.signal = {c: group[0] for c, group in codes.items() if group[0].var_type != "real"}
         self.t_from = t_from
         self.keep = keep
         self.hook = hook
@@ -134,6 +143,11 @@ class _Collector(StreamParserCallbacks):
             self.progress.update(time)
 
     def value(self, vcd, time, value, identifier_code, cur_sig_vals):  # noqa: D102
+        sg = self.signal.get(identifier_code)
+        if sg is not None and (len(value) > sg.width or not _BITS.fullmatch(value)):
+            shown = value if len(value) <= 40 else value[:37] + "..."
+            raise _BadValue(f"time {time}: value {shown!r} of '{sg.name}' is not {sg.width} binary digit(s) "
+                            f"(0, 1, x, z)")
         if self.hook is not None:
             self.hook(identifier_code, time, value)
         if not self.keep:
@@ -366,6 +380,8 @@ class VcdFile:
             pass
         except _Backwards:
             raise WavesError(f"{self.path}: {_backwards_timestamp(self.path) or 'a timestamp goes back'}") from None
+        except _BadValue as e:
+            raise WavesError(f"{self.path}: {e}") from None
         except (ValueError, IndexError) as e:
             raise WavesError(f"{self.path}: malformed value change ({_bad_timestamp(self.path) or e})") from None
         finally:
