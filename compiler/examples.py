@@ -564,7 +564,8 @@ def _reference_outputs(r: Any, ref_fn: Callable[..., Any], label: str, out_specs
     out = {}
     for n, a in r.items():
         if n not in out_specs:
-            raise KernelFailure(f"{where} returned {n!r}, not an output of the kernel (outputs: {', '.join(out_specs)})")
+            raise KernelFailure(f"{where} returned {n!r}, not an output of the kernel "
+                                f"(outputs: {', '.join(out_specs)})")
         try:
             arr = np.asarray(a)
         except Exception:  # noqa: BLE001 - a user's object: report what it is

@@ -26,8 +26,9 @@ loop by loop:
 It executes instructions one at a time, in program order as far as the tokens allow (a STORE
 waiting for a later ALU's token runs after it) and only those the tokens let run (one that waits
 forever only makes its range checks, where it enters WAIT), and returns a
-:class:`hw.result.RunResult` with outputs, the count-type counters and, for a faulting program, ``error`` = {code, name, pc}. It has no notion of time, so
-``cycles`` is None and busy/stall counters are absent.
+:class:`hw.result.RunResult` with outputs, the count-type counters and, for a faulting program,
+``error`` = {code, name, pc}. It has no notion of time, so ``cycles`` is None and busy/stall
+counters are absent.
 
 Buffers: the accumulator (int32), and the GEMM core's input (int8 vectors), weight (int8
 BLOCK x BLOCK blocks) and micro-op ((acc, inp, wgt) triples) buffers, which LOAD fills from

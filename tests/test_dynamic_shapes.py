@@ -315,7 +315,8 @@ def test_driver_refuses_other_formats_and_broken_pieces(folders: dict[str, Path]
         Driver.from_json({**d, "format": 1})
     with pytest.raises(DriverError, match="the pieces end at"):
         Driver.from_json({**d, "pieces": d["pieces"][:-1]})
-    with pytest.raises(DriverError, match=r"x.json: piece 1\.\.\d+: at rows=1 the regions end at 0x[0-9a-f]+, past dram_end 0x40"):
+    with pytest.raises(DriverError, match=r"x.json: piece 1\.\.\d+: at rows=1 the regions end at 0x[0-9a-f]+, "
+                                          r"past dram_end 0x40"):
         Driver.from_json({**d, "dram_end": 64}, "x.json")
     # each broken field its own line, naming what is wrong
     p0 = d["pieces"][0]
