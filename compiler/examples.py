@@ -228,11 +228,16 @@ def _load_user(name: str) -> tuple[Kernel, Any, str]:
 
 def load_user_object(name: str, what: str = "kernel") -> tuple[Any, Any, str]:
     """Import the user file of ``path.py:NAME`` and return (its attribute NAME or None, the module, NAME);
-    a missing file or an import that fails is one ExampleError line (``what`` names the kind of file)."""
+    a missing file or an import that fails is one ExampleError line (``what`` names the kind of file).
+    The file's folder goes at the end of ``sys.path``, so it imports the modules beside it (as a script
+    would) without shadowing the project's or the installed ones."""
     path, fn = name.rsplit(":", 1)
     p = Path(path)
     if not p.is_file():
         raise ExampleError(f"{path}: no such {what} file")
+    folder = str(p.resolve().parent)
+    if folder not in sys.path:
+        sys.path.append(folder)
     mod_name = f"_cosim_user_{abs(hash(str(p.resolve())))}"
     spec = importlib.util.spec_from_file_location(mod_name, p)
     if spec is None or spec.loader is None:

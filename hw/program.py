@@ -134,12 +134,12 @@ def check_layout(cfg: HwConfig, regions: list[Region], where: str) -> None:
             raise ProgramError(f"{where}: region '{r.name}' has unknown role '{r.role}' (roles: {', '.join(ROLES)})")
         if r.dtype not in DTYPES:
             raise ProgramError(f"{where}: region '{r.name}' has unsupported dtype '{r.dtype}'")
+        if r.addr < 0 or r.end > cfg.dram_bytes:
+            raise ProgramError(f"{where}: region '{r.name}' [{hex(r.addr)}, {hex(r.end)}) is outside the "
+                               f"{cfg.dram_bytes}-byte DRAM")
         if r.addr % cfg.region_align:
             raise ProgramError(f"{where}: region '{r.name}' at 0x{r.addr:x} is not aligned to "
                                f"{cfg.region_align} bytes")
-        if r.addr < 0 or r.end > cfg.dram_bytes:
-            raise ProgramError(f"{where}: region '{r.name}' [0x{r.addr:x}, 0x{r.end:x}) is outside the "
-                               f"{cfg.dram_bytes}-byte DRAM")
     ordered = sorted(regions, key=lambda r: r.addr)
     for a, b in zip(ordered, ordered[1:]):
         if b.addr < a.end:

@@ -112,6 +112,10 @@ def test_misaligned_region(tmp_path):
     (d / "layout.json").write_text(json.dumps(lay))
     with pytest.raises(ProgramError, match=r"layout.json: region 'C' at 0x[0-9a-f]+ is not aligned to 256 bytes"):
         Program.load(d)
+    lay["regions"][2]["addr"] = -16  # below DRAM: said so, in readable hex
+    (d / "layout.json").write_text(json.dumps(lay))
+    with pytest.raises(ProgramError, match=r"layout.json: region 'C' \[-0x10, 0x[0-9a-f]+\) is outside the"):
+        Program.load(d)
 
 
 def test_program_for_another_config(tmp_path):

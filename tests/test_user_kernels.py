@@ -231,3 +231,15 @@ def test_reference_results_are_checked_in_one_line(capsys, tmp_path):
     f.write_text(src.replace("BAD", "c + 1"))
     rc, out, err = cosim(capsys, "run", f"{f}:int8_dense", "--model", "golden")
     assert rc == 1 and "the reference does not agree with the golden run of the kernel" in err, err
+
+
+def test_a_kernel_file_imports_the_module_beside_it(capsys, tmp_path):
+    d = tmp_path / "mykernels"
+    d.mkdir()
+    (d / "shapes_of_mine.py").write_text("ROWS = 3\n")
+    (d / "k.py").write_text("from compiler import S\nfrom shapes_of_mine import ROWS\n\n"
+                            "@S.kernel\ndef plus_one(A, C):\n    S.load(S.acc[0:ROWS], A)\n"
+                            "    S.add(S.acc[0:ROWS], 1)\n    S.store(C, S.acc[0:ROWS])\n")
+    rc, out, err = cosim(capsys, "run", f"{d / 'k.py'}:plus_one", "-p", "A=3x16", "-p", "C=3x16:int8",
+                         "--model", "golden")
+    assert rc == 0, err
