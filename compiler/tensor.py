@@ -213,6 +213,8 @@ class BufferView:
             if k.step not in (None, 1):
                 raise self._error(f"{what} views take contiguous slices only (use the loop factors for strides)")
             start = 0 if k.start is None else self._index(k.start, f"{what} slice start")
+            if start < 0:  # not Python's from-the-end: a view has no end to count from
+                raise self._error(f"negative {what} slice start {start} (a slice counts from the view's start)")
             if k.stop is None:
                 if self.length is None:
                     raise self._error(f"slice of an unsized {what} view needs an end")

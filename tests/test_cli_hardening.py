@@ -783,6 +783,14 @@ def test_fuzz_replay_of_a_bad_fuzz_json(capsys, tmp_path, edit, words):
     one_line(*cosim(capsys, "fuzz", "--replay", d)[::2], *words)
 
 
+@pytest.mark.parametrize("extra", [["--count", "5"], ["--rtl"], ["--workers", "2"], ["--config", "small"]])
+def test_fuzz_replay_refuses_a_campaign_s_options(capsys, tmp_path, extra):
+    """The case comes from fuzz.json: an option of a campaign would be silently ignored."""
+    d = _saved_fault_case(tmp_path)
+    one_line(*cosim(capsys, "fuzz", "--replay", d, *extra)[::2], "--replay takes its case from fuzz.json",
+             f"{extra[0]} does not go with it")
+
+
 # ---- folders and files that are not what they claim ---------------------------------------------------
 @pytest.mark.parametrize("source", ["shutil:rmtree", "os:abort", "this:s", "no_such_module_x:f"])
 def test_layout_cannot_name_a_module_of_the_installation_as_the_kernel(capsys, tmp_path, source):

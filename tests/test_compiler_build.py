@@ -135,6 +135,7 @@ def test_a_kernel_outgrowing_the_dram_stops_where_it_does():
     (lambda: S.acc["1":"3"], ["accumulator slice start must be an integer, got str '1'"]),
     (lambda: S.acc[3:1], ["bad accumulator slice [3:1]"]),
     (lambda: S.wgt[-1], ["negative weight buffer index -1"]),
+    (lambda: S.acc[-4:], ["negative accumulator slice start -4 (a slice counts from the view's start)"]),
     (lambda: S.acc[0:4] + 1.5, ["accumulator view offset must be an integer, got float 1.5"]),
 ])
 def test_a_bad_view_is_refused_at_the_kernel_line(view, words):

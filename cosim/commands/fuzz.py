@@ -11,6 +11,11 @@ from cosim.cluster.interrupts import interruptible
 from cosim.cluster.options import add_cluster_args, cluster_kwargs
 
 
+# the options of a campaign, which a replay (its case from fuzz.json) does not take
+CAMPAIGN_OPTIONS = ("count", "seed", "rtl", "config", "fault_rate", "save_dir", "no_shrink", "batch", "chunk",
+                    "coverage", "no_steer", "scheduler", "workers", "results", "task_timeout")
+
+
 def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p = sub.add_parser("fuzz", help="differential fuzzing: random Programs on the reference, TLM (and RTL)",
                        description="Generate random valid Programs (and, for a share, Programs with one injected "
@@ -48,6 +53,7 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                         "what the reference expects, run the models; exit 1 while it still fails")
     add_json_arg(p)
     add_cluster_args(p)
+    p.set_defaults(campaign_defaults={d: p.get_default(d) for d in CAMPAIGN_OPTIONS})
     return p
 
 
@@ -57,6 +63,11 @@ def run(args: argparse.Namespace) -> int:
     from cosim.fuzz.distributed import run_distributed_campaign
 
     if args.replay:
+        # a replay regenerates its case from fuzz.json: a campaign's options would be silently ignored
+        given = [k for k, v in args.campaign_defaults.items() if getattr(args, k) != v]
+        if given:
+            raise UserError(f"--replay takes its case from fuzz.json: --{given[0].replace('_', '-')} does not go "
+                            f"with it")
         r = replay_failure(args.replay)
         if args.json:
             print(json.dumps(r))
