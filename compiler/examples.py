@@ -557,8 +557,8 @@ def _user_case(name: str, ex: Example, cfg: HwConfig, params: dict[str, Any], se
 def _reference_outputs(r: Any, ref_fn: Callable[..., Any], label: str, out_specs: dict[str, TensorSpec],
                        program: Program, cfg: HwConfig) -> dict[str, np.ndarray]:
     """What a user's reference returned, checked (one line naming the function: an output it does not
-    have, another shape, values that are not integers) and packed like the Program's output regions; the narrowing to
-    the output dtype wraps like the hardware's STORE."""
+    have, another shape, values that are not integers) and packed like the Program's output regions;
+    the narrowing to the output dtype wraps like the hardware's STORE."""
     code = getattr(inspect.unwrap(ref_fn), "__code__", None)
     where = f"{label} ({code.co_filename}:{code.co_firstlineno})" if code is not None else label
     if not isinstance(r, dict):

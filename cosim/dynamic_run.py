@@ -20,7 +20,7 @@ from compiler.dynamic_examples import DYNAMIC_EXAMPLES, DynamicExample, DynamicN
 from compiler.symbolic import SymbolicError
 from cosim.models import Job
 from hw.config import HwConfig, load_config
-from hw.dynamic_driver import DRIVER_FILE, Driver, DriverError, piece_words
+from hw.dynamic_driver import DRIVER_FILE, Driver, DriverError
 from hw.isa import OPCODE_NAMES, opcode_of
 from hw.program import Program, Region, isa_of
 
@@ -82,7 +82,7 @@ def _check_driver_fits(driver: Driver, base: Program, where: Path) -> None:
     isa = base.isa
     for p in driver.pieces:
         for w, r, f, _ in p.relocs:
-            word = piece_words(p.base, p.delta, 0)[w]
+            word = p.base[w]  # the piece's first value: its words as compiled (a base is a 128-bit word)
             mnemonic = OPCODE_NAMES.get(opcode_of(word), "?")
             if mnemonic not in ("LOAD", "STORE") or f != isa.field(mnemonic, "dram_base").lo:
                 raise DynamicRunError(f"{where}: piece {p.lo}..{p.hi}: relocation [{w}, {r}, {f}, ...] is not on the "

@@ -36,6 +36,7 @@ import numpy as np
 from hw import csr
 from hw.analysis import after_finish_problem, balance_problem
 from hw.config import ConfigError, HwConfig, load_config
+from hw.dynamic_driver import DRIVER_FILE
 from hw.isa import INSN_BYTES, Instruction, Isa, IsaError
 from hw.npz_file import NpzError, read_npz
 
@@ -356,7 +357,7 @@ class Program:
         (d / "layout.json").write_text(json.dumps(self.layout_json(), indent=1) + "\n")
         (d / "program.lst").write_text(self.listing() + "\n")
         # what an earlier Program in this folder may have left: its data, and a dynamic Program's driver
-        for stale in ("inputs.npz", "expected.npz", "dram.bin", "dynamic.json", "driver.h", "driver.c"):
+        for stale in ("inputs.npz", "expected.npz", "dram.bin", DRIVER_FILE, "driver.h", "driver.c"):
             (d / stale).unlink(missing_ok=True)
         if self.inputs:
             np.savez(d / "inputs.npz", **self.inputs)

@@ -112,9 +112,6 @@ def progress_wanted(flag: bool) -> bool:
     return flag or sys.stderr.isatty()
 
 
-_BITS = re.compile(r"[01xzXZ]+")
-
-
 class _BadValue(ValueError):
     """A value change the readers would misread (not binary, or wider than its signal)."""
 
@@ -144,7 +141,7 @@ class _Collector(StreamParserCallbacks):
 
     def value(self, vcd, time, value, identifier_code, cur_sig_vals):  # noqa: D102
         sg = self.signal.get(identifier_code)
-        if sg is not None and (len(value) > sg.width or not _BITS.fullmatch(value)):
+        if sg is not None and (len(value) > sg.width or not value or value.strip("01xzXZ")):
             shown = value if len(value) <= 40 else value[:37] + "..."
             raise _BadValue(f"time {time}: value {shown!r} of '{sg.name}' is not {sg.width} binary digit(s) "
                             f"(0, 1, x, z)")
