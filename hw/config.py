@@ -36,6 +36,21 @@ class ConfigError(ValueError):
     """A configuration file is missing, malformed or describes impossible hardware."""
 
 
+class DuplicateKeyError(ValueError):
+    """A JSON object names one key twice (``json`` would keep the last value silently)."""
+
+
+def unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """``object_pairs_hook`` for files people write by hand: a key given twice is refused, not
+    silently replaced by its last value."""
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise DuplicateKeyError(f"key '{key}' is given twice")
+        out[key] = value
+    return out
+
+
 def _is_pow2(v: int) -> bool:
     return v > 0 and (v & (v - 1)) == 0
 
@@ -336,7 +351,9 @@ def load_config(name_or_path: str | Path = "default") -> HwConfig:
         known = ", ".join(list_configs())
         raise ConfigError(f"{path}: no such config file (shipped configs: {known})")
     try:
-        data = json.loads(path.read_bytes().decode("utf-8"))
+        data = json.loads(path.read_bytes().decode("utf-8"), object_pairs_hook=unique_keys)
+    except DuplicateKeyError as e:
+        raise ConfigError(f"{path}: {e}") from None
     except UnicodeDecodeError as e:
         raise ConfigError(f"{path}: not a config file (not UTF-8 text: byte 0x{e.object[e.start]:02x} at offset "
                           f"{e.start})") from None

@@ -125,6 +125,17 @@ def test_writes_in_flight_is_optional_and_shapes_the_rtl():
     assert "`define CFG_DRAM_WRITES_IN_FLIGHT 1" in " ".join(header_text(one).split())
 
 
+def test_a_key_given_twice_is_refused(tmp_path):
+    """JSON keeps the last of two equal keys; a config written by hand that sets a size twice is
+    more likely a slip than a wish, so it is refused by name."""
+    p = tmp_path / "twice.json"
+    text = json.dumps(_default_dict())
+    p.write_text(text.replace('"block": ', '"block": 4, "block": ', 1))
+    with pytest.raises(ConfigError) as e:
+        load_config(p)
+    assert str(e.value) == f"{p}: key 'block' is given twice"
+
+
 def test_missing_and_malformed_files(tmp_path):
     with pytest.raises(ConfigError, match="no such config file"):
         load_config("nonexistent_cfg")

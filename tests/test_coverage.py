@@ -199,6 +199,13 @@ def test_waiver_index_finds_what_each_waiver_matches(tiny, tmp_path):
     assert counts[5] > counts[2] and counts[0] > 0 and counts[1] > counts[0]
 
 
+def test_a_waiver_key_given_twice_is_refused(tmp_path):
+    w = tmp_path / "w.json"
+    w.write_text('{"waivers": [{"toggle": "tiny:a", "toggle": "tiny:b", "reason": "r"}]}')
+    with pytest.raises(WaiverError, match="key 'toggle' is given twice"):
+        load_waivers(w)
+
+
 def test_shipped_waivers_load():
     """The shipped waivers load, and every line waiver's text is still at its line (no coverage run needed)."""
     from cosim.coverage.report import DEFAULT_WAIVERS, REPO

@@ -270,6 +270,16 @@ def test_equivalents_file_is_current():
     assert set(equivalents.moved(repo_rtl())) <= set(equivalents.load())
 
 
+def test_a_mutant_listed_twice_is_refused(tmp_path):
+    """The file is keyed by mutant id and written by hand: a second entry of one id would replace the first
+    without a word, so it is refused."""
+    entry = '{"key": "k", "reason": "r", "source": "s"}'
+    p = tmp_path / "equivalents.json"
+    p.write_text(f'{{"m1": {entry}, "m1": {entry}}}')
+    with pytest.raises(MutationError, match="key 'm1' is given twice"):
+        equivalents.load(p)
+
+
 # Survivors of the accelerator-level campaign that a unit bench kills: a block alone can be driven in ways the
 # whole design reaches only by rare timing (key -> block, its bench, the test that runs it).
 UNIT_KILLS = {

@@ -114,6 +114,8 @@ BAD_SPECS = [
      "workloads: [{example: vadd}]", "add 'sample: {count: N}'"),
     ("workloads: [{example: vadd}\n  - oops", "not valid YAML"),
     ("- just\n- a list", "the spec must be a mapping"),
+    ("workloads: [{example: vadd}]\nseed: 1\nseed: 2", "key 'seed' is given twice at line 3"),
+    ("workloads:\n  - {example: vadd, n: 64, n: 128}", "key 'n' is given twice at line 2"),
 ]
 
 
@@ -135,6 +137,8 @@ def test_bad_files_and_arguments_are_one_line(tmp_path: Path, capsys: pytest.Cap
     j = tmp_path / "s.json"
     j.write_text("{\"workloads\": [}")
     assert "not valid JSON" in _one_line_error(capsys, ["sweep", str(j)])
+    j.write_text("{\"seed\": 1, \"seed\": 2, \"workloads\": [{\"example\": \"vadd\"}]}")
+    assert "key 'seed' is given twice" in _one_line_error(capsys, ["sweep", str(j)])
     p = _write(tmp_path)
     assert "--rtl" in _one_line_error(capsys, ["sweep", str(p), "--rtl", "0"])
     assert "--workers" in _one_line_error(capsys, ["sweep", str(p), "--workers", "-1"])

@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from cosim.coverage.coverage_data import CoverageData, Point
+from hw.config import DuplicateKeyError, unique_keys
 
 LINES_RE = re.compile(r"^(?P<file>[^:]+):(?P<a>\d+)(?:-(?P<b>\d+))?$")
 RANGE_RE = re.compile(r"^(?P<name>.*?)\[(?P<hi>\d+)(?::(?P<lo>\d+))?\]$")
@@ -117,7 +118,9 @@ def load_waivers(path: str | Path, repo: str | Path | None = None) -> list[Waive
     if not path.is_file():
         return []
     try:
-        doc = json.loads(path.read_text())
+        doc = json.loads(path.read_text(), object_pairs_hook=unique_keys)
+    except DuplicateKeyError as e:
+        raise WaiverError(f"{path}: {e}") from None
     except json.JSONDecodeError as e:
         raise WaiverError(f"{path}: not JSON ({e})") from None
     entries = doc.get("waivers") if isinstance(doc, dict) else None

@@ -15,6 +15,7 @@ import json
 from pathlib import Path
 
 from cosim.mutation.points import MutationError, scan_rtl
+from hw.config import unique_keys
 
 EQUIVALENTS_FILE = Path(__file__).resolve().parent / "equivalents.json"
 
@@ -22,7 +23,7 @@ EQUIVALENTS_FILE = Path(__file__).resolve().parent / "equivalents.json"
 def load(path: Path = EQUIVALENTS_FILE) -> dict[str, dict[str, str]]:
     """The entries: {mutant id: {"key", "reason", "source"}}."""
     try:
-        data = json.loads(Path(path).read_text())
+        data = json.loads(Path(path).read_text(), object_pairs_hook=unique_keys)
     except (OSError, ValueError) as e:
         raise MutationError(f"{path}: cannot read the equivalent mutants ({e})") from None
     if not isinstance(data, dict) or not all(isinstance(v, dict) and v.get("reason") and v.get("key")

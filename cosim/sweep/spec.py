@@ -40,7 +40,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from hw.config import ConfigError, HwConfig, config_path, list_configs, load_config, parse_config
+from hw.config import (ConfigError, DuplicateKeyError, HwConfig, config_path, list_configs, load_config, parse_config,
+                       unique_keys)
 from cosim.sweep.workloads import Workload, check_workload, with_base_defaults
 
 # The grid is expanded in full: beyond this many configs a spec must sample it.
@@ -186,7 +187,9 @@ def load_spec(path: str | Path) -> SweepSpec:
 def _decode(p: Path, text: str) -> Any:
     if p.suffix.lower() == ".json":
         try:
-            return json.loads(text)
+            return json.loads(text, object_pairs_hook=unique_keys)
+        except DuplicateKeyError as e:
+            raise SpecError(f"{p}: {e}") from None
         except json.JSONDecodeError as e:
             raise SpecError(f"{p}: not valid JSON: {e.msg} at line {e.lineno} column {e.colno}") from None
         except RecursionError:  # nested deeper than the decoder goes: no spec is
@@ -194,7 +197,7 @@ def _decode(p: Path, text: str) -> Any:
     import yaml
 
     try:
-        return yaml.safe_load(text)
+        return yaml.load(text, Loader=_unique_key_loader())
     except RecursionError:
         raise SpecError(f"{p}: not a sweep spec (nested too deep)") from None
     except yaml.YAMLError as e:
@@ -202,6 +205,31 @@ def _decode(p: Path, text: str) -> Any:
         where = f" at line {mark.line + 1} column {mark.column + 1}" if mark is not None else ""
         problem = getattr(e, "problem", None) or str(e).splitlines()[0]
         raise SpecError(f"{p}: not valid YAML: {problem}{where}") from None
+
+
+def _unique_key_loader() -> type:
+    """PyYAML's safe loader, refusing a key given twice in one mapping (YAML forbids it; PyYAML
+    keeps the last value). Keys brought in by a merge (``<<``) may still be overridden."""
+    import yaml
+
+    class UniqueKeyLoader(yaml.SafeLoader):
+        def construct_mapping(self, node: Any, deep: bool = False) -> dict:
+            seen: set = set()
+            for key_node, _ in node.value:
+                if key_node.tag == "tag:yaml.org,2002:merge":
+                    continue
+                key = self.construct_object(key_node, deep=deep)
+                try:
+                    duplicate = key in seen
+                except TypeError:  # an unhashable key: the base constructor says so
+                    break
+                if duplicate:
+                    raise yaml.constructor.ConstructorError(None, None, f"key '{key}' is given twice",
+                                                            key_node.start_mark)
+                seen.add(key)
+            return super().construct_mapping(node, deep=deep)
+
+    return UniqueKeyLoader
 
 
 def _is_int(v: Any) -> bool:
