@@ -19,6 +19,7 @@ import signal
 import sys
 import threading
 import traceback
+from pathlib import Path
 from typing import Any, Callable, NoReturn
 
 # Subcommands in the order `cosim --help` lists them.
@@ -32,8 +33,18 @@ class UserError(ValueError):
     """A problem with what the user asked for (reported in one line, exit 2)."""
 
 
+def config_arg(text: str) -> str:
+    """An argparse ``type`` for a hardware config: a shipped config's name stays a name, a path to a JSON
+    file is made absolute (tasks and simulators run in folders of their own, where a relative path
+    names nothing)."""
+    folder_arg(text)
+    if text.endswith(".json") or "/" in text or "\\" in text:
+        return str(Path(text).resolve())
+    return text
+
+
 def add_config_arg(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--config", default="default", metavar="NAME|PATH",
+    p.add_argument("--config", type=config_arg, default="default", metavar="NAME|PATH",
                    help="hardware config: a name from hw/configs or a JSON path (default: default)")
 
 
@@ -209,19 +220,53 @@ def _on_sigint(signum: int, frame: Any) -> None:
     raise KeyboardInterrupt
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM came: unwound as a Ctrl-C is (work folders removed, locks released, results files left valid),
+    after what this process started (simulators, compilers) was killed."""
+
+
+def _on_sigterm(signum: int, frame: Any) -> None:
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    _Seen.sigint = True
+    try:
+        import psutil  # a dependency of distributed
+
+        children = psutil.Process().children(recursive=True)
+        for child in children:  # a task process removes its work folder on SIGTERM
+            try:
+                child.terminate()
+            except psutil.Error:
+                pass
+        for child in psutil.wait_procs(children, timeout=2)[1]:
+            try:
+                child.kill()
+            except psutil.Error:
+                pass
+    except ImportError:
+        pass
+    raise Terminated
+
+
 def watch_sigint() -> Callable[[], None]:
     """Note every Ctrl-C (then raise KeyboardInterrupt, as Python does) until the returned undo is called.
     A library may turn the KeyboardInterrupt into another error (numpy's import, interrupted in its C
-    extension, raises ImportError): :func:`sigint_seen` still tells it was a Ctrl-C."""
+    extension, raises ImportError): :func:`sigint_seen` still tells it was a Ctrl-C. A SIGTERM kills the
+    processes this one started and then unwinds the same way (:class:`Terminated`); without it Python would
+    end at once, leaving a simulator or a compiler running on in a build folder no lock protects."""
     _Seen.sigint = False
     main_thread = threading.current_thread() is threading.main_thread()
     if not main_thread or signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
         return lambda: None  # Ctrl-C ignored, or handled by the program around: leave it so
     signal.signal(signal.SIGINT, _on_sigint)
+    term = signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
+    if term:
+        signal.signal(signal.SIGTERM, _on_sigterm)
 
     def undo() -> None:
         if signal.getsignal(signal.SIGINT) is _on_sigint:  # not if the command chose to ignore it from now on
             signal.signal(signal.SIGINT, signal.default_int_handler)
+        if term and signal.getsignal(signal.SIGTERM) is _on_sigterm:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
     return undo
 
@@ -243,6 +288,15 @@ def forget_handled_interrupt() -> None:
         pass
 
 
+def _interrupted(who: str, e: BaseException) -> int:
+    """Say that a Ctrl-C (exit 130) or a SIGTERM (exit 143) ended the command."""
+    if isinstance(e, Terminated) or isinstance(e.__context__, Terminated):
+        print(f"{who}: terminated", file=sys.stderr)
+        return 143
+    print(f"{who}: interrupted", file=sys.stderr)
+    return 130
+
+
 def main(argv: list[str] | None = None) -> int:
     stop_watching = watch_sigint()
     try:
@@ -252,6 +306,9 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _main(argv: list[str] | None) -> int:
+    from testbench.build_cache import pin_build_root
+
+    pin_build_root()
     try:
         ap = build_parser()  # imports every command: seconds on a loaded machine, so Ctrl-C may come here
         args = ap.parse_args(argv)
@@ -263,22 +320,19 @@ def _main(argv: list[str] | None) -> int:
         forget_handled_interrupt()
         given = sys.argv[1:] if argv is None else argv
         name = next((a for a in given if a in COMMANDS), None)
-        print(f"cosim{' ' + name if name else ''}: interrupted", file=sys.stderr)
-        return 130
+        return _interrupted(f"cosim{' ' + name if name else ''}", e)
     if not getattr(args, "_run", None):  # argparse requires a command; kept for a parser built otherwise
         print("cosim: error: a command is required (see cosim --help)", file=sys.stderr)
         return 2
     try:
         return int(args._run(args) or 0)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as e:
         forget_handled_interrupt()
-        print(f"cosim {args.command}: interrupted", file=sys.stderr)
-        return 130
+        return _interrupted(f"cosim {args.command}", e)
     except Exception as e:
         if sigint_seen():  # a Ctrl-C that a library turned into another error
             forget_handled_interrupt()
-            print(f"cosim {args.command}: interrupted", file=sys.stderr)
-            return 130
+            return _interrupted(f"cosim {args.command}", e)
         if os.environ.get("COSIM_DEBUG"):
             raise
         if getattr(args, "traceback", False) or os.environ.get("COSIM_TRACEBACK", "") not in ("", "0"):

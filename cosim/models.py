@@ -314,11 +314,19 @@ def cached_builds() -> list[Any]:
     return builds(build_root())
 
 
-def remove_build(b: Any) -> None:
-    """Delete one of :func:`cached_builds` (under its build lock)."""
+def remove_build(b: Any) -> bool:
+    """Delete one of :func:`cached_builds` (under its build lock); False when it was used since it was listed
+    (then it stays)."""
     from testbench.build_cache import remove
 
-    remove(b)
+    return remove(b)
+
+
+def prune_build_runs(b: Any) -> int:
+    """Remove the run folders left in one of :func:`cached_builds` (not while it runs); the bytes freed."""
+    from testbench.build_cache import prune_runs
+
+    return prune_runs(b)
 
 
 def raw_mems() -> tuple[str, ...]:

@@ -25,6 +25,7 @@ exactly ``dram.bin``; a truncated or stale one is refused, never ignored).
 from __future__ import annotations
 
 import functools
+import io
 import json
 import math
 from dataclasses import dataclass, field
@@ -45,6 +46,8 @@ DTYPES = ("int8", "int16", "int32")
 ROLE_ATTR = {"insn": csr.ATTR_READ, "input": csr.ATTR_READ, "output": csr.ATTR_WRITE,
              "scratch": csr.ATTR_READ | csr.ATTR_WRITE}
 FILES = ("insn.bin", "regs.json", "regs.h", "layout.json", "program.lst")
+# What else a Program folder may hold: its data, and a dynamic Program's driver.
+DATA_FILES = ("inputs.npz", "expected.npz", "dram.bin", DRIVER_FILE, "driver.h", "driver.c")
 # layout.json's ``meta`` key that marks a deliberate fault Program (its text says what was broken): the
 # loader then accepts INSN_ADDR/INSN_COUNT that disagree with the layout, for the models to report.
 FAULT_META = "deliberate_fault"
@@ -348,22 +351,40 @@ class Program:
         return d
 
     def save(self, folder: str | Path) -> Path:
-        """Write the Program folder and return its path."""
+        """Write the Program folder and return its path. Every file is written aside first and put in place
+        only when all are written, so a failed save (a full disk) leaves the folder as it was; the error
+        names the folder."""
         d = Path(folder)
         d.mkdir(parents=True, exist_ok=True)
-        (d / "insn.bin").write_bytes(self.insn_bytes)
-        (d / "regs.json").write_text(json.dumps(self.regs_json(), indent=1) + "\n")
-        (d / "regs.h").write_text(self.regs_header())
-        (d / "layout.json").write_text(json.dumps(self.layout_json(), indent=1) + "\n")
-        (d / "program.lst").write_text(self.listing() + "\n")
-        # what an earlier Program in this folder may have left: its data, and a dynamic Program's driver
-        for stale in ("inputs.npz", "expected.npz", "dram.bin", DRIVER_FILE, "driver.h", "driver.c"):
-            (d / stale).unlink(missing_ok=True)
+        files: dict[str, bytes] = {
+            "insn.bin": self.insn_bytes,
+            "regs.json": (json.dumps(self.regs_json(), indent=1) + "\n").encode(),
+            "regs.h": self.regs_header().encode(),
+            "layout.json": (json.dumps(self.layout_json(), indent=1) + "\n").encode(),
+            "program.lst": (self.listing() + "\n").encode(),
+        }
         if self.inputs:
-            np.savez(d / "inputs.npz", **self.inputs)
-            (d / "dram.bin").write_bytes(bytes(self.dram_image()))
+            files["inputs.npz"] = _npz_bytes(self.inputs)
+            files["dram.bin"] = bytes(self.dram_image())
         if self.expected:
-            np.savez(d / "expected.npz", **self.expected)
+            files["expected.npz"] = _npz_bytes(self.expected)
+        staged: list[Path] = []
+        try:
+            for name, data in files.items():
+                staged.append(d / f".{name}.saving")
+                staged[-1].write_bytes(data)
+        except OSError as e:
+            for tmp in staged:
+                tmp.unlink(missing_ok=True)
+            if e.filename is None:  # a write that failed (no space): say where
+                raise OSError(e.errno, e.strerror, str(d)) from None
+            raise
+        # what an earlier Program in this folder may have left: its data, and a dynamic Program's driver
+        for stale in DATA_FILES:
+            if stale not in files:
+                (d / stale).unlink(missing_ok=True)
+        for tmp, name in zip(staged, files):
+            tmp.replace(d / name)
         return d
 
     @classmethod
@@ -587,6 +608,12 @@ def _check_dram_bin(p: "Program", path: Path) -> None:
         where = next((f" (region '{r.name}')" for r in p.regions if r.addr <= at < r.end), "")
         raise ProgramError(f"{path}: differs from the image of insn.bin and inputs.npz at byte 0x{at:x}{where} "
                            f"(stale: delete it or save the Program again)")
+
+
+def _npz_bytes(arrays: dict[str, np.ndarray]) -> bytes:
+    buf = io.BytesIO()
+    np.savez(buf, **arrays)
+    return buf.getvalue()
 
 
 def _read_json(path: Path) -> Any:

@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from hw.config import HwConfig
-from testbench.rtl_model import (build_lock, build_root, cocotb_runner, include_dir, rtl_dir,
+from testbench.build_cache import build_lock, lock_path
+from testbench.rtl_model import (build_root, cocotb_runner, include_dir, rtl_dir,
                                  simulator_sys_path, verilator_makeflags)
 
 
@@ -52,7 +53,7 @@ def run_module_bench(source: Path | list[Path], toplevel: str, test_module: str,
     prm = dict(parameters or {})
     bdir = build_root() / "rtl" / "units" / f"{tag}-{sim}"
     runner = cocotb_runner(sim)
-    with build_lock(bdir.parent / f"{bdir.name}.lock"):
+    with build_lock(lock_path(bdir)):
         bdir.mkdir(parents=True, exist_ok=True)
         includes = [str(include_dir(cfg, bdir))] if cfg is not None else []
         sources = [str(p) for p in (source if isinstance(source, list) else [source])]

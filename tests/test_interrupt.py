@@ -109,9 +109,11 @@ def spawned(what: str, n: int, name: str) -> Moment:
 
 
 def interrupt(cmd: list[str], results: Path, moment: Moment, env: dict[str, str] | None = None,
-              limit_s: float = 120.0) -> tuple[int | None, str, str, bool]:
-    """Run ``cmd``, send SIGINT to its process group at ``moment``; (exit code, stdout, stderr, whether the
-    SIGINT was sent before the process ended). Fails the test if a process of the run outlives it."""
+              limit_s: float = 120.0, sig: int = signal.SIGINT,
+              group: bool = True) -> tuple[int | None, str, str, bool]:
+    """Run ``cmd``, send SIGINT (or ``sig``) to its process group (or, not ``group``, to the cosim process
+    alone) at ``moment``; (exit code, stdout, stderr, whether the signal was sent before the process ended).
+    Fails the test if a process of the run outlives it."""
     tag = uuid.uuid4().hex
     run_env = {**os.environ, **(env or {}), "COSIM_TEST_RUN": tag}
     # the signal disposition a terminal gives its jobs (pytest's own handler must not be inherited)
@@ -126,7 +128,7 @@ def interrupt(cmd: list[str], results: Path, moment: Moment, env: dict[str, str]
         proc = psutil.Process(run.pid)
         while run.poll() is None and time.monotonic() - t0 < limit_s:
             if moment[1](results, time.monotonic() - t0, proc):
-                os.killpg(run.pid, signal.SIGINT)
+                (os.killpg if group else os.kill)(run.pid, sig)
                 sent = True
                 break
             time.sleep(0.01)
@@ -269,3 +271,27 @@ def test_fuzz_ctrl_c_without_dask(tmp_path, cpu_load):
     code, out, err, sent = interrupt(cmd, results, records(1, "first record"))
     check_interrupted("fuzz", ("first record", records(1)[1]), code, err, sent)
     assert 1 <= len(check_results(results)) < 6
+
+
+def test_sigterm_to_cosim_alone_ends_the_simulator_too(tmp_path):
+    """SIGTERM to the `cosim run` process only (what a job scheduler or `kill` sends, not a terminal's whole
+    group) while the RTL simulates: the simulator it started ends too (no process left running in a build
+    folder whose lock is gone), and one line says so, exit 143."""
+    from cosim.models import rtl_available
+
+    if (why := rtl_available()) is not None:
+        pytest.skip(why)
+
+    def simulating(results: Path, t: float, proc: psutil.Process) -> bool:
+        for c in proc.children(recursive=True):
+            try:
+                if c.cmdline() and c.cmdline()[0].endswith("/tb_fast"):
+                    return True
+            except psutil.Error:
+                continue
+        return False
+
+    cmd = [*COSIM, "run", "requant", "-p", "shape=150x4000", "--model", "rtl", "--config", "small"]
+    code, out, err, sent = interrupt(cmd, tmp_path / "none", ("simulating", simulating), limit_s=900,
+                                     sig=signal.SIGTERM, group=False)
+    assert sent and code == 143 and err.splitlines() == ["cosim run: terminated"], (code, err)

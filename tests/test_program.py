@@ -40,6 +40,23 @@ def test_save_load_round_trip(tmp_path, cfg):
     assert Program.load(d).config == cfg  # the config named in layout.json
 
 
+def test_a_failed_save_leaves_the_folder_as_it_was(tmp_path, cfg):
+    """A write that fails (here a real ENOSPC: the staged file is a link to /dev/full) names the folder and
+    changes nothing: the Program saved before still loads, and no staged file is left."""
+    import os
+
+    if not os.path.exists("/dev/full"):
+        pytest.skip("no /dev/full on this system")
+    d = small_program(cfg).save(tmp_path / "prog")
+    before = {f.name: f.read_bytes() for f in d.iterdir()}
+    (d / ".layout.json.saving").symlink_to("/dev/full")
+    with pytest.raises(OSError) as e:
+        small_program(cfg, n_vec=6).save(d)
+    assert e.value.filename == str(d) and "No space" in e.value.strerror
+    assert {f.name: f.read_bytes() for f in d.iterdir()} == before
+    assert Program.load(d).insns == small_program(cfg).insns
+
+
 def test_register_config_and_header(cfg):
     p = small_program(cfg)
     names = [n for n, _ in p.regs]

@@ -134,6 +134,10 @@ def test_bad_files_and_arguments_are_one_line(tmp_path: Path, capsys: pytest.Cap
     deep = tmp_path / "deep.json"
     deep.write_text("[" * 100_000 + "]" * 100_000)
     assert "nested too deep" in _one_line_error(capsys, ["sweep", str(deep)])
+    spec = _write(tmp_path, name="sweep.csv")  # YAML by any name but .json
+    before = spec.read_text()
+    assert "the sweep writes its report there" in _one_line_error(capsys, ["sweep", str(spec), "--out", str(tmp_path)])
+    assert spec.read_text() == before
     j = tmp_path / "s.json"
     j.write_text("{\"workloads\": [}")
     assert "not valid JSON" in _one_line_error(capsys, ["sweep", str(j)])

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import sys
 import time
 from pathlib import Path
@@ -25,7 +24,6 @@ from typing import Any
 from hw.config import HwConfig, parse_config
 from hw.introspect.parse import RTL_DIR, source_files
 
-REPO = Path(__file__).resolve().parents[2]
 TARGET = "ecp5"
 DEVICE = "85k"
 FMAX_CONFIGS = ("small",)  # place and route takes minutes: the smallest config only
@@ -36,7 +34,9 @@ FMAX_TIMEOUT_S = 1800.0
 
 def cache_dir() -> Path:
     """``<repo>/build/synth``, or under ``COSIM_BUILD_DIR`` (the build root every tool uses)."""
-    return Path(os.environ.get("COSIM_BUILD_DIR", REPO / "build")).resolve() / "synth"
+    from testbench.build_cache import build_root
+
+    return build_root() / "synth"
 
 
 def cache_key(cfg: HwConfig, rtl_dir: Path = RTL_DIR) -> str:

@@ -11,7 +11,7 @@ from pathlib import Path
 from hw.config import load_config
 from hw.isa import insn_fields
 from hw.program import Program
-from cosim.cli import UserError, add_json_arg
+from cosim.cli import UserError, add_json_arg, config_arg
 from cosim.section_report import program_core_sections, program_sections
 
 
@@ -20,7 +20,7 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                        description="Disassemble a saved Program folder (insn.bin), one line per instruction; a "
                                    "'; section NAME' line starts each named section (a network's layer).")
     p.add_argument("dir", help="Program folder (written by `cosim compile`)")
-    p.add_argument("--config", default=None, metavar="NAME|PATH",
+    p.add_argument("--config", type=config_arg, default=None, metavar="NAME|PATH",
                    help="check the Program against this config (default: the config it names)")
     add_json_arg(p)
     return p

@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 
-from cosim.cli import UserError, add_json_arg, float_arg, folder_arg, int_arg
+from cosim.cli import UserError, add_json_arg, config_arg, float_arg, folder_arg, int_arg
 from cosim.cluster.interrupts import interruptible
 from cosim.cluster.options import add_cluster_args, cluster_kwargs
 
@@ -29,7 +29,7 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                    help="number of Programs (default 200, at most 1,000,000: each is a task made up front)")
     p.add_argument("--seed", type=int_arg(0), default=1, help="campaign seed (default 1)")
     p.add_argument("--rtl", action="store_true", help="also run every Program on the RTL (Verilator) and compare")
-    p.add_argument("--config", default=None, metavar="NAME|PATH",
+    p.add_argument("--config", type=config_arg, default=None, metavar="NAME|PATH",
                    help="hardware config (default: every shipped one-core config, round-robin); several cores "
                         "(quad, small2, NAME-xN: a shipped config with N cores) get one random stream per core "
                         "with BARRIERs; 'multicore': every config of 2..4 cores derived from default and small, "

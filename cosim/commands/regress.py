@@ -7,7 +7,7 @@ import json
 import sys
 
 from hw.config import list_configs, load_config
-from cosim.cli import add_json_arg, folder_arg, int_arg
+from cosim.cli import add_json_arg, config_arg, folder_arg, int_arg
 from cosim.cluster.interrupts import interruptible
 from cosim.cluster.options import add_cluster_args, cluster_kwargs
 
@@ -25,7 +25,7 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                                    "cluster with --scheduler. The JUnit XML names the testcases as pytest does "
                                    "(test_examples[small-fast-0-verilator], test_unit_cases[small-fast]). Exit 1 "
                                    "when a testcase fails. Needs the repository's tests/ folder (a checkout).")
-    p.add_argument("--configs", nargs="+", metavar="NAME|PATH", default=None,
+    p.add_argument("--configs", type=config_arg, nargs="+", metavar="NAME|PATH", default=None,
                    help="hardware configs (default: every shipped config)")
     p.add_argument("--backends", nargs="+", choices=MEMS, default=list(MEMS), help="memory back-ends (default: both)")
     p.add_argument("--seeds", type=int_arg(1, 100_000), default=3, metavar="N",

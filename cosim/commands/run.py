@@ -16,9 +16,10 @@ from pathlib import Path
 from typing import Any
 
 from hw.config import load_config
+from hw.program import DATA_FILES, FILES
 from hw.result import byte_size
 from cosim import dynamic_run, models
-from cosim.cli import MAX_CYCLES, UserError, add_json_arg, int_arg
+from cosim.cli import MAX_CYCLES, UserError, add_json_arg, config_arg, int_arg
 from cosim.section_report import section_report
 from cosim.waves.gtkw import write_gtkw
 from cosim.waves.vcd_reader import WavesError
@@ -66,7 +67,7 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                                    "run the folder as ./NAME.")
     p.add_argument("kernel", help="example name (see `cosim list`), path.py:function, or a Program folder")
     p.add_argument("--model", choices=[*models.MODELS, "all"], default="all")
-    p.add_argument("--config", default=None, metavar="NAME|PATH",
+    p.add_argument("--config", type=config_arg, default=None, metavar="NAME|PATH",
                    help="hardware config: a name from hw/configs or a JSON path (default: default, or the "
                         "config a Program folder was made for)")
     p.add_argument("-p", "--param", action="append", metavar="KEY=VALUE", help="kernel parameter (repeatable)")
@@ -106,8 +107,22 @@ def _options_of_absent_models(args: argparse.Namespace) -> None:
                             f"{args.model} (add --model {model} or all)")
 
 
+def _outputs_spare_the_program(args: argparse.Namespace) -> None:
+    """Refuse an output file that is one of the Program folder's own files (writing it would destroy the
+    Program being run)."""
+    folder = Path(args.kernel)
+    if not folder.is_dir():
+        return
+    own = {(folder / f).resolve() for f in (*FILES, *DATA_FILES)}
+    for name, value in (("--vcd", args.vcd), ("--trace", args.trace)):
+        if value and Path(value).resolve() in own:
+            raise UserError(f"{name} {value}: is a file of the Program folder {folder} (it would be overwritten; "
+                            f"write it elsewhere)")
+
+
 def run(args: argparse.Namespace) -> int:
     _options_of_absent_models(args)
+    _outputs_spare_the_program(args)
     cfg = load_config(args.config) if args.config else None
     if args.set_values or dynamic_run.is_dynamic(args.kernel):
         if args.param:

@@ -11,7 +11,7 @@ import argparse
 import json
 from pathlib import Path
 
-from cosim.cli import add_json_arg, folder_arg
+from cosim.cli import UserError, add_json_arg, folder_arg
 from cosim.cluster.interrupts import interruptible
 from cosim.cluster.options import add_cluster_args, cluster_kwargs
 
@@ -66,6 +66,9 @@ def run(args: argparse.Namespace) -> int:
     spec = load_spec(args.spec)
     out = Path(args.out) if args.out else default_out_dir(spec)
     results = Path(cluster["results"]) if cluster["results"] else out / "results.jsonl"
+    if Path(args.spec).resolve() in {(out / "sweep.csv").resolve(), (out / "sweep.json").resolve(), results.resolve()}:
+        raise UserError(f"{args.spec}: the sweep writes its report there (--out {out}); move the spec or choose "
+                        f"another --out")
     if args.fresh and results.exists():
         from cosim.cluster.results_file import ResultsFile
 

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import pickle
 import time
 from dataclasses import dataclass
@@ -50,12 +49,13 @@ REWRITE_MIN_CYCLES = 200          # the shortest run rewritten midway (still bus
 RESTART_POINTS = 7                # more soft-reset-and-restart points of each plain run-twice Program
 SETTLE_WRITES = 64                # idle writes after a SOFT_RESET (3 cycles each): the aborted burst ends
 TWICE_CYCLES = 20000              # the longest Program run twice (its idle writes cost harness time)
-REPO = Path(__file__).resolve().parents[2]
 
 
 def mutation_root() -> Path:
     """``<repo>/build/mutation``, or under ``COSIM_BUILD_DIR`` (the build root every tool uses)."""
-    return Path(os.environ.get("COSIM_BUILD_DIR", REPO / "build")).resolve() / "mutation"
+    from testbench.build_cache import build_root
+
+    return build_root() / "mutation"
 
 
 def repo_rtl() -> Path:

@@ -20,12 +20,13 @@ from typing import Any
 
 from hw.config import HwConfig, parse_config
 
-REPO = Path(__file__).resolve().parents[2]
 
 
 def cache_dir() -> Path:
     """``<repo>/build/synth``, or under ``COSIM_BUILD_DIR`` (the build root every tool uses)."""
-    return Path(os.environ.get("COSIM_BUILD_DIR", REPO / "build")).resolve() / "synth"
+    from testbench.build_cache import build_root
+
+    return build_root() / "synth"
 
 
 def area_key(cfg: HwConfig, target: str) -> str:

