@@ -29,7 +29,8 @@ def add_cluster_args(p: argparse.ArgumentParser) -> None:
                         f"after the other in this machine; at most {MAX_WORKERS})")
     g.add_argument("--results", type=folder_arg, default=None, metavar="FILE.jsonl",
                    help="append one JSON record per task as it finishes; run again with the same file to resume "
-                        "(tasks already in it are not run again)")
+                        "(tasks already in it are not run again, failed ones included: delete their lines to "
+                        "retry them)")
     g.add_argument("--task-timeout", type=float_arg(1e-3, 1e9, "a positive number of seconds"), default=None,
                    metavar="SECONDS", help="a task running longer is stopped and recorded as failed (default: none)")
 
