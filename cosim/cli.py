@@ -306,7 +306,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _main(argv: list[str] | None) -> int:
-    from testbench.build_cache import pin_build_root
+    from cosim.models import pin_build_root
 
     pin_build_root()
     try:

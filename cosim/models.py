@@ -306,10 +306,24 @@ def raw_timeout() -> type[Exception]:
     return RawTimeout
 
 
+def build_root() -> Path:
+    """The build folder of every simulator build and cache: env ``COSIM_BUILD_DIR`` (empty: unset), else
+    ``<repo>/build`` (``testbench.build_cache``)."""
+    from testbench.build_cache import build_root as root
+
+    return root()
+
+
+def pin_build_root() -> None:
+    """Make a relative ``COSIM_BUILD_DIR`` absolute for the processes this one starts (they run elsewhere)."""
+    from testbench.build_cache import pin_build_root as pin
+
+    pin()
+
+
 def cached_builds() -> list[Any]:
     """The simulator builds under the build folder, most recently used first (``testbench.build_cache``)."""
     from testbench.build_cache import builds
-    from testbench.rtl_model import build_root
 
     return builds(build_root())
 

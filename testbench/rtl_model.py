@@ -677,8 +677,10 @@ def run_programs(programs: Sequence[Program], cfg: HwConfig | str | Path | None 
                     vcd = vp.with_name(f"{vp.stem}-{k}{vp.suffix}")
                 vcd = vcd.resolve()
                 vcd.parent.mkdir(parents=True, exist_ok=True)
-                results += _run_batch(b, [p], seed, vcd, verbose, pause_prob, options, job_module, waves_opts,
-                                      coverage_file=cov_file(k))
+                # two runs of one kernel name at once share the default file: one writes it at a time
+                with build_lock(vcd.with_name(vcd.name + ".lock")) if vcd_path is None else contextlib.nullcontext():
+                    results += _run_batch(b, [p], seed, vcd, verbose, pause_prob, options, job_module, waves_opts,
+                                          coverage_file=cov_file(k))
     if not keep and all(r.error is None or r.error.get("code") is not None for r in results):
         for d in {r.extra["run_dir"] for r in results}:
             shutil.rmtree(d, ignore_errors=True)

@@ -34,7 +34,7 @@ FMAX_TIMEOUT_S = 1800.0
 
 def cache_dir() -> Path:
     """``<repo>/build/synth``, or under ``COSIM_BUILD_DIR`` (the build root every tool uses)."""
-    from testbench.build_cache import build_root
+    from cosim.models import build_root
 
     return build_root() / "synth"
 

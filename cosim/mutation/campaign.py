@@ -53,7 +53,7 @@ TWICE_CYCLES = 20000              # the longest Program run twice (its idle writ
 
 def mutation_root() -> Path:
     """``<repo>/build/mutation``, or under ``COSIM_BUILD_DIR`` (the build root every tool uses)."""
-    from testbench.build_cache import build_root
+    from cosim.models import build_root
 
     return build_root() / "mutation"
 

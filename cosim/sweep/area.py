@@ -24,7 +24,7 @@ from hw.config import HwConfig, parse_config
 
 def cache_dir() -> Path:
     """``<repo>/build/synth``, or under ``COSIM_BUILD_DIR`` (the build root every tool uses)."""
-    from testbench.build_cache import build_root
+    from cosim.models import build_root
 
     return build_root() / "synth"
 
