@@ -106,7 +106,9 @@ def softmax_in_acc(base: int, n: int, normalize: str = "clz", fill: Any = None) 
     """The softmax steps on the ``n`` Q8 logit vectors at ``acc[base:base+n]`` (one row per lane), using
     ``rows_needed(n, normalize)`` vectors from ``base``; ``fill(view)``, when given, puts the logits
     there after the constants are built (a LOAD overlaps them). Returns the view holding the Q7
-    probabilities (int32, in ``[0, 127]``)."""
+    probabilities (int32, in ``[0, 127]``). The logits of a row must lie within ``2**31 - 1`` of each
+    other (|logit| < 2**30 is enough): step 1's ``x - max`` is a 32-bit lane subtraction, and wraps
+    beyond that."""
     acc = S.acc
     x, z, t = acc[base:base + n], acc[base + n:base + 2 * n], acc[base + 2 * n:base + 3 * n]
     top = base + 3 * n

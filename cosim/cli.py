@@ -48,6 +48,16 @@ def add_config_arg(p: argparse.ArgumentParser) -> None:
                    help="hardware config: a name from hw/configs or a JSON path (default: default)")
 
 
+def settle_rtl_options(args: argparse.Namespace, models: list[str]) -> None:
+    """Refuse ``--mem``/``--sim`` given to a run without the RTL (they would be silently ignored), then fill
+    their defaults (fast, verilator)."""
+    for name, value in (("--mem", args.mem), ("--sim", args.sim)):
+        if value is not None and "rtl" not in models:
+            raise UserError(f"{name} is an option of the RTL model, and this run is --model {args.model} "
+                            f"(add --model rtl or all)")
+    args.mem, args.sim = args.mem or "fast", args.sim or "verilator"
+
+
 def add_json_arg(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
 
@@ -87,17 +97,22 @@ def folder_arg(text: str) -> str:
 
 
 def output_arg(text: str) -> str:
-    """An argparse ``type`` for a file to write: :func:`folder_arg`, and not a FIFO or socket (opening one
-    blocks until a reader comes; /dev/null is fine)."""
+    """An argparse ``type`` for a file to write: :func:`folder_arg`, not a FIFO or socket (opening one
+    blocks until a reader comes; /dev/null is fine), not a folder, and not under a file."""
     import stat
 
     folder_arg(text)
+    parent = Path(text).parent
+    if parent.exists() and not parent.is_dir():  # said now, not after the whole run when the file is written
+        raise argparse.ArgumentTypeError(f"{text}: {parent} is a file, where a folder is needed")
     try:
         mode = os.stat(text).st_mode
     except (OSError, ValueError):
         return text
     if stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode):
         raise argparse.ArgumentTypeError(f"{text}: a FIFO or socket, not a file to write")
+    if stat.S_ISDIR(mode):
+        raise argparse.ArgumentTypeError(f"{text}: a folder, not a file to write")
     return text
 
 

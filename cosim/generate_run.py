@@ -52,9 +52,9 @@ def check_prompt(prompt: str, max_new: int) -> np.ndarray:
         toks = C.encode(prompt)
     except ValueError as e:
         raise GenerateError(str(e)) from None
-    if len(toks) + max_new > C.CONTEXT:
-        raise GenerateError(f"a prompt of {len(toks)} characters and {max_new} new ones do not fit the context of "
-                            f"{C.CONTEXT}")
+    if len(toks) + max_new - 1 > C.CONTEXT:  # the last new character is predicted, never fed back
+        raise GenerateError(f"a prompt of {len(toks)} characters and {max_new} new ones need "
+                            f"{len(toks) + max_new - 1} positions, more than the context of {C.CONTEXT}")
     return toks
 
 
@@ -214,7 +214,9 @@ def generate(prompt: str, max_new: int, chosen: list[str], config: str = "defaul
             ch.advance(i, g.outs[i])
             rtl_cycles.append(res.cycles)
         rep["cycles_rtl"] = rtl_cycles
-        if tlm_steps:
+        if tlm_steps and mem == "protocol":
+            rep["timing_note"] = models.PROTOCOL_NOTE
+        elif tlm_steps:
             rep["tlm_equals_rtl"] = rtl_cycles == [s["cycles"] for s in tlm_steps[:len(rtl_cycles)]] \
                 and len(rtl_cycles) == len(tlm_steps)
     for m, ch in chains.items():

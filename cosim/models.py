@@ -306,6 +306,11 @@ def raw_timeout() -> type[Exception]:
     return RawTimeout
 
 
+# Why TLM and RTL cycles are not compared on the protocol back-end.
+PROTOCOL_NOTE = ("the TLM's cycles model the fast DRAM back-end; the RTL cycles here come from the protocol "
+                 "back-end (cocotbext-axi, its own latencies and backpressure), so the two are not comparable")
+
+
 def build_root() -> Path:
     """The build folder of every simulator build and cache: env ``COSIM_BUILD_DIR`` (empty: unset), else
     ``<repo>/build`` (``testbench.build_cache``)."""

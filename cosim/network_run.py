@@ -262,7 +262,9 @@ def run_network(case: NetCase, chosen: list[str], trace: str | Path | None = Non
         if r.error:
             rep["errors"]["rtl"] = r.error
         logits["rtl"] = case.logits(r.outputs)
-        if timeline is not None:
+        if timeline is not None and mem == "protocol":
+            rep["cycles"]["timing_note"] = models.PROTOCOL_NOTE
+        elif timeline is not None:
             t = timeline.result
             diff = [c for c in t.counters if c in r.counters and t.counters[c] != r.counters[c]]
             rep["cycles"]["tlm_equals_rtl"] = t.cycles == r.cycles and not diff

@@ -155,7 +155,7 @@ def test_generate_cli_json_and_trace(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("argv, words", [
     (["--prompt", "Beautiful is ~"], "not in charlm's vocabulary"),
-    (["--prompt", "a" * 120, "--max-new", "9"], "do not fit the context"),
+    (["--prompt", "a" * 120, "--max-new", "10"], "need 129 positions, more than the context of 128"),
     (["--prompt", ""], "the prompt is empty"),
     (["--prompt", "Be", "--max-new", "0"], "positive integer"),
 ])

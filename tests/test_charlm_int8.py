@@ -42,8 +42,9 @@ def test_decode_steps_equal_the_window_pass_and_fill_the_cache(q: dict) -> None:
 def test_int8_greedy_text_and_context_limit(q: dict) -> None:
     text = Q.generate(q, "Beautiful is", 12)
     assert len(text) == 12 and set(text) <= set(C.vocabulary())
-    with pytest.raises(ValueError, match="do not fit the context"):
-        Q.generate(q, "x" * 120, 9)
+    with pytest.raises(ValueError, match="need 129 positions, more than the context"):
+        Q.generate(q, "x" * 120, 10)
+    assert len(Q.generate(q, "x" * 120, 9)) == 9  # the last character fills position 128 of 128: fits
     full = Q.KVCache(length=C.CONTEXT)
     with pytest.raises(ValueError, match="holds 128 positions"):
         Q.decode_step(q, full, 0)

@@ -10,6 +10,7 @@ of the suite) and a cheap long ALU loop.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -876,6 +877,8 @@ def test_bare_number_for_a_tensor_gets_the_hint(capsys):
     (["--model", "iss", "--sections"], ["--sections", "TLM"]),
     (["--model", "tlm", "--waves"], ["--waves", "RTL"]),
     (["--model", "tlm", "--watchdog", "100"], ["--watchdog", "RTL"]),
+    (["--model", "iss", "--mem", "protocol"], ["--mem", "RTL", "--model iss"]),
+    (["--model", "golden", "--sim", "icarus"], ["--sim", "RTL"]),
     (["-p", "shape=17", "-p", "shape=3", "--model", "tlm"], ["param 'shape' is given twice"]),
 ])
 def test_options_that_would_be_ignored_are_refused(capsys, tmp_path, monkeypatch, args, words):
@@ -891,6 +894,36 @@ def test_an_output_never_overwrites_the_program_run(capsys, folder, option, file
              f"{option} {folder / file}: is a file of the Program folder")
     assert {f.name: f.read_bytes() for f in folder.iterdir()} == before
     assert cosim(capsys, "run", folder, "--model", "tlm", "--trace", folder / "trace.json")[0] == 0
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["generate", "charlm", "--prompt", "B", "--max-new", "1", "--model", "iss", "--sim", "icarus"], ["--sim", "RTL"]),
+    (["net", "digits", "--model", "tlm", "--images", "1", "--mem", "protocol"], ["--mem", "RTL"]),
+])
+def test_rtl_options_without_the_rtl_are_refused(capsys, argv, words):
+    one_line(*cosim(capsys, *argv)[::2], *words)
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["vadd_rows", "--seed", "7"], ["draws its inputs when it is run", "--seed N"]),
+    (["vadd", "--verify-all"], ["--verify-all", "not one", "vadd_rows"]),
+])
+def test_compile_options_that_would_be_ignored_are_refused(capsys, tmp_path, argv, words):
+    one_line(*cosim(capsys, "compile", *argv, "-o", tmp_path / "p")[::2], *words)
+    assert not (tmp_path / "p").exists()
+
+
+@pytest.mark.parametrize("command", [["run", "vadd", "--model", "tlm"], ["generate", "charlm", "--prompt", "B"],
+                                     ["net", "digits", "--images", "1"]])
+def test_a_trace_into_a_fifo_or_a_folder_is_refused_up_front(capsys, tmp_path, command):
+    """Opening a FIFO to write blocks until a reader comes (the run hung); a folder or a path under a file
+    failed only when the file was written, after the whole run."""
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    (tmp_path / "f").write_text("")
+    for target, words in ((fifo, "a FIFO or socket"), (tmp_path, "a folder, not a file"),
+                          (tmp_path / "f" / "t.json", "is a file, where a folder is needed")):
+        one_line(*cosim(capsys, *command, "--trace", target)[::2], words)
 
 
 def test_disasm_names_layout_json_for_bad_sections(capsys, folder):

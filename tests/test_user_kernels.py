@@ -189,6 +189,14 @@ def test_protocol_cycles_are_not_compared(capsys):
     assert rc == 0 and d["cycles_comparable"] is False and "protocol back-end" in d["timing_note"]
     rc, out, err = cosim(capsys, "sim", "--kernels", "vadd", "--mem", "protocol")
     assert "note: the TLM's cycles model the fast DRAM back-end" in out and "cycle error: mean" not in out
+    # generate and net: agreeing models are a match, the cycles are not judged (they exited 1, "DIFFER")
+    rc, out, err = cosim(capsys, "generate", "charlm", "--prompt", "B", "--max-new", "2", "--model", "all", "--mem",
+                         "protocol", "--json")
+    d = json.loads(out)
+    assert rc == 0 and d["match"] and "tlm_equals_rtl" not in d and "fast DRAM back-end" in d["timing_note"]
+    rc, out, err = cosim(capsys, "net", "digits", "--model", "all", "--images", "1", "--mem", "protocol", "--json")
+    d = json.loads(out)
+    assert rc == 0 and "tlm_equals_rtl" not in d["cycles"] and "fast DRAM back-end" in d["cycles"]["timing_note"]
 
 
 def test_inputs_hook_errors_are_one_line(capsys, tmp_path):

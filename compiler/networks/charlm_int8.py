@@ -182,11 +182,12 @@ def int8_forward(q: dict[str, Any], tokens: np.ndarray) -> np.ndarray:
 
 def generate(q: dict[str, Any], prompt: str, count: int) -> str:
     """Greedy continuation of ``prompt`` by ``count`` characters: prefill, then one step per character
-    (prompt and continuation must fit the context)."""
+    after the first. The last character is predicted, never fed back, so prompt and continuation take
+    ``len(prompt) + count - 1`` positions of the context."""
     toks = C.encode(prompt)
-    if not 1 <= len(toks) or len(toks) + count > C.CONTEXT:
-        raise ValueError(f"{C.NAME}: a prompt of {len(toks)} and {count} new characters do not fit the "
-                         f"context of {C.CONTEXT}")
+    if not 1 <= len(toks) or len(toks) + count - 1 > C.CONTEXT:
+        raise ValueError(f"{C.NAME}: a prompt of {len(toks)} and {count} new characters need "
+                         f"{len(toks) + count - 1} positions, more than the context of {C.CONTEXT}")
     cache, logits = prefill(q, toks)
     out = []
     for i in range(count):

@@ -12,7 +12,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from cosim.cli import float_arg, folder_arg, int_arg
+from cosim.cli import float_arg, int_arg, output_arg
 from cosim.cluster.engine import scheduler_address
 
 MAX_WORKERS = 256  # processes of an embedded cluster on one machine (a larger one goes to --scheduler)
@@ -27,7 +27,7 @@ def add_cluster_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--workers", type=int_arg(0, MAX_WORKERS), default=None, metavar="N",
                    help="worker processes of the embedded cluster (default: one per core; 0: no Dask, one task "
                         f"after the other in this machine; at most {MAX_WORKERS})")
-    g.add_argument("--results", type=folder_arg, default=None, metavar="FILE.jsonl",
+    g.add_argument("--results", type=output_arg, default=None, metavar="FILE.jsonl",
                    help="append one JSON record per task as it finishes; run again with the same file to resume "
                         "(tasks already in it are not run again, failed ones included: delete their lines to "
                         "retry them)")

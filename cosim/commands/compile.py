@@ -24,7 +24,9 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                    help="Program folder to write")
     p.add_argument("-p", "--param", action="append", default=[], metavar="KEY=VALUE",
                    help="override a parameter (repeatable), e.g. -p shape=4x3x33 -p tile=8")
-    p.add_argument("--seed", type=int_arg(0), default=0, help="seed of the random inputs (default 0)")
+    p.add_argument("--seed", type=int_arg(0), default=None,
+                   help="seed of the random inputs (default 0; a dynamic example draws its inputs when it is run: "
+                        "cosim run FOLDER --set ... --seed N)")
     p.add_argument("--verify-all", action="store_true",
                    help="a dynamic example: trace every value of its variable and check the driver against each "
                         "(the default checks samples of every piece)")
@@ -38,6 +40,9 @@ def run(args: argparse.Namespace) -> int:
     if args.kernel in DYNAMIC_EXAMPLES:  # one folder for every value, with its Python and C drivers
         if args.param:
             raise ValueError(f"{args.kernel}: a dynamic example takes no -p (its variable is set at run time)")
+        if args.seed is not None:
+            raise ValueError(f"{args.kernel}: a dynamic example draws its inputs when it is run (cosim run FOLDER "
+                             f"--set ... --seed N), not here")
         dp = DYNAMIC_EXAMPLES[args.kernel].compile(cfg, verify_all=args.verify_all)
         d = save_dynamic(dp, args.out)
         line = {"kernel": args.kernel, "config": cfg.name, "dir": str(d), "variable": dp.var.name,
@@ -45,6 +50,10 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(line) if args.json else f"{args.kernel}: {dp.var.name} in {dp.var.min}..{dp.var.max}, "
               f"{len(dp.pieces)} driver pieces from {dp.traces} traces, config {cfg.name} -> {d}")
         return 0
+    if args.verify_all:
+        raise ValueError(f"{args.kernel}: --verify-all checks a dynamic example's driver, and this is not one "
+                         f"(dynamic examples: {', '.join(sorted(DYNAMIC_EXAMPLES))})")
+    args.seed = 0 if args.seed is None else args.seed
     params = parse_params(args.kernel, args.param)
     case = make_case(args.kernel, cfg, params, seed=args.seed)
     prog = case.program

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from cosim.cli import UserError, add_config_arg, add_json_arg, folder_arg
+from cosim.cli import UserError, add_config_arg, add_json_arg, output_arg
 
 MODEL_CHOICES = ("golden", "iss", "tlm")
 
@@ -41,10 +41,10 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                    help="run only the node cases matching this fnmatch pattern (repeatable; default: the whole selection)")
     p.add_argument("--rtl", action="store_true",
                    help="also run on the RTL: two node cases, and the digits test split")
-    p.add_argument("--markdown", type=folder_arg, metavar="FILE",
+    p.add_argument("--markdown", type=output_arg, metavar="FILE",
                    help="write the node-case table as markdown (into a file that has the table's markers: between "
                         "them, as docs/onnx.md)")
-    p.add_argument("--out-json", type=folder_arg, metavar="FILE", help="write the whole result as JSON")
+    p.add_argument("--out-json", type=output_arg, metavar="FILE", help="write the whole result as JSON")
     add_config_arg(p)
     add_json_arg(p)
     return p

@@ -9,7 +9,7 @@ import sys
 from typing import Any
 
 from hw.result import byte_size
-from cosim.cli import UserError, add_config_arg, add_json_arg, folder_arg, int_arg
+from cosim.cli import UserError, add_config_arg, add_json_arg, int_arg, output_arg, settle_rtl_options
 
 NETWORKS = ("charlm",)
 
@@ -29,15 +29,17 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("name", choices=NETWORKS, help="the network (charlm)")
     p.add_argument("--prompt", required=True, help="the prompt (characters of the Zen of Python's vocabulary)")
     p.add_argument("--max-new", type=int_arg(1, 127), default=32, metavar="N",
-                   help="characters to generate (default 32; prompt + N must fit the context of 128)")
+                   help="characters to generate (default 32; prompt + N - 1 positions must fit the context of 128)")
     p.add_argument("--model", choices=[*GEN_MODELS, "all"], default="tlm",
                    help="model to run (default: tlm; all = golden, iss, tlm and rtl)")
     add_config_arg(p)
-    p.add_argument("--trace", type=folder_arg, metavar="FILE",
+    p.add_argument("--trace", type=output_arg, metavar="FILE",
                    help="write a Perfetto trace JSON here: one span per step and one per layer of each step "
                         "(the TLM's cycles; runs the TLM)")
-    p.add_argument("--sim", choices=["verilator", "icarus"], default="verilator", help="RTL simulator")
-    p.add_argument("--mem", choices=["fast", "protocol"], default="fast", help="RTL memory back-end")
+    p.add_argument("--sim", choices=["verilator", "icarus"], default=None,
+                   help="RTL simulator (default verilator)")
+    p.add_argument("--mem", choices=["fast", "protocol"], default=None,
+                   help="RTL memory back-end (default fast)")
     add_json_arg(p)
     return p
 
@@ -46,6 +48,7 @@ def run(args: argparse.Namespace) -> int:
     from cosim.generate_run import GEN_MODELS, GenerateError, check_prompt, generate
 
     chosen = list(GEN_MODELS) if args.model == "all" else [args.model]
+    settle_rtl_options(args, chosen)
     try:
         check_prompt(args.prompt, args.max_new)   # before any progress line: a bad prompt is one line
         if not args.json:
@@ -82,6 +85,8 @@ def _print(rep: dict[str, Any]) -> None:
                 print(("  per token " if k == 0 else "            ") + "  ".join(items[k:k + 8]))
         if "tlm_equals_rtl" in rep:
             print(f"  RTL cycles {'equal the TLM' if rep['tlm_equals_rtl'] else 'DIFFER from the TLM'} at every step")
+        if rep.get("timing_note"):
+            print(f"  note: {rep['timing_note']}")
         if per:
             print(f"  {rep['tokens_per_s']:,.0f} tokens/s at {rep['clock_mhz']} MHz; DRAM "
                   f"{byte_size(int(rep['dram_bytes_per_token']))} per token")

@@ -10,7 +10,7 @@ from typing import Any
 
 from hw.config import load_config
 from hw.result import byte_size
-from cosim.cli import UserError, add_config_arg, add_json_arg, folder_arg, int_arg
+from cosim.cli import UserError, add_config_arg, add_json_arg, int_arg, output_arg, settle_rtl_options
 from cosim.network_run import (NET_MODELS, count_test_images, get_network, load_inputs, make_net_case, network_names,
                                run_network, with_samples_from)
 
@@ -44,11 +44,13 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                         "accuracy); a user graph without it runs seeded random samples")
     p.add_argument("--seed", type=int_arg(0), default=0, help="seed of a user graph's random samples (default 0)")
     add_config_arg(p)
-    p.add_argument("--trace", type=folder_arg, metavar="FILE",
+    p.add_argument("--trace", type=output_arg, metavar="FILE",
                    help="write the TLM run's Chrome/Perfetto trace JSON here, one span per layer on the "
                         "'sections' track (needs the TLM: --model tlm, rtl or all)")
-    p.add_argument("--sim", choices=["verilator", "icarus"], default="verilator", help="RTL simulator")
-    p.add_argument("--mem", choices=["fast", "protocol"], default="fast", help="RTL memory back-end")
+    p.add_argument("--sim", choices=["verilator", "icarus"], default=None,
+                   help="RTL simulator (default verilator)")
+    p.add_argument("--mem", choices=["fast", "protocol"], default=None,
+                   help="RTL memory back-end (default fast)")
     add_json_arg(p)
     return p
 
@@ -63,6 +65,7 @@ def run(args: argparse.Namespace) -> int:
 
     cfg = with_dram(load_config(args.config), getattr(network, "min_dram_bytes", 0))
     chosen = list(NET_MODELS) if args.model == "all" else [args.model]
+    settle_rtl_options(args, chosen)
     if args.trace and not {"tlm", "rtl"} & set(chosen):
         raise UserError("--trace needs a TLM run: use --model tlm, rtl or all")
     data = load_inputs(args.input, network) if args.input else None
@@ -113,6 +116,8 @@ def _print(rep: dict[str, Any], sections: Any, network: Any) -> None:
         agree = cyc.get("tlm_equals_rtl")
         tail = "" if agree is None else ("; TLM = RTL (cycles and counters)" if agree else "; TLM != RTL")
         print(f"cycles: {', '.join(parts)} ({cyc['per_image']:,.1f} per image){tail}")
+        if cyc.get("timing_note"):
+            print(f"note: {cyc['timing_note']}")
     if rep.get("layers_note"):
         print(f"per layer: {rep['layers_note']}")
     if sections is not None:

@@ -7,7 +7,7 @@ import json
 import sys
 
 from hw.config import list_configs, load_config
-from cosim.cli import add_json_arg, config_arg, folder_arg, int_arg
+from cosim.cli import add_json_arg, config_arg, int_arg, output_arg
 from cosim.cluster.interrupts import interruptible
 from cosim.cluster.options import add_cluster_args, cluster_kwargs
 
@@ -37,7 +37,7 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--examples-per-task", type=int_arg(0), default=0, metavar="N",
                    help="split each cell's examples into tasks of N (more simulator processes, spread wider; "
                         "default 0: a cell's examples in one simulator process)")
-    p.add_argument("--junit", type=folder_arg, default=None, metavar="FILE.xml",
+    p.add_argument("--junit", type=output_arg, default=None, metavar="FILE.xml",
                    help="write the JUnit XML here at the end")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     add_json_arg(p)

@@ -19,7 +19,7 @@ from hw.config import load_config
 from hw.program import DATA_FILES, FILES
 from hw.result import byte_size
 from cosim import dynamic_run, models
-from cosim.cli import MAX_CYCLES, UserError, add_json_arg, config_arg, int_arg
+from cosim.cli import MAX_CYCLES, UserError, add_json_arg, config_arg, int_arg, output_arg
 from cosim.section_report import section_report
 from cosim.waves.gtkw import write_gtkw
 from cosim.waves.vcd_reader import WavesError
@@ -33,8 +33,6 @@ FAILURE_WINDOW_CYCLES = 10_000
 TLM_FAILURE_VCD_MAX_INSNS = 400_000
 # Why TLM and RTL cycles of a protocol back-end run are not compared (docs/microarch.md: the timing contract
 # is the fast back-end's).
-PROTOCOL_NOTE = ("the TLM's cycles model the fast DRAM back-end; the RTL cycles here come from the protocol "
-                 "back-end (cocotbext-axi, its own latencies and backpressure), so the two are not comparable")
 
 
 def window_arg(text: str) -> tuple[int, int]:
@@ -75,8 +73,10 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                    help="value of a run-time variable of a dynamic Program or example (repeatable; see "
                         "`cosim list`)")
     p.add_argument("--seed", type=int_arg(0), default=0, help="seed of the random inputs (default 0)")
-    p.add_argument("--sim", choices=["verilator", "icarus"], default="verilator", help="RTL simulator")
-    p.add_argument("--mem", choices=["fast", "protocol"], default="fast", help="RTL memory back-end")
+    p.add_argument("--sim", choices=["verilator", "icarus"], default=None,
+                   help="RTL simulator (default verilator)")
+    p.add_argument("--mem", choices=["fast", "protocol"], default=None,
+                   help="RTL memory back-end (default fast)")
     p.add_argument("--waves", action="store_true",
                    help="RTL: write a VCD named after kernel, config, back-end (from reset; cut at the size cap)")
     p.add_argument("--waves-window", type=window_arg, metavar="FIRST:LAST",
@@ -84,8 +84,8 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                         "failing run's waveform)")
     p.add_argument("--watchdog", type=positive_int, metavar="CYCLES",
                    help="RTL: report TIMEOUT after this many cycles (default: a bound computed from the Program)")
-    p.add_argument("--vcd", metavar="FILE", help="TLM: write the timeline VCD here")
-    p.add_argument("--trace", metavar="FILE", help="TLM: write a Chrome/Perfetto trace JSON here (one span per "
+    p.add_argument("--vcd", type=output_arg, metavar="FILE", help="TLM: write the timeline VCD here")
+    p.add_argument("--trace", type=output_arg, metavar="FILE", help="TLM: write a Chrome/Perfetto trace JSON here (one span per "
                                                    "section of a kernel that calls S.section)")
     p.add_argument("--sections", action="store_true",
                    help="TLM: trace the run and print the per-section table (cycles that sum to CYCLES, MACs, DMA "
@@ -100,7 +100,7 @@ def _options_of_absent_models(args: argparse.Namespace) -> None:
         return
     for model, given in (("tlm", [("--vcd", args.vcd), ("--trace", args.trace), ("--sections", args.sections)]),
                          ("rtl", [("--waves", args.waves), ("--waves-window", args.waves_window),
-                                  ("--watchdog", args.watchdog)])):
+                                  ("--watchdog", args.watchdog), ("--mem", args.mem), ("--sim", args.sim)])):
         used = [name for name, v in given if v]
         if used and args.model != model:
             raise UserError(f"{used[0]} is an option of the {model.upper()} model, and this run is --model "
@@ -122,6 +122,7 @@ def _outputs_spare_the_program(args: argparse.Namespace) -> None:
 
 def run(args: argparse.Namespace) -> int:
     _options_of_absent_models(args)
+    args.mem, args.sim = args.mem or "fast", args.sim or "verilator"
     _outputs_spare_the_program(args)
     cfg = load_config(args.config) if args.config else None
     if args.set_values or dynamic_run.is_dynamic(args.kernel):
@@ -239,7 +240,7 @@ def protocol_timing_note(reports: list[dict[str, Any]], mem: str) -> str:
     models_run = {r["model"] for r in reports if r.get("cycles")}
     if mem != "protocol" or not {"tlm", "rtl"} <= models_run:
         return ""
-    return PROTOCOL_NOTE
+    return models.PROTOCOL_NOTE
 
 
 def error_text(err: dict[str, Any]) -> str:

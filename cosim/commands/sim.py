@@ -16,7 +16,6 @@ from hw.program import Program
 from hw.result import RunResult
 from cosim import models
 from cosim.cli import add_config_arg, add_json_arg, int_arg
-from cosim.commands.run import PROTOCOL_NOTE
 from cosim.network_run import get_network, golden_result, judge_net, make_net_case, network_names
 
 NET_PREFIX = "net:"  # a network's row: net:NAME
@@ -111,7 +110,7 @@ def run(args: argparse.Namespace) -> int:
     # the TLM models the fast back-end's DRAM timing: cycles of the protocol back-end are not its to match
     comparable = args.mem == "fast" or not any(row["rtl"] for row in rows)
     if args.json:
-        extra = {} if comparable else {"cycles_comparable": False, "timing_note": PROTOCOL_NOTE}
+        extra = {} if comparable else {"cycles_comparable": False, "timing_note": models.PROTOCOL_NOTE}
         print(json.dumps({"config": cfg.name, "match": ok, "kernels": rows, "skipped": skipped, **extra}))
         return 0 if ok else 1
     w = max([17, *(len(r["kernel"]) for r in rows + skipped)]) + 1  # the kernel column, a space after the longest
@@ -133,7 +132,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"{row['kernel']:<{w}}skipped on config {row['config']}: {row['reason']}")
     errs = [abs(r["error_pct"]) for r in rows if r["error_pct"] is not None]
     if not comparable:
-        print(f"note: {PROTOCOL_NOTE}")
+        print(f"note: {models.PROTOCOL_NOTE}")
     elif errs:
         print(f"TLM vs RTL cycle error: mean {sum(errs) / len(errs):.2f} %, max {max(errs):.2f} %")
     note = f" ({len(skipped)} skipped: the config cannot hold them)" if skipped else ""
