@@ -228,6 +228,7 @@ class _Seen:
     """Whether a Ctrl-C came since :func:`watch_sigint`."""
 
     sigint = False
+    sigterm = False
 
 
 def _on_sigint(signum: int, frame: Any) -> None:
@@ -236,39 +237,23 @@ def _on_sigint(signum: int, frame: Any) -> None:
 
 
 class Terminated(KeyboardInterrupt):
-    """SIGTERM came: unwound as a Ctrl-C is (work folders removed, locks released, results files left valid),
-    after what this process started (simulators, compilers) was killed."""
+    """SIGTERM came: unwound as a Ctrl-C is (the simulator or compiler being waited for is killed, work
+    folders removed, locks released, a campaign's cluster stopped and its results file left valid)."""
 
 
 def _on_sigterm(signum: int, frame: Any) -> None:
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    _Seen.sigint = True
-    try:
-        import psutil  # a dependency of distributed
-
-        children = psutil.Process().children(recursive=True)
-        for child in children:  # a task process removes its work folder on SIGTERM
-            try:
-                child.terminate()
-            except psutil.Error:
-                pass
-        for child in psutil.wait_procs(children, timeout=2)[1]:
-            try:
-                child.kill()
-            except psutil.Error:
-                pass
-    except ImportError:
-        pass
+    _Seen.sigint = _Seen.sigterm = True
     raise Terminated
 
 
 def watch_sigint() -> Callable[[], None]:
     """Note every Ctrl-C (then raise KeyboardInterrupt, as Python does) until the returned undo is called.
     A library may turn the KeyboardInterrupt into another error (numpy's import, interrupted in its C
-    extension, raises ImportError): :func:`sigint_seen` still tells it was a Ctrl-C. A SIGTERM kills the
-    processes this one started and then unwinds the same way (:class:`Terminated`); without it Python would
-    end at once, leaving a simulator or a compiler running on in a build folder no lock protects."""
-    _Seen.sigint = False
+    extension, raises ImportError): :func:`sigint_seen` still tells it was a Ctrl-C. A SIGTERM unwinds the
+    same way (:class:`Terminated`); without it Python would end at once, leaving a simulator or a compiler
+    running on in a build folder no lock protects any more."""
+    _Seen.sigint = _Seen.sigterm = False
     main_thread = threading.current_thread() is threading.main_thread()
     if not main_thread or signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
         return lambda: None  # Ctrl-C ignored, or handled by the program around: leave it so
@@ -305,7 +290,7 @@ def forget_handled_interrupt() -> None:
 
 def _interrupted(who: str, e: BaseException) -> int:
     """Say that a Ctrl-C (exit 130) or a SIGTERM (exit 143) ended the command."""
-    if isinstance(e, Terminated) or isinstance(e.__context__, Terminated):
+    if _Seen.sigterm or isinstance(e, Terminated):  # a command may turn it into its own KeyboardInterrupt
         print(f"{who}: terminated", file=sys.stderr)
         return 143
     print(f"{who}: interrupted", file=sys.stderr)

@@ -295,3 +295,15 @@ def test_sigterm_to_cosim_alone_ends_the_simulator_too(tmp_path):
     code, out, err, sent = interrupt(cmd, tmp_path / "none", ("simulating", simulating), limit_s=900,
                                      sig=signal.SIGTERM, group=False)
     assert sent and code == 143 and err.splitlines() == ["cosim run: terminated"], (code, err)
+
+
+def test_sigterm_to_a_campaign_alone_stops_its_cluster(tmp_path):
+    """SIGTERM to the `cosim fuzz` process only, mid-run on the embedded cluster: exit 143 and one
+    'terminated' line, a valid results file, no worker or task process left (checked by interrupt())."""
+    results = tmp_path / "fuzz.jsonl"
+    cmd = [*COSIM, "fuzz", "--count", str(FUZZ_COUNT), "--seed", "4", "--chunk", str(FUZZ_CHUNK), "--workers", "2",
+           "--quiet", "--results", str(results)]
+    code, out, err, sent = interrupt(cmd, results, records(1, "first record"), sig=signal.SIGTERM, group=False)
+    check_results(results)
+    if sent and code not in (0, 1):  # not over before the signal came
+        assert code == 143 and err.splitlines() == ["cosim fuzz: terminated"], (code, err)

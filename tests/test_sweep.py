@@ -303,3 +303,11 @@ def test_rtl_sample_reports_the_cycle_error(tmp_path: Path, capsys: pytest.Captu
     assert rep["counts"]["rtl_points"] == len(ran) == 1
     assert ran[0]["rtl_cycles"] == ran[0]["tlm_cycles"] and ran[0]["error_pct"] == 0.0 and ran[0]["tlm_equals_rtl"]
     assert rep["rtl"]["max_abs_error_pct"] == 0.0
+
+
+def test_optional_config_keys_are_parameters(tmp_path: Path) -> None:
+    """Bursts in flight are config keys a one-core base leaves out at their default: a sweep still takes them."""
+    p = _write(tmp_path, "base: small\nparameters: {dram_reads_in_flight: [1, 2], dram_writes_in_flight: [1, 3]}\n"
+                         "workloads: [{example: vadd}]")
+    spec = load_spec(p)
+    assert spec.parameters == {"dram_reads_in_flight": [1, 2], "dram_writes_in_flight": [1, 3]}

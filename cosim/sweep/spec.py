@@ -40,8 +40,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from hw.config import (ConfigError, DuplicateKeyError, HwConfig, config_path, list_configs, load_config, parse_config,
-                       unique_keys)
+from hw.config import (OPTIONAL_KEYS, ConfigError, DuplicateKeyError, HwConfig, config_path, list_configs, load_config,
+                       parse_config, unique_keys)
 from cosim.sweep.workloads import Workload, check_workload, with_base_defaults
 
 # The grid is expanded in full: beyond this many configs a spec must sample it.
@@ -292,6 +292,7 @@ def _base(v: Any, p: Path, err: Any) -> HwConfig:
 
 def _parameters(v: Any, base: HwConfig, err: Any) -> dict[str, list[Any]]:
     keys = list(base.hardware_dict())
+    keys += [k for k in OPTIONAL_KEYS if k not in keys]  # left out of hardware_dict at their default
     if v is None:
         return {}
     if not isinstance(v, dict):
