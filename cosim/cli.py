@@ -306,10 +306,10 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _main(argv: list[str] | None) -> int:
-    from cosim.models import pin_build_root
-
-    pin_build_root()
     try:
+        from cosim.models import pin_build_root
+
+        pin_build_root()
         ap = build_parser()  # imports every command: seconds on a loaded machine, so Ctrl-C may come here
         args = ap.parse_args(argv)
     except SystemExit as e:  # --help (0) or a one-line argparse error (2)

@@ -267,7 +267,9 @@ def test_an_unwritable_page_is_one_line_naming_it(tmp_path, capsys):
     """A folder path through a file, and a full device: one line naming the path, nothing else."""
     (tmp_path / "afile").write_text("")
     assert main(["report", "-o", str(tmp_path / "afile" / "r.html")]) == 2
-    want = f"cosim report: error: {tmp_path / 'afile'}: a file, where a folder is needed"
+    page = tmp_path / "afile" / "r.html"
+    want = (f"cosim report: error: argument -o/--out: {page}: {tmp_path / 'afile'} is a file, where a folder is "
+            f"needed (see cosim report --help)")
     assert capsys.readouterr().err.strip() == want
     if Path("/dev/full").exists():
         assert main(["report", "-o", "/dev/full"]) == 2
