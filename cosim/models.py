@@ -306,7 +306,8 @@ def raw_timeout() -> type[Exception]:
     return RawTimeout
 
 
-# Why TLM and RTL cycles are not compared on the protocol back-end.
+# Why TLM and RTL cycles of a protocol back-end run are not compared (docs/microarch.md: the timing contract
+# is the fast back-end's).
 PROTOCOL_NOTE = ("the TLM's cycles model the fast DRAM back-end; the RTL cycles here come from the protocol "
                  "back-end (cocotbext-axi, its own latencies and backpressure), so the two are not comparable")
 

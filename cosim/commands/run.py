@@ -31,8 +31,6 @@ FAILURE_WINDOW_CYCLES = 10_000
 # on a 24k-instruction vadd), so a failing TLM run gets one only up to this many instructions
 # (about 100 MB).
 TLM_FAILURE_VCD_MAX_INSNS = 400_000
-# Why TLM and RTL cycles of a protocol back-end run are not compared (docs/microarch.md: the timing contract
-# is the fast back-end's).
 
 
 def window_arg(text: str) -> tuple[int, int]:
@@ -85,8 +83,9 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--watchdog", type=positive_int, metavar="CYCLES",
                    help="RTL: report TIMEOUT after this many cycles (default: a bound computed from the Program)")
     p.add_argument("--vcd", type=output_arg, metavar="FILE", help="TLM: write the timeline VCD here")
-    p.add_argument("--trace", type=output_arg, metavar="FILE", help="TLM: write a Chrome/Perfetto trace JSON here (one span per "
-                                                   "section of a kernel that calls S.section)")
+    p.add_argument("--trace", type=output_arg, metavar="FILE",
+                   help="TLM: write a Chrome/Perfetto trace JSON here (one span per section of a kernel that calls "
+                        "S.section)")
     p.add_argument("--sections", action="store_true",
                    help="TLM: trace the run and print the per-section table (cycles that sum to CYCLES, MACs, DMA "
                         "bytes, busy/stall per unit; JSON: 'sections') of a kernel that calls S.section")
