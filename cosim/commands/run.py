@@ -19,7 +19,7 @@ from hw.config import load_config
 from hw.program import DATA_FILES, FILES
 from hw.result import byte_size
 from cosim import dynamic_run, models
-from cosim.cli import MAX_CYCLES, UserError, add_json_arg, config_arg, int_arg, output_arg
+from cosim.cli import MAX_CYCLES, UserError, add_json_arg, config_arg, int_arg, output_arg, settle_rtl_options
 from cosim.section_report import section_report
 from cosim.waves.gtkw import write_gtkw
 from cosim.waves.vcd_reader import WavesError
@@ -99,7 +99,7 @@ def _options_of_absent_models(args: argparse.Namespace) -> None:
         return
     for model, given in (("tlm", [("--vcd", args.vcd), ("--trace", args.trace), ("--sections", args.sections)]),
                          ("rtl", [("--waves", args.waves), ("--waves-window", args.waves_window),
-                                  ("--watchdog", args.watchdog), ("--mem", args.mem), ("--sim", args.sim)])):
+                                  ("--watchdog", args.watchdog)])):
         used = [name for name, v in given if v]
         if used and args.model != model:
             raise UserError(f"{used[0]} is an option of the {model.upper()} model, and this run is --model "
@@ -121,7 +121,7 @@ def _outputs_spare_the_program(args: argparse.Namespace) -> None:
 
 def run(args: argparse.Namespace) -> int:
     _options_of_absent_models(args)
-    args.mem, args.sim = args.mem or "fast", args.sim or "verilator"
+    settle_rtl_options(args, list(models.MODELS) if args.model == "all" else [args.model])
     _outputs_spare_the_program(args)
     cfg = load_config(args.config) if args.config else None
     if args.set_values or dynamic_run.is_dynamic(args.kernel):
