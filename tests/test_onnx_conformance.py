@@ -166,6 +166,17 @@ def test_cli_runs_a_pattern_and_writes_json(capsys: pytest.CaptureFixture[str], 
     assert code == (0 if n["failed"] == 0 else 1)
 
 
+def test_cli_rtl_lists_the_rtl_only_where_a_sample_case_ran(capsys: pytest.CaptureFixture[str]) -> None:
+    # No RTL sample case in the selection: nothing runs on the RTL, so the report must not say it did.
+    args = ["conformance", "nodes", "--case", "maxpool_2d_default", "--models", "golden", "--rtl"]
+    main(args + ["--json"])
+    rep = json.loads(capsys.readouterr().out)
+    assert rep["nodes"]["meta"]["models"] == ["golden"]
+    main(args)
+    err = capsys.readouterr().err
+    assert "--rtl: the selection holds none of the RTL sample's node cases" in err
+
+
 def test_cli_refuses_bad_arguments_in_one_line(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["conformance", "nodes", "--case", "no_such_case"]) == 2
     err = capsys.readouterr().err.strip()

@@ -62,11 +62,14 @@ def run(args: argparse.Namespace) -> int:
             selected = [c for c in selected if cases.selected(c.name, tuple(args.case))]
         if not selected:
             raise UserError(f"--case {' '.join(args.case)}: no node case of the selection matches")
-        rtl = runner.RTL_SAMPLE if args.rtl else ()
+        rtl = tuple(c.name for c in selected if c.name in runner.RTL_SAMPLE) if args.rtl else ()
+        if args.rtl and not rtl and not args.json:  # said, not refused: --rtl also covers the digits suite
+            print(f"note: --rtl: the selection holds none of the RTL sample's node cases "
+                  f"({', '.join(runner.RTL_SAMPLE)}); the node cases run without the RTL", file=sys.stderr)
         say = (lambda r: None) if args.json else (lambda r: print(f"  {r.case:48s} {r.status:8s} {r.reason}",
                                                                    file=sys.stderr, flush=True))
         results = runner.run_suite(selected, args.models, args.config, rtl, progress=say)
-        meta = {"models": list(args.models) + (["rtl"] if args.rtl else []), "config": args.config}
+        meta = {"models": list(args.models) + (["rtl"] if rtl else []), "config": args.config}
         rep["nodes"] = table.to_json(results, meta)
         ok = ok and table.counts(results)["failed"] == 0
         if args.markdown:
