@@ -33,7 +33,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from compiler.build import check_dependences, insert_tokens, layout, to_insn, trace_cores, verify_program
+from compiler.build import check_dependences, insert_tokens, layout, sections, to_insn, trace_cores, verify_program
 from compiler.errors import CompileError, ConfigFitError
 from compiler.ir import LoadOp, StoreOp
 from compiler.kernel import Kernel, as_kernel
@@ -71,7 +71,8 @@ class Piece(DriverPiece):
 @dataclass(frozen=True)
 class StaticTrace:
     """A kernel compiled statically for one value: its Program's words, constants, regions and CSR writes,
-    and the same split for the driver (``entries``: relative words, constant words, region sizes)."""
+    and the same split for the driver (``entries``: relative words, constant words, region sizes), with its
+    named sections (``meta["sections"]`` of the static compile)."""
 
     words: list[int]
     pool: bytes
@@ -81,6 +82,7 @@ class StaticTrace:
     insns: int
     consts: int
     relocs: tuple[tuple[int, int, int, int], ...]
+    sections: tuple[tuple[str, int, int], ...] = ()  # (name, first, count): one piece has one stream shape
 
 
 @dataclass
@@ -92,6 +94,11 @@ class DynamicProgram:
     pieces: list[Piece]
     dram_end: int
     traces: int  # kernel traces the compile took
+
+    def sections_of(self, v: int) -> list[dict[str, Any]]:
+        """The named sections (``S.section``, a network's layers) of value ``v``'s Program, as a static
+        compile's ``meta["sections"]`` lists them (empty when the kernel names none)."""
+        return sections_of(self.program.meta, v)
 
     def driver_json(self) -> dict[str, Any]:
         """``dynamic.json``: the variable, the base register writes, the layout rule and the pieces."""
@@ -129,7 +136,8 @@ def static_trace(kernel: Kernel, args: Mapping[str, Any], cfg: HwConfig, name: s
     """The kernel on concrete ``args`` compiled as :func:`compiler.build.build` compiles it on one core (its
     own packed layout, the stream proved), with the driver's split of it (:class:`StaticTrace`)."""
     tr = trace_cores(kernel, args, cfg, name, cores=1)[0]
-    nodes = insert_tokens(tr, cfg, [])
+    starts: list[int] = []
+    nodes = insert_tokens(tr, cfg, starts)
     regions = layout(tr, cfg, len(nodes))
     by_name = {r.name: r for r in regions}
     insns = [to_insn(n, by_name, cfg) for n in nodes]
@@ -138,7 +146,8 @@ def static_trace(kernel: Kernel, args: Mapping[str, Any], cfg: HwConfig, name: s
     pool = tr.pool.array().tobytes() if tr.pool is not None and tr.pool.count else b""
     index = {r.name: i for i, r in enumerate(regions)}
     targets = [index[n.op.tensor.region] if isinstance(n.op, (LoadOp, StoreOp)) else None for n in nodes]
-    return split_static(insns, regions, pool, targets, cfg, name)
+    return split_static(insns, regions, pool, targets, cfg, name,
+                        sections(tr.sections, starts, len(nodes)) if tr.sections else [])
 
 
 def program_trace(prog: Program, name: str) -> StaticTrace:
@@ -157,7 +166,7 @@ def program_trace(prog: Program, name: str) -> StaticTrace:
             targets.append(None)
     const = prog.inputs.get(CONST_REGION)
     pool = np.asarray(const).tobytes() if const is not None else b""
-    return split_static(list(prog.insns), regions, pool, targets, prog.config, name)
+    return split_static(list(prog.insns), regions, pool, targets, prog.config, name, prog.meta.get("sections", []))
 
 
 def _elem_bytes(insn: Load | Store, cfg: HwConfig) -> int:
@@ -167,9 +176,10 @@ def _elem_bytes(insn: Load | Store, cfg: HwConfig) -> int:
 
 
 def split_static(insns: list[Instruction], regions: list[Region], pool: bytes, targets: list[int | None],
-                 cfg: HwConfig, name: str) -> StaticTrace:
+                 cfg: HwConfig, name: str, secs: list[dict[str, Any]] | None = None) -> StaticTrace:
     """The driver's split of a static compile: each LOAD/STORE's DRAM field made relative to the region
-    ``targets[i]`` (a relocation), the constants as 16-byte words, the regions' sizes."""
+    ``targets[i]`` (a relocation), the constants as 16-byte words, the regions' sizes; ``secs`` its
+    ``meta["sections"]``."""
     isa = isa_of(cfg)
     words = [isa.encode_word(i) for i in insns]
     rel = list(words)
@@ -189,7 +199,8 @@ def split_static(insns: list[Instruction], regions: list[Region], pool: bytes, t
         raise CompileError(f"kernel '{name}': its constants ({len(pool)} bytes) are not whole 16-byte words")
     consts = [int.from_bytes(pool[i:i + INSN_BYTES], "little") for i in range(0, len(pool), INSN_BYTES)]
     return StaticTrace(words, pool, regions, make_regs(cfg, regions, [(0, len(insns))]),
-                       rel + consts + [r.nbytes for r in regions], len(words), len(consts), tuple(relocs))
+                       rel + consts + [r.nbytes for r in regions], len(words), len(consts), tuple(relocs),
+                       tuple((s["name"], s["first"], s["count"]) for s in secs or []))
 
 
 def compile_dynamic(kernel: Any, args: Mapping[str, Any], var: Var, cfg: HwConfig, name: str | None = None,
@@ -244,7 +255,7 @@ def compile_traces(trace_of: Callable[[int], StaticTrace], var: Var, cfg: HwConf
     span = 0  # the length of the last piece of several values
 
     def same_shape(a: StaticTrace, b: StaticTrace) -> bool:
-        return (a.insns, a.consts, a.relocs) == (b.insns, b.consts, b.relocs)
+        return (a.insns, a.consts, a.relocs, a.sections) == (b.insns, b.consts, b.relocs, b.sections)
 
     while lo <= var.max:
         if len(pieces) >= MAX_PIECES:
@@ -287,8 +298,12 @@ def compile_traces(trace_of: Callable[[int], StaticTrace], var: Var, cfg: HwConf
         pieces.append(Piece(lo, good, first.insns, first.consts, tuple(first.entries), delta, first.relocs))
         span = good - lo + 1
         lo = good + 1
+    # the sections of each piece (its first value's): meta["dynamic_sections"], [[lo, hi, sections], ...]
+    secs = {"sections": _sections_json(top.sections),
+            "dynamic_sections": [[p.lo, p.hi, _sections_json(real(p.lo).sections)] for p in pieces]} \
+        if any(real(p.lo).sections for p in pieces) else {}
     program = Program.create(cfg, [isa_of(cfg).decode_word(w, i) for i, w in enumerate(top.words)], top.regions,
-                             name=name, meta={**(meta or {}), "dynamic": {"var": var.name, **var.to_json()}},
+                             name=name, meta={**(meta or {}), "dynamic": {"var": var.name, **var.to_json()}, **secs},
                              inputs={CONST_REGION: np.frombuffer(top.pool, dtype=np.int8).reshape(
                                  top.regions[names_max.index(CONST_REGION)].shape)} if top.pool else {})
     dp = DynamicProgram(program, var, pieces, dram_end, 0)
@@ -313,6 +328,27 @@ def compile_traces(trace_of: Callable[[int], StaticTrace], var: Var, cfg: HwConf
                 cache.pop(v, None)  # keep the memory bounded: a checked value's compile is not needed again
     dp.traces = traces
     return dp
+
+
+def _sections_json(secs: tuple[tuple[str, int, int], ...]) -> list[dict[str, Any]]:
+    return [{"name": n, "first": f, "count": c} for n, f, c in secs]
+
+
+def sections_of(meta: Mapping[str, Any], v: int) -> list[dict[str, Any]]:
+    """The named sections of value ``v`` from a dynamic Program's ``meta`` (its ``dynamic_sections``: each
+    piece's, which every value of the piece shares); empty where the Program names none."""
+    for lo, hi, secs in meta.get("dynamic_sections") or []:
+        if lo <= v <= hi:
+            return list(secs)
+    return []
+
+
+def value_meta(meta: Mapping[str, Any], var: str, v: int) -> dict[str, Any]:
+    """The ``meta`` of the Program of ``var`` = ``v`` specialised from a dynamic Program's: the value, and
+    that value's sections in place of the maximum's."""
+    out = {k: x for k, x in meta.items() if k not in ("sections", "dynamic_sections")}
+    secs = sections_of(meta, v)
+    return {**out, "dynamic_value": {var: v}, **({"sections": secs} if secs else {})}
 
 
 def save_dynamic(dp: DynamicProgram, folder: str | Path) -> Path:

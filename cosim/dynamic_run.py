@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from compiler.dynamic import value_meta
 from compiler.dynamic_examples import DYNAMIC_EXAMPLES, DynamicExample, DynamicNetwork, get_dynamic_example
 from compiler.symbolic import SymbolicError
 from cosim.models import Job
@@ -121,7 +122,7 @@ def specialize(base: Program, driver: Driver, ex: DynamicExample | DynamicNetwor
     if unknown:
         raise DynamicRunError(f"{base.name}: dynamic example '{ex.name}' has tensor(s) {', '.join(unknown)} that "
                               f"the Program has no region for")
-    meta = {**base.meta, "dynamic_value": {driver.name: v}}
+    meta = value_meta(base.meta, driver.name, v)
     const = {}
     if driver.const_region is not None:  # the kernel's constants of this value, from the driver
         r = regions[driver.const_region]

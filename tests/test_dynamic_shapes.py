@@ -265,6 +265,7 @@ def test_network_dynamic_batch_is_bit_exact(folders: dict[str, Path]) -> None:
         for n, a in ex.inputs(CFG, v, seed=v).items():
             static.set_input(n, a.reshape(static.region(n).shape))
         assert results[1].cycles == models.tlm(static).cycles, v
+        assert prog.meta["sections"] == static.meta["sections"], v  # the layers, as the static compile names them
 
 
 def test_pieces_do_not_grow_with_the_layout() -> None:
@@ -292,6 +293,31 @@ def test_expression_as_loop_extent() -> None:
         assert dp.words(v) == [static.isa.encode_word(i) for i in static.insns], v
     with pytest.raises(SymbolicError, match="out of range 1..48"):
         dp.words(49)
+
+
+def test_sections_follow_the_value() -> None:
+    """A kernel's named sections (one per tile here: their number and ranges change with the variable) are
+    those of the static compile of each value, in the dynamic Program and in a Program specialised from it."""
+    import sys
+
+    from compiler.dynamic import compile_dynamic, value_meta
+    from compiler.tensor import TensorSpec
+
+    sys.path.insert(0, str(Path(__file__).parent / "kernels"))
+    from sectioned import sectioned_add
+
+    n = var("n", max=40)
+    args = {"X": TensorSpec((n, 16), "int32"), "Y": TensorSpec((n, 16), "int8"), "tile": 8}
+    dp = compile_dynamic(sectioned_add, args, n, CFG, name="sectioned_add")
+    assert dp.program.meta["sections"] == build(sectioned_add, {**args, "X": TensorSpec((40, 16), "int32"),
+                                                                "Y": TensorSpec((40, 16), "int8")}, CFG).meta["sections"]
+    for v in (1, 7, 8, 9, 17, 33):
+        static = build(sectioned_add, {**args, "X": TensorSpec((v, 16), "int32"), "Y": TensorSpec((v, 16), "int8")},
+                       CFG)
+        assert dp.sections_of(v) == static.meta["sections"], v
+        meta = value_meta(dp.program.meta, "n", v)
+        assert meta["sections"] == static.meta["sections"] and "dynamic_sections" not in meta, v
+    assert len(dp.sections_of(1)) == 1 and len(dp.sections_of(33)) == 5
 
 
 def test_bench_driver_cost_section() -> None:

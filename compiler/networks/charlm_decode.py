@@ -43,8 +43,7 @@ import numpy as np
 from compiler import dsl as S
 from compiler import packing as P
 from compiler.attention import _gemm, _requant, _UopRing
-from compiler.build import build
-from compiler.dynamic import DynamicProgram, StaticTrace, compile_traces, static_trace
+from compiler.dynamic import DynamicProgram, StaticTrace, compile_traces, static_trace, value_meta
 from compiler.errors import CompileError, ConfigFitError
 from compiler.gelu import NCONSTS, ONE_Q28, _tile, gelu_constants
 from compiler.kernel import Kernel
@@ -304,12 +303,6 @@ class DecodeStep:
     kernel: Kernel
     consts: dict[str, np.ndarray]
     layout: StepLayout
-    sections: dict[int, list[dict[str, Any]]]  # each piece's first value -> its layers' instruction ranges
-
-    def sections_of(self, t: int) -> list[dict[str, Any]]:
-        """The layers of the step at ``t`` tokens (``{"name", "first", "count"}``; one list per piece: a
-        piece has one instruction stream shape)."""
-        return next(self.sections[p.lo] for p in self.dynamic.pieces if p.lo <= t <= p.hi)
 
     def args(self, t: int) -> dict[str, Any]:
         """The kernel's arguments for ``t`` tokens (TensorSpecs and the constant)."""
@@ -386,10 +379,7 @@ def compile_decode(config: HwConfig | str = "default", q: dict[str, Any] | None 
         raise CompileError(f"network '{C.NAME}': {e}") from None
     for k, arr in consts.items():
         dp.program.set_input(k, arr.reshape(dp.program.region(k).shape))
-    # the layers' instruction ranges, from one static compile per piece (the driver's words carry none)
-    secs = {p.lo: build(kernel, _args(cfg, lay, consts, p.lo), cfg, name=NAME).meta.get("sections", [])
-            for p in dp.pieces}
-    return DecodeStep(cfg, dp, kernel, consts, lay, secs)
+    return DecodeStep(cfg, dp, kernel, consts, lay)
 
 
 @functools.lru_cache(maxsize=4)
@@ -421,5 +411,5 @@ def step_program(step: DecodeStep, t: int, token: int, kv: np.ndarray) -> Progra
     for n, arr in step.inputs(token, kv).items():
         inputs[n] = np.asarray(arr).reshape(by[n].shape).astype(by[n].dtype)
     return Program.create(cfg, insns, regions, name=f"{NAME}[tokens={t}]",
-                          meta={**base.meta, "dynamic_value": {TOKENS.name: t}, "sections": step.sections_of(t)},
+                          meta=value_meta(base.meta, TOKENS.name, t),
                           inputs=inputs)
