@@ -42,6 +42,7 @@ class DynamicExample:
     var: Var
     args: Callable[[HwConfig], dict[str, Any]]
     ranges: dict[str, tuple[int, int]]
+    origin: dict[str, Any] | None = None  # the compiled folder's meta naming it (default: the example's name)
 
     def bound(self, cfg: HwConfig, v: int) -> dict[str, Any]:
         """The arguments for value ``v``: concrete TensorSpecs and constants."""
@@ -52,8 +53,8 @@ class DynamicExample:
         maximum's (seed 0), so the folder is also a complete Program of the maximum. ``verify_all``: see
         :func:`compiler.dynamic.compile_dynamic`."""
         dp = compile_dynamic(self.kernel, self.args(cfg), self.var, cfg, name=self.name,
-                             meta={"dynamic_example": self.name}, verify_all=verify_all)
-        return _with_maximum_data(dp, self, cfg)
+                             meta=self.origin or {"dynamic_example": self.name}, verify_all=verify_all)
+        return with_maximum_data(dp, self, cfg)
 
     def static(self, cfg: HwConfig, v: int) -> Program:
         """The Program compiled statically for value ``v`` (no inputs attached)."""
@@ -81,7 +82,7 @@ class DynamicExample:
                 if isinstance(a, TensorSpec)}
 
 
-def _with_maximum_data(dp: DynamicProgram, example: Any, cfg: HwConfig) -> DynamicProgram:
+def with_maximum_data(dp: DynamicProgram, example: Any, cfg: HwConfig) -> DynamicProgram:
     """``dp`` with ``example``'s inputs (seed 0) and expected outputs of the maximum attached: the folder is
     also a complete Program of the maximum."""
     inputs = example.inputs(cfg, example.var.max)
@@ -121,7 +122,7 @@ class DynamicNetwork:
         """The one Program for every batch, with its driver; inputs and expected outputs are the maximum's."""
         dp = compile_network_dynamic(self.graph(), self.var, cfg, self.name, {"dynamic_example": self.name},
                                      verify_all)
-        return _with_maximum_data(dp, self, cfg)
+        return with_maximum_data(dp, self, cfg)
 
     def static(self, cfg: HwConfig, v: int) -> Program:
         """The Program compiled statically for batch ``v`` (its weights attached, no images)."""

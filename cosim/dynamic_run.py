@@ -18,6 +18,7 @@ import numpy as np
 
 from compiler.dynamic import value_meta
 from compiler.dynamic_examples import DYNAMIC_EXAMPLES, DynamicExample, DynamicNetwork, get_dynamic_example
+from compiler.dynamic_user import META_KEY, from_meta
 from compiler.symbolic import SymbolicError
 from cosim.models import Job
 from hw.config import HwConfig, load_config
@@ -61,10 +62,18 @@ def _load(kernel: str, cfg: HwConfig | None) -> tuple[Program, Driver, DynamicEx
     if not (folder / DRIVER_FILE).is_file():
         raise DynamicRunError(f"{kernel}: not a dynamic Program (no {DRIVER_FILE}); --set needs one")
     base = Program.load(folder, cfg)
-    name = (base.meta or {}).get("dynamic_example")
-    if not isinstance(name, str) or name not in DYNAMIC_EXAMPLES:
-        raise DynamicRunError(f"{kernel}: the folder does not name a dynamic example (meta.dynamic_example)")
-    driver, ex = Driver.load(folder), DYNAMIC_EXAMPLES[name]
+    meta = base.meta or {}
+    name = meta.get("dynamic_example")
+    ex: DynamicExample | DynamicNetwork
+    if META_KEY in meta:  # a user kernel compiled with --var
+        ex = from_meta(meta, base, str(folder / "layout.json"))
+        name = ex.name
+    elif not isinstance(name, str) or name not in DYNAMIC_EXAMPLES:
+        raise DynamicRunError(f"{kernel}: the folder names neither a dynamic example (meta.dynamic_example) nor "
+                              f"a kernel compiled with --var (meta.{META_KEY})")
+    else:
+        ex = DYNAMIC_EXAMPLES[name]
+    driver = Driver.load(folder)
     if driver.name != ex.var.name:
         raise DynamicRunError(f"{folder / 'layout.json'}: names dynamic example '{name}' (variable "
                               f"'{ex.var.name}'), but {folder / DRIVER_FILE} drives variable '{driver.name}'")

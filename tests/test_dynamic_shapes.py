@@ -17,7 +17,7 @@ from compiler.dynamic_examples import DYNAMIC_EXAMPLES
 from compiler.symbolic import SymbolicError, bind, ceil_div, var
 from cosim import models
 from cosim.cli import main
-from cosim.dynamic_run import specialize
+from cosim.dynamic_run import dynamic_job, specialize
 from hw.config import load_config
 from hw.csr import csrs_of
 from hw.dynamic_driver import Driver
@@ -410,3 +410,60 @@ def test_a_static_program_saved_over_a_dynamic_folder_leaves_no_driver(folders: 
     assert not any((d / f).exists() for f in ("dynamic.json", "driver.h", "driver.c"))
     capsys.readouterr()
     assert main(["run", str(d), "--model", "tlm"]) == 0, capsys.readouterr().err
+
+
+USER_KERNEL = f"{Path(__file__).parent / 'kernels' / 'sectioned.py'}:sectioned_add"
+
+
+def test_user_kernel_with_a_variable_from_the_cli(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    """`cosim compile FILE.py:fn --var n=40 -p X=nx16 ...` writes a dynamic folder; `cosim run DIR --set n=V`
+    (from another directory) equals the static compile of V: outputs against golden, cycles, sections."""
+    out = tmp_path / "dyn"
+    assert main(["compile", USER_KERNEL, "--var", "n=40", "-p", "X=nx16", "-p", "Y=nx16:int8", "-p", "tile=8",
+                 "-o", str(out), "--json"]) == 0
+    line = json.loads(capsys.readouterr().out)
+    assert line["variable"] == "n" and line["range"] == [1, 40]
+    monkeypatch.chdir(tmp_path)
+    for v in (1, 9, 40):
+        models_arg = "all" if v == 9 and models.rtl_available() is None else "tlm"
+        assert main(["run", str(out), "--set", f"n={v}", "--model", models_arg, "--seed", str(v), "--json"]) == 0
+        rep = json.loads(capsys.readouterr().out)
+        got = rep.get("results", [rep])
+        static = models.make_job(USER_KERNEL, CFG, {"X": f"{v}x16", "Y": f"{v}x16:int8", "tile": 8})
+        want = models.tlm(static.program).cycles
+        assert all(r["match"] is True for r in got), got
+        assert [r["cycles"] for r in got if r["model"] in ("tlm", "rtl")] in ([want], [want, want]), (v, got)
+        assert dynamic_job(str(out), None, [f"n={v}"]).program.meta["sections"] == static.program.meta["sections"]
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--var", "n=40", "-p", "X=16x16", "-p", "Y=16x16:int8"], "--var n: no -p parameter uses 'n'"),
+    (["--var", "n", "-p", "X=nx16"], "expected NAME=MAX or NAME=MIN..MAX"),
+    (["--var", "n=5..3", "-p", "X=nx16"], "needs integers 1 <= min <= max"),
+    (["--var", "n=40", "-p", "X=nx16", "-p", "X=nx16"], "param 'X' is given twice"),
+    (["--var", "n=40", "-p", "X=nx0", "-p", "Y=nx16:int8"], "has a dimension <= 0"),
+    (["--var", "n=40", "-p", "X=nx16", "-p", "Y=nx16:int8", "--seed", "3"], "draws its inputs when it is run"),
+    (["--var", "n=100000000", "-p", "X=nx16", "-p", "Y=nx16:int8"], "does not fit the 16777216-byte DRAM"),
+])
+def test_user_kernel_variable_refusals(argv: list[str], message: str, tmp_path: Path,
+                                       capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["compile", USER_KERNEL, *argv, "-o", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert message in err and "\n" not in err, err
+    assert not (tmp_path / "o").exists()
+
+
+def test_user_folder_whose_kernel_is_gone(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    src = tmp_path / "k.py"
+    shutil.copy(USER_KERNEL.rsplit(":", 1)[0], src)
+    out = tmp_path / "dyn"
+    assert main(["compile", f"{src}:sectioned_add", "--var", "n=12", "-p", "X=nx16", "-p", "Y=nx16:int8",
+                 "-o", str(out)]) == 0
+    src.unlink()
+    capsys.readouterr()
+    assert main(["run", str(out), "--set", "n=3"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "cannot re-create the kernel of meta.dynamic_kernel" in err and "no such kernel file" in err
+    assert main(["compile", "vadd", "--var", "n=4", "-o", str(tmp_path / "v")]) == 2
+    assert "--var is for a user kernel" in capsys.readouterr().err

@@ -7,6 +7,7 @@ import json
 
 from compiler.dynamic import save_dynamic
 from compiler.dynamic_examples import DYNAMIC_EXAMPLES
+from compiler.dynamic_user import compile_user, user_dynamic
 from compiler.examples import make_case, parse_params
 from hw.config import load_config
 from cosim.cli import add_config_arg, add_json_arg, folder_arg, int_arg
@@ -27,9 +28,13 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int_arg(0), default=None,
                    help="seed of the random inputs (default 0; a dynamic example draws its inputs when it is run: "
                         "cosim run FOLDER --set ... --seed N)")
+    p.add_argument("--var", metavar="NAME=MAX",
+                   help="a user kernel with a run-time dimension: the variable NAME in 1..MAX (or NAME=MIN..MAX), "
+                        "used as a -p tensor dimension or constant (-p X=NAMEx16); the folder runs with "
+                        "cosim run DIR --set NAME=N")
     p.add_argument("--verify-all", action="store_true",
-                   help="a dynamic example: trace every value of its variable and check the driver against each "
-                        "(the default checks samples of every piece)")
+                   help="a dynamic example or a kernel with --var: trace every value of its variable and check the "
+                        "driver against each (the default checks samples of every piece)")
     add_config_arg(p)
     add_json_arg(p)
     return p
@@ -37,13 +42,21 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
 def run(args: argparse.Namespace) -> int:
     cfg = load_config(args.config)
-    if args.kernel in DYNAMIC_EXAMPLES:  # one folder for every value, with its Python and C drivers
-        if args.param:
+    if args.var is not None and (args.kernel in DYNAMIC_EXAMPLES or ":" not in args.kernel):
+        raise ValueError(f"{args.kernel}: --var is for a user kernel (path/to/file.py:function); "
+                         + ("a dynamic example has its own variable" if args.kernel in DYNAMIC_EXAMPLES
+                            else "an example's parameters are fixed when it is compiled"))
+    if args.kernel in DYNAMIC_EXAMPLES or args.var is not None:  # one folder for every value, with its drivers
+        what = "a dynamic example" if args.var is None else "a kernel with --var"
+        if args.param and args.var is None:
             raise ValueError(f"{args.kernel}: a dynamic example takes no -p (its variable is set at run time)")
         if args.seed is not None:
-            raise ValueError(f"{args.kernel}: a dynamic example draws its inputs when it is run (cosim run FOLDER "
+            raise ValueError(f"{args.kernel}: {what} draws its inputs when it is run (cosim run FOLDER "
                              f"--set ... --seed N), not here")
-        dp = DYNAMIC_EXAMPLES[args.kernel].compile(cfg, verify_all=args.verify_all)
+        if args.var is None:
+            dp = DYNAMIC_EXAMPLES[args.kernel].compile(cfg, verify_all=args.verify_all)
+        else:
+            dp = compile_user(user_dynamic(args.kernel, args.param, args.var), cfg, verify_all=args.verify_all)
         d = save_dynamic(dp, args.out)
         line = {"kernel": args.kernel, "config": cfg.name, "dir": str(d), "variable": dp.var.name,
                 "range": [dp.var.min, dp.var.max], "pieces": len(dp.pieces), "traces": dp.traces}
@@ -51,8 +64,8 @@ def run(args: argparse.Namespace) -> int:
               f"{len(dp.pieces)} driver pieces from {dp.traces} traces, config {cfg.name} -> {d}")
         return 0
     if args.verify_all:
-        raise ValueError(f"{args.kernel}: --verify-all checks a dynamic example's driver, and this is not one "
-                         f"(dynamic examples: {', '.join(sorted(DYNAMIC_EXAMPLES))})")
+        raise ValueError(f"{args.kernel}: --verify-all checks a dynamic Program's driver, and this is not one "
+                         f"(dynamic examples: {', '.join(sorted(DYNAMIC_EXAMPLES))}; a user kernel takes --var)")
     args.seed = 0 if args.seed is None else args.seed
     params = parse_params(args.kernel, args.param)
     case = make_case(args.kernel, cfg, params, seed=args.seed)

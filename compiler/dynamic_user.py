@@ -1,0 +1,137 @@
+"""A user kernel (``path.py:function``) with a run-time dimension, from the command line.
+
+``cosim compile FILE.py:fn --var n=64 -p X=nx16 -p Y=nx16:int8 -o DIR`` compiles the kernel once for
+every ``n`` in 1..64 (:func:`compiler.dynamic.compile_dynamic`). A ``-p`` tensor dimension, or a whole
+constant, may be the variable's name; everything else reads as for a static user kernel (and the
+file's ``<fn>_params`` defaults apply). The folder records the kernel's file, the ``-p`` items and the
+variable (``meta.dynamic_kernel``), so ``cosim run DIR --set n=7`` re-creates the kernel's arguments
+for 7, draws seeded random inputs over each input's dtype (as a static user kernel without data does)
+and runs golden on numpy.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from compiler.dynamic import DynamicProgram, compile_dynamic
+from compiler.dynamic_examples import DynamicExample, with_maximum_data
+from compiler.examples import USER_INPUT_RANGES, ExampleError, _load_user, get_example
+from compiler.params import ParamError, TensorData, parse_dtype, parse_items, parse_user_default, split_item
+from compiler.symbolic import SymbolicError, Var, var
+from compiler.tensor import TensorSpec
+from hw.config import HwConfig
+from hw.program import Program
+
+META_KEY = "dynamic_kernel"
+_RANGE = re.compile(r"^\s*([A-Za-z_]\w*)\s*=\s*(?:(\d+)\s*\.\.\s*)?(\d+)\s*$")
+
+
+def parse_var(text: str) -> Var:
+    """``NAME=MAX`` or ``NAME=MIN..MAX`` (``--var``) as a variable; anything else is one line."""
+    m = _RANGE.match(text)
+    if not m:
+        raise ParamError(f"--var {text!r}: expected NAME=MAX or NAME=MIN..MAX (e.g. n=64, n=8..64)")
+    return var(m.group(1), max=int(m.group(3)), min=int(m.group(2)) if m.group(2) is not None else 1)
+
+
+def _symbolic_tensor(text: str, key: str, v: Var) -> TensorSpec | None:
+    """``text`` as a tensor with the variable among its dimensions (``nx16:int8``), else None."""
+    body, colon, dt = text.strip().partition(":")
+    s = body.replace(" ", "")
+    dims: list[Any] = []
+    i = 0
+    while i < len(s):
+        if s.startswith(v.name, i):  # the variable's name first: a name may hold an 'x'
+            dims.append(v)
+            i += len(v.name)
+        else:
+            m = re.match(r"\d+", s[i:])
+            if not m:
+                return None
+            dims.append(int(m.group()))
+            i += m.end()
+        if i < len(s):
+            if s[i] not in "x," or i + 1 == len(s):
+                return None
+            i += 1
+    if not any(d is v for d in dims):
+        return None
+    if any(d is not v and d <= 0 for d in dims):
+        raise ParamError(f"param '{key}': shape '{body}' has a dimension <= 0 (every dimension must be a "
+                         f"positive integer or '{v.name}')")
+    return TensorSpec(tuple(dims), parse_dtype(dt.strip(), key) if colon else "int32")
+
+
+def symbolic_args(kernel: str, items: list[str], v: Var) -> dict[str, Any]:
+    """The kernel's argument template: its file's defaults, then the ``-p`` items, where a tensor dimension
+    or a constant may be the variable ``v``. Data (``@file``, arrays) is refused: its shape cannot follow
+    the variable."""
+    ex = get_example(kernel)
+    keys = [split_item(it)[0] for it in items]
+    dup = next((k for i, k in enumerate(keys) if k in keys[:i]), None)
+    if dup is not None:
+        raise ParamError(f"param '{dup}' is given twice (-p {dup}=...)")
+    static: list[str] = []
+    sym: dict[str, Any] = {}
+    for it, k in zip(items, keys):
+        text = split_item(it)[1]
+        if text.strip() == v.name:
+            sym[k] = v
+        elif (spec := _symbolic_tensor(text, k, v)) is not None:
+            sym[k] = spec
+        else:
+            static.append(it)
+    if not sym:
+        raise ParamError(f"--var {v.name}: no -p parameter uses '{v.name}' (give a dimension as it, e.g. "
+                         f"-p X={v.name}x16)")
+    given = parse_items(static, None, kernel, ex.user_flags)
+    out: dict[str, Any] = {}
+    for k, x in {**ex.params, **given}.items():
+        x = parse_user_default(k, x)
+        if isinstance(x, TensorData):
+            raise ParamError(f"param '{k}': a kernel with a run-time dimension takes no input data (its inputs "
+                             f"are drawn for each value when it is run)")
+        out[k] = x
+    return {**out, **sym}
+
+
+def user_dynamic(kernel: str, items: list[str], var_text: str) -> DynamicExample:
+    """The user kernel ``path.py:fn`` with the variable of ``--var`` and the ``-p`` items, as a dynamic
+    example; its inputs' ranges are set by :func:`with_roles` once the kernel's use of each tensor is known."""
+    v = parse_var(var_text)
+    k, _, fn = _load_user(kernel)
+    args = symbolic_args(kernel, items, v)
+    path = str(Path(kernel.rsplit(":", 1)[0]).resolve())  # the folder may be run from elsewhere
+    origin = {META_KEY: {"kernel": f"{path}:{fn}", "params": list(items), "var": var_text}}
+    return DynamicExample(fn, f"user kernel {kernel}", k, v, lambda cfg: args, {}, origin)
+
+
+def compile_user(ex: DynamicExample, cfg: HwConfig, verify_all: bool = False) -> DynamicProgram:
+    """The one Program of :func:`user_dynamic`'s ``ex`` for every value, with the maximum's inputs and
+    expected outputs (seed 0) attached, as a dynamic example's."""
+    dp = compile_dynamic(ex.kernel, ex.args(cfg), ex.var, cfg, name=ex.name, meta=ex.origin, verify_all=verify_all)
+    return with_maximum_data(dp, with_roles(ex, dp.program), cfg)
+
+
+def with_roles(ex: DynamicExample, prog: Program) -> DynamicExample:
+    """``ex`` drawing random inputs (over each dtype's user range) for the tensors ``prog`` loads."""
+    ranges = {r.name: USER_INPUT_RANGES[r.dtype] for r in prog.regions
+              if r.role in ("input", "scratch") and r.name in ex.args(prog.config)}
+    return dataclasses.replace(ex, ranges=ranges)
+
+
+def from_meta(meta: Mapping[str, Any], base: Program, where: str) -> DynamicExample:
+    """The dynamic example a folder's ``meta.dynamic_kernel`` records, for ``base`` (its Program); a
+    kernel file that is gone or no longer compiles so is one ExampleError line naming ``where``."""
+    d = meta.get(META_KEY)
+    if not isinstance(d, dict) or not isinstance(d.get("kernel"), str) or not isinstance(d.get("var"), str) \
+            or not isinstance(d.get("params"), list) or not all(isinstance(p, str) for p in d["params"]):
+        raise ExampleError(f"{where}: meta.{META_KEY} is not {{kernel, params, var}} as cosim compile writes it")
+    try:
+        return with_roles(user_dynamic(d["kernel"], d["params"], d["var"]), base)
+    except (ExampleError, ParamError, SymbolicError) as e:
+        raise ExampleError(f"{where}: cannot re-create the kernel of meta.{META_KEY}: {e}") from None
