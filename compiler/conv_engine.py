@@ -389,6 +389,11 @@ def conv_layer(X: Tensor, Wt: Tensor, Y: Tensor, shape: ConvShape, plan: ConvPla
                     S.load(S.inp[lo:lo + p.cb_pitch], X, offset=first + ci * s.h * s.w, rows=th,
                            cols=cwin.size, stride=s.w * s.stride, pad=(0, 0, cwin.pad0, cwin.pad1))
                     continue
+                if cwin.size == s.w and not (rwin.pad0 or rwin.pad1 or cwin.pad0 or cwin.pad1):
+                    # whole rows without padding: one run in DRAM and on chip, one row of bursts (as a
+                    # strided LOAD, each row would be a burst of its own, paying the read latency)
+                    S.load(S.inp[lo:lo + p.cb_pitch], X, offset=first + ci * s.h * s.w, cols=rwin.size * s.w)
+                    continue
                 S.load(S.inp[lo:lo + p.cb_pitch], X, offset=first + ci * s.h * s.w, rows=rwin.size,
                        cols=cwin.size, stride=s.w, pad=(rwin.pad0, rwin.pad1, cwin.pad0, cwin.pad1))
             wb = p.wgt_base(hx)

@@ -95,3 +95,30 @@ def test_the_resnet_layer_runs_at_least_3_5_times_faster_on_quad() -> None:
     c1 = run_program(make_case("conv2d_resnet", load_config("default")).program).cycles
     c4 = run_program(make_case("conv2d_resnet", load_config("quad")).program).cycles
     assert c4 * 3.5 <= c1, (c4, c1)
+
+
+@pytest.mark.parametrize("cfg, name, params", [("default", "dense", {"M": 1024, "K": 64, "N": 64}),
+                                               ("small", "matmul", {})])
+def test_a_window_of_whole_rows_is_one_load_row(cfg: str, name: str, params: dict[str, Any]) -> None:
+    """A matmul or dense layer split by rows (on `default` 1,024 rows of two output blocks overflow the
+    accumulator; `small`'s buffers split the example): each channel block's window is whole rows, one run
+    in DRAM, so it is LOADed as one row of bursts, not one burst per image row. Bit-exact on golden, ISS
+    and TLM, and the RTL takes the TLM's cycles."""
+    from hw.isa import BUFFERS, Load
+
+    case = make_case(name, load_config(cfg), params)
+    prog = case.program
+    inp = [i for i in prog.insns if isinstance(i, Load) and i.buf == BUFFERS["INP"]]
+    m = params.get("M", 37)
+    assert len(inp) > 1 and all(i.y_size == 1 for i in inp), [(i.y_size, i.x_size) for i in inp]
+    assert max(i.x_size for i in inp) < m  # the rows are split: not the whole-plane LOAD
+    golden = case.golden()
+    assert first_mismatch(case.reference(), golden) is None
+    r_iss = iss(prog)
+    assert r_iss.error is None and first_mismatch(golden, r_iss.outputs) is None
+    r_tlm = run_program(prog, raise_on_error=False)
+    assert r_tlm.error is None and first_mismatch(golden, r_tlm.outputs) is None
+    if rtl_available() is None:
+        r_rtl = rtl([prog], prog.config)[0]
+        assert r_rtl.error is None and first_mismatch(golden, r_rtl.outputs) is None
+        assert r_rtl.cycles == r_tlm.cycles
