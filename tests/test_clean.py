@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import time
+from pathlib import Path
 
 from cosim.cli import main
 
@@ -165,6 +166,41 @@ def test_a_run_holds_its_build_against_removal(monkeypatch):
     bdir = rtl_model.build_dir_for(program.config, "fast", "verilator", False)
     with build_lock(lock_path(bdir), wait_s=5):  # released after the run
         assert bdir.name == r.extra["build"]["dir"]
+
+
+def test_a_raw_harness_run_holds_its_build_shared(monkeypatch):
+    """As the cocotb model's: while the raw harness runs, its build's lock is held shared (a removal or a
+    rebuild waits), and released after."""
+    import subprocess
+
+    import pytest
+
+    from cosim.models import rtl_available
+    from testbench.build_cache import BuildLockTimeout, build_lock, lock_path
+    from testbench.raw import harness
+
+    if rtl_available() is not None:
+        pytest.skip("no RTL")
+    from compiler.examples import make_case
+
+    seen: dict[str, object] = {}
+    real = subprocess.run
+
+    def observed(cmd, *a, **kw):
+        if Path(str(kw.get("cwd", ""))).parent.name == "runs":  # the simulation, not a build's verilator
+            lock = lock_path(Path(cmd[0]).parent)
+            with pytest.raises(BuildLockTimeout):
+                with build_lock(lock, wait_s=0.2):
+                    pass
+            with build_lock(lock, shared=True, wait_s=5):
+                seen["shared"] = True
+        return real(cmd, *a, **kw)
+
+    monkeypatch.setattr(harness.subprocess, "run", observed)
+    r = harness.run(make_case("vadd", "small").program)
+    assert r.error is None and seen == {"shared": True}
+    with build_lock(lock_path(harness.build("small").parent), wait_s=5):
+        pass  # released after the run
 
 
 def test_half_built_folders_and_left_run_folders_are_tidied(tmp_path, monkeypatch, capsys):

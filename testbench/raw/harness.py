@@ -36,8 +36,9 @@ import shutil
 import subprocess
 import tempfile
 import time
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Iterator, Sequence
 
 from hw import csr
 from hw.config import HwConfig, load_config
@@ -200,6 +201,24 @@ def _built(c: HwConfig, mem: str, rtl: Path | None, coverage: bool, options: Raw
     return exe
 
 
+@contextmanager
+def _held(get_exe: Callable[[], Path], lock: bool) -> Iterator[Path]:
+    """The executable ``get_exe`` builds, its build's lock held shared for the block (``lock``), so that
+    ``cosim clean`` or a rebuild of the folder waits for the run; built again if it was removed between
+    its build and the lock."""
+    if not lock:
+        yield get_exe()
+        return
+    for _ in range(3):
+        exe = get_exe()
+        with build_lock(lock_path(exe.parent), shared=True):
+            if exe.is_file():
+                yield exe
+                return
+    raise RawError(f"the raw harness {exe} was removed before each of 3 runs (another process cleaning "
+                   f"{exe.parent.parent})")
+
+
 def _reads(cfg: HwConfig) -> list[tuple[str, int]]:
     by = csr.csrs_of(cfg)
     names = ["VERSION", "CONFIG_ID", "STATUS", "ERR_PC", "CYCLES_LO", "CYCLES_HI"] + csr.counter_reads(cfg.num_cores)
@@ -274,91 +293,93 @@ def run(program: Program, cfg: HwConfig | str | Path | None = None, mem: str = D
     cov_dir = coverage_dir_from_env() if coverage_file is None else None
     cov_path = Path(coverage_file).resolve() if coverage_file is not None else \
         fresh_coverage_file(cov_dir, f"{program.name}-raw") if cov_dir is not None else None
-    exe = _exe or _built(c, mem, rtl, cov_path is not None, options)
-    limit = int(limit or watchdog_cycles(program, "fast"))
-    by = csr.csrs_of(c)
-    runs = exe.parent / "runs"
-    runs.mkdir(parents=True, exist_ok=True)
-    rdir = Path(tempfile.mkdtemp(prefix=f"{program.name[:40]}-", dir=runs))
-    img = bytes(program.dram_image())
-    dump_bytes = program.dram_end
-    args = [str(exe), str(rdir / "job.txt")]
-    if mem == "cpp":
-        dram_in, dram_out = rdir / "dram_in.bin", rdir / "dram_out.bin"
-        dram_in.write_bytes(img)
-    else:
-        dram_in, dram_out = rdir / "dram_in.hex", rdir / "dram_out.hex"
-        dram_in.write_text(to_hex_words(img, c.bus_bytes))
-        args += [f"+DRAM_IN={dram_in}", f"+DRAM_OUT={dram_out}"]
-    args += list(plusargs)
-    if cov_path is not None:
-        cov_path.parent.mkdir(parents=True, exist_ok=True)
-        args.append(f"+verilator+coverage+file+{cov_path}")
-    lines = [f"dram_in {dram_in}", f"dram_out {dram_out}", f"dump_bytes {dump_bytes}", f"limit {limit}"]
-    if csr_mode is not None:
-        aw, w, b, split = csr_mode
-        if min(aw, w, b) < 0 or max(aw, w, b) > 64:
-            raise ValueError(f"csr_mode delays must be 0..64 cycles, got {csr_mode}")
-        if int(split) not in (0, 1, 2):
-            raise ValueError(f"csr_mode split must be 0, 1 or 2, got {csr_mode}")
-        lines.append(f"csr_mode {aw} {w} {b} {int(split)} {by['CTRL'].addr}")
-    if dram_mode is not None:
-        if mem != "cpp":
-            raise ValueError("dram_mode needs the C++ DRAM model (mem='cpp')")
-        seed, resp, er, ew = dram_mode
-        if not 0 <= seed < 2 ** 32 or resp not in (0, 2, 3):
-            raise ValueError(f"dram_mode: seed must be 0..2**32-1 and the response 0, 2 or 3, got {dram_mode}")
-        lines.append(f"dram_mode {seed} {resp} {er} {ew}")
-    lines += [f"w {n if isinstance(n, int) else by[n].addr} {v}" for n, v in program.regs]
-    lines += [f"r {n} {a}" for n, a in _reads(c)]
-    lines += [f"r x_{n} {by[n].addr}" for n in reads]
-    lines += [f"p p_{n} {by[n].addr}" for n in pre_reads]
-    lines += [f"r a_{a:x} {a}" for a in addr_reads]
-    (rdir / "job.txt").write_text("\n".join(lines) + "\n")
-    t0 = time.perf_counter()
-    try:
-        p = subprocess.run(args, cwd=rdir, capture_output=True, text=True, timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        shutil.rmtree(rdir, ignore_errors=True)
-        raise RawTimeout(f"raw harness run of '{program.name}' ({options.name}) took over {timeout_s:g} s") from None
-    proc_wall = time.perf_counter() - t0
-    line = next((ln for ln in p.stdout.splitlines() if ln.startswith("RAW ")), None)
-    if line is None:
-        raise RawError(f"raw harness run in {rdir} gave no result (exit {p.returncode})\n"
-                       f"{p.stdout[-2000:]}\n{p.stderr[-4000:]}")
-    d = json.loads(line[4:])
-    regs = d.get("regs", {})
-    err = _error_of(d, regs, c, limit)
-    if mem == "cpp":
-        dram = dram_out.read_bytes() if dram_out.is_file() else bytes(dump_bytes)
-    else:
-        dram = from_hex_words(dram_out.read_text(), c.bus_bytes)[0] if dram_out.is_file() else bytes(dump_bytes)
-    dram = dram.ljust(dump_bytes, b"\0")
-    counters, per_core = csr.counters_of(regs, c.num_cores)
-    cycles = (regs["CYCLES_LO"] | (regs["CYCLES_HI"] << 32)) if "CYCLES_LO" in regs else None
-    wall = float(d.get("run_wall_s", proc_wall))
-    sim_cycles = int(d.get("sim_cycles", 0))
-    extra = {"mem": mem, "sim_cycles": sim_cycles, "cycles_per_s": sim_cycles / wall if wall > 0 else None,
-             "process_wall_s": round(proc_wall, 6), "status": regs.get("STATUS"), "run_dir": str(rdir),
-             "csr_resp": [int(d.get("csr_bresp", 0)), int(d.get("csr_rresp", 0))]}
-    if mem == "cpp":
-        extra["axi_ids"] = int(d.get("axi_ids", 0))
-        extra["axi_attrs"] = int(d.get("axi_attrs", 0))
-    if cov_path is not None:
-        extra["coverage_file"] = str(cov_path)
-    if per_core is not None:
-        extra["cores"] = per_core
-    if reads:
-        extra["csrs"] = {n: regs.get(f"x_{n}") for n in reads}
-    if addr_reads:
-        extra["csrs_at"] = {f"0x{a:x}": regs.get(f"a_{a:x}") for a in addr_reads}
-    if pre_reads:
-        extra["csrs_before"] = {n: regs.get(f"p_{n}") for n in pre_reads}
-    if p.stderr.strip():
-        extra["stderr"] = p.stderr[-2000:]
-    res = RunResult(model="raw", outputs=program.read_outputs(dram), cycles=cycles, counters=counters, error=err,
-                    wall_s=wall, extra=extra)
-    if not keep and (err is None or err.get("code") is not None):
-        shutil.rmtree(rdir, ignore_errors=True)
-        del extra["run_dir"]
-    return res
+    # a PGO build's training runs (``_exe``) run inside their builder's exclusive lock
+    with _held(lambda: _exe or _built(c, mem, rtl, cov_path is not None, options), _exe is None) as exe:
+        limit = int(limit or watchdog_cycles(program, "fast"))
+        by = csr.csrs_of(c)
+        runs = exe.parent / "runs"
+        runs.mkdir(parents=True, exist_ok=True)
+        rdir = Path(tempfile.mkdtemp(prefix=f"{program.name[:40]}-", dir=runs))
+        img = bytes(program.dram_image())
+        dump_bytes = program.dram_end
+        args = [str(exe), str(rdir / "job.txt")]
+        if mem == "cpp":
+            dram_in, dram_out = rdir / "dram_in.bin", rdir / "dram_out.bin"
+            dram_in.write_bytes(img)
+        else:
+            dram_in, dram_out = rdir / "dram_in.hex", rdir / "dram_out.hex"
+            dram_in.write_text(to_hex_words(img, c.bus_bytes))
+            args += [f"+DRAM_IN={dram_in}", f"+DRAM_OUT={dram_out}"]
+        args += list(plusargs)
+        if cov_path is not None:
+            cov_path.parent.mkdir(parents=True, exist_ok=True)
+            args.append(f"+verilator+coverage+file+{cov_path}")
+        lines = [f"dram_in {dram_in}", f"dram_out {dram_out}", f"dump_bytes {dump_bytes}", f"limit {limit}"]
+        if csr_mode is not None:
+            aw, w, b, split = csr_mode
+            if min(aw, w, b) < 0 or max(aw, w, b) > 64:
+                raise ValueError(f"csr_mode delays must be 0..64 cycles, got {csr_mode}")
+            if int(split) not in (0, 1, 2):
+                raise ValueError(f"csr_mode split must be 0, 1 or 2, got {csr_mode}")
+            lines.append(f"csr_mode {aw} {w} {b} {int(split)} {by['CTRL'].addr}")
+        if dram_mode is not None:
+            if mem != "cpp":
+                raise ValueError("dram_mode needs the C++ DRAM model (mem='cpp')")
+            seed, resp, er, ew = dram_mode
+            if not 0 <= seed < 2 ** 32 or resp not in (0, 2, 3):
+                raise ValueError(f"dram_mode: seed must be 0..2**32-1 and the response 0, 2 or 3, got {dram_mode}")
+            lines.append(f"dram_mode {seed} {resp} {er} {ew}")
+        lines += [f"w {n if isinstance(n, int) else by[n].addr} {v}" for n, v in program.regs]
+        lines += [f"r {n} {a}" for n, a in _reads(c)]
+        lines += [f"r x_{n} {by[n].addr}" for n in reads]
+        lines += [f"p p_{n} {by[n].addr}" for n in pre_reads]
+        lines += [f"r a_{a:x} {a}" for a in addr_reads]
+        (rdir / "job.txt").write_text("\n".join(lines) + "\n")
+        t0 = time.perf_counter()
+        try:
+            p = subprocess.run(args, cwd=rdir, capture_output=True, text=True, timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            shutil.rmtree(rdir, ignore_errors=True)
+            raise RawTimeout(f"raw harness run of '{program.name}' ({options.name}) took over {timeout_s:g} s") \
+                from None
+        proc_wall = time.perf_counter() - t0
+        line = next((ln for ln in p.stdout.splitlines() if ln.startswith("RAW ")), None)
+        if line is None:
+            raise RawError(f"raw harness run in {rdir} gave no result (exit {p.returncode})\n"
+                           f"{p.stdout[-2000:]}\n{p.stderr[-4000:]}")
+        d = json.loads(line[4:])
+        regs = d.get("regs", {})
+        err = _error_of(d, regs, c, limit)
+        if mem == "cpp":
+            dram = dram_out.read_bytes() if dram_out.is_file() else bytes(dump_bytes)
+        else:
+            dram = from_hex_words(dram_out.read_text(), c.bus_bytes)[0] if dram_out.is_file() else bytes(dump_bytes)
+        dram = dram.ljust(dump_bytes, b"\0")
+        counters, per_core = csr.counters_of(regs, c.num_cores)
+        cycles = (regs["CYCLES_LO"] | (regs["CYCLES_HI"] << 32)) if "CYCLES_LO" in regs else None
+        wall = float(d.get("run_wall_s", proc_wall))
+        sim_cycles = int(d.get("sim_cycles", 0))
+        extra = {"mem": mem, "sim_cycles": sim_cycles, "cycles_per_s": sim_cycles / wall if wall > 0 else None,
+                 "process_wall_s": round(proc_wall, 6), "status": regs.get("STATUS"), "run_dir": str(rdir),
+                 "csr_resp": [int(d.get("csr_bresp", 0)), int(d.get("csr_rresp", 0))]}
+        if mem == "cpp":
+            extra["axi_ids"] = int(d.get("axi_ids", 0))
+            extra["axi_attrs"] = int(d.get("axi_attrs", 0))
+        if cov_path is not None:
+            extra["coverage_file"] = str(cov_path)
+        if per_core is not None:
+            extra["cores"] = per_core
+        if reads:
+            extra["csrs"] = {n: regs.get(f"x_{n}") for n in reads}
+        if addr_reads:
+            extra["csrs_at"] = {f"0x{a:x}": regs.get(f"a_{a:x}") for a in addr_reads}
+        if pre_reads:
+            extra["csrs_before"] = {n: regs.get(f"p_{n}") for n in pre_reads}
+        if p.stderr.strip():
+            extra["stderr"] = p.stderr[-2000:]
+        res = RunResult(model="raw", outputs=program.read_outputs(dram), cycles=cycles, counters=counters, error=err,
+                        wall_s=wall, extra=extra)
+        if not keep and (err is None or err.get("code") is not None):
+            shutil.rmtree(rdir, ignore_errors=True)
+            del extra["run_dir"]
+        return res
