@@ -22,6 +22,7 @@ the ISS and the fuzzer); this module turns their findings into the compiler's er
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -91,4 +92,31 @@ def verify_program(insns: Sequence[Instruction], cfg: HwConfig, where: str = "pr
     check_balance(insns, where)
     happens_before(insns, where)
     for atomic in (False, True):
-        simulate(insns, cfg, atomic_push=atomic, where=where)
+        try:
+            simulate(insns, cfg, atomic_push=atomic, where=where)
+        except DeadlockError as e:
+            raise DeadlockError(f"{e}{_shallow_queues(insns, cfg, atomic)}") from None
+
+
+# The deepest queues the config allows (hw/config.py's rules): a stream that deadlocks only below them
+# deadlocks because of the config.
+_DEEPEST = {"token_queue_depth": 255, "load_queue_depth": 256, "compute_queue_depth": 256, "store_queue_depth": 256}
+
+
+def _shallow_queues(insns: Sequence[Instruction], cfg: HwConfig, atomic: bool) -> str:
+    """'' unless the stream runs with the deepest queues: then which of the config's queue depths to raise
+    (the compiler sizes its tiles by the buffers, not by the queues: a double-buffered loop pushes tokens
+    two tiles ahead)."""
+    deep = dataclasses.replace(cfg, **_DEEPEST)
+    if analysis.run_tokens(insns, deep, atomic_push=atomic).deadlock_pc is not None:
+        return ""
+    for key in ("token_queue_depth", "load_queue_depth", "compute_queue_depth", "store_queue_depth"):
+        if analysis.run_tokens(insns, dataclasses.replace(cfg, **{key: _DEEPEST[key]}),
+                               atomic_push=atomic).deadlock_pc is None:
+            need = next(d for d in range(getattr(cfg, key) + 1, _DEEPEST[key] + 1)
+                        if (key == "token_queue_depth" or d & (d - 1) == 0)
+                        and analysis.run_tokens(insns, dataclasses.replace(cfg, **{key: d}),
+                                                atomic_push=atomic).deadlock_pc is None)
+            return f"; config '{cfg.name}': {key} {getattr(cfg, key)} is too shallow for this stream (it runs " \
+                   f"with {need})"
+    return f"; config '{cfg.name}': its queues are too shallow for this stream (it runs with the deepest)"

@@ -26,8 +26,9 @@ MAX_BUFFER_DEPTH = 2048
 # vectors, two ping-pong output halves of one vector and up to two constant vectors
 # (8 at one vector per tile), so smaller buffers cannot hold one tile.
 MIN_ACC_DEPTH = 8
-# GEMM's uop_begin / uop_end fields must fit beside the loop and factor fields.
-MAX_UOP_DEPTH = 4096
+# GEMM's uop_begin / uop_end fields must fit beside the loop and factor fields; the micro-op buffer's
+# depth also sets the shared buffer index width, so 4096 entries (12-bit indices) would make GEMM 133 bits.
+MAX_UOP_DEPTH = 2048
 # INSN_BYTES and UOP_BYTES are the encoding's (hw/isa.py): a micro-op is one 16-byte word in DRAM,
 # so a LOAD into the micro-op buffer moves whole beats on every bus width.
 
@@ -349,9 +350,10 @@ def load_config(name_or_path: str | Path = "default") -> HwConfig:
     path = config_path(name_or_path)
     if not path.is_file():
         known = ", ".join(list_configs())
-        raise ConfigError(f"{path}: no such config file (shipped configs: {known})")
+        what = "a folder, not a config file" if path.is_dir() else "no such config file"
+        raise ConfigError(f"{path}: {what} (shipped configs: {known})")
     try:
-        data = json.loads(path.read_bytes().decode("utf-8"), object_pairs_hook=unique_keys)
+        data = json.loads(path.read_bytes().decode("utf-8-sig"), object_pairs_hook=unique_keys)  # a BOM is fine
     except DuplicateKeyError as e:
         raise ConfigError(f"{path}: {e}") from None
     except UnicodeDecodeError as e:
@@ -361,4 +363,6 @@ def load_config(name_or_path: str | Path = "default") -> HwConfig:
         raise ConfigError(f"{path}: not valid JSON: {e.msg} at line {e.lineno} column {e.colno}") from None
     except RecursionError:
         raise ConfigError(f"{path}: not a config file (JSON nested too deep)") from None
+    except ValueError as e:  # an integer of more digits than Python converts (no config value has so many)
+        raise ConfigError(f"{path}: not a config file ({str(e).split(';')[0]})") from None
     return parse_config(data, str(path))

@@ -416,10 +416,12 @@ class Program:
             try:
                 cfg = load_config(cfg_name)
             except ConfigError as e:
-                raise ProgramError(f"{lpath}: made for config '{cfg_name}', which cannot be loaded: {e}")
+                raise ProgramError(f"{lpath}: made for config '{cfg_name}', which cannot be loaded: {e} (a config "
+                                   f"file of your own: give it with --config PATH)") from None
         if stored_id != cfg.config_id:
+            same = " (another config of that name)" if cfg.name == cfg_name else ""
             raise ProgramError(f"{lpath}: Program made for config '{cfg_name}' (id 0x{stored_id:08x}), "
-                               f"but this run uses config '{cfg.name}' (id 0x{cfg.config_id:08x})")
+                               f"but this run uses config '{cfg.name}' (id 0x{cfg.config_id:08x}){same}")
         regions = [_region_of(k, entry, lpath) for k, entry in enumerate(region_list)]
         check_layout(cfg, regions, str(d / "layout.json"))
         for r, entry in zip(regions, region_list):

@@ -156,6 +156,21 @@ def test_full_token_queue_deadlocks():
     prog = ([Alu(push_next=True, iter_out=0) for _ in range(5)] + [Alu(iter_out=0) for _ in range(3)]
             + [Store(pop_prev=True) for _ in range(5)] + [Finish()])
     happens_before(prog)
-    with pytest.raises(DeadlockError, match="cannot push c2s"):
+    with pytest.raises(DeadlockError, match="cannot push c2s") as e:
         verify_program(prog, SMALL)
+    # the line names the config's key to raise, and the depth the stream needs
+    assert "config 'small': token_queue_depth 4 is too shallow for this stream (it runs with 5)" in str(e.value)
     verify_program(prog, dataclasses.replace(SMALL, token_queue_depth=5))
+    with pytest.raises(DeadlockError, match="load_queue_depth 2 is too shallow for this stream \\(it runs with 4\\)"):
+        verify_program([Load(pop_next=True) for _ in range(4)] + [Alu(push_prev=True, iter_out=0) for _ in range(4)]
+                       + [Finish()], SMALL)
+
+
+def test_a_kernel_on_a_config_of_one_token_per_queue_names_the_key():
+    """A legal config whose token queues hold one token: the compiler's double-buffered loops push two
+    ahead, so the proof fails, and its line says which key to raise (not only the stuck instructions)."""
+    from compiler.errors import CompileError
+    from compiler.examples import make_case
+
+    with pytest.raises(CompileError, match="token_queue_depth 1 is too shallow for this stream \\(it runs with 2\\)"):
+        make_case("dense", dataclasses.replace(SMALL, name="small_tq1", token_queue_depth=1))

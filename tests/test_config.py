@@ -76,6 +76,7 @@ def _write(tmp_path, data):
     (lambda d: d.update(max_burst=1), "max_burst", "cannot carry one 16-byte instruction"),  # 64-bit bus
     (lambda d: d.update(max_burst=2, bus_width=32), "max_burst", "need at least 4"),
     (lambda d: d.update(load_queue_depth=3), "load_queue_depth", "power of two"),
+    (lambda d: d.update(uop_depth=4096), "uop_depth", "between 1 and 2048"),  # GEMM would need 133 bits
     (lambda d: d.update(dram_read_latency=0), "dram_read_latency", "between"),
     (lambda d: d.update(dram_reads_in_flight=0), "dram_reads_in_flight", "between 1 and 8"),
     (lambda d: d.update(dram_reads_in_flight=9), "dram_reads_in_flight", "between 1 and 8"),
@@ -145,3 +146,11 @@ def test_missing_and_malformed_files(tmp_path):
     p = _write(tmp_path, [1, 2])
     with pytest.raises(ConfigError, match="must be a JSON object"):
         load_config(p)
+    p = _write(tmp_path, '{"block": ' + "9" * 5000 + "}")
+    with pytest.raises(ConfigError, match=r"bad.json: not a config file \(Exceeds the limit"):
+        load_config(p)
+    with pytest.raises(ConfigError, match="a folder, not a config file"):
+        load_config(tmp_path)
+    p = tmp_path / "bom.json"  # a byte-order mark, as some editors write
+    p.write_bytes(b"\xef\xbb\xbf" + json.dumps({**_default_dict(), "name": "bom"}).encode())
+    assert load_config(p).name == "bom"
