@@ -663,6 +663,14 @@ def region_names(g: Graph) -> dict[str, str]:
     return out
 
 
+def check_int8_outputs(cfg: HwConfig, network: str) -> None:
+    """A network's activations between layers are int8 tensors that STOREs write: a config whose outputs
+    are wider (``out_width``) is refused in one line naming the network and the config."""
+    if cfg.out_width != 8:
+        raise CompileError(f"network '{network}': needs a config with int8 outputs (out_width 8); config "
+                           f"'{cfg.name}' has out_width {cfg.out_width}")
+
+
 def compile_network(graph: Graph, config: HwConfig | str = "default", batch: int = 1,
                     name: str | None = None) -> NetworkProgram:
     """Compile ``graph`` for ``batch`` samples into one Program (module docstring)."""
@@ -674,6 +682,7 @@ def compile_network(graph: Graph, config: HwConfig | str = "default", batch: int
         raise CompileError(f"network '{g.name}': batch {batch!r} must be an integer 1..65535")
     batch = int(batch)
     g.check()
+    check_int8_outputs(cfg, g.name)
     rname = region_names(g)
     block = cfg.block
     stages = _fuse(g, cfg)

@@ -349,3 +349,21 @@ def test_graph_errors_name_the_layer_and_the_resource() -> None:
         g.output(g.avg_pool(x, 33, scale=0.01, name="gap33"))
         compile_network(g)
     assert "needs 1089 micro-ops (the config has 1024)" in _err(wide_pool) and "input vectors" not in _err(wide_pool)
+
+
+def test_a_config_of_wide_outputs_is_refused_by_name() -> None:
+    """Activations between layers are int8 tensors that STOREs write: on a config of 16-bit outputs every
+    network compiler refuses in one line naming the network and the key, not an internal tensor."""
+    import dataclasses
+
+    from compiler.networks import charlm_decode, digits
+    from compiler.networks import digits_transformer_program as dtp
+    from hw.config import load_config
+
+    wide_out = dataclasses.replace(load_config("default"), name="out16", out_width=16)
+    for compile_it in (lambda: compile_network(digits.graph(), wide_out, batch=2),
+                       lambda: dtp.compile_transformer(dtp.model(), wide_out, batch=2),
+                       lambda: charlm_decode.compile_decode(wide_out)):
+        with pytest.raises(CompileError, match="needs a config with int8 outputs \\(out_width 8\\); config "
+                                               "'out16' has out_width 16"):
+            compile_it()

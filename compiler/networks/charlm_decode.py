@@ -49,6 +49,7 @@ from compiler.gelu import NCONSTS, ONE_Q28, _tile, gelu_constants
 from compiler.kernel import Kernel
 from compiler.layer_norm import norm_constants, norm_in_acc
 from compiler.layer_norm import rows_needed as norm_rows
+from compiler.network import check_int8_outputs
 from compiler.networks import charlm as C
 from compiler.networks import charlm_int8 as Q
 from compiler.ops import const_vector
@@ -364,6 +365,7 @@ def compile_decode(config: HwConfig | str = "default", q: dict[str, Any] | None 
     ``tokens`` in 1..CONTEXT (the driver checked against static compiles at each piece's ends and middle;
     ``verify_all``: at every value)."""
     cfg = config if isinstance(config, HwConfig) else load_config(config)
+    check_int8_outputs(cfg, C.NAME)
     lay = layout_of(cfg)
     w, wa, bb, ba = pack_params(q, cfg.block) if q is not None else _packed(cfg.block)
     model = q if q is not None else Q.load()

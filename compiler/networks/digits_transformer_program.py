@@ -47,6 +47,7 @@ from compiler.errors import CompileError, ConfigFitError
 from compiler.gelu import NCONSTS, ONE_Q28, _tile, gelu_constants
 from compiler.kernel import Kernel
 from compiler.layer_norm import norm_constants, norm_in_acc
+from compiler.network import check_int8_outputs
 from compiler.networks import digits
 from compiler.networks import digits_transformer as T
 from compiler.networks import digits_transformer_int8 as Q
@@ -406,6 +407,7 @@ def compile_transformer(q: dict[str, Any], config: HwConfig | str = "default", b
     if isinstance(batch, bool) or not isinstance(batch, (int, np.integer)) or not 1 <= batch <= 4096:
         raise CompileError(f"network '{T.NAME}': batch {batch!r} must be an integer 1..4096")
     batch = int(batch)
+    check_int8_outputs(cfg, T.NAME)
     b = cfg.block
     if T.DIM % (b * T.HEADS) or T.FFN % b or max(2 * T.TOKENS, T.TOKEN_PIXELS, T.CLASSES) > b:
         raise ConfigFitError(f"network '{T.NAME}': config '{cfg.name}' has a block of {b}; the model needs a "
