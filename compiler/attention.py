@@ -126,7 +126,8 @@ def attention(X: Tensor, W: Tensor, bias: Tensor, Y: Tensor, tokens: int = 8, he
     t = _arg("tokens", tokens, 1, b)
     h = _arg("heads", heads, 1, d)
     if d % h or (d // h) % b:
-        raise S.error("heads", f"{h} heads of {d} features: a head must be a whole number of {b}-lane blocks")
+        raise S.error("heads", f"{h} heads over {d} features, {d / h:g} each: a head must be a whole number "
+                               f"of {b}-lane blocks")
     hb = d // h // b
     lay = param_layout(d, b)
     _shape(W, "W", (lay["wvt"][0] * b + db * d * b,), "int8")

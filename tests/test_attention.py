@@ -69,7 +69,7 @@ def test_bad_parameters_give_one_line() -> None:
     w.update({k: np.zeros(32, dtype=np.int32) for k in ("bq", "bk", "bv", "bo")})
     args = attention_args(np.zeros((8, 32), dtype=np.int8), w, cfg.block)
     y = tensor((1, 2, 8, 1, 16), "int8")
-    with pytest.raises(CompileError, match=r"3 heads of 32 features: a head must be a whole number of 16-lane"):
+    with pytest.raises(CompileError, match=r"3 heads over 32 features, 10.6667 each: a head must be a whole number"):
         attention.run_golden(cfg, {**args, "Y": y, "heads": 3})
     with pytest.raises(CompileError, match=r"tokens.*must be an integer 1\.\.16"):
         attention.run_golden(cfg, {**args, "Y": y, "tokens": 17})
