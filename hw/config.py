@@ -299,8 +299,8 @@ def _cross_rules(c: HwConfig) -> list[tuple[str, str]]:
     if c.dram_writes_in_flight > 1 and c.num_cores > 8:
         bad.append(("dram_writes_in_flight", f"more than 1 needs at most 8 cores (the AXI write ID names a core's "
                                              f"STORE), got {c.num_cores} cores"))
-    if not c.name.replace("_", "").replace("-", "").isalnum():
-        bad.append(("name", "must be letters, digits, '-' or '_' (it names files and build folders)"))
+    if not (c.name.isascii() and c.name.replace("_", "").replace("-", "").isalnum()):
+        bad.append(("name", "must be ASCII letters, digits, '-' or '_' (it names files and build folders)"))
     return bad
 
 

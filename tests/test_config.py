@@ -77,6 +77,8 @@ def _write(tmp_path, data):
     (lambda d: d.update(max_burst=2, bus_width=32), "max_burst", "need at least 4"),
     (lambda d: d.update(load_queue_depth=3), "load_queue_depth", "power of two"),
     (lambda d: d.update(uop_depth=4096), "uop_depth", "between 1 and 2048"),  # GEMM would need 133 bits
+    (lambda d: d.update(name="défaut"), "name", "must be ASCII letters"),
+    (lambda d: d.update(name="my cfg"), "name", "must be ASCII letters"),
     (lambda d: d.update(dram_read_latency=0), "dram_read_latency", "between"),
     (lambda d: d.update(dram_reads_in_flight=0), "dram_reads_in_flight", "between 1 and 8"),
     (lambda d: d.update(dram_reads_in_flight=9), "dram_reads_in_flight", "between 1 and 8"),
