@@ -219,9 +219,10 @@ def attention_args(x: np.ndarray, weights: dict[str, np.ndarray], block: int) ->
     """The kernel's packed tensors from natural ones: ``x`` ``(T, D)`` int8, ``weights`` wq, wk, wv, wo
     ``(D, D)`` int8 (out x in) and bq, bk, bv, bo ``(D,)`` int32."""
     t, d = x.shape
-    if d % block or not 1 <= t <= block:  # the packed kernel takes whole lane blocks, one block of tokens
-        raise CompileError(f"attention: D={d} features and {t} tokens: D must be a whole number of {block}-lane "
-                           f"blocks and the tokens 1..{block}")
+    if d % block:  # the packed kernel takes whole lane blocks, one block of tokens
+        raise CompileError(f"attention: D={d} features must be a whole number of {block}-lane blocks")
+    if not 1 <= t <= block:
+        raise CompileError(f"attention: {t} tokens: the kernel takes 1..{block} (one {block}-lane block)")
     xp = np.zeros((block, d), dtype=np.int8)
     xp[:t] = x
     w = np.concatenate([P.pack_dense_weights(weights[k], block).reshape(-1) for k in ("wq", "wk", "wo")]
