@@ -66,6 +66,14 @@ def _tagged(tag: str) -> list[psutil.Process]:
     return out
 
 
+def _cmdline(p: psutil.Process) -> list[str]:
+    """``p``'s command line, or [] once it has ended (it may, between its listing and this call)."""
+    try:
+        return p.cmdline()
+    except psutil.Error:
+        return []
+
+
 def _cosim_code_runs(pid: int) -> bool:
     """Whether cosim's own code runs in ``pid``: numpy is mapped, which only `cosim.cli.main` imports (while it
     builds the parser). Before that the interpreter starts, and a Ctrl-C there is Python's own business."""
@@ -142,7 +150,7 @@ def interrupt(cmd: list[str], results: Path, moment: Moment, env: dict[str, str]
     deadline = time.monotonic() + 15  # the task processes end on their parent's death: give them a moment
     while _tagged(tag) and time.monotonic() < deadline:
         time.sleep(0.1)
-    left = [(p.pid, p.cmdline()[:4]) for p in _tagged(tag)]
+    left = [(p.pid, _cmdline(p)[:4]) for p in _tagged(tag)]
     for p in _tagged(tag):
         p.kill()
     assert not left, f"{moment[0]}: processes left behind: {left}"
@@ -285,7 +293,8 @@ def test_sigterm_to_cosim_alone_ends_the_simulator_too(tmp_path):
     def simulating(results: Path, t: float, proc: psutil.Process) -> bool:
         for c in proc.children(recursive=True):
             try:
-                if c.cmdline() and c.cmdline()[0].endswith("/tb_fast"):
+                line = c.cmdline()  # once: a process ending between two calls gives [] to the second
+                if line and line[0].endswith("/tb_fast"):
                     return True
             except psutil.Error:
                 continue
