@@ -29,7 +29,7 @@ from typing import Sequence
 from compiler.errors import CompileError, DeadlockError
 from hw import analysis
 from hw.analysis import token_counts
-from hw.config import HwConfig
+from hw.config import MAX_INSN_QUEUE_DEPTH, MAX_TOKEN_QUEUE_DEPTH, HwConfig
 from hw.isa import Instruction
 
 __all__ = ["check_finish", "check_balance", "token_counts", "happens_before", "Schedule", "simulate",
@@ -98,9 +98,9 @@ def verify_program(insns: Sequence[Instruction], cfg: HwConfig, where: str = "pr
             raise DeadlockError(f"{e}{_shallow_queues(insns, cfg, atomic)}") from None
 
 
-# The deepest queues the config allows (hw/config.py's rules): a stream that deadlocks only below them
-# deadlocks because of the config.
-_DEEPEST = {"token_queue_depth": 255, "load_queue_depth": 256, "compute_queue_depth": 256, "store_queue_depth": 256}
+# The deepest queues a config may have: a stream that deadlocks only below them deadlocks because of the config.
+_DEEPEST = {"token_queue_depth": MAX_TOKEN_QUEUE_DEPTH, **{f"{u}_queue_depth": MAX_INSN_QUEUE_DEPTH
+                                                          for u in ("load", "compute", "store")}}
 
 
 def _shallow_queues(insns: Sequence[Instruction], cfg: HwConfig, atomic: bool) -> str:
@@ -110,7 +110,7 @@ def _shallow_queues(insns: Sequence[Instruction], cfg: HwConfig, atomic: bool) -
     deep = dataclasses.replace(cfg, **_DEEPEST)
     if analysis.run_tokens(insns, deep, atomic_push=atomic).deadlock_pc is not None:
         return ""
-    for key in ("token_queue_depth", "load_queue_depth", "compute_queue_depth", "store_queue_depth"):
+    for key in _DEEPEST:
         if analysis.run_tokens(insns, dataclasses.replace(cfg, **{key: _DEEPEST[key]}),
                                atomic_push=atomic).deadlock_pc is None:
             need = next(d for d in range(getattr(cfg, key) + 1, _DEEPEST[key] + 1)

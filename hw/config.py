@@ -29,6 +29,9 @@ MIN_ACC_DEPTH = 8
 # GEMM's uop_begin / uop_end fields must fit beside the loop and factor fields; the micro-op buffer's
 # depth also sets the shared buffer index width, so 4096 entries (12-bit indices) would make GEMM 133 bits.
 MAX_UOP_DEPTH = 2048
+# The instruction queues' depths are powers of two up to this; the token queues' counts fit 8 bits.
+MAX_INSN_QUEUE_DEPTH = 256
+MAX_TOKEN_QUEUE_DEPTH = 255
 # INSN_BYTES and UOP_BYTES are the encoding's (hw/isa.py): a micro-op is one 16-byte word in DRAM,
 # so a LOAD into the micro-op buffer moves whole beats on every bus width.
 
@@ -266,10 +269,13 @@ _RULES: list[tuple[str, str, Any]] = [
     ("dram_write_latency", "must be between 1 and 1024 cycles", lambda v: 1 <= v <= 1024),
     ("max_burst", "must be a power of two between 1 and 256 beats (AXI4 INCR)",
      lambda v: _is_pow2(v) and v <= 256),
-    ("load_queue_depth", "must be a power of two between 2 and 256", lambda v: _is_pow2(v) and 2 <= v <= 256),
-    ("compute_queue_depth", "must be a power of two between 2 and 256", lambda v: _is_pow2(v) and 2 <= v <= 256),
-    ("store_queue_depth", "must be a power of two between 2 and 256", lambda v: _is_pow2(v) and 2 <= v <= 256),
-    ("token_queue_depth", "must be between 1 and 255", lambda v: 1 <= v <= 255),
+    ("load_queue_depth", f"must be a power of two between 2 and {MAX_INSN_QUEUE_DEPTH}",
+     lambda v: _is_pow2(v) and 2 <= v <= MAX_INSN_QUEUE_DEPTH),
+    ("compute_queue_depth", f"must be a power of two between 2 and {MAX_INSN_QUEUE_DEPTH}",
+     lambda v: _is_pow2(v) and 2 <= v <= MAX_INSN_QUEUE_DEPTH),
+    ("store_queue_depth", f"must be a power of two between 2 and {MAX_INSN_QUEUE_DEPTH}",
+     lambda v: _is_pow2(v) and 2 <= v <= MAX_INSN_QUEUE_DEPTH),
+    ("token_queue_depth", f"must be between 1 and {MAX_TOKEN_QUEUE_DEPTH}", lambda v: 1 <= v <= MAX_TOKEN_QUEUE_DEPTH),
     ("max_regions", "must be a power of two between 2 and 16", lambda v: _is_pow2(v) and 2 <= v <= 16),
     ("num_cores", f"must be between 1 and {MAX_CORES}", lambda v: 1 <= v <= MAX_CORES),  # the CSR map's banks
     ("dram_reads_in_flight", f"must be between 1 and {MAX_READS_IN_FLIGHT}",

@@ -36,7 +36,7 @@ import shutil
 import subprocess
 import tempfile
 import time
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Callable, Iterator, Sequence
 
@@ -202,13 +202,10 @@ def _built(c: HwConfig, mem: str, rtl: Path | None, coverage: bool, options: Raw
 
 
 @contextmanager
-def _held(get_exe: Callable[[], Path], lock: bool) -> Iterator[Path]:
-    """The executable ``get_exe`` builds, its build's lock held shared for the block (``lock``), so that
-    ``cosim clean`` or a rebuild of the folder waits for the run; built again if it was removed between
-    its build and the lock."""
-    if not lock:
-        yield get_exe()
-        return
+def _held(get_exe: Callable[[], Path]) -> Iterator[Path]:
+    """The executable ``get_exe`` builds, its build's lock held shared for the block, so that ``cosim clean``
+    or a rebuild of the folder waits for the run; built again if it was removed between its build and the
+    lock."""
     for _ in range(3):
         exe = get_exe()
         with build_lock(lock_path(exe.parent), shared=True):
@@ -294,7 +291,8 @@ def run(program: Program, cfg: HwConfig | str | Path | None = None, mem: str = D
     cov_path = Path(coverage_file).resolve() if coverage_file is not None else \
         fresh_coverage_file(cov_dir, f"{program.name}-raw") if cov_dir is not None else None
     # a PGO build's training runs (``_exe``) run inside their builder's exclusive lock
-    with _held(lambda: _exe or _built(c, mem, rtl, cov_path is not None, options), _exe is None) as exe:
+    held = _held(lambda: _built(c, mem, rtl, cov_path is not None, options)) if _exe is None else nullcontext(_exe)
+    with held as exe:
         limit = int(limit or watchdog_cycles(program, "fast"))
         by = csr.csrs_of(c)
         runs = exe.parent / "runs"
