@@ -36,7 +36,7 @@ import numpy as np
 
 from hw import csr
 from hw.analysis import after_finish_problem, balance_problem
-from hw.config import ConfigError, HwConfig, load_config
+from hw.config import ConfigError, HwConfig, load_config, parse_config
 from hw.dynamic_driver import DRIVER_FILE
 from hw.isa import INSN_BYTES, Instruction, Isa, IsaError
 from hw.npz_file import NpzError, read_npz
@@ -344,8 +344,11 @@ class Program:
         return "\n".join(lines)
 
     def layout_json(self) -> dict[str, Any]:
+        # "hardware" carries the config itself, so a folder made with a config file of the user's own runs
+        # without it
         d = {"program": self.name, "meta": self.meta, "config": self.config.name,
-             "config_id": f"0x{self.config.config_id:08x}", "regions": [r.to_json() for r in self.regions]}
+             "config_id": f"0x{self.config.config_id:08x}", "hardware": self.config.to_dict(),
+             "regions": [r.to_json() for r in self.regions]}
         if self.num_cores > 1:
             d["cores"] = [count for _, count in self.windows]
         return d
@@ -412,12 +415,9 @@ class Program:
         region_list = _field(layout, "regions", list, lpath)
         prog_name = _field(layout, "program", str, lpath, d.name)
         meta = _field(layout, "meta", dict, lpath, {})
+        own = _hardware_of(layout, cfg_name, stored_id, lpath)
         if cfg is None:
-            try:
-                cfg = load_config(cfg_name)
-            except ConfigError as e:
-                raise ProgramError(f"{lpath}: made for config '{cfg_name}', which cannot be loaded: {e} (a config "
-                                   f"file of your own: give it with --config PATH)") from None
+            cfg = _config_of(own, cfg_name, stored_id, lpath)
         if stored_id != cfg.config_id:
             same = " (another config of that name)" if cfg.name == cfg_name else ""
             raise ProgramError(f"{lpath}: Program made for config '{cfg_name}' (id 0x{stored_id:08x}), "
@@ -666,6 +666,38 @@ def _region_of(k: int, entry: Any, path: Path) -> Region:
     if "bytes" in entry:
         _field(entry, "bytes", int, path, where=where)
     return Region(name, role, addr, tuple(shape), dtype)
+
+
+def _hardware_of(layout: dict[str, Any], name: str, config_id: int, lpath: Path) -> HwConfig | None:
+    """The copy of its config a Program folder's layout.json carries under 'hardware' (None in a folder
+    written before it did), checked against the 'config' and 'config_id' it names."""
+    if "hardware" not in layout:
+        return None
+    try:
+        own = parse_config(layout["hardware"], f"{lpath}: 'hardware'")
+    except ConfigError as e:
+        raise ProgramError(str(e)) from None
+    if own.name != name:
+        raise ProgramError(f"{lpath}: 'hardware' is config '{own.name}', but 'config' says '{name}'")
+    if own.config_id != config_id:
+        raise ProgramError(f"{lpath}: 'hardware' is config id 0x{own.config_id:08x}, but 'config_id' says "
+                           f"0x{config_id:08x} (an edited layout.json)")
+    return own
+
+
+def _config_of(own: HwConfig | None, name: str, config_id: int, lpath: Path) -> HwConfig:
+    """The config a Program folder was made for: the shipped config of its name when that is the same
+    hardware, else the folder's own copy (a config file of the user's, or a shipped config since changed)."""
+    try:
+        shipped: HwConfig | None = load_config(name)
+    except ConfigError as e:
+        shipped, why = None, e
+    if shipped is not None and (own is None or shipped.config_id == config_id):
+        return shipped  # without a copy, the caller's identity check names any difference
+    if own is None:
+        raise ProgramError(f"{lpath}: made for config '{name}', which cannot be loaded: {why} (a config file of "
+                           f"your own: give it with --config PATH)")
+    return own
 
 
 def _read_regs(path: Path, cfg: HwConfig, layout_cfg: str, layout_id: int) -> list[tuple[str, int]]:

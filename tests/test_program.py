@@ -9,7 +9,7 @@ import pytest
 
 from hw import csr
 from hw.assembler import Assembler
-from hw.config import load_config
+from hw.config import load_config, parse_config
 from hw.program import Program, ProgramError, plan_layout
 
 
@@ -141,6 +141,27 @@ def test_program_for_another_config(tmp_path):
         Program.load(d, load_config("default"))
     msg = str(e.value)
     assert "layout.json" in msg and "made for config 'small'" in msg and "uses config 'default'" in msg
+
+
+def test_a_folder_carries_its_config(tmp_path):
+    """A Program made with a config file of the user's own (here named after a shipped one, with other
+    sizes) loads without that file: layout.json carries the config; the shipped one of the same name is
+    still refused by its identity, and a folder without the copy falls back to the shipped config."""
+    data = {**load_config("small").to_dict(), "acc_depth": load_config("small").acc_depth // 2}
+    own = parse_config(data, str(tmp_path / "small.json"))
+    d = small_program(own).save(tmp_path / "prog")
+    q = Program.load(d)
+    assert q.config.hardware_dict() == own.hardware_dict() and q.config.name == "small"
+    assert q.insns == small_program(own).insns
+    with pytest.raises(ProgramError, match=r"config 'small' \(id .*\) \(another config of that name\)"):
+        Program.load(d, load_config("small"))
+    layout = json.loads((d / "layout.json").read_text())
+    (d / "layout.json").write_text(json.dumps({k: v for k, v in layout.items() if k != "hardware"}))
+    with pytest.raises(ProgramError, match="another config of that name"):
+        Program.load(d)
+    # a shipped config's folder loads as that config (the copy agrees with it)
+    shipped = _saved(tmp_path / "s", load_config("small"))
+    assert Program.load(shipped).config == load_config("small")
 
 
 def test_missing_files(tmp_path):

@@ -238,9 +238,20 @@ def entries() -> list[Entry]:
       _saved(base_program(small)), "a Program for 'small' run with --config default")
     E.append(Entry("unknown_config", "loader", "ProgramError", ["layout.json", "made for config 'nosuch'",
                                                                  "cannot be loaded", "no such config file"],
-                   None, cli="disasm", make=_saved(p, _edit_json("layout.json", lambda j: dict(j, config="nosuch"))),
-                   doc="names a config that does not exist (loaded without --config)"))
-    L("config_id_mismatch", ["layout.json", "id 0x00000bad"],
+                   None, cli="disasm", make=_saved(p, _edit_json("layout.json", lambda j: {
+                       k: v for k, v in dict(j, config="nosuch").items() if k != "hardware"})),
+                   doc="a folder without the copy of its config names one that does not exist (loaded without "
+                       "--config)"))
+    E.append(Entry("edited_hardware", "loader", "ProgramError", ["layout.json", "'hardware' is config id",
+                                                                  "but 'config_id' says", "edited"],
+                   None, cli="disasm", make=_saved(p, _edit_json("layout.json", lambda j: dict(
+                       j, hardware=dict(j["hardware"], acc_depth=j["hardware"]["acc_depth"] // 2)))),
+                   doc="the copy of the config differs from the id the folder names (loaded without --config)"))
+    E.append(Entry("malformed_hardware", "loader", "ProgramError", ["layout.json", "'hardware'", "key 'lanes'"],
+                   None, cli="disasm", make=_saved(p, _edit_json("layout.json", lambda j: dict(
+                       j, hardware=dict(j["hardware"], lanes="16")))),
+                   doc="the copy of the config is not a valid config (loaded without --config)"))
+    L("config_id_mismatch", ["layout.json", "0x00000bad"],
       _saved(p, _edit_json("layout.json", lambda j: dict(j, config_id="0xbad"))), "wrong hardware id")
     L("regs_unknown_csr", ["regs.json", "unknown CSR 'TURBO'"],
       _saved(p, _edit_json("regs.json", lambda r: dict(r, writes=r["writes"] + [{"csr": "TURBO", "value": 1}]))),
