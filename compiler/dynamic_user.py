@@ -5,8 +5,8 @@ every ``n`` in 1..64 (:func:`compiler.dynamic.compile_dynamic`). A ``-p`` tensor
 constant, may be the variable's name; everything else reads as for a static user kernel (and the
 file's ``<fn>_params`` defaults apply). The folder records the kernel's file, the ``-p`` items and the
 variable (``meta.dynamic_kernel``), so ``cosim run DIR --set n=7`` re-creates the kernel's arguments
-for 7, draws seeded random inputs over each input's dtype (as a static user kernel without data does)
-and runs golden on numpy.
+for 7, makes seeded inputs as a static user kernel without data does (the file's ``<fn>_inputs`` hook,
+called with the arguments of 7, else random over each input's dtype) and runs golden on numpy.
 """
 
 from __future__ import annotations
@@ -15,11 +15,12 @@ import dataclasses
 import re
 from collections.abc import Mapping
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 from compiler.dynamic import DynamicProgram, compile_dynamic
 from compiler.dynamic_examples import DynamicExample, with_maximum_data
-from compiler.examples import USER_INPUT_RANGES, ExampleError, _load_user, get_example
+from compiler.examples import USER_INPUT_RANGES, ExampleError, _load_user, _user_inputs, get_example
 from compiler.params import ParamError, TensorData, parse_dtype, parse_items, parse_user_default, split_item
 from compiler.symbolic import SymbolicError, Var, var
 from compiler.tensor import TensorSpec
@@ -99,15 +100,28 @@ def symbolic_args(kernel: str, items: list[str], v: Var) -> dict[str, Any]:
     return {**out, **sym}
 
 
+@dataclasses.dataclass(frozen=True)
+class UserDynamicExample(DynamicExample):
+    """A user kernel as a dynamic example: its inputs come from its file's ``<fn>_inputs`` hook where it
+    has one (the static user kernel's rule, :func:`compiler.examples._user_inputs`)."""
+
+    module: ModuleType | None = None
+
+    def inputs(self, cfg: HwConfig, v: int, seed: int = 0) -> dict[str, Any]:
+        bound = self.bound(cfg, v)
+        specs = {n: a for n, a in bound.items() if isinstance(a, TensorSpec) and n in self.ranges}
+        return _user_inputs(self.module, self.name, specs, {}, bound, seed)
+
+
 def user_dynamic(kernel: str, items: list[str], var_text: str) -> DynamicExample:
     """The user kernel ``path.py:fn`` with the variable of ``--var`` and the ``-p`` items, as a dynamic
     example; its inputs' ranges are set by :func:`with_roles` once the kernel's use of each tensor is known."""
     v = parse_var(var_text)
-    k, _, fn = _load_user(kernel)
+    k, mod, fn = _load_user(kernel)
     args = symbolic_args(kernel, items, v)
     path = str(Path(kernel.rsplit(":", 1)[0]).resolve())  # the folder may be run from elsewhere
     origin = {META_KEY: {"kernel": f"{path}:{fn}", "params": list(items), "var": var_text}}
-    return DynamicExample(fn, f"user kernel {kernel}", k, v, lambda cfg: args, {}, origin)
+    return UserDynamicExample(fn, f"user kernel {kernel}", k, v, lambda cfg: args, {}, origin, mod)
 
 
 def compile_user(ex: DynamicExample, cfg: HwConfig, verify_all: bool = False) -> DynamicProgram:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+import textwrap
 from pathlib import Path
 
 import numpy as np
@@ -435,6 +436,34 @@ def test_user_kernel_with_a_variable_from_the_cli(tmp_path: Path, monkeypatch: p
         assert all(r["match"] is True for r in got), got
         assert [r["cycles"] for r in got if r["model"] in ("tlm", "rtl")] in ([want], [want, want]), (v, got)
         assert dynamic_job(str(out), None, [f"n={v}"]).program.meta["sections"] == static.program.meta["sections"]
+
+
+def test_user_kernel_with_a_variable_takes_its_inputs_hook(tmp_path: Path,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    """The file's `<fn>_inputs(rng, **args)` makes the inputs of each value (called with that value's shapes),
+    as for a static user kernel; a hook whose array does not fit the value is one line naming it."""
+    src = tmp_path / "k.py"
+    src.write_text(Path(USER_KERNEL.rsplit(":", 1)[0]).read_text() + textwrap.dedent("""
+
+        def sectioned_add_inputs(rng, X, **params):
+            rows = 3 if params.get("tile") == 99 else X.shape[0]  # a hook that ignores the value's shape
+            return {"X": (np.arange(rows * X.shape[1]).reshape(rows, X.shape[1]) % 101) - 50}
+        """))
+    out = tmp_path / "dyn"
+    assert main(["compile", f"{src}:sectioned_add", "--var", "n=12", "-p", "X=nx16", "-p", "Y=nx16:int8",
+                 "-o", str(out)]) == 0
+    for v in (1, 5, 12):
+        job = dynamic_job(str(out), None, [f"n={v}"])
+        x = job.program.inputs["X"].reshape(-1)[:v * 16]
+        assert np.array_equal(x, np.arange(v * 16) % 101 - 50), v
+        assert np.array_equal(job.expected["Y"].reshape(-1)[:v * 16], (x + 3).astype(np.int8)), v
+    capsys.readouterr()
+    assert main(["run", str(out), "--set", "n=5", "--model", "tlm"]) == 0, capsys.readouterr().err
+    bad = tmp_path / "bad"
+    assert main(["compile", f"{src}:sectioned_add", "--var", "n=12", "-p", "X=nx16", "-p", "Y=nx16:int8",
+                 "-p", "tile=99", "-o", str(bad)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "input 'X' from 'sectioned_add_inputs' has shape (3, 16)" in err and "\n" not in err, err
 
 
 @pytest.mark.parametrize("argv, message", [
