@@ -92,6 +92,9 @@ class Example:
     per_config: dict[str, dict[str, Any]] = field(default_factory=dict)
     gemm: str | None = None  # a GEMM operator (compiler.gemm_ops), instead of an elementwise one
     large: bool = False  # millions of cycles on some config: slow back-ends may skip it
+    # a row operator's param that counts the rows: its tensors are (rows, lanes), so its 'shape' follows
+    # that param and the config's lanes, and a 'shape' given alone sets that param
+    rows: str | None = None
 
     def params_for(self, cfg: HwConfig) -> dict[str, Any]:
         """The default params on ``cfg``: a ``per_config`` entry applies to its config and to every
@@ -99,7 +102,19 @@ class Example:
         extra = self.per_config.get(cfg.name)
         if extra is None:
             extra = next((p for key, p in self.per_config.items() if _same_core(cfg, key)), {})
-        return {**self.params, **extra}
+        return self.with_rows({**self.params, **extra}, {}, cfg)
+
+    def with_rows(self, p: dict[str, Any], given: dict[str, Any], cfg: HwConfig) -> dict[str, Any]:
+        """``p`` with a row operator's rows and shape agreeing (``given``: the params the user gave); a
+        rows param that is not a positive integer is left for the kernel to name."""
+        if self.rows is None:
+            return p
+        n, shape = p[self.rows], p["shape"]
+        if "shape" not in given and isinstance(n, (int, np.integer)) and not isinstance(n, bool) and n > 0:
+            return {**p, "shape": (int(n), cfg.lanes)}
+        if "shape" in given and self.rows not in given and isinstance(shape, (tuple, list)) and shape:
+            return {**p, self.rows: shape[0]}
+        return p
 
 
 # what tells one core from another: every config field but its name, description, core count and the
@@ -150,13 +165,12 @@ EXAMPLES: dict[str, Example] = {e.name: e for e in [
         "3x41 elements from 0 up to 2^24", {"A": (0, 1 << 24)}, shape=(3, 41)),
     Example("softmax", "integer softmax (I-BERT exp, 1/sum by CLZ and Newton steps) of Q8 logits along axis 0: "
             "16 elements per row, one row per lane, int8 Q7 probabilities (normalize=search: without CLZ)",
-            {"n": 16, "shape": (16, 16), "normalize": "clz"}, "softmax", {"A": (-2000, 2000)},
-            per_config={"small": {"shape": (16, 8)}}),
+            {"n": 16, "shape": (16, 16), "normalize": "clz"}, "softmax", {"A": (-2000, 2000)}, rows="n"),
     Example("layer_norm", "integer layer norm (mean, variance, 1/sqrt by CLZ and Newton steps, scale G and shift "
             "Bb) of 16 features per token, one token per lane, int8 out (8 features on small)",
             {"n": 16, "shape": (16, 16), "eps": 1000, "eps_frac": 4, "shift": 18}, "layer_norm",
             {"A": (-128, 128), "G": (1 << 20, 1 << 24), "Bb": (-(1 << 22), 1 << 22)},
-            per_config={"small": {"n": 8, "shape": (8, 8)}}),
+            per_config={"small": {"n": 8}}, rows="n"),
     Example("gelu", "integer GELU (I-BERT's polynomial erf) of int32 values in 1/64 steps up to +-64, int8 out "
             "in 1/32 steps, 20x40 elements", {"shape": (20, 40), "in_scale": 1 / 64, "out_scale": 1 / 32,
                                               "in_bound": 4096, "tile": None}, "gelu", {"A": (-4096, 4096)}),
@@ -372,6 +386,7 @@ def make_case(name: str, cfg: HwConfig | str, params: dict[str, Any] | None = No
         if k not in p:
             raise ExampleError(f"example '{name}' has no param '{k}' (params: {', '.join(p)})")
         p[k] = v
+    p = ex.with_rows(p, params or {}, cfg)
     op = OPERATORS[ex.operator] if ex.operator in OPERATORS else ROW_OPERATORS[ex.operator]  # type: ignore[index]
     shape = tuple(p["shape"]) if isinstance(p["shape"], (tuple, list)) else (p["shape"],)
     if not shape or any(isinstance(s, bool) or not isinstance(s, (int, np.integer)) or s <= 0 for s in shape):

@@ -77,3 +77,22 @@ def test_params_override_and_seed():
     assert not np.array_equal(a.inputs["A"], b.inputs["A"])
     assert np.array_equal(a.golden()["C"], a.reference()["C"])
     assert np.array_equal(execute(a.program)["C"], a.expected["C"])
+
+
+@pytest.mark.parametrize("example", ["softmax", "layer_norm"])
+def test_a_row_operator_s_rows_and_shape_follow_each_other_and_the_lanes(example: str) -> None:
+    """A row operator's tensors are (n, lanes): on a config of other lanes (block 32, a config of the user's)
+    the default shape follows the lanes; `-p n` alone sets the shape, `-p shape` alone sets n; golden, ISS
+    and TLM agree on each."""
+    from cosim import models
+    from hw.config import load_config, parse_config
+
+    cfg = parse_config({**load_config("default").to_dict(), "name": "block32", "block": 32}, "block32")
+    for params, n in (({}, 16), ({"n": 5}, 5), ({"shape": (6, 32)}, 6)):
+        case = make_case(example, cfg, params)
+        assert case.params["n"] == n and case.shapes["A"] == (n, 32), (params, case.params)
+        for run in (models.iss, models.tlm):
+            r = run(case.program)
+            assert r.error is None and models.first_mismatch(case.program.expected, r.outputs) is None, (params, run)
+    with pytest.raises(CompileError, match=r"shape \(4, 32\) is not \(n, lanes\) = \(3, 32\)"):
+        make_case(example, cfg, {"n": 3, "shape": (4, 32)})

@@ -85,7 +85,7 @@ def test_bad_parameters_give_one_line() -> None:
     with pytest.raises(CompileError, match=r"n.*must be an integer 1\.\.256"):
         make_case("layer_norm", cfg, {"n": 0})
     with pytest.raises(CompileError, match=r"is not \(n, lanes\) = \(8, 8\)"):
-        make_case("layer_norm", cfg, {"shape": (16, 8)})
+        make_case("layer_norm", cfg, {"n": 8, "shape": (16, 8)})
     with pytest.raises(CompileError, match=r"needs \d+ accumulator vectors"):
         make_case("layer_norm", cfg, {"n": 14, "shape": (14, 8)})
     with pytest.raises(CompileError, match=r"eps.*must be an integer 0\.\."):
