@@ -92,9 +92,9 @@ class Example:
     per_config: dict[str, dict[str, Any]] = field(default_factory=dict)
     gemm: str | None = None  # a GEMM operator (compiler.gemm_ops), instead of an elementwise one
     large: bool = False  # millions of cycles on some config: slow back-ends may skip it
-    # a row operator's param that counts the rows: its tensors are (rows, lanes), so its 'shape' follows
-    # that param and the config's lanes, and a 'shape' given alone sets that param
-    rows: str | None = None
+    # defaults that follow the config or the params given (a row operator's shape follows n and the
+    # lanes): (params, the params the user gave, cfg) -> params
+    follow: Callable[[dict[str, Any], dict[str, Any], HwConfig], dict[str, Any]] | None = None
 
     def params_for(self, cfg: HwConfig) -> dict[str, Any]:
         """The default params on ``cfg``: a ``per_config`` entry applies to its config and to every
@@ -102,19 +102,41 @@ class Example:
         extra = self.per_config.get(cfg.name)
         if extra is None:
             extra = next((p for key, p in self.per_config.items() if _same_core(cfg, key)), {})
-        return self.with_rows({**self.params, **extra}, {}, cfg)
+        return self.resolve({**self.params, **extra}, {}, cfg)
 
-    def with_rows(self, p: dict[str, Any], given: dict[str, Any], cfg: HwConfig) -> dict[str, Any]:
-        """``p`` with a row operator's rows and shape agreeing (``given``: the params the user gave); a
-        rows param that is not a positive integer is left for the kernel to name."""
-        if self.rows is None:
-            return p
-        n, shape = p[self.rows], p["shape"]
-        if "shape" not in given and isinstance(n, (int, np.integer)) and not isinstance(n, bool) and n > 0:
-            return {**p, "shape": (int(n), cfg.lanes)}
-        if "shape" in given and self.rows not in given and isinstance(shape, (tuple, list)) and shape:
-            return {**p, self.rows: shape[0]}
-        return p
+    def params_with(self, given: dict[str, Any], cfg: HwConfig) -> dict[str, Any]:
+        """The params on ``cfg`` with ``given`` (the user's) over the defaults; an unknown one is one line."""
+        p = self.params_for(cfg)
+        for k, v in given.items():
+            if k not in p:
+                raise ExampleError(f"example '{self.name}' has no param '{k}' (params: {', '.join(p)})")
+            p[k] = v
+        return self.resolve(p, given, cfg)
+
+    def resolve(self, p: dict[str, Any], given: dict[str, Any], cfg: HwConfig) -> dict[str, Any]:
+        """``p`` with the defaults that follow the config and ``given`` (the params the user gave) set."""
+        return self.follow(p, given, cfg) if self.follow is not None else p
+
+
+def _positive_int(v: Any) -> bool:
+    return isinstance(v, (int, np.integer)) and not isinstance(v, bool) and v > 0
+
+
+def _rows_follow(p: dict[str, Any], given: dict[str, Any], cfg: HwConfig) -> dict[str, Any]:
+    """A row operator's tensors are (n, lanes): the shape follows n and the lanes unless given, and a shape
+    given alone sets n (an n that is not a positive integer is left for the kernel to name)."""
+    if "shape" not in given and _positive_int(p["n"]):
+        return {**p, "shape": (int(p["n"]), cfg.lanes)}
+    if "shape" in given and "n" not in given and isinstance(p["shape"], (tuple, list)) and p["shape"]:
+        return {**p, "n": p["shape"][0]}
+    return p
+
+
+def _heads_follow(p: dict[str, Any], given: dict[str, Any], cfg: HwConfig) -> dict[str, Any]:
+    """Attention's features default to one block of lanes per head (a head is whole blocks)."""
+    if "D" not in given and _positive_int(p["heads"]):
+        return {**p, "D": int(p["heads"]) * cfg.lanes}
+    return p
 
 
 # what tells one core from another: every config field but its name, description, core count and the
@@ -165,12 +187,12 @@ EXAMPLES: dict[str, Example] = {e.name: e for e in [
         "3x41 elements from 0 up to 2^24", {"A": (0, 1 << 24)}, shape=(3, 41)),
     Example("softmax", "integer softmax (I-BERT exp, 1/sum by CLZ and Newton steps) of Q8 logits along axis 0: "
             "16 elements per row, one row per lane, int8 Q7 probabilities (normalize=search: without CLZ)",
-            {"n": 16, "shape": (16, 16), "normalize": "clz"}, "softmax", {"A": (-2000, 2000)}, rows="n"),
+            {"n": 16, "shape": (16, 16), "normalize": "clz"}, "softmax", {"A": (-2000, 2000)}, follow=_rows_follow),
     Example("layer_norm", "integer layer norm (mean, variance, 1/sqrt by CLZ and Newton steps, scale G and shift "
             "Bb) of 16 features per token, one token per lane, int8 out (8 features on small)",
             {"n": 16, "shape": (16, 16), "eps": 1000, "eps_frac": 4, "shift": 18}, "layer_norm",
             {"A": (-128, 128), "G": (1 << 20, 1 << 24), "Bb": (-(1 << 22), 1 << 22)},
-            per_config={"small": {"n": 8}}, rows="n"),
+            per_config={"small": {"n": 8}}, follow=_rows_follow),
     Example("gelu", "integer GELU (I-BERT's polynomial erf) of int32 values in 1/64 steps up to +-64, int8 out "
             "in 1/32 steps, 20x40 elements", {"shape": (20, 40), "in_scale": 1 / 64, "out_scale": 1 / 32,
                                               "in_bound": 4096, "tile": None}, "gelu", {"A": (-4096, 4096)}),
@@ -202,7 +224,7 @@ EXAMPLES: dict[str, Example] = {e.name: e for e in [
     Example("attention", "multi-head self-attention of 8 int8 tokens of 32 features, 2 heads (16 features on "
             "small): Q, K, V projections, K Q^T per head, integer softmax, P V by a transpose GEMM, output "
             "projection, one kernel", {"tokens": 8, "D": 32, "heads": 2}, None, {}, gemm="attention",
-            per_config={"small": {"D": 16}}),
+            follow=_heads_follow),
     _gx("dense", "dense", "dense layer 10x300 -> 75: + int32 bias, requant (shift-round-clip to int8), ReLU",
         M=10, K=300, N=75, shift=11, relu=True),
     _gx("conv3x3", "conv2d", "3x3 convolution, stride 1, padding 1: 20x13x11 -> 24 channels, bias, requant, ReLU",
@@ -381,12 +403,7 @@ def make_case(name: str, cfg: HwConfig | str, params: dict[str, Any] | None = No
         return _user_case(name, ex, cfg, params or {}, seed)
     if ex.gemm is not None:
         return _gemm_case(ex, cfg, params or {}, seed)
-    p = ex.params_for(cfg)
-    for k, v in (params or {}).items():
-        if k not in p:
-            raise ExampleError(f"example '{name}' has no param '{k}' (params: {', '.join(p)})")
-        p[k] = v
-    p = ex.with_rows(p, params or {}, cfg)
+    p = ex.params_with(params or {}, cfg)
     op = OPERATORS[ex.operator] if ex.operator in OPERATORS else ROW_OPERATORS[ex.operator]  # type: ignore[index]
     shape = tuple(p["shape"]) if isinstance(p["shape"], (tuple, list)) else (p["shape"],)
     if not shape or any(isinstance(s, bool) or not isinstance(s, (int, np.integer)) or s <= 0 for s in shape):
@@ -424,11 +441,7 @@ def _attach(case: Case) -> None:
 def _gemm_case(ex: Example, cfg: HwConfig, params: dict[str, Any], seed: int) -> Case:
     """A GEMM example: random natural inputs of the sizes the params give, packed (module docstring)."""
     op = GEMM_OPERATORS[ex.gemm]  # type: ignore[index]
-    p = ex.params_for(cfg)
-    for k, v in params.items():
-        if k not in p:
-            raise ExampleError(f"example '{ex.name}' has no param '{k}' (params: {', '.join(p)})")
-        p[k] = v
+    p = ex.params_with(params, cfg)
     for k, v in p.items():
         if isinstance(v, bool) or k in ("relu",):
             continue

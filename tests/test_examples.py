@@ -96,3 +96,19 @@ def test_a_row_operator_s_rows_and_shape_follow_each_other_and_the_lanes(example
             assert r.error is None and models.first_mismatch(case.program.expected, r.outputs) is None, (params, run)
     with pytest.raises(CompileError, match=r"shape \(4, 32\) is not \(n, lanes\) = \(3, 32\)"):
         make_case(example, cfg, {"n": 3, "shape": (4, 32)})
+
+
+def test_attention_s_features_follow_the_lanes() -> None:
+    """Attention's default features are one block of lanes per head, so the example runs on a config of
+    other lanes; features given explicitly stay as given."""
+    from cosim import models
+    from hw.config import load_config, parse_config
+
+    cfg = parse_config({**load_config("default").to_dict(), "name": "block32", "block": 32}, "block32")
+    case = make_case("attention", cfg)
+    assert case.params["D"] == 64
+    r = models.iss(case.program)
+    assert r.error is None and models.first_mismatch(case.program.expected, r.outputs) is None
+    assert make_case("attention", load_config("small")).params["D"] == 16
+    with pytest.raises(CompileError, match="a head must be a whole number of 32-lane blocks"):
+        make_case("attention", cfg, {"D": 32})
