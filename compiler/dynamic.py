@@ -36,7 +36,7 @@ import numpy as np
 from compiler.build import check_dependences, insert_tokens, layout, sections, to_insn, trace_cores, verify_program
 from compiler.errors import CompileError, ConfigFitError
 from compiler.ir import LoadOp, StoreOp
-from compiler.kernel import Kernel, as_kernel
+from compiler.kernel import Kernel, as_kernel, reporting_failures
 from compiler.symbolic import Expr, SymbolicError, Var, bind
 from compiler.tensor import TensorSpec
 from compiler.trace import CONST_REGION
@@ -220,8 +220,11 @@ def compile_dynamic(kernel: Any, args: Mapping[str, Any], var: Var, cfg: HwConfi
                 raise SymbolicError(f"argument '{n}': cannot bound shape dimension '{s.text}' "
                                     + (f"to a positive size (it ranges {s.lo}..{s.hi})" if s.lo < 1
                                        else f"(it uses variables other than '{var.name}')"))
-    return compile_traces(lambda v: static_trace(k, bind_args(args, {var.name: v}), cfg, name), var, cfg, name,
-                          meta, verify_all)
+    def trace(v: int) -> StaticTrace:
+        with reporting_failures(k.fn, f"kernel '{name}'"):
+            return static_trace(k, bind_args(args, {var.name: v}), cfg, name)
+
+    return compile_traces(trace, var, cfg, name, meta, verify_all)
 
 
 def compile_traces(trace_of: Callable[[int], StaticTrace], var: Var, cfg: HwConfig, name: str,
@@ -235,7 +238,11 @@ def compile_traces(trace_of: Callable[[int], StaticTrace], var: Var, cfg: HwConf
         nonlocal traces
         if v not in cache:
             traces += 1
-            st = trace_of(v)
+            try:
+                st = trace_of(v)
+            except (CompileError, SymbolicError) as e:  # the kernel may fail at some values only: say which
+                e.args = (f"{e.args[0] if e.args else e} (at {var.name}={v})", *e.args[1:])
+                raise
             if v != var.max and [r.name for r in st.regions] != names_max:
                 raise CompileError(f"kernel '{name}': its DRAM regions at {var.name}={v} "
                                    f"({', '.join(r.name for r in st.regions)}) differ from the maximum's")

@@ -24,7 +24,7 @@ from compiler.dynamic import DynamicProgram, StaticTrace, bind_args, compile_dyn
     program_trace, static_trace
 from compiler.errors import CompileError
 from compiler.graph import Graph
-from compiler.kernel import Kernel
+from compiler.kernel import Kernel, reporting_failures
 from compiler.network import NetworkProgram, compile_network
 from compiler.symbolic import Var, var
 from compiler.tensor import TensorSpec, tensor
@@ -58,7 +58,8 @@ class DynamicExample:
 
     def static(self, cfg: HwConfig, v: int) -> Program:
         """The Program compiled statically for value ``v`` (no inputs attached)."""
-        return build(self.kernel, self.bound(cfg, v), cfg, name=self.name)
+        with reporting_failures(self.kernel.fn, f"kernel '{self.name}' at {self.var.name}={v}"):
+            return build(self.kernel, self.bound(cfg, v), cfg, name=self.name)
 
     def trace(self, cfg: HwConfig, v: int) -> StaticTrace:
         """The static compile of value ``v`` split as the driver holds it."""
@@ -77,7 +78,8 @@ class DynamicExample:
     def golden(self, cfg: HwConfig, v: int, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         """The golden outputs of value ``v``: the kernel on numpy, flat (nvec * lanes) per output."""
         args = {**self.bound(cfg, v), **inputs}
-        tensors = self.kernel.run_golden(cfg, args)
+        with reporting_failures(self.kernel.fn, f"kernel '{self.name}' at {self.var.name}={v}"):
+            tensors = self.kernel.run_golden(cfg, args)
         return {n: tensors[n].data.reshape(-1) for n, a in args.items()
                 if isinstance(a, TensorSpec)}
 

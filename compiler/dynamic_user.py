@@ -18,9 +18,13 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+import numpy as np
+
 from compiler.dynamic import DynamicProgram, compile_dynamic
 from compiler.dynamic_examples import DynamicExample, with_maximum_data
-from compiler.examples import USER_INPUT_RANGES, ExampleError, _load_user, _user_inputs, get_example
+from compiler.examples import (USER_INPUT_RANGES, ExampleError, _load_user, _reference_consts, _reference_outputs,
+                               _user_inputs, get_example)
+from compiler.kernel import reporting_failures
 from compiler.params import ParamError, TensorData, parse_dtype, parse_items, parse_user_default, split_item
 from compiler.symbolic import SymbolicError, Var, var
 from compiler.tensor import TensorSpec
@@ -28,7 +32,8 @@ from hw.config import HwConfig
 from hw.program import Program
 
 META_KEY = "dynamic_kernel"
-_RANGE = re.compile(r"^\s*([A-Za-z_]\w*)\s*=\s*(?:(\d+)\s*\.\.\s*)?(\d+)\s*$")
+# ASCII only: a name or digits of another script would read as a different text in the folder's meta
+_RANGE = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(?:([0-9]+)\s*\.\.\s*)?([0-9]+)\s*$")
 
 
 def parse_var(text: str) -> Var:
@@ -36,7 +41,10 @@ def parse_var(text: str) -> Var:
     m = _RANGE.match(text)
     if not m:
         raise ParamError(f"--var {text!r}: expected NAME=MAX or NAME=MIN..MAX (e.g. n=64, n=8..64)")
-    return var(m.group(1), max=int(m.group(3)), min=int(m.group(2)) if m.group(2) is not None else 1)
+    try:
+        return var(m.group(1), max=int(m.group(3)), min=int(m.group(2)) if m.group(2) is not None else 1)
+    except SymbolicError as e:
+        raise ParamError(f"--var {text!r}: {e}") from None
 
 
 def _symbolic_tensor(text: str, key: str, v: Var) -> TensorSpec | None:
@@ -50,7 +58,7 @@ def _symbolic_tensor(text: str, key: str, v: Var) -> TensorSpec | None:
             dims.append(v)
             i += len(v.name)
         else:
-            m = re.match(r"\d+", s[i:])
+            m = re.match(r"[0-9]+", s[i:])
             if not m:
                 return None
             dims.append(int(m.group()))
@@ -84,6 +92,10 @@ def symbolic_args(kernel: str, items: list[str], v: Var) -> dict[str, Any]:
             sym[k] = v
         elif (spec := _symbolic_tensor(text, k, v)) is not None:
             sym[k] = spec
+        elif v.name in re.split(r"[x,:*+\-/()\s]+", text.strip()):
+            raise ParamError(f"param '{k}': {text.strip()!r} uses '{v.name}' but is neither '{v.name}' (a constant) "
+                             f"nor a shape of positive integers and '{v.name}' (e.g. {v.name}x16 or "
+                             f"{v.name}x16:int8)")
         else:
             static.append(it)
     if not sym:
@@ -112,12 +124,40 @@ class UserDynamicExample(DynamicExample):
         specs = {n: a for n, a in bound.items() if isinstance(a, TensorSpec) and n in self.ranges}
         return _user_inputs(self.module, self.name, specs, {}, bound, seed)
 
+    def reference(self, cfg: HwConfig, v: int, inputs: dict[str, np.ndarray],
+                  program: Program) -> dict[str, np.ndarray] | None:
+        """The outputs of the file's ``<fn>_reference`` for value ``v`` packed like ``program``'s output
+        regions (None without one), as a static user kernel's are checked against golden."""
+        ref_fn = getattr(self.module, f"{self.name}_reference", None)
+        if not callable(ref_fn):
+            return None
+        bound = self.bound(cfg, v)
+        roles = {r.name: r.role for r in program.regions}
+        consts = {n: a for n, a in bound.items() if not isinstance(a, TensorSpec)}
+        outs = {n: a for n, a in bound.items() if isinstance(a, TensorSpec) and roles.get(n) == "output"}
+        label = f"reference '{self.name}_reference'"
+        with reporting_failures(ref_fn, f"{label} at {self.var.name}={v}"):
+            r = ref_fn(**inputs, **_reference_consts(ref_fn, self.kernel, consts))
+        return _reference_outputs(r, ref_fn, label, outs, program, cfg)
+
+    def check_compiles_to(self, cfg: HwConfig, v: int, program: Program, where: str) -> None:
+        """Refuse, in one line naming ``where``, a kernel that no longer compiles to ``program`` at value
+        ``v`` (its file, or the folder's record of it, changed since the folder was compiled): the models
+        would be judged against another kernel's golden outputs."""
+        if self.static(cfg, v).insns != program.insns:
+            raise ExampleError(f"{where}: the {self.description} (meta.{META_KEY}) no longer compiles to this "
+                               f"folder's Program at {self.var.name}={v} (it changed since cosim compile): compile "
+                               f"the folder again")
+
 
 def user_dynamic(kernel: str, items: list[str], var_text: str) -> DynamicExample:
     """The user kernel ``path.py:fn`` with the variable of ``--var`` and the ``-p`` items, as a dynamic
     example; its inputs' ranges are set by :func:`with_roles` once the kernel's use of each tensor is known."""
     v = parse_var(var_text)
     k, mod, fn = _load_user(kernel)
+    if v.name in k.signature.parameters:
+        raise ParamError(f"--var {var_text!r}: '{v.name}' is a parameter of kernel '{fn}'; name the variable "
+                         f"otherwise (e.g. n) and give the parameter as it (-p {v.name}=n...)")
     args = symbolic_args(kernel, items, v)
     path = str(Path(kernel.rsplit(":", 1)[0]).resolve())  # the folder may be run from elsewhere
     origin = {META_KEY: {"kernel": f"{path}:{fn}", "params": list(items), "var": var_text}}

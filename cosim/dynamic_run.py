@@ -10,6 +10,7 @@ value N (the kernel called on numpy).
 from __future__ import annotations
 
 import json
+import re
 import time
 from pathlib import Path
 from typing import Any
@@ -18,7 +19,7 @@ import numpy as np
 
 from compiler.dynamic import value_meta
 from compiler.dynamic_examples import DYNAMIC_EXAMPLES, DynamicExample, DynamicNetwork, get_dynamic_example
-from compiler.dynamic_user import META_KEY, from_meta
+from compiler.dynamic_user import META_KEY, UserDynamicExample, from_meta
 from compiler.symbolic import SymbolicError
 from cosim.models import Job
 from hw.config import HwConfig, load_config
@@ -36,12 +37,9 @@ def parse_sets(items: list[str]) -> dict[str, int]:
     out: dict[str, int] = {}
     for it in items:
         name, sep, text = it.partition("=")
-        try:
-            if not sep or not name.strip():
-                raise ValueError
-            value = int(text, 0)
-        except ValueError:
-            raise DynamicRunError(f"--set {it!r}: expected NAME=INTEGER") from None
+        if not sep or not name.strip() or not re.fullmatch(r"\s*-?[0-9]+\s*", text):  # decimal ASCII digits
+            raise DynamicRunError(f"--set {it!r}: expected NAME=INTEGER (decimal digits)")
+        value = int(text)
         if name.strip() in out:
             raise DynamicRunError(f"--set {it!r}: variable '{name.strip()}' is set twice")
         out[name.strip()] = value
@@ -77,6 +75,9 @@ def _load(kernel: str, cfg: HwConfig | None) -> tuple[Program, Driver, DynamicEx
     if driver.name != ex.var.name:
         raise DynamicRunError(f"{folder / 'layout.json'}: names dynamic example '{name}' (variable "
                               f"'{ex.var.name}'), but {folder / DRIVER_FILE} drives variable '{driver.name}'")
+    if META_KEY in meta and (driver.lo, driver.hi) != (ex.var.min, ex.var.max):
+        raise DynamicRunError(f"{folder / 'layout.json'}: meta.{META_KEY} gives '{ex.var.name}' "
+                              f"{ex.var.min}..{ex.var.max}, but {folder / DRIVER_FILE} covers {driver.lo}..{driver.hi}")
     _check_driver_fits(driver, base, folder / DRIVER_FILE)
     return base, driver, ex
 
@@ -143,7 +144,7 @@ def specialize(base: Program, driver: Driver, ex: DynamicExample | DynamicNetwor
     if regs != prog.regs:
         raise DynamicRunError(f"{base.name}: the driver's CSR writes for {driver.name}={v} differ from the "
                               f"Program's")
-    return prog, {"regs": regs}
+    return prog, {"regs": regs, "inputs": inputs}
 
 
 def dynamic_job(kernel: str, cfg: HwConfig | None, sets: list[str], seed: int = 0) -> Job:
@@ -154,10 +155,14 @@ def dynamic_job(kernel: str, cfg: HwConfig | None, sets: list[str], seed: int = 
         base, driver, ex = _load(kernel, cfg)
         v = driver.check(values)
         t1 = time.perf_counter()
-        prog, _ = specialize(base, driver, ex, v, seed)
+        prog, made = specialize(base, driver, ex, v, seed)
     except (DriverError, SymbolicError) as e:
         raise DynamicRunError(str(e)) from None
+    reference = None
+    if isinstance(ex, UserDynamicExample):  # a kernel file of the user's: as a static user kernel is checked
+        ex.check_compiles_to(prog.config, v, prog, str(Path(kernel) / "layout.json"))
+        reference = ex.reference(prog.config, v, made["inputs"], prog)
     label = f"{base.name}[{driver.name}={v}]"
-    return Job(kernel=label, config=prog.config, program=prog, golden=prog.expected,
+    return Job(kernel=label, config=prog.config, program=prog, golden=prog.expected, reference=reference,
                golden_wall_s=time.perf_counter() - t1, compile_wall_s=t1 - t0,
                meta={"dynamic": {driver.name: v}})

@@ -466,6 +466,106 @@ def test_user_kernel_with_a_variable_takes_its_inputs_hook(tmp_path: Path,
     assert "input 'X' from 'sectioned_add_inputs' has shape (3, 16)" in err and "\n" not in err, err
 
 
+_ADD = """
+    import numpy as np
+    from compiler import S
+
+    @S.kernel
+    def add3(X, Y):
+        n = X.nvec
+        acc = S.acc
+        S.load(acc[0:n], X)
+        S.add(acc[0:n], 3)
+        S.store(Y, acc[0:n])
+
+    def add3_reference(X):
+        return {"Y": (X.astype(np.int64) + OFFSET).astype(np.int32)}
+
+    @S.kernel
+    def zdiv(X, Y):
+        k = 8 // (X.nvec - 3)
+        acc = S.acc
+        S.load(acc[0:X.nvec], X)
+        S.store(Y, acc[0:X.nvec])
+    """
+
+
+def _add_file(tmp_path: Path, offset: int) -> Path:
+    src = tmp_path / "add.py"
+    src.write_text(textwrap.dedent(_ADD).replace("OFFSET", str(offset)))
+    return src
+
+
+def _compile_add(src: Path, out: Path, fn: str = "add3", var: str = "n=12") -> int:
+    return main(["compile", f"{src}:{fn}", "--var", var, "-p", "X=nx8", "-p", "Y=nx8:int8", "--config", "small",
+                 "-o", str(out)])
+
+
+def test_user_kernel_with_a_variable_is_checked_against_its_reference(tmp_path: Path,
+                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    """The file's `<fn>_reference` judges golden at every value, as for a static user kernel: a wrong
+    reference is a golden mismatch (exit 1), a right one passes."""
+    out = tmp_path / "dyn"
+    assert _compile_add(_add_file(tmp_path, 4), out) == 0
+    capsys.readouterr()
+    assert main(["run", str(out), "--set", "n=5", "--model", "golden"]) == 1
+    assert "MISMATCH" in capsys.readouterr().out
+    _add_file(tmp_path, 3)  # the kernel is the same: only the reference changed
+    assert main(["run", str(out), "--set", "n=5", "--model", "golden"]) == 0, capsys.readouterr()
+
+
+def test_user_kernel_changed_since_compile_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A kernel file edited after `cosim compile` (or a folder whose record of it was edited) would judge
+    the models against another kernel's golden outputs: refused in one line, naming the folder."""
+    out = tmp_path / "dyn"
+    src = _add_file(tmp_path, 3)
+    assert _compile_add(src, out) == 0
+    src.write_text(src.read_text().replace("S.add(acc[0:n], 3)", "S.add(acc[0:n], 4)"))
+    capsys.readouterr()
+    assert main(["run", str(out), "--set", "n=7", "--model", "tlm"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "layout.json" in err and "no longer compiles to this folder's Program at n=7" in err and "\n" not in err
+    _add_file(tmp_path, 3)
+    edit = json.loads((out / "layout.json").read_text())
+    edit["meta"]["dynamic_kernel"]["var"] = "n=6"
+    (out / "layout.json").write_text(json.dumps(edit))
+    assert main(["run", str(out), "--set", "n=5", "--model", "tlm"]) == 2
+    assert "gives 'n' 1..6, but" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--var", "n=12", "-p", "X=nx8x", "-p", "Y=nx8:int8"], "param 'X': 'nx8x' uses 'n' but is neither"),
+    (["--var", "n=12", "-p", "X=-nx8", "-p", "Y=nx8:int8"], "param 'X': '-nx8' uses 'n'"),
+    (["--var", "X=12", "-p", "X=Xx8", "-p", "Y=Xx8:int8"], "'X' is a parameter of kernel 'add3'"),
+    (["--var", "n=12", "--var", "m=9", "-p", "X=nx8", "-p", "Y=mx8:int8"], "--var is given 2 times"),
+    (["--var", "n=\u0663\u0664", "-p", "X=nx8", "-p", "Y=nx8:int8"], "expected NAME=MAX or NAME=MIN..MAX"),
+    (["--var", "n=0", "-p", "X=nx8", "-p", "Y=nx8:int8"], "--var 'n=0': variable 'n': needs integers"),
+])
+def test_user_kernel_variable_misuse_is_one_line(argv: list[str], message: str, tmp_path: Path,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    src = _add_file(tmp_path, 3)
+    assert main(["compile", f"{src}:add3", *argv, "--config", "small", "-o", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert message in err and "\n" not in err and "internal error" not in err, err
+
+
+def test_user_kernel_that_fails_at_some_values_names_the_value(tmp_path: Path,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    """A kernel raising at one value of the range (8 // (n - 3) at n=3) is one line naming the kernel's file
+    and line and the value, not an internal error; a --set that is not decimal digits is refused."""
+    src = _add_file(tmp_path, 3)
+    assert _compile_add(src, tmp_path / "z", fn="zdiv") == 2
+    err = capsys.readouterr().err.strip()
+    assert "kernel 'zdiv'" in err and f"{src}:" in err and "ZeroDivisionError" in err and "(at n=3)" in err, err
+    assert _compile_add(src, tmp_path / "ok") == 0
+    capsys.readouterr()
+    for bad in ("n=0x5", "n=\u0665", "n=5_0"):
+        assert main(["run", str(tmp_path / "ok"), "--set", bad]) == 2
+        assert "expected NAME=INTEGER" in capsys.readouterr().err
+    assert main(["run", f"{src}:add3", "-p", "X=5x8", "-p", "Y=5x8:int8", "--set", "n=5"]) == 2
+    assert "--set is for a dynamic Program" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("argv, message", [
     (["--var", "n=40", "-p", "X=16x16", "-p", "Y=16x16:int8"], "--var n: no -p parameter uses 'n'"),
     (["--var", "n", "-p", "X=nx16"], "expected NAME=MAX or NAME=MIN..MAX"),

@@ -28,7 +28,7 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int_arg(0), default=None,
                    help="seed of the random inputs (default 0; a dynamic example draws its inputs when it is run: "
                         "cosim run FOLDER --set ... --seed N)")
-    p.add_argument("--var", metavar="NAME=MAX",
+    p.add_argument("--var", metavar="NAME=MAX", action="append",
                    help="a user kernel with a run-time dimension: the variable NAME in 1..MAX (or NAME=MIN..MAX), "
                         "used as a -p tensor dimension or constant (-p X=NAMEx16); the folder runs with "
                         "cosim run DIR --set NAME=N")
@@ -42,10 +42,15 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
 def run(args: argparse.Namespace) -> int:
     cfg = load_config(args.config)
+    if args.var is not None and len(args.var) > 1:
+        raise ValueError(f"--var is given {len(args.var)} times ({', '.join(args.var)}): a kernel takes one run-time "
+                         f"variable")
+    args.var = args.var[0] if args.var else None
     if args.var is not None and (args.kernel in DYNAMIC_EXAMPLES or ":" not in args.kernel):
         raise ValueError(f"{args.kernel}: --var is for a user kernel (path/to/file.py:function); "
                          + ("a dynamic example has its own variable" if args.kernel in DYNAMIC_EXAMPLES
-                            else "an example's parameters are fixed when it is compiled"))
+                            else "a kernel file needs its function: path/to/file.py:function"
+                            if args.kernel.endswith(".py") else "an example's parameters are fixed when it is compiled"))
     if args.kernel in DYNAMIC_EXAMPLES or args.var is not None:  # one folder for every value, with its drivers
         what = "a dynamic example" if args.var is None else "a kernel with --var"
         if args.param and args.var is None:

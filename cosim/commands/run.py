@@ -125,6 +125,9 @@ def run(args: argparse.Namespace) -> int:
     _outputs_spare_the_program(args)
     cfg = load_config(args.config) if args.config else None
     if args.set_values or dynamic_run.is_dynamic(args.kernel):
+        if args.param and not dynamic_run.is_dynamic(args.kernel):
+            raise dynamic_run.DynamicRunError(f"{args.kernel}: --set is for a dynamic Program (a dynamic example or "
+                                              f"a folder compiled with --var), and this is not one")
         if args.param:
             raise dynamic_run.DynamicRunError(f"{args.kernel}: a dynamic Program takes --set, not -p")
         job = dynamic_run.dynamic_job(args.kernel, cfg, args.set_values or [], args.seed)
