@@ -47,6 +47,7 @@ SLOW_FIRST = (
     "tests/test_alu_pipeline.py::test_rtl_matches_golden_and_tlm_cycles",
     "tests/test_raw_harness.py::test_raw_matches_expected_and_cocotb_cycles",
     "tests/test_mutation.py::test_original_reproduces_golden_and_tlm_and_the_chosen_mutants_die",
+    "tests/test_mutation.py::test_directed_variants_kill_the_survivors",
     "tests/test_sweep.py::test_sweep_writes_table_front_and_plots",
 )
 

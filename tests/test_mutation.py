@@ -24,6 +24,7 @@ from cosim.mutation.campaign import prepare, repo_rtl, run_mutants, sample, scor
 from cosim.mutation.points import KINDS, MutationError, scan_rtl
 from cosim.mutation.schemata import mutate_text, write_schemata
 from hw.introspect.lint import lint
+from tests.conftest import long_tests_enabled
 
 # Mutants by their stable key (file:digest:kind:variant, cosim.mutation.points): lines added or removed
 # elsewhere in a file leave the key alone; the comment says where the mutant was when it was chosen.
@@ -247,6 +248,8 @@ def test_directed_variants_kill_the_survivors(campaign):
     assert pair is not None and pair.csr_mode[3] == 2
     sweep = stalled_restart_sweep(p, int(r.extra["sim_cycles"]))
     assert len(sweep) > 100 and all(q.dram_mode[0] for q in sweep)
+    if not long_tests_enabled():  # every 4th restart point (several catch a STORE's burst); all with COSIM_LONG
+        sweep = sweep[::4]
     variants = {"csr-pair": [pair], "stall-restart": sweep}
     base = {name: [signature(run_raw(q, cfg, full.rtl, 0)) for q in qs] for name, qs in variants.items()}
     assert difference(plain, base["csr-pair"][0]) is None and base["csr-pair"][0]["csr_resp"] == [0, 0]
