@@ -413,6 +413,24 @@ def test_a_static_program_saved_over_a_dynamic_folder_leaves_no_driver(folders: 
     assert main(["run", str(d), "--model", "tlm"]) == 0, capsys.readouterr().err
 
 
+def test_disasm_of_a_dynamic_folder_names_the_value(folders: dict[str, Path], capsys) -> None:
+    """`cosim disasm DIR` on a dynamic folder says it shows the maximum's Program; `--set` shows the
+    Program of that value, which is the static compile's."""
+    from hw.isa import insn_fields
+
+    ex = DYNAMIC_EXAMPLES["mvm_token"]
+    d = str(folders["mvm_token"])
+    assert main(["disasm", d]) == 0
+    first = capsys.readouterr().out.splitlines()[0]
+    assert first.startswith(f"; a dynamic Program: the Program of token={ex.var.max} (the maximum)"), first
+    assert main(["disasm", d, "--set", "token=5", "--json"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert got["dynamic"] == {"token": 5}
+    assert got["insns"] == [insn_fields(i) for i in ex.static(CFG, 5).insns]
+    assert main(["disasm", d, "--set", "token=0"]) == 2
+    assert "out of range" in capsys.readouterr().err
+
+
 USER_KERNEL = f"{Path(__file__).parent / 'kernels' / 'sectioned.py'}:sectioned_add"
 
 
