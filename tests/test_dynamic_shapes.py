@@ -431,6 +431,17 @@ def test_disasm_of_a_dynamic_folder_names_the_value(folders: dict[str, Path], ca
     assert "out of range" in capsys.readouterr().err
 
 
+def test_a_driver_whose_program_is_refused_names_dynamic_json(folders: dict[str, Path], tmp_path: Path) -> None:
+    """A hand-edited dynamic.json whose layout rule misplaces the regions: the Program refused names the
+    driver file and the value."""
+    d = tmp_path / "ed"
+    shutil.copytree(folders["mvm_token"], d)
+    data = json.loads((d / "dynamic.json").read_text())
+    (d / "dynamic.json").write_text(json.dumps({**data, "align": 3}))
+    with pytest.raises(ValueError, match=r"dynamic\.json: the Program it gives for token=7 is refused: .*not aligned"):
+        dynamic_job(str(d), None, ["token=7"])
+
+
 USER_KERNEL = f"{Path(__file__).parent / 'kernels' / 'sectioned.py'}:sectioned_add"
 
 
