@@ -3,7 +3,7 @@
 ``cosim compile FILE.py:fn --var n=64 -p X=nx16 -p Y=nx16:int8 -o DIR`` compiles the kernel once for
 every ``n`` in 1..64 (:func:`compiler.dynamic.compile_dynamic`). A ``-p`` tensor dimension, or a whole
 constant, may be the variable's name; everything else reads as for a static user kernel (and the
-file's ``<fn>_params`` defaults apply). The folder records the kernel's file, the ``-p`` items and the
+file's ``<fn>_params`` defaults apply; one written as text may use the variable as a ``-p`` item does). The folder records the kernel's file, the ``-p`` items and the
 variable (``meta.dynamic_kernel``), so ``cosim run DIR --set n=7`` re-creates the kernel's arguments
 for 7, makes seeded inputs as a static user kernel without data does (the file's ``<fn>_inputs`` hook,
 called with the arguments of 7, else random over each input's dtype) and runs golden on numpy.
@@ -86,8 +86,9 @@ def symbolic_args(kernel: str, items: list[str], v: Var) -> dict[str, Any]:
         raise ParamError(f"param '{dup}' is given twice (-p {dup}=...)")
     static: list[str] = []
     sym: dict[str, Any] = {}
-    for it, k in zip(items, keys):
-        text = split_item(it)[1]
+    # the file's ``<fn>_params`` defaults written as text may use the variable too (a -p item wins)
+    texts = [(None, k, x) for k, x in ex.params.items() if isinstance(x, str) and k not in keys]
+    for it, k, text in [(it, k, split_item(it)[1]) for it, k in zip(items, keys)] + texts:
         if text.strip() == v.name:
             sym[k] = v
         elif (spec := _symbolic_tensor(text, k, v)) is not None:
@@ -96,7 +97,7 @@ def symbolic_args(kernel: str, items: list[str], v: Var) -> dict[str, Any]:
             raise ParamError(f"param '{k}': {text.strip()!r} uses '{v.name}' but is neither '{v.name}' (a constant) "
                              f"nor a shape of positive integers and '{v.name}' (e.g. {v.name}x16 or "
                              f"{v.name}x16:int8)")
-        else:
+        elif it is not None:
             static.append(it)
     if not sym:
         raise ParamError(f"--var {v.name}: no -p parameter uses '{v.name}' (give a dimension as it, e.g. "
@@ -104,6 +105,8 @@ def symbolic_args(kernel: str, items: list[str], v: Var) -> dict[str, Any]:
     given = parse_items(static, None, kernel, ex.user_flags)
     out: dict[str, Any] = {}
     for k, x in {**ex.params, **given}.items():
+        if k in sym:
+            continue
         x = parse_user_default(k, x)
         if isinstance(x, TensorData):
             raise ParamError(f"param '{k}': a kernel with a run-time dimension takes no input data (its inputs "

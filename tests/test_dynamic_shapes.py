@@ -562,6 +562,22 @@ def test_user_kernel_changed_since_compile_is_refused(tmp_path: Path, capsys: py
     assert "gives 'n' 1..6, but" in capsys.readouterr().err
 
 
+def test_user_kernel_params_defaults_may_use_the_variable(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`<fn>_params` defaults written as text (`"X": "nx8"`) take the variable as -p items do; a -p item
+    still wins over its default."""
+    src = _add_file(tmp_path, 3)
+    src.write_text(src.read_text() + '\nadd3_params = {"X": "nx8", "Y": "nx8:int8"}\n')
+    out = tmp_path / "dyn"
+    assert main(["compile", f"{src}:add3", "--var", "n=12", "--config", "small", "-o", str(out), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["range"] == [1, 12]
+    assert main(["run", str(out), "--set", "n=5", "--model", "tlm"]) == 0, capsys.readouterr().err
+    assert dynamic_job(str(out), None, ["n=5"]).program.region("X").nbytes == 5 * 8 * 4
+    wide = tmp_path / "wide"
+    assert main(["compile", f"{src}:add3", "--var", "n=6", "-p", "X=nx16", "-p", "Y=nx16:int8", "--config", "small",
+                 "-o", str(wide)]) == 0
+    assert dynamic_job(str(wide), None, ["n=5"]).program.region("X").nbytes == 5 * 16 * 4
+
+
 @pytest.mark.parametrize("argv, message", [
     (["--var", "n=12", "-p", "X=nx8x", "-p", "Y=nx8:int8"], "param 'X': 'nx8x' uses 'n' but is neither"),
     (["--var", "n=12", "-p", "X=-nx8", "-p", "Y=nx8:int8"], "param 'X': '-nx8' uses 'n'"),
