@@ -118,6 +118,9 @@ def attention(X: Tensor, W: Tensor, bias: Tensor, Y: Tensor, tokens: int = 8, he
     the lanes; the ``s_*`` are the rescales."""
     cfg = S.config()
     b = cfg.block
+    if cfg.out_width != 8:  # its Q, K, V and context go through int8 DRAM tensors that STOREs write
+        raise S.error(None, f"needs a config with int8 outputs (out_width 8); config '{cfg.name}' has out_width "
+                            f"{cfg.out_width}")
     if not isinstance(X, Tensor) or len(X.shape) != 5:
         raise S.error("X", "must be the packed int8 matrix (1, D/B, B, 1, B)")
     db = X.shape[1]

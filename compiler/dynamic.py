@@ -209,8 +209,6 @@ def compile_dynamic(kernel: Any, args: Mapping[str, Any], var: Var, cfg: HwConfi
     of ``var`` in TensorSpec shapes and constants. ``verify_all`` also compiles every value of the range
     statically and compares it with the driver (a cost that grows with the maximum; the default checks
     samples). Raises CompileError / SymbolicError in one line."""
-    if cfg.num_cores != 1:
-        raise CompileError(f"dynamic shapes run on one core; config '{cfg.name}' has {cfg.num_cores}")
     k = as_kernel(kernel)
     name = name or k.name
     for n, a in args.items():
@@ -231,6 +229,8 @@ def compile_traces(trace_of: Callable[[int], StaticTrace], var: Var, cfg: HwConf
                    meta: dict[str, Any] | None = None, verify_all: bool = False) -> DynamicProgram:
     """The dynamic Program of any static compiler ``trace_of`` (value -> :class:`StaticTrace`): the pieces
     (module docstring), the Program of the maximum, and the driver checked against static compiles."""
+    if cfg.num_cores != 1:
+        raise CompileError(f"dynamic shapes run on one core; config '{cfg.name}' has {cfg.num_cores}")
     cache: dict[int, StaticTrace] = {}
     traces = 0
 
@@ -241,7 +241,8 @@ def compile_traces(trace_of: Callable[[int], StaticTrace], var: Var, cfg: HwConf
             try:
                 st = trace_of(v)
             except (CompileError, SymbolicError) as e:  # the kernel may fail at some values only: say which
-                e.args = (f"{e.args[0] if e.args else e} (at {var.name}={v})", *e.args[1:])
+                e.args = (f"{e.args[0] if e.args else e} (compiling {var.name}={v} of {var.min}..{var.max})",
+                          *e.args[1:])
                 raise
             if v != var.max and [r.name for r in st.regions] != names_max:
                 raise CompileError(f"kernel '{name}': its DRAM regions at {var.name}={v} "

@@ -206,6 +206,10 @@ def resnet_block(X: Tensor, W: Tensor, bias: Tensor, Y: Tensor, shift1: int = 8,
     through a scratch DRAM tensor; the second adds the block input in its epilogue (GEMM with the
     identity block) before the final ReLU.
     """
+    cfg = S.config()
+    if cfg.out_width != 8:  # the first layer's output is an int8 DRAM tensor that a STORE writes
+        raise S.error(None, f"needs a config with int8 outputs (out_width 8); config '{cfg.name}' has out_width "
+                            f"{cfg.out_width}")
     _packed(X, "X", "int8", 5, "(N, C/B, H, W, B)")
     if isinstance(W, Tensor) and (len(W.shape) != 7 or W.shape[0] != 2):
         raise S.error("W", f"must hold both layers' weights (2, C/B, C/B, K, K, B, B), got {W.shape}")

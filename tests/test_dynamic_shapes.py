@@ -15,6 +15,7 @@ from compiler import S
 from compiler.build import build
 from compiler.dynamic import save_dynamic
 from compiler.dynamic_examples import DYNAMIC_EXAMPLES
+from compiler.errors import CompileError
 from compiler.symbolic import SymbolicError, bind, ceil_div, var
 from cosim import models
 from cosim.cli import main
@@ -601,7 +602,7 @@ def test_user_kernel_that_fails_at_some_values_names_the_value(tmp_path: Path,
     src = _add_file(tmp_path, 3)
     assert _compile_add(src, tmp_path / "z", fn="zdiv") == 2
     err = capsys.readouterr().err.strip()
-    assert "kernel 'zdiv'" in err and f"{src}:" in err and "ZeroDivisionError" in err and "(at n=3)" in err, err
+    assert "kernel 'zdiv'" in err and f"{src}:" in err and "ZeroDivisionError" in err and "(compiling n=3 of 1..12)" in err, err
     assert _compile_add(src, tmp_path / "ok") == 0
     capsys.readouterr()
     for bad in ("n=0x5", "n=\u0665", "n=5_0"):
@@ -641,3 +642,9 @@ def test_user_folder_whose_kernel_is_gone(tmp_path: Path, capsys: pytest.Capture
     assert "cannot re-create the kernel of meta.dynamic_kernel" in err and "no such kernel file" in err
     assert main(["compile", "vadd", "--var", "n=4", "-o", str(tmp_path / "v")]) == 2
     assert "--var is for a user kernel" in capsys.readouterr().err
+
+
+def test_a_dynamic_network_on_several_cores_is_refused_as_a_kernel_is() -> None:
+    cfg = load_config("small2")
+    with pytest.raises(CompileError, match="dynamic shapes run on one core; config 'small2' has 2"):
+        DYNAMIC_EXAMPLES["digits_batch"].compile(cfg)

@@ -112,3 +112,15 @@ def test_attention_s_features_follow_the_lanes() -> None:
     assert make_case("attention", load_config("small")).params["D"] == 16
     with pytest.raises(CompileError, match="a head must be a whole number of 32-lane blocks"):
         make_case("attention", cfg, {"D": 32})
+
+
+@pytest.mark.parametrize("example", ["attention", "resnet_block"])
+def test_kernels_with_int8_intermediates_name_out_width(example: str) -> None:
+    """Attention and the ResNet block keep int8 tensors in DRAM between their steps: on a config of 16-bit
+    outputs they are refused by out_width, not by an internal tensor's STORE."""
+    from hw.config import load_config, parse_config
+
+    cfg = parse_config({**load_config("default").to_dict(), "name": "o16", "out_width": 16}, "o16")
+    with pytest.raises(CompileError, match=rf"kernel '{example}': needs a config with int8 outputs \(out_width 8\); "
+                                           r"config 'o16' has out_width 16"):
+        make_case(example, cfg)
