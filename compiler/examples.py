@@ -96,17 +96,20 @@ class Example:
     # lanes): (params, the params the user gave, cfg) -> params
     follow: Callable[[dict[str, Any], dict[str, Any], HwConfig], dict[str, Any]] | None = None
 
-    def params_for(self, cfg: HwConfig) -> dict[str, Any]:
-        """The default params on ``cfg``: a ``per_config`` entry applies to its config and to every
-        config of the same core in other numbers (``quad`` = default x4, ``small2`` = small x2)."""
+    def _defaults(self, cfg: HwConfig) -> dict[str, Any]:
         extra = self.per_config.get(cfg.name)
         if extra is None:
             extra = next((p for key, p in self.per_config.items() if _same_core(cfg, key)), {})
-        return self.resolve({**self.params, **extra}, {}, cfg)
+        return {**self.params, **extra}
+
+    def params_for(self, cfg: HwConfig) -> dict[str, Any]:
+        """The default params on ``cfg``: a ``per_config`` entry applies to its config and to every
+        config of the same core in other numbers (``quad`` = default x4, ``small2`` = small x2)."""
+        return self.resolve(self._defaults(cfg), {}, cfg)
 
     def params_with(self, given: dict[str, Any], cfg: HwConfig) -> dict[str, Any]:
         """The params on ``cfg`` with ``given`` (the user's) over the defaults; an unknown one is one line."""
-        p = self.params_for(cfg)
+        p = self._defaults(cfg)
         for k, v in given.items():
             if k not in p:
                 raise ExampleError(f"example '{self.name}' has no param '{k}' (params: {', '.join(p)})")

@@ -47,10 +47,13 @@ def run(args: argparse.Namespace) -> int:
                          f"variable")
     args.var = args.var[0] if args.var else None
     if args.var is not None and (args.kernel in DYNAMIC_EXAMPLES or ":" not in args.kernel):
-        raise ValueError(f"{args.kernel}: --var is for a user kernel (path/to/file.py:function); "
-                         + ("a dynamic example has its own variable" if args.kernel in DYNAMIC_EXAMPLES
-                            else "a kernel file needs its function: path/to/file.py:function"
-                            if args.kernel.endswith(".py") else "an example's parameters are fixed when it is compiled"))
+        if args.kernel in DYNAMIC_EXAMPLES:
+            why = "a dynamic example has its own variable"
+        elif args.kernel.endswith(".py"):
+            why = "a kernel file needs its function: path/to/file.py:function"
+        else:
+            why = "an example's parameters are fixed when it is compiled"
+        raise ValueError(f"{args.kernel}: --var is for a user kernel (path/to/file.py:function); {why}")
     if args.kernel in DYNAMIC_EXAMPLES or args.var is not None:  # one folder for every value, with its drivers
         what = "a dynamic example" if args.var is None else "a kernel with --var"
         if args.param and args.var is None:
