@@ -139,8 +139,15 @@ def parse_int(text: str, key: str, none_ok: bool = False) -> int | None:
         raise ParamError(f"param '{key}': '{t}' is not an integer{hint}") from None
 
 
+def _ascii_digits(key: str, text: str) -> None:
+    """Refuse digits of other scripts (``int`` and ``float`` would read them): numbers are written 0-9."""
+    if any(ch.isdigit() and not ch.isascii() for ch in text):
+        raise ParamError(f"param '{key}': {text.strip()!a} has a digit that is not 0-9")
+
+
 def parse_value(key: str, text: str, default: Any) -> Any:
     """``text`` typed like the parameter's ``default``."""
+    _ascii_digits(key, text)
     if key == "shape" or isinstance(default, tuple):
         return parse_shape(text, key)
     if isinstance(default, bool):
@@ -168,6 +175,7 @@ def parse_user_value(key: str, text: str) -> Any:
     t = text.strip()
     if t.startswith("@"):
         return load_tensor_file(t, key)
+    _ascii_digits(key, t)
     if re.fullmatch(r"[+-]?(0[xXbBoO])?[0-9a-fA-F_]+", t):
         try:
             return int(t, 0)

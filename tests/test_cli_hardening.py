@@ -289,6 +289,16 @@ def test_user_tensor_params(capsys, tmp_path, kernels, spec, words):
     assert rc == 0, err
 
 
+@pytest.mark.parametrize("spec", ["X=\u0663\u0667x16:int32", "X=37x16:int32 N=\u0664"])
+def test_digits_of_other_scripts_are_refused(capsys, kernels, spec):
+    """int() and the regex \\d read digits of any script; a parameter is written with 0-9 (as --var is)."""
+    items = [a for kv in spec.split() for a in ("-p", kv)]
+    rc, _, err = cosim(capsys, "run", f"{kernels}:copy", *items, "-p", "Y=37x16:int8", "--model", "golden")
+    one_line(rc, err, "has a digit that is not 0-9")
+    one_line(*cosim(capsys, "run", "vadd", "-p", "shape=\u0664\u0664", "--model", "golden")[::2], "param 'shape'",
+             "not 0-9")
+
+
 def test_kernel_file_that_fails_to_import(capsys, tmp_path):
     f = tmp_path / "broken.py"
     f.write_text("x = 1\ny = x / 0\n")
