@@ -269,8 +269,9 @@ def compile_traces(trace_of: Callable[[int], StaticTrace], var: Var, cfg: HwConf
         if len(pieces) >= MAX_PIECES:
             raise ConfigFitError(f"kernel '{name}': its instruction stream changes shape at more than {MAX_PIECES} "
                                  f"values of '{var.name}' on config '{cfg.name}' ({MAX_PIECES} pieces cover "
-                                 f"{var.min}..{lo - 1} of {var.min}..{var.max}): lower the variable's maximum or "
-                                 f"use a config whose buffers hold larger tiles")
+                                 f"{var.min}..{lo - 1} of {var.min}..{var.max}): give a narrower range (--var "
+                                 f"{var.name}=MAX or MIN..MAX), or a config whose buffers hold larger tiles where "
+                                 f"'{var.name}' is a tensor dimension")
         first = real(lo)
         if lo == var.max or not same_shape(real(lo + 1), first):
             pieces.append(Piece(lo, lo, first.insns, first.consts, tuple(first.entries),

@@ -13,8 +13,9 @@ it (:class:`compiler.dynamic.StaticTrace`).
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, TypeVar
 
 import numpy as np
 
@@ -26,6 +27,7 @@ from compiler.errors import CompileError
 from compiler.graph import Graph
 from compiler.kernel import Kernel, reporting_failures
 from compiler.network import NetworkProgram, compile_network
+from compiler.params import ParamError, parse_var
 from compiler.symbolic import Var, var
 from compiler.tensor import TensorSpec, tensor
 from hw.config import HwConfig
@@ -218,6 +220,35 @@ DYNAMIC_EXAMPLES: dict[str, DynamicExample | DynamicNetwork] = {e.name: e for e 
     DynamicNetwork("digits_batch", "the digits CNN (conv 3x3, pool, two dense layers; int8 logits) on a run-time "
                    "batch of 8x8 test images", _digits_graph, BATCH, _digits_images),
 ]}
+
+
+_Example = TypeVar("_Example", DynamicExample, DynamicNetwork)
+
+
+def narrowed(example: _Example, var_text: str) -> _Example:
+    """``example`` with its variable's range narrowed by ``--var NAME=MAX`` or ``NAME=MIN..MAX`` (the name
+    its own, the range within its own): a narrower range needs fewer driver pieces, e.g. on a config whose
+    buffers hold small tiles. Anything else is one ParamError line."""
+    v, own = parse_var(var_text), example.var
+    if v.name != own.name:
+        raise ParamError(f"--var {var_text!r}: dynamic example '{example.name}' has the variable '{own.name}' "
+                         f"({own.min}..{own.max}), not '{v.name}'")
+    if v.min < own.min or v.max > own.max:
+        raise ParamError(f"--var {var_text!r}: dynamic example '{example.name}' takes '{own.name}' in "
+                         f"{own.min}..{own.max}; --var can only narrow that range")
+    return dataclasses.replace(example, var=v)
+
+
+def narrowed_to(example: _Example, lo: int, hi: int, where: str) -> _Example:
+    """``example`` with the range ``lo..hi`` a folder's driver covers (compiled with ``--var``); a range
+    outside the example's own is one ParamError line naming ``where``."""
+    own = example.var
+    if (lo, hi) == (own.min, own.max):
+        return example
+    if lo < own.min or hi > own.max:
+        raise ParamError(f"{where}: covers '{own.name}' {lo}..{hi}, but dynamic example '{example.name}' takes "
+                         f"{own.min}..{own.max}")
+    return narrowed(example, f"{own.name}={lo}..{hi}")
 
 
 def get_dynamic_example(name: str) -> DynamicExample | DynamicNetwork:

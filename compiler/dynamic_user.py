@@ -25,28 +25,13 @@ from compiler.dynamic_examples import DynamicExample, with_maximum_data
 from compiler.examples import (USER_INPUT_RANGES, ExampleError, _load_user, _reference_consts, _reference_outputs,
                                _user_inputs, get_example)
 from compiler.kernel import reporting_failures
-from compiler.params import ParamError, TensorData, parse_dtype, parse_items, parse_user_default, split_item
-from compiler.symbolic import SymbolicError, Var, var
+from compiler.params import ParamError, TensorData, parse_dtype, parse_items, parse_user_default, parse_var, split_item
+from compiler.symbolic import SymbolicError, Var
 from compiler.tensor import TensorSpec
 from hw.config import HwConfig
 from hw.program import Program
 
 META_KEY = "dynamic_kernel"
-# ASCII only: a name or digits of another script would read as a different text in the folder's meta
-_RANGE = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(?:([0-9]+)\s*\.\.\s*)?([0-9]+)\s*$")
-
-
-def parse_var(text: str) -> Var:
-    """``NAME=MAX`` or ``NAME=MIN..MAX`` (``--var``) as a variable; anything else is one line."""
-    m = _RANGE.match(text)
-    if not m:
-        raise ParamError(f"--var {text!r}: expected NAME=MAX or NAME=MIN..MAX (e.g. n=64, n=8..64)")
-    try:
-        return var(m.group(1), max=int(m.group(3)), min=int(m.group(2)) if m.group(2) is not None else 1)
-    except SymbolicError as e:
-        raise ParamError(f"--var {text!r}: {e}") from None
-
-
 def _symbolic_tensor(text: str, key: str, v: Var) -> TensorSpec | None:
     """``text`` as a tensor with the variable among its dimensions (``nx16:int8``), else None."""
     body, colon, dt = text.strip().partition(":")

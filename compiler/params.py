@@ -21,6 +21,7 @@ from typing import Any, Collection, Mapping
 import numpy as np
 
 from compiler.errors import CompileError
+from compiler.symbolic import SymbolicError, Var, var
 from compiler.tensor import TensorSpec
 from hw.npz_file import NpzError, read_npz
 from hw.program import DTYPES
@@ -236,3 +237,18 @@ def parse_items(items: list[str] | None, defaults: Mapping[str, Any] | None, ker
             raise ParamError(f"example '{kernel}' has no param '{k}' (params: {', '.join(defaults)})")
         out[k] = parse_value(k, v, defaults[k])
     return out
+
+
+# ASCII only: a name or digits of another script would read as a different text in the folder's meta
+_RANGE = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(?:([0-9]+)\s*\.\.\s*)?([0-9]+)\s*$")
+
+
+def parse_var(text: str) -> Var:
+    """``NAME=MAX`` or ``NAME=MIN..MAX`` (``--var``) as a variable; anything else is one line."""
+    m = _RANGE.match(text)
+    if not m:
+        raise ParamError(f"--var {text!r}: expected NAME=MAX or NAME=MIN..MAX (e.g. n=64, n=8..64)")
+    try:
+        return var(m.group(1), max=int(m.group(3)), min=int(m.group(2)) if m.group(2) is not None else 1)
+    except SymbolicError as e:
+        raise ParamError(f"--var {text!r}: {e}") from None

@@ -18,8 +18,9 @@ from typing import Any
 import numpy as np
 
 from compiler.dynamic import value_meta
-from compiler.dynamic_examples import DYNAMIC_EXAMPLES, DynamicExample, DynamicNetwork, get_dynamic_example
-from compiler.dynamic_user import META_KEY, UserDynamicExample, from_meta
+from compiler.dynamic_examples import (DYNAMIC_EXAMPLES, DynamicExample, DynamicNetwork, get_dynamic_example, narrowed,
+                                       narrowed_to)
+from compiler.dynamic_user import META_KEY, UserDynamicExample, compile_user, from_meta, user_dynamic, with_roles
 from compiler.symbolic import SymbolicError
 from cosim.models import Job
 from hw.config import HwConfig, load_config
@@ -51,27 +52,48 @@ def is_dynamic(kernel: str) -> bool:
     return kernel in DYNAMIC_EXAMPLES or (Path(kernel) / DRIVER_FILE).is_file()
 
 
-def _load(kernel: str, cfg: HwConfig | None) -> tuple[Program, Driver, DynamicExample | DynamicNetwork]:
-    if kernel in DYNAMIC_EXAMPLES and not ("/" in kernel or Path(kernel).is_dir()):
-        ex = get_dynamic_example(kernel)
-        dp = ex.compile(cfg or load_config("default"))
+def _load(kernel: str, cfg: HwConfig | None, var_text: str | None = None,
+          params: list[str] | None = None) -> tuple[Program, Driver, DynamicExample | DynamicNetwork]:
+    """The base Program, its driver and its example: a dynamic example (its range narrowed by ``var_text``)
+    or a user kernel ``path.py:fn`` with ``var_text`` and ``params`` compiled in memory, or a folder."""
+    ex: DynamicExample | DynamicNetwork
+    in_memory = not ("/" in kernel or Path(kernel).is_dir())
+    if (kernel in DYNAMIC_EXAMPLES and in_memory) or (var_text is not None and ":" in kernel):
+        cfg = cfg or load_config("default")
+        if kernel in DYNAMIC_EXAMPLES:
+            ex = get_dynamic_example(kernel)
+            ex = narrowed(ex, var_text) if var_text is not None else ex
+            dp = ex.compile(cfg)
+        else:
+            ex = user_dynamic(kernel, params or [], var_text or "")
+            dp = compile_user(ex, cfg)
+            ex = with_roles(ex, dp.program)
         return dp.program, Driver.from_json(json.loads(json.dumps(dp.driver_json()))), ex
+    if var_text is not None and Path(kernel).is_dir():
+        raise DynamicRunError(f"{kernel}: a Program folder's range was fixed by cosim compile (compile it again with "
+                              f"--var); --var here is for a dynamic example or a kernel path.py:function")
+    if var_text is not None:
+        why = "a kernel file needs its function: path/to/file.py:function" if kernel.endswith(".py") else \
+            "an example's parameters are fixed when it is compiled"
+        raise DynamicRunError(f"{kernel}: --var is for a dynamic example (see cosim list) or a user kernel "
+                              f"path.py:function; {why}")
     folder = Path(kernel)
     if not (folder / DRIVER_FILE).is_file():
         raise DynamicRunError(f"{kernel}: not a dynamic Program (no {DRIVER_FILE}); --set needs one")
     base = Program.load(folder, cfg)
     meta = base.meta or {}
     name = meta.get("dynamic_example")
-    ex: DynamicExample | DynamicNetwork
     if META_KEY in meta:  # a user kernel compiled with --var
         ex = from_meta(meta, base, str(folder / "layout.json"))
         name = ex.name
     elif not isinstance(name, str) or name not in DYNAMIC_EXAMPLES:
         raise DynamicRunError(f"{kernel}: the folder names neither a dynamic example (meta.dynamic_example) nor "
                               f"a kernel compiled with --var (meta.{META_KEY})")
-    else:
-        ex = DYNAMIC_EXAMPLES[name]
     driver = Driver.load(folder)
+    if META_KEY not in meta:
+        ex = DYNAMIC_EXAMPLES[name]
+        if driver.name == ex.var.name:  # a folder compiled with --var covers a narrower range
+            ex = narrowed_to(ex, driver.lo, driver.hi, str(folder / DRIVER_FILE))
     if driver.name != ex.var.name:
         raise DynamicRunError(f"{folder / 'layout.json'}: names dynamic example '{name}' (variable "
                               f"'{ex.var.name}'), but {folder / DRIVER_FILE} drives variable '{driver.name}'")
@@ -147,12 +169,14 @@ def specialize(base: Program, driver: Driver, ex: DynamicExample | DynamicNetwor
     return prog, {"regs": regs, "inputs": inputs}
 
 
-def dynamic_job(kernel: str, cfg: HwConfig | None, sets: list[str], seed: int = 0) -> Job:
-    """The Job of ``kernel`` (a dynamic example or folder) at the values of ``sets`` (``NAME=N``)."""
+def dynamic_job(kernel: str, cfg: HwConfig | None, sets: list[str], seed: int = 0, var_text: str | None = None,
+                params: list[str] | None = None) -> Job:
+    """The Job of ``kernel`` (a dynamic example or folder, or a kernel ``path.py:fn`` with ``var_text`` and
+    ``params``, as ``cosim compile --var`` takes them) at the values of ``sets`` (``NAME=N``)."""
     try:
         values = parse_sets(sets)
         t0 = time.perf_counter()
-        base, driver, ex = _load(kernel, cfg)
+        base, driver, ex = _load(kernel, cfg, var_text, params)
         v = driver.check(values)
         t1 = time.perf_counter()
         try:
@@ -164,7 +188,8 @@ def dynamic_job(kernel: str, cfg: HwConfig | None, sets: list[str], seed: int = 
         raise DynamicRunError(str(e)) from None
     reference = None
     if isinstance(ex, UserDynamicExample):  # a kernel file of the user's: as a static user kernel is checked
-        ex.check_compiles_to(prog.config, v, prog, str(Path(kernel) / "layout.json"))
+        where = str(Path(kernel) / "layout.json") if Path(kernel).is_dir() else kernel
+        ex.check_compiles_to(prog.config, v, prog, where)
         reference = ex.reference(prog.config, v, made["inputs"], prog)
     label = f"{base.name}[{driver.name}={v}]"
     return Job(kernel=label, config=prog.config, program=prog, golden=prog.expected, reference=reference,

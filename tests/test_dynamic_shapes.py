@@ -641,7 +641,54 @@ def test_user_folder_whose_kernel_is_gone(tmp_path: Path, capsys: pytest.Capture
     err = capsys.readouterr().err.strip()
     assert "cannot re-create the kernel of meta.dynamic_kernel" in err and "no such kernel file" in err
     assert main(["compile", "vadd", "--var", "n=4", "-o", str(tmp_path / "v")]) == 2
-    assert "--var is for a user kernel" in capsys.readouterr().err
+    assert "--var is for a dynamic example (a narrower range) or a user kernel" in capsys.readouterr().err
+
+
+def test_a_dynamic_example_in_a_narrower_range(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """--var narrows a dynamic example's range: mvm_token's 1..2048 needs more than the cap of driver pieces
+    on small (256; 6 here, to be quick: the refusal names --var), 2..40 compiles and runs there, by name and as
+    a folder whose narrower range the run keeps (a value past it is refused); a range that is not the
+    example's own variable, or wider, is one line."""
+    import compiler.dynamic as dyn
+
+    small = load_config("small")
+    monkeypatch.setattr(dyn, "MAX_PIECES", 6)
+    with pytest.raises(CompileError, match=r"changes shape at more than 6 values of 'token' on config 'small' "
+                                           r".*give a narrower range \(--var token=MAX or MIN\.\.MAX\)"):
+        DYNAMIC_EXAMPLES["mvm_token"].compile(small)
+    monkeypatch.undo()
+    out = tmp_path / "mvm"
+    assert main(["compile", "mvm_token", "--var", "token=2..40", "--config", "small", "-o", str(out), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["range"] == [2, 40]
+    for kernel, extra in ((str(out), []), ("mvm_token", ["--var", "token=2..40", "--config", "small"])):
+        for v in (2, 17, 40):
+            assert main(["run", kernel, *extra, "--set", f"token={v}", "--model", "tlm", "--json"]) == 0
+            rep = json.loads(capsys.readouterr().out)
+            static = DYNAMIC_EXAMPLES["mvm_token"].static(small, v)
+            assert rep["match"] is True and rep["cycles"] == models.tlm(static).cycles, (kernel, v, rep)
+        for v in (1, 41):
+            assert main(["run", kernel, *extra, "--set", f"token={v}", "--model", "tlm"]) == 2
+            assert f"{v} is out of range 2..40" in capsys.readouterr().err
+    for argv, message in ((["mvm_token", "--var", "rows=9"], "has the variable 'token' (1..2048), not 'rows'"),
+                          (["mvm_token", "--var", "token=0..9"], "needs integers 1 <= min <= max"),
+                          (["mvm_token", "--var", "token=4096"], "--var can only narrow that range"),
+                          ([str(out), "--var", "token=9"], "a Program folder's range was fixed by cosim compile"),
+                          (["vadd", "--var", "n=9"], "an example's parameters are fixed when it is compiled"),
+                          (["mvm_token", "--var", "token=9", "--var", "token=8"], "--var is given 2 times")):
+        assert main(["run", *argv, "--set", "token=3", "--model", "tlm"]) == 2, argv
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1 and message in err, (argv, err)
+
+
+def test_a_user_kernel_with_a_variable_runs_without_a_folder(capsys: pytest.CaptureFixture[str]) -> None:
+    """`cosim run FILE.py:fn --var n=40 -p X=nx16 ... --set n=V` compiles in memory and runs as the folder does."""
+    for v in (1, 23):
+        assert main(["run", USER_KERNEL, "--var", "n=40", "-p", "X=nx16", "-p", "Y=nx16:int8", "-p", "tile=8",
+                     "--set", f"n={v}", "--model", "tlm", "--json"]) == 0
+        rep = json.loads(capsys.readouterr().out)
+        static = models.make_job(USER_KERNEL, CFG, {"X": f"{v}x16", "Y": f"{v}x16:int8", "tile": 8})
+        assert rep["match"] is True and rep["cycles"] == models.tlm(static.program).cycles, (v, rep)
 
 
 def test_a_dynamic_network_on_several_cores_is_refused_as_a_kernel_is() -> None:

@@ -6,7 +6,7 @@ import argparse
 import json
 
 from compiler.dynamic import save_dynamic
-from compiler.dynamic_examples import DYNAMIC_EXAMPLES
+from compiler.dynamic_examples import DYNAMIC_EXAMPLES, narrowed
 from compiler.dynamic_user import compile_user, user_dynamic
 from compiler.examples import make_case, parse_params
 from hw.config import load_config
@@ -29,7 +29,8 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                    help="seed of the random inputs (default 0; a dynamic example draws its inputs when it is run: "
                         "cosim run FOLDER --set ... --seed N)")
     p.add_argument("--var", metavar="NAME=MAX", action="append",
-                   help="a user kernel with a run-time dimension: the variable NAME in 1..MAX (or NAME=MIN..MAX), "
+                   help="a dynamic example: its variable in a narrower range (fewer driver pieces). A user kernel "
+                        "with a run-time dimension: the variable NAME in 1..MAX (or NAME=MIN..MAX), "
                         "used as a -p tensor dimension or constant (-p X=NAMEx16); the folder runs with "
                         "cosim run DIR --set NAME=N")
     p.add_argument("--verify-all", action="store_true",
@@ -46,23 +47,23 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError(f"--var is given {len(args.var)} times ({', '.join(args.var)}): a kernel takes one run-time "
                          f"variable")
     args.var = args.var[0] if args.var else None
-    if args.var is not None and (args.kernel in DYNAMIC_EXAMPLES or ":" not in args.kernel):
-        if args.kernel in DYNAMIC_EXAMPLES:
-            why = "a dynamic example has its own variable"
-        elif args.kernel.endswith(".py"):
+    if args.var is not None and args.kernel not in DYNAMIC_EXAMPLES and ":" not in args.kernel:
+        if args.kernel.endswith(".py"):
             why = "a kernel file needs its function: path/to/file.py:function"
         else:
             why = "an example's parameters are fixed when it is compiled"
-        raise ValueError(f"{args.kernel}: --var is for a user kernel (path/to/file.py:function); {why}")
+        raise ValueError(f"{args.kernel}: --var is for a dynamic example (a narrower range) or a user kernel "
+                         f"(path/to/file.py:function); {why}")
     if args.kernel in DYNAMIC_EXAMPLES or args.var is not None:  # one folder for every value, with its drivers
-        what = "a dynamic example" if args.var is None else "a kernel with --var"
-        if args.param and args.var is None:
+        what = "a dynamic example" if args.kernel in DYNAMIC_EXAMPLES else "a kernel with --var"
+        if args.param and args.kernel in DYNAMIC_EXAMPLES:
             raise ValueError(f"{args.kernel}: a dynamic example takes no -p (its variable is set at run time)")
         if args.seed is not None:
             raise ValueError(f"{args.kernel}: {what} draws its inputs when it is run (cosim run FOLDER "
                              f"--set ... --seed N), not here")
-        if args.var is None:
-            dp = DYNAMIC_EXAMPLES[args.kernel].compile(cfg, verify_all=args.verify_all)
+        if args.kernel in DYNAMIC_EXAMPLES:
+            ex = DYNAMIC_EXAMPLES[args.kernel]
+            dp = (ex if args.var is None else narrowed(ex, args.var)).compile(cfg, verify_all=args.verify_all)
         else:
             dp = compile_user(user_dynamic(args.kernel, args.param, args.var), cfg, verify_all=args.verify_all)
         d = save_dynamic(dp, args.out)

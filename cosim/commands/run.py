@@ -70,6 +70,10 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--set", action="append", metavar="NAME=N", dest="set_values",
                    help="value of a run-time variable of a dynamic Program or example (repeatable; see "
                         "`cosim list`)")
+    p.add_argument("--var", metavar="NAME=MAX", action="append",
+                   help="with --set: a dynamic example's variable in a narrower range (NAME=MAX or MIN..MAX: fewer "
+                        "driver pieces), or a user kernel path.py:function's run-time variable, as cosim compile "
+                        "--var takes it (-p X=NAMEx16 ...)")
     p.add_argument("--seed", type=int_arg(0), default=0, help="seed of the random inputs (default 0)")
     p.add_argument("--sim", choices=["verilator", "icarus"], default=None,
                    help="RTL simulator (default verilator)")
@@ -124,13 +128,19 @@ def run(args: argparse.Namespace) -> int:
     settle_rtl_options(args, list(models.MODELS) if args.model == "all" else [args.model])
     _outputs_spare_the_program(args)
     cfg = load_config(args.config) if args.config else None
-    if args.set_values or dynamic_run.is_dynamic(args.kernel):
-        if args.param and not dynamic_run.is_dynamic(args.kernel):
-            raise dynamic_run.DynamicRunError(f"{args.kernel}: --set is for a dynamic Program (a dynamic example or "
-                                              f"a folder compiled with --var), and this is not one")
-        if args.param:
+    if args.var is not None and len(args.var) > 1:
+        raise UserError(f"--var is given {len(args.var)} times ({', '.join(args.var)}): a kernel takes one run-time "
+                        f"variable")
+    args.var = args.var[0] if args.var else None
+    user_var = args.var is not None and ":" in args.kernel and not Path(args.kernel).is_dir()
+    if args.set_values or args.var is not None or dynamic_run.is_dynamic(args.kernel):
+        if args.param and not user_var and not dynamic_run.is_dynamic(args.kernel):
+            raise dynamic_run.DynamicRunError(f"{args.kernel}: --set is for a dynamic Program (a dynamic example, "
+                                              f"a folder compiled with --var, or path.py:function with --var), and "
+                                              f"this is not one")
+        if args.param and not user_var:
             raise dynamic_run.DynamicRunError(f"{args.kernel}: a dynamic Program takes --set, not -p")
-        job = dynamic_run.dynamic_job(args.kernel, cfg, args.set_values or [], args.seed)
+        job = dynamic_run.dynamic_job(args.kernel, cfg, args.set_values or [], args.seed, args.var, args.param)
     else:
         job = models.make_job(args.kernel, cfg, args.param or [], args.seed)
     cfg = job.config
