@@ -55,7 +55,7 @@ from compiler.build import build
 from compiler.errors import CompileError
 from compiler.gemm_ops import GEMM_OPERATORS
 from compiler.kernel import Kernel, KernelFailure, as_kernel, describe_failure, reporting_failures
-from compiler.ops import OPERATORS, Operator
+from compiler.ops import OPERATORS, Operator, tile_fit
 from compiler.gelu import GELU
 from compiler.layer_norm import LAYER_NORM
 from compiler.softmax import SOFTMAX
@@ -135,6 +135,15 @@ def _rows_follow(p: dict[str, Any], given: dict[str, Any], cfg: HwConfig) -> dic
     return p
 
 
+def _tile_follow(p: dict[str, Any], given: dict[str, Any], cfg: HwConfig) -> dict[str, Any]:
+    """A two-operand example's default tile, where it does not fit the config's accumulator (a config of
+    the user's with a smaller one), becomes the largest that does; a tile given is left for the kernel."""
+    fit = tile_fit(cfg, 2)
+    if "tile" not in given and _positive_int(p["tile"]) and p["tile"] > fit >= 1:
+        return {**p, "tile": fit}
+    return p
+
+
 def _heads_follow(p: dict[str, Any], given: dict[str, Any], cfg: HwConfig) -> dict[str, Any]:
     """Attention's features default to one block of lanes per head (a head is whole blocks)."""
     if "D" not in given and _positive_int(p["heads"]):
@@ -169,8 +178,11 @@ ROW_OPERATORS: dict[str, Operator] = {"softmax": SOFTMAX, "layer_norm": LAYER_NO
 
 
 def _ex(name: str, op: str, description: str, ranges: dict[str, tuple[int, int]],
-        per_config: dict[str, dict[str, Any]] | None = None, **params: Any) -> Example:
-    return Example(name, description, {"tile": None, **params}, op, ranges, per_config=dict(per_config or {}))
+        per_config: dict[str, dict[str, Any]] | None = None,
+        follow: Callable[[dict[str, Any], dict[str, Any], HwConfig], dict[str, Any]] | None = None,
+        **params: Any) -> Example:
+    return Example(name, description, {"tile": None, **params}, op, ranges, per_config=dict(per_config or {}),
+                   follow=follow)
 
 
 def _gx(name: str, op: str, description: str, large: bool = False, **params: Any) -> Example:
@@ -179,7 +191,8 @@ def _gx(name: str, op: str, description: str, large: bool = False, **params: Any
 
 EXAMPLES: dict[str, Example] = {e.name: e for e in [
     _ex("vadd", "add", "VTA get-started vector add: C = int8(A + B), 4 tiles of 16 vectors on default "
-        "(16 tiles of 8 on small)", {"A": I32, "B": I32}, {"small": {"tile": 8}}, shape=(1, 64, 1, 16), tile=16),
+        "(16 tiles of 8 on small)", {"A": I32, "B": I32}, {"small": {"tile": 8}}, shape=(1, 64, 1, 16), tile=16,
+        follow=_tile_follow),
     _ex("vsub_tail", "sub", "C = int8(A - B) on 100 elements (a tail: not a multiple of the lanes)",
         {"A": I32, "B": I32}, shape=(100,)),
     _ex("vmul", "mul", "C = int8(A * B), low 32 bits of the product, 3x37 elements",

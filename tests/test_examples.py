@@ -114,6 +114,23 @@ def test_attention_s_features_follow_the_lanes() -> None:
         make_case("attention", cfg, {"D": 32})
 
 
+def test_vadd_s_tile_follows_a_smaller_accumulator() -> None:
+    """vadd's default tile (16 vectors; 8 on small) becomes the largest that fits on a config of the user's
+    whose accumulator is smaller (32 vectors: 5), and runs there; the shipped configs keep theirs, and a
+    tile given that does not fit is refused naming the range."""
+    from cosim import models
+    from hw.config import load_config, parse_config
+
+    cfg = parse_config({**load_config("small").to_dict(), "name": "acc32", "acc_depth": 32}, "acc32")
+    case = make_case("vadd", cfg)
+    assert case.params["tile"] == 5
+    r = models.tlm(case.program)
+    assert r.error is None and models.first_mismatch(case.program.expected, r.outputs) is None
+    assert make_case("vadd", "small").params["tile"] == 8 and make_case("vadd", "default").params["tile"] == 16
+    with pytest.raises(CompileError, match=r"argument 'tile': 16 vectors per tile do not fit.*tile must be 1\.\.5"):
+        make_case("vadd", cfg, {"tile": 16})
+
+
 @pytest.mark.parametrize("example", ["attention", "resnet_block"])
 def test_kernels_with_int8_intermediates_name_out_width(example: str) -> None:
     """Attention and the ResNet block keep int8 tensors in DRAM between their steps: on a config of 16-bit
