@@ -69,7 +69,7 @@ class PatchedProgram(Program):
 
     @property
     def insn_bytes(self) -> bytes:
-        b = bytearray(self.isa.encode_stream(self.insns))
+        b = bytearray(super().insn_bytes)
         for k, w in self.patches.items():
             b[k * INSN_BYTES:(k + 1) * INSN_BYTES] = (w & WORD_MASK).to_bytes(INSN_BYTES, "little")
         return bytes(b)
@@ -78,7 +78,7 @@ class PatchedProgram(Program):
 def patched(p: Program, patches: dict[int, int] | None = None, **changes: Any) -> PatchedProgram:
     """A PatchedProgram copy of ``p`` with ``patches`` added to its own (``changes`` replace
     dataclass fields, e.g. ``insns=`` or ``regs=``)."""
-    kw = {f.name: getattr(p, f.name) for f in dataclasses.fields(Program)}
+    kw = {f.name: getattr(p, f.name) for f in dataclasses.fields(Program) if f.init}
     kw.update(changes)
     kw["insns"], kw["regs"] = list(kw["insns"]), list(kw["regs"])
     kw["meta"] = dict(kw["meta"])

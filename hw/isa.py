@@ -52,7 +52,8 @@ Semantics shared by every model (golden, TLM, RTL):
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
-from typing import Any, ClassVar, Iterable, Union
+from operator import attrgetter
+from typing import Any, Callable, ClassVar, Iterable, Union
 
 INSN_BITS = 128
 INSN_BYTES = INSN_BITS // 8
@@ -243,6 +244,12 @@ def unit_of(insn: Instruction) -> str:
     return QUEUE_OF_OPCODE[insn.MNEMONIC]
 
 
+def _fields_reader(names: list[str]) -> Callable[[Any], tuple[Any, ...]]:
+    """A function reading the attributes ``names`` of an object as one tuple."""
+    get = attrgetter(*names)
+    return get if len(names) > 1 else lambda o: (get(o),)
+
+
 class Isa:
     """Encoder, decoder and disassembler for one hardware config."""
 
@@ -280,6 +287,9 @@ class Isa:
         self._pack_plan: dict[str, list[tuple[str, int, int, int, int]]] = {
             name: [(f.name, f.lo, (1 << f.width) - 1, f.lo_value, f.hi_value) for f in lay[1:]]
             for name, lay in self.layouts.items()}
+        # every field of a class read in one call (encoding a long stream is mostly attribute reads)
+        self._read_fields: dict[str, Callable[[Any], tuple[Any, ...]]] = {
+            name: _fields_reader([f.name for f in lay[1:]]) for name, lay in self.layouts.items()}
         self._unpack_plan: dict[str, list[tuple[str, int, int, int, bool]]] = {
             name: [(f.name, f.lo, (1 << f.width) - 1, (1 << (f.width - 1)) if f.signed else 0, f.width == 1)
                    for f in lay[1:]]
@@ -304,8 +314,8 @@ class Isa:
         """Encode one instruction to a 128-bit integer; raises IsaError if a field does not fit."""
         name = insn.MNEMONIC
         word = OPCODES[name]
-        for fname, lo, mask, lo_v, hi_v in self._pack_plan[name]:
-            v = int(getattr(insn, fname))
+        for (fname, lo, mask, lo_v, hi_v), v in zip(self._pack_plan[name], self._read_fields[name](insn)):
+            v = int(v)
             if not lo_v <= v <= hi_v:
                 f = self._by_name[name][fname]
                 kind = "signed" if f.signed else "unsigned"

@@ -28,6 +28,7 @@ import functools
 import io
 import json
 import math
+import operator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
@@ -195,6 +196,9 @@ class Program:
     inputs: dict[str, np.ndarray] = field(default_factory=dict)
     expected: dict[str, np.ndarray] = field(default_factory=dict)
     windows: list[tuple[int, int]] = field(default_factory=list)
+    # the last encoding of ``insns``: (its Isa, the instruction objects, the bytes); see ``insn_bytes``
+    _encoded: tuple[Isa, list[Instruction], bytes] | None = field(default=None, init=False, repr=False,
+                                                                   compare=False)
 
     def __post_init__(self) -> None:
         if not self.windows:
@@ -213,10 +217,11 @@ class Program:
         windows = list(windows) if windows is not None else [(0, len(insns))]
         check_windows_cover(cfg, windows, len(insns), name)
         check_layout(cfg, regions, name)
-        isa = Isa(cfg)
+        isa = isa_of(cfg)
+        words = []
         for k, i in enumerate(insns):
             try:
-                isa.encode(i)  # raises naming the field that does not fit
+                words.append(isa.encode(i))  # raises naming the field that does not fit
             except IsaError as e:
                 raise IsaError(f"{name}: instruction {k}: {e}") from None
             isa.check(i, k)
@@ -228,6 +233,7 @@ class Program:
                                f"{len(insns)} instructions need {len(insns) * INSN_BYTES}")
         p = cls(cfg, list(insns), list(regions), make_regs(cfg, regions, windows), name, dict(meta or {}),
                 {}, {}, windows)
+        p._encoded = (isa, list(p.insns), b"".join(words))
         for k, v in (inputs or {}).items():
             p.set_input(k, v)
         p.expected = {k: np.asarray(v) for k, v in (expected or {}).items()}
@@ -287,8 +293,15 @@ class Program:
 
     @property
     def insn_bytes(self) -> bytes:
-        """The instruction words, encoded anew on each call (``insns`` is a list callers may edit)."""
-        return self.isa.encode_stream(self.insns)
+        """The instruction words. ``insns`` is a list callers may edit: the last encoding is reused only
+        while the list holds the very same instruction objects (frozen, so their words cannot change)."""
+        isa, last = self.isa, self._encoded
+        if last is not None and last[0] is isa and len(last[1]) == len(self.insns) \
+                and all(map(operator.is_, last[1], self.insns)):
+            return last[2]
+        words = isa.encode_stream(self.insns)
+        self._encoded = (isa, list(self.insns), words)
+        return words
 
     @property
     def dram_end(self) -> int:

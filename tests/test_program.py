@@ -77,6 +77,23 @@ def test_dram_image_and_outputs(cfg):
     assert np.array_equal(p.read_outputs(img)["C"], p.expected["C"])
 
 
+def test_insn_bytes_follow_edits_of_the_instruction_list(cfg):
+    """The encoding of ``insns`` is kept while the list holds the same (frozen) instructions; replacing,
+    appending or removing one encodes afresh, exactly as a fresh encoding would."""
+    import dataclasses
+
+    p = small_program(cfg)
+    first = p.insn_bytes
+    assert p.insn_bytes is first and first == p.isa.encode_stream(p.insns)
+    p.insns[1] = dataclasses.replace(p.insns[1], imm=2)
+    edited = p.insn_bytes
+    assert edited != first and edited == p.isa.encode_stream(p.insns)
+    p.insns.append(p.insns[-1])
+    assert len(p.insn_bytes) == len(first) + 16
+    del p.insns[-1]
+    assert p.insn_bytes == edited
+
+
 def _saved(tmp_path, cfg=None):
     cfg = cfg or load_config("default")
     return small_program(cfg).save(tmp_path / "p")
