@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import re
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -114,6 +115,12 @@ def _check_driver_fits(driver: Driver, base: Program, where: Path) -> None:
         raise DynamicRunError(f"{where}: const_region {driver.const_region} is region '{r.name}', an {r.role} region")
     isa = base.isa
     for p in driver.pieces:
+        moved = Counter(w for w, _, _, _ in p.relocs)
+        for w in range(p.insns):  # the compile relocates every LOAD and STORE to its region, once
+            if OPCODE_NAMES.get(opcode_of(p.base[w])) in ("LOAD", "STORE") and moved[w] != 1:
+                raise DynamicRunError(f"{where}: piece {p.lo}..{p.hi}: word {w} is a "
+                                      f"{OPCODE_NAMES[opcode_of(p.base[w])]} with {moved[w]} relocations "
+                                      f"(one moves its DRAM address with its region's)")
         for w, r, f, _ in p.relocs:
             word = p.base[w]  # the piece's first value: its words as compiled (a base is a 128-bit word)
             mnemonic = OPCODE_NAMES.get(opcode_of(word), "?")

@@ -403,6 +403,32 @@ def test_a_relocation_off_the_dram_base_field_is_one_line(folders: dict[str, Pat
         dynamic_job(str(d), CFG, [f"{var.name}={var.lo}"])
 
 
+@pytest.mark.parametrize("edit", ["drop", "twice"])
+def test_a_dma_word_without_its_one_relocation_is_one_line(folders: dict[str, Path], tmp_path: Path,
+                                                           edit: str) -> None:
+    """Every LOAD and STORE of a piece moves with its region by one relocation: a dynamic.json whose
+    relocation was removed (the word would keep the maximum's address: a fault or another tensor's data)
+    or doubled is refused naming the piece and the word."""
+    from cosim.dynamic_run import DynamicRunError, dynamic_job
+
+    name = next(n for n in folders if any(p["relocs"] for p in
+                                          json.loads((folders[n] / "dynamic.json").read_text())["pieces"]))
+    d = tmp_path / edit
+    shutil.copytree(folders[name], d)
+    doc = json.loads((d / "dynamic.json").read_text())
+    relocs = doc["pieces"][0]["relocs"]
+    w = relocs[0][0]
+    if edit == "drop":
+        del relocs[0]
+    else:
+        relocs.append(list(relocs[0]))
+    (d / "dynamic.json").write_text(json.dumps(doc))
+    var = DYNAMIC_EXAMPLES[name].var
+    with pytest.raises(DynamicRunError, match=rf"{edit}/dynamic.json: piece \d+\.\.\d+: word {w} is a (LOAD|STORE) "
+                                              rf"with {0 if edit == 'drop' else 2} relocations"):
+        dynamic_job(str(d), CFG, [f"{var.name}={var.lo}"])
+
+
 def test_a_static_program_saved_over_a_dynamic_folder_leaves_no_driver(folders: dict[str, Path], tmp_path: Path,
                                                                       capsys) -> None:
     """The old dynamic.json, driver.h and driver.c go: the folder is the static Program's and runs as it."""
