@@ -58,8 +58,9 @@ def _load(kernel: str, cfg: HwConfig | None, var_text: str | None = None,
     """The base Program, its driver and its example: a dynamic example (its range narrowed by ``var_text``)
     or a user kernel ``path.py:fn`` with ``var_text`` and ``params`` compiled in memory, or a folder."""
     ex: DynamicExample | DynamicNetwork
-    in_memory = not ("/" in kernel or Path(kernel).is_dir())
-    if (kernel in DYNAMIC_EXAMPLES and in_memory) or (var_text is not None and ":" in kernel):
+    folder = Path(kernel)
+    if (kernel in DYNAMIC_EXAMPLES and "/" not in kernel or var_text is not None and ":" in kernel) \
+            and not folder.is_dir():
         cfg = cfg or load_config("default")
         if kernel in DYNAMIC_EXAMPLES:
             ex = get_dynamic_example(kernel)
@@ -70,15 +71,15 @@ def _load(kernel: str, cfg: HwConfig | None, var_text: str | None = None,
             dp = compile_user(ex, cfg)
             ex = with_roles(ex, dp.program)
         return dp.program, Driver.from_json(json.loads(json.dumps(dp.driver_json()))), ex
-    if var_text is not None and Path(kernel).is_dir():
+    if var_text is not None and folder.is_dir():
         raise DynamicRunError(f"{kernel}: a Program folder's range was fixed by cosim compile (compile it again with "
                               f"--var); --var here is for a dynamic example or a kernel path.py:function")
     if var_text is not None:
-        why = "a kernel file needs its function: path/to/file.py:function" if kernel.endswith(".py") else \
-            "an example's parameters are fixed when it is compiled"
+        why = ("a kernel file needs its function: path/to/file.py:function" if kernel.endswith(".py") else
+               "no Program folder is there" if "/" in kernel or "\\" in kernel else
+               "an example's parameters are fixed when it is compiled")
         raise DynamicRunError(f"{kernel}: --var is for a dynamic example (see cosim list) or a user kernel "
                               f"path.py:function; {why}")
-    folder = Path(kernel)
     if not (folder / DRIVER_FILE).is_file():
         raise DynamicRunError(f"{kernel}: not a dynamic Program (no {DRIVER_FILE}); --set needs one")
     base = Program.load(folder, cfg)
