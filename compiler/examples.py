@@ -320,6 +320,9 @@ def get_example(name: str) -> Example:
             {n for n, v in defaults.items() if isinstance(v, bool)}
         return Example(fn, doc, dict(defaults), None, {}, tuple(name.rsplit(":", 1)), user_flags=frozenset(flags))
     if name not in EXAMPLES:
+        if name.lower().endswith(".onnx") and Path(name).is_file():
+            raise ExampleError(f"{name}: an ONNX model; import it into a Program folder first (cosim import {name} "
+                               f"-o DIR), then run the folder")
         if "/" in name or "\\" in name:  # a path, not an example name: listing examples would not help
             raise ExampleError(f"{name}: no such Program folder, and not a kernel given as path.py:function")
         raise ExampleError(f"unknown example '{name}' (examples: {', '.join(EXAMPLES)}; or give path.py:function "

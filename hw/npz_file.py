@@ -20,6 +20,11 @@ def read_npz(path: str | Path) -> dict[str, np.ndarray]:
     try:
         z = np.load(path, allow_pickle=False)
     except (OSError, ValueError, EOFError, zipfile.BadZipFile) as e:
+        with open(path, "rb") as f:
+            head = f.read(6)
+        if not head.startswith(b"PK") and not head.startswith(b"\x93NUMPY"):
+            # numpy takes anything else for a pickle and advises allow_pickle, which would not help
+            raise NpzError(f"{path}: not an .npz archive (np.savez writes one: a zip of .npy arrays)") from None
         raise NpzError(f"{path}: not a readable .npz ({_first_line(e)})") from None
     if not isinstance(z, np.lib.npyio.NpzFile):  # np.load also reads a single .npy array, whatever the name
         raise NpzError(f"{path}: not an .npz archive but a single .npy array (np.savez writes an .npz)")

@@ -104,8 +104,10 @@ def calibration(m: Any, count: int = 8, seed: int = 3) -> list[dict[str, np.ndar
     return [{k: rng.normal(0, 1, s).astype(np.float32) for k, s in shapes.items()} for _ in range(count)]
 
 
-def quantize(m: Any, folder: Path, fmt: str = "QDQ", activations: str = "QInt8", per_channel: bool = False) -> Path:
-    """``m`` quantized by onnxruntime's quantize_static into ``folder``; returns the file."""
+def quantize(m: Any, folder: Path, fmt: str = "QDQ", activations: str = "QInt8", per_channel: bool = False,
+             extra_options: dict[str, Any] | None = None) -> Path:
+    """``m`` quantized by onnxruntime's quantize_static into ``folder`` (``extra_options`` as it takes them);
+    returns the file."""
     from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
 
     class Reader(CalibrationDataReader):
@@ -118,11 +120,12 @@ def quantize(m: Any, folder: Path, fmt: str = "QDQ", activations: str = "QInt8",
     folder.mkdir(parents=True, exist_ok=True)
     src = folder / f"{m.graph.name}_float.onnx"
     onnx.save(m, src)
-    out = folder / f"{m.graph.name}_{fmt}_{activations}_{'pc' if per_channel else 'pt'}.onnx"
+    extra = "".join(f"_{k}" for k in sorted(extra_options or {}))
+    out = folder / f"{m.graph.name}_{fmt}_{activations}_{'pc' if per_channel else 'pt'}{extra}.onnx"
     logging.getLogger().setLevel(logging.ERROR)  # the quantizer's advice on pre-processing
     quantize_static(str(src), str(out), Reader(), quant_format=getattr(QuantFormat, fmt),
                     activation_type=getattr(QuantType, activations), weight_type=QuantType.QInt8,
-                    per_channel=per_channel)
+                    per_channel=per_channel, extra_options=dict(extra_options or {}))
     return out
 
 

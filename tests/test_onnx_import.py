@@ -59,6 +59,22 @@ def test_quantize_static_cnn_agrees_with_onnxruntime(qdir: Path, fmt: str, act: 
     assert ops == [("QuantizeLinear", "x_QuantizeLinear"), ("DequantizeLinear", "y_DequantizeLinear")]
 
 
+@pytest.mark.parametrize("per_channel", [False, True], ids=["pt", "pc"])
+def test_float_weights_with_their_own_quantize_node_fold(qdir: Path, per_channel: bool) -> None:
+    """quantize_static's AddQDQPairToWeight keeps the float weights and quantizes them with a
+    QuantizeLinear of their own (per tensor, or per output channel along axis 0): the importer quantizes
+    them at import time, as onnxruntime does at run time, and agrees with it."""
+    path = M.quantize(M.tiny_cnn(), qdir, "QDQ", "QInt8", per_channel, extra_options={"AddQDQPairToWeight": True})
+    model = onnx.load(str(path))
+    axes = [a.i for n in model.graph.node if n.op_type == "QuantizeLinear" and n.input[0] in
+            {t.name for t in model.graph.initializer} for a in n.attribute if a.name == "axis"]
+    assert bool(axes) == per_channel  # the form this test is about: a float weight's per-axis QuantizeLinear
+    imported = import_onnx(path)
+    x = imported.random_inputs(seed=5)
+    check_agreement(imported, x)
+    assert_same(imported.run_golden(x), imported.run_reference(x))
+
+
 def _single(name: str, nodes: list[Any], inits: dict[str, np.ndarray], x_shape: list[int]) -> Any:
     out = [("y", T.FLOAT, None)]
     return M.model(nodes, [("x", T.FLOAT, x_shape)], out, inits, name)  # type: ignore[arg-type]
@@ -276,6 +292,29 @@ def test_refused_op_dynamic_dim_and_float_output() -> None:
     m.graph.output[0].name = "c"
     with pytest.raises(UnsupportedModel, match=r"^node '/blocks.0/conv:0' \(Conv\): output 'c' is not a quantized"):
         import_onnx(m)
+
+
+def test_refusals_name_what_is_wrong(tmp_path: Path) -> None:
+    """Nodes out of order (a cycle) say so; an empty dimension is not called dynamic; a requantization
+    multiplier out of range names the convolution and the product, not the output's own scale; a folder
+    is not an ONNX file."""
+    m = _conv_model()
+    m.graph.node.insert(0, m.graph.node.pop(4))  # the convolution before the nodes that make its operands
+    with pytest.raises(UnsupportedModel, match=r"^node '/blocks.0/conv:0' \(Conv\): input 'xd' is produced by node "
+                                               r"'dq' only after it \(ONNX lists nodes in topological order"):
+        import_onnx(m)
+    m = _conv_model()
+    m.graph.input[0].type.tensor_type.shape.dim[2].dim_value = 0
+    with pytest.raises(UnsupportedModel, match=r"input 'x' has a dimension of size 0 \(shape \[1, 4, 0, 8\]\)"):
+        import_onnx(m)
+    m = _conv_model()
+    ws = next(t for t in m.graph.initializer if t.name == "ws")
+    ws.CopyFrom(onnx.numpy_helper.from_array(np.array(1e-12, np.float32), "ws"))
+    with pytest.raises(UnsupportedModel, match=r"^node '/blocks.0/conv:0' \(Conv\): its requantization multiplier "
+                                               r"\(input scale x weight scale / output scale 0.05\) is 1e-12"):
+        import_onnx(m)
+    with pytest.raises(UnsupportedModel, match=r": a folder, not an ONNX file$"):
+        import_onnx(tmp_path)
 
 
 def test_arbitrary_onnx_names_are_kept() -> None:

@@ -45,10 +45,88 @@ def test_import_then_run_on_golden_iss_tlm(qmodel: Path, tmp_path: Path, capsys:
         assert rep["match"] is True, rep
     code, out, err = run_cli(capsys, "disasm", str(d))
     assert code == 0 and "; section /conv1/Conv" in out
-    # an edited expected.npz is caught by the golden re-run
+    # an edited expected.npz is caught by the golden re-run, also where golden is not one of the models run
     save_npz(d / "expected.npz", {"y": expected["y"] + np.float32(1.0)})
     code, out, err = run_cli(capsys, "run", str(d), "--model", "golden")
     assert code == 1 and "expected.npz differs from the golden re-run: output 'y'" in out
+    code, out, err = run_cli(capsys, "run", str(d), "--model", "tlm")
+    assert code == 1 and " ok " in out and len(err.strip().splitlines()) == 1, out + err
+    assert "expected.npz differs from the golden re-run: output 'y'" in err and "inputs changed" in err, err
+
+
+def test_the_folder_spares_the_user_s_model(qmodel: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The folder keeps the model as model.onnx: importing a model.onnx into its own folder, or into a folder
+    of the user's that holds another model.onnx, is refused and leaves the file as it was; an earlier
+    import's folder is written again."""
+    own = tmp_path / "own"
+    own.mkdir()
+    (own / "model.onnx").write_bytes(qmodel.read_bytes())
+    theirs = tmp_path / "theirs"
+    theirs.mkdir()
+    (theirs / "model.onnx").write_bytes(b"the user's file")
+    for src, d, words in ((own / "model.onnx", own, "is the model being imported"),
+                          (qmodel, theirs, "not one cosim import wrote")):
+        before = (d / "model.onnx").read_bytes()
+        code, out, err = run_cli(capsys, "import", str(src), "-o", str(d))
+        assert code == 2 and len(err.strip().splitlines()) == 1 and words in err, err
+        assert (d / "model.onnx").read_bytes() == before and not (d / "insn.bin").exists()
+    again = tmp_path / "again"
+    assert run_cli(capsys, "import", str(qmodel), "-o", str(again))[0] == 0
+    assert run_cli(capsys, "import", str(qmodel), "-o", str(again), "--seed", "4")[0] == 0
+
+
+def test_check_takes_the_graph_as_written_where_onnxruntime_s_fusions_drop_a_requantization(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """conv -> Q/DQ (scale 0.05) -> Identity -> Q/DQ (scale 0.005): onnxruntime's graph optimizations fuse
+    the pairs and skip the first requantization (many steps off); the import is exact against the graph as
+    written, which --check also compares with (onnxruntime's optimizations off) before it fails."""
+    from onnx import TensorProto as T
+    from onnx import helper as h
+
+    rng = np.random.default_rng(8)
+    q, dq = "QuantizeLinear", "DequantizeLinear"
+    nodes = [h.make_node(q, ["x", "sx", "z"], ["xq"]), h.make_node(dq, ["xq", "sx", "z"], ["xf"]),
+             h.make_node(dq, ["Wq", "sw", "z"], ["Wf"]), h.make_node("Conv", ["xf", "Wf"], ["c"], pads=[1, 1, 1, 1]),
+             h.make_node(q, ["c", "s1", "z"], ["cq"]), h.make_node(dq, ["cq", "s1", "z"], ["cf"]),
+             h.make_node("Identity", ["cf"], ["o"]), h.make_node(q, ["o", "s2", "z2"], ["oq"]),
+             h.make_node(dq, ["oq", "s2", "z2"], ["y"])]
+    inits = {"sx": np.float32(0.02), "z": np.int8(0), "Wq": rng.integers(-127, 128, (4, 3, 3, 3)).astype(np.int8),
+             "sw": np.float32(0.01), "s1": np.float32(0.05), "s2": np.float32(0.005), "z2": np.int8(2)}
+    path = tmp_path / "identity_requant.onnx"
+    onnx.save(M.model(nodes, [("x", T.FLOAT, [1, 3, 6, 6])], [("y", T.FLOAT, [1, 4, 6, 6])], inits), str(path))
+    code, out, err = run_cli(capsys, "import", str(path), "-o", str(tmp_path / "d"), "--check", "--json")
+    assert code == 0, err
+    rep = json.loads(out)
+    assert rep["check"][0]["within_one_lsb"] < 0.99, rep  # onnxruntime as it runs by default: the fused graph
+    assert rep["check_unoptimized"][0]["equal"] == 1.0, rep
+
+
+def test_a_model_file_given_to_run_and_a_garbage_input_file(qmodel: Path, tmp_path: Path,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    """`cosim run MODEL.onnx` says to import it first; an --input file that is no .npz at all says so (numpy
+    would advise allow_pickle, which would not help)."""
+    code, _, err = run_cli(capsys, "run", str(qmodel), "--model", "tlm")
+    assert code == 2 and "an ONNX model; import it into a Program folder first (cosim import" in err, err
+    (tmp_path / "bad.npz").write_text("garbage\n")
+    code, _, err = run_cli(capsys, "import", str(qmodel), "-o", str(tmp_path / "m"), "--input", str(tmp_path / "bad.npz"))
+    assert code == 2 and "not an .npz archive (np.savez writes one" in err and "pickle" not in err, err
+
+
+def test_a_batch_given_does_not_re_batch_a_fixed_one(qmodel: Path, tmp_path: Path,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    """--batch fixes a symbolic batch; on a model whose batch is fixed at 2 it is refused unless it is 2."""
+    code, out, err = run_cli(capsys, "import", str(qmodel), "-o", str(tmp_path / "b3"), "--batch", "3")
+    assert code == 2 and "batch 3: input 'x' has a fixed batch of 2" in err, err
+    assert run_cli(capsys, "import", str(qmodel), "-o", str(tmp_path / "b2"), "--batch", "2")[0] == 0
+
+
+def test_float64_inputs_are_stored_as_the_model_s_float32(qmodel: Path, tmp_path: Path,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    """--input data of float64 for a float32 input is stored as the float32 the model runs (onnxruntime
+    takes the folder's inputs.npz as it is)."""
+    save_npz(tmp_path / "x.npz", {"x": np.random.default_rng(2).normal(0, 1, (2, 3, 8, 8))})
+    assert run_cli(capsys, "import", str(qmodel), "-o", str(tmp_path / "m"), "--input", str(tmp_path / "x.npz"))[0] == 0
+    assert load_npz(tmp_path / "m" / "inputs.npz")["x"].dtype == np.float32
 
 
 def test_import_with_given_inputs_json(qmodel: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -8,9 +8,12 @@ from typing import Any
 import numpy as np
 
 
-def onnxruntime_outputs(model: Any, inputs: dict[str, np.ndarray], quiet: bool = False) -> dict[str, np.ndarray]:
+def onnxruntime_outputs(model: Any, inputs: dict[str, np.ndarray], quiet: bool = False,
+                        optimized: bool = True) -> dict[str, np.ndarray]:
     """The model's outputs on onnxruntime's CPU provider, by ONNX name (``quiet``: no log lines, e.g.
-    for a kernel onnxruntime lacks, which the caller reports)."""
+    for a kernel onnxruntime lacks, which the caller reports). ``optimized`` False turns its graph
+    optimizations off: the graph's literal semantics (its fusions may drop a requantization, e.g. a
+    QuantizeLinear/DequantizeLinear pair around an Identity)."""
     import onnxruntime as ort
 
     opts = ort.SessionOptions()
@@ -27,6 +30,9 @@ def onnxruntime_outputs(model: Any, inputs: dict[str, np.ndarray], quiet: bool =
     precise.intra_op_num_threads, precise.inter_op_num_threads = 1, 1
     precise.log_severity_level = 4  # a refused kernel is not an error here
     precise.add_session_config_entry("session.x64quantprecision", "1")
+    if not optimized:
+        for o in (opts, precise):
+            o.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     try:
         sess = ort.InferenceSession(model.SerializeToString(), precise, providers=["CPUExecutionProvider"])
     except Exception:  # onnxruntime raises its own exception types (NotImplemented, Fail) at creation

@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from compiler.fixed_point import SCALE_MAX, SCALE_MIN, scale_ok
 from compiler.graph import Graph
 from compiler.onnx_import.errors import node_error
 from compiler.onnx_import.names import NameTable
@@ -120,6 +121,11 @@ class Builder:
             else:
                 acc = g.dense(a["x"], a["weight"], bias, input_zero_point=a["x_zero_point"], name=name)
             scale = p.scale / sy
+            bad = [float(v) for v in np.ravel(scale) if not scale_ok(float(v))]
+            if bad:  # the multiplier is this node's (input x weight scale) over the output's: say so
+                raise node_error(p.node, f"its requantization multiplier (input scale x weight scale / output scale "
+                                         f"{sy:g}) is {bad[0]:g}, outside the fixed-point multiplier's range "
+                                         f"[2**-32, 2**15] ({SCALE_MIN:g}..{SCALE_MAX:g})")
             s: Any = float(scale[0]) if np.all(scale == scale[0]) else scale.astype(np.float64)
             return g.requantize(acc, scale=s, zero_point=zy, lo=lo, hi=hi, name=qname)
         if p.kind == "add":

@@ -15,13 +15,14 @@ from compiler.onnx_import.values import shift
 RANGES = {"int8": (-128, 127), "uint8": (0, 255)}
 
 
-def quantize_values(x: np.ndarray, scale: float, zero_point: int, dtype: str) -> np.ndarray:
+def quantize_values(x: np.ndarray, scale: float | np.ndarray, zero_point: int | np.ndarray, dtype: str) -> np.ndarray:
     """ONNX QuantizeLinear of float values to ``dtype`` (int64 result): ``saturate(round(x / scale) +
     zero_point)``, rounding half to even in float32; a NaN gives the low end of the range, as
-    onnxruntime does."""
+    onnxruntime does. ``scale`` and ``zero_point`` may be arrays that broadcast against ``x`` (per axis)."""
     lo, hi = RANGES[dtype]
     with np.errstate(invalid="ignore", over="ignore"):
-        q = np.rint(np.asarray(x, np.float32) / np.float32(scale)).astype(np.float64) + zero_point
+        q = np.rint(np.asarray(x, np.float32) / np.asarray(scale, np.float32)).astype(np.float64) + \
+            np.asarray(zero_point, np.float64)
     return np.clip(np.where(np.isnan(q), lo, q), lo, hi).astype(np.int64)
 
 

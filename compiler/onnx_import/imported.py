@@ -128,13 +128,15 @@ class Imported:
         if inputs is None:
             inputs = self.random_inputs(seed)
         gin = self.graph_inputs(inputs)
+        # in the model's own dtypes (float64 data given for a float32 input is stored as the float32 it runs as)
+        inputs = {k: self.inputs[i].check(np.asarray(inputs[k])) for i, k in enumerate(self.input_names)}
         expected = self.onnx_outputs({**gin, **self.network.run_golden(gin)})
         prog = self.network.program
         self.network.set_inputs(gin)
         prog.expected = {}
         prog.meta[META_KEY] = self.describe()
         d = prog.save(path)
-        save_npz(d / "inputs.npz", {k: np.asarray(v) for k, v in inputs.items()})
+        save_npz(d / "inputs.npz", inputs)
         save_npz(d / "expected.npz", expected)
         (d / MODEL_FILE).write_bytes(self.model.SerializeToString())
         return d

@@ -89,6 +89,10 @@ def _operand(b: ImportBuilder, info: Any, node: Any, name: str) -> Any:
         return b.env[name]
     if name in info.consts:
         return Const(info.consts[name])
+    later = next((n for n in info.graph.node if name in n.output), None)
+    if later is not None:
+        raise node_error(node, f"input '{name}' is produced by node '{later.name or later.op_type}' only after it "
+                               f"(ONNX lists nodes in topological order; a cycle has none)")
     raise node_error(node, f"input '{name}' is not produced by any node")
 
 
@@ -110,6 +114,13 @@ def import_onnx(model: Any, config: Any = "default", batch: int | None = None) -
     if batch is not None:
         if isinstance(batch, bool) or not isinstance(batch, int) or not 1 <= batch <= 65535:
             raise UnsupportedModel(f"batch {batch!r} must be an integer 1..65535")
+        inits = {t.name for t in proto.graph.initializer}
+        for vi in proto.graph.input:  # a batch given fixes a symbolic one ('N'); it does not re-batch a model
+            dims = vi.type.tensor_type.shape.dim
+            if vi.name not in inits and len(dims) and dims[0].HasField("dim_value") and dims[0].dim_value != batch:
+                raise UnsupportedModel(f"batch {batch}: input '{printable(vi.name)}' has a fixed batch of "
+                                       f"{dims[0].dim_value}; a batch given fixes a symbolic first dimension "
+                                       f"(such as 'N') only")
         proto = with_batch(proto, batch)
     cfg = config if not isinstance(config, str) else load_config(config)
     info = check_model(proto)
@@ -126,7 +137,8 @@ def import_onnx(model: Any, config: Any = "default", batch: int | None = None) -
             raise model_error(f"input '{vi.name}' is a scalar: a model input is a tensor whose first axis is "
                               f"the batch (a constant, e.g. a scale, belongs in an initializer)")
         if batch is not None and shape[0] != batch:
-            raise model_error(f"input '{vi.name}' has batch {shape[0]}, another input {batch}")
+            raise model_error(f"input '{vi.name}' has batch {shape[0]}, another input {batch} (the model's inputs "
+                              f"share their first dimension, the batch; weights are initializers, not inputs)")
         batch = shape[0]
         b.model_inputs[vi.name] = ModelInput(vi.name, dtype, shape)
         b.env[vi.name] = HostFloat(vi.name, shape) if dtype == "float32" else b.graph_input(vi.name, shape, dtype)

@@ -50,7 +50,9 @@ def load_model(model: Any) -> Any:
     if isinstance(model, (str, Path)):
         p = Path(model)
         if not p.is_file():
-            raise UnsupportedModel(f"{p}: no such ONNX file")
+            what = "a folder, not an ONNX file" if p.is_dir() else "not a regular file" if p.exists() else \
+                "no such ONNX file"
+            raise UnsupportedModel(f"{p}: {what}")
         try:
             proto = onnx.load(str(p))
         except Exception as e:  # noqa: BLE001
@@ -130,6 +132,8 @@ def check_model(model: Any) -> ModelInfo:
         shape = _value_shape(i)
         if shape is None:
             raise model_error(f"input '{i.name}' has no shape")
+        if any(isinstance(d, int) and d <= 0 for d in shape):
+            raise model_error(f"input '{i.name}' has a dimension of size 0 (shape {list(shape)}): an empty tensor")
         bad = [d for d in shape if not isinstance(d, int) or d <= 0]
         if bad:
             hint = "import with --batch N" if bad[0] is shape[0] and len(bad) == 1 else \

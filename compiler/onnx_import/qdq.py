@@ -85,7 +85,6 @@ def quantize_linear(b: Builder, node: Any, ins: list[Any], at: dict[str, Any]) -
     x, s, z = ins[0], ins[1], _opt(ins, 2)
     if int(at.get("block_size", 0)):
         raise node_error(node, "blocked quantization is not supported")
-    scale = quant_scale(node, s)
     default = "uint8"
     if "output_dtype" in at and at["output_dtype"]:
         from onnx import helper
@@ -94,9 +93,16 @@ def quantize_linear(b: Builder, node: Any, ins: list[Any], at: dict[str, Any]) -
         if dt not in QUANT_DTYPES:
             raise node_error(node, f"{dt} quantization is not supported (int8 and uint8 only)")
         default = QUANT_DTYPES[dt]
+    if isinstance(x, Const):  # a constant quantized at import time (float weights: per tensor or per axis)
+        q = np.asarray(x.value)
+        scale, zp = _constant_scales(node, q, s, z, at, np.dtype(default))
+        dtype = QUANT_DTYPES.get(zp.dtype)
+        if dtype is None:
+            raise node_error(node, f"{zp.dtype} quantization is not supported (int8 and uint8 only)")
+        sb, zb = _per_axis(q, scale, zp, at)
+        return [Const(quantize_values(q, sb, zb, dtype).astype(dtype))]
+    scale = quant_scale(node, s)
     zp, dtype = zero_point(node, z, default)
-    if isinstance(x, Const):  # a constant quantized at import time (e.g. float weights)
-        return [Const(quantize_values(x.value, scale, zp, dtype).astype(dtype))]
     if isinstance(x, HostFloat):
         return [b.host_quantize(node, x, scale, zp, dtype)]
     if isinstance(x, IntTensor):
@@ -111,25 +117,10 @@ def dequantize_linear(b: Builder, node: Any, ins: list[Any], at: dict[str, Any])
     x, s, z = ins[0], ins[1], _opt(ins, 2)
     if isinstance(x, Const):
         q = np.asarray(x.value)
-        if not isinstance(s, Const) or (z is not None and not isinstance(z, Const)):
-            raise node_error(node, "the scale or zero point is not a constant")
-        scale = np.asarray(s.value, np.float32)
-        check_scales(node, scale)
-        zp = np.zeros((), q.dtype) if z is None else np.asarray(z.value)
-        axis = int(at.get("axis", 1))
-        axis = axis % max(q.ndim, 1)
-        for what, v in (("scale", scale), ("zero point", zp)):
-            if v.size > 1 and (q.ndim == 0 or v.ndim != 1 or v.size != q.shape[axis]):
-                raise node_error(node, f"{v.size} {what}s for axis {at.get('axis', 1)} of a {list(q.shape)} "
-                                       f"constant: per-axis needs one per entry of that axis (a 1-D list)")
-        if scale.size > 1:
-            shape = [1] * q.ndim
-            shape[axis] = -1
-            sb, zb = scale.reshape(shape), zp.reshape(shape) if zp.size > 1 else zp
-        else:
-            sb, zb = scale.reshape(()), zp.reshape(()) if zp.size == 1 else zp
+        scale, zp = _constant_scales(node, q, s, z, at, q.dtype)
+        sb, zb = _per_axis(q, scale, zp, at)
         value = (q.astype(np.int64) - zb.astype(np.int64)).astype(np.float32) * sb
-        return [Const(value, QuantInfo(q, scale.reshape(-1), zp.reshape(-1), axis))]
+        return [Const(value, QuantInfo(q, scale.reshape(-1), zp.reshape(-1), int(at.get("axis", 1)) % max(q.ndim, 1)))]
     if isinstance(x, Pending) and x.integer:  # the int32 accumulator of a ConvInteger/MatMulInteger
         if z is not None and (not isinstance(z, Const) or np.any(np.asarray(z.value))):
             raise node_error(node, "dequantizes an int32 accumulator with a non-zero zero point")
@@ -140,6 +131,33 @@ def dequantize_linear(b: Builder, node: Any, ins: list[Any], at: dict[str, Any])
     if dtype != x.dtype:
         raise node_error(node, f"the zero point is {dtype}, the tensor {x.dtype}")
     return [b.dequantize(node, x, quant_scale(node, s), zp)]
+
+
+def _constant_scales(node: Any, q: np.ndarray, s: Any, z: Any, at: dict[str, Any],
+                     zp_dtype: np.dtype) -> tuple[np.ndarray, np.ndarray]:
+    """The scale and zero point with which a constant ``q`` is (de)quantized: constants, positive finite
+    scales, one value or one per entry of the ``axis`` attribute (a 1-D list); no zero point is 0 of
+    ``zp_dtype``."""
+    if not isinstance(s, Const) or (z is not None and not isinstance(z, Const)):
+        raise node_error(node, "the scale or zero point is not a constant")
+    scale = np.asarray(s.value, np.float32)
+    check_scales(node, scale)
+    zp = np.zeros((), zp_dtype) if z is None else np.asarray(z.value)
+    axis = int(at.get("axis", 1)) % max(q.ndim, 1)
+    for what, v in (("scale", scale), ("zero point", zp)):
+        if v.size > 1 and (q.ndim == 0 or v.ndim != 1 or v.size != q.shape[axis]):
+            raise node_error(node, f"{v.size} {what}s for axis {at.get('axis', 1)} of a {list(q.shape)} "
+                                   f"constant: per-axis needs one per entry of that axis (a 1-D list)")
+    return scale, zp
+
+
+def _per_axis(q: np.ndarray, scale: np.ndarray, zp: np.ndarray, at: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
+    """``scale`` and ``zp`` shaped to broadcast against ``q`` along the ``axis`` attribute (or as scalars)."""
+    if scale.size > 1:
+        shape = [1] * q.ndim
+        shape[int(at.get("axis", 1)) % max(q.ndim, 1)] = -1
+        return scale.reshape(shape), zp.reshape(shape) if zp.size > 1 else zp
+    return scale.reshape(()), zp.reshape(()) if zp.size == 1 else zp
 
 
 def _scaled(node: Any, p: Pending, c: Any) -> Pending:

@@ -184,6 +184,10 @@ def run(args: argparse.Namespace) -> int:
     ok: bool | None = None if any(r["match"] is None for r in judged) else True
     if any(r["match"] is False for r in judged):
         ok = False
+    # without a golden row, a folder's expected.npz is still checked against the re-run the others were judged by
+    stale = models.stale_expected(job)
+    if stale:
+        ok = False
     timing = protocol_timing_note(reports, args.mem)
     for r in reports:
         if r["match"] is False and r["model"] in ("tlm", "rtl"):
@@ -193,6 +197,8 @@ def run(args: argparse.Namespace) -> int:
                                                      "results": reports}
         if timing:
             out = {**out, "cycles_comparable": False, "timing_note": timing}
+        if stale:
+            out = {**out, "match": False, "expected_check": stale}
         print(json.dumps(out))
     else:
         for r in reports:
@@ -217,7 +223,10 @@ def run(args: argparse.Namespace) -> int:
             print(f"note: {timing}")
     if ok is False and not args.json:
         timeouts = [r for r in reports if r["status"] == "timeout"]
-        if timeouts:
+        if stale and all(r["match"] is not False for r in reports if r["model"] != "golden"):
+            print(f"cosim run: {job.kernel}: {stale} (the other models were checked against the golden re-run: were "
+                  f"the inputs changed after expected.npz was written?)", file=sys.stderr)
+        elif timeouts:
             msg = str(timeouts[0]["error"].get("message") or "").split(";")[0]
             print(f"cosim run: {job.kernel}: TIMEOUT on the {timeouts[0]['model'].upper()} ({msg}); raise the bound "
                   f"with --watchdog CYCLES", file=sys.stderr)
