@@ -120,6 +120,24 @@ def test_dram_bin_is_the_image_the_models_run(capsys, folder):
     assert rc == 0 and err == "" and " ok " in out
 
 
+@pytest.mark.parametrize("model", ["tlm", "iss"])
+def test_a_stale_expected_npz_fails_a_run_without_golden(capsys, tmp_path, model):
+    """A kernel's folder whose inputs.npz was changed (dram.bin removed, as its staleness error advises):
+    the models are judged against the golden re-run, and the run still fails naming expected.npz."""
+    d = tmp_path / "v"
+    assert cosim(capsys, "compile", "vadd", "-o", d)[0] == 0
+    with np.load(d / "inputs.npz") as z:
+        inputs = {k: z[k] for k in z.files}
+    np.savez(d / "inputs.npz", **{**inputs, "A": inputs["A"] + 1})
+    (d / "dram.bin").unlink()
+    rc, out, err = cosim(capsys, "run", d, "--model", model)
+    assert rc == 1 and " ok " in out and len(err.strip().splitlines()) == 1, out + err
+    assert "expected.npz differs from the golden re-run" in err and "inputs changed" in err, err
+    rc, out, err = cosim(capsys, "run", d, "--model", model, "--json")
+    rep = json.loads(out)
+    assert rc == 1 and rep["match"] is False and rep["expected_check"].startswith("expected.npz differs"), rep
+
+
 # ---- 5: a register config that never starts the accelerator ----------------------------------------
 @pytest.mark.parametrize("model", ["tlm", "rtl", "iss"])
 def test_regs_without_start(capsys, folder, model):
