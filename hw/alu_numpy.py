@@ -225,18 +225,53 @@ def _source_slice(acc: np.ndarray, iter_out: int, iter_in: int, s0: int, sfo: in
     return acc[s0: s_hi + 1: ss]
 
 
+# Iterations whose indices are held at once: a loop of up to 2**28 iterations keeps its memory bounded.
+_CHUNK = 1 << 20
+# Applications of one repeated iteration tried before the loop is run as it is (see _repeat).
+_REPEAT_TRIES = 64
+
+
 def _run_general(acc: np.ndarray, opname: str, dst_base: int, src_base: int, iter_out: int, iter_in: int,
                  dst_factor_out: int, dst_factor_in: int, src_factor_out: int, src_factor_in: int,
                  imm: int | None) -> None:
-    """Any affine loop: gathered and vectorised when hazard-free, else strictly in loop order."""
+    """Any affine loop: gathered and vectorised when hazard-free, else strictly in loop order; whole outer
+    iterations at a time (the chunks run in loop order, so each sees the ones before)."""
     fn = ALU_NUMPY[opname]
-    d = affine_indices(dst_base, iter_out, iter_in, dst_factor_out, dst_factor_in)
-    s = None if imm is not None else affine_indices(src_base, iter_out, iter_in, src_factor_out, src_factor_in)
-    if _hazard_free(d, s, acc.shape[0]):
-        acc[d] = fn(acc[d], imm if s is None else acc[s])
+    n = iter_out * iter_in
+    if (iter_out == 1 or dst_factor_out == 0) and (iter_in == 1 or dst_factor_in == 0) and \
+            (imm is not None or (iter_out == 1 or src_factor_out == 0) and (iter_in == 1 or src_factor_in == 0)):
+        _repeat(acc, opname, dst_base, src_base, n, imm)  # every iteration the same vectors
         return
-    for k in range(len(d)):  # each application sees the previous ones
-        acc[d[k]] = fn(acc[d[k]], imm if s is None else acc[s[k]])
+    rows = max(1, _CHUNK // iter_in)
+    for o in range(0, iter_out, rows):
+        n_o = min(rows, iter_out - o)
+        d = affine_indices(dst_base + o * dst_factor_out, n_o, iter_in, dst_factor_out, dst_factor_in)
+        s = None if imm is not None else \
+            affine_indices(src_base + o * src_factor_out, n_o, iter_in, src_factor_out, src_factor_in)
+        if _hazard_free(d, s, acc.shape[0]):
+            acc[d] = fn(acc[d], imm if s is None else acc[s])
+            continue
+        for k in range(len(d)):  # each application sees the previous ones
+            acc[d[k]] = fn(acc[d[k]], imm if s is None else acc[s[k]])
+
+
+def _repeat(acc: np.ndarray, opname: str, d: int, s: int, n: int, imm: int | None) -> None:
+    """``acc[d] = op(acc[d], acc[s] or imm)`` applied ``n`` times: ADD and SUB of another vector (or an
+    immediate) in closed form (``x +- n*y`` wrapped to 32 bits); any op once the vector stops changing (MIN,
+    MAX, CLIP, MOV at once, shifts and squarings within a few dozen); else one application after another."""
+    fn = ALU_NUMPY[opname]
+    y = np.asarray(imm, np.int32) if imm is not None else acc[s]
+    if opname in ("ADD", "SUB") and (imm is not None or s != d):
+        k = np.uint64(n % (1 << 32)) * y.astype(np.int64).astype(np.uint64)
+        x = acc[d].astype(np.int64).astype(np.uint64)
+        acc[d] = ((x + k) if opname == "ADD" else (x - k)).astype(np.uint32).view(np.int32)
+        return
+    for done in range(n):
+        x = acc[d].copy()
+        new = fn(x, imm if imm is not None else acc[s])
+        acc[d] = new
+        if done < _REPEAT_TRIES and np.array_equal(new, x):  # a fixed point: the rest change nothing
+            return
 
 
 def _hazard_free(d: np.ndarray, s: np.ndarray | None, depth: int) -> bool:
