@@ -26,7 +26,7 @@ from compiler.symbolic import SymbolicError
 from cosim.models import Job
 from hw.config import HwConfig, load_config
 from hw.dynamic_driver import DRIVER_FILE, Driver, DriverError
-from hw.isa import OPCODE_NAMES, opcode_of
+from hw.isa import OPCODE_NAMES, IsaError, opcode_of
 from hw.program import Program, ProgramError, Region, isa_of
 
 
@@ -189,7 +189,7 @@ def dynamic_job(kernel: str, cfg: HwConfig | None, sets: list[str], seed: int = 
         t1 = time.perf_counter()
         try:
             prog, made = specialize(base, driver, ex, v, seed)
-        except ProgramError as e:  # the words or layout the driver gave are refused: a hand-edited driver
+        except (ProgramError, IsaError) as e:  # the words or layout the driver gave are refused: a hand-edited driver
             where = Path(kernel) / DRIVER_FILE if Path(kernel).is_dir() else kernel
             raise DynamicRunError(f"{where}: the Program it gives for {driver.name}={v} is refused: {e}") from None
     except (DriverError, SymbolicError) as e:

@@ -116,8 +116,10 @@ class Driver:
                       tuple((str(n), int(v)) for n, v in d["regs"]), int(d["regions"]), int(d["insn_base"]),
                       int(d["align"]), int(d["dram_end"]),
                       None if d["const_region"] is None else int(d["const_region"]), int(d["const_bytes"]), pieces)
-        except (KeyError, TypeError, ValueError, AttributeError) as e:
-            raise DriverError(f"{where}: not a dynamic driver ({type(e).__name__}: {e})") from None
+        except KeyError as e:
+            raise DriverError(f"{where}: not a dynamic driver (no key {e})") from None
+        except (TypeError, ValueError, AttributeError) as e:
+            raise DriverError(f"{where}: not a dynamic driver (a field of the wrong type or value: {e})") from None
         if drv.align < 1 or drv.n_regions < 1 or drv.insn_base < 0 or drv.dram_end <= drv.insn_base \
                 or drv.const_bytes < 0 or drv.hi < drv.lo:
             raise DriverError(f"{where}: align {drv.align}, regions {drv.n_regions}, insn_base {drv.insn_base}, "

@@ -37,7 +37,7 @@ import numpy as np
 
 from hw import csr
 from hw.analysis import after_finish_problem, balance_problem
-from hw.config import ConfigError, HwConfig, load_config, parse_config
+from hw.config import ConfigError, DuplicateKeyError, HwConfig, load_config, parse_config, unique_keys
 from hw.dynamic_driver import DRIVER_FILE
 from hw.isa import INSN_BYTES, Instruction, Isa, IsaError
 from hw.npz_file import NpzError, read_npz
@@ -476,7 +476,7 @@ class Program:
         if (d / "expected.npz").is_file():
             p.expected = _read_npz(d / "expected.npz")
             check_expected(p, str(d / "expected.npz"))
-        if (d / "dram.bin").is_file():
+        if (d / "dram.bin").is_file() and not p.missing_inputs():  # else the missing inputs.npz is the news
             _check_dram_bin(p, d / "dram.bin")
         return p
 
@@ -565,6 +565,10 @@ def check_starts(regs: list[tuple[str, int]], where: str) -> None:
     if k != len(regs) - 1:
         raise ProgramError(f"{where}: write {k + 1} of {len(regs)} starts the accelerator (CTRL.START) but "
                            f"{regs[k + 1][0]} is written after it: START must be the last write")
+    early = next((j for j, v in ctrl[:-1] if v & csr.CTRL_START), None)
+    if early is not None:  # a run would start before the setup is written, and another after it
+        raise ProgramError(f"{where}: write {early + 1} of {len(regs)} starts the accelerator (CTRL.START) before "
+                           f"the last write does: START is written once, last")
 
 
 def region_windows(regs: list[tuple[str, int]], max_regions: int) -> dict[int, tuple[int, int, int]]:
@@ -633,7 +637,9 @@ def _npz_bytes(arrays: dict[str, np.ndarray]) -> bytes:
 
 def _read_json(path: Path) -> Any:
     try:
-        return json.loads(path.read_bytes().decode("utf-8"))
+        return json.loads(path.read_bytes().decode("utf-8"), object_pairs_hook=unique_keys)
+    except DuplicateKeyError as e:  # the last one would silently win
+        raise ProgramError(f"{path}: {e}") from None
     except UnicodeDecodeError as e:
         raise ProgramError(f"{path}: not UTF-8 text (byte 0x{e.object[e.start]:02x} at offset {e.start})") from None
     except json.JSONDecodeError as e:

@@ -132,7 +132,7 @@ def test_a_stale_expected_npz_fails_a_run_without_golden(capsys, tmp_path, model
     (d / "dram.bin").unlink()
     rc, out, err = cosim(capsys, "run", d, "--model", model)
     assert rc == 1 and " ok " in out and len(err.strip().splitlines()) == 1, out + err
-    assert "expected.npz differs from the golden re-run" in err and "inputs changed" in err, err
+    assert "expected.npz differs from the golden re-run" in err and "changed since the folder was written" in err, err
     rc, out, err = cosim(capsys, "run", d, "--model", model, "--json")
     rep = json.loads(out)
     assert rc == 1 and rep["match"] is False and rep["expected_check"].startswith("expected.npz differs"), rep
@@ -563,6 +563,31 @@ def test_folder_json_field_types(capsys, folder, file, edit, words):
 def test_folder_json_not_utf8(capsys, folder, file):
     (folder / file).write_bytes(b'{"config": "\xff\xfe"}')
     one_line(*cosim(capsys, "run", folder, "--model", "tlm")[::2], file, "not UTF-8", "0xff")
+
+
+@pytest.mark.parametrize("file, key", [("layout.json", "regions"), ("layout.json", "meta"), ("regs.json", "writes")])
+def test_folder_json_with_a_key_given_twice(capsys, folder, file, key):
+    """A key given twice (json would keep the last silently) is refused, as in a config file."""
+    text = (folder / file).read_text().rstrip()
+    j = json.loads(text)
+    (folder / file).write_text(text[:-1] + f', "{key}": {json.dumps(j[key])}}}')
+    one_line(*cosim(capsys, "run", folder, "--model", "tlm")[::2], file, f"key '{key}' is given twice")
+
+
+def test_regs_that_start_the_accelerator_before_the_last_write(capsys, folder):
+    """A CTRL.START among the first writes would start a run before the setup, then another: refused."""
+    j = json.loads((folder / "regs.json").read_text())
+    j["writes"].insert(0, dict(j["writes"][-1]))
+    (folder / "regs.json").write_text(json.dumps(j))
+    one_line(*cosim(capsys, "run", folder, "--model", "tlm")[::2], "regs.json", "write 1 of",
+             "before the last write does")
+
+
+def test_missing_inputs_npz_beside_dram_bin_is_named(capsys, folder):
+    """inputs.npz removed while dram.bin stays: the missing inputs are the news, not a stale dram.bin."""
+    (folder / "inputs.npz").unlink()
+    one_line(*cosim(capsys, "run", folder, "--model", "tlm")[::2], "no data for input region(s) 'A'",
+             "no inputs.npz")
 
 
 # ---- review items 3, 5: bounded integer options that name themselves ------------------------------------------

@@ -429,6 +429,28 @@ def test_a_dma_word_without_its_one_relocation_is_one_line(folders: dict[str, Pa
         dynamic_job(str(d), CFG, [f"{var.name}={var.lo}"])
 
 
+def test_a_driver_that_gives_a_bad_word_or_lacks_a_key_is_one_line(folders: dict[str, Path], tmp_path: Path) -> None:
+    """dynamic.json whose delta turns a word into one no instruction has (an unknown ALU op) names the file and
+    the value; one without its pieces names the key."""
+    from cosim.dynamic_run import DynamicRunError, dynamic_job
+
+    name = next(iter(folders))
+    var = DYNAMIC_EXAMPLES[name].var
+    d = tmp_path / "word"
+    shutil.copytree(folders[name], d)
+    doc = json.loads((d / "dynamic.json").read_text())
+    doc["pieces"][0]["delta"][0] = "f" * 32  # the first word moves to another each value
+    (d / "dynamic.json").write_text(json.dumps(doc))
+    v = min(var.lo + 1, doc["pieces"][0]["hi"])
+    with pytest.raises(DynamicRunError, match=rf"word/dynamic.json: the Program it gives for {var.name}={v} is "
+                                              rf"refused: instruction \d+: "):
+        dynamic_job(str(d), CFG, [f"{var.name}={v}"])
+    del doc["pieces"]
+    (d / "dynamic.json").write_text(json.dumps(doc))
+    with pytest.raises(DynamicRunError, match=r"word/dynamic.json: not a dynamic driver \(no key 'pieces'\)"):
+        dynamic_job(str(d), CFG, [f"{var.name}={v}"])
+
+
 def test_a_static_program_saved_over_a_dynamic_folder_leaves_no_driver(folders: dict[str, Path], tmp_path: Path,
                                                                       capsys) -> None:
     """The old dynamic.json, driver.h and driver.c go: the folder is the static Program's and runs as it."""

@@ -80,6 +80,10 @@ def test_user_errors_exit_2(rtl, tmp_path, capsys):
                                            "$enddefinitions $end\n#0\n1!\n#1x\n0!\n")
     rc, _, err = cosim(capsys, "show", bad, "clk")
     assert rc == 2 and err.count("\n") == 1 and "line 8: timestamp '#1x' is not a whole number" in err, err
+    # a file cut in the middle of a vector's change (a run killed while writing): the line that holds it
+    cut = write(tmp_path / "cut.vcd", "$var wire 4 ! bus $end\n$enddefinitions $end\n#0\nb0001 !\n#1\nb0011")
+    rc, _, err = cosim(capsys, "show", cut, "bus")
+    assert rc == 2 and err.count("\n") == 1 and "line 6: 'b0011' is not a value change" in err, err
 
 
 def test_show_table_in_cycles(rtl, tlm, capsys):

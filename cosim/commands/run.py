@@ -224,8 +224,8 @@ def run(args: argparse.Namespace) -> int:
     if ok is False and not args.json:
         timeouts = [r for r in reports if r["status"] == "timeout"]
         if stale and all(r["match"] is not False for r in reports if r["model"] != "golden"):
-            print(f"cosim run: {job.kernel}: {stale} (the other models were checked against the golden re-run: were "
-                  f"the inputs changed after expected.npz was written?)", file=sys.stderr)
+            print(f"cosim run: {job.kernel}: {stale} (the other models were checked against the golden re-run; "
+                  f"expected.npz or the inputs changed since the folder was written)", file=sys.stderr)
         elif timeouts:
             msg = str(timeouts[0]["error"].get("message") or "").split(";")[0]
             print(f"cosim run: {job.kernel}: TIMEOUT on the {timeouts[0]['model'].upper()} ({msg}); raise the bound "

@@ -189,6 +189,35 @@ def _bad_timestamp(path: Path) -> str | None:
     return None
 
 
+def _bad_change(path: Path) -> str | None:
+    """Where the first line of the value changes is neither a timestamp, a keyword nor a value change with
+    its signal code ("line N: ..."), or None. A last line cut short (a run killed while writing) is the
+    usual one."""
+    started = in_comment = False
+    last: tuple[int, bytes] | None = None
+    with open(path, "rb") as f:
+        for n, raw in enumerate(f, 1):
+            if b"$comment" in raw:
+                in_comment = True
+            if in_comment:
+                in_comment = b"$end" not in raw
+                continue
+            line = raw.strip()
+            started = started or line.startswith(b"#")
+            if not started or not line or line[:1] in (b"#", b"$"):
+                continue
+            words = line.split()
+            ok = len(words) == 2 if line[:1] in b"bBrR" else line[:1] in b"01xzXZ" and len(words) == 1 and \
+                len(line) > 1
+            if not ok:
+                last = n, line
+                break
+    if last is None:
+        return None
+    n, line = last
+    return f"line {n}: {line[:40].decode('utf-8', 'replace')!r} is not a value change (a value and a signal code)"
+
+
 def _declaration_problem(path: Path) -> str | None:
     """The first declaration of the header that the readers would misread ("line N: ..."), or None: a
     ``$timescale`` that is not 1, 10 or 100 of a unit, a ``$var`` without a name, a width that is not
@@ -380,7 +409,8 @@ class VcdFile:
         except _BadValue as e:
             raise WavesError(f"{self.path}: {e}") from None
         except (ValueError, IndexError) as e:
-            raise WavesError(f"{self.path}: malformed value change ({_bad_timestamp(self.path) or e})") from None
+            where = _bad_timestamp(self.path) or _bad_change(self.path) or e
+            raise WavesError(f"{self.path}: malformed value change ({where})") from None
         finally:
             prog.close()
         initial = {sg.name: v for c, v in col.initial.items() for sg in codes[c]}
