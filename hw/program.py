@@ -565,10 +565,6 @@ def check_starts(regs: list[tuple[str, int]], where: str) -> None:
     if k != len(regs) - 1:
         raise ProgramError(f"{where}: write {k + 1} of {len(regs)} starts the accelerator (CTRL.START) but "
                            f"{regs[k + 1][0]} is written after it: START must be the last write")
-    early = next((j for j, v in ctrl[:-1] if v & csr.CTRL_START), None)
-    if early is not None:  # a run would start before the setup is written, and another after it
-        raise ProgramError(f"{where}: write {early + 1} of {len(regs)} starts the accelerator (CTRL.START) before "
-                           f"the last write does: START is written once, last")
 
 
 def region_windows(regs: list[tuple[str, int]], max_regions: int) -> dict[int, tuple[int, int, int]]:

@@ -574,15 +574,6 @@ def test_folder_json_with_a_key_given_twice(capsys, folder, file, key):
     one_line(*cosim(capsys, "run", folder, "--model", "tlm")[::2], file, f"key '{key}' is given twice")
 
 
-def test_regs_that_start_the_accelerator_before_the_last_write(capsys, folder):
-    """A CTRL.START among the first writes would start a run before the setup, then another: refused."""
-    j = json.loads((folder / "regs.json").read_text())
-    j["writes"].insert(0, dict(j["writes"][-1]))
-    (folder / "regs.json").write_text(json.dumps(j))
-    one_line(*cosim(capsys, "run", folder, "--model", "tlm")[::2], "regs.json", "write 1 of",
-             "before the last write does")
-
-
 def test_missing_inputs_npz_beside_dram_bin_is_named(capsys, folder):
     """inputs.npz removed while dram.bin stays: the missing inputs are the news, not a stale dram.bin."""
     (folder / "inputs.npz").unlink()
