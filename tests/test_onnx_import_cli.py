@@ -51,7 +51,8 @@ def test_import_then_run_on_golden_iss_tlm(qmodel: Path, tmp_path: Path, capsys:
     assert code == 1 and "expected.npz differs from the golden re-run: output 'y'" in out
     code, out, err = run_cli(capsys, "run", str(d), "--model", "tlm")
     assert code == 1 and " ok " in out and len(err.strip().splitlines()) == 1, out + err
-    assert "expected.npz differs from the golden re-run: output 'y'" in err and "changed since the folder was written" in err, err
+    assert "expected.npz differs from the golden re-run: output 'y'" in err, err
+    assert "changed since the folder was written" in err, err
 
 
 def test_the_folder_spares_the_user_s_model(qmodel: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -108,7 +109,8 @@ def test_a_model_file_given_to_run_and_a_garbage_input_file(qmodel: Path, tmp_pa
     code, _, err = run_cli(capsys, "run", str(qmodel), "--model", "tlm")
     assert code == 2 and "an ONNX model; import it into a Program folder first (cosim import" in err, err
     (tmp_path / "bad.npz").write_text("garbage\n")
-    code, _, err = run_cli(capsys, "import", str(qmodel), "-o", str(tmp_path / "m"), "--input", str(tmp_path / "bad.npz"))
+    code, _, err = run_cli(capsys, "import", str(qmodel), "-o", str(tmp_path / "m"), "--input",
+                           str(tmp_path / "bad.npz"))
     assert code == 2 and "not an .npz archive (np.savez writes one" in err and "pickle" not in err, err
 
 
