@@ -165,9 +165,9 @@ def _last_timestamp(path: Path) -> int | None:
     return int(found[-1]) if found else None
 
 
-def _timestamp_lines(path: Path) -> Iterator[tuple[int, bytes]]:
-    """(line number, line) of every line of a VCD that starts with ``#`` outside a ``$comment`` (whose
-    text may start a line with '#'): the timestamps, well formed or not."""
+def _lines_outside_comments(path: Path) -> Iterator[tuple[int, bytes]]:
+    """(line number, line) of every line of a VCD outside a ``$comment`` (whose text may look like
+    anything, a timestamp included)."""
     in_comment = False
     with open(path, "rb") as f:
         for n, line in enumerate(f, 1):
@@ -175,8 +175,14 @@ def _timestamp_lines(path: Path) -> Iterator[tuple[int, bytes]]:
                 in_comment = True
             if in_comment:
                 in_comment = b"$end" not in line
-            elif line.startswith(b"#"):
+            else:
                 yield n, line
+
+
+def _timestamp_lines(path: Path) -> Iterator[tuple[int, bytes]]:
+    """(line number, line) of every line of a VCD that starts with ``#`` outside a ``$comment``: the
+    timestamps, well formed or not."""
+    return ((n, line) for n, line in _lines_outside_comments(path) if line.startswith(b"#"))
 
 
 def _bad_timestamp(path: Path) -> str | None:
@@ -193,29 +199,18 @@ def _bad_change(path: Path) -> str | None:
     """Where the first line of the value changes is neither a timestamp, a keyword nor a value change with
     its signal code ("line N: ..."), or None. A last line cut short (a run killed while writing) is the
     usual one."""
-    started = in_comment = False
-    last: tuple[int, bytes] | None = None
-    with open(path, "rb") as f:
-        for n, raw in enumerate(f, 1):
-            if b"$comment" in raw:
-                in_comment = True
-            if in_comment:
-                in_comment = b"$end" not in raw
-                continue
-            line = raw.strip()
-            started = started or line.startswith(b"#")
-            if not started or not line or line[:1] in (b"#", b"$"):
-                continue
-            words = line.split()
-            ok = len(words) == 2 if line[:1] in b"bBrR" else line[:1] in b"01xzXZ" and len(words) == 1 and \
-                len(line) > 1
-            if not ok:
-                last = n, line
-                break
-    if last is None:
-        return None
-    n, line = last
-    return f"line {n}: {line[:40].decode('utf-8', 'replace')!r} is not a value change (a value and a signal code)"
+    started = False
+    for n, raw in _lines_outside_comments(path):
+        line = raw.strip()
+        started = started or line.startswith(b"#")
+        if not started or not line or line[:1] in (b"#", b"$"):
+            continue
+        words = line.split()
+        vector = line[:1] in b"bBrR"
+        if not (len(words) == 2 if vector else line[:1] in b"01xzXZ" and len(words) == 1 and len(line) > 1):
+            text = line[:40].decode("utf-8", "replace")
+            return f"line {n}: {text!r} is not a value change (a value and a signal code)"
+    return None
 
 
 def _declaration_problem(path: Path) -> str | None:
