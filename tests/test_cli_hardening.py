@@ -1099,3 +1099,14 @@ def test_a_results_file_that_is_not_one_is_neither_truncated_nor_deleted(capsys,
     rc, _, err = cosim(capsys, "sweep", spec, "--out", tmp_path / "o", "--results", notes, "--fresh", "--workers",
                        "0", "--area", "none")
     assert rc == 2 and "not a JSON record" in err and notes.read_text() == text, err
+
+
+def test_waves_note_of_a_file_cut_before_start():
+    """A size cap so small that it cuts the RTL's waveform before START: the note says the file holds the
+    setup only, not a negative cycle after START."""
+    from cosim.commands.run import waves_note
+
+    note = waves_note({"from_cycle": -70, "to_cycle": -63, "bytes": 900, "max_bytes": 1000, "capped": True})
+    assert "the setup before START only, up to 63 cycles before it" in note and "-63" not in note, note
+    assert waves_note({"from_cycle": -70, "to_cycle": 500, "bytes": 900, "max_bytes": 10**6}).startswith(
+        "(from reset to cycle 500 after START")

@@ -293,7 +293,10 @@ def waves_note(w: dict[str, Any]) -> str:
     if w.get("from_cycle") is None:
         return "(nothing written: the run ended before the window)"
     first, last = w["from_cycle"], w["to_cycle"]
-    span = f"cycles {first}..{last} after START" if first >= 0 else f"from reset to cycle {last} after START"
+    if last < 0:  # the cap cut the file before START: only reset and the register writes are in it
+        span = f"the setup before START only, up to {-last} cycles before it"
+    else:
+        span = f"cycles {first}..{last} after START" if first >= 0 else f"from reset to cycle {last} after START"
     cap = byte_size(int(w.get("max_bytes", 0)))
     cut = f", cut at the {cap} cap" if w.get("capped") else f", cap {cap}"
     return f"({span}, {byte_size(int(w.get('bytes', 0)))}{cut})"
