@@ -215,6 +215,8 @@ def test_huge_shape_is_refused_before_allocating(capsys, tmp_path, shape):
 def test_program_folder_takes_no_params(capsys, folder):
     one_line(*cosim(capsys, "run", folder, "-p", "shape=4", "--model", "tlm")[::2], "Program folder",
              "no -p parameters")
+    one_line(*cosim(capsys, "run", folder, "--seed", "3", "--model", "tlm")[::2], "Program folder runs its own "
+             "inputs (inputs.npz)")
 
 
 # ---- 8, 9: user kernels -------------------------------------------------------------------------------

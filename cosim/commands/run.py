@@ -74,7 +74,8 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                    help="with --set: a dynamic example's variable in a narrower range (NAME=MAX or MIN..MAX: fewer "
                         "driver pieces), or a user kernel path.py:function's run-time variable, as cosim compile "
                         "--var takes it (-p X=NAMEx16 ...)")
-    p.add_argument("--seed", type=int_arg(0), default=0, help="seed of the random inputs (default 0)")
+    p.add_argument("--seed", type=int_arg(0), default=None,
+                   help="seed of the random inputs (default 0); a static Program folder runs its own inputs.npz")
     p.add_argument("--sim", choices=["verilator", "icarus"], default=None,
                    help="RTL simulator (default verilator)")
     p.add_argument("--mem", choices=["fast", "protocol"], default=None,
@@ -140,9 +141,12 @@ def run(args: argparse.Namespace) -> int:
                                               f"this is not one")
         if args.param and not user_var:
             raise dynamic_run.DynamicRunError(f"{args.kernel}: a dynamic Program takes --set, not -p")
-        job = dynamic_run.dynamic_job(args.kernel, cfg, args.set_values or [], args.seed, args.var, args.param)
+        job = dynamic_run.dynamic_job(args.kernel, cfg, args.set_values or [], args.seed or 0, args.var, args.param)
     else:
-        job = models.make_job(args.kernel, cfg, args.param or [], args.seed)
+        if args.seed is not None and models.is_program_folder(args.kernel):  # as -p is refused there
+            raise UserError(f"{args.kernel}: a Program folder runs its own inputs (inputs.npz); --seed draws the "
+                            f"inputs of an example or kernel compiled by this run")
+        job = models.make_job(args.kernel, cfg, args.param or [], args.seed or 0)
     cfg = job.config
     chosen = list(models.MODELS) if args.model == "all" else [args.model]
     reports = []
