@@ -432,6 +432,7 @@ def test_long_program_runs_to_done_and_failing_waves_stay_bounded(capsys, tmp_pa
     """A 2 M-cycle Program runs to DONE on the RTL under its own watchdog; the same Program stopped by a
     lowered watchdog fails, and the traced re-run writes only the last 10,000 cycles, under the cap, and
     says so; a whole-run trace (--waves) with a lower cap (COSIM_WAVES_MAX_BYTES) is cut at it."""
+    from cosim import models
     from cosim.commands.run import FAILURE_WINDOW_CYCLES
     from testbench.memimg import watchdog_cycles
     from testbench.rtl_model import WAVES_MAX_BYTES
@@ -439,7 +440,6 @@ def test_long_program_runs_to_done_and_failing_waves_stay_bounded(capsys, tmp_pa
     cfg = load_config("default")
     p = long_alu_program(cfg, 2000, 1000)
     d = p.save(tmp_path / "long")
-    monkeypatch.chdir(tmp_path)  # the failure waveform goes to ./build/mismatch
     rc, out, err = cosim(capsys, "run", d, "--model", "rtl", "--json")
     r = json.loads(out)
     assert rc == 0 and r["match"] and r["error"] is None, out + err
@@ -450,7 +450,7 @@ def test_long_program_runs_to_done_and_failing_waves_stay_bounded(capsys, tmp_pa
     assert rc == 1 and "TIMEOUT" in out and "error TIMEOUT" in out, out
     assert err.strip() == (f"cosim run: long_alu: TIMEOUT on the RTL (no DONE (irq) within {limit} cycles); raise "
                            f"the bound with --watchdog CYCLES"), err
-    vcd = tmp_path / "build" / "mismatch" / "long_alu-default" / "rtl.vcd"
+    vcd = models.build_root() / "mismatch" / "long_alu-default" / "rtl.vcd"  # beside --waves' files
     size = vcd.stat().st_size
     assert 0 < size <= WAVES_MAX_BYTES
     first = limit - FAILURE_WINDOW_CYCLES

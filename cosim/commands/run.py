@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 import time
 from pathlib import Path
@@ -321,7 +322,9 @@ def _trace_failure(job: models.Job, r: dict[str, Any], args: argparse.Namespace)
         r["waves_note"] = (f"(TLM timeline not written: {len(job.program.insns):,} instructions, over the "
                            f"{TLM_FAILURE_VCD_MAX_INSNS:,} of a bounded file)")
         return
-    out = Path("build") / "mismatch" / f"{Path(job.kernel).name}-{job.config.name}"
+    # beside --waves' files, under the build folder; a name a shell takes as it is (a dynamic run's is NAME[n=V])
+    name = re.sub(r"[^\w.-]+", "_", f"{Path(job.kernel).name}-{job.config.name}").strip("_")
+    out = models.build_root() / "mismatch" / name
     out.mkdir(parents=True, exist_ok=True)
     vcd = (out / f"{model}.vcd").resolve()
     if model == "tlm":
