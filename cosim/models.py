@@ -395,8 +395,13 @@ def judge(job: Job, res: RunResult) -> dict[str, Any]:
     d["match"] = mm is None
     if mm:
         from cosim.mismatch import last_writers
+        from hw.program import make_regs
 
-        d["mismatch"] = f"{mm}; {last_writers(job.program, mm.output, mm.index)}" if mm.index else str(mm)
+        p = job.program
+        # the blame reads the Program's own stream: only where its register config fetches that stream
+        own = [w for w in p.regs if w[0].startswith(("INSN_", "CORE"))] == \
+            [w for w in make_regs(p.config, p.regions, p.windows) if w[0].startswith(("INSN_", "CORE"))]
+        d["mismatch"] = f"{mm}; {last_writers(p, mm.output, mm.index)}" if mm.index and own else str(mm)
     return d
 
 

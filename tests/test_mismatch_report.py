@@ -29,6 +29,19 @@ def test_injected_data_difference_names_store_and_producer():
     assert isinstance(prog.insns[w.producer_pc], Alu) and w.producer_pc < w.store_pc
 
 
+def test_no_blame_where_the_register_config_fetches_another_stream():
+    """A Program whose register config fetches instructions from elsewhere than its own stream (a folder
+    whose regs.json was edited): the instructions of insn.bin are not what ran, so none is blamed."""
+    job = models.make_job("vadd", load_config("default"))
+    prog = job.program
+    prog.regs = [(n, v + 16 if n == "INSN_ADDR_LO" else v) for n, v in prog.regs]
+    out = {k: v.copy() for k, v in job.expected.items()}
+    name = next(iter(out))
+    out[name][(0, 20, 0, 3)] ^= 1
+    rep = models.judge(job, RunResult("tlm", out, cycles=1))
+    assert rep["match"] is False and "output" in rep["mismatch"] and "last written by" not in rep["mismatch"]
+
+
 def test_first_mismatch_equal_and_shape():
     a = {"x": np.arange(6, dtype=np.int8).reshape(2, 3)}
     assert models.first_mismatch(a, {"x": a["x"].copy()}) is None
