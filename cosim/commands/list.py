@@ -45,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"{e.name:<{width}}  {params}")
         print(f"{'':<{width}}  {e.description}")
     print("\ndynamic shapes (cosim run NAME --set VAR=N; cosim compile NAME -o DIR writes the folder and its "
-          "drivers):")
+          "drivers; --var VAR=MAX narrows the range):")
     for d in DYNAMIC_EXAMPLES.values():
         print(f"{d.name:<{width}}  {d.var.name} in {d.var.min}..{d.var.max}")
         print(f"{'':<{width}}  {d.description}")
