@@ -204,6 +204,10 @@ class Program:
         if not self.windows:
             self.windows = [(0, len(self.insns))]
 
+    def __getstate__(self) -> dict[str, Any]:
+        # a copy elsewhere (a pickle for another process, a deep copy) encodes afresh: its Isa is another object
+        return {**self.__dict__, "_encoded": None}
+
     # ---- construction ----------------------------------------------------------
     @classmethod
     def create(cls, cfg: HwConfig, insns: list[Instruction], regions: list[Region], name: str = "program",

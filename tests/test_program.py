@@ -92,6 +92,10 @@ def test_insn_bytes_follow_edits_of_the_instruction_list(cfg):
     assert len(p.insn_bytes) == len(first) + 16
     del p.insns[-1]
     assert p.insn_bytes == edited
+    import pickle
+
+    q = pickle.loads(pickle.dumps(p))  # another process: encodes afresh, the same words
+    assert q._encoded is None and q.insn_bytes == edited
 
 
 def _saved(tmp_path, cfg=None):
