@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import inspect
 import keyword
+import math
 import re
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -671,6 +672,9 @@ def check_int8_outputs(cfg: HwConfig, network: str) -> None:
                            f"'{cfg.name}' has out_width {cfg.out_width}")
 
 
+MAX_BATCH = 65535  # samples of one network Program
+
+
 def compile_network(graph: Graph, config: HwConfig | str = "default", batch: int = 1,
                     name: str | None = None) -> NetworkProgram:
     """Compile ``graph`` for ``batch`` samples into one Program (module docstring)."""
@@ -678,11 +682,17 @@ def compile_network(graph: Graph, config: HwConfig | str = "default", batch: int
     g = graph
     if not isinstance(g, Graph):
         raise CompileError(f"compile_network takes a compiler.graph.Graph, got {type(g).__name__}")
-    if isinstance(batch, bool) or not isinstance(batch, (int, np.integer)) or not 1 <= batch <= 65535:
-        raise CompileError(f"network '{g.name}': batch {batch!r} must be an integer 1..65535")
+    if isinstance(batch, bool) or not isinstance(batch, (int, np.integer)) or not 1 <= batch <= MAX_BATCH:
+        raise CompileError(f"network '{g.name}': batch {batch!r} must be an integer 1..{MAX_BATCH}")
     batch = int(batch)
     g.check()
     check_int8_outputs(cfg, g.name)
+    for v in g.inputs:  # before any planning, whose cost grows with the tensors
+        need = batch * math.prod(v.shape)
+        if need > cfg.dram_bytes:
+            raise CompileError(f"network '{g.name}': input '{v.name}' ({batch} x {'x'.join(map(str, v.shape))} int8, "
+                               f"{need:,} bytes) does not fit the {cfg.dram_bytes:,}-byte DRAM of config "
+                               f"'{cfg.name}'")
     rname = region_names(g)
     block = cfg.block
     stages = _fuse(g, cfg)

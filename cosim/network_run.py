@@ -13,6 +13,7 @@ model's on the same images.
 
 from __future__ import annotations
 
+import inspect
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -76,6 +77,8 @@ def user_network(spec: str, seed: int = 0) -> Any:
     if isinstance(built, Network):
         return built
     if not isinstance(built, Graph):
+        if inspect.iscoroutine(built):  # an async def: closed, so no warning that it was never awaited
+            built.close()
         raise UserError(f"{spec}: returned {type(built).__name__}, not a compiler.graph.Graph or a "
                         f"compiler.networks.Network")
     built.check()
@@ -83,12 +86,44 @@ def user_network(spec: str, seed: int = 0) -> Any:
         raise UserError(f"{spec}: graph '{built.name}' has {len(built.inputs)} input(s) and {len(built.outputs)} "
                         f"output(s); cosim net runs graphs of one input and one output")
     g, inp, out = built, built.inputs[0], built.outputs[0]
-    rng = np.random.default_rng(seed)
-    samples = rng.integers(-128, 128, size=(RANDOM_SAMPLES, *inp.shape)).astype(np.int8)
-    samples.flags.writeable = False
+    samples = SeededSamples(tuple(inp.shape), seed)
     return Network(name=g.name, description=f"graph '{g.name}' from {spec} ({RANDOM_SAMPLES_TEXT[0]})",
                    graph=lambda: g, dataset=lambda split: (samples, None), float_predict=None,
                    input_name=inp.name, output=out.name)
+
+
+class SeededSamples:
+    """:data:`RANDOM_SAMPLES` seeded random int8 samples of ``shape``, drawn one sample at a time when first
+    sliced, and only as many as asked for: a user graph's stand-in for a data set (``--input`` may replace
+    it unseen, and ``--images 1`` of a big input needs one). The values are those of one draw of them all
+    (``default_rng(seed).integers(-128, 128, (RANDOM_SAMPLES, *shape))``)."""
+
+    dtype = np.dtype(np.int8)
+
+    def __init__(self, shape: tuple[int, ...], seed: int):
+        self.shape = (RANDOM_SAMPLES, *shape)
+        self._rng = np.random.default_rng(seed)
+        self._made: list[np.ndarray] = []
+
+    def __len__(self) -> int:
+        return RANDOM_SAMPLES
+
+    def _first(self, n: int) -> np.ndarray:
+        while len(self._made) < n:
+            self._made.append(self._rng.integers(-128, 128, size=self.shape[1:]).astype(np.int8))
+        out = np.stack(self._made[:n]) if n else np.zeros((0, *self.shape[1:]), np.int8)
+        out.flags.writeable = False
+        return out
+
+    def __getitem__(self, key: Any) -> np.ndarray:
+        if isinstance(key, slice):
+            idx = range(*key.indices(RANDOM_SAMPLES))
+            return self._first(max(idx) + 1 if idx else 0)[key]
+        return self._first(RANDOM_SAMPLES)[key]
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        a = self._first(RANDOM_SAMPLES)
+        return a if dtype is None else a.astype(dtype)
 
 
 def with_samples_from(network: Any, source: str) -> Any:
@@ -190,14 +225,14 @@ def make_net_case(network: Any, cfg: HwConfig, images: int, data: np.ndarray | N
     if not 1 <= images <= len(data):
         raise UserError(f"--images {images}: network '{network.name}' has {len(data)} samples "
                         f"(give 1..{len(data)})")
-    x = np.asarray(data[:images])
-    y = None if labels is None else np.asarray(labels[:images])
     t0 = time.perf_counter()
     if network.compile is not None:  # a model the graph cannot express compiles itself
         net = network.compile(cfg, images, f"net_{network.name}")
     else:
         net = compile_network(network.graph(), cfg, batch=images, name=f"net_{network.name}")
     t1 = time.perf_counter()
+    x = np.asarray(data[:images])  # after the compile, which refuses inputs the DRAM cannot hold
+    y = None if labels is None else np.asarray(labels[:images])
     net.set_inputs({network.input_name: x})
     ref = network.reference(x) if network.compile is not None else \
         run_reference(network.graph(), {network.input_name: x})[network.output_name]

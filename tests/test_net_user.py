@@ -81,3 +81,34 @@ def test_user_graph_samples_from_a_file_are_named_so(capsys, tmp_path):
     rc, out, err = cosim(capsys, "net", TINY, "--model", "iss", "--input", tmp_path / "x.npy")
     first = out.splitlines()[0]
     assert rc == 0 and f"samples from {tmp_path / 'x.npy'}" in first and "random" not in first, out
+
+
+def test_seeded_samples_are_drawn_as_needed_with_the_values_of_one_draw():
+    """A user graph's 64 random samples are drawn one at a time and only as far as a slice asks: the values
+    of one draw of them all (the seed's samples are those of earlier versions)."""
+    from cosim.network_run import RANDOM_SAMPLES, SeededSamples
+
+    shape = (3, 5, 7)
+    want = np.random.default_rng(4).integers(-128, 128, size=(RANDOM_SAMPLES, *shape)).astype(np.int8)
+    s = SeededSamples(shape, 4)
+    assert len(s) == RANDOM_SAMPLES and s.shape == want.shape and s.dtype == np.int8
+    assert np.array_equal(s[:2], want[:2]) and len(s._made) == 2
+    assert np.array_equal(s[5:9:2], want[5:9:2]) and np.array_equal(s[-1:], want[-1:])
+    assert np.array_equal(np.asarray(s), want) and s[3:1].shape == (0, *shape)
+
+
+def test_user_graph_too_big_or_too_many_samples_is_one_line(capsys, tmp_path):
+    """An input the DRAM cannot hold is refused by name before any planning (or any sample is drawn); more
+    --input samples than one Program's batch name --input and --images."""
+    f = tmp_path / "nets.py"
+    f.write_text("import numpy as np\nfrom compiler.graph import Graph\n"
+                 "def huge():\n    g = Graph('huge')\n    x = g.input('x', (100_000, 1000, 1000))\n"
+                 "    g.output(g.requantize(g.conv2d(x, np.ones((1, 100_000, 1, 1), np.int8)), 0))\n    return g\n"
+                 "def small():\n    g = Graph('small')\n    g.output(g.relu(g.input('a', (1, 1, 1))))\n    return g\n")
+    rc, out, err = cosim(capsys, "net", f"{f}:huge", "--model", "golden", "--images", "1")
+    last = err.strip().splitlines()[-1]  # after the progress line
+    assert rc == 2 and last.startswith("cosim net: error: network 'huge': input 'x' (1 x 100000x1000x1000 int8, "
+                                       "100,000,000,000 bytes) does not fit the 16,777,216-byte DRAM"), err
+    np.save(tmp_path / "many.npy", np.zeros((65536, 1, 1, 1), np.int8))
+    rc, out, err = cosim(capsys, "net", f"{f}:small", "--input", tmp_path / "many.npy")
+    assert rc == 2 and "holds 65536 samples; one run takes at most 65535 (give --images N)" in err, err

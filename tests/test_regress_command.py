@@ -70,3 +70,6 @@ def test_regress_bad_input_one_line():
     assert r.returncode == 2 and "no example named nosuch" in r.stderr and "Traceback" not in r.stderr
     r = subprocess.run([*COSIM, "regress", "--configs", "nosuch"], capture_output=True, text=True, timeout=60)
     assert r.returncode == 2 and "nosuch" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+    r = subprocess.run([*COSIM, "regress", "--configs", "small", "small", "--examples", "vadd", "--workers", "0"],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and r.stderr.strip() == "cosim regress: error: --configs: small given twice", r.stderr

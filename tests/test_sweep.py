@@ -116,6 +116,8 @@ BAD_SPECS = [
     ("- just\n- a list", "the spec must be a mapping"),
     ("workloads: [{example: vadd}]\nseed: 1\nseed: 2", "key 'seed' is given twice at line 3"),
     ("workloads:\n  - {example: vadd, n: 64, n: 128}", "key 'n' is given twice at line 2"),
+    ("workloads: [{network: docs/networks/tiny_cnn.py:tiny_cnn}]",
+     "key 'workloads[0]': give it a name: (letters, digits"),
 ]
 
 

@@ -75,6 +75,11 @@ def run(args: argparse.Namespace) -> int:
     images = args.images if args.images is not None else split
     if images > split:  # before any progress line: a bad argument is one line
         raise UserError(f"--images {images}: network '{network.name}' has {split} samples (give 1..{split})")
+    from compiler.network import MAX_BATCH
+
+    if images > MAX_BATCH:  # one Program holds one batch
+        what = f"--input {args.input} holds" if data is not None else f"network '{network.name}' has"
+        raise UserError(f"{what} {images} samples; one run takes at most {MAX_BATCH} (give --images N)")
     if not args.json:
         print(f"cosim net {network.name}: compiling {images} image(s) as one Program for config {cfg.name}",
               file=sys.stderr, flush=True)

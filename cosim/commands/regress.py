@@ -51,6 +51,11 @@ def run(args: argparse.Namespace) -> int:
     from cosim.regress.cells import regression_cells
     from cosim.regress.regression import run_regression
 
+    for option in ("configs", "backends", "simulators", "examples"):  # a repeat would name one result twice
+        given = getattr(args, option) or []
+        twice = sorted({v for v in given if given.count(v) > 1})
+        if twice:
+            raise ValueError(f"--{option}: {', '.join(twice)} given twice")
     configs = args.configs or list_configs()
     for c in configs:
         load_config(c)  # a bad name fails here, in one line

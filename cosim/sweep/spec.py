@@ -413,6 +413,9 @@ def _workload(w: Any, where: str, err: Any) -> Workload:
     if not isinstance(name, str) or not name:
         raise err(f"{where}.{kind}", f"{name!r} must be a name")
     label = w.get("name", name)
+    if "name" not in w and isinstance(label, str) and not _LABEL_RE.match(label):  # a path given as the workload
+        raise err(where, f"give it a name: (letters, digits, '.', '-' or '_'; it names a plot file): its {kind} "
+                         f"{label!r} cannot be one")
     if not isinstance(label, str) or not _LABEL_RE.match(label):
         raise err(f"{where}.name", f"{label!r} must be letters, digits, '.', '-' or '_' (it names a plot file)")
     params = w.get("params", {})
