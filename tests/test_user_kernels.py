@@ -156,7 +156,9 @@ def test_program_folder_golden_is_rerun(capsys, tmp_path, user_file):
         assert rows["golden"]["status"] == "mismatch" and "expected.npz differs" in rows["golden"]["mismatch"]
     assert all(r["status"] == "ok" for m, r in rows.items() if m != "golden"), rows
     rc, out, err = cosim(capsys, "run", d, "--model", "golden", "--model", "iss")
-    assert rc == 0  # argparse keeps the last --model: iss, compared with the re-run golden
+    # argparse keeps the last --model: iss, compared with the re-run golden (ok), and the edited
+    # expected.npz still fails the run without a golden row
+    assert rc == 1 and " ok " in out and "expected.npz differs from the golden re-run" in err, out + err
 
     u = tmp_path / "user"
     assert cosim(capsys, "compile", f"{user_file}:mydense", *GEMM_ARGS, "-o", u)[0] == 0
