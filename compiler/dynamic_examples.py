@@ -248,7 +248,7 @@ def narrowed_to(example: _Example, lo: int, hi: int, where: str) -> _Example:
     if lo < own.min or hi > own.max:
         raise ParamError(f"{where}: covers '{own.name}' {lo}..{hi}, but dynamic example '{example.name}' takes "
                          f"{own.min}..{own.max}")
-    return narrowed(example, f"{own.name}={lo}..{hi}")
+    return dataclasses.replace(example, var=var(own.name, max=hi, min=lo))
 
 
 def get_dynamic_example(name: str) -> DynamicExample | DynamicNetwork:

@@ -138,6 +138,23 @@ class UserDynamicExample(DynamicExample):
                                f"the folder again")
 
 
+def one_var(values: list[str] | None) -> str | None:
+    """The text of the one ``--var`` given (None: none); more than one is one ParamError line."""
+    if values is not None and len(values) > 1:
+        raise ParamError(f"--var is given {len(values)} times ({', '.join(values)}): a kernel takes one run-time "
+                         f"variable")
+    return values[0] if values else None
+
+
+def var_refusal(kernel: str) -> str:
+    """Why ``--var`` does not apply to ``kernel`` (neither a dynamic example nor ``path.py:function``)."""
+    why = ("a kernel file needs its function: path/to/file.py:function" if kernel.endswith(".py") else
+           "no Program folder is there" if "/" in kernel or "\\" in kernel else
+           "an example's parameters are fixed when it is compiled")
+    return (f"{kernel}: --var is for a dynamic example (a narrower range) or a user kernel (path/to/file.py:function); "
+            f"{why}")
+
+
 def user_dynamic(kernel: str, items: list[str], var_text: str) -> DynamicExample:
     """The user kernel ``path.py:fn`` with the variable of ``--var`` and the ``-p`` items, as a dynamic
     example; its inputs' ranges are set by :func:`with_roles` once the kernel's use of each tensor is known."""

@@ -21,7 +21,8 @@ import numpy as np
 from compiler.dynamic import value_meta
 from compiler.dynamic_examples import (DYNAMIC_EXAMPLES, DynamicExample, DynamicNetwork, get_dynamic_example, narrowed,
                                        narrowed_to)
-from compiler.dynamic_user import META_KEY, UserDynamicExample, compile_user, from_meta, user_dynamic, with_roles
+from compiler.dynamic_user import (META_KEY, UserDynamicExample, compile_user, from_meta, user_dynamic, var_refusal,
+                                   with_roles)
 from compiler.symbolic import SymbolicError
 from cosim.models import Job
 from hw.config import HwConfig, load_config
@@ -75,11 +76,7 @@ def _load(kernel: str, cfg: HwConfig | None, var_text: str | None = None,
         raise DynamicRunError(f"{kernel}: a Program folder's range was fixed by cosim compile (compile it again with "
                               f"--var); --var here is for a dynamic example or a kernel path.py:function")
     if var_text is not None:
-        why = ("a kernel file needs its function: path/to/file.py:function" if kernel.endswith(".py") else
-               "no Program folder is there" if "/" in kernel or "\\" in kernel else
-               "an example's parameters are fixed when it is compiled")
-        raise DynamicRunError(f"{kernel}: --var is for a dynamic example (see cosim list) or a user kernel "
-                              f"path.py:function; {why}")
+        raise DynamicRunError(var_refusal(kernel))
     if not (folder / DRIVER_FILE).is_file():
         raise DynamicRunError(f"{kernel}: not a dynamic Program (no {DRIVER_FILE}); --set needs one")
     base = Program.load(folder, cfg)

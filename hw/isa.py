@@ -244,12 +244,6 @@ def unit_of(insn: Instruction) -> str:
     return QUEUE_OF_OPCODE[insn.MNEMONIC]
 
 
-def _fields_reader(names: list[str]) -> Callable[[Any], tuple[Any, ...]]:
-    """A function reading the attributes ``names`` of an object as one tuple."""
-    get = attrgetter(*names)
-    return get if len(names) > 1 else lambda o: (get(o),)
-
-
 class Isa:
     """Encoder, decoder and disassembler for one hardware config."""
 
@@ -287,9 +281,10 @@ class Isa:
         self._pack_plan: dict[str, list[tuple[str, int, int, int, int]]] = {
             name: [(f.name, f.lo, (1 << f.width) - 1, f.lo_value, f.hi_value) for f in lay[1:]]
             for name, lay in self.layouts.items()}
-        # every field of a class read in one call (encoding a long stream is mostly attribute reads)
+        # every field of a class read in one call (encoding a long stream is mostly attribute reads); each
+        # class has the four token flags after the opcode, so the getter always returns a tuple
         self._read_fields: dict[str, Callable[[Any], tuple[Any, ...]]] = {
-            name: _fields_reader([f.name for f in lay[1:]]) for name, lay in self.layouts.items()}
+            name: attrgetter(*[f.name for f in lay[1:]]) for name, lay in self.layouts.items()}
         self._unpack_plan: dict[str, list[tuple[str, int, int, int, bool]]] = {
             name: [(f.name, f.lo, (1 << f.width) - 1, (1 << (f.width - 1)) if f.signed else 0, f.width == 1)
                    for f in lay[1:]]

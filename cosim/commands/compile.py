@@ -7,7 +7,7 @@ import json
 
 from compiler.dynamic import save_dynamic
 from compiler.dynamic_examples import DYNAMIC_EXAMPLES, narrowed
-from compiler.dynamic_user import compile_user, user_dynamic
+from compiler.dynamic_user import compile_user, one_var, user_dynamic, var_refusal
 from compiler.examples import make_case, parse_params
 from hw.config import load_config
 from cosim.cli import add_config_arg, add_json_arg, folder_arg, int_arg
@@ -43,17 +43,9 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
 def run(args: argparse.Namespace) -> int:
     cfg = load_config(args.config)
-    if args.var is not None and len(args.var) > 1:
-        raise ValueError(f"--var is given {len(args.var)} times ({', '.join(args.var)}): a kernel takes one run-time "
-                         f"variable")
-    args.var = args.var[0] if args.var else None
+    args.var = one_var(args.var)
     if args.var is not None and args.kernel not in DYNAMIC_EXAMPLES and ":" not in args.kernel:
-        if args.kernel.endswith(".py"):
-            why = "a kernel file needs its function: path/to/file.py:function"
-        else:
-            why = "an example's parameters are fixed when it is compiled"
-        raise ValueError(f"{args.kernel}: --var is for a dynamic example (a narrower range) or a user kernel "
-                         f"(path/to/file.py:function); {why}")
+        raise ValueError(var_refusal(args.kernel))
     if args.kernel in DYNAMIC_EXAMPLES or args.var is not None:  # one folder for every value, with its drivers
         what = "a dynamic example" if args.kernel in DYNAMIC_EXAMPLES else "a kernel with --var"
         if args.param and args.kernel in DYNAMIC_EXAMPLES:

@@ -19,6 +19,7 @@ from typing import Any
 from hw.config import load_config
 from hw.program import DATA_FILES, FILES
 from hw.result import byte_size
+from compiler.dynamic_user import one_var
 from cosim import dynamic_run, models
 from cosim.cli import MAX_CYCLES, UserError, add_json_arg, config_arg, int_arg, output_arg, settle_rtl_options
 from cosim.section_report import section_report
@@ -130,10 +131,7 @@ def run(args: argparse.Namespace) -> int:
     settle_rtl_options(args, list(models.MODELS) if args.model == "all" else [args.model])
     _outputs_spare_the_program(args)
     cfg = load_config(args.config) if args.config else None
-    if args.var is not None and len(args.var) > 1:
-        raise UserError(f"--var is given {len(args.var)} times ({', '.join(args.var)}): a kernel takes one run-time "
-                        f"variable")
-    args.var = args.var[0] if args.var else None
+    args.var = one_var(args.var)
     user_var = args.var is not None and ":" in args.kernel and not Path(args.kernel).is_dir()
     if args.set_values or args.var is not None or dynamic_run.is_dynamic(args.kernel):
         if args.param and not user_var and not dynamic_run.is_dynamic(args.kernel):
