@@ -34,6 +34,22 @@ def test_expensive_figures_record_the_current_inputs() -> None:
     assert not stale, "\n".join(s.line() for s in stale)
 
 
+def test_inputs_hash_reads_code_not_comments(tmp_path: Path) -> None:
+    """The sweep's hash moves with what the code does, not with a comment, docstring or layout edit."""
+    from cosim.docfigs.figures import _code_bytes
+    src = tmp_path / "m.py"
+    src.write_text('"""Doc."""\ndef f(x):\n    """Doc."""\n    return x + 1  # why\n')
+    before = _code_bytes(src)
+    src.write_text('"""Other words."""\n\n\ndef f(x):\n    """More."""\n    # a comment\n    return (x + 1)\n')
+    assert _code_bytes(src) == before
+    src.write_text('"""Doc."""\ndef f(x):\n    """Doc."""\n    return x + 2\n')
+    assert _code_bytes(src) != before
+    src.write_text('def f(x):\n    """Only a docstring."""\n')
+    assert _code_bytes(src) != before
+    (tmp_path / "bad.py").write_text("def (:\n")
+    assert _code_bytes(tmp_path / "bad.py") == b"def (:\n"
+
+
 def test_every_figure_stands_on_a_page() -> None:
     assert {b.name for b in all_blocks()} == set(FIGURES)
 

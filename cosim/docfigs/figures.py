@@ -10,6 +10,7 @@ blocks quoting the same run agree.
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import json
 import shutil
@@ -128,10 +129,28 @@ class Context:
 
 
 # ------------------------------------------------------------------------------------------ inputs
+def _code_bytes(p: Path) -> bytes:
+    """A file's content as a figure depends on it: Python as its syntax tree without docstrings (comments,
+    layout and docs edits leave the recorded hash alone), anything else as written."""
+    if p.suffix != ".py":
+        return p.read_bytes()
+    try:
+        tree = ast.parse(p.read_bytes(), filename=str(p))
+    except SyntaxError:
+        return p.read_bytes()
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if (isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and body
+                and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)
+                and isinstance(body[0].value.value, str)):
+            node.body = body[1:] or [ast.Pass()]
+    return ast.dump(tree).encode()
+
+
 def _files_hash(paths: list[Path], extra: str = "") -> str:
     h = hashlib.sha256(extra.encode())
     for p in sorted(set(paths)):
-        h.update(str(p.relative_to(REPO)).encode() + b"\0" + p.read_bytes() + b"\0")
+        h.update(str(p.relative_to(REPO)).encode() + b"\0" + _code_bytes(p) + b"\0")
     return h.hexdigest()[:16]
 
 
