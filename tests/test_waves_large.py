@@ -8,7 +8,6 @@ compared with what vcdvcd's full load needs, estimated from loading 5 % of the f
 
 from __future__ import annotations
 
-import time
 import tracemalloc
 
 from vcdvcd import VCDVCD
@@ -31,7 +30,7 @@ def write_big_vcd(path, n: int = N_CYCLES, step: int = 2) -> int:
         for base in range(0, n, 100_000):
             parts = []
             for c in range(max(step, base), min(n, base + 100_000), step):
-                parts.append(f"#{c}\nb{c:b} $\n")
+                parts.append(f"#{c}\nb{c - 1:b} $\n")  # CYCLES: c - 1 in cycle c after START (0)
                 e = extra.get(c % INSN_LEN)
                 changes += 1
                 if e:
@@ -45,7 +44,6 @@ def write_big_vcd(path, n: int = N_CYCLES, step: int = 2) -> int:
 def test_two_signals_of_a_million_cycles(tmp_path):
     path = tmp_path / "big.vcd"
     total_changes = write_big_vcd(path)
-    t0 = time.time()
     tracemalloc.start()
     try:
         vcd = VcdFile(path)
@@ -62,7 +60,6 @@ def test_two_signals_of_a_million_cycles(tmp_path):
     assert ch[busy.name][1] == (10, "1") and ch[pc.name][-1] == (N_CYCLES - INSN_LEN, format(n_insns, "b"))
     assert total_changes > 500_000
     assert ours < full_estimate / 10, (ours, full_estimate)
-    assert time.time() - t0 < 60  # normally about 10 s under tracemalloc
 
 
 def test_timeline_of_a_million_cycles(tmp_path):
