@@ -412,7 +412,9 @@ class Program:
         """Read a Program folder; with ``cfg``, refuse a Program made for other hardware."""
         d = Path(folder)
         if not d.is_dir():
-            raise ProgramError(f"{d}: no such Program folder")
+            if d.is_file() and d.parent.joinpath("insn.bin").is_file():
+                raise ProgramError(f"{d}: a file of the Program folder {d.parent}; give the folder")
+            raise ProgramError(f"{d}: {'not a folder' if d.exists() else 'no such Program folder'}")
         for f in ("insn.bin", "regs.json", "layout.json"):
             if not (d / f).is_file():
                 what = "not a regular file" if (d / f).exists() else "missing"

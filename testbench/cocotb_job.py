@@ -61,6 +61,10 @@ from hw.program import Program
 from testbench.memimg import from_hex_words, to_hex_words
 
 CLK_NS = 10
+START_LOOK_CYCLES = 4  # edges after the register writes within which the CYCLES counter shows START's cycle
+# A --waves-window that begins sooner after START than this starts tracing before the register writes
+# (START's cycle is timed only a few cycles after it): the file then holds the writes too.
+WINDOW_FROM_WRITES = 16
 # Cycles one AXI-Lite access may take before the testbench gives up (x8 on the
 # protocol back-end, whose pause generators stretch every handshake).
 CSR_TIMEOUT_CYCLES = 2000
@@ -89,12 +93,24 @@ class TraceControl:
         self._stop()
 
     async def window(self, first_ns: float, last_ns: float) -> None:
-        """Trace ``[first_ns, last_ns]`` of simulated time from now on."""
+        """Trace ``[first_ns, last_ns]`` of simulated time, counted from now (a start in the past: now)."""
         if first_ns > 0:
             await Timer(first_ns, "ns")
         self.start()
-        await Timer(max(last_ns - first_ns, CLK_NS), "ns")
+        await Timer(max(last_ns - max(first_ns, 0.0), CLK_NS / 2), "ns")
         self.stop()
+
+    def last_written_ns(self, fallback: float) -> float:
+        """The time of the file's last time stamp: when the cap cut the file, the steps after it were dumped
+        but dropped, so the last dump's time (``fallback``) is later than what the file holds."""
+        try:
+            with open(self.path, "rb") as f:
+                f.seek(max(0, os.path.getsize(self.path) - (1 << 16)))
+                tail = f.read()
+        except OSError:
+            return fallback
+        stamps = [ln for ln in tail.split(b"\n") if ln[1:].isdigit() and ln.startswith(b"#")]
+        return int(stamps[-1][1:]) / get_sim_steps(1, "ns") if stamps else fallback
 
     def info(self) -> dict[str, Any]:
         """Times (in ns) of the first and last time step written, bytes, and whether the cap cut the file."""
@@ -256,7 +272,7 @@ class Bench:
         self.watch: SizeWatch | None = None
         if w and w.get("trace_control"):
             self.trace = TraceControl(w["file"], int(w["max_bytes"]))
-            if not w.get("window") or int(w["window"][0]) <= 0:
+            if not w.get("window"):
                 self.trace.start()  # the whole run, reset and register writes included
         elif w:
             self.watch = SizeWatch(w["file"], int(w["max_bytes"]))
@@ -374,8 +390,9 @@ class Bench:
             i = self.trace.info()
             if not i["written"]:
                 return {"from_cycle": None, "to_cycle": None, "max_bytes": cap, "capped": False}
+            last_ns = self.trace.last_written_ns(i["last_ns"]) if i["capped"] else i["last_ns"]
             return {"from_cycle": int((i["first_ns"] - start_ns) // CLK_NS),
-                    "to_cycle": int((i["last_ns"] - start_ns) // CLK_NS), "max_bytes": cap, "capped": i["capped"]}
+                    "to_cycle": int((last_ns - start_ns) // CLK_NS), "max_bytes": cap, "capped": i["capped"]}
         return {"from_cycle": int(-start_ns // CLK_NS), "to_cycle": res["run_sim_cycles"], "max_bytes": cap,
                 "capped": bool(res.get("waves_capped"))}
 
@@ -413,19 +430,25 @@ class Bench:
             await self.load_dram(img)
         res["version"] = await self.read("VERSION")
         res["config_id"] = await self.read("CONFIG_ID")
+        window = (self.job.get("waves") or {}).get("window")
+        if self.trace is not None and window and int(window[0]) < WINDOW_FROM_WRITES:
+            self.trace.start()  # the window's first cycles come before START can be timed: from the writes on
         t0 = time.perf_counter()
         for reg, value in regs:
             await self.write(reg, value)
-        start_ns = get_sim_time("ns")
+        start_ns = await self.start_time_ns(get_sim_time("ns"))
         if self.port is not None:
             self.port.reset()
         limit = int(entry["timeout_cycles"])
-        window = (self.job.get("waves") or {}).get("window")
         window_task = None
-        if self.trace is not None and window and int(window[0]) > 0:
-            window_task = cocotb.start_soon(self.trace.window(int(window[0]) * CLK_NS, (int(window[1]) + 1) * CLK_NS))
+        now = get_sim_time("ns")
+        if self.trace is not None and window and int(window[0]) >= WINDOW_FROM_WRITES:
+            window_task = cocotb.start_soon(self.trace.window(start_ns + int(window[0]) * CLK_NS - now,
+                                                              start_ns + (int(window[1]) + 0.5) * CLK_NS - now))
+        elif self.trace is not None and window:
+            window_task = cocotb.start_soon(self.trace.window(0, start_ns + (int(window[1]) + 0.5) * CLK_NS - now))
         if not int(dut.irq.value):
-            waits = [RisingEdge(dut.irq), Timer(limit * CLK_NS, "ns")]
+            waits = [RisingEdge(dut.irq), Timer(max(CLK_NS, start_ns + limit * CLK_NS - now), "ns")]
             if self.watch is not None:
                 waits.append(self.watch.reached.wait())
             fired = await First(*waits)
@@ -463,6 +486,25 @@ class Bench:
                                        "irq": int(dut.irq.value),
                                        "counters": await self.read_counters()}
         return res
+
+    async def start_time_ns(self, fallback: float) -> float:
+        """The simulated time of START's cycle, read from the CYCLES counter (``dbg_cycles``: 0 in START's
+        cycle and the next, then c - 1 in cycle c after START) at the first edges after the register
+        writes; ``fallback`` (the writes' end) when it does not move within :data:`START_LOOK_CYCLES`
+        or the run has ended already (its counter stopped)."""
+        top = self.dut.u_accel if self.fast else self.dut
+        probe = getattr(top, "dbg_cycles", None)
+        found = fallback
+        for _ in range(START_LOOK_CYCLES):
+            await ReadOnly()
+            n = int(probe.value) if probe is not None and probe.value.is_resolvable else 0
+            done = bool(int(self.dut.irq.value))
+            await RisingEdge(self.dut.clk)  # leave ReadOnly: the caller may drive the CSR bus next
+            if n and not done:
+                found = get_sim_time("ns") - (n + 2) * CLK_NS  # read one edge ago
+            if n or done:
+                break
+        return found
 
     async def read_counters(self) -> dict[str, Any]:
         """Every counter CSR (each core's bank on several cores), by CSR name."""

@@ -59,7 +59,7 @@ def states(insns: list[Insn], n_cycles: int, origin: int) -> list[dict[str, int]
             s[f"dbg_{u}_q"] = sum(1 for i in insns if i.unit == u and origin + 1 <= c < i.held_start)
         s["dbg_dma_rd"] = s["dbg_load_busy"]
         s["dbg_dma_wr"] = s["dbg_store_busy"]
-        s["dbg_cycles"] = max(0, min(c, done) - origin)
+        s["dbg_cycles"] = max(0, min(c, done) - origin - 1)  # 0 in START's cycle and the next, as the RTL
         s["irq"] = int(c >= done)
         out.append(s)
     return out

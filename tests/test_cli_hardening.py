@@ -1112,3 +1112,18 @@ def test_waves_note_of_a_file_cut_before_start():
     assert "the setup before START only, up to 63 cycles before it" in note and "-63" not in note, note
     assert waves_note({"from_cycle": -70, "to_cycle": 500, "bytes": 900, "max_bytes": 10**6}).startswith(
         "(from reset to cycle 500 after START")
+
+
+def test_tlm_waveform_outputs_keep_the_user_s_files(capsys, tmp_path):
+    """--vcd and --trace naming one file is refused (the trace would replace the VCD); a GTKWave save
+    file beside --vcd that cosim did not write is the user's layout: kept, with a note."""
+    rc, out, err = cosim(capsys, "run", "vadd", "--model", "tlm", "--vcd", tmp_path / "x", "--trace", tmp_path / "x")
+    one_line(rc, err, "--vcd and --trace name the same file")
+    assert not (tmp_path / "x").exists()
+    (tmp_path / "t.gtkw").write_text("my layout\n")
+    rc, out, err = cosim(capsys, "run", "vadd", "--model", "tlm", "--vcd", tmp_path / "t.vcd")
+    assert rc == 0 and (tmp_path / "t.gtkw").read_text() == "my layout\n" and "is not one cosim wrote" in out, out
+    (tmp_path / "t.gtkw").unlink()
+    for _ in range(2):  # cosim's own save file is rewritten
+        rc, out, err = cosim(capsys, "run", "vadd", "--model", "tlm", "--vcd", tmp_path / "t.vcd")
+        assert rc == 0 and f"gtkwave {tmp_path / 't.gtkw'}" in out, out

@@ -189,6 +189,10 @@ def test_missing_files(tmp_path):
     with pytest.raises(ProgramError, match="no such Program folder"):
         Program.load(tmp_path / "nope")
     d = _saved(tmp_path)
+    with pytest.raises(ProgramError, match="a file of the Program folder .*; give the folder"):
+        Program.load(d / "insn.bin")
+    with pytest.raises(ProgramError, match="not a folder"):
+        Program.load(d.parent / "x.txt" if (d.parent / "x.txt").write_text("x") else None)
     (d / "regs.json").unlink()
     with pytest.raises(ProgramError, match=r"regs.json: missing"):
         Program.load(d)

@@ -142,6 +142,42 @@ def test_waves(cfg, tmp_path):
         assert sig in head, f"{sig} not in the VCD"
 
 
+def test_waves_count_cycles_from_start_and_windows_hold_what_they_say(cfg, tmp_path):
+    """Relative cycle 0 of a VCD is START's (the cycle CSR START is accepted, as the TLM's VCD and its
+    Perfetto trace count); --waves-window FIRST:LAST holds cycles FIRST..LAST after START (FIRST 0 too:
+    then from the register writes on), the note says so, and a cut file's note names its last cycle."""
+    from cosim.waves import VcdFile, detect_clock, read_window
+    prog = hp.vadd(cfg, n=64)
+
+    def relative(vcd: Path, names: list[str]) -> tuple[int, int, dict[str, list]]:
+        v = VcdFile(vcd)
+        clock = detect_clock(v)
+        first, last = clock.cycle(min(t for t, _ in v.stream([v.resolve("clk")])[1]["tb_fast.clk"])), \
+            clock.cycle(v.end_time)
+        win = read_window(v, [v.resolve(n) for n in names], clock, first, last)
+        return first - clock.origin, last - clock.origin, {k: [(c - clock.origin, x) for c, x in ch]
+                                                            for k, ch in win.items()}
+
+    full = run_program(prog, cfg, waves=True, vcd_path=tmp_path / "full.vcd")
+    first, last, ch = relative(tmp_path / "full.vcd", ["core_start", "dbg_cycles", "irq"])
+    assert first < 0 and last == full.extra["waves"]["to_cycle"] == full.cycles + 1, (first, last, full.extra)
+    assert (0, "1") in ch["tb_fast.u_accel.core_start"] and (full.cycles + 1, "1") in ch["tb_fast.irq"]
+    for window in ((100, 200), (0, 50)):
+        r = run_program(prog, cfg, waves=True, vcd_path=tmp_path / "w.vcd", waves_window=window)
+        first, last, ch = relative(tmp_path / "w.vcd", ["dbg_cycles"])
+        w = r.extra["waves"]
+        assert last == window[1] == w["to_cycle"] and first <= window[0] and w["from_cycle"] == first, (window, w)
+        assert first == window[0] or window[0] < 16, (window, first)
+        values = dict(ch["tb_fast.dbg_cycles"])
+        assert int(values[window[1]], 2) == window[1] - 1  # CYCLES reads c - 1 in cycle c after START
+    (tmp_path / "w.vcd").write_text("an older run's file\n")
+    r = run_program(prog, cfg, waves=True, vcd_path=tmp_path / "w.vcd", waves_window=(10**6, 10**6 + 5))
+    assert r.extra["waves"]["from_cycle"] is None and not (tmp_path / "w.vcd").exists() and "vcd" not in r.extra
+    r = run_program(prog, cfg, waves=True, vcd_path=tmp_path / "cut.vcd", waves_max_bytes=400_000)
+    _, last, _ = relative(tmp_path / "cut.vcd", ["dbg_cycles"])
+    assert r.extra["waves"]["capped"] and r.extra["waves"]["to_cycle"] == last < r.cycles, (r.extra["waves"], last)
+
+
 def test_mismatch_report_names_writer_and_vcd(cfg):
     """A regression mismatch (injected into the outputs read back) names the first differing
     element and the STORE that wrote it, and re-runs the Program with waves for a VCD."""

@@ -74,7 +74,7 @@ def test_user_errors_exit_2(rtl, tmp_path, capsys):
     assert rc == 2 and "empty cycle window" in err
     bad = write(tmp_path / "bad.vcd", "hello\n")
     rc, _, err = cosim(capsys, "list", bad)
-    assert rc == 2 and "no signals" in err
+    assert rc == 2 and "not a VCD header" in err
     # a timestamp that is not a number: the line that holds it (a $comment's '#' is text, not time)
     bad = write(tmp_path / "bad_time.vcd", "$comment\n# not a time\n$end\n$var wire 1 ! clk $end\n"
                                            "$enddefinitions $end\n#0\n1!\n#1x\n0!\n")
@@ -238,3 +238,57 @@ def test_a_value_that_is_not_its_signal_s_bits_is_one_line(tmp_path, capsys, val
     rc, _, err = cosim(capsys, cmd, f, *(["dbg_load_pc"] if cmd == "show" else []))
     assert rc == 2 and err.count("\n") == 1 and "time 40: value '" in err and "of 'accel.dbg_load_pc' is not 32 " \
         "binary digit(s)" in err, err
+
+
+def test_show_output_is_bounded_by_cycles_times_signals(rtl, capsys, monkeypatch):
+    """The window's cycles x signals (x characters per cycle when drawn) is bounded; a --changes table
+    costs its changes only, so it takes any window."""
+    from cosim.commands import waves as waves_cmd
+    monkeypatch.setattr(waves_cmd, "MAX_CELLS", 100)
+    rc, out, _ = cosim(capsys, "show", rtl, "dbg_load_pc", "--from", "0", "--to", "99")
+    assert rc == 0 and len(out.splitlines()) == 2 + 70  # the trace ends at cycle 69
+    rc, _, err = cosim(capsys, "show", rtl, "dbg_load_pc", "dbg_load_busy", "--from", "0", "--to", "99")
+    assert rc == 2 and "70 cycles x 2 signal(s) = 140" in err and err.count("\n") == 1, err
+    rc, _, err = cosim(capsys, "show", rtl, "dbg_load_pc", "--ascii", "--cell", "2", "--from", "0", "--to", "99")
+    assert rc == 2 and "x 2 character(s) per cycle" in err, err
+    rc, _, err = cosim(capsys, "show", rtl, "dbg_load_pc", "dbg_load_busy", "--json", "--from", "0", "--to", "99")
+    assert rc == 2 and "at most 100" in err, err
+    rc, out, _ = cosim(capsys, "show", rtl, "dbg_load_pc", "dbg_load_busy", "--changes", "--from", "0", "--to", "99")
+    rows = [ln.split() for ln in out.splitlines()[2:]]
+    assert rc == 0 and [r[0] for r in rows] == ["0", "5", "6", "20", "21", "22", "36", "37"], rows
+    assert rows[1] == ["5", "0", "0"] and rows[2] == ["6", "0", "1"]
+
+
+def test_values_diff_is_the_naive_comparison():
+    """diff_values (one merge of two change lists) finds what comparing every cycle finds."""
+    import random
+
+    from cosim.waves.timeline import diff_values, value_at
+    rng = random.Random(5)
+    for _ in range(300):
+        def changes() -> list[tuple[int, str]]:
+            cs = sorted(rng.sample(range(0, 40), rng.randint(0, 8)))
+            return [(c, rng.choice(["0", "1", "x", "10"])) for c in cs]
+        a, b = changes(), changes()
+        oa, ob, end = rng.randint(0, 5), rng.randint(0, 5), rng.randint(1, 45)
+        ra = [(max(0, c - oa), v) for c, v in a]
+        rb = [(max(0, c - ob), v) for c, v in b]
+        from cosim.waves.vcd_reader import to_int
+
+        def differ(c: int) -> bool:
+            x, y = value_at(ra, c), value_at(rb, c)
+            return to_int(x) != to_int(y) or (to_int(x) is None and x != y)
+        want = next((c for c in range(end) if differ(c)), None)
+        assert diff_values(a, b, oa, ob, end) == want, (a, b, oa, ob, end)
+
+
+def test_a_header_that_does_not_close_is_one_line(tmp_path, capsys):
+    big = write(tmp_path / "words.vcd", "$timescale 1ns $end\n$scope module a $end\n$var wire 1 ! x $end\n"
+                                        "$upscope $end\n" + "a " * 50 + "\n")
+    rc, _, err = cosim(capsys, "list", big)
+    assert rc == 2 and "line 5: 'a' stands outside" in err and err.count("\n") == 1, err
+    open_decl = write(tmp_path / "open.vcd", "$timescale 1ns $end\n$comment\n" + "word " * 100_001 + "\n")
+    rc, _, err = cosim(capsys, "list", open_decl)
+    assert rc == 2 and "line 2: $comment runs over 100,000 words" in err, err
+    rc, _, err = cosim(capsys, "list", write(tmp_path / "short.vcd", "$timescale 1ns $end\n$var wire 1 ! x\n"))
+    assert rc == 2 and "line 2: $var has no $end" in err, err

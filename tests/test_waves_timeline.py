@@ -61,7 +61,8 @@ def test_timeline_rtl_and_tlm_same_format(rtl, tlm, capsys):
     assert as_tuples(d["entries"], ORIGIN) == want
     rc, out, _ = cosim(capsys, "timeline", rtl, "--json", "--relative")
     assert as_tuples(json.loads(out)["entries"]) == want
-    assert set(json.loads(out)["entries"][0]) == {"unit", "index", "start", "end", "held_start", "held_end"}
+    assert set(json.loads(out)["entries"][0]) == {"unit", "index", "start", "end", "held_start", "held_end",
+                                                  "open_at_start"}
     rc, out, _ = cosim(capsys, "timeline", rtl)
     lines = out.splitlines()
     assert lines[1].split() == ["unit", "index", "start", "end", "cycles", "held_start", "held_end"]
@@ -167,3 +168,33 @@ def test_unit_entries_edge_cases():
     # still running at the end of the trace
     es = _unit_entries("store", [(0, N), (1, "10")], [(0, "0"), (2, "1")])
     assert [(e.index, e.start, e.end, e.held_end) for e in es] == [(2, 2, None, None)]
+    # a windowed trace (its first cycle 100) begins inside what it finds: an instruction executing there
+    # has no start (it began before), one only held there starts when it starts
+    es = _unit_entries("load", [(100, "0"), (105, "1"), (112, N)], [(100, "1"), (103, "0"), (106, "1"),
+                                                                    (110, "0")], first_cycle=100)
+    assert [(e.index, e.start, e.end, e.held_start, e.open_at_start) for e in es] == \
+        [(0, None, 103, 100, True), (1, 106, 110, 105, False)]
+    es = _unit_entries("load", [(100, "0"), (105, N)], [(100, "0"), (102, "1"), (104, "0")], first_cycle=100)
+    assert [(e.index, e.start, e.end, e.open_at_start) for e in es] == [(0, 102, 104, True)]
+
+
+def test_a_window_diffs_without_a_false_start(rtl, tmp_path, capsys):
+    """A trace cut to a window compares the instructions it began inside by their ends only."""
+    text = (tmp_path / "rtl.vcd").read_text()
+    head, _, body = text.partition("$enddefinitions $end\n")
+    stamps = body.split("\n#")
+    cut = next(k for k, s in enumerate(stamps) if s.startswith(f"{(ORIGIN + 10) * 10000}\n"))
+    # the window's first stamp dumps every value, as a VCD opened mid-run does
+    v = VcdFile(rtl)
+    clock = detect_clock(v)
+    from cosim.waves import read_window
+    vals = read_window(v, v.signals, clock, ORIGIN + 10, ORIGIN + 10)
+    dump = "\n".join(f"{x}{s.code}" if s.width == 1 else f"b{x} {s.code}" for s in v.signals
+                     for _c, x in vals[s.name][:1])
+    win = write(tmp_path / "win.vcd", head + "$enddefinitions $end\n#" + stamps[cut].split("\n", 1)[0] + "\n"
+                + dump + "\n#" + "\n#".join(stamps[cut + 1:]))
+    rc, out, _ = cosim(capsys, "timeline", win, "--json")
+    first = [e for e in json.loads(out)["entries"] if e["open_at_start"]]
+    assert rc == 0 and first and all(e["held_start"] == ORIGIN + 10 for e in first), out
+    rc, out, _ = cosim(capsys, "diff", rtl, win, "--json")
+    assert rc == 0 and json.loads(out)["equal"], out

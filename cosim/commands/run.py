@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import shlex
 import sys
 import time
 from pathlib import Path
@@ -23,7 +24,7 @@ from compiler.dynamic_user import one_var
 from cosim import dynamic_run, models
 from cosim.cli import MAX_CYCLES, UserError, add_json_arg, config_arg, int_arg, output_arg, settle_rtl_options
 from cosim.section_report import section_report
-from cosim.waves.gtkw import write_gtkw
+from cosim.waves.gtkw import GtkwKept, write_gtkw
 from cosim.waves.vcd_reader import WavesError
 
 # Cycles of a failing RTL run that its waveform shows, ending where the run ended (about 2.5 KB
@@ -115,7 +116,9 @@ def _options_of_absent_models(args: argparse.Namespace) -> None:
 
 def _outputs_spare_the_program(args: argparse.Namespace) -> None:
     """Refuse an output file that is one of the Program folder's own files (writing it would destroy the
-    Program being run)."""
+    Program being run), or two outputs that name one file (the second would replace the first)."""
+    if args.vcd and args.trace and Path(args.vcd).resolve() == Path(args.trace).resolve():
+        raise UserError(f"--vcd and --trace name the same file {args.vcd} (the trace would replace the VCD)")
     folder = Path(args.kernel)
     if not folder.is_dir():
         return
@@ -171,6 +174,8 @@ def run(args: argparse.Namespace) -> int:
         if vcd and str(vcd).endswith(".vcd") and Path(vcd).is_file():
             try:
                 res.extra["gtkw"] = str(write_gtkw(vcd))
+            except GtkwKept as e:
+                res.extra["gtkw_note"] = str(e)
             except WavesError as e:
                 if not (res.extra.get("waves") or {}).get("capped"):
                     raise
@@ -216,7 +221,7 @@ def run(args: argparse.Namespace) -> int:
             if r.get("vcd") or note:
                 print(f"{'':<16} {'':<7} waveform: {r.get('vcd') or '-'} {note}".rstrip())
             if r.get("gtkw"):
-                print(f"{'':<16} {'':<7} GTKWave: gtkwave {r['gtkw']}")
+                print(f"{'':<16} {'':<7} GTKWave: gtkwave {shlex.quote(r['gtkw'])}")
             elif r.get("gtkw_note"):
                 print(f"{'':<16} {'':<7} {r['gtkw_note']}")
         if table is not None:

@@ -20,6 +20,7 @@ from cosim.waves.timeline import Clock
 
 DEFAULT_WINDOW = 64  # cycles shown by `show` when --to is not given
 MAX_SHOWN = 1_000_000  # cycles `show` renders at most (a row per cycle, or a column per cycle of --ascii)
+MAX_CELLS = 4_000_000  # values (cycles x signals) a table or JSON holds, characters an ASCII drawing holds
 
 
 def _add_common(p: argparse.ArgumentParser, period: bool = True) -> None:
@@ -81,25 +82,43 @@ def add_show(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     return p
 
 
-def _window(vcd: VcdFile, clock: Clock, c0: int, c1: int | None) -> tuple[int, int]:
+def _window(vcd: VcdFile, clock: Clock, c0: int, c1: int | None, off: int = 0) -> tuple[int, int]:
     """The cycles ``c0..c1`` to show: ``--to`` defaults to a window of :data:`DEFAULT_WINDOW` and stops at
     the trace's last cycle; a window past the trace or of more than :data:`MAX_SHOWN` cycles is refused
-    (one row per cycle: the output would have no bound)."""
+    (one row per cycle: the output would have no bound). Messages count cycles as the user does: less
+    ``off`` (START's cycle, with --relative)."""
     if c0 < 0:
-        raise WavesError(f"--from must be >= 0, not {c0}")
+        raise WavesError(f"--from must be >= 0, not {c0 - off}")
     end = clock.cycle(vcd.end_time) if vcd.end_time is not None else None
     if end is not None and c0 > end:
-        raise WavesError(f"--from {c0} is past the trace's last cycle {end}")
+        raise WavesError(f"--from {c0 - off} is past the trace's last cycle {end - off}")
     if c1 is None:
         c1 = c0 + DEFAULT_WINDOW - 1
     if end is not None:
         c1 = min(c1, end)
     if c1 < c0:
-        raise WavesError(f"empty cycle window: --from {c0} is after --to {c1}")
+        raise WavesError(f"empty cycle window: --from {c0 - off} is after --to {c1 - off}")
     if c1 - c0 + 1 > MAX_SHOWN:
-        raise WavesError(f"the window {c0}..{c1} is {c1 - c0 + 1:,} cycles; at most {MAX_SHOWN:,} are shown "
-                         f"(narrow --from/--to)")
+        raise WavesError(f"the window {c0 - off}..{c1 - off} is {c1 - c0 + 1:,} cycles; at most {MAX_SHOWN:,} "
+                         f"are shown (narrow --from/--to)")
     return c0, c1
+
+
+def _bound_output(args: argparse.Namespace, cycles: int) -> None:
+    """Refuse a window whose table, JSON or drawing would exceed :data:`MAX_CELLS` (memory and output
+    grow with cycles x signals, x characters per cycle when drawn); a ``--changes`` table grows with
+    the changes only."""
+    if args.changes and not (args.ascii or args.json):
+        return
+    n = cycles * len(args.signals)
+    what = f"{cycles:,} cycles x {len(args.signals)} signal(s)"
+    if args.ascii and not args.json:
+        n *= args.cell or 1
+        what += f" x {args.cell or 1} character(s) per cycle"
+    if n > MAX_CELLS:
+        hint = "" if args.ascii or args.json else ", or --changes"
+        raise WavesError(f"the output would hold {what} = {n:,}; at most {MAX_CELLS:,} "
+                         f"(narrow --from/--to, show fewer signals{hint})")
 
 
 def run_show(args: argparse.Namespace) -> int:
@@ -112,7 +131,8 @@ def run_show(args: argparse.Namespace) -> int:
         if clock.origin is None:
             raise WavesError(f"{vcd.path.name}: no dbg_cycles probe, so no START to count from (drop --relative)")
         off = clock.origin
-    c0, c1 = _window(vcd, clock, args.c_from + off, None if args.c_to is None else args.c_to + off)
+    c0, c1 = _window(vcd, clock, args.c_from + off, None if args.c_to is None else args.c_to + off, off)
+    _bound_output(args, c1 - c0 + 1)
     traces = read_traces(vcd, args.signals, clock, c0, c1)
     for t in traces:
         t.lanes, t.signed = args.lanes, args.signed

@@ -17,7 +17,7 @@ from cosim import models
 from cosim.cli import MAX_CYCLES, add_config_arg, add_json_arg, folder_arg, int_arg
 from cosim.commands.run import waves_note
 from cosim.commands.waves_diff import run_diff
-from cosim.waves.gtkw import write_gtkw
+from cosim.waves.gtkw import GtkwKept, write_gtkw
 
 UNITS = ("load", "compute", "store")
 
@@ -50,7 +50,7 @@ def run_run(args: argparse.Namespace) -> int:
     cfg = load_config(args.config)
     job = models.make_job(args.kernel, cfg, args.param or [], args.seed)
     name = Path(args.kernel).name.replace(":", "_").replace(".py", "")
-    out = Path(args.out or Path("build") / "waves" / f"{name}-{cfg.name}").resolve()
+    out = Path(args.out or models.build_root() / "waves" / f"{name}-{cfg.name}").resolve()
     out.mkdir(parents=True, exist_ok=True)
     paths = {"rtl_vcd": out / "rtl.vcd", "tlm_vcd": out / "tlm.vcd", "tlm_trace": out / "tlm_trace.json"}
     tlm = models.judge(job, models.run_tlm(job, vcd=paths["tlm_vcd"], trace=paths["tlm_trace"]))
@@ -58,11 +58,17 @@ def run_run(args: argparse.Namespace) -> int:
     for k, p in paths.items():
         if not p.is_file():
             raise OSError(f"{p}: the {k.replace('_', ' ')} was not written")
-    paths["rtl_gtkw"], paths["tlm_gtkw"] = write_gtkw(paths["rtl_vcd"]), write_gtkw(paths["tlm_vcd"])
+    kept = []
+    for m in ("rtl", "tlm"):
+        try:
+            paths[f"{m}_gtkw"] = write_gtkw(paths[f"{m}_vcd"])
+        except GtkwKept as e:
+            kept.append(str(e))
     report = {"kernel": job.kernel, "config": cfg.name, "match": tlm["match"] and rtl["match"],
               "files": {k: str(p) for k, p in paths.items()},
               "utilization_pct": {"tlm": _utilization(tlm), "rtl": _utilization(rtl)},
-              "cycles": {"tlm": tlm["cycles"], "rtl": rtl["cycles"]}, "rtl_waves": rtl.get("waves")}
+              "cycles": {"tlm": tlm["cycles"], "rtl": rtl["cycles"]}, "rtl_waves": rtl.get("waves"),
+              "notes": kept}
     if args.json:
         print(json.dumps(report))
         return 0 if report["match"] else 1
@@ -70,6 +76,8 @@ def run_run(args: argparse.Namespace) -> int:
     for k, p in paths.items():
         note = f" {waves_note(rtl['waves'])}" if k == "rtl_vcd" and rtl.get("waves") else ""
         print(f"  {k:<10} {p}{note}")
+    for n in kept:
+        print(f"  {n}")
     print(f"  {'':<10} {'cycles':>8} " + " ".join(f"{u + ' busy %':>16}" for u in UNITS))
     for m, r in (("TLM", tlm), ("RTL", rtl)):
         u = _utilization(r)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from cosim.waves.vcd_reader import SignalInfo, VcdFile
+from cosim.waves.vcd_reader import SignalInfo, VcdFile, WavesError
 
 # GTKWave trace flags (gtkwave's analyzer.h): right-justified names (0x20) plus a radix.
 BIN, HEX, DEC, SIGNED_DEC = "@28", "@22", "@24", "@424"
@@ -38,6 +38,9 @@ AXI_LEAF = re.compile(r"^(m_axi_|s_axil_|axi_)?(ar|aw|w|r|b)_?(valid|ready|addr|
                       r"resp|id)$")
 DECIMAL_LEAF = re.compile(r"(pc|count|len|iter\w*|state|cycles|row|col|idx)$")
 MAX_PER_GROUP = 48
+
+
+HEADER = "[*] GTKWave save file written by cosim (cosim/waves/gtkw.py)"  # how a file of ours begins
 
 
 def _radix(s: SignalInfo) -> str:
@@ -91,7 +94,7 @@ def gtkw_name(s: SignalInfo) -> str:
 
 def gtkw_text(vcd: VcdFile, dumpfile: Path) -> str:
     """The save file's text for ``vcd`` (``dumpfile`` as it should be named inside)."""
-    lines = ["[*] GTKWave save file written by cosim (cosim/waves/gtkw.py)", f'[dumpfile] "{dumpfile}"',
+    lines = [HEADER, f'[dumpfile] "{dumpfile}"',
              "[timestart] 0", "[size] 1600 900", "[signals_width] 320", "[sst_expanded] 1"]
     for name, sigs in groups(vcd):
         lines += [GROUP_BEGIN, f"-{name}"]
@@ -107,8 +110,23 @@ def gtkw_text(vcd: VcdFile, dumpfile: Path) -> str:
 
 
 def write_gtkw(vcd_path: str | Path) -> Path:
-    """Write ``<vcd>.gtkw`` beside the VCD (the dump file named by its absolute path) and return its path."""
+    """Write ``<vcd>.gtkw`` beside the VCD (the dump file named by its absolute path) and return its path.
+    A save file there that cosim did not write (the user's own layout) is kept: :class:`WavesError`."""
     vcd_path = Path(vcd_path).resolve()
     out = vcd_path.with_suffix(".gtkw")
+    if out.exists() and not _ours(out):
+        raise GtkwKept(f"no .gtkw: {out} is not one cosim wrote, so it is left as it is")
     out.write_text(gtkw_text(VcdFile(vcd_path), vcd_path))
     return out
+
+
+class GtkwKept(WavesError):
+    """A save file that is not cosim's stands where ``write_gtkw`` would write."""
+
+
+def _ours(path: Path) -> bool:
+    try:
+        with open(path, "rb") as f:
+            return f.read(len(HEADER)) == HEADER.encode()
+    except OSError:
+        return False

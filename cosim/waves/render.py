@@ -7,6 +7,7 @@ survives any terminal, log file or CI page.
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from dataclasses import dataclass
 
 from cosim.waves.vcd_reader import fmt_decoded
@@ -23,34 +24,51 @@ class Trace:
     lanes: int = 0        # decode a bus as this many lanes in decimal (0: hex)
     signed: bool = False  # decimal values (and lanes) as two's complement
 
+    def text(self, raw: str | None) -> str:
+        """One raw value as shown ("?" before the first change)."""
+        return "?" if raw is None else fmt_decoded(raw, self.width, self.var_type, self.lanes, self.signed)
+
     def values(self, c0: int, c1: int) -> list[str]:
-        """The formatted value for every cycle ``c0..c1`` (inclusive)."""
-        out, k, cur = [], 0, None
-        ch = self.changes
-        for c in range(c0, c1 + 1):
-            while k < len(ch) and ch[k][0] <= c:
-                cur = ch[k][1]
-                k += 1
-            out.append(fmt_decoded(cur, self.width, self.var_type, self.lanes, self.signed) if cur is not None
-                       else "?")
+        """The formatted value for every cycle ``c0..c1`` (inclusive), each change formatted once."""
+        out: list[str] = []
+        cur, c = None, c0
+        for cc, v in self.changes:
+            if cc > c1:
+                break
+            if cc > c:
+                out += [self.text(cur)] * (cc - c)
+                c = cc
+            cur = v
+        out += [self.text(cur)] * (c1 + 1 - c)
         return out
+
+    def change_cycles(self, c0: int, c1: int) -> list[int]:
+        """The cycles of ``c0..c1`` where this trace's value changes (``c0`` first)."""
+        return [c0] + [c for c, _ in self.changes if c0 < c <= c1]
+
+    def value_at(self, c: int) -> str:
+        """The formatted value during cycle ``c``."""
+        k = bisect_right(self.changes, c, key=lambda cv: cv[0])
+        return self.text(self.changes[k - 1][1] if k else None)
 
 
 def table(traces: list[Trace], c0: int, c1: int, changes_only: bool = False) -> str:
-    """One row per cycle, one column per signal."""
-    cols = [t.values(c0, c1) for t in traces]
+    """One row per cycle, one column per signal; ``changes_only``: a row only where a value changes
+    (computed from the change points, so its cost follows the changes, not the window's cycles)."""
+    cycles = (sorted({c for t in traces for c in t.change_cycles(c0, c1)}) if changes_only
+              else range(c0, c1 + 1))
+    rows = [[str(c)] + [t.value_at(c) for t in traces] for c in cycles] if changes_only else \
+        [[str(c)] + list(vals) for c, vals in zip(cycles, zip(*(t.values(c0, c1) for t in traces)))]
     heads = ["cycle"] + [t.name for t in traces]
-    widths = [max(len(heads[0]), len(str(c1)))] + \
-             [max(len(h), *(len(v) for v in col)) if col else len(h) for h, col in zip(heads[1:], cols)]
+    widths = [max([len(h)] + [len(r[k]) for r in rows]) for k, h in enumerate(heads)]
     lines = ["  ".join(h.rjust(w) for h, w in zip(heads, widths)),
              "  ".join("-" * w for w in widths)]
     prev = None
-    for i, c in enumerate(range(c0, c1 + 1)):
-        row = [col[i] for col in cols]
-        if changes_only and row == prev:
+    for r in rows:
+        if changes_only and r[1:] == prev:
             continue
-        prev = row
-        lines.append("  ".join(s.rjust(w) for s, w in zip([str(c)] + row, widths)))
+        prev = r[1:]
+        lines.append("  ".join(s.rjust(w) for s, w in zip(r, widths)))
     return "\n".join(lines)
 
 
@@ -150,7 +168,9 @@ def diff_text(rep: dict[str, object]) -> str:
             lines.append(f"  {tag}: -")
         else:
             end = "never (still open at the trace's end)" if e["end"] is None else e["end"]
-            lines.append(f"  {tag}: {e['unit']:<7} start {e['start']}  end {end}  "
+            start = e["start"] if e["start"] is not None else \
+                "before the trace" if e.get("open_at_start") else "never"
+            lines.append(f"  {tag}: {e['unit']:<7} start {start}  end {end}  "
                          f"(held {e['held_start']}..{'the end' if e['held_end'] is None else e['held_end']})")
     if d["a"] and d["b"] and d["kind"] in ("start", "end") and None not in (d["a"][d["kind"]], d["b"][d["kind"]]):
         k = d["kind"]

@@ -21,6 +21,7 @@ have ``end``/``held_end`` None.
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from dataclasses import asdict, dataclass, field
 
 from cosim.waves.vcd_reader import SignalInfo, VcdFile, WavesError, _Stop, to_int
@@ -87,9 +88,9 @@ def detect_clock(vcd: VcdFile, period: int | None = None) -> Clock:
     else:
         period, phase, source = 1, 0, "default"
     origin = None
-    if counts:
+    if counts:  # the CYCLES counter reads 0 in START's cycle and the next, then c - 1 in cycle c after START
         t, n = counts[0]
-        origin = max(0, (t - phase) // period) - n
+        origin = max(0, (t - phase) // period) - n - 1
     return Clock(period, phase, source, origin)
 
 
@@ -115,12 +116,8 @@ def to_cycles(clock: Clock, initial: str | None, changes: list[tuple[int, str]])
 
 def value_at(changes: list[tuple[int, str]], c: int) -> str | None:
     """The value during cycle ``c`` from a cycle change list (None before the first)."""
-    val = None
-    for cc, v in changes:
-        if cc > c:
-            break
-        val = v
-    return val
+    k = bisect_right(changes, c, key=lambda cv: cv[0])
+    return changes[k - 1][1] if k else None
 
 
 @dataclass
@@ -133,6 +130,9 @@ class Entry:
     end: int | None
     held_start: int
     held_end: int | None
+    # Held already when a windowed trace begins: held_start is the trace's first cycle, and start is None
+    # when it was executing there (it began before the trace did).
+    open_at_start: bool = False
 
     def to_dict(self) -> dict[str, object]:
         return asdict(self)
@@ -153,11 +153,14 @@ class Timeline:
                 "end_cycle": self.end_cycle, "entries": [e.to_dict() for e in self.entries]}
 
 
-def _unit_entries(unit: str, pc: list[tuple[int, str]], busy: list[tuple[int, str]]) -> list[Entry]:
+def _unit_entries(unit: str, pc: list[tuple[int, str]], busy: list[tuple[int, str]],
+                  first_cycle: int = 0) -> list[Entry]:
     """Sweep the pc and busy change lists (cycles) of one unit into entries.
 
     Changes of both probes in one cycle are applied together: the held instruction
-    closes with the busy state it had, the next one opens with the new busy state."""
+    closes with the busy state it had, the next one opens with the new busy state. A trace
+    that begins after cycle 0 (``first_cycle``: a window) begins inside what it finds held
+    there (``open_at_start``)."""
     by_cycle: dict[int, dict[str, str]] = {}
     for c, v in pc:
         by_cycle.setdefault(c, {})["pc"] = v
@@ -165,7 +168,7 @@ def _unit_entries(unit: str, pc: list[tuple[int, str]], busy: list[tuple[int, st
         by_cycle.setdefault(c, {})["busy"] = v
     out: list[Entry] = []
     cur: Entry | None = None
-    is_busy = False
+    is_busy = began_before = False
     for c in sorted(by_cycle):
         ch = by_cycle[c]
         now = ch["busy"] == "1" if "busy" in ch else is_busy
@@ -176,16 +179,20 @@ def _unit_entries(unit: str, pc: list[tuple[int, str]], busy: list[tuple[int, st
                 if cur is not None:  # close the held instruction
                     if is_busy:
                         cur.end = c
-                    if cur.start is None:
+                    if cur.start is None and not (cur.open_at_start and began_before):
                         cur.start = cur.end = c
                     cur.held_end = c
                     out.append(cur)
                 cur = Entry(unit, new_idx, c if now else None, None, c, None) if new_idx is not None else None
+                if cur is not None and 0 < first_cycle == c:
+                    cur.open_at_start = True
+                    cur.start = None if now else cur.start
+                    began_before = now
                 is_busy = now
                 continue
         if cur is not None and now != is_busy:
             if now:
-                if cur.start is None:
+                if cur.start is None and not (cur.open_at_start and began_before):
                     cur.start = c
                 cur.end = None  # executing (again): the end moves on
             else:
@@ -212,9 +219,10 @@ def extract_timeline(vcd: VcdFile, clock: Clock | None = None) -> Timeline:
     tl = Timeline(str(vcd.path), clock, units=list(probes))
     end_time = vcd.end_time
     tl.end_cycle = clock.cycle(end_time) if end_time is not None else 0
+    first = min((ch[0][0] for ch in changes.values() if ch), default=0)  # the trace's first time stamp
     for u, (pc, busy) in probes.items():
         tl.entries += _unit_entries(u, to_cycles(clock, None, changes[pc.name]),
-                                    to_cycles(clock, None, changes[busy.name]))
+                                    to_cycles(clock, None, changes[busy.name]), clock.cycle(first))
     tl.entries.sort(key=lambda e: (e.start if e.start is not None else e.held_start, UNITS.index(e.unit), e.index))
     return tl
 
@@ -292,6 +300,8 @@ def diff_timelines(a: Timeline, b: Timeline, tol: int = 0, align: str = "auto") 
             diffs.append(Difference("unit", key[0], ea.unit, ra, rb, int(min(ra["held_start"], rb["held_start"]))))
             continue
         for fld in ("start", "end"):
+            if fld == "start" and (ea.open_at_start or eb.open_at_start):
+                continue  # one trace began inside it: its start is not there to compare
             va, vb = ra[fld], rb[fld]
             if va is None or vb is None:
                 if va != vb:  # one trace ended before the instruction did
@@ -315,10 +325,15 @@ def diff_values(va: list[tuple[int, str]], vb: list[tuple[int, str]], off_a: int
     ra = [(max(0, c - off_a), v) for c, v in va]
     rb = [(max(0, c - off_b), v) for c, v in vb]
     points = sorted({c for c, _ in ra} | {c for c, _ in rb})
-    for c in points:
+    i = j = 0
+    x = y = None
+    for c in points:  # one merge of the two sorted lists: linear in the changes
         if c >= end:
             break
-        x, y = value_at(ra, c), value_at(rb, c)
+        while i < len(ra) and ra[i][0] <= c:
+            x, i = ra[i][1], i + 1
+        while j < len(rb) and rb[j][0] <= c:
+            y, j = rb[j][1], j + 1
         if to_int(x) != to_int(y) or (to_int(x) is None and x != y):
             return c
     return None

@@ -19,7 +19,6 @@ signals, each listed under its own name.
 from __future__ import annotations
 
 import difflib
-import itertools
 import os
 import re
 import sys
@@ -31,6 +30,7 @@ from vcdvcd import VCDVCD, StreamParserCallbacks
 
 # Scopes that only repeat the top module's ports (Verilator: $rootio; older versions: TOP).
 ROOT_ALIAS_SCOPES = ("$rootio", "TOP")
+MAX_DECL_WORDS = 100_000  # words of one header declaration (a $comment, a $var) at most
 MAX_WIDTH = 1 << 20  # bits of one signal: a value of 2**20 bits is 128 KiB as text, per change
 _RANGE_RE = re.compile(r"\[\d+:\d+\]$")
 
@@ -213,57 +213,74 @@ def _bad_change(path: Path) -> str | None:
     return None
 
 
-def _declaration_problem(path: Path) -> str | None:
-    """The first declaration of the header that the readers would misread ("line N: ..."), or None: a
-    ``$timescale`` that is not 1, 10 or 100 of a unit, a ``$var`` without a name, a width that is not
-    a positive number (or more than :data:`MAX_WIDTH` bits: a row of it would not fit in memory), an
-    identifier code declared again with another width (the values of one would be read at the
-    other's width), or one name declared under two codes."""
-    widths: dict[str, int] = {}
-    codes: dict[str, str] = {}
-    scopes: list[str] = []
-    words: list[tuple[int, str]] = []
+def _declarations(path: Path) -> Iterator[tuple[int, str, list[str]]]:
+    """The header's declarations as ``(line, keyword, words up to $end)``, one at a time (memory bounded
+    by one declaration, :data:`MAX_DECL_WORDS` words), up to ``$enddefinitions`` or the first time stamp.
+    A word outside a declaration, or a declaration without its ``$end``, is a :class:`WavesError`."""
+    decl: tuple[int, str, list[str]] | None = None
     with open(path, "rb") as f:
         for n, raw in enumerate(f, 1):
             line = raw.decode("utf-8", "replace").split()
-            if line and line[0].startswith("#"):  # the value changes: past the header (or it has no end)
-                break
-            words += [(n, w) for w in line]
-            if "$enddefinitions" in line:
-                break
-    k = 0
-    while k < len(words):
-        n, w = words[k]
-        if w == "$timescale":
-            text = "".join(x for _, x in itertools.takewhile(lambda nw: nw[1] != "$end", words[k + 1:]))
-            if not re.fullmatch(r"(1|10|100)(s|ms|us|ns|ps|fs)", text):
-                return f"line {n}: $timescale {text!r} is not 1, 10 or 100 of s, ms, us, ns, ps or fs"
-        if w == "$scope" and k + 2 < len(words):
-            scopes.append(words[k + 2][1])
-        elif w == "$upscope" and scopes:
-            scopes.pop()
-        elif w == "$var" and k + 4 < len(words):
-            size, code, ref = words[k + 2][1], words[k + 3][1], words[k + 4][1]
-            rest = []  # a bit range written as its own word ("q [0]") is part of the name, as vcdvcd reads it
-            for _, extra in words[k + 5:]:
-                if extra == "$end":
-                    break
-                rest.append(extra)
-            name = ".".join([*scopes, ref]) + "".join(rest)
-            if ref == "$end":
-                return f"line {n}: a $var of code {code!r} has no name"
-            if not size.isdigit() or int(size) < 1:
-                return f"line {n}: signal '{name}' has width {size!r} (a positive number of bits)"
-            if int(size) > MAX_WIDTH:
-                return f"line {n}: signal '{name}' has width {int(size):,}, more than the {MAX_WIDTH:,} bits read here"
-            if widths.setdefault(code, int(size)) != int(size):
-                return (f"line {n}: identifier code {code!r} of '{name}' is declared again with width {size} "
-                        f"(it was {widths[code]})")
-            if codes.setdefault(name, code) != code:
-                return f"line {n}: signal '{name}' is declared twice (codes {codes[name]!r} and {code!r})"
-        elif w == "$enddefinitions":
-            break
-        k += 1
+            if line and line[0].startswith("#") and decl is None:  # the value changes: past the header
+                return
+            for w in line:
+                if decl is None:
+                    if not w.startswith("$") or w == "$end":
+                        raise WavesError(f"line {n}: {w[:40]!r} stands outside a $keyword ... $end declaration "
+                                         f"(not a VCD header)")
+                    decl = (n, w, [])
+                    if w == "$enddefinitions":
+                        yield decl
+                        return
+                elif w == "$end":
+                    yield decl
+                    decl = None
+                else:
+                    decl[2].append(w)
+                    if len(decl[2]) > MAX_DECL_WORDS:
+                        raise WavesError(f"line {decl[0]}: {decl[1]} runs over {MAX_DECL_WORDS:,} words without "
+                                         f"its $end (not a VCD header)")
+    if decl is not None:
+        raise WavesError(f"line {decl[0]}: {decl[1]} has no $end")
+
+
+def _declaration_problem(path: Path) -> str | None:
+    """The first declaration of the header that the readers would misread ("line N: ..."), or None: a
+    word outside a declaration, a ``$timescale`` that is not 1, 10 or 100 of a unit, a ``$var`` without
+    a name, a width that is not a positive number (or more than :data:`MAX_WIDTH` bits: a row of it would
+    not fit in memory), an identifier code declared again with another width (the values of one would
+    be read at the other's width), or one name declared under two codes."""
+    widths: dict[str, int] = {}
+    codes: dict[str, str] = {}
+    scopes: list[str] = []
+    try:
+        for n, kw, words in _declarations(path):
+            if kw == "$timescale":
+                text = "".join(words)
+                if not re.fullmatch(r"(1|10|100)(s|ms|us|ns|ps|fs)", text):
+                    return f"line {n}: $timescale {text!r} is not 1, 10 or 100 of s, ms, us, ns, ps or fs"
+            elif kw == "$scope" and len(words) >= 2:
+                scopes.append(words[1])
+            elif kw == "$upscope" and scopes:
+                scopes.pop()
+            elif kw == "$var" and len(words) >= 3:
+                size, code = words[1], words[2]
+                if len(words) < 4:
+                    return f"line {n}: a $var of code {code!r} has no name"
+                # a bit range written as its own word ("q [0]") is part of the name, as vcdvcd reads it
+                name = ".".join([*scopes, words[3]]) + "".join(words[4:])
+                if not size.isdigit() or int(size) < 1:
+                    return f"line {n}: signal '{name}' has width {size!r} (a positive number of bits)"
+                if int(size) > MAX_WIDTH:
+                    return (f"line {n}: signal '{name}' has width {int(size):,}, more than the {MAX_WIDTH:,} bits "
+                            f"read here")
+                if widths.setdefault(code, int(size)) != int(size):
+                    return (f"line {n}: identifier code {code!r} of '{name}' is declared again with width {size} "
+                            f"(it was {widths[code]})")
+                if codes.setdefault(name, code) != code:
+                    return f"line {n}: signal '{name}' is declared twice (codes {codes[name]!r} and {code!r})"
+    except WavesError as e:
+        return str(e)
     return None
 
 
