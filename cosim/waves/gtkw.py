@@ -109,19 +109,19 @@ def gtkw_text(vcd: VcdFile, dumpfile: Path) -> str:
     return "\n".join(lines) + "\n"
 
 
+class GtkwKept(WavesError):
+    """A save file that is not cosim's stands where ``write_gtkw`` would write."""
+
+
 def write_gtkw(vcd_path: str | Path) -> Path:
     """Write ``<vcd>.gtkw`` beside the VCD (the dump file named by its absolute path) and return its path.
-    A save file there that cosim did not write (the user's own layout) is kept: :class:`WavesError`."""
+    A save file there that cosim did not write (the user's own layout) is kept: :class:`GtkwKept`."""
     vcd_path = Path(vcd_path).resolve()
     out = vcd_path.with_suffix(".gtkw")
     if out.exists() and not _ours(out):
         raise GtkwKept(f"no .gtkw: {out} is not one cosim wrote, so it is left as it is")
     out.write_text(gtkw_text(VcdFile(vcd_path), vcd_path))
     return out
-
-
-class GtkwKept(WavesError):
-    """A save file that is not cosim's stands where ``write_gtkw`` would write."""
 
 
 def _ours(path: Path) -> bool:

@@ -7,9 +7,9 @@ survives any terminal, log file or CI page.
 
 from __future__ import annotations
 
-from bisect import bisect_right
 from dataclasses import dataclass
 
+from cosim.waves.timeline import value_at
 from cosim.waves.vcd_reader import fmt_decoded
 
 
@@ -48,8 +48,7 @@ class Trace:
 
     def value_at(self, c: int) -> str:
         """The formatted value during cycle ``c``."""
-        k = bisect_right(self.changes, c, key=lambda cv: cv[0])
-        return self.text(self.changes[k - 1][1] if k else None)
+        return self.text(value_at(self.changes, c))
 
 
 def table(traces: list[Trace], c0: int, c1: int, changes_only: bool = False) -> str:
