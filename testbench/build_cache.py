@@ -188,7 +188,12 @@ def remove(b: CachedBuild) -> bool:
     with build_lock(lock):
         if _used_since(b):
             return False
-        shutil.rmtree(b.path, ignore_errors=True)
+        if b.path.is_symlink():  # a link to a build kept elsewhere: the link goes, what it points at stays
+            b.path.unlink()
+        else:
+            shutil.rmtree(b.path, ignore_errors=True)
+        if b.path.exists():  # not removable (permissions): kept, not reported as removed
+            return False
         lock.unlink(missing_ok=True)
     return True
 

@@ -226,3 +226,23 @@ def test_half_built_folders_and_left_run_folders_are_tidied(tmp_path, monkeypatc
     listed = builds(tmp_path)[0]
     (listed.path / "last_used").touch()  # a run used it after the listing
     assert remove(listed) is False and listed.path.is_dir()
+
+
+def test_a_linked_build_loses_its_link_only_and_a_file_as_build_folder_is_one_line(tmp_path, monkeypatch, capsys):
+    """A build folder that is a link to one kept elsewhere: clean removes the link (it said "removed" and
+    left it), never what it points at; a build folder that is a file is refused, not read as empty."""
+    elsewhere = tmp_path / "elsewhere"
+    _fake_build(elsewhere, "rtl", "b", time.time() - 1e6, 10)
+    root = tmp_path / "build"
+    (root / "rtl").mkdir(parents=True)
+    (root / "rtl" / "zz-link").symlink_to(elsewhere / "rtl" / "b")
+    monkeypatch.setenv("COSIM_BUILD_DIR", str(root))
+    assert main(["clean", "--keep", "0"]) == 0
+    assert "removed 1 build(s)" in capsys.readouterr().out
+    assert not (root / "rtl" / "zz-link").exists() and (elsewhere / "rtl" / "b" / "model.bin").is_file()
+    assert main(["clean", "--keep", "0"]) == 0 and "removed 0 build(s)" in capsys.readouterr().out
+    (tmp_path / "afile").write_text("x")
+    monkeypatch.setenv("COSIM_BUILD_DIR", str(tmp_path / "afile"))
+    assert main(["clean"]) == 2
+    err = capsys.readouterr().err
+    assert "is not a folder" in err and err.count("\n") == 1, err

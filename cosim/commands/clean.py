@@ -8,7 +8,7 @@ import json
 
 from hw.result import byte_size
 from cosim import models
-from cosim.cli import add_json_arg, int_arg
+from cosim.cli import UserError, add_json_arg, int_arg
 
 
 def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -26,6 +26,9 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
+    root = models.build_root()
+    if root.exists() and not root.is_dir():
+        raise UserError(f"{root}: the build folder (COSIM_BUILD_DIR or the repository's build/) is not a folder")
     found = models.cached_builds()
     keep, drop = found[:args.keep], found[args.keep:]
     runs_freed = 0
