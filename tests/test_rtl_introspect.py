@@ -109,6 +109,9 @@ def test_missing_sources(tmp_path, capsys):
         load_design(tmp_path)
     rc, _, err = cosim(capsys, "modules", "--rtl-dir", tmp_path)
     assert rc == 2 and "sources.txt" in err
+    for bad in ("", tmp_path / "nope"):  # an empty value is not the shipped RTL
+        rc, _, err = cosim(capsys, "modules", "--rtl-dir", bad)
+        assert rc == 2 and "not a folder" in err and err.count("\n") == 1, err
 
 
 def test_csr_markdown(capsys):

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import argparse
 import json
+from pathlib import Path
 from typing import Callable
 
 from hw.config import load_config
-from cosim.cli import add_config_arg, add_json_arg, float_arg, folder_arg
+from cosim.cli import UserError, add_config_arg, add_json_arg, float_arg, folder_arg
 
 
 def _add_rtl_dir(p: argparse.ArgumentParser) -> None:
@@ -22,7 +23,11 @@ def _add_rtl_dir(p: argparse.ArgumentParser) -> None:
 def _rtl_dir(args: argparse.Namespace):
     from hw.introspect.parse import RTL_DIR
 
-    return args.rtl_dir or RTL_DIR
+    if args.rtl_dir is None:
+        return RTL_DIR
+    if not args.rtl_dir or not Path(args.rtl_dir).is_dir():  # never the shipped RTL in its place
+        raise UserError(f"--rtl-dir {args.rtl_dir!r}: not a folder")
+    return args.rtl_dir
 
 
 def _design(args: argparse.Namespace):
