@@ -327,10 +327,14 @@ def test_cosim_coverage_small_run(tmp_path, capsys):
     if not rtl_available():
         pytest.skip("no RTL")
     out = tmp_path / "cov"
+    (out / "dat").mkdir(parents=True)
+    (out / "dat" / "notes.txt").write_text("mine")  # not a coverage file: left alone
+    (out / "dat" / "old.dat").write_text("an earlier run's")  # an earlier run's coverage: replaced
     rc = main(["coverage", "--configs", "small", "--backends", "fast", "--examples", "vadd", "--no-units",
                "--no-directed", "--workers", "0", "--quiet", "--out", str(out), "--json"])
     doc = json.loads(capsys.readouterr().out)
     assert rc == 0, doc.get("failed_tasks")
+    assert (out / "dat" / "notes.txt").read_text() == "mine" and not (out / "dat" / "old.dat").exists()
     assert set(doc) >= {"total", "modules", "uncovered", "waived", "html", "lcov"}
     for m in ("line", "branch", "toggle", "fsm_state"):
         f = doc["total"][m]
@@ -545,3 +549,18 @@ def test_widest_tiles_uop_fields_and_loops_on_every_model():
             assert rtl[k].cycles == tlm[k].cycles, c.program.name
     if rtl is None:
         pytest.skip("no RTL")
+
+
+def test_a_refused_coverage_run_removes_nothing(tmp_path, capsys):
+    """Options that leave no task are refused before OUT/dat is touched (its files were all removed)."""
+    from cosim.cli import main
+
+    dat = tmp_path / "cov" / "dat"
+    dat.mkdir(parents=True)
+    (dat / "a.dat").write_text("kept")
+    (dat / "results.csv").write_text("kept")
+    assert main(["coverage", "--quick", "--no-examples", "--out", str(tmp_path / "cov")]) == 2
+    assert "nothing to run" in capsys.readouterr().err
+    assert sorted(f.name for f in dat.iterdir()) == ["a.dat", "results.csv"]
+    assert main(["coverage", "--quick", "--fuzz", "10001", "--out", str(tmp_path / "cov")]) == 2
+    assert "too large (at most 10,000)" in capsys.readouterr().err

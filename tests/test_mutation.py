@@ -230,6 +230,21 @@ def test_listed_equivalent_survives_and_is_reported(campaign):
         and s["id"] == setup.mutants[-1].id and s["line"] == int(s["id"].split(":")[1])
     assert rep["by_module"]["token_queue"] == {"mutants": 2, "killed": 2}
     assert score(setup, verdicts, {})["score"] < 1.0
+    # --only K: the mutants not chosen are outside the score (they were counted as survivors, "not run")
+    part = score(setup, {1: verdicts[1]}, {}, only=[1])
+    assert (part["mutants"], part["killed"], part["not_chosen"], part["score"]) == (1, 1, len(KILLED), 1.0)
+    failed = score(setup, {}, {}, only=[1, 2])  # chosen but its task failed: a survivor, "not run"
+    assert failed["mutants"] == 2 and [s["why"] for s in failed["survivors"]] == ["not run", "not run"]
+
+
+@pytest.mark.parametrize("result", [None, {"1": {"killed": "maybe"}}, {"x": {"killed": True}}, {"1": 5}, "a"])
+def test_a_results_record_that_is_no_verdict_is_refused(result):
+    from cosim.mutation.campaign import _verdicts
+    from cosim.mutation.points import MutationError
+
+    with pytest.raises(MutationError, match="results record 'k': .* is not a verdict"):
+        _verdicts({"key": "k", "ok": True, "result": result})
+    assert _verdicts({"key": "k", "result": {"3": {"killed": False, "runs": 2}}}) == {3: {"killed": False, "runs": 2}}
 
 
 def test_directed_variants_kill_the_survivors(campaign):

@@ -213,6 +213,12 @@ def test_unreadable_and_missing_inputs(tmp_path, capsys, monkeypatch):
         err = capsys.readouterr().err
         assert err.startswith(f"cosim report: error: --fuzz {given}: not ") and len(err.splitlines()) == 1, err
         assert out.read_text() == text
+    # -o naming an input is refused before the page replaces the input
+    good = tmp_path / "fuzz.json"
+    good.write_text('{"cases": 3}')
+    assert main(["report", "-o", str(good), "--fuzz", str(good)]) == 2
+    err = capsys.readouterr().err
+    assert "is the --fuzz input" in err and good.read_text() == '{"cases": 3}', err
     assert 'class="bad" data-input="fuzz">unreadable: not JSON' in text
     page = Tables()
     page.feed(text)
@@ -274,3 +280,14 @@ def test_an_unwritable_page_is_one_line_naming_it(tmp_path, capsys):
     if Path("/dev/full").exists():
         assert main(["report", "-o", "/dev/full"]) == 2
         assert capsys.readouterr().err.strip() == "cosim report: error: /dev/full: No space left on device"
+
+
+def test_only_page_paths_become_links():
+    """A value ending in .html is a link when it is a path or a file:/http(s): address; another scheme
+    (javascript:, data:) stays text."""
+    from cosim.report.tables import _cell
+
+    for v in ("sub/x.html", "/abs/x.html", "https://e.org/x.html", "FILE:///x.html"):
+        assert _cell(v, None).href == v, v
+    for v in ("javascript:alert(1)//x.html", "data:text/html,x.html", "JavaScript:x.html"):
+        assert _cell(v, None).href is None, v

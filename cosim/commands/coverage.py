@@ -11,6 +11,9 @@ from hw.config import list_configs, load_config
 from cosim.cli import add_json_arg, folder_arg, int_arg
 from cosim.cluster.options import add_cluster_args, cluster_kwargs
 
+# RTL fuzz Programs per config at most: a task builds its Programs in memory (about 17 KB each).
+MAX_FUZZ = 10_000
+
 BACKENDS = ("fast", "protocol", "raw")
 
 
@@ -41,7 +44,8 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                    help="the directed long-counter Program's GEMM: 2^N block operations per core on the fast "
                         "back-end (default 24: about a minute per core of a coverage build; 31 moves every bit of the 32-bit event "
                         "counters; 0 leaves it out)")
-    p.add_argument("--fuzz", type=int_arg(0), default=0, metavar="N", help="RTL fuzz Programs per config (default 0)")
+    p.add_argument("--fuzz", type=int_arg(0, MAX_FUZZ), default=0, metavar="N",
+                   help=f"RTL fuzz Programs per config (default 0, at most {MAX_FUZZ:,})")
     p.add_argument("--fuzz-seed", type=int_arg(0), default=1, metavar="S", help="fuzz campaign seed (default 1)")
     p.add_argument("--quick", action="store_true",
                    help="a small run: config small, fast back-end, examples vadd and matmul, no fuzz, units, "
@@ -67,8 +71,6 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
-    import shutil
-
     from compiler.examples import list_examples
     from cosim.cluster import run_tasks
     from cosim.coverage.campaign import Plan, plan_tasks
@@ -98,9 +100,6 @@ def run(args: argparse.Namespace) -> int:
     failed: list[str] = []
     if not args.report_only:
         engine = cluster_kwargs(args)
-        if dat.is_dir() and not (args.keep_dat or engine.get("results")):
-            shutil.rmtree(dat)
-        dat.mkdir(parents=True, exist_ok=True)
         plan = Plan(tuple(configs), tuple(backends), tuple(examples) if examples else None,
                     examples_on=not args.no_examples,
                     units=not (args.no_units or args.quick), fuzz=args.fuzz, fuzz_seed=args.fuzz_seed,
@@ -110,6 +109,12 @@ def run(args: argparse.Namespace) -> int:
         tasks = plan_tasks(plan, dat)
         if not tasks:
             raise ValueError("nothing to run: the options leave no task")
+        if out.exists() and not out.is_dir():
+            raise ValueError(f"--out {args.out}: not a folder")
+        if dat.is_dir() and not (args.keep_dat or engine.get("results")):
+            for f in dat.glob("*.dat"):  # an earlier run's coverage files; anything else there is not ours
+                f.unlink()
+        dat.mkdir(parents=True, exist_ok=True)
         for rec in run_tasks(tasks, progress=not args.quiet, desc="coverage", **engine):
             res = rec.get("result") or {}
             if not rec["ok"]:

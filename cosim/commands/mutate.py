@@ -12,6 +12,9 @@ from cosim.cli import UserError, add_json_arg, int_arg
 from cosim.cluster.options import add_cluster_args, cluster_kwargs
 
 
+# Fuzz Programs per mutant at most (each kind): a task holds its Programs in memory (about 17 KB each).
+MAX_FUZZ = 10_000
+
 def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p = sub.add_parser("mutate", help="mutation score of the RTL: mutants of hw/rtl against the regression",
                        description="Make --count single-change mutants of hw/rtl (operators, constants, "
@@ -26,15 +29,16 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                    help="hardware config (default: small, the fastest to build and run)")
     p.add_argument("--count", type=int_arg(1), default=200, help="number of mutants (default 200)")
     p.add_argument("--seed", type=int_arg(0), default=1, help="sampling seed, also the fuzz slice's (default 1)")
-    p.add_argument("--fuzz", type=int_arg(0), default=50, metavar="N", help="fuzz Programs per mutant (default 50)")
-    p.add_argument("--faults", type=int_arg(0), default=50, metavar="N",
-                   help="more fuzz Programs per mutant, each with an injected fault (default 50)")
+    p.add_argument("--fuzz", type=int_arg(0, MAX_FUZZ), default=50, metavar="N",
+                   help=f"fuzz Programs per mutant (default 50, at most {MAX_FUZZ:,})")
+    p.add_argument("--faults", type=int_arg(0, MAX_FUZZ), default=50, metavar="N",
+                   help=f"more fuzz Programs per mutant, each with an injected fault (default 50, at most {MAX_FUZZ:,})")
     p.add_argument("--chunk", type=int_arg(1), default=10, metavar="N", help="mutants per task (default 10)")
     p.add_argument("--target", type=float, default=0.95, metavar="SCORE",
                    help="exit 1 when the score is below this (default 0.95)")
     p.add_argument("--only", default=None, metavar="K,K,...",
                    help="run only these mutants of the sample (numbers as --list prints them, e.g. the survivors "
-                        "of a previous campaign); the others count as not run")
+                        "of a previous campaign); the score counts these only")
     p.add_argument("--list", action="store_true", help="only list the sampled mutants (nothing is built)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     add_json_arg(p)
@@ -87,7 +91,7 @@ def run(args: argparse.Namespace) -> int:
     verdicts: dict[int, dict[str, Any]] = {}
     for verdicts in run_campaign(setup, chunk=args.chunk, progress=not args.quiet, only=only, **engine):
         pass
-    rep = score(setup, verdicts, equivalents.reasons(setup.config.name))
+    rep = score(setup, verdicts, equivalents.reasons(setup.config.name), only)
     rep.update(seed=args.seed, fuzz=args.fuzz, faults=args.faults, programs=len(json.loads(setup.expected.read_text())),
                build_s=round(setup.build_s, 1), wall_s=round(time.perf_counter() - t0, 1))
     for s in rep["survivors"]:
@@ -100,8 +104,10 @@ def run(args: argparse.Namespace) -> int:
         print()
         for s in rep["survivors"]:
             eq = f"  [equivalent: {s['equivalent']}]" if s["equivalent"] else ""
-            print(f"survived  {s['file']}:{s['line']} [{s['kind']}] {s['change']}{eq}")
-    line = (f"mutation score {rep['score']:.1%} ({rep['killed']} killed of {rep['mutants']} mutants, "
+            why = f"  ({s['why']})" if s["why"] else ""
+            print(f"survived  {s['file']}:{s['line']} [{s['kind']}] {s['change']}{eq}{why}")
+    chosen = f" chosen by --only of {rep['mutants'] + rep['not_chosen']}" if rep["not_chosen"] else ""
+    line = (f"mutation score {rep['score']:.1%} ({rep['killed']} killed of {rep['mutants']} mutants{chosen}, "
             f"{rep['equivalent']} listed equivalent; config {rep['config']}, {rep['programs']} Programs each, "
             f"{rep['wall_s']} s)")
     print(line, file=sys.stderr if args.json else sys.stdout)

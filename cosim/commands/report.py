@@ -32,6 +32,9 @@ def run(args: argparse.Namespace) -> int:
 
     paths = {i.name: Path(getattr(args, i.name)) for i in INPUTS}
     out = Path(args.out)
+    for i in INPUTS:
+        if paths[i.name].resolve() == out.resolve():
+            raise UserError(f"-o {args.out}: is the --{i.name} input (the page would replace it)")
     read = read_inputs(paths, out.parent.resolve())
     for i in INPUTS:  # a file named on the command line that is there must be readable: nothing is written
         if getattr(args, i.name) != i.default and isinstance(read[i.name], str):

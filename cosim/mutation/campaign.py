@@ -760,19 +760,24 @@ def tasks(setup: Setup, chunk: int = DEFAULT_CHUNK, only: list[int] | None = Non
 
 
 # ---- the score ----------------------------------------------------------------------------------------
-def score(setup: Setup, verdicts: dict[int, dict[str, Any]], equivalents: dict[str, str]) -> dict[str, Any]:
+def score(setup: Setup, verdicts: dict[int, dict[str, Any]], equivalents: dict[str, str],
+          only: list[int] | None = None) -> dict[str, Any]:
     """The report: counts, score, by module and by kind, survivors (with a reason when listed equivalent).
 
     ``equivalents`` maps a mutant's stable key to the reason it is equivalent (:func:`equivalents.reasons`).
 
     ``score`` is killed / (mutants - listed equivalent survivors); ``raw_score`` is killed / mutants.
-    A mutant without a verdict (its task failed) counts as a survivor with ``why`` "not run".
+    With ``only``, the mutants are those numbers (the others were not chosen: ``not_chosen``). A chosen
+    mutant without a verdict (its task failed) counts as a survivor with ``why`` "not run".
     """
     by_module: dict[str, dict[str, int]] = {}
     by_kind: dict[str, dict[str, int]] = {k: {"mutants": 0, "killed": 0} for k in KINDS}
     survivors = []
     killed = equivalent = 0
+    chosen = set(only) if only is not None else None
     for k, m in enumerate(setup.mutants, 1):
+        if chosen is not None and k not in chosen:
+            continue
         v = verdicts.get(k)
         dead = bool(v and v["killed"])
         for d in (by_module.setdefault(m.module, {"mutants": 0, "killed": 0}), by_kind[m.kind]):
@@ -785,9 +790,10 @@ def score(setup: Setup, verdicts: dict[int, dict[str, Any]], equivalents: dict[s
         equivalent += reason is not None
         survivors.append({"k": k, "id": m.id, "key": m.key, "file": m.file, "line": m.line, "module": m.module, "kind": m.kind,
                           "change": m.change, "equivalent": reason, "why": None if v else "not run"})
-    n = len(setup.mutants)
+    n = len(setup.mutants) if chosen is None else len(chosen & set(range(1, len(setup.mutants) + 1)))
     live = n - equivalent
-    return {"config": setup.config.name, "mutants": n, "killed": killed, "equivalent": equivalent,
+    return {"config": setup.config.name, "mutants": n, "not_chosen": len(setup.mutants) - n,
+            "killed": killed, "equivalent": equivalent,
             "score": round(killed / live, 4) if live else 1.0, "raw_score": round(killed / n, 4) if n else 1.0,
             "by_module": by_module, "by_kind": {k: v for k, v in by_kind.items() if v["mutants"]},
             "survivors": survivors}
@@ -802,5 +808,18 @@ def run_campaign(setup: Setup, *, chunk: int = DEFAULT_CHUNK, results: str | Pat
     verdicts: dict[int, dict[str, Any]] = {}
     for rec in run_tasks(tasks(setup, chunk, only), results=results, progress=progress, desc="mutants", **cluster):
         if rec["ok"]:
-            verdicts.update({int(k): v for k, v in rec["result"].items()})
+            verdicts.update(_verdicts(rec))
         yield verdicts
+
+
+def _verdicts(rec: dict[str, Any]) -> dict[int, dict[str, Any]]:
+    """A task record's verdicts, checked (a results file read back may hold anything)."""
+    res = rec.get("result")
+    out = {}
+    for k, v in (res.items() if isinstance(res, dict) else [(None, None)]):
+        if not (isinstance(k, str) and k.isdigit() and isinstance(v, dict) and isinstance(v.get("killed"), bool)
+                and isinstance(v.get("runs", 0), int)):
+            raise MutationError(f"results record {rec.get('key')!r}: {k!r}: {str(v)[:80]!r} is not a verdict "
+                                f"(a mutant number and {{'killed': true or false, ...}})")
+        out[int(k)] = v
+    return out

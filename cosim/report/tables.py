@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -70,7 +71,9 @@ def is_number(v: Any) -> bool:
 
 def _cell(v: Any, base: Path | None) -> Cell:
     text = format_value(v)
-    if isinstance(v, str) and v.endswith(".html"):
+    # a path to a page (relative, absolute, file: or http(s):); any other scheme (javascript:, data:) is text
+    if isinstance(v, str) and v.endswith(".html") and (not re.match(r"^[A-Za-z][A-Za-z0-9+.-]*:", v)
+                                                       or re.match(r"^(https?|file):", v, re.I)):
         href = v
         if base is not None and os.path.isabs(v):
             try:
