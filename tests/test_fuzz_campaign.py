@@ -88,6 +88,16 @@ def test_shrinks_and_saves_a_reproducer(tmp_path, monkeypatch):
     d = C.save_failure(case, small, tmp_path, 5)
     info = json.loads((d / "fuzz.json").read_text())
     assert info["min"]["insns"] == len(small.insns) and info["problems"] == case.problems
+    # the same case number saved again (another campaign's options): a folder of its own, never over the first
+    again = C.save_failure(case, None, tmp_path, 5)
+    assert again == d.with_name(d.name + "-2") and (d / "min").is_dir() and not (again / "min").exists()
+    assert json.loads((again / "fuzz.json").read_text())["rerun"].endswith(again.name)
+    # a chunk shrinks and saves at most MAX_SAVED_PER_CHUNK failures; the rest are counted and listed
+    monkeypatch.setattr(C, "MAX_SAVED_PER_CHUNK", 1)
+    monkeypatch.setattr(C, "shrink", lambda case, pred: None)
+    out = C.run_chunk([cfg], 5, 0, 40, fault_rate=0.0, save_dir=tmp_path / "chunk")
+    assert out["mismatches"] >= 2 and sum("saved" in f for f in out["failures"]) == 1, out["mismatches"]
+    assert all("not_saved" in f for f in out["failures"] if "saved" not in f)
     # The real TLM agrees with the reference: the saved folder re-runs and matches its expected outputs.
     r = subprocess.run([*COSIM, "run", str(d / "min"), "--model", "tlm", "--config", "small"], capture_output=True,
                        text=True, timeout=120)
@@ -143,3 +153,37 @@ def test_determinism_rtl():
     for k in range(3):
         _same(first[k], first[k + 3])
         _same(first[k], again[k])
+
+
+@pytest.mark.parametrize("result", [None, {"cases": "x"}, "a", {"cases": 20, "faulty": 0, "mismatches": "a",
+                                                                  "errors": 0, "by_kind": {}, "failures": []}])
+def test_a_results_record_that_is_no_chunk_is_one_line(tmp_path, capsys, result):
+    """Resuming from a results file whose record parses but is no chunk's outcome names the file and the
+    record (it was an internal error: TypeError, KeyError)."""
+    from cosim.cli import main
+
+    res = tmp_path / "r.jsonl"
+    argv = ["fuzz", "--config", "small", "--count", "40", "--seed", "4", "--chunk", "20", "--workers", "0",
+            "--quiet", "--results", str(res)]
+    assert main(argv) == 0
+    capsys.readouterr()
+    lines = res.read_text().splitlines()
+    rec = json.loads(lines[-1])
+    rec["result"] = result
+    res.write_text("\n".join(lines[:-1] + [json.dumps(rec)]) + "\n")
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert f"{res}: record {rec['key']!r}: " in err and err.count("\n") == 1, err
+
+
+def test_an_unreadable_timing_calibration_is_one_line_before_the_campaign(tmp_path, capsys):
+    """A config whose <name>.timing.json does not read fails the campaign at once, in one line (each case
+    failed with it: a line per case)."""
+    from cosim.cli import main
+
+    cfg = tmp_path / "mysmall.json"
+    cfg.write_text((Path(__file__).resolve().parents[1] / "hw" / "configs" / "small.json").read_text())
+    (tmp_path / "mysmall.timing.json").write_text('{"rd_burst_overhead": "x"')
+    assert main(["fuzz", "--config", str(cfg), "--count", "2", "--workers", "0", "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert "mysmall.timing.json: cannot read timing calibration" in err and err.count("\n") == 1, err

@@ -77,6 +77,11 @@ class Case:
         return not self.problems
 
 
+# Failures one chunk shrinks and saves at most (each costs up to thousands of runs and a folder); the
+# rest are counted and listed with their generator seeds.
+MAX_SAVED_PER_CHUNK = 10
+
+
 def case_seed(seed: int, index: int) -> int:
     """The generator seed of case ``index`` of a campaign seeded ``seed`` (printed for reproduction)."""
     return seed * 1_000_003 + index
@@ -385,8 +390,12 @@ def save_failure(case: Case, shrunk: Program | None, root: Path, campaign_seed: 
     reference expects of each Program (``expect``: its error name, code and pc, or None); its ``rerun``
     is ``cosim fuzz --replay DIR`` (:func:`replay_failure`), which regenerates the case (a folder with
     patched raw words does not load) and checks both."""
-    d = root / f"{case.config.name}-s{campaign_seed}-{case.index}"
-    d.mkdir(parents=True, exist_ok=True)
+    base = root / f"{case.config.name}-s{campaign_seed}-{case.index}"
+    d, n = base, 1
+    while d.exists():  # an earlier campaign's case of that number (other options): never overwritten
+        n += 1
+        d = base.with_name(f"{base.name}-{n}")
+    d.mkdir(parents=True)
     info: dict[str, Any] = {"config": case.config.name, "campaign_seed": campaign_seed, "index": case.index,
                             "generator_seed": case.seed, "kind": case.kind, "rtl_mem": case.mem,
                             "fault_rate": fault_rate, "rtl": rtl, "problems": case.problems,
@@ -457,6 +466,27 @@ def replay_failure(folder: str | Path) -> dict[str, Any]:
             "kind": case.kind}
 
 
+def chunk_problem(chunk: Any, cases: int) -> str | None:
+    """What makes ``chunk`` no outcome of :func:`run_chunk` over ``cases`` cases (a results file read back to
+    resume may hold anything), or None."""
+    if not isinstance(chunk, dict):
+        return f"{str(chunk)[:60]!r} is not a chunk's outcome"
+    for k in ("cases", "faulty", "mismatches", "errors"):
+        if not (isinstance(chunk.get(k), int) and not isinstance(chunk.get(k), bool) and chunk[k] >= 0):
+            return f"'{k}' is {str(chunk.get(k))[:40]!r}, not a count"
+    if chunk["cases"] != cases:
+        return f"'cases' is {chunk['cases']}, the chunk has {cases}"
+    by_kind, failures = chunk.get("by_kind"), chunk.get("failures")
+    if not (isinstance(by_kind, dict) and all(isinstance(n, int) for n in by_kind.values())):
+        return f"'by_kind' is {str(by_kind)[:40]!r}, not counts by kind"
+    if not (isinstance(failures, list) and all(isinstance(f, dict) and isinstance(f.get("index"), int)
+                                               for f in failures)):
+        return f"'failures' is {str(failures)[:40]!r}, not a list of failed cases"
+    if "coverage" in chunk and not isinstance(chunk["coverage"], dict):
+        return "'coverage' is not bin counts"
+    return None
+
+
 # ---- the campaign --------------------------------------------------------------------------------
 @dataclass
 class Summary:
@@ -485,7 +515,8 @@ class Summary:
         return coverage_bins.coverage_json(self.coverage or {}, [load_config(n) for n in self.coverage_configs])
 
     def add(self, chunk: dict[str, Any]) -> None:
-        """Count the outcome of one chunk of cases (:func:`run_chunk`)."""
+        """Count the outcome of one chunk of cases (:func:`run_chunk`; read back from a results file, see
+        :func:`chunk_problem`)."""
         self.faulty += chunk["faulty"]
         for k, n in chunk["by_kind"].items():
             self.by_kind[k] = self.by_kind.get(k, 0) + n
@@ -527,7 +558,9 @@ def run_chunk(cfgs: Sequence[HwConfig], seed: int, start: int, stop: int, rtl: b
         out["errors" if c.crashed else "mismatches"] += 1
         entry: dict[str, Any] = {"index": c.index, "config": c.config.name, "generator_seed": c.seed,
                                  "kind": c.kind, "problems": c.problems}
-        if save_dir is not None:
+        if save_dir is not None and sum("saved" in f for f in out["failures"]) >= MAX_SAVED_PER_CHUNK:
+            entry["not_saved"] = f"over the {MAX_SAVED_PER_CHUNK} failures a chunk shrinks and saves"
+        elif save_dir is not None:
             shrunk = None
             if do_shrink:
                 try:

@@ -20,8 +20,9 @@ import json
 
 from cosim.cluster import Task, run_tasks
 from cosim.cluster.progress import ProgressBar
+from cosim import models
 from cosim.fuzz import bins as coverage_bins
-from cosim.fuzz.campaign import Summary, fuzz_configs, run_chunk
+from cosim.fuzz.campaign import Summary, chunk_problem, fuzz_configs, run_chunk
 from cosim.fuzz.multicore import fuzz_config
 
 # Cases per task without the RTL (the reference and the TLM take ~15 ms a case).
@@ -88,6 +89,8 @@ def run_distributed_campaign(count: int, seed: int, configs: Sequence[str] | Non
     where = str(Path(save_dir).resolve()) if save_dir is not None else None
     coverage = coverage or steer
     cfgs = [fuzz_config(n) for n in names]
+    for c in cfgs:  # a config's unreadable timing calibration: one line now, not one failure per case
+        models.Timing.from_config(c)
     label = names[0] if len(names) == 1 else (configs[0] if configs and len(configs) == 1 else "all")  # "multicore"
     summ = Summary(count, seed, label, rtl)
     if coverage:
@@ -104,6 +107,9 @@ def run_distributed_campaign(count: int, seed: int, configs: Sequence[str] | Non
                              desc="fuzz", timeout_s=timeout_s):
             args = args_of[rec["key"]]
             if rec["ok"]:
+                problem = chunk_problem(rec["result"], args["stop"] - args["start"])
+                if problem is not None:
+                    raise ValueError(f"{results or 'results'}: record {rec['key']!r}: {problem}")
                 summ.add(rec["result"])
                 done += rec["result"]["cases"]
             else:
