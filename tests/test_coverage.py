@@ -329,12 +329,13 @@ def test_cosim_coverage_small_run(tmp_path, capsys):
     out = tmp_path / "cov"
     (out / "dat").mkdir(parents=True)
     (out / "dat" / "notes.txt").write_text("mine")  # not a coverage file: left alone
-    (out / "dat" / "old.dat").write_text("an earlier run's")  # an earlier run's coverage: replaced
-    rc = main(["coverage", "--configs", "small", "--backends", "fast", "--examples", "vadd", "--no-units",
-               "--no-directed", "--workers", "0", "--quiet", "--out", str(out), "--json"])
+    argv = ["coverage", "--configs", "small", "--backends", "fast", "--examples", "vadd", "--no-units",
+            "--no-directed", "--workers", "0", "--quiet", "--out", str(out), "--json",
+            "--results", str(tmp_path / "cov.jsonl")]
+    rc = main(argv)
     doc = json.loads(capsys.readouterr().out)
     assert rc == 0, doc.get("failed_tasks")
-    assert (out / "dat" / "notes.txt").read_text() == "mine" and not (out / "dat" / "old.dat").exists()
+    assert (out / "dat" / "notes.txt").read_text() == "mine"
     assert set(doc) >= {"total", "modules", "uncovered", "waived", "html", "lcov"}
     for m in ("line", "branch", "toggle", "fsm_state"):
         f = doc["total"][m]
@@ -345,6 +346,13 @@ def test_cosim_coverage_small_run(tmp_path, capsys):
     assert all(":" in u and u.startswith("hw/rtl/") for u in doc["uncovered"])
     assert Path(doc["html"]).is_file() and (Path(doc["html"]).parent / "hw_rtl_fetch.v.html").is_file()
     assert Path(doc["lcov"]).read_text().count("end_of_record") >= 10
+    # resumed from its results, every task is read back; one whose coverage file is gone is an error (the
+    # figures were lower, silently)
+    assert main(argv) == 0 and json.loads(capsys.readouterr().out)["total"] == doc["total"]
+    next((out / "dat").glob("*.dat")).unlink()
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "its coverage file" in err and "is gone" in err and err.count("\n") == 1, err
 
 
 def test_directed_cases_agree_on_iss_and_tlm():

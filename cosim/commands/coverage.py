@@ -117,6 +117,10 @@ def run(args: argparse.Namespace) -> int:
         dat.mkdir(parents=True, exist_ok=True)
         for rec in run_tasks(tasks, progress=not args.quiet, desc="coverage", **engine):
             res = rec.get("result") or {}
+            cov = res.get("coverage_file") if isinstance(res, dict) else None
+            if rec["ok"] and cov and not Path(cov).is_file():  # a task read back from --results whose file went
+                raise ValueError(f"{engine.get('results')}: task {rec['key']!r} ran, but its coverage file {cov} is "
+                                 f"gone (the figures would be lower); drop its record to run it again")
             if not rec["ok"]:
                 failed.append(f"{rec['key']}: {rec.get('error')}")
             elif res.get("outcome") != "passed":
