@@ -572,3 +572,6 @@ def test_a_refused_coverage_run_removes_nothing(tmp_path, capsys):
     assert sorted(f.name for f in dat.iterdir()) == ["a.dat", "results.csv"]
     assert main(["coverage", "--quick", "--fuzz", "10001", "--out", str(tmp_path / "cov")]) == 2
     assert "too large (at most 10,000)" in capsys.readouterr().err
+    (tmp_path / "f.json").write_text("{}")
+    assert main(["coverage", "--report-only", "--out", str(tmp_path / "f.json")]) == 2
+    assert "not a folder" in capsys.readouterr().err

@@ -332,6 +332,13 @@ def test_cli_lists_the_sample_as_json():
     ms = json.loads(r.stdout)
     assert len(ms) == 30 and {"id", "file", "line", "module", "kind", "change"} <= set(ms[0])
     assert Path(repo_rtl() / ms[0]["file"]).is_file()
+    r = subprocess.run([sys.executable, "-m", "cosim.cli", "mutate", "--list", "--count", "100000", "--json"],
+                       capture_output=True, text=True, timeout=60)
+    n = len(json.loads(r.stdout))
+    assert r.returncode == 0 and n < 100000 and f"the RTL has {n:,} mutants; all are listed" in r.stderr, r.stderr
+    r = subprocess.run([sys.executable, "-m", "cosim.cli", "mutate", "--list", "--only", ","], capture_output=True,
+                       text=True, timeout=60)
+    assert r.returncode == 2 and "separated by commas" in r.stderr, r.stderr
 
 
 def test_task_args_name_a_config_given_by_path(tmp_path: Path) -> None:

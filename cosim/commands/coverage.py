@@ -96,6 +96,8 @@ def run(args: argparse.Namespace) -> int:
     if args.waivers and not waivers.is_file():
         raise ValueError(f"--waivers {args.waivers}: no such file")
     out = Path(args.out).resolve()
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"--out {args.out}: not a folder")
     dat = out / "dat"
     failed: list[str] = []
     if not args.report_only:
@@ -109,8 +111,6 @@ def run(args: argparse.Namespace) -> int:
         tasks = plan_tasks(plan, dat)
         if not tasks:
             raise ValueError("nothing to run: the options leave no task")
-        if out.exists() and not out.is_dir():
-            raise ValueError(f"--out {args.out}: not a folder")
         if dat.is_dir() and not (args.keep_dat or engine.get("results")):
             for f in dat.glob("*.dat"):  # an earlier run's coverage files; anything else there is not ours
                 f.unlink()

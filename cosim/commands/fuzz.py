@@ -103,7 +103,11 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(s.to_json()))
     else:
         for f in s.failures:
-            where = f" -> {f['saved']}" if f.get("saved") else ""
+            where = f" -> {f['saved']}" if f.get("saved") else f" (not saved: {f['not_saved']})" \
+                if f.get("not_saved") else ""
+            if f["kind"] == "task":  # a chunk that did not run as a task: its cases, not one generated case
+                print(f"FAIL {f['config']}: {'; '.join(f['problems'])}")
+                continue
             print(f"FAIL case {f['index']} ({f['config']}, {f['kind']}, generator seed {f.get('generator_seed')}): "
                   f"{'; '.join(f['problems'])}{where}")
         if args.coverage:

@@ -74,11 +74,16 @@ def run(args: argparse.Namespace) -> int:
             only = [int(t) for t in args.only.split(",") if t.strip()]
         except ValueError:
             raise UserError(f"--only takes mutant numbers separated by commas, got '{args.only}'") from None
-        if not only or min(only) < 1 or max(only) > args.count:
+        if not only:
+            raise UserError(f"--only takes mutant numbers separated by commas, got '{args.only}'")
+        if min(only) < 1 or max(only) > args.count:
             raise UserError(f"--only: mutant numbers must be 1..{args.count}, got '{args.only}'")
     if args.list:
-        listed = [(k, m) for k, m in enumerate(sample(scan_rtl(repo_rtl()), args.count, args.seed), 1)
-                  if only is None or k in only]
+        sampled = sample(scan_rtl(repo_rtl()), args.count, args.seed)
+        if len(sampled) < args.count:
+            print(f"cosim mutate: --count {args.count}: the RTL has {len(sampled):,} mutants; all are listed",
+                  file=sys.stderr)
+        listed = [(k, m) for k, m in enumerate(sampled, 1) if only is None or k in only]
         if args.json:
             print(json.dumps([m.to_json() for _, m in listed]))
         else:
