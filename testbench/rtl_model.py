@@ -678,10 +678,13 @@ def run_programs(programs: Sequence[Program], cfg: HwConfig | str | Path | None 
                 vcd = vcd.resolve()
                 vcd.parent.mkdir(parents=True, exist_ok=True)
                 # two runs of one kernel name at once share the default file: one writes it at a time
-                with build_lock(vcd.with_name(vcd.name + ".lock")) if vcd_path is None else contextlib.nullcontext():
+                lock = vcd.with_name(vcd.name + ".lock")
+                with build_lock(lock) if vcd_path is None else contextlib.nullcontext():
                     vcd.unlink(missing_ok=True)  # a run that writes nothing (a window past its end) leaves no old file
                     results += _run_batch(b, [p], seed, vcd, verbose, pause_prob, options, job_module, waves_opts,
                                           coverage_file=cov_file(k))
+                    if vcd_path is None:  # removed while held, as a build's lock is: a waiter takes a fresh one
+                        lock.unlink(missing_ok=True)
     if not keep and all(r.error is None or r.error.get("code") is not None for r in results):
         for d in {r.extra["run_dir"] for r in results}:
             shutil.rmtree(d, ignore_errors=True)

@@ -182,6 +182,10 @@ def test_time_going_back_is_refused_naming_the_line(tmp_path, capsys):
               "$upscope $end\n$enddefinitions $end\n#10\n0!\nb0 \"\n#5\n1!\n")
     rc, _, err = cosim(capsys, "timeline", f)
     assert rc == 2 and err.count("\n") == 1 and "line 10: time 5 goes back from 10" in err, err
+    f = write(tmp_path / "neg.vcd", HEAD + "$var wire 1 ! dbg_load_busy $end\n$var wire 32 \" dbg_load_pc $end\n"
+              "$upscope $end\n$enddefinitions $end\n#0\n0!\nb0 \"\n#-5\n1!\n")
+    rc, _, err = cosim(capsys, "timeline", f)
+    assert rc == 2 and err.count("\n") == 1 and "line 10: time -5 is negative" in err, err
 
 
 def test_show_window_stops_at_the_trace_and_is_bounded(rtl, tmp_path, capsys):

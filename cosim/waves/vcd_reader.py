@@ -288,8 +288,10 @@ def _backwards_timestamp(path: Path) -> str | None:
     """Where a VCD's time first goes back ("line N: time 5 goes back from 10"), or None."""
     last = None
     for n, line in _timestamp_lines(path):
-        if line[1:].strip().isdigit():
+        if re.fullmatch(rb"-?\d+", line[1:].strip()):
             t = int(line[1:])
+            if t < 0:
+                return f"line {n}: time {t} is negative (a VCD's time starts at 0)"
             if last is not None and t < last:
                 return f"line {n}: time {t} goes back from {last} (a VCD's timestamps increase)"
             last = t
