@@ -93,10 +93,11 @@ class TraceControl:
         self._stop()
 
     async def window(self, first_ns: float, last_ns: float) -> None:
-        """Trace ``[first_ns, last_ns]`` of simulated time, counted from now (a start in the past: now)."""
+        """Trace ``[first_ns, last_ns]`` of simulated time, counted from now (a start in the past: now, or
+        the trace already started)."""
         if first_ns > 0:
             await Timer(first_ns, "ns")
-        self.start()
+        self.start()  # once per process: a trace started already goes on
         await Timer(max(last_ns - max(first_ns, 0.0), CLK_NS / 2), "ns")
         self.stop()
 
@@ -396,9 +397,14 @@ class Bench:
         return {"from_cycle": int(-start_ns // CLK_NS), "to_cycle": res["run_sim_cycles"], "max_bytes": cap,
                 "capped": bool(res.get("waves_capped"))}
 
+    @property
+    def accel(self) -> Any:
+        """The accelerator's top (accel_top): under the fast back-end's test bench, or the DUT itself."""
+        return self.dut.u_accel if self.fast else self.dut
+
     def probes(self) -> dict[str, Any]:
         """The accelerator's debug probes, for a watchdog report."""
-        top = self.dut.u_accel if self.fast else self.dut
+        top = self.accel
         out: dict[str, Any] = {}
         for n in ("dbg_load_busy", "dbg_compute_busy", "dbg_gemm_busy", "dbg_store_busy", "dbg_load_pc",
                   "dbg_compute_pc", "dbg_store_pc", "dbg_load_q", "dbg_compute_q", "dbg_store_q", "dbg_dma_rd",
@@ -442,11 +448,9 @@ class Bench:
         limit = int(entry["timeout_cycles"])
         window_task = None
         now = get_sim_time("ns")
-        if self.trace is not None and window and int(window[0]) >= WINDOW_FROM_WRITES:
-            window_task = cocotb.start_soon(self.trace.window(start_ns + int(window[0]) * CLK_NS - now,
-                                                              start_ns + (int(window[1]) + 0.5) * CLK_NS - now))
-        elif self.trace is not None and window:
-            window_task = cocotb.start_soon(self.trace.window(0, start_ns + (int(window[1]) + 0.5) * CLK_NS - now))
+        if self.trace is not None and window:  # an early window is traced already: it only stops
+            first = start_ns + int(window[0]) * CLK_NS - now if int(window[0]) >= WINDOW_FROM_WRITES else 0.0
+            window_task = cocotb.start_soon(self.trace.window(first, start_ns + (int(window[1]) + 0.5) * CLK_NS - now))
         if not int(dut.irq.value):
             waits = [RisingEdge(dut.irq), Timer(max(CLK_NS, start_ns + limit * CLK_NS - now), "ns")]
             if self.watch is not None:
@@ -492,8 +496,7 @@ class Bench:
         cycle and the next, then c - 1 in cycle c after START) at the first edges after the register
         writes; ``fallback`` (the writes' end) when it does not move within :data:`START_LOOK_CYCLES`
         or the run has ended already (its counter stopped)."""
-        top = self.dut.u_accel if self.fast else self.dut
-        probe = getattr(top, "dbg_cycles", None)
+        probe = getattr(self.accel, "dbg_cycles", None)
         found = fallback
         for _ in range(START_LOOK_CYCLES):
             await ReadOnly()

@@ -119,8 +119,8 @@ def run(args: argparse.Namespace) -> int:
             res = rec.get("result") or {}
             cov = res.get("coverage_file") if isinstance(res, dict) else None
             if rec["ok"] and cov and not Path(cov).is_file():  # a task read back from --results whose file went
-                raise ValueError(f"{engine.get('results')}: task {rec['key']!r} ran, but its coverage file {cov} is "
-                                 f"gone (the figures would be lower); drop its record to run it again")
+                raise ValueError(f"{engine.get('results') or 'results'}: task {rec['key']!r} ran, but its coverage "
+                                 f"file {cov} is gone (the figures would be lower); drop its record to run it again")
             if not rec["ok"]:
                 failed.append(f"{rec['key']}: {rec.get('error')}")
             elif res.get("outcome") != "passed":

@@ -75,7 +75,8 @@ def _print(rep: dict[str, Any]) -> None:
     cyc = rep.get("cycles")
     if cyc:
         per = cyc["per_token"]
-        print(f"cycles (TLM): prefill {cyc['prefill']:,} ({rep['prompt_tokens']} step{'s' if rep['prompt_tokens'] != 1 else ''}), decode "
+        steps = f"{rep['prompt_tokens']} step{'s' if rep['prompt_tokens'] != 1 else ''}"
+        print(f"cycles (TLM): prefill {cyc['prefill']:,} ({steps}), decode "
               + (f"{per[0]:,} .. {per[-1]:,} per token, mean {cyc['mean_per_token']:,.0f}" if per else "none")
               + f"; total {cyc['total']:,}")
         if per:

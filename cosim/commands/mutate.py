@@ -32,7 +32,8 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--fuzz", type=int_arg(0, MAX_FUZZ), default=50, metavar="N",
                    help=f"fuzz Programs per mutant (default 50, at most {MAX_FUZZ:,})")
     p.add_argument("--faults", type=int_arg(0, MAX_FUZZ), default=50, metavar="N",
-                   help=f"more fuzz Programs per mutant, each with an injected fault (default 50, at most {MAX_FUZZ:,})")
+                   help=f"more fuzz Programs per mutant, each with an injected fault (default 50, at most "
+                        f"{MAX_FUZZ:,})")
     p.add_argument("--chunk", type=int_arg(1), default=10, metavar="N", help="mutants per task (default 10)")
     p.add_argument("--target", type=float, default=0.95, metavar="SCORE",
                    help="exit 1 when the score is below this (default 0.95)")
