@@ -343,13 +343,18 @@ def _build(cfg: HwConfig, mem: str, sim: str, waves: bool, root: Path | None, ve
     if own_clock and sim == "icarus":
         defines["TB_VERILOG_CLOCK"] = 1
     build_args: list[str] = []
+    make_vars: list[str] = []  # make command-line variables of verilated.mk
     stamp_only: list[Path] = []  # inputs of the build that are not Verilog sources
     if sim == "verilator":
-        # Verilator's -O3, and -O2 for the C++ (it follows verilated.mk's -Os on the command
-        # line, so it wins). Not for the protocol back-end: its VPI symbol table (every signal
-        # public) is one huge constructor that gcc -O2 takes minutes on (12+ min for 2 cores of
-        # small), and its speed is Python's (the AXI agents) anyway.
-        build_args = ["-O3", "-CFLAGS", "-O2"] if mem == "fast" else ["-O3"]
+        # Verilator's -O3. For the fast back-end, -O2 for the C++ that runs every cycle and the runtime
+        # (verilated.mk's OPT_FAST, OPT_GLOBAL) but not for the code that runs once (OPT_SLOW, left at
+        # -O0: the constructors, the initial blocks, a coverage build's point table), a fifth of a
+        # coverage build's compile. Not for the protocol back-end: its VPI symbol table (every signal
+        # public) is one huge constructor that gcc -O2 takes minutes on (12+ min for 2 cores of small),
+        # and its speed is Python's (the AXI agents) anyway.
+        build_args = ["-O3"]
+        if mem == "fast":
+            make_vars = ["OPT_FAST=-O2", "OPT_GLOBAL=-O2"]
         if use_fast_main and mem == "fast":
             # X handling as the raw harness; VPI sees only what tb_fast.vlt makes public.
             build_args += ["--x-assign", "fast", "--x-initial", "fast", str(HDL_DIR / "tb_fast.vlt")]
@@ -367,7 +372,7 @@ def _build(cfg: HwConfig, mem: str, sim: str, waves: bool, root: Path | None, ve
         h = hashlib.sha256()
         for p in sources + stamp_only + [inc / "accel_params.vh"]:
             h.update(str(p).encode() + b"\0" + p.read_bytes() + b"\0")
-        h.update(json.dumps([top, sim, waves, defines, build_args, str(inc)]).encode())
+        h.update(json.dumps([top, sim, waves, defines, build_args, make_vars, str(inc)]).encode())
         if sim == "verilator":
             from hw.toolchain import verilator_root
             h.update(str(verilator_root()).encode())
@@ -384,7 +389,7 @@ def _build(cfg: HwConfig, mem: str, sim: str, waves: bool, root: Path | None, ve
             runner = cocotb_runner(sim, use_fast_main, keep_public=mem != "fast")
             log = bdir / "build.log"
             try:
-                with verilator_makeflags(sim):
+                with verilator_makeflags(sim, make_vars):
                     runner.build(sources=[str(s) for s in sources], hdl_toplevel=top, build_dir=str(bdir),
                                  includes=[str(inc)], defines=defines, build_args=build_args, waves=waves,
                                  timescale=("1ns", "1ps"), always=True,
@@ -436,12 +441,12 @@ def verilator_make_variables() -> list[str]:
 
 
 @contextlib.contextmanager
-def verilator_makeflags(sim: str) -> Iterator[None]:
-    """Around a Verilator build by cocotb's runner: :func:`verilator_make_variables` passed to its make
-    through MAKEFLAGS (command-line variables win over verilated.mk's)."""
+def verilator_makeflags(sim: str, extra: Sequence[str] = ()) -> Iterator[None]:
+    """Around a Verilator build by cocotb's runner: :func:`verilator_make_variables` and ``extra`` passed to
+    its make through MAKEFLAGS (command-line variables win over verilated.mk's)."""
     old_mf = os.environ.get("MAKEFLAGS")
     if sim == "verilator":
-        os.environ["MAKEFLAGS"] = " ".join(filter(None, [old_mf] + verilator_make_variables()))
+        os.environ["MAKEFLAGS"] = " ".join(filter(None, [old_mf, *verilator_make_variables(), *extra]))
     try:
         yield
     finally:
