@@ -72,6 +72,16 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.skip(reason=f"{why}; runs with {LONG_ENV}=1 (make test-long)"))
 
 
+def posted_writes_config():
+    """``small`` with 2 read and 3 write bursts in flight: the one-core config of the tests of posted STOREs
+    (its builds are shared by the tests that use it; a shipped one-core config holds one burst at a time)."""
+    from hw.config import parse_config
+
+    data = {k: v for k, v in load_config("small").to_dict().items() if k != "source"}
+    return parse_config({**data, "name": "small-w3", "description": "small with writes in flight",
+                         "dram_reads_in_flight": 2, "dram_writes_in_flight": 3})
+
+
 @pytest.fixture(params=SINGLE_CORE)
 def cfg(request):
     """Every shipped one-core hardware config in turn."""

@@ -70,7 +70,7 @@ def test_a_run_past_its_wall_time_bound_is_stopped():
     from compiler.examples import make_case
     from testbench.raw.harness import RawTimeout, run
 
-    cfg = load_config("default")  # the test suite's build, shared with tests/test_raw_harness.py
+    cfg = load_config("small")  # the test suite's build, shared with tests/test_raw_harness.py
     prog = make_case("vadd", cfg).program
     with pytest.raises(RawTimeout, match="took over"):
         run(prog, cfg, timeout_s=1e-4)

@@ -3,7 +3,8 @@ patterns and responses, and the C++ DRAM model's backpressure, injected error re
 
 Each variation must leave what the design computes unchanged (a write pattern changes nothing of the
 run from START; backpressure only delays it) or give the documented error (an error response ends the
-run in AXI_RESP). Uses the `small` builds of tests/test_raw_harness.py (no build of its own).
+run in AXI_RESP). Uses the `small` builds of tests/test_raw_harness.py, and one of `small2` (several cores,
+writes in flight).
 """
 
 from __future__ import annotations
@@ -80,23 +81,23 @@ def test_bad_variations_are_refused(vadd):
 
 
 @pytest.fixture(scope="module")
-def quad_add():
+def posted_add():
     from compiler.examples import make_case
     from testbench.raw.harness import run
 
-    cfg = load_config("quad")
+    cfg = load_config("small2")  # the smallest config of several cores: the harness's cores and posted writes
     prog = make_case("vadd_large", cfg).program  # 1,600 STOREs: writes in flight beside the reads
     return cfg, prog, run(prog, cfg, mem="cpp")
 
 
 @pytest.mark.parametrize("mode", [(0x2468ACE, 0, -1, -1), (0, 2, -1, 3), (0x13579B, 3, -1, 600)])
-def test_writes_in_flight_under_backpressure_and_write_errors(quad_add, mode):
-    """``quad`` posts its STOREs (2 writes in flight, reads beside them): random AR/AW/W backpressure
+def test_writes_in_flight_under_backpressure_and_write_errors(posted_add, mode):
+    """``small2``'s cores post their STOREs (2 writes in flight, reads beside them): random AR/AW/W backpressure
     only delays the run; an error response on a B while other bursts are outstanding ends the run in
     AXI_RESP at a STORE's pc, after every burst in flight has drained (the harness gets DONE)."""
     from testbench.raw.harness import run
 
-    cfg, prog, plain = quad_add
+    cfg, prog, plain = posted_add
     assert cfg.dram_writes_in_flight > 1 and plain.error is None and plain.extra["axi_ids"]
     res = run(prog, cfg, mem="cpp", dram_mode=mode)
     if mode[1] == 0:

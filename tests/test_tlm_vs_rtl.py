@@ -182,13 +182,10 @@ def test_one_core_with_posted_writes():
     """One core with 2 read and 3 write bursts in flight (a config derived from ``small``): its STOREs
     post their bursts and its LOADs and FETCH read beside them; cycles and every counter equal."""
     from compiler.examples import make_case
-    from hw.config import parse_config
     from testbench.rtl_model import run_programs
+    from tests.conftest import posted_writes_config
 
-    base = load_config("small")
-    data = {k: v for k, v in base.to_dict().items() if k != "source"}
-    cfg = parse_config({**data, "name": "small-w3", "description": "small with writes in flight",
-                        "dram_reads_in_flight": 2, "dram_writes_in_flight": 3})
+    cfg = posted_writes_config()
     progs = [make_case(n, cfg).program for n in ("vadd", "vsub_tail", "conv3x3", "matmul", "softmax")]
     tlm = [run_program(p, raise_on_error=False) for p in progs]
     assert max(t.extra["writes_in_flight_max"] for t in tlm) >= 3
@@ -205,13 +202,10 @@ def test_axi_memory_model_holds_bursts_in_flight():
     several bursts at once with the one-core config of 2 reads and 3 writes in flight, and the port never
     has more outstanding than the config allows; the outputs stay right."""
     from compiler.examples import make_case
-    from hw.config import parse_config
     from testbench.rtl_model import run_programs
+    from tests.conftest import posted_writes_config
 
-    base = load_config("small")
-    data = {k: v for k, v in base.to_dict().items() if k != "source"}
-    cfg = parse_config({**data, "name": "small-w3", "description": "small with writes in flight",
-                        "dram_reads_in_flight": 2, "dram_writes_in_flight": 3})
+    cfg = posted_writes_config()
     cases = [make_case(n, cfg) for n in ("vadd", "conv3x3")]
     res = run_programs([c.program for c in cases], cfg, mem="protocol", seed=3, port_monitor=True)
     for c, r in zip(cases, res):
