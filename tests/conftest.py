@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from hw.config import list_configs, load_config
+from hw.config import HwConfig, list_configs, load_config
 
 CONFIG_NAMES = list_configs()
 # the configs of one core: the tests that build one instruction stream by hand run on these; the
@@ -72,7 +72,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.skip(reason=f"{why}; runs with {LONG_ENV}=1 (make test-long)"))
 
 
-def posted_writes_config():
+def posted_writes_config() -> HwConfig:
     """``small`` with 2 read and 3 write bursts in flight: the one-core config of the tests of posted STOREs
     (its builds are shared by the tests that use it; a shipped one-core config holds one burst at a time)."""
     from hw.config import parse_config
