@@ -1057,6 +1057,8 @@ def test_attention_example_names_its_own_parameters(capsys, params, words):
     (["regress", "--seeds", "99999999"], ["--seeds", "at most 100,000"]),
     (["bench", "--dynamic", "--decode"], ["--dynamic and --decode"]),
     (["bench", "--decode", "--out", "x"], ["--decode prints its section", "drop --out"]),
+    (["bench", "--dynamic", "--out", ""], ["--out", "not an empty string"]),
+    (["bench", "--dynamic", "--configs", ""], ["--configs", "not an empty string"]),
     (["coverage", "--quick", "--long-log2", "99", "--out", "cv"], ["--long-log2 99", "at most 2^33"]),
     (["mutate", "--list", "--count", "3", "--only", "99"], ["--only", "1..3"]),
 ])
@@ -1116,12 +1118,24 @@ def test_waves_note_of_a_file_cut_before_start():
         "(from reset to cycle 500 after START")
 
 
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="no /dev/full (a device whose writes fail: disk full)")
+def test_a_tlm_output_that_cannot_be_written_is_named(capsys):
+    """A full disk under --trace or --vcd: one line naming the option and the path (the OS error names none)."""
+    for opt in ("--trace", "--vcd"):
+        rc, out, err = cosim(capsys, "run", "vadd", "--model", "tlm", opt, "/dev/full")
+        one_line(rc, err, f"{opt} /dev/full: cannot write (No space left on device)")
+
+
 def test_tlm_waveform_outputs_keep_the_user_s_files(capsys, tmp_path):
     """--vcd and --trace naming one file is refused (the trace would replace the VCD); a GTKWave save
     file beside --vcd that cosim did not write is the user's layout: kept, with a note."""
     rc, out, err = cosim(capsys, "run", "vadd", "--model", "tlm", "--vcd", tmp_path / "x", "--trace", tmp_path / "x")
     one_line(rc, err, "--vcd and --trace name the same file")
     assert not (tmp_path / "x").exists()
+    rc, out, err = cosim(capsys, "run", "vadd", "--model", "tlm", "--vcd", tmp_path / "y.vcd", "--trace",
+                         tmp_path / "y.gtkw")
+    one_line(rc, err, "is the GTKWave save file written beside --vcd")
+    assert not (tmp_path / "y.vcd").exists() and not (tmp_path / "y.gtkw").exists()
     (tmp_path / "t.gtkw").write_text("my layout\n")
     rc, out, err = cosim(capsys, "run", "vadd", "--model", "tlm", "--vcd", tmp_path / "t.vcd")
     assert rc == 0 and (tmp_path / "t.gtkw").read_text() == "my layout\n" and "is not one cosim wrote" in out, out

@@ -154,6 +154,22 @@ def test_table_markdown_and_json(results: list[runner.CaseResult], tmp_path: Pat
     assert text.startswith("intro\n") and text.endswith(f"{table.END}\noutro\n") and "OLD-TABLE" not in text
     js = json.loads(json.dumps(table.to_json(results)))
     assert js["counts"] == table.counts(results) and len(js["cases"]) == len(results)
+    new = tmp_path / "new.md"  # a new file gets the markers, so the next run writes between them again
+    table.write_markdown(str(new), results)
+    table.write_markdown(str(new), results)
+    assert new.read_text() == f"{table.BEGIN}\n{md}{table.END}\n"
+
+
+def test_cli_markdown_keeps_a_file_without_markers(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """--markdown into a file that has other text and no table markers: one line, before any case runs, and
+    the file as it was (the whole file was replaced by the table)."""
+    notes = tmp_path / "notes.md"
+    notes.write_text("my notes\n")
+    assert main(["conformance", "nodes", "--case", "add", "--models", "golden", "--markdown", str(notes)]) == 2
+    err = capsys.readouterr().err
+    assert "has no table markers" in err and err.count("\n") == 1 and notes.read_text() == "my notes\n", err
+    with pytest.raises(ValueError, match="has no table markers"):
+        table.write_markdown(str(notes), [])
 
 
 def test_cli_runs_a_pattern_and_writes_json(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:

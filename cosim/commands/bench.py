@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 from cosim.bench.area import FMAX_TIMEOUT_S
-from cosim.cli import MAX_CYCLES, UserError, add_json_arg, float_arg, int_arg
+from cosim.cli import MAX_CYCLES, UserError, add_json_arg, config_arg, float_arg, folder_arg, int_arg
 from cosim.cluster.options import add_cluster_args, cluster_kwargs
 
 
@@ -24,7 +24,7 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                                    "measurements run on this machine one at a time; the syntheses and the place and "
                                    "route (no speed measured) run afterwards as tasks of the cluster engine, side by "
                                    "side (--scheduler sends them to a Dask cluster).")
-    p.add_argument("--configs", nargs="+", default=None, metavar="NAME",
+    p.add_argument("--configs", nargs="+", type=config_arg, default=None, metavar="NAME",
                    help="hardware configs (default: default small wide; with --quick: default)")
     p.add_argument("--quick", action="store_true",
                    help="a shorter suite (one >= 1 M-cycle Program), default config, one repetition")
@@ -48,12 +48,13 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--dynamic", action="store_true",
                    help="only the dynamic-shape section: compile time against the maximum and the Python and C "
                         "drivers' microseconds per value, against a static compile (the first --configs, default: "
-                        "default; about a minute)")
+                        "default; about half a minute on default, minutes on small, whose small buffers take "
+                        "many pieces)")
     p.add_argument("--decode", action="store_true",
                    help="only charlm's decode step: cycles per token against context length 1..128 on the traced "
                         "TLM, split into weight streaming, KV traffic and compute (the first --configs, default: "
                         "default; about a minute)")
-    p.add_argument("--out", default=None, metavar="DIR", help="output folder (default: <repo>/bench)")
+    p.add_argument("--out", type=folder_arg, default=None, metavar="DIR", help="output folder (default: <repo>/bench)")
     add_cluster_args(p)
     add_json_arg(p)
     return p

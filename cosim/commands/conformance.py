@@ -42,8 +42,8 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--rtl", action="store_true",
                    help="also run on the RTL: two node cases, and the digits test split")
     p.add_argument("--markdown", type=output_arg, metavar="FILE",
-                   help="write the node-case table as markdown (into a file that has the table's markers: between "
-                        "them, as docs/onnx.md)")
+                   help="write the node-case table as markdown, between the table's markers (as in docs/onnx.md; "
+                        "a new file gets them; a file with other text and no markers is refused)")
     p.add_argument("--out-json", type=output_arg, metavar="FILE", help="write the whole result as JSON")
     add_config_arg(p)
     add_json_arg(p)
@@ -56,12 +56,15 @@ def run(args: argparse.Namespace) -> int:
 
     rep: dict[str, Any] = {}
     ok = True
+    if args.markdown and (why := table.markdown_problem(args.markdown)) is not None:  # before the runs: nothing lost
+        raise UserError(f"--markdown {args.markdown}: {why}")
     if args.suite in ("nodes", "all"):
         selected = cases.collect()
         if args.case:
             selected = [c for c in selected if cases.selected(c.name, tuple(args.case))]
         if not selected:
-            raise UserError(f"--case {' '.join(args.case)}: no node case of the selection matches")
+            raise UserError(f"--case {' '.join(args.case)}: no node case of the selection matches (the names are "
+                            f"ONNX's without its test_ prefix, e.g. {_case_examples(cases.collect())})")
         rtl = tuple(c.name for c in selected if c.name in runner.RTL_SAMPLE) if args.rtl else ()
         if args.rtl and not rtl and not args.json:  # said, not refused: --rtl also covers the digits suite
             print(f"note: --rtl: the selection holds none of the RTL sample's node cases "
@@ -88,6 +91,12 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(rep))
     return 0 if ok else 1
+
+
+def _case_examples(all_cases: list[Any]) -> str:
+    """A few case names of the selection, for an error line."""
+    names = [c.name for c in all_cases]
+    return ", ".join(names[:3]) + (", ..." if len(names) > 3 else "")
 
 
 def _write(path: str, text: str) -> None:

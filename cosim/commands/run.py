@@ -9,13 +9,14 @@ every RTL waveform is also cut at the byte cap of ``testbench.rtl_model`` (READM
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import re
 import shlex
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from hw.config import load_config
 from hw.program import DATA_FILES, FILES
@@ -114,11 +115,27 @@ def _options_of_absent_models(args: argparse.Namespace) -> None:
                             f"{args.model} (add --model {model} or all)")
 
 
+@contextlib.contextmanager
+def _tlm_outputs_named(args: argparse.Namespace) -> Iterator[None]:
+    """A TLM output file that cannot be written (a full disk, a folder without write permission) is one line
+    naming its option and path (the OS error of a write names no file)."""
+    try:
+        yield
+    except OSError as e:
+        given = [(o, v) for o, v in (("--vcd", args.vcd), ("--trace", args.trace)) if v]
+        named = [(o, v) for o, v in given if e.filename and Path(e.filename).resolve() == Path(v).resolve()]
+        what = " / ".join(f"{o} {v}" for o, v in (named or given)) or "the TLM's output"
+        raise UserError(f"{what}: cannot write ({e.strerror or e})") from None
+
+
 def _outputs_spare_the_program(args: argparse.Namespace) -> None:
     """Refuse an output file that is one of the Program folder's own files (writing it would destroy the
     Program being run), or two outputs that name one file (the second would replace the first)."""
     if args.vcd and args.trace and Path(args.vcd).resolve() == Path(args.trace).resolve():
         raise UserError(f"--vcd and --trace name the same file {args.vcd} (the trace would replace the VCD)")
+    if args.vcd and args.trace and Path(args.vcd).with_suffix(".gtkw").resolve() == Path(args.trace).resolve():
+        raise UserError(f"--trace {args.trace} is the GTKWave save file written beside --vcd {args.vcd} "
+                        "(one would replace the other)")
     folder = Path(args.kernel)
     if not folder.is_dir():
         return
@@ -159,11 +176,13 @@ def run(args: argparse.Namespace) -> int:
             res = models.run_golden(job)
         elif m == "iss":
             res = models.run_iss(job)
-        elif m == "tlm" and args.sections:
-            timeline = models.tlm_traced(job.program, trace=args.trace, vcd=args.vcd)
-            res, table = timeline.result, section_report(job.program, timeline)
         elif m == "tlm":
-            res = models.run_tlm(job, vcd=args.vcd, trace=args.trace)
+            with _tlm_outputs_named(args):
+                if args.sections:
+                    timeline = models.tlm_traced(job.program, trace=args.trace, vcd=args.vcd)
+                    res, table = timeline.result, section_report(job.program, timeline)
+                else:
+                    res = models.run_tlm(job, vcd=args.vcd, trace=args.trace)
         else:
             res = models.run_rtl([job], mem=args.mem, simulator=args.sim,
                                  waves=args.waves or args.waves_window is not None,

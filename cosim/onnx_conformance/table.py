@@ -122,20 +122,46 @@ BEGIN = "<!-- conformance table: begin (cosim conformance nodes --markdown write
 END = "<!-- conformance table: end -->"
 
 
-def write_markdown(path: str, results: list[CaseResult]) -> None:
-    """Write the table into ``path``: between the :data:`BEGIN`/:data:`END` markers when the file has
-    them (a doc keeps its text around the table), else the whole file."""
+def _between_markers(text: str) -> tuple[str, str] | None:
+    """(text before :data:`BEGIN`, text after :data:`END`) when ``text`` has both markers in order, else None."""
+    if BEGIN in text and END in text.split(BEGIN, 1)[1]:
+        head, rest = text.split(BEGIN, 1)
+        return head, rest.split(END, 1)[1]
+    return None
+
+
+def markdown_problem(path: str) -> str | None:
+    """Why the table cannot go into ``path`` (None: it can): an existing file that is not empty must have
+    the table's markers, or be a table written by this command, so that no other text is replaced."""
     from pathlib import Path
 
     p = Path(path)
-    table = markdown(results)
+    if not p.exists():
+        return None
+    if not p.is_file():
+        return "not a file"
+    try:
+        text = p.read_text()
+    except (OSError, UnicodeDecodeError) as e:
+        return f"cannot read ({getattr(e, 'strerror', None) or e})"
+    if not text.strip() or _between_markers(text) is not None or text.startswith("**") and doc_counts(text):
+        return None
+    return (f"has no table markers ({BEGIN} ... {END}): its text would be replaced; add the markers where the "
+            "table goes, or name a new file")
+
+
+def write_markdown(path: str, results: list[CaseResult]) -> None:
+    """Write the table into ``path``: between the :data:`BEGIN`/:data:`END` markers when the file has
+    them (a doc keeps its text around the table), else (a new or empty file, or a table this command
+    wrote) the table between the markers. :func:`markdown_problem` says which files are refused."""
+    from pathlib import Path
+
+    p = Path(path)
+    if (why := markdown_problem(path)) is not None:
+        raise ValueError(f"{path}: {why}")
     old = p.read_text() if p.is_file() else ""
-    if BEGIN in old and END in old.split(BEGIN, 1)[1]:
-        head, rest = old.split(BEGIN, 1)
-        tail = rest.split(END, 1)[1]
-        p.write_text(f"{head}{BEGIN}\n{table}{END}{tail}")
-    else:
-        p.write_text(table)
+    head, tail = _between_markers(old) or ("", "\n")
+    p.write_text(f"{head}{BEGIN}\n{markdown(results)}{END}{tail}")
 
 
 def doc_counts(text: str) -> dict[str, int] | None:
