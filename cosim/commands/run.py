@@ -119,12 +119,14 @@ def _options_of_absent_models(args: argparse.Namespace) -> None:
 def _tlm_outputs_named(args: argparse.Namespace) -> Iterator[None]:
     """A TLM output file that cannot be written (a full disk, a folder without write permission) is one line
     naming its option and path (the OS error of a write names no file)."""
+    given = [(o, v) for o, v in (("--vcd", args.vcd), ("--trace", args.trace)) if v]
     try:
         yield
     except OSError as e:
-        given = [(o, v) for o, v in (("--vcd", args.vcd), ("--trace", args.trace)) if v]
         named = [(o, v) for o, v in given if e.filename and Path(e.filename).resolve() == Path(v).resolve()]
-        what = " / ".join(f"{o} {v}" for o, v in (named or given)) or "the TLM's output"
+        if not given or (e.filename and not named):  # not an output's error: as it comes
+            raise
+        what = " / ".join(f"{o} {v}" for o, v in (named or given))
         raise UserError(f"{what}: cannot write ({e.strerror or e})") from None
 
 
