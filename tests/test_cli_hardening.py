@@ -947,9 +947,16 @@ def test_an_output_never_overwrites_the_program_run(capsys, folder, option, file
 @pytest.mark.parametrize("argv, words", [
     (["generate", "charlm", "--prompt", "B", "--max-new", "1", "--model", "iss", "--sim", "icarus"], ["--sim", "RTL"]),
     (["net", "digits", "--model", "tlm", "--images", "1", "--mem", "protocol"], ["--mem", "RTL"]),
+    (["sim", "--kernels", "vadd", "--no-rtl", "--mem", "protocol"], ["--mem protocol", "RTL column", "--no-rtl"]),
+    (["sim", "--kernels", "vadd", "--no-rtl", "--net-images", "2"], ["--net-images 2", "network row", "net:NAME"]),
 ])
 def test_rtl_options_without_the_rtl_are_refused(capsys, argv, words):
     one_line(*cosim(capsys, *argv)[::2], *words)
+
+
+def test_sim_runs_a_kernel_named_twice_once(capsys):
+    rc, out, err = cosim(capsys, "sim", "--kernels", "vadd", "vadd", "--no-rtl", "--json")
+    assert rc == 0 and [r["kernel"] for r in json.loads(out)["kernels"]] == ["vadd"], out
 
 
 @pytest.mark.parametrize("argv, words", [

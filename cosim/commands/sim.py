@@ -15,7 +15,7 @@ from hw.config import load_config
 from hw.program import Program
 from hw.result import RunResult
 from cosim import models
-from cosim.cli import add_config_arg, add_json_arg, int_arg
+from cosim.cli import UserError, add_config_arg, add_json_arg, int_arg
 from cosim.network_run import get_network, golden_result, judge_net, make_net_case, network_names
 
 NET_PREFIX = "net:"  # a network's row: net:NAME
@@ -35,7 +35,7 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--net-images", type=int_arg(1), default=None, metavar="N",
                    help="test images per network row, at most its test split (default: each network's own: 4, "
                         "and 1 for resnet18, about 10 M cycles an image)")
-    p.add_argument("--mem", choices=["fast", "protocol"], default="fast", help="RTL memory back-end")
+    p.add_argument("--mem", choices=["fast", "protocol"], default=None, help="RTL memory back-end (default: fast)")
     p.add_argument("--no-rtl", action="store_true", help="skip the RTL column (quick check)")
     add_json_arg(p)
     return p
@@ -53,9 +53,15 @@ def run(args: argparse.Namespace) -> int:
     from compiler.examples import get_example, list_examples
 
     cfg = load_config(args.config)
-    wanted = args.kernels or [*list_examples(), *(NET_PREFIX + n for n in network_names())]
+    wanted = list(dict.fromkeys(args.kernels or [])) or [*list_examples(), *(NET_PREFIX + n for n in network_names())]
     names = [n for n in wanted if not n.startswith(NET_PREFIX)]
     nets = [n[len(NET_PREFIX):] for n in wanted if n.startswith(NET_PREFIX)]
+    if args.no_rtl and args.mem is not None:
+        raise UserError(f"--mem {args.mem} is an option of the RTL column, and this run is --no-rtl (drop one)")
+    if args.net_images is not None and not nets:
+        raise UserError(f"--net-images {args.net_images} is the images of a network row, and this run has none "
+                        "(add --kernels net:NAME)")
+    mem = args.mem or "fast"
     for name in names:  # a mistyped name fails in one line before any progress line is printed
         get_example(name)
     for name in nets:
@@ -95,10 +101,10 @@ def run(args: argparse.Namespace) -> int:
             by_config.setdefault(item[1].config.name, []).append(item)
         for group in by_config.values():
             group_cfg = group[0][1].config
-            print(f"RTL: {len(group)} Programs on Verilator ({args.mem} memory, config {group_cfg.name}), one "
+            print(f"RTL: {len(group)} Programs on Verilator ({mem} memory, config {group_cfg.name}), one "
                   f"simulator process", file=sys.stderr, flush=True)
             t0 = time.perf_counter()
-            for (row, _, judge), res in zip(group, models.rtl([p for _, p, _ in group], group_cfg, mem=args.mem)):
+            for (row, _, judge), res in zip(group, models.rtl([p for _, p, _ in group], group_cfg, mem=mem)):
                 row["rtl"] = judge(res)
             print(f"RTL done in {time.perf_counter() - t0:.1f} s", file=sys.stderr, flush=True)
     ok = True
@@ -108,7 +114,7 @@ def run(args: argparse.Namespace) -> int:
         row["error_pct"] = models.cycle_error_pct(row["tlm"]["cycles"], row["rtl"] and row["rtl"]["cycles"])
         ok &= row["match"]
     # the TLM models the fast back-end's DRAM timing: cycles of the protocol back-end are not its to match
-    comparable = args.mem == "fast" or not any(row["rtl"] for row in rows)
+    comparable = mem == "fast" or not any(row["rtl"] for row in rows)
     if args.json:
         extra = {} if comparable else {"cycles_comparable": False, "timing_note": models.PROTOCOL_NOTE}
         print(json.dumps({"config": cfg.name, "match": ok, "kernels": rows, "skipped": skipped, **extra}))
