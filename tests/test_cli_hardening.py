@@ -825,7 +825,11 @@ def test_fuzz_case_replays_and_checks_its_expectation(capsys, tmp_path):
                                          (lambda j: {**j, "index": -5}, ["fuzz.json", "'index'", "non-negative"]),
                                          (lambda j: {**j, "steer": {"empty": [1, "x", None]}},
                                           ["fuzz.json", "'steer'", "bin names"]),
-                                         (lambda j: {**j, "orig": 5}, ["fuzz.json", "'orig' must be an object"])])
+                                         (lambda j: {**j, "orig": 5}, ["fuzz.json", "'orig' must be an object"]),
+                                         (lambda j: {**j, "rtl": "no"}, ["fuzz.json", "'rtl' must be true or false"]),
+                                         (lambda j: {**j, "rtl_mem": "ddr"}, ["fuzz.json", "'rtl_mem'"]),
+                                         (lambda j: {**j, "rtl_mem": "protocol" if j["rtl_mem"] == "fast" else "fast"},
+                                          ["fuzz.json", "saved for", "campaign changed"])])
 def test_fuzz_replay_of_a_bad_fuzz_json(capsys, tmp_path, edit, words):
     d = _saved_fault_case(tmp_path)
     edit_json(d / "fuzz.json", edit)

@@ -442,6 +442,10 @@ def replay_failure(folder: str | Path) -> dict[str, Any]:
     rate = info.get("fault_rate", 0.2)
     if type(rate) not in (int, float) or not 0 <= rate <= 1:
         raise ValueError(f"{f}: 'fault_rate' must be a number in [0, 1]")
+    if type(info.get("rtl", False)) is not bool:
+        raise ValueError(f"{f}: 'rtl' must be true or false")
+    if "rtl_mem" in info and info["rtl_mem"] not in ("fast", "protocol"):
+        raise ValueError(f"{f}: 'rtl_mem' must be \"fast\" or \"protocol\"")
     cfg = fuzz_config(info["config"])
     steer = info.get("steer")
     if steer is not None and not (isinstance(steer, dict) and isinstance(steer.get("empty"), list)
@@ -454,7 +458,10 @@ def replay_failure(folder: str | Path) -> dict[str, Any]:
     if case.seed != info["generator_seed"] or case.kind != info["kind"]:
         raise ValueError(f"{f}: regenerates a different case (generator seed {case.seed}, {case.kind}; saved "
                          f"{info['generator_seed']}, {info['kind']}): the generator changed since it was saved")
-    rtl = bool(info.get("rtl")) and rtl_available() is None
+    if info.get("rtl_mem", case.mem) != case.mem:
+        raise ValueError(f"{f}: regenerates a case for the RTL's {case.mem} back-end; saved for {info['rtl_mem']}: "
+                         "the campaign changed since it was saved")
+    rtl = info.get("rtl", False) and rtl_available() is None
     run_cases([case], rtl)
     ref = case.results.get("ref")
     got = None if ref is None or ref.error is None else {k: ref.error.get(k) for k in ("name", "code", "pc")}
