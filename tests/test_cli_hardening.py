@@ -1154,3 +1154,23 @@ def test_tlm_waveform_outputs_keep_the_user_s_files(capsys, tmp_path):
     for _ in range(2):  # cosim's own save file is rewritten
         rc, out, err = cosim(capsys, "run", "vadd", "--model", "tlm", "--vcd", tmp_path / "t.vcd")
         assert rc == 0 and f"gtkwave {tmp_path / 't.gtkw'}" in out, out
+
+
+@pytest.mark.skipif(_rtl_missing() is not None, reason="no RTL")
+def test_calibrate_names_an_unreadable_calibration_file(capsys, tmp_path):
+    """`cosim calibrate` of a config whose calibration file is not JSON: the fit runs (from the defaults, on
+    the RTL: they fit `small`'s RTL exactly) and one note names the file, which every TLM run refuses; --write
+    leaves it and says so."""
+    data = {k: v for k, v in load_config("small").to_dict().items() if k != "source"}
+    cfg = tmp_path / "mine.json"
+    cfg.write_text(json.dumps({**data, "name": "mine"}))
+    (tmp_path / "mine.timing.json").write_text("{not json")
+    rc, out, err = cosim(capsys, "calibrate", "--config", cfg, "--json", "--write")
+    d = json.loads(out)
+    assert rc == 0 and d["written"] is None and "mine.timing.json: cannot read timing calibration" in \
+        d["unreadable_calibration"], out
+    notes = [ln for ln in err.splitlines() if ln.startswith("note:")]
+    assert len(notes) == 1 and "mine.timing.json" in notes[0] and "refuses it" in notes[0], err
+    assert (tmp_path / "mine.timing.json").read_text() == "{not json"
+    rc, out, err = cosim(capsys, "run", "vadd", "--model", "tlm", "--config", cfg)
+    assert rc == 2 and "mine.timing.json" in err, err

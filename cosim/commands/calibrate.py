@@ -31,13 +31,23 @@ def run(args: argparse.Namespace) -> int:
     from cosim import calibrate as cal
     from cosim.models import calibration_path
 
+    from cosim.models import Timing, TimingError
+
     cfg = load_config(args.config)
     log = (lambda s: print(s, file=sys.stderr, flush=True))
+    try:  # the config's calibration file as every other command reads it: the fit below starts from the defaults
+        Timing.from_config(cfg)
+        unreadable = None
+    except TimingError as e:
+        unreadable = str(e)
+        print(f"note: {unreadable}; every TLM run of this config refuses it until it is fixed or removed; the "
+              "fit below starts from the defaults", file=sys.stderr)
     res = cal.calibrate(cfg, log=log)
     written = cal.write_timing(cfg, res) if args.write else None
     if args.json:
         d = res.to_json()
         d["written"] = str(written) if written else None
+        d["unreadable_calibration"] = unreadable
         print(json.dumps(d))
         return 0
     print(f"config {cfg.name}: {len(res.names)} micro-benchmarks, {len(res.values)} constants, "
@@ -68,8 +78,8 @@ def run(args: argparse.Namespace) -> int:
             print(f"wrote {written}")
         else:
             print(f"the defaults fit: nothing written"
-                  + (f" ({path} exists and still overrides them; delete it to use the defaults)"
-                     if path.is_file() else ""))
+                  + (f" ({path} exists and still overrides them{', unreadable' if unreadable else ''}; delete it "
+                     "to use the defaults)" if path.is_file() else ""))
     elif res.changed:
         print(f"(use --write to store the fitted values in {path})")
     return 0
