@@ -35,7 +35,8 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                         "with BARRIERs; 'multicore': every config of 2..4 cores derived from default and small, "
                         "round-robin")
     p.add_argument("--fault-rate", type=float_arg(0.0, 1.0, "a probability in [0, 1]"), default=0.2, metavar="P",
-                   help="share of Programs with one injected fault (default 0.2)")
+                   help="chance that a Program gets one injected fault (default 0.2; a Program with no place for the "
+                        "fault drawn stays valid, so 1 gives a few valid ones too)")
     p.add_argument("--save-dir", metavar="DIR", help="save each failing case (original and shrunk Program folders)")
     p.add_argument("--no-shrink", action="store_true", help="save failing cases without shrinking them")
     p.add_argument("--batch", type=int_arg(1), default=50, help="Programs per RTL simulator process (default 50)")
