@@ -349,6 +349,11 @@ def test_cosim_coverage_small_run(tmp_path, capsys):
     # resumed from its results, every task is read back; one whose coverage file is gone is an error (the
     # figures were lower, silently)
     assert main(argv) == 0 and json.loads(capsys.readouterr().out)["total"] == doc["total"]
+    # the text report prints at most --max-uncovered of each list (the waivers are hundreds)
+    assert main([a for a in argv if a != "--json"] + ["--max-uncovered", "2"]) == 0
+    text = capsys.readouterr().out
+    assert len(doc["waived"]) > 2 and text.count("\nwaived: ") == 2, text
+    assert f"  ... {len(doc['waived']) - 2} more in {out / 'summary.json'}" in text, text
     next((out / "dat").glob("*.dat")).unlink()
     assert main(argv) == 2
     err = capsys.readouterr().err

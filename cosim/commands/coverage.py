@@ -63,7 +63,8 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                    help="keep the coverage files of an earlier run in OUT/dat (default: start afresh, unless "
                         "--results resumes)")
     p.add_argument("--max-uncovered", type=int_arg(0), default=40, metavar="N",
-                   help="uncovered lines printed (default 40; all are in the JSON and the HTML)")
+                   help="uncovered lines, toggle signals and waivers printed, each (default 40; all are in the JSON "
+                        "and the HTML)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     add_json_arg(p)
     add_cluster_args(p)
@@ -135,23 +136,28 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(format_table(summary))
         unc = doc["uncovered"]
+        more = out / "summary.json"
         print(f"\n{len(unc)} uncovered lines" + (":" if unc else ""))
-        for u in unc[:args.max_uncovered]:
-            print(f"  {u}")
-        if len(unc) > args.max_uncovered:
-            print(f"  ... {len(unc) - args.max_uncovered} more in {out / 'summary.json'}")
+        _print_capped([f"  {u}" for u in unc], args.max_uncovered, more)
         tog = doc["uncovered_toggles"]
         if tog:
             print(f"\n{sum(tog.values())} toggle points never seen, in {len(tog)} signals; the most:")
-            for sig, n in list(tog.items())[:args.max_uncovered]:
-                print(f"  {sig}: {n}")
+            _print_capped([f"  {sig}: {n}" for sig, n in tog.items()], args.max_uncovered, more)
         for f in doc["uncovered_fsm"]:
             print(f"FSM point never seen: {f}")
-        for w in doc["waived"]:
-            print(f"waived: {w['waiver']}: {w['points']} points ({w['hit']} of them hit) - {w['reason']}")
+        _print_capped([f"waived: {w['waiver']}: {w['points']} points ({w['hit']} of them hit) - {w['reason']}"
+                       for w in doc["waived"]], args.max_uncovered, more)
         print(f"\nhtml: {doc['html']}\nlcov: {doc['lcov']}\nmerged: {doc['merged']} ({len(files)} files)")
         for f in failed:
             print(f"FAILED {f}")
     if failed and args.json:
         print(f"{len(failed)} task(s) failed", file=sys.stderr)
     return 1 if failed else 0
+
+
+def _print_capped(lines: list[str], cap: int, rest_in: Path) -> None:
+    """The first ``cap`` of ``lines``, then how many more there are and where."""
+    for line in lines[:cap]:
+        print(line)
+    if len(lines) > cap:
+        print(f"  ... {len(lines) - cap} more in {rest_in}")
