@@ -63,6 +63,21 @@ def test_resolve_names(rtl, tlm):
         v.resolve("_pc")  # three units
     with pytest.raises(WavesError, match="did you mean: dbg_load_pc"):
         v.resolve("dbg_lod_pc")
+    # a part of a bus is refused (the tools would show the whole bus under the part's name)
+    with pytest.raises(WavesError, match=r"'dbg_load_pc\[3:0\]': a part of accel_top\.dbg_load_pc \(32 bits\)"):
+        v.resolve("dbg_load_pc[3:0]")
+
+
+
+def test_a_net_is_found_by_a_suffix_of_its_other_scope_s_name(tmp_path):
+    """A net seen from two scopes is one signal named by the first; a suffix of the other's name finds it."""
+    vcd = tmp_path / "a.vcd"
+    vcd.write_text("$timescale 1ns $end\n$scope module tb $end\n$scope module u_accel $end\n"
+                   "$var wire 1 ! clk $end\n$scope module u_core $end\n$var wire 1 ! clk $end\n$upscope $end\n"
+                   "$upscope $end\n$upscope $end\n$enddefinitions $end\n#0\n0!\n#5\n1!\n")
+    v = VcdFile(vcd)
+    assert [s.name for s in v.signals] == ["tb.u_accel.clk"]
+    assert v.resolve("u_core.clk").name == "tb.u_accel.clk"
 
 
 def test_user_errors_exit_2(rtl, tmp_path, capsys):

@@ -357,6 +357,16 @@ class VcdFile:
     def resolve(self, query: str) -> SignalInfo:
         """The one signal a user means by ``query``: an exact dotted name (range optional),
         else a unique suffix (whole path components first, then any suffix)."""
+        sig = self._resolve_name(query)
+        part = _RANGE_RE.search(query.strip())
+        whole = _RANGE_RE.search(sig.ref)
+        if part and part.group() != (whole.group() if whole else f"[{sig.width - 1}:0]"):
+            raise WavesError(f"signal '{query}': a part of {sig.name} ({sig.width} bits); the waves tools show "
+                             f"whole signals: give {sig.name}")
+        return sig
+
+    def _resolve_name(self, query: str) -> SignalInfo:
+        """:meth:`resolve` without the check of a bus range given with the name."""
         q = strip_range(query.strip())
         if not q:
             raise WavesError(f"an empty signal name (see `cosim waves list {self.path.name}`)")
@@ -365,7 +375,7 @@ class VcdFile:
         for s in self.signals:
             if q in s.aliases:
                 return s
-        cands = [s for s in self.signals if s.name.endswith("." + q)]
+        cands = [s for s in self.signals if any(n.endswith("." + q) for n in (s.name, *s.aliases))]
         if not cands:
             cands = [s for s in self.signals if s.name.endswith(q)]
         if len(cands) == 1:
