@@ -59,12 +59,11 @@ def run(args: argparse.Namespace) -> int:
     if args.markdown and (why := table.markdown_problem(args.markdown)) is not None:  # before the runs: nothing lost
         raise UserError(f"--markdown {args.markdown}: {why}")
     if args.suite in ("nodes", "all"):
-        selected = cases.collect()
-        if args.case:
-            selected = [c for c in selected if cases.selected(c.name, tuple(args.case))]
+        every = cases.collect()
+        selected = [c for c in every if cases.selected(c.name, tuple(args.case))] if args.case else every
         if not selected:
             raise UserError(f"--case {' '.join(args.case)}: no node case of the selection matches (the names are "
-                            f"ONNX's without its test_ prefix, e.g. {_case_examples(cases.collect())})")
+                            f"ONNX's without its test_ prefix, e.g. {_case_examples(every)})")
         rtl = tuple(c.name for c in selected if c.name in runner.RTL_SAMPLE) if args.rtl else ()
         if args.rtl and not rtl and not args.json:  # said, not refused: --rtl also covers the digits suite
             print(f"note: --rtl: the selection holds none of the RTL sample's node cases "
