@@ -11,6 +11,19 @@ from cosim.cli import MAX_CYCLES, UserError, add_json_arg, config_arg, float_arg
 from cosim.cluster.options import add_cluster_args, cluster_kwargs
 
 
+PROTOCOL_MAX_CYCLES = 40_000
+# The options only the whole suite reads, with their defaults: --dynamic and --decode refuse them.
+SUITE_ONLY = {"--reps": None, "--protocol-max-cycles": PROTOCOL_MAX_CYCLES, "--no-profile": False,
+              "--no-resnet18": False, "--no-raw-options": False, "--no-synth": False,
+              "--fmax-timeout": FMAX_TIMEOUT_S, "--scheduler": None, "--workers": None, "--results": None,
+              "--task-timeout": None}
+
+
+def _options_given(args: argparse.Namespace) -> list[str]:
+    """The suite-only options whose value is not their default: the user gave them."""
+    return [opt for opt, default in SUITE_ONLY.items() if getattr(args, opt[2:].replace("-", "_")) != default]
+
+
 def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p = sub.add_parser("bench", help="benchmarks: model speeds, cycle error, TLM growth, profiles",
                        description="Run a suite of Programs (a few thousand to over a million RTL cycles) on the "
@@ -29,7 +42,7 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--quick", action="store_true",
                    help="a shorter suite (one >= 1 M-cycle Program), default config, one repetition")
     p.add_argument("--reps", type=int_arg(1), default=None, help="repetitions per measurement (default 3; --quick: 1)")
-    p.add_argument("--protocol-max-cycles", type=int_arg(1, MAX_CYCLES), default=40_000, metavar="N",
+    p.add_argument("--protocol-max-cycles", type=int_arg(1, MAX_CYCLES), default=PROTOCOL_MAX_CYCLES, metavar="N",
                    help="run the cocotb protocol back-end only on Programs of at most N RTL cycles (default 40000)")
     p.add_argument("--no-profile", action="store_true", help="skip the cProfile runs")
     p.add_argument("--no-resnet18", action="store_true",
@@ -47,12 +60,12 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                                      "beyond it the Fmax is reported as absent")
     p.add_argument("--dynamic", action="store_true",
                    help="only the dynamic-shape section: compile time against the maximum and the Python and C "
-                        "drivers' microseconds per value, against a static compile (the first --configs, default: "
+                        "drivers' microseconds per value, against a static compile (one --configs, default: "
                         "default; about half a minute on default, minutes on small, whose small buffers take "
                         "many pieces)")
     p.add_argument("--decode", action="store_true",
                    help="only charlm's decode step: cycles per token against context length 1..128 on the traced "
-                        "TLM, split into weight streaming, KV traffic and compute (the first --configs, default: "
+                        "TLM, split into weight streaming, KV traffic and compute (one --configs, default: "
                         "default; about a minute)")
     p.add_argument("--out", type=folder_arg, default=None, metavar="DIR", help="output folder (default: <repo>/bench)")
     add_cluster_args(p)
@@ -66,9 +79,16 @@ def run(args: argparse.Namespace) -> int:
     cluster = cluster_kwargs(args)  # a bad --scheduler or --results is one line before anything runs
     if args.dynamic and args.decode:
         raise UserError("--dynamic and --decode each run only their own section: give one of them")
-    if (args.dynamic or args.decode) and args.out:
-        raise UserError(f"--{'dynamic' if args.dynamic else 'decode'} prints its section and writes no files: "
-                        f"drop --out")
+    if args.dynamic or args.decode:
+        section = "--dynamic" if args.dynamic else "--decode"
+        if args.out:
+            raise UserError(f"{section} prints its section and writes no files: drop --out")
+        unread = _options_given(args)
+        if unread:
+            raise UserError(f"{section} runs its one section once, in this process: {', '.join(unread)} would "
+                            f"do nothing there; drop {'it' if len(unread) == 1 else 'them'}")
+        if args.configs and len(args.configs) > 1:
+            raise UserError(f"{section} runs on one config: give one --configs, not {len(args.configs)}")
     if args.dynamic:
         from cosim.bench.dynamic import measure_dynamic, table_lines
         from hw.config import load_config
