@@ -116,6 +116,49 @@ def output_arg(text: str) -> str:
     return text
 
 
+def input_file_of(text: str | None) -> Path | None:
+    """The existing file an input argument names (``cfg.json``, ``net.py:function``, ``@x.npy``, ``w.npz:name``,
+    ``NAME=@x.npy``), or None (a shipped name, a folder, nothing)."""
+    if not text:
+        return None
+    for ref in (text, text.split("=", 1)[-1]):
+        ref = ref[1:] if ref.startswith("@") else ref
+        for cand in (ref, ref.split(".npz:", 1)[0] + ".npz" if ".npz:" in ref else "", ref.rsplit(":", 1)[0]):
+            if cand and Path(cand).is_file():
+                return Path(cand)
+    return None
+
+
+def claim_outputs(outputs: list[tuple[str, str | None]], inputs: list[tuple[str, str | None]]) -> None:
+    """Before a run writes its output files (``outputs``: option and path, None when not given): refuse one that
+    is an input file of the run (``inputs``: argument and value, see :func:`input_file_of`; it would be
+    overwritten) or that another output names, and make each one's folder now, so that a place that cannot be
+    written is one line before the run rather than after it (UserError)."""
+    given = {}
+    for what, text in inputs:
+        f = input_file_of(text)
+        if f is not None:
+            given[f.resolve()] = f"{what} {text}"
+    seen: dict[Path, str] = {}
+    for opt, value in outputs:
+        if not value:
+            continue
+        out = Path(value)
+        key = out.resolve()
+        if key in given:
+            raise UserError(f"{opt} {value}: is the file of {given[key]}, an input of this run (it would be "
+                            f"overwritten; write it elsewhere)")
+        if key in seen:
+            raise UserError(f"{seen[key]} and {opt} name the same file {value} (one would replace the other)")
+        seen[key] = opt
+        try:
+            out.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise UserError(f"{opt} {value}: cannot make its folder {out.parent}: {e.strerror or e}") from None
+        if not os.access(out if out.exists() else out.parent, os.W_OK):
+            raise UserError(f"{opt} {value}: not writable here")
+
+
 def float_arg(low: float, high: float, what: str) -> Any:
     """An argparse ``type``: a finite number in ``[low, high]`` (``what`` names it in the error)."""
     def parse(text: str) -> float:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -137,8 +137,11 @@ def _phase(t: int, prompt_len: int) -> str:
 
 
 def generate(prompt: str, max_new: int, chosen: list[str], config: str = "default", trace: str | Path | None = None,
-             mem: str = "fast", simulator: str = "verilator") -> dict[str, Any]:
-    """Generate ``max_new`` characters after ``prompt`` on the ``chosen`` models; the report (JSON-ready)."""
+             mem: str = "fast", simulator: str = "verilator",
+             on_start: Callable[[], None] | None = None) -> dict[str, Any]:
+    """Generate ``max_new`` characters after ``prompt`` on the ``chosen`` models; the report (JSON-ready).
+    ``on_start`` is called once the step has compiled for the config, before the models run (a progress
+    line then follows every refusal of the arguments, never precedes one)."""
     toks = check_prompt(prompt, max_new)
     cfg = load_config(config)
     bad = [m for m in chosen if m not in GEN_MODELS]
@@ -153,6 +156,8 @@ def generate(prompt: str, max_new: int, chosen: list[str], config: str = "defaul
         step = D.decode_step_program(cfg.name) if config == cfg.name else D.compile_decode(cfg)
     except CompileError as e:  # a config the step cannot take: one line
         raise GenerateError(str(e)) from None
+    if on_start is not None:
+        on_start()
     rep: dict[str, Any] = {"network": C.NAME, "config": cfg.name, "prompt": prompt, "max_new": max_new,
                            "prompt_tokens": len(toks), "compile_wall_s": time.perf_counter() - t0,
                            "pieces": [[p.lo, p.hi] for p in step.dynamic.pieces], "clock_mhz": CLOCK_MHZ,

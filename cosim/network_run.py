@@ -126,6 +126,11 @@ class SeededSamples:
         return a if dtype is None else a.astype(dtype)
 
 
+def draws_random_samples(network: Any) -> bool:
+    """Whether ``network`` runs seeded random samples (a user graph, an ONNX model), which ``--seed`` draws."""
+    return any(phrase in network.description for phrase in RANDOM_SAMPLES_TEXT)
+
+
 def with_samples_from(network: Any, source: str) -> Any:
     """``network`` whose description names ``source`` (``--input``) instead of seeded random samples."""
     import dataclasses

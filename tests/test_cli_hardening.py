@@ -1072,6 +1072,7 @@ def test_attention_example_names_its_own_parameters(capsys, params, words):
                                                             "drop them"]),
     (["bench", "--dynamic", "--no-synth"], ["--dynamic", "--no-synth would do nothing", "drop it"]),
     (["bench", "--decode", "--configs", "small", "default"], ["--decode runs on one config", "not 2"]),
+    (["calibrate", "--config", "quad"], ["config 'quad' has 4 cores", "one-core configs"]),
     (["bench", "--dynamic", "--out", ""], ["--out", "not an empty string"]),
     (["bench", "--dynamic", "--configs", ""], ["--configs", "not an empty string"]),
     (["coverage", "--quick", "--long-log2", "99", "--out", "cv"], ["--long-log2 99", "at most 2^33"]),
@@ -1178,3 +1179,28 @@ def test_calibrate_names_an_unreadable_calibration_file(capsys, tmp_path):
     assert (tmp_path / "mine.timing.json").read_text() == "{not json"
     rc, out, err = cosim(capsys, "run", "vadd", "--model", "tlm", "--config", cfg)
     assert rc == 2 and "mine.timing.json" in err, err
+
+
+def test_an_output_naming_an_input_is_refused_and_the_input_kept(capsys, tmp_path):
+    """--trace or --vcd naming the kernel's source, a -p tensor file or the --config file would overwrite it."""
+    f = tmp_path / "nested.py"
+    f.write_text(NESTED)
+    x = tmp_path / "x.npy"
+    np.save(x, np.zeros((1, 1, 2, 1, 16), np.int8))
+    cfg = tmp_path / "cfg.json"
+    cfg.write_text((ROOT / "hw/configs/default.json").read_text())
+    before = {p: p.read_bytes() for p in (f, x, cfg)}
+    shapes = ["-p", f"X=@{x}", "-p", "Wts=1x2x1x1x16x16:int8", "-p", "Out=1x1x2x1x16:int8"]
+    for opt, out, words in (("--trace", f, "KERNEL"), ("--vcd", x, "-p X="), ("--trace", cfg, "--config")):
+        one_line(*cosim(capsys, "run", f"{f}:layer", "--model", "tlm", *shapes, "--config", cfg, opt, out)[::2],
+                 f"{opt} {out}: is the file of {words}", "it would be overwritten")
+    assert {p: p.read_bytes() for p in before} == before
+
+
+@pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs /proc, a folder nothing can be made in")
+def test_an_output_folder_that_cannot_be_made_is_said_before_the_run(capsys):
+    """The trace of a long run (here a decode of every model) is not lost after the run: its place is checked
+    first."""
+    one_line(*cosim(capsys, "generate", "charlm", "--prompt", "Be", "--model", "all", "--trace",
+                    "/proc/nope/t.json")[::2], "--trace /proc/nope/t.json: cannot make its folder /proc/nope")
+    one_line(*cosim(capsys, "net", "digits", "--trace", "/proc/nope/t.json")[::2], "--trace", "/proc/nope")

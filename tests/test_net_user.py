@@ -112,3 +112,36 @@ def test_user_graph_too_big_or_too_many_samples_is_one_line(capsys, tmp_path):
     np.save(tmp_path / "many.npy", np.zeros((65536, 1, 1, 1), np.int8))
     rc, out, err = cosim(capsys, "net", f"{f}:small", "--input", tmp_path / "many.npy")
     assert rc == 2 and "holds 65536 samples; one run takes at most 65535 (give --images N)" in err, err
+
+
+def test_seed_draws_only_random_samples(capsys, tmp_path):
+    """--seed draws a user graph's random samples (another seed, other logits); with --input, or on a shipped
+    network with its own test images, it would do nothing: one line."""
+    from cosim.network_run import get_network
+
+    rc, out, err = cosim(capsys, "net", TINY, "--model", "iss", "--images", "2", "--seed", "5", "--json")
+    assert rc == 0 and json.loads(out)["match"], err
+    first = [np.asarray(get_network(TINY, seed).dataset("test")[0][:2]) for seed in (0, 5)]
+    assert not np.array_equal(*first)
+    np.save(tmp_path / "x.npy", np.zeros((1, 3, 8, 8), np.int8))
+    rc, out, err = cosim(capsys, "net", TINY, "--input", tmp_path / "x.npy", "--seed", "1")
+    assert rc == 2 and "--input gives the samples" in err and len(err.strip().splitlines()) == 1, err
+    rc, out, err = cosim(capsys, "net", "digits", "--seed", "0")
+    assert rc == 2 and "digits has its own" in err and "drop --seed" in err, err
+
+
+def test_trace_over_an_input_is_refused_and_the_input_kept(capsys, tmp_path):
+    """--trace naming the network's source, the --input samples or the --config file would overwrite them."""
+    src = tmp_path / "mine.py"
+    src.write_text((REPO / "docs/networks/tiny_cnn.py").read_text())
+    np.save(tmp_path / "x.npy", np.zeros((1, 3, 8, 8), np.int8))
+    cfg = tmp_path / "cfg.json"
+    cfg.write_text((REPO / "hw/configs/default.json").read_text())
+    before = {f: f.read_bytes() for f in (src, tmp_path / "x.npy", cfg)}
+    for trace, words in ((src, "NAME"), (tmp_path / "x.npy", "--input"), (cfg, "--config")):
+        rc, out, err = cosim(capsys, "net", f"{src}:tiny_cnn", "--input", tmp_path / "x.npy", "--config", cfg,
+                             "--trace", trace)
+        assert rc == 2 and f"is the file of {words}" in err and len(err.strip().splitlines()) == 1, err
+    assert {f: f.read_bytes() for f in before} == before
+    rc, out, err = cosim(capsys, "net", TINY, "--input", "")
+    assert rc == 2 and "--input" in err and "not an empty string" in err, err

@@ -9,7 +9,7 @@ import sys
 import numpy as np
 
 from hw.config import load_config
-from cosim.cli import add_config_arg, add_json_arg
+from cosim.cli import UserError, add_config_arg, add_json_arg
 
 
 def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -20,8 +20,9 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                                    "their cycles and counters, and print the fit and its residuals.")
     add_config_arg(p)
     p.add_argument("--write", action="store_true",
-                   help="write hw/configs/<name>.timing.json beside the config when the fit differs from "
-                        "the defaults (nothing is written when the defaults already fit)")
+                   help="write the fit beside the config's JSON file (my.json: my.timing.json; a shipped config: "
+                        "hw/configs/<name>.timing.json) when it differs from the defaults (nothing is "
+                        "written when the defaults already fit)")
     p.add_argument("--all", action="store_true", help="print every benchmark, not only those with residuals")
     add_json_arg(p)
     return p
@@ -34,6 +35,9 @@ def run(args: argparse.Namespace) -> int:
     from cosim.models import Timing, TimingError
 
     cfg = load_config(args.config)
+    if cfg.num_cores != 1:  # before the first RTL build: one line
+        raise UserError(f"config '{cfg.name}' has {cfg.num_cores} cores; calibrate runs on one-core configs "
+                        f"(its micro-benchmarks are one-core Programs)")
     log = (lambda s: print(s, file=sys.stderr, flush=True))
     try:  # the config's calibration file as every other command reads it: the fit below starts from the defaults
         Timing.from_config(cfg)

@@ -9,7 +9,7 @@ import sys
 from typing import Any
 
 from hw.result import byte_size
-from cosim.cli import UserError, add_config_arg, add_json_arg, int_arg, output_arg, settle_rtl_options
+from cosim.cli import UserError, add_config_arg, add_json_arg, claim_outputs, int_arg, output_arg, settle_rtl_options
 
 NETWORKS = ("charlm",)
 
@@ -45,16 +45,19 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
-    from cosim.generate_run import GEN_MODELS, GenerateError, check_prompt, generate
+    from cosim.generate_run import GEN_MODELS, GenerateError, generate
 
     chosen = list(GEN_MODELS) if args.model == "all" else [args.model]
     settle_rtl_options(args, chosen)
+    claim_outputs([("--trace", args.trace)], [("--config", args.config)])
     try:
-        check_prompt(args.prompt, args.max_new)   # before any progress line: a bad prompt is one line
-        if not args.json:
-            print(f"cosim generate {args.name}: {len(args.prompt)} prompt + {args.max_new} new characters on "
-                  f"{', '.join(chosen)}", file=sys.stderr, flush=True)
-        rep = generate(args.prompt, args.max_new, chosen, args.config, args.trace, args.mem, args.sim)
+        def progress() -> None:  # once the arguments are accepted: a refusal is one line
+            if not args.json:
+                print(f"cosim generate {args.name}: {len(args.prompt)} prompt + {args.max_new} new characters on "
+                      f"{', '.join(chosen)}", file=sys.stderr, flush=True)
+
+        rep = generate(args.prompt, args.max_new, chosen, args.config, args.trace, args.mem, args.sim,
+                       on_start=progress)
     except GenerateError as e:
         raise UserError(str(e)) from None
     if args.json:

@@ -10,9 +10,10 @@ from typing import Any
 
 from hw.config import load_config
 from hw.result import byte_size
-from cosim.cli import UserError, add_config_arg, add_json_arg, int_arg, output_arg, settle_rtl_options
-from cosim.network_run import (NET_MODELS, count_test_images, get_network, load_inputs, make_net_case, network_names,
-                               run_network, with_samples_from)
+from cosim.cli import (UserError, add_config_arg, add_json_arg, claim_outputs, folder_arg, int_arg, output_arg,
+                       settle_rtl_options)
+from cosim.network_run import (NET_MODELS, count_test_images, draws_random_samples, get_network, load_inputs,
+                               make_net_case, network_names, run_network, with_samples_from)
 
 
 def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -39,10 +40,11 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                    help="the first N test images, one batch (default: the whole test split; measured: the "
                         "digits' 359 images are 394k cycles, under a second on the TLM and on the RTL's cocotb "
                         "fast back-end)")
-    p.add_argument("--input", metavar="FILE.npy|FILE.npz[:NAME]",
+    p.add_argument("--input", type=folder_arg, metavar="FILE.npy|FILE.npz[:NAME]",
                    help="run these int8 samples, (N, *input shape), instead of the test split (no labels: no "
                         "accuracy); a user graph without it runs seeded random samples")
-    p.add_argument("--seed", type=int_arg(0), default=0, help="seed of a user graph's random samples (default 0)")
+    p.add_argument("--seed", type=int_arg(0), default=None,
+                   help="seed of the random samples of a user graph or ONNX model without --input (default 0)")
     add_config_arg(p)
     p.add_argument("--trace", type=output_arg, metavar="FILE",
                    help="write the TLM run's Chrome/Perfetto trace JSON here, one span per layer on the "
@@ -60,7 +62,10 @@ def _pct(v: float | None) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    network = get_network(args.name, args.seed)
+    network = get_network(args.name, args.seed or 0)
+    if args.seed is not None and (args.input or not draws_random_samples(network)):
+        raise UserError(f"--seed draws the random samples of a user graph or ONNX model; "
+                        f"{'--input gives the samples' if args.input else f'{args.name} has its own'}: drop --seed")
     from compiler.networks.network import with_dram
 
     cfg = with_dram(load_config(args.config), getattr(network, "min_dram_bytes", 0))
@@ -68,6 +73,8 @@ def run(args: argparse.Namespace) -> int:
     settle_rtl_options(args, chosen)
     if args.trace and not {"tlm", "rtl"} & set(chosen):
         raise UserError("--trace needs a TLM run: use --model tlm, rtl or all")
+    claim_outputs([("--trace", args.trace)],
+                  [("NAME", args.name), ("--input", args.input), ("--config", args.config)])
     data = load_inputs(args.input, network) if args.input else None
     if args.input:
         network = with_samples_from(network, args.input)
@@ -80,10 +87,10 @@ def run(args: argparse.Namespace) -> int:
     if images > MAX_BATCH:  # one Program holds one batch
         what = f"--input {args.input} holds" if data is not None else f"network '{network.name}' has"
         raise UserError(f"{what} {images} samples; one run takes at most {MAX_BATCH} (give --images N)")
-    if not args.json:
-        print(f"cosim net {network.name}: compiling {images} image(s) as one Program for config {cfg.name}",
-              file=sys.stderr, flush=True)
     case = make_net_case(network, cfg, images, data)
+    if not args.json:  # after the compile, which may refuse the network for this config: a refusal is one line
+        print(f"cosim net {network.name}: {images} image(s) compiled as one Program for config {cfg.name}; "
+              f"running {', '.join(chosen)}", file=sys.stderr, flush=True)
     rep, sections = run_network(case, chosen, trace=args.trace, mem=args.mem, simulator=args.sim)
     summarize = getattr(network, "summarize", None)
     if summarize is not None and rep.get("layers"):

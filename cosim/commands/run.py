@@ -23,7 +23,8 @@ from hw.program import DATA_FILES, FILES
 from hw.result import byte_size
 from compiler.dynamic_user import one_var
 from cosim import dynamic_run, models
-from cosim.cli import MAX_CYCLES, UserError, add_json_arg, config_arg, int_arg, output_arg, settle_rtl_options
+from cosim.cli import (MAX_CYCLES, UserError, add_json_arg, claim_outputs, config_arg, int_arg, output_arg,
+                       settle_rtl_options)
 from cosim.section_report import section_report
 from cosim.waves.gtkw import GtkwKept, write_gtkw
 from cosim.waves.vcd_reader import WavesError
@@ -131,21 +132,23 @@ def _tlm_outputs_named(args: argparse.Namespace) -> Iterator[None]:
 
 
 def _outputs_spare_the_program(args: argparse.Namespace) -> None:
-    """Refuse an output file that is one of the Program folder's own files (writing it would destroy the
-    Program being run), or two outputs that name one file (the second would replace the first)."""
+    """Refuse an output file that is one of the Program folder's own files or another input of the run (writing
+    it would destroy it), or two outputs that name one file (the second would replace the first); make the
+    outputs' folders (:func:`cosim.cli.claim_outputs`)."""
     if args.vcd and args.trace and Path(args.vcd).resolve() == Path(args.trace).resolve():
         raise UserError(f"--vcd and --trace name the same file {args.vcd} (the trace would replace the VCD)")
     if args.vcd and args.trace and Path(args.vcd).with_suffix(".gtkw").resolve() == Path(args.trace).resolve():
         raise UserError(f"--trace {args.trace} is the GTKWave save file written beside --vcd {args.vcd} "
                         "(one would replace the other)")
     folder = Path(args.kernel)
-    if not folder.is_dir():
-        return
-    own = {(folder / f).resolve() for f in (*FILES, *DATA_FILES)}
-    for name, value in (("--vcd", args.vcd), ("--trace", args.trace)):
-        if value and Path(value).resolve() in own:
-            raise UserError(f"{name} {value}: is a file of the Program folder {folder} (it would be overwritten; "
-                            f"write it elsewhere)")
+    if folder.is_dir():
+        own = {(folder / f).resolve() for f in (*FILES, *DATA_FILES)}
+        for name, value in (("--vcd", args.vcd), ("--trace", args.trace)):
+            if value and Path(value).resolve() in own:
+                raise UserError(f"{name} {value}: is a file of the Program folder {folder} (it would be overwritten; "
+                                f"write it elsewhere)")
+    inputs = [("KERNEL", args.kernel), ("--config", args.config), *[("-p", v) for v in args.param or []]]
+    claim_outputs([("--vcd", args.vcd), ("--trace", args.trace)], inputs)
 
 
 def run(args: argparse.Namespace) -> int:
