@@ -268,3 +268,30 @@ def test_lint_reports_warnings(tmp_path, capsys):
     rc, out, _ = cosim(capsys, "lint", "--rtl-dir", rtl, "--json")
     rep = json.loads(out)
     assert rc == 1 and not rep["ok"] and any("stray_wire" in m for m in rep["messages"])
+
+
+@needs_rtl
+def test_a_config_given_as_a_file_is_read_with_its_own_header(capsys, tmp_path):
+    """A config JSON of its own name, or one reusing a shipped name with other values: every subcommand reads
+    the RTL with the header generated from it (the shipped gen/<name>/ would give the shipped widths, and
+    there is none for a new name)."""
+    import hashlib
+
+    d = json.loads((RTL_DIR.parent / "configs" / "default.json").read_text())
+    d["acc_depth"] = 512
+    same_name = tmp_path / "fake.json"
+    same_name.write_text(json.dumps(d))
+    new_name = tmp_path / "tinyacc.json"
+    new_name.write_text(json.dumps({**d, "name": "tinyacc"}))
+    shipped = RTL_DIR / "gen" / "default" / "accel_params.vh"
+    before = hashlib.sha256(shipped.read_bytes()).hexdigest()
+    for cfg in (same_name, new_name):
+        rc, out, err = cosim(capsys, "modules", "--config", cfg, "--json")
+        acc = next(m for m in json.loads(out)["modules"] if m["name"] == "acc_buffer")
+        ports = {p["name"]: p["width"] for p in acc["ports"]}
+        assert rc == 0 and ports["ld_addr"] == 9, (err, ports)  # log2(512); the shipped default's is 11
+        rc, out, err = cosim(capsys, "check", "--config", cfg)
+        assert rc == 0 and "0 errors" in out, out + err
+    rc, out, err = cosim(capsys, "lint", "--config", new_name)
+    assert rc == 0 and "lint (tinyacc): 0 messages: clean" in out, out + err
+    assert hashlib.sha256(shipped.read_bytes()).hexdigest() == before

@@ -31,10 +31,13 @@ def _rtl_dir(args: argparse.Namespace):
 
 
 def _design(args: argparse.Namespace):
-    from hw.introspect.parse import load_design
+    """The config and the RTL parsed with its header (generated when the config is not a shipped one)."""
+    from hw.introspect.parse import config_header_dir, load_design
 
     cfg = load_config(args.config)
-    return cfg, load_design(_rtl_dir(args), cfg.name)
+    rtl = _rtl_dir(args)
+    with config_header_dir(cfg, rtl) as inc:
+        return cfg, load_design(rtl, cfg.name, header_dir=inc)
 
 
 # ---- modules ---------------------------------------------------------------------------
@@ -161,7 +164,7 @@ def add_lint(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
 def run_lint(args: argparse.Namespace) -> int:
     from hw.introspect.lint import lint
 
-    rep = lint(load_config(args.config).name, _rtl_dir(args))
+    rep = lint(load_config(args.config), _rtl_dir(args))
     if args.json:
         print(json.dumps(rep))
     else:

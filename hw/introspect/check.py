@@ -33,7 +33,7 @@ from hw import csr
 from hw.config import HwConfig
 from hw.gen_header import CSR_ADDR_BITS, HEADER_NAME, header_text
 from hw.isa import ALU_OPS, BUFFERS, OPCODES
-from hw.introspect.parse import (RTL_DIR, TOP, Design, build_design, expr_text, include_dir, int_const,
+from hw.introspect.parse import (RTL_DIR, TOP, Design, build_design, config_header_dir, expr_text, int_const,
                                       parse_text, preprocess, source_files, walk)
 
 _DEFINE_RE = re.compile(r"^\s*`define\s+(\w+)\s*(.*?)\s*(?://.*)?$", re.MULTILINE)
@@ -90,8 +90,8 @@ def macros_used(files: list[Path]) -> dict[str, list[str]]:
 
 
 # ---- header ------------------------------------------------------------------------------
-def check_header(cfg: HwConfig, rtl_dir: Path, files: list[Path]) -> list[Finding]:
-    path = include_dir(rtl_dir, cfg.name) / HEADER_NAME
+def check_header(cfg: HwConfig, inc: Path, rtl_dir: Path, files: list[Path]) -> list[Finding]:
+    path = inc / HEADER_NAME
     have, want = defines(path.read_text()), defines(header_text(cfg))
     used = macros_used(files)
     out = []
@@ -271,8 +271,8 @@ def hardcoded_constants(ast: Any) -> list[Finding]:
     return out
 
 
-def check_constants(rtl_dir: Path, cfg: HwConfig, files: list[Path], tmp: Path) -> list[Finding]:
-    header = include_dir(rtl_dir, cfg.name) / HEADER_NAME
+def check_constants(inc: Path, rtl_dir: Path, files: list[Path], tmp: Path) -> list[Finding]:
+    header = inc / HEADER_NAME
     tdir = tmp / "tagged"
     tdir.mkdir(parents=True, exist_ok=True)
     (tdir / HEADER_NAME).write_text(tagged_header(header.read_text()))
@@ -383,7 +383,7 @@ def hardcoded_csr_decode(ast: Any, fixed: dict[int, str]) -> list[Finding]:
     return out
 
 
-def check_csr(rtl_dir: Path, cfg: HwConfig, files: list[Path], tmp: Path) -> list[Finding]:
+def check_csr(inc: Path, rtl_dir: Path, cfg: HwConfig, files: list[Path], tmp: Path) -> list[Finding]:
     """The CSR decoder follows hw/csr.py: it names every register and field by its macro (the
     header check proves the macros equal the map) and types no address or field position."""
     decoders = [f for f in files if any(p in f.read_text() for p in ADDR_PORTS)]
@@ -392,7 +392,7 @@ def check_csr(rtl_dir: Path, cfg: HwConfig, files: list[Path], tmp: Path) -> lis
     used = macros_used(files)
     out = [Finding("csr", "error", "hw/rtl", f"no source uses `{m}: the decoder of hw/csr.py's map needs it")
            for m in decoded_macros() if m not in used]
-    header = include_dir(rtl_dir, cfg.name) / HEADER_NAME
+    header = inc / HEADER_NAME
     tdir = tmp / "all-tagged"
     tdir.mkdir(parents=True, exist_ok=True)
     (tdir / HEADER_NAME).write_text(all_tagged_header(header.read_text()))
@@ -407,13 +407,12 @@ def run_checks(cfg: HwConfig, rtl_dir: str | Path = RTL_DIR) -> dict[str, Any]:
 
     rtl_dir = Path(rtl_dir).resolve()
     files = source_files(rtl_dir)
-    findings = check_header(cfg, rtl_dir, files)
-    design = build_design(parse_text(preprocess(files, [include_dir(rtl_dir, cfg.name), rtl_dir])),
-                          rtl_dir, cfg.name, files)
-    findings += check_ports(cfg, design)
-    with tempfile.TemporaryDirectory(prefix="cosim-rtl-check-") as tmp:
-        findings += check_constants(rtl_dir, cfg, files, Path(tmp))
-        findings += check_csr(rtl_dir, cfg, files, Path(tmp))
+    with config_header_dir(cfg, rtl_dir) as inc, tempfile.TemporaryDirectory(prefix="cosim-rtl-check-") as tmp:
+        findings = check_header(cfg, inc, rtl_dir, files)
+        design = build_design(parse_text(preprocess(files, [inc, rtl_dir])), rtl_dir, cfg.name, files)
+        findings += check_ports(cfg, design)
+        findings += check_constants(inc, rtl_dir, files, Path(tmp))
+        findings += check_csr(inc, rtl_dir, cfg, files, Path(tmp))
     return {"config": cfg.name, "rtl_dir": str(rtl_dir), "modules": len(design.modules),
             "ok": not any(f.severity == "error" for f in findings),
             "errors": sum(f.severity == "error" for f in findings),

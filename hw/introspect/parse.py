@@ -9,6 +9,7 @@ once per process, so nothing lands in the source tree and parallel runs never sh
 from __future__ import annotations
 
 import atexit
+import contextlib
 import re
 import shutil
 import subprocess
@@ -17,10 +18,14 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
+from hw.config import HwConfig, list_configs, load_config
+from hw.gen_header import header_text, write_header
 from hw.toolchain import ToolchainError, verilator_bin, verilator_env
 
 RTL_DIR = Path(__file__).resolve().parents[2] / "hw" / "rtl"
 TOP = "accel_top"
+# Bound of one Verilator run that only reads the RTL (-E, --lint-only: seconds; a hung tool is an error).
+TOOL_TIMEOUT_S = 600
 
 
 class RtlError(ValueError):
@@ -46,6 +51,21 @@ def source_files(rtl_dir: Path = RTL_DIR) -> list[Path]:
     return files
 
 
+@contextlib.contextmanager
+def config_header_dir(cfg: HwConfig, rtl_dir: str | Path = RTL_DIR) -> Iterator[Path]:
+    """The folder of the ``accel_params.vh`` to read ``rtl_dir`` with for ``cfg``: the RTL folder's
+    ``gen/<name>/`` for a shipped config as shipped (whose staleness ``cosim rtl check`` reports), else the
+    header generated from ``cfg`` into a temporary folder (a config given as a JSON path, even one that
+    reuses a shipped config's name; an RTL folder without gen/), as the builds and the synthesis do."""
+    shipped = Path(rtl_dir) / "gen" / cfg.name
+    if ((shipped / "accel_params.vh").is_file() and cfg.name in list_configs()
+            and header_text(load_config(cfg.name)) == header_text(cfg)):
+        yield shipped
+        return
+    with tempfile.TemporaryDirectory(prefix="cosim-rtl-header-") as tmp:
+        yield write_header(cfg, Path(tmp)).parent
+
+
 def include_dir(rtl_dir: Path, config: str) -> Path:
     d = Path(rtl_dir) / "gen" / config
     if not (d / "accel_params.vh").is_file():
@@ -63,7 +83,10 @@ def verilator_exe() -> str:
 def preprocess(files: list[Path], inc_dirs: list[Path]) -> str:
     """The files' text with includes and macros expanded by ``verilator -E -P``."""
     cmd = [verilator_exe(), "-E", "-P"] + [f"-I{d}" for d in inc_dirs] + [str(f) for f in files]
-    r = subprocess.run(cmd, capture_output=True, text=True, env=verilator_env())
+    try:
+        r = subprocess.run(cmd, capture_output=True, text=True, env=verilator_env(), timeout=TOOL_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        raise RtlError(f"verilator -E: no result within {TOOL_TIMEOUT_S} s") from None
     if r.returncode:
         first = next((ln for ln in r.stderr.splitlines() if ln.strip()), "unknown error")
         raise RtlError(f"verilator -E failed: {first}")
