@@ -35,6 +35,8 @@ help:
 	@echo "make resnet18          ResNet-18 at ImageNet size, one image, golden/ISS/TLM/RTL (cosim net resnet18)"
 	@echo "make soak [SOAK_ARGS=...]  the suite 3 times from a clean clone with every core busy (flaky tests)"
 	@echo "make networks          retrain every shipped network and require the committed weights bit for bit"
+	@echo "make venv       create .venv and install the project from pyproject.toml (every target does it first)"
+	@echo "make clean      remove build/: every simulator build and every result in it (regress, coverage, mutation)"
 
 venv: $(STAMP)
 $(STAMP): pyproject.toml
@@ -59,10 +61,11 @@ test-long: $(STAMP)
 
 # The full matrix as tasks on this machine's cores, or on a Dask cluster with COSIM_SCHEDULER=tcp://HOST:8786;
 # REGRESS_ARGS adds options (e.g. --configs small --seeds 1, --results build/regress.jsonl to resume).
-# It ends with the verification report (build/report.html), whatever the regression's outcome.
+# It ends with the verification report (build/report.html) when the regression ran (passed or failed; not
+# when it refused its arguments, which would show an older build/regress.xml as this run's).
 regress: $(STAMP)
 	$(RUN) $(VENV)/bin/cosim regress --junit build/regress.xml $(REGRESS_ARGS); status=$$?; \
-	$(RUN) $(VENV)/bin/cosim report -o build/report.html; exit $$status
+	if [ $$status -le 1 ]; then $(RUN) $(VENV)/bin/cosim report -o build/report.html; fi; exit $$status
 
 # Coverage builds (separate folders), the regression on every config and back-end, the unit cases, the
 # directed coverage tests and 200 RTL fuzz Programs per config, as tasks; COVERAGE_ARGS adds options

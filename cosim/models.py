@@ -350,11 +350,12 @@ def remove_build(b: Any) -> bool:
     return remove(b)
 
 
-def prune_build_runs(b: Any) -> int:
-    """Remove the run folders left in one of :func:`cached_builds` (not while it runs); the bytes freed."""
-    from testbench.build_cache import prune_runs
+def prune_build_runs(b: Any, dry_run: bool = False) -> int:
+    """Remove the run folders left in one of :func:`cached_builds` (not while it runs); the bytes freed
+    (``dry_run``: removes nothing, the bytes it would free)."""
+    from testbench.build_cache import prune_runs, run_folders_bytes
 
-    return prune_runs(b)
+    return run_folders_bytes(b) if dry_run else prune_runs(b)
 
 
 def raw_mems() -> tuple[str, ...]:

@@ -18,7 +18,6 @@ Only the standard library: it runs before any ``.venv`` exists.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import shutil
@@ -151,21 +150,22 @@ def soak(runs: int, load: int, pytest_args: list[str], out_dir: Path, rev: str =
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m cosim.soak", description=__doc__.split("\n\n")[0])
-    ap.add_argument("--runs", type=int, default=3, help="how many times to run the suite (default 3)")
-    ap.add_argument("--load", type=int, default=os.cpu_count() or 1,
+    from cosim.cli import CosimArgumentParser, float_arg, int_arg
+
+    ap = CosimArgumentParser(prog="python -m cosim.soak", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--runs", type=int_arg(1), default=3, help="how many times to run the suite (default 3)")
+    ap.add_argument("--load", type=int_arg(0), default=os.cpu_count() or 1,
                     help="busy-loop processes during the runs (default: one per core)")
     ap.add_argument("--out", type=Path, default=REPO / "build" / "soak",
                     help="logs, JUnit XML and summary.json (default build/soak)")
     ap.add_argument("--rev", default="HEAD", help="the commit to clone (default HEAD: committed work only)")
     ap.add_argument("--jobs", default="auto", help="pytest-xdist workers of make test (default auto)")
-    ap.add_argument("--timeout", type=float, default=RUN_TIMEOUT_S, help="seconds before a run counts as hung")
+    ap.add_argument("--timeout", type=float_arg(1e-3, 1e9, "a positive number of seconds"), default=RUN_TIMEOUT_S,
+                    help="seconds before a run counts as hung")
     ap.add_argument("--keep", action="store_true", help="keep the clone (its path is in summary.json)")
     ap.add_argument("pytest_args", nargs="*", metavar="-- PYTEST_ARG",
                     help="run pytest with these arguments instead of `make test` (a reduced selection)")
     args = ap.parse_args(argv)
-    if args.runs < 1 or args.load < 0 or not args.timeout > 0:
-        ap.error("--runs must be >= 1, --load >= 0 and --timeout > 0")
     try:
         s = soak(args.runs, args.load, args.pytest_args, args.out.resolve(), args.rev, args.keep, args.timeout,
                  args.jobs)

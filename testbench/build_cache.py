@@ -198,11 +198,17 @@ def remove(b: CachedBuild) -> bool:
     return True
 
 
+def run_folders_bytes(b: CachedBuild) -> int:
+    """The bytes of the run folders a cocotb build holds (what :func:`prune_runs` would free)."""
+    runs = b.path / "runs"
+    return _size(runs) if b.kind == "rtl" and runs.is_dir() else 0
+
+
 def prune_runs(b: CachedBuild) -> int:
     """Remove the run folders a kept cocotb build holds (a run that failed at the testbench level keeps its
     folder for a look; a run killed leaves its own), unless a run is using the build now; the bytes freed."""
     runs = b.path / "runs"
-    if b.kind != "rtl" or not runs.is_dir():
+    if not run_folders_bytes(b):
         return 0
     try:
         with build_lock(lock_path(b.path), wait_s=0):

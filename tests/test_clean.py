@@ -31,10 +31,17 @@ def test_clean_keeps_the_most_recently_used(tmp_path, monkeypatch, capsys):
     d = json.loads(capsys.readouterr().out)
     assert [b["path"].rsplit("/", 1)[1] for b in d["removed"]] == ["small-2-protocol-verilator"]
     assert d["freed_bytes"] >= 2000 and (tmp_path / "rtl" / "small-2-protocol-verilator").is_dir()
+    runs = tmp_path / "rtl" / "default-1-fast-verilator" / "runs" / "r1"  # a failed run's folder, kept for a look
+    runs.mkdir(parents=True)
+    (runs / "sim.log").write_bytes(b"x" * 500)
+    assert main(["clean", "--keep", "1", "--dry-run", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["run_folders_freed_bytes"] >= 500 and runs.is_dir()
     assert main(["clean", "--keep", "1"]) == 0
     out = capsys.readouterr().out
+    assert "run folders left in kept builds" in out and not runs.exists()
     assert "removed 2 build(s)" in out and "kept 1" in out
-    assert sorted(p.name for p in (tmp_path / "rtl").iterdir()) == ["default-1-fast-verilator", "notes"]
+    assert sorted(p.name for p in (tmp_path / "rtl").iterdir() if p.suffix != ".lock") == \
+        ["default-1-fast-verilator", "notes"]  # (the kept build's lock file stays, as beside every build)
     assert not (tmp_path / "raw" / "default-1-verilog").exists()
     assert main(["clean", "--keep", "0", "--json"]) == 0
     assert len(json.loads(capsys.readouterr().out)["removed"]) == 1

@@ -122,19 +122,26 @@ def _results(tmp_path: Path) -> dict[str, Path]:
     return paths
 
 
-def _report(tmp_path: Path, paths: dict[str, Path], missing_bins: Path) -> Path:
+def _report(tmp_path: Path, paths: dict[str, Path], monkeypatch) -> Path:
+    """The page of ``paths`` with the bins left at their default path, missing in ``tmp_path``."""
+    monkeypatch.chdir(tmp_path)
     out = tmp_path / "site" / "report.html"
-    argv = ["report", "-o", str(out), "--bins", str(missing_bins)]
+    argv = ["report", "-o", str(out)]
     for name, p in paths.items():
         argv += [f"--{name}", str(p)]
     assert main(argv) == 0
     return out
 
 
-def test_tables_are_the_files(tmp_path, capsys):
+def test_tables_are_the_files(tmp_path, capsys, monkeypatch):
     paths = _results(tmp_path)
-    out = _report(tmp_path, paths, tmp_path / "no-bins.json")
+    out = _report(tmp_path, paths, monkeypatch)
     assert "not run: bins" in capsys.readouterr().out
+    # each shown file says when it was written (an old result of an earlier run shows its age)
+    import datetime
+
+    day = datetime.datetime.fromtimestamp(paths["fuzz"].stat().st_mtime, datetime.timezone.utc).strftime("%Y-%m-%d")
+    assert out.read_text().count(f"</code>, written {day} ") == len(paths)
     page = Tables()
     page.feed(out.read_text())
     t = page.tables
@@ -213,6 +220,11 @@ def test_unreadable_and_missing_inputs(tmp_path, capsys, monkeypatch):
         err = capsys.readouterr().err
         assert err.startswith(f"cosim report: error: --fuzz {given}: not ") and len(err.splitlines()) == 1, err
         assert out.read_text() == text
+    # a file named by its option that is not there (a typo) is not shown as "not run"
+    assert main(["report", "-o", str(out), "--fuzz", str(tmp_path / "fuz.json")]) == 2
+    err = capsys.readouterr().err
+    assert f"--fuzz {tmp_path / 'fuz.json'}: no such file" in err and len(err.splitlines()) == 1, err
+    assert out.read_text() == text
     # -o naming an input is refused before the page replaces the input
     good = tmp_path / "fuzz.json"
     good.write_text('{"cases": 3}')
@@ -226,13 +238,13 @@ def test_unreadable_and_missing_inputs(tmp_path, capsys, monkeypatch):
     assert "make regress" in page.missing["junit"] and "make coverage" in page.missing["coverage"]
 
 
-def test_chromium_renders_the_tables(tmp_path):
+def test_chromium_renders_the_tables(tmp_path, monkeypatch):
     """The page in a real browser (Debian's chromium, headless): the DOM it builds has every table."""
     chromium = shutil.which("chromium")
     if chromium is None:
         pytest.skip("chromium is not installed (Debian package chromium): the page was checked with html.parser only")
     paths = _results(tmp_path)
-    out = _report(tmp_path, paths, tmp_path / "no-bins.json")
+    out = _report(tmp_path, paths, monkeypatch)
     r = subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu", "--dump-dom", out.as_uri()],
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr[-2000:]

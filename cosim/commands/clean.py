@@ -31,11 +31,10 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(f"{root}: the build folder (COSIM_BUILD_DIR or the repository's build/) is not a folder")
     found = models.cached_builds()
     keep, drop = found[:args.keep], found[args.keep:]
-    runs_freed = 0
     if not args.dry_run:
         used = [b for b in drop if not models.remove_build(b)]  # used while we waited: kept
         keep, drop = keep + used, [b for b in drop if b not in used]
-        runs_freed = sum(models.prune_build_runs(b) for b in keep)
+    runs_freed = sum(models.prune_build_runs(b, dry_run=args.dry_run) for b in keep)
     freed = sum(b.bytes for b in drop)
     if args.json:
         print(json.dumps({"kept": [b.to_json() for b in keep], "removed": [b.to_json() for b in drop],

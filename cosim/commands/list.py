@@ -13,10 +13,13 @@ from cosim.network_run import get_network, network_names
 
 
 def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
-    p = sub.add_parser("list", help="list the example kernels and their parameters, and the networks",
+    p = sub.add_parser("list", help="list the example kernels and their parameters, the dynamic-shape examples and "
+                                    "the networks",
                        description="List the example kernels registered in compiler/examples.py with their "
                                    "default parameters (override them with `cosim compile NAME -p key=value`), "
-                                   "then the shipped networks (compiler/networks; run one with `cosim net NAME`).")
+                                   "the dynamic-shape examples with their run-time variable (`cosim run NAME --set "
+                                   "VAR=N`), then the shipped networks (compiler/networks; run one with `cosim net "
+                                   "NAME`).")
     add_json_arg(p)
     return p
 
@@ -39,7 +42,7 @@ def run(args: argparse.Namespace) -> int:
                                        "variables": {d.var.name: d.var.to_json()}}
                                       for d in DYNAMIC_EXAMPLES.values()]}))
         return 0
-    width = max(len(e.name) for e in exs)
+    width = max(len(x.name) for x in [*exs, *nets, *DYNAMIC_EXAMPLES.values()])
     for e in exs:
         params = " ".join(f"{k}={_fmt(v)}" for k, v in e.params.items())
         print(f"{e.name:<{width}}  {params}")

@@ -16,8 +16,9 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                        description="Write one static HTML page from whatever result files exist: the JUnit XML "
                                    "of `make regress` (a row per testcase), and the JSON of code coverage, "
                                    "functional bins, fuzzing and mutation (each: its top-level numbers, and a table "
-                                   "per list or dict of items). A missing file is shown as not run, with the command "
-                                   "that makes it; paths are relative to the current folder.")
+                                   "per list or dict of items). A missing file at its default path is shown as not run, "
+                                   "with the command that makes it (one named by its option must exist); paths are "
+                                   "relative to the current folder.")
     for inp in INPUTS:
         p.add_argument(f"--{inp.name}", type=folder_arg, default=inp.default, metavar="FILE",
                        help=f"{inp.title} (default {inp.default}; made by `{inp.how}`)")
@@ -36,7 +37,10 @@ def run(args: argparse.Namespace) -> int:
         if paths[i.name].resolve() == out.resolve():
             raise UserError(f"-o {args.out}: is the --{i.name} input (the page would replace it)")
     read = read_inputs(paths, out.parent.resolve())
-    for i in INPUTS:  # a file named on the command line that is there must be readable: nothing is written
+    for i in INPUTS:  # a file named on the command line must be there and readable: else nothing is written
+        if getattr(args, i.name) != i.default and read[i.name] is None:
+            raise UserError(f"--{i.name} {paths[i.name]}: no such file (without the option, a missing result "
+                            f"file is shown as not run)")
         if getattr(args, i.name) != i.default and isinstance(read[i.name], str):
             raise UserError(f"--{i.name} {paths[i.name]}: {read[i.name]}")
     write_report(paths, out, read)

@@ -105,6 +105,17 @@ def _table_html(inp: Input, t: Table) -> str:
     return "\n".join(out)
 
 
+def _written(path: Path) -> str:
+    """When ``path`` was last written (UTC), or "at an unknown time"."""
+    import datetime
+
+    try:
+        t = path.stat().st_mtime
+    except OSError:
+        return "at an unknown time"
+    return datetime.datetime.fromtimestamp(t, datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+
+
 def render(paths: dict[str, Path | None], base: Path, read: Read | None = None) -> str:
     """The page for the inputs at ``paths`` (name -> path; None or a missing file: not run). Links are
     made relative to ``base``, the page's folder; ``read`` is :func:`read_inputs`'s (made here if None)."""
@@ -124,7 +135,7 @@ def render(paths: dict[str, Path | None], base: Path, read: Read | None = None) 
             parts.append(f'<p class="missing" data-input="{e(inp.name)}">not run{where}: make it with '
                          f"<code>{e(inp.how)}</code></p></section>")
             continue
-        parts.append(f"<p>from <code>{e(str(path))}</code></p>")
+        parts.append(f"<p>from <code>{e(str(path))}</code>, written {e(_written(path))}</p>")  # an old file shows
         if isinstance(got, str):
             parts.append(f'<p class="bad" data-input="{e(inp.name)}">unreadable: {e(got)}</p></section>')
             continue

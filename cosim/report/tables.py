@@ -167,9 +167,12 @@ def junit_tables(path: Path) -> list[Table]:
                 message = message[0] if message else ""
                 break
         counts[result] += 1
-        t = float(tc.get("time") or 0.0)
-        total_time += t
         name = tc.get("name", "")
+        try:
+            t = float(tc.get("time") or 0.0)
+        except ValueError:
+            raise ValueError(f"testcase {name!r}: time={tc.get('time')!r} is not a number of seconds") from None
+        total_time += t
         cls = tc.get("classname")
         rows.append([Cell(f"{cls}::{name}" if cls else name), Cell(result), Cell(format_value(round(t, 3))),
                      Cell(message)])
