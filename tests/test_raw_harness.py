@@ -4,6 +4,8 @@ regression and the coverage runs drive the harness on; its builds take a fractio
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from hw.config import load_config
@@ -63,3 +65,24 @@ def test_build_is_cached():
     exe = build(CFG)
     before = file_times(exe.parent)
     assert build(CFG) == exe and file_times(exe.parent) == before  # nothing compiled or written again
+
+
+def test_a_build_past_its_bound_is_stopped_with_its_compilers(tmp_path, monkeypatch):
+    """A build that does not finish within BUILD_TIMEOUT_S is one error naming the bound, and leaves no
+    process of its own running (make's compilers are in the build's process group)."""
+    from testbench.raw import harness
+
+    monkeypatch.setenv("COSIM_BUILD_DIR", str(tmp_path))
+    monkeypatch.setattr(harness, "BUILD_TIMEOUT_S", 0.5)
+    with pytest.raises(harness.RawError, match=r"did not finish within 0.5 s"):
+        harness.build(CFG)
+    left = [c for c in Path("/proc").glob("[0-9]*/cmdline") if str(tmp_path).encode() in _read(c)]
+    assert left == [], [_read(c) for c in left]
+
+
+def _read(path: Path) -> bytes:
+    """A file of /proc, or nothing when its process is gone."""
+    try:
+        return path.read_bytes()
+    except OSError:
+        return b""

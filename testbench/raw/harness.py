@@ -56,6 +56,8 @@ DRAM_MODEL_H = RAW_DIR / "dram_model.h"  # the C++ DRAM model, included by the h
 MEMS = ("verilog", "cpp")
 DEFAULT_MEM = "verilog"
 EXE = "raw_sim"
+# Bound of one build (verilate, compile, link): minutes on a loaded 2-core machine; past it the build is an error.
+BUILD_TIMEOUT_S = 3600
 
 
 class RawError(RuntimeError):
@@ -182,12 +184,31 @@ def _make(c: HwConfig, mem: str, top: str, inc: Path, srcs: list[Path], obj: Pat
     with open(log, "a") as f:
         f.write(" ".join(cmd) + "\n")
         f.flush()
-        r = subprocess.run(cmd, cwd=log.parent, env=env, stdout=f, stderr=subprocess.STDOUT)
-    if r.returncode != 0 or not exe.is_file():
+        proc = subprocess.Popen(cmd, cwd=log.parent, env=env, stdout=f, stderr=subprocess.STDOUT,
+                                start_new_session=True)  # its own group: make's compilers go with it
+        try:
+            code = proc.wait(timeout=BUILD_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            _kill_group(proc)
+            raise RawError(f"building the raw harness for config '{c.name}' did not finish within "
+                           f"{BUILD_TIMEOUT_S} s; see {log}") from None
+        except BaseException:  # an interrupt: no compiler is left running
+            _kill_group(proc)
+            raise
+    if code != 0 or not exe.is_file():
         why = log_problem(log)
         raise RawError(f"building the raw harness for config '{c.name}' ({mem}, options {options.name}) failed "
-                       f"(exit {r.returncode}){': ' + why if why else ''}; see {log}\n"
+                       f"(exit {code}){': ' + why if why else ''}; see {log}\n"
                        f"{log.read_text(errors='replace')[-4000:]}")
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    """Stop a build started in its own process group, every compiler of it included."""
+    try:
+        os.killpg(proc.pid, 9)
+    except ProcessLookupError:
+        pass
+    proc.wait()
 
 
 def _built(c: HwConfig, mem: str, rtl: Path | None, coverage: bool, options: RawOptions) -> Path:
