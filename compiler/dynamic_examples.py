@@ -29,7 +29,7 @@ from compiler.kernel import Kernel, reporting_failures
 from compiler.network import NetworkProgram, compile_network
 from compiler.params import ParamError, parse_var
 from compiler.symbolic import Var, var
-from compiler.tensor import TensorSpec, tensor
+from compiler.tensor import TensorSpec, pad_to_vectors, tensor
 from hw.config import HwConfig
 from hw.program import Program
 
@@ -79,7 +79,7 @@ class DynamicExample:
 
     def golden(self, cfg: HwConfig, v: int, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         """The golden outputs of value ``v``: the kernel on numpy, flat (nvec * lanes) per output."""
-        args = {**self.bound(cfg, v), **inputs}
+        args = {**self.bound(cfg, v), **{n: np.array(a) for n, a in inputs.items()}}  # copies: in-place stores
         with reporting_failures(self.kernel.fn, f"kernel '{self.name}' at {self.var.name}={v}"):
             tensors = self.kernel.run_golden(cfg, args)
         return {n: tensors[n].data.reshape(-1) for n, a in args.items()
@@ -90,8 +90,9 @@ def with_maximum_data(dp: DynamicProgram, example: Any, cfg: HwConfig) -> Dynami
     """``dp`` with ``example``'s inputs (seed 0) and expected outputs of the maximum attached: the folder is
     also a complete Program of the maximum."""
     inputs = example.inputs(cfg, example.var.max)
-    for n, a in inputs.items():
-        dp.program.set_input(n, a.reshape(dp.program.region(n).shape))
+    for n, a in inputs.items():  # the user's shape: zero-padded to whole vectors of the region
+        r = dp.program.region(n)
+        dp.program.set_input(n, pad_to_vectors(a, cfg.lanes, r.dtype).reshape(r.shape))
     dp.program.expected = {n: a.reshape(dp.program.region(n).shape)
                            for n, a in example.golden(cfg, example.var.max, inputs).items()}
     return dp

@@ -110,12 +110,12 @@ class UserDynamicExample(DynamicExample):
     def inputs(self, cfg: HwConfig, v: int, seed: int = 0) -> dict[str, Any]:
         bound = self.bound(cfg, v)
         specs = {n: a for n, a in bound.items() if isinstance(a, TensorSpec) and n in self.ranges}
-        return _user_inputs(self.module, self.name, specs, {}, bound, seed)
+        return _user_inputs(self.module, self.name, specs, {}, bound, seed, self.kernel)
 
     def reference(self, cfg: HwConfig, v: int, inputs: dict[str, np.ndarray],
                   program: Program) -> dict[str, np.ndarray] | None:
-        """The outputs of the file's ``<fn>_reference`` for value ``v`` packed like ``program``'s output
-        regions (None without one), as a static user kernel's are checked against golden."""
+        """The outputs of the file's ``<fn>_reference`` for value ``v`` in the user's shapes (None without one),
+        as a static user kernel's are checked against golden."""
         ref_fn = getattr(self.module, f"{self.name}_reference", None)
         if not callable(ref_fn):
             return None
@@ -126,7 +126,8 @@ class UserDynamicExample(DynamicExample):
         label = f"reference '{self.name}_reference'"
         with reporting_failures(ref_fn, f"{label} at {self.var.name}={v}"):
             r = ref_fn(**inputs, **_reference_consts(ref_fn, self.kernel, consts))
-        return _reference_outputs(r, ref_fn, label, outs, program, cfg)
+        return _reference_outputs(r, ref_fn, label, outs, [n for n, a in bound.items()
+                                                           if isinstance(a, TensorSpec) and roles.get(n) == "scratch"])
 
     def check_compiles_to(self, cfg: HwConfig, v: int, program: Program, where: str) -> None:
         """Refuse, in one line naming ``where``, a kernel that no longer compiles to ``program`` at value

@@ -47,7 +47,7 @@ import sys
 from dataclasses import dataclass, field, fields
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 import numpy as np
 
@@ -373,13 +373,18 @@ class Case:
         """Outputs of the golden path (the kernel called on numpy), region-shaped like read_outputs.
 
         An exception of the kernel's own code becomes one KernelFailure line (see compiler.kernel)."""
-        args = {**self.user_inputs, **self.out_specs, **self.consts}
+        roles = {r.name: r.role for r in self.program.regions}
+        # a tensor the kernel loads and stores (in place) runs on a copy: its stores must not reach the inputs
+        # every other model (and the Program folder) runs on
+        inputs = {n: a.copy() if roles.get(n) == "scratch" else a for n, a in self.user_inputs.items()}
+        args = {**inputs, **self.out_specs, **self.consts}
         with reporting_failures(self.kernel.fn, f"kernel '{self.kernel.name}'"):
             tensors = self.kernel.run_golden(self.config, args)
         return {n: self._region(n, tensors[n].data) for n in self.out_specs}
 
     def reference(self) -> dict[str, np.ndarray] | None:
-        """The plain numpy expression of the operator (same keys/shapes), or None without one."""
+        """The plain numpy expression of the operator (same keys; region-shaped for a shipped example, the
+        user's shapes for a user kernel's reference), or None without one."""
         return None if self._reference is None else self._reference()
 
     def unpad(self, outputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -510,13 +515,16 @@ def _constant_hint(message: str, consts: dict[str, Any], k: Kernel) -> str:
 
 
 def _user_inputs(mod: Any, fn: str, specs: dict[str, TensorSpec], given: dict[str, np.ndarray],
-                 params: dict[str, Any], seed: int) -> dict[str, np.ndarray]:
+                 params: dict[str, Any], seed: int, kernel: Kernel | None = None) -> dict[str, np.ndarray]:
     """The inputs of a user kernel: data given with ``@file``, else from ``<fn>_inputs``, else random of each
-    input's dtype (module docstring); every array checked against its input's shape and dtype."""
+    input's dtype (module docstring); every array checked against its input's shape and dtype. The hook gets
+    ``params`` and, as the reference does, the ``kernel``'s own defaults of the parameters it takes by name."""
     rng = np.random.default_rng(seed)
     hook = getattr(mod, f"{fn}_inputs", None)
     made: dict[str, Any] = {}
     if callable(hook):
+        if kernel is not None:
+            params = _reference_consts(hook, kernel, params)
         with reporting_failures(hook, f"inputs '{fn}_inputs'"):
             made = hook(rng, **params)
         if not isinstance(made, dict):
@@ -559,6 +567,10 @@ def _reference_consts(ref_fn: Callable[..., Any], k: Kernel, consts: dict[str, A
 def _user_case(name: str, ex: Example, cfg: HwConfig, params: dict[str, Any], seed: int) -> Case:
     k, mod, fn = _load_user(name)
     p = {**ex.params, **params}
+    sig = k.signature.parameters
+    unknown = [key for key in p if key not in sig]
+    if unknown and not any(q.kind is q.VAR_KEYWORD for q in sig.values()):
+        raise ParamError(f"kernel '{fn}' has no parameter {unknown[0]!r} (parameters: {', '.join(sig) or 'none'})")
     specs: dict[str, TensorSpec] = {}
     consts: dict[str, Any] = {}
     given: dict[str, np.ndarray] = {}
@@ -586,14 +598,15 @@ def _user_case(name: str, ex: Example, cfg: HwConfig, params: dict[str, Any], se
             raise ParamError(f"param '{n}': the kernel writes '{n}' (an output), so it takes no data: give its "
                              f"shape instead, e.g. {n}={'x'.join(map(str, specs[n].shape))}:{specs[n].dtype}")
     in_specs = {n: s for n, s in specs.items() if roles.get(n) in ("input", "scratch")}
-    user_inputs = _user_inputs(mod, fn, in_specs, given, {**specs, **consts}, seed)
+    user_inputs = _user_inputs(mod, fn, in_specs, given, {**specs, **consts}, seed, k)
     out_specs = {n: s for n, s in specs.items() if roles.get(n) == "output"}
     ref_fn = getattr(mod, f"{fn}_reference", None)
 
     def reference() -> dict[str, np.ndarray]:
         with reporting_failures(ref_fn, f"reference '{fn}_reference'"):  # type: ignore[arg-type]
             r = ref_fn(**user_inputs, **_reference_consts(ref_fn, k, consts))  # type: ignore[misc]
-        return _reference_outputs(r, ref_fn, f"reference '{fn}_reference'", out_specs, program, cfg)
+        return _reference_outputs(r, ref_fn, f"reference '{fn}_reference'", out_specs,
+                                  [n for n in specs if roles.get(n) == "scratch"])
 
     case = Case(fn, cfg, p, program, k, user_inputs, consts, {n: s.shape for n, s in specs.items()}, out_specs,
                 reference if callable(ref_fn) else None)
@@ -602,10 +615,11 @@ def _user_case(name: str, ex: Example, cfg: HwConfig, params: dict[str, Any], se
 
 
 def _reference_outputs(r: Any, ref_fn: Callable[..., Any], label: str, out_specs: dict[str, TensorSpec],
-                       program: Program, cfg: HwConfig) -> dict[str, np.ndarray]:
+                       in_place: Iterable[str] = ()) -> dict[str, np.ndarray]:
     """What a user's reference returned, checked (one line naming the function: an output it does not
-    have, another shape, values that are not integers) and packed like the Program's output regions;
-    the narrowing to the output dtype wraps like the hardware's STORE."""
+    have, another shape, values that are not integers), in the user's shapes (the padding lanes of a
+    region are the kernel's business: a run compares the user's elements only); the narrowing to the
+    output dtype wraps like the hardware's STORE."""
     code = getattr(inspect.unwrap(ref_fn), "__code__", None)
     where = f"{label} ({code.co_filename}:{code.co_firstlineno})" if code is not None else label
     if not isinstance(r, dict):
@@ -615,9 +629,12 @@ def _reference_outputs(r: Any, ref_fn: Callable[..., Any], label: str, out_specs
         r = {next(iter(out_specs)): r}
     out = {}
     for n, a in r.items():
+        if n in in_place:
+            raise KernelFailure(f"{where} returned {n!r}, which the kernel loads and stores in place: an in-place "
+                                f"tensor is not compared (store the result into a tensor of its own to check it)")
         if n not in out_specs:
             raise KernelFailure(f"{where} returned {n!r}, not an output of the kernel "
-                                f"(outputs: {', '.join(out_specs)})")
+                                f"(outputs: {', '.join(out_specs) or 'none'})")
         try:
             arr = np.asarray(a)
         except Exception:  # noqa: BLE001 - a user's object: report what it is
@@ -630,8 +647,7 @@ def _reference_outputs(r: Any, ref_fn: Callable[..., Any], label: str, out_specs
         if tuple(arr.shape) != tuple(out_specs[n].shape):
             raise KernelFailure(f"{where} returned shape {tuple(arr.shape)} for '{n}', the kernel's '{n}' is "
                                 f"{tuple(out_specs[n].shape)}")
-        full = pad_to_vectors(arr.astype(out_specs[n].dtype), cfg.lanes, out_specs[n].dtype)
-        out[n] = full.reshape(program.region(n).shape)
+        out[n] = arr.astype(out_specs[n].dtype)
     return out
 
 

@@ -70,7 +70,7 @@ class Job:
     config: HwConfig
     program: Program
     golden: dict[str, np.ndarray] | None = None      # outputs of the golden path (None: use program.expected)
-    reference: dict[str, np.ndarray] | None = None   # plain numpy expression of the operator
+    reference: dict[str, np.ndarray] | None = None   # plain numpy expression of the operator (region- or user-shaped)
     golden_wall_s: float = 0.0
     compile_wall_s: float = 0.0
     meta: dict[str, Any] = field(default_factory=dict)
@@ -162,8 +162,11 @@ def run_golden(job: Job) -> RunResult:
     """The golden result: the kernel run on numpy, checked against the plain numpy reference."""
     outs = job.expected
     res = RunResult("golden", outs, wall_s=job.golden_wall_s)
-    if job.reference is not None:
-        mm = first_mismatch(job.reference, outs)
+    if job.reference is not None:  # a user's reference has the user's shapes: the padding lanes are not compared
+        from compiler.tensor import unpad
+
+        mm = first_mismatch(job.reference, {n: unpad(a, np.shape(job.reference[n])) if n in job.reference else a
+                                            for n, a in outs.items()})
         res.extra["mismatch"] = str(mm) if mm else None
     else:  # a Program folder: its expected.npz against the golden re-run
         res.extra["mismatch"] = stale_expected(job)
@@ -365,6 +368,16 @@ def raw_mems() -> tuple[str, ...]:
     return tuple(MEMS)
 
 
+def _nothing_compared(job: Job) -> str:
+    """Why a run has nothing to compare: a kernel whose only stores go to a tensor it also loads (in place),
+    or a Program folder without expected.npz."""
+    inplace = [r.name for r in job.program.regions if r.role == "scratch" and r.name in job.program.inputs]
+    if inplace:
+        return (f"nothing: the kernel stores no output tensor ({', '.join(inplace)}, loaded and stored in place, is "
+                f"not compared: store the result into a tensor of its own to check it)")
+    return "nothing: the Program has no expected outputs (expected.npz)"
+
+
 def judge(job: Job, res: RunResult) -> dict[str, Any]:
     """The JSON report of one model's run, with ``match`` against golden (or the reference): true or false,
     or None (with ``compared``) when there was nothing to compare (a Program folder without expected.npz)."""
@@ -372,7 +385,7 @@ def judge(job: Job, res: RunResult) -> dict[str, Any]:
     d.update(res.to_json())
     if res.model == "golden" and not job.expected:
         d["match"] = None
-        d["compared"] = "nothing: the Program has no expected outputs (expected.npz)"
+        d["compared"] = _nothing_compared(job)
         return d
     if res.model == "golden" and job.golden_not_rerun:
         # nothing ran: golden is what expected.npz says, so it cannot disagree with itself
@@ -387,9 +400,9 @@ def judge(job: Job, res: RunResult) -> dict[str, Any]:
     if res.error:
         d["match"] = False
         return d
-    if not job.expected:  # a Program folder without expected.npz: nothing to compare, so no verdict
+    if not job.expected:  # no output to compare, so no verdict
         d["match"] = None
-        d["compared"] = "nothing: the Program has no expected outputs (expected.npz)"
+        d["compared"] = _nothing_compared(job)
         return d
     mm = first_mismatch(job.expected, res.outputs)
     d["match"] = mm is None
