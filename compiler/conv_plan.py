@@ -297,8 +297,9 @@ def _windows_ok(p: ConvPlan) -> str:
             ("columns", p.w_tiles, lambda n: p.tw_in, s.stride, s.w, s.kw, left)):
         for start, size in tiles:
             win = window(start, size, span_of(size), stride, pad, k, extent)
-            if win.size <= 0:
-                return f"a tile's input {name} are all padding"
+            if win.size <= 0:  # the layer's geometry, not a tile size: no tiling or config helps
+                return (f"some output {name} read padding only (a tile's input {name} are all padding: padding "
+                        f"{pad} with a {k}-wide kernel on {extent} input {name}); the engine loads data in every tile")
             if max(win.pad0, win.pad1) > PAD_MAX:
                 return f"a tile's input {name} need {max(win.pad0, win.pad1)} padding entries (at most {PAD_MAX})"
     return ""
@@ -503,7 +504,8 @@ def _choose(fitting: list[ConvPlan], cfg: HwConfig, s: ConvShape) -> ConvPlan:
             p = ConvPlan(s, 1, 1, 1, 1, 1, 1, 0, 0, balanced_split(s.ob, s.ob), balanced_split(s.cb, s.cb),
                          balanced_split(s.ho, s.ho), balanced_split(s.wo, s.wo))
             raise PlanError(f"no tiling fits config '{cfg.name}': the smallest tile overflows the {_fits(p, cfg)}")
-        raise PlanError(f"no tiling fits config '{cfg.name}': {_windows_ok(fitting[-1])}")
+        why = _windows_ok(fitting[-1])
+        raise PlanError(why if "are all padding" in why else f"no tiling fits config '{cfg.name}': {why}")
     close = [p for p in fitting if p.estimate <= best.estimate * (1 + ESTIMATE_TOLERANCE)]
     close.sort(key=lambda p: (p.insns, p.estimate))
     return next(p for p in close if not _windows_ok(p))
