@@ -1204,3 +1204,12 @@ def test_an_output_folder_that_cannot_be_made_is_said_before_the_run(capsys):
     one_line(*cosim(capsys, "generate", "charlm", "--prompt", "Be", "--model", "all", "--trace",
                     "/proc/nope/t.json")[::2], "--trace /proc/nope/t.json: cannot make its folder /proc/nope")
     one_line(*cosim(capsys, "net", "digits", "--trace", "/proc/nope/t.json")[::2], "--trace", "/proc/nope")
+
+
+def test_regress_junit_naming_its_results_file_is_refused(capsys, tmp_path):
+    """--junit over the --results file would replace what a resume reads: refused before anything runs."""
+    results = tmp_path / "r.jsonl"
+    results.write_text("")
+    one_line(*cosim(capsys, "regress", "--configs", "small", "--workers", "0", "--junit", results, "--results",
+                    results)[::2], f"--junit {results}: is the file of --results")
+    assert results.read_text() == ""

@@ -7,7 +7,7 @@ import json
 import sys
 
 from hw.config import list_configs, load_config
-from cosim.cli import add_json_arg, config_arg, int_arg, output_arg
+from cosim.cli import add_json_arg, claim_outputs, config_arg, int_arg, output_arg
 from cosim.cluster.interrupts import interruptible
 from cosim.cluster.options import add_cluster_args, cluster_kwargs
 
@@ -59,6 +59,7 @@ def run(args: argparse.Namespace) -> int:
     configs = args.configs or list_configs()
     for c in configs:
         load_config(c)  # a bad name fails here, in one line
+    claim_outputs([("--junit", args.junit)], [("--results", args.results)])  # the results file is what a resume reads
     if args.examples:
         known = list_examples()
         bad = [n for n in args.examples if n not in known]
