@@ -352,6 +352,7 @@ class Case:
     shapes: dict[str, tuple[int, ...]]  # user shape of every tensor
     out_specs: dict[str, TensorSpec]
     _reference: Callable[[], dict[str, np.ndarray]] | None = None
+    in_place: tuple[str, ...] = ()  # inputs the kernel also stores: their final values are checked as outputs
 
     @property
     def inputs(self) -> dict[str, np.ndarray]:
@@ -373,14 +374,13 @@ class Case:
         """Outputs of the golden path (the kernel called on numpy), region-shaped like read_outputs.
 
         An exception of the kernel's own code becomes one KernelFailure line (see compiler.kernel)."""
-        roles = {r.name: r.role for r in self.program.regions}
         # a tensor the kernel loads and stores (in place) runs on a copy: its stores must not reach the inputs
         # every other model (and the Program folder) runs on
-        inputs = {n: a.copy() if roles.get(n) == "scratch" else a for n, a in self.user_inputs.items()}
+        inputs = {n: a.copy() if n in self.in_place else a for n, a in self.user_inputs.items()}
         args = {**inputs, **self.out_specs, **self.consts}
         with reporting_failures(self.kernel.fn, f"kernel '{self.kernel.name}'"):
             tensors = self.kernel.run_golden(self.config, args)
-        return {n: self._region(n, tensors[n].data) for n in self.out_specs}
+        return {n: self._region(n, tensors[n].data) for n in (*self.out_specs, *self.in_place)}
 
     def reference(self) -> dict[str, np.ndarray] | None:
         """The plain numpy expression of the operator (same keys; region-shaped for a shipped example, the
@@ -600,16 +600,17 @@ def _user_case(name: str, ex: Example, cfg: HwConfig, params: dict[str, Any], se
     in_specs = {n: s for n, s in specs.items() if roles.get(n) in ("input", "scratch")}
     user_inputs = _user_inputs(mod, fn, in_specs, given, {**specs, **consts}, seed, k)
     out_specs = {n: s for n, s in specs.items() if roles.get(n) == "output"}
+    in_place = tuple(n for n in specs if roles.get(n) == "scratch")
+    checked = {n: specs[n] for n in (*out_specs, *in_place)}
     ref_fn = getattr(mod, f"{fn}_reference", None)
 
     def reference() -> dict[str, np.ndarray]:
         with reporting_failures(ref_fn, f"reference '{fn}_reference'"):  # type: ignore[arg-type]
             r = ref_fn(**user_inputs, **_reference_consts(ref_fn, k, consts))  # type: ignore[misc]
-        return _reference_outputs(r, ref_fn, f"reference '{fn}_reference'", out_specs,
-                                  [n for n in specs if roles.get(n) == "scratch"])
+        return _reference_outputs(r, ref_fn, f"reference '{fn}_reference'", checked)
 
     case = Case(fn, cfg, p, program, k, user_inputs, consts, {n: s.shape for n, s in specs.items()}, out_specs,
-                reference if callable(ref_fn) else None)
+                reference if callable(ref_fn) else None, in_place)
     _attach(case)
     return case
 
@@ -707,7 +708,7 @@ def rederive_golden(program: Program) -> tuple[dict[str, np.ndarray] | None, str
             else:
                 call[n] = TensorSpec(shape, dtype)
         tensors = k.run_golden(program.config, call)
-        outs = {r.name: tensors[r.name].data.reshape(r.shape) for r in program.regions if r.role == "output"}
+        outs = {r.name: tensors[r.name].data.reshape(r.shape) for r in program.outputs()}
     except KeyboardInterrupt:
         raise
     except Exception as e:  # noqa: BLE001 - whatever stops the re-run is reported, the run goes on

@@ -17,7 +17,9 @@ inside DRAM), ``regs.json`` opens exactly the layout's regions as its REGIONn
 windows, points INSN_ADDR/INSN_COUNT at the instruction region (unless ``meta`` marks a
 deliberate fault, :data:`FAULT_META`) and ends with the ``CTRL.START`` write, every input
 region has its array in ``inputs.npz`` (when present), ``expected.npz`` (when present) holds
-exactly the output regions' arrays (names, shapes, dtypes), and ``dram.bin``, when present, is
+exactly the output regions' arrays (names, shapes, dtypes), and may hold those of scratch regions that
+have their data in ``inputs.npz`` (a tensor updated in place: its final value is checked too), and
+``dram.bin``, when present, is
 byte for byte the image of ``insn.bin`` and ``inputs.npz`` (so every model runs
 exactly ``dram.bin``; a truncated or stale one is refused, never ignored).
 """
@@ -312,7 +314,10 @@ class Program:
         return max(r.end for r in self.regions)
 
     def outputs(self) -> list[Region]:
-        return [r for r in self.regions if r.role == "output"]
+        """The regions a run is checked on: every output region, and each scratch region with input data that
+        the expected outputs name (a tensor updated in place)."""
+        return [r for r in self.regions if r.role == "output" or (r.role == "scratch" and r.name in self.expected
+                                                                 and r.name in self.inputs)]
 
     def dram_image(self, inputs: dict[str, np.ndarray] | None = None) -> bytearray:
         """Initial DRAM bytes from address 0 to the end of the layout: instructions and inputs."""
@@ -524,20 +529,23 @@ def _windows_of(layout: dict[str, Any], cfg: HwConfig, n_insns: int, path: Path)
 
 
 def check_expected(p: "Program", where: str) -> None:
-    """Raise ProgramError unless the expected outputs are exactly the layout's output regions: same names,
-    each of the region's shape and dtype."""
+    """Raise ProgramError unless the expected outputs are the layout's output regions, and perhaps scratch
+    regions with input data (updated in place; see :meth:`Program.outputs`): same names, each of the region's
+    shape and dtype."""
     outs = {r.name: r for r in p.regions if r.role == "output"}
-    extra = sorted(set(p.expected) - set(outs))
+    in_place = {r.name: r for r in p.regions if r.role == "scratch" and r.name in p.inputs}
+    extra = sorted(set(p.expected) - set(outs) - set(in_place))
     if extra:
         raise ProgramError(f"{where}: array(s) {', '.join(repr(n) for n in extra)} name no output region of "
-                           f"layout.json (outputs: {', '.join(outs) or 'none'})")
+                           f"layout.json, nor a scratch region with input data (outputs: "
+                           f"{', '.join(outs) or 'none'})")
     missing = sorted(set(outs) - set(p.expected))
     if missing:
         raise ProgramError(f"{where}: no array for output region(s) {', '.join(repr(n) for n in missing)}")
     for name, a in p.expected.items():
-        r = outs[name]
+        r = outs.get(name) or in_place[name]
         if tuple(a.shape) != r.shape or a.dtype != np.dtype(r.dtype):
-            raise ProgramError(f"{where}: array '{name}' is {a.dtype} {list(a.shape)}, but output region "
+            raise ProgramError(f"{where}: array '{name}' is {a.dtype} {list(a.shape)}, but {r.role} region "
                                f"'{name}' is {r.dtype} {list(r.shape)}")
 
 

@@ -308,10 +308,10 @@ bump_params = {"X": "2x16:int8"}
 '''
 
 
-def test_a_tensor_updated_in_place_keeps_its_inputs(capsys, tmp_path):
+def test_a_tensor_updated_in_place_is_an_input_and_an_output(capsys, tmp_path):
     """The golden run's stores into a tensor it also loads do not reach the inputs the other models and the
-    Program folder run on (they used to run on the golden run's final values); a kernel whose only stores
-    are in place says that nothing is compared, and why."""
+    Program folder run on (they used to run on the golden run's final values, f(f(X))); its final value is
+    checked on every model like an output's, and kept in the folder's expected.npz; a reference may give it."""
     f = tmp_path / "inplace.py"
     f.write_text(IN_PLACE)
     model = "all" if rtl_available() is None else "tlm"
@@ -321,16 +321,20 @@ def test_a_tensor_updated_in_place_keeps_its_inputs(capsys, tmp_path):
     assert cosim(capsys, "compile", f"{f}:twice", "-o", folder)[0] == 0
     from compiler.examples import make_case
 
-    seeded = make_case(f"{f}:twice", "default").user_inputs["X"]
+    case = make_case(f"{f}:twice", "default")
     with np.load(folder / "inputs.npz") as z:
-        assert np.array_equal(z["X"].reshape(-1), seeded.reshape(-1))  # not the kernel's final X
-    rc, out, err = cosim(capsys, "run", folder, "--model", "tlm")
-    assert rc == 0 and " ok " in out and "differs" not in out + err, out + err
-    rc, out, err = cosim(capsys, "run", f"{f}:bump", "--model", "tlm")
-    assert rc == 0 and "unchecked" in out and "X, loaded and stored in place, is not compared" in out, out
-    f.write_text(IN_PLACE + "\n\ndef bump_reference(X):\n    return {'X': X + 3}\n")
-    _one_line(*cosim(capsys, "run", f"{f}:bump", "--model", "tlm")[::2], "returned 'X', which the kernel loads and "
-              "stores in place")
+        assert np.array_equal(z["X"].reshape(-1), case.user_inputs["X"].reshape(-1))  # not the kernel's final X
+    with np.load(folder / "expected.npz") as z:
+        assert sorted(z) == ["X", "Y"] and np.array_equal(z["X"], z["Y"])  # the last X is the last Y
+    rc, out, err = cosim(capsys, "run", folder, "--model", "tlm", "--json")
+    assert rc == 0 and json.loads(out)["match"], out + err
+    rc, out, err = cosim(capsys, "run", f"{f}:bump", "--model", model, "--json")
+    assert rc == 0 and all(r["match"] for r in json.loads(out)["results"]), out + err
+    for delta, rc_want in ((3, 0), (4, 1)):  # a reference of X's final value is compared with golden's
+        f.write_text(IN_PLACE + f"\n\ndef bump_reference(X):\n    return {{'X': (X.astype('int32') + {delta})"
+                                f".astype('int8')}}\n")
+        rc, out, err = cosim(capsys, "run", f"{f}:bump", "--model", "golden")
+        assert rc == rc_want and ("output 'X'[0, 0]" in out) == bool(rc_want), out + err
 
 
 PADDED = '''\
