@@ -297,7 +297,7 @@ def _windows_ok(p: ConvPlan) -> str:
             ("columns", p.w_tiles, lambda n: p.tw_in, s.stride, s.w, s.kw, left)):
         for start, size in tiles:
             win = window(start, size, span_of(size), stride, pad, k, extent)
-            if win.size <= 0:  # the layer's geometry, not a tile size: no tiling or config helps
+            if win.size <= 0:  # a border tile's window lies in the padding (a taller tile may reach data)
                 return (f"some output {name} read padding only (a tile's input {name} are all padding: padding "
                         f"{pad} with a {k}-wide kernel on {extent} input {name}); the engine loads data in every tile")
             if max(win.pad0, win.pad1) > PAD_MAX:
@@ -505,7 +505,8 @@ def _choose(fitting: list[ConvPlan], cfg: HwConfig, s: ConvShape) -> ConvPlan:
                          balanced_split(s.ho, s.ho), balanced_split(s.wo, s.wo))
             raise PlanError(f"no tiling fits config '{cfg.name}': the smallest tile overflows the {_fits(p, cfg)}")
         why = _windows_ok(fitting[-1])
-        raise PlanError(why if "are all padding" in why else f"no tiling fits config '{cfg.name}': {why}")
+        raise PlanError(f"config '{cfg.name}': {why}" if "are all padding" in why else
+                        f"no tiling fits config '{cfg.name}': {why}")
     close = [p for p in fitting if p.estimate <= best.estimate * (1 + ESTIMATE_TOLERANCE)]
     close.sort(key=lambda p: (p.insns, p.estimate))
     return next(p for p in close if not _windows_ok(p))

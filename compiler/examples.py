@@ -8,10 +8,12 @@ Program with random inputs and golden ``expected`` outputs attached.
 Shapes and padding: a tensor of ``n`` elements occupies ``ceil(n / lanes)`` DRAM
 vectors. Its Program region keeps the user's shape when ``n`` is a multiple of the
 lane count, else it is the padded vector shape ``(nvec, lanes)``. Everything a Case
-returns (``program.inputs``, ``program.expected``, ``golden()``, ``reference()``)
-is region-shaped, exactly what ``Program.read_outputs`` returns; padding lanes of
-inputs are zero and padding lanes of outputs hold the operator applied to that
-zero padding. ``Case.unpad(outputs)`` cuts them back to the user's shapes.
+returns (``program.inputs``, ``program.expected``, ``golden()``, a shipped example's
+``reference()``) is region-shaped, exactly what ``Program.read_outputs`` returns; padding
+lanes of inputs are zero and padding lanes of outputs hold the operator applied to that
+zero padding. ``Case.unpad(outputs)`` cuts them back to the user's shapes. A user kernel's
+reference is in the user's shapes (only those elements are compared), and a tensor it loads
+and stores in place is among the outputs of ``golden()`` and ``program.expected``.
 
 GEMM examples (``Example.gemm`` names a :data:`compiler.gemm_ops.GEMM_OPERATORS` entry)
 take integer parameters that size the operator's natural inputs (``M``, ``K``, ``N``; ``C``,
@@ -353,6 +355,7 @@ class Case:
     out_specs: dict[str, TensorSpec]
     _reference: Callable[[], dict[str, np.ndarray]] | None = None
     in_place: tuple[str, ...] = ()  # inputs the kernel also stores: their final values are checked as outputs
+    reference_in_user_shapes: bool = False  # a user kernel's reference: the user's shapes, not the regions'
 
     @property
     def inputs(self) -> dict[str, np.ndarray]:
@@ -456,9 +459,10 @@ def make_case(name: str, cfg: HwConfig | str, params: dict[str, Any] | None = No
 
 
 def _attach(case: Case) -> None:
-    for n, a in case.user_inputs.items():
+    for n, a in case.user_inputs.items():  # copies: the Program's inputs share memory with nothing else
         dt = np.int32 if a.dtype.kind != "i" else a.dtype
-        case.program.set_input(n, pad_to_vectors(a, case.config.lanes, dt).reshape(case.program.region(n).shape))
+        case.program.set_input(n, np.array(pad_to_vectors(a, case.config.lanes, dt).reshape(
+            case.program.region(n).shape)))
     case.program.expected = case.golden()
 
 
@@ -606,11 +610,13 @@ def _user_case(name: str, ex: Example, cfg: HwConfig, params: dict[str, Any], se
 
     def reference() -> dict[str, np.ndarray]:
         with reporting_failures(ref_fn, f"reference '{fn}_reference'"):  # type: ignore[arg-type]
-            r = ref_fn(**user_inputs, **_reference_consts(ref_fn, k, consts))  # type: ignore[misc]
+            # on copies: a reference that updates its argument (X += 3) must not change the inputs
+            r = ref_fn(**{n: a.copy() for n, a in user_inputs.items()},  # type: ignore[misc]
+                       **_reference_consts(ref_fn, k, consts))
         return _reference_outputs(r, ref_fn, f"reference '{fn}_reference'", checked)
 
     case = Case(fn, cfg, p, program, k, user_inputs, consts, {n: s.shape for n, s in specs.items()}, out_specs,
-                reference if callable(ref_fn) else None, in_place)
+                reference if callable(ref_fn) else None, in_place, reference_in_user_shapes=True)
     _attach(case)
     return case
 

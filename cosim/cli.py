@@ -129,11 +129,24 @@ def input_file_of(text: str | None) -> Path | None:
     return None
 
 
+def config_file_of(text: str | None) -> str | None:
+    """The file a ``--config`` value reads (a shipped name is its JSON under hw/configs), for
+    :func:`claim_outputs`; None when not given."""
+    if not text:
+        return None
+    from hw.config import config_path
+
+    try:
+        return str(config_path(text))
+    except (OSError, ValueError):
+        return None
+
+
 def claim_outputs(outputs: list[tuple[str, str | None]], inputs: list[tuple[str, str | None]]) -> None:
     """Before a run writes its output files (``outputs``: option and path, None when not given): refuse one that
     is an input file of the run (``inputs``: argument and value, see :func:`input_file_of`; it would be
     overwritten) or that another output names, and make each one's folder now, so that a place that cannot be
-    written is one line before the run rather than after it (UserError)."""
+    written is one line before the run rather than after it (UserError). ``os.devnull`` is never refused."""
     given = {}
     for what, text in inputs:
         f = input_file_of(text)
@@ -141,7 +154,7 @@ def claim_outputs(outputs: list[tuple[str, str | None]], inputs: list[tuple[str,
             given[f.resolve()] = f"{what} {text}"
     seen: dict[Path, str] = {}
     for opt, value in outputs:
-        if not value:
+        if not value or value == os.devnull:
             continue
         out = Path(value)
         key = out.resolve()

@@ -198,5 +198,6 @@ def dynamic_job(kernel: str, cfg: HwConfig | None, sets: list[str], seed: int = 
         reference = ex.reference(prog.config, v, made["inputs"], prog)
     label = f"{base.name}[{driver.name}={v}]"
     return Job(kernel=label, config=prog.config, program=prog, golden=prog.expected, reference=reference,
+               reference_in_user_shapes=reference is not None,
                golden_wall_s=time.perf_counter() - t1, compile_wall_s=t1 - t0,
                meta={"dynamic": {driver.name: v}})

@@ -530,15 +530,14 @@ def _windows_of(layout: dict[str, Any], cfg: HwConfig, n_insns: int, path: Path)
 
 def check_expected(p: "Program", where: str) -> None:
     """Raise ProgramError unless the expected outputs are the layout's output regions, and perhaps scratch
-    regions with input data (updated in place; see :meth:`Program.outputs`): same names, each of the region's
-    shape and dtype."""
+    regions (updated in place; a run checks those that have input data, see :meth:`Program.outputs`): same
+    names, each of the region's shape and dtype."""
     outs = {r.name: r for r in p.regions if r.role == "output"}
-    in_place = {r.name: r for r in p.regions if r.role == "scratch" and r.name in p.inputs}
+    in_place = {r.name: r for r in p.regions if r.role == "scratch"}  # whose data a run reads from inputs.npz
     extra = sorted(set(p.expected) - set(outs) - set(in_place))
     if extra:
         raise ProgramError(f"{where}: array(s) {', '.join(repr(n) for n in extra)} name no output region of "
-                           f"layout.json, nor a scratch region with input data (outputs: "
-                           f"{', '.join(outs) or 'none'})")
+                           f"layout.json, nor a scratch region (outputs: {', '.join(outs) or 'none'})")
     missing = sorted(set(outs) - set(p.expected))
     if missing:
         raise ProgramError(f"{where}: no array for output region(s) {', '.join(repr(n) for n in missing)}")

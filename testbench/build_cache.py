@@ -208,7 +208,7 @@ def prune_runs(b: CachedBuild) -> int:
     """Remove the run folders a kept cocotb build holds (a run that failed at the testbench level keeps its
     folder for a look; a run killed leaves its own), unless a run is using the build now; the bytes freed."""
     runs = b.path / "runs"
-    if not run_folders_bytes(b):
+    if b.kind != "rtl" or not runs.is_dir():
         return 0
     try:
         with build_lock(lock_path(b.path), wait_s=0):

@@ -1207,9 +1207,29 @@ def test_an_output_folder_that_cannot_be_made_is_said_before_the_run(capsys):
 
 
 def test_regress_junit_naming_its_results_file_is_refused(capsys, tmp_path):
-    """--junit over the --results file would replace what a resume reads: refused before anything runs."""
+    """--junit over the --results file would replace what a resume reads: refused before anything runs, an
+    existing file or a new one."""
     results = tmp_path / "r.jsonl"
-    results.write_text("")
-    one_line(*cosim(capsys, "regress", "--configs", "small", "--workers", "0", "--junit", results, "--results",
-                    results)[::2], f"--junit {results}: is the file of --results")
-    assert results.read_text() == ""
+    for exists in (False, True):
+        if exists:
+            results.write_text("")
+        one_line(*cosim(capsys, "regress", "--configs", "small", "--workers", "0", "--junit", results, "--results",
+                        results)[::2], f"--results and --junit name the same file {results}")
+        assert results.exists() == exists and (not exists or results.read_text() == "")
+
+
+def test_an_output_named_like_a_shipped_name_is_not_an_input(capsys, tmp_path, monkeypatch):
+    """`--trace vadd` writes ./vadd: a second run is not refused as if ./vadd were the example (or ./small the
+    config small, whose file is hw/configs/small.json); two outputs on os.devnull are fine."""
+    monkeypatch.chdir(tmp_path)
+    for _ in range(2):
+        rc, out, err = cosim(capsys, "run", "vadd", "--model", "tlm", "--config", "small", "--trace", "vadd")
+        assert rc == 0 and Path("vadd").is_file(), err
+    assert cosim(capsys, "run", "vadd", "--model", "tlm", "--config", "small", "--trace", "small")[0] == 0
+    assert cosim(capsys, "run", "vadd", "--model", "tlm", "--trace", os.devnull, "--vcd", os.devnull)[0] == 0
+
+
+def test_conformance_outputs_naming_one_file_are_refused(capsys, tmp_path):
+    out = tmp_path / "r.md"
+    one_line(*cosim(capsys, "conformance", "nodes", "--markdown", out, "--out-json", out)[::2],
+             f"--markdown and --out-json name the same file {out}")

@@ -330,6 +330,9 @@ def test_a_tensor_updated_in_place_is_an_input_and_an_output(capsys, tmp_path):
     assert rc == 0 and json.loads(out)["match"], out + err
     rc, out, err = cosim(capsys, "run", f"{f}:bump", "--model", model, "--json")
     assert rc == 0 and all(r["match"] for r in json.loads(out)["results"]), out + err
+    f.write_text(IN_PLACE + "\n\ndef bump_reference(X):\n    X += 3\n    return {'X': X}\n")  # updates its argument
+    rc, out, err = cosim(capsys, "run", f"{f}:bump", "--model", model, "--json")  # on a copy: the inputs stay
+    assert rc == 0 and all(r["match"] for r in json.loads(out)["results"]), out + err
     for delta, rc_want in ((3, 0), (4, 1)):  # a reference of X's final value is compared with golden's
         f.write_text(IN_PLACE + f"\n\ndef bump_reference(X):\n    return {{'X': (X.astype('int32') + {delta})"
                                 f".astype('int8')}}\n")

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from cosim.cli import UserError, add_config_arg, add_json_arg, output_arg
+from cosim.cli import UserError, add_config_arg, add_json_arg, claim_outputs, config_file_of, output_arg
 
 MODEL_CHOICES = ("golden", "iss", "tlm")
 
@@ -58,6 +58,8 @@ def run(args: argparse.Namespace) -> int:
     ok = True
     if args.markdown and (why := table.markdown_problem(args.markdown)) is not None:  # before the runs: nothing lost
         raise UserError(f"--markdown {args.markdown}: {why}")
+    claim_outputs([("--markdown", args.markdown), ("--out-json", args.out_json)],
+                  [("--config", config_file_of(args.config))])
     if args.suite in ("nodes", "all"):
         every = cases.collect()
         selected = [c for c in every if cases.selected(c.name, tuple(args.case))] if args.case else every

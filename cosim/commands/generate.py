@@ -9,7 +9,8 @@ import sys
 from typing import Any
 
 from hw.result import byte_size
-from cosim.cli import UserError, add_config_arg, add_json_arg, claim_outputs, int_arg, output_arg, settle_rtl_options
+from cosim.cli import (UserError, add_config_arg, add_json_arg, claim_outputs, config_file_of, int_arg, output_arg,
+                       settle_rtl_options)
 
 NETWORKS = ("charlm",)
 
@@ -49,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
 
     chosen = list(GEN_MODELS) if args.model == "all" else [args.model]
     settle_rtl_options(args, chosen)
-    claim_outputs([("--trace", args.trace)], [("--config", args.config)])
+    claim_outputs([("--trace", args.trace)], [("--config", config_file_of(args.config))])
     try:
         def progress() -> None:  # once the arguments are accepted: a refusal is one line
             if not args.json:

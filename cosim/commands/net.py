@@ -10,8 +10,8 @@ from typing import Any
 
 from hw.config import load_config
 from hw.result import byte_size
-from cosim.cli import (UserError, add_config_arg, add_json_arg, claim_outputs, folder_arg, int_arg, output_arg,
-                       settle_rtl_options)
+from cosim.cli import (UserError, add_config_arg, add_json_arg, claim_outputs, config_file_of, folder_arg, int_arg,
+                       output_arg, settle_rtl_options)
 from cosim.network_run import (NET_MODELS, count_test_images, draws_random_samples, get_network, load_inputs,
                                make_net_case, network_names, run_network, with_samples_from)
 
@@ -73,8 +73,9 @@ def run(args: argparse.Namespace) -> int:
     settle_rtl_options(args, chosen)
     if args.trace and not {"tlm", "rtl"} & set(chosen):
         raise UserError("--trace needs a TLM run: use --model tlm, rtl or all")
-    claim_outputs([("--trace", args.trace)],
-                  [("NAME", args.name), ("--input", args.input), ("--config", args.config)])
+    path_given = ":" in args.name or args.name.endswith(".onnx")  # else a shipped network's name, not a file
+    claim_outputs([("--trace", args.trace)], [("NAME", args.name if path_given else None), ("--input", args.input),
+                                              ("--config", config_file_of(args.config))])
     data = load_inputs(args.input, network) if args.input else None
     if args.input:
         network = with_samples_from(network, args.input)

@@ -59,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
     configs = args.configs or list_configs()
     for c in configs:
         load_config(c)  # a bad name fails here, in one line
-    claim_outputs([("--junit", args.junit)], [("--results", args.results)])  # the results file is what a resume reads
+    claim_outputs([("--results", args.results), ("--junit", args.junit)], [])  # one file would replace the other
     if args.examples:
         known = list_examples()
         bad = [n for n in args.examples if n not in known]

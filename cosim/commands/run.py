@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import os
 import re
 import shlex
 import sys
@@ -23,8 +24,8 @@ from hw.program import DATA_FILES, FILES
 from hw.result import byte_size
 from compiler.dynamic_user import one_var
 from cosim import dynamic_run, models
-from cosim.cli import (MAX_CYCLES, UserError, add_json_arg, claim_outputs, config_arg, int_arg, output_arg,
-                       settle_rtl_options)
+from cosim.cli import (MAX_CYCLES, UserError, add_json_arg, claim_outputs, config_arg, config_file_of, int_arg,
+                       output_arg, settle_rtl_options)
 from cosim.section_report import section_report
 from cosim.waves.gtkw import GtkwKept, write_gtkw
 from cosim.waves.vcd_reader import WavesError
@@ -135,19 +136,22 @@ def _outputs_spare_the_program(args: argparse.Namespace) -> None:
     """Refuse an output file that is one of the Program folder's own files or another input of the run (writing
     it would destroy it), or two outputs that name one file (the second would replace the first); make the
     outputs' folders (:func:`cosim.cli.claim_outputs`)."""
-    if args.vcd and args.trace and Path(args.vcd).resolve() == Path(args.trace).resolve():
+    if args.vcd and args.trace and args.vcd != os.devnull and Path(args.vcd).resolve() == Path(args.trace).resolve():
         raise UserError(f"--vcd and --trace name the same file {args.vcd} (the trace would replace the VCD)")
     if args.vcd and args.trace and Path(args.vcd).with_suffix(".gtkw").resolve() == Path(args.trace).resolve():
         raise UserError(f"--trace {args.trace} is the GTKWave save file written beside --vcd {args.vcd} "
                         "(one would replace the other)")
     folder = Path(args.kernel)
     if folder.is_dir():
-        own = {(folder / f).resolve() for f in (*FILES, *DATA_FILES)}
+        from compiler.onnx_import.imported import MODEL_FILE  # an imported folder's model (its golden re-run)
+
+        own = {(folder / f).resolve() for f in (*FILES, *DATA_FILES, MODEL_FILE)}
         for name, value in (("--vcd", args.vcd), ("--trace", args.trace)):
             if value and Path(value).resolve() in own:
                 raise UserError(f"{name} {value}: is a file of the Program folder {folder} (it would be overwritten; "
                                 f"write it elsewhere)")
-    inputs = [("KERNEL", args.kernel), ("--config", args.config), *[("-p", v) for v in args.param or []]]
+    inputs = [("KERNEL", args.kernel if ":" in args.kernel else None),  # a name is an example's, not a file
+              ("--config", config_file_of(args.config)), *[("-p", v) for v in args.param or [] if "=@" in v]]
     claim_outputs([("--vcd", args.vcd), ("--trace", args.trace)], inputs)
 
 

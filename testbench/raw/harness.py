@@ -184,16 +184,16 @@ def _make(c: HwConfig, mem: str, top: str, inc: Path, srcs: list[Path], obj: Pat
     with open(log, "a") as f:
         f.write(" ".join(cmd) + "\n")
         f.flush()
-        proc = subprocess.Popen(cmd, cwd=log.parent, env=env, stdout=f, stderr=subprocess.STDOUT,
-                                start_new_session=True)  # its own group: make's compilers go with it
+        # in the caller's process group, so a task runner's kill of its group still reaches the compilers
+        proc = subprocess.Popen(cmd, cwd=log.parent, env=env, stdout=f, stderr=subprocess.STDOUT)
         try:
             code = proc.wait(timeout=BUILD_TIMEOUT_S)
         except subprocess.TimeoutExpired:
-            _kill_group(proc)
+            _kill_tree(proc)
             raise RawError(f"building the raw harness for config '{c.name}' did not finish within "
                            f"{BUILD_TIMEOUT_S} s; see {log}") from None
         except BaseException:  # an interrupt: no compiler is left running
-            _kill_group(proc)
+            _kill_tree(proc)
             raise
     if code != 0 or not exe.is_file():
         why = log_problem(log)
@@ -202,12 +202,19 @@ def _make(c: HwConfig, mem: str, top: str, inc: Path, srcs: list[Path], obj: Pat
                        f"{log.read_text(errors='replace')[-4000:]}")
 
 
-def _kill_group(proc: subprocess.Popen) -> None:
-    """Stop a build started in its own process group, every compiler of it included."""
+def _kill_tree(proc: subprocess.Popen) -> None:
+    """Stop a build and every process under it (make, the compilers)."""
+    import psutil  # a dependency of distributed
+
     try:
-        os.killpg(proc.pid, 9)
-    except ProcessLookupError:
-        pass
+        children = psutil.Process(proc.pid).children(recursive=True)
+    except psutil.Error:
+        children = []
+    for child in [*children, proc]:
+        try:
+            child.kill()
+        except (psutil.Error, ProcessLookupError):
+            pass
     proc.wait()
 
 
