@@ -216,6 +216,7 @@ def _kill_tree(proc: subprocess.Popen) -> None:
         except (psutil.Error, ProcessLookupError):
             pass
     proc.wait()
+    psutil.wait_procs(children, timeout=30)  # the compilers are gone (reaped by init) before the error is raised
 
 
 def _built(c: HwConfig, mem: str, rtl: Path | None, coverage: bool, options: RawOptions) -> Path:
