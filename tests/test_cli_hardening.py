@@ -1197,13 +1197,15 @@ def test_an_output_naming_an_input_is_refused_and_the_input_kept(capsys, tmp_pat
     assert {p: p.read_bytes() for p in before} == before
 
 
-@pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs /proc, a folder nothing can be made in")
-def test_an_output_folder_that_cannot_be_made_is_said_before_the_run(capsys):
+def test_an_output_folder_that_cannot_be_made_is_said_before_the_run(capsys, tmp_path):
     """The trace of a long run (here a decode of every model) is not lost after the run: its place is checked
-    first."""
-    one_line(*cosim(capsys, "generate", "charlm", "--prompt", "Be", "--model", "all", "--trace",
-                    "/proc/nope/t.json")[::2], "--trace /proc/nope/t.json: cannot make its folder /proc/nope")
-    one_line(*cosim(capsys, "net", "digits", "--trace", "/proc/nope/t.json")[::2], "--trace", "/proc/nope")
+    first (a folder under a file cannot be made)."""
+    (tmp_path / "notes").write_text("a file, not a folder")
+    trace = tmp_path / "notes" / "sub" / "t.json"
+    one_line(*cosim(capsys, "generate", "charlm", "--prompt", "Be", "--model", "all", "--trace", trace)[::2],
+             f"--trace {trace}: cannot make its folder {trace.parent}")
+    one_line(*cosim(capsys, "net", "digits", "--trace", trace)[::2], "--trace", "cannot make its folder")
+    assert (tmp_path / "notes").read_text() == "a file, not a folder"
 
 
 def test_regress_junit_naming_its_results_file_is_refused(capsys, tmp_path):
