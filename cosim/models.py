@@ -375,7 +375,7 @@ def raw_mems() -> tuple[str, ...]:
 def _nothing_compared(job: Job) -> str:
     """Why a run has nothing to compare: a dynamic kernel whose only stores go to a tensor it also loads (in
     place: a dynamic Program does not check those yet), or a Program folder without expected.npz."""
-    inplace = [r.name for r in job.program.regions if r.role == "scratch" and r.name in job.program.inputs]
+    inplace = [r.name for r in job.program.in_place()]
     if inplace and "dynamic" in job.meta:
         return (f"nothing: the kernel stores no output tensor ({', '.join(inplace)}, loaded and stored in place, is "
                 f"not compared in a dynamic Program: store the result into a tensor of its own to check it)")

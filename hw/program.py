@@ -313,11 +313,15 @@ class Program:
     def dram_end(self) -> int:
         return max(r.end for r in self.regions)
 
+    def in_place(self) -> list[Region]:
+        """The tensors updated in place: each scratch region with input data (loaded and stored)."""
+        return [r for r in self.regions if r.role == "scratch" and r.name in self.inputs]
+
     def outputs(self) -> list[Region]:
-        """The regions a run is checked on: every output region, and each scratch region with input data that
-        the expected outputs name (a tensor updated in place)."""
-        return [r for r in self.regions if r.role == "output" or (r.role == "scratch" and r.name in self.expected
-                                                                 and r.name in self.inputs)]
+        """The regions a run is checked on: every output region, and each tensor updated in place
+        (:meth:`in_place`) that the expected outputs name."""
+        checked = {r.name for r in self.in_place() if r.name in self.expected}
+        return [r for r in self.regions if r.role == "output" or r.name in checked]
 
     def dram_image(self, inputs: dict[str, np.ndarray] | None = None) -> bytearray:
         """Initial DRAM bytes from address 0 to the end of the layout: instructions and inputs."""

@@ -12,16 +12,18 @@ from cosim.cluster.options import add_cluster_args, cluster_kwargs
 
 
 PROTOCOL_MAX_CYCLES = 40_000
-# The options only the whole suite reads, with their defaults: --dynamic and --decode refuse them.
-SUITE_ONLY = {"--reps": None, "--protocol-max-cycles": PROTOCOL_MAX_CYCLES, "--no-profile": False,
-              "--no-resnet18": False, "--no-raw-options": False, "--no-synth": False,
-              "--fmax-timeout": FMAX_TIMEOUT_S, "--scheduler": None, "--workers": None, "--results": None,
-              "--task-timeout": None}
+# The options only the whole suite reads: --dynamic and --decode refuse them when not at their defaults.
+SUITE_ONLY = ("--reps", "--protocol-max-cycles", "--no-profile", "--no-resnet18", "--no-raw-options", "--no-synth",
+              "--fmax-timeout", "--scheduler", "--workers", "--results", "--task-timeout")
+
+
+def _dest(option: str) -> str:
+    return option[2:].replace("-", "_")
 
 
 def _options_given(args: argparse.Namespace) -> list[str]:
-    """The suite-only options whose value is not their default: the user gave them."""
-    return [opt for opt, default in SUITE_ONLY.items() if getattr(args, opt[2:].replace("-", "_")) != default]
+    """The suite-only options whose value is not their default (as the parser declares it): the user gave them."""
+    return [opt for opt in SUITE_ONLY if getattr(args, _dest(opt)) != args.suite_only_defaults[opt]]
 
 
 def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -70,6 +72,7 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--out", type=folder_arg, default=None, metavar="DIR", help="output folder (default: <repo>/bench)")
     add_cluster_args(p)
     add_json_arg(p)
+    p.set_defaults(suite_only_defaults={opt: p.get_default(_dest(opt)) for opt in SUITE_ONLY})
     return p
 
 
