@@ -45,6 +45,7 @@ class DynamicExample:
     args: Callable[[HwConfig], dict[str, Any]]
     ranges: dict[str, tuple[int, int]]
     origin: dict[str, Any] | None = None  # the compiled folder's meta naming it (default: the example's name)
+    in_place: tuple[str, ...] = ()  # the tensors it loads and stores (updated in place): outputs too
 
     def bound(self, cfg: HwConfig, v: int) -> dict[str, Any]:
         """The arguments for value ``v``: concrete TensorSpecs and constants."""
@@ -78,12 +79,13 @@ class DynamicExample:
         return out
 
     def golden(self, cfg: HwConfig, v: int, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        """The golden outputs of value ``v``: the kernel on numpy, flat (nvec * lanes) per output."""
+        """The golden outputs of value ``v``: the kernel on numpy, flat (nvec * lanes) per output and per
+        tensor updated in place."""
         args = {**self.bound(cfg, v), **{n: np.array(a) for n, a in inputs.items()}}  # copies: in-place stores
         with reporting_failures(self.kernel.fn, f"kernel '{self.name}' at {self.var.name}={v}"):
             tensors = self.kernel.run_golden(cfg, args)
         return {n: tensors[n].data.reshape(-1) for n, a in args.items()
-                if isinstance(a, TensorSpec)}
+                if isinstance(a, TensorSpec) or n in self.in_place}
 
 
 def with_maximum_data(dp: DynamicProgram, example: Any, cfg: HwConfig) -> DynamicProgram:

@@ -122,12 +122,13 @@ class UserDynamicExample(DynamicExample):
         bound = self.bound(cfg, v)
         roles = {r.name: r.role for r in program.regions}
         consts = {n: a for n, a in bound.items() if not isinstance(a, TensorSpec)}
-        outs = {n: a for n, a in bound.items() if isinstance(a, TensorSpec) and roles.get(n) == "output"}
+        outs = {n: a for n, a in bound.items() if isinstance(a, TensorSpec)
+                and (roles.get(n) == "output" or n in self.in_place)}
         label = f"reference '{self.name}_reference'"
         with reporting_failures(ref_fn, f"{label} at {self.var.name}={v}"):
-            r = ref_fn(**inputs, **_reference_consts(ref_fn, self.kernel, consts))
-        return _reference_outputs(r, ref_fn, label, outs, [n for n, a in bound.items()
-                                                           if isinstance(a, TensorSpec) and roles.get(n) == "scratch"])
+            # on copies: a reference that updates its argument (X += 3) must not change the inputs
+            r = ref_fn(**{n: np.array(a) for n, a in inputs.items()}, **_reference_consts(ref_fn, self.kernel, consts))
+        return _reference_outputs(r, ref_fn, label, outs)
 
     def check_compiles_to(self, cfg: HwConfig, v: int, program: Program, where: str) -> None:
         """Refuse, in one line naming ``where``, a kernel that no longer compiles to ``program`` at value
@@ -167,7 +168,7 @@ def user_dynamic(kernel: str, items: list[str], var_text: str) -> DynamicExample
     args = symbolic_args(kernel, items, v)
     path = str(Path(kernel.rsplit(":", 1)[0]).resolve())  # the folder may be run from elsewhere
     origin = {META_KEY: {"kernel": f"{path}:{fn}", "params": list(items), "var": var_text}}
-    return UserDynamicExample(fn, f"user kernel {kernel}", k, v, lambda cfg: args, {}, origin, mod)
+    return UserDynamicExample(fn, f"user kernel {kernel}", k, v, lambda cfg: args, {}, origin, module=mod)
 
 
 def compile_user(ex: DynamicExample, cfg: HwConfig, verify_all: bool = False) -> DynamicProgram:
@@ -178,10 +179,12 @@ def compile_user(ex: DynamicExample, cfg: HwConfig, verify_all: bool = False) ->
 
 
 def with_roles(ex: DynamicExample, prog: Program) -> DynamicExample:
-    """``ex`` drawing random inputs (over each dtype's user range) for the tensors ``prog`` loads."""
-    ranges = {r.name: USER_INPUT_RANGES[r.dtype] for r in prog.regions
-              if r.role in ("input", "scratch") and r.name in ex.args(prog.config)}
-    return dataclasses.replace(ex, ranges=ranges)
+    """``ex`` drawing random inputs (over each dtype's user range) for the tensors ``prog`` loads, and
+    checking those it also stores (updated in place) as outputs."""
+    args = ex.args(prog.config)
+    loaded = [r for r in prog.regions if r.role in ("input", "scratch") and r.name in args]
+    return dataclasses.replace(ex, ranges={r.name: USER_INPUT_RANGES[r.dtype] for r in loaded},
+                               in_place=tuple(r.name for r in loaded if r.role == "scratch"))
 
 
 def from_meta(meta: Mapping[str, Any], base: Program, where: str) -> DynamicExample:

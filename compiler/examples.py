@@ -49,7 +49,7 @@ import sys
 from dataclasses import dataclass, field, fields
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any, Callable
 
 import numpy as np
 
@@ -621,8 +621,8 @@ def _user_case(name: str, ex: Example, cfg: HwConfig, params: dict[str, Any], se
     return case
 
 
-def _reference_outputs(r: Any, ref_fn: Callable[..., Any], label: str, out_specs: dict[str, TensorSpec],
-                       in_place: Iterable[str] = ()) -> dict[str, np.ndarray]:
+def _reference_outputs(r: Any, ref_fn: Callable[..., Any], label: str,
+                       out_specs: dict[str, TensorSpec]) -> dict[str, np.ndarray]:
     """What a user's reference returned, checked (one line naming the function: an output it does not
     have, another shape, values that are not integers), in the user's shapes (the padding lanes of a
     region are the kernel's business: a run compares the user's elements only); the narrowing to the
@@ -636,9 +636,6 @@ def _reference_outputs(r: Any, ref_fn: Callable[..., Any], label: str, out_specs
         r = {next(iter(out_specs)): r}
     out = {}
     for n, a in r.items():
-        if n in in_place:
-            raise KernelFailure(f"{where} returned {n!r}, which the kernel loads and stores in place: an in-place "
-                                f"tensor is not compared (store the result into a tensor of its own to check it)")
         if n not in out_specs:
             raise KernelFailure(f"{where} returned {n!r}, not an output of the kernel "
                                 f"(outputs: {', '.join(out_specs) or 'none'})")

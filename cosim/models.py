@@ -372,14 +372,7 @@ def raw_mems() -> tuple[str, ...]:
     return tuple(MEMS)
 
 
-def _nothing_compared(job: Job) -> str:
-    """Why a run has nothing to compare: a dynamic kernel whose only stores go to a tensor it also loads (in
-    place: a dynamic Program does not check those yet), or a Program folder without expected.npz."""
-    inplace = [r.name for r in job.program.in_place()]
-    if inplace and "dynamic" in job.meta:
-        return (f"nothing: the kernel stores no output tensor ({', '.join(inplace)}, loaded and stored in place, is "
-                f"not compared in a dynamic Program: store the result into a tensor of its own to check it)")
-    return "nothing: the Program has no expected outputs (expected.npz)"
+NOTHING_COMPARED = "nothing: the Program has no expected outputs (expected.npz)"
 
 
 def judge(job: Job, res: RunResult) -> dict[str, Any]:
@@ -389,7 +382,7 @@ def judge(job: Job, res: RunResult) -> dict[str, Any]:
     d.update(res.to_json())
     if res.model == "golden" and not job.expected:
         d["match"] = None
-        d["compared"] = _nothing_compared(job)
+        d["compared"] = NOTHING_COMPARED
         return d
     if res.model == "golden" and job.golden_not_rerun:
         # nothing ran: golden is what expected.npz says, so it cannot disagree with itself
@@ -406,7 +399,7 @@ def judge(job: Job, res: RunResult) -> dict[str, Any]:
         return d
     if not job.expected:  # no output to compare, so no verdict
         d["match"] = None
-        d["compared"] = _nothing_compared(job)
+        d["compared"] = NOTHING_COMPARED
         return d
     mm = first_mismatch(job.expected, res.outputs)
     d["match"] = mm is None

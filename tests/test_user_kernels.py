@@ -340,6 +340,34 @@ def test_a_tensor_updated_in_place_is_an_input_and_an_output(capsys, tmp_path):
         assert rc == rc_want and ("output 'X'[0, 0]" in out) == bool(rc_want), out + err
 
 
+def test_a_dynamic_kernels_tensor_updated_in_place_is_checked(capsys, tmp_path):
+    """With a run-time dimension (--var) too, a tensor loaded and stored in place is each value's output: every
+    model's final X is compared, a folder keeps it in expected.npz, and a reference may give it (a wrong one is
+    caught)."""
+    f = tmp_path / "inplace.py"
+    f.write_text(IN_PLACE)
+    model = "all" if rtl_available() is None else "tlm"
+    dyn = ["--var", "n=8", "-p", "X=nx16:int8"]
+    rc, out, err = cosim(capsys, "run", f"{f}:bump", *dyn, "--set", "n=3", "--model", model, "--json")
+    assert rc == 0 and all(r["match"] for r in json.loads(out)["results"]), out + err
+    from cosim.dynamic_run import dynamic_job
+
+    job = dynamic_job(f"{f}:bump", None, ["n=3"], 0, "n=8", ["X=nx16:int8"])
+    assert [r.name for r in job.program.outputs()] == ["X"] and not np.array_equal(job.expected["X"],
+                                                                                    job.program.inputs["X"])
+    folder = tmp_path / "dyn"
+    assert cosim(capsys, "compile", f"{f}:bump", *dyn, "-o", folder)[0] == 0
+    with np.load(folder / "expected.npz") as z:
+        assert sorted(z) == ["X"]
+    rc, out, err = cosim(capsys, "run", folder, "--set", "n=5", "--model", "tlm", "--json")
+    assert rc == 0 and json.loads(out)["match"], out + err
+    for delta, rc_want in ((3, 0), (4, 1)):  # a reference of X's final value is compared with golden's
+        f.write_text(IN_PLACE + f"\n\ndef bump_reference(X):\n    X += 1\n"
+                                f"    return {{'X': (X.astype('int32') + {delta - 1}).astype('int8')}}\n")
+        rc, out, err = cosim(capsys, "run", f"{f}:bump", *dyn, "--set", "n=2", "--model", "golden")
+        assert rc == rc_want and ("output 'X'[0, 0]" in out) == bool(rc_want), out + err
+
+
 PADDED = '''\
 import numpy as np
 from compiler import S
