@@ -338,6 +338,10 @@ def test_a_tensor_updated_in_place_is_an_input_and_an_output(capsys, tmp_path):
                                 f".astype('int8')}}\n")
         rc, out, err = cosim(capsys, "run", f"{f}:bump", "--model", "golden")
         assert rc == rc_want and ("output 'X'[0, 0]" in out) == bool(rc_want), out + err
+        rc, out, err = cosim(capsys, "run", f"{f}:bump", "--model", "tlm", "--json")  # no golden row: checked too
+        assert rc == rc_want and ("reference_check" in json.loads(out)) == bool(rc_want), out + err
+        rc, out, err = cosim(capsys, "run", f"{f}:bump", "--model", "iss")
+        assert rc == rc_want and ("the reference does not agree with the golden run" in err) == bool(rc_want), err
 
 
 def test_a_dynamic_kernels_tensor_updated_in_place_is_checked(capsys, tmp_path):

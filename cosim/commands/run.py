@@ -222,7 +222,10 @@ def run(args: argparse.Namespace) -> int:
         ok = False
     # without a golden row, a folder's expected.npz is still checked against the re-run the others were judged by
     stale = models.stale_expected(job)
-    if stale:
+    # and without a golden row, the kernel's reference is still checked against that golden run
+    ref_mm = models.run_golden(job).extra.get("mismatch") if job.reference is not None and "golden" not in chosen \
+        else None
+    if stale or ref_mm:
         ok = False
     timing = protocol_timing_note(reports, args.mem)
     for r in reports:
@@ -235,6 +238,8 @@ def run(args: argparse.Namespace) -> int:
             out = {**out, "cycles_comparable": False, "timing_note": timing}
         if stale:
             out = {**out, "match": False, "expected_check": stale}
+        if ref_mm:
+            out = {**out, "match": False, "reference_check": ref_mm}
         print(json.dumps(out))
     else:
         for r in reports:
@@ -262,6 +267,9 @@ def run(args: argparse.Namespace) -> int:
         if stale and all(r["match"] is not False for r in reports if r["model"] != "golden"):
             print(f"cosim run: {job.kernel}: {stale} (the other models were checked against the golden re-run; "
                   f"expected.npz or the inputs changed since the folder was written)", file=sys.stderr)
+        elif ref_mm and all(r["match"] is not False for r in reports):
+            print(f"cosim run: {job.kernel}: the reference does not agree with the golden run of the kernel: {ref_mm} "
+                  f"(the models were checked against the golden run)", file=sys.stderr)
         elif timeouts:
             msg = str(timeouts[0]["error"].get("message") or "").split(";")[0]
             print(f"cosim run: {job.kernel}: TIMEOUT on the {timeouts[0]['model'].upper()} ({msg}); raise the bound "
