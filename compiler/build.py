@@ -13,6 +13,7 @@ core (:func:`trace_cores`: one trace per core, one layout) and the Program holds
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -20,9 +21,9 @@ from typing import Any
 
 from compiler.context import active
 from compiler.deps import Node, check_dependences, insert_tokens
-from compiler.errors import CompileError, kernel_error
+from compiler.errors import CompileError, kernel_error, on_core
 from compiler.ir import AluOp, GemmOp, LoadOp, StoreOp
-from compiler.kernel import Kernel, as_kernel
+from compiler.kernel import Kernel, as_kernel, reporting_failures
 from compiler.tensor import Tensor
 from compiler.trace import CONST_REGION, Trace, TraceContext
 from compiler.verify import verify_program
@@ -65,8 +66,15 @@ def trace_cores(kernel: Any, args: Sequence[Any] | Mapping[str, Any], cfg: HwCon
     scratch: list[Tensor] = []
     for core in range(n):
         tr = first if core == 0 else Trace(name, tensors=tensors, consts=values, pool=first.pool)
-        with active(TraceContext(cfg, name, tr, core_id=core, scratch=scratch)):
-            k.fn(**bound)
+        try:
+            # on several cores the failing core's file and line are named here (one core: by the caller)
+            with active(TraceContext(cfg, name, tr, core_id=core, scratch=scratch)), \
+                    reporting_failures(k.fn, f"kernel '{name}'") if n > 1 else contextlib.nullcontext():
+                k.fn(**bound)
+        except CompileError as e:
+            if n == 1:
+                raise
+            raise on_core(e, name, core) from e
         traces.append(tr)
     return traces
 

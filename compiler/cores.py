@@ -30,7 +30,7 @@ from typing import Any, Callable
 import numpy as np
 
 from compiler.context import GoldenContext, active, source_line
-from compiler.errors import CompileError
+from compiler.errors import CompileError, on_core
 from compiler.tensor import Tensor
 from hw.config import HwConfig
 
@@ -236,14 +236,14 @@ class _Aborted(Exception):
     """Raised in a core waiting at a barrier that another core's failure broke (not reported)."""
 
 
-def _label(kernel: str, core: int, e: BaseException) -> CompileError:
-    msg = str(e).splitlines()[0] if str(e) else type(e).__name__
-    prefix = f"kernel '{kernel}': "
-    if msg.startswith(prefix):
-        msg = msg[len(prefix):]
-    err = type(e)(f"kernel '{kernel}': core {core}: {msg}") if isinstance(e, CompileError) else \
-        CompileError(f"kernel '{kernel}': core {core}: {type(e).__name__}: {msg}")
-    return err
+def _label(kernel: str, core: int, e: BaseException, fn: Callable[..., Any]) -> CompileError:
+    """The one line of core ``core``'s exception ``e``: the kernel, the core, and for an exception of the
+    kernel's own code (``fn``'s) its file and line."""
+    from compiler.kernel import kernel_failure
+
+    if not isinstance(e, CompileError):
+        e = kernel_failure(fn, f"kernel '{kernel}'", e)
+    return on_core(e, kernel, core)
 
 
 def run_cores(cfg: HwConfig, name: str, fn: Callable[..., Any], bound: dict[str, Any]) -> None:
@@ -278,7 +278,7 @@ def _run_threads(cores: Cores, name: str, fn: Callable[..., Any], bound: dict[st
         th.join()
     if errors:
         k = min(errors)
-        raise _label(name, k, errors[k]) from errors[k]
+        raise _label(name, k, errors[k], fn) from errors[k]
     if isinstance(cores.broken, CompileError):
         raise cores.broken
     cores.check_phase(cores.generation)
@@ -314,7 +314,7 @@ def _run_one_thread(cores: Cores, name: str, fn: Callable[..., Any], bound: dict
                 try:
                     g.switch()
                 except BaseException as e:
-                    raise _label(name, k, e) from e
+                    raise _label(name, k, e, fn) from e
             at = sorted(k for k, s in state.items() if s == "barrier")
             gone = sorted(k for k, s in state.items() if s == "done")
             cores.check_phase(phase)

@@ -24,6 +24,18 @@ class DeadlockError(CompileError):
     """An instruction stream whose tokens, queues and fetch order can stop every unit."""
 
 
+def on_core(e: CompileError, kernel: str, core: int) -> CompileError:
+    """``e`` (one line about kernel ``kernel``, as :func:`kernel_error` or a failure of the kernel's code
+    words it) naming core ``core`` of a multi-core run, of ``e``'s class: ``kernel 'k': core 2 (file:line)
+    raised ...`` or ``kernel 'k': core 2: argument ...``."""
+    msg = str(e).splitlines()[0] if str(e) else type(e).__name__
+    head = f"kernel '{kernel}'"
+    rest = msg[len(head):] if msg.startswith(head) else f": {msg}"
+    if not rest.startswith((":", " (")):
+        rest = f": {rest.lstrip()}"
+    return type(e)(f"{head}: core {core}{rest}")
+
+
 class IntrinsicError(RuntimeError):
     """Misuse of the intrinsic registry itself (a second registration, a missing half)."""
 

@@ -313,11 +313,16 @@ def reporting_failures(fn: Callable[..., Any], label: str) -> Iterator[None]:
     except KeyboardInterrupt:
         raise
     except BaseException as e:  # the user's code may raise anything (sys.exit, GeneratorExit too): one line
-        code = getattr(inspect.unwrap(fn), "__code__", None)
-        file = code.co_filename if code is not None else "?"
-        line = _innermost_line(file, e)
-        if line is None and code is not None:
-            line = code.co_firstlineno
-        text = _exception_text(e)
-        raise KernelFailure(f"{label} ({file}:{line}) " + (text if isinstance(e, SystemExit) else f"raised {text}")) \
-            from e
+        raise kernel_failure(fn, label, e) from e
+
+
+def kernel_failure(fn: Callable[..., Any], label: str, e: BaseException) -> KernelFailure:
+    """The :class:`KernelFailure` line of exception ``e`` raised by ``fn``'s code: ``label``, the line of
+    ``fn``'s file it came from, and the exception."""
+    code = getattr(inspect.unwrap(fn), "__code__", None)
+    file = code.co_filename if code is not None else "?"
+    line = _innermost_line(file, e)
+    if line is None and code is not None:
+        line = code.co_firstlineno
+    text = _exception_text(e)
+    return KernelFailure(f"{label} ({file}:{line}) " + (text if isinstance(e, SystemExit) else f"raised {text}"))

@@ -133,8 +133,13 @@ def test_a_core_that_skips_the_barrier_is_an_error_naming_the_cores(mode: str) -
 
 
 def test_an_exception_in_one_core_is_raised_naming_it(mode: str) -> None:
-    with pytest.raises(CompileError, match="kernel 'fails_on_core_3': core 3: ValueError: core three is broken") as e:
+    """On the golden path and in the compile alike: the kernel, the core, the kernel's file and line."""
+    where = r"kernel 'fails_on_core_3': core 3 \(\S+test_cores.py:83\) raised ValueError: core three is broken"
+    with pytest.raises(CompileError, match=where) as e:
         fails_on_core_3(_ints(64), np.zeros(64, np.int8), config=_cores(4))
+    assert isinstance(e.value.__cause__, ValueError)
+    with pytest.raises(CompileError, match=where) as e:
+        build(fails_on_core_3, [tensor((64,), "int32"), tensor((64,), "int8")], _cores(4))
     assert isinstance(e.value.__cause__, ValueError)
 
 
