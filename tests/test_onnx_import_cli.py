@@ -55,10 +55,11 @@ def test_import_then_run_on_golden_iss_tlm(qmodel: Path, tmp_path: Path, capsys:
     assert "changed since the folder was written" in err, err
 
 
-def test_the_folder_spares_the_user_s_model(qmodel: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_folder_spares_the_user_s_model_and_files(qmodel: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """The folder keeps the model as model.onnx: importing a model.onnx into its own folder, or into a folder
     of the user's that holds another model.onnx, is refused and leaves the file as it was; an earlier
-    import's folder is written again."""
+    import's folder is written again. A folder of other files with a Program folder's names is refused by
+    import and compile alike."""
     own = tmp_path / "own"
     own.mkdir()
     (own / "model.onnx").write_bytes(qmodel.read_bytes())
@@ -74,6 +75,34 @@ def test_the_folder_spares_the_user_s_model(qmodel: Path, tmp_path: Path, capsys
     again = tmp_path / "again"
     assert run_cli(capsys, "import", str(qmodel), "-o", str(again))[0] == 0
     assert run_cli(capsys, "import", str(qmodel), "-o", str(again), "--seed", "4")[0] == 0
+    fw = tmp_path / "firmware"  # a folder of the user's with files of a Program folder's names: refused, untouched
+    fw.mkdir()
+    (fw / "regs.h").write_text("// the user's registers\n")
+    (fw / "inputs.npz").write_bytes(b"the user's data")
+    for cmd in (["import", str(qmodel)], ["compile", "vadd"]):
+        code, out, err = run_cli(capsys, *cmd, "-o", str(fw))
+        assert code == 2 and len(err.strip().splitlines()) == 1 and "regs.h, inputs.npz are there" in err, err
+        assert sorted(p.name for p in fw.iterdir()) == ["inputs.npz", "regs.h"]
+        assert (fw / "regs.h").read_text() == "// the user's registers\n"
+
+
+def test_check_that_onnxruntime_cannot_run_says_the_folder_is_written(qmodel: Path, tmp_path: Path,
+                                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    """The per-channel model declared at opset 10 (where DequantizeLinear has no axis): the importer maps it,
+    onnxruntime refuses to load it; the one error line says the folder is there, unchecked."""
+    import onnx
+
+    m = onnx.load(str(qmodel))
+    for o in m.opset_import:
+        if o.domain in ("", "ai.onnx"):
+            o.version = 10
+    old = tmp_path / "opset10.onnx"
+    onnx.save(m, str(old))
+    d = tmp_path / "m"
+    code, out, err = run_cli(capsys, "import", str(old), "-o", str(d), "--check")
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert "onnxruntime cannot run" in err and f"the folder {d} is written, unchecked" in err, err
+    assert run_cli(capsys, "run", str(d), "--model", "tlm")[0] == 0
 
 
 def test_check_takes_the_graph_as_written_where_onnxruntime_s_fusions_drop_a_requantization(

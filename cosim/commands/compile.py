@@ -10,7 +10,7 @@ from compiler.dynamic_examples import DYNAMIC_EXAMPLES, narrowed
 from compiler.dynamic_user import compile_user, one_var, user_dynamic, var_refusal
 from compiler.examples import make_case, parse_params
 from hw.config import load_config
-from cosim.cli import add_config_arg, add_json_arg, folder_arg, int_arg
+from cosim.cli import add_config_arg, add_json_arg, claim_program_folder, folder_arg, int_arg
 
 
 def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -43,6 +43,7 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
 def run(args: argparse.Namespace) -> int:
     cfg = load_config(args.config)
+    claim_program_folder(args.out)
     args.var = one_var(args.var)
     if args.var is not None and args.kernel not in DYNAMIC_EXAMPLES and ":" not in args.kernel:
         raise ValueError(var_refusal(args.kernel))

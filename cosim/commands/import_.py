@@ -8,7 +8,7 @@ import json
 import sys
 from typing import Any
 
-from cosim.cli import UserError, add_config_arg, add_json_arg, folder_arg, int_arg
+from cosim.cli import UserError, add_config_arg, add_json_arg, claim_program_folder, folder_arg, int_arg
 
 
 def _ops_epilog() -> str:
@@ -23,9 +23,10 @@ def _ops_epilog() -> str:
               "weight scales, zero points folded at compile time, pads (asymmetric too), strides and auto_pad of Conv",
               "and MaxPool (and its ceil_mode); Conv and the pools on (N, C, H, W), the other ops on (N, C, H, W),",
               "(N, C, L) and (N, F) tensors. A float input is quantized and a float output dequantized on the host.",
-              "Refused, in one line naming the node: group != 1, dilation != 1, dynamic dimensions, AveragePool",
-              "padding that is not counted, weights whose zero point does not leave them in int8, per-channel",
-              "activation quantization, any other op."]
+              "Refused, in one line naming the node, among others: group != 1, dilation != 1, strides or pooling",
+              "windows that differ between height and width, dynamic dimensions, AveragePool padding that is not",
+              "counted, weights whose zero point does not leave them in int8, per-channel activation quantization,",
+              "a graph input the accelerator does not use, any other op."]
     return "\n".join(lines)
 
 
@@ -68,6 +69,7 @@ def run(args: argparse.Namespace) -> int:
 
     cfg = load_config(args.config)
     _spares_the_user_s_model(args.model, args.out)
+    claim_program_folder(args.out)
     imported = import_onnx(args.model, cfg, batch=args.batch)
     inputs = load_npz(_existing(args.input)) if args.input else imported.random_inputs(args.seed)
     if args.input:
@@ -97,7 +99,8 @@ def run(args: argparse.Namespace) -> int:
                 ok = all(a.within_one >= CHECK_WITHIN_ONE for a in literal)
         except Exception as e:  # noqa: BLE001 - onnxruntime raises its own exception types
             why = (str(e).strip().splitlines() or [type(e).__name__])[0]
-            raise UserError(f"--check: onnxruntime cannot run {args.model} ({why})") from None
+            raise UserError(f"--check: onnxruntime cannot run {args.model} ({why}); the folder {d} is written, "
+                            f"unchecked against onnxruntime") from None
     if args.json:
         print(json.dumps(rep))
     else:
