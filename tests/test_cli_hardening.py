@@ -606,6 +606,20 @@ def test_integer_options_are_bounded_and_named(capsys, args, words):
     assert out == ""
 
 
+def test_fuzz_options_that_would_do_nothing_or_fail_late_are_one_line(capsys, tmp_path):
+    """--save-dir that is a file (it used to lose the chunk of its first failing case, and the mismatch
+    with it), --no-shrink without --save-dir, --batch without --rtl: refused before any case runs."""
+    f = tmp_path / "notes.txt"
+    f.write_text("the user's notes\n")
+    for args, words in ((["--save-dir", str(f)], ["--save-dir", "is a file, not a folder"]),
+                        (["--save-dir", str(f / "sub")], ["--save-dir", "cannot make the folder"]),
+                        (["--no-shrink"], ["--no-shrink goes with --save-dir"]),
+                        (["--batch", "7"], ["--batch goes with --rtl"])):
+        rc, out, err = cosim(capsys, "fuzz", "--count", "1", "--quiet", *args)
+        one_line(rc, err, *words)
+    assert f.read_text() == "the user's notes\n"
+
+
 # ---- review item 4: kernels that exit or raise oddly, other exceptions of the tools -----------------------
 ODD = textwrap.dedent('''
     import sys
@@ -1077,6 +1091,7 @@ def test_attention_example_names_its_own_parameters(capsys, params, words):
     (["bench", "--dynamic", "--configs", ""], ["--configs", "not an empty string"]),
     (["coverage", "--quick", "--long-log2", "99", "--out", "cv"], ["--long-log2 99", "at most 2^33"]),
     (["mutate", "--list", "--count", "3", "--only", "99"], ["--only", "1..3"]),
+    (["mutate", "--count", "1000000", "--only", "999999"], ["--only: the RTL has", "mutants, so mutant numbers are 1.."]),
 ])
 def test_campaign_sizes_are_bounded(capsys, tmp_path, monkeypatch, args, words):
     monkeypatch.chdir(tmp_path)

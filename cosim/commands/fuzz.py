@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
+from pathlib import Path
 
 from cosim.cli import UserError, add_json_arg, config_arg, float_arg, folder_arg, int_arg
 from cosim.cluster.interrupts import interruptible
@@ -37,7 +39,7 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--fault-rate", type=float_arg(0.0, 1.0, "a probability in [0, 1]"), default=0.2, metavar="P",
                    help="chance that a Program gets one injected fault (default 0.2; a Program with no place for the "
                         "fault drawn stays valid, so 1 gives a few valid ones too)")
-    p.add_argument("--save-dir", metavar="DIR", help="save each failing case (original and shrunk Program folders)")
+    p.add_argument("--save-dir", type=folder_arg, metavar="DIR", help="save each failing case (original and shrunk Program folders)")
     p.add_argument("--no-shrink", action="store_true", help="save failing cases without shrinking them")
     p.add_argument("--batch", type=int_arg(1), default=50, help="Programs per RTL simulator process (default 50)")
     p.add_argument("--chunk", type=int_arg(1), default=None, metavar="N",
@@ -87,6 +89,20 @@ def run(args: argparse.Namespace) -> int:
         raise UserError("--no-steer goes with --coverage (without it nothing is steered)")
     if args.batch < 1:
         raise UserError(f"--batch must be >= 1, got {args.batch}")
+    if args.no_shrink and not args.save_dir:
+        raise UserError("--no-shrink goes with --save-dir (only saved cases are shrunk)")
+    if args.batch != args.campaign_defaults["batch"] and not args.rtl:
+        raise UserError("--batch goes with --rtl (it counts Programs per RTL simulator process)")
+    if args.save_dir:  # a place that cannot take the cases is one line now, not a lost chunk later
+        d = Path(args.save_dir)
+        if d.exists() and not d.is_dir():
+            raise UserError(f"--save-dir {args.save_dir}: is a file, not a folder")
+        try:
+            d.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise UserError(f"--save-dir {args.save_dir}: cannot make the folder: {e.strerror or e}") from None
+        if not os.access(d, os.W_OK):
+            raise UserError(f"--save-dir {args.save_dir}: not writable here")
     configs = None
     if args.config:
         fuzz_configs([args.config])  # a bad name fails here with one line

@@ -79,8 +79,11 @@ def run(args: argparse.Namespace) -> int:
             raise UserError(f"--only takes mutant numbers separated by commas, got '{args.only}'")
         if min(only) < 1 or max(only) > args.count:
             raise UserError(f"--only: mutant numbers must be 1..{args.count}, got '{args.only}'")
+    sampled = sample(scan_rtl(repo_rtl()), args.count, args.seed) if args.list or only is not None else []
+    if only is not None and max(only) > len(sampled):  # the RTL has fewer mutants than --count
+        raise UserError(f"--only: the RTL has {len(sampled):,} mutants, so mutant numbers are 1..{len(sampled)}, got "
+                        f"'{args.only}'")
     if args.list:
-        sampled = sample(scan_rtl(repo_rtl()), args.count, args.seed)
         if len(sampled) < args.count:
             print(f"cosim mutate: --count {args.count}: the RTL has {len(sampled):,} mutants; all are listed",
                   file=sys.stderr)
