@@ -101,7 +101,7 @@ def test_diff_names_timing_difference(rtl, tlm, tmp_path, capsys):
     assert "A: compute start 38  end 46" in out and "B: compute start 38  end 49" in out
     assert "end differs by +3 cycles (B - A)" in out
     # the waveform window around it, for both traces, in each one's own cycles
-    assert "\nA: tlm.vcd around cycle 46 (relative 46)" in out and "\nB: late.vcd around cycle 50" in out
+    assert f"\nA: {tlm} around cycle 46 (relative 46)" in out and f"\nB: {late} around cycle 50" in out
     assert "accel.dbg_compute_busy" in out and "accel_top.dbg_compute_pc" in out
     # tolerance: 3 cycles hides instruction 3, not instruction 5
     rc, out, _ = cosim(capsys, "diff", tlm, late, "--tol", "3", "--json")
@@ -176,6 +176,53 @@ def test_unit_entries_edge_cases():
         [(0, None, 103, 100, True), (1, 106, 110, 105, False)]
     es = _unit_entries("load", [(100, "0"), (105, N)], [(100, "0"), (102, "1"), (104, "0")], first_cycle=100)
     assert [(e.index, e.start, e.end, e.open_at_start) for e in es] == [(0, 102, 104, True)]
+
+
+def _window(rtl: Path, out: Path, first: int, last: int | None = None) -> Path:
+    """``rtl`` cut to the cycles from ``first`` up to ``last`` (to its end with None), as ``--waves-window``
+    writes it."""
+    text = rtl.read_text()
+    head, _, body = text.partition("$enddefinitions $end\n")
+    stamps = body.split("\n#")
+    cut = next(k for k, s in enumerate(stamps) if s.startswith(f"{first * 10000}\n"))
+    stop = len(stamps) if last is None else next(k for k, s in enumerate(stamps) if s.startswith(f"{last * 10000}\n"))
+    v = VcdFile(rtl)
+    from cosim.waves import read_window
+    vals = read_window(v, v.signals, detect_clock(v), first, first)
+    dump = "\n".join(f"{x}{s.code}" if s.width == 1 else f"b{x} {s.code}" for s in v.signals
+                     for _c, x in vals[s.name][:1])  # the window's first stamp dumps every value
+    return write(out, head + "$enddefinitions $end\n#" + stamps[cut].split("\n", 1)[0] + "\n" + dump + "\n#"
+                 + "\n#".join(stamps[cut + 1:stop]) + "\n")
+
+
+def test_a_window_cut_at_both_ends_compares_only_the_cycles_it_holds(rtl, tlm, tmp_path, capsys):
+    """Relative cycles 10..30 of the RTL trace against the whole TLM trace: the instructions outside those
+    cycles are not differences (they were 'only in A' and 'never ended'), one inside still is."""
+    win = _window(rtl, tmp_path / "mid.vcd", ORIGIN + 10, ORIGIN + 30)
+    rc, out, _ = cosim(capsys, "diff", tlm, win, "--json")
+    rep = json.loads(out)
+    assert rc == 0 and rep["equal"] and rep["outside"] > 0 and rep["span_b"] == [10, 29], out
+    rc, out, _ = cosim(capsys, "diff", tlm, win, "--window", "0")
+    assert rc == 0 and "fall outside the cycles the other holds" in out and "timelines agree" in out, out
+    late = write(tmp_path / "late.vcd", verilator_vcd(replace(shifted(sample_program(), ORIGIN), 2, end=ORIGIN + 27,
+                                                             held_end=ORIGIN + 28), n_cycles=75, origin=ORIGIN))
+    rc, out, _ = cosim(capsys, "diff", tlm, _window(late, tmp_path / "late_mid.vcd", ORIGIN + 10, ORIGIN + 30),
+                       "--json")
+    rep = json.loads(out)
+    assert rc == 1 and (rep["first"]["index"], rep["first"]["kind"]) == (2, "end"), out
+
+
+def test_values_before_start_are_compared_where_both_traces_hold_them(tmp_path, capsys):
+    """Two RTL traces whose register writes differ before START: --values finds it (at a negative relative
+    cycle); against the TLM's trace, which begins at START, only the cycles from START on are compared."""
+    prog = shifted(sample_program(), ORIGIN)
+    a = write(tmp_path / "a.vcd", verilator_vcd(prog, n_cycles=75, origin=ORIGIN))
+    b = write(tmp_path / "b.vcd", verilator_vcd(prog, n_cycles=75, origin=ORIGIN, overrides={(1, "dbg_load_q"): 5}))
+    rc, out, _ = cosim(capsys, "diff", a, b, "--values", "dbg_load_q", "--json")
+    assert rc == 1 and [(v["cycle"], v["b"]) for v in json.loads(out)["values"]] == [(1 - ORIGIN, "5")], out
+    tlm = write(tmp_path / "tlm.vcd", tlm_vcd(sample_program()))
+    rc, out, _ = cosim(capsys, "diff", tlm, b, "--values", "dbg_load_q", "--json")
+    assert rc == 0 and json.loads(out)["values"] == [], out
 
 
 def test_a_window_diffs_without_a_false_start(rtl, tmp_path, capsys):

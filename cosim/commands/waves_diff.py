@@ -71,8 +71,9 @@ def run_diff(args: argparse.Namespace) -> int:
         _, cha = va.stream([sa], label="values")
         _, chb = vb.stream([sb], label="values")
         end = min(ta.end_cycle - rep["offset_a"], tb.end_cycle - rep["offset_b"]) + 1
+        start = max(ta.start_cycle - rep["offset_a"], tb.start_cycle - rep["offset_b"])
         la, lb = to_cycles(ca, None, cha[sa.name]), to_cycles(cb, None, chb[sb.name])
-        c = diff_values(la, lb, rep["offset_a"], rep["offset_b"], end)
+        c = diff_values(la, lb, rep["offset_a"], rep["offset_b"], end, start)
         if c is not None:
             value_diffs.append({"signal": sa.name, "cycle": c,
                                 "a": fmt_value(value_at(la, c + rep["offset_a"]), sa.width, sa.var_type),
@@ -93,6 +94,6 @@ def run_diff(args: argparse.Namespace) -> int:
         else:
             unit, c = "load", int(value_diffs[0]["cycle"])
         for tag, vcd, clock, off in (("A", va, ca, rep["offset_a"]), ("B", vb, cb, rep["offset_b"])):
-            print(f"\n{tag}: {vcd.path.name} around cycle {c + off} (relative {c})")
+            print(f"\n{tag}: {vcd.path} around cycle {c + off} (relative {c})")
             print(_around(vcd, clock, unit, c, off, args.window))
     return 0 if rep["equal"] else 1

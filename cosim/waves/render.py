@@ -152,6 +152,10 @@ def diff_text(rep: dict[str, object]) -> str:
              f"B: {rep['b']}  (cycles shifted by {rep['offset_b']})",
              f"align: {rep['align']}, tolerance: {rep['tolerance']} cycles, "
              f"{rep['compared']} instructions in both"]
+    if rep.get("outside"):
+        lines.append(f"{rep['outside']} instruction(s) of one trace fall outside the cycles the other holds "
+                     f"(A: relative {rep['span_a'][0]}..{rep['span_a'][1]}, B: {rep['span_b'][0]}..{rep['span_b'][1]}; "
+                     f"a windowed or size-capped VCD): not compared")
     if rep["equal"]:
         lines.append("timelines agree")
         return "\n".join(lines)

@@ -147,10 +147,12 @@ class Timeline:
     entries: list[Entry] = field(default_factory=list)
     units: list[str] = field(default_factory=list)  # units whose probes were found
     end_cycle: int = 0
+    start_cycle: int = 0  # the trace's first cycle (a windowed VCD begins later than cycle 0)
 
     def to_dict(self) -> dict[str, object]:
         return {"file": self.path, "clock": self.clock.to_dict(), "units": self.units,
-                "end_cycle": self.end_cycle, "entries": [e.to_dict() for e in self.entries]}
+                "start_cycle": self.start_cycle, "end_cycle": self.end_cycle,
+                "entries": [e.to_dict() for e in self.entries]}
 
 
 def _unit_entries(unit: str, pc: list[tuple[int, str]], busy: list[tuple[int, str]],
@@ -220,6 +222,7 @@ def extract_timeline(vcd: VcdFile, clock: Clock | None = None) -> Timeline:
     end_time = vcd.end_time
     tl.end_cycle = clock.cycle(end_time) if end_time is not None else 0
     first = min((ch[0][0] for ch in changes.values() if ch), default=0)  # the trace's first time stamp
+    tl.start_cycle = clock.cycle(first)
     for u, (pc, busy) in probes.items():
         tl.entries += _unit_entries(u, to_cycles(clock, None, changes[pc.name]),
                                     to_cycles(clock, None, changes[busy.name]), clock.cycle(first))
@@ -286,13 +289,23 @@ def diff_timelines(a: Timeline, b: Timeline, tol: int = 0, align: str = "auto") 
         return out
 
     ka, kb = keyed(a), keyed(b)
+    # the relative cycles each trace holds: a windowed or size-capped VCD holds only part of the run, and
+    # what the other trace has outside that part is not a difference
+    span_a = (a.start_cycle - off_a, a.end_cycle - off_a)
+    span_b = (b.start_cycle - off_b, b.end_cycle - off_b)
     diffs: list[Difference] = []
+    outside = 0
     for key in sorted(set(ka) | set(kb)):
         ea, eb = ka.get(key), kb.get(key)
         ra = _shift(ea, off_a) if ea else None
         rb = _shift(eb, off_b) if eb else None
         if ea is None or eb is None:
             r = ra or rb
+            lo, hi = span_b if eb is None else span_a  # what the trace missing it holds
+            held_end = r["held_end"] if r["held_end"] is not None else (span_a if eb is None else span_b)[1]
+            if int(held_end) < lo or int(r["held_start"]) > hi:
+                outside += 1
+                continue
             diffs.append(Difference("only_a" if eb is None else "only_b", key[0], str(r["unit"]), ra, rb,
                                     int(r["start"] if r["start"] is not None else r["held_start"])))
             continue
@@ -304,6 +317,8 @@ def diff_timelines(a: Timeline, b: Timeline, tol: int = 0, align: str = "auto") 
                 continue  # one trace began inside it: its start is not there to compare
             va, vb = ra[fld], rb[fld]
             if va is None or vb is None:
+                if va != vb and int(va if va is not None else vb) > (span_a if va is None else span_b)[1]:
+                    continue  # the trace without it stops before the cycle the other one has it at
                 if va != vb:  # one trace ended before the instruction did
                     known = va if va is not None else vb
                     diffs.append(Difference(fld, key[0], ea.unit, ra, rb, int(known)))
@@ -314,16 +329,18 @@ def diff_timelines(a: Timeline, b: Timeline, tol: int = 0, align: str = "auto") 
                 break  # one difference per instruction: the earliest field
     diffs.sort(key=lambda d: (d.cycle, d.index))
     return {"a": a.path, "b": b.path, "align": align, "offset_a": off_a, "offset_b": off_b, "tolerance": tol,
-            "compared": len(set(ka) & set(kb)), "equal": not diffs,
+            "compared": len(set(ka) & set(kb)), "outside": outside, "span_a": list(span_a), "span_b": list(span_b),
+            "equal": not diffs,
             "first": diffs[0].to_dict() if diffs else None, "differences": [d.to_dict() for d in diffs]}
 
 
 def diff_values(va: list[tuple[int, str]], vb: list[tuple[int, str]], off_a: int, off_b: int,
-                end: int) -> int | None:
-    """The first relative cycle (< ``end``) where two cycle change lists hold different
-    values after shifting by their offsets, or None when they agree."""
-    ra = [(max(0, c - off_a), v) for c, v in va]
-    rb = [(max(0, c - off_b), v) for c, v in vb]
+                end: int, start: int = 0) -> int | None:
+    """The first relative cycle (``start`` <= cycle < ``end``: the cycles both traces hold, before START
+    too where both have them) where two cycle change lists hold different values after shifting by their
+    offsets, or None when they agree."""
+    ra = [(max(start, c - off_a), v) for c, v in va]
+    rb = [(max(start, c - off_b), v) for c, v in vb]
     points = sorted({c for c, _ in ra} | {c for c, _ in rb})
     i = j = 0
     x = y = None
