@@ -88,7 +88,8 @@ def load_folder(folder: str | Path, cfg: Any = None) -> ImportedFolder:
     image = d / "dram.bin"
     if image.is_file() and image.read_bytes() != bytes(prog.dram_image()):
         raise ProgramError(f"{image}: not the DRAM image of insn.bin and the host steps of inputs.npz (a stale "
-                           f"file: remove it or import again)")
+                           f"file: import again with --input, or remove it and expected.npz, which holds the "
+                           f"outputs of the inputs it was written for)")
     expected = load_npz(d / "expected.npz") if (d / "expected.npz").is_file() else {}
     return ImportedFolder(d, prog, imported, inputs, expected)
 
