@@ -226,6 +226,7 @@ def test_listed_equivalent_survives_and_is_reported(campaign):
     assert set(rep) >= {"mutants", "killed", "score", "by_module", "survivors"}
     assert rep["mutants"] == len(KILLED) + 1 and rep["killed"] == len(KILLED) and rep["score"] == 1.0
     (s,) = rep["survivors"]
+    assert s["k"] == k  # the number --only takes, which the survivor line prints
     assert s["key"] == EQUIVALENT and s["equivalent"] and s["file"] == "alu_lane.v" \
         and s["id"] == setup.mutants[-1].id and s["line"] == int(s["id"].split(":")[1])
     assert rep["by_module"]["token_queue"] == {"mutants": 2, "killed": 2}

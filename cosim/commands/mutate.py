@@ -114,7 +114,7 @@ def run(args: argparse.Namespace) -> int:
         for s in rep["survivors"]:
             eq = f"  [equivalent: {s['equivalent']}]" if s["equivalent"] else ""
             why = f"  ({s['why']})" if s["why"] else ""
-            print(f"survived  {s['file']}:{s['line']} [{s['kind']}] {s['change']}{eq}{why}")
+            print(f"survived  {s['k']:4d} {s['file']}:{s['line']} [{s['kind']}] {s['change']}{eq}{why}")
     chosen = f" chosen by --only of {rep['mutants'] + rep['not_chosen']}" if rep["not_chosen"] else ""
     line = (f"mutation score {rep['score']:.1%} ({rep['killed']} killed of {rep['mutants']} mutants{chosen}, "
             f"{rep['equivalent']} listed equivalent; config {rep['config']}, {rep['programs']} Programs each, "
