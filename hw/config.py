@@ -356,6 +356,9 @@ def load_config(name_or_path: str | Path = "default") -> HwConfig:
     path = config_path(name_or_path)
     if not path.is_file():
         known = ", ".join(list_configs())
+        if path.parent == CONFIG_DIR and Path(name_or_path).is_file():  # a file of the user's, named bare
+            raise ConfigError(f"{name_or_path}: no shipped config of that name (shipped configs: {known}); a config "
+                              f"file is given by a path ending in .json or naming its folder (./{name_or_path})")
         what = "a folder, not a config file" if path.is_dir() else "no such config file"
         raise ConfigError(f"{path}: {what} (shipped configs: {known})")
     try:

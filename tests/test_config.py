@@ -139,9 +139,13 @@ def test_a_key_given_twice_is_refused(tmp_path):
     assert str(e.value) == f"{p}: key 'block' is given twice"
 
 
-def test_missing_and_malformed_files(tmp_path):
+def test_missing_and_malformed_files(tmp_path, monkeypatch):
     with pytest.raises(ConfigError, match="no such config file"):
         load_config("nonexistent_cfg")
+    monkeypatch.chdir(tmp_path)  # a file here named bare is not read as a shipped name's file: said so
+    (tmp_path / "mine").write_text("{}")
+    with pytest.raises(ConfigError, match=r"^mine: no shipped config of that name .* naming its folder \(\./mine\)$"):
+        load_config("mine")
     p = _write(tmp_path, "{ not json")
     with pytest.raises(ConfigError, match=r"bad.json: not valid JSON.*line 1"):
         load_config(p)
