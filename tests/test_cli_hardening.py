@@ -620,6 +620,13 @@ def test_fuzz_options_that_would_do_nothing_or_fail_late_are_one_line(capsys, tm
     assert f.read_text() == "the user's notes\n"
 
 
+def test_fuzz_cases_of_a_failed_task_are_counted_as_not_run(capsys):
+    """A task over its time bound: its cases are errors, and the summary says they did not run (it read as
+    if every case ran, none with a fault)."""
+    rc, out, err = cosim(capsys, "fuzz", "--count", "60", "--chunk", "30", "--task-timeout", "0.01", "--quiet")
+    assert rc == 1 and "0 run, 60 did not run" in out and "60 errors" in out, out + err
+
+
 # ---- review item 4: kernels that exit or raise oddly, other exceptions of the tools -----------------------
 ODD = textwrap.dedent('''
     import sys

@@ -504,6 +504,7 @@ class Summary:
     mismatches: int = 0
     errors: int = 0
     faulty: int = 0
+    not_run: int = 0  # cases of tasks that failed (counted among the errors too)
     by_kind: dict[str, int] = field(default_factory=dict)
     failures: list[dict[str, Any]] = field(default_factory=list)
     wall_s: float = 0.0
@@ -535,7 +536,8 @@ class Summary:
 
     def line(self) -> str:
         oracle = "ref vs tlm" + (" vs rtl" if self.rtl else "")
-        return (f"fuzz: {self.count} Programs (config {self.config}, seed {self.seed}, {oracle}, "
+        ran = f"{self.count - self.not_run} run, {self.not_run} did not run, " if self.not_run else ""
+        return (f"fuzz: {self.count} Programs (config {self.config}, seed {self.seed}, {oracle}, {ran}"
                 f"{self.faulty} with an injected fault): {self.mismatches} mismatches, {self.errors} errors "
                 f"in {self.wall_s:.1f} s")
 

@@ -115,6 +115,7 @@ def run_distributed_campaign(count: int, seed: int, configs: Sequence[str] | Non
             else:
                 n = args["stop"] - args["start"]
                 summ.errors += n
+                summ.not_run += n
                 summ.failures.append({"index": args["start"], "config": summ.config, "kind": "task",
                                       "problems": [f"cases {args['start']}-{args['stop'] - 1} did not run: "
                                                    f"{rec['error']}"]})
