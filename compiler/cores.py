@@ -57,6 +57,16 @@ class Footprint:
 
     reads: dict[str, list[tuple[np.ndarray, int, Tensor]]] = field(default_factory=dict)
     writes: dict[str, list[tuple[np.ndarray, int, Tensor]]] = field(default_factory=dict)
+    lines: dict[int, str] = field(default_factory=dict)  # id of a run -> the kernel's line that made it
+
+
+def _line_at(runs: list[tuple[np.ndarray, int, Tensor]], fp: Footprint, byte: int) -> str:
+    """The kernel's line of the first run of ``runs`` (of ``fp``) that covers ``byte``."""
+    for run in runs:
+        starts, length, _ = run
+        if bool(((starts <= byte) & (byte < starts + length)).any()):
+            return fp.lines.get(id(run), "?")
+    return "?"
 
 
 def _merged(runs: list[tuple[np.ndarray, int, Tensor]]) -> tuple[np.ndarray, np.ndarray, list[Tensor], np.ndarray]:
@@ -147,7 +157,9 @@ class Cores:
         ``t``, run r starting at entry ``first + r*stride``."""
         starts = t.region_offset + (first + np.arange(rows, dtype=np.int64) * stride) * entry_bytes
         fp = self.footprints[core][self.phase[core]]
-        (fp.writes if write else fp.reads).setdefault(t.region, []).append((starts, cols * entry_bytes, t))
+        run = (starts, cols * entry_bytes, t)
+        (fp.writes if write else fp.reads).setdefault(t.region, []).append(run)
+        fp.lines[id(run)] = source_line()  # a race names the lines of both accesses
 
     def check_phase(self, p: int) -> None:
         """Raise RaceError for the first conflict between two cores in phase ``p``."""
@@ -166,8 +178,9 @@ class Cores:
                             byte, t = hit
                             when = f"between barriers {p} and {p + 1}" if p else "before the first barrier"
                             raise RaceError(
-                                f"kernel '{self.kernel}': race {when}: core {a} writes and core {b} {verb} "
-                                f"tensor '{t.name}' element {list(element_of(t, byte))} (no barrier orders them)")
+                                f"kernel '{self.kernel}': race {when}: core {a} writes ({_line_at(wa, fps[a], byte)}) "
+                                f"and core {b} {verb} ({_line_at(other, fps[b], byte)}) tensor '{t.name}' element "
+                                f"{list(element_of(t, byte))} (no barrier orders them)")
 
     # ---- the barrier -------------------------------------------------------------------------------
     def barrier(self, core: int) -> None:
