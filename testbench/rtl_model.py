@@ -475,7 +475,9 @@ def _error_of(r: dict[str, Any], cfg: HwConfig) -> dict[str, Any] | None:
         return {"code": None, "name": "TESTBENCH", "pc": None, "message": r["tb_error"]}
     if r.get("timeout"):
         return {"code": None, "name": "TIMEOUT", "pc": None,
-                "message": f"no DONE (irq) within {r['timeout_cycles']} cycles; probes: {r.get('probes')}"}
+                "message": f"no DONE (irq) within {r['timeout_cycles']} cycles; probes: {r.get('probes')}; CYCLES "
+                           f"and the counters are read after it over AXI-Lite while the cores run on, so they are "
+                           f"a few cycles later and not of one cycle"}
     if r.get("waves_capped"):
         w = r.get("waves") or {}
         return {"code": None, "name": "WAVES_CAP", "pc": None,
