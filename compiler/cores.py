@@ -30,7 +30,7 @@ from typing import Any, Callable
 import numpy as np
 
 from compiler.context import GoldenContext, active, source_line
-from compiler.errors import CompileError, on_core
+from compiler.errors import CompileError, kernel_failure, on_core
 from compiler.tensor import Tensor
 from hw.config import HwConfig
 
@@ -252,8 +252,6 @@ class _Aborted(Exception):
 def _label(kernel: str, core: int, e: BaseException, fn: Callable[..., Any]) -> CompileError:
     """The one line of core ``core``'s exception ``e``: the kernel, the core, and for an exception of the
     kernel's own code (``fn``'s) its file and line."""
-    from compiler.kernel import kernel_failure
-
     if not isinstance(e, CompileError):
         e = kernel_failure(fn, f"kernel '{kernel}'", e)
     return on_core(e, kernel, core)

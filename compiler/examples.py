@@ -54,9 +54,9 @@ from typing import Any, Callable
 import numpy as np
 
 from compiler.build import build
-from compiler.errors import CompileError
+from compiler.errors import CompileError, KernelFailure
 from compiler.gemm_ops import GEMM_OPERATORS
-from compiler.kernel import Kernel, KernelFailure, as_kernel, describe_failure, reporting_failures
+from compiler.kernel import Kernel, as_kernel, describe_failure, reporting_failures
 from compiler.ops import OPERATORS, Operator, tile_fit
 from compiler.gelu import GELU
 from compiler.layer_norm import LAYER_NORM

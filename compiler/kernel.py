@@ -28,7 +28,6 @@ import functools
 import inspect
 import os
 import sys
-import traceback
 from math import prod
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Callable
@@ -36,7 +35,7 @@ from typing import Any, Callable
 import numpy as np
 
 from compiler.context import GoldenContext, active, in_kernel
-from compiler.errors import CompileError, kernel_error
+from compiler.errors import CompileError, exception_text, innermost_line, kernel_error, kernel_failure
 from compiler.tensor import Tensor, TensorSpec, pad_to_vectors, unpad
 from hw.config import ConfigError, HwConfig, load_config
 from hw.program import DTYPES, ProgramError
@@ -266,39 +265,11 @@ def as_kernel(obj: Any) -> Kernel:
 
 
 # ---- a kernel's own exceptions, reported in one line ----------------------------------------------
-class KernelFailure(CompileError):
-    """The kernel's own code raised: one line naming the kernel, its file and line, and the exception.
-
-    The original exception is the ``__cause__`` (``cosim --traceback`` prints the whole chain)."""
-
-
-def _innermost_line(file: str, e: BaseException) -> int | None:
-    """The last line of ``file`` in ``e``'s traceback: where the user's code raised, or called what raised."""
-    line = None
-    for frame, lineno in traceback.walk_tb(e.__traceback__):
-        if frame.f_code.co_filename == file:
-            line = lineno
-    return line
-
-
-def _exception_text(e: BaseException) -> str:
-    """``"ZeroDivisionError: division by zero"`` (the first line of the message only); a ``SystemExit``
-    is ``"called sys.exit(0)"`` (a kernel that exits has not compiled, whatever the code), and a message
-    that cannot be made (its ``__str__`` raises) is named as such."""
-    try:
-        text = str(e).strip().splitlines()
-    except Exception as inner:  # the user's exception class may be broken too
-        text = [f"<its message raised {type(inner).__name__}>"]
-    if isinstance(e, SystemExit):
-        return f"called sys.exit({e.code!r})"
-    return type(e).__name__ + (f": {text[0]}" if text else "")
-
-
 def describe_failure(file: str, e: BaseException) -> str:
     """``"ZeroDivisionError: division by zero (at k.py:12)"``: the exception and the innermost line of
     ``file`` in its traceback."""
-    line = _innermost_line(file, e)
-    return f"{_exception_text(e)} (at {file}:{line})" if line is not None else _exception_text(e)
+    line = innermost_line(file, e)
+    return f"{exception_text(e)} (at {file}:{line})" if line is not None else exception_text(e)
 
 
 @contextlib.contextmanager
@@ -314,15 +285,3 @@ def reporting_failures(fn: Callable[..., Any], label: str) -> Iterator[None]:
         raise
     except BaseException as e:  # the user's code may raise anything (sys.exit, GeneratorExit too): one line
         raise kernel_failure(fn, label, e) from e
-
-
-def kernel_failure(fn: Callable[..., Any], label: str, e: BaseException) -> KernelFailure:
-    """The :class:`KernelFailure` line of exception ``e`` raised by ``fn``'s code: ``label``, the line of
-    ``fn``'s file it came from, and the exception."""
-    code = getattr(inspect.unwrap(fn), "__code__", None)
-    file = code.co_filename if code is not None else "?"
-    line = _innermost_line(file, e)
-    if line is None and code is not None:
-        line = code.co_firstlineno
-    text = _exception_text(e)
-    return KernelFailure(f"{label} ({file}:{line}) " + (text if isinstance(e, SystemExit) else f"raised {text}"))

@@ -1098,7 +1098,8 @@ def test_attention_example_names_its_own_parameters(capsys, params, words):
     (["bench", "--dynamic", "--configs", ""], ["--configs", "not an empty string"]),
     (["coverage", "--quick", "--long-log2", "99", "--out", "cv"], ["--long-log2 99", "at most 2^33"]),
     (["mutate", "--list", "--count", "3", "--only", "99"], ["--only", "1..3"]),
-    (["mutate", "--count", "1000000", "--only", "999999"], ["--only: the RTL has", "mutants, so mutant numbers are 1.."]),
+    (["mutate", "--count", "1000000", "--only", "999999"],
+     ["--only: the RTL has", "mutants, so mutant numbers are 1.."]),
 ])
 def test_campaign_sizes_are_bounded(capsys, tmp_path, monkeypatch, args, words):
     monkeypatch.chdir(tmp_path)

@@ -55,7 +55,8 @@ def test_import_then_run_on_golden_iss_tlm(qmodel: Path, tmp_path: Path, capsys:
     assert "changed since the folder was written" in err, err
 
 
-def test_the_folder_spares_the_user_s_model_and_files(qmodel: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_folder_spares_the_user_s_model_and_files(qmodel: Path, tmp_path: Path,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
     """The folder keeps the model as model.onnx: importing a model.onnx into its own folder, or into a folder
     of the user's that holds another model.onnx, is refused and leaves the file as it was; an earlier
     import's folder is written again. A folder of other files with a Program folder's names is refused by

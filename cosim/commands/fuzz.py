@@ -39,7 +39,8 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--fault-rate", type=float_arg(0.0, 1.0, "a probability in [0, 1]"), default=0.2, metavar="P",
                    help="chance that a Program gets one injected fault (default 0.2; a Program with no place for the "
                         "fault drawn stays valid, so 1 gives a few valid ones too)")
-    p.add_argument("--save-dir", type=folder_arg, metavar="DIR", help="save each failing case (original and shrunk Program folders)")
+    p.add_argument("--save-dir", type=folder_arg, metavar="DIR",
+                   help="save each failing case (original and shrunk Program folders)")
     p.add_argument("--no-shrink", action="store_true", help="save failing cases without shrinking them")
     p.add_argument("--batch", type=int_arg(1), default=50, help="Programs per RTL simulator process (default 50)")
     p.add_argument("--chunk", type=int_arg(1), default=None, metavar="N",
