@@ -323,6 +323,30 @@ class Program:
         checked = {r.name for r in self.in_place() if r.name in self.expected}
         return [r for r in self.regions if r.role == "output" or r.name in checked]
 
+    def unstored(self) -> dict[str, tuple[int, int]]:
+        """Each output region some of whose elements no STORE of any core writes: ``{name: (never stored,
+        elements)}``. Such elements keep their initial zeros on every model alike, so the models agree on a
+        kernel that forgot part of its output (an operator called from one core only, a short loop)."""
+        out = self.config.out_vec_bytes
+        written = {r.name: np.zeros(r.nbytes, dtype=bool) for r in self.regions if r.role == "output"}
+        spans = [(r.addr, r.end, written[r.name]) for r in self.regions if r.role == "output"]
+        for i in self.insns:
+            if i.MNEMONIC != "STORE" or i.y_size * i.x_size == 0:
+                continue
+            for row in range(i.y_size):
+                lo = (i.dram_base + row * i.x_stride) * out
+                hi = lo + i.x_size * out
+                for a, e, mask in spans:
+                    if lo < e and hi > a:
+                        mask[max(lo, a) - a:min(hi, e) - a] = True
+        result = {}
+        for r in self.regions:
+            if r.role == "output" and not written[r.name].all():
+                item = np.dtype(r.dtype).itemsize
+                per = written[r.name].reshape(-1, item).any(axis=1)
+                result[r.name] = (int((~per).sum()), int(per.size))
+        return result
+
     def dram_image(self, inputs: dict[str, np.ndarray] | None = None) -> bytearray:
         """Initial DRAM bytes from address 0 to the end of the layout: instructions and inputs."""
         img = bytearray(align_up(self.dram_end, self.config.region_align))

@@ -372,6 +372,36 @@ def test_a_dynamic_kernels_tensor_updated_in_place_is_checked(capsys, tmp_path):
         assert rc == rc_want and ("output 'X'[0, 0]" in out) == bool(rc_want), out + err
 
 
+HALF = '''\
+from compiler import S
+
+
+@S.kernel
+def half(a, c):
+    """Each core stores the first half of its share only: the models agree on the zeros of the rest."""
+    n = a.nvec // S.num_cores()
+    S.load(S.acc[0:n], a, offset=n * S.core_id())
+    S.store(c, S.acc[0:n // 2], offset=n * S.core_id())
+
+
+half_params = {"a": "8x16:int32", "c": "8x16:int8"}
+'''
+
+
+def test_output_elements_that_no_store_writes_are_named(capsys, tmp_path):
+    """On every model alike they stay 0, so the run is 'ok': a note says how many (a kernel that calls an
+    operator from one core only, or a loop one short), in the text and in --json."""
+    f = tmp_path / "half.py"
+    f.write_text(HALF)
+    for cfg, never in (("quad", 64), ("default", 64)):
+        rc, out, err = cosim(capsys, "run", f"{f}:half", "--config", cfg, "--model", "tlm")
+        assert rc == 0 and f"note: output 'c': {never} of its 128 elements are written by no STORE" in out, out + err
+        rc, out, err = cosim(capsys, "run", f"{f}:half", "--config", cfg, "--model", "iss", "--json")
+        assert rc == 0 and json.loads(out)["unstored"] == {"c": {"never_stored": never, "elements": 128}}, out
+    rc, out, err = cosim(capsys, "run", "vadd", "--model", "tlm", "--json")
+    assert rc == 0 and "unstored" not in json.loads(out), out
+
+
 PADDED = '''\
 import numpy as np
 from compiler import S

@@ -228,6 +228,7 @@ def run(args: argparse.Namespace) -> int:
     if stale or ref_mm:
         ok = False
     timing = protocol_timing_note(reports, args.mem)
+    unstored = job.program.unstored()  # the models agree on what no STORE writes: say so
     for r in reports:
         if r["match"] is False and r["model"] in ("tlm", "rtl"):
             _trace_failure(job, r, args)
@@ -240,6 +241,8 @@ def run(args: argparse.Namespace) -> int:
             out = {**out, "match": False, "expected_check": stale}
         if ref_mm:
             out = {**out, "match": False, "reference_check": ref_mm}
+        if unstored:
+            out = {**out, "unstored": {n: {"never_stored": k, "elements": e} for n, (k, e) in unstored.items()}}
         print(json.dumps(out))
     else:
         for r in reports:
@@ -262,6 +265,9 @@ def run(args: argparse.Namespace) -> int:
                   "(the Program has no sections: a kernel names them with S.section)")
         if timing:
             print(f"note: {timing}")
+        for name, (k, e) in unstored.items():
+            print(f"note: output '{name}': {k:,} of its {e:,} elements are written by no STORE of any core (they "
+                  f"stay 0 on every model alike)")
     if ok is False and not args.json:
         timeouts = [r for r in reports if r["status"] == "timeout"]
         if stale and all(r["match"] is not False for r in reports if r["model"] != "golden"):
