@@ -21,7 +21,7 @@ from typing import Any
 
 from compiler.context import active
 from compiler.deps import Node, check_dependences, insert_tokens
-from compiler.errors import CompileError, kernel_error, on_core
+from compiler.errors import CompileError, KernelFailure, kernel_error, on_core
 from compiler.ir import AluOp, GemmOp, LoadOp, StoreOp
 from compiler.kernel import Kernel, as_kernel, reporting_failures
 from compiler.tensor import Tensor
@@ -74,7 +74,7 @@ def trace_cores(kernel: Any, args: Sequence[Any] | Mapping[str, Any], cfg: HwCon
         except CompileError as e:
             if n == 1:
                 raise
-            raise on_core(e, name, core) from e
+            raise on_core(e, name, core) from (e.__cause__ if isinstance(e, KernelFailure) else e)
         traces.append(tr)
     return traces
 

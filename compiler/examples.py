@@ -376,7 +376,7 @@ class Case:
     def golden(self) -> dict[str, np.ndarray]:
         """Outputs of the golden path (the kernel called on numpy), region-shaped like read_outputs.
 
-        An exception of the kernel's own code becomes one KernelFailure line (see compiler.kernel)."""
+        An exception of the kernel's own code becomes one KernelFailure line (see compiler.errors)."""
         # a tensor the kernel loads and stores (in place) runs on a copy: its stores must not reach the inputs
         # every other model (and the Program folder) runs on
         inputs = {n: a.copy() if n in self.in_place else a for n, a in self.user_inputs.items()}

@@ -172,16 +172,16 @@ def claim_outputs(outputs: list[tuple[str, str | None]], inputs: list[tuple[str,
             raise UserError(f"{opt} {value}: not writable here")
 
 
-def claim_program_folder(out: str, also: tuple[str, ...] = ()) -> None:
+def claim_program_folder(out: str) -> None:
     """Refuse ``-o out`` (UserError) when it is a folder of someone else's files that writing a Program folder
-    there would replace: files of a Program folder's names (or of ``also``) while it has no layout.json.
-    A Program folder cosim wrote is written again (a compile again)."""
+    there would replace: files of a Program folder's names while it has no layout.json. A Program folder
+    cosim wrote is written again (a compile again)."""
     from hw.program import DATA_FILES, FILES
 
     d = Path(out)
     if not d.is_dir() or (d / "layout.json").is_file():
         return
-    clash = [n for n in (*FILES, *DATA_FILES, *also) if (d / n).exists()]
+    clash = [n for n in (*FILES, *DATA_FILES) if (d / n).exists()]
     if clash:
         raise UserError(f"-o {out}: {', '.join(clash)} {'is' if len(clash) == 1 else 'are'} there and the folder is "
                         f"not a Program folder (no layout.json): writing one would replace "

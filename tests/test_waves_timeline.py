@@ -202,6 +202,7 @@ def test_a_window_cut_at_both_ends_compares_only_the_cycles_it_holds(rtl, tlm, t
     rc, out, _ = cosim(capsys, "diff", tlm, win, "--json")
     rep = json.loads(out)
     assert rc == 0 and rep["equal"] and rep["outside"] > 0 and rep["span_b"] == [10, 29], out
+    assert rep["span_a"] == [None, None]  # the TLM's trace is whole
     rc, out, _ = cosim(capsys, "diff", tlm, win, "--window", "0")
     assert rc == 0 and "fall outside the cycles the other holds" in out and "timelines agree" in out, out
     late = write(tmp_path / "late.vcd", verilator_vcd(replace(shifted(sample_program(), ORIGIN), 2, end=ORIGIN + 27,
@@ -210,6 +211,17 @@ def test_a_window_cut_at_both_ends_compares_only_the_cycles_it_holds(rtl, tlm, t
                        "--json")
     rep = json.loads(out)
     assert rc == 1 and (rep["first"]["index"], rep["first"]["kind"]) == (2, "end"), out
+
+
+def test_whole_traces_report_an_instruction_past_the_others_end(tmp_path, capsys):
+    """Two whole traces (neither windowed nor cut): B runs one more instruction after A's last cycle. That
+    is a difference ('only in B'), not a cycle A does not hold."""
+    prog = sample_program()
+    a = write(tmp_path / "a.vcd", tlm_vcd(prog, n_cycles=62))
+    b = write(tmp_path / "b.vcd", tlm_vcd(prog + [Insn("store", 7, 65, 66, 69, 70)], n_cycles=72))
+    rc, out, _ = cosim(capsys, "diff", a, b, "--json")
+    rep = json.loads(out)
+    assert rc == 1 and rep["outside"] == 0 and rep["first"]["kind"] == "only_b" and rep["first"]["index"] == 7, out
 
 
 def test_values_before_start_are_compared_where_both_traces_hold_them(tmp_path, capsys):

@@ -94,6 +94,15 @@ def run(args: argparse.Namespace) -> int:
         raise UserError("--no-shrink goes with --save-dir (only saved cases are shrunk)")
     if args.batch != args.campaign_defaults["batch"] and not args.rtl:
         raise UserError("--batch goes with --rtl (it counts Programs per RTL simulator process)")
+    configs = None
+    if args.config:
+        fuzz_configs([args.config])  # a bad name fails here with one line
+        configs = [args.config]
+    if args.rtl:
+        why = rtl_available()
+        if why:
+            raise UserError(f"--rtl: the RTL runner is not available: {why}")
+    engine = cluster_kwargs(args)
     if args.save_dir:  # a place that cannot take the cases is one line now, not a lost chunk later
         d = Path(args.save_dir)
         if d.exists() and not d.is_dir():
@@ -104,15 +113,6 @@ def run(args: argparse.Namespace) -> int:
             raise UserError(f"--save-dir {args.save_dir}: cannot make the folder: {e.strerror or e}") from None
         if not os.access(d, os.W_OK):
             raise UserError(f"--save-dir {args.save_dir}: not writable here")
-    configs = None
-    if args.config:
-        fuzz_configs([args.config])  # a bad name fails here with one line
-        configs = [args.config]
-    if args.rtl:
-        why = rtl_available()
-        if why:
-            raise UserError(f"--rtl: the RTL runner is not available: {why}")
-    engine = cluster_kwargs(args)
     s = run_distributed_campaign(args.count, args.seed, configs, rtl=args.rtl, fault_rate=args.fault_rate,
                                  save_dir=args.save_dir, do_shrink=not args.no_shrink, batch=args.batch,
                                  chunk=args.chunk, progress=not args.quiet, coverage=args.coverage,

@@ -270,23 +270,24 @@ def run(args: argparse.Namespace) -> int:
                   f"stay 0 on every model alike)")
     if ok is False and not args.json:
         timeouts = [r for r in reports if r["status"] == "timeout"]
-        if stale and all(r["match"] is not False for r in reports if r["model"] != "golden"):
-            print(f"cosim run: {job.kernel}: {stale} (the other models were checked against the golden re-run; "
-                  f"expected.npz or the inputs changed since the folder was written)", file=sys.stderr)
-        elif ref_mm and all(r["match"] is not False for r in reports):
+        others_agree = all(r["match"] is not False for r in reports if r["model"] != "golden")
+        if ref_mm:  # no golden row shows it
             print(f"cosim run: {job.kernel}: the reference does not agree with the golden run of the kernel: {ref_mm} "
                   f"(the models were checked against the golden run)", file=sys.stderr)
+        if stale and others_agree:
+            print(f"cosim run: {job.kernel}: {stale} (the other models were checked against the golden re-run; "
+                  f"expected.npz or the inputs changed since the folder was written)", file=sys.stderr)
         elif timeouts:
             msg = str(timeouts[0]["error"].get("message") or "").split(";")[0]
             print(f"cosim run: {job.kernel}: TIMEOUT on the {timeouts[0]['model'].upper()} ({msg}); raise the bound "
                   f"with --watchdog CYCLES", file=sys.stderr)
-        elif all(r["match"] is not False for r in reports if r["model"] != "golden"):
+        elif not others_agree:
+            print(f"cosim run: {job.kernel} does not agree with golden", file=sys.stderr)
+        elif not ref_mm:  # the golden row's own check failed
             what = ("expected.npz does not agree with the golden re-run" if models.is_program_folder(job.kernel)
                     else "the reference does not agree with the golden run of the kernel")
             print(f"cosim run: {job.kernel}: {what} (the other models were checked against the golden run)",
                   file=sys.stderr)
-        else:
-            print(f"cosim run: {job.kernel} does not agree with golden", file=sys.stderr)
     return 1 if ok is False else 0
 
 

@@ -153,9 +153,11 @@ def diff_text(rep: dict[str, object]) -> str:
              f"align: {rep['align']}, tolerance: {rep['tolerance']} cycles, "
              f"{rep['compared']} instructions in both"]
     if rep.get("outside"):
+        def span(s: list[int | None]) -> str:
+            return f"{'its start' if s[0] is None else s[0]}..{'its end' if s[1] is None else s[1]}"
         lines.append(f"{rep['outside']} instruction(s) of one trace fall outside the cycles the other holds "
-                     f"(A: relative {rep['span_a'][0]}..{rep['span_a'][1]}, B: {rep['span_b'][0]}..{rep['span_b'][1]}; "
-                     f"a windowed or size-capped VCD): not compared")
+                     f"(A: relative {span(rep['span_a'])}, B: {span(rep['span_b'])}; a windowed or size-capped "
+                     f"VCD): not compared")
     if rep["equal"]:
         lines.append("timelines agree")
         return "\n".join(lines)

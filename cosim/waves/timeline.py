@@ -21,6 +21,8 @@ have ``end``/``held_end`` None.
 
 from __future__ import annotations
 
+import math
+
 from bisect import bisect_right
 from dataclasses import asdict, dataclass, field
 
@@ -266,6 +268,15 @@ def alignment(tl: Timeline, mode: str) -> int:
     return min(starts) if starts else 0
 
 
+def _held_span(tl: Timeline, off: int) -> tuple[float, float]:
+    """The relative cycles ``tl`` holds: from its first cycle when it began mid-run (a window: a later first
+    time stamp, or an instruction open at its start), to its last when it was cut (an instruction still open
+    at its end); unbounded on a side where the trace is whole."""
+    cut_start = tl.start_cycle > 0 or any(e.open_at_start for e in tl.entries)
+    cut_end = any(e.held_end is None for e in tl.entries)
+    return (tl.start_cycle - off if cut_start else -math.inf, tl.end_cycle - off if cut_end else math.inf)
+
+
 def diff_timelines(a: Timeline, b: Timeline, tol: int = 0, align: str = "auto") -> dict[str, object]:
     """Compare two timelines instruction by instruction (matched by index and occurrence).
 
@@ -290,9 +301,8 @@ def diff_timelines(a: Timeline, b: Timeline, tol: int = 0, align: str = "auto") 
 
     ka, kb = keyed(a), keyed(b)
     # the relative cycles each trace holds: a windowed or size-capped VCD holds only part of the run, and
-    # what the other trace has outside that part is not a difference
-    span_a = (a.start_cycle - off_a, a.end_cycle - off_a)
-    span_b = (b.start_cycle - off_b, b.end_cycle - off_b)
+    # what the other trace has outside that part is not a difference; a whole trace holds every cycle
+    span_a, span_b = _held_span(a, off_a), _held_span(b, off_b)
     diffs: list[Difference] = []
     outside = 0
     for key in sorted(set(ka) | set(kb)):
@@ -329,7 +339,9 @@ def diff_timelines(a: Timeline, b: Timeline, tol: int = 0, align: str = "auto") 
                 break  # one difference per instruction: the earliest field
     diffs.sort(key=lambda d: (d.cycle, d.index))
     return {"a": a.path, "b": b.path, "align": align, "offset_a": off_a, "offset_b": off_b, "tolerance": tol,
-            "compared": len(set(ka) & set(kb)), "outside": outside, "span_a": list(span_a), "span_b": list(span_b),
+            "compared": len(set(ka) & set(kb)), "outside": outside,
+            "span_a": [None if math.isinf(c) else int(c) for c in span_a],
+            "span_b": [None if math.isinf(c) else int(c) for c in span_b],
             "equal": not diffs,
             "first": diffs[0].to_dict() if diffs else None, "differences": [d.to_dict() for d in diffs]}
 
