@@ -42,6 +42,7 @@ from hw.analysis import after_finish_problem, balance_problem
 from hw.config import ConfigError, DuplicateKeyError, HwConfig, load_config, parse_config, unique_keys
 from hw.dynamic_driver import DRIVER_FILE
 from hw.isa import INSN_BYTES, Instruction, Isa, IsaError
+from hw.isa_semantics import dram_span
 from hw.npz_file import NpzError, read_npz
 
 ROLES = ("insn", "input", "output", "scratch")
@@ -331,14 +332,17 @@ class Program:
         written = {r.name: np.zeros(r.nbytes, dtype=bool) for r in self.regions if r.role == "output"}
         spans = [(r.addr, r.end, written[r.name]) for r in self.regions if r.role == "output"]
         for i in self.insns:
-            if i.MNEMONIC != "STORE" or i.y_size * i.x_size == 0:
+            span = dram_span(i, self.config) if i.MNEMONIC == "STORE" else None
+            if span is None:
                 continue
-            for row in range(i.y_size):
-                lo = (i.dram_base + row * i.x_stride) * out
-                hi = lo + i.x_size * out
-                for a, e, mask in spans:
-                    if lo < e and hi > a:
-                        mask[max(lo, a) - a:min(hi, e) - a] = True
+            # a store's rows, one span when they are contiguous (or the same row again: stride 0)
+            rows = [span] if i.y_size == 1 or i.x_stride in (0, i.x_size) else \
+                [(lo, lo + i.x_size * out) for lo in range(span[0], span[1], i.x_stride * out)]
+            for a, e, mask in spans:
+                if span[0] < e and span[1] > a:
+                    for lo, hi in rows:
+                        if lo < e and hi > a:
+                            mask[max(lo, a) - a:min(hi, e) - a] = True
         result = {}
         for r in self.regions:
             if r.role == "output" and not written[r.name].all():
