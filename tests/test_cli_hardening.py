@@ -857,6 +857,13 @@ def test_fuzz_replay_of_a_bad_fuzz_json(capsys, tmp_path, edit, words):
     one_line(*cosim(capsys, "fuzz", "--replay", d)[::2], *words)
 
 
+def test_fuzz_replay_of_a_fuzz_json_cut_short_names_line_and_column(capsys, tmp_path):
+    d = _saved_fault_case(tmp_path)
+    text = (d / "fuzz.json").read_text()
+    (d / "fuzz.json").write_text(text[:text.index("\n", 3) + 1] + '  "index": ,\n}')
+    one_line(*cosim(capsys, "fuzz", "--replay", d)[::2], "fuzz.json:3:12: not valid JSON (Expecting value)")
+
+
 @pytest.mark.parametrize("extra", [["--count", "5"], ["--rtl"], ["--workers", "2"], ["--config", "small"]])
 def test_fuzz_replay_refuses_a_campaign_s_options(capsys, tmp_path, extra):
     """The case comes from fuzz.json: an option of a campaign would be silently ignored."""

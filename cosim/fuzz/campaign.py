@@ -431,7 +431,9 @@ def replay_failure(folder: str | Path) -> dict[str, Any]:
         raise ValueError(f"{f}: missing (not a folder saved by `cosim fuzz --save-dir`)")
     try:
         info = json.loads(f.read_bytes().decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as e:
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{f}:{e.lineno}:{e.colno}: not valid JSON ({e.msg})") from None
+    except (UnicodeDecodeError, RecursionError) as e:
         raise ValueError(f"{f}: not valid JSON ({type(e).__name__})") from None
     if not isinstance(info, dict):
         raise ValueError(f"{f}: must be a JSON object")
