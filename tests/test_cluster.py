@@ -283,6 +283,23 @@ def test_ctrl_c_then_resume(tmp_path):
     assert _counts(json.loads(r.stdout)) == _counts(run_campaign(300, 5, progress=False))
 
 
+def test_a_task_stopped_by_a_shorter_limit_runs_again_on_resume(tmp_path):
+    """A time-out is not the result under a longer limit: resumed with one, the task runs again; a failure
+    of its own and a time-out under the same limit are kept."""
+    results = tmp_path / "r.jsonl"
+    tasks = [Task("slow", "tests.cluster_tasks:hang", {"sleep": 1.5}),
+             Task("raises", "tests.cluster_tasks:fail", {"case": 1})]
+    first = {r["key"]: r for r in run_tasks(tasks, results=results, workers=0, timeout_s=0.5, progress=False)}
+    assert first["slow"]["timed_out_s"] == 0.5 and not first["slow"]["ok"]
+    same = {r["key"]: r for r in run_tasks(tasks, results=results, workers=0, timeout_s=0.5, progress=False)}
+    assert same["slow"].get("resumed") and same["raises"].get("resumed")
+    longer = {r["key"]: r for r in run_tasks(tasks, results=results, workers=0, timeout_s=20, progress=False)}
+    assert longer["slow"]["ok"] and "resumed" not in longer["slow"] and longer["raises"].get("resumed")
+    assert len(_records(results)) == 3  # the new record of "slow" appended: the last of a key wins
+    again = {r["key"]: r for r in run_tasks(tasks, results=results, workers=0, timeout_s=20, progress=False)}
+    assert again["slow"]["ok"] and again["slow"].get("resumed")
+
+
 def test_without_dask_same_records(tmp_path):
     """workers=0: the tasks one by one in a task process of this machine; the same records and failures."""
     tasks = [Task("ok", "tests.cluster_tasks:square", {"x": 5}),

@@ -199,7 +199,8 @@ def run_tasks(tasks: Iterable[Task], *, results: str | Path | None = None, sched
       process per core (workers= overrides, and then COSIM_SCHEDULER is not used; workers=0 runs the
       tasks one by one without Dask); else connect to that address (tcp://HOST:PORT).
     - each record is appended to `results` (JSON lines, flushed) as it arrives; records of keys
-      already in the file are not run again (they are yielded first, marked "resumed": true).
+      already in the file are not run again (they are yielded first, marked "resumed": true), except a
+      task that ran over a shorter time limit than this run's ("timed_out_s" in its record).
     - fn raising = a recorded failure (ok false, error = its one line), not a crash.
     - a worker dying mid-task: the task is retried on another (dask retries / lost-worker
       rescheduling); every key is recorded exactly once.
@@ -232,7 +233,7 @@ def _run(tasks: list[Task], results: str | Path | None, address: str | None, wor
         todo = []
         for t in tasks:
             rec = done.get(t.key)
-            if rec is None:
+            if rec is None or _over_a_shorter_limit(rec, timeout_s):
                 todo.append(t)
                 continue
             n_done, n_failed = n_done + 1, n_failed + (not rec.get("ok"))
@@ -254,6 +255,13 @@ def _run(tasks: list[Task], results: str | Path | None, address: str | None, wor
         bar.close()
         if store is not None:
             store.close()
+
+
+def _over_a_shorter_limit(rec: dict[str, Any], timeout_s: float | None) -> bool:
+    """Whether ``rec`` is a task stopped at a time limit shorter than ``timeout_s`` (None: no limit): not a
+    result of this run, whose task may finish within its longer one."""
+    was = rec.get("timed_out_s")
+    return not rec.get("ok") and isinstance(was, (int, float)) and (timeout_s is None or was < timeout_s)
 
 
 def _payload(t: Task) -> dict[str, Any]:

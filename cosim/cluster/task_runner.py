@@ -93,7 +93,8 @@ class TaskProcess:
             wait = CANCEL_POLL_S if deadline is None else min(CANCEL_POLL_S, deadline - time.monotonic())
             if wait <= 0:
                 self.kill()
-                return {"ok": False, "error": f"TimeoutError: the task ran over its {timeout_s:g} s limit"}
+                return {"ok": False, "error": f"TimeoutError: the task ran over its {timeout_s:g} s limit",
+                        "timed_out_s": timeout_s}
             ready, _, _ = select.select([fd], [], [], wait)
             if not ready:
                 if cancelled():
@@ -204,6 +205,9 @@ def execute(task: dict[str, Any], timeout_s: float | None = None, event_topic: s
                                      _cancelled_by_dask())
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
-    return {"key": task["key"], "ok": bool(answer.get("ok")), "result": answer.get("result"),
-            "error": None if answer.get("ok") else str(answer.get("error")), "worker": where,
-            "wall_s": round(time.perf_counter() - t0, 3)}
+    rec = {"key": task["key"], "ok": bool(answer.get("ok")), "result": answer.get("result"),
+           "error": None if answer.get("ok") else str(answer.get("error")), "worker": where,
+           "wall_s": round(time.perf_counter() - t0, 3)}
+    if answer.get("timed_out_s") is not None:
+        rec["timed_out_s"] = answer["timed_out_s"]
+    return rec
