@@ -158,6 +158,9 @@ def test_generate_cli_json_and_trace(tmp_path: Path) -> None:
     (["--prompt", "a" * 120, "--max-new", "10"], "need 129 positions, more than the context of 128"),
     (["--prompt", ""], "the prompt is empty"),
     (["--prompt", "Be", "--max-new", "0"], "positive integer"),
+    # 128 passes the option's bound (a 1-character prompt takes it) and is refused by the prompt's length
+    (["--prompt", "Be", "--max-new", "128"], "need 129 positions, more than the context of 128"),
+    (["--prompt", "B", "--max-new", "129"], "at most 128"),
 ])
 def test_generate_bad_input_is_one_line_exit_2(argv: list[str], words: str) -> None:
     out = _cosim("generate", "charlm", *argv)

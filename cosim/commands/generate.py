@@ -29,7 +29,8 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                                    "disagrees.")
     p.add_argument("name", choices=NETWORKS, help="the network (charlm)")
     p.add_argument("--prompt", required=True, help="the prompt (characters of the Zen of Python's vocabulary)")
-    p.add_argument("--max-new", type=int_arg(1, 127), default=32, metavar="N",
+    # one new character per position but the last predicted (never fed back): a 1-character prompt takes 128
+    p.add_argument("--max-new", type=int_arg(1, 128), default=32, metavar="N",
                    help="characters to generate (default 32; prompt + N - 1 positions must fit the context of 128)")
     p.add_argument("--model", choices=[*GEN_MODELS, "all"], default="tlm",
                    help="model to run (default: tlm; all = golden, iss, tlm and rtl)")
