@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
+import re
 import signal
 import sys
 import threading
@@ -75,10 +76,11 @@ def int_arg(low: int, high: int = MAX_INT, what: str = "") -> Any:
     kind = what or {0: "a non-negative integer", 1: "a positive integer"}.get(low, f"an integer >= {low}")
 
     def parse(text: str) -> int:
-        try:
-            v = int(text, 0)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected {kind}, not {text!r}") from None
+        t = text.strip()
+        # decimal (05 is 5), or 0x/0b/0o; not Python's other spellings (1_0, digits of other scripts)
+        if not re.fullmatch(r"[+-]?(0[xX][0-9a-fA-F]+|0[bB][01]+|0[oO][0-7]+|[0-9]+)", t):
+            raise argparse.ArgumentTypeError(f"expected {kind}, not {text!r}")
+        v = int(t, 0) if re.match(r"[+-]?0[xXbBoO]", t) else int(t, 10)
         if v < low:
             raise argparse.ArgumentTypeError(f"expected {kind}, not {text!r}")
         if v > high:

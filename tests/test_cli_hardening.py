@@ -369,6 +369,8 @@ def test_system_errors_name_the_path_without_errno(capsys, tmp_path):
     (["run", "vadd", "--seed", "x"], ["--seed", "expected a non-negative integer", "'x'"]),
     (["run", "vadd", "--waves-window", "5:3"], ["--waves-window", "FIRST <= LAST"]),
     (["run", "vadd", "--watchdog", "0"], ["--watchdog", "expected a positive integer"]),
+    (["run", "vadd", "--seed", "1_0"], ["--seed", "expected a non-negative integer", "'1_0'"]),
+    (["run", "vadd", "--seed", "\uff15"], ["--seed", "expected a non-negative integer"]),
     (["nosuch"], ["cosim", "invalid choice: 'nosuch'"]),
     (["--bogus"], ["unrecognized arguments: --bogus"]),
 ])
@@ -1265,3 +1267,10 @@ def test_conformance_outputs_naming_one_file_are_refused(capsys, tmp_path):
     out = tmp_path / "r.md"
     one_line(*cosim(capsys, "conformance", "nodes", "--markdown", out, "--out-json", out)[::2],
              f"--markdown and --out-json name the same file {out}")
+
+
+@pytest.mark.parametrize("text, value", [("05", 5), ("0x10", 16), ("0b11", 3), (" 7 ", 7), ("0", 0)])
+def test_an_integer_option_reads_decimal_with_leading_zeros_and_prefixed_bases(text, value):
+    from cosim.cli import int_arg
+
+    assert int_arg(0)(text) == value
