@@ -104,6 +104,12 @@ class Example:
             extra = next((p for key, p in self.per_config.items() if _same_core(cfg, key)), {})
         return {**self.params, **extra}
 
+    @property
+    def per_config_keys(self) -> list[str]:
+        """The params some ``per_config`` entry sets (vadd's tile, ...): a run on another config must be given
+        them to do the same work."""
+        return [k for k in self.params if any(k in extra for extra in self.per_config.values())]
+
     def params_for(self, cfg: HwConfig) -> dict[str, Any]:
         """The default params on ``cfg``: a ``per_config`` entry applies to its config and to every
         config of the same core in other numbers (``quad`` = default x4, ``small2`` = small x2)."""
@@ -466,16 +472,21 @@ def _attach(case: Case) -> None:
     case.program.expected = case.golden()
 
 
-def _gemm_case(ex: Example, cfg: HwConfig, params: dict[str, Any], seed: int) -> Case:
-    """A GEMM example: random natural inputs of the sizes the params give, packed (module docstring)."""
-    op = GEMM_OPERATORS[ex.gemm]  # type: ignore[index]
-    p = ex.params_with(params, cfg)
+def check_gemm_params(p: dict[str, Any]) -> None:
+    """Refuse (ParamError) a GEMM example's size that is not a positive integer (padding and shifts: non-negative)."""
     for k, v in p.items():
         if isinstance(v, bool) or k in ("relu",):
             continue
         if not isinstance(v, (int, np.integer)) or v < (0 if k in ("pad", "shift", "shift1", "shift2") else 1):
             raise ParamError(f"param '{k}': {v!r} must be a {'non-negative' if k in ('pad',) else 'positive'} "
                              f"integer")
+
+
+def _gemm_case(ex: Example, cfg: HwConfig, params: dict[str, Any], seed: int) -> Case:
+    """A GEMM example: random natural inputs of the sizes the params give, packed (module docstring)."""
+    op = GEMM_OPERATORS[ex.gemm]  # type: ignore[index]
+    p = ex.params_with(params, cfg)
+    check_gemm_params(p)
     out_shape = op.out_shape(cfg, p)
     if min(out_shape) < 1:
         raise ParamError(f"param 'kernel': a {p['kernel']}x{p['kernel']} kernel with padding {p['pad']} and stride "

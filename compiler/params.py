@@ -163,6 +163,50 @@ def parse_value(key: str, text: str, default: Any) -> Any:
     return text
 
 
+def typed_value(key: str, value: Any, default: Any) -> Any:
+    """A parameter's value from a YAML or JSON file (already a number, a list, ...) checked like the text of
+    ``-p`` by :func:`parse_value`: the same type as ``default`` (a shape: a list of positive integers)."""
+    if isinstance(default, str):
+        if not isinstance(value, str):
+            raise ParamError(f"param '{key}': {value!r} is not text")
+        return value
+    shape = key == "shape" or isinstance(default, tuple)
+    if isinstance(value, (list, tuple)) != shape and not (shape and _plain_int(value)):  # 64 is the shape (64,)
+        raise ParamError(f"param '{key}': {value!r} is not {_kind_of(key, default)}")
+    if isinstance(value, (list, tuple)):
+        text = "x".join(str(v) if _plain_int(v) else "?" for v in value) or "?"
+    elif value is None:
+        text = "none"
+    elif isinstance(value, bool):
+        text = "true" if value else "false"
+        if not isinstance(default, bool):
+            raise ParamError(f"param '{key}': {value!r} is not {'a shape' if key == 'shape' else 'a number'}")
+    elif isinstance(value, (int, float)) or (isinstance(value, str) and isinstance(default, float)):
+        text = str(value)
+    else:
+        raise ParamError(f"param '{key}': {value!r} is not {_kind_of(key, default)}")
+    try:
+        return parse_value(key, text, default)
+    except ParamError:
+        raise ParamError(f"param '{key}': {value!r} is not {_kind_of(key, default)}") from None
+
+
+def _plain_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _kind_of(key: str, default: Any) -> str:
+    if key == "shape" or isinstance(default, tuple):
+        return "a shape (a list of positive integers)"
+    if isinstance(default, bool):
+        return "true or false"
+    if isinstance(default, float):
+        return "a number"
+    if default is None or key in AUTO_PARAMS:
+        return "an integer or null"
+    return "an integer"
+
+
 def parse_float(text: str, key: str) -> float:
     """A real number (``0.0123``, ``1e-3``)."""
     try:

@@ -98,7 +98,7 @@ BAD_SPECS = [
     ("parameters: {block: 8}\nworkloads: [{example: vadd}]", "key 'parameters.block': must be a non-empty list"),
     ("parameters: {block: [8], b: [{block: 16}]}\nworkloads: [{example: vadd}]", "also set by parameter 'block'"),
     ("workloads: []", "key 'workloads': must be a non-empty list"),
-    ("workloads: [{example: nosuch}]", "key 'workloads[0]': unknown example 'nosuch'"),
+    ("workloads: [{example: nosuch}]", "key 'workloads[0]': a sweep takes a registered example (cosim list), not 'nosuch'"),
     ("workloads: [{example: vadd, params: {tyle: 4}}]", "example 'vadd' has no param 'tyle'"),
     ("workloads: [{operator: conv9d}]", "unknown GEMM operator 'conv9d'"),
     ("workloads: [{network: digits, images: 100000}]", "images"),
@@ -118,6 +118,17 @@ BAD_SPECS = [
     ("workloads:\n  - {example: vadd, n: 64, n: 128}", "key 'n' is given twice at line 2"),
     ("workloads: [{network: docs/networks/tiny_cnn.py:tiny_cnn}]",
      "key 'workloads[0]': give it a name: (letters, digits"),
+    # a param of the wrong type is the spec's error, not an invalid point on every config
+    ("workloads: [{operator: matmul, params: {M: 1.5}}]", "param 'M': 1.5 is not an integer"),
+    ("workloads: [{example: vadd, params: {shape: abc}}]", "param 'shape': 'abc' is not a shape"),
+    ("workloads: [{example: vadd, params: {shape: [0, 16]}}]", "param 'shape': [0, 16] is not a shape"),
+    ("workloads: [{operator: dense, params: {relu: 'yes'}}]", "param 'relu': 'yes' is not true or false"),
+    ("workloads: [{example: vadd, params: {tile: eight}}]", "param 'tile': 'eight' is not an integer or null"),
+    ("workloads: [{example: vadd, params: {tile: true}}]", "param 'tile': True is not a number"),
+    ("workloads: [{operator: conv2d, params: {stride: 0}}]", "param 'stride': 0 must be a positive integer"),
+    ("workloads: [{example: requant_real, params: {scale: [1]}}]", "param 'scale': [1] is not a number"),
+    ("rtl: 0\nworkloads: [{example: vadd}]", "key 'rtl.sample'"),
+    ("area: 0\nworkloads: [{example: vadd}]", "key 'area'"),
 ]
 
 
@@ -313,3 +324,82 @@ def test_optional_config_keys_are_parameters(tmp_path: Path) -> None:
                          "workloads: [{example: vadd}]")
     spec = load_spec(p)
     assert spec.parameters == {"dram_reads_in_flight": [1, 2], "dram_writes_in_flight": [1, 3]}
+
+
+def test_rtl_one_is_a_sample_of_one_point_not_all() -> None:
+    """``1 == True`` in Python: a count of one is not "all" (nor a count of zero "none")."""
+    spec = parse_spec({"rtl": 1, "workloads": [{"example": "vadd"}]}, "t.yaml")
+    assert (spec.rtl.mode, spec.rtl.count) == ("sample", 1)
+    assert parse_spec({"rtl": True, "workloads": [{"example": "vadd"}]}, "t.yaml").rtl.mode == "all"
+
+
+def test_params_come_typed_from_the_spec() -> None:
+    spec = parse_spec({"workloads": [{"example": "vadd", "params": {"shape": [5, 16], "tile": None}},
+                                     {"operator": "dense", "params": {"relu": False, "M": 3}}]}, "t.yaml")
+    assert [w.params for w in spec.workloads] == [{"shape": [5, 16], "tile": None}, {"relu": False, "M": 3}]
+
+
+def test_every_point_runs_the_base_config_s_workload() -> None:
+    """An example's per-config defaults (vadd's tile, layer_norm's rows) are the base config's on every point,
+    whichever shipped core a point happens to equal; a default that follows a given param still follows it."""
+    from cosim.sweep.workloads import build_workload
+
+    spec = parse_spec({"base": "small2", "parameters": {"acc_depth": [64, 128]},
+                       "workloads": [{"example": "vadd"}, {"example": "layer_norm"},
+                                     {"example": "layer_norm", "name": "ln5", "params": {"shape": [5, 8]}}]}, "t.yaml")
+    vadd, ln, ln5 = spec.workloads
+    assert (vadd.params, vadd.pinned, ln.params, ln5.params, ln5.given) == (
+        {"tile": 8}, ("tile",), {"n": 8}, {"shape": [5, 8], "n": 5}, {"shape": [5, 8]})
+    assert vadd.to_dict()["from_base"] == ["tile"]
+    points = [cp.config for cp in spec.configs()]
+    assert [c.acc_depth for c in points] == [64, 128]
+    for w in spec.workloads:
+        progs = [build_workload(w, cfg, 0).program for cfg in points]
+        assert len({len(p.insns) for p in progs}) == 1, w.label
+        assert len({tuple(r.shape for r in p.regions) for p in progs}) == 1, w.label
+
+
+def test_a_sample_has_count_distinct_configs() -> None:
+    """Two mappings that make the same hardware are one config; the sample still has ``count`` of them."""
+    data = {"base": "small", "parameters": {"bufs": [{"acc_depth": 64}, {"acc_depth": 64}, {"acc_depth": 128},
+                                                     {"acc_depth": 256}]},
+            "workloads": [{"example": "vadd"}]}
+    for seed in range(6):
+        got = parse_spec({**data, "sample": {"count": 3, "seed": seed}}, "t.yaml").configs()
+        assert sorted(cp.config.acc_depth for cp in got) == [64, 128, 256], seed
+
+
+def test_the_report_names_the_command_of_each_point_and_unit_shares_of_one_core(tmp_path: Path,
+                                                                               capsys: pytest.CaptureFixture) -> None:
+    """The hand-run command of each workload gives the point's cycles; a unit's busy share is of the average
+    core (a config of two cores: at most 100 %)."""
+    spec = tmp_path / "two.yaml"
+    spec.write_text("base: small2\nparameters: {acc_depth: [128]}\nseed: 3\narea: none\n"
+                    "workloads: [{example: vadd, params: {shape: [37, 13]}}]\n")
+    out = tmp_path / "out"
+    assert main(["sweep", str(spec), "--out", str(out), "--workers", "0", "--json"]) == 0
+    rep = json.loads(capsys.readouterr().out)
+    (row,) = rep["rows"]
+    assert all(0 <= u <= 1 for u in row["utilization"].values()) and row["utilization"]["load"] > 0.5, row
+    assert main(["sweep", str(spec), "--out", str(out), "--workers", "0"]) == 0
+    text = capsys.readouterr().out
+    cmd = next(line.strip() for line in text.splitlines() if line.strip().startswith("cosim run vadd"))
+    assert "-p shape=37x13 -p tile=8" in cmd and "--seed 3" in cmd, cmd
+    argv = cmd.replace("<config>", row["config"]).split()[1:] + ["--model", "tlm", "--json"]
+    assert main(argv) == 0
+    assert json.loads(capsys.readouterr().out)["cycles"] == row["tlm_cycles"]
+
+
+def test_out_is_refused_where_a_sweep_would_replace_someone_else_s_files(tmp_path: Path,
+                                                                        capsys: pytest.CaptureFixture) -> None:
+    spec = _write(tmp_path, "workloads: [{example: vadd}]\narea: none\n", "s.yaml")
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "sweep.csv").write_text("my table")
+    err = _one_line_error(capsys, ["sweep", str(spec), "--out", str(mine), "--workers", "0"])
+    assert "sweep.csv is there without a sweep's report" in err, err
+    (mine / "sweep.json").write_text("{}")
+    assert "its sweep.json is not a sweep's report" in _one_line_error(capsys, ["sweep", str(spec), "--out", str(mine)])
+    assert (mine / "sweep.csv").read_text() == "my table" and (mine / "sweep.json").read_text() == "{}"
+    err = _one_line_error(capsys, ["sweep", str(spec), "--out", str(tmp_path / "o"), "--results", str(spec)])
+    assert f"(--results {spec})" in err and "appends its records there" in err, err

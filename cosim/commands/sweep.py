@@ -59,16 +59,21 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
 @interruptible
 def run(args: argparse.Namespace) -> int:
-    from cosim.sweep.run import all_agree, default_out_dir, print_report, run_sweep
+    from cosim.sweep.run import all_agree, claim_out_dir, default_out_dir, print_report, run_sweep
     from cosim.sweep.spec import RtlChoice, load_spec
 
     cluster = cluster_kwargs(args)  # a bad --scheduler or --results is one line before anything runs
     spec = load_spec(args.spec)
     out = Path(args.out) if args.out else default_out_dir(spec)
     results = Path(cluster["results"]) if cluster["results"] else out / "results.jsonl"
-    if Path(args.spec).resolve() in {(out / "sweep.csv").resolve(), (out / "sweep.json").resolve(), results.resolve()}:
+    spec_file = Path(args.spec).resolve()
+    if spec_file == results.resolve():
+        given = f"--results {cluster['results']}" if cluster["results"] else f"its results file (--out {out})"
+        raise UserError(f"{args.spec}: the sweep appends its records there ({given}); give another")
+    if spec_file in {(out / "sweep.csv").resolve(), (out / "sweep.json").resolve()}:
         raise UserError(f"{args.spec}: the sweep writes its report there (--out {out}); move the spec or choose "
                         f"another --out")
+    claim_out_dir(out)
     if args.fresh and results.exists():
         from cosim.cluster.results_file import ResultsFile
 

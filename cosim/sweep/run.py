@@ -36,6 +36,38 @@ def default_out_dir(spec: SweepSpec) -> Path:
     return REPO / "build" / "sweep" / spec.name
 
 
+def claim_out_dir(out_dir: Path) -> None:
+    """Refuse (SpecError) an ``out_dir`` holding files of a sweep's names that no sweep wrote: a sweep.csv
+    without a sweep report beside it, or a sweep.json that is not a sweep report (they would be replaced)."""
+    report = out_dir / "sweep.json"
+    if report.is_file():
+        if _old_report(out_dir) is None:
+            raise SpecError(f"--out {out_dir}: its sweep.json is not a sweep's report (it would be replaced); "
+                            f"choose another --out")
+    elif (out_dir / "sweep.csv").exists() or report.exists():
+        raise SpecError(f"--out {out_dir}: sweep.csv is there without a sweep's report beside it (it would be "
+                        f"replaced); choose another --out")
+
+
+def _old_report(out_dir: Path) -> dict[str, Any] | None:
+    """The sweep report in ``out_dir`` (its sweep.json), or None when there is none (or it is not one)."""
+    try:
+        doc = json.loads((out_dir / "sweep.json").read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError):
+        return None
+    return doc if isinstance(doc, dict) and {"sweep", "rows", "files"} <= set(doc) else None
+
+
+def _remove_old_plots(out_dir: Path) -> None:
+    """Remove the plots the last sweep report in ``out_dir`` lists (this run writes its own, or none)."""
+    old = _old_report(out_dir)
+    plots = (old or {}).get("files", {}).get("plots") if isinstance((old or {}).get("files"), dict) else None
+    for p in plots if isinstance(plots, list) else []:
+        f = Path(str(p))
+        if f.parent.resolve() == out_dir.resolve() and f.name.startswith("pareto-") and f.suffix == ".png":
+            f.unlink(missing_ok=True)
+
+
 def _log(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
 
@@ -79,7 +111,8 @@ def run_sweep(spec: SweepSpec, out_dir: Path, results: Path | None = None, sched
             if hit is not None:
                 areas[cp.key] = {**hit, "source": "cached"}
             elif area_mode == "synth":
-                tasks.append(Task(f"area/{target}/{akeys[cp.key]}", "cosim.sweep.area:area_task",
+                # the limit is in the key: an area absent under a shorter one is synthesized again
+                tasks.append(Task(f"area/{target}/{spec.area.timeout:g}s/{akeys[cp.key]}", "cosim.sweep.area:area_task",
                                   {"config": cp.config.to_dict(), "target": target, "timeout": spec.area.timeout,
                                    "key": akeys[cp.key]}))
             else:
@@ -88,7 +121,7 @@ def run_sweep(spec: SweepSpec, out_dir: Path, results: Path | None = None, sched
     for cp in valid:
         assert cp.config is not None
         for w in spec.workloads:
-            key = point_key(w.label, w.digest, cp.key)
+            key = point_key(w.label, w.digest, cp.key, spec.seed)
             tlm_keys[key] = (w.label, cp.key)
             tasks.append(Task(key, "cosim.sweep.tasks:point_task",
                               {"config": cp.config.to_dict(), "workload": w.to_dict(), "seed": spec.seed}))
@@ -140,7 +173,7 @@ def run_sweep(spec: SweepSpec, out_dir: Path, results: Path | None = None, sched
                      "workloads": [wl[lb].to_dict() for lb in per_cfg[ck]]} for ck in cks]
             digest = hashlib.sha256("|".join(f"{ck}:{lb}-{wl[lb].digest}" for ck in cks
                                              for lb in per_cfg[ck]).encode()).hexdigest()[:8]
-            rtasks.append(Task(f"rtl/{rid:08x}/{digest}", "cosim.sweep.tasks:rtl_task",
+            rtasks.append(Task(f"rtl/{rid:08x}/{digest}/s{spec.seed}", "cosim.sweep.tasks:rtl_task",
                                {"runs": runs, "seed": spec.seed}))
         _log(f"sweep {spec.name}: RTL on {len(chosen)} point(s) of {len(per_cfg)} config(s), "
              f"{len(per_rtl)} distinct RTL build(s)")
@@ -174,7 +207,7 @@ def run_sweep(spec: SweepSpec, out_dir: Path, results: Path | None = None, sched
               "tlm_differs_from_rtl": sum(1 for r in rows if r.get("tlm_equals_rtl") is False)}
     errs = [abs(r["error_pct"]) for r in rows if r.get("error_pct") is not None]
     report: dict[str, Any] = {
-        "sweep": spec.name, "spec": str(spec.path), "base": spec.base.name,
+        "sweep": spec.name, "spec": str(spec.path), "base": spec.base.name, "seed": spec.seed,
         "parameters": spec.parameters, "sample": spec.sample, "workloads": labels,
         "workload_specs": [w.to_dict() for w in spec.workloads],
         "area_target": target if use_area else None, "area_metric": spec.area.metric_label if use_area else None,
@@ -191,6 +224,7 @@ def run_sweep(spec: SweepSpec, out_dir: Path, results: Path | None = None, sched
     }
     files: dict[str, Any] = {"csv": out_dir / "sweep.csv", "json": out_dir / "sweep.json", "results": results,
                              "configs": write_configs(valid, out_dir / "configs")}
+    _remove_old_plots(out_dir)
     write_csv(rows, files["csv"])
     if fronts:
         files["plots"] = plot_fronts(rows, fronts, spec.area.metric_label, out_dir)

@@ -126,26 +126,38 @@ class SweepSpec:
     def configs(self) -> list[ConfigPoint]:
         """Every config of the sweep (the grid, or its sample), each validated by hw/config.py;
         identical hardware from two value combinations is kept once (the first)."""
-        labels = list(self.parameters)
-        sizes = [len(self.parameters[k]) for k in labels]
         if self.sample is None:
-            indices: Any = range(self.grid_size)
-        else:
-            count, seed = self.sample
-            indices = sorted(random.Random(seed).sample(range(self.grid_size), min(count, self.grid_size)))
-        out: list[ConfigPoint] = []
-        seen: set[str] = set()
+            return self._distinct(range(self.grid_size))
+        count, seed = self.sample
+        rng = random.Random(seed)
+        if self.grid_size <= 4 * MAX_CONFIGS:  # a whole seeded order: every distinct config reachable
+            order: Any = rng.sample(range(self.grid_size), self.grid_size)
+        else:  # a grid too large to order: indices drawn at random (distinct configs are plenty)
+            order = (rng.randrange(self.grid_size) for _ in range(64 * MAX_CONFIGS))
+        picked: dict[str, tuple[int, ConfigPoint]] = {}
+        for idx in order:  # indices until `count` distinct configs (two indices may make one config)
+            p = self._grid_point(idx)
+            if p.key not in picked:
+                picked[p.key] = (idx, p)
+                if len(picked) == count:
+                    break
+        return [p for _, p in sorted(picked.values(), key=lambda ip: ip[0])]
+
+    def _distinct(self, indices: Any) -> list[ConfigPoint]:
+        out: dict[str, ConfigPoint] = {}
         for idx in indices:
-            values: dict[str, Any] = {}
-            for label, size in zip(reversed(labels), reversed(sizes)):  # mixed radix, last label fastest
-                idx, k = divmod(idx, size)
-                values[label] = self.parameters[label][k]
-            values = {k: values[k] for k in labels}
-            p = self._point(values)
-            if p.key not in seen:
-                seen.add(p.key)
-                out.append(p)
-        return out
+            p = self._grid_point(idx)
+            out.setdefault(p.key, p)
+        return list(out.values())
+
+    def _grid_point(self, idx: int) -> ConfigPoint:
+        """The config at index ``idx`` of the grid (mixed radix, the last parameter fastest)."""
+        labels = list(self.parameters)
+        values: dict[str, Any] = {}
+        for label in reversed(labels):
+            idx, k = divmod(idx, len(self.parameters[label]))
+            values[label] = self.parameters[label][k]
+        return self._point({k: values[k] for k in labels})
 
     def _point(self, values: dict[str, Any]) -> ConfigPoint:
         overrides: dict[str, int] = {}
@@ -342,10 +354,16 @@ def _sample(v: Any, err: Any) -> tuple[int, int] | None:
                                                                          2**32 - 1, err))
 
 
+def _is(v: Any, *words: Any) -> bool:
+    """Whether ``v`` is one of ``words`` by type as well as value (``1 == True`` in Python: a count of 1
+    is not "all", nor 0 "none")."""
+    return any(type(v) is type(w) and v == w for w in words)
+
+
 def _rtl(v: Any, err: Any) -> RtlChoice:
-    if v in ("none", None, False):
+    if _is(v, "none", None, False):
         return RtlChoice("none")
-    if v in ("all", True):
+    if _is(v, "all", True):
         return RtlChoice("all")
     if _is_int(v):
         v = {"sample": v}
@@ -356,7 +374,7 @@ def _rtl(v: Any, err: Any) -> RtlChoice:
 
 
 def _area(v: Any, err: Any) -> AreaChoice:
-    if v in ("none", False):
+    if _is(v, "none", False):
         return AreaChoice(enabled=False)
     if v is None:
         return AreaChoice()
@@ -424,9 +442,7 @@ def _workload(w: Any, where: str, err: Any) -> Workload:
     images = None
     if kind == "network":
         images = _int(w.get("images", 8), f"{where}.images", 1, 65535, err)
-    wl = Workload(label, kind, name, dict(params), images)
     try:
-        check_workload(wl)
+        return check_workload(Workload(label, kind, name, dict(params), images))
     except ValueError as e:
         raise err(where, str(e).splitlines()[0]) from None
-    return wl

@@ -24,9 +24,9 @@ UNITS = ("load", "compute", "store", "gemm")
 DMA = ("dma_rd_bytes", "dma_wr_bytes", "fetch_bytes")
 
 
-def point_key(label: str, digest: str, cfg_key: str) -> str:
-    """The engine's key of a point's TLM task (the resume key)."""
-    return f"tlm/{label}-{digest}/{cfg_key}"
+def point_key(label: str, digest: str, cfg_key: str, seed: int) -> str:
+    """The engine's key of a point's TLM task (the resume key: another seed gives other inputs)."""
+    return f"tlm/{label}-{digest}/{cfg_key}/s{seed}"
 
 
 def _ratio(a: float | None, b: float | None) -> float | None:
@@ -56,15 +56,16 @@ def make_row(spec: SweepSpec, cp: ConfigPoint, label: str, record: dict[str, Any
         return row
     cycles = res["tlm_cycles"]
     c = res["counters"]
+    unit_cycles = cycles * cp.config.num_cores  # the counters sum the cores: a fraction of every core's cycles
     row.update(tlm_cycles=cycles, insns=res.get("insns"), tlm_s=res.get("tlm_s"),
-               utilization={u: _ratio(c.get(f"{u}_busy"), cycles) for u in UNITS},
+               utilization={u: _ratio(c.get(f"{u}_busy"), unit_cycles) for u in UNITS},
                **{k: c.get(k) for k in DMA})
     macs, peak = res.get("macs"), res.get("peak_macs_per_cycle")
     gemm_ops = c.get("gemm_ops", 0)
     if macs or gemm_ops:
         mpc = _ratio(macs, cycles)
         row.update(macs=macs, macs_per_cycle=mpc, peak_macs_per_cycle=peak, mac_utilization=_ratio(mpc, peak),
-                   array_utilization=_ratio(gemm_ops, cycles))
+                   array_utilization=_ratio(gemm_ops, unit_cycles))
     if rtl is not None:
         row["rtl_status"] = rtl["status"]
         if rtl.get("rtl_cycles") is not None:
@@ -199,14 +200,44 @@ def text_lines(report: dict[str, Any]) -> list[str]:
                     f"({r['builds_compiled']} compiled, {r['builds'] - r['builds_compiled']} reused): configs that "
                     f"differ only in the DRAM's timing share one build"]
     files = report.get("files", {})
-    out += ["", "* on the Pareto front of cycles vs area" if metric else "area: not measured (no front)",
+    absent: dict[str, set[str]] = {}  # why a config has no area -> the configs
+    for r in rows:
+        if metric and r["status"] == "ok" and r.get("area") is None:
+            absent.setdefault(str(r.get("area_status")), set()).add(r["config"])
+    out += [""] + [f"no area on {len(cs)} config(s): {why}" for why, cs in absent.items()]
+    on_front = any(r.get("on_front") for r in rows)
+    out += ["* on the Pareto front of cycles vs area" if on_front else
+            "area: not measured (no front)" if not metric else "no front (no point has an area)",
             "files: " + ", ".join(str(v) for k, v in files.items() if k not in ("plots", "configs"))]
     if files.get("configs"):
-        out.append(f"configs: {files['configs']}/<config>.json (e.g. cosim run vadd --config "
-                   f"{files['configs']}/<config>.json)")
+        conf = f"{files['configs']}/<config>.json"
+        out.append(f"configs: {conf}; a point by hand:")
+        out += [f"  {hand_command(w, conf, report.get('seed', 0))}" for w in report.get("workload_specs", [])]
     if files.get("plots"):
         out.append("plots: " + ", ".join(str(p) for p in files["plots"]))
     return out
+
+
+def hand_command(w: dict[str, Any], config: str, seed: int) -> str:
+    """The command that runs workload ``w`` (:meth:`Workload.to_dict`) as a sweep point does, on ``config``."""
+    if w["kind"] == "network":
+        args = ["cosim", "net", w["name"], "--images", str(w.get("images") or 1)]
+    else:
+        from cosim.sweep.workloads import operator_example
+
+        args = ["cosim", "run", operator_example(w["name"]) if w["kind"] == "operator" else w["name"]]
+        args += [a for k, v in w["params"].items() for a in ("-p", f"{k}={_param_text(v)}")]
+    args += ["--config", config] + (["--seed", str(seed)] if seed else [])
+    return " ".join(args)
+
+
+def _param_text(v: Any) -> str:
+    """A param's value as ``-p`` reads it."""
+    if isinstance(v, list):
+        return "x".join(str(x) for x in v)
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    return "auto" if v is None else str(v)
 
 
 def _cell(v: Any) -> str:

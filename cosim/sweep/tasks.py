@@ -26,10 +26,6 @@ def _config(d: dict[str, Any]) -> HwConfig:
     return parse_config(d, d["name"])
 
 
-def _workload(d: dict[str, Any]) -> Workload:
-    return Workload(d["label"], d["kind"], d["name"], dict(d.get("params") or {}), d.get("images"))
-
-
 def _compile(w: Workload, cfg: HwConfig, seed: int) -> tuple[BuiltWorkload | None, str | None, float]:
     """The compiled workload, or None and why it does not fit ``cfg`` (a ValueError of the compiler)."""
     t0 = time.perf_counter()
@@ -43,13 +39,13 @@ def _compile(w: Workload, cfg: HwConfig, seed: int) -> tuple[BuiltWorkload | Non
 def point_task(args: dict[str, Any]) -> dict[str, Any]:
     """One point on the TLM (``args``: ``config`` JSON object, ``workload`` dict, ``seed``)."""
     cfg = _config(args["config"])
-    w = _workload(args["workload"])
+    w = Workload.from_dict(args["workload"])
     built, why, compile_s = _compile(w, cfg, int(args.get("seed", 0)))
     if built is None:
         return {"status": "invalid", "reason": f"workload: {why}", "compile_s": round(compile_s, 3)}
     res = models.tlm(built.program)
     out: dict[str, Any] = {"status": "ok", "reason": None, "tlm_cycles": res.cycles, "counters": dict(res.counters),
-                           "macs": built.macs, "peak_macs_per_cycle": cfg.macs_per_cycle,
+                           "macs": built.macs, "peak_macs_per_cycle": cfg.macs_per_cycle * cfg.num_cores,
                            "insns": len(built.program.insns), "compile_s": round(compile_s, 3),
                            "tlm_s": round(res.wall_s, 3)}
     if res.error:
@@ -115,7 +111,7 @@ def _rtl_config(cfg: HwConfig, workloads: list[dict[str, Any]],
     built: dict[str, BuiltWorkload] = {}
     out: dict[str, Any] = {}
     for d in workloads:
-        w = _workload(d)
+        w = Workload.from_dict(d)
         b, reason, _ = _compile(w, cfg, seed)
         if b is None:
             out[w.label] = {"status": "invalid", "reason": f"workload: {reason}"}

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
 import numpy as np
@@ -38,12 +38,28 @@ class Workload:
     name: str
     params: dict[str, Any] = field(default_factory=dict)
     images: int | None = None  # networks: the batch
+    # params set from the base config's defaults, not by the user (a default that follows the point's
+    # config, e.g. a row operator's shape from n, still follows them)
+    pinned: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {"label": self.label, "kind": self.kind, "name": self.name, "params": self.params}
         if self.images is not None:
             d["images"] = self.images
+        if self.pinned:
+            d["from_base"] = list(self.pinned)
         return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Workload:
+        """The workload :meth:`to_dict` wrote."""
+        return cls(d["label"], d["kind"], d["name"], dict(d.get("params") or {}), d.get("images"),
+                   tuple(d.get("from_base") or ()))
+
+    @property
+    def given(self) -> dict[str, Any]:
+        """The params the user gave."""
+        return {k: v for k, v in self.params.items() if k not in self.pinned}
 
     @property
     def digest(self) -> str:
@@ -73,10 +89,10 @@ def operator_example(op: str) -> str:
     raise ValueError(f"GEMM operator '{op}' has no registered example to take its params from")
 
 
-def check_workload(w: Workload) -> None:
-    """Refuse, in one line, a workload whose name or parameter names are unknown (before any point
-    runs); values are checked per point, where a value that does not fit one config is an invalid
-    point rather than a bad spec."""
+def check_workload(w: Workload) -> Workload:
+    """``w`` with its params typed, or a ValueError (one line) for a workload whose name, parameter names or
+    a value's type is wrong (before any point runs); a value that does not fit a config is checked per point
+    (an invalid point rather than a bad spec)."""
     if w.kind == "network":
         from cosim.network_run import count_test_images, get_network
 
@@ -86,31 +102,41 @@ def check_workload(w: Workload) -> None:
         n = count_test_images(net)
         if w.images is not None and w.images > n:
             raise ValueError(f"images: network '{w.name}' has {n} test images (give 1..{n})")
-        return
-    from compiler.examples import get_example
+        return w
+    from compiler.examples import EXAMPLES, check_gemm_params, get_example
+    from compiler.params import typed_value
 
     name = operator_example(w.name) if w.kind == "operator" else w.name
-    if w.kind == "example" and ":" in name:
-        raise ValueError(f"'{name}': a sweep takes registered examples (cosim list), not a path.py:function kernel")
+    if w.kind == "example" and (":" in name or name not in EXAMPLES):
+        why = "not a path.py:function kernel" if ":" in name else f"not '{name}' (examples: {', '.join(EXAMPLES)})"
+        raise ValueError(f"a sweep takes a registered example (cosim list), {why}")
     ex = get_example(name)
     unknown = [k for k in w.params if k not in ex.params]
     if unknown:
         what = f"operator '{w.name}'" if w.kind == "operator" else f"example '{name}'"
         raise ValueError(f"{what} has no param '{unknown[0]}' (params: {', '.join(ex.params)})")
+    typed = {k: typed_value(k, v, ex.params[k]) for k, v in w.params.items()}
+    if ex.gemm:
+        check_gemm_params(typed)
+    return replace(w, params={k: _json(v) for k, v in typed.items()})
 
 
 def with_base_defaults(w: Workload, base: HwConfig) -> Workload:
-    """``w`` with the example's defaults for the base config made explicit (an example may have
-    other defaults on a shipped config, e.g. vadd's smaller tile on ``small``; a default chosen by
-    the config's name would differ between the sweep's points, so every point gets the base's)."""
+    """``w`` with the example's defaults for the base config made explicit where an example sets them per
+    config (vadd's smaller tile on ``small``, ...): a default chosen by each point's config would make the
+    points run different work, so every point gets the base's."""
     if w.kind == "network":
         return w
     from compiler.examples import get_example
 
     ex = get_example(operator_example(w.name) if w.kind == "operator" else w.name)
-    extra = {k: list(v) if isinstance(v, tuple) else v for k, v in ex.per_config.get(base.name, {}).items()
-             if k not in w.params}
-    return Workload(w.label, w.kind, w.name, {**w.params, **extra}, w.images) if extra else w
+    on_base = ex.params_with(_typed(w.params), base)  # a default that follows a given param follows it here too
+    extra = {k: _json(on_base[k]) for k in ex.per_config_keys if k not in w.params}
+    return replace(w, params={**w.params, **extra}, pinned=tuple(extra)) if extra else w
+
+
+def _json(v: Any) -> Any:
+    return list(v) if isinstance(v, tuple) else v
 
 
 def _typed(params: dict[str, Any]) -> dict[str, Any]:
@@ -146,9 +172,11 @@ def build_workload(w: Workload, cfg: HwConfig, seed: int) -> BuiltWorkload:
     from compiler.examples import get_example
 
     name = operator_example(w.name) if w.kind == "operator" else w.name
-    job = models.make_job(name, cfg, _typed(w.params), seed)
     ex = get_example(name)
-    macs = operator_macs(ex.gemm, {**ex.params_for(cfg), **_typed(w.params)}) if ex.gemm else None
+    # every param set here (the given and the pinned), those that follow the config resolved for this point
+    params = ex.resolve({**ex.params, **_typed(w.params)}, _typed(w.given), cfg)
+    job = models.make_job(name, cfg, params, seed)
+    macs = operator_macs(ex.gemm, params) if ex.gemm else None
 
     def check(outs: dict[str, np.ndarray]) -> str | None:
         mm = models.first_mismatch(job.expected, outs)
