@@ -134,6 +134,54 @@ def test_cli_refuses_bad_scheduler_in_one_line():
     assert len(r.stderr.strip().splitlines()) == 1, r.stderr
 
 
+@pytest.mark.parametrize("server, why", [("http", "sent nothing in 2 s"), ("silent", "sent nothing in 2 s"),
+                                         ("junk", "not Dask's protocol"), ("closes", "closed the connection")])
+def test_a_server_that_is_not_a_dask_scheduler_is_one_line_within_the_connect_timeout(server, why):
+    """The dashboard's port, or any server that does not speak Dask: Dask's client would wait on it forever
+    (or read a frame length of exabytes from its bytes)."""
+    import http.server
+    import threading
+
+    if server == "http":
+        srv = http.server.HTTPServer(("127.0.0.1", 0), http.server.BaseHTTPRequestHandler)
+        port = srv.server_address[1]
+        threading.Thread(target=srv.serve_forever, daemon=True).start()
+    else:
+        lsock = socket.socket()
+        lsock.bind(("127.0.0.1", 0))
+        lsock.listen(4)
+        port = lsock.getsockname()[1]
+
+        def answer() -> None:
+            conn, _ = lsock.accept()
+            if server == "junk":
+                conn.sendall(b"HTTP/1.1 400 Bad Request\r\n\r\n")
+            if server == "closes":
+                conn.close()
+            else:
+                time.sleep(10)
+
+        if server != "silent":
+            threading.Thread(target=answer, daemon=True).start()
+    env = {**os.environ, "COSIM_CONNECT_TIMEOUT": "2"}
+    for address in (f"tcp://127.0.0.1:{port}", f"127.0.0.1:{port}"):
+        r = subprocess.run([*COSIM, "fuzz", "--count", "1", "--scheduler", address], capture_output=True, text=True,
+                           timeout=60, env=env)
+        assert r.returncode == 2 and "is not a Dask scheduler" in r.stderr and why in r.stderr, r.stderr
+        assert len(r.stderr.strip().splitlines()) == 1, r.stderr
+        if server in ("closes", "junk"):
+            break  # their one answer is spent
+
+
+def test_an_ipv6_scheduler_address_is_an_address():
+    from cosim.cluster.engine import scheduler_address
+
+    assert scheduler_address("tcp://[::1]:8786") == "tcp://[::1]:8786"
+    assert scheduler_address("[::1]:8786") == "tcp://[::1]:8786"
+    with pytest.raises(ValueError, match="expected a Dask scheduler address"):
+        scheduler_address("tcp://[::1")
+
+
 # ---- a real scheduler and two workers ------------------------------------------------------------------------
 def _free_port() -> int:
     with socket.socket() as s:

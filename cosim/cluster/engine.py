@@ -41,6 +41,7 @@ import json
 import logging
 import os
 import re
+import socket
 import time
 import uuid
 from collections import Counter
@@ -59,8 +60,13 @@ CONNECT_TIMEOUT_S = 30.0
 WORKER_WAIT_S = 120.0
 # A campaign with no worker at all for this long stops (a cluster that lost every worker never finishes).
 NO_WORKER_S = 300.0
-ADDRESS_RE = re.compile(r"^(tcp|tls|ws|wss|ucx)://[^\s/:]+(:\d+)?$|^[^\s/:]+:\d+$")
+_HOST = r"(\[[0-9A-Fa-f:.]+\]|[^\s/:\[\]]+)"  # a name, an IPv4 address, or an IPv6 one in brackets
+ADDRESS_RE = re.compile(rf"^(tcp|tls|ws|wss|ucx)://{_HOST}(:\d+)?$|^{_HOST}:\d+$")
 FN_RE = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
+
+
+class ClusterError(ConnectionError):
+    """The cluster cannot go on (its scheduler gone, no worker left): the results so far are kept."""
 
 
 @dataclass(frozen=True)
@@ -158,13 +164,53 @@ def _connect(address: str) -> Any:
     """A client of the scheduler at ``address``; one clear error when it cannot be reached."""
     from distributed import Client
 
+    timeout = _env_seconds("COSIM_CONNECT_TIMEOUT", CONNECT_TIMEOUT_S)
+    hint = "start one with `dask scheduler`, or drop --scheduler / COSIM_SCHEDULER for this machine's cores"
+    if address.startswith("tcp://"):
+        why = _not_a_dask_server(address[len("tcp://"):], timeout)
+        if why:
+            raise ConnectionError(f"{address} is not a Dask scheduler ({why}; the dashboard's port is not the "
+                                  f"scheduler's, 8786 by default); {hint}")
     try:
-        return Client(address, timeout=_env_seconds("COSIM_CONNECT_TIMEOUT", CONNECT_TIMEOUT_S),
-                      set_as_default=False)
-    except (OSError, TimeoutError) as e:
+        return Client(address, timeout=timeout, set_as_default=False)
+    except (OSError, TimeoutError, MemoryError, ValueError) as e:  # MemoryError: a frame length read from junk
         raise ConnectionError(f"cannot reach the Dask scheduler at {address} ({type(e).__name__}: "
-                              f"{str(e).splitlines()[0] if str(e) else ''}); start one with `dask scheduler`, "
-                              f"or drop --scheduler / COSIM_SCHEDULER for this machine's cores") from None
+                              f"{str(e).splitlines()[0] if str(e) else ''}); {hint}") from None
+
+
+# The first frame a Dask server sends (its handshake) is small; a length beyond this is not Dask's.
+HANDSHAKE_MAX_BYTES = 1 << 20
+
+
+def _not_a_dask_server(host_port: str, timeout: float) -> str | None:
+    """Why the TCP server at ``host_port`` is not a Dask one, or None: a Dask server writes its handshake as
+    soon as a connection opens (an 8-byte length, then that many bytes), which Dask's client reads without a
+    bound of its own; an HTTP server (the dashboard), or one that never writes, would hold it forever.
+    Unreachable: None (the client's own connect says why, within its timeout)."""
+    host, _, port = host_port.rpartition(":")
+    host = host.strip("[]")  # an IPv6 address in brackets
+    try:
+        sock = socket.create_connection((host, int(port)), timeout=timeout)
+    except (OSError, ValueError):
+        return None
+    try:
+        head = b""
+        deadline = time.monotonic() + timeout
+        while len(head) < 8:
+            sock.settimeout(max(0.01, deadline - time.monotonic()))
+            try:
+                chunk = sock.recv(8 - len(head))
+            except socket.timeout:
+                return f"it sent nothing in {timeout:g} s (set COSIM_CONNECT_TIMEOUT to wait longer)"
+            except OSError as e:
+                return f"the connection failed: {e.strerror or e}"
+            if not chunk:
+                return "it closed the connection without a word"
+            head += chunk
+        n = int.from_bytes(head, "little")
+        return None if 0 < n <= HANDSHAKE_MAX_BYTES else "what it sent is not Dask's protocol"
+    finally:
+        sock.close()
 
 
 def _checked(tasks: Iterable[Task]) -> list[Task]:
@@ -322,12 +368,12 @@ def _run_on_dask(tasks: list[Task], address: str | None, workers: int | None, re
                     if now - last_check > 2.0:
                         last_check = now
                         if client.status not in ("running", "connecting"):
-                            raise ConnectionError("lost the connection to the Dask scheduler; the results so far "
+                            raise ClusterError("lost the connection to the Dask scheduler; the results so far "
                                                   "are in the results file (run again to resume)")
                         if client.nthreads():
                             last_worker_seen = now
                         elif now - last_worker_seen > no_worker_s:
-                            raise RuntimeError(f"no Dask worker for {no_worker_s:g} s with {len(pending)} task(s) "
+                            raise ClusterError(f"no Dask worker for {no_worker_s:g} s with {len(pending)} task(s) "
                                                f"left; run again with the same results file to resume")
                     time.sleep(0.05)
                     continue
@@ -353,6 +399,12 @@ def _run_on_dask(tasks: list[Task], address: str | None, workers: int | None, re
                         rec = _failure(key, f"gave up after {submitted[key]} attempt(s): {why}", first_submit[key])
                     rec["attempts"] = max(submitted[key], starts[key])
                     yield rec
+        except ClusterError:
+            raise
+        except OSError as e:  # Dask's own word for a scheduler gone (e.g. "ConnectionPool closing.")
+            raise ClusterError(f"lost the connection to the Dask scheduler ({type(e).__name__}: "
+                               f"{str(e).splitlines()[0] if str(e) else ''}); the results so far are in the results "
+                               f"file (run again to resume)") from None
         finally:
             with sigint_held():  # a second Ctrl-C must not cut the cancel short
                 if pending:
