@@ -276,6 +276,23 @@ def rtl_available() -> str | None:
     return None if have_rtl() else "hw/rtl/sources.txt is missing (the RTL has not landed)"
 
 
+def rtl_digest() -> str:
+    """A short hash of the RTL's sources (their contents, in compile order), or "none" without an RTL: a
+    result of one design is not a result of another."""
+    import hashlib
+
+    try:
+        from testbench.rtl_model import rtl_sources
+
+        files = rtl_sources()
+    except Exception:  # noqa: BLE001 - no RTL here, or a list naming missing files (the run says why)
+        return "none"
+    h = hashlib.sha256()
+    for f in files:
+        h.update(f.name.encode() + b"\0" + f.read_bytes() + b"\0")
+    return h.hexdigest()[:10]
+
+
 def model_failure_types() -> tuple[type[BaseException], ...]:
     """The models' own exceptions that report a problem of this machine or of the input rather
     than a bug (the RTL could not be built, or its simulator died: the log says why)."""

@@ -1139,20 +1139,43 @@ def test_report_of_a_json_nested_too_deep_is_unreadable_not_a_crash(capsys, tmp_
     assert not (tmp_path / "r.html").exists()
 
 
-@pytest.mark.parametrize("text", ["my precious notes\n", "no newline at the end"])
-def test_a_results_file_that_is_not_one_is_neither_truncated_nor_deleted(capsys, tmp_path, text):
+@pytest.mark.parametrize("text, why", [("my precious notes\n", "not a JSON record"),
+                                       ("no newline at the end", "not a JSON record"),
+                                       ('{"important": "user data", "n": 1}', "needs a string 'key'"),
+                                       ('{"important": "user data", "n": 1', "not a JSON record"),
+                                       ('{"key": "a", "ok": true}\n', "record 'a' is ok but has no 'result'"),
+                                       ('{"key": "a"}\n', "record 'a' needs 'ok'"),
+                                       ('{"key": "a", "ok": false, "error": null}', "failed but has no 'error'")])
+def test_a_results_file_that_is_not_one_is_neither_truncated_nor_deleted(capsys, tmp_path, text, why):
+    """A file of the user's given as --results (a JSON document without a final newline, a record of
+    another shape) is refused with its line, never cut short as if a crash had ended it."""
     from cosim.cluster.results_file import ResultsFile
 
     notes = tmp_path / "notes.txt"
     notes.write_text(text)
-    with pytest.raises(ValueError, match="not a JSON record"):
+    with pytest.raises(ValueError, match=why) as e:
         ResultsFile(notes).load()
+    assert f"{notes}:1: " in str(e.value) and notes.read_text() == text
     spec = tmp_path / "s.yaml"
     spec.write_text("name: s\nbase: small\nparameters:\n  dram_read_latency: [8]\nworkloads:\n  - example: vadd\n"
                     "rtl: none\narea: none\n")
     rc, _, err = cosim(capsys, "sweep", spec, "--out", tmp_path / "o", "--results", notes, "--fresh", "--workers",
                        "0", "--area", "none")
-    assert rc == 2 and "not a JSON record" in err and notes.read_text() == text, err
+    assert rc == 2 and why in err and notes.read_text() == text, err
+
+
+def test_a_results_file_whose_last_record_lacks_its_newline_keeps_it(tmp_path):
+    """A campaign's file saved by an editor without the final newline: its last record is a result, and the
+    next one starts a line of its own."""
+    from cosim.cluster.results_file import ResultsFile
+
+    f = tmp_path / "r.jsonl"
+    f.write_text('{"key": "a", "ok": true, "result": 1}\n{"key": "b", "ok": false, "error": "x"}')
+    rf = ResultsFile(f)
+    assert set(rf.load()) == {"a", "b"}
+    rf.append({"key": "c", "ok": True, "result": 2})
+    rf.close()
+    assert set(ResultsFile(f).load()) == {"a", "b", "c"} and len(f.read_text().splitlines()) == 3
 
 
 def test_waves_note_of_a_file_cut_before_start():

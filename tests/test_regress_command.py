@@ -14,7 +14,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from cosim.models import rtl_available
+from cosim.models import rtl_available, rtl_digest
 from cosim.regress.cells import regression_cells
 
 COSIM = [sys.executable, "-m", "cosim.cli"]
@@ -36,7 +36,10 @@ def test_cells_are_the_pytest_matrix():
     assert len({c.key for c in split}) == len(split)
     whole = regression_cells(["small"], ["fast"], 1, ["verilator"], units=False)[0]
     some = regression_cells(["small"], ["fast"], 1, ["verilator"], examples=["vadd"], units=False)[0]
-    assert whole.key == whole.testcase == some.testcase != some.key  # a selection resumes as itself only
+    # a selection resumes as itself only; a result of another design (the RTL edited since) is not one
+    assert whole.key == f"{whole.testcase} rtl={rtl_digest()}" and whole.testcase == some.testcase
+    assert some.key == f"{some.testcase} vadd rtl={rtl_digest()}"
+    assert rtl_digest() != "none" and len(rtl_digest()) == 10
 
 
 @pytest.mark.skipif(rtl_available() is not None, reason=f"no RTL: {rtl_available()}")
@@ -73,3 +76,19 @@ def test_regress_bad_input_one_line():
     r = subprocess.run([*COSIM, "regress", "--configs", "small", "small", "--examples", "vadd", "--workers", "0"],
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 2 and r.stderr.strip() == "cosim regress: error: --configs: small given twice", r.stderr
+
+
+@pytest.mark.parametrize("result, why", [(None, "its result is not a mapping"),
+                                         ({"outcome": "bogus"}, "outcome 'bogus' is not one of passed"),
+                                         ({"outcome": "passed", "time": "abc"}, "time 'abc' is not a number")])
+def test_regress_resumed_from_a_record_that_is_not_a_cell_s_result_is_one_line(tmp_path, result, why):
+    cell = regression_cells(["small"], ["fast"], 1, ["verilator"], examples=["vadd"], units=False)[0]
+    results = tmp_path / "r.jsonl"
+    results.write_text(json.dumps({"key": cell.key, "ok": True, "result": result}) + "\n")
+    r = subprocess.run([*COSIM, "regress", "--configs", "small", "--backends", "fast", "--seeds", "1", "--examples",
+                        "vadd", "--no-units", "--simulators", "verilator", "--workers", "0", "--results", str(results)],
+                       capture_output=True, text=True, timeout=120)
+    last = r.stderr.strip().splitlines()[-1]  # after the progress line
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+    assert last.startswith(f"cosim regress: error: {results}: the record of {cell.key} is not a regression cell's "
+                           f"result ({why}"), r.stderr

@@ -16,6 +16,18 @@ from pathlib import Path
 from typing import Any
 
 
+def record_problem(rec: dict[str, Any]) -> str | None:
+    """What makes ``rec`` (a dict with a string key) not a task's record, or None: ``ok`` true or false, a
+    ``result`` when ok, an ``error`` line when not."""
+    if not isinstance(rec.get("ok"), bool):
+        return f"record '{rec['key']}' needs 'ok': true or false"
+    if rec["ok"] and "result" not in rec:
+        return f"record '{rec['key']}' is ok but has no 'result'"
+    if not rec["ok"] and not isinstance(rec.get("error"), str):
+        return f"record '{rec['key']}' failed but has no 'error' line"
+    return None
+
+
 class ResultsFile:
     """A JSON-lines file of task records, keyed by ``record["key"]``."""
 
@@ -24,8 +36,9 @@ class ResultsFile:
         self.fd: int | None = None
 
     def load(self) -> dict[str, dict[str, Any]]:
-        """The records already in the file, by key (the last one of a key wins). A cut-off last line is
-        removed from the file; a line in the middle that is not a record is a ValueError naming the line."""
+        """The records already in the file, by key (the last one of a key wins). A last line cut short (by a
+        machine that lost power mid-write) after whole records is removed from the file; any other line that
+        is not a record is a ValueError naming the line, and the file is left as it is."""
         if not self.path.exists():
             return {}
         if self.path.is_dir():
@@ -34,8 +47,16 @@ class ResultsFile:
         end = data.rfind(b"\n") + 1
         out: dict[str, dict[str, Any]] = {}
         lines = data[:end].decode("utf-8", errors="replace").splitlines()
-        if end < len(data) and not data[end:].lstrip().startswith(b"{"):  # not a record cut short: not ours
-            raise ValueError(f"{self.path}:{len(lines) + 1}: not a JSON record (is this a results file?)")
+        tail = data[end:].decode("utf-8", errors="replace")
+        cut_short = False
+        if tail.strip():
+            try:
+                json.loads(tail)
+                lines.append(tail)  # whole, only its newline missing (a file saved by an editor): checked below
+            except json.JSONDecodeError:
+                cut_short = tail.lstrip().startswith("{") and any(line.strip() for line in lines)
+                if not cut_short:  # not the end of a campaign's records: not ours to cut
+                    raise ValueError(f"{self.path}:{len(lines) + 1}: not a JSON record (is this a results file?)")
         for n, line in enumerate(lines, 1):
             if not line.strip():
                 continue
@@ -45,10 +66,16 @@ class ResultsFile:
                 raise ValueError(f"{self.path}:{n}: not a JSON record (is this a results file?)") from None
             if not isinstance(rec, dict) or not isinstance(rec.get("key"), str):
                 raise ValueError(f"{self.path}:{n}: a record needs a string 'key' (is this a results file?)")
+            problem = record_problem(rec)
+            if problem:
+                raise ValueError(f"{self.path}:{n}: {problem} (is this a results file?)")
             out[rec["key"]] = rec
-        if end < len(data):  # a record cut short by a crash mid-write: not a result (checked the file first)
+        if cut_short:  # a record cut short by a crash mid-write: not a result (checked the file first)
             with open(self.path, "r+b") as f:
                 f.truncate(end)
+        elif tail.strip():  # the next record starts on a line of its own
+            with open(self.path, "ab") as f:
+                f.write(b"\n")
         return out
 
     def open(self) -> None:

@@ -70,8 +70,9 @@ def run(args: argparse.Namespace) -> int:
                              list(dict.fromkeys(args.simulators)), args.examples, not args.no_units,
                              args.examples_per_task)
     if not cells:
-        raise ValueError("nothing to run: the options leave no cell (large examples do not run on the protocol "
-                         "back-end or Icarus)")
+        raise ValueError("nothing to run: the options leave no cell (Icarus runs each config's fast back-end and "
+                         "default's protocol one, seed 0; large examples do not run on the protocol back-end or "
+                         "Icarus; the unit cases are one-core, on Verilator)")
     reg = run_regression(cells, args.junit, progress=not args.quiet, **engine)
     if args.json:
         print(json.dumps(reg.to_json()))

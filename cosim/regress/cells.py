@@ -26,7 +26,7 @@ from typing import Any, Sequence
 import cosim
 from hw.toolchain import icarus_available
 from cosim.cluster import Task
-from cosim.models import rtl_available
+from cosim.models import rtl_available, rtl_digest
 
 REPO = Path(cosim.__file__).resolve().parent.parent
 REGRESSION_MODULE = "tests.test_rtl_regression"
@@ -65,11 +65,13 @@ class Cell:
 
     @property
     def key(self) -> str:
-        """The task's key in a results file: the testcase, and which examples when not all of them (a file
-        resumed with another selection does not take these records for the whole testcase)."""
+        """The task's key in a results file: the testcase, which examples when not all of them (a file
+        resumed with another selection does not take these records for the whole testcase), and the RTL's
+        digest (nor a result of the design before an edit for the design after)."""
+        rtl = f" rtl={rtl_digest()}"
         if self.part is None and not self.selected:
-            return self.testcase
-        return f"{self.testcase} {'part ' + str(self.part) + ' ' if self.part else ''}{'+'.join(self.names)}"
+            return self.testcase + rtl
+        return f"{self.testcase} {'part ' + str(self.part) + ' ' if self.part else ''}{'+'.join(self.names)}{rtl}"
 
     def task(self) -> Task:
         return Task(self.key, "cosim.regress.cells:run_cell",

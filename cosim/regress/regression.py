@@ -55,6 +55,19 @@ def _outcome(rec: dict[str, Any]) -> tuple[str, float, str | None, Any]:
     return r["outcome"], float(r.get("time") or 0.0), r.get("message"), r.get("detail")
 
 
+def _result_problem(rec: dict[str, Any]) -> str | None:
+    """What makes an ok record not a cell's result (a results file edited by hand, or of another campaign)."""
+    r = rec["result"]
+    if not isinstance(r, dict):
+        return "its result is not a mapping"
+    if r.get("outcome") not in SEVERITY:
+        return f"outcome {r.get('outcome')!r} is not one of {', '.join(SEVERITY)}"
+    t = r.get("time")
+    if t is not None and (isinstance(t, bool) or not isinstance(t, (int, float))):
+        return f"time {t!r} is not a number of seconds"
+    return None
+
+
 def run_regression(cells: list[Cell], junit: str | Path | None = None, progress: bool = True,
                    **engine: Any) -> Regression:
     """Run ``cells`` as tasks (``engine``: ``run_tasks``' scheduler, workers, results, timeout_s) and write
@@ -63,6 +76,10 @@ def run_regression(cells: list[Cell], junit: str | Path | None = None, progress:
     by_key = {c.key: c for c in cells}
     got: dict[str, list[tuple[str, float, str | None, Any]]] = {}
     for rec in run_tasks([c.task() for c in cells], progress=progress, desc="regress", **engine):
+        bad = _result_problem(rec) if rec["ok"] else None
+        if bad:
+            raise ValueError(f"{engine.get('results')}: the record of {rec['key']} is not a regression cell's result "
+                             f"({bad}): delete its line (or the file) to run the cell again")
         got.setdefault(by_key[rec["key"]].testcase, []).append(_outcome(rec))
     reg = Regression()
     for name in dict.fromkeys(c.testcase for c in cells):
