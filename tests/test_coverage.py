@@ -349,6 +349,11 @@ def test_cosim_coverage_small_run(tmp_path, capsys):
     # resumed from its results, every task is read back; one whose coverage file is gone is an error (the
     # figures were lower, silently)
     assert main(argv) == 0 and json.loads(capsys.readouterr().out)["total"] == doc["total"]
+    # an earlier run's file (another selection) is neither merged (the figures would be higher) nor kept
+    stale = out / "dat" / "earlier-run.dat"
+    stale.write_text("# not a file of this run's tasks\n")
+    assert main(argv) == 0 and json.loads(capsys.readouterr().out)["total"] == doc["total"]
+    assert not stale.exists()
     # the text report prints at most --max-uncovered of each list (the waivers are hundreds)
     assert main([a for a in argv if a != "--json"] + ["--max-uncovered", "2"]) == 0
     text = capsys.readouterr().out
@@ -568,15 +573,48 @@ def test_a_refused_coverage_run_removes_nothing(tmp_path, capsys):
     """Options that leave no task are refused before OUT/dat is touched (its files were all removed)."""
     from cosim.cli import main
 
+    from cosim.commands.coverage import MARKER
+
     dat = tmp_path / "cov" / "dat"
     dat.mkdir(parents=True)
+    (dat / MARKER).touch()  # a coverage run's folder
     (dat / "a.dat").write_text("kept")
     (dat / "results.csv").write_text("kept")
     assert main(["coverage", "--quick", "--no-examples", "--out", str(tmp_path / "cov")]) == 2
     assert "nothing to run" in capsys.readouterr().err
-    assert sorted(f.name for f in dat.iterdir()) == ["a.dat", "results.csv"]
+    assert sorted(f.name for f in dat.iterdir()) == [MARKER, "a.dat", "results.csv"]
     assert main(["coverage", "--quick", "--fuzz", "10001", "--out", str(tmp_path / "cov")]) == 2
     assert "too large (at most 10,000)" in capsys.readouterr().err
     (tmp_path / "f.json").write_text("{}")
     assert main(["coverage", "--report-only", "--out", str(tmp_path / "f.json")]) == 2
     assert "not a folder" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("mine", ["dat/scope_capture.dat", "summary.json", "coverage.info"])
+def test_coverage_refuses_a_folder_of_someone_else_s_files(tmp_path, capsys, mine):
+    """--out naming a folder that holds files of a coverage report's names (or .dat files) that no coverage
+    run wrote: refused before anything runs, the files left as they are."""
+    from cosim.cli import main
+
+    f = tmp_path / "proj" / mine
+    f.parent.mkdir(parents=True)
+    f.write_text('{"mine": 1}')
+    assert main(["coverage", "--quick", "--examples", "vadd", "--out", str(tmp_path / "proj")]) == 2
+    err = capsys.readouterr().err
+    assert f"{mine} is there and the folder is not a coverage run's" in err and err.count("\n") == 1, err
+    assert f.read_text() == '{"mine": 1}'
+
+
+def test_coverage_options_that_quick_would_replace(monkeypatch):
+    """--quick picks the fast back-end unless --backends names others; a config path is made absolute (the
+    tasks run in folders of their own)."""
+    import argparse
+
+    from cosim.commands.coverage import add_parser, chosen_backends
+
+    ap = argparse.ArgumentParser()
+    add_parser(ap.add_subparsers())
+    args = ap.parse_args(["coverage", "--quick", "--backends", "fast", "protocol", "raw", "--configs", "my.json"])
+    assert chosen_backends(args) == ["fast", "protocol", "raw"] and Path(args.configs[0]).is_absolute()
+    assert chosen_backends(ap.parse_args(["coverage", "--quick"])) == ["fast"]
+    assert chosen_backends(ap.parse_args(["coverage"])) == ["fast", "protocol", "raw"]

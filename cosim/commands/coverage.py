@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from hw.config import list_configs, load_config
-from cosim.cli import add_json_arg, folder_arg, int_arg
+from cosim.cli import add_json_arg, config_arg, folder_arg, int_arg
 from cosim.cluster.options import add_cluster_args, cluster_kwargs
 
 # RTL fuzz Programs per config at most: a task builds its Programs in memory (about 17 KB each).
@@ -29,9 +29,9 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                                    "error) and print line/branch/toggle/FSM figures per module and in total, and the "
                                    "uncovered lines. Writes OUT/coverage.dat (merged), OUT/coverage.info (lcov), "
                                    "OUT/html/index.html and OUT/summary.json. Exit 1 when a task failed.")
-    p.add_argument("--configs", nargs="+", metavar="NAME", default=None,
-                   help="hardware configs (default: every shipped config)")
-    p.add_argument("--backends", nargs="+", choices=BACKENDS, default=list(BACKENDS),
+    p.add_argument("--configs", type=config_arg, nargs="+", metavar="NAME|PATH", default=None,
+                   help="hardware configs: names from hw/configs or JSON paths (default: every shipped config)")
+    p.add_argument("--backends", nargs="+", choices=BACKENDS, default=None,
                    help="back-ends (default: all three)")
     p.add_argument("--examples", nargs="+", metavar="NAME", default=None, help="only these examples (default: all)")
     p.add_argument("--no-examples", action="store_true", help="leave out the examples (every back-end)")
@@ -86,8 +86,7 @@ def run(args: argparse.Namespace) -> int:
         if args.long_log2 is not None and args.long_log2 > most:
             raise ValueError(f"--long-log2 {args.long_log2}: config '{cfg.name}' runs at most 2^{most} block "
                              f"operations in one GEMM")
-    backends = list(dict.fromkeys(args.backends if not (args.quick and args.backends == list(BACKENDS))
-                                  else ["fast"]))
+    backends = chosen_backends(args)
     examples = args.examples or (["vadd", "matmul"] if args.quick else None)
     if examples:
         bad = [n for n in examples if n not in list_examples()]
@@ -100,7 +99,9 @@ def run(args: argparse.Namespace) -> int:
     if out.exists() and not out.is_dir():
         raise ValueError(f"--out {args.out}: not a folder")
     dat = out / "dat"
+    claim_coverage_folder(out, args.out)
     failed: list[str] = []
+    named: set[Path] = set()  # the coverage files of this run's tasks (resumed ones included)
     if not args.report_only:
         engine = cluster_kwargs(args)
         plan = Plan(tuple(configs), tuple(backends), tuple(examples) if examples else None,
@@ -112,23 +113,30 @@ def run(args: argparse.Namespace) -> int:
         tasks = plan_tasks(plan, dat)
         if not tasks:
             raise ValueError("nothing to run: the options leave no task")
-        if dat.is_dir() and not (args.keep_dat or engine.get("results")):
-            for f in dat.glob("*.dat"):  # an earlier run's coverage files; anything else there is not ours
-                f.unlink()
         dat.mkdir(parents=True, exist_ok=True)
+        (dat / MARKER).touch()
         for rec in run_tasks(tasks, progress=not args.quiet, desc="coverage", **engine):
             res = rec.get("result") or {}
             cov = res.get("coverage_file") if isinstance(res, dict) else None
             if rec["ok"] and cov and not Path(cov).is_file():  # a task read back from --results whose file went
                 raise ValueError(f"{engine.get('results') or 'results'}: task {rec['key']!r} ran, but its coverage "
                                  f"file {cov} is gone (the figures would be lower); drop its record to run it again")
+            if rec["ok"] and cov:
+                named.add(Path(cov).resolve())
             if not rec["ok"]:
                 failed.append(f"{rec['key']}: {rec.get('error')}")
             elif res.get("outcome") != "passed":
                 failed.append(f"{rec['key']}: {(res.get('message') or '').splitlines()[0] if res.get('message') else ''}")
-    files = sorted(dat.glob("*.dat")) if dat.is_dir() else []
+    if args.report_only or args.keep_dat:
+        files = sorted(dat.glob("*.dat")) if dat.is_dir() else []
+    else:  # this run's files only: an earlier run's (another selection) would raise the figures
+        files = sorted(named)
+        for f in dat.glob("*.dat"):  # the earlier run's files go (the folder is a coverage one: claimed above)
+            if f.resolve() not in named:
+                f.unlink()
     if not files:
-        raise ValueError(f"{dat}: no coverage files (nothing ran on a coverage build)")
+        why = f"every task failed; the first: {failed[0]}" if failed else "nothing ran on a coverage build"
+        raise ValueError(f"{dat}: no coverage files ({why})")
     doc, summary, _ = build_report(files, out, waivers if waivers.is_file() else None)
     doc["failed_tasks"] = failed
     if args.json:
@@ -153,6 +161,35 @@ def run(args: argparse.Namespace) -> int:
     if failed and args.json:
         print(f"{len(failed)} task(s) failed", file=sys.stderr)
     return 1 if failed else 0
+
+
+def chosen_backends(args: argparse.Namespace) -> list[str]:
+    """--backends as given (once each), else the fast one for --quick, else all three."""
+    return list(dict.fromkeys(args.backends or (["fast"] if args.quick else BACKENDS)))
+
+
+# Written in OUT/dat by every run: the folder is a coverage one (its files may be replaced and removed).
+MARKER = ".cosim-coverage"
+REPORT_FILES = ("summary.json", "coverage.info", "coverage.dat", "html")
+
+
+def claim_coverage_folder(out: Path, given: str) -> None:
+    """Refuse (ValueError) an ``out`` holding files of a coverage report's names, or coverage files in its
+    dat/, that no coverage run wrote (they would be replaced or removed): a folder is a coverage one by
+    the marker in its dat/ or a coverage summary.json."""
+    if (out / "dat" / MARKER).is_file():
+        return
+    try:
+        doc = json.loads((out / "summary.json").read_text())
+        if isinstance(doc, dict) and {"total", "modules"} <= set(doc):
+            return
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError):
+        pass
+    clash = [n for n in REPORT_FILES if (out / n).exists()]
+    clash += [f"dat/{f.name}" for f in sorted((out / "dat").glob("*.dat"))[:3]] if (out / "dat").is_dir() else []
+    if clash:
+        raise ValueError(f"--out {given}: {', '.join(clash)} {'is' if len(clash) == 1 else 'are'} there and the folder "
+                         f"is not a coverage run's (they would be replaced); choose another --out")
 
 
 def _print_capped(lines: list[str], cap: int, rest_in: Path) -> None:
