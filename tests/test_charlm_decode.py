@@ -174,6 +174,22 @@ def test_generate_rejects_a_config_it_cannot_take() -> None:
         generate("Be", 2, ["tlm"], "small")
 
 
+@pytest.mark.parametrize("key, value, words", [("inp_depth", 64, "needs 128 input buffer vectors"),
+                                               ("acc_depth", 64, "needs 596 accumulator vectors")])
+def test_generate_names_the_buffer_a_config_lacks(tmp_path, key: str, value: int, words: str) -> None:
+    """A config of the user's with too small a buffer: the buffer and what the step needs, not an index deep
+    in the kernel."""
+    import json
+
+    from hw.config import load_config
+
+    d = {k: v for k, v in load_config("default").to_dict().items() if k != "source"}
+    path = tmp_path / "mine.json"
+    path.write_text(json.dumps({**d, "name": "mine", key: value}))
+    with pytest.raises(GenerateError, match=f"{words}.*, config .mine. has {value}"):
+        generate("Be", 2, ["tlm"], str(path))
+
+
 def test_generate_on_the_rtl_short() -> None:
     why = models.rtl_available()
     if why:

@@ -176,6 +176,9 @@ def _body(q: dict[str, Any], lay: StepLayout, w: dict[str, tuple[int, int]], bb:
         if a["top"] > cfg.acc_depth:
             raise S.error(None, f"the decode step needs {a['top']} accumulator vectors, config '{cfg.name}' "
                                 f"has {cfg.acc_depth}")
+        if ctx_len > cfg.inp_depth:  # the scores and values of a head load one input vector per cached token
+            raise S.error(None, f"the decode step needs {ctx_len} input buffer vectors (one per position of the "
+                                f"context), config '{cfg.name}' has {cfg.inp_depth}")
         ring = _UopRing(cfg.uop_depth)
         wv = {k: W.view(k, off, (n, b)) for k, (off, n) in w.items()}
         bv = {k: bias.view(k, off, (n, b)) for k, (off, n) in bb.items()}
