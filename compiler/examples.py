@@ -98,7 +98,9 @@ class Example:
     # lanes): (params, the params the user gave, cfg) -> params
     follow: Callable[[dict[str, Any], dict[str, Any], HwConfig], dict[str, Any]] | None = None
 
-    def _defaults(self, cfg: HwConfig) -> dict[str, Any]:
+    def defaults_on(self, cfg: HwConfig) -> dict[str, Any]:
+        """The defaults on ``cfg`` before those that follow the config are resolved: the params with the
+        ``per_config`` entry of ``cfg`` (or of a shipped config of the same core) over them."""
         extra = self.per_config.get(cfg.name)
         if extra is None:
             extra = next((p for key, p in self.per_config.items() if _same_core(cfg, key)), {})
@@ -113,11 +115,11 @@ class Example:
     def params_for(self, cfg: HwConfig) -> dict[str, Any]:
         """The default params on ``cfg``: a ``per_config`` entry applies to its config and to every
         config of the same core in other numbers (``quad`` = default x4, ``small2`` = small x2)."""
-        return self.resolve(self._defaults(cfg), {}, cfg)
+        return self.resolve(self.defaults_on(cfg), {}, cfg)
 
     def params_with(self, given: dict[str, Any], cfg: HwConfig) -> dict[str, Any]:
         """The params on ``cfg`` with ``given`` (the user's) over the defaults; an unknown one is one line."""
-        p = self._defaults(cfg)
+        p = self.defaults_on(cfg)
         for k, v in given.items():
             if k not in p:
                 raise ExampleError(f"example '{self.name}' has no param '{k}' (params: {', '.join(p)})")
@@ -477,9 +479,9 @@ def check_gemm_params(p: dict[str, Any]) -> None:
     for k, v in p.items():
         if isinstance(v, bool) or k in ("relu",):
             continue
-        if not isinstance(v, (int, np.integer)) or v < (0 if k in ("pad", "shift", "shift1", "shift2") else 1):
-            raise ParamError(f"param '{k}': {v!r} must be a {'non-negative' if k in ('pad',) else 'positive'} "
-                             f"integer")
+        zero_ok = k in ("pad", "shift", "shift1", "shift2")
+        if not isinstance(v, (int, np.integer)) or v < (0 if zero_ok else 1):
+            raise ParamError(f"param '{k}': {v!r} must be a {'non-negative' if zero_ok else 'positive'} integer")
 
 
 def _gemm_case(ex: Example, cfg: HwConfig, params: dict[str, Any], seed: int) -> Case:

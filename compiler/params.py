@@ -12,6 +12,7 @@ integer is a constant, anything else stays text. Every error is one
 
 from __future__ import annotations
 
+import math
 import re
 import zipfile
 from dataclasses import dataclass
@@ -180,9 +181,13 @@ def typed_value(key: str, value: Any, default: Any) -> Any:
     elif isinstance(value, bool):
         text = "true" if value else "false"
         if not isinstance(default, bool):
-            raise ParamError(f"param '{key}': {value!r} is not {'a shape' if key == 'shape' else 'a number'}")
-    elif isinstance(value, (int, float)) or (isinstance(value, str) and isinstance(default, float)):
+            raise ParamError(f"param '{key}': {value!r} is not {_kind_of(key, default)}")
+    elif isinstance(value, float) and not math.isfinite(value):
+        raise ParamError(f"param '{key}': {value!r} is not {_kind_of(key, default)}")
+    elif isinstance(value, (int, float)):
         text = str(value)
+    elif isinstance(value, str) and value.strip().lower() in _NONE_WORDS and (default is None or key in AUTO_PARAMS):
+        text = value  # tile: auto, as -p takes it
     else:
         raise ParamError(f"param '{key}': {value!r} is not {_kind_of(key, default)}")
     try:
@@ -203,7 +208,7 @@ def _kind_of(key: str, default: Any) -> str:
     if isinstance(default, float):
         return "a number"
     if default is None or key in AUTO_PARAMS:
-        return "an integer or null"
+        return "an integer, auto or null"
     return "an integer"
 
 

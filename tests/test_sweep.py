@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import csv
 import json
+import shlex
 import random
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -123,8 +124,10 @@ BAD_SPECS = [
     ("workloads: [{example: vadd, params: {shape: abc}}]", "param 'shape': 'abc' is not a shape"),
     ("workloads: [{example: vadd, params: {shape: [0, 16]}}]", "param 'shape': [0, 16] is not a shape"),
     ("workloads: [{operator: dense, params: {relu: 'yes'}}]", "param 'relu': 'yes' is not true or false"),
-    ("workloads: [{example: vadd, params: {tile: eight}}]", "param 'tile': 'eight' is not an integer or null"),
-    ("workloads: [{example: vadd, params: {tile: true}}]", "param 'tile': True is not a number"),
+    ("workloads: [{example: vadd, params: {tile: eight}}]", "param 'tile': 'eight' is not an integer, auto or null"),
+    ("workloads: [{example: vadd, params: {tile: true}}]", "param 'tile': True is not an integer, auto or null"),
+    ("workloads: [{example: requant_real, params: {scale: .nan}}]", "param 'scale': nan is not a number"),
+    ("workloads: [{operator: conv2d, params: {shift: -1}}]", "param 'shift': -1 must be a non-negative integer"),
     ("workloads: [{operator: conv2d, params: {stride: 0}}]", "param 'stride': 0 must be a positive integer"),
     ("workloads: [{example: requant_real, params: {scale: [1]}}]", "param 'scale': [1] is not a number"),
     ("rtl: 0\nworkloads: [{example: vadd}]", "key 'rtl.sample'"),
@@ -157,7 +160,9 @@ def test_bad_files_and_arguments_are_one_line(tmp_path: Path, capsys: pytest.Cap
     j.write_text("{\"seed\": 1, \"seed\": 2, \"workloads\": [{\"example\": \"vadd\"}]}")
     assert "key 'seed' is given twice" in _one_line_error(capsys, ["sweep", str(j)])
     p = _write(tmp_path)
-    assert "--rtl" in _one_line_error(capsys, ["sweep", str(p), "--rtl", "0"])
+    for bad in ("0", "1_0", "1000001", "some"):
+        assert f"--rtl: expected none, all or a number of sampled points 1..1000000, not '{bad}'" in \
+            _one_line_error(capsys, ["sweep", str(p), "--rtl", bad])
     assert "--workers" in _one_line_error(capsys, ["sweep", str(p), "--workers", "-1"])
     assert "--scheduler" in _one_line_error(capsys, ["sweep", str(p), "--scheduler", "not an address"])
 
@@ -334,6 +339,8 @@ def test_rtl_one_is_a_sample_of_one_point_not_all() -> None:
 
 
 def test_params_come_typed_from_the_spec() -> None:
+    auto = parse_spec({"workloads": [{"example": "vadd", "params": {"tile": "auto"}}]}, "t.yaml")
+    assert auto.workloads[0].params == {"tile": None}
     spec = parse_spec({"workloads": [{"example": "vadd", "params": {"shape": [5, 16], "tile": None}},
                                      {"operator": "dense", "params": {"relu": False, "M": 3}}]}, "t.yaml")
     assert [w.params for w in spec.workloads] == [{"shape": [5, 16], "tile": None}, {"relu": False, "M": 3}]
@@ -349,14 +356,28 @@ def test_every_point_runs_the_base_config_s_workload() -> None:
                                      {"example": "layer_norm", "name": "ln5", "params": {"shape": [5, 8]}}]}, "t.yaml")
     vadd, ln, ln5 = spec.workloads
     assert (vadd.params, vadd.pinned, ln.params, ln5.params, ln5.given) == (
-        {"tile": 8}, ("tile",), {"n": 8}, {"shape": [5, 8], "n": 5}, {"shape": [5, 8]})
+        {"tile": 8}, ("tile",), {"n": 8}, {"shape": [5, 8]}, {"shape": [5, 8]})
     assert vadd.to_dict()["from_base"] == ["tile"]
     points = [cp.config for cp in spec.configs()]
     assert [c.acc_depth for c in points] == [64, 128]
     for w in spec.workloads:
-        progs = [build_workload(w, cfg, 0).program for cfg in points]
-        assert len({len(p.insns) for p in progs}) == 1, w.label
-        assert len({tuple(r.shape for r in p.regions) for p in progs}) == 1, w.label
+        built = [build_workload(w, cfg, 0) for cfg in points]
+        assert len({len(b.program.insns) for b in built}) == 1, w.label
+        assert len({tuple(r.shape for r in b.program.regions) for b in built}) == 1, w.label
+        assert built[0].params == built[1].params, w.label
+    assert build_workload(ln5, points[1], 0).params["n"] == 5
+
+
+def test_a_tile_shrunk_to_fit_the_base_is_not_pinned_on_the_points() -> None:
+    """The base's per-config default is pinned as set; a point whose accumulator takes it runs it whole."""
+    from cosim.sweep.workloads import build_workload
+
+    spec = parse_spec({"base": "small2", "parameters": {"acc_depth": [16, 64]},
+                       "workloads": [{"example": "vadd"}]}, "t.yaml")
+    (vadd,) = spec.workloads
+    assert vadd.params == {"tile": 8}
+    tiles = [build_workload(vadd, cp.config, 0).params["tile"] for cp in spec.configs()]
+    assert tiles[1] == 8 and tiles[0] < 8, tiles
 
 
 def test_a_sample_has_count_distinct_configs() -> None:
@@ -384,9 +405,8 @@ def test_the_report_names_the_command_of_each_point_and_unit_shares_of_one_core(
     assert main(["sweep", str(spec), "--out", str(out), "--workers", "0"]) == 0
     text = capsys.readouterr().out
     cmd = next(line.strip() for line in text.splitlines() if line.strip().startswith("cosim run vadd"))
-    assert "-p shape=37x13 -p tile=8" in cmd and "--seed 3" in cmd, cmd
-    argv = cmd.replace("<config>", row["config"]).split()[1:] + ["--model", "tlm", "--json"]
-    assert main(argv) == 0
+    assert "-p tile=8 -p shape=37x13" in cmd and "--seed 3" in cmd and row["config"] in cmd, cmd
+    assert main(shlex.split(cmd)[1:] + ["--json"]) == 0
     assert json.loads(capsys.readouterr().out)["cycles"] == row["tlm_cycles"]
 
 
@@ -397,9 +417,17 @@ def test_out_is_refused_where_a_sweep_would_replace_someone_else_s_files(tmp_pat
     mine.mkdir()
     (mine / "sweep.csv").write_text("my table")
     err = _one_line_error(capsys, ["sweep", str(spec), "--out", str(mine), "--workers", "0"])
-    assert "sweep.csv is there without a sweep's report" in err, err
+    assert "sweep.csv is there and the folder is not a sweep's" in err, err
     (mine / "sweep.json").write_text("{}")
-    assert "its sweep.json is not a sweep's report" in _one_line_error(capsys, ["sweep", str(spec), "--out", str(mine)])
+    err = _one_line_error(capsys, ["sweep", str(spec), "--out", str(mine)])
+    assert "sweep.json, sweep.csv are there and the folder is not a sweep's" in err, err
     assert (mine / "sweep.csv").read_text() == "my table" and (mine / "sweep.json").read_text() == "{}"
+    # a sweep's own folder stays its own when a run stopped before its report (the marker says whose it is)
+    ours = tmp_path / "ours"
+    assert main(["sweep", str(spec), "--out", str(ours), "--workers", "0", "--json"]) == 0
+    capsys.readouterr()
+    (ours / "sweep.json").unlink()
+    assert main(["sweep", str(spec), "--out", str(ours), "--workers", "0", "--json"]) == 0
+    capsys.readouterr()
     err = _one_line_error(capsys, ["sweep", str(spec), "--out", str(tmp_path / "o"), "--results", str(spec)])
     assert f"(--results {spec})" in err and "appends its records there" in err, err

@@ -25,7 +25,8 @@ Where the work runs:
   machine (for debugging; the same records, results file and time limits).
 
 What it promises: records stream to ``results`` (JSON lines) as tasks finish, and a key
-already there is not run again (resume); a task that raises or runs over ``timeout_s``
+already there is not run again (resume; but a task stopped by a shorter time limit than this run's
+is); a task that raises or runs over ``timeout_s``
 is a failed record, not a crash; a task whose worker dies is run again on another
 (Dask reschedules it; when Dask gives up, :func:`run_tasks` submits it afresh, up to
 ``retries`` times) and every key is recorded exactly once; Ctrl-C cancels what is left,

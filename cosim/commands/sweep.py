@@ -11,7 +11,7 @@ import argparse
 import json
 from pathlib import Path
 
-from cosim.cli import UserError, add_json_arg, folder_arg
+from cosim.cli import UserError, add_json_arg, folder_arg, int_arg
 from cosim.cluster.interrupts import interruptible
 from cosim.cluster.options import add_cluster_args, cluster_kwargs
 
@@ -20,12 +20,10 @@ def _rtl_arg(text: str) -> str | int:
     if text in ("none", "all"):
         return text
     try:
-        n = int(text)
-    except ValueError:
-        n = 0
-    if n < 1:
-        raise argparse.ArgumentTypeError(f"expected none, all or a positive number of sampled points, not {text!r}")
-    return n
+        return int_arg(1, 1_000_000, "none, all or a positive number of sampled points")(text)
+    except argparse.ArgumentTypeError:
+        raise argparse.ArgumentTypeError(f"expected none, all or a number of sampled points 1..1000000, not "
+                                         f"{text!r}") from None
 
 
 def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:

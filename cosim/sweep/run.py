@@ -4,8 +4,9 @@ Phase 1 (one engine run): a TLM task per valid point (config x workload) and an 
 valid config whose area is not cached yet. Phase 2, when the spec asks for the RTL: one task per
 RTL (the configs of one ``HwConfig.rtl_id``, which differ only in the DRAM's timing and share one
 Verilator build) holding its configs' chosen points (all the valid ones, or a seeded random sample
-of them), one simulator process per config; the report counts the builds against the points. Every record goes to the results file (JSON lines) as it arrives, so a
-sweep that is stopped resumes where it stopped when run again with the same file; invalid
+of them), one simulator process per config; the report counts the builds against the points. Every
+record goes to the results file (JSON lines) as it arrives, so a sweep that is stopped resumes where
+it stopped when run again with the same file; invalid
 configs need no task (hw/config.py rejects them here, each with its reason).
 """
 
@@ -36,17 +37,19 @@ def default_out_dir(spec: SweepSpec) -> Path:
     return REPO / "build" / "sweep" / spec.name
 
 
+# Written in the output folder when a sweep starts: the folder is a sweep's (its files may be replaced).
+MARKER = ".cosim-sweep"
+
+
 def claim_out_dir(out_dir: Path) -> None:
-    """Refuse (SpecError) an ``out_dir`` holding files of a sweep's names that no sweep wrote: a sweep.csv
-    without a sweep report beside it, or a sweep.json that is not a sweep report (they would be replaced)."""
-    report = out_dir / "sweep.json"
-    if report.is_file():
-        if _old_report(out_dir) is None:
-            raise SpecError(f"--out {out_dir}: its sweep.json is not a sweep's report (it would be replaced); "
-                            f"choose another --out")
-    elif (out_dir / "sweep.csv").exists() or report.exists():
-        raise SpecError(f"--out {out_dir}: sweep.csv is there without a sweep's report beside it (it would be "
-                        f"replaced); choose another --out")
+    """Refuse (SpecError) an ``out_dir`` holding files of a sweep's names that no sweep wrote (they would be
+    replaced): a folder is a sweep's by its marker or a sweep report in its sweep.json."""
+    if (out_dir / MARKER).is_file() or _old_report(out_dir) is not None:
+        return
+    clash = [n for n in ("sweep.json", "sweep.csv", "results.jsonl", "configs") if (out_dir / n).exists()]
+    if clash:
+        raise SpecError(f"--out {out_dir}: {', '.join(clash)} {'is' if len(clash) == 1 else 'are'} there and the "
+                        f"folder is not a sweep's (they would be replaced); choose another --out")
 
 
 def _old_report(out_dir: Path) -> dict[str, Any] | None:
@@ -63,8 +66,8 @@ def _remove_old_plots(out_dir: Path) -> None:
     old = _old_report(out_dir)
     plots = (old or {}).get("files", {}).get("plots") if isinstance((old or {}).get("files"), dict) else None
     for p in plots if isinstance(plots, list) else []:
-        f = Path(str(p))
-        if f.parent.resolve() == out_dir.resolve() and f.name.startswith("pareto-") and f.suffix == ".png":
+        f = out_dir / Path(str(p)).name
+        if f.name.startswith("pareto-") and f.suffix == ".png":
             f.unlink(missing_ok=True)
 
 
@@ -91,6 +94,7 @@ def run_sweep(spec: SweepSpec, out_dir: Path, results: Path | None = None, sched
     margin). ``scheduler`` and ``workers``: :func:`cosim.cluster.run_tasks`."""
     t_start = time.perf_counter()
     out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / MARKER).touch()
     results = results or out_dir / "results.jsonl"
     rtl = rtl or spec.rtl
     use_area = spec.area.enabled and area_mode != "none"
@@ -121,7 +125,8 @@ def run_sweep(spec: SweepSpec, out_dir: Path, results: Path | None = None, sched
     for cp in valid:
         assert cp.config is not None
         for w in spec.workloads:
-            key = point_key(w.label, w.digest, cp.key, spec.seed)
+            # a network's inputs are its own images: the seed does not change them
+            key = point_key(w.label, w.digest, cp.key, spec.seed if w.kind != "network" else 0)
             tlm_keys[key] = (w.label, cp.key)
             tasks.append(Task(key, "cosim.sweep.tasks:point_task",
                               {"config": cp.config.to_dict(), "workload": w.to_dict(), "seed": spec.seed}))

@@ -134,37 +134,44 @@ class SweepSpec:
             order: Any = rng.sample(range(self.grid_size), self.grid_size)
         else:  # a grid too large to order: indices drawn at random (distinct configs are plenty)
             order = (rng.randrange(self.grid_size) for _ in range(64 * MAX_CONFIGS))
-        picked: dict[str, tuple[int, ConfigPoint]] = {}
-        for idx in order:  # indices until `count` distinct configs (two indices may make one config)
-            p = self._grid_point(idx)
-            if p.key not in picked:
-                picked[p.key] = (idx, p)
+        return self._distinct(order, count)
+
+    def _distinct(self, indices: Any, count: int | None = None) -> list[ConfigPoint]:
+        """The configs of grid ``indices`` (up to ``count`` distinct ones), by index; two indices that make one
+        hardware give one config (hashed before the config is checked, which costs more)."""
+        picked: dict[str, tuple[int, dict[str, Any]]] = {}
+        for idx in indices:
+            values = self._grid_values(idx)
+            key = _hardware_key(self._hardware(values)[1])
+            if key not in picked:
+                picked[key] = (idx, values)
                 if len(picked) == count:
                     break
-        return [p for _, p in sorted(picked.values(), key=lambda ip: ip[0])]
+        return [self._point(values) for _, values in sorted(picked.values(), key=lambda iv: iv[0])]
 
-    def _distinct(self, indices: Any) -> list[ConfigPoint]:
-        out: dict[str, ConfigPoint] = {}
-        for idx in indices:
-            p = self._grid_point(idx)
-            out.setdefault(p.key, p)
-        return list(out.values())
-
-    def _grid_point(self, idx: int) -> ConfigPoint:
-        """The config at index ``idx`` of the grid (mixed radix, the last parameter fastest)."""
+    def _grid_values(self, idx: int) -> dict[str, Any]:
+        """The parameter values at index ``idx`` of the grid (mixed radix, the last parameter fastest)."""
         labels = list(self.parameters)
         values: dict[str, Any] = {}
         for label in reversed(labels):
             idx, k = divmod(idx, len(self.parameters[label]))
             values[label] = self.parameters[label][k]
-        return self._point({k: values[k] for k in labels})
+        return {k: values[k] for k in labels}
 
-    def _point(self, values: dict[str, Any]) -> ConfigPoint:
+    def _hardware(self, values: dict[str, Any]) -> tuple[dict[str, int], dict[str, Any]]:
+        """(the config keys ``values`` set, the whole hardware: the base's with them over it)."""
         overrides: dict[str, int] = {}
         for label, v in values.items():
             overrides.update(v if isinstance(v, dict) else {ALIASES.get(label, label): v})
-        hw = {**self.base.hardware_dict(), **overrides}
-        key = hashlib.sha256(json.dumps(hw, sort_keys=True).encode()).hexdigest()[:10]
+        return overrides, {**self._base_hardware, **overrides}
+
+    @functools.cached_property
+    def _base_hardware(self) -> dict[str, Any]:
+        return self.base.hardware_dict()
+
+    def _point(self, values: dict[str, Any]) -> ConfigPoint:
+        overrides, hw = self._hardware(values)
+        key = _hardware_key(hw)
         desc = f"sweep {self.name}: " + ", ".join(f"{k}={v}" for k, v in overrides.items())
         # the hardware of a shipped config keeps its name, so its RTL build (per name and hash) is reused
         name = _shipped_names().get(json.dumps(hw, sort_keys=True), f"sweep-{key}")
@@ -174,6 +181,10 @@ class SweepSpec:
             reason = str(e).split(": ", 1)[-1]  # drop the "sweep-<key>: " source prefix
             return ConfigPoint(key, values, overrides, None, f"config: {reason}")
         return ConfigPoint(key, values, overrides, cfg)
+
+
+def _hardware_key(hw: dict[str, Any]) -> str:
+    return hashlib.sha256(json.dumps(hw, sort_keys=True).encode()).hexdigest()[:10]
 
 
 @functools.cache

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import csv
 import json
+import shlex
 from pathlib import Path
 from typing import Any
 
@@ -51,7 +52,8 @@ def make_row(spec: SweepSpec, cp: ConfigPoint, label: str, record: dict[str, Any
         row.update(status="failed", reason=f"task failed: {record.get('error')}")
         return row
     res = record["result"]
-    row.update(status=res["status"], reason=res.get("reason"), compile_s=res.get("compile_s"))
+    row.update(status=res["status"], reason=res.get("reason"), compile_s=res.get("compile_s"),
+               run_params=res.get("params"))
     if "tlm_cycles" not in res:
         return row
     cycles = res["tlm_cycles"]
@@ -87,7 +89,8 @@ def make_row(spec: SweepSpec, cp: ConfigPoint, label: str, record: dict[str, Any
 
 def mark_fronts(rows: list[dict[str, Any]], workloads: list[str]) -> dict[str, list[dict[str, Any]]]:
     """Set ``on_front`` on every row and return, per workload, its front (by increasing area):
-    the ``ok`` points with an area that no other is at least as good as in cycles and area."""
+    the ``ok`` points with an area that no other beats (:func:`cosim.sweep.pareto.pareto_front`: two equal in
+    both numbers are both on it)."""
     fronts: dict[str, list[dict[str, Any]]] = {}
     for label in workloads:
         rows_w = [r for r in rows if r["workload"] == label]
@@ -210,25 +213,29 @@ def text_lines(report: dict[str, Any]) -> list[str]:
             "area: not measured (no front)" if not metric else "no front (no point has an area)",
             "files: " + ", ".join(str(v) for k, v in files.items() if k not in ("plots", "configs"))]
     if files.get("configs"):
-        conf = f"{files['configs']}/<config>.json"
-        out.append(f"configs: {conf}; a point by hand:")
-        out += [f"  {hand_command(w, conf, report.get('seed', 0))}" for w in report.get("workload_specs", [])]
+        out.append(f"configs: {files['configs']}/<config>.json; a point by hand (its every param given), e.g.:")
+        for w in report.get("workload_specs", []):
+            r = next((r for r in rows if r["workload"] == w["label"] and r["status"] == "ok"), None)
+            if r is not None:
+                conf = str(Path(files["configs"]) / f"{r['config']}.json")
+                out.append(f"  {hand_command(w, r.get('run_params'), conf, report.get('seed', 0))}")
     if files.get("plots"):
         out.append("plots: " + ", ".join(str(p) for p in files["plots"]))
     return out
 
 
-def hand_command(w: dict[str, Any], config: str, seed: int) -> str:
-    """The command that runs workload ``w`` (:meth:`Workload.to_dict`) as a sweep point does, on ``config``."""
-    if w["kind"] == "network":
+def hand_command(w: dict[str, Any], params: dict[str, Any] | None, config: str, seed: int) -> str:
+    """The command that runs workload ``w`` (:meth:`Workload.to_dict`) on the TLM as a sweep point did, on
+    ``config``: an example with ``params``, the point's every param (none left to follow the config)."""
+    if w["kind"] == "network":  # its images are the network's own (no seed)
         args = ["cosim", "net", w["name"], "--images", str(w.get("images") or 1)]
     else:
         from cosim.sweep.workloads import operator_example
 
         args = ["cosim", "run", operator_example(w["name"]) if w["kind"] == "operator" else w["name"]]
-        args += [a for k, v in w["params"].items() for a in ("-p", f"{k}={_param_text(v)}")]
-    args += ["--config", config] + (["--seed", str(seed)] if seed else [])
-    return " ".join(args)
+        args += [a for k, v in (params or w["params"]).items() for a in ("-p", f"{k}={_param_text(v)}")]
+        args += ["--seed", str(seed)] if seed else []
+    return shlex.join(args + ["--config", config, "--model", "tlm"])
 
 
 def _param_text(v: Any) -> str:

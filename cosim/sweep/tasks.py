@@ -47,7 +47,7 @@ def point_task(args: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {"status": "ok", "reason": None, "tlm_cycles": res.cycles, "counters": dict(res.counters),
                            "macs": built.macs, "peak_macs_per_cycle": cfg.macs_per_cycle * cfg.num_cores,
                            "insns": len(built.program.insns), "compile_s": round(compile_s, 3),
-                           "tlm_s": round(res.wall_s, 3)}
+                           "tlm_s": round(res.wall_s, 3), "params": built.params}
     if res.error:
         out["status"] = "failed"
         out["reason"] = f"TLM error {res.error.get('name')}: {res.error.get('message')}"

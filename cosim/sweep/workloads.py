@@ -74,6 +74,7 @@ class BuiltWorkload:
     program: Program
     check: Callable[[dict[str, np.ndarray]], str | None]  # a run's output regions -> first mismatch or None
     macs: int | None
+    params: dict[str, Any] | None = None  # an example's every param on this config (JSON values); None: a network
 
 
 def operator_example(op: str) -> str:
@@ -130,8 +131,13 @@ def with_base_defaults(w: Workload, base: HwConfig) -> Workload:
     from compiler.examples import get_example
 
     ex = get_example(operator_example(w.name) if w.kind == "operator" else w.name)
-    on_base = ex.params_with(_typed(w.params), base)  # a default that follows a given param follows it here too
-    extra = {k: _json(on_base[k]) for k in ex.per_config_keys if k not in w.params}
+    # the base's defaults as they are set, not as they follow the base (a tile shrunk to fit its accumulator):
+    # each point resolves that for itself; a default that follows a given param (rows from a given shape)
+    # follows it on every point, unpinned
+    on_base = ex.defaults_on(base)
+    given = _typed(w.params)
+    with_given, alone = ex.resolve({**on_base, **given}, given, base), ex.resolve(dict(on_base), {}, base)
+    extra = {k: _json(on_base[k]) for k in ex.per_config_keys if k not in w.params and with_given[k] == alone[k]}
     return replace(w, params={**w.params, **extra}, pinned=tuple(extra)) if extra else w
 
 
@@ -174,7 +180,7 @@ def build_workload(w: Workload, cfg: HwConfig, seed: int) -> BuiltWorkload:
     name = operator_example(w.name) if w.kind == "operator" else w.name
     ex = get_example(name)
     # every param set here (the given and the pinned), those that follow the config resolved for this point
-    params = ex.resolve({**ex.params, **_typed(w.params)}, _typed(w.given), cfg)
+    params = ex.resolve({**ex.defaults_on(cfg), **_typed(w.params)}, _typed(w.given), cfg)
     job = models.make_job(name, cfg, params, seed)
     macs = operator_macs(ex.gemm, params) if ex.gemm else None
 
@@ -182,4 +188,4 @@ def build_workload(w: Workload, cfg: HwConfig, seed: int) -> BuiltWorkload:
         mm = models.first_mismatch(job.expected, outs)
         return None if mm is None else str(mm)
 
-    return BuiltWorkload(job.program, check, macs)
+    return BuiltWorkload(job.program, check, macs, {k: _json(v) for k, v in params.items()})
