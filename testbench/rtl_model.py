@@ -464,9 +464,11 @@ def build(cfg: HwConfig | str | Path = "default", mem: str = "fast", sim: str = 
 
 
 # ---------------------------------------------------------------------------------- run
-def default_vcd_name(program: Program, mem: str, sim: str) -> str:
+def default_vcd_name(program: Program, mem: str, sim: str, seed: int = 0) -> str:
+    """``<kernel>-<config>-<mem>[-s<seed>].vcd`` (``.fst`` on Icarus): runs of other seeds (the protocol
+    back-end's backpressure) keep files of their own."""
     ext = "fst" if sim == "icarus" else "vcd"
-    return f"{program.name}-{program.config.name}-{mem}.{ext}"
+    return f"{program.name}-{program.config.name}-{mem}{f'-s{seed}' if seed else ''}.{ext}"
 
 
 def _error_of(r: dict[str, Any], cfg: HwConfig) -> dict[str, Any] | None:
@@ -676,7 +678,7 @@ def run_programs(programs: Sequence[Program], cfg: HwConfig | str | Path | None 
         else:
             for k, p in enumerate(programs):
                 if vcd_path is None:
-                    vcd = build_root() / "waves" / default_vcd_name(p, mem, sim)
+                    vcd = build_root() / "waves" / default_vcd_name(p, mem, sim, seed)
                 elif len(programs) == 1:
                     vcd = Path(vcd_path)
                 else:

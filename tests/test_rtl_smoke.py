@@ -205,3 +205,14 @@ def test_icarus_matches_verilator(cfg):
         check_outputs(p, i)
         assert i.extra.get("x_words", 0) == 0
         assert i.cycles == v.cycles and i.counters == v.counters, p.name
+
+
+def test_default_waveform_names_keep_seeds_apart():
+    """Runs of one kernel under other seeds (the protocol back-end's backpressure) do not share a file."""
+    from compiler import examples
+    from testbench.rtl_model import default_vcd_name
+
+    prog = examples.make_case("vadd", "small").program
+    assert default_vcd_name(prog, "protocol", "verilator") == "vadd-small-protocol.vcd"
+    assert default_vcd_name(prog, "protocol", "verilator", 2) == "vadd-small-protocol-s2.vcd"
+    assert default_vcd_name(prog, "fast", "icarus", 1) == "vadd-small-fast-s1.fst"
