@@ -431,3 +431,24 @@ def test_out_is_refused_where_a_sweep_would_replace_someone_else_s_files(tmp_pat
     capsys.readouterr()
     err = _one_line_error(capsys, ["sweep", str(spec), "--out", str(tmp_path / "o"), "--results", str(spec)])
     assert f"(--results {spec})" in err and "appends its records there" in err, err
+
+
+def test_an_area_over_its_bound_names_the_spec_s_limit() -> None:
+    from cosim.sweep.area import synthesize_area
+
+    a = synthesize_area(load_config("small"), "ecp5", 0.01)
+    assert a["status"] == ("absent: yosys did not finish synthesizing small for ecp5 within 0.01 s (a larger "
+                           "area.timeout in the spec allows more)"), a
+
+
+def test_no_area_no_front_no_plot(tmp_path: Path, capsys: pytest.CaptureFixture,
+                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """--area cached with nothing cached: the report says why there is no area, and draws no empty front."""
+    monkeypatch.setenv("COSIM_BUILD_DIR", str(tmp_path / "build"))
+    spec = _write(tmp_path, "workloads: [{example: vmul}]\narea: {target: ecp5}\n", "s.yaml")
+    out = tmp_path / "o"
+    assert main(["sweep", str(spec), "--out", str(out), "--workers", "0", "--area", "cached"]) == 0
+    text = capsys.readouterr().out
+    assert "no area on 1 config(s): not synthesized (--area cached: not in the cache)" in text, text
+    assert "no front (no point has an area)" in text and "plots:" not in text, text
+    assert not list(out.glob("pareto-*.png"))

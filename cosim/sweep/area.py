@@ -74,11 +74,15 @@ def store_area(key: str, target: str, area: dict[str, Any]) -> None:
 def synthesize_area(cfg: HwConfig, target: str, timeout: float) -> dict[str, Any]:
     """Synthesize ``cfg`` for ``target`` within ``timeout`` seconds: the design's totals
     (``hw.synth.AreaCounts``), or ``status`` saying why there are none."""
-    from hw.synth import SynthError, synthesize
+    from hw.synth import SynthError, SynthTimeout, synthesize
 
     t0 = time.perf_counter()
     try:
         rep = synthesize(cfg, target, timeout=timeout)
+    except SynthTimeout:  # its hint names synth's own --timeout; a sweep's bound is the spec's
+        return {"status": f"absent: yosys did not finish synthesizing {cfg.name} for {target} within {timeout:g} s "
+                          f"(a larger area.timeout in the spec allows more)", "target": target,
+                "seconds": round(time.perf_counter() - t0, 1)}
     except SynthError as e:
         return {"status": f"absent: {str(e).splitlines()[0]}", "target": target,
                 "seconds": round(time.perf_counter() - t0, 1)}

@@ -77,6 +77,7 @@ def plot_workload(label: str, rows: list[dict[str, Any]], front: list[dict[str, 
 
 def plot_fronts(rows: list[dict[str, Any]], fronts: dict[str, list[dict[str, Any]]], metric: str,
                 out_dir: Path) -> list[Path]:
-    """``pareto-<workload>.png`` in ``out_dir`` for every workload; returns their paths."""
+    """``pareto-<workload>.png`` in ``out_dir`` for every workload with a front (a point with an area);
+    returns their paths."""
     return [plot_workload(label, [r for r in rows if r["workload"] == label], front, metric,
-                          out_dir / f"pareto-{label}.png") for label, front in fronts.items()]
+                          out_dir / f"pareto-{label}.png") for label, front in fronts.items() if front]
