@@ -1142,7 +1142,7 @@ def test_report_of_a_json_nested_too_deep_is_unreadable_not_a_crash(capsys, tmp_
 @pytest.mark.parametrize("text, why", [("my precious notes\n", "not a JSON record"),
                                        ("no newline at the end", "not a JSON record"),
                                        ('{"important": "user data", "n": 1}', "needs a string 'key'"),
-                                       ('{"important": "user data", "n": 1', "not a JSON record"),
+                                       ('{"important": "user data", "n": 1', "a record cut short with none before it"),
                                        ('{"key": "a", "ok": true}\n', "record 'a' is ok but has no 'result'"),
                                        ('{"key": "a"}\n', "record 'a' needs 'ok'"),
                                        ('{"key": "a", "ok": false, "error": null}', "failed but has no 'error'")])

@@ -618,3 +618,15 @@ def test_coverage_options_that_quick_would_replace(monkeypatch):
     assert chosen_backends(args) == ["fast", "protocol", "raw"] and Path(args.configs[0]).is_absolute()
     assert chosen_backends(ap.parse_args(["coverage", "--quick"])) == ["fast"]
     assert chosen_backends(ap.parse_args(["coverage"])) == ["fast", "protocol", "raw"]
+
+
+def test_report_only_reads_a_dat_folder_no_run_marked(tmp_path, capsys):
+    """--report-only removes no coverage file: coverage files copied into a folder by hand are reported."""
+    from cosim.cli import main
+
+    dat = tmp_path / "cov" / "dat"
+    dat.mkdir(parents=True)
+    (dat / "copied.dat").write_text("# not a real coverage file\n")
+    main(["coverage", "--report-only", "--out", str(tmp_path / "cov")])
+    assert "not a coverage run's" not in capsys.readouterr().err
+    assert (dat / "copied.dat").exists()

@@ -37,8 +37,11 @@ def test_cells_are_the_pytest_matrix():
     whole = regression_cells(["small"], ["fast"], 1, ["verilator"], units=False)[0]
     some = regression_cells(["small"], ["fast"], 1, ["verilator"], examples=["vadd"], units=False)[0]
     # a selection resumes as itself only; a result of another design (the RTL edited since) is not one
-    assert whole.key == f"{whole.testcase} rtl={rtl_digest()}" and whole.testcase == some.testcase
-    assert some.key == f"{some.testcase} vadd rtl={rtl_digest()}"
+    assert whole.key == f"{whole.testcase} rtl={whole.design}" and whole.testcase == some.testcase
+    assert some.key == f"{some.testcase} vadd rtl={some.design}" and whole.design.startswith(rtl_digest() + "-")
+    # another hardware of one name (a config file edited since) is another design
+    other = regression_cells(["default"], ["fast"], 1, ["verilator"], units=False)[0]
+    assert other.design.split("-")[0] == whole.design.split("-")[0] and other.design != whole.design
     assert rtl_digest() != "none" and len(rtl_digest()) == 10
 
 

@@ -452,3 +452,21 @@ def test_no_area_no_front_no_plot(tmp_path: Path, capsys: pytest.CaptureFixture,
     assert "no area on 1 config(s): not synthesized (--area cached: not in the cache)" in text, text
     assert "no front (no point has an area)" in text and "plots:" not in text, text
     assert not list(out.glob("pareto-*.png"))
+
+
+def test_a_stopped_sweep_s_folder_and_fresh_of_another_campaign_s_file(tmp_path: Path,
+                                                                      capsys: pytest.CaptureFixture) -> None:
+    """A folder holding a sweep's results file only (a run stopped before its report) is the sweep's; --fresh
+    deletes only a sweep's results file, not another campaign's given by mistake."""
+    spec = _write(tmp_path, "workloads: [{example: vmul}]\narea: none\n", "s.yaml")
+    out = tmp_path / "o"
+    out.mkdir()
+    rec = {"key": "tlm/vmul-0/abc/s0", "ok": False, "result": None, "error": "stopped"}
+    (out / "results.jsonl").write_text(json.dumps(rec) + "\n")
+    assert main(["sweep", str(spec), "--out", str(out), "--workers", "0", "--json"]) in (0, 1)
+    capsys.readouterr()
+    fuzz = tmp_path / "fuzz.jsonl"
+    fuzz.write_text(json.dumps({"key": "chunk/0", "ok": True, "result": {}}) + "\n")
+    err = _one_line_error(capsys, ["sweep", str(spec), "--out", str(tmp_path / "o2"), "--results", str(fuzz),
+                                   "--fresh", "--workers", "0"])
+    assert "holds another campaign's records (keys like 'chunk/0')" in err and fuzz.exists(), err

@@ -169,16 +169,50 @@ def _connect(address: str) -> Any:
     hint = "start one with `dask scheduler`, or drop --scheduler / COSIM_SCHEDULER for this machine's cores"
     if address.startswith("tcp://"):
         why = _not_a_dask_server(address[len("tcp://"):], timeout)
-        if why:
-            raise ConnectionError(f"{address} is not a Dask scheduler ({why}; the dashboard's port is not the "
-                                  f"scheduler's, 8786 by default); {hint}")
+        if why is None:  # a Dask server: which one
+            why = _not_the_scheduler(address, timeout)
+        if why and why is not UNREACHABLE:  # unreachable: the client's own connect says why, within its timeout
+            raise ConnectionError(f"{address} did not answer as a Dask scheduler ({why}; the dashboard's port is "
+                                  f"not the scheduler's, 8786 by default); {hint}")
     try:
         return Client(address, timeout=timeout, set_as_default=False)
-    except (OSError, TimeoutError, MemoryError, ValueError) as e:  # MemoryError: a frame length read from junk
+    except Exception as e:  # noqa: BLE001 - whatever Dask raises for a peer it cannot use: one line
         raise ConnectionError(f"cannot reach the Dask scheduler at {address} ({type(e).__name__}: "
                               f"{str(e).splitlines()[0] if str(e) else ''}); {hint}") from None
 
 
+def _not_the_scheduler(address: str, timeout: float) -> str | None:
+    """Why the Dask server at ``address`` is not a scheduler (a worker's or a nanny's port), asked in one
+    bounded exchange (Dask's client waits on a peer without a bound of its own), or None."""
+    import asyncio
+
+    from distributed.comm import connect
+
+    async def ask() -> Any:
+        comm = await connect(address, timeout=timeout)
+        try:
+            await comm.write({"op": "identity"})
+            return await comm.read()
+        finally:
+            comm.abort()
+
+    try:
+        asyncio.get_running_loop()
+        return None  # inside an event loop (not the CLI's case): Dask's client asks for itself
+    except RuntimeError:
+        pass
+    try:
+        reply = asyncio.run(asyncio.wait_for(ask(), timeout))
+    except (asyncio.TimeoutError, TimeoutError):
+        return f"no answer to Dask's identity request in {timeout:g} s"
+    except Exception as e:  # noqa: BLE001 - a peer that is not Dask fails in many ways
+        return f"{type(e).__name__} asking who it is"
+    kind = reply.get("type") if isinstance(reply, dict) else None
+    return None if kind == "Scheduler" else f"it is a Dask {kind}" if isinstance(kind, str) else \
+        "its answer to Dask's identity request is not a scheduler's"
+
+
+UNREACHABLE = "unreachable"  # _not_a_dask_server's word for no connection at all
 # The first frame a Dask server sends (its handshake) is small; a length beyond this is not Dask's.
 HANDSHAKE_MAX_BYTES = 1 << 20
 
@@ -187,13 +221,13 @@ def _not_a_dask_server(host_port: str, timeout: float) -> str | None:
     """Why the TCP server at ``host_port`` is not a Dask one, or None: a Dask server writes its handshake as
     soon as a connection opens (an 8-byte length, then that many bytes), which Dask's client reads without a
     bound of its own; an HTTP server (the dashboard), or one that never writes, would hold it forever.
-    Unreachable: None (the client's own connect says why, within its timeout)."""
+    Unreachable: :data:`UNREACHABLE`."""
     host, _, port = host_port.rpartition(":")
     host = host.strip("[]")  # an IPv6 address in brackets
     try:
         sock = socket.create_connection((host, int(port)), timeout=timeout)
     except (OSError, ValueError):
-        return None
+        return UNREACHABLE
     try:
         head = b""
         deadline = time.monotonic() + timeout
@@ -202,7 +236,7 @@ def _not_a_dask_server(host_port: str, timeout: float) -> str | None:
             try:
                 chunk = sock.recv(8 - len(head))
             except socket.timeout:
-                return f"it sent nothing in {timeout:g} s (set COSIM_CONNECT_TIMEOUT to wait longer)"
+                return f"it sent nothing in {timeout:g} s; set COSIM_CONNECT_TIMEOUT to wait longer"
             except OSError as e:
                 return f"the connection failed: {e.strerror or e}"
             if not chunk:

@@ -56,7 +56,10 @@ class ResultsFile:
             except json.JSONDecodeError:
                 cut_short = tail.lstrip().startswith("{") and any(line.strip() for line in lines)
                 if not cut_short:  # not the end of a campaign's records: not ours to cut
-                    raise ValueError(f"{self.path}:{len(lines) + 1}: not a JSON record (is this a results file?)")
+                    first = tail.lstrip().startswith("{") and not lines
+                    why = ("a record cut short with none before it (a crash in the first write? delete the file to "
+                           "start afresh)" if first else "not a JSON record (is this a results file?)")
+                    raise ValueError(f"{self.path}:{len(lines) + 1}: {why}")
         for n, line in enumerate(lines, 1):
             if not line.strip():
                 continue

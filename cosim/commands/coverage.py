@@ -60,8 +60,9 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--report-only", action="store_true",
                    help="run nothing: report the coverage files already in OUT/dat")
     p.add_argument("--keep-dat", action="store_true",
-                   help="keep the coverage files of an earlier run in OUT/dat (default: start afresh, unless "
-                        "--results resumes)")
+                   help="keep the coverage files of an earlier run in OUT/dat and merge them too (default: the "
+                        "report merges this run's tasks' files, those resumed from --results included, and the "
+                        "others are removed first)")
     p.add_argument("--max-uncovered", type=int_arg(0), default=40, metavar="N",
                    help="uncovered lines, toggle signals and waivers printed, each (default 40; all are in the JSON "
                         "and the HTML)")
@@ -99,11 +100,13 @@ def run(args: argparse.Namespace) -> int:
     if out.exists() and not out.is_dir():
         raise ValueError(f"--out {args.out}: not a folder")
     dat = out / "dat"
-    claim_coverage_folder(out, args.out)
+    engine = cluster_kwargs(args) if not args.report_only else {}
+    keep = resumed_coverage_files(engine.get("results"))
+    # --report-only and --keep-dat remove no coverage file: only the report's files must be a coverage run's
+    claim_coverage_folder(out, args.out, dat_files=not (args.report_only or args.keep_dat), known=keep)
     failed: list[str] = []
     named: set[Path] = set()  # the coverage files of this run's tasks (resumed ones included)
     if not args.report_only:
-        engine = cluster_kwargs(args)
         plan = Plan(tuple(configs), tuple(backends), tuple(examples) if examples else None,
                     examples_on=not args.no_examples,
                     units=not (args.no_units or args.quick), fuzz=args.fuzz, fuzz_seed=args.fuzz_seed,
@@ -115,6 +118,10 @@ def run(args: argparse.Namespace) -> int:
             raise ValueError("nothing to run: the options leave no task")
         dat.mkdir(parents=True, exist_ok=True)
         (dat / MARKER).touch()
+        if not args.keep_dat:  # the earlier run's files go first (a run stopped midway merges none of them)
+            for f in dat.glob("*.dat"):
+                if f.resolve() not in keep:
+                    f.unlink()
         for rec in run_tasks(tasks, progress=not args.quiet, desc="coverage", **engine):
             res = rec.get("result") or {}
             cov = res.get("coverage_file") if isinstance(res, dict) else None
@@ -131,9 +138,6 @@ def run(args: argparse.Namespace) -> int:
         files = sorted(dat.glob("*.dat")) if dat.is_dir() else []
     else:  # this run's files only: an earlier run's (another selection) would raise the figures
         files = sorted(named)
-        for f in dat.glob("*.dat"):  # the earlier run's files go (the folder is a coverage one: claimed above)
-            if f.resolve() not in named:
-                f.unlink()
     if not files:
         why = f"every task failed; the first: {failed[0]}" if failed else "nothing ran on a coverage build"
         raise ValueError(f"{dat}: no coverage files ({why})")
@@ -173,10 +177,25 @@ MARKER = ".cosim-coverage"
 REPORT_FILES = ("summary.json", "coverage.info", "coverage.dat", "html")
 
 
-def claim_coverage_folder(out: Path, given: str) -> None:
-    """Refuse (ValueError) an ``out`` holding files of a coverage report's names, or coverage files in its
-    dat/, that no coverage run wrote (they would be replaced or removed): a folder is a coverage one by
-    the marker in its dat/ or a coverage summary.json."""
+def resumed_coverage_files(results: str | None) -> set[Path]:
+    """The coverage files the records of ``results`` (a --results file to resume) name."""
+    from cosim.cluster.results_file import ResultsFile
+
+    if not results or not Path(results).is_file():
+        return set()
+    out = set()
+    for rec in ResultsFile(results).load().values():
+        res = rec.get("result")
+        if rec.get("ok") and isinstance(res, dict) and isinstance(res.get("coverage_file"), str):
+            out.add(Path(res["coverage_file"]).resolve())
+    return out
+
+
+def claim_coverage_folder(out: Path, given: str, dat_files: bool = True, known: set[Path] | None = None) -> None:
+    """Refuse (ValueError) an ``out`` holding files of a coverage report's names, or (``dat_files``) coverage
+    files in its dat/ other than ``known`` (those a resumed run's records name), that no coverage run wrote
+    (they would be replaced or removed): a folder is a coverage one by the marker in its dat/ or a coverage
+    summary.json."""
     if (out / "dat" / MARKER).is_file():
         return
     try:
@@ -186,7 +205,8 @@ def claim_coverage_folder(out: Path, given: str) -> None:
     except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError):
         pass
     clash = [n for n in REPORT_FILES if (out / n).exists()]
-    clash += [f"dat/{f.name}" for f in sorted((out / "dat").glob("*.dat"))[:3]] if (out / "dat").is_dir() else []
+    if dat_files and (out / "dat").is_dir():
+        clash += [f"dat/{f.name}" for f in sorted((out / "dat").glob("*.dat")) if f.resolve() not in (known or ())][:3]
     if clash:
         raise ValueError(f"--out {given}: {', '.join(clash)} {'is' if len(clash) == 1 else 'are'} there and the folder "
                          f"is not a coverage run's (they would be replaced); choose another --out")

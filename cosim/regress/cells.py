@@ -15,7 +15,9 @@ processes, spread over the cluster); their outcomes are joined into the one test
 
 from __future__ import annotations
 
+import hashlib
 import importlib
+import json
 import sys
 import time
 from dataclasses import dataclass
@@ -24,6 +26,7 @@ from types import ModuleType
 from typing import Any, Sequence
 
 import cosim
+from hw.config import load_config
 from hw.toolchain import icarus_available
 from cosim.cluster import Task
 from cosim.models import rtl_available, rtl_digest
@@ -55,6 +58,7 @@ class Cell:
     names: tuple[str, ...] = ()    # the examples of this task (examples cells)
     part: int | None = None        # which share of the testcase's examples (None: all it runs here)
     selected: bool = False         # names is a selection (--examples), not every example the cell runs
+    design: str = ""               # the RTL's digest and the config's hardware hash: what a result is of
 
     @property
     def testcase(self) -> str:
@@ -66,9 +70,9 @@ class Cell:
     @property
     def key(self) -> str:
         """The task's key in a results file: the testcase, which examples when not all of them (a file
-        resumed with another selection does not take these records for the whole testcase), and the RTL's
-        digest (nor a result of the design before an edit for the design after)."""
-        rtl = f" rtl={rtl_digest()}"
+        resumed with another selection does not take these records for the whole testcase), and the design
+        (nor is a result of the RTL or the config before an edit one of them after)."""
+        rtl = f" rtl={self.design}" if self.design else ""
         if self.part is None and not self.selected:
             return self.testcase + rtl
         return f"{self.testcase} {'part ' + str(self.part) + ' ' if self.part else ''}{'+'.join(self.names)}{rtl}"
@@ -79,6 +83,10 @@ class Cell:
                      "names": list(self.names)})
 
 
+def _hardware_hash(config: str) -> str:
+    return hashlib.sha256(json.dumps(load_config(config).hardware_dict(), sort_keys=True).encode()).hexdigest()[:8]
+
+
 def regression_cells(configs: Sequence[str], mems: Sequence[str], seeds: int, simulators: Sequence[str],
                      examples: Sequence[str] | None = None, units: bool = True,
                      examples_per_task: int = 0) -> list[Cell]:
@@ -86,6 +94,8 @@ def regression_cells(configs: Sequence[str], mems: Sequence[str], seeds: int, si
     cells (``example_matrix``), then the unit-case cells (Verilator only). ``examples`` keeps only those
     examples (a cell left with none is dropped); ``examples_per_task`` > 0 splits each cell's examples."""
     mod = regression_module()
+    rtl = rtl_digest()  # once: every cell of a run names the same design
+    design = {c: f"{rtl}-{_hardware_hash(c)}" for c in configs}
     out: list[Cell] = []
     for cfg, mem, seed, sim in mod.example_matrix(configs, mems, range(seeds), simulators):
         every = mod.example_names(mem, sim)
@@ -94,13 +104,13 @@ def regression_cells(configs: Sequence[str], mems: Sequence[str], seeds: int, si
             continue
         selected = names != every
         if examples_per_task <= 0 or examples_per_task >= len(names):
-            out.append(Cell("examples", cfg, mem, seed, sim, tuple(names), selected=selected))
+            out.append(Cell("examples", cfg, mem, seed, sim, tuple(names), selected=selected, design=design[cfg]))
             continue
         for k in range(0, len(names), examples_per_task):
             out.append(Cell("examples", cfg, mem, seed, sim, tuple(names[k:k + examples_per_task]),
-                            part=k // examples_per_task + 1, selected=selected))
+                            part=k // examples_per_task + 1, selected=selected, design=design[cfg]))
     if units and "verilator" in simulators:
-        out += [Cell("units", cfg, mem) for cfg, mem in mod.unit_matrix(configs, mems)]
+        out += [Cell("units", cfg, mem, design=design[cfg]) for cfg, mem in mod.unit_matrix(configs, mems)]
     return out
 
 

@@ -44,12 +44,27 @@ MARKER = ".cosim-sweep"
 def claim_out_dir(out_dir: Path) -> None:
     """Refuse (SpecError) an ``out_dir`` holding files of a sweep's names that no sweep wrote (they would be
     replaced): a folder is a sweep's by its marker or a sweep report in its sweep.json."""
-    if (out_dir / MARKER).is_file() or _old_report(out_dir) is not None:
+    if (out_dir / MARKER).is_file() or _old_report(out_dir) is not None or is_sweep_results(out_dir / "results.jsonl"):
         return
     clash = [n for n in ("sweep.json", "sweep.csv", "results.jsonl", "configs") if (out_dir / n).exists()]
     if clash:
         raise SpecError(f"--out {out_dir}: {', '.join(clash)} {'is' if len(clash) == 1 else 'are'} there and the "
                         f"folder is not a sweep's (they would be replaced); choose another --out")
+
+
+SWEEP_KEYS = ("tlm/", "area/", "rtl/")  # the task keys of a sweep (cosim.sweep.table.point_key, run_sweep)
+
+
+def is_sweep_results(path: Path) -> bool:
+    """Whether ``path`` is a sweep's results file: records, each with a sweep's key (a stopped sweep's folder,
+    before the marker was written, or one given to --fresh)."""
+    from cosim.cluster.results_file import ResultsFile
+
+    try:
+        recs = ResultsFile(path).load() if path.is_file() else {}
+    except (OSError, ValueError):
+        return False
+    return bool(recs) and all(k.startswith(SWEEP_KEYS) for k in recs)
 
 
 def _old_report(out_dir: Path) -> dict[str, Any] | None:
