@@ -16,10 +16,11 @@ outputs): :func:`make_job`, :func:`run_golden`, :func:`run_iss`, :func:`run_tlm`
 
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -291,6 +292,14 @@ def rtl_digest() -> str:
     for f in files:
         h.update(f.name.encode() + b"\0" + f.read_bytes() + b"\0")
     return h.hexdigest()[:10]
+
+
+def design_digest(configs: Sequence[str]) -> str:
+    """:func:`rtl_digest` and a hash of ``configs``' hardware (names or paths): what a result of the RTL is of."""
+    import hashlib
+
+    hw = json.dumps([load_config(c).hardware_dict() for c in configs], sort_keys=True)
+    return f"{rtl_digest()}-{hashlib.sha256(hw.encode()).hexdigest()[:8]}"
 
 
 def model_failure_types() -> tuple[type[BaseException], ...]:

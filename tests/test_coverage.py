@@ -314,6 +314,10 @@ def test_plan_runs_the_examples_on_an_fsm_build_per_config(tmp_path):
     plan = Plan(("small", "default"), ("fast",), ("vadd",), units=False, directed=False)
     fsm = [t for t in plan_tasks(plan, tmp_path) if t.args["kind"] == "fsm"]
     assert [(t.args["config"], t.args["names"]) for t in fsm] == [("small", ["vadd"]), ("default", ["vadd"])]
+    # a record resumes only for the same RTL and configs' hardware
+    from cosim.models import design_digest
+
+    assert all(t.key.endswith(f" rtl={design_digest(['small', 'default'])}") for t in plan_tasks(plan, tmp_path))
     off = Plan(("small",), ("fast",), ("vadd",), units=False, directed=False, fsm=False)
     assert not [t for t in plan_tasks(off, tmp_path) if t.args["kind"] == "fsm"]
 

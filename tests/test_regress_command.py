@@ -14,7 +14,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from cosim.models import rtl_available, rtl_digest
+from cosim.models import design_digest, rtl_available, rtl_digest
 from cosim.regress.cells import regression_cells
 
 COSIM = [sys.executable, "-m", "cosim.cli"]
@@ -38,7 +38,8 @@ def test_cells_are_the_pytest_matrix():
     some = regression_cells(["small"], ["fast"], 1, ["verilator"], examples=["vadd"], units=False)[0]
     # a selection resumes as itself only; a result of another design (the RTL edited since) is not one
     assert whole.key == f"{whole.testcase} rtl={whole.design}" and whole.testcase == some.testcase
-    assert some.key == f"{some.testcase} vadd rtl={some.design}" and whole.design.startswith(rtl_digest() + "-")
+    assert some.key == f"{some.testcase} vadd rtl={some.design}" and whole.design == design_digest(["small"])
+    assert whole.design.startswith(rtl_digest() + "-")
     # another hardware of one name (a config file edited since) is another design
     other = regression_cells(["default"], ["fast"], 1, ["verilator"], units=False)[0]
     assert other.design.split("-")[0] == whole.design.split("-")[0] and other.design != whole.design

@@ -102,7 +102,10 @@ def plan_tasks(plan: Plan, dat_dir: Path) -> list[Task]:
     if plan.directed:
         from cosim.coverage.directed import directed_tasks
         tasks += directed_tasks(plan.configs, mems, base if plan.long_log2 is None else {**base, "long_log2": plan.long_log2})
-    return tasks
+    from cosim.models import design_digest
+
+    design = design_digest(plan.configs)  # a resumed record is of this RTL and these configs' hardware
+    return [Task(f"{t.key} rtl={design}", t.fn, t.args) for t in tasks]
 
 
 def run_task(args: dict[str, Any]) -> dict[str, Any]:

@@ -15,9 +15,7 @@ processes, spread over the cluster); their outcomes are joined into the one test
 
 from __future__ import annotations
 
-import hashlib
 import importlib
-import json
 import sys
 import time
 from dataclasses import dataclass
@@ -26,10 +24,9 @@ from types import ModuleType
 from typing import Any, Sequence
 
 import cosim
-from hw.config import load_config
 from hw.toolchain import icarus_available
 from cosim.cluster import Task
-from cosim.models import rtl_available, rtl_digest
+from cosim.models import design_digest, rtl_available
 
 REPO = Path(cosim.__file__).resolve().parent.parent
 REGRESSION_MODULE = "tests.test_rtl_regression"
@@ -83,10 +80,6 @@ class Cell:
                      "names": list(self.names)})
 
 
-def _hardware_hash(config: str) -> str:
-    return hashlib.sha256(json.dumps(load_config(config).hardware_dict(), sort_keys=True).encode()).hexdigest()[:8]
-
-
 def regression_cells(configs: Sequence[str], mems: Sequence[str], seeds: int, simulators: Sequence[str],
                      examples: Sequence[str] | None = None, units: bool = True,
                      examples_per_task: int = 0) -> list[Cell]:
@@ -94,8 +87,7 @@ def regression_cells(configs: Sequence[str], mems: Sequence[str], seeds: int, si
     cells (``example_matrix``), then the unit-case cells (Verilator only). ``examples`` keeps only those
     examples (a cell left with none is dropped); ``examples_per_task`` > 0 splits each cell's examples."""
     mod = regression_module()
-    rtl = rtl_digest()  # once: every cell of a run names the same design
-    design = {c: f"{rtl}-{_hardware_hash(c)}" for c in configs}
+    design = {c: design_digest([c]) for c in configs}  # once: every cell of a config names the same design
     out: list[Cell] = []
     for cfg, mem, seed, sim in mod.example_matrix(configs, mems, range(seeds), simulators):
         every = mod.example_names(mem, sim)

@@ -22,6 +22,7 @@ from typing import Any
 
 from cosim.sweep import area as area_mod
 from cosim.cluster import Task, run_tasks
+from cosim.models import rtl_digest
 from cosim.sweep.plots import plot_fronts
 from cosim.sweep.spec import ConfigPoint, RtlChoice, SpecError, SweepSpec
 from cosim.sweep.tasks import point_result_problem
@@ -193,7 +194,7 @@ def run_sweep(spec: SweepSpec, out_dir: Path, results: Path | None = None, sched
                      "workloads": [wl[lb].to_dict() for lb in per_cfg[ck]]} for ck in cks]
             digest = hashlib.sha256("|".join(f"{ck}:{lb}-{wl[lb].digest}" for ck in cks
                                              for lb in per_cfg[ck]).encode()).hexdigest()[:8]
-            rtasks.append(Task(f"rtl/{rid:08x}/{digest}/s{spec.seed}", "cosim.sweep.tasks:rtl_task",
+            rtasks.append(Task(f"rtl/{rid:08x}/{digest}/s{spec.seed}/{rtl_digest()}", "cosim.sweep.tasks:rtl_task",
                                {"runs": runs, "seed": spec.seed}))
         _log(f"sweep {spec.name}: RTL on {len(chosen)} point(s) of {len(per_cfg)} config(s), "
              f"{len(per_rtl)} distinct RTL build(s)")
