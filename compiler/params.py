@@ -196,6 +196,14 @@ def typed_value(key: str, value: Any, default: Any) -> Any:
         raise ParamError(f"param '{key}': {value!r} is not {_kind_of(key, default)}") from None
 
 
+def param_text(v: Any) -> str:
+    """A param's value as ``-p KEY=VALUE`` writes it (the inverse of :func:`parse_value`): a shape ``4x3``,
+    None ``auto``."""
+    if isinstance(v, (tuple, list)):
+        return "x".join(str(s) for s in v)
+    return "auto" if v is None else str(v)
+
+
 def _plain_int(v: Any) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
 

@@ -345,6 +345,11 @@ def _over_a_shorter_limit(rec: dict[str, Any], timeout_s: float | None) -> bool:
     return not rec.get("ok") and isinstance(was, (int, float)) and (timeout_s is None or was < timeout_s)
 
 
+def _lost_scheduler(detail: str = "") -> ClusterError:
+    return ClusterError(f"lost the connection to the Dask scheduler{detail}; the results so far are in the results "
+                        f"file (run again to resume)")
+
+
 def _payload(t: Task) -> dict[str, Any]:
     return {"key": t.key, "fn": t.fn, "args": t.args}
 
@@ -403,8 +408,7 @@ def _run_on_dask(tasks: list[Task], address: str | None, workers: int | None, re
                     if now - last_check > 2.0:
                         last_check = now
                         if client.status not in ("running", "connecting"):
-                            raise ClusterError("lost the connection to the Dask scheduler; the results so far "
-                                                  "are in the results file (run again to resume)")
+                            raise _lost_scheduler()
                         if client.nthreads():
                             last_worker_seen = now
                         elif now - last_worker_seen > no_worker_s:
@@ -437,9 +441,7 @@ def _run_on_dask(tasks: list[Task], address: str | None, workers: int | None, re
         except ClusterError:
             raise
         except OSError as e:  # Dask's own word for a scheduler gone (e.g. "ConnectionPool closing.")
-            raise ClusterError(f"lost the connection to the Dask scheduler ({type(e).__name__}: "
-                               f"{str(e).splitlines()[0] if str(e) else ''}); the results so far are in the results "
-                               f"file (run again to resume)") from None
+            raise _lost_scheduler(f" ({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''})") from None
         finally:
             with sigint_held():  # a second Ctrl-C must not cut the cancel short
                 if pending:

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import argparse
 import json
-from typing import Any
 
 from compiler.dynamic_examples import DYNAMIC_EXAMPLES
 from compiler.examples import get_example, list_examples
+from compiler.params import param_text
 from cosim.cli import add_json_arg
 from cosim.network_run import get_network, network_names
 
@@ -24,12 +24,6 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     return p
 
 
-def _fmt(v: Any) -> str:
-    if isinstance(v, tuple):
-        return "x".join(str(s) for s in v)
-    return "auto" if v is None else str(v)
-
-
 def run(args: argparse.Namespace) -> int:
     exs = [get_example(n) for n in list_examples()]
     nets = [get_network(n) for n in network_names()]
@@ -44,7 +38,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     width = max(len(x.name) for x in [*exs, *nets, *DYNAMIC_EXAMPLES.values()])
     for e in exs:
-        params = " ".join(f"{k}={_fmt(v)}" for k, v in e.params.items())
+        params = " ".join(f"{k}={param_text(v)}" for k, v in e.params.items())
         print(f"{e.name:<{width}}  {params}")
         print(f"{'':<{width}}  {e.description}")
     print("\ndynamic shapes (cosim run NAME --set VAR=N; cosim compile NAME -o DIR writes the folder and its "

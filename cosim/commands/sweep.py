@@ -57,7 +57,7 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
 @interruptible
 def run(args: argparse.Namespace) -> int:
-    from cosim.sweep.run import all_agree, claim_out_dir, default_out_dir, is_sweep_results, print_report, run_sweep
+    from cosim.sweep.run import all_agree, claim_out_dir, default_out_dir, print_report, run_sweep, sweep_keys
     from cosim.sweep.spec import RtlChoice, load_spec
 
     cluster = cluster_kwargs(args)  # a bad --scheduler or --results is one line before anything runs
@@ -76,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
         from cosim.cluster.results_file import ResultsFile
 
         recs = ResultsFile(results).load()  # a file that is not a results file is refused, not deleted
-        if recs and not is_sweep_results(results):  # another campaign's (fuzz, regress, ...): not ours to delete
+        if recs and not sweep_keys(recs):  # another campaign's (fuzz, regress, ...): not ours to delete
             raise UserError(f"--fresh: {results} holds another campaign's records (keys like {next(iter(recs))!r}); "
                             f"it is not deleted: give the sweep a results file of its own")
         results.unlink()

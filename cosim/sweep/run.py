@@ -65,7 +65,13 @@ def is_sweep_results(path: Path) -> bool:
         recs = ResultsFile(path).load() if path.is_file() else {}
     except (OSError, ValueError):
         return False
-    return bool(recs) and all(k.startswith(SWEEP_KEYS) for k in recs)
+    return sweep_keys(recs)
+
+
+def sweep_keys(keys: Any) -> bool:
+    """Whether ``keys`` (of a results file's records) are some, and all a sweep's."""
+    keys = list(keys)
+    return bool(keys) and all(k.startswith(SWEEP_KEYS) for k in keys)
 
 
 def _old_report(out_dir: Path) -> dict[str, Any] | None:
@@ -184,6 +190,7 @@ def run_sweep(spec: SweepSpec, out_dir: Path, results: Path | None = None, sched
         for cp, label in chosen:
             per_cfg.setdefault(cp.key, []).append(label)
         per_rtl: dict[int, list[str]] = {}  # configs of one RTL: one task, one build
+        design = rtl_digest()  # a result of the RTL before an edit is not one of the RTL after
         for ck in per_cfg:
             cfg = by_cp[ck].config
             assert cfg is not None
@@ -194,7 +201,7 @@ def run_sweep(spec: SweepSpec, out_dir: Path, results: Path | None = None, sched
                      "workloads": [wl[lb].to_dict() for lb in per_cfg[ck]]} for ck in cks]
             digest = hashlib.sha256("|".join(f"{ck}:{lb}-{wl[lb].digest}" for ck in cks
                                              for lb in per_cfg[ck]).encode()).hexdigest()[:8]
-            rtasks.append(Task(f"rtl/{rid:08x}/{digest}/s{spec.seed}/{rtl_digest()}", "cosim.sweep.tasks:rtl_task",
+            rtasks.append(Task(f"rtl/{rid:08x}/{digest}/s{spec.seed}/{design}", "cosim.sweep.tasks:rtl_task",
                                {"runs": runs, "seed": spec.seed}))
         _log(f"sweep {spec.name}: RTL on {len(chosen)} point(s) of {len(per_cfg)} config(s), "
              f"{len(per_rtl)} distinct RTL build(s)")

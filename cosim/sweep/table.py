@@ -230,21 +230,13 @@ def hand_command(w: dict[str, Any], params: dict[str, Any] | None, config: str, 
     if w["kind"] == "network":  # its images are the network's own (no seed)
         args = ["cosim", "net", w["name"], "--images", str(w.get("images") or 1)]
     else:
+        from compiler.params import param_text
         from cosim.sweep.workloads import operator_example
 
         args = ["cosim", "run", operator_example(w["name"]) if w["kind"] == "operator" else w["name"]]
-        args += [a for k, v in (params or w["params"]).items() for a in ("-p", f"{k}={_param_text(v)}")]
+        args += [a for k, v in (params or w["params"]).items() for a in ("-p", f"{k}={param_text(v)}")]
         args += ["--seed", str(seed)] if seed else []
     return shlex.join(args + ["--config", config, "--model", "tlm"])
-
-
-def _param_text(v: Any) -> str:
-    """A param's value as ``-p`` reads it."""
-    if isinstance(v, list):
-        return "x".join(str(x) for x in v)
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    return "auto" if v is None else str(v)
 
 
 def _cell(v: Any) -> str:
